@@ -1,0 +1,1 @@
+"""The ``odfd`` command-line interface."""

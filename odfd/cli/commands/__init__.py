@@ -1,0 +1,1 @@
+"""One module per top-level ``odfd`` command; each exposes ``register(subparsers)``."""

@@ -1,0 +1,1 @@
+"""Integrity and reproducibility checks, and the Spark engine that (re-)executes ODF transforms."""
