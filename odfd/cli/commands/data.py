@@ -1,0 +1,28 @@
+"""``odfd data``: inspect data files; ``odfd data hash`` prints the hashes a DataSlice records."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from protocol.hashing import logical_hash_parquet, physical_hash_file
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("data", help="inspect data files")
+    commands = parser.add_subparsers(dest="data_command", metavar="ACTION", required=True)
+
+    hash_parser = commands.add_parser(
+        "hash",
+        help="print a Parquet file's logical (arrow-digest) and physical (SHA3-256) hashes",
+    )
+    hash_parser.add_argument("file", type=Path, help="Parquet data file")
+    hash_parser.set_defaults(func=_hash)
+
+
+def _hash(args: argparse.Namespace) -> int:
+    logical = logical_hash_parquet(args.file)
+    physical = physical_hash_file(args.file)
+    print(f"logicalHash: {logical}")
+    print(f"physicalHash: {physical}")
+    return 0

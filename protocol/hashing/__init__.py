@@ -1,0 +1,33 @@
+"""Data hashes: the logical hash of tabular data (arrow-digest) and the physical hash of files.
+
+``logical_hash`` / ``RecordsDigest`` / ``logical_hash_parquet`` compute ``DataSlice.logicalHash``
+(multicodec ``arrow0-sha3-256``); ``physical_hash_file`` / ``physical_hash_bytes`` compute
+``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``).
+"""
+
+from protocol.hashing.errors import (
+    DataFileError,
+    HashingError,
+    SchemaMismatchError,
+    UnsupportedDataTypeError,
+)
+from protocol.hashing.physical import physical_hash_bytes, physical_hash_file
+from protocol.hashing.records_digest import (
+    PARQUET_BATCH_ROWS,
+    RecordsDigest,
+    logical_hash,
+    logical_hash_parquet,
+)
+
+__all__ = [
+    "PARQUET_BATCH_ROWS",
+    "DataFileError",
+    "HashingError",
+    "RecordsDigest",
+    "SchemaMismatchError",
+    "UnsupportedDataTypeError",
+    "logical_hash",
+    "logical_hash_parquet",
+    "physical_hash_bytes",
+    "physical_hash_file",
+]

@@ -1,0 +1,40 @@
+"""The ODF metadata model: frozen dataclasses generated from the spec's schemas, plus helpers.
+
+Union variants are joined names (``FetchStep::Url`` -> ``FetchStepUrl``); each union is a type
+alias of its variants (``MetadataEvent``). Sequences are tuples, maps are read-only ``FrozenMap``s.
+"""
+
+from __future__ import annotations
+
+from protocol.model._generated import *  # noqa: F403
+from protocol.model._generated import KIND_NAMES, UNION_VARIANTS, DataField, DataSchema, MetadataEvent
+from protocol.model.maps import FrozenMap, JsonValue
+from protocol.model.timestamp import Timestamp
+
+METADATA_EVENT_TYPES: tuple[type, ...] = UNION_VARIANTS["MetadataEvent"]
+"""Every ``MetadataEvent`` variant, in the spec's order (the FlatBuffers union order)."""
+
+
+def kind_name(value: object) -> str:
+    """The ``kind`` tag of a union variant (``AddData``, ``Url`` for ``FetchStepUrl``, ...)."""
+    try:
+        return KIND_NAMES[type(value)]
+    except KeyError:
+        raise TypeError(f"{type(value).__name__} is not a union variant") from None
+
+
+def is_metadata_event(value: object) -> bool:
+    return type(value) in METADATA_EVENT_TYPES
+
+
+def schema_field(schema: DataSchema, name: str) -> DataField | None:
+    """The top-level field called ``name`` (exact match), if any."""
+    for data_field in schema.fields:
+        if data_field.name == name:
+            return data_field
+    return None
+
+
+__all__ = [  # noqa: F405
+    name for name in dir() if not name.startswith("_") and name not in ("annotations",)
+] + ["FrozenMap", "JsonValue", "MetadataEvent", "Timestamp"]

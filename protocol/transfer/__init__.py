@@ -1,0 +1,1 @@
+"""Transfer protocols: how dataset blocks and files move between nodes (HTTP, IPFS)."""
