@@ -11,7 +11,11 @@ from protocol.errors import OdfError
 
 # Each name is a module under ``odfd.cli.commands`` exposing ``register(subparsers)``.
 # A command's handler is stored as ``func`` on its parser and returns the exit code.
-COMMAND_MODULES: tuple[str, ...] = ()
+COMMAND_MODULES: tuple[str, ...] = (
+    "block",
+    "data",
+    "init", "add", "list", "log", "delete", "rename", "import_", "repair",
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,26 @@
+"""``odfd rename``: give a dataset a new alias (its id and chain do not change)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from storage.workspace import Workspace
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("rename", help="rename a dataset")
+    parser.add_argument("dataset", help="dataset alias or id")
+    parser.add_argument("new_name", help="new alias")
+    add_root_argument(parser)
+    parser.set_defaults(func=_rename)
+
+
+def _rename(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        record = await workspace.rename_dataset(args.dataset, args.new_name)
+        print(f"Renamed: {args.dataset} -> {record.alias}", file=sys.stderr)
+        return 0
+
+    return run_in_workspace(args, run)

@@ -1,0 +1,28 @@
+"""The ``--root`` option every workspace command takes, and running a command in a workspace."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from storage.layout import WORKSPACE_ENV
+from storage.workspace import Workspace
+
+
+def add_root_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--root", type=Path, default=None, metavar="DIR",
+        help=f"workspace folder (default: ${WORKSPACE_ENV}, else ./.odfd)",
+    )
+
+
+def run_in_workspace(args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]) -> int:
+    """Open the workspace named by ``--root``, run ``command`` in it, close it."""
+
+    async def run() -> int:
+        async with await Workspace.open(args.root) as workspace:
+            return await command(workspace)
+
+    return asyncio.run(run())

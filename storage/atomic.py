@@ -1,0 +1,85 @@
+"""Crash-safe file writes: stage under a temporary name, fsync, rename, fsync the folder.
+
+A reader (or a process restarted after ``SIGKILL`` or power loss) sees either the old file or the
+complete new one, never a prefix. Staged names start with ``.pending-`` like the reference's, so
+every store skips them when listing.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import shutil
+from pathlib import Path
+
+from storage.layout import STAGING_PREFIX
+
+
+def staging_path(folder: Path) -> Path:
+    return folder / f"{STAGING_PREFIX}{secrets.token_hex(8)}"
+
+
+def fsync_dir(folder: Path) -> None:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_staged(folder: Path, data: bytes) -> Path:
+    """Write ``data`` durably to a new staging file in ``folder`` and return its path."""
+    path = staging_path(folder)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view):]
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        path.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    return path
+
+
+def write_file_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
+    """Replace ``path`` with ``data`` atomically and durably."""
+    staged = write_staged(path.parent, data)
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    if sync_dir:
+        fsync_dir(path.parent)
+
+
+def fsync_file(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def move_file_atomic(src: Path, dst: Path) -> None:
+    """Move ``src`` to ``dst`` durably; across file systems, copy to a staging file first."""
+    fsync_file(src)
+    try:
+        os.replace(src, dst)
+    except OSError as err:
+        if err.errno != errno.EXDEV:
+            raise
+        staged = staging_path(dst.parent)
+        try:
+            shutil.copyfile(src, staged)
+            fsync_file(staged)
+            os.replace(staged, dst)
+        except BaseException:
+            staged.unlink(missing_ok=True)
+            raise
+        src.unlink()
+    fsync_dir(dst.parent)

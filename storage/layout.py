@@ -1,0 +1,103 @@
+"""Where things live on disk: the spec's Dataset Layout and the node workspace.
+
+Names follow the reference implementation exactly (folder names, base16 multibase object names,
+``refs/head``, ``info/alias``, ``info/config``) so dataset folders move between it and odfd as is.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.identity import Multihash
+from protocol.identity import DatasetId
+
+HEAD_REF = "head"
+ALIAS_INFO = "alias"
+CONFIG_INFO = "config"
+STAGING_PREFIX = ".pending-"
+
+WORKSPACE_ENV = "ODFD_HOME"
+DEFAULT_WORKSPACE_DIR = ".odfd"
+
+
+def object_name(hash: Multihash) -> str:
+    """File name of a block, data or checkpoint object: canonical base16 multibase (``f1620…``)."""
+    return hash.to_multibase()
+
+
+def dataset_dir_name(dataset_id: DatasetId) -> str:
+    """Folder name of a dataset in a workspace: its id's multibase without ``did:odf:``."""
+    return dataset_id.to_multibase()
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetLayout:
+    """The folders of one dataset (spec "Dataset Layout")."""
+
+    root: Path
+
+    @property
+    def blocks_dir(self) -> Path:
+        return self.root / "blocks"
+
+    @property
+    def refs_dir(self) -> Path:
+        return self.root / "refs"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "data"
+
+    @property
+    def checkpoints_dir(self) -> Path:
+        return self.root / "checkpoints"
+
+    @property
+    def info_dir(self) -> Path:
+        return self.root / "info"
+
+    def create(self) -> DatasetLayout:
+        for folder in (self.blocks_dir, self.refs_dir, self.data_dir, self.checkpoints_dir,
+                       self.info_dir):
+            folder.mkdir(parents=True, exist_ok=True)
+        return self
+
+    def looks_like_dataset(self) -> bool:
+        """A folder with ``blocks/`` and ``refs/`` is treated as a dataset (head may be missing)."""
+        return self.blocks_dir.is_dir() and self.refs_dir.is_dir()
+
+
+@dataclass(frozen=True, slots=True)
+class WorkspaceLayout:
+    """The folders and files of an odfd node workspace."""
+
+    root: Path
+
+    @staticmethod
+    def default_root() -> Path:
+        env = os.environ.get(WORKSPACE_ENV)
+        return Path(env) if env else Path.cwd() / DEFAULT_WORKSPACE_DIR
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.root / "catalog.sqlite"
+
+    @property
+    def datasets_dir(self) -> Path:
+        return self.root / "datasets"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.root / "keys"
+
+    def dataset(self, dataset_id: DatasetId) -> DatasetLayout:
+        return DatasetLayout(self.datasets_dir / dataset_dir_name(dataset_id))
+
+    def key_path(self, dataset_id: DatasetId) -> Path:
+        return self.keys_dir / f"{dataset_dir_name(dataset_id)}.key"

@@ -1,0 +1,94 @@
+"""Abstract interfaces of the content-addressed object store, the reference store and the named
+file store. Local FS implementations live in ``localfs``; HTTP and IPFS ones implement the same
+methods so a ``Dataset`` works over any of them."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from pathlib import Path
+
+from protocol.identity import Multihash
+
+
+class ObjectStore(ABC):
+    """Immutable objects named by the SHA3-256 multihash of their bytes.
+
+    Every ``put_*`` hashes what it stores and raises ``HashMismatchError`` when ``expected`` is
+    given and differs, so an object can never be visible under a wrong name. Reads return raw
+    bytes; whoever needs to trust them re-hashes (the chain does for blocks).
+    """
+
+    @abstractmethod
+    async def contains(self, hash: Multihash) -> bool: ...
+
+    @abstractmethod
+    async def size(self, hash: Multihash) -> int:
+        """Size in bytes; ``ObjectNotFoundError`` if absent."""
+
+    @abstractmethod
+    async def get_bytes(self, hash: Multihash) -> bytes:
+        """Whole object; ``ObjectNotFoundError`` if absent. Meant for small objects (blocks)."""
+
+    @abstractmethod
+    def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+        """Stream a (possibly large) object; ``ObjectNotFoundError`` if absent."""
+
+    @abstractmethod
+    async def put_bytes(self, data: bytes, expected: Multihash | None = None) -> Multihash: ...
+
+    async def put_many(self, items: Sequence[bytes]) -> list[Multihash]:
+        """Store several small objects; backends may batch their durability work."""
+        return [await self.put_bytes(item) for item in items]
+
+    @abstractmethod
+    async def put_file(
+        self, path: Path, expected: Multihash | None = None, *, move: bool = False
+    ) -> Multihash:
+        """Store a local file's content; with ``move`` the file is moved, not copied."""
+
+    @abstractmethod
+    async def put_stream(
+        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+    ) -> Multihash: ...
+
+    @abstractmethod
+    async def delete(self, hash: Multihash) -> None:
+        """Remove an object; absent objects are ignored."""
+
+    @abstractmethod
+    def iter_hashes(self) -> AsyncIterator[Multihash]:
+        """Every stored object's hash, in no particular order."""
+
+
+class RefStore(ABC):
+    """Named pointers to blocks (``head``) moved only by compare-and-swap."""
+
+    @abstractmethod
+    async def get(self, name: str) -> Multihash | None:
+        """The ref's value, or ``None`` if it is not set."""
+
+    @abstractmethod
+    async def set(self, name: str, new: Multihash, *, expected: Multihash | None) -> None:
+        """Point ``name`` at ``new`` if it currently equals ``expected`` (``None``: unset);
+        otherwise raise ``RefCasError`` and change nothing."""
+
+    @abstractmethod
+    async def delete(self, name: str, *, expected: Multihash | None) -> None:
+        """Remove ``name`` if it currently equals ``expected``, else ``RefCasError``."""
+
+    @abstractmethod
+    async def names(self) -> list[str]: ...
+
+
+class NamedStore(ABC):
+    """Small mutable files by name (a dataset's ``info/``)."""
+
+    @abstractmethod
+    async def get(self, name: str) -> bytes | None: ...
+
+    @abstractmethod
+    async def set(self, name: str, data: bytes) -> None: ...
+
+    @abstractmethod
+    async def delete(self, name: str) -> None: ...

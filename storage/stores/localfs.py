@@ -1,0 +1,315 @@
+"""Local file system implementations of the stores, in the reference's on-disk format.
+
+Small objects (blocks, refs, info files) are read and written inline on the event loop: they are
+a few hundred bytes and a thread hop would cost more than the I/O. Anything that may be large
+(data and checkpoint files, streams) is hashed and copied in worker threads.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import hashlib
+import os
+from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from pathlib import Path
+
+from protocol.errors import ParseError
+from protocol.identity import Multicodec, Multihash
+from storage.atomic import (
+    fsync_dir,
+    move_file_atomic,
+    staging_path,
+    write_file_atomic,
+    write_staged,
+)
+from storage.errors import (
+    CorruptRefError,
+    HashMismatchError,
+    ObjectNotFoundError,
+    RefCasError,
+    StorageError,
+)
+from storage.layout import object_name
+from storage.stores.base import NamedStore, ObjectStore, RefStore
+
+INLINE_IO_LIMIT = 256 * 1024
+_PUT_THREADS = 4
+_PARALLEL_PUT_MIN = 16
+_FILE_CHUNK = 1 << 20
+
+
+def hash_file(path: Path) -> tuple[Multihash, int]:
+    """SHA3-256 multihash and size of a file (blocking: call from a thread)."""
+    digest = hashlib.sha3_256()
+    size = 0
+    with open(path, "rb") as f:
+        while chunk := f.read(_FILE_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return Multihash(code=Multicodec.SHA3_256, digest=digest.digest()), size
+
+
+def _check_simple_name(name: str, what: str) -> None:
+    if not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
+        raise StorageError(f"invalid {what} name {name!r}")
+
+
+class LocalFsObjectStore(ObjectStore):
+    """Objects as files named ``f1620<hex digest>`` in one folder."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._prefix = os.path.join(root, "")
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+    def path_of(self, hash: Multihash) -> Path:
+        return self.root / object_name(hash)
+
+    async def contains(self, hash: Multihash) -> bool:
+        return os.path.isfile(self._prefix + object_name(hash))
+
+    async def size(self, hash: Multihash) -> int:
+        try:
+            return os.stat(self._prefix + object_name(hash)).st_size
+        except FileNotFoundError:
+            raise ObjectNotFoundError(str(self.root), hash) from None
+
+    async def get_bytes(self, hash: Multihash) -> bytes:
+        # Blocks are read hundreds of thousands of times during validation: plain os calls.
+        try:
+            fd = os.open(self._prefix + object_name(hash), os.O_RDONLY)
+        except FileNotFoundError:
+            raise ObjectNotFoundError(str(self.root), hash) from None
+        try:
+            size = os.fstat(fd).st_size
+            if size > INLINE_IO_LIMIT:
+                return await asyncio.to_thread(_read_all, fd, size)
+            return _read_all(fd, size)
+        finally:
+            os.close(fd)
+
+    async def iter_chunks(self, hash: Multihash, chunk_size: int = _FILE_CHUNK) -> AsyncIterator[bytes]:
+        try:
+            f = open(self.path_of(hash), "rb")
+        except FileNotFoundError:
+            raise ObjectNotFoundError(str(self.root), hash) from None
+        with f:
+            while chunk := await asyncio.to_thread(f.read, chunk_size):
+                yield chunk
+
+    def _ensure_root(self) -> None:
+        if not self.root.is_dir():
+            self.root.mkdir(parents=True, exist_ok=True)
+
+    def _check(self, expected: Multihash | None, actual: Multihash) -> None:
+        if expected is not None and expected != actual:
+            raise HashMismatchError(f"object for {self.root}", expected, actual)
+
+    async def put_bytes(self, data: bytes, expected: Multihash | None = None) -> Multihash:
+        if len(data) > INLINE_IO_LIMIT:
+            return await asyncio.to_thread(self._put_bytes_blocking, data, expected, True)
+        return self._put_bytes_blocking(data, expected, True)
+
+    def _put_bytes_blocking(self, data: bytes, expected: Multihash | None, sync_dir: bool) -> Multihash:
+        hash = Multihash.from_digest_sha3_256(data)
+        self._check(expected, hash)
+        target = self.path_of(hash)
+        if target.exists():
+            return hash
+        self._ensure_root()
+        staged = write_staged(self.root, data)
+        os.replace(staged, target)
+        if sync_dir:
+            fsync_dir(self.root)
+        return hash
+
+    async def put_many(self, items: Sequence[bytes]) -> list[Multihash]:
+        """Write every object fsynced, then fsync the folder once for the whole batch.
+
+        Large batches are written by a few threads at once: the fsyncs dominate and overlap
+        well on one device.
+        """
+        if len(items) < _PARALLEL_PUT_MIN:
+            hashes = [self._put_bytes_blocking(item, None, False) for item in items]
+        else:
+            step = -(-len(items) // _PUT_THREADS)
+            groups = [items[i:i + step] for i in range(0, len(items), step)]
+            results = await asyncio.gather(*(
+                asyncio.to_thread(lambda g: [self._put_bytes_blocking(x, None, False) for x in g], group)
+                for group in groups
+            ))
+            hashes = [h for group in results for h in group]
+        if hashes:
+            fsync_dir(self.root)
+        return hashes
+
+    async def put_file(
+        self, path: Path, expected: Multihash | None = None, *, move: bool = False
+    ) -> Multihash:
+        return await asyncio.to_thread(self._put_file_blocking, Path(path), expected, move)
+
+    def _put_file_blocking(self, path: Path, expected: Multihash | None, move: bool) -> Multihash:
+        hash, _ = hash_file(path)
+        self._check(expected, hash)
+        target = self.path_of(hash)
+        if target.exists():
+            if move:
+                path.unlink()
+            return hash
+        self._ensure_root()
+        if move:
+            move_file_atomic(path, target)
+        else:
+            staged = staging_path(self.root)
+            try:
+                with open(path, "rb") as src, open(staged, "xb") as dst:
+                    while chunk := src.read(_FILE_CHUNK):
+                        dst.write(chunk)
+                    dst.flush()
+                    os.fsync(dst.fileno())
+                # The source may have changed while we copied: hash what we wrote.
+                copied, _ = hash_file(staged)
+                if copied != hash:
+                    raise HashMismatchError(f"copy of {path}", hash, copied)
+                os.replace(staged, target)
+            finally:
+                staged.unlink(missing_ok=True)
+            fsync_dir(self.root)
+        return hash
+
+    async def put_stream(
+        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+    ) -> Multihash:
+        self._ensure_root()
+        staged = staging_path(self.root)
+        digest = hashlib.sha3_256()
+        try:
+            with open(staged, "xb") as f:
+                async for chunk in chunks:
+                    digest.update(chunk)
+                    await asyncio.to_thread(f.write, chunk)
+                await asyncio.to_thread(_flush_and_sync, f)
+            hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
+            self._check(expected, hash)
+            target = self.path_of(hash)
+            if not target.exists():
+                os.replace(staged, target)
+                fsync_dir(self.root)
+            return hash
+        finally:
+            staged.unlink(missing_ok=True)
+
+    async def delete(self, hash: Multihash) -> None:
+        self.path_of(hash).unlink(missing_ok=True)
+
+    async def iter_hashes(self) -> AsyncIterator[Multihash]:
+        if not self.root.is_dir():
+            return
+        for entry in os.scandir(self.root):
+            if entry.name.startswith("."):
+                continue
+            try:
+                yield Multihash.from_multibase(entry.name)
+            except ParseError:
+                continue
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    parts = []
+    while chunk := os.read(fd, max(size, 1 << 16)):
+        parts.append(chunk)
+    if len(parts) == 1:
+        return parts[0]
+    return b"".join(parts)
+
+
+def _flush_and_sync(f) -> None:  # noqa: ANN001 - a binary file object
+    f.flush()
+    os.fsync(f.fileno())
+
+
+class LocalFsRefStore(RefStore):
+    """Refs as files holding the multibase hash (no newline), as the reference writes them.
+
+    Compare-and-swap holds an exclusive ``flock`` on the refs folder while it reads, compares and
+    atomically replaces the file, which serializes writers in other threads and processes.
+    """
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({str(self.root)!r})"
+
+    async def get(self, name: str) -> Multihash | None:
+        _check_simple_name(name, "ref")
+        return self._read(name)
+
+    def _read(self, name: str) -> Multihash | None:
+        path = self.root / name
+        try:
+            text = path.read_bytes().decode("utf-8").strip()
+        except FileNotFoundError:
+            return None
+        except UnicodeDecodeError:
+            raise CorruptRefError(f"ref {path} is not UTF-8 text") from None
+        try:
+            return Multihash.from_multibase(text)
+        except ParseError as err:
+            raise CorruptRefError(f"ref {path} does not hold a multihash: {err}") from None
+
+    async def set(self, name: str, new: Multihash, *, expected: Multihash | None) -> None:
+        _check_simple_name(name, "ref")
+        await asyncio.to_thread(self._swap, name, expected, new)
+
+    async def delete(self, name: str, *, expected: Multihash | None) -> None:
+        _check_simple_name(name, "ref")
+        await asyncio.to_thread(self._swap, name, expected, None)
+
+    def _swap(self, name: str, expected: Multihash | None, new: Multihash | None) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        lock_fd = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            fcntl.flock(lock_fd, fcntl.LOCK_EX)
+            actual = self._read(name)
+            if actual != expected:
+                raise RefCasError(f"ref {self.root / name}", expected, actual)
+            path = self.root / name
+            if new is None:
+                path.unlink(missing_ok=True)
+                fsync_dir(self.root)
+            else:
+                write_file_atomic(path, object_name(new).encode("ascii"))
+        finally:
+            os.close(lock_fd)
+
+    async def names(self) -> list[str]:
+        if not self.root.is_dir():
+            return []
+        return sorted(e.name for e in os.scandir(self.root) if not e.name.startswith("."))
+
+
+class LocalFsNamedStore(NamedStore):
+    """Small files by name in one folder (``info/``), replaced atomically."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    async def get(self, name: str) -> bytes | None:
+        _check_simple_name(name, "info file")
+        try:
+            return (self.root / name).read_bytes()
+        except FileNotFoundError:
+            return None
+
+    async def set(self, name: str, data: bytes) -> None:
+        _check_simple_name(name, "info file")
+        self.root.mkdir(parents=True, exist_ok=True)
+        write_file_atomic(self.root / name, data)
+
+    async def delete(self, name: str) -> None:
+        _check_simple_name(name, "info file")
+        (self.root / name).unlink(missing_ok=True)

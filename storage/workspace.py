@@ -1,0 +1,323 @@
+"""A node's workspace: its datasets on disk, their keys, and the catalog indexing them.
+
+Dataset folders are the source of truth; the catalog is kept in step with every change made
+through the workspace and can be rebuilt from the folders (``repair``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from protocol.errors import ParseError
+from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
+from protocol.model import DatasetKind, DatasetSnapshot, MetadataEvent, Seed, Timestamp
+from storage.atomic import fsync_dir, staging_path, write_file_atomic
+from storage.catalog import Catalog, DatasetRecord
+from storage.chain import validate_chain
+from storage.chain.rules import ChainState
+from storage.dataset import Dataset
+from storage.errors import (
+    DatasetExistsError,
+    DatasetNotFoundError,
+    StorageError,
+    WorkspaceError,
+)
+from storage.keys import KeyStore
+from storage.layout import HEAD_REF, DatasetLayout, WorkspaceLayout
+from storage.snapshots import normalize_snapshot
+
+_CONFIG_TEMPLATE = """\
+# odfd node configuration. Sections are added by the parts of odfd that read them.
+[workspace]
+version = 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class RepairReport:
+    registered: list[DatasetRecord]
+    skipped: list[tuple[Path, str]]
+    """Folders that are not (complete) datasets, with the reason."""
+
+
+class Workspace:
+    """Use ``await Workspace.init(root)`` / ``await Workspace.open(root)``, then ``close()``
+    (or ``async with``)."""
+
+    def __init__(self, layout: WorkspaceLayout, catalog: Catalog) -> None:
+        self.layout = layout
+        self.catalog = catalog
+        self.keys = KeyStore(layout.keys_dir)
+
+    @property
+    def root(self) -> Path:
+        return self.layout.root
+
+    @classmethod
+    async def init(cls, root: Path | None = None) -> Workspace:
+        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        if layout.config_path.exists():
+            raise WorkspaceError(f"{layout.root} is already an odfd workspace")
+        layout.root.mkdir(parents=True, exist_ok=True)
+        layout.datasets_dir.mkdir(exist_ok=True)
+        layout.keys_dir.mkdir(mode=0o700, exist_ok=True)
+        os.chmod(layout.keys_dir, 0o700)
+        catalog = await Catalog.open(layout.catalog_path)
+        write_file_atomic(layout.config_path, _CONFIG_TEMPLATE.encode())
+        return cls(layout, catalog)
+
+    @classmethod
+    async def open(cls, root: Path | None = None) -> Workspace:
+        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        if not layout.config_path.is_file():
+            raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
+        return cls(layout, await Catalog.open(layout.catalog_path))
+
+    async def close(self) -> None:
+        await self.catalog.close()
+
+    async def __aenter__(self) -> Workspace:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # --- lookup ---------------------------------------------------------------------------------
+
+    async def resolve(self, ref: DatasetRef | str) -> DatasetRecord:
+        """The catalog record of a dataset by id or alias; ``DatasetNotFoundError`` if none."""
+        record = await self.try_resolve(ref)
+        if record is None:
+            raise DatasetNotFoundError(f"dataset {ref} is not in the workspace {self.root}")
+        return record
+
+    async def try_resolve(self, ref: DatasetRef | str) -> DatasetRecord | None:
+        if isinstance(ref, str):
+            ref = DatasetRef.parse(ref)
+        if ref.id is not None:
+            return await self.catalog.get_dataset(ref.id)
+        return await self.catalog.find_by_alias(str(ref.alias))
+
+    def open_dataset(self, dataset_id: DatasetId) -> Dataset:
+        """The dataset's folder, with head moves reported to the catalog."""
+        async def record_head(head: Multihash, sequence_number: int) -> None:
+            await self.catalog.update_head(dataset_id, head, sequence_number)
+
+        return Dataset.open_local(self.layout.dataset(dataset_id).root, dataset_id,
+                                  on_head_moved=record_head)
+
+    async def get_dataset(self, ref: DatasetRef | str) -> Dataset:
+        return self.open_dataset((await self.resolve(ref)).id)
+
+    async def list_datasets(self) -> list[DatasetRecord]:
+        return await self.catalog.list_datasets()
+
+    # --- creating -------------------------------------------------------------------------------
+
+    async def create_dataset(
+        self,
+        alias: DatasetAlias | str,
+        kind: DatasetKind,
+        events: list[MetadataEvent] | None = None,
+        *,
+        system_time: Timestamp | None = None,
+    ) -> Dataset:
+        """A new dataset with a fresh ed25519 identity: ``Seed`` then ``events`` as blocks, all
+        with one system time and one head move (the reference writes snapshots the same way)."""
+        alias_text = str(DatasetAlias.parse(str(alias)))
+        if await self.catalog.find_by_alias(alias_text) is not None:
+            raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
+        key, dataset_id = DatasetId.new_generated()
+        layout = self.layout.dataset(dataset_id)
+        self.keys.save(dataset_id, key)
+        try:
+            dataset = Dataset.open_local(layout.create().root, dataset_id)
+            await dataset.set_alias(alias_text)
+            seed = Seed(dataset_id=dataset_id, dataset_kind=kind)
+            result = await dataset.commit_events([seed, *(events or [])], expected_head=None,
+                                                 system_time=system_time)
+            await self.catalog.add_dataset(dataset_id, alias_text, kind, result.new_head,
+                                           result.block.sequence_number)
+        except BaseException:
+            await _remove_dataset_folder(layout)
+            self.keys.delete(dataset_id)
+            raise
+        return self.open_dataset(dataset_id)
+
+    async def create_from_snapshot(
+        self, snapshot: DatasetSnapshot, *, system_time: Timestamp | None = None
+    ) -> Dataset:
+        async def resolve(ref: DatasetRef) -> DatasetId | None:
+            record = await self.try_resolve(ref)
+            return None if record is None else record.id
+
+        if await self.catalog.find_by_alias(str(snapshot.name)) is not None:
+            raise DatasetExistsError(f"dataset {snapshot.name} already exists in {self.root}")
+        events = await normalize_snapshot(snapshot, resolve)
+        return await self.create_dataset(snapshot.name, snapshot.kind, events, system_time=system_time)
+
+    # --- changing -------------------------------------------------------------------------------
+
+    async def rename_dataset(self, ref: DatasetRef | str, new_alias: DatasetAlias | str) -> DatasetRecord:
+        record = await self.resolve(ref)
+        alias_text = str(DatasetAlias.parse(str(new_alias)))
+        existing = await self.catalog.find_by_alias(alias_text)
+        if existing is not None and existing.id != record.id:
+            raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
+        await self.open_dataset(record.id).set_alias(alias_text)
+        await self.catalog.rename_dataset(record.id, alias_text)
+        return await self.resolve(DatasetRef(record.id))
+
+    async def delete_dataset(self, ref: DatasetRef | str) -> DatasetRecord:
+        """Remove the dataset's folder, key and catalog entry. ``refs/head`` goes first, so a
+        crash mid-way leaves a headless folder that every listing ignores."""
+        record = await self.resolve(ref)
+        layout = self.layout.dataset(record.id)
+        dependants = await self._dependants(record.id)
+        if dependants:
+            raise StorageError(f"dataset {record.alias} is an input of {', '.join(dependants)}; "
+                               "delete those first")
+        await _remove_dataset_folder(layout)
+        self.keys.delete(record.id)
+        await self.catalog.remove_dataset(record.id)
+        return record
+
+    async def _dependants(self, dataset_id: DatasetId) -> list[str]:
+        names = []
+        for record in await self.catalog.list_datasets():
+            if record.kind is DatasetKind.DERIVATIVE and record.id != dataset_id:
+                state = await self.open_dataset(record.id).chain.state()
+                if dataset_id in state.transform_input_ids:
+                    names.append(record.alias)
+        return names
+
+    # --- importing and repairing ----------------------------------------------------------------
+
+    async def import_dataset(self, path: Path, alias: DatasetAlias | str | None = None) -> Dataset:
+        """Copy an existing dataset folder (e.g. written by the reference) into the workspace
+        after validating its whole chain; every object is re-hashed on the way in."""
+        source = Dataset.open_local(Path(path))
+        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]
+            raise WorkspaceError(f"{path} is not a dataset folder (no blocks/ and refs/)")
+        head = await source.chain.head()
+        if head is None:
+            raise WorkspaceError(f"{path} has no refs/{HEAD_REF}: not a complete dataset")
+        state = await validate_chain(source.chain, head, data=source.data, checkpoints=source.checkpoints)
+        dataset_id, kind = state.dataset_id, state.kind
+        assert dataset_id is not None and kind is not None  # a validated chain starts with a Seed
+        alias_text = str(alias) if alias is not None else await source.alias()
+        if alias_text is None:
+            raise WorkspaceError(f"{path} has no info/alias; give the dataset a name")
+        alias_text = str(DatasetAlias.parse(alias_text))
+        if await self.catalog.get_dataset(dataset_id) is not None:
+            raise DatasetExistsError(f"dataset {dataset_id} is already in {self.root}")
+        if await self.catalog.find_by_alias(alias_text) is not None:
+            raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
+        target = self.layout.dataset(dataset_id)
+        if target.root.exists():
+            if (target.refs_dir / HEAD_REF).exists():
+                raise DatasetExistsError(f"{target.root} already holds dataset {dataset_id} "
+                                         "(not in the catalog: run `odfd repair`)")
+            await _remove_dataset_folder(target)  # leftovers of an unfinished create or delete
+        staging = DatasetLayout(staging_path(self.layout.datasets_dir)).create()
+        try:
+            copy = Dataset.open_local(staging.root, dataset_id)
+            async for hash, block in source.chain.iter_blocks(head):
+                await copy.blocks.put_bytes(await source.blocks.get_bytes(hash), expected=hash)
+                event = block.event
+                new_data = getattr(event, "new_data", None)
+                new_checkpoint = getattr(event, "new_checkpoint", None)
+                if new_data is not None:
+                    await copy.data.put_file(source.data.path_of(new_data.physical_hash),  # type: ignore[attr-defined]
+                                             expected=new_data.physical_hash)
+                if new_checkpoint is not None:
+                    await copy.checkpoints.put_file(
+                        source.checkpoints.path_of(new_checkpoint.physical_hash),  # type: ignore[attr-defined]
+                        expected=new_checkpoint.physical_hash)
+            await copy.set_alias(alias_text)
+            aliases = await source.remote_aliases()
+            for alias_kind, refs in aliases.items():
+                if refs:
+                    await copy.set_remote_aliases(alias_kind, refs)
+            await copy.refs.set(HEAD_REF, head, expected=None)
+            os.rename(staging.root, target.root)
+            fsync_dir(self.layout.datasets_dir)
+        except BaseException:
+            shutil.rmtree(staging.root, ignore_errors=True)
+            raise
+        await self.catalog.add_dataset(dataset_id, alias_text, kind, head, state.sequence_number)
+        for alias_kind, refs in aliases.items():
+            await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
+        return self.open_dataset(dataset_id)
+
+    async def repair(self) -> RepairReport:
+        """Rebuild the catalog's datasets and remote aliases from the dataset folders."""
+        entries: list[tuple[DatasetRecord, dict]] = []
+        skipped: list[tuple[Path, str]] = []
+        seen_aliases: dict[str, Path] = {}
+        folders = sorted(self.layout.datasets_dir.iterdir()) if self.layout.datasets_dir.is_dir() else []
+        for folder in folders:
+            if folder.name.startswith("."):
+                continue
+            reason, entry = await self._inspect(folder)
+            if entry is None:
+                skipped.append((folder, reason))
+                continue
+            key = entry[0].alias.lower()
+            if key in seen_aliases:
+                skipped.append((folder, f"alias {entry[0].alias} is also used by {seen_aliases[key]}"))
+                continue
+            seen_aliases[key] = folder
+            entries.append(entry)
+        await self.catalog.replace_datasets(entries)
+        return RepairReport([record for record, _ in entries], skipped)
+
+    async def _inspect(self, folder: Path) -> tuple[str, tuple[DatasetRecord, dict] | None]:
+        try:
+            expected_id = DatasetId.from_multibase(folder.name)
+        except ParseError:
+            return "folder name is not a dataset id", None
+        dataset = Dataset.open_local(folder, expected_id)
+        try:
+            head = await dataset.chain.head()
+            if head is None:
+                return f"no refs/{HEAD_REF} (an unfinished create or delete)", None
+            state: ChainState = await validate_chain(dataset.chain, head, dataset_id=expected_id)
+            alias = await dataset.alias()
+            aliases = await dataset.remote_aliases()
+        except StorageError as err:
+            return f"invalid: {err}", None
+        if alias is None:
+            return "no info/alias", None
+        now = datetime.now(UTC)
+        assert state.kind is not None  # a validated chain starts with a Seed
+        record = DatasetRecord(expected_id, alias, state.kind, head, state.sequence_number, now, now)
+        return "", (record, aliases)
+
+
+async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
+    """Move an unreadable catalog aside so ``repair`` can rebuild it; returns where it went."""
+    path = layout.catalog_path
+    try:
+        catalog = await Catalog.open(path)
+    except sqlite3.DatabaseError:
+        broken = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%dT%H%M%S}")
+        os.replace(path, broken)
+        for suffix in ("-wal", "-shm"):
+            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        return broken
+    await catalog.close()
+    return None
+
+
+async def _remove_dataset_folder(layout: DatasetLayout) -> None:
+    (layout.refs_dir / HEAD_REF).unlink(missing_ok=True)
+    if layout.refs_dir.is_dir():
+        fsync_dir(layout.refs_dir)
+    shutil.rmtree(layout.root, ignore_errors=True)
+

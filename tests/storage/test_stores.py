@@ -1,0 +1,184 @@
+"""Local FS object, ref and named stores: naming, hashing, atomicity and compare-and-swap."""
+
+from __future__ import annotations
+
+import hashlib
+import multiprocessing
+import os
+import stat
+from pathlib import Path
+
+import pytest
+
+from protocol.identity import Multicodec, Multihash
+from storage.errors import CorruptRefError, HashMismatchError, ObjectNotFoundError, RefCasError
+from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
+
+
+def sha3(data: bytes) -> Multihash:
+    return Multihash(code=Multicodec.SHA3_256, digest=hashlib.sha3_256(data).digest())
+
+
+async def test_object_is_named_by_base16_multihash_of_its_bytes(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path / "data")
+    h = await store.put_bytes(b"hello")
+    assert h == sha3(b"hello")
+    path = tmp_path / "data" / ("f1620" + hashlib.sha3_256(b"hello").hexdigest())
+    assert path.read_bytes() == b"hello"
+    assert store.path_of(h) == path
+    assert await store.contains(h)
+    assert await store.size(h) == 5
+    assert await store.get_bytes(h) == b"hello"
+    assert [x async for x in store.iter_hashes()] == [h]
+
+
+async def test_put_with_wrong_expected_hash_stores_nothing(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path)
+    with pytest.raises(HashMismatchError):
+        await store.put_bytes(b"evil", expected=sha3(b"good"))
+    assert os.listdir(tmp_path) == []
+    src = tmp_path / "src"
+    src.write_bytes(b"evil")
+    with pytest.raises(HashMismatchError):
+        await store.put_file(src, expected=sha3(b"good"), move=True)
+    assert src.exists()
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+    async def chunks():
+        yield b"ev"
+        yield b"il"
+
+    with pytest.raises(HashMismatchError):
+        await store.put_stream(chunks(), expected=sha3(b"good"))
+    assert sorted(os.listdir(tmp_path)) == ["src"]
+
+
+async def test_put_file_move_and_copy_and_stream(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path / "objects")
+    payload = os.urandom(3 * 1024 * 1024 + 7)
+    src = tmp_path / "big.bin"
+    src.write_bytes(payload)
+    h = await store.put_file(src)
+    assert src.exists() and h == sha3(payload)
+    src2 = tmp_path / "big2.bin"
+    src2.write_bytes(payload)
+    assert await store.put_file(src2, expected=h, move=True) == h
+    assert not src2.exists()
+    assert b"".join([c async for c in store.iter_chunks(h, 1 << 20)]) == payload
+
+    async def chunks():
+        for i in range(0, len(payload), 100_000):
+            yield payload[i:i + 100_000]
+
+    other = LocalFsObjectStore(tmp_path / "other")
+    assert await other.put_stream(chunks()) == h
+    assert other.path_of(h).read_bytes() == payload
+    assert [n for n in os.listdir(tmp_path / "other") if n.startswith(".")] == []
+
+
+async def test_missing_object_raises_not_found(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path)
+    missing = sha3(b"nope")
+    assert not await store.contains(missing)
+    with pytest.raises(ObjectNotFoundError, match=str(missing)):
+        await store.get_bytes(missing)
+    with pytest.raises(ObjectNotFoundError):
+        await store.size(missing)
+    with pytest.raises(ObjectNotFoundError):
+        [c async for c in store.iter_chunks(missing)]
+
+
+async def test_listing_skips_staging_files(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path)
+    h = await store.put_bytes(b"x")
+    (tmp_path / ".pending-abc").write_bytes(b"partial")
+    assert [x async for x in store.iter_hashes()] == [h]
+
+
+async def test_ref_is_stored_as_multibase_without_newline(tmp_path: Path) -> None:
+    refs = LocalFsRefStore(tmp_path / "refs")
+    h = sha3(b"block")
+    assert await refs.get("head") is None
+    await refs.set("head", h, expected=None)
+    assert (tmp_path / "refs" / "head").read_text() == h.to_multibase()
+    assert await refs.get("head") == h
+    assert await refs.names() == ["head"]
+
+
+async def test_ref_cas_rejects_stale_expectation(tmp_path: Path) -> None:
+    refs = LocalFsRefStore(tmp_path)
+    a, b, c = sha3(b"a"), sha3(b"b"), sha3(b"c")
+    await refs.set("head", a, expected=None)
+    with pytest.raises(RefCasError) as err:
+        await refs.set("head", b, expected=None)
+    assert err.value.actual == a
+    await refs.set("head", b, expected=a)
+    with pytest.raises(RefCasError):
+        await refs.set("head", c, expected=a)
+    assert await refs.get("head") == b
+    with pytest.raises(RefCasError):
+        await refs.delete("head", expected=a)
+    await refs.delete("head", expected=b)
+    assert await refs.get("head") is None
+
+
+async def test_corrupt_ref_is_reported(tmp_path: Path) -> None:
+    (tmp_path / "head").write_text("not a hash")
+    with pytest.raises(CorruptRefError, match="head"):
+        await LocalFsRefStore(tmp_path).get("head")
+
+
+def _race(root: str, start: str, new: str, barrier, results) -> None:  # noqa: ANN001
+    import asyncio
+
+    async def go() -> str:
+        refs = LocalFsRefStore(Path(root))
+        barrier.wait()
+        try:
+            await refs.set("head", Multihash.from_multibase(new), expected=Multihash.from_multibase(start))
+            return "won"
+        except RefCasError:
+            return "lost"
+
+    results.put(asyncio.run(go()))
+
+
+async def test_ref_cas_across_processes_has_exactly_one_winner(tmp_path: Path) -> None:
+    refs = LocalFsRefStore(tmp_path)
+    start = sha3(b"start")
+    await refs.set("head", start, expected=None)
+    ctx = multiprocessing.get_context("fork")
+    n = 6
+    barrier = ctx.Barrier(n)
+    results = ctx.Queue()
+    contenders = [sha3(f"w{i}".encode()) for i in range(n)]
+    procs = [
+        ctx.Process(target=_race, args=(str(tmp_path), str(start), str(h), barrier, results))
+        for h in contenders
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(30)
+    outcomes = sorted(results.get(timeout=5) for _ in procs)
+    assert outcomes == ["lost"] * (n - 1) + ["won"]
+    assert await refs.get("head") in contenders
+
+
+async def test_named_store_roundtrip_and_name_checks(tmp_path: Path) -> None:
+    info = LocalFsNamedStore(tmp_path / "info")
+    assert await info.get("alias") is None
+    await info.set("alias", b"my-dataset")
+    assert (tmp_path / "info" / "alias").read_bytes() == b"my-dataset"
+    assert await info.get("alias") == b"my-dataset"
+    await info.delete("alias")
+    assert await info.get("alias") is None
+    with pytest.raises(Exception, match="invalid info file name"):
+        await info.set("../escape", b"x")
+
+
+async def test_objects_are_not_group_or_world_writable(tmp_path: Path) -> None:
+    store = LocalFsObjectStore(tmp_path)
+    h = await store.put_bytes(b"perm")
+    mode = stat.S_IMODE(store.path_of(h).stat().st_mode)
+    assert mode & 0o022 == 0
