@@ -1,16 +1,29 @@
 #!/usr/bin/env python3
-"""Block codec throughput: encode+hash and decode, in blocks/s, beside a raw SHA3-256 baseline.
+"""Block codec throughput: encode+hash and decode, in blocks/s, beside baselines from the same run.
 
 The mix is what a chain mostly holds: AddData and ExecuteTransform blocks (with data slices,
-checkpoints, watermarks, source state, query inputs), plus occasional schema/source/info events.
-Prints ratios measured in this one run; the target is >= 20,000 blocks/s each way.
+checkpoints, watermarks, source state, query inputs), plus occasional schema/info events. The
+target is >= 20,000 blocks/s each way.
+
+The machine is shared, so wall-clock rates swing with load (by 2-3x between runs). Besides the
+best rates, the script reports the cost of a block in units of a fixed pure-Python yardstick
+timed right before and right after each measurement (median over rounds). That cost hardly moves
+with load, since the codec is interpreter-bound like the yardstick: "20,000 blocks/s needs the
+yardstick at cost x 20,000/s" can be checked against the yardstick rate of any run. SHA3-256 over
+the same bytes is shown on the same scale. For exact comparisons between code versions, count
+instructions: ``valgrind --tool=callgrind`` over a script encoding or decoding the mix N vs 0 times.
+
+    python scripts/bench_block.py [--blocks 2000] [--rounds 7]
 """
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import random
+import statistics
 import time
+from collections.abc import Callable
 
 from protocol.codec.flatbuffers import decode_block, encode_block
 from protocol.identity import DatasetId, Multihash
@@ -34,8 +47,8 @@ from protocol.model import (
     TimeUnit,
 )
 
-N_BLOCKS = 2_000
-ROUNDS = 5
+TARGET = 20_000
+"""Blocks per second, each way."""
 
 
 def mix(count: int) -> list[MetadataBlock]:
@@ -86,19 +99,30 @@ def mix(count: int) -> list[MetadataBlock]:
     return blocks
 
 
-def best_rate(work, count: int) -> float:
-    best = float("inf")
-    for _ in range(ROUNDS):
-        start = time.perf_counter()
-        work()
-        best = min(best, time.perf_counter() - start)
-    return count / best
+def yardstick(count: int) -> None:
+    """A fixed pure-Python workload per block (a loop of integer arithmetic): a unit of
+    interpreter time that load slows down as much as it slows the codec."""
+    for _ in range(count):
+        total = 0
+        for i in range(100):
+            total += i * 7 & 0xFF
+
+
+def rate(work: Callable[[], object], count: int) -> float:
+    start = time.perf_counter()
+    work()
+    return count / (time.perf_counter() - start)
 
 
 def main() -> None:
-    blocks = mix(N_BLOCKS)
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--blocks", type=int, default=2_000)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args()
+    blocks = mix(args.blocks)
     encoded = [encode_block(b) for b in blocks]
-    assert [decode_block(d) for d in encoded] == blocks
+    if [decode_block(d) for d in encoded] != blocks:
+        raise SystemExit("decoded blocks differ from the encoded ones")
     mean_size = sum(map(len, encoded)) / len(encoded)
 
     def encode_and_hash() -> None:
@@ -113,16 +137,30 @@ def main() -> None:
         for data in encoded:
             hashlib.sha3_256(data).digest()
 
-    baseline = best_rate(sha3_only, N_BLOCKS)
-    encode_rate = best_rate(encode_and_hash, N_BLOCKS)
-    decode_rate = best_rate(decode, N_BLOCKS)
-    print(f"blocks: {N_BLOCKS} (mean {mean_size:.0f} bytes), best of {ROUNDS} rounds")
-    print(f"sha3-256 only    : {baseline:12,.0f} blocks/s")
-    print(f"encode + hash    : {encode_rate:12,.0f} blocks/s  ({encode_rate / baseline:.3f} of sha3 baseline)")
-    print(f"decode           : {decode_rate:12,.0f} blocks/s  ({decode_rate / baseline:.3f} of sha3 baseline)")
-    target = 20_000
-    print(f"target {target:,} blocks/s each way: encode {'met' if encode_rate >= target else 'NOT met'}, "
-          f"decode {'met' if decode_rate >= target else 'NOT met'}")
+    cases = {"sha3-256 only": sha3_only, "encode + hash": encode_and_hash, "decode": decode}
+    stick_rates: list[float] = []
+    rates: dict[str, list[float]] = {name: [] for name in cases}
+    costs: dict[str, list[float]] = {name: [] for name in cases}
+    for _ in range(args.rounds):
+        before = rate(lambda: yardstick(len(blocks)), len(blocks))
+        for name, work in cases.items():
+            rates[name].append(rate(work, len(blocks)))
+            after = rate(lambda: yardstick(len(blocks)), len(blocks))
+            costs[name].append((before + after) / 2 / rates[name][-1])
+            stick_rates.append(after)
+            before = after
+
+    print(f"blocks: {len(blocks)} (mean {mean_size:.0f} bytes), {args.rounds} rounds; best rate, then the "
+          f"median cost of a block in yardsticks timed right before and after it")
+    print(f"python yardstick : {max(stick_rates):12,.0f} /s")
+    print(f"sha3-256 only    : {max(rates['sha3-256 only']):12,.0f} blocks/s  "
+          f"cost {statistics.median(costs['sha3-256 only']):5.2f} yardsticks")
+    for name in ("encode + hash", "decode"):
+        best = max(rates[name])
+        cost = statistics.median(costs[name])
+        print(f"{name:<17}: {best:12,.0f} blocks/s  cost {cost:5.2f} yardsticks; {TARGET:,}/s needs the "
+              f"yardstick at >= {cost * TARGET:,.0f}/s -> {'met' if best >= TARGET else 'NOT met'} "
+              f"({best / TARGET:.2f}x the target)")
 
 
 if __name__ == "__main__":

@@ -411,8 +411,10 @@ class FbGen:
             lines.append(f"{ind}{var} = b.string({expr})")
         elif k in ("dataset_ref", "dataset_alias"):
             lines.append(f"{ind}{var} = b.string(str({expr}))")
-        elif k in ("multihash", "dataset_id"):
-            lines.append(f"{ind}{var} = b.byte_vector({expr}.to_bytes())")
+        elif k == "multihash":
+            lines.append(f"{ind}{var} = b.byte_vector_of(MULTIHASH_HEADERS[{expr}.code], {expr}.digest)")
+        elif k == "dataset_id":
+            lines.append(f"{ind}{var} = b.byte_vector_of(DATASET_ID_PREFIX, {expr}.public_key)")
         elif k == "bytes":
             lines.append(f"{ind}{var} = b.byte_vector({expr})")
         elif k == "list":
@@ -440,90 +442,117 @@ class FbGen:
             ft.kind == "ref" and isinstance(self.s.types[ft.ref], Enum))
 
     def gen_encoder(self, name: str) -> list[str]:
+        """An encoder that writes the out-of-line values (in ``.fbs`` field order, as the reference
+        does), then the whole table with one ``Builder.table`` call: a presence mask and the
+        inline values from the last field to the first (see ``TableLayout``)."""
         t = self.s.types[name]
         if isinstance(t, Map):
-            return [f"def _e_{name}(b: Builder, v: {name}) -> int:",
-                    "    s = b.string(v.to_json())",
-                    "    b.start_table()",
-                    "    b.add_offset(0, s)",
-                    "    return b.end_table()", "", ""]
+            return [f"_T_{name} = TableLayout({_q(name)}, ((0, OFFSET),))", "", "",
+                    f"def _e_{name}(b: Builder, v: {name}) -> int:",
+                    "    return b.table(_T_" + name + ", 1, (b.string(v.to_json()),))", "", ""]
         fb = self.fbs.tables[name]
-        lines = [f"def _e_{name}(b: Builder, v: {name}) -> int:"]
-        for f in fb:
-            mf = self.model_field(t, f.name)
-            if self.is_inline(mf.type):
-                continue
-            var = f"o_{f.name}"
-            if mf.required:
-                self.enc_value(mf.type, f"v.{mf.py_name}", var, lines, "    ")
-            else:
-                lines.append(f"    x = v.{mf.py_name}")
-                lines.append("    if x is None:")
-                lines.append(f"        {var} = 0")
-                lines.append("    else:")
-                self.enc_value(mf.type, "x", var, lines, "        ")
-        lines.append("    b.start_table()")
+        layout: list[str] = []  # (slot, kind) entries
+        always = 0  # mask bits of fields always written
+        optional: list[tuple[int, str]] = []  # (mask bits, condition)
+        values: list[str] = []  # in slot order, reversed at the end
+        body: list[str] = []
         for f in fb:
             mf = self.model_field(t, f.name)
             ft = mf.type
-            slot = f.slot
+            if self.is_inline(ft):
+                continue
+            var = f"o_{f.name}"
             if ft.kind == "ref" and isinstance(self.s.types[ft.ref], Union):
-                var = f"o_{f.name}"
+                tag = f"u_{f.name}"
                 if mf.required:
-                    lines.append(f"    b.add_union({slot}, {var})")
+                    body.append(f"    {tag}, {var} = _eu_{ft.ref}(b, v.{mf.py_name})")
                 else:
-                    lines.append(f"    if {var}:")
-                    lines.append(f"        b.add_union({slot}, {var})")
+                    body += [f"    x = v.{mf.py_name}", "    if x is None:", f"        {tag} = {var} = 0",
+                             "    else:", f"        {tag}, {var} = _eu_{ft.ref}(b, x)"]
+            elif mf.required:
+                self.enc_value(ft, f"v.{mf.py_name}", var, body, "    ")
+            else:
+                body += [f"    x = v.{mf.py_name}", "    if x is None:", f"        {var} = 0", "    else:"]
+                self.enc_value(ft, "x", var, body, "        ")
+        for f in fb:
+            mf = self.model_field(t, f.name)
+            ft = mf.type
+            var = f"o_{f.name}"
+            bit = 1 << len(layout)
+            if ft.kind == "ref" and isinstance(self.s.types[ft.ref], Union):
+                layout += [f"({f.slot - 1}, \"B\")", f"({f.slot}, OFFSET)"]
+                values += [f"u_{f.name}", var]
+                bits = bit | bit << 1
+                if mf.required:
+                    always |= bits
+                else:
+                    optional.append((bits, var))
                 continue
             if not self.is_inline(ft):
+                layout.append(f"({f.slot}, OFFSET)")
+                values.append(var)
                 if mf.required:
-                    lines.append(f"    b.add_offset({slot}, o_{f.name})")
+                    always |= bit
                 else:
-                    lines.append(f"    if o_{f.name}:")
-                    lines.append(f"        b.add_offset({slot}, o_{f.name})")
+                    optional.append((bit, var))
                 continue
-            expr = f"v.{mf.py_name}"
+            x = f"x_{f.name}"
             if ft.kind == "timestamp":
+                layout.append(f"({f.slot}, TIMESTAMP)")
                 if mf.required:
-                    lines.append(f"    b.add_timestamp({slot}, {expr})")
+                    always |= bit
+                    values.append(f"*v.{mf.py_name}.to_fb_parts()")
                 else:
-                    lines.append(f"    if {expr} is not None:")
-                    lines.append(f"        b.add_timestamp({slot}, {expr})")
+                    body.append(f"    {x} = v.{mf.py_name}")
+                    optional.append((bit, f"{x} is not None"))
+                    values.append(f"*(_NO_TIMESTAMP if {x} is None else {x}.to_fb_parts())")
                 continue
             if ft.kind == "ref":  # enum
                 base = self.fbs.enums[ft.ref][0]
-                code, size = SCALARS[base]
-                value = f"_ENUM_{ft.ref}[{expr}]"
+                code, _ = SCALARS[base]
+                value = f"_ENUM_{ft.ref}[{{}}]"
             else:
-                code, size = SCALARS[f.type]
-                value = expr
+                code, _ = SCALARS[f.type]
+                value = "{}"
             if f.optional != (not mf.required):
                 raise SystemExit(f"gen_model: {name}.{f.name}: optional scalar mismatch")
-            if mf.required:
-                lines.append(f"    b.add_scalar_default({slot}, _P_{code.replace('?', 'bool')}, {size}, {value})")
+            layout.append(f"({f.slot}, {_q(code)})")
+            if mf.required:  # written unless it equals the default (zero / false / first member)
+                body.append(f"    {x} = {value.format('v.' + mf.py_name)}")
+                optional.append((bit, x))
+                values.append(x)
             else:
-                lines.append(f"    if {expr} is not None:")
-                lines.append(f"        b.add_scalar({slot}, _P_{code.replace('?', 'bool')}, {size}, {value})")
-        lines += ["    return b.end_table()", "", ""]
+                body.append(f"    {x} = v.{mf.py_name}")
+                optional.append((bit, f"{x} is not None"))
+                values.append(x if value == "{}" else f"0 if {x} is None else {value.format(x)}")
+        terms = [str(always)] if always or not optional else []
+        terms += [f"({bits} if {cond} else 0)" for bits, cond in optional]
+        mask = " | ".join(terms)
+        args = ", ".join(reversed(values))
+        if len(values) == 1:
+            args += ","
+        lines = [f"_T_{name} = TableLayout({_q(name)}, ({', '.join(layout)}{',' if len(layout) == 1 else ''}))",
+                 "", "", f"def _e_{name}(b: Builder, v: {name}) -> int:"]
+        lines += body
+        lines += [f"    return b.table(_T_{name}, {mask}, ({args}))", "", ""]
         return lines
 
     def gen_union_encoders(self, name: str) -> list[str]:
+        """``(tag, offset)`` of a union value, the encoder found by the value's exact class."""
         t = self.s.types[name]
         fb_variants = self.fbs.unions[name]
-        lines = [f"def _eu_{name}(b: Builder, v: {name}) -> tuple[int, int]:",
-                 "    cls = type(v)"]
-        for i, (_, vname) in enumerate(t.variants):
-            tag = fb_variants.index(vname) + 1
-            lines.append(f"    {'if' if i == 0 else 'elif'} cls is {vname}:")
-            lines.append(f"        return {tag}, _e_{vname}(b, v)")
-        lines.append(f"    raise EncodeError(f\"{{cls.__name__}} is not a {name}\")")
-        lines += ["", ""]
+        pairs = ", ".join(f"{vname}: ({fb_variants.index(vname) + 1}, _e_{vname})" for _, vname in t.variants)
+        lines = [f"_EU_{name} = {{{pairs}}}", "", "",
+                 f"def _eu_{name}(b: Builder, v: {name}) -> tuple[int, int]:",
+                 f"    entry = _EU_{name}.get(type(v))",
+                 "    if entry is None:",
+                 f"        raise EncodeError(f\"{{type(v).__name__}} is not a {name}\")",
+                 "    return entry[0], entry[1](b, v)", "", ""]
         if name in self.wrappers:
-            lines += [f"def _ew_{name}(b: Builder, v: {name}) -> int:",
-                      f"    u = _eu_{name}(b, v)",
-                      "    b.start_table()",
-                      "    b.add_union(1, u)",
-                      "    return b.end_table()", "", ""]
+            lines += [f"_T_{self.wrappers[name]} = TableLayout({_q(self.wrappers[name])}, ((0, \"B\"), (1, OFFSET)))",
+                      "", "", f"def _ew_{name}(b: Builder, v: {name}) -> int:",
+                      f"    tag, value = _eu_{name}(b, v)",
+                      f"    return b.table(_T_{self.wrappers[name]}, 3, (value, tag))", "", ""]
         return lines
 
     # -- decoder --
@@ -538,48 +567,56 @@ class FbGen:
         if k == "dataset_alias":
             return f"_dataset_alias(r.string({pos}))"
         if k == "multihash":
-            return f"_multihash(r.bytes({pos}))"
+            return f"_multihash_at(r, {pos})"
         if k == "dataset_id":
-            return f"_dataset_id(r.bytes({pos}))"
+            return f"_dataset_id_at(r, {pos})"
         if k == "bytes":
             return f"r.bytes({pos})"
         if k == "list":
             it = ft.item
             if it.kind == "str":
-                return f"tuple(r.string(p) for p in r.offsets({pos}))"
+                return f"tuple([r.string(p) for p in r.offsets({pos})])"
             if isinstance(self.s.types[it.ref], Union):
-                return f"tuple(_dw_{it.ref}(r, r.table(p), d) for p in r.offsets({pos}))"
-            return f"tuple(_d_{it.ref}(r, r.table(p), d) for p in r.offsets({pos}))"
+                return f"tuple([_dw_{it.ref}(r, p, d) for p in r.offsets({pos})])"
+            return f"tuple([_d_{it.ref}(r, p, d) for p in r.offsets({pos})])"
         if k == "ref":
-            return f"_d_{ft.ref}(r, r.table({pos}), d)"
+            return f"_d_{ft.ref}(r, {pos}, d)"
         raise SystemExit(f"gen_model: cannot decode {ft}")
 
     def gen_decoder(self, name: str) -> list[str]:
+        """A decoder reading the vtable once into locals (``o<slot>``: field offset, 0 = absent)
+        and building the instance through its slots (``_new`` + slot setters), which skips the
+        frozen dataclass ``__init__``'s keyword parsing and ``object.__setattr__`` per field."""
         t = self.s.types[name]
         if isinstance(t, Map):
-            return [f"def _d_{name}(r: Reader, t: int, d: int) -> {name}:",
-                    "    fo = r.fields(t, 1)",
-                    "    if not fo[0]:",
+            return [f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:",
+                    "    t, (o0,) = r.table_fields(pos, 1)",
+                    "    if not o0:",
                     "        raise Invalid(\"entries\", \"missing\")",
-                    f"    return {name}.from_json(r.string(t + fo[0]))", "", ""]
+                    f"    return {name}.from_json(r.string(t + o0))", "", ""]
         fb = self.fbs.tables[name]
         nslots = max((f.slot for f in fb), default=-1) + 1
-        lines = [f"def _d_{name}(r: Reader, t: int, d: int) -> {name}:"]
+        lines = [f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:"]
         if not fb:
-            lines += ["    r.fields(t, 0)", f"    return {name}()", "", ""]
+            lines += ["    r.table_fields(pos, 0)", f"    return _new({name})", "", ""]
             return lines
-        lines += [f"    fo = r.fields(t, {nslots})", "    d += 1", "    if d > MAX_DEPTH:",
-                  "        raise Invalid(\"\", \"nesting too deep\")", "    f = \"\"", "    try:"]
-        args = []
+        slots = ", ".join(f"o{i}" for i in range(nslots))
+        lines += [f"    t, ({slots}{',' if nslots == 1 else ''}) = r.table_fields(pos, {nslots})", "    d += 1",
+                  "    if d > MAX_DEPTH:", "        raise Invalid(\"\", \"nesting too deep\")"]
+        if any(self._reads_buf(self.model_field(t, f.name).type) for f in fb):
+            lines.append("    buf = r.buf")
+        lines.append("    try:")  # each field sets ``f`` (its name for error paths) first
+        values = []
         for f in fb:
             mf = self.model_field(t, f.name)
             ft = mf.type
             var = f"f_{f.name}"
-            args.append(f"{mf.py_name}={var}")
+            values.append((mf.py_name, var))
             lines.append(f"        f = {_q(mf.json_name)}")
-            o = f"fo[{f.slot}]"
+            o = f"o{f.slot}"
             if ft.kind == "ref" and isinstance(self.s.types[ft.ref], Union):
-                call = f"_du_{ft.ref}(r, fo[{f.slot - 1}] and r.u8(t + fo[{f.slot - 1}]), t + {o}, d)"
+                tag = f"o{f.slot - 1}"
+                call = f"_du_{ft.ref}(r, {tag} and buf[t + {tag}], t + {o}, d)"
                 if mf.required:
                     lines.append(f"        if not {o}:")
                     lines.append(f"            raise Invalid(\"\", \"required field is missing\")")
@@ -593,11 +630,11 @@ class FbGen:
             elif ft.kind == "ref" and isinstance(self.s.types[ft.ref], Enum):
                 base = self.fbs.enums[ft.ref][0]
                 code, size = SCALARS[base]
-                dec = f"_enum(_DENUM_{ft.ref}, _U_{code.replace('?', 'bool')}(r.buf, t + {o})[0])"
+                dec = f"_enum(_DENUM_{ft.ref}, _U_{code.replace('?', 'bool')}(buf, t + {o})[0])"
                 default = f"_DENUM_{ft.ref}[0]"
             elif ft.kind in ("int", "bool"):
                 code, size = SCALARS[f.type]
-                dec = f"_U_{code.replace('?', 'bool')}(r.buf, t + {o})[0]"
+                dec = f"_U_{code.replace('?', 'bool')}(buf, t + {o})[0]"
                 default = "False" if ft.kind == "bool" else "0"
             else:
                 dec = self.dec_value(ft, f"t + {o}")
@@ -613,43 +650,61 @@ class FbGen:
                 lines.append(f"        {var} = {dec} if {o} else None")
         lines += ["    except Invalid as e:", "        e.path.append(f)", "        raise",
                   "    except DECODE_FAILURES as e:", "        raise Invalid(f, str(e) or type(e).__name__) from None",
-                  f"    return {name}({', '.join(args)})", "", ""]
+                  f"    v = _new({name})"]
+        lines += [f"    _s_{name}_{py}(v, {var})" for py, var in values]
+        lines += ["    return v", "", ""]
         return lines
 
+    def _reads_buf(self, ft: FieldType) -> bool:
+        """Whether decoding a field of this type reads ``buf`` directly (scalars, union tags)."""
+        return ft.kind in ("int", "bool") or (
+            ft.kind == "ref" and isinstance(self.s.types[ft.ref], (Enum, Union)))
+
+    def gen_slot_setters(self, name: str) -> list[str]:
+        t = self.s.types[name]
+        if not isinstance(t, Struct):
+            return []
+        return [f"_s_{name}_{f.py_name} = {name}.{f.py_name}.__set__" for f in t.fields]
+
     def gen_union_decoders(self, name: str) -> list[str]:
+        """The variant decoders of a union indexed by FlatBuffers tag (tag 0 is ``NONE``)."""
         t = self.s.types[name]
         fb_variants = self.fbs.unions[name]
-        lines = [f"def _du_{name}(r: Reader, tag: int, pos: int, d: int) -> {name}:",
-                 "    t = r.table(pos)"]
-        for i, (_, vname) in enumerate(t.variants):
-            tag = fb_variants.index(vname) + 1
-            lines.append(f"    {'if' if i == 0 else 'elif'} tag == {tag}:")
-            lines.append(f"        return _d_{vname}(r, t, d)")
-        lines.append(f"    raise Invalid(\"\", f\"unknown {name} union tag {{tag}}\")")
-        lines += ["", ""]
+        by_tag = ["None"] * (len(fb_variants) + 1)
+        for _, vname in t.variants:
+            by_tag[fb_variants.index(vname) + 1] = f"_d_{vname}"
+        lines = [f"_DU_{name} = ({', '.join(by_tag)})", "", "",
+                 f"def _du_{name}(r: Reader, tag: int, pos: int, d: int) -> {name}:",
+                 f"    decode = _DU_{name}[tag] if tag < {len(by_tag)} else None",
+                 "    if decode is None:",
+                 f"        raise Invalid(\"\", f\"unknown {name} union tag {{tag}}\")",
+                 "    return decode(r, pos, d)", "", ""]
         if name in self.wrappers:
-            lines += [f"def _dw_{name}(r: Reader, t: int, d: int) -> {name}:",
-                      "    fo = r.fields(t, 2)",
-                      "    if not fo[1]:",
+            lines += [f"def _dw_{name}(r: Reader, pos: int, d: int) -> {name}:",
+                      "    t, (o0, o1) = r.table_fields(pos, 2)",
+                      "    if not o1:",
                       "        raise Invalid(\"value\", \"required field is missing\")",
-                      f"    return _du_{name}(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)", "", ""]
+                      f"    return _du_{name}(r, o0 and r.buf[t + o0], t + o1, d)", "", ""]
         return lines
 
     def generate(self) -> str:
-        used = set()
-        for n in self.tables:
-            t = self.s.types[n]
-            if isinstance(t, Struct):
-                used.add(n)
         out = [HEADER.format(doc="FlatBuffers encoders and decoders for every table a MetadataBlock holds."), ""]
         out += [
             "from __future__ import annotations",
             "",
             "from struct import Struct",
             "",
-            "from protocol.codec.fb_builder import Builder, packer",
+            "from protocol.codec.fb_builder import OFFSET, TIMESTAMP, Builder, TableLayout",
             "from protocol.codec.fb_reader import DECODE_FAILURES, MAX_DEPTH, Invalid, Reader",
-            "from protocol.codec.fb_values import _dataset_alias, _dataset_id, _dataset_ref, _enum, _multihash",
+            "from protocol.codec.fb_values import (",
+            "    DATASET_ID_PREFIX,",
+            "    MULTIHASH_HEADERS,",
+            "    _dataset_alias,",
+            "    _dataset_id_at,",
+            "    _dataset_ref,",
+            "    _enum,",
+            "    _multihash_at,",
+            ")",
             "from protocol.errors import EncodeError",
             "from protocol.model._generated import (",
         ]
@@ -657,7 +712,6 @@ class FbGen:
         out += [f"    {n}," for n in names]
         out += [")", ""]
         for code in sorted({c for c, _ in SCALARS.values()}):
-            out.append(f"_P_{code.replace('?', 'bool')} = packer({_q(code)})")
             out.append(f"_U_{code.replace('?', 'bool')} = Struct({_q('<' + code)}).unpack_from")
         for e in sorted(self.enums):
             vals = self.fbs.enums[e][1]
@@ -667,6 +721,9 @@ class FbGen:
             members = ", ".join(f"{e}.{m}" for m in self._enum_members(enum))
             out.append(f"_DENUM_{e} = ({members},)")
             out.append(f"_ENUM_{e} = {{v: i for i, v in enumerate(_DENUM_{e})}}")
+        out += ["_NO_TIMESTAMP = (0, 0, 0, 0)", "", "_new = object.__new__"]
+        for n in self.tables:
+            out += self.gen_slot_setters(n)
         out += ["", ""]
         for n in self.tables:
             out += self.gen_encoder(n)

@@ -9,9 +9,17 @@ from __future__ import annotations
 
 from struct import Struct
 
-from protocol.codec.fb_builder import Builder, packer
+from protocol.codec.fb_builder import OFFSET, TIMESTAMP, Builder, TableLayout
 from protocol.codec.fb_reader import DECODE_FAILURES, MAX_DEPTH, Invalid, Reader
-from protocol.codec.fb_values import _dataset_alias, _dataset_id, _dataset_ref, _enum, _multihash
+from protocol.codec.fb_values import (
+    DATASET_ID_PREFIX,
+    MULTIHASH_HEADERS,
+    _dataset_alias,
+    _dataset_id_at,
+    _dataset_ref,
+    _enum,
+    _multihash_at,
+)
 from protocol.errors import EncodeError
 from protocol.model._generated import (
     AddData,
@@ -109,23 +117,14 @@ from protocol.model._generated import (
     TransformSql,
 )
 
-_P_bool = packer("?")
 _U_bool = Struct("<?").unpack_from
-_P_B = packer("B")
 _U_B = Struct("<B").unpack_from
-_P_H = packer("H")
 _U_H = Struct("<H").unpack_from
-_P_I = packer("I")
 _U_I = Struct("<I").unpack_from
-_P_Q = packer("Q")
 _U_Q = Struct("<Q").unpack_from
-_P_b = packer("b")
 _U_b = Struct("<b").unpack_from
-_P_h = packer("h")
 _U_h = Struct("<h").unpack_from
-_P_i = packer("i")
 _U_i = Struct("<i").unpack_from
-_P_q = packer("q")
 _U_q = Struct("<q").unpack_from
 _DENUM_CompressionFormat = (CompressionFormat.GZIP, CompressionFormat.ZIP,)
 _ENUM_CompressionFormat = {v: i for i, v in enumerate(_DENUM_CompressionFormat)}
@@ -137,6 +136,173 @@ _DENUM_SourceOrdering = (SourceOrdering.BY_EVENT_TIME, SourceOrdering.BY_NAME,)
 _ENUM_SourceOrdering = {v: i for i, v in enumerate(_DENUM_SourceOrdering)}
 _DENUM_TimeUnit = (TimeUnit.SECOND, TimeUnit.MILLISECOND, TimeUnit.MICROSECOND, TimeUnit.NANOSECOND,)
 _ENUM_TimeUnit = {v: i for i, v in enumerate(_DENUM_TimeUnit)}
+_NO_TIMESTAMP = (0, 0, 0, 0)
+
+_new = object.__new__
+_s_MetadataBlock_system_time = MetadataBlock.system_time.__set__
+_s_MetadataBlock_prev_block_hash = MetadataBlock.prev_block_hash.__set__
+_s_MetadataBlock_sequence_number = MetadataBlock.sequence_number.__set__
+_s_MetadataBlock_event = MetadataBlock.event.__set__
+_s_AddData_prev_checkpoint = AddData.prev_checkpoint.__set__
+_s_AddData_prev_offset = AddData.prev_offset.__set__
+_s_AddData_new_data = AddData.new_data.__set__
+_s_AddData_new_checkpoint = AddData.new_checkpoint.__set__
+_s_AddData_new_watermark = AddData.new_watermark.__set__
+_s_AddData_new_source_state = AddData.new_source_state.__set__
+_s_AddData_extra = AddData.extra.__set__
+_s_DataSlice_logical_hash = DataSlice.logical_hash.__set__
+_s_DataSlice_physical_hash = DataSlice.physical_hash.__set__
+_s_DataSlice_offset_interval = DataSlice.offset_interval.__set__
+_s_DataSlice_size = DataSlice.size.__set__
+_s_OffsetInterval_start = OffsetInterval.start.__set__
+_s_OffsetInterval_end = OffsetInterval.end.__set__
+_s_Checkpoint_physical_hash = Checkpoint.physical_hash.__set__
+_s_Checkpoint_size = Checkpoint.size.__set__
+_s_SourceState_source_name = SourceState.source_name.__set__
+_s_SourceState_kind = SourceState.kind.__set__
+_s_SourceState_value = SourceState.value.__set__
+_s_ExecuteTransform_query_inputs = ExecuteTransform.query_inputs.__set__
+_s_ExecuteTransform_prev_checkpoint = ExecuteTransform.prev_checkpoint.__set__
+_s_ExecuteTransform_prev_offset = ExecuteTransform.prev_offset.__set__
+_s_ExecuteTransform_new_data = ExecuteTransform.new_data.__set__
+_s_ExecuteTransform_new_checkpoint = ExecuteTransform.new_checkpoint.__set__
+_s_ExecuteTransform_new_watermark = ExecuteTransform.new_watermark.__set__
+_s_ExecuteTransformInput_dataset_id = ExecuteTransformInput.dataset_id.__set__
+_s_ExecuteTransformInput_prev_block_hash = ExecuteTransformInput.prev_block_hash.__set__
+_s_ExecuteTransformInput_new_block_hash = ExecuteTransformInput.new_block_hash.__set__
+_s_ExecuteTransformInput_prev_offset = ExecuteTransformInput.prev_offset.__set__
+_s_ExecuteTransformInput_new_offset = ExecuteTransformInput.new_offset.__set__
+_s_Seed_dataset_id = Seed.dataset_id.__set__
+_s_Seed_dataset_kind = Seed.dataset_kind.__set__
+_s_SetPollingSource_fetch = SetPollingSource.fetch.__set__
+_s_SetPollingSource_prepare = SetPollingSource.prepare.__set__
+_s_SetPollingSource_read = SetPollingSource.read.__set__
+_s_SetPollingSource_preprocess = SetPollingSource.preprocess.__set__
+_s_SetPollingSource_merge = SetPollingSource.merge.__set__
+_s_FetchStepUrl_url = FetchStepUrl.url.__set__
+_s_FetchStepUrl_event_time = FetchStepUrl.event_time.__set__
+_s_FetchStepUrl_cache = FetchStepUrl.cache.__set__
+_s_FetchStepUrl_headers = FetchStepUrl.headers.__set__
+_s_EventTimeSourceFromPath_pattern = EventTimeSourceFromPath.pattern.__set__
+_s_EventTimeSourceFromPath_timestamp_format = EventTimeSourceFromPath.timestamp_format.__set__
+_s_RequestHeader_name = RequestHeader.name.__set__
+_s_RequestHeader_value = RequestHeader.value.__set__
+_s_FetchStepFilesGlob_path = FetchStepFilesGlob.path.__set__
+_s_FetchStepFilesGlob_event_time = FetchStepFilesGlob.event_time.__set__
+_s_FetchStepFilesGlob_cache = FetchStepFilesGlob.cache.__set__
+_s_FetchStepFilesGlob_order = FetchStepFilesGlob.order.__set__
+_s_FetchStepContainer_image = FetchStepContainer.image.__set__
+_s_FetchStepContainer_command = FetchStepContainer.command.__set__
+_s_FetchStepContainer_args = FetchStepContainer.args.__set__
+_s_FetchStepContainer_env = FetchStepContainer.env.__set__
+_s_EnvVar_name = EnvVar.name.__set__
+_s_EnvVar_value = EnvVar.value.__set__
+_s_FetchStepMqtt_host = FetchStepMqtt.host.__set__
+_s_FetchStepMqtt_port = FetchStepMqtt.port.__set__
+_s_FetchStepMqtt_username = FetchStepMqtt.username.__set__
+_s_FetchStepMqtt_password = FetchStepMqtt.password.__set__
+_s_FetchStepMqtt_topics = FetchStepMqtt.topics.__set__
+_s_MqttTopicSubscription_path = MqttTopicSubscription.path.__set__
+_s_MqttTopicSubscription_qos = MqttTopicSubscription.qos.__set__
+_s_FetchStepEthereumLogs_chain_id = FetchStepEthereumLogs.chain_id.__set__
+_s_FetchStepEthereumLogs_node_url = FetchStepEthereumLogs.node_url.__set__
+_s_FetchStepEthereumLogs_filter = FetchStepEthereumLogs.filter.__set__
+_s_FetchStepEthereumLogs_signature = FetchStepEthereumLogs.signature.__set__
+_s_PrepStepDecompress_format = PrepStepDecompress.format.__set__
+_s_PrepStepDecompress_sub_path = PrepStepDecompress.sub_path.__set__
+_s_PrepStepPipe_command = PrepStepPipe.command.__set__
+_s_ReadStepCsv_ddl_schema = ReadStepCsv.ddl_schema.__set__
+_s_ReadStepCsv_separator = ReadStepCsv.separator.__set__
+_s_ReadStepCsv_encoding = ReadStepCsv.encoding.__set__
+_s_ReadStepCsv_quote = ReadStepCsv.quote.__set__
+_s_ReadStepCsv_escape = ReadStepCsv.escape.__set__
+_s_ReadStepCsv_header = ReadStepCsv.header.__set__
+_s_ReadStepCsv_infer_schema = ReadStepCsv.infer_schema.__set__
+_s_ReadStepCsv_null_value = ReadStepCsv.null_value.__set__
+_s_ReadStepCsv_date_format = ReadStepCsv.date_format.__set__
+_s_ReadStepCsv_timestamp_format = ReadStepCsv.timestamp_format.__set__
+_s_ReadStepCsv_schema = ReadStepCsv.schema.__set__
+_s_DataSchema_fields = DataSchema.fields.__set__
+_s_DataSchema_extra = DataSchema.extra.__set__
+_s_DataField_name = DataField.name.__set__
+_s_DataField_type = DataField.type.__set__
+_s_DataField_extra = DataField.extra.__set__
+_s_DataTypeBinary_fixed_length = DataTypeBinary.fixed_length.__set__
+_s_DataTypeDecimal_precision = DataTypeDecimal.precision.__set__
+_s_DataTypeDecimal_scale = DataTypeDecimal.scale.__set__
+_s_DataTypeDuration_unit = DataTypeDuration.unit.__set__
+_s_DataTypeList_item_type = DataTypeList.item_type.__set__
+_s_DataTypeList_fixed_length = DataTypeList.fixed_length.__set__
+_s_DataTypeMap_key_type = DataTypeMap.key_type.__set__
+_s_DataTypeMap_value_type = DataTypeMap.value_type.__set__
+_s_DataTypeMap_keys_sorted = DataTypeMap.keys_sorted.__set__
+_s_DataTypeOption_inner = DataTypeOption.inner.__set__
+_s_DataTypeStruct_fields = DataTypeStruct.fields.__set__
+_s_DataTypeTime_unit = DataTypeTime.unit.__set__
+_s_DataTypeTimestamp_unit = DataTypeTimestamp.unit.__set__
+_s_DataTypeTimestamp_timezone = DataTypeTimestamp.timezone.__set__
+_s_ReadStepGeoJson_ddl_schema = ReadStepGeoJson.ddl_schema.__set__
+_s_ReadStepGeoJson_schema = ReadStepGeoJson.schema.__set__
+_s_ReadStepEsriShapefile_ddl_schema = ReadStepEsriShapefile.ddl_schema.__set__
+_s_ReadStepEsriShapefile_sub_path = ReadStepEsriShapefile.sub_path.__set__
+_s_ReadStepEsriShapefile_schema = ReadStepEsriShapefile.schema.__set__
+_s_ReadStepParquet_ddl_schema = ReadStepParquet.ddl_schema.__set__
+_s_ReadStepParquet_schema = ReadStepParquet.schema.__set__
+_s_ReadStepJson_sub_path = ReadStepJson.sub_path.__set__
+_s_ReadStepJson_ddl_schema = ReadStepJson.ddl_schema.__set__
+_s_ReadStepJson_date_format = ReadStepJson.date_format.__set__
+_s_ReadStepJson_encoding = ReadStepJson.encoding.__set__
+_s_ReadStepJson_timestamp_format = ReadStepJson.timestamp_format.__set__
+_s_ReadStepJson_schema = ReadStepJson.schema.__set__
+_s_ReadStepNdJson_ddl_schema = ReadStepNdJson.ddl_schema.__set__
+_s_ReadStepNdJson_date_format = ReadStepNdJson.date_format.__set__
+_s_ReadStepNdJson_encoding = ReadStepNdJson.encoding.__set__
+_s_ReadStepNdJson_timestamp_format = ReadStepNdJson.timestamp_format.__set__
+_s_ReadStepNdJson_schema = ReadStepNdJson.schema.__set__
+_s_ReadStepNdGeoJson_ddl_schema = ReadStepNdGeoJson.ddl_schema.__set__
+_s_ReadStepNdGeoJson_schema = ReadStepNdGeoJson.schema.__set__
+_s_TransformSql_engine = TransformSql.engine.__set__
+_s_TransformSql_version = TransformSql.version.__set__
+_s_TransformSql_query = TransformSql.query.__set__
+_s_TransformSql_queries = TransformSql.queries.__set__
+_s_TransformSql_temporal_tables = TransformSql.temporal_tables.__set__
+_s_SqlQueryStep_alias = SqlQueryStep.alias.__set__
+_s_SqlQueryStep_query = SqlQueryStep.query.__set__
+_s_TemporalTable_name = TemporalTable.name.__set__
+_s_TemporalTable_primary_key = TemporalTable.primary_key.__set__
+_s_MergeStrategyLedger_primary_key = MergeStrategyLedger.primary_key.__set__
+_s_MergeStrategySnapshot_primary_key = MergeStrategySnapshot.primary_key.__set__
+_s_MergeStrategySnapshot_compare_columns = MergeStrategySnapshot.compare_columns.__set__
+_s_MergeStrategyChangelogStream_primary_key = MergeStrategyChangelogStream.primary_key.__set__
+_s_MergeStrategyUpsertStream_primary_key = MergeStrategyUpsertStream.primary_key.__set__
+_s_SetTransform_inputs = SetTransform.inputs.__set__
+_s_SetTransform_transform = SetTransform.transform.__set__
+_s_TransformInput_dataset_ref = TransformInput.dataset_ref.__set__
+_s_TransformInput_alias = TransformInput.alias.__set__
+_s_SetVocab_offset_column = SetVocab.offset_column.__set__
+_s_SetVocab_operation_type_column = SetVocab.operation_type_column.__set__
+_s_SetVocab_system_time_column = SetVocab.system_time_column.__set__
+_s_SetVocab_event_time_column = SetVocab.event_time_column.__set__
+_s_SetAttachments_attachments = SetAttachments.attachments.__set__
+_s_AttachmentsEmbedded_items = AttachmentsEmbedded.items.__set__
+_s_AttachmentEmbedded_path = AttachmentEmbedded.path.__set__
+_s_AttachmentEmbedded_content = AttachmentEmbedded.content.__set__
+_s_SetInfo_description = SetInfo.description.__set__
+_s_SetInfo_keywords = SetInfo.keywords.__set__
+_s_SetLicense_short_name = SetLicense.short_name.__set__
+_s_SetLicense_name = SetLicense.name.__set__
+_s_SetLicense_spdx_id = SetLicense.spdx_id.__set__
+_s_SetLicense_website_url = SetLicense.website_url.__set__
+_s_SetDataSchema_raw_arrow_schema = SetDataSchema.raw_arrow_schema.__set__
+_s_SetDataSchema_schema = SetDataSchema.schema.__set__
+_s_AddPushSource_source_name = AddPushSource.source_name.__set__
+_s_AddPushSource_read = AddPushSource.read.__set__
+_s_AddPushSource_preprocess = AddPushSource.preprocess.__set__
+_s_AddPushSource_merge = AddPushSource.merge.__set__
+_s_DisablePushSource_source_name = DisablePushSource.source_name.__set__
+
+
+_T_MetadataBlock = TableLayout("MetadataBlock", ((0, TIMESTAMP), (1, OFFSET), (2, "Q"), (3, "B"), (4, OFFSET)))
 
 
 def _e_MetadataBlock(b: Builder, v: MetadataBlock) -> int:
@@ -144,15 +310,13 @@ def _e_MetadataBlock(b: Builder, v: MetadataBlock) -> int:
     if x is None:
         o_prev_block_hash = 0
     else:
-        o_prev_block_hash = b.byte_vector(x.to_bytes())
-    o_event = _eu_MetadataEvent(b, v.event)
-    b.start_table()
-    b.add_timestamp(0, v.system_time)
-    if o_prev_block_hash:
-        b.add_offset(1, o_prev_block_hash)
-    b.add_scalar_default(2, _P_Q, 8, v.sequence_number)
-    b.add_union(4, o_event)
-    return b.end_table()
+        o_prev_block_hash = b.byte_vector_of(MULTIHASH_HEADERS[x.code], x.digest)
+    u_event, o_event = _eu_MetadataEvent(b, v.event)
+    x_sequence_number = v.sequence_number
+    return b.table(_T_MetadataBlock, 25 | (2 if o_prev_block_hash else 0) | (4 if x_sequence_number else 0), (o_event, u_event, x_sequence_number, o_prev_block_hash, *v.system_time.to_fb_parts()))
+
+
+_T_AddData = TableLayout("AddData", ((0, OFFSET), (1, "Q"), (2, OFFSET), (3, OFFSET), (4, TIMESTAMP), (5, OFFSET), (6, OFFSET)))
 
 
 def _e_AddData(b: Builder, v: AddData) -> int:
@@ -160,7 +324,7 @@ def _e_AddData(b: Builder, v: AddData) -> int:
     if x is None:
         o_prev_checkpoint = 0
     else:
-        o_prev_checkpoint = b.byte_vector(x.to_bytes())
+        o_prev_checkpoint = b.byte_vector_of(MULTIHASH_HEADERS[x.code], x.digest)
     x = v.new_data
     if x is None:
         o_new_data = 0
@@ -181,67 +345,58 @@ def _e_AddData(b: Builder, v: AddData) -> int:
         o_extra = 0
     else:
         o_extra = _e_ExtraAttributes(b, x)
-    b.start_table()
-    if o_prev_checkpoint:
-        b.add_offset(0, o_prev_checkpoint)
-    if v.prev_offset is not None:
-        b.add_scalar(1, _P_Q, 8, v.prev_offset)
-    if o_new_data:
-        b.add_offset(2, o_new_data)
-    if o_new_checkpoint:
-        b.add_offset(3, o_new_checkpoint)
-    if v.new_watermark is not None:
-        b.add_timestamp(4, v.new_watermark)
-    if o_new_source_state:
-        b.add_offset(5, o_new_source_state)
-    if o_extra:
-        b.add_offset(6, o_extra)
-    return b.end_table()
+    x_prev_offset = v.prev_offset
+    x_new_watermark = v.new_watermark
+    return b.table(_T_AddData, (1 if o_prev_checkpoint else 0) | (2 if x_prev_offset is not None else 0) | (4 if o_new_data else 0) | (8 if o_new_checkpoint else 0) | (16 if x_new_watermark is not None else 0) | (32 if o_new_source_state else 0) | (64 if o_extra else 0), (o_extra, o_new_source_state, *(_NO_TIMESTAMP if x_new_watermark is None else x_new_watermark.to_fb_parts()), o_new_checkpoint, o_new_data, x_prev_offset, o_prev_checkpoint))
+
+
+_T_DataSlice = TableLayout("DataSlice", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, "Q")))
 
 
 def _e_DataSlice(b: Builder, v: DataSlice) -> int:
-    o_logical_hash = b.byte_vector(v.logical_hash.to_bytes())
-    o_physical_hash = b.byte_vector(v.physical_hash.to_bytes())
+    o_logical_hash = b.byte_vector_of(MULTIHASH_HEADERS[v.logical_hash.code], v.logical_hash.digest)
+    o_physical_hash = b.byte_vector_of(MULTIHASH_HEADERS[v.physical_hash.code], v.physical_hash.digest)
     o_offset_interval = _e_OffsetInterval(b, v.offset_interval)
-    b.start_table()
-    b.add_offset(0, o_logical_hash)
-    b.add_offset(1, o_physical_hash)
-    b.add_offset(2, o_offset_interval)
-    b.add_scalar_default(3, _P_Q, 8, v.size)
-    return b.end_table()
+    x_size = v.size
+    return b.table(_T_DataSlice, 7 | (8 if x_size else 0), (x_size, o_offset_interval, o_physical_hash, o_logical_hash))
+
+
+_T_OffsetInterval = TableLayout("OffsetInterval", ((0, "Q"), (1, "Q")))
 
 
 def _e_OffsetInterval(b: Builder, v: OffsetInterval) -> int:
-    b.start_table()
-    b.add_scalar_default(0, _P_Q, 8, v.start)
-    b.add_scalar_default(1, _P_Q, 8, v.end)
-    return b.end_table()
+    x_start = v.start
+    x_end = v.end
+    return b.table(_T_OffsetInterval, (1 if x_start else 0) | (2 if x_end else 0), (x_end, x_start))
+
+
+_T_Checkpoint = TableLayout("Checkpoint", ((0, OFFSET), (1, "Q")))
 
 
 def _e_Checkpoint(b: Builder, v: Checkpoint) -> int:
-    o_physical_hash = b.byte_vector(v.physical_hash.to_bytes())
-    b.start_table()
-    b.add_offset(0, o_physical_hash)
-    b.add_scalar_default(1, _P_Q, 8, v.size)
-    return b.end_table()
+    o_physical_hash = b.byte_vector_of(MULTIHASH_HEADERS[v.physical_hash.code], v.physical_hash.digest)
+    x_size = v.size
+    return b.table(_T_Checkpoint, 1 | (2 if x_size else 0), (x_size, o_physical_hash))
+
+
+_T_SourceState = TableLayout("SourceState", ((0, OFFSET), (1, OFFSET), (2, OFFSET)))
 
 
 def _e_SourceState(b: Builder, v: SourceState) -> int:
     o_source_name = b.string(v.source_name)
     o_kind = b.string(v.kind)
     o_value = b.string(v.value)
-    b.start_table()
-    b.add_offset(0, o_source_name)
-    b.add_offset(1, o_kind)
-    b.add_offset(2, o_value)
-    return b.end_table()
+    return b.table(_T_SourceState, 7, (o_value, o_kind, o_source_name))
+
+
+_T_ExtraAttributes = TableLayout("ExtraAttributes", ((0, OFFSET),))
 
 
 def _e_ExtraAttributes(b: Builder, v: ExtraAttributes) -> int:
-    s = b.string(v.to_json())
-    b.start_table()
-    b.add_offset(0, s)
-    return b.end_table()
+    return b.table(_T_ExtraAttributes, 1, (b.string(v.to_json()),))
+
+
+_T_ExecuteTransform = TableLayout("ExecuteTransform", ((0, OFFSET), (1, OFFSET), (2, "Q"), (3, OFFSET), (4, OFFSET), (5, TIMESTAMP)))
 
 
 def _e_ExecuteTransform(b: Builder, v: ExecuteTransform) -> int:
@@ -250,7 +405,7 @@ def _e_ExecuteTransform(b: Builder, v: ExecuteTransform) -> int:
     if x is None:
         o_prev_checkpoint = 0
     else:
-        o_prev_checkpoint = b.byte_vector(x.to_bytes())
+        o_prev_checkpoint = b.byte_vector_of(MULTIHASH_HEADERS[x.code], x.digest)
     x = v.new_data
     if x is None:
         o_new_data = 0
@@ -261,110 +416,91 @@ def _e_ExecuteTransform(b: Builder, v: ExecuteTransform) -> int:
         o_new_checkpoint = 0
     else:
         o_new_checkpoint = _e_Checkpoint(b, x)
-    b.start_table()
-    b.add_offset(0, o_query_inputs)
-    if o_prev_checkpoint:
-        b.add_offset(1, o_prev_checkpoint)
-    if v.prev_offset is not None:
-        b.add_scalar(2, _P_Q, 8, v.prev_offset)
-    if o_new_data:
-        b.add_offset(3, o_new_data)
-    if o_new_checkpoint:
-        b.add_offset(4, o_new_checkpoint)
-    if v.new_watermark is not None:
-        b.add_timestamp(5, v.new_watermark)
-    return b.end_table()
+    x_prev_offset = v.prev_offset
+    x_new_watermark = v.new_watermark
+    return b.table(_T_ExecuteTransform, 1 | (2 if o_prev_checkpoint else 0) | (4 if x_prev_offset is not None else 0) | (8 if o_new_data else 0) | (16 if o_new_checkpoint else 0) | (32 if x_new_watermark is not None else 0), (*(_NO_TIMESTAMP if x_new_watermark is None else x_new_watermark.to_fb_parts()), o_new_checkpoint, o_new_data, x_prev_offset, o_prev_checkpoint, o_query_inputs))
+
+
+_T_ExecuteTransformInput = TableLayout("ExecuteTransformInput", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, "Q"), (4, "Q")))
 
 
 def _e_ExecuteTransformInput(b: Builder, v: ExecuteTransformInput) -> int:
-    o_dataset_id = b.byte_vector(v.dataset_id.to_bytes())
+    o_dataset_id = b.byte_vector_of(DATASET_ID_PREFIX, v.dataset_id.public_key)
     x = v.prev_block_hash
     if x is None:
         o_prev_block_hash = 0
     else:
-        o_prev_block_hash = b.byte_vector(x.to_bytes())
+        o_prev_block_hash = b.byte_vector_of(MULTIHASH_HEADERS[x.code], x.digest)
     x = v.new_block_hash
     if x is None:
         o_new_block_hash = 0
     else:
-        o_new_block_hash = b.byte_vector(x.to_bytes())
-    b.start_table()
-    b.add_offset(0, o_dataset_id)
-    if o_prev_block_hash:
-        b.add_offset(1, o_prev_block_hash)
-    if o_new_block_hash:
-        b.add_offset(2, o_new_block_hash)
-    if v.prev_offset is not None:
-        b.add_scalar(3, _P_Q, 8, v.prev_offset)
-    if v.new_offset is not None:
-        b.add_scalar(4, _P_Q, 8, v.new_offset)
-    return b.end_table()
+        o_new_block_hash = b.byte_vector_of(MULTIHASH_HEADERS[x.code], x.digest)
+    x_prev_offset = v.prev_offset
+    x_new_offset = v.new_offset
+    return b.table(_T_ExecuteTransformInput, 1 | (2 if o_prev_block_hash else 0) | (4 if o_new_block_hash else 0) | (8 if x_prev_offset is not None else 0) | (16 if x_new_offset is not None else 0), (x_new_offset, x_prev_offset, o_new_block_hash, o_prev_block_hash, o_dataset_id))
+
+
+_T_Seed = TableLayout("Seed", ((0, OFFSET), (1, "i")))
 
 
 def _e_Seed(b: Builder, v: Seed) -> int:
-    o_dataset_id = b.byte_vector(v.dataset_id.to_bytes())
-    b.start_table()
-    b.add_offset(0, o_dataset_id)
-    b.add_scalar_default(1, _P_i, 4, _ENUM_DatasetKind[v.dataset_kind])
-    return b.end_table()
+    o_dataset_id = b.byte_vector_of(DATASET_ID_PREFIX, v.dataset_id.public_key)
+    x_dataset_kind = _ENUM_DatasetKind[v.dataset_kind]
+    return b.table(_T_Seed, 1 | (2 if x_dataset_kind else 0), (x_dataset_kind, o_dataset_id))
+
+
+_T_SetPollingSource = TableLayout("SetPollingSource", ((0, "B"), (1, OFFSET), (2, OFFSET), (3, "B"), (4, OFFSET), (5, "B"), (6, OFFSET), (7, "B"), (8, OFFSET)))
 
 
 def _e_SetPollingSource(b: Builder, v: SetPollingSource) -> int:
-    o_fetch = _eu_FetchStep(b, v.fetch)
+    u_fetch, o_fetch = _eu_FetchStep(b, v.fetch)
     x = v.prepare
     if x is None:
         o_prepare = 0
     else:
         o_prepare = b.offset_vector([_ew_PrepStep(b, i) for i in x])
-    o_read = _eu_ReadStep(b, v.read)
+    u_read, o_read = _eu_ReadStep(b, v.read)
     x = v.preprocess
     if x is None:
-        o_preprocess = 0
+        u_preprocess = o_preprocess = 0
     else:
-        o_preprocess = _eu_Transform(b, x)
-    o_merge = _eu_MergeStrategy(b, v.merge)
-    b.start_table()
-    b.add_union(1, o_fetch)
-    if o_prepare:
-        b.add_offset(2, o_prepare)
-    b.add_union(4, o_read)
-    if o_preprocess:
-        b.add_union(6, o_preprocess)
-    b.add_union(8, o_merge)
-    return b.end_table()
+        u_preprocess, o_preprocess = _eu_Transform(b, x)
+    u_merge, o_merge = _eu_MergeStrategy(b, v.merge)
+    return b.table(_T_SetPollingSource, 411 | (4 if o_prepare else 0) | (96 if o_preprocess else 0), (o_merge, u_merge, o_preprocess, u_preprocess, o_read, u_read, o_prepare, o_fetch, u_fetch))
+
+
+_T_FetchStepUrl = TableLayout("FetchStepUrl", ((0, OFFSET), (1, "B"), (2, OFFSET), (3, "B"), (4, OFFSET), (5, OFFSET)))
 
 
 def _e_FetchStepUrl(b: Builder, v: FetchStepUrl) -> int:
     o_url = b.string(v.url)
     x = v.event_time
     if x is None:
-        o_event_time = 0
+        u_event_time = o_event_time = 0
     else:
-        o_event_time = _eu_EventTimeSource(b, x)
+        u_event_time, o_event_time = _eu_EventTimeSource(b, x)
     x = v.cache
     if x is None:
-        o_cache = 0
+        u_cache = o_cache = 0
     else:
-        o_cache = _eu_SourceCaching(b, x)
+        u_cache, o_cache = _eu_SourceCaching(b, x)
     x = v.headers
     if x is None:
         o_headers = 0
     else:
         o_headers = b.offset_vector([_e_RequestHeader(b, i) for i in x])
-    b.start_table()
-    b.add_offset(0, o_url)
-    if o_event_time:
-        b.add_union(2, o_event_time)
-    if o_cache:
-        b.add_union(4, o_cache)
-    if o_headers:
-        b.add_offset(5, o_headers)
-    return b.end_table()
+    return b.table(_T_FetchStepUrl, 1 | (6 if o_event_time else 0) | (24 if o_cache else 0) | (32 if o_headers else 0), (o_headers, o_cache, u_cache, o_event_time, u_event_time, o_url))
+
+
+_T_EventTimeSourceFromMetadata = TableLayout("EventTimeSourceFromMetadata", ())
 
 
 def _e_EventTimeSourceFromMetadata(b: Builder, v: EventTimeSourceFromMetadata) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_EventTimeSourceFromMetadata, 0, ())
+
+
+_T_EventTimeSourceFromPath = TableLayout("EventTimeSourceFromPath", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_EventTimeSourceFromPath(b: Builder, v: EventTimeSourceFromPath) -> int:
@@ -374,53 +510,52 @@ def _e_EventTimeSourceFromPath(b: Builder, v: EventTimeSourceFromPath) -> int:
         o_timestamp_format = 0
     else:
         o_timestamp_format = b.string(x)
-    b.start_table()
-    b.add_offset(0, o_pattern)
-    if o_timestamp_format:
-        b.add_offset(1, o_timestamp_format)
-    return b.end_table()
+    return b.table(_T_EventTimeSourceFromPath, 1 | (2 if o_timestamp_format else 0), (o_timestamp_format, o_pattern))
+
+
+_T_EventTimeSourceFromSystemTime = TableLayout("EventTimeSourceFromSystemTime", ())
 
 
 def _e_EventTimeSourceFromSystemTime(b: Builder, v: EventTimeSourceFromSystemTime) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_EventTimeSourceFromSystemTime, 0, ())
+
+
+_T_SourceCachingForever = TableLayout("SourceCachingForever", ())
 
 
 def _e_SourceCachingForever(b: Builder, v: SourceCachingForever) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_SourceCachingForever, 0, ())
+
+
+_T_RequestHeader = TableLayout("RequestHeader", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_RequestHeader(b: Builder, v: RequestHeader) -> int:
     o_name = b.string(v.name)
     o_value = b.string(v.value)
-    b.start_table()
-    b.add_offset(0, o_name)
-    b.add_offset(1, o_value)
-    return b.end_table()
+    return b.table(_T_RequestHeader, 3, (o_value, o_name))
+
+
+_T_FetchStepFilesGlob = TableLayout("FetchStepFilesGlob", ((0, OFFSET), (1, "B"), (2, OFFSET), (3, "B"), (4, OFFSET), (5, "i")))
 
 
 def _e_FetchStepFilesGlob(b: Builder, v: FetchStepFilesGlob) -> int:
     o_path = b.string(v.path)
     x = v.event_time
     if x is None:
-        o_event_time = 0
+        u_event_time = o_event_time = 0
     else:
-        o_event_time = _eu_EventTimeSource(b, x)
+        u_event_time, o_event_time = _eu_EventTimeSource(b, x)
     x = v.cache
     if x is None:
-        o_cache = 0
+        u_cache = o_cache = 0
     else:
-        o_cache = _eu_SourceCaching(b, x)
-    b.start_table()
-    b.add_offset(0, o_path)
-    if o_event_time:
-        b.add_union(2, o_event_time)
-    if o_cache:
-        b.add_union(4, o_cache)
-    if v.order is not None:
-        b.add_scalar(5, _P_i, 4, _ENUM_SourceOrdering[v.order])
-    return b.end_table()
+        u_cache, o_cache = _eu_SourceCaching(b, x)
+    x_order = v.order
+    return b.table(_T_FetchStepFilesGlob, 1 | (6 if o_event_time else 0) | (24 if o_cache else 0) | (32 if x_order is not None else 0), (0 if x_order is None else _ENUM_SourceOrdering[x_order], o_cache, u_cache, o_event_time, u_event_time, o_path))
+
+
+_T_FetchStepContainer = TableLayout("FetchStepContainer", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET)))
 
 
 def _e_FetchStepContainer(b: Builder, v: FetchStepContainer) -> int:
@@ -440,15 +575,10 @@ def _e_FetchStepContainer(b: Builder, v: FetchStepContainer) -> int:
         o_env = 0
     else:
         o_env = b.offset_vector([_e_EnvVar(b, i) for i in x])
-    b.start_table()
-    b.add_offset(0, o_image)
-    if o_command:
-        b.add_offset(1, o_command)
-    if o_args:
-        b.add_offset(2, o_args)
-    if o_env:
-        b.add_offset(3, o_env)
-    return b.end_table()
+    return b.table(_T_FetchStepContainer, 1 | (2 if o_command else 0) | (4 if o_args else 0) | (8 if o_env else 0), (o_env, o_args, o_command, o_image))
+
+
+_T_EnvVar = TableLayout("EnvVar", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_EnvVar(b: Builder, v: EnvVar) -> int:
@@ -458,11 +588,10 @@ def _e_EnvVar(b: Builder, v: EnvVar) -> int:
         o_value = 0
     else:
         o_value = b.string(x)
-    b.start_table()
-    b.add_offset(0, o_name)
-    if o_value:
-        b.add_offset(1, o_value)
-    return b.end_table()
+    return b.table(_T_EnvVar, 1 | (2 if o_value else 0), (o_value, o_name))
+
+
+_T_FetchStepMqtt = TableLayout("FetchStepMqtt", ((0, OFFSET), (1, "i"), (2, OFFSET), (3, OFFSET), (4, OFFSET)))
 
 
 def _e_FetchStepMqtt(b: Builder, v: FetchStepMqtt) -> int:
@@ -478,24 +607,20 @@ def _e_FetchStepMqtt(b: Builder, v: FetchStepMqtt) -> int:
     else:
         o_password = b.string(x)
     o_topics = b.offset_vector([_e_MqttTopicSubscription(b, i) for i in v.topics])
-    b.start_table()
-    b.add_offset(0, o_host)
-    b.add_scalar_default(1, _P_i, 4, v.port)
-    if o_username:
-        b.add_offset(2, o_username)
-    if o_password:
-        b.add_offset(3, o_password)
-    b.add_offset(4, o_topics)
-    return b.end_table()
+    x_port = v.port
+    return b.table(_T_FetchStepMqtt, 17 | (2 if x_port else 0) | (4 if o_username else 0) | (8 if o_password else 0), (o_topics, o_password, o_username, x_port, o_host))
+
+
+_T_MqttTopicSubscription = TableLayout("MqttTopicSubscription", ((0, OFFSET), (1, "i")))
 
 
 def _e_MqttTopicSubscription(b: Builder, v: MqttTopicSubscription) -> int:
     o_path = b.string(v.path)
-    b.start_table()
-    b.add_offset(0, o_path)
-    if v.qos is not None:
-        b.add_scalar(1, _P_i, 4, _ENUM_MqttQos[v.qos])
-    return b.end_table()
+    x_qos = v.qos
+    return b.table(_T_MqttTopicSubscription, 1 | (2 if x_qos is not None else 0), (0 if x_qos is None else _ENUM_MqttQos[x_qos], o_path))
+
+
+_T_FetchStepEthereumLogs = TableLayout("FetchStepEthereumLogs", ((0, "Q"), (1, OFFSET), (2, OFFSET), (3, OFFSET)))
 
 
 def _e_FetchStepEthereumLogs(b: Builder, v: FetchStepEthereumLogs) -> int:
@@ -514,16 +639,11 @@ def _e_FetchStepEthereumLogs(b: Builder, v: FetchStepEthereumLogs) -> int:
         o_signature = 0
     else:
         o_signature = b.string(x)
-    b.start_table()
-    if v.chain_id is not None:
-        b.add_scalar(0, _P_Q, 8, v.chain_id)
-    if o_node_url:
-        b.add_offset(1, o_node_url)
-    if o_filter:
-        b.add_offset(2, o_filter)
-    if o_signature:
-        b.add_offset(3, o_signature)
-    return b.end_table()
+    x_chain_id = v.chain_id
+    return b.table(_T_FetchStepEthereumLogs, (1 if x_chain_id is not None else 0) | (2 if o_node_url else 0) | (4 if o_filter else 0) | (8 if o_signature else 0), (o_signature, o_filter, o_node_url, x_chain_id))
+
+
+_T_PrepStepDecompress = TableLayout("PrepStepDecompress", ((0, "i"), (1, OFFSET)))
 
 
 def _e_PrepStepDecompress(b: Builder, v: PrepStepDecompress) -> int:
@@ -532,18 +652,19 @@ def _e_PrepStepDecompress(b: Builder, v: PrepStepDecompress) -> int:
         o_sub_path = 0
     else:
         o_sub_path = b.string(x)
-    b.start_table()
-    b.add_scalar_default(0, _P_i, 4, _ENUM_CompressionFormat[v.format])
-    if o_sub_path:
-        b.add_offset(1, o_sub_path)
-    return b.end_table()
+    x_format = _ENUM_CompressionFormat[v.format]
+    return b.table(_T_PrepStepDecompress, (1 if x_format else 0) | (2 if o_sub_path else 0), (o_sub_path, x_format))
+
+
+_T_PrepStepPipe = TableLayout("PrepStepPipe", ((0, OFFSET),))
 
 
 def _e_PrepStepPipe(b: Builder, v: PrepStepPipe) -> int:
     o_command = b.offset_vector([b.string(i) for i in v.command])
-    b.start_table()
-    b.add_offset(0, o_command)
-    return b.end_table()
+    return b.table(_T_PrepStepPipe, 1, (o_command,))
+
+
+_T_ReadStepCsv = TableLayout("ReadStepCsv", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET), (4, OFFSET), (5, "?"), (6, "?"), (7, OFFSET), (8, OFFSET), (9, OFFSET), (10, OFFSET)))
 
 
 def _e_ReadStepCsv(b: Builder, v: ReadStepCsv) -> int:
@@ -592,30 +713,12 @@ def _e_ReadStepCsv(b: Builder, v: ReadStepCsv) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_separator:
-        b.add_offset(1, o_separator)
-    if o_encoding:
-        b.add_offset(2, o_encoding)
-    if o_quote:
-        b.add_offset(3, o_quote)
-    if o_escape:
-        b.add_offset(4, o_escape)
-    if v.header is not None:
-        b.add_scalar(5, _P_bool, 1, v.header)
-    if v.infer_schema is not None:
-        b.add_scalar(6, _P_bool, 1, v.infer_schema)
-    if o_null_value:
-        b.add_offset(7, o_null_value)
-    if o_date_format:
-        b.add_offset(8, o_date_format)
-    if o_timestamp_format:
-        b.add_offset(9, o_timestamp_format)
-    if o_schema:
-        b.add_offset(10, o_schema)
-    return b.end_table()
+    x_header = v.header
+    x_infer_schema = v.infer_schema
+    return b.table(_T_ReadStepCsv, (1 if o_ddl_schema else 0) | (2 if o_separator else 0) | (4 if o_encoding else 0) | (8 if o_quote else 0) | (16 if o_escape else 0) | (32 if x_header is not None else 0) | (64 if x_infer_schema is not None else 0) | (128 if o_null_value else 0) | (256 if o_date_format else 0) | (512 if o_timestamp_format else 0) | (1024 if o_schema else 0), (o_schema, o_timestamp_format, o_date_format, o_null_value, x_infer_schema, x_header, o_escape, o_quote, o_encoding, o_separator, o_ddl_schema))
+
+
+_T_DataSchema = TableLayout("DataSchema", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_DataSchema(b: Builder, v: DataSchema) -> int:
@@ -625,159 +728,190 @@ def _e_DataSchema(b: Builder, v: DataSchema) -> int:
         o_extra = 0
     else:
         o_extra = _e_ExtraAttributes(b, x)
-    b.start_table()
-    b.add_offset(0, o_fields)
-    if o_extra:
-        b.add_offset(1, o_extra)
-    return b.end_table()
+    return b.table(_T_DataSchema, 1 | (2 if o_extra else 0), (o_extra, o_fields))
+
+
+_T_DataField = TableLayout("DataField", ((0, OFFSET), (1, "B"), (2, OFFSET), (3, OFFSET)))
 
 
 def _e_DataField(b: Builder, v: DataField) -> int:
     o_name = b.string(v.name)
-    o_type = _eu_DataType(b, v.type)
+    u_type, o_type = _eu_DataType(b, v.type)
     x = v.extra
     if x is None:
         o_extra = 0
     else:
         o_extra = _e_ExtraAttributes(b, x)
-    b.start_table()
-    b.add_offset(0, o_name)
-    b.add_union(2, o_type)
-    if o_extra:
-        b.add_offset(3, o_extra)
-    return b.end_table()
+    return b.table(_T_DataField, 7 | (8 if o_extra else 0), (o_extra, o_type, u_type, o_name))
+
+
+_T_DataTypeBinary = TableLayout("DataTypeBinary", ((0, "Q"),))
 
 
 def _e_DataTypeBinary(b: Builder, v: DataTypeBinary) -> int:
-    b.start_table()
-    if v.fixed_length is not None:
-        b.add_scalar(0, _P_Q, 8, v.fixed_length)
-    return b.end_table()
+    x_fixed_length = v.fixed_length
+    return b.table(_T_DataTypeBinary, (1 if x_fixed_length is not None else 0), (x_fixed_length,))
+
+
+_T_DataTypeBool = TableLayout("DataTypeBool", ())
 
 
 def _e_DataTypeBool(b: Builder, v: DataTypeBool) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeBool, 0, ())
+
+
+_T_DataTypeDate = TableLayout("DataTypeDate", ())
 
 
 def _e_DataTypeDate(b: Builder, v: DataTypeDate) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeDate, 0, ())
+
+
+_T_DataTypeDecimal = TableLayout("DataTypeDecimal", ((0, "I"), (1, "i")))
 
 
 def _e_DataTypeDecimal(b: Builder, v: DataTypeDecimal) -> int:
-    b.start_table()
-    b.add_scalar_default(0, _P_I, 4, v.precision)
-    b.add_scalar_default(1, _P_i, 4, v.scale)
-    return b.end_table()
+    x_precision = v.precision
+    x_scale = v.scale
+    return b.table(_T_DataTypeDecimal, (1 if x_precision else 0) | (2 if x_scale else 0), (x_scale, x_precision))
+
+
+_T_DataTypeDuration = TableLayout("DataTypeDuration", ((0, "h"),))
 
 
 def _e_DataTypeDuration(b: Builder, v: DataTypeDuration) -> int:
-    b.start_table()
-    if v.unit is not None:
-        b.add_scalar(0, _P_h, 2, _ENUM_TimeUnit[v.unit])
-    return b.end_table()
+    x_unit = v.unit
+    return b.table(_T_DataTypeDuration, (1 if x_unit is not None else 0), (0 if x_unit is None else _ENUM_TimeUnit[x_unit],))
+
+
+_T_DataTypeFloat16 = TableLayout("DataTypeFloat16", ())
 
 
 def _e_DataTypeFloat16(b: Builder, v: DataTypeFloat16) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeFloat16, 0, ())
+
+
+_T_DataTypeFloat32 = TableLayout("DataTypeFloat32", ())
 
 
 def _e_DataTypeFloat32(b: Builder, v: DataTypeFloat32) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeFloat32, 0, ())
+
+
+_T_DataTypeFloat64 = TableLayout("DataTypeFloat64", ())
 
 
 def _e_DataTypeFloat64(b: Builder, v: DataTypeFloat64) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeFloat64, 0, ())
+
+
+_T_DataTypeInt8 = TableLayout("DataTypeInt8", ())
 
 
 def _e_DataTypeInt8(b: Builder, v: DataTypeInt8) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeInt8, 0, ())
+
+
+_T_DataTypeInt16 = TableLayout("DataTypeInt16", ())
 
 
 def _e_DataTypeInt16(b: Builder, v: DataTypeInt16) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeInt16, 0, ())
+
+
+_T_DataTypeInt32 = TableLayout("DataTypeInt32", ())
 
 
 def _e_DataTypeInt32(b: Builder, v: DataTypeInt32) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeInt32, 0, ())
+
+
+_T_DataTypeInt64 = TableLayout("DataTypeInt64", ())
 
 
 def _e_DataTypeInt64(b: Builder, v: DataTypeInt64) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeInt64, 0, ())
+
+
+_T_DataTypeUInt8 = TableLayout("DataTypeUInt8", ())
 
 
 def _e_DataTypeUInt8(b: Builder, v: DataTypeUInt8) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeUInt8, 0, ())
+
+
+_T_DataTypeUInt16 = TableLayout("DataTypeUInt16", ())
 
 
 def _e_DataTypeUInt16(b: Builder, v: DataTypeUInt16) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeUInt16, 0, ())
+
+
+_T_DataTypeUInt32 = TableLayout("DataTypeUInt32", ())
 
 
 def _e_DataTypeUInt32(b: Builder, v: DataTypeUInt32) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeUInt32, 0, ())
+
+
+_T_DataTypeUInt64 = TableLayout("DataTypeUInt64", ())
 
 
 def _e_DataTypeUInt64(b: Builder, v: DataTypeUInt64) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeUInt64, 0, ())
+
+
+_T_DataTypeList = TableLayout("DataTypeList", ((0, "B"), (1, OFFSET), (2, "Q")))
 
 
 def _e_DataTypeList(b: Builder, v: DataTypeList) -> int:
-    o_item_type = _eu_DataType(b, v.item_type)
-    b.start_table()
-    b.add_union(1, o_item_type)
-    if v.fixed_length is not None:
-        b.add_scalar(2, _P_Q, 8, v.fixed_length)
-    return b.end_table()
+    u_item_type, o_item_type = _eu_DataType(b, v.item_type)
+    x_fixed_length = v.fixed_length
+    return b.table(_T_DataTypeList, 3 | (4 if x_fixed_length is not None else 0), (x_fixed_length, o_item_type, u_item_type))
+
+
+_T_DataTypeMap = TableLayout("DataTypeMap", ((0, "B"), (1, OFFSET), (2, "B"), (3, OFFSET), (4, "?")))
 
 
 def _e_DataTypeMap(b: Builder, v: DataTypeMap) -> int:
-    o_key_type = _eu_DataType(b, v.key_type)
-    o_value_type = _eu_DataType(b, v.value_type)
-    b.start_table()
-    b.add_union(1, o_key_type)
-    b.add_union(3, o_value_type)
-    if v.keys_sorted is not None:
-        b.add_scalar(4, _P_bool, 1, v.keys_sorted)
-    return b.end_table()
+    u_key_type, o_key_type = _eu_DataType(b, v.key_type)
+    u_value_type, o_value_type = _eu_DataType(b, v.value_type)
+    x_keys_sorted = v.keys_sorted
+    return b.table(_T_DataTypeMap, 15 | (16 if x_keys_sorted is not None else 0), (x_keys_sorted, o_value_type, u_value_type, o_key_type, u_key_type))
+
+
+_T_DataTypeNull = TableLayout("DataTypeNull", ())
 
 
 def _e_DataTypeNull(b: Builder, v: DataTypeNull) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeNull, 0, ())
+
+
+_T_DataTypeOption = TableLayout("DataTypeOption", ((0, "B"), (1, OFFSET)))
 
 
 def _e_DataTypeOption(b: Builder, v: DataTypeOption) -> int:
-    o_inner = _eu_DataType(b, v.inner)
-    b.start_table()
-    b.add_union(1, o_inner)
-    return b.end_table()
+    u_inner, o_inner = _eu_DataType(b, v.inner)
+    return b.table(_T_DataTypeOption, 3, (o_inner, u_inner))
+
+
+_T_DataTypeStruct = TableLayout("DataTypeStruct", ((0, OFFSET),))
 
 
 def _e_DataTypeStruct(b: Builder, v: DataTypeStruct) -> int:
     o_fields = b.offset_vector([_e_DataField(b, i) for i in v.fields])
-    b.start_table()
-    b.add_offset(0, o_fields)
-    return b.end_table()
+    return b.table(_T_DataTypeStruct, 1, (o_fields,))
+
+
+_T_DataTypeTime = TableLayout("DataTypeTime", ((0, "h"),))
 
 
 def _e_DataTypeTime(b: Builder, v: DataTypeTime) -> int:
-    b.start_table()
-    if v.unit is not None:
-        b.add_scalar(0, _P_h, 2, _ENUM_TimeUnit[v.unit])
-    return b.end_table()
+    x_unit = v.unit
+    return b.table(_T_DataTypeTime, (1 if x_unit is not None else 0), (0 if x_unit is None else _ENUM_TimeUnit[x_unit],))
+
+
+_T_DataTypeTimestamp = TableLayout("DataTypeTimestamp", ((0, "h"), (1, OFFSET)))
 
 
 def _e_DataTypeTimestamp(b: Builder, v: DataTypeTimestamp) -> int:
@@ -786,17 +920,18 @@ def _e_DataTypeTimestamp(b: Builder, v: DataTypeTimestamp) -> int:
         o_timezone = 0
     else:
         o_timezone = b.string(x)
-    b.start_table()
-    if v.unit is not None:
-        b.add_scalar(0, _P_h, 2, _ENUM_TimeUnit[v.unit])
-    if o_timezone:
-        b.add_offset(1, o_timezone)
-    return b.end_table()
+    x_unit = v.unit
+    return b.table(_T_DataTypeTimestamp, (1 if x_unit is not None else 0) | (2 if o_timezone else 0), (o_timezone, 0 if x_unit is None else _ENUM_TimeUnit[x_unit]))
+
+
+_T_DataTypeString = TableLayout("DataTypeString", ())
 
 
 def _e_DataTypeString(b: Builder, v: DataTypeString) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DataTypeString, 0, ())
+
+
+_T_ReadStepGeoJson = TableLayout("ReadStepGeoJson", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_ReadStepGeoJson(b: Builder, v: ReadStepGeoJson) -> int:
@@ -810,12 +945,10 @@ def _e_ReadStepGeoJson(b: Builder, v: ReadStepGeoJson) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_schema:
-        b.add_offset(1, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepGeoJson, (1 if o_ddl_schema else 0) | (2 if o_schema else 0), (o_schema, o_ddl_schema))
+
+
+_T_ReadStepEsriShapefile = TableLayout("ReadStepEsriShapefile", ((0, OFFSET), (1, OFFSET), (2, OFFSET)))
 
 
 def _e_ReadStepEsriShapefile(b: Builder, v: ReadStepEsriShapefile) -> int:
@@ -834,14 +967,10 @@ def _e_ReadStepEsriShapefile(b: Builder, v: ReadStepEsriShapefile) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_sub_path:
-        b.add_offset(1, o_sub_path)
-    if o_schema:
-        b.add_offset(2, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepEsriShapefile, (1 if o_ddl_schema else 0) | (2 if o_sub_path else 0) | (4 if o_schema else 0), (o_schema, o_sub_path, o_ddl_schema))
+
+
+_T_ReadStepParquet = TableLayout("ReadStepParquet", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_ReadStepParquet(b: Builder, v: ReadStepParquet) -> int:
@@ -855,12 +984,10 @@ def _e_ReadStepParquet(b: Builder, v: ReadStepParquet) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_schema:
-        b.add_offset(1, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepParquet, (1 if o_ddl_schema else 0) | (2 if o_schema else 0), (o_schema, o_ddl_schema))
+
+
+_T_ReadStepJson = TableLayout("ReadStepJson", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET), (4, OFFSET), (5, OFFSET)))
 
 
 def _e_ReadStepJson(b: Builder, v: ReadStepJson) -> int:
@@ -894,20 +1021,10 @@ def _e_ReadStepJson(b: Builder, v: ReadStepJson) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_sub_path:
-        b.add_offset(0, o_sub_path)
-    if o_ddl_schema:
-        b.add_offset(1, o_ddl_schema)
-    if o_date_format:
-        b.add_offset(2, o_date_format)
-    if o_encoding:
-        b.add_offset(3, o_encoding)
-    if o_timestamp_format:
-        b.add_offset(4, o_timestamp_format)
-    if o_schema:
-        b.add_offset(5, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepJson, (1 if o_sub_path else 0) | (2 if o_ddl_schema else 0) | (4 if o_date_format else 0) | (8 if o_encoding else 0) | (16 if o_timestamp_format else 0) | (32 if o_schema else 0), (o_schema, o_timestamp_format, o_encoding, o_date_format, o_ddl_schema, o_sub_path))
+
+
+_T_ReadStepNdJson = TableLayout("ReadStepNdJson", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET), (4, OFFSET)))
 
 
 def _e_ReadStepNdJson(b: Builder, v: ReadStepNdJson) -> int:
@@ -936,18 +1053,10 @@ def _e_ReadStepNdJson(b: Builder, v: ReadStepNdJson) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_date_format:
-        b.add_offset(1, o_date_format)
-    if o_encoding:
-        b.add_offset(2, o_encoding)
-    if o_timestamp_format:
-        b.add_offset(3, o_timestamp_format)
-    if o_schema:
-        b.add_offset(4, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepNdJson, (1 if o_ddl_schema else 0) | (2 if o_date_format else 0) | (4 if o_encoding else 0) | (8 if o_timestamp_format else 0) | (16 if o_schema else 0), (o_schema, o_timestamp_format, o_encoding, o_date_format, o_ddl_schema))
+
+
+_T_ReadStepNdGeoJson = TableLayout("ReadStepNdGeoJson", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_ReadStepNdGeoJson(b: Builder, v: ReadStepNdGeoJson) -> int:
@@ -961,12 +1070,10 @@ def _e_ReadStepNdGeoJson(b: Builder, v: ReadStepNdGeoJson) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_ddl_schema:
-        b.add_offset(0, o_ddl_schema)
-    if o_schema:
-        b.add_offset(1, o_schema)
-    return b.end_table()
+    return b.table(_T_ReadStepNdGeoJson, (1 if o_ddl_schema else 0) | (2 if o_schema else 0), (o_schema, o_ddl_schema))
+
+
+_T_TransformSql = TableLayout("TransformSql", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET), (4, OFFSET)))
 
 
 def _e_TransformSql(b: Builder, v: TransformSql) -> int:
@@ -991,17 +1098,10 @@ def _e_TransformSql(b: Builder, v: TransformSql) -> int:
         o_temporal_tables = 0
     else:
         o_temporal_tables = b.offset_vector([_e_TemporalTable(b, i) for i in x])
-    b.start_table()
-    b.add_offset(0, o_engine)
-    if o_version:
-        b.add_offset(1, o_version)
-    if o_query:
-        b.add_offset(2, o_query)
-    if o_queries:
-        b.add_offset(3, o_queries)
-    if o_temporal_tables:
-        b.add_offset(4, o_temporal_tables)
-    return b.end_table()
+    return b.table(_T_TransformSql, 1 | (2 if o_version else 0) | (4 if o_query else 0) | (8 if o_queries else 0) | (16 if o_temporal_tables else 0), (o_temporal_tables, o_queries, o_query, o_version, o_engine))
+
+
+_T_SqlQueryStep = TableLayout("SqlQueryStep", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_SqlQueryStep(b: Builder, v: SqlQueryStep) -> int:
@@ -1011,32 +1111,34 @@ def _e_SqlQueryStep(b: Builder, v: SqlQueryStep) -> int:
     else:
         o_alias = b.string(x)
     o_query = b.string(v.query)
-    b.start_table()
-    if o_alias:
-        b.add_offset(0, o_alias)
-    b.add_offset(1, o_query)
-    return b.end_table()
+    return b.table(_T_SqlQueryStep, 2 | (1 if o_alias else 0), (o_query, o_alias))
+
+
+_T_TemporalTable = TableLayout("TemporalTable", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_TemporalTable(b: Builder, v: TemporalTable) -> int:
     o_name = b.string(v.name)
     o_primary_key = b.offset_vector([b.string(i) for i in v.primary_key])
-    b.start_table()
-    b.add_offset(0, o_name)
-    b.add_offset(1, o_primary_key)
-    return b.end_table()
+    return b.table(_T_TemporalTable, 3, (o_primary_key, o_name))
+
+
+_T_MergeStrategyAppend = TableLayout("MergeStrategyAppend", ())
 
 
 def _e_MergeStrategyAppend(b: Builder, v: MergeStrategyAppend) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_MergeStrategyAppend, 0, ())
+
+
+_T_MergeStrategyLedger = TableLayout("MergeStrategyLedger", ((0, OFFSET),))
 
 
 def _e_MergeStrategyLedger(b: Builder, v: MergeStrategyLedger) -> int:
     o_primary_key = b.offset_vector([b.string(i) for i in v.primary_key])
-    b.start_table()
-    b.add_offset(0, o_primary_key)
-    return b.end_table()
+    return b.table(_T_MergeStrategyLedger, 1, (o_primary_key,))
+
+
+_T_MergeStrategySnapshot = TableLayout("MergeStrategySnapshot", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_MergeStrategySnapshot(b: Builder, v: MergeStrategySnapshot) -> int:
@@ -1046,34 +1148,35 @@ def _e_MergeStrategySnapshot(b: Builder, v: MergeStrategySnapshot) -> int:
         o_compare_columns = 0
     else:
         o_compare_columns = b.offset_vector([b.string(i) for i in x])
-    b.start_table()
-    b.add_offset(0, o_primary_key)
-    if o_compare_columns:
-        b.add_offset(1, o_compare_columns)
-    return b.end_table()
+    return b.table(_T_MergeStrategySnapshot, 1 | (2 if o_compare_columns else 0), (o_compare_columns, o_primary_key))
+
+
+_T_MergeStrategyChangelogStream = TableLayout("MergeStrategyChangelogStream", ((0, OFFSET),))
 
 
 def _e_MergeStrategyChangelogStream(b: Builder, v: MergeStrategyChangelogStream) -> int:
     o_primary_key = b.offset_vector([b.string(i) for i in v.primary_key])
-    b.start_table()
-    b.add_offset(0, o_primary_key)
-    return b.end_table()
+    return b.table(_T_MergeStrategyChangelogStream, 1, (o_primary_key,))
+
+
+_T_MergeStrategyUpsertStream = TableLayout("MergeStrategyUpsertStream", ((0, OFFSET),))
 
 
 def _e_MergeStrategyUpsertStream(b: Builder, v: MergeStrategyUpsertStream) -> int:
     o_primary_key = b.offset_vector([b.string(i) for i in v.primary_key])
-    b.start_table()
-    b.add_offset(0, o_primary_key)
-    return b.end_table()
+    return b.table(_T_MergeStrategyUpsertStream, 1, (o_primary_key,))
+
+
+_T_SetTransform = TableLayout("SetTransform", ((0, OFFSET), (1, "B"), (2, OFFSET)))
 
 
 def _e_SetTransform(b: Builder, v: SetTransform) -> int:
     o_inputs = b.offset_vector([_e_TransformInput(b, i) for i in v.inputs])
-    o_transform = _eu_Transform(b, v.transform)
-    b.start_table()
-    b.add_offset(0, o_inputs)
-    b.add_union(2, o_transform)
-    return b.end_table()
+    u_transform, o_transform = _eu_Transform(b, v.transform)
+    return b.table(_T_SetTransform, 7, (o_transform, u_transform, o_inputs))
+
+
+_T_TransformInput = TableLayout("TransformInput", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_TransformInput(b: Builder, v: TransformInput) -> int:
@@ -1083,11 +1186,10 @@ def _e_TransformInput(b: Builder, v: TransformInput) -> int:
         o_alias = 0
     else:
         o_alias = b.string(x)
-    b.start_table()
-    b.add_offset(0, o_dataset_ref)
-    if o_alias:
-        b.add_offset(1, o_alias)
-    return b.end_table()
+    return b.table(_T_TransformInput, 1 | (2 if o_alias else 0), (o_alias, o_dataset_ref))
+
+
+_T_SetVocab = TableLayout("SetVocab", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET)))
 
 
 def _e_SetVocab(b: Builder, v: SetVocab) -> int:
@@ -1111,39 +1213,35 @@ def _e_SetVocab(b: Builder, v: SetVocab) -> int:
         o_event_time_column = 0
     else:
         o_event_time_column = b.string(x)
-    b.start_table()
-    if o_offset_column:
-        b.add_offset(0, o_offset_column)
-    if o_operation_type_column:
-        b.add_offset(1, o_operation_type_column)
-    if o_system_time_column:
-        b.add_offset(2, o_system_time_column)
-    if o_event_time_column:
-        b.add_offset(3, o_event_time_column)
-    return b.end_table()
+    return b.table(_T_SetVocab, (1 if o_offset_column else 0) | (2 if o_operation_type_column else 0) | (4 if o_system_time_column else 0) | (8 if o_event_time_column else 0), (o_event_time_column, o_system_time_column, o_operation_type_column, o_offset_column))
+
+
+_T_SetAttachments = TableLayout("SetAttachments", ((0, "B"), (1, OFFSET)))
 
 
 def _e_SetAttachments(b: Builder, v: SetAttachments) -> int:
-    o_attachments = _eu_Attachments(b, v.attachments)
-    b.start_table()
-    b.add_union(1, o_attachments)
-    return b.end_table()
+    u_attachments, o_attachments = _eu_Attachments(b, v.attachments)
+    return b.table(_T_SetAttachments, 3, (o_attachments, u_attachments))
+
+
+_T_AttachmentsEmbedded = TableLayout("AttachmentsEmbedded", ((0, OFFSET),))
 
 
 def _e_AttachmentsEmbedded(b: Builder, v: AttachmentsEmbedded) -> int:
     o_items = b.offset_vector([_e_AttachmentEmbedded(b, i) for i in v.items])
-    b.start_table()
-    b.add_offset(0, o_items)
-    return b.end_table()
+    return b.table(_T_AttachmentsEmbedded, 1, (o_items,))
+
+
+_T_AttachmentEmbedded = TableLayout("AttachmentEmbedded", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_AttachmentEmbedded(b: Builder, v: AttachmentEmbedded) -> int:
     o_path = b.string(v.path)
     o_content = b.string(v.content)
-    b.start_table()
-    b.add_offset(0, o_path)
-    b.add_offset(1, o_content)
-    return b.end_table()
+    return b.table(_T_AttachmentEmbedded, 3, (o_content, o_path))
+
+
+_T_SetInfo = TableLayout("SetInfo", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_SetInfo(b: Builder, v: SetInfo) -> int:
@@ -1157,12 +1255,10 @@ def _e_SetInfo(b: Builder, v: SetInfo) -> int:
         o_keywords = 0
     else:
         o_keywords = b.offset_vector([b.string(i) for i in x])
-    b.start_table()
-    if o_description:
-        b.add_offset(0, o_description)
-    if o_keywords:
-        b.add_offset(1, o_keywords)
-    return b.end_table()
+    return b.table(_T_SetInfo, (1 if o_description else 0) | (2 if o_keywords else 0), (o_keywords, o_description))
+
+
+_T_SetLicense = TableLayout("SetLicense", ((0, OFFSET), (1, OFFSET), (2, OFFSET), (3, OFFSET)))
 
 
 def _e_SetLicense(b: Builder, v: SetLicense) -> int:
@@ -1174,13 +1270,10 @@ def _e_SetLicense(b: Builder, v: SetLicense) -> int:
     else:
         o_spdx_id = b.string(x)
     o_website_url = b.string(v.website_url)
-    b.start_table()
-    b.add_offset(0, o_short_name)
-    b.add_offset(1, o_name)
-    if o_spdx_id:
-        b.add_offset(2, o_spdx_id)
-    b.add_offset(3, o_website_url)
-    return b.end_table()
+    return b.table(_T_SetLicense, 11 | (4 if o_spdx_id else 0), (o_website_url, o_spdx_id, o_name, o_short_name))
+
+
+_T_SetDataSchema = TableLayout("SetDataSchema", ((0, OFFSET), (1, OFFSET)))
 
 
 def _e_SetDataSchema(b: Builder, v: SetDataSchema) -> int:
@@ -1194,1814 +1287,1852 @@ def _e_SetDataSchema(b: Builder, v: SetDataSchema) -> int:
         o_schema = 0
     else:
         o_schema = _e_DataSchema(b, x)
-    b.start_table()
-    if o_raw_arrow_schema:
-        b.add_offset(0, o_raw_arrow_schema)
-    if o_schema:
-        b.add_offset(1, o_schema)
-    return b.end_table()
+    return b.table(_T_SetDataSchema, (1 if o_raw_arrow_schema else 0) | (2 if o_schema else 0), (o_schema, o_raw_arrow_schema))
+
+
+_T_AddPushSource = TableLayout("AddPushSource", ((0, OFFSET), (1, "B"), (2, OFFSET), (3, "B"), (4, OFFSET), (5, "B"), (6, OFFSET)))
 
 
 def _e_AddPushSource(b: Builder, v: AddPushSource) -> int:
     o_source_name = b.string(v.source_name)
-    o_read = _eu_ReadStep(b, v.read)
+    u_read, o_read = _eu_ReadStep(b, v.read)
     x = v.preprocess
     if x is None:
-        o_preprocess = 0
+        u_preprocess = o_preprocess = 0
     else:
-        o_preprocess = _eu_Transform(b, x)
-    o_merge = _eu_MergeStrategy(b, v.merge)
-    b.start_table()
-    b.add_offset(0, o_source_name)
-    b.add_union(2, o_read)
-    if o_preprocess:
-        b.add_union(4, o_preprocess)
-    b.add_union(6, o_merge)
-    return b.end_table()
+        u_preprocess, o_preprocess = _eu_Transform(b, x)
+    u_merge, o_merge = _eu_MergeStrategy(b, v.merge)
+    return b.table(_T_AddPushSource, 103 | (24 if o_preprocess else 0), (o_merge, u_merge, o_preprocess, u_preprocess, o_read, u_read, o_source_name))
+
+
+_T_DisablePushSource = TableLayout("DisablePushSource", ((0, OFFSET),))
 
 
 def _e_DisablePushSource(b: Builder, v: DisablePushSource) -> int:
     o_source_name = b.string(v.source_name)
-    b.start_table()
-    b.add_offset(0, o_source_name)
-    return b.end_table()
+    return b.table(_T_DisablePushSource, 1, (o_source_name,))
+
+
+_T_DisablePollingSource = TableLayout("DisablePollingSource", ())
 
 
 def _e_DisablePollingSource(b: Builder, v: DisablePollingSource) -> int:
-    b.start_table()
-    return b.end_table()
+    return b.table(_T_DisablePollingSource, 0, ())
+
+
+_EU_MetadataEvent = {AddData: (1, _e_AddData), ExecuteTransform: (2, _e_ExecuteTransform), Seed: (3, _e_Seed), SetPollingSource: (4, _e_SetPollingSource), SetTransform: (5, _e_SetTransform), SetVocab: (6, _e_SetVocab), SetAttachments: (7, _e_SetAttachments), SetInfo: (8, _e_SetInfo), SetLicense: (9, _e_SetLicense), SetDataSchema: (10, _e_SetDataSchema), AddPushSource: (11, _e_AddPushSource), DisablePushSource: (12, _e_DisablePushSource), DisablePollingSource: (13, _e_DisablePollingSource)}
 
 
 def _eu_MetadataEvent(b: Builder, v: MetadataEvent) -> tuple[int, int]:
-    cls = type(v)
-    if cls is AddData:
-        return 1, _e_AddData(b, v)
-    elif cls is ExecuteTransform:
-        return 2, _e_ExecuteTransform(b, v)
-    elif cls is Seed:
-        return 3, _e_Seed(b, v)
-    elif cls is SetPollingSource:
-        return 4, _e_SetPollingSource(b, v)
-    elif cls is SetTransform:
-        return 5, _e_SetTransform(b, v)
-    elif cls is SetVocab:
-        return 6, _e_SetVocab(b, v)
-    elif cls is SetAttachments:
-        return 7, _e_SetAttachments(b, v)
-    elif cls is SetInfo:
-        return 8, _e_SetInfo(b, v)
-    elif cls is SetLicense:
-        return 9, _e_SetLicense(b, v)
-    elif cls is SetDataSchema:
-        return 10, _e_SetDataSchema(b, v)
-    elif cls is AddPushSource:
-        return 11, _e_AddPushSource(b, v)
-    elif cls is DisablePushSource:
-        return 12, _e_DisablePushSource(b, v)
-    elif cls is DisablePollingSource:
-        return 13, _e_DisablePollingSource(b, v)
-    raise EncodeError(f"{cls.__name__} is not a MetadataEvent")
+    entry = _EU_MetadataEvent.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a MetadataEvent")
+    return entry[0], entry[1](b, v)
+
+
+_T_MetadataEventWrapper = TableLayout("MetadataEventWrapper", ((0, "B"), (1, OFFSET)))
 
 
 def _ew_MetadataEvent(b: Builder, v: MetadataEvent) -> int:
-    u = _eu_MetadataEvent(b, v)
-    b.start_table()
-    b.add_union(1, u)
-    return b.end_table()
+    tag, value = _eu_MetadataEvent(b, v)
+    return b.table(_T_MetadataEventWrapper, 3, (value, tag))
+
+
+_EU_FetchStep = {FetchStepUrl: (1, _e_FetchStepUrl), FetchStepFilesGlob: (2, _e_FetchStepFilesGlob), FetchStepContainer: (3, _e_FetchStepContainer), FetchStepMqtt: (4, _e_FetchStepMqtt), FetchStepEthereumLogs: (5, _e_FetchStepEthereumLogs)}
 
 
 def _eu_FetchStep(b: Builder, v: FetchStep) -> tuple[int, int]:
-    cls = type(v)
-    if cls is FetchStepUrl:
-        return 1, _e_FetchStepUrl(b, v)
-    elif cls is FetchStepFilesGlob:
-        return 2, _e_FetchStepFilesGlob(b, v)
-    elif cls is FetchStepContainer:
-        return 3, _e_FetchStepContainer(b, v)
-    elif cls is FetchStepMqtt:
-        return 4, _e_FetchStepMqtt(b, v)
-    elif cls is FetchStepEthereumLogs:
-        return 5, _e_FetchStepEthereumLogs(b, v)
-    raise EncodeError(f"{cls.__name__} is not a FetchStep")
+    entry = _EU_FetchStep.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a FetchStep")
+    return entry[0], entry[1](b, v)
+
+
+_EU_EventTimeSource = {EventTimeSourceFromMetadata: (1, _e_EventTimeSourceFromMetadata), EventTimeSourceFromPath: (2, _e_EventTimeSourceFromPath), EventTimeSourceFromSystemTime: (3, _e_EventTimeSourceFromSystemTime)}
 
 
 def _eu_EventTimeSource(b: Builder, v: EventTimeSource) -> tuple[int, int]:
-    cls = type(v)
-    if cls is EventTimeSourceFromMetadata:
-        return 1, _e_EventTimeSourceFromMetadata(b, v)
-    elif cls is EventTimeSourceFromPath:
-        return 2, _e_EventTimeSourceFromPath(b, v)
-    elif cls is EventTimeSourceFromSystemTime:
-        return 3, _e_EventTimeSourceFromSystemTime(b, v)
-    raise EncodeError(f"{cls.__name__} is not a EventTimeSource")
+    entry = _EU_EventTimeSource.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a EventTimeSource")
+    return entry[0], entry[1](b, v)
+
+
+_EU_SourceCaching = {SourceCachingForever: (1, _e_SourceCachingForever)}
 
 
 def _eu_SourceCaching(b: Builder, v: SourceCaching) -> tuple[int, int]:
-    cls = type(v)
-    if cls is SourceCachingForever:
-        return 1, _e_SourceCachingForever(b, v)
-    raise EncodeError(f"{cls.__name__} is not a SourceCaching")
+    entry = _EU_SourceCaching.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a SourceCaching")
+    return entry[0], entry[1](b, v)
+
+
+_EU_PrepStep = {PrepStepDecompress: (1, _e_PrepStepDecompress), PrepStepPipe: (2, _e_PrepStepPipe)}
 
 
 def _eu_PrepStep(b: Builder, v: PrepStep) -> tuple[int, int]:
-    cls = type(v)
-    if cls is PrepStepDecompress:
-        return 1, _e_PrepStepDecompress(b, v)
-    elif cls is PrepStepPipe:
-        return 2, _e_PrepStepPipe(b, v)
-    raise EncodeError(f"{cls.__name__} is not a PrepStep")
+    entry = _EU_PrepStep.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a PrepStep")
+    return entry[0], entry[1](b, v)
+
+
+_T_PrepStepWrapper = TableLayout("PrepStepWrapper", ((0, "B"), (1, OFFSET)))
 
 
 def _ew_PrepStep(b: Builder, v: PrepStep) -> int:
-    u = _eu_PrepStep(b, v)
-    b.start_table()
-    b.add_union(1, u)
-    return b.end_table()
+    tag, value = _eu_PrepStep(b, v)
+    return b.table(_T_PrepStepWrapper, 3, (value, tag))
+
+
+_EU_ReadStep = {ReadStepCsv: (1, _e_ReadStepCsv), ReadStepGeoJson: (2, _e_ReadStepGeoJson), ReadStepEsriShapefile: (3, _e_ReadStepEsriShapefile), ReadStepParquet: (4, _e_ReadStepParquet), ReadStepJson: (5, _e_ReadStepJson), ReadStepNdJson: (6, _e_ReadStepNdJson), ReadStepNdGeoJson: (7, _e_ReadStepNdGeoJson)}
 
 
 def _eu_ReadStep(b: Builder, v: ReadStep) -> tuple[int, int]:
-    cls = type(v)
-    if cls is ReadStepCsv:
-        return 1, _e_ReadStepCsv(b, v)
-    elif cls is ReadStepGeoJson:
-        return 2, _e_ReadStepGeoJson(b, v)
-    elif cls is ReadStepEsriShapefile:
-        return 3, _e_ReadStepEsriShapefile(b, v)
-    elif cls is ReadStepParquet:
-        return 4, _e_ReadStepParquet(b, v)
-    elif cls is ReadStepJson:
-        return 5, _e_ReadStepJson(b, v)
-    elif cls is ReadStepNdJson:
-        return 6, _e_ReadStepNdJson(b, v)
-    elif cls is ReadStepNdGeoJson:
-        return 7, _e_ReadStepNdGeoJson(b, v)
-    raise EncodeError(f"{cls.__name__} is not a ReadStep")
+    entry = _EU_ReadStep.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a ReadStep")
+    return entry[0], entry[1](b, v)
+
+
+_EU_DataType = {DataTypeBinary: (1, _e_DataTypeBinary), DataTypeBool: (2, _e_DataTypeBool), DataTypeDate: (3, _e_DataTypeDate), DataTypeDecimal: (4, _e_DataTypeDecimal), DataTypeDuration: (5, _e_DataTypeDuration), DataTypeFloat16: (6, _e_DataTypeFloat16), DataTypeFloat32: (7, _e_DataTypeFloat32), DataTypeFloat64: (8, _e_DataTypeFloat64), DataTypeInt8: (9, _e_DataTypeInt8), DataTypeInt16: (10, _e_DataTypeInt16), DataTypeInt32: (11, _e_DataTypeInt32), DataTypeInt64: (12, _e_DataTypeInt64), DataTypeUInt8: (13, _e_DataTypeUInt8), DataTypeUInt16: (14, _e_DataTypeUInt16), DataTypeUInt32: (15, _e_DataTypeUInt32), DataTypeUInt64: (16, _e_DataTypeUInt64), DataTypeList: (17, _e_DataTypeList), DataTypeMap: (18, _e_DataTypeMap), DataTypeNull: (19, _e_DataTypeNull), DataTypeOption: (20, _e_DataTypeOption), DataTypeStruct: (21, _e_DataTypeStruct), DataTypeTime: (22, _e_DataTypeTime), DataTypeTimestamp: (23, _e_DataTypeTimestamp), DataTypeString: (24, _e_DataTypeString)}
 
 
 def _eu_DataType(b: Builder, v: DataType) -> tuple[int, int]:
-    cls = type(v)
-    if cls is DataTypeBinary:
-        return 1, _e_DataTypeBinary(b, v)
-    elif cls is DataTypeBool:
-        return 2, _e_DataTypeBool(b, v)
-    elif cls is DataTypeDate:
-        return 3, _e_DataTypeDate(b, v)
-    elif cls is DataTypeDecimal:
-        return 4, _e_DataTypeDecimal(b, v)
-    elif cls is DataTypeDuration:
-        return 5, _e_DataTypeDuration(b, v)
-    elif cls is DataTypeFloat16:
-        return 6, _e_DataTypeFloat16(b, v)
-    elif cls is DataTypeFloat32:
-        return 7, _e_DataTypeFloat32(b, v)
-    elif cls is DataTypeFloat64:
-        return 8, _e_DataTypeFloat64(b, v)
-    elif cls is DataTypeInt8:
-        return 9, _e_DataTypeInt8(b, v)
-    elif cls is DataTypeInt16:
-        return 10, _e_DataTypeInt16(b, v)
-    elif cls is DataTypeInt32:
-        return 11, _e_DataTypeInt32(b, v)
-    elif cls is DataTypeInt64:
-        return 12, _e_DataTypeInt64(b, v)
-    elif cls is DataTypeUInt8:
-        return 13, _e_DataTypeUInt8(b, v)
-    elif cls is DataTypeUInt16:
-        return 14, _e_DataTypeUInt16(b, v)
-    elif cls is DataTypeUInt32:
-        return 15, _e_DataTypeUInt32(b, v)
-    elif cls is DataTypeUInt64:
-        return 16, _e_DataTypeUInt64(b, v)
-    elif cls is DataTypeList:
-        return 17, _e_DataTypeList(b, v)
-    elif cls is DataTypeMap:
-        return 18, _e_DataTypeMap(b, v)
-    elif cls is DataTypeNull:
-        return 19, _e_DataTypeNull(b, v)
-    elif cls is DataTypeOption:
-        return 20, _e_DataTypeOption(b, v)
-    elif cls is DataTypeStruct:
-        return 21, _e_DataTypeStruct(b, v)
-    elif cls is DataTypeTime:
-        return 22, _e_DataTypeTime(b, v)
-    elif cls is DataTypeTimestamp:
-        return 23, _e_DataTypeTimestamp(b, v)
-    elif cls is DataTypeString:
-        return 24, _e_DataTypeString(b, v)
-    raise EncodeError(f"{cls.__name__} is not a DataType")
+    entry = _EU_DataType.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a DataType")
+    return entry[0], entry[1](b, v)
+
+
+_EU_Transform = {TransformSql: (1, _e_TransformSql)}
 
 
 def _eu_Transform(b: Builder, v: Transform) -> tuple[int, int]:
-    cls = type(v)
-    if cls is TransformSql:
-        return 1, _e_TransformSql(b, v)
-    raise EncodeError(f"{cls.__name__} is not a Transform")
+    entry = _EU_Transform.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a Transform")
+    return entry[0], entry[1](b, v)
+
+
+_EU_MergeStrategy = {MergeStrategyAppend: (1, _e_MergeStrategyAppend), MergeStrategyLedger: (2, _e_MergeStrategyLedger), MergeStrategySnapshot: (3, _e_MergeStrategySnapshot), MergeStrategyChangelogStream: (4, _e_MergeStrategyChangelogStream), MergeStrategyUpsertStream: (5, _e_MergeStrategyUpsertStream)}
 
 
 def _eu_MergeStrategy(b: Builder, v: MergeStrategy) -> tuple[int, int]:
-    cls = type(v)
-    if cls is MergeStrategyAppend:
-        return 1, _e_MergeStrategyAppend(b, v)
-    elif cls is MergeStrategyLedger:
-        return 2, _e_MergeStrategyLedger(b, v)
-    elif cls is MergeStrategySnapshot:
-        return 3, _e_MergeStrategySnapshot(b, v)
-    elif cls is MergeStrategyChangelogStream:
-        return 4, _e_MergeStrategyChangelogStream(b, v)
-    elif cls is MergeStrategyUpsertStream:
-        return 5, _e_MergeStrategyUpsertStream(b, v)
-    raise EncodeError(f"{cls.__name__} is not a MergeStrategy")
+    entry = _EU_MergeStrategy.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a MergeStrategy")
+    return entry[0], entry[1](b, v)
+
+
+_EU_Attachments = {AttachmentsEmbedded: (1, _e_AttachmentsEmbedded)}
 
 
 def _eu_Attachments(b: Builder, v: Attachments) -> tuple[int, int]:
-    cls = type(v)
-    if cls is AttachmentsEmbedded:
-        return 1, _e_AttachmentsEmbedded(b, v)
-    raise EncodeError(f"{cls.__name__} is not a Attachments")
+    entry = _EU_Attachments.get(type(v))
+    if entry is None:
+        raise EncodeError(f"{type(v).__name__} is not a Attachments")
+    return entry[0], entry[1](b, v)
 
 
-def _d_MetadataBlock(r: Reader, t: int, d: int) -> MetadataBlock:
-    fo = r.fields(t, 5)
+def _d_MetadataBlock(r: Reader, pos: int, d: int) -> MetadataBlock:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "systemTime"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_system_time = r.timestamp(t + fo[0])
+        f_system_time = r.timestamp(t + o0)
         f = "prevBlockHash"
-        f_prev_block_hash = _multihash(r.bytes(t + fo[1])) if fo[1] else None
+        f_prev_block_hash = _multihash_at(r, t + o1) if o1 else None
         f = "sequenceNumber"
-        f_sequence_number = _U_Q(r.buf, t + fo[2])[0] if fo[2] else 0
+        f_sequence_number = _U_Q(buf, t + o2)[0] if o2 else 0
         f = "event"
-        if not fo[4]:
+        if not o4:
             raise Invalid("", "required field is missing")
-        f_event = _du_MetadataEvent(r, fo[3] and r.u8(t + fo[3]), t + fo[4], d)
+        f_event = _du_MetadataEvent(r, o3 and buf[t + o3], t + o4, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MetadataBlock(system_time=f_system_time, prev_block_hash=f_prev_block_hash, sequence_number=f_sequence_number, event=f_event)
+    v = _new(MetadataBlock)
+    _s_MetadataBlock_system_time(v, f_system_time)
+    _s_MetadataBlock_prev_block_hash(v, f_prev_block_hash)
+    _s_MetadataBlock_sequence_number(v, f_sequence_number)
+    _s_MetadataBlock_event(v, f_event)
+    return v
 
 
-def _d_AddData(r: Reader, t: int, d: int) -> AddData:
-    fo = r.fields(t, 7)
+def _d_AddData(r: Reader, pos: int, d: int) -> AddData:
+    t, (o0, o1, o2, o3, o4, o5, o6) = r.table_fields(pos, 7)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "prevCheckpoint"
-        f_prev_checkpoint = _multihash(r.bytes(t + fo[0])) if fo[0] else None
+        f_prev_checkpoint = _multihash_at(r, t + o0) if o0 else None
         f = "prevOffset"
-        f_prev_offset = _U_Q(r.buf, t + fo[1])[0] if fo[1] else None
+        f_prev_offset = _U_Q(buf, t + o1)[0] if o1 else None
         f = "newData"
-        f_new_data = _d_DataSlice(r, r.table(t + fo[2]), d) if fo[2] else None
+        f_new_data = _d_DataSlice(r, t + o2, d) if o2 else None
         f = "newCheckpoint"
-        f_new_checkpoint = _d_Checkpoint(r, r.table(t + fo[3]), d) if fo[3] else None
+        f_new_checkpoint = _d_Checkpoint(r, t + o3, d) if o3 else None
         f = "newWatermark"
-        f_new_watermark = r.timestamp(t + fo[4]) if fo[4] else None
+        f_new_watermark = r.timestamp(t + o4) if o4 else None
         f = "newSourceState"
-        f_new_source_state = _d_SourceState(r, r.table(t + fo[5]), d) if fo[5] else None
+        f_new_source_state = _d_SourceState(r, t + o5, d) if o5 else None
         f = "extra"
-        f_extra = _d_ExtraAttributes(r, r.table(t + fo[6]), d) if fo[6] else None
+        f_extra = _d_ExtraAttributes(r, t + o6, d) if o6 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return AddData(prev_checkpoint=f_prev_checkpoint, prev_offset=f_prev_offset, new_data=f_new_data, new_checkpoint=f_new_checkpoint, new_watermark=f_new_watermark, new_source_state=f_new_source_state, extra=f_extra)
+    v = _new(AddData)
+    _s_AddData_prev_checkpoint(v, f_prev_checkpoint)
+    _s_AddData_prev_offset(v, f_prev_offset)
+    _s_AddData_new_data(v, f_new_data)
+    _s_AddData_new_checkpoint(v, f_new_checkpoint)
+    _s_AddData_new_watermark(v, f_new_watermark)
+    _s_AddData_new_source_state(v, f_new_source_state)
+    _s_AddData_extra(v, f_extra)
+    return v
 
 
-def _d_DataSlice(r: Reader, t: int, d: int) -> DataSlice:
-    fo = r.fields(t, 4)
+def _d_DataSlice(r: Reader, pos: int, d: int) -> DataSlice:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "logicalHash"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_logical_hash = _multihash(r.bytes(t + fo[0]))
+        f_logical_hash = _multihash_at(r, t + o0)
         f = "physicalHash"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_physical_hash = _multihash(r.bytes(t + fo[1]))
+        f_physical_hash = _multihash_at(r, t + o1)
         f = "offsetInterval"
-        if not fo[2]:
+        if not o2:
             raise Invalid("", "required field is missing")
-        f_offset_interval = _d_OffsetInterval(r, r.table(t + fo[2]), d)
+        f_offset_interval = _d_OffsetInterval(r, t + o2, d)
         f = "size"
-        f_size = _U_Q(r.buf, t + fo[3])[0] if fo[3] else 0
+        f_size = _U_Q(buf, t + o3)[0] if o3 else 0
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataSlice(logical_hash=f_logical_hash, physical_hash=f_physical_hash, offset_interval=f_offset_interval, size=f_size)
+    v = _new(DataSlice)
+    _s_DataSlice_logical_hash(v, f_logical_hash)
+    _s_DataSlice_physical_hash(v, f_physical_hash)
+    _s_DataSlice_offset_interval(v, f_offset_interval)
+    _s_DataSlice_size(v, f_size)
+    return v
 
 
-def _d_OffsetInterval(r: Reader, t: int, d: int) -> OffsetInterval:
-    fo = r.fields(t, 2)
+def _d_OffsetInterval(r: Reader, pos: int, d: int) -> OffsetInterval:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "start"
-        f_start = _U_Q(r.buf, t + fo[0])[0] if fo[0] else 0
+        f_start = _U_Q(buf, t + o0)[0] if o0 else 0
         f = "end"
-        f_end = _U_Q(r.buf, t + fo[1])[0] if fo[1] else 0
+        f_end = _U_Q(buf, t + o1)[0] if o1 else 0
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return OffsetInterval(start=f_start, end=f_end)
+    v = _new(OffsetInterval)
+    _s_OffsetInterval_start(v, f_start)
+    _s_OffsetInterval_end(v, f_end)
+    return v
 
 
-def _d_Checkpoint(r: Reader, t: int, d: int) -> Checkpoint:
-    fo = r.fields(t, 2)
+def _d_Checkpoint(r: Reader, pos: int, d: int) -> Checkpoint:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "physicalHash"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_physical_hash = _multihash(r.bytes(t + fo[0]))
+        f_physical_hash = _multihash_at(r, t + o0)
         f = "size"
-        f_size = _U_Q(r.buf, t + fo[1])[0] if fo[1] else 0
+        f_size = _U_Q(buf, t + o1)[0] if o1 else 0
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return Checkpoint(physical_hash=f_physical_hash, size=f_size)
+    v = _new(Checkpoint)
+    _s_Checkpoint_physical_hash(v, f_physical_hash)
+    _s_Checkpoint_size(v, f_size)
+    return v
 
 
-def _d_SourceState(r: Reader, t: int, d: int) -> SourceState:
-    fo = r.fields(t, 3)
+def _d_SourceState(r: Reader, pos: int, d: int) -> SourceState:
+    t, (o0, o1, o2) = r.table_fields(pos, 3)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "sourceName"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_source_name = r.string(t + fo[0])
+        f_source_name = r.string(t + o0)
         f = "kind"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_kind = r.string(t + fo[1])
+        f_kind = r.string(t + o1)
         f = "value"
-        if not fo[2]:
+        if not o2:
             raise Invalid("", "required field is missing")
-        f_value = r.string(t + fo[2])
+        f_value = r.string(t + o2)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SourceState(source_name=f_source_name, kind=f_kind, value=f_value)
+    v = _new(SourceState)
+    _s_SourceState_source_name(v, f_source_name)
+    _s_SourceState_kind(v, f_kind)
+    _s_SourceState_value(v, f_value)
+    return v
 
 
-def _d_ExtraAttributes(r: Reader, t: int, d: int) -> ExtraAttributes:
-    fo = r.fields(t, 1)
-    if not fo[0]:
+def _d_ExtraAttributes(r: Reader, pos: int, d: int) -> ExtraAttributes:
+    t, (o0,) = r.table_fields(pos, 1)
+    if not o0:
         raise Invalid("entries", "missing")
-    return ExtraAttributes.from_json(r.string(t + fo[0]))
+    return ExtraAttributes.from_json(r.string(t + o0))
 
 
-def _d_ExecuteTransform(r: Reader, t: int, d: int) -> ExecuteTransform:
-    fo = r.fields(t, 6)
+def _d_ExecuteTransform(r: Reader, pos: int, d: int) -> ExecuteTransform:
+    t, (o0, o1, o2, o3, o4, o5) = r.table_fields(pos, 6)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "queryInputs"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_query_inputs = tuple(_d_ExecuteTransformInput(r, r.table(p), d) for p in r.offsets(t + fo[0]))
+        f_query_inputs = tuple([_d_ExecuteTransformInput(r, p, d) for p in r.offsets(t + o0)])
         f = "prevCheckpoint"
-        f_prev_checkpoint = _multihash(r.bytes(t + fo[1])) if fo[1] else None
+        f_prev_checkpoint = _multihash_at(r, t + o1) if o1 else None
         f = "prevOffset"
-        f_prev_offset = _U_Q(r.buf, t + fo[2])[0] if fo[2] else None
+        f_prev_offset = _U_Q(buf, t + o2)[0] if o2 else None
         f = "newData"
-        f_new_data = _d_DataSlice(r, r.table(t + fo[3]), d) if fo[3] else None
+        f_new_data = _d_DataSlice(r, t + o3, d) if o3 else None
         f = "newCheckpoint"
-        f_new_checkpoint = _d_Checkpoint(r, r.table(t + fo[4]), d) if fo[4] else None
+        f_new_checkpoint = _d_Checkpoint(r, t + o4, d) if o4 else None
         f = "newWatermark"
-        f_new_watermark = r.timestamp(t + fo[5]) if fo[5] else None
+        f_new_watermark = r.timestamp(t + o5) if o5 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ExecuteTransform(query_inputs=f_query_inputs, prev_checkpoint=f_prev_checkpoint, prev_offset=f_prev_offset, new_data=f_new_data, new_checkpoint=f_new_checkpoint, new_watermark=f_new_watermark)
+    v = _new(ExecuteTransform)
+    _s_ExecuteTransform_query_inputs(v, f_query_inputs)
+    _s_ExecuteTransform_prev_checkpoint(v, f_prev_checkpoint)
+    _s_ExecuteTransform_prev_offset(v, f_prev_offset)
+    _s_ExecuteTransform_new_data(v, f_new_data)
+    _s_ExecuteTransform_new_checkpoint(v, f_new_checkpoint)
+    _s_ExecuteTransform_new_watermark(v, f_new_watermark)
+    return v
 
 
-def _d_ExecuteTransformInput(r: Reader, t: int, d: int) -> ExecuteTransformInput:
-    fo = r.fields(t, 5)
+def _d_ExecuteTransformInput(r: Reader, pos: int, d: int) -> ExecuteTransformInput:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "datasetId"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_dataset_id = _dataset_id(r.bytes(t + fo[0]))
+        f_dataset_id = _dataset_id_at(r, t + o0)
         f = "prevBlockHash"
-        f_prev_block_hash = _multihash(r.bytes(t + fo[1])) if fo[1] else None
+        f_prev_block_hash = _multihash_at(r, t + o1) if o1 else None
         f = "newBlockHash"
-        f_new_block_hash = _multihash(r.bytes(t + fo[2])) if fo[2] else None
+        f_new_block_hash = _multihash_at(r, t + o2) if o2 else None
         f = "prevOffset"
-        f_prev_offset = _U_Q(r.buf, t + fo[3])[0] if fo[3] else None
+        f_prev_offset = _U_Q(buf, t + o3)[0] if o3 else None
         f = "newOffset"
-        f_new_offset = _U_Q(r.buf, t + fo[4])[0] if fo[4] else None
+        f_new_offset = _U_Q(buf, t + o4)[0] if o4 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ExecuteTransformInput(dataset_id=f_dataset_id, prev_block_hash=f_prev_block_hash, new_block_hash=f_new_block_hash, prev_offset=f_prev_offset, new_offset=f_new_offset)
+    v = _new(ExecuteTransformInput)
+    _s_ExecuteTransformInput_dataset_id(v, f_dataset_id)
+    _s_ExecuteTransformInput_prev_block_hash(v, f_prev_block_hash)
+    _s_ExecuteTransformInput_new_block_hash(v, f_new_block_hash)
+    _s_ExecuteTransformInput_prev_offset(v, f_prev_offset)
+    _s_ExecuteTransformInput_new_offset(v, f_new_offset)
+    return v
 
 
-def _d_Seed(r: Reader, t: int, d: int) -> Seed:
-    fo = r.fields(t, 2)
+def _d_Seed(r: Reader, pos: int, d: int) -> Seed:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "datasetId"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_dataset_id = _dataset_id(r.bytes(t + fo[0]))
+        f_dataset_id = _dataset_id_at(r, t + o0)
         f = "datasetKind"
-        f_dataset_kind = _enum(_DENUM_DatasetKind, _U_i(r.buf, t + fo[1])[0]) if fo[1] else _DENUM_DatasetKind[0]
+        f_dataset_kind = _enum(_DENUM_DatasetKind, _U_i(buf, t + o1)[0]) if o1 else _DENUM_DatasetKind[0]
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return Seed(dataset_id=f_dataset_id, dataset_kind=f_dataset_kind)
+    v = _new(Seed)
+    _s_Seed_dataset_id(v, f_dataset_id)
+    _s_Seed_dataset_kind(v, f_dataset_kind)
+    return v
 
 
-def _d_SetPollingSource(r: Reader, t: int, d: int) -> SetPollingSource:
-    fo = r.fields(t, 9)
+def _d_SetPollingSource(r: Reader, pos: int, d: int) -> SetPollingSource:
+    t, (o0, o1, o2, o3, o4, o5, o6, o7, o8) = r.table_fields(pos, 9)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "fetch"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_fetch = _du_FetchStep(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+        f_fetch = _du_FetchStep(r, o0 and buf[t + o0], t + o1, d)
         f = "prepare"
-        f_prepare = tuple(_dw_PrepStep(r, r.table(p), d) for p in r.offsets(t + fo[2])) if fo[2] else None
+        f_prepare = tuple([_dw_PrepStep(r, p, d) for p in r.offsets(t + o2)]) if o2 else None
         f = "read"
-        if not fo[4]:
+        if not o4:
             raise Invalid("", "required field is missing")
-        f_read = _du_ReadStep(r, fo[3] and r.u8(t + fo[3]), t + fo[4], d)
+        f_read = _du_ReadStep(r, o3 and buf[t + o3], t + o4, d)
         f = "preprocess"
-        f_preprocess = _du_Transform(r, fo[5] and r.u8(t + fo[5]), t + fo[6], d) if fo[6] else None
+        f_preprocess = _du_Transform(r, o5 and buf[t + o5], t + o6, d) if o6 else None
         f = "merge"
-        if not fo[8]:
+        if not o8:
             raise Invalid("", "required field is missing")
-        f_merge = _du_MergeStrategy(r, fo[7] and r.u8(t + fo[7]), t + fo[8], d)
+        f_merge = _du_MergeStrategy(r, o7 and buf[t + o7], t + o8, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetPollingSource(fetch=f_fetch, prepare=f_prepare, read=f_read, preprocess=f_preprocess, merge=f_merge)
+    v = _new(SetPollingSource)
+    _s_SetPollingSource_fetch(v, f_fetch)
+    _s_SetPollingSource_prepare(v, f_prepare)
+    _s_SetPollingSource_read(v, f_read)
+    _s_SetPollingSource_preprocess(v, f_preprocess)
+    _s_SetPollingSource_merge(v, f_merge)
+    return v
 
 
-def _d_FetchStepUrl(r: Reader, t: int, d: int) -> FetchStepUrl:
-    fo = r.fields(t, 6)
+def _d_FetchStepUrl(r: Reader, pos: int, d: int) -> FetchStepUrl:
+    t, (o0, o1, o2, o3, o4, o5) = r.table_fields(pos, 6)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "url"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_url = r.string(t + fo[0])
+        f_url = r.string(t + o0)
         f = "eventTime"
-        f_event_time = _du_EventTimeSource(r, fo[1] and r.u8(t + fo[1]), t + fo[2], d) if fo[2] else None
+        f_event_time = _du_EventTimeSource(r, o1 and buf[t + o1], t + o2, d) if o2 else None
         f = "cache"
-        f_cache = _du_SourceCaching(r, fo[3] and r.u8(t + fo[3]), t + fo[4], d) if fo[4] else None
+        f_cache = _du_SourceCaching(r, o3 and buf[t + o3], t + o4, d) if o4 else None
         f = "headers"
-        f_headers = tuple(_d_RequestHeader(r, r.table(p), d) for p in r.offsets(t + fo[5])) if fo[5] else None
+        f_headers = tuple([_d_RequestHeader(r, p, d) for p in r.offsets(t + o5)]) if o5 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return FetchStepUrl(url=f_url, event_time=f_event_time, cache=f_cache, headers=f_headers)
+    v = _new(FetchStepUrl)
+    _s_FetchStepUrl_url(v, f_url)
+    _s_FetchStepUrl_event_time(v, f_event_time)
+    _s_FetchStepUrl_cache(v, f_cache)
+    _s_FetchStepUrl_headers(v, f_headers)
+    return v
 
 
-def _d_EventTimeSourceFromMetadata(r: Reader, t: int, d: int) -> EventTimeSourceFromMetadata:
-    r.fields(t, 0)
-    return EventTimeSourceFromMetadata()
+def _d_EventTimeSourceFromMetadata(r: Reader, pos: int, d: int) -> EventTimeSourceFromMetadata:
+    r.table_fields(pos, 0)
+    return _new(EventTimeSourceFromMetadata)
 
 
-def _d_EventTimeSourceFromPath(r: Reader, t: int, d: int) -> EventTimeSourceFromPath:
-    fo = r.fields(t, 2)
+def _d_EventTimeSourceFromPath(r: Reader, pos: int, d: int) -> EventTimeSourceFromPath:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "pattern"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_pattern = r.string(t + fo[0])
+        f_pattern = r.string(t + o0)
         f = "timestampFormat"
-        f_timestamp_format = r.string(t + fo[1]) if fo[1] else None
+        f_timestamp_format = r.string(t + o1) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return EventTimeSourceFromPath(pattern=f_pattern, timestamp_format=f_timestamp_format)
+    v = _new(EventTimeSourceFromPath)
+    _s_EventTimeSourceFromPath_pattern(v, f_pattern)
+    _s_EventTimeSourceFromPath_timestamp_format(v, f_timestamp_format)
+    return v
 
 
-def _d_EventTimeSourceFromSystemTime(r: Reader, t: int, d: int) -> EventTimeSourceFromSystemTime:
-    r.fields(t, 0)
-    return EventTimeSourceFromSystemTime()
+def _d_EventTimeSourceFromSystemTime(r: Reader, pos: int, d: int) -> EventTimeSourceFromSystemTime:
+    r.table_fields(pos, 0)
+    return _new(EventTimeSourceFromSystemTime)
 
 
-def _d_SourceCachingForever(r: Reader, t: int, d: int) -> SourceCachingForever:
-    r.fields(t, 0)
-    return SourceCachingForever()
+def _d_SourceCachingForever(r: Reader, pos: int, d: int) -> SourceCachingForever:
+    r.table_fields(pos, 0)
+    return _new(SourceCachingForever)
 
 
-def _d_RequestHeader(r: Reader, t: int, d: int) -> RequestHeader:
-    fo = r.fields(t, 2)
+def _d_RequestHeader(r: Reader, pos: int, d: int) -> RequestHeader:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "name"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_name = r.string(t + fo[0])
+        f_name = r.string(t + o0)
         f = "value"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_value = r.string(t + fo[1])
+        f_value = r.string(t + o1)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return RequestHeader(name=f_name, value=f_value)
+    v = _new(RequestHeader)
+    _s_RequestHeader_name(v, f_name)
+    _s_RequestHeader_value(v, f_value)
+    return v
 
 
-def _d_FetchStepFilesGlob(r: Reader, t: int, d: int) -> FetchStepFilesGlob:
-    fo = r.fields(t, 6)
+def _d_FetchStepFilesGlob(r: Reader, pos: int, d: int) -> FetchStepFilesGlob:
+    t, (o0, o1, o2, o3, o4, o5) = r.table_fields(pos, 6)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "path"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_path = r.string(t + fo[0])
+        f_path = r.string(t + o0)
         f = "eventTime"
-        f_event_time = _du_EventTimeSource(r, fo[1] and r.u8(t + fo[1]), t + fo[2], d) if fo[2] else None
+        f_event_time = _du_EventTimeSource(r, o1 and buf[t + o1], t + o2, d) if o2 else None
         f = "cache"
-        f_cache = _du_SourceCaching(r, fo[3] and r.u8(t + fo[3]), t + fo[4], d) if fo[4] else None
+        f_cache = _du_SourceCaching(r, o3 and buf[t + o3], t + o4, d) if o4 else None
         f = "order"
-        f_order = _enum(_DENUM_SourceOrdering, _U_i(r.buf, t + fo[5])[0]) if fo[5] else None
+        f_order = _enum(_DENUM_SourceOrdering, _U_i(buf, t + o5)[0]) if o5 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return FetchStepFilesGlob(path=f_path, event_time=f_event_time, cache=f_cache, order=f_order)
+    v = _new(FetchStepFilesGlob)
+    _s_FetchStepFilesGlob_path(v, f_path)
+    _s_FetchStepFilesGlob_event_time(v, f_event_time)
+    _s_FetchStepFilesGlob_cache(v, f_cache)
+    _s_FetchStepFilesGlob_order(v, f_order)
+    return v
 
 
-def _d_FetchStepContainer(r: Reader, t: int, d: int) -> FetchStepContainer:
-    fo = r.fields(t, 4)
+def _d_FetchStepContainer(r: Reader, pos: int, d: int) -> FetchStepContainer:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "image"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_image = r.string(t + fo[0])
+        f_image = r.string(t + o0)
         f = "command"
-        f_command = tuple(r.string(p) for p in r.offsets(t + fo[1])) if fo[1] else None
+        f_command = tuple([r.string(p) for p in r.offsets(t + o1)]) if o1 else None
         f = "args"
-        f_args = tuple(r.string(p) for p in r.offsets(t + fo[2])) if fo[2] else None
+        f_args = tuple([r.string(p) for p in r.offsets(t + o2)]) if o2 else None
         f = "env"
-        f_env = tuple(_d_EnvVar(r, r.table(p), d) for p in r.offsets(t + fo[3])) if fo[3] else None
+        f_env = tuple([_d_EnvVar(r, p, d) for p in r.offsets(t + o3)]) if o3 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return FetchStepContainer(image=f_image, command=f_command, args=f_args, env=f_env)
+    v = _new(FetchStepContainer)
+    _s_FetchStepContainer_image(v, f_image)
+    _s_FetchStepContainer_command(v, f_command)
+    _s_FetchStepContainer_args(v, f_args)
+    _s_FetchStepContainer_env(v, f_env)
+    return v
 
 
-def _d_EnvVar(r: Reader, t: int, d: int) -> EnvVar:
-    fo = r.fields(t, 2)
+def _d_EnvVar(r: Reader, pos: int, d: int) -> EnvVar:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "name"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_name = r.string(t + fo[0])
+        f_name = r.string(t + o0)
         f = "value"
-        f_value = r.string(t + fo[1]) if fo[1] else None
+        f_value = r.string(t + o1) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return EnvVar(name=f_name, value=f_value)
+    v = _new(EnvVar)
+    _s_EnvVar_name(v, f_name)
+    _s_EnvVar_value(v, f_value)
+    return v
 
 
-def _d_FetchStepMqtt(r: Reader, t: int, d: int) -> FetchStepMqtt:
-    fo = r.fields(t, 5)
+def _d_FetchStepMqtt(r: Reader, pos: int, d: int) -> FetchStepMqtt:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "host"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_host = r.string(t + fo[0])
+        f_host = r.string(t + o0)
         f = "port"
-        f_port = _U_i(r.buf, t + fo[1])[0] if fo[1] else 0
+        f_port = _U_i(buf, t + o1)[0] if o1 else 0
         f = "username"
-        f_username = r.string(t + fo[2]) if fo[2] else None
+        f_username = r.string(t + o2) if o2 else None
         f = "password"
-        f_password = r.string(t + fo[3]) if fo[3] else None
+        f_password = r.string(t + o3) if o3 else None
         f = "topics"
-        if not fo[4]:
+        if not o4:
             raise Invalid("", "required field is missing")
-        f_topics = tuple(_d_MqttTopicSubscription(r, r.table(p), d) for p in r.offsets(t + fo[4]))
+        f_topics = tuple([_d_MqttTopicSubscription(r, p, d) for p in r.offsets(t + o4)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return FetchStepMqtt(host=f_host, port=f_port, username=f_username, password=f_password, topics=f_topics)
+    v = _new(FetchStepMqtt)
+    _s_FetchStepMqtt_host(v, f_host)
+    _s_FetchStepMqtt_port(v, f_port)
+    _s_FetchStepMqtt_username(v, f_username)
+    _s_FetchStepMqtt_password(v, f_password)
+    _s_FetchStepMqtt_topics(v, f_topics)
+    return v
 
 
-def _d_MqttTopicSubscription(r: Reader, t: int, d: int) -> MqttTopicSubscription:
-    fo = r.fields(t, 2)
+def _d_MqttTopicSubscription(r: Reader, pos: int, d: int) -> MqttTopicSubscription:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "path"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_path = r.string(t + fo[0])
+        f_path = r.string(t + o0)
         f = "qos"
-        f_qos = _enum(_DENUM_MqttQos, _U_i(r.buf, t + fo[1])[0]) if fo[1] else None
+        f_qos = _enum(_DENUM_MqttQos, _U_i(buf, t + o1)[0]) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MqttTopicSubscription(path=f_path, qos=f_qos)
+    v = _new(MqttTopicSubscription)
+    _s_MqttTopicSubscription_path(v, f_path)
+    _s_MqttTopicSubscription_qos(v, f_qos)
+    return v
 
 
-def _d_FetchStepEthereumLogs(r: Reader, t: int, d: int) -> FetchStepEthereumLogs:
-    fo = r.fields(t, 4)
+def _d_FetchStepEthereumLogs(r: Reader, pos: int, d: int) -> FetchStepEthereumLogs:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "chainId"
-        f_chain_id = _U_Q(r.buf, t + fo[0])[0] if fo[0] else None
+        f_chain_id = _U_Q(buf, t + o0)[0] if o0 else None
         f = "nodeUrl"
-        f_node_url = r.string(t + fo[1]) if fo[1] else None
+        f_node_url = r.string(t + o1) if o1 else None
         f = "filter"
-        f_filter = r.string(t + fo[2]) if fo[2] else None
+        f_filter = r.string(t + o2) if o2 else None
         f = "signature"
-        f_signature = r.string(t + fo[3]) if fo[3] else None
+        f_signature = r.string(t + o3) if o3 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return FetchStepEthereumLogs(chain_id=f_chain_id, node_url=f_node_url, filter=f_filter, signature=f_signature)
+    v = _new(FetchStepEthereumLogs)
+    _s_FetchStepEthereumLogs_chain_id(v, f_chain_id)
+    _s_FetchStepEthereumLogs_node_url(v, f_node_url)
+    _s_FetchStepEthereumLogs_filter(v, f_filter)
+    _s_FetchStepEthereumLogs_signature(v, f_signature)
+    return v
 
 
-def _d_PrepStepDecompress(r: Reader, t: int, d: int) -> PrepStepDecompress:
-    fo = r.fields(t, 2)
+def _d_PrepStepDecompress(r: Reader, pos: int, d: int) -> PrepStepDecompress:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "format"
-        f_format = _enum(_DENUM_CompressionFormat, _U_i(r.buf, t + fo[0])[0]) if fo[0] else _DENUM_CompressionFormat[0]
+        f_format = _enum(_DENUM_CompressionFormat, _U_i(buf, t + o0)[0]) if o0 else _DENUM_CompressionFormat[0]
         f = "subPath"
-        f_sub_path = r.string(t + fo[1]) if fo[1] else None
+        f_sub_path = r.string(t + o1) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return PrepStepDecompress(format=f_format, sub_path=f_sub_path)
+    v = _new(PrepStepDecompress)
+    _s_PrepStepDecompress_format(v, f_format)
+    _s_PrepStepDecompress_sub_path(v, f_sub_path)
+    return v
 
 
-def _d_PrepStepPipe(r: Reader, t: int, d: int) -> PrepStepPipe:
-    fo = r.fields(t, 1)
+def _d_PrepStepPipe(r: Reader, pos: int, d: int) -> PrepStepPipe:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "command"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_command = tuple(r.string(p) for p in r.offsets(t + fo[0]))
+        f_command = tuple([r.string(p) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return PrepStepPipe(command=f_command)
+    v = _new(PrepStepPipe)
+    _s_PrepStepPipe_command(v, f_command)
+    return v
 
 
-def _d_ReadStepCsv(r: Reader, t: int, d: int) -> ReadStepCsv:
-    fo = r.fields(t, 11)
+def _d_ReadStepCsv(r: Reader, pos: int, d: int) -> ReadStepCsv:
+    t, (o0, o1, o2, o3, o4, o5, o6, o7, o8, o9, o10) = r.table_fields(pos, 11)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "separator"
-        f_separator = r.string(t + fo[1]) if fo[1] else None
+        f_separator = r.string(t + o1) if o1 else None
         f = "encoding"
-        f_encoding = r.string(t + fo[2]) if fo[2] else None
+        f_encoding = r.string(t + o2) if o2 else None
         f = "quote"
-        f_quote = r.string(t + fo[3]) if fo[3] else None
+        f_quote = r.string(t + o3) if o3 else None
         f = "escape"
-        f_escape = r.string(t + fo[4]) if fo[4] else None
+        f_escape = r.string(t + o4) if o4 else None
         f = "header"
-        f_header = _U_bool(r.buf, t + fo[5])[0] if fo[5] else None
+        f_header = _U_bool(buf, t + o5)[0] if o5 else None
         f = "inferSchema"
-        f_infer_schema = _U_bool(r.buf, t + fo[6])[0] if fo[6] else None
+        f_infer_schema = _U_bool(buf, t + o6)[0] if o6 else None
         f = "nullValue"
-        f_null_value = r.string(t + fo[7]) if fo[7] else None
+        f_null_value = r.string(t + o7) if o7 else None
         f = "dateFormat"
-        f_date_format = r.string(t + fo[8]) if fo[8] else None
+        f_date_format = r.string(t + o8) if o8 else None
         f = "timestampFormat"
-        f_timestamp_format = r.string(t + fo[9]) if fo[9] else None
+        f_timestamp_format = r.string(t + o9) if o9 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[10]), d) if fo[10] else None
+        f_schema = _d_DataSchema(r, t + o10, d) if o10 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepCsv(ddl_schema=f_ddl_schema, separator=f_separator, encoding=f_encoding, quote=f_quote, escape=f_escape, header=f_header, infer_schema=f_infer_schema, null_value=f_null_value, date_format=f_date_format, timestamp_format=f_timestamp_format, schema=f_schema)
+    v = _new(ReadStepCsv)
+    _s_ReadStepCsv_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepCsv_separator(v, f_separator)
+    _s_ReadStepCsv_encoding(v, f_encoding)
+    _s_ReadStepCsv_quote(v, f_quote)
+    _s_ReadStepCsv_escape(v, f_escape)
+    _s_ReadStepCsv_header(v, f_header)
+    _s_ReadStepCsv_infer_schema(v, f_infer_schema)
+    _s_ReadStepCsv_null_value(v, f_null_value)
+    _s_ReadStepCsv_date_format(v, f_date_format)
+    _s_ReadStepCsv_timestamp_format(v, f_timestamp_format)
+    _s_ReadStepCsv_schema(v, f_schema)
+    return v
 
 
-def _d_DataSchema(r: Reader, t: int, d: int) -> DataSchema:
-    fo = r.fields(t, 2)
+def _d_DataSchema(r: Reader, pos: int, d: int) -> DataSchema:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "fields"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_fields = tuple(_d_DataField(r, r.table(p), d) for p in r.offsets(t + fo[0]))
+        f_fields = tuple([_d_DataField(r, p, d) for p in r.offsets(t + o0)])
         f = "extra"
-        f_extra = _d_ExtraAttributes(r, r.table(t + fo[1]), d) if fo[1] else None
+        f_extra = _d_ExtraAttributes(r, t + o1, d) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataSchema(fields=f_fields, extra=f_extra)
+    v = _new(DataSchema)
+    _s_DataSchema_fields(v, f_fields)
+    _s_DataSchema_extra(v, f_extra)
+    return v
 
 
-def _d_DataField(r: Reader, t: int, d: int) -> DataField:
-    fo = r.fields(t, 4)
+def _d_DataField(r: Reader, pos: int, d: int) -> DataField:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "name"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_name = r.string(t + fo[0])
+        f_name = r.string(t + o0)
         f = "type"
-        if not fo[2]:
+        if not o2:
             raise Invalid("", "required field is missing")
-        f_type = _du_DataType(r, fo[1] and r.u8(t + fo[1]), t + fo[2], d)
+        f_type = _du_DataType(r, o1 and buf[t + o1], t + o2, d)
         f = "extra"
-        f_extra = _d_ExtraAttributes(r, r.table(t + fo[3]), d) if fo[3] else None
+        f_extra = _d_ExtraAttributes(r, t + o3, d) if o3 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataField(name=f_name, type=f_type, extra=f_extra)
+    v = _new(DataField)
+    _s_DataField_name(v, f_name)
+    _s_DataField_type(v, f_type)
+    _s_DataField_extra(v, f_extra)
+    return v
 
 
-def _d_DataTypeBinary(r: Reader, t: int, d: int) -> DataTypeBinary:
-    fo = r.fields(t, 1)
+def _d_DataTypeBinary(r: Reader, pos: int, d: int) -> DataTypeBinary:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "fixedLength"
-        f_fixed_length = _U_Q(r.buf, t + fo[0])[0] if fo[0] else None
+        f_fixed_length = _U_Q(buf, t + o0)[0] if o0 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeBinary(fixed_length=f_fixed_length)
+    v = _new(DataTypeBinary)
+    _s_DataTypeBinary_fixed_length(v, f_fixed_length)
+    return v
 
 
-def _d_DataTypeBool(r: Reader, t: int, d: int) -> DataTypeBool:
-    r.fields(t, 0)
-    return DataTypeBool()
+def _d_DataTypeBool(r: Reader, pos: int, d: int) -> DataTypeBool:
+    r.table_fields(pos, 0)
+    return _new(DataTypeBool)
 
 
-def _d_DataTypeDate(r: Reader, t: int, d: int) -> DataTypeDate:
-    r.fields(t, 0)
-    return DataTypeDate()
+def _d_DataTypeDate(r: Reader, pos: int, d: int) -> DataTypeDate:
+    r.table_fields(pos, 0)
+    return _new(DataTypeDate)
 
 
-def _d_DataTypeDecimal(r: Reader, t: int, d: int) -> DataTypeDecimal:
-    fo = r.fields(t, 2)
+def _d_DataTypeDecimal(r: Reader, pos: int, d: int) -> DataTypeDecimal:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "precision"
-        f_precision = _U_I(r.buf, t + fo[0])[0] if fo[0] else 0
+        f_precision = _U_I(buf, t + o0)[0] if o0 else 0
         f = "scale"
-        f_scale = _U_i(r.buf, t + fo[1])[0] if fo[1] else 0
+        f_scale = _U_i(buf, t + o1)[0] if o1 else 0
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeDecimal(precision=f_precision, scale=f_scale)
+    v = _new(DataTypeDecimal)
+    _s_DataTypeDecimal_precision(v, f_precision)
+    _s_DataTypeDecimal_scale(v, f_scale)
+    return v
 
 
-def _d_DataTypeDuration(r: Reader, t: int, d: int) -> DataTypeDuration:
-    fo = r.fields(t, 1)
+def _d_DataTypeDuration(r: Reader, pos: int, d: int) -> DataTypeDuration:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "unit"
-        f_unit = _enum(_DENUM_TimeUnit, _U_h(r.buf, t + fo[0])[0]) if fo[0] else None
+        f_unit = _enum(_DENUM_TimeUnit, _U_h(buf, t + o0)[0]) if o0 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeDuration(unit=f_unit)
+    v = _new(DataTypeDuration)
+    _s_DataTypeDuration_unit(v, f_unit)
+    return v
 
 
-def _d_DataTypeFloat16(r: Reader, t: int, d: int) -> DataTypeFloat16:
-    r.fields(t, 0)
-    return DataTypeFloat16()
+def _d_DataTypeFloat16(r: Reader, pos: int, d: int) -> DataTypeFloat16:
+    r.table_fields(pos, 0)
+    return _new(DataTypeFloat16)
 
 
-def _d_DataTypeFloat32(r: Reader, t: int, d: int) -> DataTypeFloat32:
-    r.fields(t, 0)
-    return DataTypeFloat32()
+def _d_DataTypeFloat32(r: Reader, pos: int, d: int) -> DataTypeFloat32:
+    r.table_fields(pos, 0)
+    return _new(DataTypeFloat32)
 
 
-def _d_DataTypeFloat64(r: Reader, t: int, d: int) -> DataTypeFloat64:
-    r.fields(t, 0)
-    return DataTypeFloat64()
+def _d_DataTypeFloat64(r: Reader, pos: int, d: int) -> DataTypeFloat64:
+    r.table_fields(pos, 0)
+    return _new(DataTypeFloat64)
 
 
-def _d_DataTypeInt8(r: Reader, t: int, d: int) -> DataTypeInt8:
-    r.fields(t, 0)
-    return DataTypeInt8()
+def _d_DataTypeInt8(r: Reader, pos: int, d: int) -> DataTypeInt8:
+    r.table_fields(pos, 0)
+    return _new(DataTypeInt8)
 
 
-def _d_DataTypeInt16(r: Reader, t: int, d: int) -> DataTypeInt16:
-    r.fields(t, 0)
-    return DataTypeInt16()
+def _d_DataTypeInt16(r: Reader, pos: int, d: int) -> DataTypeInt16:
+    r.table_fields(pos, 0)
+    return _new(DataTypeInt16)
 
 
-def _d_DataTypeInt32(r: Reader, t: int, d: int) -> DataTypeInt32:
-    r.fields(t, 0)
-    return DataTypeInt32()
+def _d_DataTypeInt32(r: Reader, pos: int, d: int) -> DataTypeInt32:
+    r.table_fields(pos, 0)
+    return _new(DataTypeInt32)
 
 
-def _d_DataTypeInt64(r: Reader, t: int, d: int) -> DataTypeInt64:
-    r.fields(t, 0)
-    return DataTypeInt64()
+def _d_DataTypeInt64(r: Reader, pos: int, d: int) -> DataTypeInt64:
+    r.table_fields(pos, 0)
+    return _new(DataTypeInt64)
 
 
-def _d_DataTypeUInt8(r: Reader, t: int, d: int) -> DataTypeUInt8:
-    r.fields(t, 0)
-    return DataTypeUInt8()
+def _d_DataTypeUInt8(r: Reader, pos: int, d: int) -> DataTypeUInt8:
+    r.table_fields(pos, 0)
+    return _new(DataTypeUInt8)
 
 
-def _d_DataTypeUInt16(r: Reader, t: int, d: int) -> DataTypeUInt16:
-    r.fields(t, 0)
-    return DataTypeUInt16()
+def _d_DataTypeUInt16(r: Reader, pos: int, d: int) -> DataTypeUInt16:
+    r.table_fields(pos, 0)
+    return _new(DataTypeUInt16)
 
 
-def _d_DataTypeUInt32(r: Reader, t: int, d: int) -> DataTypeUInt32:
-    r.fields(t, 0)
-    return DataTypeUInt32()
+def _d_DataTypeUInt32(r: Reader, pos: int, d: int) -> DataTypeUInt32:
+    r.table_fields(pos, 0)
+    return _new(DataTypeUInt32)
 
 
-def _d_DataTypeUInt64(r: Reader, t: int, d: int) -> DataTypeUInt64:
-    r.fields(t, 0)
-    return DataTypeUInt64()
+def _d_DataTypeUInt64(r: Reader, pos: int, d: int) -> DataTypeUInt64:
+    r.table_fields(pos, 0)
+    return _new(DataTypeUInt64)
 
 
-def _d_DataTypeList(r: Reader, t: int, d: int) -> DataTypeList:
-    fo = r.fields(t, 3)
+def _d_DataTypeList(r: Reader, pos: int, d: int) -> DataTypeList:
+    t, (o0, o1, o2) = r.table_fields(pos, 3)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "itemType"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_item_type = _du_DataType(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+        f_item_type = _du_DataType(r, o0 and buf[t + o0], t + o1, d)
         f = "fixedLength"
-        f_fixed_length = _U_Q(r.buf, t + fo[2])[0] if fo[2] else None
+        f_fixed_length = _U_Q(buf, t + o2)[0] if o2 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeList(item_type=f_item_type, fixed_length=f_fixed_length)
+    v = _new(DataTypeList)
+    _s_DataTypeList_item_type(v, f_item_type)
+    _s_DataTypeList_fixed_length(v, f_fixed_length)
+    return v
 
 
-def _d_DataTypeMap(r: Reader, t: int, d: int) -> DataTypeMap:
-    fo = r.fields(t, 5)
+def _d_DataTypeMap(r: Reader, pos: int, d: int) -> DataTypeMap:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "keyType"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_key_type = _du_DataType(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+        f_key_type = _du_DataType(r, o0 and buf[t + o0], t + o1, d)
         f = "valueType"
-        if not fo[3]:
+        if not o3:
             raise Invalid("", "required field is missing")
-        f_value_type = _du_DataType(r, fo[2] and r.u8(t + fo[2]), t + fo[3], d)
+        f_value_type = _du_DataType(r, o2 and buf[t + o2], t + o3, d)
         f = "keysSorted"
-        f_keys_sorted = _U_bool(r.buf, t + fo[4])[0] if fo[4] else None
+        f_keys_sorted = _U_bool(buf, t + o4)[0] if o4 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeMap(key_type=f_key_type, value_type=f_value_type, keys_sorted=f_keys_sorted)
+    v = _new(DataTypeMap)
+    _s_DataTypeMap_key_type(v, f_key_type)
+    _s_DataTypeMap_value_type(v, f_value_type)
+    _s_DataTypeMap_keys_sorted(v, f_keys_sorted)
+    return v
 
 
-def _d_DataTypeNull(r: Reader, t: int, d: int) -> DataTypeNull:
-    r.fields(t, 0)
-    return DataTypeNull()
+def _d_DataTypeNull(r: Reader, pos: int, d: int) -> DataTypeNull:
+    r.table_fields(pos, 0)
+    return _new(DataTypeNull)
 
 
-def _d_DataTypeOption(r: Reader, t: int, d: int) -> DataTypeOption:
-    fo = r.fields(t, 2)
+def _d_DataTypeOption(r: Reader, pos: int, d: int) -> DataTypeOption:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "inner"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_inner = _du_DataType(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+        f_inner = _du_DataType(r, o0 and buf[t + o0], t + o1, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeOption(inner=f_inner)
+    v = _new(DataTypeOption)
+    _s_DataTypeOption_inner(v, f_inner)
+    return v
 
 
-def _d_DataTypeStruct(r: Reader, t: int, d: int) -> DataTypeStruct:
-    fo = r.fields(t, 1)
+def _d_DataTypeStruct(r: Reader, pos: int, d: int) -> DataTypeStruct:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "fields"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_fields = tuple(_d_DataField(r, r.table(p), d) for p in r.offsets(t + fo[0]))
+        f_fields = tuple([_d_DataField(r, p, d) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeStruct(fields=f_fields)
+    v = _new(DataTypeStruct)
+    _s_DataTypeStruct_fields(v, f_fields)
+    return v
 
 
-def _d_DataTypeTime(r: Reader, t: int, d: int) -> DataTypeTime:
-    fo = r.fields(t, 1)
+def _d_DataTypeTime(r: Reader, pos: int, d: int) -> DataTypeTime:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "unit"
-        f_unit = _enum(_DENUM_TimeUnit, _U_h(r.buf, t + fo[0])[0]) if fo[0] else None
+        f_unit = _enum(_DENUM_TimeUnit, _U_h(buf, t + o0)[0]) if o0 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeTime(unit=f_unit)
+    v = _new(DataTypeTime)
+    _s_DataTypeTime_unit(v, f_unit)
+    return v
 
 
-def _d_DataTypeTimestamp(r: Reader, t: int, d: int) -> DataTypeTimestamp:
-    fo = r.fields(t, 2)
+def _d_DataTypeTimestamp(r: Reader, pos: int, d: int) -> DataTypeTimestamp:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "unit"
-        f_unit = _enum(_DENUM_TimeUnit, _U_h(r.buf, t + fo[0])[0]) if fo[0] else None
+        f_unit = _enum(_DENUM_TimeUnit, _U_h(buf, t + o0)[0]) if o0 else None
         f = "timezone"
-        f_timezone = r.string(t + fo[1]) if fo[1] else None
+        f_timezone = r.string(t + o1) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DataTypeTimestamp(unit=f_unit, timezone=f_timezone)
+    v = _new(DataTypeTimestamp)
+    _s_DataTypeTimestamp_unit(v, f_unit)
+    _s_DataTypeTimestamp_timezone(v, f_timezone)
+    return v
 
 
-def _d_DataTypeString(r: Reader, t: int, d: int) -> DataTypeString:
-    r.fields(t, 0)
-    return DataTypeString()
+def _d_DataTypeString(r: Reader, pos: int, d: int) -> DataTypeString:
+    r.table_fields(pos, 0)
+    return _new(DataTypeString)
 
 
-def _d_ReadStepGeoJson(r: Reader, t: int, d: int) -> ReadStepGeoJson:
-    fo = r.fields(t, 2)
+def _d_ReadStepGeoJson(r: Reader, pos: int, d: int) -> ReadStepGeoJson:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[1]), d) if fo[1] else None
+        f_schema = _d_DataSchema(r, t + o1, d) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepGeoJson(ddl_schema=f_ddl_schema, schema=f_schema)
+    v = _new(ReadStepGeoJson)
+    _s_ReadStepGeoJson_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepGeoJson_schema(v, f_schema)
+    return v
 
 
-def _d_ReadStepEsriShapefile(r: Reader, t: int, d: int) -> ReadStepEsriShapefile:
-    fo = r.fields(t, 3)
+def _d_ReadStepEsriShapefile(r: Reader, pos: int, d: int) -> ReadStepEsriShapefile:
+    t, (o0, o1, o2) = r.table_fields(pos, 3)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "subPath"
-        f_sub_path = r.string(t + fo[1]) if fo[1] else None
+        f_sub_path = r.string(t + o1) if o1 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[2]), d) if fo[2] else None
+        f_schema = _d_DataSchema(r, t + o2, d) if o2 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepEsriShapefile(ddl_schema=f_ddl_schema, sub_path=f_sub_path, schema=f_schema)
+    v = _new(ReadStepEsriShapefile)
+    _s_ReadStepEsriShapefile_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepEsriShapefile_sub_path(v, f_sub_path)
+    _s_ReadStepEsriShapefile_schema(v, f_schema)
+    return v
 
 
-def _d_ReadStepParquet(r: Reader, t: int, d: int) -> ReadStepParquet:
-    fo = r.fields(t, 2)
+def _d_ReadStepParquet(r: Reader, pos: int, d: int) -> ReadStepParquet:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[1]), d) if fo[1] else None
+        f_schema = _d_DataSchema(r, t + o1, d) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepParquet(ddl_schema=f_ddl_schema, schema=f_schema)
+    v = _new(ReadStepParquet)
+    _s_ReadStepParquet_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepParquet_schema(v, f_schema)
+    return v
 
 
-def _d_ReadStepJson(r: Reader, t: int, d: int) -> ReadStepJson:
-    fo = r.fields(t, 6)
+def _d_ReadStepJson(r: Reader, pos: int, d: int) -> ReadStepJson:
+    t, (o0, o1, o2, o3, o4, o5) = r.table_fields(pos, 6)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "subPath"
-        f_sub_path = r.string(t + fo[0]) if fo[0] else None
+        f_sub_path = r.string(t + o0) if o0 else None
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[1])) if fo[1] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o1)]) if o1 else None
         f = "dateFormat"
-        f_date_format = r.string(t + fo[2]) if fo[2] else None
+        f_date_format = r.string(t + o2) if o2 else None
         f = "encoding"
-        f_encoding = r.string(t + fo[3]) if fo[3] else None
+        f_encoding = r.string(t + o3) if o3 else None
         f = "timestampFormat"
-        f_timestamp_format = r.string(t + fo[4]) if fo[4] else None
+        f_timestamp_format = r.string(t + o4) if o4 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[5]), d) if fo[5] else None
+        f_schema = _d_DataSchema(r, t + o5, d) if o5 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepJson(sub_path=f_sub_path, ddl_schema=f_ddl_schema, date_format=f_date_format, encoding=f_encoding, timestamp_format=f_timestamp_format, schema=f_schema)
+    v = _new(ReadStepJson)
+    _s_ReadStepJson_sub_path(v, f_sub_path)
+    _s_ReadStepJson_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepJson_date_format(v, f_date_format)
+    _s_ReadStepJson_encoding(v, f_encoding)
+    _s_ReadStepJson_timestamp_format(v, f_timestamp_format)
+    _s_ReadStepJson_schema(v, f_schema)
+    return v
 
 
-def _d_ReadStepNdJson(r: Reader, t: int, d: int) -> ReadStepNdJson:
-    fo = r.fields(t, 5)
+def _d_ReadStepNdJson(r: Reader, pos: int, d: int) -> ReadStepNdJson:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "dateFormat"
-        f_date_format = r.string(t + fo[1]) if fo[1] else None
+        f_date_format = r.string(t + o1) if o1 else None
         f = "encoding"
-        f_encoding = r.string(t + fo[2]) if fo[2] else None
+        f_encoding = r.string(t + o2) if o2 else None
         f = "timestampFormat"
-        f_timestamp_format = r.string(t + fo[3]) if fo[3] else None
+        f_timestamp_format = r.string(t + o3) if o3 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[4]), d) if fo[4] else None
+        f_schema = _d_DataSchema(r, t + o4, d) if o4 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepNdJson(ddl_schema=f_ddl_schema, date_format=f_date_format, encoding=f_encoding, timestamp_format=f_timestamp_format, schema=f_schema)
+    v = _new(ReadStepNdJson)
+    _s_ReadStepNdJson_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepNdJson_date_format(v, f_date_format)
+    _s_ReadStepNdJson_encoding(v, f_encoding)
+    _s_ReadStepNdJson_timestamp_format(v, f_timestamp_format)
+    _s_ReadStepNdJson_schema(v, f_schema)
+    return v
 
 
-def _d_ReadStepNdGeoJson(r: Reader, t: int, d: int) -> ReadStepNdGeoJson:
-    fo = r.fields(t, 2)
+def _d_ReadStepNdGeoJson(r: Reader, pos: int, d: int) -> ReadStepNdGeoJson:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "ddlSchema"
-        f_ddl_schema = tuple(r.string(p) for p in r.offsets(t + fo[0])) if fo[0] else None
+        f_ddl_schema = tuple([r.string(p) for p in r.offsets(t + o0)]) if o0 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[1]), d) if fo[1] else None
+        f_schema = _d_DataSchema(r, t + o1, d) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return ReadStepNdGeoJson(ddl_schema=f_ddl_schema, schema=f_schema)
+    v = _new(ReadStepNdGeoJson)
+    _s_ReadStepNdGeoJson_ddl_schema(v, f_ddl_schema)
+    _s_ReadStepNdGeoJson_schema(v, f_schema)
+    return v
 
 
-def _d_TransformSql(r: Reader, t: int, d: int) -> TransformSql:
-    fo = r.fields(t, 5)
+def _d_TransformSql(r: Reader, pos: int, d: int) -> TransformSql:
+    t, (o0, o1, o2, o3, o4) = r.table_fields(pos, 5)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "engine"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_engine = r.string(t + fo[0])
+        f_engine = r.string(t + o0)
         f = "version"
-        f_version = r.string(t + fo[1]) if fo[1] else None
+        f_version = r.string(t + o1) if o1 else None
         f = "query"
-        f_query = r.string(t + fo[2]) if fo[2] else None
+        f_query = r.string(t + o2) if o2 else None
         f = "queries"
-        f_queries = tuple(_d_SqlQueryStep(r, r.table(p), d) for p in r.offsets(t + fo[3])) if fo[3] else None
+        f_queries = tuple([_d_SqlQueryStep(r, p, d) for p in r.offsets(t + o3)]) if o3 else None
         f = "temporalTables"
-        f_temporal_tables = tuple(_d_TemporalTable(r, r.table(p), d) for p in r.offsets(t + fo[4])) if fo[4] else None
+        f_temporal_tables = tuple([_d_TemporalTable(r, p, d) for p in r.offsets(t + o4)]) if o4 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return TransformSql(engine=f_engine, version=f_version, query=f_query, queries=f_queries, temporal_tables=f_temporal_tables)
+    v = _new(TransformSql)
+    _s_TransformSql_engine(v, f_engine)
+    _s_TransformSql_version(v, f_version)
+    _s_TransformSql_query(v, f_query)
+    _s_TransformSql_queries(v, f_queries)
+    _s_TransformSql_temporal_tables(v, f_temporal_tables)
+    return v
 
 
-def _d_SqlQueryStep(r: Reader, t: int, d: int) -> SqlQueryStep:
-    fo = r.fields(t, 2)
+def _d_SqlQueryStep(r: Reader, pos: int, d: int) -> SqlQueryStep:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "alias"
-        f_alias = r.string(t + fo[0]) if fo[0] else None
+        f_alias = r.string(t + o0) if o0 else None
         f = "query"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_query = r.string(t + fo[1])
+        f_query = r.string(t + o1)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SqlQueryStep(alias=f_alias, query=f_query)
+    v = _new(SqlQueryStep)
+    _s_SqlQueryStep_alias(v, f_alias)
+    _s_SqlQueryStep_query(v, f_query)
+    return v
 
 
-def _d_TemporalTable(r: Reader, t: int, d: int) -> TemporalTable:
-    fo = r.fields(t, 2)
+def _d_TemporalTable(r: Reader, pos: int, d: int) -> TemporalTable:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "name"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_name = r.string(t + fo[0])
+        f_name = r.string(t + o0)
         f = "primaryKey"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_primary_key = tuple(r.string(p) for p in r.offsets(t + fo[1]))
+        f_primary_key = tuple([r.string(p) for p in r.offsets(t + o1)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return TemporalTable(name=f_name, primary_key=f_primary_key)
+    v = _new(TemporalTable)
+    _s_TemporalTable_name(v, f_name)
+    _s_TemporalTable_primary_key(v, f_primary_key)
+    return v
 
 
-def _d_MergeStrategyAppend(r: Reader, t: int, d: int) -> MergeStrategyAppend:
-    r.fields(t, 0)
-    return MergeStrategyAppend()
+def _d_MergeStrategyAppend(r: Reader, pos: int, d: int) -> MergeStrategyAppend:
+    r.table_fields(pos, 0)
+    return _new(MergeStrategyAppend)
 
 
-def _d_MergeStrategyLedger(r: Reader, t: int, d: int) -> MergeStrategyLedger:
-    fo = r.fields(t, 1)
+def _d_MergeStrategyLedger(r: Reader, pos: int, d: int) -> MergeStrategyLedger:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "primaryKey"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_primary_key = tuple(r.string(p) for p in r.offsets(t + fo[0]))
+        f_primary_key = tuple([r.string(p) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MergeStrategyLedger(primary_key=f_primary_key)
+    v = _new(MergeStrategyLedger)
+    _s_MergeStrategyLedger_primary_key(v, f_primary_key)
+    return v
 
 
-def _d_MergeStrategySnapshot(r: Reader, t: int, d: int) -> MergeStrategySnapshot:
-    fo = r.fields(t, 2)
+def _d_MergeStrategySnapshot(r: Reader, pos: int, d: int) -> MergeStrategySnapshot:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "primaryKey"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_primary_key = tuple(r.string(p) for p in r.offsets(t + fo[0]))
+        f_primary_key = tuple([r.string(p) for p in r.offsets(t + o0)])
         f = "compareColumns"
-        f_compare_columns = tuple(r.string(p) for p in r.offsets(t + fo[1])) if fo[1] else None
+        f_compare_columns = tuple([r.string(p) for p in r.offsets(t + o1)]) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MergeStrategySnapshot(primary_key=f_primary_key, compare_columns=f_compare_columns)
+    v = _new(MergeStrategySnapshot)
+    _s_MergeStrategySnapshot_primary_key(v, f_primary_key)
+    _s_MergeStrategySnapshot_compare_columns(v, f_compare_columns)
+    return v
 
 
-def _d_MergeStrategyChangelogStream(r: Reader, t: int, d: int) -> MergeStrategyChangelogStream:
-    fo = r.fields(t, 1)
+def _d_MergeStrategyChangelogStream(r: Reader, pos: int, d: int) -> MergeStrategyChangelogStream:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "primaryKey"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_primary_key = tuple(r.string(p) for p in r.offsets(t + fo[0]))
+        f_primary_key = tuple([r.string(p) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MergeStrategyChangelogStream(primary_key=f_primary_key)
+    v = _new(MergeStrategyChangelogStream)
+    _s_MergeStrategyChangelogStream_primary_key(v, f_primary_key)
+    return v
 
 
-def _d_MergeStrategyUpsertStream(r: Reader, t: int, d: int) -> MergeStrategyUpsertStream:
-    fo = r.fields(t, 1)
+def _d_MergeStrategyUpsertStream(r: Reader, pos: int, d: int) -> MergeStrategyUpsertStream:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "primaryKey"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_primary_key = tuple(r.string(p) for p in r.offsets(t + fo[0]))
+        f_primary_key = tuple([r.string(p) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return MergeStrategyUpsertStream(primary_key=f_primary_key)
+    v = _new(MergeStrategyUpsertStream)
+    _s_MergeStrategyUpsertStream_primary_key(v, f_primary_key)
+    return v
 
 
-def _d_SetTransform(r: Reader, t: int, d: int) -> SetTransform:
-    fo = r.fields(t, 3)
+def _d_SetTransform(r: Reader, pos: int, d: int) -> SetTransform:
+    t, (o0, o1, o2) = r.table_fields(pos, 3)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "inputs"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_inputs = tuple(_d_TransformInput(r, r.table(p), d) for p in r.offsets(t + fo[0]))
+        f_inputs = tuple([_d_TransformInput(r, p, d) for p in r.offsets(t + o0)])
         f = "transform"
-        if not fo[2]:
+        if not o2:
             raise Invalid("", "required field is missing")
-        f_transform = _du_Transform(r, fo[1] and r.u8(t + fo[1]), t + fo[2], d)
+        f_transform = _du_Transform(r, o1 and buf[t + o1], t + o2, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetTransform(inputs=f_inputs, transform=f_transform)
+    v = _new(SetTransform)
+    _s_SetTransform_inputs(v, f_inputs)
+    _s_SetTransform_transform(v, f_transform)
+    return v
 
 
-def _d_TransformInput(r: Reader, t: int, d: int) -> TransformInput:
-    fo = r.fields(t, 2)
+def _d_TransformInput(r: Reader, pos: int, d: int) -> TransformInput:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "datasetRef"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_dataset_ref = _dataset_ref(r.string(t + fo[0]))
+        f_dataset_ref = _dataset_ref(r.string(t + o0))
         f = "alias"
-        f_alias = r.string(t + fo[1]) if fo[1] else None
+        f_alias = r.string(t + o1) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return TransformInput(dataset_ref=f_dataset_ref, alias=f_alias)
+    v = _new(TransformInput)
+    _s_TransformInput_dataset_ref(v, f_dataset_ref)
+    _s_TransformInput_alias(v, f_alias)
+    return v
 
 
-def _d_SetVocab(r: Reader, t: int, d: int) -> SetVocab:
-    fo = r.fields(t, 4)
+def _d_SetVocab(r: Reader, pos: int, d: int) -> SetVocab:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "offsetColumn"
-        f_offset_column = r.string(t + fo[0]) if fo[0] else None
+        f_offset_column = r.string(t + o0) if o0 else None
         f = "operationTypeColumn"
-        f_operation_type_column = r.string(t + fo[1]) if fo[1] else None
+        f_operation_type_column = r.string(t + o1) if o1 else None
         f = "systemTimeColumn"
-        f_system_time_column = r.string(t + fo[2]) if fo[2] else None
+        f_system_time_column = r.string(t + o2) if o2 else None
         f = "eventTimeColumn"
-        f_event_time_column = r.string(t + fo[3]) if fo[3] else None
+        f_event_time_column = r.string(t + o3) if o3 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetVocab(offset_column=f_offset_column, operation_type_column=f_operation_type_column, system_time_column=f_system_time_column, event_time_column=f_event_time_column)
+    v = _new(SetVocab)
+    _s_SetVocab_offset_column(v, f_offset_column)
+    _s_SetVocab_operation_type_column(v, f_operation_type_column)
+    _s_SetVocab_system_time_column(v, f_system_time_column)
+    _s_SetVocab_event_time_column(v, f_event_time_column)
+    return v
 
 
-def _d_SetAttachments(r: Reader, t: int, d: int) -> SetAttachments:
-    fo = r.fields(t, 2)
+def _d_SetAttachments(r: Reader, pos: int, d: int) -> SetAttachments:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "attachments"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_attachments = _du_Attachments(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+        f_attachments = _du_Attachments(r, o0 and buf[t + o0], t + o1, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetAttachments(attachments=f_attachments)
+    v = _new(SetAttachments)
+    _s_SetAttachments_attachments(v, f_attachments)
+    return v
 
 
-def _d_AttachmentsEmbedded(r: Reader, t: int, d: int) -> AttachmentsEmbedded:
-    fo = r.fields(t, 1)
+def _d_AttachmentsEmbedded(r: Reader, pos: int, d: int) -> AttachmentsEmbedded:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "items"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_items = tuple(_d_AttachmentEmbedded(r, r.table(p), d) for p in r.offsets(t + fo[0]))
+        f_items = tuple([_d_AttachmentEmbedded(r, p, d) for p in r.offsets(t + o0)])
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return AttachmentsEmbedded(items=f_items)
+    v = _new(AttachmentsEmbedded)
+    _s_AttachmentsEmbedded_items(v, f_items)
+    return v
 
 
-def _d_AttachmentEmbedded(r: Reader, t: int, d: int) -> AttachmentEmbedded:
-    fo = r.fields(t, 2)
+def _d_AttachmentEmbedded(r: Reader, pos: int, d: int) -> AttachmentEmbedded:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "path"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_path = r.string(t + fo[0])
+        f_path = r.string(t + o0)
         f = "content"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_content = r.string(t + fo[1])
+        f_content = r.string(t + o1)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return AttachmentEmbedded(path=f_path, content=f_content)
+    v = _new(AttachmentEmbedded)
+    _s_AttachmentEmbedded_path(v, f_path)
+    _s_AttachmentEmbedded_content(v, f_content)
+    return v
 
 
-def _d_SetInfo(r: Reader, t: int, d: int) -> SetInfo:
-    fo = r.fields(t, 2)
+def _d_SetInfo(r: Reader, pos: int, d: int) -> SetInfo:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "description"
-        f_description = r.string(t + fo[0]) if fo[0] else None
+        f_description = r.string(t + o0) if o0 else None
         f = "keywords"
-        f_keywords = tuple(r.string(p) for p in r.offsets(t + fo[1])) if fo[1] else None
+        f_keywords = tuple([r.string(p) for p in r.offsets(t + o1)]) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetInfo(description=f_description, keywords=f_keywords)
+    v = _new(SetInfo)
+    _s_SetInfo_description(v, f_description)
+    _s_SetInfo_keywords(v, f_keywords)
+    return v
 
 
-def _d_SetLicense(r: Reader, t: int, d: int) -> SetLicense:
-    fo = r.fields(t, 4)
+def _d_SetLicense(r: Reader, pos: int, d: int) -> SetLicense:
+    t, (o0, o1, o2, o3) = r.table_fields(pos, 4)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "shortName"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_short_name = r.string(t + fo[0])
+        f_short_name = r.string(t + o0)
         f = "name"
-        if not fo[1]:
+        if not o1:
             raise Invalid("", "required field is missing")
-        f_name = r.string(t + fo[1])
+        f_name = r.string(t + o1)
         f = "spdxId"
-        f_spdx_id = r.string(t + fo[2]) if fo[2] else None
+        f_spdx_id = r.string(t + o2) if o2 else None
         f = "websiteUrl"
-        if not fo[3]:
+        if not o3:
             raise Invalid("", "required field is missing")
-        f_website_url = r.string(t + fo[3])
+        f_website_url = r.string(t + o3)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetLicense(short_name=f_short_name, name=f_name, spdx_id=f_spdx_id, website_url=f_website_url)
+    v = _new(SetLicense)
+    _s_SetLicense_short_name(v, f_short_name)
+    _s_SetLicense_name(v, f_name)
+    _s_SetLicense_spdx_id(v, f_spdx_id)
+    _s_SetLicense_website_url(v, f_website_url)
+    return v
 
 
-def _d_SetDataSchema(r: Reader, t: int, d: int) -> SetDataSchema:
-    fo = r.fields(t, 2)
+def _d_SetDataSchema(r: Reader, pos: int, d: int) -> SetDataSchema:
+    t, (o0, o1) = r.table_fields(pos, 2)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "rawArrowSchema"
-        f_raw_arrow_schema = r.bytes(t + fo[0]) if fo[0] else None
+        f_raw_arrow_schema = r.bytes(t + o0) if o0 else None
         f = "schema"
-        f_schema = _d_DataSchema(r, r.table(t + fo[1]), d) if fo[1] else None
+        f_schema = _d_DataSchema(r, t + o1, d) if o1 else None
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return SetDataSchema(raw_arrow_schema=f_raw_arrow_schema, schema=f_schema)
+    v = _new(SetDataSchema)
+    _s_SetDataSchema_raw_arrow_schema(v, f_raw_arrow_schema)
+    _s_SetDataSchema_schema(v, f_schema)
+    return v
 
 
-def _d_AddPushSource(r: Reader, t: int, d: int) -> AddPushSource:
-    fo = r.fields(t, 7)
+def _d_AddPushSource(r: Reader, pos: int, d: int) -> AddPushSource:
+    t, (o0, o1, o2, o3, o4, o5, o6) = r.table_fields(pos, 7)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
+    buf = r.buf
     try:
         f = "sourceName"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_source_name = r.string(t + fo[0])
+        f_source_name = r.string(t + o0)
         f = "read"
-        if not fo[2]:
+        if not o2:
             raise Invalid("", "required field is missing")
-        f_read = _du_ReadStep(r, fo[1] and r.u8(t + fo[1]), t + fo[2], d)
+        f_read = _du_ReadStep(r, o1 and buf[t + o1], t + o2, d)
         f = "preprocess"
-        f_preprocess = _du_Transform(r, fo[3] and r.u8(t + fo[3]), t + fo[4], d) if fo[4] else None
+        f_preprocess = _du_Transform(r, o3 and buf[t + o3], t + o4, d) if o4 else None
         f = "merge"
-        if not fo[6]:
+        if not o6:
             raise Invalid("", "required field is missing")
-        f_merge = _du_MergeStrategy(r, fo[5] and r.u8(t + fo[5]), t + fo[6], d)
+        f_merge = _du_MergeStrategy(r, o5 and buf[t + o5], t + o6, d)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return AddPushSource(source_name=f_source_name, read=f_read, preprocess=f_preprocess, merge=f_merge)
+    v = _new(AddPushSource)
+    _s_AddPushSource_source_name(v, f_source_name)
+    _s_AddPushSource_read(v, f_read)
+    _s_AddPushSource_preprocess(v, f_preprocess)
+    _s_AddPushSource_merge(v, f_merge)
+    return v
 
 
-def _d_DisablePushSource(r: Reader, t: int, d: int) -> DisablePushSource:
-    fo = r.fields(t, 1)
+def _d_DisablePushSource(r: Reader, pos: int, d: int) -> DisablePushSource:
+    t, (o0,) = r.table_fields(pos, 1)
     d += 1
     if d > MAX_DEPTH:
         raise Invalid("", "nesting too deep")
-    f = ""
     try:
         f = "sourceName"
-        if not fo[0]:
+        if not o0:
             raise Invalid("", "required field is missing")
-        f_source_name = r.string(t + fo[0])
+        f_source_name = r.string(t + o0)
     except Invalid as e:
         e.path.append(f)
         raise
     except DECODE_FAILURES as e:
         raise Invalid(f, str(e) or type(e).__name__) from None
-    return DisablePushSource(source_name=f_source_name)
+    v = _new(DisablePushSource)
+    _s_DisablePushSource_source_name(v, f_source_name)
+    return v
 
 
-def _d_DisablePollingSource(r: Reader, t: int, d: int) -> DisablePollingSource:
-    r.fields(t, 0)
-    return DisablePollingSource()
+def _d_DisablePollingSource(r: Reader, pos: int, d: int) -> DisablePollingSource:
+    r.table_fields(pos, 0)
+    return _new(DisablePollingSource)
+
+
+_DU_MetadataEvent = (None, _d_AddData, _d_ExecuteTransform, _d_Seed, _d_SetPollingSource, _d_SetTransform, _d_SetVocab, _d_SetAttachments, _d_SetInfo, _d_SetLicense, _d_SetDataSchema, _d_AddPushSource, _d_DisablePushSource, _d_DisablePollingSource)
 
 
 def _du_MetadataEvent(r: Reader, tag: int, pos: int, d: int) -> MetadataEvent:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_AddData(r, t, d)
-    elif tag == 2:
-        return _d_ExecuteTransform(r, t, d)
-    elif tag == 3:
-        return _d_Seed(r, t, d)
-    elif tag == 4:
-        return _d_SetPollingSource(r, t, d)
-    elif tag == 5:
-        return _d_SetTransform(r, t, d)
-    elif tag == 6:
-        return _d_SetVocab(r, t, d)
-    elif tag == 7:
-        return _d_SetAttachments(r, t, d)
-    elif tag == 8:
-        return _d_SetInfo(r, t, d)
-    elif tag == 9:
-        return _d_SetLicense(r, t, d)
-    elif tag == 10:
-        return _d_SetDataSchema(r, t, d)
-    elif tag == 11:
-        return _d_AddPushSource(r, t, d)
-    elif tag == 12:
-        return _d_DisablePushSource(r, t, d)
-    elif tag == 13:
-        return _d_DisablePollingSource(r, t, d)
-    raise Invalid("", f"unknown MetadataEvent union tag {tag}")
+    decode = _DU_MetadataEvent[tag] if tag < 14 else None
+    if decode is None:
+        raise Invalid("", f"unknown MetadataEvent union tag {tag}")
+    return decode(r, pos, d)
 
 
-def _dw_MetadataEvent(r: Reader, t: int, d: int) -> MetadataEvent:
-    fo = r.fields(t, 2)
-    if not fo[1]:
+def _dw_MetadataEvent(r: Reader, pos: int, d: int) -> MetadataEvent:
+    t, (o0, o1) = r.table_fields(pos, 2)
+    if not o1:
         raise Invalid("value", "required field is missing")
-    return _du_MetadataEvent(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+    return _du_MetadataEvent(r, o0 and r.buf[t + o0], t + o1, d)
+
+
+_DU_FetchStep = (None, _d_FetchStepUrl, _d_FetchStepFilesGlob, _d_FetchStepContainer, _d_FetchStepMqtt, _d_FetchStepEthereumLogs)
 
 
 def _du_FetchStep(r: Reader, tag: int, pos: int, d: int) -> FetchStep:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_FetchStepUrl(r, t, d)
-    elif tag == 2:
-        return _d_FetchStepFilesGlob(r, t, d)
-    elif tag == 3:
-        return _d_FetchStepContainer(r, t, d)
-    elif tag == 4:
-        return _d_FetchStepMqtt(r, t, d)
-    elif tag == 5:
-        return _d_FetchStepEthereumLogs(r, t, d)
-    raise Invalid("", f"unknown FetchStep union tag {tag}")
+    decode = _DU_FetchStep[tag] if tag < 6 else None
+    if decode is None:
+        raise Invalid("", f"unknown FetchStep union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_EventTimeSource = (None, _d_EventTimeSourceFromMetadata, _d_EventTimeSourceFromPath, _d_EventTimeSourceFromSystemTime)
 
 
 def _du_EventTimeSource(r: Reader, tag: int, pos: int, d: int) -> EventTimeSource:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_EventTimeSourceFromMetadata(r, t, d)
-    elif tag == 2:
-        return _d_EventTimeSourceFromPath(r, t, d)
-    elif tag == 3:
-        return _d_EventTimeSourceFromSystemTime(r, t, d)
-    raise Invalid("", f"unknown EventTimeSource union tag {tag}")
+    decode = _DU_EventTimeSource[tag] if tag < 4 else None
+    if decode is None:
+        raise Invalid("", f"unknown EventTimeSource union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_SourceCaching = (None, _d_SourceCachingForever)
 
 
 def _du_SourceCaching(r: Reader, tag: int, pos: int, d: int) -> SourceCaching:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_SourceCachingForever(r, t, d)
-    raise Invalid("", f"unknown SourceCaching union tag {tag}")
+    decode = _DU_SourceCaching[tag] if tag < 2 else None
+    if decode is None:
+        raise Invalid("", f"unknown SourceCaching union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_PrepStep = (None, _d_PrepStepDecompress, _d_PrepStepPipe)
 
 
 def _du_PrepStep(r: Reader, tag: int, pos: int, d: int) -> PrepStep:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_PrepStepDecompress(r, t, d)
-    elif tag == 2:
-        return _d_PrepStepPipe(r, t, d)
-    raise Invalid("", f"unknown PrepStep union tag {tag}")
+    decode = _DU_PrepStep[tag] if tag < 3 else None
+    if decode is None:
+        raise Invalid("", f"unknown PrepStep union tag {tag}")
+    return decode(r, pos, d)
 
 
-def _dw_PrepStep(r: Reader, t: int, d: int) -> PrepStep:
-    fo = r.fields(t, 2)
-    if not fo[1]:
+def _dw_PrepStep(r: Reader, pos: int, d: int) -> PrepStep:
+    t, (o0, o1) = r.table_fields(pos, 2)
+    if not o1:
         raise Invalid("value", "required field is missing")
-    return _du_PrepStep(r, fo[0] and r.u8(t + fo[0]), t + fo[1], d)
+    return _du_PrepStep(r, o0 and r.buf[t + o0], t + o1, d)
+
+
+_DU_ReadStep = (None, _d_ReadStepCsv, _d_ReadStepGeoJson, _d_ReadStepEsriShapefile, _d_ReadStepParquet, _d_ReadStepJson, _d_ReadStepNdJson, _d_ReadStepNdGeoJson)
 
 
 def _du_ReadStep(r: Reader, tag: int, pos: int, d: int) -> ReadStep:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_ReadStepCsv(r, t, d)
-    elif tag == 2:
-        return _d_ReadStepGeoJson(r, t, d)
-    elif tag == 3:
-        return _d_ReadStepEsriShapefile(r, t, d)
-    elif tag == 4:
-        return _d_ReadStepParquet(r, t, d)
-    elif tag == 5:
-        return _d_ReadStepJson(r, t, d)
-    elif tag == 6:
-        return _d_ReadStepNdJson(r, t, d)
-    elif tag == 7:
-        return _d_ReadStepNdGeoJson(r, t, d)
-    raise Invalid("", f"unknown ReadStep union tag {tag}")
+    decode = _DU_ReadStep[tag] if tag < 8 else None
+    if decode is None:
+        raise Invalid("", f"unknown ReadStep union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_DataType = (None, _d_DataTypeBinary, _d_DataTypeBool, _d_DataTypeDate, _d_DataTypeDecimal, _d_DataTypeDuration, _d_DataTypeFloat16, _d_DataTypeFloat32, _d_DataTypeFloat64, _d_DataTypeInt8, _d_DataTypeInt16, _d_DataTypeInt32, _d_DataTypeInt64, _d_DataTypeUInt8, _d_DataTypeUInt16, _d_DataTypeUInt32, _d_DataTypeUInt64, _d_DataTypeList, _d_DataTypeMap, _d_DataTypeNull, _d_DataTypeOption, _d_DataTypeStruct, _d_DataTypeTime, _d_DataTypeTimestamp, _d_DataTypeString)
 
 
 def _du_DataType(r: Reader, tag: int, pos: int, d: int) -> DataType:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_DataTypeBinary(r, t, d)
-    elif tag == 2:
-        return _d_DataTypeBool(r, t, d)
-    elif tag == 3:
-        return _d_DataTypeDate(r, t, d)
-    elif tag == 4:
-        return _d_DataTypeDecimal(r, t, d)
-    elif tag == 5:
-        return _d_DataTypeDuration(r, t, d)
-    elif tag == 6:
-        return _d_DataTypeFloat16(r, t, d)
-    elif tag == 7:
-        return _d_DataTypeFloat32(r, t, d)
-    elif tag == 8:
-        return _d_DataTypeFloat64(r, t, d)
-    elif tag == 9:
-        return _d_DataTypeInt8(r, t, d)
-    elif tag == 10:
-        return _d_DataTypeInt16(r, t, d)
-    elif tag == 11:
-        return _d_DataTypeInt32(r, t, d)
-    elif tag == 12:
-        return _d_DataTypeInt64(r, t, d)
-    elif tag == 13:
-        return _d_DataTypeUInt8(r, t, d)
-    elif tag == 14:
-        return _d_DataTypeUInt16(r, t, d)
-    elif tag == 15:
-        return _d_DataTypeUInt32(r, t, d)
-    elif tag == 16:
-        return _d_DataTypeUInt64(r, t, d)
-    elif tag == 17:
-        return _d_DataTypeList(r, t, d)
-    elif tag == 18:
-        return _d_DataTypeMap(r, t, d)
-    elif tag == 19:
-        return _d_DataTypeNull(r, t, d)
-    elif tag == 20:
-        return _d_DataTypeOption(r, t, d)
-    elif tag == 21:
-        return _d_DataTypeStruct(r, t, d)
-    elif tag == 22:
-        return _d_DataTypeTime(r, t, d)
-    elif tag == 23:
-        return _d_DataTypeTimestamp(r, t, d)
-    elif tag == 24:
-        return _d_DataTypeString(r, t, d)
-    raise Invalid("", f"unknown DataType union tag {tag}")
+    decode = _DU_DataType[tag] if tag < 25 else None
+    if decode is None:
+        raise Invalid("", f"unknown DataType union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_Transform = (None, _d_TransformSql)
 
 
 def _du_Transform(r: Reader, tag: int, pos: int, d: int) -> Transform:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_TransformSql(r, t, d)
-    raise Invalid("", f"unknown Transform union tag {tag}")
+    decode = _DU_Transform[tag] if tag < 2 else None
+    if decode is None:
+        raise Invalid("", f"unknown Transform union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_MergeStrategy = (None, _d_MergeStrategyAppend, _d_MergeStrategyLedger, _d_MergeStrategySnapshot, _d_MergeStrategyChangelogStream, _d_MergeStrategyUpsertStream)
 
 
 def _du_MergeStrategy(r: Reader, tag: int, pos: int, d: int) -> MergeStrategy:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_MergeStrategyAppend(r, t, d)
-    elif tag == 2:
-        return _d_MergeStrategyLedger(r, t, d)
-    elif tag == 3:
-        return _d_MergeStrategySnapshot(r, t, d)
-    elif tag == 4:
-        return _d_MergeStrategyChangelogStream(r, t, d)
-    elif tag == 5:
-        return _d_MergeStrategyUpsertStream(r, t, d)
-    raise Invalid("", f"unknown MergeStrategy union tag {tag}")
+    decode = _DU_MergeStrategy[tag] if tag < 6 else None
+    if decode is None:
+        raise Invalid("", f"unknown MergeStrategy union tag {tag}")
+    return decode(r, pos, d)
+
+
+_DU_Attachments = (None, _d_AttachmentsEmbedded)
 
 
 def _du_Attachments(r: Reader, tag: int, pos: int, d: int) -> Attachments:
-    t = r.table(pos)
-    if tag == 1:
-        return _d_AttachmentsEmbedded(r, t, d)
-    raise Invalid("", f"unknown Attachments union tag {tag}")
+    decode = _DU_Attachments[tag] if tag < 2 else None
+    if decode is None:
+        raise Invalid("", f"unknown Attachments union tag {tag}")
+    return decode(r, pos, d)
 
 
 encode_metadata_block = _e_MetadataBlock

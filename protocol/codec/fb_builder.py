@@ -6,11 +6,18 @@ followed by its vtable, vtables deduplicated by their complete bytes (including 
 size, which the stock Python builder ignores), default-valued scalars skipped, and the root offset
 aligned to the largest alignment used. The buffer is a list of chunks written from the end backwards
 and joined once, which is several times faster than the stock builder's byte-by-byte prepends.
+
+Generated encoders write a whole table with one ``table`` call: where each field lands depends
+only on which fields are present and on the buffer size modulo 8, so ``TableLayout`` works that
+out once per (presence, alignment) pair and the table's inline bytes become a single
+``struct.pack``. The field-by-field methods (``start_table``, ``add_*``, ``end_table``) lay out
+the same bytes and remain for hand-built buffers.
 """
 
 from __future__ import annotations
 
-from struct import Struct
+from operator import itemgetter
+from struct import Struct, calcsize, error as StructError
 
 from protocol.errors import EncodeError
 from protocol.model.timestamp import Timestamp
@@ -21,7 +28,17 @@ _U32_UNPACK = Struct("<I").unpack_from
 _TIMESTAMP = Struct("<iHxxII").pack
 _VTABLES = [Struct(f"<{n + 2}H").pack for n in range(64)]
 _ZEROS = bytes(8)
+_PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")
+_TERMINATORS = (b"\0", b"\0\0", b"\0\0\0", b"\0\0\0\0")
+_SHORT_LENGTHS = [_U32(n) for n in range(256)]
+"""Length prefixes of short vectors and strings (hashes, names), packed once."""
 _PACKERS: dict[str, object] = {}
+
+OFFSET = "offset"
+"""Field kind of a ``TableLayout``: a uoffset to an object written earlier (value: its offset)."""
+TIMESTAMP = "timestamp"
+"""Field kind of a ``TableLayout``: the Timestamp struct (value: its four ``to_fb_parts``)."""
+_TIMESTAMP_CODE = "iHxxII"
 
 
 def packer(code: str):
@@ -30,6 +47,83 @@ def packer(code: str):
     if pack is None:
         pack = _PACKERS[code] = Struct("<" + code).pack
     return pack
+
+
+class TableLayout:
+    """Where the fields of one table type land, worked out once per presence pattern and alignment.
+
+    ``fields`` lists ``(slot, kind)`` in ascending slot order; ``kind`` is ``OFFSET``, ``TIMESTAMP``
+    or a ``struct`` scalar code (``Q``, ``i``, ``?``, ...; a union is its ``B`` type tag at
+    ``slot - 1`` followed by an ``OFFSET``). ``Builder.table`` takes a presence mask (bit ``i``:
+    ``fields[i]`` is written) and the values in the order their bytes lie in the buffer, i.e. from
+    the last field to the first, one value per field (four for a timestamp), absent ones included
+    as placeholders.
+    """
+
+    __slots__ = ("name", "fields", "_plans")
+
+    _MAX_PLANS = 4096
+    """Plans kept per table type; a block uses a handful of presence patterns."""
+
+    def __init__(self, name: str, fields: tuple[tuple[int, str], ...]) -> None:
+        self.name = name
+        self.fields = fields
+        self._plans: dict[int, tuple] = {}
+
+    def plan(self, mask: int, start: int) -> tuple:
+        """The layout of the fields in ``mask`` written when the buffer size is ``start`` mod 8:
+        ``(pack, pick, offsets, table_rel, vtable, vtable_len, min_align)``, where ``pick`` selects
+        the present values (``None``: all are), ``offsets`` lists ``(value index, position - start)``
+        of the uoffsets to resolve, and ``table_rel`` is the table's position minus ``start``.
+
+        Mirrors ``add_offset`` / ``add_timestamp`` / ``add_scalar`` and ``end_table``; a test checks
+        the two paths give the same bytes."""
+        arity = [4 if kind == TIMESTAMP else 1 for _, kind in self.fields]
+        value_at = [sum(arity[i + 1 :]) for i in range(len(arity))]  # values come last field first
+        size = start
+        min_align = 1
+        written = []  # (field index, slot, struct code, padding written before it, its position)
+        for index, (slot, kind) in enumerate(self.fields):
+            if not mask >> index & 1:
+                continue
+            if kind == OFFSET:
+                width, align, code = 4, 4, "I"
+            elif kind == TIMESTAMP:
+                width, align, code = 16, 4, _TIMESTAMP_CODE
+                min_align = max(min_align, align)
+            else:
+                width = align = calcsize("<" + kind)
+                code = kind
+                min_align = max(min_align, align)
+            pad = -size & (align - 1)
+            size += pad + width
+            written.append((index, slot, code, pad, size))
+        end_pad = -size & 3
+        table = size + end_pad + 4
+        nslots = written[-1][1] + 1 if written else 0
+        entries = [0] * nslots
+        for _, slot, _, _, position in written:
+            entries[slot] = table - position
+        vtable_len = 4 + 2 * nslots
+        vtable = _VTABLES[nslots](vtable_len, table - start, *entries)
+        in_buffer = written[::-1]  # written back to front: the last field written comes first
+        fmt = "<i" + "x" * end_pad + "".join(code + "x" * pad for _, _, code, pad, _ in in_buffer)
+        picked = [value_at[index] + k for index, *_ in in_buffer for k in range(arity[index])]
+        pick = None if picked == list(range(sum(arity))) else _picker(picked)
+        offsets = tuple((value_at[index], position - start) for index, _, code, _, position in written
+                        if self.fields[index][1] == OFFSET)
+        plan = (Struct(fmt).pack, pick, offsets, table - start, vtable, vtable_len, min_align)
+        if len(self._plans) < self._MAX_PLANS:
+            self._plans[mask << 3 | start] = plan
+        return plan
+
+
+def _picker(indexes: list[int]):
+    """A function returning the values at ``indexes`` as a sequence (``itemgetter`` returns a bare
+    value for one index)."""
+    if len(indexes) > 1:
+        return itemgetter(*indexes)
+    return lambda values: [values[i] for i in indexes]
 
 
 class Builder:
@@ -65,20 +159,26 @@ class Builder:
         n = len(data)
         if self._min_align < 4:
             self._min_align = 4
-        pad = -(self._size + n + 1) & 3
-        self._chunks.append(_U32(n) + data + _ZEROS[: pad + 1])
-        self._size += 4 + n + 1 + pad
-        return self._size
+        size = self._size + 4 + n + 1
+        pad = -size & 3
+        self._chunks.append((_SHORT_LENGTHS[n] if n < 256 else _U32(n)) + data + _TERMINATORS[pad])
+        self._size = size = size + pad
+        return size
 
     def byte_vector(self, data: bytes) -> int:
         """A ``[ubyte]`` vector; returns its offset."""
-        n = len(data)
+        return self.byte_vector_of(b"", data)
+
+    def byte_vector_of(self, head: bytes, tail: bytes) -> int:
+        """The ``[ubyte]`` vector of ``head + tail`` (say, a multihash's header and digest)."""
+        n = len(head) + len(tail)
         if self._min_align < 4:
             self._min_align = 4
-        pad = -(self._size + n) & 3
-        self._chunks.append(_U32(n) + data + _ZEROS[:pad] if pad else _U32(n) + data)
-        self._size += 4 + n + pad
-        return self._size
+        size = self._size + 4 + n
+        pad = -size & 3
+        self._chunks.append((_SHORT_LENGTHS[n] if n < 256 else _U32(n)) + head + tail + _PADDING[pad])
+        self._size = size = size + pad
+        return size
 
     def embedded_buffer(self, data: bytes) -> int:
         """Copy a finished FlatBuffer in whole, 8-byte aligned; returns the offset of its root table.
@@ -101,6 +201,35 @@ class Builder:
         self._chunks.append(b"".join(parts))
         self._size = end + 4
         return self._size
+
+    def table(self, layout: TableLayout, mask: int, values: tuple) -> int:
+        """Write a whole table (fields, soffset and, unless an identical one exists, vtable) with
+        the bytes ``start_table``, ``add_*`` and ``end_table`` would write; returns its offset."""
+        size = self._size
+        plan = layout._plans.get(mask << 3 | size & 7) or layout.plan(mask, size & 7)
+        pack, pick, offsets, table_rel, vtable, vtable_len, min_align = plan
+        if offsets:
+            values = list(values)
+            for index, position in offsets:
+                values[index] = size + position - values[index]
+        if pick is not None:
+            values = pick(values)
+        table = size + table_rel
+        existing = self._vtables.get(vtable)
+        try:
+            if existing is None:
+                self._chunks.append(pack(vtable_len, *values))
+                self._chunks.append(vtable)
+                self._size = table + vtable_len
+                self._vtables[vtable] = self._size
+            else:
+                self._chunks.append(pack(existing - table, *values))
+                self._size = table
+        except StructError as error:  # out-of-range or mistyped scalar
+            raise EncodeError(f"a field of {layout.name} does not fit its FlatBuffers type: {error}") from None
+        if min_align > self._min_align:
+            self._min_align = min_align
+        return table
 
     def start_table(self) -> None:
         self._fields = []

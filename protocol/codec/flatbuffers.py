@@ -1,16 +1,19 @@
 """The canonical binary form of metadata blocks: FlatBuffers, wrapped in a ``Manifest`` table.
 
 ``encode_block`` returns the exact bytes the reference writes and hashes; ``decode_block`` reads
-untrusted bytes and fails only with ``DecodeError`` naming the field path.
+untrusted bytes and fails only with ``DecodeError`` naming the field path;
+``peek_prev_block_hash`` reads just the link, for walking a chain backward.
 """
 
 from __future__ import annotations
 
 import hashlib
+from struct import Struct
 
 from protocol.codec._fb_generated import decode_metadata_block, encode_metadata_block
 from protocol.codec.fb_builder import Builder, packer
 from protocol.codec.fb_reader import DECODE_FAILURES, Invalid, Reader
+from protocol.codec.fb_values import _multihash_at
 from protocol.errors import DecodeError, EncodeError
 from protocol.identity import Multicodec, Multihash
 from protocol.model import MetadataBlock
@@ -21,6 +24,43 @@ METADATA_BLOCK_VERSION = 3
 _BLOCK_KIND = int(Multicodec.ODF_METADATA_BLOCK)
 _PACK_I64 = packer("q")
 _PACK_I32 = packer("i")
+_PACK_U32 = packer("I")
+_I64_AT = Struct("<q").unpack_from
+_I32_AT = Struct("<i").unpack_from
+_BLOCK_FIELDS = 5
+"""Slots of the ``MetadataBlock`` table: systemTime, prevBlockHash, sequenceNumber, event type, event."""
+_PADDING = (b"", b"\0\0\0", b"\0\0", b"\0")
+"""Zeros after ``n`` content bytes, indexed by ``n % 4``."""
+
+
+def build_manifest(content: bytes) -> bytes:
+    """The manifest table around a finished block buffer, laid out by the builder."""
+    outer = Builder()
+    content_offset = outer.byte_vector(content)
+    outer.start_table()
+    outer.add_scalar_default(0, _PACK_I64, 8, _BLOCK_KIND)
+    outer.add_scalar_default(1, _PACK_I32, 4, METADATA_BLOCK_VERSION)
+    outer.add_offset(2, content_offset)
+    return outer.finish(outer.end_table())
+
+
+def _manifest_heads() -> tuple[bytes, ...]:
+    """What precedes the content's length prefix in ``build_manifest(content)``.
+
+    All offsets are relative and every padding depends on the content length modulo 8 only, so
+    these eight byte strings (one per residue) plus the length, the content and its padding to 4
+    bytes are the whole manifest: one concatenation instead of a second builder per block.
+    """
+    heads = []
+    for residue in range(8):
+        content = bytes(residue)
+        tail = _PACK_U32(residue) + content + _PADDING[residue & 3]
+        manifest = build_manifest(content)
+        heads.append(manifest[: len(manifest) - len(tail)])
+    return tuple(heads)
+
+
+_MANIFEST_HEADS = _manifest_heads()
 
 
 def encode_block(block: MetadataBlock) -> bytes:
@@ -32,13 +72,8 @@ def encode_block(block: MetadataBlock) -> bytes:
         content = inner.finish(encode_metadata_block(inner, block))
     except (AttributeError, TypeError, KeyError) as error:
         raise EncodeError(f"block (sequence number {block.sequence_number!r}) is malformed: {error}") from None
-    outer = Builder()
-    content_offset = outer.byte_vector(content)
-    outer.start_table()
-    outer.add_scalar_default(0, _PACK_I64, 8, _BLOCK_KIND)
-    outer.add_scalar_default(1, _PACK_I32, 4, METADATA_BLOCK_VERSION)
-    outer.add_offset(2, content_offset)
-    return outer.finish(outer.end_table())
+    n = len(content)
+    return _MANIFEST_HEADS[n & 7] + _PACK_U32(n) + content + _PADDING[n & 3]
 
 
 def block_hash(data: bytes) -> Multihash:
@@ -46,10 +81,16 @@ def block_hash(data: bytes) -> Multihash:
     return Multihash.from_digest_sha3_256(data)
 
 
+def is_block_hash(hash: Multihash, data: bytes) -> bool:
+    """Whether ``hash`` names the block ``data``: ``block_hash(data) == hash`` without building the
+    multihash, for checking every block file of a chain."""
+    return hash.code == Multicodec.SHA3_256 and hash.digest == hashlib.sha3_256(data).digest()
+
+
 def hash_block(block: MetadataBlock) -> tuple[Multihash, bytes]:
     """Encode ``block`` and return its hash with the bytes."""
     data = encode_block(block)
-    return Multihash(Multicodec.SHA3_256, hashlib.sha3_256(data).digest()), data
+    return Multihash.from_digest_sha3_256(data), data
 
 
 def decode_block(data: bytes) -> MetadataBlock:
@@ -58,7 +99,7 @@ def decode_block(data: bytes) -> MetadataBlock:
     content = _manifest_content(data)
     reader = Reader(content)
     try:
-        return decode_metadata_block(reader, _root(reader), 0)
+        return decode_metadata_block(reader, 0, 0)
     except Invalid as error:
         path = error.field_path()
         where = f" at `{path}`" if path else ""
@@ -67,17 +108,33 @@ def decode_block(data: bytes) -> MetadataBlock:
         raise DecodeError(f"metadata block is malformed: {error or type(error).__name__}") from None
 
 
-def _root(reader: Reader) -> int:
-    return reader.table(0)
+def peek_prev_block_hash(data: bytes) -> Multihash | None:
+    """``prevBlockHash`` of a manifest-wrapped block, read without decoding the event.
+
+    Walking a chain backward needs only this field of each block. Reads through the same
+    bounds-checked ``Reader`` (``DecodeError`` if the bytes are malformed); the manifest's kind and
+    version are checked when the block is decoded.
+    """
+    try:
+        outer = Reader(data)
+        manifest, (_, _, content_at) = outer.table_fields(0, 3)
+        if not content_at:
+            raise Invalid("content", "required field is missing")
+        inner = Reader(outer.bytes(manifest + content_at))
+        block, (_, prev_at, *_) = inner.table_fields(0, _BLOCK_FIELDS)
+        return _multihash_at(inner, block + prev_at) if prev_at else None
+    except Invalid as error:
+        raise DecodeError(f"metadata block is malformed: {error}") from None
+    except DECODE_FAILURES as error:
+        raise DecodeError(f"metadata block is malformed: {error or type(error).__name__}") from None
 
 
 def _manifest_content(data: bytes) -> bytes:
     reader = Reader(data)
     try:
-        table = _root(reader)
-        kind_at, version_at, content_at = reader.fields(table, 3)
-        kind = reader.scalar("<q", 8, table + kind_at) if kind_at else 0
-        version = reader.scalar("<i", 4, table + version_at) if version_at else 0
+        table, (kind_at, version_at, content_at) = reader.table_fields(0, 3)
+        kind = _I64_AT(data, table + kind_at)[0] if kind_at else 0
+        version = _I32_AT(data, table + version_at)[0] if version_at else 0
         if not content_at:
             raise Invalid("content", "required field is missing")
         content = reader.bytes(table + content_at)

@@ -23,8 +23,8 @@ _MAX_NS = (date(9999, 12, 31).toordinal() - _EPOCH_ORDINAL + 1) * _NS_PER_DAY - 
 _YEAR_DAYS: dict[int, tuple[int, int]] = {}
 """(year, day of year) of recently converted days since the epoch: blocks of a chain share few days."""
 
-_EPOCH_DAYS: dict[tuple[int, int], int] = {}
-"""Days since the epoch of recently decoded (year, day of year) pairs."""
+_EPOCH_DAYS: dict[int, int] = {}
+"""Days since the epoch of recently decoded days, keyed ``year << 16 | day of year`` (a 16-bit field)."""
 
 _RFC3339 = re.compile(
     r"(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?(?:([Zz])|([+-])(\d{2}):(\d{2}))\Z"
@@ -89,7 +89,7 @@ class Timestamp:
         """Build from the FlatBuffers struct's fields (year, day of year, seconds, nanoseconds)."""
         if seconds_from_midnight >= 86_400 or nanoseconds >= _NS_PER_S:
             raise ParseError(f"timestamp time {seconds_from_midnight}s {nanoseconds}ns is out of range")
-        days = _EPOCH_DAYS.get((year, ordinal))
+        days = _EPOCH_DAYS.get(year << 16 | ordinal)
         if days is None:
             if not 1 <= year <= 9999:
                 raise ParseError(f"timestamp year {year} is outside 1-9999")
@@ -98,8 +98,12 @@ class Timestamp:
                 raise ParseError(f"timestamp day {ordinal} is not a day of year {year}")
             days = date(year, 1, 1).toordinal() - _EPOCH_ORDINAL + ordinal - 1
             if len(_EPOCH_DAYS) < 100_000:
-                _EPOCH_DAYS[(year, ordinal)] = days
-        return cls(days * _NS_PER_DAY + seconds_from_midnight * _NS_PER_S + nanoseconds)
+                _EPOCH_DAYS[year << 16 | ordinal] = days
+        # In range by the checks above, so the slot is set directly (no ``__init__`` re-check):
+        # blocks carry two timestamps each and this runs for every block decoded.
+        value = _new_object(cls)
+        _set_epoch_nanos(value, days * _NS_PER_DAY + seconds_from_midnight * _NS_PER_S + nanoseconds)
+        return value
 
     def to_fb_parts(self) -> tuple[int, int, int, int]:
         """(year, day of year, seconds from midnight, nanoseconds), as the FlatBuffers struct stores them."""
@@ -156,3 +160,7 @@ class Timestamp:
 
     def __repr__(self) -> str:
         return f"Timestamp({self.to_rfc3339()})"
+
+
+_new_object = object.__new__
+_set_epoch_nanos = Timestamp.epoch_nanos.__set__  # type: ignore[attr-defined]

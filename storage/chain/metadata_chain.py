@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 
-from protocol.codec.flatbuffers import block_hash, decode_block, hash_block
+from protocol.codec.flatbuffers import block_hash, decode_block, hash_block, is_block_hash, peek_prev_block_hash
 from protocol.identity import Multihash
 from protocol.identity import DatasetId
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
-from storage.chain.links import read_prev_block_hash
 from storage.chain.rules import ChainState
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
 from storage.layout import HEAD_REF
@@ -70,10 +69,7 @@ class MetadataChain:
         except ObjectNotFoundError:
             if child is None:
                 raise
-            raise ChainRuleError(
-                "missing-block", f"prevBlockHash names block {hash}, which is not stored",
-                sequence_number=child[1], block_hash=child[0],
-            ) from None
+            raise _missing_block(hash, child) from None
 
     async def iter_blocks(
         self, start: Multihash | None = None, stop_at: Multihash | None = None
@@ -88,6 +84,30 @@ class MetadataChain:
             hash = block.prev_block_hash
         if stop_at is not None and hash != stop_at:
             raise StorageError(f"block {stop_at} is not an ancestor of {start}")
+
+    async def _read_segment(
+        self, start: Multihash, stop_at: Multihash | None
+    ) -> list[tuple[Multihash, MetadataBlock]]:
+        """``iter_blocks(start, stop_at)`` as a list: a bounded segment, read without an
+        async-generator step per block (validation reads every block of a chain this way)."""
+        blocks: list[tuple[Multihash, MetadataBlock]] = []
+        get_bytes = self.blocks.get_bytes
+        hash: Multihash | None = start
+        child: tuple[Multihash, int | None] | None = None
+        while hash is not None and hash != stop_at:
+            try:
+                data = await get_bytes(hash)
+            except ObjectNotFoundError:
+                if child is None:
+                    raise
+                raise _missing_block(hash, child) from None
+            block = _decode_verified(hash, data)
+            blocks.append((hash, block))
+            child = (hash, block.sequence_number)
+            hash = block.prev_block_hash
+        if stop_at is not None and hash != stop_at:
+            raise StorageError(f"block {stop_at} is not an ancestor of {start}")
+        return blocks
 
     async def iter_blocks_forward(
         self, head: Multihash | None = None, *, segment: int = FORWARD_SEGMENT
@@ -106,15 +126,21 @@ class MetadataChain:
         count = 0
         hash: Multihash | None = head
         child: tuple[Multihash, int | None] | None = None
+        get_bytes = self.blocks.get_bytes
         while hash is not None:
-            data = await self._get_linked(hash, child)
+            try:
+                data = await get_bytes(hash)
+            except ObjectNotFoundError:
+                if child is None:
+                    raise
+                raise _missing_block(hash, child) from None
             if count % segment == 0:
                 anchors.append(hash)
             if count < segment:
                 recent.append((hash, data))
             count += 1
             child = (hash, None)
-            hash = read_prev_block_hash(data)
+            hash = peek_prev_block_hash(data)
         if count <= segment:
             for hash, data in reversed(recent):
                 yield hash, _decode_verified(hash, data)
@@ -122,8 +148,7 @@ class MetadataChain:
         recent.clear()
         for i in range(len(anchors) - 1, -1, -1):
             stop = anchors[i + 1] if i + 1 < len(anchors) else None
-            part = [item async for item in self.iter_blocks(anchors[i], stop)]
-            for item in reversed(part):
+            for item in reversed(await self._read_segment(anchors[i], stop)):
                 yield item
 
     # --- state ----------------------------------------------------------------------------------
@@ -264,8 +289,15 @@ async def _check_object(
                              block_hash=hash)
 
 
+def _missing_block(hash: Multihash, child: tuple[Multihash, int | None]) -> ChainRuleError:
+    """A broken link: ``child`` (hash, sequence number) names ``hash``, which is not stored."""
+    return ChainRuleError(
+        "missing-block", f"prevBlockHash names block {hash}, which is not stored",
+        sequence_number=child[1], block_hash=child[0],
+    )
+
+
 def _decode_verified(hash: Multihash, data: bytes) -> MetadataBlock:
-    actual = block_hash(data)
-    if actual != hash:
-        raise HashMismatchError(f"block file {hash}", hash, actual)
+    if not is_block_hash(hash, data):
+        raise HashMismatchError(f"block file {hash}", hash, block_hash(data))
     return decode_block(data)
