@@ -1,0 +1,70 @@
+"""``odfd ingest``: push data from files (or stdin) into a root dataset through a push source."""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.coordinator.commit import RUN_DIR
+from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.ingest import ingest_push
+from protocol.model import Timestamp
+from storage.workspace import Workspace
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("ingest", help="push data from files into a root dataset")
+    parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
+    parser.add_argument("files", nargs="+", metavar="FILE", help="data files, each one transaction; '-' reads stdin")
+    parser.add_argument("--source-name", help="push source to use when the dataset has several")
+    parser.add_argument(
+        "--event-time",
+        type=Timestamp.parse_rfc3339,
+        metavar="TIME",
+        help="event time of records that carry none (default: the ingest's system time)",
+    )
+    add_root_argument(parser)
+    parser.set_defaults(func=_ingest)
+
+
+def _ingest(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        configure_engine(workspace.layout.config_path)
+        dataset = await workspace.get_dataset(args.dataset)
+        for name in args.files:
+            with _input_file(name, workspace.root) as path:
+                outcome = await ingest_push(
+                    workspace, dataset, path, source_name=args.source_name, event_time=args.event_time
+                )
+            if outcome.up_to_date:
+                print(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}", file=sys.stderr)
+            else:
+                print(
+                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}",
+                    file=sys.stderr,
+                )
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+@contextmanager
+def _input_file(name: str, workspace_root: Path) -> Iterator[Path]:
+    """The file to ingest; stdin is first copied to a file in the workspace."""
+    if name != "-":
+        yield Path(name)
+        return
+    run_dir = workspace_root / RUN_DIR
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.NamedTemporaryFile("wb", dir=run_dir, prefix="stdin-", delete=False) as out:
+        shutil.copyfileobj(sys.stdin.buffer, out)
+    try:
+        yield Path(out.name)
+    finally:
+        Path(out.name).unlink(missing_ok=True)

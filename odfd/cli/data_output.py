@@ -1,0 +1,103 @@
+"""Printing query results: an aligned text table, CSV, JSON lines, or a Parquet file."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any, TextIO
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import pyarrow.parquet as pq
+
+from protocol.errors import OdfError
+
+FORMATS = ("table", "csv", "json", "parquet")
+
+
+class OutputError(OdfError):
+    """The result cannot be written as asked."""
+
+
+def write_result(table: pa.Table, fmt: str, path: Path | None, out: TextIO | None = None) -> None:
+    if fmt == "parquet":
+        if path is None:
+            raise OutputError("--output parquet needs --output-path FILE")
+        pq.write_table(table, str(path))
+        return
+    if path is not None:
+        with open(path, "w", encoding="utf-8", newline="") as target:
+            _write_text(table, fmt, target)
+    else:
+        _write_text(table, fmt, out or sys.stdout)
+
+
+def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
+    if fmt == "table":
+        out.write(render_table(table))
+    elif fmt == "csv":
+        buffer = io.BytesIO()
+        pacsv.write_csv(table, buffer)
+        out.write(buffer.getvalue().decode("utf-8"))
+    elif fmt == "json":
+        for row in table.to_pylist():
+            out.write(json.dumps(row, default=_json_value, ensure_ascii=False))
+            out.write("\n")
+    else:
+        raise OutputError(f"unknown output format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def render_table(table: pa.Table) -> str:
+    names = table.column_names
+    columns = [[_cell(v) for v in table.column(i).to_pylist()] for i in range(table.num_columns)]
+    widths = [max([len(n), *(len(c) for c in col)]) for n, col in zip(names, columns, strict=True)]
+    rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
+    lines = [rule, "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |\n", rule]
+    right = [_numeric(table.schema.field(i).type) for i in range(len(names))]
+    for row in range(table.num_rows):
+        cells = [
+            columns[i][row].rjust(widths[i]) if right[i] else columns[i][row].ljust(widths[i])
+            for i in range(len(names))
+        ]
+        lines.append("| " + " | ".join(cells) + " |\n")
+    lines.append(rule)
+    lines.append(f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}\n")
+    return "".join(lines)
+
+
+def _numeric(data_type: pa.DataType) -> bool:
+    return pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(data_type)
+
+
+def _cell(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, dt.datetime):
+        return _iso(value)
+    return str(value)
+
+
+def _iso(value: dt.datetime) -> str:
+    """RFC 3339 with as many fraction digits as the value needs (ODF times are milliseconds)."""
+    spec = "seconds" if value.microsecond == 0 else "milliseconds" if value.microsecond % 1000 == 0 else "microseconds"
+    if value.tzinfo is not None:
+        return value.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+    return value.isoformat(timespec=spec)
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, dt.datetime):
+        return _iso(value)
+    if isinstance(value, (dt.date, dt.time)):
+        return value.isoformat()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return value.hex()
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    raise TypeError(f"cannot represent {type(value).__name__} in JSON")

@@ -1,0 +1,1 @@
+"""Plans and commits ingest and transform transactions, and orchestrates pulls."""

@@ -1,0 +1,317 @@
+"""Updating a root dataset: one ingest transaction from a polling or a push source.
+
+A transaction fetches (polling sources only), prepares, reads, preprocesses and merges the new
+data in Spark, writes the slice, and commits an ``AddData`` (RFC-014 fields: previous offset and
+checkpoint, the slice, the watermark, the source state) — preceded by a ``SetDataSchema`` when
+the slice's schema is new. If anything fails before the commit, the dataset is unchanged.
+
+The watermark of a root dataset is the greatest event time seen so far, unless set explicitly
+(``set_watermark``), which commits an ``AddData`` that only moves the watermark.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from odfd.coordinator.commit import StagedFiles, commit_transaction, transaction_dir
+from odfd.coordinator.schema import schema_event
+from odfd.ingest import bad_rows
+from odfd.ingest.errors import IngestError, SourceError
+from odfd.ingest.fetch import POLLING_SOURCE_NAME, fetch
+from odfd.ingest.prepare import prepare
+from odfd.ingest.preprocess import preprocess
+from odfd.ingest.read import reader_for
+from odfd.ingest.records import new_records
+from protocol.identity import Multihash
+from protocol.model import (
+    AddData,
+    AddPushSource,
+    MergeStrategyAppend,
+    SetPollingSource,
+    SourceCachingForever,
+    SourceState,
+    Timestamp,
+)
+from storage.chain.rules import ChainState
+from storage.dataset import Dataset
+from storage.workspace import Workspace
+from verifier.engine.columns import Vocab
+from verifier.engine.failures import describe, spark_error_types
+from verifier.engine.inputs import all_slices, slice_paths
+from verifier.engine.output import WrittenSlice, write_slice
+from verifier.engine.session import isolated_session
+
+
+@dataclass(frozen=True, slots=True)
+class IngestOutcome:
+    """What one ingest transaction did (``up_to_date`` when nothing was committed)."""
+
+    dataset: str
+    up_to_date: bool
+    old_head: Multihash | None = None
+    new_head: Multihash | None = None
+    num_records: int = 0
+    has_more: bool = False
+    reason: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """The read, preprocess and merge steps of the source data comes through."""
+
+    read: Any
+    preprocess: Any
+    merge: Any
+
+
+async def pull_root(
+    workspace: Workspace,
+    dataset: Dataset,
+    *,
+    fetch_uncacheable: bool = False,
+    system_time: Timestamp | None = None,
+) -> list[IngestOutcome]:
+    """Ingests from the polling source until it has nothing more (a glob may hold many files)."""
+    outcomes = [await ingest_polling(workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time)]
+    while outcomes[-1].has_more and not outcomes[-1].up_to_date:
+        outcomes.append(await ingest_polling(workspace, dataset, system_time=system_time))
+    return outcomes
+
+
+async def ingest_polling(
+    workspace: Workspace,
+    dataset: Dataset,
+    *,
+    fetch_uncacheable: bool = False,
+    system_time: Timestamp | None = None,
+) -> IngestOutcome:
+    """One transaction from the dataset's polling source."""
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    polling = state.polling_source
+    if polling is None:
+        hint = " (it takes pushed data: use `odfd ingest`)" if state.push_sources else ""
+        raise SourceError(f"{alias} has no polling source{hint}")
+    prev_state = state.last_source_state if _is_polling_state(state.last_source_state) else None
+    if state.last_offset is not None:
+        if isinstance(getattr(polling.fetch, "cache", None), SourceCachingForever):
+            return IngestOutcome(alias, True, reason="the source is cached forever and was already ingested")
+        if prev_state is None and not fetch_uncacheable:
+            return IngestOutcome(
+                alias, True, reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it"
+            )
+    time = system_time or Timestamp.now()
+    with transaction_dir(workspace.root) as work:
+        fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
+        if fetched is None:
+            return IngestOutcome(alias, True, reason="the source has not changed")
+        created = await asyncio.to_thread(prepare, list(polling.prepare or ()), fetched.path, work)
+        path = created[-1] if created else fetched.path
+        source = _Source(polling.read, polling.preprocess, polling.merge)
+        return await _transaction(
+            dataset, alias, state, source, path, work,
+            system_time=time,
+            source_event_time=fetched.source_event_time or time,
+            source_state=fetched.source_state,
+            has_more=fetched.has_more,
+        )
+
+
+async def ingest_push(
+    workspace: Workspace,
+    dataset: Dataset,
+    path: Path,
+    *,
+    source_name: str | None = None,
+    event_time: Timestamp | None = None,
+    system_time: Timestamp | None = None,
+) -> IngestOutcome:
+    """One transaction of pushed data (a file) through one of the dataset's push sources."""
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    source = _push_source(state, source_name, alias)
+    time = system_time or Timestamp.now()
+    if not path.is_file():
+        raise IngestError(f"{path} is not a file")
+    with transaction_dir(workspace.root) as work:
+        return await _transaction(
+            dataset, alias, state, source, path, work,
+            system_time=time,
+            source_event_time=event_time or time,
+            source_state=None,
+            has_more=False,
+        )
+
+
+async def set_watermark(dataset: Dataset, watermark: Timestamp, *, system_time: Timestamp | None = None) -> IngestOutcome:
+    """Commits an ``AddData`` that only moves the watermark (nothing new arrived, time passed)."""
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    if state.polling_source is None and not state.push_sources:
+        raise SourceError(f"{alias} has no source: only root datasets with a source take a watermark")
+    if state.last_watermark is not None and watermark <= state.last_watermark:
+        return IngestOutcome(alias, True, reason=f"the watermark is already {state.last_watermark}")
+    event = AddData(
+        prev_checkpoint=state.last_checkpoint,
+        prev_offset=state.last_offset,
+        new_checkpoint=None,
+        new_watermark=watermark,
+        new_source_state=state.last_source_state,
+    )
+    commit = await dataset.commit_event(event, expected_head=state.head, system_time=system_time or Timestamp.now())
+    return IngestOutcome(alias, False, commit.old_head, commit.new_head)
+
+
+async def _transaction(
+    dataset: Dataset,
+    alias: str,
+    state: ChainState,
+    source: _Source,
+    path: Path,
+    work: Path,
+    *,
+    system_time: Timestamp,
+    source_event_time: Timestamp,
+    source_state: SourceState | None,
+    has_more: bool,
+) -> IngestOutcome:
+    needs_history = not isinstance(source.merge, MergeStrategyAppend)
+    history = slice_paths(dataset, await all_slices(dataset, state.head)) if needs_history else ()
+    plan = _Plan(
+        alias=alias,
+        source=source,
+        vocab=Vocab.of(state.vocab),
+        history=history,
+        start_offset=0 if state.last_offset is None else state.last_offset + 1,
+        system_time=system_time,
+        source_event_time=source_event_time,
+        infer_event_time=getattr(source.read, "schema", None) is None and not getattr(source.read, "ddl_schema", None),
+        out_path=work / f"slice-{uuid.uuid4().hex}.parquet",
+        work=work,
+    )
+    staged = await asyncio.to_thread(_stage, plan, path)
+    if staged is None:
+        slice_schema, written = None, None
+    else:
+        slice_schema, written = staged
+
+    events: list[Any] = []
+    if slice_schema is not None:
+        set_schema = schema_event(state.schema, slice_schema, alias)
+        if set_schema is not None:
+            events.append(set_schema)
+    watermark = _watermark(state.last_watermark, written)
+    new_source_state = source_state if source_state is not None else state.last_source_state
+    advances = (
+        written is not None or watermark != state.last_watermark or new_source_state != state.last_source_state
+    )
+    if not advances and not events:
+        return IngestOutcome(alias, True, has_more=has_more, reason="no new records")
+    if advances:
+        events.append(
+            AddData(
+                prev_checkpoint=state.last_checkpoint,
+                prev_offset=state.last_offset,
+                new_data=None if written is None else written.as_data_slice(),
+                new_checkpoint=None,
+                new_watermark=watermark,
+                new_source_state=new_source_state,
+            )
+        )
+    commit = await commit_transaction(
+        dataset,
+        events,
+        StagedFiles(data_file=written.path if written else None),
+        expected_head=state.head,
+        system_time=system_time,
+    )
+    return IngestOutcome(
+        alias, False, commit.old_head, commit.new_head, written.num_records if written else 0, has_more=has_more
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    alias: str
+    source: _Source
+    vocab: Vocab
+    history: tuple[Path, ...]
+    start_offset: int
+    system_time: Timestamp
+    source_event_time: Timestamp
+    infer_event_time: bool
+    out_path: Path
+    work: Path
+
+
+def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
+    """The Spark part of a transaction: read, preprocess, merge, order, write. Blocking."""
+    spark = isolated_session()
+    reader = reader_for(plan.source.read, plan.work)
+    try:
+        data = reader.read(spark, path)
+        if data is None:
+            return None
+        if plan.source.preprocess is not None:
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+        prev = spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history)) if plan.history else None
+        records = new_records(
+            data,
+            prev=prev,
+            merge_strategy=plan.source.merge,
+            vocab=plan.vocab,
+            source_event_time=plan.source_event_time,
+            infer_event_time=plan.infer_event_time,
+        )
+        return write_slice(
+            records,
+            vocab=plan.vocab,
+            start_offset=plan.start_offset,
+            system_time=plan.system_time,
+            out_path=plan.out_path,
+            spill_dir=str(plan.work),
+        )
+    except spark_error_types() as err:
+        if bad_rows.looks_like_bad_input(err):
+            diagnosis = reader.diagnose(spark, path)
+            if diagnosis is not None:
+                raise diagnosis from None
+        raise IngestError(f"{plan.alias}: ingesting {path} failed: {describe(err)}") from err
+    finally:
+        reader.cleanup()
+
+
+def _watermark(previous: Timestamp | None, written: WrittenSlice | None) -> Timestamp | None:
+    """The greatest event time seen so far; it never moves back."""
+    if written is None or written.max_event_time is None:
+        return previous
+    if previous is None or written.max_event_time > previous:
+        return written.max_event_time
+    return previous
+
+
+def _push_source(state: ChainState, name: str | None, alias: str) -> _Source:
+    if state.push_sources:
+        if name is None:
+            if len(state.push_sources) > 1:
+                raise SourceError(
+                    f"{alias} has several push sources ({', '.join(sorted(state.push_sources))}); "
+                    "choose one with --source-name"
+                )
+            name = next(iter(state.push_sources))
+        source: AddPushSource | None = state.push_sources.get(name)
+        if source is None:
+            raise SourceError(f"{alias} has no push source '{name}' (has: {', '.join(sorted(state.push_sources))})")
+        return _Source(source.read, source.preprocess, source.merge)
+    polling: SetPollingSource | None = state.polling_source
+    if polling is not None and name is None:
+        return _Source(polling.read, polling.preprocess, polling.merge)
+    raise SourceError(f"{alias} has no push source" + (f" '{name}'" if name else ""))
+
+
+def _is_polling_state(state: SourceState | None) -> bool:
+    return state is not None and state.source_name == POLLING_SOURCE_NAME

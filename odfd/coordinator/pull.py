@@ -1,0 +1,111 @@
+"""``pull`` of local datasets: ingest into roots from their polling source, run derivatives' transforms.
+
+With ``recursive``, the datasets a derivative reads from are updated first, in dependency order,
+so one pull brings a whole pipeline up to date. (Pulling from remote repositories is handled by the
+replication layer; this module updates datasets from their own sources.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from odfd.coordinator.ingest import pull_root, set_watermark
+from odfd.coordinator.transform import update_derivative
+from protocol.errors import OdfError
+from protocol.identity import DatasetId
+from protocol.model import DatasetKind, Timestamp
+from storage.dataset import Dataset
+from storage.workspace import Workspace
+
+
+class PullError(OdfError):
+    """A pull request cannot be carried out as asked."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullOutcome:
+    dataset: str
+    updated: bool
+    num_records: int
+    message: str
+
+
+async def pull_local(
+    workspace: Workspace,
+    refs: Sequence[str],
+    *,
+    recursive: bool = False,
+    fetch_uncacheable: bool = False,
+    watermark: Timestamp | None = None,
+    system_time: Timestamp | None = None,
+) -> list[PullOutcome]:
+    """Updates the named datasets (and, with ``recursive``, everything upstream of them)."""
+    targets = [(await workspace.resolve(ref)).id for ref in refs]
+    if watermark is not None:
+        return [await _set_watermark(workspace, dataset_id, watermark, system_time) for dataset_id in targets]
+    order = await _upstream_order(workspace, targets) if recursive else targets
+    outcomes = []
+    for dataset_id in order:
+        dataset = workspace.open_dataset(dataset_id)
+        outcomes.append(await _pull_one(workspace, dataset, fetch_uncacheable, system_time))
+    return outcomes
+
+
+async def _pull_one(
+    workspace: Workspace, dataset: Dataset, fetch_uncacheable: bool, system_time: Timestamp | None
+) -> PullOutcome:
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    if state.kind is DatasetKind.DERIVATIVE:
+        outcome = await update_derivative(workspace, dataset, system_time=system_time)
+        if outcome.up_to_date:
+            return PullOutcome(alias, False, 0, f"up to date ({outcome.reason})")
+        return PullOutcome(alias, True, outcome.num_records, f"{outcome.num_records} new record(s), head {outcome.new_head}")
+    if state.polling_source is None:
+        return PullOutcome(alias, False, 0, "no polling source (push data with `odfd ingest`)")
+    results = await pull_root(workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time)
+    committed = [r for r in results if not r.up_to_date]
+    if not committed:
+        return PullOutcome(alias, False, 0, f"up to date ({results[-1].reason})")
+    records = sum(r.num_records for r in committed)
+    return PullOutcome(
+        alias, True, records, f"{records} new record(s) in {len(committed)} block(s), head {committed[-1].new_head}"
+    )
+
+
+async def _set_watermark(
+    workspace: Workspace, dataset_id: DatasetId, watermark: Timestamp, system_time: Timestamp | None
+) -> PullOutcome:
+    dataset = workspace.open_dataset(dataset_id)
+    state = await dataset.chain.state()
+    alias = await dataset.alias() or str(dataset_id)
+    if state.kind is not DatasetKind.ROOT:
+        raise PullError(f"{alias}: only a root dataset's watermark can be set by hand")
+    outcome = await set_watermark(dataset, watermark, system_time=system_time)
+    if outcome.up_to_date:
+        return PullOutcome(alias, False, 0, f"up to date ({outcome.reason})")
+    return PullOutcome(alias, True, 0, f"watermark set to {watermark}, head {outcome.new_head}")
+
+
+async def _upstream_order(workspace: Workspace, targets: list[DatasetId]) -> list[DatasetId]:
+    """The targets and everything they read from, each after all of its inputs."""
+    order: list[DatasetId] = []
+    visiting: set[DatasetId] = set()
+
+    async def visit(dataset_id: DatasetId) -> None:
+        if dataset_id in order:
+            return
+        if dataset_id in visiting:
+            raise PullError(f"dataset {dataset_id} depends on itself through its inputs")
+        visiting.add(dataset_id)
+        state = await workspace.open_dataset(dataset_id).chain.state()
+        for input_id in state.transform_input_ids:
+            await workspace.resolve(str(input_id))
+            await visit(input_id)
+        visiting.discard(dataset_id)
+        order.append(dataset_id)
+
+    for target in targets:
+        await visit(target)
+    return order

@@ -1,0 +1,1 @@
+"""Ingest into root datasets: fetch, prepare, read, preprocess, merge, event time and watermarks."""

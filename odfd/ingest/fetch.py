@@ -1,0 +1,193 @@
+"""Fetch step of a polling source: get the next piece of external data, or learn there is none.
+
+Source state (RFC-009) makes repeated pulls cheap: an HTTP source remembers its ``ETag`` (or
+``Last-Modified``) and asks the server to answer "not modified"; a file remembers its modification
+time; a glob remembers the last file it ingested and takes the next one by name.
+"""
+
+from __future__ import annotations
+
+import glob as globlib
+import os
+import re
+import shutil
+import urllib.error
+import urllib.parse
+import urllib.request
+import uuid
+from dataclasses import dataclass
+from email.utils import format_datetime, parsedate_to_datetime
+from pathlib import Path
+
+from odfd.ingest.errors import FetchError, IngestError, UnsupportedError
+from odfd.ingest.event_time import event_time_from_path
+from protocol.errors import ParseError
+from protocol.model import (
+    EventTimeSourceFromMetadata,
+    EventTimeSourceFromPath,
+    EventTimeSourceFromSystemTime,
+    FetchStepFilesGlob,
+    FetchStepUrl,
+    SourceOrdering,
+    SourceState,
+    Timestamp,
+)
+
+#: ``sourceName`` of the polling source's state, as the reference writes it.
+POLLING_SOURCE_NAME = "default"
+KIND_ETAG = "odf/etag"
+KIND_LAST_MODIFIED = "odf/last-modified"
+
+HTTP_TIMEOUT_SECONDS = 60
+_CHUNK = 1 << 20
+_TEMPLATE = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+
+
+@dataclass(frozen=True, slots=True)
+class Fetched:
+    """New data was fetched."""
+
+    path: Path
+    """The file to read; for local sources the original file (nothing is copied)."""
+    owned: bool
+    """Whether ``path`` is a temporary copy the caller should delete when done."""
+    source_state: SourceState | None
+    source_event_time: Timestamp | None
+    has_more: bool
+    """More data is waiting (a glob matched several new files); pull again to take the next."""
+
+
+def fetch(
+    step: object, prev_state: SourceState | None, work_dir: Path, system_time: Timestamp
+) -> Fetched | None:
+    """Fetches the next data of ``step``; ``None`` when the source has nothing new."""
+    if isinstance(step, FetchStepUrl):
+        return _fetch_url(step, prev_state, work_dir, system_time)
+    if isinstance(step, FetchStepFilesGlob):
+        return _fetch_glob(step, prev_state, system_time)
+    kind = type(step).__name__.removeprefix("FetchStep")
+    raise UnsupportedError(f"fetch step {kind} is not supported by odfd (supported: Url, FilesGlob)")
+
+
+def _fetch_url(step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp) -> Fetched | None:
+    url = _template(step.url, "fetch.url")
+    scheme = urllib.parse.urlsplit(url).scheme.lower()
+    if scheme == "file":
+        path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
+        return _fetch_file(path, step.event_time, prev, now)
+    if scheme in ("http", "https"):
+        return _fetch_http(url, step, prev, work_dir, now)
+    raise UnsupportedError(f"fetch.url: scheme '{scheme}' of {url} is not supported (http, https, file)")
+
+
+def _fetch_file(path: Path, event_time: object, prev: SourceState | None, now: Timestamp) -> Fetched | None:
+    if isinstance(event_time, EventTimeSourceFromPath):
+        raise IngestError("fetch.url: a file:// source cannot take its event time fromPath; use fromMetadata")
+    try:
+        stat = path.stat()
+    except FileNotFoundError:
+        raise FetchError(f"fetch.url: file {path} does not exist") from None
+    if not path.is_file():
+        raise FetchError(f"fetch.url: {path} is not a file")
+    modified = Timestamp.from_epoch_millis(round(stat.st_mtime_ns / 1_000_000))
+    state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339())
+    if prev is not None and prev.kind == KIND_LAST_MODIFIED and _parse_state_time(prev) == modified:
+        return None
+    source_time = now if isinstance(event_time, EventTimeSourceFromSystemTime) else modified
+    return Fetched(path, False, state, source_time, has_more=False)
+
+
+def _fetch_http(url: str, step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp) -> Fetched | None:
+    if isinstance(step.event_time, EventTimeSourceFromPath):
+        raise IngestError(f"fetch.url: an HTTP source ({url}) cannot take its event time fromPath")
+    headers = {h.name: _template(h.value, f"fetch.headers.{h.name}") for h in step.headers or ()}
+    if prev is not None and prev.kind == KIND_ETAG:
+        headers["If-None-Match"] = prev.value
+    elif prev is not None and prev.kind == KIND_LAST_MODIFIED:
+        headers["If-Modified-Since"] = format_datetime(_parse_state_time(prev).to_datetime(), usegmt=True)
+    request = urllib.request.Request(url, headers=headers)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    target = work_dir / f"fetch-{uuid.uuid4().hex}"
+    try:
+        with urllib.request.urlopen(request, timeout=HTTP_TIMEOUT_SECONDS) as response:
+            etag = response.headers.get("ETag")
+            last_modified = response.headers.get("Last-Modified")
+            with open(target, "wb") as out:
+                shutil.copyfileobj(response, out, _CHUNK)
+    except urllib.error.HTTPError as err:
+        if err.code == 304:
+            return None
+        detail = "not found" if err.code == 404 else f"HTTP {err.code} {err.reason}"
+        raise FetchError(f"fetch.url: {url}: {detail}") from None
+    except (urllib.error.URLError, OSError) as err:
+        target.unlink(missing_ok=True)
+        raise FetchError(f"fetch.url: {url} is unreachable: {getattr(err, 'reason', err)}") from None
+
+    modified = _http_time(last_modified, url) if last_modified else None
+    state = None
+    if etag:
+        state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_ETAG, value=etag)
+    elif modified is not None:
+        state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339())
+    if isinstance(step.event_time, EventTimeSourceFromSystemTime):
+        source_time = now
+    else:
+        source_time = modified
+    return Fetched(target, True, state, source_time, has_more=False)
+
+
+def _fetch_glob(step: FetchStepFilesGlob, prev: SourceState | None, now: Timestamp) -> Fetched | None:
+    if isinstance(step.event_time, EventTimeSourceFromMetadata):
+        raise IngestError("fetch.filesGlob: event time cannot come fromMetadata; use fromPath or fromSystemTime")
+    pattern = _template(step.path, "fetch.path")
+    files = [Path(p) for p in globlib.glob(os.path.expanduser(pattern), recursive=True) if os.path.isfile(p)]
+    by_time = step.order == SourceOrdering.BY_EVENT_TIME
+    if by_time and not isinstance(step.event_time, EventTimeSourceFromPath):
+        raise IngestError("fetch.filesGlob: order ByEventTime needs eventTime fromPath")
+
+    def key(path: Path) -> tuple:
+        if by_time:
+            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]
+        return (path.name,)
+
+    last_key = None
+    if prev is not None and prev.kind == KIND_ETAG:
+        last_key = key(Path(prev.value))
+    pending = sorted((f for f in files if last_key is None or key(f) > last_key), key=key)
+    if not pending:
+        if prev is not None:
+            return None
+        raise FetchError(f"fetch.filesGlob: no files match {pattern}")
+    first = pending[0]
+    if isinstance(step.event_time, EventTimeSourceFromPath):
+        source_time = event_time_from_path(step.event_time, first.name)
+    else:
+        source_time = now
+    state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_ETAG, value=first.name)
+    return Fetched(first, False, state, source_time, has_more=len(pending) > 1)
+
+
+def _template(text: str, field: str) -> str:
+    """Substitutes ``${{ env.NAME }}`` with the environment variable (for secrets in URLs/headers)."""
+
+    def value(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in os.environ:
+            raise IngestError(f"{field}: environment variable {name} is not set")
+        return os.environ[name]
+
+    return _TEMPLATE.sub(value, text)
+
+
+def _parse_state_time(state: SourceState) -> Timestamp:
+    try:
+        return Timestamp.parse_rfc3339(state.value)
+    except ParseError:
+        raise IngestError(f"source state {state.kind} has an invalid time {state.value!r}") from None
+
+
+def _http_time(text: str, url: str) -> Timestamp:
+    try:
+        return Timestamp.from_datetime(parsedate_to_datetime(text))
+    except (TypeError, ValueError, ParseError):
+        raise FetchError(f"fetch.url: {url} sent an invalid Last-Modified header {text!r}") from None

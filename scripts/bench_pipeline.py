@@ -1,0 +1,203 @@
+#!/usr/bin/env python3
+"""Benchmark of the Spark pipeline, measured in one run.
+
+1. Ingest: a generated CSV of at least ``--csv-mb`` MB (default 1024) pushed into a root dataset
+   (declared schema, Append merge): rows/s and MB/s of the whole transaction (read, merge, order,
+   collect, write the Parquet slice, logical and physical hashes, commit).
+2. Transform: a filter/aggregate query run as a derivative dataset's transaction over that slice,
+   as a ratio to the same query run directly in Spark on the same Parquet file (``spark.read
+   .parquet(...)``, default Spark SQL settings, result collected). Target: <= 1.5x.
+
+Spark start-up is excluded (one warm-up transaction of each kind runs first). Each timing is the
+median of ``--repeat`` runs. Usage: ``.venv/bin/python scripts/bench_pipeline.py [--csv-mb 1024]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from odfd.coordinator.ingest import ingest_push  # noqa: E402
+from odfd.coordinator.transform import update_derivative  # noqa: E402
+from protocol.codec import yaml as odf_yaml  # noqa: E402
+from protocol.model import Timestamp  # noqa: E402
+from storage.workspace import Workspace  # noqa: E402
+from verifier.engine import session  # noqa: E402
+from verifier.engine.inputs import all_slices  # noqa: E402
+from verifier.engine.settings import SparkSettings  # noqa: E402
+
+ROOT = """
+kind: DatasetSnapshot
+version: 1
+content:
+  name: {name}
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: Csv
+        header: true
+        schema:
+          fields:
+            - name: event_time
+              type: timestamp
+            - name: sensor
+              type: string
+            - name: region
+              type: string
+            - name: value
+              type: float64
+            - name: status
+              type: int32
+      merge:
+        kind: Append
+"""
+
+DERIVATIVE = """
+kind: DatasetSnapshot
+version: 1
+content:
+  name: {name}
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: {input}
+          alias: readings
+      transform:
+        kind: Sql
+        engine: spark
+        query: |
+          {query}
+"""
+
+QUERY = (
+    "SELECT max(event_time) AS event_time, region, sensor, count(*) AS n, avg(value) AS mean, "
+    "max(value) AS peak FROM readings WHERE status = 0 AND value > 10.0 GROUP BY region, sensor"
+)
+
+ROWS_PER_CHUNK = 1_000_000
+
+
+def generate_csv(path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK, seed: int = 7) -> int:
+    """Writes a sensor-readings CSV of at least ``target_bytes``; returns the number of rows."""
+    rng = np.random.default_rng(seed)
+    start = np.datetime64("2024-01-01T00:00:00", "ms")
+    rows = 0
+    with pacsv.CSVWriter(str(path), _schema()) as writer:
+        while rows == 0 or path.stat().st_size < target_bytes:
+            n = chunk_rows
+            millis = np.sort(rng.integers(0, 365 * 86_400_000, n)) + (start.astype("int64"))
+            table = pa.table(
+                {
+                    "event_time": pa.array(millis.astype("datetime64[ms]")).cast(pa.timestamp("ms", tz="UTC")),
+                    "sensor": pa.array(np.char.add("sensor-", rng.integers(0, 5000, n).astype(str))),
+                    "region": pa.array(np.array(["north", "south", "east", "west", "central"])[rng.integers(0, 5, n)]),
+                    "value": pa.array(np.round(rng.normal(20.0, 8.0, n), 3)),
+                    "status": pa.array(rng.choice([0, 0, 0, 1, 2], n).astype(np.int32)),
+                },
+                schema=_schema(),
+            )
+            writer.write_table(table)
+            rows += n
+    return rows
+
+
+def _schema() -> pa.Schema:
+    return pa.schema(
+        [
+            ("event_time", pa.timestamp("ms", tz="UTC")),
+            ("sensor", pa.string()),
+            ("region", pa.string()),
+            ("value", pa.float64()),
+            ("status", pa.int32()),
+        ]
+    )
+
+
+async def bench(args: argparse.Namespace) -> None:
+    work = Path(tempfile.mkdtemp(prefix="odfd-bench-", dir=args.dir))
+    csv = work / "readings.csv"
+    print(f"generating a CSV of >= {args.csv_mb} MB in {work} ...", flush=True)
+    rows = generate_csv(csv, args.csv_mb * 1024 * 1024)
+    size_mb = csv.stat().st_size / 1024 / 1024
+    small = work / "small.csv"
+    generate_csv(small, 1, chunk_rows=10_000)
+
+    session.configure(SparkSettings(master=args.master, driver_memory=args.driver_memory, local_dir=str(work / "spark")))
+    spark = session.get_spark()
+    async with await Workspace.init(work / "ws") as ws:
+        clock = iter(Timestamp.of(2030, 1, 1, 0, m) for m in range(60))
+
+        async def dataset(manifest: str):
+            return await ws.create_from_snapshot(odf_yaml.load_snapshot(manifest.encode()), system_time=Timestamp.of(2029, 1, 1))
+
+        # Warm-up: start Spark and JIT the paths once on small data.
+        warm = await dataset(ROOT.format(name="warmup"))
+        await ingest_push(ws, warm, small, system_time=next(clock))
+        warm_agg = await dataset(DERIVATIVE.format(name="warmup.agg", input="warmup", query=QUERY))
+        await update_derivative(ws, warm_agg, system_time=next(clock))
+
+        ingest_times = []
+        for n in range(args.repeat):
+            root = await dataset(ROOT.format(name=f"readings{n}"))
+            began = time.perf_counter()
+            outcome = await ingest_push(ws, root, csv, system_time=next(clock))
+            ingest_times.append(time.perf_counter() - began)
+            assert outcome.num_records == rows, outcome
+        ingest = statistics.median(ingest_times)
+        print(f"ingest: {rows:,} rows, {size_mb:,.0f} MB CSV in {ingest:.1f} s (median of {args.repeat}): "
+              f"{rows / ingest:,.0f} rows/s, {size_mb / ingest:,.1f} MB/s")
+
+        root = await ws.get_dataset("readings0")
+        paths = [str(root.data.path_of(h)) for h in await all_slices(root)]
+        plain_session = spark.newSession()
+        for key in ("spark.sql.adaptive.enabled", "spark.sql.autoBroadcastJoinThreshold", "spark.sql.shuffle.partitions"):
+            plain_session.conf.unset(key)
+        plain_session.read.parquet(*paths).createOrReplaceTempView("readings")
+
+        transform_times, plain_times = [], []
+        for n in range(args.repeat):
+            derivative = await dataset(DERIVATIVE.format(name=f"agg{n}", input="readings0", query=QUERY))
+            began = time.perf_counter()
+            outcome = await update_derivative(ws, derivative, system_time=next(clock))
+            transform_times.append(time.perf_counter() - began)
+            began = time.perf_counter()
+            plain_rows = plain_session.sql(QUERY).toArrow().num_rows
+            plain_times.append(time.perf_counter() - began)
+            assert plain_rows == outcome.num_records, (plain_rows, outcome)
+        transform, plain = statistics.median(transform_times), statistics.median(plain_times)
+        print(f"transform: filter/aggregate over {rows:,} rows -> {outcome.num_records:,} rows: odfd {transform:.2f} s, "
+              f"plain Spark {plain:.2f} s, ratio {transform / plain:.2f}x (target <= 1.5x)")
+    session.stop()
+    if not args.keep:
+        import shutil
+
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--csv-mb", type=int, default=1024, help="size of the generated CSV (default 1024)")
+    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (median is reported)")
+    parser.add_argument("--master", default="local[*]")
+    parser.add_argument("--driver-memory", default="4g")
+    parser.add_argument("--dir", default=None, help="scratch folder (default: the system temp dir)")
+    parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
+    asyncio.run(bench(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,144 @@
+"""Streams a DataFrame's result to the driver as Arrow batches, in partition order, in bounded memory.
+
+Why not ``DataFrame.toArrow()``: it holds the whole result in driver memory, and slices of a big
+ingest can be larger than that. Spark's Arrow collection sends batches as partitions finish (out
+of order) and only at the end says which order they belong in; so batches are kept in memory up to
+a budget and spilled past it to an Arrow IPC file on the driver's local disk, then read back (memory
+mapped) in the right order. Collecting to the driver, rather than letting executors write the slice,
+also works on cluster masters whose executors cannot see the driver's disk, and it hands the exact
+record batches to the logical hash.
+
+This relies on PySpark's own Arrow collection entry points (``collectAsArrowToPython`` and its
+socket serializer) — the same calls ``toArrow()`` makes — isolated in this module and pinned by the
+``pyspark`` version range in ``pyproject.toml``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+#: How many bytes of out-of-order batches are kept in memory before spilling to disk.
+DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
+
+
+def arrow_schema_of(df: DataFrame) -> pa.Schema:
+    """The Arrow schema Spark uses when it sends ``df``'s rows to Python."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    return to_arrow_schema(
+        df.schema, error_on_duplicated_field_names_in_struct=True, timestamp_utc=True
+    )
+
+
+@contextmanager
+def ordered_batches(
+    df: DataFrame, spill_dir: str | None = None, memory_budget: int = DEFAULT_MEMORY_BUDGET
+) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+    """Yields ``(schema, batches)``: every row of ``df`` in partition order, then row order.
+
+    The iterator must be consumed inside the ``with`` block; spill files are removed on exit.
+    """
+    from pyspark.errors.exceptions.captured import unwrap_spark_exception
+    from pyspark.sql.pandas.serializers import ArrowCollectSerializer
+    from pyspark.util import _load_from_socket
+
+    schema = arrow_schema_of(df)
+    with _spool(spill_dir, memory_budget) as spool:
+        port, secret, server = df._jdf.collectAsArrowToPython()
+        order: list[int] = []
+        try:
+            for item in _load_from_socket((port, secret), ArrowCollectSerializer()):
+                if isinstance(item, pa.RecordBatch):
+                    spool.add(item)
+                else:
+                    order = list(item)
+        finally:
+            with unwrap_spark_exception():
+                server.getResult()
+        if len(order) != spool.count:
+            raise RuntimeError(
+                f"Spark sent {spool.count} Arrow batches but an order for {len(order)}"
+            )
+        if spool.count and spool.schema is not None:
+            schema = spool.schema
+        yield schema, spool.read_in(order)
+
+
+class _Spool:
+    """Holds batches by arrival index; past a memory budget, appends them to an IPC file."""
+
+    def __init__(self, spill_dir: str | None, memory_budget: int) -> None:
+        self._spill_dir = spill_dir
+        self._budget = memory_budget
+        self._in_memory: dict[int, pa.RecordBatch] = {}
+        self._in_memory_bytes = 0
+        self._file_index: dict[int, int] = {}
+        self._path: str | None = None
+        self._writer: pa.ipc.RecordBatchFileWriter | None = None
+        self._sink: pa.NativeFile | None = None
+        self._reader_source: pa.MemoryMappedFile | None = None
+        self.count = 0
+        self.schema: pa.Schema | None = None
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        if self.schema is None:
+            self.schema = batch.schema
+        index = self.count
+        self.count += 1
+        if self._writer is None and self._in_memory_bytes + batch.nbytes <= self._budget:
+            self._in_memory[index] = batch
+            self._in_memory_bytes += batch.nbytes
+            return
+        if self._writer is None:
+            fd, self._path = tempfile.mkstemp(prefix="odfd-collect-", suffix=".arrow", dir=self._spill_dir)
+            os.close(fd)
+            self._sink = pa.OSFile(self._path, "wb")
+            self._writer = pa.ipc.new_file(self._sink, batch.schema)
+        self._file_index[index] = len(self._file_index)
+        self._writer.write_batch(batch)
+
+    def read_in(self, order: list[int]) -> Iterator[pa.RecordBatch]:
+        reader = self._finish_spill_file()
+        for index in order:
+            batch = self._in_memory.pop(index, None)
+            if batch is None:
+                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]
+            yield batch
+
+    def _finish_spill_file(self) -> pa.ipc.RecordBatchFileReader | None:
+        if self._writer is None or self._sink is None or self._path is None:
+            return None
+        self._writer.close()
+        self._writer = None
+        self._sink.close()
+        self._reader_source = pa.memory_map(self._path, "r")
+        return pa.ipc.open_file(self._reader_source)
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+        if self._sink is not None:
+            self._sink.close()
+        if self._reader_source is not None:
+            self._reader_source.close()
+        if self._path is not None and os.path.exists(self._path):
+            os.remove(self._path)
+        self._in_memory.clear()
+
+
+@contextmanager
+def _spool(spill_dir: str | None, memory_budget: int) -> Iterator[_Spool]:
+    spool = _Spool(spill_dir, memory_budget)
+    try:
+        yield spool
+    finally:
+        spool.close()

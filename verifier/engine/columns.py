@@ -1,0 +1,58 @@
+"""Names of the system columns and small helpers for referring to columns safely in Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import Column
+
+
+class Op(IntEnum):
+    """RFC-015 operation types, stored in the ``op`` column as int32 (as the reference writes)."""
+
+    APPEND = 0
+    RETRACT = 1
+    CORRECT_FROM = 2
+    CORRECT_TO = 3
+
+
+@dataclass(frozen=True, slots=True)
+class Vocab:
+    """A dataset vocabulary with the spec's defaults filled in."""
+
+    offset: str = "offset"
+    op: str = "op"
+    system_time: str = "system_time"
+    event_time: str = "event_time"
+
+    @classmethod
+    def of(cls, vocab: Any | None) -> Vocab:
+        """From a ``DatasetVocabulary`` or ``SetVocab`` model object (``None`` = all defaults)."""
+        if vocab is None:
+            return cls()
+        names = {
+            "offset": getattr(vocab, "offset_column", None),
+            "op": getattr(vocab, "operation_type_column", None),
+            "system_time": getattr(vocab, "system_time_column", None),
+            "event_time": getattr(vocab, "event_time_column", None),
+        }
+        return cls(**{key: value for key, value in names.items() if value})
+
+    @property
+    def system_columns(self) -> tuple[str, str, str, str]:
+        return (self.offset, self.op, self.system_time, self.event_time)
+
+
+def quote(name: str) -> str:
+    """A column name as a Spark SQL identifier (dots and spaces kept literal)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+def col(name: str) -> Column:
+    """A top-level column by its exact name; ``F.col("a.b")`` would mean a struct field."""
+    from pyspark.sql import functions as F
+
+    return F.col(quote(name))

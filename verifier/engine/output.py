@@ -1,0 +1,221 @@
+"""Turns a query result into one data slice: system columns, offsets, one Parquet file, its hashes.
+
+The DataFrame handed in holds ``op`` and the data columns, already in their final order. Here,
+on the driver, each Arrow batch gets the ``offset`` column (consecutive from the transaction's
+first offset, in the order the rows arrive) and the ``system_time`` column (the block's system
+time), timestamps are normalised to milliseconds in UTC as the reference writes them, and the
+batch goes both into the Parquet writer and into the logical hash. The file is then hashed as a
+whole for its physical hash. Column order of a slice: ``offset, op, system_time``, then the rest.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from protocol.errors import OdfError
+from protocol.hashing import RecordsDigest, physical_hash_file
+from protocol.identity import Multihash
+from protocol.model import DataSlice, OffsetInterval, Timestamp
+from verifier.engine.collect import ordered_batches
+from verifier.engine.columns import Vocab
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+TIMESTAMP_MS_UTC = pa.timestamp("ms", tz="UTC")
+OP_TYPE = pa.int32()
+OFFSET_TYPE = pa.int64()
+
+#: Rows per Parquet row group; batches are grouped up to this size before they are written.
+ROW_GROUP_ROWS = 1 << 20
+
+
+class OutputSchemaError(OdfError):
+    """A result cannot be stored as a slice (bad event-time type, clashing column names...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class WrittenSlice:
+    """A finished slice file and what the metadata block says about it."""
+
+    path: Path
+    num_records: int
+    size: int
+    offset_start: int
+    offset_end: int
+    logical_hash: Multihash
+    physical_hash: Multihash
+    max_event_time: Timestamp | None
+
+    def as_data_slice(self) -> DataSlice:
+        """The ``newData`` of the block that commits this slice."""
+        return DataSlice(
+            logical_hash=self.logical_hash,
+            physical_hash=self.physical_hash,
+            offset_interval=OffsetInterval(start=self.offset_start, end=self.offset_end),
+            size=self.size,
+        )
+
+
+def slice_schema(result: pa.Schema, vocab: Vocab) -> pa.Schema:
+    """The Arrow schema of a slice made from a result with ``result``'s columns."""
+    fields = [
+        pa.field(vocab.offset, OFFSET_TYPE, nullable=False),
+        pa.field(vocab.op, OP_TYPE, nullable=False),
+        pa.field(vocab.system_time, TIMESTAMP_MS_UTC, nullable=False),
+    ]
+    for result_field in result:
+        if result_field.name in (vocab.offset, vocab.system_time):
+            raise OutputSchemaError(
+                f"the result has a column '{result_field.name}' that clashes with a system column; "
+                "rename it or set a different vocabulary"
+            )
+        if result_field.name == vocab.op:
+            continue
+        # Data columns are always nullable: whether Spark can prove a column non-null depends on
+        # the plan (a join, a literal), which would make a dataset's schema flap between slices.
+        fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable=True))
+    return pa.schema(fields)
+
+
+def write_slice(
+    df: DataFrame,
+    *,
+    vocab: Vocab,
+    start_offset: int,
+    system_time: Timestamp,
+    out_path: Path,
+    spill_dir: str | None = None,
+) -> tuple[pa.Schema, WrittenSlice | None]:
+    """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
+
+    Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
+    """
+    with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
+        schema = slice_schema(result_schema, vocab)
+        written = _write(batches, schema, vocab, start_offset, system_time, out_path)
+    return schema, written
+
+
+def _write(
+    batches: Iterator[pa.RecordBatch],
+    schema: pa.Schema,
+    vocab: Vocab,
+    start_offset: int,
+    system_time: Timestamp,
+    out_path: Path,
+) -> WrittenSlice | None:
+    digest = RecordsDigest(schema)
+    next_offset = start_offset
+    max_event_time = None
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    writer: pq.ParquetWriter | None = None
+    try:
+        for batch in batches:
+            if batch.num_rows == 0:
+                continue
+            out = _to_slice_batch(batch, schema, vocab, next_offset, system_time)
+            next_offset += out.num_rows
+            digest.update(out)
+            max_event_time = _max_event_time(out, vocab, max_event_time)
+            pending.append(out)
+            pending_rows += out.num_rows
+            if pending_rows >= ROW_GROUP_ROWS:
+                writer = writer or _open_writer(out_path, schema)
+                writer.write_table(pa.Table.from_batches(pending, schema))
+                pending, pending_rows = [], 0
+        if next_offset == start_offset:
+            return None
+        writer = writer or _open_writer(out_path, schema)
+        if pending:
+            writer.write_table(pa.Table.from_batches(pending, schema))
+        writer.close()
+        writer = None
+    finally:
+        if writer is not None:
+            writer.close()
+    return WrittenSlice(
+        path=out_path,
+        num_records=next_offset - start_offset,
+        size=os.path.getsize(out_path),
+        offset_start=start_offset,
+        offset_end=next_offset - 1,
+        logical_hash=digest.finalize(),
+        physical_hash=physical_hash_file(out_path),
+        max_event_time=max_event_time,
+    )
+
+
+def _open_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return pq.ParquetWriter(
+        str(path),
+        schema,
+        compression="snappy",
+        data_page_version="1.0",
+        write_statistics=True,
+    )
+
+
+def _to_slice_batch(
+    batch: pa.RecordBatch, schema: pa.Schema, vocab: Vocab, start: int, system_time: Timestamp
+) -> pa.RecordBatch:
+    n = batch.num_rows
+    offsets = pa.array(np.arange(start, start + n, dtype=np.int64), OFFSET_TYPE)
+    if vocab.op in batch.schema.names:
+        op = batch.column(vocab.op).cast(OP_TYPE)
+        if op.null_count:
+            raise OutputSchemaError(f"the result's operation type column '{vocab.op}' has null values")
+    else:
+        op = pa.array(np.zeros(n, dtype=np.int32), OP_TYPE)
+    system_times = pa.array(np.full(n, system_time.epoch_millis, dtype=np.int64), pa.int64()).cast(TIMESTAMP_MS_UTC)
+    columns = [offsets, op, system_times]
+    for target in list(schema)[3:]:
+        columns.append(_normalize(batch.column(target.name), target.type))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def _normalized_type(data_type: pa.DataType) -> pa.DataType:
+    """Timestamps become milliseconds in UTC, as the reference stores them; nothing else changes."""
+    if pa.types.is_timestamp(data_type):
+        return TIMESTAMP_MS_UTC
+    return data_type
+
+
+def _normalize(column: pa.Array, target: pa.DataType) -> pa.Array:
+    if column.type == target:
+        return column
+    if pa.types.is_timestamp(column.type):
+        # Sub-millisecond digits are dropped (truncated), as the reference does.
+        if column.type.tz is None:
+            column = pc.assume_timezone(column, "UTC")
+        return pc.cast(column, target, safe=False)
+    return column.cast(target)
+
+
+def _max_event_time(batch: pa.RecordBatch, vocab: Vocab, current: Timestamp | None) -> Timestamp | None:
+    if vocab.event_time not in batch.schema.names:
+        return current
+    value = pc.max(batch.column(vocab.event_time)).as_py()
+    if value is None:
+        return current
+    if isinstance(value, datetime):
+        candidate = Timestamp.from_datetime(value)
+    elif isinstance(value, date):
+        candidate = Timestamp.of(value.year, value.month, value.day)
+    else:
+        raise OutputSchemaError(
+            f"event time column '{vocab.event_time}' must be a timestamp or a date, found {batch.schema.field(vocab.event_time).type}"
+        )
+    return candidate if current is None or candidate > current else current

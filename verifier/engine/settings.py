@@ -1,0 +1,157 @@
+"""Every Spark setting odfd relies on, in one place.
+
+Two kinds of settings live here:
+
+* :data:`DETERMINISM` pins everything that could change the *records* or their *order* in a
+  transform's output. A derivative dataset is only verifiable if re-running a transaction with
+  the same inputs reproduces the same logical hash, so these values are part of the engine's
+  contract: changing one changes the output of existing transforms and must be treated like an
+  engine version bump. They are applied to every session the engine hands out and cannot be
+  overridden from the node's configuration.
+* :class:`SparkSettings` holds what a node operator may choose (where Spark runs, how much memory
+  the driver gets, scratch space) and is read from the ``[spark]`` table of ``config.toml``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from protocol.errors import OdfError
+
+
+class SparkConfigError(OdfError):
+    """The node's Spark configuration is invalid or tries to override a pinned setting."""
+
+
+#: Number of shuffle partitions of every engine session. Aggregations and joins hash records
+#: into this many partitions, and the output is collected partition by partition, so the value
+#: fixes the output order of such queries.
+SHUFFLE_PARTITIONS = 8
+
+DETERMINISM: Mapping[str, str] = MappingProxyType(
+    {
+        # Timestamps are interpreted, truncated and printed in UTC, never in the host's zone.
+        "spark.sql.session.timeZone": "UTC",
+        # `TIMESTAMP` in SQL and DDL means an instant (what ODF stores), not a local date-time.
+        "spark.sql.timestampType": "TIMESTAMP_LTZ",
+        # Partition counts after shuffles are fixed, not chosen from data sizes at runtime.
+        "spark.sql.shuffle.partitions": str(SHUFFLE_PARTITIONS),
+        "spark.sql.adaptive.enabled": "false",
+        # Join strategy must not depend on size estimates (broadcast joins change output order).
+        "spark.sql.autoBroadcastJoinThreshold": "-1",
+        # How files are split into input partitions.
+        "spark.sql.files.maxPartitionBytes": "134217728",
+        "spark.sql.files.openCostInBytes": "4194304",
+        # SQL semantics: ANSI arithmetic (overflow is an error, not a silent wrap), ANSI store
+        # assignment, case-insensitive column resolution, precision-loss rules for decimals.
+        "spark.sql.ansi.enabled": "true",
+        "spark.sql.storeAssignmentPolicy": "ANSI",
+        "spark.sql.caseSensitive": "false",
+        "spark.sql.decimalOperations.allowPrecisionLoss": "true",
+        "spark.sql.mapKeyDedupPolicy": "EXCEPTION",
+        # Legacy behaviours pinned to the modern (proleptic Gregorian, java.time) ones.
+        "spark.sql.legacy.timeParserPolicy": "CORRECTED",
+        "spark.sql.parquet.datetimeRebaseModeInRead": "CORRECTED",
+        "spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED",
+        "spark.sql.parquet.int96RebaseModeInRead": "CORRECTED",
+        "spark.sql.parquet.int96RebaseModeInWrite": "CORRECTED",
+        # A CSV record is parsed in full even when a query needs few columns, so a malformed
+        # value is reported the same way whatever the query selects.
+        "spark.sql.csv.parser.columnPruning.enabled": "false",
+        # Results reach Python as Arrow, in the same types every time.
+        "spark.sql.execution.arrow.pyspark.enabled": "true",
+        "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
+        "spark.sql.execution.arrow.useLargeVarTypes": "false",
+        "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    }
+)
+
+#: Settings that only make the embedded Spark quiet and self-contained; they do not affect data.
+RUNTIME: Mapping[str, str] = MappingProxyType(
+    {
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.sql.catalogImplementation": "in-memory",
+        "spark.driver.extraJavaOptions": "-Duser.timezone=UTC",
+        "spark.executor.extraJavaOptions": "-Duser.timezone=UTC",
+    }
+)
+
+_KNOWN_KEYS = frozenset({"master", "driver_memory", "local_dir", "app_name", "conf"})
+
+
+@dataclass(frozen=True, slots=True)
+class SparkSettings:
+    """Operator-chosen Spark settings (the ``[spark]`` table of ``config.toml``).
+
+    ``master`` is any Spark master URL. With ``local[*]`` (the default) the driver and executors
+    share one machine. With a cluster master, executors read input slices and fetched files by
+    path, so the workspace must be on storage they can reach under the same path (a shared
+    mount); output slices are always collected to the driver and written by it.
+    """
+
+    master: str = "local[*]"
+    driver_memory: str | None = None
+    local_dir: str | None = None
+    app_name: str = "odfd"
+    conf: Mapping[str, str] = field(default_factory=dict)
+
+    @classmethod
+    def from_config(cls, table: Mapping[str, object] | None) -> SparkSettings:
+        """Builds settings from the ``[spark]`` table of a node config (missing keys default)."""
+        if not table:
+            return cls()
+        unknown = sorted(set(table) - _KNOWN_KEYS)
+        if unknown:
+            raise SparkConfigError(f"config [spark]: unknown key(s) {', '.join(unknown)}")
+        values: dict[str, object] = {}
+        for key in ("master", "driver_memory", "local_dir", "app_name"):
+            if key in table:
+                value = table[key]
+                if not isinstance(value, str) or not value:
+                    raise SparkConfigError(f"config [spark].{key}: expected a non-empty string")
+                values[key] = value
+        conf = table.get("conf", {})
+        if not isinstance(conf, Mapping) or not all(
+            isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in conf.items()
+        ):
+            raise SparkConfigError("config [spark].conf: expected a table of Spark settings")
+        values["conf"] = {k: _conf_value(v) for k, v in conf.items()}
+        settings = cls(**values)  # type: ignore[arg-type]
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        pinned = sorted(k for k in self.conf if k in DETERMINISM or k in _OWNED_KEYS)
+        if pinned:
+            raise SparkConfigError(
+                "config [spark].conf: these settings are fixed by odfd and cannot be "
+                f"overridden: {', '.join(pinned)}"
+            )
+
+    def spark_conf(self) -> dict[str, str]:
+        """The complete configuration to start a session with."""
+        self.validate()
+        conf = dict(self.conf)
+        conf.update(RUNTIME)
+        conf.update(DETERMINISM)
+        conf["spark.master"] = self.master
+        conf["spark.app.name"] = self.app_name
+        if self.driver_memory:
+            conf["spark.driver.memory"] = self.driver_memory
+        if self.local_dir:
+            conf["spark.local.dir"] = self.local_dir
+        return conf
+
+
+_OWNED_KEYS = frozenset(
+    {"spark.master", "spark.app.name", "spark.driver.memory", "spark.local.dir", *RUNTIME}
+)
+
+
+def _conf_value(value: str | int | float | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)

@@ -1,0 +1,249 @@
+"""Executes one transaction of a derivative dataset's SQL transform in Spark.
+
+The coordinator plans a transaction (which input slices, which offsets, what system time) and the
+verifier replays recorded ones; both hand a :class:`TransformRequest` to :func:`execute_transform`.
+Given the same request it always produces the same records in the same order, hence the same
+logical hash:
+
+* each input is its slice files read one file per partition, in offset order, concatenated and
+  coalesced into a single partition, so map/filter steps keep the input order (RFC-015) and
+  shuffles have exactly one map output per input, whatever the cluster looks like;
+* the session's determinism settings (``verifier.engine.settings``) fix shuffle partitioning and
+  SQL semantics, and queries using random or clock functions are rejected;
+* output rows get offsets in the order they are collected (partition by partition), and the
+  system time is the request's, not the clock's.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+
+from protocol.errors import OdfError
+from protocol.identity import DatasetId
+from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
+from verifier.engine.checkpoint import WrittenCheckpoint, read_checkpoint, write_checkpoint
+from verifier.engine.columns import Vocab, col, quote
+from verifier.engine.determinism import check_deterministic
+from verifier.engine.failures import describe, spark_failures
+from verifier.engine.output import WrittenSlice, write_slice
+from verifier.engine.session import isolated_session
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+SUPPORTED_ENGINE = "spark"
+_OUTPUT_VIEW = "__output__"
+
+#: Read each input slice file as exactly one partition (see the module docstring).
+_INPUT_READ_CONF = {"spark.sql.files.maxPartitionBytes": str(1 << 50)}
+
+
+class TransformError(OdfError):
+    """The transform cannot run or its result is not a valid slice."""
+
+
+class UnsupportedTransformError(TransformError):
+    """The transform needs an engine or a feature odfd does not have."""
+
+
+class InvalidQueryError(TransformError):
+    """Spark rejected a query of the transform (syntax, unknown table or column, types...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TransformInputSlice:
+    """What one input contributes to a transaction."""
+
+    dataset_id: DatasetId
+    alias: str
+    vocab: Vocab
+    schema: pa.Schema | None
+    """The input's data schema (from its SetDataSchema); ``None`` if it has never had data."""
+    data_paths: tuple[Path, ...]
+    """Slice files holding the offsets below, oldest first."""
+    offset_interval: tuple[int, int] | None
+    """Closed offset interval to read, ``None`` when no new records arrived."""
+    explicit_watermarks: tuple[Watermark, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TransformRequest:
+    dataset_alias: str
+    transform: TransformSql
+    vocab: Vocab
+    system_time: Timestamp
+    next_offset: int
+    inputs: tuple[TransformInputSlice, ...]
+    prev_checkpoint: Path | None
+    out_dir: Path
+    """Where the data and checkpoint files are written (the caller moves them into the dataset)."""
+    prev_watermark: Timestamp | None = None
+    spill_dir: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TransformResult:
+    schema: pa.Schema
+    new_data: WrittenSlice | None
+    new_watermark: Timestamp | None
+    new_checkpoint: WrittenCheckpoint | None
+
+
+def query_steps(transform: TransformSql) -> tuple[SqlQueryStep, ...]:
+    """The ordered query steps of a transform (``query`` is shorthand for one unnamed step)."""
+    if transform.queries:
+        return tuple(transform.queries)
+    if transform.query:
+        return (SqlQueryStep(query=transform.query),)
+    raise TransformError("the transform has neither `query` nor `queries`")
+
+
+def validate_transform(transform: object, dataset: str) -> TransformSql:
+    """Checks the transform is something this engine runs; returns it typed."""
+    if not isinstance(transform, TransformSql):
+        raise UnsupportedTransformError(f"{dataset}: transform kind {type(transform).__name__} is not supported")
+    if transform.engine.lower() != SUPPORTED_ENGINE:
+        raise UnsupportedTransformError(
+            f"{dataset}: the transform uses engine '{transform.engine}', but odfd runs only "
+            f"'{SUPPORTED_ENGINE}' transforms"
+        )
+    if transform.temporal_tables:
+        names = ", ".join(t.name for t in transform.temporal_tables)
+        raise UnsupportedTransformError(
+            f"{dataset}: temporal tables ({names}) are a Flink feature that the Spark engine cannot run"
+        )
+    steps = query_steps(transform)
+    if steps[-1].alias:
+        raise TransformError(f"{dataset}: the last query step must have no alias (it is the output)")
+    return transform
+
+
+def execute_transform(request: TransformRequest) -> TransformResult:
+    """Runs the transaction and writes its slice and checkpoint under ``request.out_dir``."""
+    transform = validate_transform(request.transform, request.dataset_alias)
+    spark = isolated_session()
+    for key, value in _INPUT_READ_CONF.items():
+        spark.conf.set(key, value)
+    with spark_failures(f"{request.dataset_alias}: the transform"):
+        for input_slice in request.inputs:
+            _input_frame(spark, input_slice, request.dataset_alias).createTempView(quote(input_slice.alias))
+        result = run_queries(spark, transform, request.dataset_alias, require_deterministic=True)
+        result = _prepare_output(result, request.vocab, request.dataset_alias)
+        schema, written = write_slice(
+            result,
+            vocab=request.vocab,
+            start_offset=request.next_offset,
+            system_time=request.system_time,
+            out_path=request.out_dir / "data.parquet",
+            spill_dir=request.spill_dir,
+        )
+    watermarks = _input_watermarks(request)
+    checkpoint = write_checkpoint(watermarks, request.out_dir / "checkpoint.tar") if watermarks else None
+    return TransformResult(schema, written, _output_watermark(request, watermarks), checkpoint)
+
+
+def _input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: str) -> DataFrame:
+    """The input's records in the interval, one ordered partition, in the input's current schema.
+
+    Slices written before columns were added lack them: they read as nulls.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if input_slice.schema is None:
+        raise TransformError(f"{dataset}: input '{input_slice.alias}' has no data schema yet")
+    schema = from_arrow_schema(input_slice.schema)
+    if input_slice.offset_interval is None or not input_slice.data_paths:
+        return spark.createDataFrame([], schema)
+    frames = []
+    for path in input_slice.data_paths:
+        frame = spark.read.parquet(str(path))
+        frames.append(
+            frame.select(
+                *[
+                    col(f.name) if f.name in frame.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                    for f in schema.fields
+                ]
+            )
+        )
+    df = frames[0]
+    for frame in frames[1:]:
+        df = df.union(frame)
+    start, end = input_slice.offset_interval
+    offset = col(input_slice.vocab.offset)
+    return df.where((offset >= start) & (offset <= end)).coalesce(1)
+
+
+def run_queries(
+    spark: SparkSession, transform: TransformSql, what: str, *, require_deterministic: bool
+) -> DataFrame:
+    """Runs the query steps, each named step becoming a view; returns the unnamed last one."""
+    from pyspark.errors import AnalysisException, ParseException
+
+    steps = query_steps(transform)
+    for number, step in enumerate(steps, start=1):
+        where = f"{what}: query step {number}" + (f" ({step.alias})" if step.alias else "")
+        try:
+            df = spark.sql(step.query)
+        except (AnalysisException, ParseException) as err:
+            raise InvalidQueryError(f"{where} is invalid: {describe(err)}") from err
+        if require_deterministic:
+            check_deterministic(df, where)
+        df.createOrReplaceTempView(quote(step.alias or _OUTPUT_VIEW))
+    return spark.table(quote(_OUTPUT_VIEW))
+
+
+def _prepare_output(result: DataFrame, vocab: Vocab, dataset: str) -> DataFrame:
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DateType, IntegerType, TimestampNTZType, TimestampType
+
+    names = result.columns
+    for system in (vocab.offset, vocab.system_time):
+        if system in names:
+            raise TransformError(
+                f"{dataset}: the query's result has a column '{system}' that clashes with a system "
+                "column; rename it or set a different vocabulary"
+            )
+    if vocab.event_time not in names:
+        raise TransformError(f"{dataset}: the query's result has no event time column '{vocab.event_time}'")
+    event_type = result.schema[vocab.event_time].dataType
+    if not isinstance(event_type, (TimestampType, TimestampNTZType, DateType)):
+        raise TransformError(
+            f"{dataset}: event time column '{vocab.event_time}' must be a TIMESTAMP or DATE, "
+            f"found {event_type.simpleString()}"
+        )
+    if vocab.op in names:
+        if not isinstance(result.schema[vocab.op].dataType, IntegerType):
+            raise TransformError(
+                f"{dataset}: operation type column '{vocab.op}' must be INT, "
+                f"found {result.schema[vocab.op].dataType.simpleString()}"
+            )
+        return result.select(col(vocab.op), *[col(c) for c in names if c != vocab.op])
+    return result.select(F.lit(0).cast("int").alias(vocab.op), *[col(c) for c in names])
+
+
+def _input_watermarks(request: TransformRequest) -> dict[DatasetId, Timestamp]:
+    """Each input's watermark: the latest one it declared in this interval, else the checkpoint's."""
+    previous = read_checkpoint(request.prev_checkpoint) if request.prev_checkpoint else {}
+    watermarks: dict[DatasetId, Timestamp] = {}
+    for input_slice in request.inputs:
+        declared = [w.event_time for w in input_slice.explicit_watermarks]
+        if declared:
+            watermarks[input_slice.dataset_id] = max(declared)
+        elif input_slice.dataset_id in previous:
+            watermarks[input_slice.dataset_id] = previous[input_slice.dataset_id]
+    return watermarks
+
+
+def _output_watermark(request: TransformRequest, watermarks: dict[DatasetId, Timestamp]) -> Timestamp | None:
+    """The slowest input's watermark, once every input has one; never moves backwards."""
+    candidate = None
+    if request.inputs and all(i.dataset_id in watermarks for i in request.inputs):
+        candidate = min(watermarks[i.dataset_id] for i in request.inputs)
+    if request.prev_watermark is not None and (candidate is None or candidate < request.prev_watermark):
+        return request.prev_watermark
+    return candidate
