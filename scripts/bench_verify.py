@@ -1,0 +1,304 @@
+"""``odfd verify`` performance, as ratios measured in this one run.
+
+1. Data integrity (layer 2) throughput over a root dataset of Parquet slices, in MB of files per
+   second, as a ratio to raw SHA3-256 over the same bytes (one stream), with one worker and with
+   ``--jobs`` workers. Layer 2 reads every file twice (bytes for the physical hash, records for
+   the logical hash and the column checks), so 0.5 with one worker would mean the record pass
+   costs no more than hashing bytes. Each verification runs in a fresh child process; with one
+   job the checks run in that process, whose peak memory is printed next to the data size (it
+   must not grow with the data); more jobs use that many worker processes (and their start-up).
+2. Re-execution (layer 3): the time to re-execute a recorded transform transaction, as a ratio to
+   the time the original transaction took (planning, Spark, writing, committing). Target <= 1.2.
+   Best of ``--repeat`` transactions each, after a warm-up transaction.
+
+    python scripts/bench_verify.py [--mb 400] [--files 8] [--jobs N] [--rows 300000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from protocol import arrow_schema
+from protocol.hashing import logical_hash, physical_hash_file
+from protocol.model import (
+    AddData,
+    DatasetKind,
+    DataSlice,
+    OffsetInterval,
+    SetDataSchema,
+    Timestamp,
+)
+from storage.workspace import Workspace
+from verifier.audit import VerifyOptions, default_jobs, verify
+from verifier.selection import RangeRequest
+
+REEXECUTION_TARGET = 1.2
+T0 = Timestamp.of(2024, 1, 1)
+MS_UTC = pa.timestamp("ms", tz="UTC")
+
+
+# --- 1. data integrity ------------------------------------------------------------------------
+
+
+def slice_table(start: int, rows: int, rng: np.random.Generator) -> pa.Table:
+    """A slice like an ingest writes: system columns, an event time, numbers and short strings."""
+    names = np.array([f"sensor-{i:04d}" for i in range(2000)])
+    return pa.table(
+        {
+            "offset": pa.array(np.arange(start, start + rows, dtype=np.int64)),
+            "op": pa.array(np.zeros(rows, dtype=np.int32)),
+            "system_time": pa.array(np.full(rows, T0.epoch_millis, dtype=np.int64)).cast(MS_UTC),
+            "event_time": pa.array(T0.epoch_millis + np.sort(rng.integers(0, 10**9, rows))).cast(MS_UTC),
+            "sensor": pa.array(names[rng.integers(0, len(names), rows)]),
+            "reading": pa.array(rng.normal(size=rows)),
+            "count": pa.array(rng.integers(0, 10**6, rows)),
+        }
+    )
+
+
+async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[Path]]:
+    rng = np.random.default_rng(7)
+    rows = max(total_mb * 1_000_000 // 22 // files, 1)  # ~22 bytes a row once compressed
+    async with await Workspace.init(root) as workspace:
+        dataset = await workspace.create_dataset("sensors", DatasetKind.ROOT, system_time=T0)
+        staging = root / "staging"
+        staging.mkdir()
+        offset = 0
+        for n in range(files):
+            table = slice_table(offset, rows, rng)
+            path = staging / f"{n}.parquet"
+            pq.write_table(table, path, row_group_size=1 << 20)
+            state = await dataset.chain.state()
+            if state.schema is None:
+                schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
+                await dataset.commit_event(
+                    SetDataSchema(schema=schema), expected_head=state.head, system_time=T0
+                )
+                state = await dataset.chain.state()
+            new_data = DataSlice(
+                logical_hash=logical_hash(table),
+                physical_hash=physical_hash_file(path),
+                offset_interval=OffsetInterval(start=offset, end=offset + rows - 1),
+                size=path.stat().st_size,
+            )
+            event = AddData(prev_offset=state.last_offset, new_data=new_data)
+            await dataset.commit_data(event, data_file=path, expected_head=state.head, system_time=T0)
+            offset += rows
+        paths = [dataset.data.path_of(h) for h in await _slices(dataset)]  # type: ignore[attr-defined]
+    return "sensors", paths
+
+
+async def _slices(dataset) -> list:  # noqa: ANN001 - a Dataset
+    return [
+        b.event.new_data.physical_hash
+        async for _, b in dataset.chain.iter_blocks()
+        if isinstance(b.event, AddData)
+    ]
+
+
+def raw_sha3_seconds(paths: list[Path]) -> float:
+    started = time.perf_counter()
+    for path in paths:
+        hasher = hashlib.sha3_256()
+        with open(path, "rb", buffering=0) as file:
+            while chunk := file.read(1 << 20):
+                hasher.update(chunk)
+        hasher.digest()
+    return time.perf_counter() - started
+
+
+_CHILD = """
+import asyncio, json, sys, time
+from pathlib import Path
+from storage.workspace import Workspace
+from verifier.audit import VerifyOptions, verify
+
+async def main():
+    async with await Workspace.open(Path(sys.argv[1])) as workspace:
+        started = time.perf_counter()
+        report = await verify(workspace, ["sensors"], VerifyOptions(jobs=int(sys.argv[2]), integrity_only=True))
+        seconds = time.perf_counter() - started
+    entry = report.datasets[0]
+    assert report.exit_code == 0, report.dumps()
+    print(json.dumps({"seconds": seconds, "data_seconds": entry.data.duration_seconds,
+                      "records": entry.data.checked["records"],
+                      "max_rss_mb": peak_rss_mb()}))
+
+def peak_rss_mb():
+    # VmHWM belongs to this program's memory map; ru_maxrss would include the parent's before exec.
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+asyncio.run(main())
+"""
+
+
+def verify_in_child(root: Path, jobs: int) -> dict:
+    repo = Path(__file__).resolve().parents[1]
+    out = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(root), str(jobs)],
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    ).stdout
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def bench_data_integrity(work: Path, total_mb: int, files: int, jobs: int, repeat: int) -> None:
+    root = work / "integrity"
+    _, paths = asyncio.run(build_root(root, total_mb, files))
+    size = sum(p.stat().st_size for p in paths)
+    print(f"data integrity: {len(paths)} slices, {size / 1e6:.1f} MB of Parquet")
+    sha3 = min(raw_sha3_seconds(paths) for _ in range(repeat))
+    print(f"  raw SHA3-256 (1 stream)      {size / sha3 / 1e6:8.1f} MB/s")
+    single = None
+    for workers in sorted({1, jobs}):
+        runs = [verify_in_child(root, workers) for _ in range(repeat)]
+        best = min(runs, key=lambda r: r["seconds"])
+        rate = size / best["seconds"] / 1e6
+        ratio = rate / (size / sha3 / 1e6)
+        line = f"  verify data layer, jobs={workers:<3} {rate:8.1f} MB/s  ratio to SHA3 {ratio:5.2f}"
+        if single is None:
+            single = rate
+            # One job checks in-process: its peak memory is what one worker needs, whatever the data size.
+            line += f"  ({best['records']:,} records, peak RSS {best['max_rss_mb']:.0f} MB)"
+        else:
+            line += f"  ({rate / single:.2f}x one job, in {workers} worker processes)"
+        print(line)
+
+
+# --- 2. re-execution --------------------------------------------------------------------------
+
+DERIVATIVE = """
+kind: DatasetSnapshot
+version: 1
+content:
+  name: readings.hourly
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: readings
+      transform:
+        kind: Sql
+        engine: spark
+        queries:
+          - alias: valid
+            query: SELECT event_time, sensor, reading FROM readings WHERE reading IS NOT NULL
+          - query: |
+              SELECT max(event_time) AS event_time, sensor, date_trunc('hour', event_time) AS hour,
+                     count(*) AS n, round(avg(reading), 6) AS mean, max(reading) AS peak
+              FROM valid GROUP BY sensor, date_trunc('hour', event_time)
+"""
+
+ROOT = """
+kind: DatasetSnapshot
+version: 1
+content:
+  name: readings
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: Csv
+        header: true
+        schema:
+          fields:
+            - name: event_time
+              type: timestamp
+            - name: sensor
+              type: string
+            - name: reading
+              type: float64
+      merge:
+        kind: Append
+"""
+
+
+def write_csv(path: Path, rows: int, day: int, rng: np.random.Generator) -> Path:
+    seconds = np.sort(rng.integers(0, 86_400, rows))
+    sensors = rng.integers(0, 500, rows)
+    readings = rng.normal(size=rows)
+    with open(path, "w") as out:
+        out.write("event_time,sensor,reading\n")
+        for s, sensor, reading in zip(seconds, sensors, readings, strict=True):
+            out.write(
+                f"2024-01-{day:02d}T{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}Z,s{sensor},{reading:.6f}\n"
+            )
+    return path
+
+
+async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
+    from odfd.coordinator.ingest import ingest_push
+    from odfd.coordinator.transform import update_derivative
+    from protocol.codec import yaml as odf_yaml
+    from verifier.engine import session
+    from verifier.engine.settings import SparkSettings
+
+    session.configure(SparkSettings(master="local[*]", driver_memory="2g", app_name="odfd-bench-verify"))
+    rng = np.random.default_rng(11)
+    async with await Workspace.init(work / "reexecution") as workspace:
+        for manifest in (ROOT, DERIVATIVE):
+            await workspace.create_from_snapshot(
+                odf_yaml.load_snapshot(manifest.encode(), source="bench"), system_time=T0
+            )
+        readings = await workspace.get_dataset("readings")
+        hourly = await workspace.get_dataset("readings.hourly")
+        originals: list[float] = []
+        sequence_numbers: list[int] = []
+        for day in range(1, repeat + 2):  # day 1 warms Spark up and is not measured
+            await ingest_push(workspace, readings, write_csv(work / f"day{day}.csv", rows, day, rng))
+            started = time.perf_counter()
+            outcome = await update_derivative(workspace, hourly)
+            elapsed = time.perf_counter() - started
+            if day > 1:
+                originals.append(elapsed)
+                sequence_numbers.append((await hourly.chain.state()).sequence_number)
+        replays: list[float] = []
+        for number in sequence_numbers:
+            options = VerifyOptions(block_range=RangeRequest(number, number), jobs=default_jobs())
+            report = await verify(workspace, ["readings.hourly"], options)
+            assert report.exit_code == 0, report.dumps()
+            replays.append(report.datasets[-1].reproducibility.duration_seconds)
+    original, replay = min(originals), min(replays)
+    print(f"re-execution: {rows:,} input records per transaction, {outcome.num_records:,} output records")
+    print(
+        f"  original transaction {original:6.2f} s   re-execution {replay:6.2f} s   "
+        f"ratio {replay / original:4.2f} (target <= {REEXECUTION_TARGET})"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mb", type=int, default=400, help="size of the dataset for the data layer")
+    parser.add_argument("--files", type=int, default=8)
+    parser.add_argument("--jobs", type=int, default=default_jobs())
+    parser.add_argument("--rows", type=int, default=300_000, help="input records per transform transaction")
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--skip-spark", action="store_true", help="only the data-integrity part")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="odfd-bench-verify-") as work:
+        bench_data_integrity(Path(work), args.mb, args.files, args.jobs, args.repeat)
+        if not args.skip_spark:
+            asyncio.run(bench_reexecution(Path(work), args.rows, args.repeat))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,218 @@
+"""Orchestration and the command line, on datasets built without Spark: what gets audited in
+which role and order, the JSON contract, exit codes and progress."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from odfd.cli.main import main
+from protocol.errors import ParseError
+from protocol.identity import Multibase, Multihash
+from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.verifier.builders import (
+    data_blocks,
+    derivative_with_engine,
+    flip_byte,
+    root_with_slices,
+)
+from verifier.audit import VerifyOptions, verify
+from verifier.progress import NoProgress, TerminalProgress, progress_for
+from verifier.report import REPORT_VERSION, Layer, Role, Status
+from verifier.selection import parse_block_selector
+
+
+@pytest.fixture
+async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
+    async with await Workspace.init(tmp_path / "ws") as ws:
+        yield ws
+
+
+async def test_a_transform_in_another_engine_cannot_be_verified_but_its_input_is_checked_first(
+    workspace: Workspace,
+) -> None:
+    source = await root_with_slices(workspace, "source", [[1, 2], [3]])
+    await derivative_with_engine(workspace, "derived", source, "flink")
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+    assert [(d.alias, d.role) for d in report.datasets] == [("source", Role.INPUT), ("derived", Role.TARGET)]
+    source_entry, derived = report.datasets
+    assert source_entry.status is Status.OK and source_entry.reproducibility.status is Status.SKIPPED
+    assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
+    assert derived.reproducibility.status is Status.CANNOT_VERIFY
+    [finding] = derived.reproducibility.findings
+    assert finding.rule == "unsupported-transform" and finding.status is Status.CANNOT_VERIFY
+    assert finding.block.sequence_number == 3
+    assert "engine 'flink'" in finding.message and "derived block #3" in finding.message
+    assert report.exit_code == 2
+
+
+async def test_recursive_audits_upstream_in_every_layer_once(workspace: Workspace) -> None:
+    source = await root_with_slices(workspace, "source", [[1]])
+    await derivative_with_engine(workspace, "first", source, "flink")
+    await derivative_with_engine(workspace, "second", source, "flink")
+    report = await verify(workspace, ["first", "second", "first"], VerifyOptions(jobs=1, recursive=True))
+    assert [(d.alias, d.role) for d in report.datasets] == [
+        ("source", Role.UPSTREAM),
+        ("first", Role.TARGET),
+        ("second", Role.TARGET),
+    ]
+
+
+@pytest.mark.parametrize("recursive", [False, True])
+async def test_an_input_named_later_as_a_target_is_reported_once_as_a_target(
+    workspace: Workspace, recursive: bool
+) -> None:
+    source = await root_with_slices(workspace, "source", [[1]])
+    await derivative_with_engine(workspace, "derived", source, "flink")
+    report = await verify(workspace, ["derived", "source"], VerifyOptions(jobs=1, recursive=recursive))
+    assert [(d.alias, d.role) for d in report.datasets] == [("source", Role.TARGET), ("derived", Role.TARGET)]
+    assert report.datasets[0].reproducibility.status is Status.SKIPPED
+    assert "root dataset" in report.datasets[0].reproducibility.reason
+
+
+async def test_integrity_only_skips_re_execution(workspace: Workspace) -> None:
+    source = await root_with_slices(workspace, "source", [[1]])
+    await derivative_with_engine(workspace, "derived", source, "flink")
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1, integrity_only=True))
+    [derived] = report.datasets  # inputs are only needed before re-executing
+    assert (
+        derived.reproducibility.status is Status.SKIPPED
+        and derived.reproducibility.reason == "--integrity-only"
+    )
+    assert report.exit_code == 0
+
+
+async def test_the_json_report_has_the_documented_shape(workspace: Workspace) -> None:
+    dataset = await root_with_slices(workspace, "source", [[1, 2], [3]], checkpoints=True)
+    hash, block = (await data_blocks(dataset))[1]
+    flip_byte(dataset.data.path_of(block.event.new_data.physical_hash), 20)  # type: ignore[attr-defined]
+    report = json.loads((await verify(workspace, ["source"], VerifyOptions(jobs=2))).dumps())
+    assert set(report) == {
+        "kind",
+        "version",
+        "startedAt",
+        "finishedAt",
+        "options",
+        "status",
+        "exitCode",
+        "layerCounts",
+        "datasets",
+    }
+    assert (report["kind"], report["version"], report["status"], report["exitCode"]) == (
+        "odfd.VerifyReport",
+        REPORT_VERSION,
+        "failed",
+        1,
+    )
+    assert report["options"] == {
+        "recursive": False,
+        "integrityOnly": False,
+        "from": None,
+        "to": None,
+        "jobs": 2,
+        "sampleRows": 5,
+    }
+    assert report["layerCounts"] == {"ok": 1, "failed": 1, "cannot-verify": 0, "skipped": 1}
+    [entry] = report["datasets"]
+    assert set(entry) == {"id", "alias", "kind", "role", "status", "head", "range", "layers"}
+    assert (entry["kind"], entry["role"], entry["status"]) == ("root", "target", "failed")
+    assert list(entry["layers"]) == [str(layer) for layer in Layer]
+    data = entry["layers"]["data"]
+    assert set(data) == {"status", "reason", "checked", "findings", "findingsOmitted", "durationSeconds"}
+    assert data["checked"]["slices"] == 2 and data["checked"]["checkpoints"] == 2
+    finding = next(f for f in data["findings"] if f["rule"] == "physical-hash")
+    assert set(finding) == {
+        "status",
+        "rule",
+        "message",
+        "block",
+        "file",
+        "field",
+        "expected",
+        "actual",
+        "details",
+    }
+    assert finding["block"] == {"sequenceNumber": block.sequence_number, "hash": str(hash)}
+    assert finding["file"] == f"data/{block.event.new_data.physical_hash}"
+    assert finding["field"] == "event.newData.physicalHash" and finding["details"] is None
+
+
+def cli_workspace(tmp_path: Path, build) -> Path:  # noqa: ANN001 - an async builder
+    """A workspace set up by ``build(workspace)`` for in-process CLI runs (which start their own loop)."""
+    root = tmp_path / "cli-ws"
+
+    async def setup() -> None:
+        async with await Workspace.init(root) as workspace:
+            workspace.layout.config_path.write_text(
+                workspace.layout.config_path.read_text() + TEST_SPARK_CONFIG
+            )
+            await build(workspace)
+
+    asyncio.run(setup())
+    return root
+
+
+def test_cli_exit_codes_and_text_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    flipped: dict[str, str] = {}
+
+    async def build(workspace: Workspace) -> None:
+        healthy = await root_with_slices(workspace, "healthy", [[1, 2]])
+        broken = await root_with_slices(workspace, "broken", [[1, 2], [3]])
+        await derivative_with_engine(workspace, "foreign", healthy, "flink")
+        hash, block = (await data_blocks(broken))[1]
+        path = broken.data.path_of(block.event.new_data.physical_hash)  # type: ignore[attr-defined]
+        flip_byte(path, 30)
+        flipped.update(block=f"block #{block.sequence_number} {hash}", file=f"data/{path.name}")
+
+    root = cli_workspace(tmp_path, build)
+    assert main(["verify", "healthy", "--root", str(root)]) == 0
+    assert main(["verify", "broken", "--root", str(root)]) == 1
+    out = capsys.readouterr().out
+    assert f"x {flipped['block']}, {flipped['file']}: [physical-hash]" in out
+    assert "data integrity       FAILED" in out and "Result: verification FAILED" in out
+    assert main(["verify", "foreign", "--root", str(root)]) == 2
+    assert "reproducibility      CANNOT VERIFY" in capsys.readouterr().out
+    assert main(["verify", "foreign", "--integrity-only", "--root", str(root)]) == 0
+    assert main(["verify", "nothing.here", "--root", str(root)]) == 2
+    captured = capsys.readouterr()
+    assert "dataset nothing.here is not in the workspace" in captured.err
+    assert main(["verify", "healthy", "--from", "9", "--root", str(root)]) == 2
+    assert "--from 9 is not a block of healthy" in capsys.readouterr().err
+
+
+def test_blocks_are_selected_by_sequence_number_or_hash() -> None:
+    hash = Multihash.from_digest_sha3_256(b"block")
+    assert parse_block_selector("12") == 12
+    assert parse_block_selector(str(hash)) == hash
+    assert parse_block_selector(hash.to_multibase(Multibase.BASE58_BTC)) == hash
+    with pytest.raises(ParseError, match="neither a sequence number nor a block hash"):
+        parse_block_selector("-1")
+
+
+def test_progress_is_drawn_on_a_terminal_only() -> None:
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    assert isinstance(progress_for(io.StringIO()), NoProgress)
+    assert isinstance(progress_for(Terminal()), TerminalProgress)
+    now = [100.0]
+    stream = Terminal()
+    progress = TerminalProgress(stream, clock=lambda: now[0])
+    progress.begin("trades", Layer.DATA, blocks=10, bytes=4 * 1024 * 1024)
+    now[0] += 2.0
+    progress.advance(blocks=5, bytes=1024 * 1024)
+    assert progress.line() == "trades: data integrity · 5/10 blocks · 1.0 MiB/4.0 MiB · 512.0 KiB/s · ETA 6s"
+    assert stream.getvalue().endswith(progress.line())
+    progress.end()
+    assert stream.getvalue().endswith("\r")
+    progress.begin("trades", Layer.METADATA)
+    now[0] += 1.0
+    progress.advance(blocks=30)
+    assert progress.line() == "trades: metadata integrity · 30 blocks · 30.0 blocks/s"

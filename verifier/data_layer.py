@@ -1,0 +1,166 @@
+"""Layer 2, data integrity: every slice and checkpoint in the range matches its block.
+
+The chain is read oldest first (to know the vocabulary and declared schema in effect at each
+block) and every file becomes checks for the ``CheckRunner``: the physical hash of each slice and
+checkpoint, and a re-read of each slice's content (``file_checks``). Hashing a file's bytes and
+scanning its content are separate checks, so even a single huge slice keeps two workers busy. At
+most ``jobs`` checks are in flight, each streaming its file, so memory is bounded by the number
+of workers, not by the size of the data.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.identity import Multihash
+from protocol.model import AddData, ExecuteTransform, SetDataSchema, SetVocab
+from storage.dataset import Dataset
+from storage.layout import object_name
+from storage.stores.base import ObjectStore
+from verifier.engine.columns import Vocab
+from verifier.engine.inputs import arrow_schema_of
+from verifier.errors import VerifyError
+from verifier.file_checks import FileCheck, SliceExpectation
+from verifier.metadata_layer import ChainSurvey
+from verifier.progress import Progress
+from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult
+from verifier.workers import CheckRunner, ContentCheck, FileTask, ObjectCheck
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """The column names of the ``SetDataSchema`` in effect, and where it was declared."""
+
+    columns: tuple[str, ...]
+    where: str
+
+
+class _Checks:
+    """Submits checks with at most ``runner.jobs`` in flight and records each result as it arrives."""
+
+    def __init__(self, runner: CheckRunner, recorder: LayerRecorder, progress: Progress) -> None:
+        self._runner = runner
+        self._recorder = recorder
+        self._progress = progress
+        self._slots = asyncio.Semaphore(runner.jobs)
+        self._pending: set[asyncio.Task[None]] = set()
+
+    async def submit(self, task: FileTask, block: BlockLocation, file: str, counter: str | None) -> None:
+        """Queues ``task``; ``counter`` names what to count (and show as done) when it finishes."""
+        await self._slots.acquire()
+        pending = asyncio.create_task(self._check(task, block, file, counter))
+        self._pending.add(pending)
+        pending.add_done_callback(self._pending.discard)
+
+    async def _check(self, task: FileTask, block: BlockLocation, file: str, counter: str | None) -> None:
+        try:
+            result = await self._runner.run(task)
+        finally:
+            self._slots.release()
+        self._record(result, block, file, counter)
+
+    def _record(self, result: FileCheck, block: BlockLocation, file: str, counter: str | None) -> None:
+        if counter is not None:
+            self._recorder.count(counter)
+            self._progress.advance(blocks=1)
+        if result.records:
+            self._recorder.count("records", result.records)
+        for problem in result.problems:
+            self._recorder.add(
+                Finding(
+                    problem.status,
+                    problem.rule,
+                    problem.message,
+                    block=block,
+                    file=file,
+                    field=problem.field,
+                    expected=problem.expected,
+                    actual=problem.actual,
+                )
+            )
+
+    async def drain(self) -> None:
+        """Waits for every check; re-raises the first unexpected error (a bug, not a finding)."""
+        try:
+            while self._pending:
+                for done in await asyncio.gather(*self._pending, return_exceptions=True):
+                    if isinstance(done, BaseException):
+                        raise done
+        finally:
+            for pending in self._pending:
+                pending.cancel()
+
+
+async def check_data(
+    dataset: Dataset, survey: ChainSurvey, name: str, runner: CheckRunner, progress: Progress
+) -> LayerResult:
+    """Runs layer 2 over the blocks of ``survey.block_range``."""
+    started = time.monotonic()
+    recorder = LayerRecorder(Layer.DATA)
+    for counter in ("slices", "checkpoints"):
+        recorder.count(counter, 0)
+    recorder.count("bytes", survey.data_bytes)
+    recorder.count("records", 0)
+    checks = _Checks(runner, recorder, progress)
+    progress.begin(name, Layer.DATA, blocks=survey.slices + survey.checkpoints, bytes=survey.data_bytes)
+    try:
+        vocab = Vocab()
+        declared: _Declared | None = None
+        async for hash, block in dataset.chain.iter_blocks_forward(survey.block_range.last.hash):
+            event = block.event
+            if isinstance(event, SetVocab):
+                vocab = Vocab.of(event)
+            elif isinstance(event, SetDataSchema):
+                declared = _Declared(tuple(arrow_schema_of(event).names), f"block #{block.sequence_number}")
+            elif isinstance(event, (AddData, ExecuteTransform)) and survey.block_range.contains(
+                block.sequence_number
+            ):
+                await _submit(
+                    checks, dataset, BlockLocation(block.sequence_number, hash), event, vocab, declared
+                )
+        await checks.drain()
+    finally:
+        progress.end()
+    return recorder.result(time.monotonic() - started)
+
+
+async def _submit(
+    checks: _Checks,
+    dataset: Dataset,
+    location: BlockLocation,
+    event: AddData | ExecuteTransform,
+    vocab: Vocab,
+    declared: _Declared | None,
+) -> None:
+    """The checks of one block's slice and checkpoint."""
+    if event.new_data is not None:
+        data = event.new_data
+        path = _path(dataset.data, data.physical_hash)
+        file = f"data/{object_name(data.physical_hash)}"
+        expectation = SliceExpectation(
+            data_slice=data,
+            vocab=vocab,
+            declared_columns=None if declared is None else declared.columns,
+            declared_in=None if declared is None else declared.where,
+        )
+        # A slice is read twice (bytes, then records): each read shows as half its size.
+        await checks.submit(
+            ObjectCheck(path, data.physical_hash, data.size, "event.newData", 0.5), location, file, None
+        )
+        await checks.submit(ContentCheck(path, expectation, 0.5), location, file, "slices")
+    if event.new_checkpoint is not None:
+        checkpoint = event.new_checkpoint
+        path = _path(dataset.checkpoints, checkpoint.physical_hash)
+        file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
+        task = ObjectCheck(path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint")
+        await checks.submit(task, location, file, "checkpoints")
+
+
+def _path(store: ObjectStore, hash: Multihash) -> Path:
+    path_of = getattr(store, "path_of", None)
+    if path_of is None:
+        raise VerifyError(f"{store!r} is not on the local file system; the verifier reads files by path")
+    return path_of(hash)

@@ -1,0 +1,338 @@
+"""Blocking checks of one data or checkpoint file against what its block records.
+
+Each check streams its file in bounded memory — the physical hash in fixed-size chunks, the
+Parquet content a batch of :data:`PARQUET_BATCH_ROWS` rows at a time with column chunks read
+through a small buffer rather than whole row groups — so files of any size verify in a few
+megabytes per worker. Checks are plain functions of picklable arguments returning a picklable
+``FileCheck``, so they run in threads or worker processes alike (``verifier.workers``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from protocol.hashing import PARQUET_BATCH_ROWS, RecordsDigest, UnsupportedDataTypeError
+from protocol.identity import Multicodec, Multihash
+from protocol.model import DataSlice
+from verifier.engine.columns import Op, Vocab
+from verifier.report import Status
+
+CHUNK_BYTES = 1 << 20
+"""Read size of the physical hash."""
+
+PARQUET_BUFFER_BYTES = 1 << 20
+"""Read buffer per column chunk: Parquet pages are decoded as they stream in."""
+
+#: Types the system columns may have: what the spec says (uint64 / uint8) and what the
+#: reference and our pipeline write (int64 / int32).
+OFFSET_TYPES = (pa.int64(), pa.uint64())
+OP_TYPES = (pa.int32(), pa.uint8())
+UTC_ZONES = frozenset({"UTC", "Etc/UTC", "+00:00", "Z"})
+
+_DATA = "event.newData"
+_READ_ERRORS = (OSError, pa.ArrowException)
+
+OnBytes = Callable[[int], None]
+"""Receives how many more bytes of the file were checked (for progress)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """A finding before the caller places it in a block and a file."""
+
+    status: Status
+    rule: str
+    field: str | None
+    message: str
+    expected: str | None = None
+    actual: str | None = None
+
+
+def _failed(
+    rule: str, field: str | None, message: str, expected: object = None, actual: object = None
+) -> Problem:
+    return Problem(
+        Status.FAILED,
+        rule,
+        field,
+        message,
+        None if expected is None else str(expected),
+        None if actual is None else str(actual),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FileCheck:
+    problems: tuple[Problem, ...]
+    records: int = 0
+
+
+def check_object(
+    path: Path, expected_hash: Multihash, expected_size: int, field: str, on_bytes: OnBytes
+) -> FileCheck:
+    """The file exists, has the recorded size, and its bytes hash to the recorded physical hash."""
+    try:
+        size = path.stat().st_size
+        if size != expected_size:
+            message = f"the file is {size} bytes, the block records {expected_size}"
+            return FileCheck((_failed("size", f"{field}.size", message, expected_size, size),))
+        actual = _sha3_file(path, on_bytes)
+    except FileNotFoundError:
+        return FileCheck(
+            (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
+        )
+    except OSError as err:
+        return FileCheck((_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),))
+    if actual != expected_hash:
+        message = f"the file's bytes hash to {actual}"
+        return FileCheck((_failed("physical-hash", f"{field}.physicalHash", message, expected_hash, actual),))
+    return FileCheck(())
+
+
+def _sha3_file(path: Path, on_bytes: OnBytes) -> Multihash:
+    hasher = hashlib.sha3_256()
+    buffer = bytearray(CHUNK_BYTES)
+    view = memoryview(buffer)
+    with open(path, "rb", buffering=0) as file:
+        while count := file.readinto(buffer):
+            hasher.update(view[:count])
+            on_bytes(count)
+    return Multihash(Multicodec.SHA3_256, hasher.digest())
+
+
+@dataclass(frozen=True, slots=True)
+class SliceExpectation:
+    """What a data slice's content must be, from its block and the metadata before it."""
+
+    data_slice: DataSlice
+    vocab: Vocab
+    declared_columns: tuple[str, ...] | None
+    """Column names of the ``SetDataSchema`` in effect, ``None`` if none was declared."""
+    declared_in: str | None = None
+    """Where that schema was declared (e.g. ``block #3``), for messages."""
+
+
+def check_slice_content(path: Path, expected: SliceExpectation, on_bytes: OnBytes) -> FileCheck:
+    """Re-reads a slice: logical hash, record count, offsets, system columns, declared schema.
+
+    A missing file is the physical check's finding, not this one's.
+    """
+    try:
+        parquet = pq.ParquetFile(str(path), buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
+        schema = parquet.schema_arrow
+    except FileNotFoundError:
+        return FileCheck(())
+    except _READ_ERRORS as err:
+        return FileCheck((_failed("unreadable", _DATA, f"not a readable Parquet file: {err}"),))
+    with parquet:
+        return _Scan(schema, expected).run(parquet, path.stat().st_size, on_bytes)
+
+
+class _Scan:
+    """One pass over a slice's records feeding the logical hash and the column checks."""
+
+    def __init__(self, schema: pa.Schema, expected: SliceExpectation) -> None:
+        self.expected = expected
+        self.problems = [*_schema_problems(schema, expected)]
+        self.digest: RecordsDigest | None = None
+        try:
+            self.digest = RecordsDigest(schema)
+        except UnsupportedDataTypeError as err:
+            self._cannot_hash(err)
+        self.columns = _ColumnChecks(schema, expected.vocab, expected.data_slice.offset_interval.start)
+
+    def _cannot_hash(self, err: UnsupportedDataTypeError) -> None:
+        self.problems.append(
+            Problem(Status.CANNOT_VERIFY, "unsupported-type", f"{_DATA}.logicalHash", str(err))
+        )
+        self.digest = None
+
+    def run(self, parquet: pq.ParquetFile, size: int, on_bytes: OnBytes) -> FileCheck:
+        total_rows = max(parquet.metadata.num_rows, 1)
+        rows = 0
+        try:
+            for batch in _exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+                if self.digest is not None:
+                    try:
+                        self.digest.update(batch)
+                    except UnsupportedDataTypeError as err:
+                        self._cannot_hash(err)
+                self.columns.update(batch)
+                rows += batch.num_rows
+                on_bytes(size * batch.num_rows // total_rows)
+        except _READ_ERRORS as err:
+            self.problems.append(_failed("unreadable", _DATA, f"reading past record {rows} failed: {err}"))
+            return FileCheck(tuple(self.problems), rows)
+        self.problems.extend(self.columns.problems)
+        self._check_totals(rows)
+        return FileCheck(tuple(self.problems), rows)
+
+    def _check_totals(self, rows: int) -> None:
+        recorded = self.expected.data_slice
+        interval = recorded.offset_interval
+        wanted = interval.end - interval.start + 1
+        if rows != wanted:
+            message = (
+                f"the file holds {rows} records, the offset interval [{interval.start}, {interval.end}] "
+                f"needs {wanted}"
+            )
+            self.problems.append(_failed("record-count", f"{_DATA}.offsetInterval", message, wanted, rows))
+        if self.digest is not None:
+            actual = self.digest.finalize()
+            if actual != recorded.logical_hash:
+                message = f"the records hash to {actual}"
+                self.problems.append(
+                    _failed("logical-hash", f"{_DATA}.logicalHash", message, recorded.logical_hash, actual)
+                )
+
+
+def _schema_problems(schema: pa.Schema, expected: SliceExpectation) -> Iterator[Problem]:
+    vocab = expected.vocab
+    checks: tuple[tuple[str, str, Callable[[pa.DataType], bool]], ...] = (
+        (vocab.offset, "int64 or uint64", _is_offset_type),
+        (vocab.op, "int32 or uint8", _is_op_type),
+        (vocab.system_time, "timestamp in UTC", _is_utc_timestamp),
+        (vocab.event_time, "timestamp in UTC or date", lambda t: _is_utc_timestamp(t) or pa.types.is_date(t)),
+    )
+    for name, wanted, accepts in checks:
+        index = schema.get_field_index(name)
+        if index < 0:
+            yield _failed("system-column", None, f"system column '{name}' is missing")
+        elif not accepts(schema.field(index).type):
+            yield _failed(
+                "system-column",
+                None,
+                f"system column '{name}' is {schema.field(index).type}, expected {wanted}",
+            )
+    if expected.declared_columns is not None and tuple(schema.names) != expected.declared_columns:
+        message = f"the file's columns differ from the schema declared in {expected.declared_in}"
+        yield _failed(
+            "declared-schema", None, message, ", ".join(expected.declared_columns), ", ".join(schema.names)
+        )
+
+
+def _is_offset_type(data_type: pa.DataType) -> bool:
+    return data_type in OFFSET_TYPES
+
+
+def _is_op_type(data_type: pa.DataType) -> bool:
+    return data_type in OP_TYPES
+
+
+def _is_utc_timestamp(data_type: pa.DataType) -> bool:
+    return pa.types.is_timestamp(data_type) and data_type.tz in UTC_ZONES
+
+
+def _column_if(schema: pa.Schema, name: str, accepts: Callable[[pa.DataType], bool]) -> str | None:
+    """``name`` if the file has that column with an acceptable type (else its values are not checked)."""
+    index = schema.get_field_index(name)
+    return name if index >= 0 and accepts(schema.field(index).type) else None
+
+
+class _ColumnChecks:
+    """Offsets run exactly ``start..``, ``op`` holds operation types, no system value is null.
+
+    Reports the first problem of each kind only: one bad row is enough to fail a file, and a
+    shifted offset would otherwise be reported on every following row.
+    """
+
+    def __init__(self, schema: pa.Schema, vocab: Vocab, start: int) -> None:
+        self.problems: list[Problem] = []
+        self._next_offset = start
+        self._row = 0
+        self._offset = _column_if(schema, vocab.offset, _is_offset_type)
+        self._op = _column_if(schema, vocab.op, _is_op_type)
+        self._system_time = _column_if(schema, vocab.system_time, _is_utc_timestamp)
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        n = batch.num_rows
+        rows = f"rows {self._row}..{self._row + n - 1}"
+        if self._offset is not None:
+            self._check_offsets(batch.column(self._offset), rows)
+        if self._op is not None:
+            self._check_op(batch.column(self._op), rows)
+        if self._system_time is not None and batch.column(self._system_time).null_count:
+            nulls = batch.column(self._system_time).null_count
+            self._report(
+                "_system_time",
+                _failed(
+                    "system-column",
+                    None,
+                    f"system column '{self._system_time}' has {nulls} null value(s) in {rows}",
+                ),
+            )
+        self._next_offset += batch.num_rows
+        self._row += batch.num_rows
+
+    def _check_offsets(self, column: pa.Array, rows: str) -> None:
+        field = f"{_DATA}.offsetInterval"
+        if column.null_count:
+            self._report(
+                "_offset",
+                _failed("offset-values", field, f"offset column '{self._offset}' has nulls in {rows}"),
+            )
+            return
+        values = column.to_numpy(zero_copy_only=False)
+        wanted = np.arange(self._next_offset, self._next_offset + len(values), dtype=values.dtype)
+        wrong = np.flatnonzero(values != wanted)
+        if wrong.size:
+            i = int(wrong[0])
+            found, expected = int(values[i]), int(wanted[i])
+            message = (
+                f"row {self._row + i} has offset {found}, expected {expected} "
+                "(offsets must run consecutively from the interval's start)"
+            )
+            self._report("_offset", _failed("offset-values", field, message, expected, found))
+
+    def _check_op(self, column: pa.Array, rows: str) -> None:
+        if column.null_count:
+            self._report(
+                "_op", _failed("op-values", None, f"operation type column '{self._op}' has nulls in {rows}")
+            )
+            return
+        bounds = pc.min_max(column)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        lowest, highest = int(min(Op)), int(max(Op))
+        if low is not None and (low < lowest or high > highest):
+            bad = low if low < lowest else high
+            message = (
+                f"operation type column '{self._op}' holds {bad}, which is not an operation type "
+                f"({lowest}..{highest})"
+            )
+            self._report("_op", _failed("op-values", None, message))
+
+    def _report(self, column_attribute: str, problem: Problem) -> None:
+        """Records ``problem`` and stops checking that column."""
+        self.problems.append(problem)
+        setattr(self, column_attribute, None)
+
+
+def _exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Batches of exactly :data:`PARQUET_BATCH_ROWS` rows (the last shorter), across row groups.
+
+    The logical hash of structs with nulls at two levels depends on batch boundaries, and the
+    reference cuts a file this way; pyarrow happens to as well, this keeps it so.
+    """
+    pending: list[pa.RecordBatch] = []
+    pending_rows = 0
+    for batch in batches:
+        if not pending and batch.num_rows == PARQUET_BATCH_ROWS:
+            yield batch
+            continue
+        pending.append(batch)
+        pending_rows += batch.num_rows
+        while pending_rows >= PARQUET_BATCH_ROWS:
+            merged = pa.concat_batches(pending)
+            yield merged.slice(0, PARQUET_BATCH_ROWS)
+            rest = merged.slice(PARQUET_BATCH_ROWS)
+            pending, pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
+    if pending_rows:
+        yield pa.concat_batches(pending)

@@ -1,0 +1,255 @@
+"""Layer 3, reproducibility: re-execute every recorded transform transaction and compare.
+
+Each ``ExecuteTransform`` in the range is rebuilt from the chains by the engine's own
+``replay_request`` (the recorded input block and offset intervals, query, vocabulary, system
+time, first offset and previous checkpoint) and run by the same ``execute_transform`` that
+produced it, so exactly the code that made the data re-makes it. As the reference does, the
+result must equal the block in everything but the file's bytes: the logical hash, the offset
+interval (and so the record count) and the output watermark. As in the reference, checkpoints are
+not compared: each re-execution starts from the recorded previous checkpoint, whose bytes layer 2
+checks against its block.
+
+Transactions odfd cannot run (another engine, a Flink-only feature, a checkpoint another engine
+wrote, a query this Spark rejects) are "cannot verify", never passes or failures.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from protocol.errors import OdfError
+from protocol.identity import DatasetId, Multihash
+from protocol.model import ExecuteTransform, MetadataBlock
+from storage.dataset import Dataset
+from storage.errors import ObjectNotFoundError
+from storage.layout import object_name
+from verifier.engine.checkpoint import CheckpointError
+from verifier.engine.determinism import NonDeterministicQueryError
+from verifier.engine.replay import replay_request
+from verifier.engine.transform import (
+    InvalidQueryError,
+    TransformRequest,
+    TransformResult,
+    UnsupportedTransformError,
+    execute_transform,
+)
+from verifier.metadata_layer import ChainSurvey
+from verifier.progress import Progress
+from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult, Status
+from verifier.row_diff import sample_differences
+
+OpenInput = Callable[[DatasetId], Awaitable[Dataset]]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaySettings:
+    sample_rows: int
+    """Rows of each side shown when a transaction does not reproduce."""
+    scratch_dir: Path | None
+    """Where re-executed slices are written (removed after comparison); ``None``: the system's temp."""
+
+
+async def check_reproducibility(
+    dataset: Dataset,
+    survey: ChainSurvey,
+    name: str,
+    open_input: OpenInput,
+    settings: ReplaySettings,
+    progress: Progress,
+) -> LayerResult:
+    """Runs layer 3 over the ``ExecuteTransform`` blocks of ``survey.block_range``, oldest first
+    (each replay reads the checkpoint the one before it recorded)."""
+    started = time.monotonic()
+    recorder = LayerRecorder(Layer.REPRODUCIBILITY)
+    recorder.count("transactions", 0)
+    recorder.count("records", 0)
+    progress.begin(name, Layer.REPRODUCIBILITY, blocks=survey.transactions)
+    try:
+        async for hash, block in dataset.chain.iter_blocks_forward(survey.block_range.last.hash):
+            if isinstance(block.event, ExecuteTransform) and survey.block_range.contains(
+                block.sequence_number
+            ):
+                await _replay(dataset, hash, block, open_input, settings, recorder)
+                progress.advance(blocks=1)
+    finally:
+        progress.end()
+    return recorder.result(time.monotonic() - started)
+
+
+async def _replay(
+    dataset: Dataset,
+    hash: Multihash,
+    block: MetadataBlock,
+    open_input: OpenInput,
+    settings: ReplaySettings,
+    recorder: LayerRecorder,
+) -> None:
+    location = BlockLocation(block.sequence_number, hash)
+    if settings.scratch_dir is not None:
+        settings.scratch_dir.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="odfd-verify-", dir=settings.scratch_dir) as scratch:
+        try:
+            request = await replay_request(dataset, hash, open_input, Path(scratch))
+            result = await asyncio.to_thread(execute_transform, request)
+        except Exception as err:
+            rule = _cannot_verify_rule(err)
+            if rule is None:
+                raise
+            recorder.add(Finding(Status.CANNOT_VERIFY, rule, _explain(err), block=location))
+            return
+        recorder.count("transactions")
+        if result.new_data is not None:
+            recorder.count("records", result.new_data.num_records)
+        for finding in await _compare(dataset, block, location, request, result, settings):
+            recorder.add(finding)
+
+
+async def _compare(
+    dataset: Dataset,
+    block: MetadataBlock,
+    location: BlockLocation,
+    request: TransformRequest,
+    result: TransformResult,
+    settings: ReplaySettings,
+) -> list[Finding]:
+    event = block.event
+    assert isinstance(event, ExecuteTransform)
+    recorded, recomputed = event.new_data, result.new_data
+    findings: list[Finding] = []
+    if (recorded is None) != (recomputed is None):
+        findings.append(
+            Finding(
+                Status.FAILED,
+                "new-data",
+                "the block records "
+                + ("no data" if recorded is None else f"{_interval_size(recorded)} record(s)")
+                + " but re-executing the transaction gives "
+                + ("none" if recomputed is None else f"{recomputed.num_records}"),
+                block=location,
+                field="event.newData",
+            )
+        )
+    elif recorded is not None and recomputed is not None:
+        interval = recorded.offset_interval
+        if (interval.start, interval.end) != (recomputed.offset_start, recomputed.offset_end):
+            findings.append(
+                Finding(
+                    Status.FAILED,
+                    "offset-interval",
+                    f"re-execution gives offsets [{recomputed.offset_start}, {recomputed.offset_end}], "
+                    f"the block records [{interval.start}, {interval.end}]",
+                    block=location,
+                    field="event.newData.offsetInterval",
+                    expected=f"[{interval.start}, {interval.end}]",
+                    actual=f"[{recomputed.offset_start}, {recomputed.offset_end}]",
+                )
+            )
+        if recorded.logical_hash != recomputed.logical_hash:
+            details: dict[str, Any] = {"offsetInterval": {"start": interval.start, "end": interval.end}}
+            details["sample"] = await _sample(
+                dataset, recorded.physical_hash, recomputed.path, request, settings
+            )
+            findings.append(
+                Finding(
+                    Status.FAILED,
+                    "logical-hash",
+                    f"re-executing the transaction gives different records (offsets {interval.start}..{interval.end}): "
+                    f"they hash to {recomputed.logical_hash}",
+                    block=location,
+                    file=f"data/{object_name(recorded.physical_hash)}",
+                    field="event.newData.logicalHash",
+                    expected=str(recorded.logical_hash),
+                    actual=str(recomputed.logical_hash),
+                    details=details,
+                )
+            )
+    if event.new_watermark != result.new_watermark:
+        findings.append(
+            Finding(
+                Status.FAILED,
+                "watermark",
+                f"re-execution gives watermark {_text(result.new_watermark)}, "
+                f"the block records {_text(event.new_watermark)}",
+                block=location,
+                field="event.newWatermark",
+                expected=_text(event.new_watermark),
+                actual=_text(result.new_watermark),
+            )
+        )
+    return findings
+
+
+async def _sample(
+    dataset: Dataset,
+    recorded: Multihash,
+    recomputed: Path,
+    request: TransformRequest,
+    settings: ReplaySettings,
+) -> dict[str, Any]:
+    path_of = getattr(dataset.data, "path_of", None)
+    try:
+        if path_of is None or not await dataset.data.contains(recorded):
+            raise ObjectNotFoundError(str(dataset.data), recorded)
+        return await asyncio.to_thread(
+            sample_differences, path_of(recorded), recomputed, request.vocab.offset, settings.sample_rows
+        )
+    except ObjectNotFoundError:
+        return {"limit": settings.sample_rows, "unavailable": "the recorded data file is missing"}
+    except Exception as err:
+        if not _is_spark_error(err):
+            raise
+        return {
+            "limit": settings.sample_rows,
+            "unavailable": f"Spark cannot read the files: {_first_line(err)}",
+        }
+
+
+def _interval_size(data_slice: Any) -> int:
+    return data_slice.offset_interval.end - data_slice.offset_interval.start + 1
+
+
+def _text(value: object) -> str | None:
+    return None if value is None else str(value)
+
+
+#: Why a transaction could not be re-executed, most specific first. None of these is evidence
+#: against the data: they say odfd cannot reproduce it, so it stays unverified.
+_CANNOT_VERIFY_RULES: tuple[tuple[type[Exception], str], ...] = (
+    (UnsupportedTransformError, "unsupported-transform"),
+    (InvalidQueryError, "query-rejected"),
+    (NonDeterministicQueryError, "non-deterministic-query"),
+    (CheckpointError, "checkpoint-unreadable"),
+    (OdfError, "re-execution"),
+)
+
+
+def _cannot_verify_rule(err: Exception) -> str | None:
+    for kind, rule in _CANNOT_VERIFY_RULES:
+        if isinstance(err, kind):
+            return rule
+    return "re-execution" if _is_spark_error(err) else None
+
+
+def _explain(err: Exception) -> str:
+    if isinstance(err, InvalidQueryError):
+        return f"{err} (the engine that wrote this data accepted the query; this Spark does not)"
+    if isinstance(err, OdfError):
+        return str(err)
+    return f"Spark failed re-executing the transaction: {_first_line(err)}"
+
+
+def _is_spark_error(err: Exception) -> bool:
+    """Errors raised from Spark's JVM or PySpark, which have no common base class with ours."""
+    module = type(err).__module__
+    return module.startswith(("pyspark", "py4j"))
+
+
+def _first_line(err: Exception) -> str:
+    text = str(err).strip()
+    return text.splitlines()[0] if text else type(err).__name__
