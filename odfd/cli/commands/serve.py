@@ -1,0 +1,35 @@
+"""``odfd serve``: serve the workspace's datasets over HTTP (Simple and Smart Transfer
+Protocols, signed object URLs, a JSON listing at ``/``) until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+from dataclasses import replace
+
+from odfd.cli.workspace_args import add_root_argument
+from odfd.server.app import serve
+from odfd.config import load_config
+from storage.workspace import Workspace
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("serve", help="serve this node's datasets over HTTP")
+    parser.add_argument("--address", help="address to listen on (default: [server] address, else 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: [server] port, else 8080; 0: any)")
+    add_root_argument(parser)
+    parser.set_defaults(func=_serve)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    async def run() -> None:
+        async with await Workspace.open(args.root) as workspace:
+            config = load_config(workspace.layout.config_path).server
+            if args.address is not None:
+                config = replace(config, address=args.address)
+            if args.port is not None:
+                config = replace(config, port=args.port)
+            await serve(workspace, config)
+
+    asyncio.run(run())
+    return 0

@@ -1,0 +1,77 @@
+"""What every request handler shares: the workspace, the config, the URL signer, the uploads
+of push sessions in progress, and how a URL path names a dataset."""
+
+from __future__ import annotations
+
+import secrets
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from protocol.errors import ParseError
+from protocol.identity import DatasetAlias, DatasetId, DatasetRef
+from storage.catalog import DatasetRecord
+from storage.dataset import Dataset
+from storage.workspace import Workspace
+
+from odfd.server.config import ServerConfig
+from odfd.server.signing import UrlSigner
+
+STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
+
+
+def parse_dataset_path(text: str) -> DatasetRef:
+    """``name`` (single-tenant), ``account/name`` (multi-tenant) or ``did:odf:…``."""
+    if text.startswith("did:"):
+        return DatasetRef(DatasetId.parse(text))
+    return DatasetRef(DatasetAlias.parse(text))
+
+
+@dataclass(slots=True)
+class UploadSession:
+    """Where a push session's signed uploads go (the dataset's folder, or its staging folder)."""
+
+    dataset: Dataset
+
+
+@dataclass(slots=True)
+class ServerState:
+    workspace: Workspace
+    config: ServerConfig
+    signer: UrlSigner
+    uploads: dict[str, UploadSession] = field(default_factory=dict)
+    withheld: set[DatasetId] = field(default_factory=set)
+    """Datasets not served (the daemon withholds those whose last audit failed)."""
+
+    @classmethod
+    def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
+        return cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
+
+    async def find(self, path: str) -> DatasetRecord | None:
+        try:
+            ref = parse_dataset_path(path)
+        except ParseError:
+            return None
+        record = await self.workspace.try_resolve(ref)
+        return None if record is None or record.id in self.withheld else record
+
+    async def require(self, path: str) -> DatasetRecord:
+        record = await self.find(path)
+        if record is None:
+            raise web.HTTPNotFound(text=f"no dataset {path} on this node")
+        return record
+
+    def dataset_url(self, request: web.Request, dataset_path: str) -> str:
+        """The dataset's base URL as the client reaches this server."""
+        base = self.config.base_url or f"{request.url.origin()}/"
+        return f"{base}{dataset_path}/"
+
+    def new_upload_session(self, dataset: Dataset) -> str:
+        session_id = secrets.token_urlsafe(16)
+        self.uploads[session_id] = UploadSession(dataset)
+        return session_id
+
+    def is_push_token(self, request: web.Request) -> bool:
+        header = request.headers.get("Authorization", "")
+        scheme, _, token = header.partition(" ")
+        return scheme.lower() == "bearer" and token.strip() in self.config.push_tokens

@@ -1,0 +1,233 @@
+"""Moving data and checkpoint files: which ones a run of blocks needs, and fetching the missing
+ones in parallel with retries, each checked against its size and physical hash on the way in.
+
+An object is read only up to one byte past its advertised size, hashed while it is written to a
+staging file, and becomes visible under its name only if hash and size match, so a lying source
+can neither plant wrong bytes nor make us read without end. Objects already present (from an
+earlier, interrupted pull) are not fetched again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+
+import aiohttp
+
+from protocol.identity import Multihash
+from protocol.model import AddData, ExecuteTransform
+from protocol.transfer.simple import ObjectKind
+from storage.dataset import Dataset
+from storage.errors import HashMismatchError, ObjectNotFoundError
+from storage.stores.base import ObjectStore
+from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
+
+from odfd.sync.errors import AccessDeniedError, CorruptSourceError, SyncError
+from odfd.sync.walk import VerifiedBlock
+
+DEFAULT_PARALLEL = 8
+DEFAULT_RETRIES = 3
+_CHUNK = 1 << 20
+_RETRY_DELAY = 0.25
+_TRANSIENT = (RemoteUnavailableError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
+              TimeoutError, ConnectionError)
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectRef:
+    kind: ObjectKind
+    hash: Multihash
+    size: int
+
+    def __str__(self) -> str:
+        return f"{self.kind.value}/{self.hash}"
+
+
+def objects_of(blocks: Iterable[VerifiedBlock]) -> list[ObjectRef]:
+    """The data and checkpoint files the blocks name, each once, oldest block first."""
+    seen: dict[tuple[ObjectKind, Multihash], ObjectRef] = {}
+    for item in blocks:
+        event = item.block.event
+        if not isinstance(event, (AddData, ExecuteTransform)):
+            continue
+        if event.new_data is not None:
+            ref = ObjectRef(ObjectKind.DATA, event.new_data.physical_hash, event.new_data.size)
+            seen.setdefault((ref.kind, ref.hash), ref)
+        if event.new_checkpoint is not None:
+            ref = ObjectRef(ObjectKind.CHECKPOINT, event.new_checkpoint.physical_hash, event.new_checkpoint.size)
+            seen.setdefault((ref.kind, ref.hash), ref)
+    return list(seen.values())
+
+
+def store_for(dataset: Dataset, kind: ObjectKind) -> ObjectStore:
+    return dataset.data if kind is ObjectKind.DATA else dataset.checkpoints
+
+
+async def missing_objects(dataset: Dataset, refs: Sequence[ObjectRef]) -> list[ObjectRef]:
+    """Those of ``refs`` not stored in ``dataset`` with the right size."""
+    missing = []
+    for ref in refs:
+        try:
+            present = await store_for(dataset, ref.kind).size(ref.hash) == ref.size
+        except ObjectNotFoundError:
+            present = False
+        if not present:
+            missing.append(ref)
+    return missing
+
+
+ChunkSource = Callable[[ObjectRef], AbstractAsyncContextManager[AsyncIterator[bytes]]]
+"""Opens a stream of an object's bytes that reads at most ``size + 1`` bytes."""
+
+
+async def bounded(chunks: AsyncIterator[bytes], ref: ObjectRef, where: str,
+                  on_bytes: Callable[[int], None] | None = None) -> AsyncIterator[bytes]:
+    """Pass chunks through, failing as soon as more than ``ref.size`` bytes arrive or when the
+    stream ends short."""
+    total = 0
+    async for chunk in chunks:
+        total += len(chunk)
+        if total > ref.size:
+            raise CorruptSourceError(f"{where}: {ref} is larger than the {ref.size} bytes its block records")
+        if on_bytes is not None:
+            on_bytes(len(chunk))
+        yield chunk
+    if total != ref.size:
+        raise CorruptSourceError(f"{where}: {ref} has {total} bytes, its block records {ref.size}")
+
+
+async def read_response_bounded(response: aiohttp.ClientResponse, size: int) -> AsyncIterator[bytes]:
+    """Read an HTTP body in chunks, never more than ``size + 1`` bytes in total."""
+    remaining = size + 1
+    while remaining > 0:
+        chunk = await response.content.read(min(_CHUNK, remaining))
+        if not chunk:
+            return
+        remaining -= len(chunk)
+        yield chunk
+
+
+class _StoreChunks:
+    """Chunks of an object read from a store (file:// or IPFS sources)."""
+
+    def __init__(self, store: ObjectStore, ref: ObjectRef) -> None:
+        self._store = store
+        self._ref = ref
+
+    async def __aenter__(self) -> AsyncIterator[bytes]:
+        return self._store.iter_chunks(self._ref.hash, min(_CHUNK, self._ref.size + 1))
+
+    async def __aexit__(self, *exc: object) -> None:
+        return None
+
+
+def store_source(source: Dataset) -> ChunkSource:
+    return lambda ref: _StoreChunks(store_for(source, ref.kind), ref)
+
+
+class _HttpChunks:
+    def __init__(self, session: aiohttp.ClientSession, url: str, headers: dict[str, str], ref: ObjectRef) -> None:
+        self._session = session
+        self._url = url
+        self._headers = headers
+        self._ref = ref
+        self._response: aiohttp.ClientResponse | None = None
+
+    async def __aenter__(self) -> AsyncIterator[bytes]:
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
+        self._response = await self._session.get(self._url, headers=self._headers, timeout=timeout)
+        status = self._response.status
+        if status == 404:
+            self._response.release()
+            raise ObjectNotFoundError(self._url, self._ref.hash)
+        if status in (401, 403):
+            self._response.release()
+            raise AccessDeniedError(f"GET {self._url} was refused ({status})")
+        if status >= 500:
+            self._response.release()
+            raise RemoteUnavailableError(f"GET {self._url} answered {status}")
+        if status >= 400:
+            self._response.release()
+            raise RemoteStoreError(f"GET {self._url} answered {status}")
+        return read_response_bounded(self._response, self._ref.size)
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self._response is not None:
+            self._response.close()
+
+
+def http_source(session: aiohttp.ClientSession, url_of: Callable[[ObjectRef], tuple[str, dict[str, str]]]) -> ChunkSource:
+    """Objects read by HTTP GET from the URL (and headers) ``url_of`` gives for each."""
+    def open(ref: ObjectRef) -> _HttpChunks:
+        url, headers = url_of(ref)
+        return _HttpChunks(session, url, headers, ref)
+    return open
+
+
+class ObjectFetcher:
+    """Fetches objects into a dataset, ``parallel`` at a time, retrying transient failures.
+
+    ``on_done(ref)`` runs after each object is stored; ``on_bytes(n)`` as bytes arrive.
+    """
+
+    def __init__(self, dest: Dataset, *, where: str, parallel: int = DEFAULT_PARALLEL,
+                 retries: int = DEFAULT_RETRIES, on_done: Callable[[ObjectRef], Awaitable[None]] | None = None,
+                 on_bytes: Callable[[int], None] | None = None) -> None:
+        if parallel < 1 or retries < 1:
+            raise SyncError("parallel downloads and attempts must be at least 1")
+        self.dest = dest
+        self.where = where
+        self.parallel = parallel
+        self.retries = retries
+        self.on_done = on_done
+        self.on_bytes = on_bytes
+        self.added: list[ObjectRef] = []
+
+    async def fetch_all(self, refs: Sequence[ObjectRef], source: ChunkSource) -> None:
+        if not refs:
+            return
+        limit = asyncio.Semaphore(self.parallel)
+
+        async def one(ref: ObjectRef) -> None:
+            async with limit:
+                await self.fetch_one(ref, source)
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                for ref in refs:
+                    group.create_task(one(ref))
+        except BaseExceptionGroup as group:
+            # Report a lying source before a flaky one: it decides whether to keep what arrived.
+            errors = sorted(group.exceptions, key=lambda e: not isinstance(e, CorruptSourceError))
+            raise errors[0] from None
+
+    async def fetch_one(self, ref: ObjectRef, source: ChunkSource) -> None:
+        store = store_for(self.dest, ref.kind)
+        for attempt in range(1, self.retries + 1):
+            try:
+                async with source(ref) as chunks:
+                    stored = await store.put_stream(bounded(chunks, ref, self.where, self.on_bytes),
+                                                    expected=ref.hash)
+                break
+            except HashMismatchError as err:
+                raise CorruptSourceError(f"{self.where}: {ref} arrived with bytes that hash to "
+                                         f"{err.actual}") from None
+            except ObjectNotFoundError:
+                raise CorruptSourceError(f"{self.where}: a block names {ref}, which the remote does not "
+                                         "serve") from None
+            except _TRANSIENT as err:
+                if attempt == self.retries:
+                    raise RemoteUnavailableError(f"{self.where}: fetching {ref} failed {attempt} times: "
+                                                 f"{err or type(err).__name__}") from None
+                await asyncio.sleep(_RETRY_DELAY * 2 ** (attempt - 1))
+        assert stored == ref.hash  # put_stream checked it
+        self.added.append(ref)
+        if self.on_done is not None:
+            await self.on_done(ref)
+
+    async def discard_added(self) -> None:
+        for ref in self.added:
+            await store_for(self.dest, ref.kind).delete(ref.hash)
+        self.added.clear()

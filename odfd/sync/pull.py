@@ -1,0 +1,367 @@
+"""``odfd pull URL`` / ``odfd pull DATASET`` (from its remote): bring a remote dataset's new
+history into the workspace without trusting the remote.
+
+1. find the local side (existing dataset, or a staging folder for a new one) and its head;
+2. get the remote's new blocks: Smart Transfer Protocol (one tarball from the last shared block)
+   when the server speaks it, else walk the chain by the Simple Transfer Protocol; every block is
+   hash-checked and must link; divergence is refused unless ``force``;
+3. fetch missing data/checkpoint files in parallel, each checked against hash and size;
+4. commit: chain rules and object presence are checked, ``head`` moves last by compare-and-swap.
+On a verification failure everything this pull stored is removed again; on a network failure it
+is kept, so running the pull again resumes where it stopped (the catalog's ``transfers`` row
+says how far it got).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+import aiohttp
+
+from protocol.errors import DecodeError
+from protocol.identity import DatasetId, Multihash
+from protocol.transfer.smart import messages as m
+from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
+from protocol.transfer.simple import ObjectKind
+from storage.catalog import Transfer
+from protocol.codec.flatbuffers import peek_prev_block_hash
+from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.stores.http import HttpObjectStore
+from storage.stores.remote import RemoteUnavailableError
+from storage.workspace import Workspace
+
+from odfd.config import load_config
+from odfd.sync import smart_client as smart
+from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
+from odfd.sync.objects import (
+    ObjectFetcher,
+    ObjectRef,
+    http_source,
+    missing_objects,
+    objects_of,
+    store_source,
+)
+from odfd.sync.progress import Progress
+from odfd.sync.remote import IpfsSettings, RemoteUrl, Source, open_source, parse_remote_url
+from odfd.sync.target import (
+    PullTarget,
+    check_same_dataset,
+    commit,
+    discard_staging,
+    open_target,
+    remember_remote,
+)
+from odfd.sync.walk import (
+    MAX_CHAIN_LENGTH,
+    BlockStash,
+    LocalCursor,
+    WalkResult,
+    match_linked_run,
+    walk_remote_chain,
+)
+
+URL_BATCH = 256
+"""Objects asked for per Smart Transfer Protocol request (signed URLs expire: ask in batches)."""
+_PROGRESS_SAVE_SECONDS = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class PullOptions:
+    force: bool = False
+    parallel: int = 8
+    token: str | None = None
+    protocol: str = "auto"
+    """``auto`` (smart when offered), ``smart`` or ``simple``."""
+    max_blocks: int = MAX_CHAIN_LENGTH
+    """Longest remote history accepted (bounds the walk and the metadata tarball)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PullResult:
+    alias: str
+    dataset_id: DatasetId | None
+    remote: str
+    protocol: str
+    old_head: Multihash | None
+    new_head: Multihash | None
+    num_blocks: int = 0
+    num_objects: int = 0
+    num_bytes: int = 0
+    local_ahead: int = 0
+    """Blocks the local side has beyond the remote head (nothing pulled then)."""
+    resumed_objects: int = 0
+    """Objects an earlier, interrupted pull had already fetched."""
+
+    @property
+    def updated(self) -> bool:
+        return self.num_blocks > 0
+
+    def describe(self) -> str:
+        if self.updated:
+            text = (f"{self.num_blocks} block(s), {self.num_objects} object(s) ({self.num_bytes} bytes) "
+                    f"by {self.protocol} protocol; head {self.new_head}")
+            if self.resumed_objects:
+                text += f" (resumed: {self.resumed_objects} object(s) were already fetched)"
+            return text
+        if self.local_ahead:
+            return f"local history is {self.local_ahead} block(s) ahead of {self.remote}; nothing to pull"
+        return "up to date"
+
+
+async def pull(workspace: Workspace, url: str, *, alias: str | None = None,
+               options: PullOptions = PullOptions(), progress: Progress | None = None,
+               session: aiohttp.ClientSession | None = None) -> PullResult:
+    """Pull the dataset at ``url`` into the workspace (as ``alias``, else the one already
+    pulled from there, else the URL's last segment)."""
+    remote = parse_remote_url(url)
+    target = await open_target(workspace, remote, alias)
+    progress = progress or Progress(f"pull {target.alias}", enabled=False)
+    async with _session(session) as http:
+        ipfs = load_config(workspace.layout.config_path).ipfs.settings()
+        run = _PullRun(target, remote, options, progress, http, ipfs)
+        try:
+            return await run.execute()
+        finally:
+            progress.finish()
+
+
+async def pull_from_remotes(workspace: Workspace, ref: str, *, options: PullOptions = PullOptions(),
+                            progress: Progress | None = None) -> list[PullResult]:
+    """Sync a local dataset from every pull remote recorded for it."""
+    record = await workspace.resolve(ref)
+    remotes = await workspace.catalog.remote_aliases(record.id, "pull")
+    if not remotes:
+        raise SyncError(f"dataset {record.alias} has no remote to pull from (pull it from a URL first)")
+    return [await pull(workspace, url, alias=record.alias, options=options, progress=progress)
+            for url in remotes]
+
+
+async def has_remote(workspace: Workspace, ref: str) -> bool:
+    record = await workspace.try_resolve(ref)
+    return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
+
+
+@asynccontextmanager
+async def _session(session: aiohttp.ClientSession | None) -> AsyncIterator[aiohttp.ClientSession]:
+    if session is not None:
+        yield session
+        return
+    async with aiohttp.ClientSession() as own:
+        yield own
+
+
+class _PullRun:
+    def __init__(self, target: PullTarget, remote: RemoteUrl, options: PullOptions, progress: Progress,
+                 session: aiohttp.ClientSession, ipfs: IpfsSettings) -> None:
+        self.target = target
+        self.remote = remote
+        self.options = options
+        self.progress = progress
+        self.session = session
+        self.ipfs = ipfs
+        self.stash = BlockStash(target.dataset.blocks)
+        self.fetcher = ObjectFetcher(target.dataset, where=str(remote), parallel=options.parallel,
+                                     on_done=self._object_done, on_bytes=progress.add_bytes)
+        self.transfer: Transfer | None = None
+        self.resumed = 0
+        self._saved_at = 0.0
+
+    async def execute(self) -> PullResult:
+        try:
+            return await self._execute()
+        except (RemoteUnavailableError, smart.ProtocolError, TimeoutError, aiohttp.ClientError):
+            # Interrupted, not lied to: keep what was verified so the next pull resumes.
+            await self.stash.flush()
+            await self._save_progress(force=True)
+            raise
+        except BaseException as err:
+            if isinstance(err, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
+                raise
+            await self.stash.discard_added()
+            await self.fetcher.discard_added()
+            discard_staging(self.target)
+            if isinstance(err, ChainRuleError):
+                raise CorruptSourceError(f"{self.remote}: the remote's history breaks a chain rule: {err}") from None
+            raise
+
+    async def _execute(self) -> PullResult:
+        wants_smart = self.remote.scheme in ("http", "https") and self.options.protocol != "simple"
+        if wants_smart:
+            try:
+                return await self._smart()
+            except smart.SmartUnavailableError:
+                if self.remote.smart_only or self.options.protocol == "smart":
+                    raise
+        return await self._simple()
+
+    # --- protocols ------------------------------------------------------------------------------
+
+    async def _smart(self) -> PullResult:
+        local = self.target.head
+        headers = smart.auth_headers(self.options.token)
+        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+            remote_head = await source.dataset.refs.get("head")
+            if remote_head is None:
+                raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
+            if remote_head == local.hash:
+                return self._result("smart", WalkResult([], local, local, local))
+        async with smart.connect(self.session, self.remote.http_base, "pull", self.options.token) as channel:
+            try:
+                plan = await smart.pull_plan(channel, local.hash, self.options.force)
+            except smart.RemoteTransferError as err:
+                if err.error.kind != "InvalidInterval":
+                    raise
+                plan = None  # diverged or behind: resolved below, once this session is closed
+            if plan is not None:
+                return await self._smart_transfer(channel, plan)
+        # The Simple Transfer Protocol walk finds where the histories split, and resolves it.
+        return await self._simple(protocol="smart+simple")
+
+    async def _smart_transfer(self, channel: smart.SmartChannel, plan: m.TransferPlan) -> PullResult:
+        local = self.target.head
+        if plan.num_blocks == 0:
+            return self._result("smart", WalkResult([], local, local, local))
+        batch = await smart.pull_metadata(channel)
+        if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
+            raise CorruptSourceError(f"{self.remote}: unsupported metadata batch {batch.media_type} "
+                                     f"({batch.encoding})")
+        try:
+            blocks = unpack_blocks(batch.payload, expected_count=plan.num_blocks,
+                                   limits=TarballLimits(max_blocks=self.options.max_blocks))
+        except TarballError as err:
+            raise CorruptSourceError(f"{self.remote}: {err}") from None
+        begin_after = local if local.hash is not None else None
+        if self.options.force and blocks and _starts_at_seed(blocks[0][1]):
+            begin_after = None  # a forced pull of a diverged history is sent from the seed
+        walk = await match_linked_run(blocks, begin_after, LocalCursor(
+            self.target.dataset.chain, local.hash, local.sequence_number), where=str(self.remote),
+            max_blocks=self.options.max_blocks)
+        self._check_walk(walk)
+        data_of = dict(blocks)
+        await self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
+        self.progress.add_blocks(len(walk.new_blocks))
+        refs = await self._plan_objects(walk)
+        for start in range(0, len(refs), URL_BATCH):
+            chunk = refs[start:start + URL_BATCH]
+            files = tuple(m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk)
+            urls = await smart.pull_object_urls(channel, files)
+
+            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
+                url = urls[(_object_type(ref.kind), ref.hash)]
+                return url.url, dict(url.headers)
+
+            await self.fetcher.fetch_all(chunk, http_source(self.session, url_of))
+        return await self._commit(walk, "smart")
+
+    async def _simple(self, protocol: str = "simple") -> PullResult:
+        local = self.target.head
+        headers = smart.auth_headers(self.options.token) if self.options.token else None
+        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+            remote_head = await source.dataset.refs.get("head")
+            if remote_head is None:
+                raise RemoteNotFoundError(f"{source.label}: no dataset there (refs/head is missing)")
+            cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
+            walk = await walk_remote_chain(remote_head, source.dataset.blocks.get_bytes, cursor, self.stash,
+                                           where=source.label, on_block=self.progress.add_blocks,
+                                           max_blocks=self.options.max_blocks)
+            self._check_walk(walk)
+            if walk.up_to_date:
+                return self._result(protocol, walk)
+            refs = await self._plan_objects(walk)
+            await self.fetcher.fetch_all(refs, self._simple_objects(source))
+            return await self._commit(walk, protocol)
+
+    def _simple_objects(self, source: Source):  # noqa: ANN202 - a ChunkSource
+        if self.remote.scheme in ("http", "https"):
+            stores = {ObjectKind.DATA: source.dataset.data, ObjectKind.CHECKPOINT: source.dataset.checkpoints}
+            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]
+
+            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
+                store = stores[ref.kind]
+                assert isinstance(store, HttpObjectStore)
+                return store.url_of(ref.hash), headers
+
+            return http_source(self.session, url_of)
+        return store_source(source.dataset)
+
+    # --- shared steps ---------------------------------------------------------------------------
+
+    def _check_walk(self, walk: WalkResult) -> None:
+        check_same_dataset(self.target, walk, str(self.remote))
+        if walk.diverged and not self.options.force:
+            raise DivergedError(f"pull {self.remote} into {self.target.alias}", walk.local, walk.remote,
+                                walk.common, hint="use --force to replace the local history with the remote's")
+        if self.target.is_new and walk.new_blocks and walk.dataset_id is None:
+            raise CorruptSourceError(f"{self.remote}: the history does not start with a Seed block")
+
+    async def _plan_objects(self, walk: WalkResult) -> list[ObjectRef]:
+        wanted = objects_of(walk.new_blocks)
+        refs = await missing_objects(self.target.dataset, wanted)
+        dataset_id = walk.dataset_id or (self.target.record.id if self.target.record else None)
+        if dataset_id is not None and walk.remote.hash is not None:
+            catalog = self.target.workspace.catalog
+            self.transfer = await catalog.begin_transfer(dataset_id, self.remote.text, "pull", walk.remote.hash,
+                                                         self.target.head.hash, len(wanted))
+            self.resumed = len(wanted) - len(refs)
+            await catalog.update_transfer(self.transfer.id, objects_done=self.resumed,
+                                          bytes_done=self.transfer.bytes_done)
+        self.progress.set_phase("objects", objects_total=len(refs))
+        return refs
+
+    async def _object_done(self, ref: ObjectRef) -> None:
+        self.progress.object_done()
+        await self._save_progress()
+
+    async def _save_progress(self, *, force: bool = False) -> None:
+        if self.transfer is None or (not force and time.monotonic() - self._saved_at < _PROGRESS_SAVE_SECONDS):
+            return
+        self._saved_at = time.monotonic()
+        await self.target.workspace.catalog.update_transfer(
+            self.transfer.id, objects_done=self.resumed + self.progress.objects, bytes_done=self.progress.bytes)
+
+    async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
+        self.progress.set_phase("committing")
+        try:
+            new_head, _ = await commit(self.target, walk, force=self.options.force)
+        except RefCasError as err:
+            raise SyncError(f"{self.target.alias} changed locally during the pull ({err}); pull again") from None
+        except StorageError as err:
+            if isinstance(err, ChainRuleError):
+                raise
+            raise SyncError(f"committing the pull of {self.remote}: {err}") from None
+        catalog = self.target.workspace.catalog
+        assert self.target.record is not None  # committed
+        await remember_remote(self.target, self.remote)
+        await catalog.record_synced(self.target.record.id, self.remote.text, new_head)
+        if self.transfer is not None:
+            await catalog.end_transfer(self.transfer.id)
+        return self._result(protocol, walk, new_head)
+
+    def _result(self, protocol: str, walk: WalkResult, new_head: Multihash | None = None) -> PullResult:
+        local = self.target.head
+        ahead = 0
+        if not walk.new_blocks and walk.common is not None and local.sequence_number is not None \
+                and walk.common.sequence_number is not None:
+            ahead = local.sequence_number - walk.common.sequence_number
+        record = self.target.record
+        return PullResult(
+            alias=self.target.alias, dataset_id=record.id if record else None, remote=self.remote.text,
+            protocol=protocol, old_head=local.hash, new_head=new_head or local.hash,
+            num_blocks=len(walk.new_blocks), num_objects=self.progress.objects, num_bytes=self.progress.bytes,
+            local_ahead=ahead, resumed_objects=self.resumed,
+        )
+
+
+def _starts_at_seed(data: bytes) -> bool:
+    try:
+        return peek_prev_block_hash(data) is None
+    except DecodeError:
+        return False
+
+
+def _object_type(kind: ObjectKind) -> m.ObjectType:
+    return "DataSlice" if kind is ObjectKind.DATA else "Checkpoint"

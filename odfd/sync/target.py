@@ -1,0 +1,179 @@
+"""The local side of a pull: which dataset receives the blocks, and committing them there.
+
+An existing dataset receives blocks and objects in its own folder (invisible until ``head``
+moves). A dataset new to the workspace is assembled in ``datasets/.pull-<key>/`` (a dot folder
+every listing skips, named after the remote so an interrupted first pull resumes into it) and
+renamed into place once its head is set; only then does the catalog learn of it.
+
+Committing checks the chain rules over the new blocks and that every object they name is
+stored with its size, then moves ``head`` by compare-and-swap; ``--force`` replaces a diverged
+local history the same way, from the last shared block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from protocol.identity import DatasetAlias, DatasetId, Multihash
+from protocol.model import Seed
+from storage.atomic import fsync_dir
+from storage.catalog import DatasetRecord
+from storage.chain.metadata_chain import check_block_objects
+from storage.chain.rules import ChainState
+from storage.dataset import Dataset
+from storage.errors import ChainRuleError, DatasetExistsError, StorageError
+from storage.layout import HEAD_REF, DatasetLayout
+from storage.workspace import Workspace
+
+from odfd.sync.errors import ChainPoint, SyncError
+from odfd.sync.remote import RemoteUrl
+from odfd.sync.walk import WalkResult
+
+STAGING_PREFIX = ".pull-"
+
+
+@dataclass(slots=True)
+class PullTarget:
+    workspace: Workspace
+    alias: str
+    dataset: Dataset
+    record: DatasetRecord | None
+    """``None`` while the dataset is new to the workspace."""
+    head: ChainPoint
+
+    @property
+    def is_new(self) -> bool:
+        return self.record is None
+
+
+def staging_dir(workspace: Workspace, remote: RemoteUrl) -> Path:
+    key = hashlib.sha256(remote.text.encode()).hexdigest()[:24]
+    return workspace.layout.datasets_dir / f"{STAGING_PREFIX}{key}"
+
+
+async def find_by_remote(workspace: Workspace, remote: RemoteUrl) -> DatasetRecord | None:
+    """The dataset whose pull remotes include ``remote``."""
+    for record in await workspace.list_datasets():
+        if remote.text in await workspace.catalog.remote_aliases(record.id, "pull"):
+            return record
+    return None
+
+
+async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None) -> PullTarget:
+    record = None
+    if alias is not None:
+        alias = str(DatasetAlias.parse(alias))
+        record = await workspace.catalog.find_by_alias(alias)
+    else:
+        record = await find_by_remote(workspace, remote)
+        if record is None:
+            name = remote.default_name()
+            if name is None:
+                raise SyncError(f"cannot name the dataset pulled from {remote}: give one with --as ALIAS")
+            alias = str(name)
+            record = await workspace.catalog.find_by_alias(alias)
+    if record is not None:
+        dataset = workspace.open_dataset(record.id)
+        head = await dataset.chain.head()
+        seq = (await dataset.chain.get_block(head)).sequence_number if head is not None else None
+        return PullTarget(workspace, record.alias, dataset, record, ChainPoint(head, seq))
+    assert alias is not None  # set above when no record was found
+    layout = DatasetLayout(staging_dir(workspace, remote)).create()
+    return PullTarget(workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None))
+
+
+def check_same_dataset(target: PullTarget, walk: WalkResult, where: str) -> None:
+    """A walk that reached the remote's seed must be of the dataset the target holds."""
+    remote_id = walk.dataset_id
+    if target.record is not None and remote_id is not None and remote_id != target.record.id:
+        raise SyncError(f"{where} holds dataset {remote_id}, but local {target.alias} is {target.record.id}: "
+                        "they are different datasets (pull into a new alias with --as)")
+
+
+async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[Multihash, int]:
+    """Make the walked blocks the target's history; returns the new head and its sequence number."""
+    hashes = [item.hash for item in walk.new_blocks]
+    if not hashes:
+        raise StorageError("nothing to commit")
+    if target.record is None:
+        return await _commit_new(target, walk)
+    if walk.diverged:
+        if not force:
+            raise StorageError("refusing to replace a diverged history without force")
+        return await _replace_history(target, walk)
+    head = await target.dataset.chain.append_stored(hashes)
+    return head, walk.new_blocks[-1].block.sequence_number
+
+
+async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:
+    dataset = target.dataset
+    common = walk.common.hash if walk.common is not None else None
+    if common is None:
+        raise SyncError(f"refusing to replace {target.alias}'s seed: the remote is a different dataset")
+    state: ChainState = await dataset.chain.state(common, use_current_head=False)
+    for item in walk.new_blocks:
+        state.apply(item.hash, item.block)
+        await check_block_objects(item.hash, item.block, dataset.data, dataset.checkpoints)
+    new_head = walk.new_blocks[-1].hash
+    await dataset.refs.set(HEAD_REF, new_head, expected=target.head.hash)
+    if dataset.chain.on_head_moved is not None:
+        await dataset.chain.on_head_moved(new_head, state.sequence_number)
+    return new_head, state.sequence_number
+
+
+async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:
+    first = walk.new_blocks[0].block
+    if not isinstance(first.event, Seed) or walk.common is not None:
+        raise ChainRuleError("seed-first", "a new dataset's history must start with its Seed",
+                             sequence_number=first.sequence_number, block_hash=walk.new_blocks[0].hash)
+    dataset_id: DatasetId = first.event.dataset_id
+    workspace = target.workspace
+    if (existing := await workspace.catalog.get_dataset(dataset_id)) is not None:
+        raise DatasetExistsError(f"dataset {dataset_id} is already in the workspace as {existing.alias}; "
+                                 f"pull into it with --as {existing.alias}")
+    if await workspace.catalog.find_by_alias(target.alias) is not None:
+        raise DatasetExistsError(f"dataset {target.alias} already exists in {workspace.root}")
+    assert target.dataset.layout is not None  # staged datasets are local folders
+    staging = target.dataset.layout.root
+    staged = Dataset.open_local(staging, dataset_id)
+    head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
+    await staged.set_alias(target.alias)
+    final = workspace.layout.dataset(dataset_id)
+    if final.root.exists():
+        if (final.refs_dir / HEAD_REF).exists():
+            raise DatasetExistsError(f"{final.root} already holds dataset {dataset_id} "
+                                     "(not in the catalog: run `odfd repair`)")
+        shutil.rmtree(final.root)
+    try:
+        os.rename(staging, final.root)
+    except OSError as err:  # another pull or push put the dataset in place first
+        raise DatasetExistsError(f"{final.root} appeared while committing dataset {dataset_id}: {err}") from None
+    fsync_dir(workspace.layout.datasets_dir)
+    seq = walk.new_blocks[-1].block.sequence_number
+    state_kind = first.event.dataset_kind
+    target.record = await workspace.catalog.add_dataset(dataset_id, target.alias, state_kind, head, seq)
+    target.dataset = workspace.open_dataset(dataset_id)
+    return head, seq
+
+
+async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pull") -> None:
+    """Record ``remote`` among the dataset's pull (or push) remotes, in ``info/config`` and the
+    catalog, so ``odfd pull DATASET`` syncs from it later."""
+    assert target.record is not None  # only committed datasets have remotes
+    aliases = await target.dataset.remote_aliases()
+    refs = aliases[kind]  # type: ignore[index]
+    if remote.text not in refs:
+        refs = [*refs, remote.text]
+        await target.dataset.set_remote_aliases(kind, refs)  # type: ignore[arg-type]
+        await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)  # type: ignore[arg-type]
+
+
+def discard_staging(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder (after its source proved untrustworthy)."""
+    if target.record is None and target.dataset.layout is not None:
+        shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+

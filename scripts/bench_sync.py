@@ -1,0 +1,200 @@
+"""Pull a large dataset over loopback by the Simple and Smart Transfer Protocols and compare each
+with streaming the same bytes as one tar over HTTP, all measured in this one run.
+
+Usage: python scripts/bench_sync.py [--slices 1000] [--blocks-per-slice 10] [--rows 400] [--dir DIR]
+
+Node A (a separate ``odfd``-app server process, as in production) holds a root dataset of
+``slices x blocks-per-slice`` blocks (default 10,000) and ``slices`` Parquet data files. Node B
+pulls it fully by each protocol, then node A appends 10 blocks (one with a new data file) and
+node B pulls again (incremental). The baseline for each pull is a GET of one uncompressed tar
+of exactly the files that pull brings (blocks, data, refs), extracted to disk by ``tarfile``
+(no fsync; odfd fsyncs every object it stores). Targets: smart full pull <= 2x the tar stream;
+incremental pulls under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+from aiohttp import web
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from odfd.server.app import create_app  # noqa: E402
+from odfd.server.config import ServerConfig  # noqa: E402
+from odfd.sync.pull import PullOptions, pull  # noqa: E402
+from storage.workspace import Workspace  # noqa: E402
+from tests.replication.datagen import create_root  # noqa: E402
+
+
+# --- server process -----------------------------------------------------------------------------
+
+
+async def _tar_stream(request: web.Request) -> web.StreamResponse:
+    """``POST /tar`` naming a file that lists paths under the workspace's datasets folder (one
+    per line): one tar of those files."""
+    root = Path(request.app["datasets_dir"])
+    paths = Path(await request.text()).read_text().splitlines()
+    response = web.StreamResponse(headers={"Content-Type": "application/x-tar"})
+    await response.prepare(request)
+
+    class Sink:
+        def __init__(self) -> None:
+            self.parts: list[bytes] = []
+
+        def write(self, data: bytes) -> int:
+            self.parts.append(bytes(data))
+            return len(data)
+
+    sink = Sink()
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]
+        for relative in paths:
+            tar.add(root / relative, arcname=relative, recursive=False)
+            if sum(map(len, sink.parts)) >= 1 << 20:
+                await response.write(b"".join(sink.parts))
+                sink.parts.clear()
+    await response.write(b"".join(sink.parts))
+    await response.write_eof()
+    return response
+
+
+async def _serve(root: Path, port_file: Path) -> None:
+    async with await Workspace.open(root) as workspace:
+        app = create_app(workspace, ServerConfig(port=0))
+        app["datasets_dir"] = str(workspace.layout.datasets_dir)
+        app.router.add_post("/tar", _tar_stream)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", 0).start()
+        port_file.write_text(str(runner.addresses[0][1]))
+        await asyncio.Event().wait()
+
+
+# --- measurements -------------------------------------------------------------------------------
+
+
+def dataset_files(dataset_root: Path) -> set[str]:
+    return {str(p.relative_to(dataset_root.parent)) for p in dataset_root.rglob("*")
+            if p.is_file() and "info" not in p.relative_to(dataset_root).parts[:1]}
+
+
+async def tar_pull(session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path) -> tuple[float, int]:
+    dest.mkdir(parents=True, exist_ok=True)
+    listing = dest.with_suffix(".list")
+    listing.write_text("\n".join(paths))
+    started = time.perf_counter()
+    async with session.post(base + "tar", data=str(listing)) as response:
+        response.raise_for_status()
+        read, write = os.pipe()
+        size = 0
+
+        def extract() -> None:
+            with os.fdopen(read, "rb") as stream, tarfile.open(fileobj=stream, mode="r|") as tar:
+                tar.extractall(dest, filter="data")
+
+        extractor = asyncio.get_running_loop().run_in_executor(None, extract)
+        with os.fdopen(write, "wb") as pipe:
+            async for chunk in response.content.iter_chunked(1 << 20):
+                size += len(chunk)
+                await asyncio.to_thread(pipe.write, chunk)
+        await extractor
+    return time.perf_counter() - started, size
+
+
+async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[float, int, int]:
+    started = time.perf_counter()
+    result = await pull(workspace, url, options=PullOptions(protocol=protocol))
+    return time.perf_counter() - started, result.num_blocks, result.num_objects
+
+
+async def bench(args: argparse.Namespace, work: Path) -> None:
+    node_a = work / "node-a"
+    async with await Workspace.init(node_a) as workspace:
+        print(f"building {args.slices * args.blocks_per_slice} blocks, {args.slices} data files ...", flush=True)
+        t = time.perf_counter()
+        writer = await create_root(workspace, "big", slices=args.slices, rows=args.rows,
+                                   empty_blocks=args.blocks_per_slice - 1, checkpoints=False)
+        record = await workspace.resolve("big")
+        dataset_root = workspace.layout.dataset(record.id).root
+        print(f"  built in {time.perf_counter() - t:.1f} s: {record.head_sequence + 1} blocks, "
+              f"{sum(p.stat().st_size for p in (dataset_root / 'data').iterdir()) / 2**20:.1f} MiB of data", flush=True)
+        port_file = work / "port"
+        server = subprocess.Popen([sys.executable, __file__, "--serve", str(node_a), str(port_file)])
+        try:
+            for _ in range(600):
+                if port_file.exists() and port_file.read_text():
+                    break
+                await asyncio.sleep(0.05)
+            base = f"http://127.0.0.1:{port_file.read_text()}/"
+            url = base + "big"
+            rows: list[tuple[str, float, float, str]] = []
+            async with aiohttp.ClientSession() as session:
+                full_files = sorted(dataset_files(dataset_root))
+                tar_full, tar_bytes = await tar_pull(session, base, full_files, work / "tar-full")
+                rows.append(("tar stream, full", tar_full, 1.0, f"{len(full_files)} files, {tar_bytes / 2**20:.1f} MiB"))
+                clients = {}
+                for protocol in ("simple", "smart"):
+                    clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
+                    seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
+                    rows.append((f"{protocol} pull, full", seconds, seconds / tar_full,
+                                 f"{blocks} blocks, {objects} objects"))
+                before = dataset_files(dataset_root)
+                await writer.append(slices=1, rows=args.rows, empty_blocks=9, checkpoints=False)
+                new_files = sorted(dataset_files(dataset_root) - before) + [
+                    str((dataset_root / "refs" / "head").relative_to(dataset_root.parent))]
+                tar_incr, _ = await tar_pull(session, base, new_files, work / "tar-incremental")
+                rows.append(("tar stream, incremental", tar_incr, 1.0, f"{len(new_files)} files"))
+                for protocol in ("simple", "smart"):
+                    seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
+                    rows.append((f"{protocol} pull, incremental", seconds, seconds / tar_incr,
+                                 f"{blocks} blocks, {objects} objects"))
+                    await clients[protocol].close()
+        finally:
+            server.terminate()
+            server.wait(timeout=20)
+    print()
+    print(f"{'operation':<28}{'seconds':>10}{'x tar':>10}  detail")
+    for name, seconds, ratio, detail in rows:
+        print(f"{name:<28}{seconds:>10.3f}{ratio:>10.2f}  {detail}")
+    smart_full = next(r for r in rows if r[0] == "smart pull, full")
+    smart_incr = next(r for r in rows if r[0] == "smart pull, incremental")
+    simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
+    print()
+    print(f"target smart full pull <= 2x tar stream: {smart_full[2]:.2f}x -> "
+          f"{'met' if smart_full[2] <= 2 else 'MISSED'}")
+    for name, row in (("smart", smart_incr), ("simple", simple_incr)):
+        print(f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}")
+    print(json.dumps({name: round(seconds, 4) for name, seconds, _, _ in rows}))
+
+
+def main() -> None:
+    if len(sys.argv) == 4 and sys.argv[1] == "--serve":
+        asyncio.run(_serve(Path(sys.argv[2]), Path(sys.argv[3])))
+        return
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--slices", type=int, default=1000, help="data files (default 1000)")
+    parser.add_argument("--blocks-per-slice", type=int, default=10, help="blocks per data file (default 10)")
+    parser.add_argument("--rows", type=int, default=400, help="rows per data file (default 400)")
+    parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed after)")
+    args = parser.parse_args()
+    work = args.dir or Path(tempfile.mkdtemp(prefix="bench-sync-"))
+    try:
+        asyncio.run(bench(args, work))
+    finally:
+        if args.dir is None:
+            shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,138 @@
+"""A dataset served over HTTP by the Simple Transfer Protocol, as read-only stores.
+
+``GET {base}refs/head``, ``{base}blocks/<hash>``, ``{base}data/<hash>``,
+``{base}checkpoints/<hash>`` (RFC-007). Idempotent reads are retried a few times on connection
+errors and 5xx answers. Bytes are returned as received; callers verify them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import aiohttp
+
+from protocol.errors import ParseError
+from protocol.identity import Multihash
+from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
+from storage.errors import ObjectNotFoundError
+from storage.stores.remote import (
+    ReadOnlyObjectStore,
+    ReadOnlyRefStore,
+    RemoteStoreError,
+    RemoteUnavailableError,
+)
+
+DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
+RETRIES = 3
+_RETRY_DELAY = 0.2
+
+
+def dataset_base_url(url: str) -> str:
+    """A dataset URL with exactly one trailing slash, so keys join below it."""
+    return url.rstrip("/") + "/"
+
+
+class HttpClient:
+    """One ``aiohttp`` session plus the base URL of a dataset and optional request headers."""
+
+    def __init__(self, session: aiohttp.ClientSession, base_url: str,
+                 headers: dict[str, str] | None = None) -> None:
+        self.session = session
+        self.base_url = dataset_base_url(base_url)
+        self.headers = dict(headers or {})
+
+    @asynccontextmanager
+    async def get(self, key: str, *, method: str = "GET") -> AsyncIterator[aiohttp.ClientResponse | None]:
+        """The response to ``GET {base}{key}``, ``None`` for 404; retried on transient errors."""
+        url = self.base_url + key
+        for attempt in range(RETRIES):
+            try:
+                async with self.session.request(method, url, headers=self.headers,
+                                                timeout=DEFAULT_TIMEOUT) as response:
+                    if response.status == 404:
+                        yield None
+                        return
+                    if response.status >= 500 and attempt + 1 < RETRIES:
+                        await asyncio.sleep(_RETRY_DELAY * 2**attempt)
+                        continue
+                    if response.status >= 400:
+                        detail = (await response.text(errors="replace"))[:300].strip()
+                        raise RemoteStoreError(f"{method} {url} answered {response.status}: {detail}")
+                    yield response
+                    return
+            except (aiohttp.ClientConnectionError, TimeoutError) as err:
+                if attempt + 1 < RETRIES:
+                    await asyncio.sleep(_RETRY_DELAY * 2**attempt)
+                    continue
+                raise RemoteUnavailableError(f"{method} {url} failed: {err or type(err).__name__}") from None
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+
+class HttpObjectStore(ReadOnlyObjectStore):
+    """``blocks/``, ``data/`` or ``checkpoints/`` of a dataset served over HTTP.
+
+    ``max_bytes`` bounds ``get_bytes`` (blocks): a longer answer is an error, not a memory sink.
+    """
+
+    def __init__(self, client: HttpClient, kind: ObjectKind, *, max_bytes: int = 16 << 20) -> None:
+        self.client = client
+        self.kind = kind
+        self.max_bytes = max_bytes
+
+    def __repr__(self) -> str:
+        return f"HttpObjectStore({self.client.base_url}{self.kind.value}/)"
+
+    def url_of(self, hash: Multihash) -> str:
+        return self.client.base_url + object_key(self.kind, hash)
+
+    async def contains(self, hash: Multihash) -> bool:
+        async with self.client.get(object_key(self.kind, hash), method="HEAD") as response:
+            return response is not None
+
+    async def size(self, hash: Multihash) -> int:
+        async with self.client.get(object_key(self.kind, hash), method="HEAD") as response:
+            if response is None:
+                raise ObjectNotFoundError(repr(self), hash)
+            if response.content_length is None:
+                raise RemoteStoreError(f"HEAD {self.url_of(hash)} gave no Content-Length")
+            return response.content_length
+
+    async def get_bytes(self, hash: Multihash) -> bytes:
+        async with self.client.get(object_key(self.kind, hash)) as response:
+            if response is None:
+                raise ObjectNotFoundError(repr(self), hash)
+            data = await response.content.read(self.max_bytes + 1)
+            if len(data) > self.max_bytes:
+                raise RemoteStoreError(f"{self.url_of(hash)} is larger than {self.max_bytes} bytes")
+            return data
+
+    async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+        async with self.client.get(object_key(self.kind, hash)) as response:
+            if response is None:
+                raise ObjectNotFoundError(repr(self), hash)
+            try:
+                async for chunk in response.content.iter_chunked(chunk_size):
+                    yield chunk
+            except (aiohttp.ClientError, TimeoutError) as err:
+                raise RemoteUnavailableError(f"reading {self.url_of(hash)} failed: {err}") from None
+
+
+class HttpRefStore(ReadOnlyRefStore):
+    def __init__(self, client: HttpClient) -> None:
+        self.client = client
+
+    def __repr__(self) -> str:
+        return f"HttpRefStore({self.client.base_url}refs/)"
+
+    async def get(self, name: str) -> Multihash | None:
+        key = ref_key(name)
+        async with self.client.get(key) as response:
+            if response is None:
+                return None
+            body = await response.content.read(MAX_REF_BYTES + 1)
+        try:
+            return parse_ref(body, self.client.base_url + key)
+        except ParseError as err:
+            raise RemoteStoreError(str(err)) from None

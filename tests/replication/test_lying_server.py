@@ -1,0 +1,293 @@
+"""A server that lies: every lie makes the pull fail with a clear error, and the local side is
+exactly as before (same head, same files, no dataset registered, no staging left behind).
+
+The liar is a small aiohttp app serving a real dataset folder by both protocols, with hooks that
+replace what it answers for chosen keys.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+import gzip
+import io
+import tarfile
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pytest
+from aiohttp import WSMsgType, web
+
+from odfd.sync.errors import CorruptSourceError
+from odfd.sync.pull import PullOptions, pull
+from protocol.codec.flatbuffers import decode_block, hash_block
+from protocol.identity import Multihash
+from protocol.model import MetadataBlock
+from protocol.transfer.smart import messages as m
+from protocol.transfer.smart.tarball import pack_blocks
+from storage.dataset import Dataset
+from storage.workspace import Workspace
+from tests.replication.datagen import DatasetWriter, create_root
+
+
+@dataclasses.dataclass
+class Liar:
+    """Serves ``root`` (a dataset folder) at ``/ds/``; hooks override answers."""
+
+    root: Path
+    head: Multihash | None = None
+    blocks: dict[Multihash, bytes] = dataclasses.field(default_factory=dict)
+    objects: dict[str, Callable[[web.Request], web.StreamResponse]] = dataclasses.field(default_factory=dict)
+    tarball: Callable[[list[tuple[Multihash, bytes]]], bytes] | None = None
+    sent_bytes: int = 0
+
+    def app(self) -> web.Application:
+        app = web.Application()
+        app.router.add_get("/ds/refs/head", self.ref)
+        app.router.add_get("/ds/blocks/{hash}", self.block)
+        app.router.add_get("/ds/{folder:data|checkpoints}/{hash}", self.object)
+        app.router.add_get("/ds/pull", self.smart_pull)
+        return app
+
+    def dataset(self) -> Dataset:
+        return Dataset.open_local(self.root)
+
+    async def ref(self, request: web.Request) -> web.Response:
+        head = self.head or await self.dataset().chain.head()
+        return web.Response(text=str(head))
+
+    async def block(self, request: web.Request) -> web.Response:
+        hash = Multihash.from_multibase(request.match_info["hash"])
+        if hash in self.blocks:
+            return web.Response(body=self.blocks[hash])
+        path = self.root / "blocks" / str(hash)
+        return web.Response(body=path.read_bytes()) if path.exists() else web.Response(status=404)
+
+    async def object(self, request: web.Request) -> web.StreamResponse:
+        key = f"{request.match_info['folder']}/{request.match_info['hash']}"
+        if key in self.objects:
+            return await self.objects[key](request)
+        path = self.root / key
+        return web.Response(body=path.read_bytes()) if path.exists() else web.Response(status=404)
+
+    async def chain(self) -> list[tuple[Multihash, bytes]]:
+        """Oldest first, following the (possibly overridden) links from the served head."""
+        items = []
+        hash: Multihash | None = self.head or await self.dataset().chain.head()
+        while hash is not None and len(items) < 10_000:
+            path = self.root / "blocks" / str(hash)
+            data = self.blocks.get(hash) or (path.read_bytes() if path.exists() else None)
+            if data is None:
+                break
+            items.append((hash, data))
+            hash = decode_block(data).prev_block_hash
+        return items[::-1]
+
+    async def smart_pull(self, request: web.Request) -> web.WebSocketResponse:
+        ws = web.WebSocketResponse(max_msg_size=1 << 28)
+        await ws.prepare(request)
+        await ws.receive()
+        blocks = await self.chain()
+        payload = self.tarball(blocks) if self.tarball else pack_blocks(blocks)[1]
+        count = len(blocks)
+        await ws.send_str(m.encode(m.DatasetPullResponse(m.TransferPlan(count, 0, 0, 1, 1))))
+        await ws.receive()
+        await ws.send_str(m.encode(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload))))
+        while (frame := await ws.receive()).type == WSMsgType.TEXT:
+            files = m.DatasetPullObjectsTransferRequest.from_json(m.decode_json(frame.data, "request")).object_files
+            base = f"{request.url.origin()}/ds/"
+            await ws.send_str(m.encode(m.DatasetPullObjectsTransferResponse(tuple(
+                m.PullObjectTransferStrategy(f, m.TransferUrl(
+                    f"{base}{'data' if f.object_type == 'DataSlice' else 'checkpoints'}/{f.physical_hash}"))
+                for f in files))))
+        return ws
+
+
+@pytest.fixture
+async def liar_server(node_a: Workspace) -> AsyncIterator[tuple[Liar, str]]:
+    await create_root(node_a, "cities", slices=3)
+    record = await node_a.resolve("cities")
+    liar = Liar(node_a.layout.dataset(record.id).root)
+    runner = web.AppRunner(liar.app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    yield liar, f"http://127.0.0.1:{runner.addresses[0][1]}/ds"
+    await runner.cleanup()
+
+
+def snapshot(workspace: Workspace) -> set[tuple[str, bytes]]:
+    return {(str(p.relative_to(workspace.root)), p.read_bytes()) for p in workspace.layout.datasets_dir.rglob("*")
+            if p.is_file()}
+
+
+async def assert_fails_cleanly(workspace: Workspace, url: str, match: str, **options: object) -> None:
+    before_files = snapshot(workspace)
+    before = await workspace.list_datasets()
+    for protocol in ("simple", "smart"):
+        with pytest.raises(CorruptSourceError, match=match):
+            await pull(workspace, url, alias="copy", options=PullOptions(protocol=protocol, **options))  # type: ignore[arg-type]
+        assert await workspace.list_datasets() == before
+        assert snapshot(workspace) == before_files
+
+
+def reblock(data: bytes, **changes: object) -> tuple[Multihash, bytes]:
+    return hash_block(dataclasses.replace(decode_block(data), **changes))  # type: ignore[arg-type]
+
+
+async def test_honest_liar_server_is_pullable(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    """The fixture server itself is faithful unless told to lie."""
+    liar, url = liar_server
+    for protocol in ("simple", "smart"):
+        result = await pull(node_b, url, alias="copy", options=PullOptions(protocol=protocol))
+        assert result.num_objects == 6 and result.new_head == await liar.dataset().chain.head()
+        await node_b.delete_dataset("copy")
+
+
+async def test_wrong_bytes_for_a_data_hash(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    data_hash = next(iter((liar.root / "data").iterdir())).name
+    size = (liar.root / "data" / data_hash).stat().st_size
+
+    async def forged(request: web.Request) -> web.Response:
+        return web.Response(body=b"x" * size)
+
+    liar.objects[f"data/{data_hash}"] = forged
+    await assert_fails_cleanly(node_b, url, "hash to")
+
+
+async def test_wrong_bytes_for_a_block_hash(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    head = await liar.dataset().chain.head()
+    assert head is not None
+    forged = bytearray((liar.root / "blocks" / str(head)).read_bytes())
+    forged[len(forged) // 2] ^= 0xFF
+    liar.blocks[head] = bytes(forged)
+    with pytest.raises(CorruptSourceError, match="hash"):
+        await pull(node_b, url, alias="copy", options=PullOptions(protocol="simple"))
+    assert await node_b.list_datasets() == [] and snapshot(node_b) == set()
+
+
+async def test_block_that_does_not_link(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    chain = await liar.chain()
+    # A valid block whose prevBlockHash names a block the server does not have.
+    hash, data = reblock(chain[-1][1], prev_block_hash=Multihash.from_digest_sha3_256(b"missing"))
+    liar.blocks[hash] = data
+    liar.head = hash
+    await assert_fails_cleanly(node_b, url, "does not link|links to")
+
+
+async def test_block_out_of_sequence(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    chain = await liar.chain()
+    hash, data = reblock(chain[-1][1], sequence_number=decode_block(chain[-1][1]).sequence_number + 5)
+    liar.blocks[hash] = data
+    liar.head = hash
+    await assert_fails_cleanly(node_b, url, "does not link|sequence number")
+
+
+async def test_endless_chain_claims_are_bounded(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    chain = await liar.chain()
+    hash, data = reblock(chain[-1][1], sequence_number=10**12)
+    liar.blocks[hash] = data
+    liar.head = hash
+    await assert_fails_cleanly(node_b, url, "over the limit")
+
+
+async def test_cyclic_chain_is_refused(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    """Blocks that loop back (each links to a block with its own sequence number) never reach a
+    seed; the sequence numbers expose the loop at the first step."""
+    liar, url = liar_server
+    chain = await liar.chain()
+    tail_hash, tail = chain[-1]
+    block: MetadataBlock = decode_block(tail)
+    hash_a, data_a = hash_block(dataclasses.replace(block, prev_block_hash=tail_hash))
+    liar.blocks[hash_a] = data_a
+    liar.head = hash_a
+    await assert_fails_cleanly(node_b, url, "does not link|sequence number")
+
+
+async def test_long_chain_over_the_limit(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    await assert_fails_cleanly(node_b, url, "over the limit", max_blocks=3)
+
+
+async def test_object_far_larger_than_advertised(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    data_hash = next(iter((liar.root / "data").iterdir())).name
+    size = (liar.root / "data" / data_hash).stat().st_size
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse()
+        await response.prepare(request)
+        try:
+            for _ in range(10_000):  # 10 GB if the client kept reading
+                await response.write(b"\0" * (1 << 20))
+                liar.sent_bytes += 1 << 20
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return response
+
+    liar.objects[f"data/{data_hash}"] = endless
+    await assert_fails_cleanly(node_b, url, "larger than")
+    assert size < 1 << 20 and liar.sent_bytes < 64 << 20
+
+
+def _tar(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data) if data else None)
+    return gzip.compress(raw.getvalue())
+
+
+@pytest.mark.parametrize("lie", ["parent", "absolute", "folder", "symlink", "wrong-name"])
+async def test_tarball_with_unsafe_or_wrong_members(node_b: Workspace, liar_server: tuple[Liar, str], lie: str) -> None:
+    liar, url = liar_server
+
+    def hostile(blocks: list[tuple[Multihash, bytes]]) -> bytes:
+        members = []
+        for i, (hash, data) in enumerate(blocks):
+            name = str(hash)
+            if i == len(blocks) - 1:
+                name = {"parent": f"../{hash}", "absolute": f"/tmp/{hash}", "folder": f"blocks/{hash}",
+                        "symlink": name, "wrong-name": str(blocks[0][0])}[lie]
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            if lie == "symlink" and i == len(blocks) - 1:
+                info.type, info.linkname, info.size, data = tarfile.SYMTYPE, "/etc/passwd", 0, b""
+            members.append((info, data))
+        return _tar(members)
+
+    liar.tarball = hostile
+    before = snapshot(node_b)
+    with pytest.raises(CorruptSourceError, match="metadata tarball"):
+        await pull(node_b, url, alias="copy", options=PullOptions(protocol="smart"))
+    assert await node_b.list_datasets() == [] and snapshot(node_b) == before
+    assert not (node_b.root.parent / "etc").exists()
+
+
+async def test_lie_during_an_incremental_pull_leaves_the_dataset_as_it_was(
+        node_a: Workspace, node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    liar, url = liar_server
+    await pull(node_b, url, alias="copy")
+    record_before = await node_b.resolve("copy")
+    files_before = snapshot(node_b)
+    source = await node_a.get_dataset("cities")
+    state = await source.chain.state()
+    writer = DatasetWriter(source, random.Random(7), next_offset=(state.last_offset or 0) + 1,
+                           last_checkpoint=state.last_checkpoint, watermark_step=1000)
+    await writer.append(slices=2)
+    newest = sorted((liar.root / "data").iterdir(), key=lambda p: p.stat().st_mtime)[-1].name
+
+    async def forged(request: web.Request) -> web.Response:
+        return web.Response(body=b"\1" * (liar.root / "data" / newest).stat().st_size)
+
+    liar.objects[f"data/{newest}"] = forged
+    for protocol in ("simple", "smart"):
+        with pytest.raises(CorruptSourceError):
+            await pull(node_b, url, options=PullOptions(protocol=protocol))
+        assert await node_b.resolve("copy") == record_before
+        assert snapshot(node_b) == files_before

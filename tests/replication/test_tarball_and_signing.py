@@ -1,0 +1,100 @@
+"""The metadata tarball (layout and strict unpacking) and signed object URLs."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import tarfile
+
+import pytest
+
+from odfd.server.signing import UrlSigner
+from protocol.identity import Multihash
+from protocol.transfer.smart.tarball import TarballError, TarballLimits, pack_blocks, unpack_blocks
+from protocol.codec.flatbuffers import encode_block
+from tests.storage.chain_builder import ChainBuilder, schema
+
+
+def blocks() -> list[tuple[Multihash, bytes]]:
+    builder = ChainBuilder()
+    builder.add(schema("city"))
+    return [(h, encode_block(b)) for h, b in builder.blocks]
+
+
+def test_layout_is_gzipped_gnu_tar_of_blocks_named_by_hash_oldest_first() -> None:
+    items = blocks()
+    count, payload = pack_blocks(items)
+    assert count == 2 and payload[:2] == b"\x1f\x8b"
+    with tarfile.open(fileobj=io.BytesIO(gzip.decompress(payload))) as tar:
+        members = tar.getmembers()
+        assert [t.name for t in members] == [str(h) for h, _ in items]
+        assert all(t.isreg() and t.size == len(d) for t, (_, d) in zip(members, items))
+        assert tar.extractfile(members[0]).read() == items[0][1]  # type: ignore[union-attr]
+    assert unpack_blocks(payload, expected_count=2) == items
+
+
+def tar_of(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for info, data in members:
+            tar.addfile(info, io.BytesIO(data))
+    return gzip.compress(raw.getvalue())
+
+
+def member(name: str, data: bytes, type: bytes = tarfile.REGTYPE, linkname: str = "") -> tuple[tarfile.TarInfo, bytes]:
+    info = tarfile.TarInfo(name)
+    info.size = len(data) if type == tarfile.REGTYPE else 0
+    info.type = type
+    info.linkname = linkname
+    return info, data if type == tarfile.REGTYPE else b""
+
+
+@pytest.mark.parametrize(("make", "match"), [
+    (lambda h, d: [member(f"../{h}", d)], "outside the archive"),
+    (lambda h, d: [member(f"/{h}", d)], "outside the archive"),
+    (lambda h, d: [member(f"blocks/{h}", d)], "outside the archive"),
+    (lambda h, d: [member(str(h), b"", tarfile.SYMTYPE, "/etc/passwd")], "regular files"),
+    (lambda h, d: [member(str(h), b"", tarfile.LNKTYPE, "x")], "regular files"),
+    (lambda h, d: [member(str(h), b"", tarfile.DIRTYPE)], "regular files"),
+    (lambda h, d: [member(str(h), b"", tarfile.CHRTYPE)], "regular files"),
+    (lambda h, d: [member(str(h), b"", tarfile.FIFOTYPE)], "regular files"),
+    (lambda h, d: [member("not-a-hash", d)], "not a block hash"),
+    (lambda h, d: [member(str(h), d + b"x")], "hash to"),
+    (lambda h, d: [member(str(h), d), member(str(h), d)], "twice"),
+])
+def test_unsafe_or_wrong_members_are_refused(make, match) -> None:  # noqa: ANN001
+    hash, data = blocks()[0]
+    with pytest.raises(TarballError, match=match):
+        unpack_blocks(tar_of(*make(hash, data)))
+
+
+def test_limits_and_garbage() -> None:
+    items = blocks()
+    _, payload = pack_blocks(items)
+    with pytest.raises(TarballError, match="limit of 1 blocks"):
+        unpack_blocks(payload, limits=TarballLimits(max_blocks=1))
+    with pytest.raises(TarballError, match="block limit"):
+        unpack_blocks(payload, limits=TarballLimits(max_block_bytes=10))
+    with pytest.raises(TarballError, match="limit of 100 bytes"):
+        unpack_blocks(payload, limits=TarballLimits(max_total_bytes=100))
+    with pytest.raises(TarballError, match="the message says 3"):
+        unpack_blocks(payload, expected_count=3)
+    with pytest.raises(TarballError, match="not a valid gzipped tar"):
+        unpack_blocks(b"plain bytes")
+    with pytest.raises(TarballError, match="not a valid gzipped tar"):
+        unpack_blocks(payload[: len(payload) // 2])
+
+
+def test_signed_urls_grant_one_operation_until_they_expire() -> None:
+    signer = UrlSigner(b"k" * 32, ttl_seconds=60)
+    hash = Multihash.from_digest_sha3_256(b"object")
+    query, expires = signer.sign("PUT", "session-1", "data", hash, 42, now=1000.0)
+    assert int(expires.timestamp()) == 1060
+    assert signer.verify("PUT", "data", hash, query, now=1059.0) == ("session-1", 42)
+    assert signer.verify("PUT", "data", hash, query, now=1061.0) is None  # expired
+    assert signer.verify("GET", "data", hash, query, now=1001.0) is None  # other method
+    assert signer.verify("PUT", "checkpoints", hash, query, now=1001.0) is None  # other folder
+    assert signer.verify("PUT", "data", Multihash.from_digest_sha3_256(b"x"), query, now=1001.0) is None
+    for field, value in (("size", "43"), ("scope", "session-2"), ("expires", "99999"), ("signature", "0" * 64)):
+        assert signer.verify("PUT", "data", hash, {**query, field: value}, now=1001.0) is None
+    assert UrlSigner(b"other" * 8, 60).verify("PUT", "data", hash, query, now=1001.0) is None
