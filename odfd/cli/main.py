@@ -15,6 +15,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "block",
     "data",
     "init", "add", "list", "log", "delete", "rename", "import_", "repair",
+    "pull", "ingest", "tail", "sql",
+    "serve", "push",
+    "verify",
+    "daemon", "mirror", "apply", "get", "status",
 )
 
 

@@ -9,6 +9,7 @@ several processes (CLI and daemon) can share the file under WAL.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -104,6 +105,7 @@ class Catalog:
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
         self._db = db
         self.path = path
+        self._transaction_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> Catalog:
@@ -135,13 +137,16 @@ class Catalog:
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
-        await self._db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self._db
-        except BaseException:
-            await self._db.execute("ROLLBACK")
-            raise
-        await self._db.execute("COMMIT")
+        """One transaction at a time on this connection: tasks of one process (the daemon's
+        concurrent syncs and audits) share it, and SQLite cannot nest transactions."""
+        async with self._transaction_lock:
+            await self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                await self._db.execute("ROLLBACK")
+                raise
+            await self._db.execute("COMMIT")
 
     # --- datasets -------------------------------------------------------------------------------
 

@@ -1,0 +1,7 @@
+"""``python -m odfd``: the ``odfd`` command."""
+
+import sys
+
+from odfd.cli.main import main
+
+sys.exit(main())

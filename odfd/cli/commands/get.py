@@ -1,0 +1,60 @@
+"""``odfd get KIND [NAME] [-o table|yaml|json]``: resources as applied, with their status."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import yaml
+
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.daemon.resources import RECONCILE_ERROR, ManifestError, kind_of, resource_document, schema_of_kind
+from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.workspace import Workspace
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("get", help="show resources (Dataset, Mirror) and their status")
+    parser.add_argument("kind", metavar="KIND", help="dataset(s), mirror(s), or a $schema URI")
+    parser.add_argument("name", nargs="?", metavar="NAME")
+    parser.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
+    add_root_argument(parser)
+    parser.set_defaults(func=_get)
+
+
+def _get(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        schema = schema_of_kind(args.kind)
+        table = ResourceTable(workspace.catalog)
+        if args.name is not None:
+            record = await table.find(schema, args.name)
+            if record is None:
+                raise ManifestError(f"no {kind_of(schema)} resource named {args.name} (see `odfd get {args.kind}`)")
+            records = [record]
+        else:
+            records = await table.list(schema)
+        documents = [resource_document(r) for r in records]
+        if args.output == "json":
+            print(json.dumps(documents[0] if args.name else documents, indent=2))
+        elif args.output == "yaml":
+            print(yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True, width=100), end="")
+        else:
+            _table(records)
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _table(records: list[ResourceRecord]) -> None:
+    print(f"{'KIND':<8} {'NAME':<28} {'PHASE':<12} {'GEN':>4} {'OBSERVED':>8}  CONDITIONS")
+    for record in records:
+        status = record.status
+        conditions = status.get("conditions") or {}
+        summary = ", ".join(f"{key.rsplit('/', 1)[-1]}={value.get('status', value.get('code', '?'))}"
+                            for key, value in sorted(conditions.items()))
+        error = conditions.get(RECONCILE_ERROR)
+        if error:
+            summary += f" ({error.get('message')})"
+        observed = status.get("observedGeneration")
+        print(f"{kind_of(record.schema):<8} {record.name:<28} {status.get('phase', '?'):<12} {record.generation:>4} "
+              f"{'-' if observed is None else observed:>8}  {summary}")

@@ -1,0 +1,181 @@
+"""``odfd mirror add|list|remove|pause|resume|sync``: the datasets this node keeps in sync with a
+remote source. The catalog holds the mirror list, so these work whether or not the daemon runs;
+a running daemon is told to reload it."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.config import format_duration, load_config, parse_duration
+from odfd.daemon.admin import AdminClient
+from odfd.sync.remote import parse_remote_url
+from protocol.errors import OdfError
+from protocol.identity import DatasetAlias
+from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.catalog.resources import ResourceTable
+from storage.workspace import Workspace
+
+
+class MirrorUsageError(OdfError):
+    exit_code = 2
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError("must be longer than zero")
+    return seconds
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("mirror", help="keep datasets in sync with remote sources")
+    actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+
+    add = actions.add_parser("add", help="mirror a remote dataset")
+    add.add_argument("source", metavar="SOURCE", help="URL of the dataset (http(s)://, odf+http(s)://, file://, "
+                                                      "ipfs://, ipns://)")
+    add.add_argument("--as", dest="alias", metavar="ALIAS", help="local name (default: the URL's last segment)")
+    add.add_argument("--to", dest="targets", action="append", default=[], metavar="TARGET",
+                     help="also push the dataset there after each sync (repeatable)")
+    add.add_argument("--every", type=_duration, metavar="DURATION",
+                     help="how often to sync, e.g. 30s, 5m, 1h (default: [sync] default_interval)")
+    add.set_defaults(func=_add)
+
+    listing = actions.add_parser("list", help="list mirrors and how their last sync went")
+    listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    listing.set_defaults(func=_list)
+
+    for name, help_text, func in (("remove", "stop mirroring (the dataset stays)", _remove),
+                                  ("pause", "stop syncing until resumed", _pause),
+                                  ("resume", "sync again", _resume),
+                                  ("sync", "sync now (needs a running daemon)", _sync)):
+        action = actions.add_parser(name, help=help_text)
+        action.add_argument("name", metavar="NAME")
+        action.set_defaults(func=func)
+    for action in actions.choices.values():
+        add_root_argument(action)
+
+
+async def _notify(workspace: Workspace) -> bool:
+    client = await AdminClient.connect(workspace.layout)
+    if client is None:
+        return False
+    await client.request("POST", "/reload")
+    return True
+
+
+def _told(notified: bool) -> str:
+    return "the daemon reloaded its mirrors" if notified else "takes effect when the daemon runs"
+
+
+def _add(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        source = parse_remote_url(args.source)
+        for target in args.targets:
+            parse_remote_url(target)
+        alias = args.alias or (str(source.default_name()) if source.default_name() else None)
+        if alias is None:
+            raise MirrorUsageError(f"cannot name the dataset mirrored from {source}: give one with --as ALIAS")
+        alias = str(DatasetAlias.parse(alias))
+        existing = await workspace.catalog.find_by_alias(alias)
+        if existing is not None and source.text not in await workspace.catalog.remote_aliases(existing.id, "pull"):
+            raise MirrorUsageError(f"dataset {alias} already exists and is not pulled from {source}; "
+                                   "choose another name with --as")
+        interval = args.every or load_config(workspace.layout.config_path).sync.default_interval
+        record = await MirrorTable(workspace.catalog).add(alias, source.text, args.targets, interval)
+        notified = await _notify(workspace)
+        print(f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
+              + (f", pushing to {', '.join(record.targets)}" if record.targets else "") + f" ({_told(notified)})",
+              file=sys.stderr)
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _list(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        table = MirrorTable(workspace.catalog)
+        mirrors = await table.list()
+        attempts = await table.latest_attempts()
+        if args.output == "json":
+            print(json.dumps([_json(m, attempts.get(m.name)) for m in mirrors], indent=2))
+            return 0
+        print(f"{'NAME':<28} {'EVERY':<8} {'STATE':<10} {'LAST SYNC':<22} {'FAILS':>5}  SOURCE -> TARGETS")
+        for m in mirrors:
+            attempt = attempts.get(m.name)
+            state = "paused" if m.paused else (attempt.outcome if attempt else "new")
+            last = "-" if m.last_attempt_at is None else m.last_attempt_at.isoformat(timespec="seconds")[:19]
+            targets = f" -> {', '.join(m.targets)}" if m.targets else ""
+            print(f"{m.name:<28} {format_duration(m.interval):<8} {state:<10} {last:<22} "
+                  f"{m.consecutive_failures:>5}  {m.source}{targets}")
+            if m.last_error and not m.paused:
+                print(f"{'':<28} error: {m.last_error}")
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
+    return {"name": m.name, "source": m.source, "targets": list(m.targets), "every": format_duration(m.interval),
+            "paused": m.paused, "managedBy": m.resource_id,
+            "lastOutcome": getattr(attempt, "outcome", None),
+            "lastAttemptAt": None if m.last_attempt_at is None else m.last_attempt_at.isoformat(),
+            "consecutiveFailures": m.consecutive_failures, "lastError": m.last_error}
+
+
+async def _unmanaged(workspace: Workspace, name: str, verb: str) -> MirrorRecord:
+    record = await MirrorTable(workspace.catalog).require(name)
+    if record.resource_id is not None:
+        raise MirrorUsageError(f"mirror {record.name} is managed by a Mirror resource: {verb} it in its manifest "
+                               "and run `odfd apply`")
+    return record
+
+
+def _remove(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        record = await MirrorTable(workspace.catalog).require(args.name)
+        if record.resource_id is not None:
+            await ResourceTable(workspace.catalog).delete(record.resource_id)
+        await MirrorTable(workspace.catalog).remove(record.name)
+        notified = await _notify(workspace)
+        extra = " and its Mirror resource" if record.resource_id else ""
+        print(f"Removed mirror {record.name}{extra}; the dataset stays ({_told(notified)})", file=sys.stderr)
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _set_paused(args: argparse.Namespace, paused: bool) -> int:
+    async def run(workspace: Workspace) -> int:
+        record = await _unmanaged(workspace, args.name, "set spec.paused")
+        await MirrorTable(workspace.catalog).set_paused(record.name, paused)
+        notified = await _notify(workspace)
+        print(f"{'Paused' if paused else 'Resumed'} mirror {record.name} ({_told(notified)})", file=sys.stderr)
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _pause(args: argparse.Namespace) -> int:
+    return _set_paused(args, True)
+
+
+def _resume(args: argparse.Namespace) -> int:
+    return _set_paused(args, False)
+
+
+def _sync(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        record = await MirrorTable(workspace.catalog).require(args.name)
+        client = await AdminClient.require(workspace.layout)
+        await client.request("POST", f"/mirrors/{record.name}/sync")
+        print(f"Sync of {record.name} queued (see `odfd mirror list`)", file=sys.stderr)
+        return 0
+
+    return run_in_workspace(args, run)

@@ -1,0 +1,383 @@
+"""The node's configuration: one typed object read from the workspace's ``config.toml``, with
+environment variables overriding the file.
+
+Every setting, its default and its meaning is documented in ``config.example.toml`` at the root of
+the repository. Each ``[section] key`` can be overridden by the environment variable
+``ODFD_<SECTION>_<KEY>`` in upper case (``ODFD_SERVER_PORT=9000``, ``ODFD_LOG_FORMAT=json``,
+``ODFD_IPFS_API=/ip4/…``); lists are comma-separated there. Nested tables (``[spark.conf]``,
+``[sync.tokens]``) are file-only. Anything unknown or malformed stops the node with a
+``ConfigError`` naming the key and where it came from (the file, or the environment variable), so
+a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from protocol.errors import OdfError
+from verifier.engine.settings import SparkConfigError, SparkSettings
+
+from odfd.server.config import ServerConfig
+from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+
+ENV_PREFIX = "ODFD_"
+
+
+class ConfigError(OdfError):
+    """The node's configuration is invalid; the message names the key and the file or variable."""
+
+
+# --- durations ------------------------------------------------------------------------------------
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d|w)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0, "w": 604800.0}
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in ``"90s"``, ``"5m"``, ``"1h30m"``, ``"2d"`` (or a plain number of seconds)."""
+    if isinstance(text, bool):
+        raise ValueError(f"{text!r} is not a duration")
+    if isinstance(text, (int, float)):
+        seconds = float(text)
+    else:
+        compact = text.strip().replace(" ", "")
+        try:
+            seconds = float(compact)
+        except ValueError:
+            parts = _DURATION_PART.findall(compact)
+            if not compact or "".join(n + u for n, u in parts) != compact:
+                raise ValueError(f"{text!r} is not a duration (use e.g. 30s, 5m, 1h30m, 2d)") from None
+            seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
+    if not math.isfinite(seconds) or seconds < 0:
+        raise ValueError(f"{text!r} is not a non-negative duration")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact spelling ``parse_duration`` reads back (``3600`` -> ``1h``)."""
+    if seconds <= 0:
+        return "0s"
+    whole = int(seconds)
+    if whole != seconds:
+        return f"{seconds:g}s"
+    out = ""
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60), ("s", 1)):
+        if whole >= size:
+            out += f"{whole // size}{unit}"
+            whole %= size
+    return out
+
+
+# --- sections -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class IpfsConfig:
+    """``[ipfs]``: the IPFS node (Kubo RPC API and gateway) used for ``ipfs://`` / ``ipns://``
+    remotes and pinning."""
+
+    api: str = DEFAULT_IPFS_API
+    gateway: str = DEFAULT_IPFS_GATEWAY
+    pin: bool = False
+    """Pin every mirrored dataset's folder in the node after each sync that changed it."""
+
+    def settings(self) -> IpfsSettings:
+        return IpfsSettings(api=self.api, gateway=self.gateway)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncConfig:
+    """``[sync]``: how the daemon schedules and runs mirror syncs."""
+
+    default_interval: float = 300.0
+    jitter: float = 0.1
+    """Each delay is stretched or shrunk by up to this fraction, so mirrors spread out."""
+    max_concurrent: int = 4
+    parallel_objects: int = 8
+    backoff_initial: float = 30.0
+    backoff_max: float = 3600.0
+    attempt_timeout: float = 3600.0
+    startup_spread: float = 10.0
+    """Mirrors overdue at start-up are spread over this window instead of all starting at once."""
+    history: float = 30 * 86400.0
+    """How long sync attempts are kept in the catalog."""
+    transform_derivatives: bool = True
+    """Update local derivative datasets when a mirror brings new data into one of their inputs."""
+    tokens: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """URL prefix -> bearer token for pulls from and pushes to that remote (longest prefix wins)."""
+
+    def token_for(self, url: str) -> str | None:
+        best = max((prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None)
+        return None if best is None else self.tokens[best]
+
+
+@dataclass(frozen=True, slots=True)
+class AuditConfig:
+    """``[audit]``: integrity checks after syncs and full audits on a schedule."""
+
+    after_sync: bool = True
+    """Check integrity (metadata + data) of a dataset each time a sync or transform changed it."""
+    interval: float = 86400.0
+    """Full audit (integrity + reproducibility) of every dataset this often; 0 disables."""
+    max_concurrent: int = 1
+    jobs: int = 2
+    """Files checked at once within one audit."""
+    withhold_failing: bool = False
+    """Stop serving a dataset whose last audit failed (it is served again once one passes)."""
+    keep_reports: int = 20
+    """Audit reports kept per dataset."""
+
+
+@dataclass(frozen=True, slots=True)
+class DaemonConfig:
+    """``[daemon]``: the process itself."""
+
+    admin_socket: str | None = None
+    """Unix socket of the local admin API (default: ``daemon.sock`` in the workspace)."""
+    blocking_threads: int = 8
+    """Threads for blocking work (file hashing, Parquet, IPFS RPC, SQLite)."""
+    spark_jobs: int = 1
+    """Spark jobs (transforms, reproducibility audits) run at once on the shared session."""
+    shutdown_timeout: float = 30.0
+    """On SIGTERM, how long in-flight work may run on before it is cancelled."""
+    reconcile_interval: float = 60.0
+    """How often controllers re-check resources even when nothing asked them to."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogConfig:
+    """``[log]``: structured logs on stderr."""
+
+    format: str = "text"
+    level: str = "info"
+
+
+@dataclass(frozen=True, slots=True)
+class MetricsConfig:
+    """``[metrics]``: Prometheus exposition."""
+
+    enabled: bool = True
+    """Serve ``/metrics`` on the HTTP server (it is always on the admin socket)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeConfig:
+    server: ServerConfig = field(default_factory=ServerConfig)
+    spark: SparkSettings = field(default_factory=SparkSettings)
+    ipfs: IpfsConfig = field(default_factory=IpfsConfig)
+    sync: SyncConfig = field(default_factory=SyncConfig)
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    log: LogConfig = field(default_factory=LogConfig)
+    metrics: MetricsConfig = field(default_factory=MetricsConfig)
+
+
+# --- value readers --------------------------------------------------------------------------------
+
+Reader = Callable[[Any, bool], Any]
+"""``(value, from_env) -> typed value``; raises ``ValueError`` with what was expected."""
+
+
+def _int(minimum: int, maximum: int | None = None) -> Reader:
+    def read(value: Any, from_env: bool) -> int:
+        if from_env and isinstance(value, str):
+            try:
+                value = int(value.strip())
+            except ValueError:
+                raise ValueError(f"expected an integer, got {value!r}") from None
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValueError(f"expected an integer, got {value!r}")
+        if value < minimum or (maximum is not None and value > maximum):
+            bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+            raise ValueError(f"must be {bound}, got {value}")
+        return value
+    return read
+
+
+def _fraction(value: Any, from_env: bool) -> float:
+    if from_env and isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            raise ValueError(f"expected a number, got {value!r}") from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ValueError(f"expected a number in [0, 1), got {value!r}")
+    return float(value)
+
+
+def _duration(value: Any, from_env: bool) -> float:
+    return parse_duration(value)
+
+
+def _positive_duration(value: Any, from_env: bool) -> float:
+    seconds = parse_duration(value)
+    if seconds <= 0:
+        raise ValueError(f"must be longer than zero, got {value!r}")
+    return seconds
+
+
+def _bool(value: Any, from_env: bool) -> bool:
+    if from_env and isinstance(value, str):
+        lowered = value.strip().lower()
+        if lowered in ("1", "true", "yes", "on"):
+            return True
+        if lowered in ("0", "false", "no", "off"):
+            return False
+    if not isinstance(value, bool):
+        raise ValueError(f"expected true or false, got {value!r}")
+    return value
+
+
+def _str(*choices: str) -> Reader:
+    def read(value: Any, from_env: bool) -> str:
+        if not isinstance(value, str) or not value:
+            raise ValueError(f"expected a non-empty string, got {value!r}")
+        if choices and value.lower() not in choices:
+            raise ValueError(f"must be one of {', '.join(choices)}, got {value!r}")
+        return value.lower() if choices else value
+    return read
+
+
+def _str_list(value: Any, from_env: bool) -> list[str]:
+    if from_env and isinstance(value, str):
+        value = [item.strip() for item in value.split(",") if item.strip()]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ValueError(f"expected a list of non-empty strings, got {value!r}")
+    return value
+
+
+def _str_table(value: Any, from_env: bool) -> Mapping[str, str]:
+    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
+                                              for k, v in value.items()):
+        raise ValueError("expected a table of strings")
+    return MappingProxyType(dict(value))
+
+
+def _signing_key(value: Any, from_env: bool) -> bytes:
+    try:
+        key = bytes.fromhex(_str()(value, from_env))
+    except ValueError:
+        raise ValueError("must be hex") from None
+    if len(key) < 16:
+        raise ValueError("must be at least 16 bytes (32 hex digits)")
+    return key
+
+
+def _base_url(value: Any, from_env: bool) -> str:
+    return _str()(value, from_env).rstrip("/") + "/"
+
+
+_SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
+    "server": (ServerConfig, {
+        "address": _str(), "port": _int(0, 65535), "push_tokens": _str_list,
+        "url_signing_key": _signing_key, "url_ttl_seconds": _int(1), "base_url": _base_url,
+    }),
+    "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
+    "sync": (SyncConfig, {
+        "default_interval": _positive_duration, "jitter": _fraction, "max_concurrent": _int(1),
+        "parallel_objects": _int(1), "backoff_initial": _positive_duration,
+        "backoff_max": _positive_duration, "attempt_timeout": _positive_duration,
+        "startup_spread": _duration, "history": _positive_duration, "transform_derivatives": _bool,
+        "tokens": _str_table,
+    }),
+    "audit": (AuditConfig, {
+        "after_sync": _bool, "interval": _duration, "max_concurrent": _int(1), "jobs": _int(1),
+        "withhold_failing": _bool, "keep_reports": _int(1),
+    }),
+    "daemon": (DaemonConfig, {
+        "admin_socket": _str(), "blocking_threads": _int(2), "spark_jobs": _int(1),
+        "shutdown_timeout": _duration, "reconcile_interval": _positive_duration,
+    }),
+    "log": (LogConfig, {"format": _str("text", "json"), "level": _str("debug", "info", "warning", "error")}),
+    "metrics": (MetricsConfig, {"enabled": _bool}),
+}
+_FILE_ONLY = {("sync", "tokens")}
+_SPARK_ENV_KEYS = ("master", "driver_memory", "local_dir", "app_name")
+_OTHER_TABLES = {"workspace", "spark"}
+
+
+# --- loading --------------------------------------------------------------------------------------
+
+
+def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> NodeConfig:
+    """The configuration in ``path`` (a missing file means all defaults) with ``env``
+    (default: ``os.environ``) overriding it."""
+    env = os.environ if env is None else env
+    document: dict[str, Any] = {}
+    where = str(path) if path is not None else "<no config file>"
+    if path is not None and path.is_file():
+        try:
+            with open(path, "rb") as file:
+                document = tomllib.load(file)
+        except tomllib.TOMLDecodeError as err:
+            raise ConfigError(f"{path}: invalid TOML: {err}") from None
+    unknown = sorted(set(document) - set(_SECTIONS) - _OTHER_TABLES)
+    if unknown:
+        raise ConfigError(f"{where}: unknown section(s) {', '.join(f'[{name}]' for name in unknown)}; "
+                          f"known: {', '.join(f'[{name}]' for name in sorted({*_SECTIONS, *_OTHER_TABLES}))}")
+    values: dict[str, Any] = {}
+    for section, (kind, readers) in _SECTIONS.items():
+        values[section] = _load_section(section, kind, readers, _table(document, section, where), where, env)
+    values["spark"] = _load_spark(_table(document, "spark", where), where, env)
+    return NodeConfig(**values)
+
+
+def _table(document: dict[str, Any], section: str, where: str) -> dict[str, Any]:
+    table = document.get(section, {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{where}: [{section}] must be a table")
+    return table
+
+
+def _load_section(section: str, kind: type, readers: dict[str, Reader], table: dict[str, Any], where: str,
+                  env: Mapping[str, str]) -> Any:
+    unknown = sorted(set(table) - set(readers))
+    if unknown:
+        raise ConfigError(f"{where}: [{section}] unknown key(s) {', '.join(unknown)}; "
+                          f"known: {', '.join(sorted(readers))}")
+    config = kind()
+    names = {f.name for f in fields(kind)}
+    for key, read in readers.items():
+        variable = f"{ENV_PREFIX}{section.upper()}_{key.upper()}"
+        if (section, key) not in _FILE_ONLY and variable in env:
+            raw, source, from_env = env[variable], f"environment variable {variable}", True
+        elif key in table:
+            raw, source, from_env = table[key], f"{where}: [{section}] {key}", False
+        else:
+            continue
+        try:
+            value = read(raw, from_env)
+        except ValueError as err:
+            raise ConfigError(f"{source}: {err}") from None
+        if key == "push_tokens":
+            value = frozenset(value)
+        assert key in names  # every reader names a field of its section
+        config = replace(config, **{key: value})
+    return _check_section(section, config, where)
+
+
+def _check_section(section: str, config: Any, where: str) -> Any:
+    if isinstance(config, SyncConfig) and config.backoff_initial > config.backoff_max:
+        raise ConfigError(f"{where}: [sync] backoff_initial ({format_duration(config.backoff_initial)}) "
+                          f"is longer than backoff_max ({format_duration(config.backoff_max)})")
+    return config
+
+
+def _load_spark(table: dict[str, Any], where: str, env: Mapping[str, str]) -> SparkSettings:
+    table = dict(table)
+    for key in _SPARK_ENV_KEYS:
+        variable = f"{ENV_PREFIX}SPARK_{key.upper()}"
+        if variable in env:
+            table[key] = env[variable]
+    try:
+        return SparkSettings.from_config(table)
+    except SparkConfigError as err:
+        raise ConfigError(f"{where}: {err}") from None

@@ -1,0 +1,192 @@
+"""Resource controllers: move the node towards what the applied resources declare, and say how
+it went in each resource's ``status`` (``phase``, ``observedGeneration``, ``conditions``).
+
+* ``Mirror``: the ``mirrors`` row of ``headers.name`` matches the spec (source, targets, interval,
+  paused). The sync scheduler then adds the ``Synced`` and ``Audited`` conditions.
+* ``Dataset``: a missing dataset is created from the spec (as ``odfd add`` does a snapshot); for
+  an existing one, every event of the spec that differs from the latest event of its kind in the
+  chain (``AddPushSource``: of its source name) is appended, so re-applying an edited manifest
+  updates the dataset and re-applying the same one appends nothing.
+
+A failure (bad reference, conflict, chain rule) sets ``Failed`` with a ``ReconciliationError``
+condition; reconciling is retried on the daemon's ``reconcile_interval`` (an input may appear
+later, e.g. once a mirror first syncs).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from protocol.identity import DatasetAlias, DatasetId, DatasetRef
+from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
+from protocol.errors import OdfError
+from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.snapshots import normalize_snapshot
+from storage.workspace import Workspace
+
+from odfd.config import SyncConfig
+from odfd.daemon.resources import (
+    DATASET_SCHEMA,
+    MIRROR_SCHEMA,
+    RECONCILE_ERROR,
+    MirrorSpec,
+    dataset_resource,
+)
+from odfd.daemon.time import utc_now_text
+
+log = logging.getLogger(__name__)
+
+
+class ControllerHooks(Protocol):
+    """What the daemon does when a controller changed something (nothing, outside a daemon)."""
+
+    async def mirror_changed(self, name: str) -> None: ...
+
+    async def dataset_changed(self, dataset_id: DatasetId) -> None: ...
+
+
+class NoHooks:
+    async def mirror_changed(self, name: str) -> None:
+        return None
+
+    async def dataset_changed(self, dataset_id: DatasetId) -> None:
+        return None
+
+
+class ReconcileFailure(OdfError):
+    """Why a resource cannot be reconciled now; ``code`` goes into its condition."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True, slots=True)
+class ReconcileResult:
+    resource: ResourceRecord
+    phase: str
+    message: str | None = None
+
+
+class Reconciler:
+    def __init__(self, workspace: Workspace, sync: SyncConfig, hooks: ControllerHooks | None = None) -> None:
+        self.workspace = workspace
+        self.sync = sync
+        self.hooks = hooks or NoHooks()
+        self.resources = ResourceTable(workspace.catalog)
+        self.mirrors = MirrorTable(workspace.catalog)
+
+    async def reconcile_all(self) -> list[ReconcileResult]:
+        """Mirrors first (derivative datasets may read what they bring), then datasets."""
+        records = await self.resources.list()
+        order = {MIRROR_SCHEMA: 0, DATASET_SCHEMA: 1}
+        records.sort(key=lambda r: (order.get(r.schema, 2), r.name.lower()))
+        return [await self.reconcile(record) for record in records]
+
+    async def reconcile(self, record: ResourceRecord) -> ReconcileResult:
+        try:
+            if record.schema == MIRROR_SCHEMA:
+                message = await self._mirror(record)
+            elif record.schema == DATASET_SCHEMA:
+                message = await self._dataset(record)
+            else:
+                raise ReconcileFailure("unknown-kind", f"no controller for {record.schema}")
+        except ReconcileFailure as failure:
+            await self._set(record, "Failed", {"code": failure.code, "message": str(failure)})
+            return ReconcileResult(record, "Failed", str(failure))
+        except OdfError as err:
+            await self._set(record, "Failed", {"code": "error", "message": str(err)})
+            return ReconcileResult(record, "Failed", str(err))
+        await self._set(record, "Ready", None)
+        return ReconcileResult(record, "Ready", message)
+
+    async def _set(self, record: ResourceRecord, phase: str, error: dict[str, Any] | None) -> None:
+        condition = None if error is None else {**error, "observedGeneration": record.generation,
+                                                "updatedAt": utc_now_text()}
+        current = record.status.get("conditions", {}).get(RECONCILE_ERROR)
+        if current is not None and error is not None and all(current.get(k) == v for k, v in error.items()):
+            condition = current  # same failure as before: keep its time, write nothing new
+        changed = await self.resources.update_status(record.id, phase=phase, observed_generation=record.generation,
+                                                     conditions={RECONCILE_ERROR: condition})
+        if changed:
+            log.info("resource reconciled", extra={"kind": record.schema.rsplit("/", 1)[-1], "resource": record.name,
+                                                   "generation": record.generation, "phase": phase,
+                                                   **({"error": error["message"]} if error else {})})
+
+    # --- Mirror ---------------------------------------------------------------------------------
+
+    async def _mirror(self, record: ResourceRecord) -> str | None:
+        spec = MirrorSpec.from_json(record.spec, f"Mirror {record.name}")
+        interval = spec.every if spec.every is not None else self.sync.default_interval
+        existing = await self.mirrors.get(record.name)
+        if existing is None:
+            dataset = await self.workspace.catalog.find_by_alias(record.name)
+            if dataset is not None:
+                remotes = await self.workspace.catalog.remote_aliases(dataset.id, "pull")
+                if spec.source not in remotes:
+                    raise ReconcileFailure("conflict", f"dataset {record.name} already exists and is not pulled "
+                                                       f"from {spec.source}")
+            await self.mirrors.add(record.name, spec.source, spec.targets, interval, resource_id=record.id)
+            if spec.paused:
+                await self.mirrors.set_paused(record.name, True)
+            await self.hooks.mirror_changed(record.name)
+            return "mirror created"
+        if existing.resource_id not in (None, record.id):
+            raise ReconcileFailure("conflict", f"mirror {record.name} is managed by resource {existing.resource_id}")
+        if (existing.source, existing.targets, existing.interval, existing.resource_id) != \
+                (spec.source, spec.targets, interval, record.id):
+            await self.mirrors.update(record.name, source=spec.source, targets=spec.targets, interval=interval,
+                                      resource_id=record.id)
+        elif existing.paused == spec.paused:
+            return None
+        if existing.paused != spec.paused:
+            await self.mirrors.set_paused(record.name, spec.paused)
+        await self.hooks.mirror_changed(record.name)
+        return "mirror updated"
+
+    # --- Dataset --------------------------------------------------------------------------------
+
+    async def _dataset(self, record: ResourceRecord) -> str | None:
+        spec = dataset_resource(record).spec
+        alias = DatasetAlias.parse(record.name)
+        existing = await self.workspace.catalog.find_by_alias(record.name)
+        if spec.did is not None and (existing is None or existing.id != spec.did):
+            where = "is not in the workspace" if existing is None else f"is {existing.id}"
+            raise ReconcileFailure("did-mismatch", f"spec.did is {spec.did} but dataset {record.name} {where} "
+                                                   "(a DID comes from the dataset's key: mirror it, or omit did)")
+        snapshot = DatasetSnapshot(name=alias, kind=spec.kind, metadata=spec.metadata)
+        if existing is None:
+            dataset = await self.workspace.create_from_snapshot(snapshot)
+            assert dataset.id is not None  # a workspace dataset has an id
+            await self.hooks.dataset_changed(dataset.id)
+            return "dataset created"
+        if await self.mirrors.get(record.name) is not None:
+            raise ReconcileFailure("conflict", f"dataset {record.name} is mirrored: its metadata comes from its "
+                                               "source and cannot be set here")
+        if existing.kind is not spec.kind:
+            raise ReconcileFailure("kind-mismatch", f"dataset {record.name} is {existing.kind.value}, the spec says "
+                                                    f"{spec.kind.value} (a dataset's kind never changes)")
+
+        async def resolve(ref: DatasetRef) -> DatasetId | None:
+            found = await self.workspace.try_resolve(ref)
+            return None if found is None else found.id
+
+        wanted = await normalize_snapshot(snapshot, resolve)
+        dataset = self.workspace.open_dataset(existing.id)
+        latest: dict[tuple[str, str | None], MetadataEvent] = {}
+        async for _, block in dataset.chain.iter_blocks():
+            key = _event_key(block.event)
+            latest.setdefault(key, block.event)
+        new_events = [event for event in wanted if latest.get(_event_key(event)) != event]
+        if not new_events:
+            return None
+        await dataset.commit_events(new_events, expected_head=await dataset.chain.head())
+        await self.hooks.dataset_changed(existing.id)
+        return f"appended {', '.join(kind_name(e) for e in new_events)}"
+
+
+def _event_key(event: MetadataEvent) -> tuple[str, str | None]:
+    return kind_name(event), event.source_name if isinstance(event, AddPushSource) else None

@@ -1,0 +1,147 @@
+"""One sync attempt of one mirror: check the source's head, pull if it moved, push to every
+target that is behind, pin the dataset in IPFS when configured.
+
+Nothing here is trusted from the source: ``odfd.sync.pull`` verifies every block and object and
+moves ``head`` last by compare-and-swap, so an attempt that fails or is cancelled leaves the
+dataset at its old head or its new one, never between. The caller records the outcome.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import MappingProxyType
+from typing import Any
+
+import aiohttp
+
+from protocol.errors import OdfError
+from protocol.identity import DatasetId, Multihash
+from protocol.transfer.ipfs import IpfsClient, IpfsNotFoundError, parse_cid
+from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
+from storage.workspace import Workspace
+
+from odfd.config import NodeConfig
+from odfd.daemon.source_probe import SourceHead, probe_source
+from odfd.sync.pull import PullOptions, PullResult, pull
+from odfd.sync.push import PushOptions, push
+from odfd.sync.remote import parse_remote_url
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SyncReport:
+    """What one attempt did; ``attempt`` is what gets recorded."""
+
+    attempt: SyncAttempt
+    source: SourceHead | None
+    pinned_cid: str | None
+    target_state: MappingProxyType[str, TargetState]
+    head_changed: bool
+
+    @property
+    def failed(self) -> bool:
+        return self.attempt.outcome == "failed"
+
+
+def describe_error(err: BaseException) -> str:
+    """One line for the catalog and the logs: the message of our errors, the type of others."""
+    if isinstance(err, OdfError):
+        return str(err)
+    if isinstance(err, TimeoutError):
+        return f"timed out ({err})" if str(err) else "timed out"
+    return f"{type(err).__name__}: {err}" if str(err) else type(err).__name__
+
+
+class MirrorSyncer:
+    def __init__(self, workspace: Workspace, config: NodeConfig, session: aiohttp.ClientSession) -> None:
+        self.workspace = workspace
+        self.config = config
+        self.session = session
+
+    async def sync(self, mirror: MirrorRecord) -> SyncReport:
+        started = datetime.now(UTC)
+        local_before = await self._local_head(mirror.name)
+        dataset_id = local_before[0]
+        known = (SourceHead(mirror.source_head, mirror.source_sequence, mirror.source_cid)
+                 if mirror.source_head is not None else None)
+        source: SourceHead | None = None
+        pulled: PullResult | None = None
+        errors: list[str] = []
+        target_state = dict(mirror.target_state)
+        pushes: list[dict[str, Any]] = []
+        pinned = mirror.pinned_cid
+        try:
+            remote = parse_remote_url(mirror.source)
+            source = await probe_source(remote, self.session, self.config.ipfs.settings(),
+                                        token=self.config.sync.token_for(mirror.source), known=known)
+            if dataset_id is None or source.head != local_before[1]:
+                options = PullOptions(parallel=self.config.sync.parallel_objects,
+                                      token=self.config.sync.token_for(mirror.source))
+                pulled = await pull(self.workspace, mirror.source, alias=mirror.name, options=options,
+                                    session=self.session)
+                dataset_id = pulled.dataset_id
+        except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
+            errors.append(describe_error(err))
+        local_id, local_head = await self._local_head(mirror.name)
+        dataset_id = dataset_id or local_id
+        if not errors and local_head is not None:
+            for target in mirror.targets:
+                state, entry = await self._push(mirror, target, local_head, target_state.get(target))
+                target_state[target] = state
+                pushes.append(entry)
+                if state.error is not None:
+                    errors.append(f"push to {target}: {state.error}")
+            if self.config.ipfs.pin and (pinned is None or local_head != local_before[1]):
+                try:
+                    pinned = await self._pin(dataset_id, pinned)
+                except Exception as err:  # noqa: BLE001 - recorded like any failure
+                    errors.append(f"pinning in IPFS: {describe_error(err)}")
+        changed = local_head is not None and local_head != local_before[1]
+        outcome = "failed" if errors else ("updated" if changed else "unchanged")
+        attempt = SyncAttempt(
+            mirror=mirror.name, source=mirror.source, dataset_id=dataset_id, started_at=started,
+            finished_at=datetime.now(UTC), outcome=outcome, old_head=local_before[1], new_head=local_head,
+            source_head=None if source is None else source.head,
+            blocks=pulled.num_blocks if pulled else 0, objects=pulled.num_objects if pulled else 0,
+            bytes=pulled.num_bytes if pulled else 0, pushes=tuple(pushes),
+            error="; ".join(errors) if errors else None,
+        )
+        return SyncReport(attempt, source, pinned, MappingProxyType(target_state), changed)
+
+    async def _local_head(self, alias: str) -> tuple[DatasetId | None, Multihash | None]:
+        """Read from ``refs/head`` (the truth), not the catalog's copy."""
+        record = await self.workspace.catalog.find_by_alias(alias)
+        if record is None:
+            return None, None
+        return record.id, await self.workspace.open_dataset(record.id).chain.head()
+
+    async def _push(self, mirror: MirrorRecord, target: str, head: Multihash,
+                    state: TargetState | None) -> tuple[TargetState, dict[str, Any]]:
+        if state is not None and state.head == head and state.error is None:
+            return state, {"target": target, "blocks": 0, "skipped": True}
+        options = PushOptions(token=self.config.sync.token_for(target), parallel=self.config.sync.parallel_objects)
+        try:
+            result = await push(self.workspace, mirror.name, target, options=options)
+        except Exception as err:  # noqa: BLE001 - a failed push is part of the attempt's outcome
+            message = describe_error(err)
+            log.warning("push failed", extra={"mirror": mirror.name, "target": target, "error": message})
+            previous = state or TargetState()
+            return TargetState(previous.head, previous.remote, message), {"target": target, "error": message}
+        return TargetState(head, result.remote), {"target": target, "remote": result.remote,
+                                                  "blocks": result.num_blocks}
+
+    async def _pin(self, dataset_id: DatasetId | None, previous: str | None) -> str | None:
+        if dataset_id is None:
+            return previous
+        client = IpfsClient(self.config.ipfs.api)
+        folder = self.workspace.layout.dataset(dataset_id).root
+        cid = str(await client.add_directory(folder, exclude=("info",), pin=True))
+        if previous is not None and previous != cid:
+            try:
+                await client.pin_rm(parse_cid(previous))
+            except IpfsNotFoundError:
+                pass  # already unpinned by hand: nothing to undo
+        return cid

@@ -1,0 +1,83 @@
+"""Start-up repairs after a crash (``SIGKILL``, power loss) — cheap, and only what a crash can
+leave behind, since every commit moves ``refs/head`` last:
+
+* a dataset folder renamed into place whose catalog row was never written (a first pull killed
+  between the rename and the insert): validated and registered, as ``odfd repair`` would;
+* a catalog head behind ``refs/head`` (killed after the head moved, before the catalog heard);
+* a new dataset's staging folder (``datasets/.pull-*``) whose head was set but which was never
+  renamed into place: its ``refs/head`` is dropped so the next pull commits it again (the blocks
+  and objects stay, so nothing is fetched twice).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from protocol.errors import ParseError
+from protocol.identity import DatasetAlias, DatasetId
+from storage.chain import validate_chain
+from storage.dataset import Dataset
+from storage.errors import StorageError
+from storage.layout import HEAD_REF
+from storage.workspace import Workspace
+
+from odfd.sync.target import STAGING_PREFIX
+
+log = logging.getLogger(__name__)
+
+
+async def recover_workspace(workspace: Workspace) -> list[str]:
+    """Bring the catalog in step with the dataset folders; returns what was fixed."""
+    fixed: list[str] = []
+    known = {record.id: record for record in await workspace.list_datasets()}
+    for record in known.values():
+        dataset = workspace.open_dataset(record.id)
+        head = await dataset.chain.head()
+        if head is not None and head != record.head:
+            block = await dataset.chain.get_block(head)
+            await workspace.catalog.update_head(record.id, head, block.sequence_number)
+            fixed.append(f"{record.alias}: catalog head updated to {head} (#{block.sequence_number})")
+    folder = workspace.layout.datasets_dir
+    for path in sorted(folder.iterdir()) if folder.is_dir() else []:
+        if path.name.startswith(STAGING_PREFIX) and (path / "refs" / HEAD_REF).is_file():
+            (path / "refs" / HEAD_REF).unlink()
+            fixed.append(f"{path.name}: unfinished first pull will commit again")
+            continue
+        if path.name.startswith(".") or not path.is_dir():
+            continue
+        try:
+            dataset_id = DatasetId.from_multibase(path.name)
+        except ParseError:
+            continue
+        if dataset_id in known:
+            continue
+        message = await _adopt(workspace, dataset_id)
+        if message:
+            fixed.append(message)
+    for message in fixed:
+        log.warning("recovered after an interrupted run", extra={"fix": message})
+    return fixed
+
+
+async def _adopt(workspace: Workspace, dataset_id: DatasetId) -> str | None:
+    dataset = Dataset.open_local(workspace.layout.dataset(dataset_id).root, dataset_id)
+    try:
+        head = await dataset.chain.head()
+        if head is None:
+            return None  # an unfinished create or delete: every listing ignores it
+        state = await validate_chain(dataset.chain, head, dataset_id=dataset_id)
+        alias = await dataset.alias()
+        if alias is None:
+            return None
+        alias = str(DatasetAlias.parse(alias))
+        if await workspace.catalog.find_by_alias(alias) is not None:
+            return None
+        assert state.kind is not None  # a valid chain starts with a Seed
+        await workspace.catalog.add_dataset(dataset_id, alias, state.kind, head, state.sequence_number)
+        for kind, refs in (await dataset.remote_aliases()).items():
+            if refs:
+                await workspace.catalog.set_remote_aliases(dataset_id, kind, refs)
+    except (StorageError, ParseError) as err:
+        log.warning("dataset folder left alone", extra={"folder": dataset_id.to_multibase(), "reason": str(err)})
+        return None
+    return f"{alias}: registered dataset folder {dataset_id.to_multibase()}"

@@ -1,0 +1,52 @@
+"""The cheap "has the source's head changed?" check a mirror makes before pulling.
+
+HTTP, ``file://`` and ``ipfs://`` sources: read ``refs/head`` (one small request). ``ipns://``
+sources: resolve the name first; the same CID as last time means the same content, so nothing is
+read from the gateway at all. When the head is new, its block is fetched (one more request),
+checked against its hash and decoded for its sequence number, which gives the mirror's lag in
+blocks without walking the chain.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aiohttp
+
+from protocol.codec.flatbuffers import block_hash, decode_block
+from protocol.identity import Multihash
+from protocol.transfer.ipfs import IpnsName
+from odfd.sync import smart_client as smart
+from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
+from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
+
+
+@dataclass(frozen=True, slots=True)
+class SourceHead:
+    head: Multihash
+    sequence_number: int | None
+    cid: str | None = None
+    """What an ``ipns://`` source resolved to."""
+
+
+async def probe_source(remote: RemoteUrl, session: aiohttp.ClientSession, ipfs: IpfsSettings, *,
+                       token: str | None, known: SourceHead | None) -> SourceHead:
+    """The source's head now (``known`` is what the previous check saw)."""
+    read_from, cid = remote, None
+    if remote.scheme == "ipns":
+        name, subpath = remote.ipfs_root
+        cid = str(await ipfs.client().name_resolve(IpnsName.parse(name)))
+        if known is not None and known.cid == cid:
+            return known
+        read_from = parse_remote_url(f"ipfs://{cid}" + (f"/{subpath}" if subpath else ""))
+    headers = smart.auth_headers(token) if token else None
+    async with open_source(read_from, session, ipfs, headers) as source:
+        head = await source.dataset.refs.get("head")
+        if head is None:
+            raise RemoteNotFoundError(f"{remote}: no dataset there (refs/head is missing)")
+        if known is not None and known.head == head and known.sequence_number is not None:
+            return SourceHead(head, known.sequence_number, cid)
+        data = await source.dataset.blocks.get_bytes(head)
+    if block_hash(data) != head:
+        raise CorruptSourceError(f"{remote}: head block {head} does not hash to its name")
+    return SourceHead(head, decode_block(data).sequence_number, cid)

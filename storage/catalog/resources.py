@@ -1,0 +1,168 @@
+"""The ``resources`` table: declarative resources (RFC-018) as applied, with their status.
+
+``put`` implements the apply rule of generations: a resource is created at generation 1, and
+its generation is bumped only when its desired state (``spec``, labels, annotations) changed;
+applying an unchanged manifest writes nothing. Status is written only by controllers (and set
+back to ``Pending`` by a new generation).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+
+from storage.catalog.catalog import Catalog
+from storage.catalog.times import from_text, now_text
+from storage.errors import StorageError
+
+JsonObject = dict[str, Any]
+
+
+class ResourceNotFoundError(StorageError, LookupError):
+    """No resource of that type and name (or id)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceRecord:
+    id: str
+    schema: str
+    name: str
+    labels: JsonObject
+    annotations: JsonObject
+    spec: JsonObject
+    generation: int
+    status: JsonObject
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class PutResult:
+    record: ResourceRecord
+    change: str
+    """``created``, ``configured`` (generation bumped) or ``unchanged``."""
+
+
+def canonical(value: Any) -> str:
+    """The stored form of a JSON value: equal values give equal text."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+_COLUMNS = "id, schema, name, labels, annotations, spec, generation, status, created_at, updated_at"
+
+
+def _record(row: aiosqlite.Row) -> ResourceRecord:
+    return ResourceRecord(
+        id=row[0], schema=row[1], name=row[2], labels=json.loads(row[3]), annotations=json.loads(row[4]),
+        spec=json.loads(row[5]), generation=row[6], status=json.loads(row[7]),
+        created_at=from_text(row[8]), updated_at=from_text(row[9]),  # type: ignore[arg-type]
+    )
+
+
+class ResourceTable:
+    def __init__(self, catalog: Catalog) -> None:
+        self._catalog = catalog
+        self._db = catalog.connection
+
+    async def put(self, schema: str, name: str, spec: JsonObject, *, labels: JsonObject, annotations: JsonObject,
+                  resource_id: str | None, initial_status: JsonObject) -> PutResult:
+        """Create or update the resource named by ``resource_id`` (if given) else by type and name."""
+        async with self._catalog.transaction() as db:
+            if resource_id is not None:
+                row = await _fetch(db, f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+                if row is not None and row[1] != schema:
+                    raise StorageError(f"resource {resource_id} is a {row[1]}, not a {schema}")
+            else:
+                row = await _fetch(db, f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
+                                   (schema, name))
+            now = now_text()
+            if row is None:
+                new_id = resource_id or str(uuid.uuid4())
+                try:
+                    await db.execute(
+                        f"INSERT INTO resources ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                        (new_id, schema, name, canonical(labels), canonical(annotations), canonical(spec),
+                         canonical(initial_status), now, now))
+                except aiosqlite.IntegrityError:
+                    raise StorageError(f"another {schema} resource is already named {name}") from None
+                change, record_id = "created", new_id
+            else:
+                current = _record(row)
+                record_id = current.id
+                same = (current.name == name and canonical(current.spec) == canonical(spec)
+                        and canonical(current.labels) == canonical(labels)
+                        and canonical(current.annotations) == canonical(annotations))
+                if same:
+                    change = "unchanged"
+                else:
+                    try:  # a new generation waits for its controller: Pending (RFC-018)
+                        await db.execute(
+                            "UPDATE resources SET name = ?, labels = ?, annotations = ?, spec = ?,"
+                            " generation = generation + 1, status = json_set(status, '$.phase', 'Pending'),"
+                            " updated_at = ? WHERE id = ?",
+                            (name, canonical(labels), canonical(annotations), canonical(spec), now, record_id))
+                    except aiosqlite.IntegrityError:
+                        raise StorageError(f"another {schema} resource is already named {name}") from None
+                    change = "configured"
+        record = await self.get(record_id)
+        assert record is not None  # written above
+        return PutResult(record, change)
+
+    async def get(self, resource_id: str) -> ResourceRecord | None:
+        row = await _fetch(self._db, f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+        return None if row is None else _record(row)
+
+    async def find(self, schema: str, name: str) -> ResourceRecord | None:
+        row = await _fetch(self._db, f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
+                           (schema, name))
+        return None if row is None else _record(row)
+
+    async def list(self, schema: str | None = None) -> list[ResourceRecord]:
+        where, args = ("WHERE schema = ?", (schema,)) if schema is not None else ("", ())
+        async with self._db.execute(f"SELECT {_COLUMNS} FROM resources {where} ORDER BY schema, name", args) as cursor:
+            return [_record(row) for row in await cursor.fetchall()]
+
+    async def update_status(self, resource_id: str, *, phase: str | None = None,
+                            observed_generation: int | None = None,
+                            conditions: Mapping[str, JsonObject | None] | None = None) -> bool:
+        """Change parts of a resource's status in one statement (so the controllers and the
+        writers of conditions never lose each other's updates): ``phase`` and
+        ``observedGeneration`` (then ``reconciledAt`` is set to now), and conditions by key
+        (``None`` removes one). Writes nothing, and returns False, when nothing would change."""
+        expression, args = "status", []
+        if phase is not None:
+            expression, args = f"json_set({expression}, '$.phase', ?)", [*args, phase]
+        if observed_generation is not None:
+            expression, args = f"json_set({expression}, '$.observedGeneration', ?)", [*args, observed_generation]
+        for key, value in (conditions or {}).items():
+            if '"' in key:
+                raise StorageError(f"condition key {key!r} must not contain a double quote")
+            path = f'$.conditions."{key}"'
+            if value is None:
+                expression, args = f"json_remove({expression}, ?)", [*args, path]
+            else:
+                expression, args = f"json_set({expression}, ?, json(?))", [*args, path, canonical(value)]
+        if expression == "status":
+            return False
+        now = now_text()
+        stamped, stamp_args = expression, list(args)
+        if phase is not None or observed_generation is not None:
+            stamped, stamp_args = f"json_set({expression}, '$.reconciledAt', ?)", [*args, now]
+        cursor = await self._db.execute(
+            f"UPDATE resources SET status = {stamped}, updated_at = ? WHERE id = ? AND status != {expression}",
+            (*stamp_args, now, resource_id, *args))
+        return cursor.rowcount > 0
+
+    async def delete(self, resource_id: str) -> None:
+        await self._db.execute("DELETE FROM resources WHERE id = ?", (resource_id,))
+
+
+async def _fetch(db: aiosqlite.Connection, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
+    async with db.execute(sql, args) as cursor:
+        return await cursor.fetchone()

@@ -1,0 +1,156 @@
+"""Daemons and CLI commands as real processes (``python -m odfd …``) on loopback, for the
+daemon's end-to-end, fault and load tests."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import aiohttp
+
+T = TypeVar("T")
+
+REPO = Path(__file__).resolve().parents[2]
+
+FAST_SYNC_CONFIG = """
+[sync]
+startup_spread = "0s"
+backoff_initial = "1s"
+backoff_max = "2s"
+[daemon]
+shutdown_timeout = "5s"
+reconcile_interval = "2s"
+"""
+
+
+def init_workspace(root: Path, extra_config: str = "") -> None:
+    """An empty workspace with ``extra_config`` appended to its ``config.toml``."""
+    import asyncio
+
+    from storage.workspace import Workspace
+
+    async def init() -> None:
+        async with await Workspace.init(root):
+            pass
+
+    asyncio.run(init())
+    config = root / "config.toml"
+    config.write_text(config.read_text() + extra_config)
+
+
+def mirror_manifests(folder: Path, sources: dict[str, str], every: str = "1h") -> Path:
+    """One YAML file of ``Mirror`` resources: alias -> source URL."""
+    path = folder / "mirrors.yaml"
+    path.write_text("".join(
+        f"---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders:\n  name: {alias}\n"
+        f"spec:\n  source: {url}\n  every: {every}\n" for alias, url in sources.items()))
+    return path
+
+
+def odfd(*args: str, root: Path, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    """Run ``odfd ARGS --root ROOT`` and return what it printed."""
+    done = subprocess.run([sys.executable, "-m", "odfd", *args, "--root", str(root)], capture_output=True,
+                          text=True, timeout=timeout, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    if check and done.returncode != 0:
+        raise AssertionError(f"odfd {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+    return done
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.25) -> T:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = probe()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+        time.sleep(interval)
+
+
+@dataclass
+class DaemonProcess:
+    root: Path
+    log_path: Path
+    process: subprocess.Popen[bytes] | None = None
+    server_url: str | None = None
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+    def start(self, timeout: float = 60) -> DaemonProcess:
+        state = self.root / "daemon.json"
+        state.unlink(missing_ok=True)
+        log = open(self.log_path, "ab")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "odfd", "daemon", "--root", str(self.root), "--port", "0"],
+            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.extra_env})
+        log.close()
+
+        def ready() -> dict[str, Any] | None:
+            if self.process is not None and self.process.poll() is not None:
+                raise AssertionError(f"daemon on {self.root} exited {self.process.returncode}:\n{self.log()}")
+            try:
+                return json.loads(state.read_text())
+            except (FileNotFoundError, json.JSONDecodeError):
+                return None
+
+        self.server_url = wait_for(f"the daemon on {self.root}", ready, timeout)["serverUrl"]
+        return self
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    @property
+    def pid(self) -> int:
+        assert self.process is not None
+        return self.process.pid
+
+    def signal(self, sig: int) -> None:
+        assert self.process is not None
+        self.process.send_signal(sig)
+
+    def stop(self, timeout: float = 30) -> int:
+        """SIGTERM, and the exit code."""
+        if self.process is None or self.process.poll() is not None:
+            return self.process.returncode if self.process else 0
+        self.process.send_signal(signal.SIGTERM)
+        code = self.process.wait(timeout=timeout)
+        return code
+
+    def kill(self) -> None:
+        assert self.process is not None
+        self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+
+    def status(self) -> dict[str, Any]:
+        return json.loads(odfd("status", "-o", "json", root=self.root).stdout)
+
+    def metrics(self) -> dict[str, float]:
+        """``/metrics`` as ``{"name{labels}": value}``."""
+        import asyncio
+
+        async def fetch() -> str:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(f"{self.server_url}metrics") as response:
+                    assert response.status == 200
+                    return await response.text()
+
+        samples = {}
+        for line in asyncio.run(fetch()).splitlines():
+            if line and not line.startswith("#"):
+                name, _, value = line.rpartition(" ")
+                samples[name] = float(value)
+        return samples
+
+    def rss_kib(self) -> int:
+        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+        raise AssertionError("no VmRSS")

@@ -1,0 +1,154 @@
+"""RFC-018 resources applied without a daemon: generations, status, the controllers' effect on
+the workspace, idempotent re-apply, and manifest errors that name file, document and field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from odfd.config import SyncConfig
+from odfd.daemon.controllers import Reconciler
+from odfd.daemon.resources import (
+    RECONCILE_ERROR,
+    ManifestError,
+    apply_manifests,
+    load_manifests,
+    resource_document,
+)
+from protocol.model import DatasetKind, SetInfo
+from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resources import ResourceTable
+from storage.workspace import Workspace
+
+MANIFESTS = """\
+$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
+headers:
+  name: local.events
+  labels: {{team: data}}
+spec:
+  kind: Root
+  metadata:
+    - kind: SetInfo
+      description: {description}
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: NdJson
+        schema:
+          fields:
+            - {{name: event_time, type: timestamp}}
+            - {{name: value, type: int64}}
+      merge:
+        kind: Append
+---
+$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror
+headers:
+  name: remote.cities
+spec:
+  source: http://127.0.0.1:9/cities
+  targets: [file:///tmp/odfd-mirror-copy]
+  every: {every}
+"""
+
+
+def _write(folder: Path, description: str = "Events", every: str = "10m") -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / "resources.yaml"
+    path.write_text(MANIFESTS.format(description=description, every=every))
+    return folder
+
+
+async def _apply(workspace: Workspace, folder: Path) -> dict[str, str]:
+    results = await apply_manifests(workspace, load_manifests([folder]))
+    await Reconciler(workspace, SyncConfig()).reconcile_all()
+    return {r.record.name: r.change for r in results}
+
+
+async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        folder = _write(tmp_path / "manifests")
+        assert await _apply(workspace, folder) == {"local.events": "created", "remote.cities": "created"}
+        table = ResourceTable(workspace.catalog)
+        dataset_resource = await table.find("https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset",
+                                            "local.events")
+        assert dataset_resource is not None
+        assert dataset_resource.generation == 1 and dataset_resource.labels == {"team": "data"}
+        assert dataset_resource.status["phase"] == "Ready" and dataset_resource.status["observedGeneration"] == 1
+        record = await workspace.resolve("local.events")
+        assert record.head_sequence == 2  # Seed, SetInfo, AddPushSource
+        mirror = await MirrorTable(workspace.catalog).require("remote.cities")
+        assert (mirror.source, mirror.targets, mirror.interval, mirror.resource_id) == (
+            "http://127.0.0.1:9/cities", ("file:///tmp/odfd-mirror-copy",), 600.0,
+            (await table.find("https://odfd.dev/schemas/mirror/v1alpha1/Mirror", "remote.cities")).id)
+
+        # The same manifests again: nothing changes, not even a timestamp.
+        before = {r.id: r for r in await table.list()}
+        assert await _apply(workspace, folder) == {"local.events": "unchanged", "remote.cities": "unchanged"}
+        assert {r.id: r for r in await table.list()} == before
+        assert (await workspace.resolve("local.events")).head == record.head
+        assert await MirrorTable(workspace.catalog).require("remote.cities") == mirror
+
+        # An edited spec: a new generation, Pending until reconciled, then exactly the change.
+        _write(folder, description="Events, deduplicated", every="1h")
+        results = await apply_manifests(workspace, load_manifests([folder]))
+        assert [(r.change, r.record.generation, r.record.status["phase"]) for r in results] == [
+            ("configured", 2, "Pending"), ("configured", 2, "Pending")]
+        await Reconciler(workspace, SyncConfig()).reconcile_all()
+        updated = await workspace.resolve("local.events")
+        assert updated.head_sequence == 3
+        head_block = await workspace.open_dataset(updated.id).chain.get_block(updated.head)
+        assert head_block.event == SetInfo(description="Events, deduplicated")
+        assert (await MirrorTable(workspace.catalog).require("remote.cities")).interval == 3600
+        for resource in await table.list():
+            assert resource.status["phase"] == "Ready" and resource.status["observedGeneration"] == 2
+            assert resource_document(resource)["headers"]["generation"] == 2
+
+
+async def test_failures_are_reported_in_status(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        await workspace.create_dataset("remote.cities", DatasetKind.ROOT)
+        (tmp_path / "m").mkdir()
+        (tmp_path / "m" / "derived.yaml").write_text("""\
+$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
+headers: {name: derived}
+spec:
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs: [{datasetRef: not.here}]
+      transform: {kind: Sql, engine: spark, query: "SELECT * FROM `not.here`"}
+""")
+        _write(tmp_path / "m")
+        await _apply(workspace, tmp_path / "m")
+        statuses = {r.name: r.status for r in await ResourceTable(workspace.catalog).list()}
+        assert statuses["derived"]["phase"] == "Failed"
+        assert "not.here" in statuses["derived"]["conditions"][RECONCILE_ERROR]["message"]
+        # A local dataset of that name that is not pulled from the source: a conflict, not a takeover.
+        assert statuses["remote.cities"]["phase"] == "Failed"
+        assert statuses["remote.cities"]["conditions"][RECONCILE_ERROR]["code"] == "conflict"
+        assert await MirrorTable(workspace.catalog).get("remote.cities") is None
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("$schema: https://example.org/Thing\nheaders: {name: a}\nspec: {}\n",
+     r"bad.yaml document 0: \$schema: 'https://example.org/Thing' is not a resource type"),
+    ("$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders: {name: a}\nspec: {targets: []}\n",
+     r"bad.yaml document 0: spec.source: expected the URL"),
+    ("$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders: {name: a}\nspec: {source: 'ftp://x/a'}\n",
+     r"spec.source: ftp://x/a: unsupported URL"),
+    ("$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders: {name: a}\n"
+     "spec: {source: 'http://x/a', every: often}\n", r"spec.every: 'often' is not a duration"),
+    ("---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders: {name: a}\nspec: {source: 'http://x/a'}\n"
+     "---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders: {name: A}\nspec: {source: 'http://y/a'}\n",
+     r"document 1: Mirror A is also defined in .*document 0"),
+    ("$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset\nheaders: {name: d}\n"
+     "spec: {kind: Root, metadata: [{kind: SetVocab, eventTimeColum: t}]}\n", r"bad.yaml document 0: .*eventTimeColum"),
+    ("$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset\nheaders: {name: 'not a name'}\n"
+     "spec: {kind: Root, metadata: []}\n", r"headers.name"),
+])
+def test_invalid_manifests_name_file_document_and_field(tmp_path: Path, text: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(ManifestError, match=message):
+        load_manifests([path])
