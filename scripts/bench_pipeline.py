@@ -37,33 +37,9 @@ from verifier.engine import session  # noqa: E402
 from verifier.engine.inputs import all_slices  # noqa: E402
 from verifier.engine.settings import SparkSettings  # noqa: E402
 
-ROOT = """
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema:
-          fields:
-            - name: event_time
-              type: timestamp
-            - name: sensor
-              type: string
-            - name: region
-              type: string
-            - name: value
-              type: float64
-            - name: status
-              type: int32
-      merge:
-        kind: Append
-"""
+from _synthetic import csv_root_snapshot  # noqa: E402
+
+COLUMNS = {"event_time": "timestamp", "sensor": "string", "region": "string", "value": "float64", "status": "int32"}
 
 DERIVATIVE = """
 kind: DatasetSnapshot
@@ -145,14 +121,14 @@ async def bench(args: argparse.Namespace) -> None:
             return await ws.create_from_snapshot(odf_yaml.load_snapshot(manifest.encode()), system_time=Timestamp.of(2029, 1, 1))
 
         # Warm-up: start Spark and JIT the paths once on small data.
-        warm = await dataset(ROOT.format(name="warmup"))
+        warm = await dataset(csv_root_snapshot("warmup", COLUMNS))
         await ingest_push(ws, warm, small, system_time=next(clock))
         warm_agg = await dataset(DERIVATIVE.format(name="warmup.agg", input="warmup", query=QUERY))
         await update_derivative(ws, warm_agg, system_time=next(clock))
 
         ingest_times = []
         for n in range(args.repeat):
-            root = await dataset(ROOT.format(name=f"readings{n}"))
+            root = await dataset(csv_root_snapshot(f"readings{n}", COLUMNS))
             began = time.perf_counter()
             outcome = await ingest_push(ws, root, csv, system_time=next(clock))
             ingest_times.append(time.perf_counter() - began)

@@ -45,6 +45,8 @@ from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
 from verifier.selection import RangeRequest
 
+from _synthetic import csv_root_snapshot
+
 REEXECUTION_TARGET = 1.2
 T0 = Timestamp.of(2024, 1, 1)
 MS_UTC = pa.timestamp("ms", tz="UTC")
@@ -207,29 +209,7 @@ content:
               FROM valid GROUP BY sensor, date_trunc('hour', event_time)
 """
 
-ROOT = """
-kind: DatasetSnapshot
-version: 1
-content:
-  name: readings
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: Csv
-        header: true
-        schema:
-          fields:
-            - name: event_time
-              type: timestamp
-            - name: sensor
-              type: string
-            - name: reading
-              type: float64
-      merge:
-        kind: Append
-"""
+ROOT = csv_root_snapshot("readings", {"event_time": "timestamp", "sensor": "string", "reading": "float64"})
 
 
 def write_csv(path: Path, rows: int, day: int, rng: np.random.Generator) -> Path:

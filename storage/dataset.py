@@ -18,6 +18,7 @@ from protocol.identity import DatasetId
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain import MetadataChain
 from storage.chain.metadata_chain import HeadListener
+from storage.chain.saved_state import SavedStateStore
 from storage.errors import SizeMismatchError, StorageError
 from storage.layout import ALIAS_INFO, CONFIG_INFO, DatasetLayout
 from storage.stores.base import NamedStore, ObjectStore, RefStore
@@ -46,6 +47,7 @@ class Dataset:
         dataset_id: DatasetId | None = None,
         layout: DatasetLayout | None = None,
         on_head_moved: HeadListener | None = None,
+        saved_states: SavedStateStore | None = None,
     ) -> None:
         self.id = dataset_id
         self.layout = layout
@@ -55,13 +57,16 @@ class Dataset:
         self.refs = refs
         self.info = info
         self.chain = MetadataChain(blocks, refs, dataset_id=dataset_id, data=data,
-                                   checkpoints=checkpoints, on_head_moved=on_head_moved)
+                                   checkpoints=checkpoints, on_head_moved=on_head_moved,
+                                   saved_states=saved_states)
 
     @classmethod
     def open_local(
-        cls, root: Path, dataset_id: DatasetId | None = None, *, on_head_moved: HeadListener | None = None
+        cls, root: Path, dataset_id: DatasetId | None = None, *, on_head_moved: HeadListener | None = None,
+        saved_states: SavedStateStore | None = None,
     ) -> Dataset:
-        """A dataset folder in the spec's layout (written by odfd or the reference)."""
+        """A dataset folder in the spec's layout (written by odfd or the reference). With
+        ``saved_states`` (and ``dataset_id``), its chain state survives the process."""
         layout = DatasetLayout(Path(root))
         return cls(
             blocks=LocalFsObjectStore(layout.blocks_dir),
@@ -72,6 +77,7 @@ class Dataset:
             dataset_id=dataset_id,
             layout=layout,
             on_head_moved=on_head_moved,
+            saved_states=saved_states,
         )
 
     def __repr__(self) -> str:

@@ -18,8 +18,10 @@ from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.model import DatasetKind, DatasetSnapshot, MetadataEvent, Seed, Timestamp
 from storage.atomic import fsync_dir, staging_path, write_file_atomic
 from storage.catalog import Catalog, DatasetRecord
+from storage.catalog.chain_states import ChainStateTable
 from storage.chain import validate_chain
 from storage.chain.rules import ChainState
+from storage.chain.saved_state import SavedState
 from storage.dataset import Dataset
 from storage.errors import (
     DatasetExistsError,
@@ -53,6 +55,9 @@ class Workspace:
         self.layout = layout
         self.catalog = catalog
         self.keys = KeyStore(layout.keys_dir)
+        self.chain_states = ChainStateTable(catalog)
+        """Saved chain states (a cache in the catalog); give it to datasets opened outside
+        ``open_dataset`` (e.g. staged ones) so their chain state survives the process."""
 
     @property
     def root(self) -> Path:
@@ -104,12 +109,13 @@ class Workspace:
         return await self.catalog.find_by_alias(str(ref.alias))
 
     def open_dataset(self, dataset_id: DatasetId) -> Dataset:
-        """The dataset's folder, with head moves reported to the catalog."""
+        """The dataset's folder, with head moves reported to the catalog and chain states
+        saved in it."""
         async def record_head(head: Multihash, sequence_number: int) -> None:
             await self.catalog.update_head(dataset_id, head, sequence_number)
 
         return Dataset.open_local(self.layout.dataset(dataset_id).root, dataset_id,
-                                  on_head_moved=record_head)
+                                  on_head_moved=record_head, saved_states=self.chain_states)
 
     async def get_dataset(self, ref: DatasetRef | str) -> Dataset:
         return self.open_dataset((await self.resolve(ref)).id)
@@ -136,7 +142,7 @@ class Workspace:
         layout = self.layout.dataset(dataset_id)
         self.keys.save(dataset_id, key)
         try:
-            dataset = Dataset.open_local(layout.create().root, dataset_id)
+            dataset = Dataset.open_local(layout.create().root, dataset_id, saved_states=self.chain_states)
             await dataset.set_alias(alias_text)
             seed = Seed(dataset_id=dataset_id, dataset_kind=kind)
             result = await dataset.commit_events([seed, *(events or [])], expected_head=None,
@@ -185,6 +191,7 @@ class Workspace:
         await _remove_dataset_folder(layout)
         self.keys.delete(record.id)
         await self.catalog.remove_dataset(record.id)
+        await self.chain_states.delete(record.id)
         return record
 
     async def _dependants(self, dataset_id: DatasetId) -> list[str]:
@@ -251,6 +258,7 @@ class Workspace:
             shutil.rmtree(staging.root, ignore_errors=True)
             raise
         await self.catalog.add_dataset(dataset_id, alias_text, kind, head, state.sequence_number)
+        await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
         for alias_kind, refs in aliases.items():
             await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
         return self.open_dataset(dataset_id)

@@ -26,6 +26,7 @@ from typing import Any
 from protocol.errors import OdfError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform, MetadataBlock
+from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.errors import ObjectNotFoundError
 from storage.layout import object_name
@@ -64,19 +65,22 @@ async def check_reproducibility(
     progress: Progress,
 ) -> LayerResult:
     """Runs layer 3 over the ``ExecuteTransform`` blocks of ``survey.block_range``, oldest first
-    (each replay reads the checkpoint the one before it recorded)."""
+    (each replay reads the checkpoint the one before it recorded). One forward pass over the
+    chain gives each transaction the state before it, so planning is linear in the chain."""
     started = time.monotonic()
     recorder = LayerRecorder(Layer.REPRODUCIBILITY)
     recorder.count("transactions", 0)
     recorder.count("records", 0)
     progress.begin(name, Layer.REPRODUCIBILITY, blocks=survey.transactions)
+    state = ChainState(dataset.id)  # at the block before the current one: each replay needs it
     try:
         async for hash, block in dataset.chain.iter_blocks_forward(survey.block_range.last.hash):
             if isinstance(block.event, ExecuteTransform) and survey.block_range.contains(
                 block.sequence_number
             ):
-                await _replay(dataset, hash, block, open_input, settings, recorder)
+                await _replay(dataset, hash, block, state.copy(), open_input, settings, recorder)
                 progress.advance(blocks=1)
+            state.apply(hash, block)
     finally:
         progress.end()
     return recorder.result(time.monotonic() - started)
@@ -86,6 +90,7 @@ async def _replay(
     dataset: Dataset,
     hash: Multihash,
     block: MetadataBlock,
+    before: ChainState,
     open_input: OpenInput,
     settings: ReplaySettings,
     recorder: LayerRecorder,
@@ -95,7 +100,7 @@ async def _replay(
         settings.scratch_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix="odfd-verify-", dir=settings.scratch_dir) as scratch:
         try:
-            request = await replay_request(dataset, hash, open_input, Path(scratch))
+            request = await replay_request(dataset, hash, open_input, Path(scratch), before=before)
             result = await asyncio.to_thread(execute_transform, request)
         except Exception as err:
             rule = _cannot_verify_rule(err)

@@ -94,7 +94,9 @@ class MirrorSyncer:
                 pushes.append(entry)
                 if state.error is not None:
                     errors.append(f"push to {target}: {state.error}")
-            if self.config.ipfs.pin and (pinned is None or local_head != local_before[1]):
+            # After a failed or cancelled attempt the head may have moved without being pinned.
+            repin = pinned is None or local_head != local_before[1] or mirror.last_error is not None
+            if self.config.ipfs.pin and repin:
                 try:
                     pinned = await self._pin(dataset_id, pinned)
                 except Exception as err:  # noqa: BLE001 - recorded like any failure

@@ -22,11 +22,32 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from protocol.codec.tree import from_tree, to_tree
+from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
-from protocol.errors import DecodeError, OdfError, ParseError
-from protocol.identity import DatasetAlias
+from protocol.errors import DecodeError, OdfError
+from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetName
 from protocol.model import Dataset as DatasetResource
+from protocol.model import ResourcePhase, Timestamp
+from protocol.resource import (
+    AccountHandle,
+    AccountRef,
+    Invalid,
+    Resource,
+    ResourceAnnotations,
+    ResourceConditions,
+    ResourceError,
+    ResourceHeaders,
+    ResourceLabels,
+    ResourceName,
+    ResourceStatus,
+    SpecCodec,
+    json_value,
+    model_spec,
+    read_resource,
+    read_resource_input,
+    resource_schema,
+    write_resource,
+)
 from storage.catalog.resources import PutResult, ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
@@ -41,6 +62,10 @@ SYNCED = CONDITION_BASE + "Synced"
 AUDITED = CONDITION_BASE + "Audited"
 
 KINDS: Mapping[str, str] = {"Dataset": DATASET_SCHEMA, "Mirror": MIRROR_SCHEMA}
+DEFAULT_ACCOUNT = AccountName("kamu")
+"""Owns the datasets whose alias has no account part (kamu-cli's single-tenant account)."""
+DATASET_SPEC = model_spec("DatasetSpecInput")
+_MAX_ACCOUNT_SEED = 32
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
@@ -73,33 +98,44 @@ class MirrorSpec:
 
     @classmethod
     def from_json(cls, spec: Any, where: str) -> MirrorSpec:
+        """The spec as stored (JSON); errors read ``<where>: spec.<field>: <reason>``."""
+        try:
+            return cls.read(spec)
+        except Invalid as error:
+            raise ManifestError(f"{where}: spec{'.' if error.path else ''}{error.field_path()}: {error.reason}") \
+                from None
+
+    @classmethod
+    def read(cls, tree: Any) -> MirrorSpec:
+        """The spec from a manifest's tree (raising ``Invalid`` with the field path, as a
+        ``SpecCodec`` reader does)."""
+        spec = json_value(tree)
         if not isinstance(spec, dict):
-            raise ManifestError(f"{where}: spec: expected a mapping")
+            raise Invalid("", "expected a mapping")
         unknown = sorted(set(spec) - {"source", "targets", "every", "paused"})
         if unknown:
-            raise ManifestError(f"{where}: spec: unknown field(s) {', '.join(unknown)} "
-                                "(a Mirror has source, targets, every, paused)")
+            raise Invalid("", f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, paused)")
         source = spec.get("source")
         if not isinstance(source, str) or not source:
-            raise ManifestError(f"{where}: spec.source: expected the URL of the dataset to mirror")
+            raise Invalid("source", "expected the URL of the dataset to mirror")
         targets = spec.get("targets", [])
         if not isinstance(targets, list) or not all(isinstance(t, str) and t for t in targets):
-            raise ManifestError(f"{where}: spec.targets: expected a list of URLs")
+            raise Invalid("targets", "expected a list of URLs")
         for field, url in [("source", source)] + [(f"targets[{i}]", t) for i, t in enumerate(targets)]:
             try:
                 parse_remote_url(url)
             except OdfError as err:
-                raise ManifestError(f"{where}: spec.{field}: {err}") from None
+                raise Invalid(field, str(err)) from None
         every = spec.get("every")
         try:
             seconds = None if every is None else parse_duration(every)
         except ValueError as err:
-            raise ManifestError(f"{where}: spec.every: {err}") from None
+            raise Invalid("every", str(err)) from None
         if seconds is not None and seconds <= 0:
-            raise ManifestError(f"{where}: spec.every: must be longer than zero")
+            raise Invalid("every", "must be longer than zero")
         paused = spec.get("paused", False)
         if not isinstance(paused, bool):
-            raise ManifestError(f"{where}: spec.paused: expected true or false")
+            raise Invalid("paused", "expected true or false")
         return cls(source, tuple(targets), seconds, paused)
 
     def to_json(self) -> dict[str, Any]:
@@ -113,10 +149,14 @@ class MirrorSpec:
         return out
 
 
+MIRROR_SPEC: SpecCodec[MirrorSpec] = SpecCodec(MirrorSpec.read, MirrorSpec.to_json)
+
+
 @dataclass(frozen=True, slots=True)
 class Manifest:
     schema: str
     name: str
+    """The dataset alias the resource is about: ``[account/]name``."""
     spec: dict[str, Any]
     """Canonical form: what is stored and compared between applies."""
     labels: dict[str, Any]
@@ -127,6 +167,39 @@ class Manifest:
     @property
     def kind(self) -> str:
         return kind_of(self.schema)
+
+
+def account_handle(name: AccountName) -> AccountHandle:
+    """The account of that name on this node.
+
+    Its DID is derived from the (lowercased) name as kamu-cli derives the DIDs of its predefined
+    accounts, so ``kamu`` — the owner of datasets whose alias has no account part — has kamu-cli's
+    single-tenant account DID; the account's resource id is that DID's text. Like kamu-cli's
+    derivation, it takes names of at most 32 bytes.
+    """
+    seed = str(name).lower().encode()
+    if len(seed) > _MAX_ACCOUNT_SEED:
+        raise ManifestError(f"account name {name} is longer than {_MAX_ACCOUNT_SEED} bytes, which odfd cannot "
+                            "give a DID")
+    did = DatasetId.new_seeded(seed)
+    return AccountHandle(id=str(did), did=did, name=name)
+
+
+def _account_of(ref: AccountRef | None, where: str) -> AccountName | None:
+    """The account part of the dataset alias that ``headers.account`` names (None: the node's own)."""
+    if ref is None:
+        return None
+    if ref.name is None:
+        raise ManifestError(f"{where}: headers.account: odfd identifies accounts by name; add `name`")
+    try:
+        handle = account_handle(ref.name)
+    except ManifestError as err:
+        raise ManifestError(f"{where}: headers.account.name: {err}") from None
+    for field, given, expected in (("id", ref.id, handle.id), ("did", ref.did, handle.did)):
+        if given is not None and given != expected:
+            raise ManifestError(f"{where}: headers.account.{field}: {given} is not the {field} of account "
+                                f"{ref.name} on this node ({expected})")
+    return None if ref.name == DEFAULT_ACCOUNT else ref.name
 
 
 def manifest_files(paths: Iterable[Path]) -> list[Path]:
@@ -165,50 +238,32 @@ def load_manifests(paths: Iterable[Path]) -> list[Manifest]:
 
 
 def parse_manifest(document: Any, where: str) -> Manifest:
-    if not isinstance(document, dict):
-        raise ManifestError(f"{where}: expected a resource manifest (a mapping with $schema, headers, spec)")
-    schema = document.get("$schema")
-    if schema not in KINDS.values():
-        raise ManifestError(f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
-                            f"use one of {', '.join(KINDS.values())}")
-    unknown = sorted(set(document) - {"$schema", "headers", "spec", "status"})
-    if unknown:
-        raise ManifestError(f"{where}: unknown top-level field(s) {', '.join(unknown)}")
-    headers = document.get("headers")
-    if not isinstance(headers, dict):
-        raise ManifestError(f"{where}: headers: expected a mapping with at least a name")
-    allowed_headers = {"id", "name", "labels", "annotations"}
-    unknown = sorted(set(headers) - allowed_headers)
-    if unknown:
-        raise ManifestError(f"{where}: headers: field(s) {', '.join(unknown)} are not supported here "
-                            f"(odfd reads {', '.join(sorted(allowed_headers))})")
-    name = headers.get("name")
+    """A resource in the input form (kamu-cli's header forms: account short form, labels,
+    annotations) or in the canonical form ``odfd get -o yaml`` writes (its ``status`` and
+    system-populated headers are ignored)."""
     try:
-        name = str(DatasetAlias.parse(name)) if isinstance(name, str) else None
-    except ParseError as err:
-        raise ManifestError(f"{where}: headers.name: {err}") from None
-    if name is None:
-        raise ManifestError(f"{where}: headers.name: expected the dataset's name")
-    labels, annotations = headers.get("labels") or {}, headers.get("annotations") or {}
-    for field, value in (("labels", labels), ("annotations", annotations)):
-        if not isinstance(value, dict):
-            raise ManifestError(f"{where}: headers.{field}: expected a mapping")
-    resource_id = headers.get("id")
-    if resource_id is not None and not isinstance(resource_id, str):
-        raise ManifestError(f"{where}: headers.id: expected a resource id (UUID)")
-    if schema == DATASET_SCHEMA:
-        try:
-            given = {key: value for key, value in document.items() if key != "status"}
-            resource: DatasetResource = from_tree(given, "Dataset", where)
-        except DecodeError as err:
-            raise ManifestError(str(err)) from None
-        if resource.spec.volume is not None:
-            raise ManifestError(f"{where}: spec.volume: storage volumes are not supported; datasets are "
-                                "stored in the node's workspace")
-        spec = to_tree(resource.spec)
-    else:
-        spec = MirrorSpec.from_json(document.get("spec"), where).to_json()
-    return Manifest(schema, name, spec, labels, annotations, resource_id, where)
+        schema = resource_schema(document, where)
+        if schema not in KINDS.values():
+            raise ManifestError(f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
+                                f"use one of {', '.join(KINDS.values())}")
+        codec = _spec_codec(schema)
+        if isinstance(document, dict) and "status" in document:
+            resource = read_resource(document, codec, where).to_input()
+        else:
+            resource = read_resource_input(document, codec, where)
+    except ResourceError as err:
+        raise ManifestError(str(err)) from None
+    if schema == DATASET_SCHEMA and resource.spec.volume is not None:
+        raise ManifestError(f"{where}: spec.volume: storage volumes are not supported; datasets are "
+                            "stored in the node's workspace")
+    headers = resource.headers
+    alias = DatasetAlias(_account_of(headers.account, where), DatasetName(str(headers.name)))
+    return Manifest(schema, str(alias), codec.write(resource.spec), dict(headers.labels or {}),
+                    dict(headers.annotations or {}), headers.id, where)
+
+
+def _spec_codec(schema: str) -> SpecCodec[Any]:
+    return DATASET_SPEC if schema == DATASET_SCHEMA else MIRROR_SPEC
 
 
 def dataset_resource(record: ResourceRecord) -> DatasetResource:
@@ -226,14 +281,31 @@ async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> li
                             resource_id=m.resource_id, initial_status=PENDING_STATUS) for m in manifests]
 
 
+def resource_of(record: ResourceRecord) -> Resource[Any]:
+    """A stored resource in the canonical RFC-018 form: ``headers.name`` is the dataset name and
+    ``headers.account`` the account of its alias (this node's own account when it has none)."""
+    alias = DatasetAlias.parse(record.name)
+    status = record.status
+    reconciled_at = status.get("reconciledAt")
+    spec = (dataset_resource(record).spec if record.schema == DATASET_SCHEMA
+            else MirrorSpec.from_json(record.spec, f"resource {record.id}"))
+    return Resource(
+        schema=record.schema,
+        headers=ResourceHeaders(
+            id=record.id, name=ResourceName(str(alias.dataset_name)),
+            account=account_handle(alias.account_name or DEFAULT_ACCOUNT),
+            labels=ResourceLabels(record.labels), annotations=ResourceAnnotations(record.annotations),
+            generation=record.generation, created_at=Timestamp.from_datetime(record.created_at),
+            updated_at=Timestamp.from_datetime(record.updated_at)),
+        spec=spec,
+        status=ResourceStatus(
+            phase=ResourcePhase(status["phase"]), conditions=ResourceConditions(status.get("conditions") or {}),
+            observed_generation=status.get("observedGeneration"),
+            reconciled_at=None if reconciled_at is None else Timestamp.parse_rfc3339(reconciled_at)),
+    )
+
+
 def resource_document(record: ResourceRecord) -> dict[str, Any]:
-    """A resource as ``odfd get`` shows it: ``$schema``, ``headers``, ``spec``, ``status``."""
-    headers: dict[str, Any] = {"id": record.id, "name": record.name}
-    if record.labels:
-        headers["labels"] = record.labels
-    if record.annotations:
-        headers["annotations"] = record.annotations
-    headers.update({"generation": record.generation,
-                    "createdAt": record.created_at.isoformat().replace("+00:00", "Z"),
-                    "updatedAt": record.updated_at.isoformat().replace("+00:00", "Z")})
-    return {"$schema": record.schema, "headers": headers, "spec": record.spec, "status": record.status}
+    """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
+    reference's order."""
+    return write_resource(resource_of(record), _spec_codec(record.schema))

@@ -122,6 +122,7 @@ class Daemon:
         await self._load_withheld()
         await self.load_mirrors(startup=True)
         await self.auditor.schedule_all()
+        await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
         self.chores.run_now(_HOUSEKEEPING)
         self._install_signals()
@@ -402,6 +403,17 @@ class Daemon:
                 "message": audit.summary,
                 "at": audit.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
             })
+
+    async def _audit_unaudited_heads(self) -> None:
+        """A head that moved just before a shutdown or a crash (a sync cancelled after its head
+        move, a kill before the audit ran) never had its after-sync audit: run it now."""
+        if not self.config.audit.after_sync:
+            return
+        latest = await self.auditor.table.latest_all()
+        for record in await self.workspace.list_datasets():
+            audit = latest.get(record.id)
+            if record.head is not None and (audit is None or audit.head != record.head):
+                self.auditor.request(record.id, "integrity", "startup")
 
     async def _load_withheld(self) -> None:
         if not self.config.audit.withhold_failing:

@@ -36,16 +36,7 @@ def looks_like_bad_input(err: BaseException) -> bool:
 def diagnose_csv(
     spark: SparkSession, path: Path, schema: StructType, options: dict[str, str], header: bool, null_value: str
 ) -> BadInputError | None:
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    session = _one_partition_session()
-    with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
-    df = (
-        session.read.options(**options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
-        .schema(with_corrupt)
-        .csv(str(path))
-    )
-    found = _first_corrupt(df)
+    found = _first_corrupt(_read_permissive("csv", path, schema, options))
     if found is None:
         return None
     row, index, count = found
@@ -74,16 +65,7 @@ def diagnose_json_lines(
     source: Path,
     record_unit: str | None,
 ) -> BadInputError | None:
-    from pyspark.sql.types import StringType, StructField, StructType
-
-    session = _one_partition_session()
-    with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
-    df = (
-        session.read.options(**options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
-        .schema(with_corrupt)
-        .json(str(lines))
-    )
-    found = _first_corrupt(df)
+    found = _first_corrupt(_read_permissive("json", lines, schema, options))
     if found is None:
         return None
     row, index, count = found
@@ -153,6 +135,19 @@ def _one_partition_session() -> SparkSession:
     session = isolated_session()
     session.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 50))
     return session
+
+
+def _read_permissive(source_format: str, path: Path, schema: StructType, options: dict[str, str]) -> DataFrame:
+    """``path`` read in one partition, malformed records kept whole in the ``CORRUPT`` column."""
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
+    return (
+        _one_partition_session().read.options(**options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+        .schema(with_corrupt)
+        .format(source_format)
+        .load(str(path))
+    )
 
 
 def _first_corrupt(df: DataFrame) -> tuple[Any, int, int] | None:

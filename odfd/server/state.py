@@ -48,12 +48,17 @@ class ServerState:
         return cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
 
     async def find(self, path: str) -> DatasetRecord | None:
+        """``None`` when nothing has that name; a withheld dataset is refused (403) with the reason,
+        so clients report why instead of "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self.workspace.try_resolve(ref)
-        return None if record is None or record.id in self.withheld else record
+        if record is not None and record.id in self.withheld:
+            raise web.HTTPForbidden(text=f"dataset {record.alias} is withheld by this node: its latest audit "
+                                         "failed (it is served again once an audit passes)")
+        return record
 
     async def require(self, path: str) -> DatasetRecord:
         record = await self.find(path)

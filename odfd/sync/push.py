@@ -37,7 +37,7 @@ from storage.workspace import Workspace
 from odfd.config import load_config
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import ChainPoint, DivergedError, RemoteAheadError, SyncError, UnsupportedUrlError
-from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, objects_of, store_source
+from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
 from odfd.sync.progress import Progress
 from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
 from odfd.sync.target import PullTarget, commit, remember_remote
@@ -129,13 +129,30 @@ async def _compare(target: PullTarget, remote_head: Multihash | None, fetch, whe
     return walk.common
 
 
-async def _blocks_after(dataset: Dataset, head: Multihash, common: ChainPoint | None
-                        ) -> list[tuple[Multihash, bytes, VerifiedBlock]]:
+@dataclass(frozen=True, slots=True)
+class _Outgoing:
+    """What the remote lacks: our blocks after the shared one, oldest first, and their objects."""
+
+    items: list[tuple[Multihash, bytes, VerifiedBlock]]
+    objects: list[ObjectRef]
+
+    @property
+    def verified(self) -> list[VerifiedBlock]:
+        return [item for _, _, item in self.items]
+
+
+async def _outgoing(target: PullTarget, common: ChainPoint | None) -> _Outgoing | None:
+    """``None`` when the remote is at our head already."""
+    head = target.head.hash
+    assert head is not None  # checked by push()
+    if common is not None and common.hash == head:
+        return None
+    chain = target.dataset.chain
     items = []
-    async for hash, block in dataset.chain.iter_blocks(head, common.hash if common else None):
-        items.append((hash, await dataset.chain.get_block_bytes(hash), VerifiedBlock(hash, block)))
+    async for hash, block in chain.iter_blocks(head, common.hash if common else None):
+        items.append((hash, await chain.get_block_bytes(hash), VerifiedBlock(hash, block)))
     items.reverse()
-    return items
+    return _Outgoing(items, objects_of([item for _, _, item in items]))
 
 
 # --- smart (HTTP) -------------------------------------------------------------------------------
@@ -148,13 +165,10 @@ async def _push_smart(target: PullTarget, remote: RemoteUrl, options: PushOption
         remote_head = await source.dataset.refs.get("head")
         common = await _compare(target, remote_head, source.dataset.blocks.get_bytes, remote.http_base,
                                 options.force)
-    local = target.head
-    assert local.hash is not None  # checked by push()
-    if common is not None and common.hash == local.hash:
+    outgoing = await _outgoing(target, common)
+    if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
-    items = await _blocks_after(target.dataset, local.hash, common)
-    verified = [item for _, _, item in items]
-    refs = objects_of(verified)
+    local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
     count, payload = await asyncio.to_thread(pack_blocks, ((h, d) for h, d, _ in items))
     plan = m.TransferPlan(len(items), len(refs), _records(verified), sum(len(d) for _, d, _ in items),
                           sum(r.size for r in refs))
@@ -246,13 +260,10 @@ async def _push_folder(target: PullTarget, remote: RemoteUrl, options: PushOptio
     dest = Dataset.open_local(layout.root, target.record.id if target.record else None)
     remote_head = await dest.chain.head()
     common = await _compare(target, remote_head, dest.blocks.get_bytes, str(remote), options.force)
-    local = target.head
-    assert local.hash is not None  # checked by push()
-    if common is not None and common.hash == local.hash:
+    outgoing = await _outgoing(target, common)
+    if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
-    items = await _blocks_after(target.dataset, local.hash, common)
-    verified = [item for _, _, item in items]
-    refs = objects_of(verified)
+    local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
     fetcher = ObjectFetcher(dest, where=str(remote), parallel=options.parallel, on_bytes=progress.add_bytes)
     await fetcher.fetch_all(refs, store_source(target.dataset))
     await BlockStash(dest.blocks).add_many([(h, d) for h, d, _ in items])

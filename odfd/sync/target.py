@@ -139,7 +139,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         raise DatasetExistsError(f"dataset {target.alias} already exists in {workspace.root}")
     assert target.dataset.layout is not None  # staged datasets are local folders
     staging = target.dataset.layout.root
-    staged = Dataset.open_local(staging, dataset_id)
+    staged = Dataset.open_local(staging, dataset_id, saved_states=workspace.chain_states)
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)

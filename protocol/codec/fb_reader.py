@@ -137,28 +137,18 @@ class Reader:
         return _from_fb_parts(*_TIMESTAMP(self.buf, pos))
 
     def bytes(self, pos: int) -> bytes:
-        size = self.size
-        if pos + 4 > size:
-            raise Invalid("", f"offset at {pos} is past the end of the buffer")
+        start = self.table(pos)  # a vector is referenced as a table is
         buf = self.buf
-        start = pos + _U32(buf, pos)[0]
-        if start + 4 > size:
-            raise Invalid("", f"offset at {pos} points past the end of the buffer")
         end = start + 4 + _U32(buf, start)[0]
-        if end > size:
+        if end > self.size:
             raise Invalid("", f"vector at {start} of {end - start - 4} bytes extends past the end of the buffer")
         return buf[start + 4 : end]
 
     def string(self, pos: int) -> str:
-        size = self.size
-        if pos + 4 > size:
-            raise Invalid("", f"offset at {pos} is past the end of the buffer")
+        start = self.table(pos)
         buf = self.buf
-        start = pos + _U32(buf, pos)[0]
-        if start + 4 > size:
-            raise Invalid("", f"offset at {pos} points past the end of the buffer")
         end = start + 4 + _U32(buf, start)[0]
-        if end >= size or buf[end] != 0:
+        if end >= self.size or buf[end] != 0:
             raise Invalid("", f"string at {start} of {end - start - 4} bytes is not terminated inside the buffer")
         return buf[start + 4 : end].decode()
 

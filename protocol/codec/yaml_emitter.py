@@ -17,6 +17,9 @@ from protocol.model.maps import format_float
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
 _FLOW_INDICATORS = frozenset(",?[]{}")
 _BREAKS = frozenset("\r\n\x85\u2028\u2029")
+_LOSSY_BREAKS = frozenset("\r\x85\u2028\u2029")
+"""Breaks that single-quoted and literal styles fold or normalise away on reading; libyaml (and so
+the reference) writes them that way regardless, we double-quote them so the value survives."""
 _ESCAPES = {
     "\0": "0", "\x07": "a", "\b": "b", "\t": "t", "\n": "n", "\x0b": "v", "\x0c": "f", "\r": "r",
     "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
@@ -149,6 +152,8 @@ def _scalar(value: Any, indent: int, simple_key: bool) -> list[str]:
     if style == "single" and not analysis.single:
         style = "double"
     if style == "literal" and (not analysis.block or simple_key):
+        style = "double"
+    if style != "plain" and not _LOSSY_BREAKS.isdisjoint(text):
         style = "double"
     if style == "plain":
         return [text]

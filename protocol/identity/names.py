@@ -117,6 +117,20 @@ def _component_problem(kind: type[_Name], component: str | None, whole: str) -> 
     return f"{kind.KIND} {quoted(component)}: {problem}"
 
 
+def _check_components(whole: str, what: str, *components: tuple[type[_Name], str | None]) -> None:
+    """Raise ``InvalidText`` (``whole`` read as ``what``) for the first invalid component."""
+    for kind, component in components:
+        problem = _component_problem(kind, component, whole)
+        if problem is not None:
+            raise InvalidText(whole, what, problem)
+
+
+def _split_account(text: str) -> tuple[str | None, str]:
+    """``(AccountName "/")? rest``: without a ``/`` there is no account."""
+    account, slash, rest = text.partition("/")
+    return (account, rest) if slash else (None, text)
+
+
 def _optional_key(name: _Name | None) -> tuple[int, str]:
     """Sort a missing name first, as the reference's ``Option`` does."""
     return (0, "") if name is None else (1, name._folded)
@@ -136,15 +150,8 @@ class DatasetAlias:
 
     @classmethod
     def parse(cls, text: str) -> DatasetAlias:
-        account: str | None
-        account, slash, name = text.partition("/")
-        if not slash:
-            account, name = None, text
-        problem = _component_problem(AccountName, account, text) or _component_problem(
-            DatasetName, name, text
-        )
-        if problem is not None:
-            raise InvalidText(text, "dataset alias ([account/]name)", problem)
+        account, name = _split_account(text)
+        _check_components(text, "dataset alias ([account/]name)", (AccountName, account), (DatasetName, name))
         return cls(None if account is None else AccountName(account), DatasetName(name))
 
     @property
@@ -185,20 +192,12 @@ class DatasetAliasRemote:
 
     @classmethod
     def parse(cls, text: str) -> DatasetAliasRemote:
+        what = "remote dataset alias (repo/[account/]name)"
         repo, slash, rest = text.partition("/")
         if not slash:
-            raise InvalidText(text, "remote dataset alias (repo/[account/]name)", "it has no '/'")
-        account: str | None
-        account, slash, name = rest.partition("/")
-        if not slash:
-            account, name = None, rest
-        problem = (
-            _component_problem(RepoName, repo, text)
-            or _component_problem(AccountName, account, text)
-            or _component_problem(DatasetName, name, text)
-        )
-        if problem is not None:
-            raise InvalidText(text, "remote dataset alias (repo/[account/]name)", problem)
+            raise InvalidText(text, what, "it has no '/'")
+        account, name = _split_account(rest)
+        _check_components(text, what, (RepoName, repo), (AccountName, account), (DatasetName, name))
         return cls(
             RepoName(repo), None if account is None else AccountName(account), DatasetName(name)
         )

@@ -21,8 +21,9 @@ from protocol.identity.names import (
     DatasetAliasRemote,
     DatasetName,
     RepoName,
-    _component_problem,
+    _check_components,
     _Name,
+    _split_account,
 )
 from protocol.identity.refs import DatasetRef, DatasetRefAny, DatasetUrl
 
@@ -62,15 +63,9 @@ class DatasetAliasPattern:
 
     @classmethod
     def parse(cls, text: str) -> DatasetAliasPattern:
-        account: str | None
-        account, slash, pattern = text.partition("/")
-        if not slash:
-            account, pattern = None, text
-        problem = _component_problem(AccountName, account, text) or _component_problem(
-            DatasetNamePattern, pattern, text
-        )
-        if problem is not None:
-            raise InvalidText(text, "dataset alias pattern ([account/]name-pattern)", problem)
+        account, pattern = _split_account(text)
+        _check_components(text, "dataset alias pattern ([account/]name-pattern)", (AccountName, account),
+                          (DatasetNamePattern, pattern))
         return cls(None if account is None else AccountName(account), DatasetNamePattern(pattern))
 
     def matches(self, alias: DatasetAlias) -> bool:
@@ -152,13 +147,8 @@ class DatasetRefAnyPattern:
             repo, _, pattern = pattern.partition("/")
             if "/" in pattern:
                 account, _, pattern = pattern.partition("/")
-        problem = (
-            _component_problem(RepoName, repo, text)
-            or _component_problem(AccountName, account, text)
-            or _component_problem(DatasetNamePattern, pattern, text)
-        )
-        if problem is not None:
-            raise InvalidText(text, "dataset pattern ([repo/][account/]name-pattern)", problem)
+        _check_components(text, "dataset pattern ([repo/][account/]name-pattern)", (RepoName, repo),
+                          (AccountName, account), (DatasetNamePattern, pattern))
         name_pattern = DatasetNamePattern(pattern)
         if repo is None:
             return cls(name_pattern)

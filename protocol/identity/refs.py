@@ -131,6 +131,16 @@ def _remote_id(text: str, what: str) -> DatasetId | DatasetIdRemote | None:
     return dataset_id if repo is None else DatasetIdRemote(RepoName(repo), dataset_id)
 
 
+def _dataset_id_of(target: object) -> DatasetId | None:
+    """The id a reference target names, if it names one (``[repo/]did:odf:…``)."""
+    match target:
+        case DatasetId():
+            return target
+        case DatasetIdRemote(dataset_id=dataset_id):
+            return dataset_id
+    return None
+
+
 def _url(text: str, what: str) -> DatasetUrl:
     try:
         return DatasetUrl(text)
@@ -217,12 +227,7 @@ class DatasetRefRemote:
 
     @property
     def id(self) -> DatasetId | None:
-        match self.target:
-            case DatasetId():
-                return self.target
-            case DatasetIdRemote(dataset_id=dataset_id):
-                return dataset_id
-        return None
+        return _dataset_id_of(self.target)
 
     @property
     def repo_name(self) -> RepoName | None:
@@ -318,12 +323,7 @@ class DatasetRefAny:
 
     @property
     def id(self) -> DatasetId | None:
-        match self.target:
-            case DatasetId():
-                return self.target
-            case DatasetIdRemote(dataset_id=dataset_id):
-                return dataset_id
-        return None
+        return _dataset_id_of(self.target)
 
     def disambiguate(self, is_repo: IsRepo) -> DatasetRef | DatasetRefRemote:
         """Decide local or remote; ``a/b`` is remote exactly when ``is_repo(RepoName(a))``."""

@@ -14,7 +14,7 @@ import aiosqlite
 
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.catalog import Catalog
-from storage.catalog.times import from_text, to_text
+from storage.catalog.columns import from_text, hash_from_text, hash_to_text, to_text
 
 Scope = Literal["integrity", "full"]
 AuditStatus = Literal["ok", "failed", "cannot-verify", "skipped", "error"]
@@ -46,7 +46,7 @@ _COLUMNS = "id, dataset_id, alias, scope, trigger, head, started_at, finished_at
 def _record(row: aiosqlite.Row, report: str | None = None) -> AuditRecord:
     return AuditRecord(
         id=row[0], dataset_id=DatasetId.parse(row[1]), alias=row[2], scope=row[3], trigger=row[4],
-        head=None if row[5] is None else Multihash.from_multibase(row[5]),
+        head=hash_from_text(row[5]),
         started_at=from_text(row[6]),  # type: ignore[arg-type]
         finished_at=from_text(row[7]), status=row[8], summary=row[9], report=report,  # type: ignore[arg-type]
     )
@@ -54,50 +54,44 @@ def _record(row: aiosqlite.Row, report: str | None = None) -> AuditRecord:
 
 class AuditTable:
     def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._db = catalog.connection
+        self._sql = catalog.sql
 
     async def add(self, record: AuditRecord, *, keep: int) -> int:
         """Store ``record`` and drop the dataset's reports beyond the newest ``keep``."""
-        async with self._catalog.transaction() as db:
-            cursor = await db.execute(
+        async with self._sql.transaction():
+            inserted = await self._sql.execute(
                 "INSERT INTO audits (dataset_id, alias, scope, trigger, head, started_at, finished_at, status,"
                 " summary, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (str(record.dataset_id), record.alias, record.scope, record.trigger,
-                 None if record.head is None else record.head.to_multibase(), to_text(record.started_at),
-                 to_text(record.finished_at), record.status, record.summary, record.report))
-            await db.execute(
+                (str(record.dataset_id), record.alias, record.scope, record.trigger, hash_to_text(record.head),
+                 to_text(record.started_at), to_text(record.finished_at), record.status, record.summary,
+                 record.report))
+            await self._sql.execute(
                 "DELETE FROM audits WHERE dataset_id = ? AND id NOT IN"
                 " (SELECT id FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?)",
                 (str(record.dataset_id), str(record.dataset_id), keep))
-        assert cursor.lastrowid is not None  # an INSERT sets it
-        return cursor.lastrowid
+        assert inserted.lastrowid is not None  # an INSERT sets it
+        return inserted.lastrowid
 
     async def latest(self, dataset_id: DatasetId, scope: Scope | None = None) -> AuditRecord | None:
         where, args = ("AND scope = ?", (str(dataset_id), scope)) if scope else ("", (str(dataset_id),))
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1", args
-        ) as cursor:
-            row = await cursor.fetchone()
+        row = await self._sql.fetchone(
+            f"SELECT {_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1", args)
         return None if row is None else _record(row)
 
     async def latest_all(self) -> dict[DatasetId, AuditRecord]:
         """Each dataset's newest audit."""
-        async with self._db.execute(
-            f"SELECT {_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)"
-        ) as cursor:
-            return {record.dataset_id: record for record in map(_record, await cursor.fetchall())}
+        rows = await self._sql.fetchall(
+            f"SELECT {_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)")
+        return {record.dataset_id: record for record in map(_record, rows)}
 
     async def last_full(self) -> dict[DatasetId, datetime]:
         """When each dataset last had a full audit (the audit schedule resumes from it)."""
-        async with self._db.execute(
-            "SELECT dataset_id, max(started_at) FROM audits WHERE scope = 'full' GROUP BY dataset_id"
-        ) as cursor:
-            return {DatasetId.parse(row[0]): from_text(row[1]) for row in await cursor.fetchall()}  # type: ignore[misc]
+        rows = await self._sql.fetchall(
+            "SELECT dataset_id, max(started_at) FROM audits WHERE scope = 'full' GROUP BY dataset_id")
+        return {DatasetId.parse(row[0]): from_text(row[1]) for row in rows}  # type: ignore[misc]
 
     async def history(self, dataset_id: DatasetId, *, limit: int = 20) -> list[AuditRecord]:
-        async with self._db.execute(
+        rows = await self._sql.fetchall(
             f"SELECT {_COLUMNS}, report FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
-            (str(dataset_id), limit),
-        ) as cursor:
-            return [_record(row, row[10]) for row in await cursor.fetchall()]
+            (str(dataset_id), limit))
+        return [_record(row, row[10]) for row in rows]

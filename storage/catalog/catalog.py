@@ -4,16 +4,17 @@ It is an index for fast listing and lookup by alias, never the source of truth: 
 folders are (``Workspace.repair`` rebuilds ``datasets`` and ``remote_aliases`` from them).
 One connection per ``Catalog``; aiosqlite runs it on its own thread. The connection is in
 autocommit mode and multi-statement changes use explicit ``BEGIN IMMEDIATE`` transactions, so
-several processes (CLI and daemon) can share the file under WAL.
+several processes (CLI and daemon) can share the file under WAL; within a process every
+statement goes through ``SharedConnection``, so no task's statement lands in another task's
+transaction.
 """
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Literal
 
@@ -21,7 +22,9 @@ import aiosqlite
 
 from protocol.identity import DatasetId, Multihash
 from protocol.model import DatasetKind
+from storage.catalog.columns import from_text, hash_from_text, hash_to_text, now_text, to_text
 from storage.catalog.migrations import migrate
+from storage.catalog.shared import SharedConnection
 from storage.errors import DatasetExistsError, DatasetNotFoundError
 
 RemoteAliasKind = Literal["pull", "push"]
@@ -29,22 +32,6 @@ Direction = Literal["pull", "push"]
 
 _KIND_TO_TEXT = {DatasetKind.ROOT: "root", DatasetKind.DERIVATIVE: "derivative"}
 _TEXT_TO_KIND = {text: kind for kind, text in _KIND_TO_TEXT.items()}
-
-
-def _now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-
-
-def _time(text: str | None) -> datetime | None:
-    return None if text is None else datetime.strptime(text, "%Y-%m-%dT%H:%M:%S.%fZ").replace(tzinfo=UTC)
-
-
-def _hash(text: str | None) -> Multihash | None:
-    return None if text is None else Multihash.from_multibase(text)
-
-
-def _text(value: Multihash | None) -> str | None:
-    return None if value is None else value.to_multibase()
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,20 +79,22 @@ def _dataset(row: aiosqlite.Row) -> DatasetRecord:
         id=DatasetId.parse(row[0]),
         alias=row[1],
         kind=_TEXT_TO_KIND[row[2]],
-        head=_hash(row[3]),
+        head=hash_from_text(row[3]),
         head_sequence=row[4],
-        created_at=_time(row[5]),  # type: ignore[arg-type]
-        updated_at=_time(row[6]),  # type: ignore[arg-type]
+        created_at=from_text(row[5]),  # type: ignore[arg-type]
+        updated_at=from_text(row[6]),  # type: ignore[arg-type]
     )
 
 
 class Catalog:
-    """Async access to ``catalog.sqlite``; use ``await Catalog.open(path)`` or ``async with``."""
+    """Async access to ``catalog.sqlite``; use ``await Catalog.open(path)`` or ``async with``.
+
+    Tasks of one process may share it: modules owning later tables run their statements through
+    ``catalog.sql`` (never on ``connection``), so none joins another task's open transaction."""
 
     def __init__(self, db: aiosqlite.Connection, path: Path) -> None:
-        self._db = db
+        self.sql = SharedConnection(db)
         self.path = path
-        self._transaction_lock = asyncio.Lock()
 
     @classmethod
     async def open(cls, path: Path) -> Catalog:
@@ -122,7 +111,7 @@ class Catalog:
         return cls(db, path)
 
     async def close(self) -> None:
-        await self._db.close()
+        await self.sql.close()
 
     async def __aenter__(self) -> Catalog:
         return self
@@ -132,21 +121,17 @@ class Catalog:
 
     @property
     def connection(self) -> aiosqlite.Connection:
-        """The raw connection, for modules of later issues that own their own tables."""
-        return self._db
+        """The raw connection, for connection-level checks (``PRAGMA``); statements on it bypass
+        ``sql``'s ordering, so only run them inside ``transaction()``."""
+        return self.sql.raw
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[aiosqlite.Connection]:
         """One transaction at a time on this connection: tasks of one process (the daemon's
-        concurrent syncs and audits) share it, and SQLite cannot nest transactions."""
-        async with self._transaction_lock:
-            await self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                await self._db.execute("ROLLBACK")
-                raise
-            await self._db.execute("COMMIT")
+        concurrent syncs and audits) share it, and other tasks' statements wait until it ends.
+        Nested in a transaction of the same task, it is a savepoint."""
+        async with self.sql.transaction():
+            yield self.sql.raw
 
     # --- datasets -------------------------------------------------------------------------------
 
@@ -154,60 +139,53 @@ class Catalog:
         self, id: DatasetId, alias: str, kind: DatasetKind, head: Multihash | None,
         head_sequence: int | None,
     ) -> DatasetRecord:
-        now = _now()
-        try:
-            await self._db.execute(
-                f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (str(id), alias, _KIND_TO_TEXT[kind], _text(head), head_sequence, now, now),
-            )
-        except aiosqlite.IntegrityError:
-            raise DatasetExistsError(
-                f"catalog already has a dataset with id {id} or alias {alias!r}"
-            ) from None
-        record = await self.get_dataset(id)
-        assert record is not None  # just inserted in autocommit mode
+        now = now_text()
+        async with self.sql.transaction():
+            try:
+                await self.sql.execute(
+                    f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (str(id), alias, _KIND_TO_TEXT[kind], hash_to_text(head), head_sequence, now, now),
+                )
+            except aiosqlite.IntegrityError:
+                raise DatasetExistsError(
+                    f"catalog already has a dataset with id {id} or alias {alias!r}"
+                ) from None
+            record = await self.get_dataset(id)
+        assert record is not None  # inserted in the same transaction
         return record
 
     async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
-        async with self._db.execute(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
-        ) as cursor:
-            row = await cursor.fetchone()
+        row = await self.sql.fetchone(f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),))
         return None if row is None else _dataset(row)
 
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
-        async with self._db.execute(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
-        ) as cursor:
-            row = await cursor.fetchone()
+        row = await self.sql.fetchone(f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,))
         return None if row is None else _dataset(row)
 
     async def list_datasets(self) -> list[DatasetRecord]:
-        async with self._db.execute(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE"
-        ) as cursor:
-            return [_dataset(row) for row in await cursor.fetchall()]
+        rows = await self.sql.fetchall(f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE")
+        return [_dataset(row) for row in rows]
 
     async def update_head(self, id: DatasetId, head: Multihash, head_sequence: int) -> None:
-        cursor = await self._db.execute(
+        changes = await self.sql.execute(
             "UPDATE datasets SET head = ?, head_sequence = ?, updated_at = ? WHERE id = ?",
-            (_text(head), head_sequence, _now(), str(id)),
+            (hash_to_text(head), head_sequence, now_text(), str(id)),
         )
-        if cursor.rowcount == 0:
+        if changes.rowcount == 0:
             raise DatasetNotFoundError(f"catalog has no dataset {id}")
 
     async def rename_dataset(self, id: DatasetId, alias: str) -> None:
         try:
-            cursor = await self._db.execute(
-                "UPDATE datasets SET alias = ?, updated_at = ? WHERE id = ?", (alias, _now(), str(id))
+            changes = await self.sql.execute(
+                "UPDATE datasets SET alias = ?, updated_at = ? WHERE id = ?", (alias, now_text(), str(id))
             )
         except aiosqlite.IntegrityError:
             raise DatasetExistsError(f"catalog already has a dataset with alias {alias!r}") from None
-        if cursor.rowcount == 0:
+        if changes.rowcount == 0:
             raise DatasetNotFoundError(f"catalog has no dataset {id}")
 
     async def remove_dataset(self, id: DatasetId) -> None:
-        await self._db.execute("DELETE FROM datasets WHERE id = ?", (str(id),))
+        await self.sql.execute("DELETE FROM datasets WHERE id = ?", (str(id),))
 
     async def replace_datasets(
         self, records: Iterable[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]]
@@ -215,28 +193,27 @@ class Catalog:
         """Make ``datasets`` and ``remote_aliases`` exactly ``records`` in one transaction
         (repair); sync state and transfers of datasets still present are kept."""
         records = list(records)
-        async with self.transaction() as db:
+        async with self.sql.transaction():
             keep = [str(r.id) for r, _ in records]
-            await db.execute(
+            await self.sql.execute(
                 f"DELETE FROM datasets WHERE id NOT IN ({','.join('?' * len(keep))})", keep
             )
             # Aliases may move between datasets: clear them first so UNIQUE holds at each step.
-            await db.execute("UPDATE datasets SET alias = id")
+            await self.sql.execute("UPDATE datasets SET alias = id")
             for record, aliases in records:
-                await db.execute(
+                await self.sql.execute(
                     f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (id) DO UPDATE SET alias = excluded.alias, kind = excluded.kind,"
                     " head = excluded.head, head_sequence = excluded.head_sequence,"
                     " updated_at = excluded.updated_at",
                     (
-                        str(record.id), record.alias, _KIND_TO_TEXT[record.kind], _text(record.head),
-                        record.head_sequence, record.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
-                        record.updated_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+                        str(record.id), record.alias, _KIND_TO_TEXT[record.kind], hash_to_text(record.head),
+                        record.head_sequence, to_text(record.created_at), to_text(record.updated_at),
                     ),
                 )
-                await db.execute("DELETE FROM remote_aliases WHERE dataset_id = ?", (str(record.id),))
+                await self.sql.execute("DELETE FROM remote_aliases WHERE dataset_id = ?", (str(record.id),))
                 for kind, refs in aliases.items():
-                    await db.executemany(
+                    await self.sql.executemany(
                         "INSERT INTO remote_aliases (dataset_id, kind, remote_ref) VALUES (?, ?, ?)",
                         [(str(record.id), kind, ref) for ref in refs],
                     )
@@ -245,76 +222,73 @@ class Catalog:
 
     async def add_remote(self, name: str, url: str) -> None:
         try:
-            await self._db.execute(
-                "INSERT INTO remotes (name, url, created_at) VALUES (?, ?, ?)", (name, url, _now())
+            await self.sql.execute(
+                "INSERT INTO remotes (name, url, created_at) VALUES (?, ?, ?)", (name, url, now_text())
             )
         except aiosqlite.IntegrityError:
             raise DatasetExistsError(f"remote {name!r} already exists") from None
 
     async def get_remote(self, name: str) -> str | None:
-        async with self._db.execute("SELECT url FROM remotes WHERE name = ?", (name,)) as cursor:
-            row = await cursor.fetchone()
+        row = await self.sql.fetchone("SELECT url FROM remotes WHERE name = ?", (name,))
         return None if row is None else row[0]
 
     async def list_remotes(self) -> list[tuple[str, str]]:
-        async with self._db.execute("SELECT name, url FROM remotes ORDER BY name") as cursor:
-            return [(row[0], row[1]) for row in await cursor.fetchall()]
+        return [(row[0], row[1]) for row in await self.sql.fetchall("SELECT name, url FROM remotes ORDER BY name")]
 
     async def remove_remote(self, name: str) -> bool:
-        cursor = await self._db.execute("DELETE FROM remotes WHERE name = ?", (name,))
-        return cursor.rowcount > 0
+        changes = await self.sql.execute("DELETE FROM remotes WHERE name = ?", (name,))
+        return changes.rowcount > 0
 
     # --- remote aliases -------------------------------------------------------------------------
 
     async def set_remote_aliases(
         self, dataset_id: DatasetId, kind: RemoteAliasKind, refs: Iterable[str]
     ) -> None:
-        async with self.transaction() as db:
-            await db.execute(
+        async with self.sql.transaction():
+            await self.sql.execute(
                 "DELETE FROM remote_aliases WHERE dataset_id = ? AND kind = ?", (str(dataset_id), kind)
             )
-            await db.executemany(
+            await self.sql.executemany(
                 "INSERT INTO remote_aliases (dataset_id, kind, remote_ref) VALUES (?, ?, ?)",
                 [(str(dataset_id), kind, ref) for ref in dict.fromkeys(refs)],
             )
 
     async def remote_aliases(self, dataset_id: DatasetId, kind: RemoteAliasKind) -> list[str]:
-        async with self._db.execute(
+        rows = await self.sql.fetchall(
             "SELECT remote_ref FROM remote_aliases WHERE dataset_id = ? AND kind = ? ORDER BY remote_ref",
             (str(dataset_id), kind),
-        ) as cursor:
-            return [row[0] for row in await cursor.fetchall()]
+        )
+        return [row[0] for row in rows]
 
     # --- sync state -----------------------------------------------------------------------------
 
     async def get_sync_state(self, dataset_id: DatasetId, remote: str) -> SyncState | None:
-        async with self._db.execute(
+        row = await self.sql.fetchone(
             "SELECT last_remote_head, last_remote_seen_at, last_synced_local_head, last_synced_at,"
             " updated_at FROM sync_state WHERE dataset_id = ? AND remote = ?",
             (str(dataset_id), remote),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         if row is None:
             return None
         return SyncState(
-            dataset_id, remote, _hash(row[0]), _time(row[1]), _hash(row[2]), _time(row[3]),
-            _time(row[4]),  # type: ignore[arg-type]
+            dataset_id, remote, hash_from_text(row[0]), from_text(row[1]), hash_from_text(row[2]),
+            from_text(row[3]), from_text(row[4]),  # type: ignore[arg-type]
         )
 
     async def record_remote_head(self, dataset_id: DatasetId, remote: str, head: Multihash | None) -> None:
-        now = _now()
-        await self._db.execute(
+        now = now_text()
+        await self.sql.execute(
             "INSERT INTO sync_state (dataset_id, remote, last_remote_head, last_remote_seen_at, updated_at)"
             " VALUES (?, ?, ?, ?, ?) ON CONFLICT (dataset_id, remote) DO UPDATE SET"
             " last_remote_head = excluded.last_remote_head,"
             " last_remote_seen_at = excluded.last_remote_seen_at, updated_at = excluded.updated_at",
-            (str(dataset_id), remote, _text(head), now, now),
+            (str(dataset_id), remote, hash_to_text(head), now, now),
         )
 
     async def record_synced(self, dataset_id: DatasetId, remote: str, head: Multihash) -> None:
         """Both sides are at ``head`` now."""
-        now = _now()
-        await self._db.execute(
+        now = now_text()
+        await self.sql.execute(
             "INSERT INTO sync_state (dataset_id, remote, last_remote_head, last_remote_seen_at,"
             " last_synced_local_head, last_synced_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (dataset_id, remote) DO UPDATE SET"
@@ -322,7 +296,7 @@ class Catalog:
             " last_remote_seen_at = excluded.last_remote_seen_at,"
             " last_synced_local_head = excluded.last_synced_local_head,"
             " last_synced_at = excluded.last_synced_at, updated_at = excluded.updated_at",
-            (str(dataset_id), remote, _text(head), now, _text(head), now, now),
+            (str(dataset_id), remote, hash_to_text(head), now, hash_to_text(head), now, now),
         )
 
     # --- transfers ------------------------------------------------------------------------------
@@ -332,52 +306,48 @@ class Catalog:
         base_head: Multihash | None, objects_total: int | None = None,
     ) -> Transfer:
         """Start (or, for the same target, resume) the transfer of a dataset with a remote."""
-        now = _now()
-        async with self.transaction() as db:
-            async with db.execute(
-                "SELECT target_head FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
-                (str(dataset_id), remote, direction),
-            ) as cursor:
-                row = await cursor.fetchone()
-            if row is not None and row[0] != _text(target_head):
-                await db.execute(
-                    "DELETE FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
-                    (str(dataset_id), remote, direction),
+        now = now_text()
+        key = (str(dataset_id), remote, direction)
+        async with self.sql.transaction():
+            row = await self.sql.fetchone(
+                "SELECT target_head FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?", key
+            )
+            if row is not None and row[0] != hash_to_text(target_head):
+                await self.sql.execute(
+                    "DELETE FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?", key
                 )
                 row = None
             if row is None:
-                await db.execute(
+                await self.sql.execute(
                     "INSERT INTO transfers (dataset_id, remote, direction, base_head, target_head,"
                     " objects_total, started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (str(dataset_id), remote, direction, _text(base_head), _text(target_head),
-                     objects_total, now, now),
+                    (*key, hash_to_text(base_head), hash_to_text(target_head), objects_total, now, now),
                 )
-        transfer = await self.get_transfer(dataset_id, remote, direction)
-        assert transfer is not None  # written in the transaction above
+            transfer = await self.get_transfer(dataset_id, remote, direction)
+        assert transfer is not None  # written in the same transaction
         return transfer
 
     async def get_transfer(self, dataset_id: DatasetId, remote: str, direction: Direction) -> Transfer | None:
-        async with self._db.execute(
+        row = await self.sql.fetchone(
             "SELECT id, base_head, target_head, objects_total, objects_done, bytes_done, started_at,"
             " updated_at FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
             (str(dataset_id), remote, direction),
-        ) as cursor:
-            row = await cursor.fetchone()
+        )
         if row is None:
             return None
         return Transfer(
-            row[0], dataset_id, remote, direction, _hash(row[1]), _hash(row[2]),  # type: ignore[arg-type]
-            row[3], row[4], row[5], _time(row[6]), _time(row[7]),  # type: ignore[arg-type]
+            row[0], dataset_id, remote, direction, hash_from_text(row[1]), hash_from_text(row[2]),  # type: ignore[arg-type]
+            row[3], row[4], row[5], from_text(row[6]), from_text(row[7]),  # type: ignore[arg-type]
         )
 
     async def update_transfer(
         self, transfer_id: int, *, objects_done: int, bytes_done: int, objects_total: int | None = None
     ) -> None:
-        await self._db.execute(
+        await self.sql.execute(
             "UPDATE transfers SET objects_done = ?, bytes_done = ?,"
             " objects_total = COALESCE(?, objects_total), updated_at = ? WHERE id = ?",
-            (objects_done, bytes_done, objects_total, _now(), transfer_id),
+            (objects_done, bytes_done, objects_total, now_text(), transfer_id),
         )
 
     async def end_transfer(self, transfer_id: int) -> None:
-        await self._db.execute("DELETE FROM transfers WHERE id = ?", (transfer_id,))
+        await self.sql.execute("DELETE FROM transfers WHERE id = ?", (transfer_id,))

@@ -18,7 +18,7 @@ from typing import Any
 import aiosqlite
 
 from storage.catalog.catalog import Catalog
-from storage.catalog.times import from_text, now_text
+from storage.catalog.columns import from_text, now_text
 from storage.errors import StorageError
 
 JsonObject = dict[str, Any]
@@ -67,25 +67,24 @@ def _record(row: aiosqlite.Row) -> ResourceRecord:
 
 class ResourceTable:
     def __init__(self, catalog: Catalog) -> None:
-        self._catalog = catalog
-        self._db = catalog.connection
+        self._sql = catalog.sql
 
     async def put(self, schema: str, name: str, spec: JsonObject, *, labels: JsonObject, annotations: JsonObject,
                   resource_id: str | None, initial_status: JsonObject) -> PutResult:
         """Create or update the resource named by ``resource_id`` (if given) else by type and name."""
-        async with self._catalog.transaction() as db:
+        async with self._sql.transaction():
             if resource_id is not None:
-                row = await _fetch(db, f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+                row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
                 if row is not None and row[1] != schema:
                     raise StorageError(f"resource {resource_id} is a {row[1]}, not a {schema}")
             else:
-                row = await _fetch(db, f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
-                                   (schema, name))
+                row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
+                                               (schema, name))
             now = now_text()
             if row is None:
                 new_id = resource_id or str(uuid.uuid4())
                 try:
-                    await db.execute(
+                    await self._sql.execute(
                         f"INSERT INTO resources ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
                         (new_id, schema, name, canonical(labels), canonical(annotations), canonical(spec),
                          canonical(initial_status), now, now))
@@ -102,7 +101,7 @@ class ResourceTable:
                     change = "unchanged"
                 else:
                     try:  # a new generation waits for its controller: Pending (RFC-018)
-                        await db.execute(
+                        await self._sql.execute(
                             "UPDATE resources SET name = ?, labels = ?, annotations = ?, spec = ?,"
                             " generation = generation + 1, status = json_set(status, '$.phase', 'Pending'),"
                             " updated_at = ? WHERE id = ?",
@@ -110,23 +109,23 @@ class ResourceTable:
                     except aiosqlite.IntegrityError:
                         raise StorageError(f"another {schema} resource is already named {name}") from None
                     change = "configured"
-        record = await self.get(record_id)
-        assert record is not None  # written above
+            record = await self.get(record_id)
+        assert record is not None  # written in the same transaction
         return PutResult(record, change)
 
     async def get(self, resource_id: str) -> ResourceRecord | None:
-        row = await _fetch(self._db, f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+        row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
         return None if row is None else _record(row)
 
     async def find(self, schema: str, name: str) -> ResourceRecord | None:
-        row = await _fetch(self._db, f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
-                           (schema, name))
+        row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
+                                       (schema, name))
         return None if row is None else _record(row)
 
     async def list(self, schema: str | None = None) -> list[ResourceRecord]:
         where, args = ("WHERE schema = ?", (schema,)) if schema is not None else ("", ())
-        async with self._db.execute(f"SELECT {_COLUMNS} FROM resources {where} ORDER BY schema, name", args) as cursor:
-            return [_record(row) for row in await cursor.fetchall()]
+        rows = await self._sql.fetchall(f"SELECT {_COLUMNS} FROM resources {where} ORDER BY schema, name", args)
+        return [_record(row) for row in rows]
 
     async def update_status(self, resource_id: str, *, phase: str | None = None,
                             observed_generation: int | None = None,
@@ -154,15 +153,10 @@ class ResourceTable:
         stamped, stamp_args = expression, list(args)
         if phase is not None or observed_generation is not None:
             stamped, stamp_args = f"json_set({expression}, '$.reconciledAt', ?)", [*args, now]
-        cursor = await self._db.execute(
+        changes = await self._sql.execute(
             f"UPDATE resources SET status = {stamped}, updated_at = ? WHERE id = ? AND status != {expression}",
             (*stamp_args, now, resource_id, *args))
-        return cursor.rowcount > 0
+        return changes.rowcount > 0
 
     async def delete(self, resource_id: str) -> None:
-        await self._db.execute("DELETE FROM resources WHERE id = ?", (resource_id,))
-
-
-async def _fetch(db: aiosqlite.Connection, sql: str, args: tuple[Any, ...]) -> aiosqlite.Row | None:
-    async with db.execute(sql, args) as cursor:
-        return await cursor.fetchone()
+        await self._sql.execute("DELETE FROM resources WHERE id = ?", (resource_id,))

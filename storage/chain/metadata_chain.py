@@ -3,28 +3,50 @@
 Appending checks the block against the chain rules, stores it, and only then moves ``head`` by
 compare-and-swap from the block's own ``prevBlockHash``: two writers that both built on the same
 head cannot both win, and a writer killed at any point leaves ``head`` at a complete block.
+
+The rules' summary at a head (``state``) is a fold over the chain. So that asking for it does not
+cost a pass over the chain each time, the chain keeps the states it computed (the few most recent,
+plus one every ``STATE_CHECKPOINT_INTERVAL`` blocks) and works forward from the nearest one that is
+an ancestor; and with a ``SavedStateStore`` it saves the state at each new head and restores it in
+a new process from a few blocks (``storage.chain.saved_state``).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+import logging
+import sqlite3
+from collections import ChainMap, OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Sequence
 
 from protocol.codec.flatbuffers import block_hash, decode_block, hash_block, is_block_hash, peek_prev_block_hash
+from protocol.errors import DecodeError
 from protocol.identity import Multihash
 from protocol.identity import DatasetId
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain.rules import ChainState
+from storage.chain.saved_state import SavedState, SavedStateError, SavedStateStore
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
 from storage.layout import HEAD_REF
 from storage.stores.base import ObjectStore, RefStore
+
+_log = logging.getLogger(__name__)
 
 FORWARD_SEGMENT = 1024
 """Blocks held in memory at once by ``iter_blocks_forward``."""
 
 HeadListener = Callable[[Multihash, int], Awaitable[None]]
 
-_CATCH_UP_LIMIT = 100_000
-"""How far back from a new head we look for the cached state before recomputing it."""
+STATE_CHECKPOINT_INTERVAL = 512
+"""Computing a state keeps the states at every block whose sequence number is a multiple of this,
+so the state at any older block costs at most this many blocks after the first pass."""
+
+_RECENT_STATES = 8
+"""States most recently asked for or moved to, kept besides the checkpoints (callers walking a
+chain forward ask for each state a little after the last)."""
+
+_SAVE_AFTER_BLOCKS = 256
+"""A state at the current head computed over at least this many blocks is saved, so the next
+process restores it (head moves save theirs anyway)."""
 
 
 class MetadataChain:
@@ -37,17 +59,23 @@ class MetadataChain:
         data: ObjectStore | None = None,
         checkpoints: ObjectStore | None = None,
         on_head_moved: HeadListener | None = None,
+        saved_states: SavedStateStore | None = None,
     ) -> None:
         """``data`` and ``checkpoints``, when given, must hold every object a new block names.
         ``on_head_moved(new_head, sequence_number)`` runs after every head move made here (the
-        workspace uses it to keep the catalog current)."""
+        workspace uses it to keep the catalog current). ``saved_states`` (used when
+        ``dataset_id`` is known) keeps the state at the head across processes."""
         self.blocks = blocks
         self.refs = refs
         self.dataset_id = dataset_id
         self.on_head_moved = on_head_moved
+        self.saved_states = saved_states
         self._data = data
         self._checkpoints = checkpoints
-        self._state: ChainState | None = None
+        self._recent_states: OrderedDict[Multihash, ChainState] = OrderedDict()
+        self._state_checkpoints: dict[Multihash, ChainState] = {}
+        self._known_states = ChainMap(self._recent_states, self._state_checkpoints)
+        self._saved_state_consulted = False
 
     # --- reading --------------------------------------------------------------------------------
 
@@ -61,7 +89,7 @@ class MetadataChain:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""
         return _decode_verified(hash, await self.blocks.get_bytes(hash))
 
-    async def _get_linked(self, hash: Multihash, child: tuple[Multihash, int | None] | None) -> bytes:
+    async def _get_linked(self, hash: Multihash, child: tuple[Multihash, int] | None) -> bytes:
         """Bytes of ``hash``; a missing block named by ``child`` (hash, sequence number) is a
         broken chain, reported against the child."""
         try:
@@ -76,9 +104,11 @@ class MetadataChain:
     ) -> AsyncIterator[tuple[Multihash, MetadataBlock]]:
         """Blocks newest first from ``start`` (default: head) down to, excluding, ``stop_at``."""
         hash = start if start is not None else await self.head()
-        child: tuple[Multihash, int | None] | None = None
+        child: tuple[Multihash, int] | None = None
         while hash is not None and hash != stop_at:
             block = _decode_verified(hash, await self._get_linked(hash, child))
+            if child is not None and block.sequence_number >= child[1]:
+                raise _not_decreasing(hash, block, child)
             yield hash, block
             child = (hash, block.sequence_number)
             hash = block.prev_block_hash
@@ -93,7 +123,7 @@ class MetadataChain:
         blocks: list[tuple[Multihash, MetadataBlock]] = []
         get_bytes = self.blocks.get_bytes
         hash: Multihash | None = start
-        child: tuple[Multihash, int | None] | None = None
+        child: tuple[Multihash, int] | None = None
         while hash is not None and hash != stop_at:
             try:
                 data = await get_bytes(hash)
@@ -102,6 +132,8 @@ class MetadataChain:
                     raise
                 raise _missing_block(hash, child) from None
             block = _decode_verified(hash, data)
+            if child is not None and block.sequence_number >= child[1]:
+                raise _not_decreasing(hash, block, child)
             blocks.append((hash, block))
             child = (hash, block.sequence_number)
             hash = block.prev_block_hash
@@ -110,30 +142,40 @@ class MetadataChain:
         return blocks
 
     async def iter_blocks_forward(
-        self, head: Multihash | None = None, *, segment: int = FORWARD_SEGMENT
+        self, head: Multihash | None = None, *, after: Container[Multihash] = (),
+        segment: int = FORWARD_SEGMENT,
     ) -> AsyncIterator[tuple[Multihash, MetadataBlock]]:
-        """Blocks oldest first up to ``head`` (default: the current head).
+        """Blocks oldest first up to ``head`` (default: the current head): from the ``Seed``, or
+        from the block after the newest ancestor of ``head`` that is in ``after``.
 
         Memory stays bounded however long the chain is: a first backward pass reads only each
         block's link and keeps every ``segment``-th hash; then each segment is decoded backward
-        and yielded forward. Chains of up to ``segment`` blocks are read once.
+        and yielded forward. Runs of up to ``segment`` blocks are read once. The backward pass
+        takes at most as many steps as the head's sequence number says there are blocks: links
+        that go on past that (a cycle, or a corrupt block) raise ``ChainRuleError``.
         """
         head = head if head is not None else await self.head()
-        if head is None:
+        if head is None or head in after:
             return
         anchors: list[Multihash] = []
         recent: list[tuple[Multihash, bytes]] = []
         count = 0
         hash: Multihash | None = head
         child: tuple[Multihash, int | None] | None = None
+        head_block: MetadataBlock | None = None
         get_bytes = self.blocks.get_bytes
-        while hash is not None:
+        while hash is not None and hash not in after:
+            if head_block is not None and count > head_block.sequence_number:
+                assert child is not None  # set with head_block
+                raise _endless_links(child[0], hash, head, head_block.sequence_number)
             try:
                 data = await get_bytes(hash)
             except ObjectNotFoundError:
                 if child is None:
                     raise
                 raise _missing_block(hash, child) from None
+            if head_block is None:
+                head_block = _decode_verified(hash, data)
             if count % segment == 0:
                 anchors.append(hash)
             if count < segment:
@@ -141,13 +183,16 @@ class MetadataChain:
             count += 1
             child = (hash, None)
             hash = peek_prev_block_hash(data)
+        base = hash
         if count <= segment:
-            for hash, data in reversed(recent):
+            for hash, data in reversed(recent[1:]):
                 yield hash, _decode_verified(hash, data)
+            assert head_block is not None  # count > 0: head is not in after
+            yield head, head_block
             return
         recent.clear()
         for i in range(len(anchors) - 1, -1, -1):
-            stop = anchors[i + 1] if i + 1 < len(anchors) else None
+            stop = anchors[i + 1] if i + 1 < len(anchors) else base
             for item in reversed(await self._read_segment(anchors[i], stop)):
                 yield item
 
@@ -156,36 +201,84 @@ class MetadataChain:
     async def state(self, head: Multihash | None = None, *, use_current_head: bool = True) -> ChainState:
         """The rules' summary of the chain at ``head`` (default: the current head).
 
-        Computed by validating the chain once, then kept up to date as blocks are appended (by
-        this object or, found by walking back from a newer head, by anyone else).
+        From a state kept in memory when there is one for ``head``; else from the saved state
+        when it is for ``head``; else worked forward from the nearest kept (or saved) state that
+        is an ancestor of ``head``, or from the ``Seed``. Always equal to validating the chain
+        up to ``head``.
         """
         if head is None and use_current_head:
             head = await self.head()
         if head is None:
             return ChainState(self.dataset_id)
-        cached = self._state
-        if cached is not None and cached.head == head:
-            return cached.copy()
-        if cached is not None:
-            newer: list[tuple[Multihash, MetadataBlock]] = []
-            async for item in self.iter_blocks(head):
-                if item[0] == cached.head:
-                    break
-                newer.append(item)
-                if len(newer) > _CATCH_UP_LIMIT or item[1].prev_block_hash is None:
-                    newer = []
-                    break
-            if newer and newer[-1][1].prev_block_hash == cached.head:
-                state = cached.copy()
-                for hash, block in reversed(newer):
-                    state.apply(hash, block)
-                self._state = state
-                return state.copy()
-        state = ChainState(self.dataset_id)
-        async for hash, block in self.iter_blocks_forward(head):
-            state.apply(hash, block)
-        self._state = state
+        state = self._known_states.get(head)
+        if state is None:
+            state = await self._restore_saved_state(head)
+        if state is None:
+            state, blocks_applied = await self._compute_state(head)
+            if (blocks_applied >= _SAVE_AFTER_BLOCKS and self.saved_states is not None
+                    and head == await self.head()):
+                await self._save_state(state)
+        self._remember(state)
         return state.copy()
+
+    async def _compute_state(self, head: Multihash) -> tuple[ChainState, int]:
+        """The state at ``head`` from the nearest known ancestor state; keeps a checkpoint every
+        ``STATE_CHECKPOINT_INTERVAL`` blocks on the way. Returns it and the blocks applied."""
+        known = self._known_states
+        state: ChainState | None = None
+        applied = 0
+        async for hash, block in self.iter_blocks_forward(head, after=known):
+            if state is None:
+                base = block.prev_block_hash
+                state = known[base].copy() if base is not None else ChainState(self.dataset_id)
+            state.apply(hash, block)
+            applied += 1
+            if block.sequence_number % STATE_CHECKPOINT_INTERVAL == 0:
+                self._state_checkpoints[hash] = state.copy()
+        assert state is not None  # head is not known, so at least the head was applied
+        return state, applied
+
+    async def _restore_saved_state(self, head: Multihash) -> ChainState | None:
+        """Restore the saved state into the kept ones; returns it if it is the state at ``head``.
+
+        Consulted once per chain object, on the first state not kept in memory: after that the
+        kept states are at least as recent as what was saved, or lead to it as cheaply. A saved
+        state for another head still helps when it is an ancestor of ``head``. One that cannot be
+        read or restored is ignored: the chain is the truth, the saved state a cache.
+        """
+        if self.saved_states is None or self.dataset_id is None or self._saved_state_consulted:
+            return None
+        self._saved_state_consulted = True
+        data = await self.saved_states.load(self.dataset_id)
+        if data is None:
+            return None
+        try:
+            saved = SavedState.from_bytes(data)
+            if saved.dataset_id != self.dataset_id or saved.head in self._known_states:
+                return None
+            state = await saved.restore(self.get_block)
+        except (SavedStateError, StorageError, DecodeError):
+            return None
+        self._remember(state)
+        return state if saved.head == head else None
+
+    async def _save_state(self, state: ChainState) -> None:
+        """Best effort: the saved state is a cache, and by now the head has already moved, so a
+        failure to save (a busy or read-only catalog) costs the next process a recomputation only."""
+        if self.saved_states is not None and self.dataset_id is not None and state.seed_block is not None:
+            saved = SavedState.of(state)
+            try:
+                await self.saved_states.save(self.dataset_id, saved.head, saved.to_bytes())
+            except (OSError, sqlite3.Error, StorageError) as error:
+                _log.warning("could not save the chain state of %s at %s: %s", self.dataset_id, saved.head, error)
+
+    def _remember(self, state: ChainState) -> None:
+        assert state.head is not None  # only states past a block are kept
+        recent = self._recent_states
+        recent[state.head] = state
+        recent.move_to_end(state.head)
+        while len(recent) > _RECENT_STATES:
+            recent.popitem(last=False)
 
     # --- appending ------------------------------------------------------------------------------
 
@@ -249,9 +342,10 @@ class MetadataChain:
         new_head = state.head
         assert new_head is not None  # state advanced by at least one block
         await self.refs.set(HEAD_REF, new_head, expected=expected)
-        self._state = state
+        self._remember(state)
         if self.on_head_moved is not None:
             await self.on_head_moved(new_head, state.sequence_number)
+        await self._save_state(state)
         return new_head
 
     async def _check_objects(self, hash: Multihash, block: MetadataBlock) -> None:
@@ -294,6 +388,26 @@ def _missing_block(hash: Multihash, child: tuple[Multihash, int | None]) -> Chai
     return ChainRuleError(
         "missing-block", f"prevBlockHash names block {hash}, which is not stored",
         sequence_number=child[1], block_hash=child[0],
+    )
+
+
+def _not_decreasing(hash: Multihash, block: MetadataBlock, child: tuple[Multihash, int]) -> ChainRuleError:
+    """Walking back, ``block`` is the parent of ``child`` (hash, sequence number) but does not
+    have a smaller sequence number."""
+    return ChainRuleError(
+        "sequence-number", f"block {hash} has sequenceNumber {block.sequence_number} but is the "
+        f"previous block of {child[0]} (#{child[1]}): sequence numbers must decrease walking back",
+        sequence_number=block.sequence_number, block_hash=hash,
+    )
+
+
+def _endless_links(last: Multihash, next: Multihash, head: Multihash, head_sequence_number: int) -> ChainRuleError:
+    """Walking back from ``head``, ``last`` should be the ``Seed`` (#0) yet still links on."""
+    return ChainRuleError(
+        "sequence-number", f"block {last} is {head_sequence_number} blocks below head {head} "
+        f"(#{head_sequence_number}), so it must be #0, but its prevBlockHash names {next}: the "
+        "links do not end at the Seed (a cycle or a corrupt block)",
+        sequence_number=0, block_hash=last,
     )
 
 

@@ -68,6 +68,8 @@ class ChainState:
         "dataset_id", "head", "sequence_number", "system_time", "kind", "last_offset",
         "last_checkpoint", "last_watermark", "last_source_state", "schema", "vocab",
         "polling_source", "push_sources", "transform", "transform_input_ids", "transform_inputs",
+        "seed_block", "last_data_block", "schema_block", "vocab_block", "polling_source_block",
+        "push_source_blocks", "transform_block",
     )
 
     def __init__(self, dataset_id: DatasetId | None = None) -> None:
@@ -89,6 +91,18 @@ class ChainState:
         self.transform_input_ids: tuple[DatasetId, ...] = ()
         self.transform_inputs: dict[DatasetId, ExecuteTransformInput] = {}
         """Each input's entry in the last ``ExecuteTransform``."""
+        # Hashes of the blocks whose events the fields above come from: everything the state
+        # holds is in these few blocks, so ``storage.chain.saved_state`` can persist a state as
+        # them and rebuild it by reading them back.
+        self.seed_block: Multihash | None = None
+        self.last_data_block: Multihash | None = None
+        """The last ``AddData`` / ``ExecuteTransform``."""
+        self.schema_block: Multihash | None = None
+        self.vocab_block: Multihash | None = None
+        self.polling_source_block: Multihash | None = None
+        self.push_source_blocks: dict[str, Multihash] = {}
+        """Same keys, in the same order, as ``push_sources``."""
+        self.transform_block: Multihash | None = None
 
     @property
     def is_empty(self) -> bool:
@@ -162,6 +176,7 @@ def _on_seed(state: ChainState, check: _Check, event: Seed) -> None:
                    f"expected {state.dataset_id}")
     state.dataset_id = event.dataset_id
     state.kind = event.dataset_kind
+    state.seed_block = check.hash
 
 
 # --- data events (RFC-014) --------------------------------------------------------------------
@@ -194,7 +209,8 @@ def _check_data_stream(state: ChainState, check: _Check, event: AddData | Execut
                        f"the current watermark {state.last_watermark}")
 
 
-def _advance_data_stream(state: ChainState, event: AddData | ExecuteTransform) -> None:
+def _advance_data_stream(state: ChainState, check: _Check, event: AddData | ExecuteTransform) -> None:
+    state.last_data_block = check.hash
     if event.new_data is not None:
         state.last_offset = event.new_data.offset_interval.end
     state.last_checkpoint = None if event.new_checkpoint is None else event.new_checkpoint.physical_hash
@@ -210,7 +226,7 @@ def _on_add_data(state: ChainState, check: _Check, event: AddData) -> None:
             and event.new_source_state == state.last_source_state):
         check.fail("no-op-event", "AddData neither adds data nor advances the checkpoint, "
                    "watermark or source state")
-    _advance_data_stream(state, event)
+    _advance_data_stream(state, check, event)
     state.last_source_state = event.new_source_state
 
 
@@ -251,7 +267,7 @@ def _on_execute_transform(state: ChainState, check: _Check, event: ExecuteTransf
             and all(i.new_block_hash is None for i in event.query_inputs)):
         check.fail("no-op-event", "ExecuteTransform neither adds data nor advances its inputs, "
                    "checkpoint or watermark")
-    _advance_data_stream(state, event)
+    _advance_data_stream(state, check, event)
     state.transform_inputs = {i.dataset_id: i for i in event.query_inputs}
 
 
@@ -274,10 +290,12 @@ def _on_set_data_schema(state: ChainState, check: _Check, event: SetDataSchema) 
     elif event.schema is None and event.raw_arrow_schema is None:
         check.fail("schema-evolution", "SetDataSchema carries neither schema nor rawArrowSchema")
     state.schema = event
+    state.schema_block = check.hash
 
 
 def _on_set_vocab(state: ChainState, check: _Check, event: SetVocab) -> None:
     state.vocab = event
+    state.vocab_block = check.hash
 
 
 # --- sources ----------------------------------------------------------------------------------
@@ -293,6 +311,7 @@ def _on_set_polling_source(state: ChainState, check: _Check, event: SetPollingSo
         check.fail("polling-source", "a polling source cannot be set while push sources "
                    f"{sorted(state.push_sources)} are active")
     state.polling_source = event
+    state.polling_source_block = check.hash
 
 
 def _on_disable_polling_source(state: ChainState, check: _Check, event: DisablePollingSource) -> None:
@@ -300,6 +319,7 @@ def _on_disable_polling_source(state: ChainState, check: _Check, event: DisableP
     if state.polling_source is None:
         check.fail("polling-source", "DisablePollingSource without an active polling source")
     state.polling_source = None
+    state.polling_source_block = None
 
 
 def _on_add_push_source(state: ChainState, check: _Check, event: AddPushSource) -> None:
@@ -312,6 +332,7 @@ def _on_add_push_source(state: ChainState, check: _Check, event: AddPushSource) 
     if state.push_sources.get(event.source_name) == event:
         check.fail("no-op-event", f"push source '{event.source_name}' is identical to the active one")
     state.push_sources = {**state.push_sources, event.source_name: event}
+    state.push_source_blocks = {**state.push_source_blocks, event.source_name: check.hash}
 
 
 def _on_disable_push_source(state: ChainState, check: _Check, event: DisablePushSource) -> None:
@@ -320,6 +341,7 @@ def _on_disable_push_source(state: ChainState, check: _Check, event: DisablePush
         check.fail("push-source", f"DisablePushSource names '{event.source_name}', which is not an "
                    f"active push source (active: {sorted(state.push_sources)})")
     state.push_sources = {k: v for k, v in state.push_sources.items() if k != event.source_name}
+    state.push_source_blocks = {k: v for k, v in state.push_source_blocks.items() if k != event.source_name}
 
 
 def _check_read_schema(check: _Check, read: object) -> None:
@@ -347,6 +369,14 @@ def _on_set_transform(state: ChainState, check: _Check, event: SetTransform) -> 
     _check_transform(check, event.transform, "event.transform")
     state.transform = event
     state.transform_input_ids = tuple(seen)
+    state.transform_block = check.hash
+
+
+def declared_input_ids(event: SetTransform) -> tuple[DatasetId | None, ...]:
+    """The dataset id each input of ``event`` names, in declaration order (``None`` for a
+    reference that is not an id); for a valid event, what ``apply`` records as
+    ``ChainState.transform_input_ids``."""
+    return tuple(_ref_id(entry.dataset_ref) for entry in event.inputs)
 
 
 def _check_transform(check: _Check, transform: object, where: str) -> None:

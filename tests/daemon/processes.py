@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -46,13 +46,19 @@ def init_workspace(root: Path, extra_config: str = "") -> None:
     config.write_text(config.read_text() + extra_config)
 
 
-def mirror_manifests(folder: Path, sources: dict[str, str], every: str = "1h") -> Path:
-    """One YAML file of ``Mirror`` resources: alias -> source URL."""
+def mirror_manifests(folder: Path, sources: dict[str, str], every: str = "1h",
+                     targets: Mapping[str, Sequence[str]] | None = None) -> Path:
+    """One YAML file of ``Mirror`` resources: alias -> source URL (and alias -> target URLs)."""
     path = folder / "mirrors.yaml"
     path.write_text("".join(
         f"---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders:\n  name: {alias}\n"
-        f"spec:\n  source: {url}\n  every: {every}\n" for alias, url in sources.items()))
+        f"spec:\n  source: {url}\n  every: {every}\n" + _targets_yaml((targets or {}).get(alias, ()))
+        for alias, url in sources.items()))
     return path
+
+
+def _targets_yaml(targets: Sequence[str]) -> str:
+    return f"  targets: [{', '.join(targets)}]\n" if targets else ""
 
 
 def odfd(*args: str, root: Path, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
@@ -64,14 +70,17 @@ def odfd(*args: str, root: Path, check: bool = True, timeout: float = 300) -> su
     return done
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.25) -> T:
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.25,
+             detail: Callable[[], object] | None = None) -> T:
+    """Poll ``probe`` until it returns something true; on time-out, ``detail()`` says what was seen."""
     deadline = time.monotonic() + timeout
     while True:
         value = probe()
         if value:
             return value
         if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            seen = f"; last seen: {detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}{seen}")
         time.sleep(interval)
 
 
@@ -131,6 +140,24 @@ class DaemonProcess:
 
     def status(self) -> dict[str, Any]:
         return json.loads(odfd("status", "-o", "json", root=self.root).stdout)
+
+    def admin(self, method: str, path: str, **params: str) -> Any:
+        """One request to the daemon's admin API from this process (polling through the CLI
+        would start a Python process per probe)."""
+        import asyncio
+
+        from odfd.daemon.admin import AdminClient
+        from storage.layout import WorkspaceLayout
+
+        async def call() -> Any:
+            client = await AdminClient.require(WorkspaceLayout(self.root))
+            return await client.request(method, path, **params)
+
+        return asyncio.run(call())
+
+    def admin_status(self) -> dict[str, Any]:
+        """``odfd status -o json`` as the running daemon answers it."""
+        return self.admin("GET", "/status")
 
     def metrics(self) -> dict[str, float]:
         """``/metrics`` as ``{"name{labels}": value}``."""

@@ -1,5 +1,6 @@
 """RFC-018 resources applied without a daemon: generations, status, the controllers' effect on
-the workspace, idempotent re-apply, and manifest errors that name file, document and field."""
+the workspace, idempotent re-apply, kamu-cli's header forms and canonical output, and manifest
+errors that name file, document and field."""
 
 from __future__ import annotations
 
@@ -16,10 +17,14 @@ from odfd.daemon.resources import (
     load_manifests,
     resource_document,
 )
-from protocol.model import DatasetKind, SetInfo
+from protocol.codec.yaml_emitter import dump
+from protocol.identity import AccountName, DatasetId
+from protocol.model import DatasetKind, ResourcePhase, SetInfo
+from protocol.resource import GENERIC_SPEC, load_resource
 from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
+from tests.fixtures.manifests import push_source
 
 MANIFESTS = """\
 $schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
@@ -31,16 +36,13 @@ spec:
   metadata:
     - kind: SetInfo
       description: {description}
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: NdJson
-        schema:
-          fields:
-            - {{name: event_time, type: timestamp}}
-            - {{name: value, type: int64}}
-      merge:
-        kind: Append
+""" + push_source("""
+    kind: NdJson
+    schema:
+      fields:
+        - {{name: event_time, type: timestamp}}
+        - {{name: value, type: int64}}
+""") + """\
 ---
 $schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror
 headers:
@@ -88,6 +90,12 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
         assert {r.id: r for r in await table.list()} == before
         assert (await workspace.resolve("local.events")).head == record.head
         assert await MirrorTable(workspace.catalog).require("remote.cities") == mirror
+
+        # What `odfd get -o yaml` writes (the canonical form) applies back unchanged, for both kinds.
+        got = tmp_path / "got.yaml"
+        got.write_text("---\n".join(dump(resource_document(r)) for r in await table.list()))
+        results = await apply_manifests(workspace, load_manifests([got]))
+        assert {r.record.name: r.change for r in results} == {"local.events": "unchanged", "remote.cities": "unchanged"}
 
         # An edited spec: a new generation, Pending until reconciled, then exactly the change.
         _write(folder, description="Events, deduplicated", every="1h")
@@ -151,4 +159,98 @@ def test_invalid_manifests_name_file_document_and_field(tmp_path: Path, text: st
     path = tmp_path / "bad.yaml"
     path.write_text(text)
     with pytest.raises(ManifestError, match=message):
+        load_manifests([path])
+
+
+KAMU_ACCOUNT_DID = "did:odf:fed016b61ed2ab1b63a006b61ed2ab1b63a00b016d65607000000e0821aafbf163e6f"
+"""kamu-cli's single-tenant account (``AccountID::new_seeded_ed25519(b"kamu")``), as its tests print it."""
+
+HEADER_FORMS = """\
+$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror
+headers:
+  name: scores
+  account: kamu
+  labels: {team: data, https://odfd.dev/tier: 1}
+  annotations: {owner: {name: ops, pager: true}}
+spec: {source: 'http://127.0.0.1:9/scores', paused: true}
+---
+$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror
+headers:
+  name: scores
+  account: {name: alice}
+spec: {source: 'http://127.0.0.1:9/alice/scores', every: 90s}
+"""
+
+
+async def test_kamu_header_forms_and_canonical_output(tmp_path: Path) -> None:
+    path = tmp_path / "mirrors.yaml"
+    path.write_text(HEADER_FORMS)
+    manifests = load_manifests([path])
+    # The node's own account owns aliases without an account part; any other becomes the alias' account.
+    assert [m.name for m in manifests] == ["scores", "alice/scores"]
+    assert manifests[0].labels == {"https://odfd.dev/tier": 1, "team": "data"}
+    assert manifests[0].annotations == {"owner": {"name": "ops", "pager": True}}
+    assert manifests[0].spec == {"source": "http://127.0.0.1:9/scores", "paused": True}
+
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        results = await apply_manifests(workspace, manifests)
+        texts = [dump(resource_document(r.record)) for r in results]
+        ours, alices = (load_resource(text, GENERIC_SPEC, "get output") for text in texts)
+        assert ours.headers.account.name == AccountName("kamu") and str(ours.headers.account.did) == KAMU_ACCOUNT_DID
+        assert ours.headers.account.did == DatasetId.new_seeded(b"kamu")
+        assert alices.headers.account.did == DatasetId.new_seeded(b"alice")
+        assert str(alices.headers.name) == "scores" and alices.headers.id == results[1].record.id
+        assert ours.status.phase is ResourcePhase.PENDING and ours.headers.generation == 1
+        record = results[0].record
+        assert texts[0] == (
+            "$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\n"
+            "headers:\n"
+            f"  id: {record.id}\n"
+            "  name: scores\n"
+            "  account:\n"
+            f"    id: {KAMU_ACCOUNT_DID}\n"
+            f"    did: {KAMU_ACCOUNT_DID}\n"
+            "    name: kamu\n"
+            "  labels:\n"
+            "    https://odfd.dev/tier: 1\n"
+            "    team: data\n"
+            "  annotations:\n"
+            "    owner:\n"
+            "      name: ops\n"
+            "      pager: true\n"
+            "  generation: 1\n"
+            f"  createdAt: {ours.headers.created_at}\n"
+            f"  updatedAt: {ours.headers.updated_at}\n"
+            "spec:\n"
+            "  source: http://127.0.0.1:9/scores\n"
+            "  paused: true\n"
+            "status:\n"
+            "  phase: Pending\n"
+            "  conditions: {}\n"
+        )
+
+        # What `odfd get -o yaml` writes applies back unchanged.
+        (tmp_path / "got.yaml").write_text("---\n".join(texts))
+        again = await apply_manifests(workspace, load_manifests([tmp_path / "got.yaml"]))
+        assert [(r.record.name, r.change) for r in again] == [("scores", "unchanged"), ("alice/scores", "unchanged")]
+
+
+ACCOUNT_ERRORS = [
+    ("account: {did: '" + KAMU_ACCOUNT_DID + "'}", r"headers.account: odfd identifies accounts by name"),
+    ("account: {name: alice, did: '" + KAMU_ACCOUNT_DID + "'}",
+     r"headers.account.did: did:odf:fed016b6.* is not the did of account alice on this node"),
+    ("account: {name: kamu, did: 'did:odf:fed01zz'}", r"headers.account.did: 'did:odf:fed01zz' is not a valid did:odf"),
+    ("account: {name: kamu, email: k@kamu.dev}", r"headers.account.email: unknown field `email` of AccountRef"),
+    ("account: " + "a" * 33, r"headers.account.name: account name a{33} is longer than 32 bytes"),
+    ("owner: kamu", r"headers.owner: unknown field `owner` of ResourceHeadersInput"),
+    ("labels: {'app/name': x}", r"headers.labels: 'app/name' is not a valid type reference"),
+]
+
+
+@pytest.mark.parametrize(("header", "message"), ACCOUNT_ERRORS)
+def test_invalid_headers_name_the_field(tmp_path: Path, header: str, message: str) -> None:
+    path = tmp_path / "bad.yaml"
+    path.write_text("$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\n"
+                    f"headers:\n  name: a\n  {header}\nspec: {{source: 'http://x/a'}}\n")
+    with pytest.raises(ManifestError, match=r"^.*bad.yaml document 0: " + message):
         load_manifests([path])

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.daemon.processes import FAST_SYNC_CONFIG, REPO, DaemonProcess, init_workspace, odfd, wait_for
+from tests.fixtures.manifests import push_source
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 
 pytestmark = [pytest.mark.slow, pytest.mark.spark]
@@ -24,19 +25,18 @@ headers:
 spec:
   kind: Root
   metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-        kind: NdJson
-        schema:
-          fields:
-            - {name: match_time, type: timestamp}
-            - {name: match_id, type: int64}
-            - {name: player, type: string}
-            - {name: score, type: int64}
-      merge:
-        kind: Ledger
-        primaryKey: [match_id, player]
+""" + push_source("""
+    kind: NdJson
+    schema:
+      fields:
+        - {name: match_time, type: timestamp}
+        - {name: match_id, type: int64}
+        - {name: player, type: string}
+        - {name: score, type: int64}
+""", """
+    kind: Ledger
+    primaryKey: [match_id, player]
+""") + """\
     - kind: SetVocab
       eventTimeColumn: match_time
 """

@@ -1,8 +1,7 @@
-"""Helpers for pipeline tests: a real workspace, datasets from inline manifests, reading slices."""
+"""Helpers for pipeline tests: datasets from inline manifests, reading slices."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -14,12 +13,6 @@ from protocol.model import AddData, ExecuteTransform, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from verifier.engine.inputs import all_slices
-
-
-@pytest.fixture
-async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
-    async with await Workspace.init(tmp_path / "ws") as ws:
-        yield ws
 
 
 #: System time of datasets created by tests, before any system time the tests ingest at.

@@ -11,6 +11,7 @@ from odfd.coordinator.ingest import ingest_push
 from odfd.ingest.errors import MergeError
 from protocol.model import Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.manifests import root_snapshot
 from tests.pipeline.conftest import create, data_events, rows, write
 
 pytestmark = pytest.mark.spark
@@ -24,23 +25,6 @@ def ts(day: int) -> Timestamp:
 
 def dt(day: int, hour: int = 0) -> datetime:
     return datetime(2024, 1, day, hour, tzinfo=timezone.utc)
-
-
-def manifest(name: str, read: str, merge: str) -> str:
-    return f"""
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-{read}
-      merge:
-{merge}
-"""
 
 
 CITIES_READ = """        kind: Csv
@@ -57,7 +41,7 @@ async def test_snapshot_emits_appends_retractions_and_corrections(workspace: Wor
     merge = """        kind: Snapshot
         primaryKey:
           - city"""
-    dataset = await create(workspace, manifest("cities", CITIES_READ, merge))
+    dataset = await create(workspace, root_snapshot("cities", CITIES_READ, merge))
 
     async def push(day: int, text: str):
         path = write(tmp_path / f"cities-{day}.csv", "city,population\n" + text)
@@ -96,7 +80,7 @@ async def test_snapshot_rejects_duplicate_keys_and_leaves_the_dataset_as_it_was(
     merge = """        kind: Snapshot
         primaryKey:
           - city"""
-    dataset = await create(workspace, manifest("cities", CITIES_READ, merge))
+    dataset = await create(workspace, root_snapshot("cities", CITIES_READ, merge))
     head = await dataset.chain.head()
     with pytest.raises(MergeError, match=r"primary key \(city='a'\) appears 2 times"):
         await ingest_push(workspace, dataset, write(tmp_path / "dup.csv", "city,population\na,1\na,2\n"))
@@ -117,7 +101,7 @@ async def test_ledger_appends_only_unseen_keys(workspace: Workspace, tmp_path: P
     merge = """        kind: Ledger
         primaryKey:
           - id"""
-    dataset = await create(workspace, manifest("ledger", read, merge))
+    dataset = await create(workspace, root_snapshot("ledger", read, merge))
     first = write(tmp_path / "1.csv", "event_time,id,value\n2024-01-03T00:00:00Z,3,c\n2024-01-01T00:00:00Z,1,a\n2024-01-02T00:00:00Z,2,b\n")
     second = write(tmp_path / "2.csv", "event_time,id,value\n2024-01-02T00:00:00Z,2,b\n2024-01-05T00:00:00Z,5,e\n2024-01-03T00:00:00Z,3,c\n2024-01-04T00:00:00Z,4,d\n")
     await ingest_push(workspace, dataset, first)
@@ -140,7 +124,7 @@ async def test_append_orders_by_event_time_then_input_order(workspace: Workspace
               type: timestamp
             - name: value
               type: string"""
-    dataset = await create(workspace, manifest("log", read, "        kind: Append"))
+    dataset = await create(workspace, root_snapshot("log", read))
     lines = [
         '{"event_time": "2024-01-02T00:00:00Z", "value": "x"}',
         '{"value": "no time"}',
@@ -176,7 +160,7 @@ async def test_changelog_stream_is_taken_as_is_after_validation(workspace: Works
     merge = """        kind: ChangelogStream
         primaryKey:
           - id"""
-    dataset = await create(workspace, manifest("changelog", CHANGELOG_READ, merge))
+    dataset = await create(workspace, root_snapshot("changelog", CHANGELOG_READ, merge))
     await ingest_push(workspace, dataset, write(tmp_path / "1.csv", "op,id,value\n0,2,b\n0,1,a\n"), event_time=ts(1))
     await ingest_push(
         workspace, dataset, write(tmp_path / "2.csv", "op,id,value\n1,2,b\n2,1,a\n3,1,a2\n0,2,b2\n"), event_time=ts(2)
@@ -201,7 +185,7 @@ async def test_upsert_stream_becomes_a_changelog(workspace: Workspace, tmp_path:
     merge = """        kind: UpsertStream
         primaryKey:
           - id"""
-    dataset = await create(workspace, manifest("upserts", CHANGELOG_READ, merge))
+    dataset = await create(workspace, root_snapshot("upserts", CHANGELOG_READ, merge))
     await ingest_push(workspace, dataset, write(tmp_path / "1.csv", "op,id,value\n0,1,a\n0,2,b\n0,1,a-draft\n0,1,a\n"), event_time=ts(1))
     await ingest_push(
         workspace, dataset, write(tmp_path / "2.csv", "op,id,value\n0,1,a2\n1,2,x\n0,3,c\n1,9,nothing\n"), event_time=ts(2)

@@ -14,30 +14,12 @@ from odfd.coordinator.ingest import ingest_push
 from odfd.ingest.errors import BadInputError, IngestError
 from protocol.model import Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.manifests import root_snapshot
 from tests.pipeline.conftest import create, rows, write
 
 pytestmark = pytest.mark.spark
 
 EVENT_TIME = Timestamp.of(2024, 7, 1)
-
-
-def root(name: str, read: str, merge: str = "kind: Append", extra: str = "") -> str:
-    indent = lambda text, n: "\n".join(" " * n + line for line in text.strip("\n").splitlines())  # noqa: E731
-    return f"""
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
-{indent(read, 8)}
-      merge:
-{indent(merge, 8)}
-{indent(extra, 4) if extra else ""}
-"""
 
 
 async def test_csv_options(workspace: Workspace, tmp_path: Path) -> None:
@@ -60,7 +42,7 @@ schema:
     - name: amount
       type: {kind: Option, inner: {kind: Decimal, precision: 10, scale: 2}}
 """
-    dataset = await create(workspace, root("csv", read))
+    dataset = await create(workspace, root_snapshot("csv", read))
     text = "02.01.2024 10:30;02.01.2024;'Smith; John';12.50\n03.01.2024 08:00;03.01.2024;'O|'Brien';N/A\n"
     await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text))
     assert await rows(dataset, "event_time", "day", "name", "amount") == [
@@ -70,7 +52,7 @@ schema:
 
 
 async def test_csv_without_schema_reads_text_and_parses_event_time(workspace: Workspace, tmp_path: Path) -> None:
-    dataset = await create(workspace, root("raw", "kind: Csv\nheader: true"))
+    dataset = await create(workspace, root_snapshot("raw", "kind: Csv\nheader: true"))
     await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "event_time,n\n2024-01-05T01:02:03Z,7\n"))
     assert await rows(dataset, "event_time", "n") == [(datetime(2024, 1, 5, 1, 2, 3, tzinfo=timezone.utc), "7")]
 
@@ -82,7 +64,7 @@ ddlSchema:
   - city STRING
   - population BIGINT
 """
-    manifest = root("ddl", read).replace(
+    manifest = root_snapshot("ddl", read).replace(
         "      merge:",
         """      preprocess:
         kind: Sql
@@ -106,7 +88,7 @@ schema:
     - name: tags
       type: {kind: List, itemType: {kind: String}}
 """
-    dataset = await create(workspace, root("json", read))
+    dataset = await create(workspace, root_snapshot("json", read))
     document = {"result": {"items": [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": []}]}}
     await ingest_push(workspace, dataset, write(tmp_path / "in.json", json.dumps(document)), event_time=EVENT_TIME)
     assert await rows(dataset, "id", "tags") == [(1, ["a", "b"]), (2, [])]
@@ -127,10 +109,10 @@ schema:
         {"type": "Feature", "properties": {"name": "a"}, "geometry": {"type": "Point", "coordinates": [1.0, 2.0]}},
         {"type": "Feature", "properties": {"name": "b"}, "geometry": {"type": "Point", "coordinates": [3.5, 4.0]}},
     ]
-    geo = await create(workspace, root("geo", "kind: GeoJson\n" + read))
+    geo = await create(workspace, root_snapshot("geo", "kind: GeoJson\n" + read))
     collection = {"type": "FeatureCollection", "features": features}
     await ingest_push(workspace, geo, write(tmp_path / "in.geojson", json.dumps(collection)), event_time=EVENT_TIME)
-    nd = await create(workspace, root("ndgeo", "kind: NdGeoJson\n" + read))
+    nd = await create(workspace, root_snapshot("ndgeo", "kind: NdGeoJson\n" + read))
     await ingest_push(workspace, nd, write(tmp_path / "in.ndgeojson", "\n".join(map(json.dumps, features))), event_time=EVENT_TIME)
     expected = [
         ("a", '{"type":"Point","coordinates":[1.0,2.0]}'),
@@ -152,7 +134,7 @@ schema:
     - name: label
       type: string
 """
-    dataset = await create(workspace, root("pq", read))
+    dataset = await create(workspace, root_snapshot("pq", read))
     pq.write_table(pa.table({"label": ["x", "y"], "id": pa.array([1, 2], pa.int32()), "ignored": [0, 0]}), tmp_path / "in.parquet")
     await ingest_push(workspace, dataset, tmp_path / "in.parquet", event_time=EVENT_TIME)
     assert await rows(dataset, "id", "label") == [(1, "x"), (2, "y")]
@@ -195,7 +177,7 @@ schema:
     ],
 )
 async def test_malformed_csv_names_file_row_and_column(workspace: Workspace, tmp_path: Path, text: str, message: str) -> None:
-    dataset = await create(workspace, root("m", MEASUREMENTS))
+    dataset = await create(workspace, root_snapshot("m", MEASUREMENTS))
     await ingest_push(workspace, dataset, write(tmp_path / "ok.csv", "event_time,station,reading\n2024-01-01T00:00:00Z,z,0\n"))
     head = await dataset.chain.head()
     with pytest.raises(BadInputError, match=message) as caught:
@@ -215,7 +197,7 @@ schema:
     - name: name
       type: string
 """
-    dataset = await create(workspace, root("nd", read))
+    dataset = await create(workspace, root_snapshot("nd", read))
     head = await dataset.chain.head()
     with pytest.raises(BadInputError, match=r"in\.ndjson: malformed row 2 \(line 3\), column 'id': value \"two\" is not a valid INT"):
         await ingest_push(workspace, dataset, write(tmp_path / "in.ndjson", '{"id": 1}\n\n{"id": "two", "name": "b"}\n'))
@@ -232,6 +214,6 @@ schema:
     - name: event_time
       type: int64
 """
-    dataset = await create(workspace, root("et", read))
+    dataset = await create(workspace, root_snapshot("et", read))
     with pytest.raises(IngestError, match="event time column 'event_time' must be a TIMESTAMP or DATE, found BIGINT"):
         await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "1\n"))

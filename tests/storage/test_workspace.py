@@ -47,13 +47,6 @@ def snapshots(*names: str):
     return found
 
 
-@pytest.fixture
-async def workspace(tmp_path: Path):
-    ws = await Workspace.init(tmp_path / "ws")
-    yield ws
-    await ws.close()
-
-
 async def add_all(workspace: Workspace) -> None:
     from storage.snapshots import dependency_order
 

@@ -27,20 +27,13 @@ from odfd.coordinator.transform import update_derivative
 from protocol.codec import yaml as odf_yaml
 from protocol.model import Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.manifests import root_snapshot
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 
 CREATED_AT = Timestamp.of(2024, 1, 1)
 
-MANIFESTS = """
-kind: DatasetSnapshot
-version: 1
-content:
-  name: cities
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
+MANIFESTS = "---\n".join([
+    root_snapshot("cities", """
         kind: Csv
         header: true
         schema:
@@ -49,20 +42,12 @@ content:
               type: string
             - name: population
               type: int64
-      merge:
+    """, """
         kind: Snapshot
         primaryKey:
           - city
----
-kind: DatasetSnapshot
-version: 1
-content:
-  name: orders
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
+    """),
+    root_snapshot("orders", """
         kind: NdJson
         schema:
           fields:
@@ -74,18 +59,8 @@ content:
               type: string
             - name: amount
               type: float64
-      merge:
-        kind: Append
----
-kind: DatasetSnapshot
-version: 1
-content:
-  name: ticks
-  kind: Root
-  metadata:
-    - kind: AddPushSource
-      sourceName: default
-      read:
+    """),
+    root_snapshot("ticks", """
         kind: NdJson
         schema:
           fields:
@@ -93,9 +68,8 @@ content:
               type: timestamp
             - name: n
               type: int64
-      merge:
-        kind: Append
----
+    """),
+    """\
 kind: DatasetSnapshot
 version: 1
 content:
@@ -145,7 +119,8 @@ content:
         kind: Sql
         engine: spark
         query: SELECT event_time, n, n * 10 AS scaled FROM ticks
-"""
+""",
+])
 
 CITIES = [
     "city,population\nlyon,516000\nnice,342000\nparis,2145000\n",

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -26,12 +25,6 @@ from verifier.audit import VerifyOptions, verify
 from verifier.progress import NoProgress, TerminalProgress, progress_for
 from verifier.report import REPORT_VERSION, Layer, Role, Status
 from verifier.selection import parse_block_selector
-
-
-@pytest.fixture
-async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
-    async with await Workspace.init(tmp_path / "ws") as ws:
-        yield ws
 
 
 async def test_a_transform_in_another_engine_cannot_be_verified_but_its_input_is_checked_first(

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pyarrow as pa
@@ -28,12 +27,6 @@ from verifier.audit import VerifyOptions, verify
 from verifier.errors import VerifyUsageError
 from verifier.report import DatasetReport, Finding, LayerResult, Status
 from verifier.selection import BlockSelector, RangeRequest
-
-
-@pytest.fixture
-async def workspace(tmp_path: Path) -> AsyncIterator[Workspace]:
-    async with await Workspace.init(tmp_path / "ws") as ws:
-        yield ws
 
 
 async def audit(workspace: Workspace, alias: str, **options: object) -> DatasetReport:

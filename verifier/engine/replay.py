@@ -14,6 +14,7 @@ from pathlib import Path
 from protocol.errors import OdfError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform
+from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
@@ -29,14 +30,23 @@ async def replay_request(
     block_hash: Multihash,
     open_input: Callable[[DatasetId], Awaitable[Dataset]],
     out_dir: Path,
+    *,
+    before: ChainState | None = None,
 ) -> TransformRequest:
-    """The request that, executed, reproduces the slice of block ``block_hash`` of ``dataset``."""
+    """The request that, executed, reproduces the slice of block ``block_hash`` of ``dataset``.
+
+    ``before`` is the chain's state at the previous block, if the caller has it (replaying a
+    chain oldest first, it does); otherwise it is read from the chain.
+    """
     block = await dataset.chain.get_block(block_hash)
     event = block.event
     where = f"{await dataset.alias() or dataset.id} block #{block.sequence_number} ({block_hash})"
     if not isinstance(event, ExecuteTransform):
         raise ReplayError(f"{where} is a {type(event).__name__}, not an ExecuteTransform")
-    before = await dataset.chain.state(block.prev_block_hash)
+    if before is None:
+        before = await dataset.chain.state(block.prev_block_hash)
+    elif before.head != block.prev_block_hash:
+        raise ReplayError(f"{where}: the state given is at {before.head}, not at the previous block")
     if before.transform is None:
         raise ReplayError(f"{where} has no SetTransform before it")
     aliases = {}

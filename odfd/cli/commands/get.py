@@ -1,12 +1,15 @@
-"""``odfd get KIND [NAME] [-o table|yaml|json]``: resources as applied, with their status."""
+"""``odfd get KIND [NAME] [-o table|yaml|json]``: resources as applied, with their status.
+
+YAML and JSON show the RFC-018 canonical form (``$schema``, ``headers`` with identity, account,
+generation and times, ``spec``, ``status``), YAML exactly as kamu-cli writes it; ``odfd apply``
+accepts that output back."""
 
 from __future__ import annotations
 
 import argparse
 import json
 
-import yaml
-
+from protocol.codec.yaml_emitter import dump
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.daemon.resources import RECONCILE_ERROR, ManifestError, kind_of, resource_document, schema_of_kind
 from storage.catalog.resources import ResourceRecord, ResourceTable
@@ -37,7 +40,7 @@ def _get(args: argparse.Namespace) -> int:
         if args.output == "json":
             print(json.dumps(documents[0] if args.name else documents, indent=2))
         elif args.output == "yaml":
-            print(yaml.safe_dump_all(documents, sort_keys=False, allow_unicode=True, width=100), end="")
+            print("---\n".join(dump(document) for document in documents), end="")
         else:
             _table(records)
         return 0

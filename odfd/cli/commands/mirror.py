@@ -114,6 +114,8 @@ def _list(args: argparse.Namespace) -> int:
             targets = f" -> {', '.join(m.targets)}" if m.targets else ""
             print(f"{m.name:<28} {format_duration(m.interval):<8} {state:<10} {last:<22} "
                   f"{m.consecutive_failures:>5}  {m.source}{targets}")
+            if m.pinned_cid:
+                print(f"{'':<28} pinned: ipfs://{m.pinned_cid}")
             if m.last_error and not m.paused:
                 print(f"{'':<28} error: {m.last_error}")
         return 0
@@ -126,7 +128,8 @@ def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
             "paused": m.paused, "managedBy": m.resource_id,
             "lastOutcome": getattr(attempt, "outcome", None),
             "lastAttemptAt": None if m.last_attempt_at is None else m.last_attempt_at.isoformat(),
-            "consecutiveFailures": m.consecutive_failures, "lastError": m.last_error}
+            "consecutiveFailures": m.consecutive_failures, "lastError": m.last_error,
+            "pinnedCid": m.pinned_cid}
 
 
 async def _unmanaged(workspace: Workspace, name: str, verb: str) -> MirrorRecord:

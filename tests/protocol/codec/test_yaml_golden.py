@@ -440,3 +440,14 @@ def test_data_type_short_form_is_read_and_expanded() -> None:
 def test_data_type_short_form_rejects_unknown_types() -> None:
     with pytest.raises(DecodeError, match="unknown variant `Invalid`"):
         odf_yaml.loads("fields:\n- name: short\n  type: Invalid\n", "DataSchema")
+
+
+@pytest.mark.parametrize("value", ["\u2028", "a\rb", "x\ny\r\n", "\x85 z", "tail\u2029", "two\n\u2028lines"])
+def test_strings_with_non_newline_breaks_round_trip(value: str) -> None:
+    """libyaml folds these breaks inside single-quoted and literal scalars; we double-quote them."""
+    from protocol.model import FetchStepUrl, RequestHeader
+
+    step = FetchStepUrl(url="http://x", headers=(RequestHeader(name="h", value=value),))
+    text = odf_yaml.dumps(step)
+    assert '"' in text
+    assert odf_yaml.loads(text, "FetchStep") == step

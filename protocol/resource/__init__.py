@@ -1,0 +1,99 @@
+"""RFC-018 resources: the generic ``$schema`` / ``headers`` / ``spec`` / ``status`` envelope, the
+references between resources, and their YAML/JSON forms as the reference (kamu-cli) reads and
+writes them. Import from here; the modules behind it are an implementation detail.
+
+``protocol.model`` also holds the spec's resource schemas as generated, string-typed classes
+(used where other generated types embed them, e.g. ``protocol.model.Dataset``); this package is
+the typed form with parsed names, DIDs and type references that code handling resources uses.
+"""
+
+from protocol.codec.invalid import Invalid
+from protocol.resource.codec import (
+    ResourceError,
+    dump_resource,
+    dump_resource_input,
+    load_resource,
+    load_resource_input,
+    read_resource,
+    read_resource_input,
+    resource_schema,
+    write_resource,
+    write_resource_input,
+)
+from protocol.resource.identity import AccountId, Did, ResourceName, TypeRef, parse_account_id, parse_did
+from protocol.resource.model import (
+    AccountHandle,
+    AccountRef,
+    Resource,
+    ResourceAnnotations,
+    ResourceConditions,
+    ResourceHeaders,
+    ResourceHeadersInput,
+    ResourceInput,
+    ResourceLabels,
+    ResourceRef,
+    ResourceStatus,
+    TypeRefMap,
+)
+from protocol.resource.relations import (
+    RELATIONS_SCHEMA,
+    RELATIONS_SPEC,
+    AttributeInput,
+    RelationInput,
+    RelationsSpecInput,
+)
+from protocol.resource.specs import (
+    GENERIC_SPEC,
+    SpecCodec,
+    json_value,
+    model_spec,
+    read_secrets,
+    read_variables,
+    write_secrets,
+    write_variables,
+)
+
+__all__ = [
+    "GENERIC_SPEC",
+    "RELATIONS_SCHEMA",
+    "RELATIONS_SPEC",
+    "AccountHandle",
+    "AccountId",
+    "AccountRef",
+    "AttributeInput",
+    "Did",
+    "Invalid",
+    "RelationInput",
+    "RelationsSpecInput",
+    "Resource",
+    "ResourceAnnotations",
+    "ResourceConditions",
+    "ResourceError",
+    "ResourceHeaders",
+    "ResourceHeadersInput",
+    "ResourceInput",
+    "ResourceLabels",
+    "ResourceName",
+    "ResourceRef",
+    "ResourceStatus",
+    "SpecCodec",
+    "TypeRef",
+    "TypeRefMap",
+    "dump_resource",
+    "dump_resource_input",
+    "json_value",
+    "load_resource",
+    "load_resource_input",
+    "model_spec",
+    "parse_account_id",
+    "parse_did",
+    "read_resource",
+    "read_resource_input",
+    "read_secrets",
+    "read_variables",
+    "resource_schema",
+    "write_resource",
+    "write_resource_input",
+    "write_secrets",
+    "write_variables",
+]

@@ -1,0 +1,30 @@
+"""How catalog columns hold values: instants as RFC 3339 UTC text with microseconds (which sorts
+as it compares), hashes as their canonical multibase; ``None`` as NULL."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from protocol.identity import Multihash
+
+_FORMAT = "%Y-%m-%dT%H:%M:%S.%fZ"
+
+
+def to_text(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime(_FORMAT)
+
+
+def now_text() -> str:
+    return to_text(datetime.now(UTC))
+
+
+def from_text(text: str | None) -> datetime | None:
+    return None if text is None else datetime.strptime(text, _FORMAT).replace(tzinfo=UTC)
+
+
+def hash_to_text(value: Multihash | None) -> str | None:
+    return None if value is None else value.to_multibase()
+
+
+def hash_from_text(text: str | None) -> Multihash | None:
+    return None if text is None else Multihash.from_multibase(text)
