@@ -5,7 +5,9 @@ Reads the JSON Schemas under ``protocol/spec/schemas`` (types, field names, YAML
 required fields, short forms) and ``protocol/spec/flatbuffers/opendatafabric.fbs`` (FlatBuffers
 field order, slot ids, scalar widths, optional scalars, union tags), then writes:
 
-- ``protocol/model/_generated.py``: enums, frozen dataclasses and union aliases;
+- ``protocol/model/_generated.py``: enums, frozen dataclasses and union aliases (the RFC-018
+  resource envelope is written by hand in ``protocol/model/resource.py``; it is imported from there,
+  its fields checked against the schemas);
 - ``protocol/codec/_fb_generated.py``: straight-line FlatBuffers encoders/decoders for every table a
   ``MetadataBlock`` can hold (generic builder calls would be several times slower);
 - ``protocol/codec/_tree_generated.py``: conversions between the model and the plain tree
@@ -18,6 +20,7 @@ if the committed files differ from what would be generated.
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import keyword
 import re
@@ -35,10 +38,27 @@ TREE_OUT = ROOT / "protocol" / "codec" / "_tree_generated.py"
 ID_PREFIX = "https://opendatafabric.org/schemas/"
 
 # Schema directories whose every type is generated; types they reference elsewhere come along.
-ROOT_DIRS = ("config", "data", "dataset", "legacy", "resource", "source")
+ROOT_DIRS = ("auth", "config", "data", "dataset", "legacy", "resource", "source")
 # Types of the engine protocol or of other resources we do not model yet.
 EXCLUDED = {"Projection", "ProjectionSpec", "ProjectionSpecInput", "DatasetSelector",
             "ResourceSelector", "LabelFilter"}
+# The resource envelope needs what a schema cannot say (generic ``spec``, short-form parsing,
+# type-reference key order), so it is written by hand; generated types and codecs use it.
+HAND_WRITTEN_MODULE = "protocol.model.resource"
+HAND_WRITTEN_PATH = ROOT / "protocol" / "model" / "resource.py"
+TYPED_NAMES_MODULE = "protocol.model.resource_names"
+HAND_WRITTEN = ("AccountHandle", "AccountRef", "Resource", "ResourceAnnotations", "ResourceConditions",
+                "ResourceHeaders", "ResourceHeadersInput", "ResourceInput", "ResourceLabels", "ResourceRef",
+                "ResourceStatus")
+# String formats read into typed values: field kind, Python type, and the function that parses text.
+TYPED_STRINGS = {
+    "account-id": ("account_id", "AccountId", "parse_account_id"),
+    "account-name": ("account_name", "AccountName", "AccountName"),
+    "did": ("did", "Did", "parse_did"),
+    "resource-name": ("resource_name", "ResourceName", "ResourceName"),
+    "type-ref": ("type_ref", "TypeRef", "TypeRef"),
+}
+TYPED_KINDS = {kind: (py, parse) for kind, py, parse in TYPED_STRINGS.values()}
 # The FlatBuffers codec covers what a metadata chain stores.
 FB_ROOT = "MetadataBlock"
 
@@ -144,6 +164,7 @@ class SchemaSet:
             kind = {
                 "multihash": "multihash", "dataset-id": "dataset_id", "dataset-ref": "dataset_ref",
                 "dataset-alias": "dataset_alias", "date-time": "timestamp", "flatbuffers": "bytes",
+                **{f: kind for f, (kind, _, _) in TYPED_STRINGS.items()},
             }.get(fmt, "str")
             return FieldType(kind, fmt=fmt)
         if t == "integer":
@@ -152,7 +173,7 @@ class SchemaSet:
             return FieldType("bool")
         if t == "array":
             return FieldType("list", item=self.field_type(prop["items"], here))
-        if t == "object" or not prop:
+        if t == "object" or not prop.keys() - {"description", "examples"}:  # `{}`: any JSON value
             return FieldType("json", fmt=fmt)
         raise SystemExit(f"gen_model: unsupported property schema in {here}: {prop}")
 
@@ -288,11 +309,42 @@ def py_type(ft: FieldType) -> str:
     return {
         "str": "str", "int": "int", "bool": "bool", "multihash": "Multihash", "dataset_id": "DatasetId",
         "dataset_ref": "DatasetRef", "dataset_alias": "DatasetAlias", "timestamp": "Timestamp",
-        "bytes": "bytes", "json": "JsonValue",
+        "bytes": "bytes", "json": "JsonValue", **{kind: py for kind, (py, _) in TYPED_KINDS.items()},
     }.get(ft.kind) or (f"tuple[{py_type(ft.item)}, ...]" if ft.kind == "list" else ft.ref)
 
 
+def leaf_kinds(ft: FieldType) -> set[str]:
+    return leaf_kinds(ft.item) if ft.kind == "list" else {ft.kind}
+
+
+def generated_structs(s: SchemaSet) -> list[Struct]:
+    return [t for t in s.types.values() if isinstance(t, Struct) and t.name not in HAND_WRITTEN]
+
+
+def check_hand_written(s: SchemaSet) -> None:
+    """Fail unless every hand-written class exists with exactly its schema's fields (name, required)."""
+    classes = {node.name: node for node in ast.parse(HAND_WRITTEN_PATH.read_text()).body
+               if isinstance(node, ast.ClassDef)}
+    for name in HAND_WRITTEN:
+        t = s.types.get(name)
+        if t is None or name not in classes:
+            raise SystemExit(f"gen_model: hand-written {name} is missing from the schemas or {HAND_WRITTEN_PATH}")
+        if not isinstance(t, Struct):
+            continue
+        written = {node.target.id: node.value is None for node in classes[name].body
+                   if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+        wanted = {f.py_name: f.required for f in t.fields}
+        if written != wanted:
+            raise SystemExit(f"gen_model: {HAND_WRITTEN_PATH.name} {name} has fields {written} (name: required), "
+                             f"its schema {wanted}")
+
+
 def gen_model(s: SchemaSet) -> str:
+    check_hand_written(s)
+    used = set().union(*(leaf_kinds(f.type) for t in generated_structs(s) for f in t.fields))
+    identity = sorted({"DatasetAlias", "DatasetId", "DatasetRef", "Multihash"}
+                      | ({"AccountName"} if "account_name" in used else set()))
+    names = sorted(TYPED_KINDS[k][0] for k in used & TYPED_KINDS.keys() if k != "account_name")
     out = [HEADER.format(doc="The ODF metadata model: every type of the spec's Metadata Reference."), ""]
     out += [
         "from __future__ import annotations",
@@ -301,8 +353,15 @@ def gen_model(s: SchemaSet) -> str:
         "from dataclasses import dataclass",
         "from typing import TypeAlias",
         "",
-        "from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash",
+        f"from protocol.identity import {', '.join(identity)}",
         "from protocol.model.maps import FrozenMap, JsonValue",
+        f"from {HAND_WRITTEN_MODULE} import (  # noqa: F401 (written by hand; here the model has every type)",
+        *(f"    {n}," for n in sorted(HAND_WRITTEN)),
+        ")",
+    ]
+    if names:
+        out.append(f"from {TYPED_NAMES_MODULE} import {', '.join(names)}")
+    out += [
         "from protocol.model.timestamp import Timestamp",
         "",
     ]
@@ -312,6 +371,8 @@ def gen_model(s: SchemaSet) -> str:
             out += [f'    {v.upper() if v.isupper() else snake(v).upper()} = "{v}"' for v in t.values]
             out.append("")
     for t in s.types.values():
+        if t.name in HAND_WRITTEN:
+            continue
         if isinstance(t, Struct):
             out += ["", "@dataclass(frozen=True, slots=True, kw_only=True)", f"class {t.name}:"]
             out.append(f'    """{t.doc or t.name}"""')
@@ -766,7 +827,7 @@ class TreeGen:
         k = ft.kind
         if k in ("str", "int", "bool"):
             return expr
-        if k in ("multihash", "dataset_id", "dataset_ref", "dataset_alias"):
+        if k in ("multihash", "dataset_id", "dataset_ref", "dataset_alias") or k in TYPED_KINDS:
             return f"str({expr})"
         if k == "timestamp":
             return f"{expr}.to_rfc3339()"
@@ -791,6 +852,8 @@ class TreeGen:
             return f"_r_bool({expr})"
         if k in ("multihash", "dataset_id", "dataset_ref", "dataset_alias", "timestamp", "bytes", "json"):
             return f"_r_{k}({expr})"
+        if k in TYPED_KINDS:
+            return f"_parsed({TYPED_KINDS[k][1]}, {expr})"
         if k == "list":
             return f"_r_list({expr}, lambda i: {self.r(ft.item, 'i')})"
         t = self.s.types[ft.ref]
@@ -800,6 +863,8 @@ class TreeGen:
 
     def generate(self) -> str:
         s = self.s
+        used = set().union(*(leaf_kinds(f.type) for t in s.types.values() if isinstance(t, Struct) for f in t.fields))
+        parsers = sorted(TYPED_KINDS[k][1] for k in used & TYPED_KINDS.keys() if k != "account_name")
         out = [HEADER.format(doc="Conversions between the model and the plain tree the YAML and JSON codecs use."), ""]
         out += [
             "from __future__ import annotations",
@@ -810,6 +875,7 @@ class TreeGen:
             "    Invalid,",
             "    _check_keys,",
             "    _is_null,",
+            "    _parsed,",
             "    _r_bool,",
             "    _r_bytes,",
             "    _r_dataset_alias,",
@@ -828,10 +894,18 @@ class TreeGen:
             "    _w_bytes,",
             "    _w_json,",
             ")",
-            "from protocol.model._generated import (",
+            "from protocol.errors import OdfError",
         ]
-        out += [f"    {n}," for n in s.types if not isinstance(s.types[n], Union)]
-        out += [")", "from protocol.model import _generated as m", ""]
+        if "account_name" in used:
+            out.append("from protocol.identity import AccountName")
+        out.append("from protocol.model._generated import (")
+        out += [f"    {n}," for n, t in s.types.items() if not isinstance(t, Union) and n not in HAND_WRITTEN]
+        out += [")", "from protocol.model import _generated as m", f"from {HAND_WRITTEN_MODULE} import ("]
+        out += [f"    {n}," for n in sorted(HAND_WRITTEN)]
+        out += [")"]
+        if parsers:
+            out.append(f"from {TYPED_NAMES_MODULE} import {', '.join(parsers)}")
+        out.append("")
         for n, t in s.types.items():
             if isinstance(t, Enum):
                 members = FbGen._enum_members(t)
@@ -846,8 +920,13 @@ class TreeGen:
             elif isinstance(t, Map):
                 out += [f"def _w_{n}(v: {n}) -> dict[str, Any]:",
                         f"    return {{k: {self.w(t.value, 'x')} for k, x in v.items()}}", "", "",
-                        f"def _r_{n}(v: Any) -> {n}:",
-                        f"    return {n}(_r_map(v, lambda x: {self.r(t.value, 'x')}, {_q(n)}))", "", ""]
+                        f"def _r_{n}(v: Any) -> {n}:"]
+                entries = f"_r_map(v, lambda x: {self.r(t.value, 'x')}, {_q(n)})"
+                if n in HAND_WRITTEN:  # keys are checked by the class (type references)
+                    out += [f"    entries = {entries}", "    try:", f"        return {n}(entries)",
+                            "    except OdfError as e:", "        raise Invalid(\"\", str(e)) from None", "", ""]
+                else:
+                    out += [f"    return {n}({entries})", "", ""]
         out += self.tags + ["", "WRITERS = {"]
         out += [f"    {n}: _w_{n}," for n, t in s.types.items() if isinstance(t, (Struct, Map))]
         out += ["}", "", "READERS = {"]
@@ -872,7 +951,10 @@ class TreeGen:
         lines += ["", "", f"def _r_{n}(v: Any, tagged: bool = False) -> {n}:"]
         if t.short_form:
             lines.append(f"    if isinstance(v, str):")
-            lines.append(f"        return _r_short_form(m.{n}, v)")
+            if n in HAND_WRITTEN:  # the class parses its short form
+                lines.append(f"        return _parsed({n}.parse, v)")
+            else:
+                lines.append(f"        return _r_short_form(m.{n}, v)")
         lines.append(f"    _check_keys(v, _KEYS_{n}, tagged)")
         lines.append("    f = \"\"")
         if t.fields:

@@ -2,6 +2,11 @@
 of a dataset, every local derivative reading it runs its next transform transaction, then the
 derivatives reading *that* one, and so on down the graph.
 
+A head can also move without that trigger: a sync cancelled at shutdown after its head move
+(the next sync finds nothing new), a transform cancelled or failed, a pull or ingest by another
+process. ``catch_up`` finds every derivative whose inputs are past what its last
+``ExecuteTransform`` consumed and queues it; the daemon runs it at start-up and hourly.
+
 Mirrored derivatives are skipped: their blocks come from their source. Transforms run one at a
 time per daemon on the shared SparkSession (``[daemon] spark_jobs`` bounds all Spark work).
 """
@@ -12,12 +17,15 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind
+from storage.catalog import DatasetRecord
 from storage.catalog.mirrors import MirrorTable
+from storage.chain.rules import ChainState
 from storage.workspace import Workspace
 
-from odfd.coordinator.transform import update_derivative
+from odfd.coordinator.transform import next_query_input, update_derivative
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_sync import describe_error
@@ -34,17 +42,59 @@ class DerivativeUpdater:
         self._on_updated = on_updated
         self.runner = JobRunner("transform", self._run, 1)
 
+    async def _local_derivatives(self) -> list[DatasetRecord]:
+        """Local, non-mirrored derivative datasets."""
+        mirrored = {m.name.lower() for m in await MirrorTable(self.workspace.catalog).list()}
+        return [record for record in await self.workspace.list_datasets()
+                if record.kind is DatasetKind.DERIVATIVE and record.alias.lower() not in mirrored]
+
     async def dependants(self, dataset_id: DatasetId) -> list[DatasetId]:
         """Local, non-mirrored derivative datasets that read ``dataset_id``."""
-        mirrored = {m.name.lower() for m in await MirrorTable(self.workspace.catalog).list()}
         found = []
-        for record in await self.workspace.list_datasets():
-            if record.kind is not DatasetKind.DERIVATIVE or record.alias.lower() in mirrored:
-                continue
+        for record in await self._local_derivatives():
             state = await self.workspace.open_dataset(record.id).chain.state()
             if dataset_id in state.transform_input_ids:
                 found.append(record.id)
         return found
+
+    async def catch_up(self) -> list[DatasetId]:
+        """Queue every derivative whose inputs moved past what its last ``ExecuteTransform``
+        consumed (or that never ran one while an input has blocks); returns them. Derivatives
+        already queued or running are left alone, and so are inputs missing from the workspace
+        (the transform could not read them). A chain that cannot be read skips its derivative
+        (the audits report it), not the sweep."""
+        inputs: dict[DatasetId, tuple[str, ChainState] | None] = {}
+        queued = []
+        for record in await self._local_derivatives():
+            if self.runner.is_busy(record.id):
+                continue
+            try:
+                state = await self.workspace.open_dataset(record.id).chain.state()
+                moved = []
+                for input_id in state.transform_input_ids:
+                    if input_id not in inputs:
+                        inputs[input_id] = await self._input(input_id)
+                    found = inputs[input_id]
+                    if found is not None and next_query_input(input_id, state, found[1]).new_block_hash is not None:
+                        moved.append(found[0])
+            except OdfError as err:
+                log.warning("derivative not checked for new input data",
+                            extra={"dataset": record.alias, "error": describe_error(err)})
+                continue
+            if moved:
+                log.info("derivative behind its inputs: transform queued",
+                         extra={"dataset": record.alias, "inputs": ", ".join(moved)})
+                self.runner.run_now(record.id)
+                queued.append(record.id)
+        return queued
+
+    async def _input(self, dataset_id: DatasetId) -> tuple[str, ChainState] | None:
+        """An input's alias and state at head; None if it is not here or has no head."""
+        record = await self.workspace.catalog.get_dataset(dataset_id)
+        if record is None:
+            return None
+        state = await self.workspace.open_dataset(dataset_id).chain.state()
+        return None if state.head is None else (record.alias, state)
 
     async def inputs_changed(self, dataset_id: DatasetId) -> None:
         for dependant in await self.dependants(dataset_id):
@@ -61,7 +111,7 @@ class DerivativeUpdater:
         try:
             async with self._spark_gate:
                 outcome = await update_derivative(self.workspace, self.workspace.open_dataset(key))
-        except Exception as err:  # noqa: BLE001 - a failed transform is logged and counted; inputs retry it
+        except Exception as err:  # noqa: BLE001 - logged and counted; retried when an input moves or by catch_up
             self.metrics.transforms.labels("failed").inc()
             log.error("transform failed", extra={"dataset": record.alias, "error": describe_error(err)})
             return

@@ -1,5 +1,6 @@
 """One sync attempt of one mirror: check the source's head, pull if it moved, push to every
-target that is behind, pin the dataset in IPFS when configured.
+target that is behind, pin the dataset in IPFS when configured (``release_pin`` undoes that when
+the mirror is removed).
 
 Nothing here is trusted from the source: ``odfd.sync.pull`` verifies every block and object and
 moves ``head`` last by compare-and-swap, so an attempt that fails or is cancelled leaves the
@@ -16,19 +17,26 @@ from typing import Any
 
 import aiohttp
 
-from protocol.errors import OdfError
+from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
-from protocol.transfer.ipfs import IpfsClient, IpfsNotFoundError, parse_cid
+from protocol.transfer.ipfs import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
 from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
 from storage.workspace import Workspace
 
-from odfd.config import NodeConfig
+from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.source_probe import SourceHead, probe_source
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import parse_remote_url
 
 log = logging.getLogger(__name__)
+
+UNPIN_TIMEOUT = 30.0
+"""Seconds to wait for the IPFS node when releasing a pin (removing a mirror must not hang)."""
+
+
+class PinReleaseError(OdfError):
+    """A removed mirror's pin is still in the IPFS node: the node was unreachable or refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +71,7 @@ class MirrorSyncer:
 
     async def sync(self, mirror: MirrorRecord) -> SyncReport:
         started = datetime.now(UTC)
-        local_before = await self._local_head(mirror.name)
+        local_before = await self.local_head(mirror.name)
         dataset_id = local_before[0]
         known = (SourceHead(mirror.source_head, mirror.source_sequence, mirror.source_cid)
                  if mirror.source_head is not None else None)
@@ -85,7 +93,7 @@ class MirrorSyncer:
                 dataset_id = pulled.dataset_id
         except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
             errors.append(describe_error(err))
-        local_id, local_head = await self._local_head(mirror.name)
+        local_id, local_head = await self.local_head(mirror.name)
         dataset_id = dataset_id or local_id
         if not errors and local_head is not None:
             for target in mirror.targets:
@@ -113,7 +121,7 @@ class MirrorSyncer:
         )
         return SyncReport(attempt, source, pinned, MappingProxyType(target_state), changed)
 
-    async def _local_head(self, alias: str) -> tuple[DatasetId | None, Multihash | None]:
+    async def local_head(self, alias: str) -> tuple[DatasetId | None, Multihash | None]:
         """Read from ``refs/head`` (the truth), not the catalog's copy."""
         record = await self.workspace.catalog.find_by_alias(alias)
         if record is None:
@@ -147,3 +155,15 @@ class MirrorSyncer:
             except IpfsNotFoundError:
                 pass  # already unpinned by hand: nothing to undo
         return cid
+
+
+async def release_pin(ipfs: IpfsConfig, cid: str) -> None:
+    """Unpin the dataset folder a mirror pinned, once the mirror is gone (a pin already removed by
+    hand is fine). ``PinReleaseError`` names the CID, the node and the command that removes it."""
+    try:
+        await IpfsClient(ipfs.api, timeout=UNPIN_TIMEOUT).pin_rm(parse_cid(cid))
+    except IpfsNotFoundError:
+        return
+    except (IpfsError, ParseError) as err:
+        raise PinReleaseError(f"could not unpin ipfs://{cid}: {err}; it stays pinned until removed "
+                              f"by hand (`ipfs pin rm {cid}`)") from err

@@ -37,6 +37,7 @@ from protocol.resource import (
     ResourceConditions,
     ResourceError,
     ResourceHeaders,
+    ResourceHeadersInput,
     ResourceLabels,
     ResourceName,
     ResourceStatus,
@@ -267,9 +268,13 @@ def _spec_codec(schema: str) -> SpecCodec[Any]:
 
 
 def dataset_resource(record: ResourceRecord) -> DatasetResource:
-    """The stored ``Dataset`` resource as the model type (it was validated when applied)."""
-    return from_tree({"$schema": record.schema, "headers": {"name": record.name}, "spec": record.spec},
-                     "Dataset", f"resource {record.id}")
+    """The stored ``Dataset`` resource as the model type (it was validated when applied); its
+    headers name the dataset and the account of its alias, as the manifest did."""
+    alias = DatasetAlias.parse(record.name)
+    account = None if alias.account_name is None else AccountRef(name=alias.account_name)
+    headers = ResourceHeadersInput(id=record.id, name=ResourceName(str(alias.dataset_name)), account=account)
+    return DatasetResource(schema=record.schema, headers=headers,
+                           spec=from_tree(record.spec, "DatasetSpecInput", f"resource {record.id}", "spec"))
 
 
 PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}

@@ -3,17 +3,19 @@
 - the HTTP/WebSocket server of ``odfd.server`` (plus ``/metrics``);
 - the sync scheduler: one timer per mirror (``JobRunner``), at most ``[sync] max_concurrent``
   syncs at once, jittered intervals, exponential backoff on failure, every attempt recorded;
-- local derivative datasets transformed when their inputs change (``DerivativeUpdater``);
+- local derivative datasets transformed when their inputs change, and caught up at start-up and
+  hourly when an input moved without telling them (``DerivativeUpdater``);
 - audits after syncs and on a schedule (``Auditor``), failing datasets optionally withheld;
 - resource controllers (``Reconciler``), run after ``apply`` and every ``reconcile_interval``;
 - the admin API on a Unix socket.
 
 Blocking work goes to one bounded thread pool (the loop's default executor, so every
 ``asyncio.to_thread`` below us uses it too); Spark work shares one session and is limited by
-``[daemon] spark_jobs``. ``SIGTERM``/``SIGINT`` stop scheduling, let running work finish for
-``shutdown_timeout`` seconds and cancel the rest (a cancelled pull leaves its dataset at the old
-or the new head: heads move last, by compare-and-swap); ``SIGHUP`` reloads the configuration and
-the mirror list. A restart resumes every schedule from the catalog.
+``[daemon] spark_jobs`` (shutdown stops the session unless it ran before the daemon started: a
+process embedding the daemon keeps its own). ``SIGTERM``/``SIGINT`` stop scheduling, let running
+work finish for ``shutdown_timeout`` seconds and cancel the rest (a cancelled pull leaves its
+dataset at the old or the new head: heads move last, by compare-and-swap); ``SIGHUP`` reloads the
+configuration and the mirror list. A restart resumes every schedule from the catalog.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import aiohttp
 from aiohttp import web
 
 from protocol.errors import OdfError
-from protocol.identity import DatasetId, DatasetRef
+from protocol.identity import DatasetId, DatasetRef, Multihash
 from storage.catalog.audits import AuditRecord
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorRecord, MirrorTable, SyncAttempt
 from storage.catalog.resources import ResourceTable
@@ -51,7 +53,7 @@ from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
+from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.resources import AUDITED, SYNCED, kind_of
 from odfd.daemon.status import build_status
@@ -90,6 +92,7 @@ class Daemon:
         self._runners: list[web.AppRunner] = []
         self._lock_fd: int | None = None
         self._session: aiohttp.ClientSession | None = None
+        self._owns_spark = False
         self._executor = ThreadPoolExecutor(config.daemon.blocking_threads, thread_name_prefix="odfd-blocking")
         self.syncs = JobRunner("sync", self._sync_job, config.sync.max_concurrent, on_change=self._sync_queue_changed)
         self.auditor = Auditor(workspace, config, self.metrics, self._spark_gate, self._audit_finished)
@@ -112,6 +115,7 @@ class Daemon:
         loop = asyncio.get_running_loop()
         loop.set_default_executor(self._executor)
         spark_session.configure(self.config.spark)
+        self._owns_spark = not spark_session.is_running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
         self._session = aiohttp.ClientSession()
@@ -124,7 +128,7 @@ class Daemon:
         await self.auditor.schedule_all()
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
-        self.chores.run_now(_HOUSEKEEPING)
+        self.chores.run_now(_HOUSEKEEPING)  # also catches up derivatives left behind by the last run
         self._install_signals()
         self._write_state_file()
         await self._refresh_gauges()
@@ -152,7 +156,8 @@ class Daemon:
             await self._session.close()
         self._state_path.unlink(missing_ok=True)
         self.admin_path.unlink(missing_ok=True)
-        await asyncio.to_thread(spark_session.stop)
+        if self._owns_spark:
+            await asyncio.to_thread(spark_session.stop)
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
@@ -310,21 +315,40 @@ class Daemon:
         assert self._session is not None  # started
         syncer = MirrorSyncer(self.workspace, self.config, self._session)
         started = datetime.now(UTC)
+        _, head_before = await syncer.local_head(mirror.name)
         try:
             async with asyncio.timeout(self.config.sync.attempt_timeout):
                 report = await syncer.sync(mirror)
         except TimeoutError:
+            # The pull may have moved the head before time ran out; the next sync would find
+            # nothing new, so derivatives and audits must hear of it from this attempt.
+            dataset_id, head_after = await syncer.local_head(mirror.name)
             report = _failed_report(mirror, started, "failed",
-                                    f"timed out after {self.config.sync.attempt_timeout:g} s ([sync] attempt_timeout)")
+                                    f"timed out after {self.config.sync.attempt_timeout:g} s ([sync] attempt_timeout)",
+                                    dataset_id=dataset_id, old_head=head_before, new_head=head_after)
         except asyncio.CancelledError:
             # Shutdown: the pull was abandoned before or after its head move, never during it.
             report = _failed_report(mirror, started, "cancelled", "cancelled at shutdown")
             await asyncio.shield(self._record(mirror, report, next_run=datetime.now(UTC)))
             raise
         await self._record(mirror, report)
+        await self._release_pin_if_removed(mirror, report)
         if report.head_changed and report.attempt.dataset_id is not None:
             await self._dataset_moved(report.attempt.dataset_id, "sync")
             self.chores.run_now(_RECONCILE)  # resources may have waited for this dataset
+
+    async def _release_pin_if_removed(self, mirror: MirrorRecord, report: SyncReport) -> None:
+        """A mirror removed while its sync ran: whoever removed it released the pin it knew of,
+        not the one this attempt made."""
+        cid = report.pinned_cid
+        if cid is None or cid == mirror.pinned_cid or await self.mirrors.get(mirror.name) is not None:
+            return
+        try:
+            await release_pin(self.config.ipfs, cid)
+        except PinReleaseError as err:
+            log.warning("pin of a removed mirror left in place", extra={"mirror": mirror.name, "error": str(err)})
+        else:
+            log.info("pin of a removed mirror released", extra={"mirror": mirror.name, "cid": cid})
 
     async def _record(self, mirror: MirrorRecord, report: SyncReport, next_run: datetime | None = None) -> None:
         attempt = report.attempt
@@ -449,11 +473,13 @@ class Daemon:
             await self._reconcile_resources()
             self.chores.schedule_at(_RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval))
         elif key == _HOUSEKEEPING:
+            self.chores.schedule_at(_HOUSEKEEPING, now + timedelta(hours=1))  # first: a failure here must not end it
             pruned = await self.mirrors.prune_attempts(now - timedelta(seconds=self.config.sync.history))
             if pruned:
                 log.info("old sync attempts pruned", extra={"rows": pruned})
+            if self.config.sync.transform_derivatives:
+                await self.derivatives.catch_up()
             await self._refresh_gauges()
-            self.chores.schedule_at(_HOUSEKEEPING, now + timedelta(hours=1))
 
     async def _reconcile_resources(self) -> list[dict[str, Any]]:
         results = await self.reconciler.reconcile_all()
@@ -519,10 +545,14 @@ def _same_server(a: NodeConfig, b: NodeConfig) -> bool:
     return replace(a.server, url_signing_key=b"") == replace(b.server, url_signing_key=b"")
 
 
-def _failed_report(mirror: MirrorRecord, started: datetime, outcome: str, error: str) -> SyncReport:
-    attempt = SyncAttempt(mirror=mirror.name, source=mirror.source, dataset_id=None, started_at=started,
-                          finished_at=datetime.now(UTC), outcome=outcome, error=error)  # type: ignore[arg-type]
-    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, False)  # type: ignore[arg-type]
+def _failed_report(mirror: MirrorRecord, started: datetime, outcome: str, error: str, *,
+                   dataset_id: DatasetId | None = None, old_head: Multihash | None = None,
+                   new_head: Multihash | None = None) -> SyncReport:
+    attempt = SyncAttempt(mirror=mirror.name, source=mirror.source, dataset_id=dataset_id, started_at=started,
+                          finished_at=datetime.now(UTC), outcome=outcome, old_head=old_head,  # type: ignore[arg-type]
+                          new_head=new_head, error=error)
+    moved = new_head is not None and new_head != old_head
+    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]
 
 
 async def run_daemon(root: Path | None, *, port: int | None = None, address: str | None = None) -> None:

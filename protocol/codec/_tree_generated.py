@@ -13,6 +13,7 @@ from protocol.codec.tree_values import (
     Invalid,
     _check_keys,
     _is_null,
+    _parsed,
     _r_bool,
     _r_bytes,
     _r_dataset_alias,
@@ -31,13 +32,19 @@ from protocol.codec.tree_values import (
     _w_bytes,
     _w_json,
 )
+from protocol.errors import OdfError
+from protocol.identity import AccountName
 from protocol.model._generated import (
-    AccountHandle,
-    AccountRef,
+    Account,
+    AccountSpec,
+    AccountSpecInput,
+    AccountType,
     AddData,
     AddPushSource,
     AttachmentEmbedded,
     AttachmentsEmbedded,
+    Attribute,
+    AttributeInput,
     Checkpoint,
     CompactionParams,
     CompressionFormat,
@@ -116,18 +123,14 @@ from protocol.model._generated import (
     ReadStepNdGeoJson,
     ReadStepNdJson,
     ReadStepParquet,
+    Relation,
+    RelationInput,
+    Relations,
+    RelationsSpec,
+    RelationsSpecInput,
     RequestHeader,
-    Resource,
-    ResourceAnnotations,
-    ResourceConditions,
     ResourceHandle,
-    ResourceHeaders,
-    ResourceHeadersInput,
-    ResourceInput,
-    ResourceLabels,
     ResourcePhase,
-    ResourceRef,
-    ResourceStatus,
     Secret,
     SecretSet,
     SecretSetSpec,
@@ -163,7 +166,22 @@ from protocol.model._generated import (
     Watermark,
 )
 from protocol.model import _generated as m
+from protocol.model.resource import (
+    AccountHandle,
+    AccountRef,
+    Resource,
+    ResourceAnnotations,
+    ResourceConditions,
+    ResourceHeaders,
+    ResourceHeadersInput,
+    ResourceInput,
+    ResourceLabels,
+    ResourceRef,
+    ResourceStatus,
+)
+from protocol.model.resource_names import ResourceName, TypeRef, parse_account_id, parse_did
 
+_ENUM_AccountType = {"User": AccountType.USER, "user": AccountType.USER, "Organization": AccountType.ORGANIZATION, "organization": AccountType.ORGANIZATION}
 _ENUM_CompressionFormat = {"Gzip": CompressionFormat.GZIP, "gzip": CompressionFormat.GZIP, "Zip": CompressionFormat.ZIP, "zip": CompressionFormat.ZIP}
 _ENUM_DatasetKind = {"Root": DatasetKind.ROOT, "root": DatasetKind.ROOT, "Derivative": DatasetKind.DERIVATIVE, "derivative": DatasetKind.DERIVATIVE}
 _ENUM_MqttQos = {"AtMostOnce": MqttQos.AT_MOST_ONCE, "atMostOnce": MqttQos.AT_MOST_ONCE, "atmostonce": MqttQos.AT_MOST_ONCE, "AtLeastOnce": MqttQos.AT_LEAST_ONCE, "atLeastOnce": MqttQos.AT_LEAST_ONCE, "atleastonce": MqttQos.AT_LEAST_ONCE, "ExactlyOnce": MqttQos.EXACTLY_ONCE, "exactlyOnce": MqttQos.EXACTLY_ONCE, "exactlyonce": MqttQos.EXACTLY_ONCE}
@@ -173,11 +191,47 @@ _ENUM_SourceOrdering = {"ByEventTime": SourceOrdering.BY_EVENT_TIME, "byEventTim
 _ENUM_TimeUnit = {"Second": TimeUnit.SECOND, "second": TimeUnit.SECOND, "Millisecond": TimeUnit.MILLISECOND, "millisecond": TimeUnit.MILLISECOND, "Microsecond": TimeUnit.MICROSECOND, "microsecond": TimeUnit.MICROSECOND, "Nanosecond": TimeUnit.NANOSECOND, "nanosecond": TimeUnit.NANOSECOND}
 
 
+def _w_Account(v: Account) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["$schema"] = v.schema
+    out["headers"] = _w_ResourceHeadersInput(v.headers)
+    out["spec"] = _w_AccountSpecInput(v.spec)
+    return out
+
+
+_KEYS_Account = frozenset(("$schema", "headers", "spec"))
+
+
+def _r_Account(v: Any, tagged: bool = False) -> Account:
+    _check_keys(v, _KEYS_Account, tagged)
+    f = ""
+    try:
+        f = "$schema"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_schema = _r_str(x)
+        f = "headers"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_headers = _r_ResourceHeadersInput(x)
+        f = "spec"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_spec = _r_AccountSpecInput(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return Account(schema=a_schema, headers=a_headers, spec=a_spec)
+
+
 def _w_AccountHandle(v: AccountHandle) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["id"] = v.id
-    out["did"] = v.did
-    out["name"] = v.name
+    out["did"] = str(v.did)
+    out["name"] = str(v.name)
     return out
 
 
@@ -197,12 +251,12 @@ def _r_AccountHandle(v: Any, tagged: bool = False) -> AccountHandle:
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_did = _r_str(x)
+        a_did = _parsed(parse_account_id, x)
         f = "name"
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_name = _r_str(x)
+        a_name = _parsed(AccountName, x)
     except Invalid as e:
         e.path.append(f)
         raise
@@ -216,10 +270,10 @@ def _w_AccountRef(v: AccountRef) -> dict[str, Any]:
         out["id"] = x
     x = v.did
     if x is not None:
-        out["did"] = x
+        out["did"] = str(x)
     x = v.name
     if x is not None:
-        out["name"] = x
+        out["name"] = str(x)
     return out
 
 
@@ -228,7 +282,7 @@ _KEYS_AccountRef = frozenset(("id", "did", "name"))
 
 def _r_AccountRef(v: Any, tagged: bool = False) -> AccountRef:
     if isinstance(v, str):
-        return _r_short_form(m.AccountRef, v)
+        return _parsed(AccountRef.parse, v)
     _check_keys(v, _KEYS_AccountRef, tagged)
     f = ""
     try:
@@ -237,14 +291,122 @@ def _r_AccountRef(v: Any, tagged: bool = False) -> AccountRef:
         a_id = None if _is_null(x) else _r_str(x)
         f = "did"
         x = v.get(f)
-        a_did = None if _is_null(x) else _r_str(x)
+        a_did = None if _is_null(x) else _parsed(parse_account_id, x)
         f = "name"
         x = v.get(f)
-        a_name = None if _is_null(x) else _r_str(x)
+        a_name = None if _is_null(x) else _parsed(AccountName, x)
     except Invalid as e:
         e.path.append(f)
         raise
     return AccountRef(id=a_id, did=a_did, name=a_name)
+
+
+def _w_AccountSpec(v: AccountSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    x = v.did
+    if x is not None:
+        out["did"] = str(x)
+    x = v.account_type
+    if x is not None:
+        out["accountType"] = x.value
+    x = v.display_name
+    if x is not None:
+        out["displayName"] = x
+    out["email"] = v.email
+    x = v.avatar_url
+    if x is not None:
+        out["avatarUrl"] = x
+    x = v.password
+    if x is not None:
+        out["password"] = _w_Secret(x)
+    return out
+
+
+_KEYS_AccountSpec = frozenset(("did", "accountType", "displayName", "email", "avatarUrl", "password"))
+
+
+def _r_AccountSpec(v: Any, tagged: bool = False) -> AccountSpec:
+    _check_keys(v, _KEYS_AccountSpec, tagged)
+    f = ""
+    try:
+        f = "did"
+        x = v.get(f)
+        a_did = None if _is_null(x) else _parsed(parse_account_id, x)
+        f = "accountType"
+        x = v.get(f)
+        a_account_type = None if _is_null(x) else _r_enum(x, _ENUM_AccountType, "AccountType")
+        f = "displayName"
+        x = v.get(f)
+        a_display_name = None if _is_null(x) else _r_str(x)
+        f = "email"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_email = _r_str(x)
+        f = "avatarUrl"
+        x = v.get(f)
+        a_avatar_url = None if _is_null(x) else _r_str(x)
+        f = "password"
+        x = v.get(f)
+        a_password = None if _is_null(x) else _r_Secret(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return AccountSpec(did=a_did, account_type=a_account_type, display_name=a_display_name, email=a_email, avatar_url=a_avatar_url, password=a_password)
+
+
+def _w_AccountSpecInput(v: AccountSpecInput) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    x = v.did
+    if x is not None:
+        out["did"] = str(x)
+    x = v.account_type
+    if x is not None:
+        out["accountType"] = x.value
+    x = v.display_name
+    if x is not None:
+        out["displayName"] = x
+    out["email"] = v.email
+    x = v.avatar_url
+    if x is not None:
+        out["avatarUrl"] = x
+    x = v.password
+    if x is not None:
+        out["password"] = _w_Secret(x)
+    return out
+
+
+_KEYS_AccountSpecInput = frozenset(("did", "accountType", "displayName", "email", "avatarUrl", "password"))
+
+
+def _r_AccountSpecInput(v: Any, tagged: bool = False) -> AccountSpecInput:
+    _check_keys(v, _KEYS_AccountSpecInput, tagged)
+    f = ""
+    try:
+        f = "did"
+        x = v.get(f)
+        a_did = None if _is_null(x) else _parsed(parse_account_id, x)
+        f = "accountType"
+        x = v.get(f)
+        a_account_type = None if _is_null(x) else _r_enum(x, _ENUM_AccountType, "AccountType")
+        f = "displayName"
+        x = v.get(f)
+        a_display_name = None if _is_null(x) else _r_str(x)
+        f = "email"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_email = _r_str(x)
+        f = "avatarUrl"
+        x = v.get(f)
+        a_avatar_url = None if _is_null(x) else _r_str(x)
+        f = "password"
+        x = v.get(f)
+        a_password = None if _is_null(x) else _r_Secret(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return AccountSpecInput(did=a_did, account_type=a_account_type, display_name=a_display_name, email=a_email, avatar_url=a_avatar_url, password=a_password)
 
 
 def _w_AddData(v: AddData) -> dict[str, Any]:
@@ -412,6 +574,78 @@ def _r_AttachmentsEmbedded(v: Any, tagged: bool = False) -> AttachmentsEmbedded:
         e.path.append(f)
         raise
     return AttachmentsEmbedded(items=a_items)
+
+
+def _w_Attribute(v: Attribute) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["object"] = _w_ResourceHandle(v.object)
+    out["name"] = v.name
+    out["value"] = _w_json(v.value)
+    return out
+
+
+_KEYS_Attribute = frozenset(("object", "name", "value"))
+
+
+def _r_Attribute(v: Any, tagged: bool = False) -> Attribute:
+    _check_keys(v, _KEYS_Attribute, tagged)
+    f = ""
+    try:
+        f = "object"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_object = _r_ResourceHandle(x)
+        f = "name"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_name = _r_str(x)
+        f = "value"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_value = _r_json(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return Attribute(object=a_object, name=a_name, value=a_value)
+
+
+def _w_AttributeInput(v: AttributeInput) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["object"] = _w_ResourceRef(v.object)
+    out["name"] = v.name
+    out["value"] = _w_json(v.value)
+    return out
+
+
+_KEYS_AttributeInput = frozenset(("object", "name", "value"))
+
+
+def _r_AttributeInput(v: Any, tagged: bool = False) -> AttributeInput:
+    _check_keys(v, _KEYS_AttributeInput, tagged)
+    f = ""
+    try:
+        f = "object"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_object = _r_ResourceRef(x)
+        f = "name"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_name = _r_str(x)
+        f = "value"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_value = _r_json(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return AttributeInput(object=a_object, name=a_name, value=a_value)
 
 
 def _w_Checkpoint(v: Checkpoint) -> dict[str, Any]:
@@ -2387,7 +2621,7 @@ def _w_PersistentVolumeRef(v: PersistentVolumeRef) -> dict[str, Any]:
         out["id"] = x
     x = v.name
     if x is not None:
-        out["name"] = x
+        out["name"] = str(x)
     return out
 
 
@@ -2408,7 +2642,7 @@ def _r_PersistentVolumeRef(v: Any, tagged: bool = False) -> PersistentVolumeRef:
         a_id = None if _is_null(x) else _r_str(x)
         f = "name"
         x = v.get(f)
-        a_name = None if _is_null(x) else _r_str(x)
+        a_name = None if _is_null(x) else _parsed(ResourceName, x)
     except Invalid as e:
         e.path.append(f)
         raise
@@ -2817,6 +3051,186 @@ def _r_ReadStepParquet(v: Any, tagged: bool = False) -> ReadStepParquet:
     return ReadStepParquet(ddl_schema=a_ddl_schema, schema=a_schema)
 
 
+def _w_Relation(v: Relation) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["subject"] = _w_ResourceHandle(v.subject)
+    out["relation"] = v.relation
+    x = v.value
+    if x is not None:
+        out["value"] = _w_json(x)
+    out["object"] = _w_ResourceHandle(v.object)
+    return out
+
+
+_KEYS_Relation = frozenset(("subject", "relation", "value", "object"))
+
+
+def _r_Relation(v: Any, tagged: bool = False) -> Relation:
+    _check_keys(v, _KEYS_Relation, tagged)
+    f = ""
+    try:
+        f = "subject"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_subject = _r_ResourceHandle(x)
+        f = "relation"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_relation = _r_str(x)
+        f = "value"
+        x = v.get(f)
+        a_value = None if _is_null(x) else _r_json(x)
+        f = "object"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_object = _r_ResourceHandle(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return Relation(subject=a_subject, relation=a_relation, value=a_value, object=a_object)
+
+
+def _w_RelationInput(v: RelationInput) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["subject"] = _w_ResourceRef(v.subject)
+    out["relation"] = v.relation
+    x = v.value
+    if x is not None:
+        out["value"] = _w_json(x)
+    out["object"] = _w_ResourceRef(v.object)
+    return out
+
+
+_KEYS_RelationInput = frozenset(("subject", "relation", "value", "object"))
+
+
+def _r_RelationInput(v: Any, tagged: bool = False) -> RelationInput:
+    _check_keys(v, _KEYS_RelationInput, tagged)
+    f = ""
+    try:
+        f = "subject"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_subject = _r_ResourceRef(x)
+        f = "relation"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_relation = _r_str(x)
+        f = "value"
+        x = v.get(f)
+        a_value = None if _is_null(x) else _r_json(x)
+        f = "object"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_object = _r_ResourceRef(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return RelationInput(subject=a_subject, relation=a_relation, value=a_value, object=a_object)
+
+
+def _w_Relations(v: Relations) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["$schema"] = v.schema
+    out["headers"] = _w_ResourceHeadersInput(v.headers)
+    out["spec"] = _w_RelationsSpecInput(v.spec)
+    return out
+
+
+_KEYS_Relations = frozenset(("$schema", "headers", "spec"))
+
+
+def _r_Relations(v: Any, tagged: bool = False) -> Relations:
+    _check_keys(v, _KEYS_Relations, tagged)
+    f = ""
+    try:
+        f = "$schema"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_schema = _r_str(x)
+        f = "headers"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_headers = _r_ResourceHeadersInput(x)
+        f = "spec"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_spec = _r_RelationsSpecInput(x)
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return Relations(schema=a_schema, headers=a_headers, spec=a_spec)
+
+
+def _w_RelationsSpec(v: RelationsSpec) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    out["relations"] = [_w_Relation(i) for i in v.relations]
+    out["attributes"] = [_w_Attribute(i) for i in v.attributes]
+    return out
+
+
+_KEYS_RelationsSpec = frozenset(("relations", "attributes"))
+
+
+def _r_RelationsSpec(v: Any, tagged: bool = False) -> RelationsSpec:
+    _check_keys(v, _KEYS_RelationsSpec, tagged)
+    f = ""
+    try:
+        f = "relations"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_relations = _r_list(x, lambda i: _r_Relation(i))
+        f = "attributes"
+        x = v.get(f)
+        if x is None:
+            raise Invalid("", "missing field")
+        a_attributes = _r_list(x, lambda i: _r_Attribute(i))
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return RelationsSpec(relations=a_relations, attributes=a_attributes)
+
+
+def _w_RelationsSpecInput(v: RelationsSpecInput) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    x = v.relations
+    if x is not None:
+        out["relations"] = [_w_RelationInput(i) for i in x]
+    x = v.attributes
+    if x is not None:
+        out["attributes"] = [_w_AttributeInput(i) for i in x]
+    return out
+
+
+_KEYS_RelationsSpecInput = frozenset(("relations", "attributes"))
+
+
+def _r_RelationsSpecInput(v: Any, tagged: bool = False) -> RelationsSpecInput:
+    _check_keys(v, _KEYS_RelationsSpecInput, tagged)
+    f = ""
+    try:
+        f = "relations"
+        x = v.get(f)
+        a_relations = None if _is_null(x) else _r_list(x, lambda i: _r_RelationInput(i))
+        f = "attributes"
+        x = v.get(f)
+        a_attributes = None if _is_null(x) else _r_list(x, lambda i: _r_AttributeInput(i))
+    except Invalid as e:
+        e.path.append(f)
+        raise
+    return RelationsSpecInput(relations=a_relations, attributes=a_attributes)
+
+
 def _w_RequestHeader(v: RequestHeader) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["name"] = v.name
@@ -2894,7 +3308,11 @@ def _w_ResourceAnnotations(v: ResourceAnnotations) -> dict[str, Any]:
 
 
 def _r_ResourceAnnotations(v: Any) -> ResourceAnnotations:
-    return ResourceAnnotations(_r_map(v, lambda x: _r_json(x), "ResourceAnnotations"))
+    entries = _r_map(v, lambda x: _r_json(x), "ResourceAnnotations")
+    try:
+        return ResourceAnnotations(entries)
+    except OdfError as e:
+        raise Invalid("", str(e)) from None
 
 
 def _w_ResourceConditions(v: ResourceConditions) -> dict[str, Any]:
@@ -2902,7 +3320,11 @@ def _w_ResourceConditions(v: ResourceConditions) -> dict[str, Any]:
 
 
 def _r_ResourceConditions(v: Any) -> ResourceConditions:
-    return ResourceConditions(_r_map(v, lambda x: _r_json(x), "ResourceConditions"))
+    entries = _r_map(v, lambda x: _r_json(x), "ResourceConditions")
+    try:
+        return ResourceConditions(entries)
+    except OdfError as e:
+        raise Invalid("", str(e)) from None
 
 
 def _w_ResourceHandle(v: ResourceHandle) -> dict[str, Any]:
@@ -2912,8 +3334,8 @@ def _w_ResourceHandle(v: ResourceHandle) -> dict[str, Any]:
     out["id"] = v.id
     x = v.did
     if x is not None:
-        out["did"] = x
-    out["name"] = v.name
+        out["did"] = str(x)
+    out["name"] = str(v.name)
     return out
 
 
@@ -2941,12 +3363,12 @@ def _r_ResourceHandle(v: Any, tagged: bool = False) -> ResourceHandle:
         a_id = _r_str(x)
         f = "did"
         x = v.get(f)
-        a_did = None if _is_null(x) else _r_str(x)
+        a_did = None if _is_null(x) else _parsed(parse_did, x)
         f = "name"
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_name = _r_str(x)
+        a_name = _parsed(ResourceName, x)
     except Invalid as e:
         e.path.append(f)
         raise
@@ -2956,7 +3378,7 @@ def _r_ResourceHandle(v: Any, tagged: bool = False) -> ResourceHandle:
 def _w_ResourceHeaders(v: ResourceHeaders) -> dict[str, Any]:
     out: dict[str, Any] = {}
     out["id"] = v.id
-    out["name"] = v.name
+    out["name"] = str(v.name)
     out["account"] = _w_AccountHandle(v.account)
     out["labels"] = _w_ResourceLabels(v.labels)
     out["annotations"] = _w_ResourceAnnotations(v.annotations)
@@ -2985,7 +3407,7 @@ def _r_ResourceHeaders(v: Any, tagged: bool = False) -> ResourceHeaders:
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_name = _r_str(x)
+        a_name = _parsed(ResourceName, x)
         f = "account"
         x = v.get(f)
         if x is None:
@@ -3030,7 +3452,7 @@ def _w_ResourceHeadersInput(v: ResourceHeadersInput) -> dict[str, Any]:
     x = v.id
     if x is not None:
         out["id"] = x
-    out["name"] = v.name
+    out["name"] = str(v.name)
     x = v.account
     if x is not None:
         out["account"] = _w_AccountRef(x)
@@ -3057,7 +3479,7 @@ def _r_ResourceHeadersInput(v: Any, tagged: bool = False) -> ResourceHeadersInpu
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_name = _r_str(x)
+        a_name = _parsed(ResourceName, x)
         f = "account"
         x = v.get(f)
         a_account = None if _is_null(x) else _r_AccountRef(x)
@@ -3114,7 +3536,11 @@ def _w_ResourceLabels(v: ResourceLabels) -> dict[str, Any]:
 
 
 def _r_ResourceLabels(v: Any) -> ResourceLabels:
-    return ResourceLabels(_r_map(v, lambda x: _r_json(x), "ResourceLabels"))
+    entries = _r_map(v, lambda x: _r_json(x), "ResourceLabels")
+    try:
+        return ResourceLabels(entries)
+    except OdfError as e:
+        raise Invalid("", str(e)) from None
 
 
 def _w_ResourceRef(v: ResourceRef) -> dict[str, Any]:
@@ -3122,16 +3548,16 @@ def _w_ResourceRef(v: ResourceRef) -> dict[str, Any]:
     x = v.account
     if x is not None:
         out["account"] = _w_AccountRef(x)
-    out["type"] = v.type
+    out["type"] = str(v.type)
     x = v.id
     if x is not None:
         out["id"] = x
     x = v.did
     if x is not None:
-        out["did"] = x
+        out["did"] = str(x)
     x = v.name
     if x is not None:
-        out["name"] = x
+        out["name"] = str(x)
     return out
 
 
@@ -3140,7 +3566,7 @@ _KEYS_ResourceRef = frozenset(("account", "type", "id", "did", "name"))
 
 def _r_ResourceRef(v: Any, tagged: bool = False) -> ResourceRef:
     if isinstance(v, str):
-        return _r_short_form(m.ResourceRef, v)
+        return _parsed(ResourceRef.parse, v)
     _check_keys(v, _KEYS_ResourceRef, tagged)
     f = ""
     try:
@@ -3151,16 +3577,16 @@ def _r_ResourceRef(v: Any, tagged: bool = False) -> ResourceRef:
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_type = _r_str(x)
+        a_type = _parsed(TypeRef, x)
         f = "id"
         x = v.get(f)
         a_id = None if _is_null(x) else _r_str(x)
         f = "did"
         x = v.get(f)
-        a_did = None if _is_null(x) else _r_str(x)
+        a_did = None if _is_null(x) else _parsed(parse_did, x)
         f = "name"
         x = v.get(f)
-        a_name = None if _is_null(x) else _r_str(x)
+        a_name = None if _is_null(x) else _parsed(ResourceName, x)
     except Invalid as e:
         e.path.append(f)
         raise
@@ -3980,7 +4406,7 @@ def _w_ValueHandle(v: ValueHandle) -> dict[str, Any]:
     out["account"] = _w_AccountHandle(v.account)
     out["type"] = v.type
     out["id"] = v.id
-    out["name"] = v.name
+    out["name"] = str(v.name)
     x = v.path
     if x is not None:
         out["path"] = x
@@ -4013,7 +4439,7 @@ def _r_ValueHandle(v: Any, tagged: bool = False) -> ValueHandle:
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_name = _r_str(x)
+        a_name = _parsed(ResourceName, x)
         f = "path"
         x = v.get(f)
         a_path = None if _is_null(x) else _r_str(x)
@@ -4028,13 +4454,13 @@ def _w_ValueRef(v: ValueRef) -> dict[str, Any]:
     x = v.account
     if x is not None:
         out["account"] = _w_AccountRef(x)
-    out["type"] = v.type
+    out["type"] = str(v.type)
     x = v.id
     if x is not None:
         out["id"] = x
     x = v.name
     if x is not None:
-        out["name"] = x
+        out["name"] = str(x)
     x = v.path
     if x is not None:
         out["path"] = x
@@ -4057,13 +4483,13 @@ def _r_ValueRef(v: Any, tagged: bool = False) -> ValueRef:
         x = v.get(f)
         if x is None:
             raise Invalid("", "missing field")
-        a_type = _r_str(x)
+        a_type = _parsed(TypeRef, x)
         f = "id"
         x = v.get(f)
         a_id = None if _is_null(x) else _r_str(x)
         f = "name"
         x = v.get(f)
-        a_name = None if _is_null(x) else _r_str(x)
+        a_name = None if _is_null(x) else _parsed(ResourceName, x)
         f = "path"
         x = v.get(f)
         a_path = None if _is_null(x) else _r_str(x)
@@ -4243,12 +4669,17 @@ _TAGS_SourceCaching = {"Forever": _r_SourceCachingForever, "forever": _r_SourceC
 _TAGS_Transform = {"Sql": _r_TransformSql, "sql": _r_TransformSql}
 
 WRITERS = {
+    Account: _w_Account,
     AccountHandle: _w_AccountHandle,
     AccountRef: _w_AccountRef,
+    AccountSpec: _w_AccountSpec,
+    AccountSpecInput: _w_AccountSpecInput,
     AddData: _w_AddData,
     AddPushSource: _w_AddPushSource,
     AttachmentEmbedded: _w_AttachmentEmbedded,
     AttachmentsEmbedded: _w_AttachmentsEmbedded,
+    Attribute: _w_Attribute,
+    AttributeInput: _w_AttributeInput,
     Checkpoint: _w_Checkpoint,
     CompactionParams: _w_CompactionParams,
     DataField: _w_DataField,
@@ -4323,6 +4754,11 @@ WRITERS = {
     ReadStepNdGeoJson: _w_ReadStepNdGeoJson,
     ReadStepNdJson: _w_ReadStepNdJson,
     ReadStepParquet: _w_ReadStepParquet,
+    Relation: _w_Relation,
+    RelationInput: _w_RelationInput,
+    Relations: _w_Relations,
+    RelationsSpec: _w_RelationsSpec,
+    RelationsSpecInput: _w_RelationsSpecInput,
     RequestHeader: _w_RequestHeader,
     Resource: _w_Resource,
     ResourceAnnotations: _w_ResourceAnnotations,
@@ -4368,13 +4804,18 @@ WRITERS = {
 }
 
 READERS = {
+    "Account": _r_Account,
     "AccountHandle": _r_AccountHandle,
     "AccountRef": _r_AccountRef,
+    "AccountSpec": _r_AccountSpec,
+    "AccountSpecInput": _r_AccountSpecInput,
     "AddData": _r_AddData,
     "AddPushSource": _r_AddPushSource,
     "AttachmentEmbedded": _r_AttachmentEmbedded,
     "Attachments": _r_Attachments,
     "AttachmentsEmbedded": _r_AttachmentsEmbedded,
+    "Attribute": _r_Attribute,
+    "AttributeInput": _r_AttributeInput,
     "Checkpoint": _r_Checkpoint,
     "CompactionParams": _r_CompactionParams,
     "DataField": _r_DataField,
@@ -4458,6 +4899,11 @@ READERS = {
     "ReadStepNdGeoJson": _r_ReadStepNdGeoJson,
     "ReadStepNdJson": _r_ReadStepNdJson,
     "ReadStepParquet": _r_ReadStepParquet,
+    "Relation": _r_Relation,
+    "RelationInput": _r_RelationInput,
+    "Relations": _r_Relations,
+    "RelationsSpec": _r_RelationsSpec,
+    "RelationsSpecInput": _r_RelationsSpecInput,
     "RequestHeader": _r_RequestHeader,
     "Resource": _r_Resource,
     "ResourceAnnotations": _r_ResourceAnnotations,

@@ -247,7 +247,6 @@ def _r_tag(value: Any, readers: dict[str, Callable[..., T]], name: str, short_fo
 _SHORT_FORMS: dict[str, Callable[[type, str], Any]] = {
     "Secret": lambda cls, text: cls(value=text),
     "Variable": lambda cls, text: cls(value=text),
-    "AccountRef": lambda cls, text: cls(name=text),
 }
 
 

@@ -1,5 +1,9 @@
 """The ODF metadata model: frozen dataclasses generated from the spec's schemas, plus helpers.
 
+The RFC-018 resource envelope (``ResourceInput``, ``Resource``, headers, references, names) is
+written by hand in ``resource.py`` / ``resource_names.py`` and used by the generated types that
+embed it; ``protocol.resource`` reads and writes it.
+
 Union variants are joined names (``FetchStep::Url`` -> ``FetchStepUrl``); each union is a type
 alias of its variants (``MetadataEvent``). Sequences are tuples, maps are read-only ``FrozenMap``s.
 """
@@ -9,6 +13,8 @@ from __future__ import annotations
 from protocol.model._generated import *  # noqa: F403
 from protocol.model._generated import KIND_NAMES, UNION_VARIANTS, DataField, DataSchema, MetadataEvent
 from protocol.model.maps import FrozenMap, JsonValue
+from protocol.model.resource import TypeRefMap
+from protocol.model.resource_names import parse_account_id, parse_did
 from protocol.model.timestamp import Timestamp
 
 METADATA_EVENT_TYPES: tuple[type, ...] = UNION_VARIANTS["MetadataEvent"]

@@ -13,7 +13,28 @@ from typing import TypeAlias
 
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.model.maps import FrozenMap, JsonValue
+from protocol.model.resource import (  # noqa: F401 (written by hand; here the model has every type)
+    AccountHandle,
+    AccountRef,
+    Resource,
+    ResourceAnnotations,
+    ResourceConditions,
+    ResourceHeaders,
+    ResourceHeadersInput,
+    ResourceInput,
+    ResourceLabels,
+    ResourceRef,
+    ResourceStatus,
+)
+from protocol.model.resource_names import AccountId, Did, ResourceName, TypeRef
 from protocol.model.timestamp import Timestamp
+
+
+class AccountType(enum.Enum):
+    """Represents the type of an account."""
+
+    USER = "User"
+    ORGANIZATION = "Organization"
 
 
 class CompressionFormat(enum.Enum):
@@ -73,27 +94,51 @@ class TimeUnit(enum.Enum):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AccountHandle:
-    """Link to an account."""
+class Account:
+    """Registers an account in an predefined account provider."""
 
-    id: str
-    """ID of the account resource."""
-    did: str
-    """DID of the account."""
-    name: str
-    """Name of the account."""
+    schema: str
+    """Identifies this resource type."""
+    headers: ResourceHeadersInput
+    """Container for identity and ownership information of a resource."""
+    spec: AccountSpecInput
+    """Specifies the desired state of the resource."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class AccountRef:
-    """Reference to an account."""
+class AccountSpec:
+    """Predefined account specification."""
 
-    id: str | None = None
-    """UUID of the account resource."""
-    did: str | None = None
-    """DID of the account."""
-    name: str | None = None
-    """Name of the account."""
+    did: AccountId | None = None
+    """DID associated with the account by ODF or an external system"""
+    account_type: AccountType | None = None
+    """Type of the account."""
+    display_name: str | None = None
+    """Human-friendly display name."""
+    email: str
+    """Email address of the account."""
+    avatar_url: str | None = None
+    """URL of the account's avatar image."""
+    password: Secret | None = None
+    """Password for local authentication. Absent for SSO or DID-based accounts."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AccountSpecInput:
+    """Predefined account specification."""
+
+    did: AccountId | None = None
+    """DID associated with the account by ODF or an external system"""
+    account_type: AccountType | None = None
+    """Type of the account."""
+    display_name: str | None = None
+    """Human-friendly display name."""
+    email: str
+    """Email address of the account."""
+    avatar_url: str | None = None
+    """URL of the account's avatar image."""
+    password: Secret | None = None
+    """Password for local authentication. Absent for SSO or DID-based accounts."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -146,6 +191,30 @@ class AttachmentsEmbedded:
 
     items: tuple[AttachmentEmbedded, ...]
     """List of embedded items."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Attribute:
+    """A named attribute attached to a resource, used by auth policies for access control decisions."""
+
+    object: ResourceHandle
+    """The resource this attribute is attached to."""
+    name: str
+    """Name of the attribute."""
+    value: JsonValue
+    """Value of the attribute."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AttributeInput:
+    """A named attribute attached to a resource, used by auth policies for access control decisions."""
+
+    object: ResourceRef
+    """The resource this attribute is attached to."""
+    name: str
+    """Name of the attribute e.g. `allowPublicRead`."""
+    value: JsonValue
+    """Value of the attribute."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -761,7 +830,7 @@ class PersistentVolumeRef:
     """Reference to an account that owns the `PersistentVolume`."""
     id: str | None = None
     """ID of the resource."""
-    name: str | None = None
+    name: ResourceName | None = None
     """Name of the resource."""
 
 
@@ -888,6 +957,66 @@ class ReadStepParquet:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Relation:
+    """A directed relationship between two resources, optionally carrying a typed value."""
+
+    subject: ResourceHandle
+    """The resource that holds the relation."""
+    relation: str
+    """Name of the relation e.g. `role`, `member`, `owner`."""
+    value: JsonValue | None = None
+    """Optional value associated with the relation e.g. `maintainer` for a `role` relation."""
+    object: ResourceHandle
+    """The resource that is the target of the relation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RelationInput:
+    """A directed relationship between two resources, optionally carrying a typed value."""
+
+    subject: ResourceRef
+    """The resource that holds the relation."""
+    relation: str
+    """Name of the relation e.g. `role`, `member`, `owner`."""
+    value: JsonValue | None = None
+    """Optional value associated with the relation e.g. `maintainer` for a `role` relation."""
+    object: ResourceRef
+    """The resource that is the target of the relation."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Relations:
+    """Specified relations between resources on which auth policies act upon."""
+
+    schema: str
+    """Identifies this resource type."""
+    headers: ResourceHeadersInput
+    """Container for identity and ownership information of a resource."""
+    spec: RelationsSpecInput
+    """Specifies the desired state of the resource."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RelationsSpec:
+    """Specifies resource attributes and relations between resources on which auth policies act upon."""
+
+    relations: tuple[Relation, ...]
+    """Relations between resources."""
+    attributes: tuple[Attribute, ...]
+    """Resource attributes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RelationsSpecInput:
+    """Specifies resource attributes and relations between resources on which auth policies act upon."""
+
+    relations: tuple[RelationInput, ...] | None = None
+    """Relations between resources."""
+    attributes: tuple[AttributeInput, ...] | None = None
+    """Resource attributes."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class RequestHeader:
     """Defines a header (e.g. HTTP) to be passed into some request."""
 
@@ -895,32 +1024,6 @@ class RequestHeader:
     """Name of the header."""
     value: str
     """Value of the header."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class Resource:
-    """Top-level container for canonical representation of a resource that specifies the type and version of the resource, carries identity, ownership, and status information."""
-
-    schema: str
-    """Identifies the controlling entity, a bounded context that this resource belongs to, and the version. Url should follow the pattern `{base-url}/{context}/{version}/{name}.json` e.g. `https://opendatafabric.org/schemas/dataset/v1/Dataset.json`."""
-    headers: ResourceHeaders
-    """Container for identity and ownership information of a resource."""
-    spec: JsonValue
-    """Specifies the desired state of a resource."""
-    status: ResourceStatus
-    """Resource lifecycle and reconciliation information."""
-
-
-class ResourceAnnotations(FrozenMap[JsonValue]):
-    """Annotations is an unstructured key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata. Unlike labels, annotations are not indexed and cannot be queried by."""
-
-    __slots__ = ()
-
-
-class ResourceConditions(FrozenMap[JsonValue]):
-    """Container of feneric contditions that can be added by contollers to provide additional information about the state of a resource. Keys uniquely identify the condition and should be in the form of URL to a schema describing this condition, e.g. `https://opendatafabric.org/schemas/resource/ConditionReady.json`."""
-
-    __slots__ = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -933,98 +1036,10 @@ class ResourceHandle:
     """Type URI of the target resource."""
     id: str
     """ID of the resource within a node."""
-    did: str | None = None
+    did: Did | None = None
     """DID of the resource, if applicable."""
-    name: str
+    name: ResourceName
     """Name of a resource."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResourceHeaders:
-    """Container for identity and ownership information of a resource."""
-
-    id: str
-    """Unique identifier of a resource within entire ODF node. Automatically assigned upon resource creation."""
-    name: str
-    """Symbolic name of a resource that identifies it within a scope of an onwing account."""
-    account: AccountHandle
-    """Link to the account that owns the resource."""
-    labels: ResourceLabels
-    """Map of string keys and values that can be used to organize, categorize, and query resources."""
-    annotations: ResourceAnnotations
-    """Annotations is a key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata. Unlike labels, annotations are not indexed and cannot be queried by."""
-    generation: int
-    """A sequential number that changes every time the resource header and spec are updated. Does not increment on status changes, thus signifying changes to the desired state. Populated by the system. Starts with `1`."""
-    created_at: Timestamp
-    """Time when the resource was first applied and assigned an identity."""
-    updated_at: Timestamp
-    """Time when the resource was last updated, including header, spec, and status updates."""
-    deleted_at: Timestamp | None = None
-    """Time when the resource was deleted."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResourceHeadersInput:
-    """Container for identity and ownership information of a resource."""
-
-    id: str | None = None
-    """Unique identifier of a resource within entire ODF node. Automatically assigned upon resource creation."""
-    name: str
-    """Symbolic name of a resource that identifies it within a scope of an onwing account."""
-    account: AccountRef | None = None
-    """Reference to the account that owns the resource."""
-    labels: ResourceLabels | None = None
-    """Map of string keys and values that can be used to organize, categorize, and query resources."""
-    annotations: ResourceAnnotations | None = None
-    """Annotations is a key value map stored with a resource that may be set by external tools to store and retrieve arbitrary metadata. Unlike labels, annotations are not indexed and cannot be queried by."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResourceInput:
-    """Top-level container for user-authored representation of a resource that specifies the type and version of the resource and its desired state."""
-
-    schema: str
-    """Identifies the controlling entity, a bounded context that this resource belongs to, and the version. Url should follow the pattern `{base-url}/{context}/{version}/{name}.json` e.g. `https://opendatafabric.org/schemas/dataset/v1/Dataset.json`."""
-    headers: ResourceHeadersInput
-    """Container for identity and ownership information of a resource."""
-    spec: JsonValue
-    """Specifies the desired state of a resource."""
-
-
-class ResourceLabels(FrozenMap[JsonValue]):
-    """Map of string keys and values that can be used to organize, categorize, and query resources."""
-
-    __slots__ = ()
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResourceRef:
-    """Reference to another resource."""
-
-    account: AccountRef | None = None
-    """Reference to an account that owns the target resource."""
-    type: str
-    """Short type name or full type URI of the target resource."""
-    id: str | None = None
-    """ID of the resource within a node."""
-    did: str | None = None
-    """DID of the resource."""
-    name: str | None = None
-    """Name of a resource."""
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ResourceStatus:
-    """Resource lifecycle and reconciliation information."""
-
-    phase: ResourcePhase
-    """Represents the lifecycle stage of a resource."""
-    observed_generation: int | None = None
-    """Resource generation that was last processed by the main resource controller."""
-    reconciled_at: Timestamp | None = None
-    """Time when the controller last reconciled the desired resource state as defined in `observedGeneration`."""
-    conditions: ResourceConditions
-    """Detailed conditions describing the state of the resource that are added by controllers."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -1288,7 +1303,7 @@ class ValueHandle:
     """Type URI of the target resource."""
     id: str
     """ID of the resource within a node."""
-    name: str
+    name: ResourceName
     """Name of a resource."""
     path: str | None = None
     """JSON path to a value within a `VariableSet` or a `SecretSet`."""
@@ -1300,11 +1315,11 @@ class ValueRef:
 
     account: AccountRef | None = None
     """Reference to an account that owns the `VariableSet` or the `SecretSet`."""
-    type: str
+    type: TypeRef
     """Short type name or full type URI of the target resource."""
     id: str | None = None
     """ID of a resource."""
-    name: str | None = None
+    name: ResourceName | None = None
     """Name of a resource."""
     path: str | None = None
     """JSON path to a value within a `VariableSet` or a `SecretSet`."""

@@ -2,12 +2,35 @@
 references between resources, and their YAML/JSON forms as the reference (kamu-cli) reads and
 writes them. Import from here; the modules behind it are an implementation detail.
 
-``protocol.model`` also holds the spec's resource schemas as generated, string-typed classes
-(used where other generated types embed them, e.g. ``protocol.model.Dataset``); this package is
-the typed form with parsed names, DIDs and type references that code handling resources uses.
+The envelope classes themselves live in ``protocol.model`` (``protocol/model/resource.py``, with
+the names and DIDs in ``resource_names.py``), so the generated types that embed them
+(``protocol.model.Dataset``, ``SecretSet``, …) and this package share one typed model.
 """
 
 from protocol.codec.invalid import Invalid
+from protocol.model import (
+    AccountHandle,
+    AccountId,
+    AccountRef,
+    AttributeInput,
+    Did,
+    RelationInput,
+    RelationsSpecInput,
+    Resource,
+    ResourceAnnotations,
+    ResourceConditions,
+    ResourceHeaders,
+    ResourceHeadersInput,
+    ResourceInput,
+    ResourceLabels,
+    ResourceName,
+    ResourceRef,
+    ResourceStatus,
+    TypeRef,
+    TypeRefMap,
+    parse_account_id,
+    parse_did,
+)
 from protocol.resource.codec import (
     ResourceError,
     dump_resource,
@@ -20,28 +43,7 @@ from protocol.resource.codec import (
     write_resource,
     write_resource_input,
 )
-from protocol.resource.identity import AccountId, Did, ResourceName, TypeRef, parse_account_id, parse_did
-from protocol.resource.model import (
-    AccountHandle,
-    AccountRef,
-    Resource,
-    ResourceAnnotations,
-    ResourceConditions,
-    ResourceHeaders,
-    ResourceHeadersInput,
-    ResourceInput,
-    ResourceLabels,
-    ResourceRef,
-    ResourceStatus,
-    TypeRefMap,
-)
-from protocol.resource.relations import (
-    RELATIONS_SCHEMA,
-    RELATIONS_SPEC,
-    AttributeInput,
-    RelationInput,
-    RelationsSpecInput,
-)
+from protocol.resource.relations import RELATIONS_SCHEMA, RELATIONS_SPEC
 from protocol.resource.specs import (
     GENERIC_SPEC,
     SpecCodec,

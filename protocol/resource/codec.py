@@ -16,7 +16,7 @@ from protocol.codec.yaml import parse_documents
 from protocol.codec.yaml_emitter import dump
 from protocol.errors import DecodeError
 from protocol.model import ResourcePhase
-from protocol.resource.model import (
+from protocol.model.resource import (
     Resource,
     ResourceAnnotations,
     ResourceConditions,

@@ -1,14 +1,15 @@
 """The spec of ODF's ``Relations`` resource (``auth/v1alpha1``): relations and attributes that
-auth policies act on, each pointing at resources by :class:`ResourceRef` (short forms allowed)."""
+auth policies act on, each pointing at resources by ``ResourceRef`` (short forms allowed).
+
+The classes are the generated ``protocol.model`` ones; this reader keeps the reference's field
+order in its error messages and the writer its output order."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from protocol.codec.invalid import Invalid
-from protocol.model import JsonValue
-from protocol.resource.model import ResourceRef
+from protocol.model import AttributeInput, RelationInput, RelationsSpecInput
 from protocol.resource.specs import SpecCodec
 from protocol.resource.tree import (
     field,
@@ -23,31 +24,6 @@ from protocol.resource.tree import (
 )
 
 RELATIONS_SCHEMA = "https://opendatafabric.org/schemas/auth/v1alpha1/Relations"
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RelationInput:
-    """``subject`` holds ``relation`` (e.g. ``role``) to ``object``, optionally with a ``value``."""
-
-    subject: ResourceRef
-    relation: str
-    object: ResourceRef
-    value: JsonValue | None = None
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class AttributeInput:
-    """A named attribute of ``object`` (e.g. ``allowPublicRead: true``)."""
-
-    object: ResourceRef
-    name: str
-    value: JsonValue
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class RelationsSpecInput:
-    relations: tuple[RelationInput, ...] | None = None
-    attributes: tuple[AttributeInput, ...] | None = None
 
 
 def _relation(value: Any) -> RelationInput:

@@ -8,24 +8,26 @@ is the order the reference's serde structs write.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import Any, TypeVar
 
 from protocol.codec.invalid import Invalid
-from protocol.codec.tree_values import Plain, describe, parse_plain_int, resolve_plain
+from protocol.codec.tree_values import _is_null, _parsed, _r_int, _r_json, _r_str, _w_json, describe
 from protocol.errors import OdfError
 from protocol.identity import AccountName
 from protocol.model import JsonValue, Timestamp
-from protocol.resource.identity import ResourceName, TypeRef, parse_account_id, parse_did
-from protocol.resource.model import AccountHandle, AccountRef, ResourceRef, TypeRefMap
+from protocol.model.resource import AccountHandle, AccountRef, ResourceRef, TypeRefMap
+from protocol.model.resource_names import ResourceName, TypeRef, parse_account_id, parse_did
 
 T = TypeVar("T")
 M = TypeVar("M", bound=TypeRefMap)
 
-_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
-
-
-def is_null(value: Any) -> bool:
-    return value is None or (type(value) is Plain and value in _NULLS)
+text = _r_str
+"""A string; anything else is an error."""
+json_value: Callable[[Any], JsonValue] = _r_json
+"""Any JSON value; YAML plain scalars resolve as serde_yaml resolves them (``10`` is a number)."""
+write_json: Callable[[JsonValue], Any] = _w_json
+"""Object keys sorted, as ``serde_json::Value`` (a ``BTreeMap``) writes them."""
 
 
 def struct(value: Any, name: str, allowed: Iterable[str]) -> dict[str, Any]:
@@ -42,14 +44,14 @@ def struct(value: Any, name: str, allowed: Iterable[str]) -> dict[str, Any]:
 
 def field(tree: dict[str, Any], key: str, read: Callable[[Any], T]) -> T:
     """A required field, read with ``read``; errors get ``key`` prepended to their path."""
-    if key not in tree or is_null(tree[key]):
+    if key not in tree or _is_null(tree[key]):
         raise Invalid(key, f"missing field `{key}`")
     return nested(key, read, tree[key])
 
 
 def optional(tree: dict[str, Any], key: str, read: Callable[[Any], T]) -> T | None:
     value = tree.get(key)
-    return None if is_null(value) else nested(key, read, value)
+    return None if _is_null(value) else nested(key, read, value)
 
 
 def nested(key: str, read: Callable[[Any], T], value: Any) -> T:
@@ -70,47 +72,11 @@ def sequence(read: Callable[[Any], T]) -> Callable[[Any], tuple[T, ...]]:
 
 def parsed(parse: Callable[[str], T]) -> Callable[[Any], T]:
     """A reader of text through ``parse``; its ``OdfError`` becomes the field's reason."""
-    def read(value: Any) -> T:
-        try:
-            return parse(text(value))
-        except OdfError as error:
-            raise Invalid("", str(error)) from None
-    return read
-
-
-def text(value: Any) -> str:
-    if isinstance(value, str):
-        return str(value)
-    raise Invalid("", f"expected a string, got {describe(value)}")
+    return partial(_parsed, parse)
 
 
 def uint64(value: Any) -> int:
-    number = value if type(value) is int else parse_plain_int(value) if type(value) is Plain else None
-    if number is None:
-        raise Invalid("", f"expected an integer, got {describe(value)}")
-    if not 0 <= number < 2**64:
-        raise Invalid("", f"integer {number} is out of range for uint64")
-    return number
-
-
-def json_value(value: Any) -> JsonValue:
-    """Any JSON value; YAML plain scalars resolve as serde_yaml resolves them (``10`` is a number)."""
-    if type(value) is Plain:
-        return resolve_plain(value)
-    if isinstance(value, dict):
-        return {str(k): json_value(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [json_value(v) for v in value]
-    return value
-
-
-def write_json(value: JsonValue) -> Any:
-    """Object keys sorted, as ``serde_json::Value`` (a ``BTreeMap``) writes them."""
-    if isinstance(value, dict):
-        return {k: write_json(value[k]) for k in sorted(value)}
-    if isinstance(value, list):
-        return [write_json(v) for v in value]
-    return value
+    return _r_int(value, "uint64")
 
 
 timestamp = parsed(Timestamp.parse_rfc3339)
@@ -147,14 +113,7 @@ def account_ref(value: Any) -> AccountRef:
 
 
 def write_account_ref(value: AccountRef) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    if value.id is not None:
-        out["id"] = value.id
-    if value.did is not None:
-        out["did"] = str(value.did)
-    if value.name is not None:
-        out["name"] = str(value.name)
-    return out
+    return _write_ids(value)
 
 
 def account_handle(value: Any) -> AccountHandle:
@@ -182,6 +141,12 @@ def write_resource_ref(value: ResourceRef) -> dict[str, Any]:
     if value.account is not None:
         out["account"] = write_account_ref(value.account)
     out["type"] = str(value.type)
+    return out | _write_ids(value)
+
+
+def _write_ids(value: AccountRef | ResourceRef) -> dict[str, Any]:
+    """The optional ``id``, ``did``, ``name`` that end both reference forms, in that order."""
+    out: dict[str, Any] = {}
     if value.id is not None:
         out["id"] = value.id
     if value.did is not None:

@@ -14,13 +14,14 @@ from odfd.daemon.resources import (
     RECONCILE_ERROR,
     ManifestError,
     apply_manifests,
+    dataset_resource,
     load_manifests,
     resource_document,
 )
 from protocol.codec.yaml_emitter import dump
 from protocol.identity import AccountName, DatasetId
 from protocol.model import DatasetKind, ResourcePhase, SetInfo
-from protocol.resource import GENERIC_SPEC, load_resource
+from protocol.resource import GENERIC_SPEC, AccountRef, ResourceName, load_resource
 from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
@@ -254,3 +255,20 @@ def test_invalid_headers_name_the_field(tmp_path: Path, header: str, message: st
                     f"headers:\n  name: a\n  {header}\nspec: {{source: 'http://x/a'}}\n")
     with pytest.raises(ManifestError, match=r"^.*bad.yaml document 0: " + message):
         load_manifests([path])
+
+
+async def test_dataset_of_another_account_reads_back_typed(tmp_path: Path) -> None:
+    path = tmp_path / "alice.yaml"
+    path.write_text("$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset\n"
+                    "headers: {name: Scores.Daily, account: alice}\n"
+                    "spec: {kind: Root, metadata: [{kind: SetInfo, description: Daily scores}]}\n")
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        (result,) = await apply_manifests(workspace, load_manifests([path]))
+        assert result.record.name == "alice/Scores.Daily"
+        resource = dataset_resource(result.record)
+        assert resource.headers.name == ResourceName("scores.daily") and str(resource.headers.name) == "Scores.Daily"
+        assert resource.headers.account == AccountRef(name=AccountName("alice"))
+        assert resource.spec.metadata == (SetInfo(description="Daily scores"),)
+        document = load_resource(dump(resource_document(result.record)), GENERIC_SPEC, "get output")
+        assert document.headers.account.did == DatasetId.new_seeded(b"alice")
+        assert document.spec["metadata"] == [{"kind": "SetInfo", "description": "Daily scores"}]

@@ -11,6 +11,7 @@ import sys
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.config import format_duration, load_config, parse_duration
 from odfd.daemon.admin import AdminClient
+from odfd.daemon.mirror_sync import PinReleaseError, release_pin
 from odfd.sync.remote import parse_remote_url
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
@@ -51,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
     listing.set_defaults(func=_list)
 
-    for name, help_text, func in (("remove", "stop mirroring (the dataset stays)", _remove),
+    for name, help_text, func in (("remove", "stop mirroring, release its IPFS pin (the dataset stays)", _remove),
                                   ("pause", "stop syncing until resumed", _pause),
                                   ("resume", "sync again", _resume),
                                   ("sync", "sync now (needs a running daemon)", _sync)):
@@ -145,13 +146,29 @@ def _remove(args: argparse.Namespace) -> int:
         record = await MirrorTable(workspace.catalog).require(args.name)
         if record.resource_id is not None:
             await ResourceTable(workspace.catalog).delete(record.resource_id)
-        await MirrorTable(workspace.catalog).remove(record.name)
+        # The row as it was deleted: a sync finishing meanwhile may have pinned a newer CID.
+        removed = await MirrorTable(workspace.catalog).remove(record.name)
         notified = await _notify(workspace)
         extra = " and its Mirror resource" if record.resource_id else ""
         print(f"Removed mirror {record.name}{extra}; the dataset stays ({_told(notified)})", file=sys.stderr)
+        if removed.pinned_cid is not None:
+            await _release_pin(workspace, removed.pinned_cid)
         return 0
 
     return run_in_workspace(args, run)
+
+
+async def _release_pin(workspace: Workspace, cid: str) -> None:
+    """After the removal, so that an unreachable IPFS node never keeps a mirror alive: a pin that
+    cannot be released is reported with the command that releases it."""
+    try:
+        await release_pin(load_config(workspace.layout.config_path).ipfs, cid)
+    except PinReleaseError as err:
+        print(f"warning: {err}", file=sys.stderr)
+    except OdfError as err:  # config.toml unreadable; the message names the file and the key
+        print(f"warning: ipfs://{cid} stays pinned (the IPFS node is unknown): {err}", file=sys.stderr)
+    else:
+        print(f"Unpinned ipfs://{cid}", file=sys.stderr)
 
 
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:

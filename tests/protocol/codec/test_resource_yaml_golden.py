@@ -8,6 +8,8 @@ import textwrap
 from dataclasses import dataclass
 import pytest
 
+from protocol.codec import yaml as yaml_codec
+from protocol.errors import DecodeError
 from protocol.identity import AccountName, DatasetId
 from protocol.model import ResourcePhase, Secret, Secrets, SecretSetSpec, SecretSetSpecInput, Timestamp, Variable, Variables
 from protocol.resource import (
@@ -383,3 +385,41 @@ def test_typed_spec_errors_carry_the_path() -> None:
         read_resource_input({"$schema": SECRET_SET, "headers": {"name": "x"},
                              "spec": {"secrets": {"tls": {"value": "v", "contentEncodin": "jwe"}}}},
                             model_spec("SecretSetSpecInput"))
+
+
+def test_generated_resources_embed_the_typed_envelope() -> None:
+    """One model: the generated resource types (``Dataset``, ``SecretSet``, …) hold the same typed
+    headers, references and names as ``protocol.resource`` (no string-typed copies)."""
+    import protocol.model as model
+    import protocol.resource as resource
+
+    for name in ("AccountHandle", "AccountRef", "Resource", "ResourceHeaders", "ResourceHeadersInput", "ResourceInput",
+                 "ResourceLabels", "ResourceRef", "ResourceStatus", "AttributeInput", "RelationInput"):
+        assert getattr(model, name) is getattr(resource, name), name
+
+    dataset = yaml_codec.loads(text("""
+        $schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
+        headers:
+          name: My-Dataset
+          account: bob
+          labels: {Team: data, https://a.org/T: 1}
+        spec:
+          kind: Root
+          metadata: []
+          volume: {account: alice, name: fast-disk}
+        """), "Dataset")
+    assert dataset.headers == ResourceHeadersInput(
+        name=ResourceName("my-dataset"), account=AccountRef(name=AccountName("bob")),
+        labels=ResourceLabels({"Team": "data", "https://a.org/T": 1}))
+    assert str(dataset.headers.name) == "My-Dataset"
+    assert list(dataset.headers.labels) == ["https://a.org/T", "Team"]
+    assert dataset.spec.volume.account == AccountRef(name=AccountName("alice"))
+    assert dataset.spec.volume.name == ResourceName("Fast-Disk")
+
+    value_ref = yaml_codec.loads("{type: SecretSet, name: creds, path: tls}", "ValueRef")
+    assert value_ref.type == TypeRef("secretset") and value_ref.name == ResourceName("creds")
+    with pytest.raises(DecodeError, match=r"^v.yaml: name: 'a b' is not a valid ResourceName"):
+        yaml_codec.loads("{type: SecretSet, name: 'a b'}", "ValueRef", "v.yaml")
+    with pytest.raises(DecodeError, match=r"^v.yaml: headers\.labels: keys 'Team' and 'team' name the same"):
+        yaml_codec.loads("{$schema: x, headers: {name: a, labels: {Team: 1, team: 2}}, spec: {secrets: {}}}",
+                         "SecretSet", "v.yaml")

@@ -9,9 +9,11 @@ TypeUri      = "https:" ...                  any text starting with ``https:``, 
 TypeRef      = TypeUri / TypeName
 ```
 
-Resource ids (``headers.id``) are opaque text in the reference (a UUID in practice), so they stay
-``str`` here. Account DIDs are ``did:odf`` (the reference also knows ``did:pkh`` wallets, which odfd
-does not support); other resources' DIDs may also be ``did:key``.
+The schemas name these by string format (``resource-name``, ``type-ref``, ``account-id``, ``did``),
+which ``scripts/gen_model.py`` maps to the types here. Resource ids (``resource-id``) are opaque
+text in the reference (a UUID in practice), so they stay ``str``. Account DIDs are ``did:odf`` (the
+reference also knows ``did:pkh`` wallets, which odfd does not support); other resources' DIDs may
+also be ``did:key``.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import total_ordering
-from typing import Self, TypeAlias
+from typing import ClassVar, Self, TypeAlias
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, DidKey
-from protocol.identity.grammar import hostname_problem, is_hostname
+from protocol.identity.names import _Name
 
 _SUBDOMAIN = re.compile(r"[a-zA-Z0-9]+(?:-[a-zA-Z0-9]+)*")
 _TYPE_URI_PREFIX = "https:"
@@ -35,48 +37,11 @@ Did: TypeAlias = DatasetId | DidKey
 """The DID of any resource: ``did:odf`` or ``did:key``."""
 
 
-def _folded_name(cls: type, text: object, problem: str | None) -> str:
-    if not isinstance(text, str):
-        raise TypeError(f"a {cls.__name__} is text, got {type(text).__name__}")
-    if problem is not None:
-        raise ParseError(f"{text!r} is not a valid {cls.__name__}: {problem}")
-    return text.lower()
-
-
-@total_ordering
 @dataclass(frozen=True, slots=True, eq=False, repr=False)
-class ResourceName:
+class ResourceName(_Name):
     """The name of a resource within its owning account (Hostname grammar, case-insensitive)."""
 
-    text: str
-    _folded: str = field(init=False, repr=False)
-
-    def __post_init__(self) -> None:
-        problem = None if is_hostname(self.text) else hostname_problem(self.text)
-        object.__setattr__(self, "_folded", _folded_name(ResourceName, self.text, problem))
-
-    @classmethod
-    def parse(cls, text: str) -> Self:
-        return cls(text)
-
-    def __str__(self) -> str:
-        return self.text
-
-    def __repr__(self) -> str:
-        return f"ResourceName({self.text!r})"
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._folded == other._folded
-
-    def __hash__(self) -> int:
-        return hash(("ResourceName", self._folded))
-
-    def __lt__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._folded < other._folded
+    KIND: ClassVar[str] = "ResourceName"
 
 
 @total_ordering

@@ -4,19 +4,26 @@ Two forms, as in the spec's ``ResourceInput`` / ``Resource`` schemas: what a use
 ``headers.name`` required; account as a reference) and what a node stores and shows (identity,
 owning account handle, generations, times and ``status``). ``Resource.to_input()`` maps the second
 to the first exactly as the reference does (status and system-populated headers dropped).
+
+These are the model's only classes for these schemas: ``scripts/gen_model.py`` takes them from here
+(checking their fields against the schemas) instead of generating them, so generated types that
+embed them (``Dataset.headers``, ``DatasetSpec.volume.account``) hold the same typed values.
 """
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from protocol.errors import ParseError
 from protocol.identity import AccountName
-from protocol.model import JsonValue, ResourcePhase, Timestamp
-from protocol.resource.identity import AccountId, Did, ResourceName, TypeRef
+from protocol.model.maps import FrozenMap, JsonValue
+from protocol.model.resource_names import AccountId, Did, ResourceName, TypeRef
+from protocol.model.timestamp import Timestamp
+
+if TYPE_CHECKING:  # the generated model imports this module, so its enum is only named here
+    from protocol.model._generated import ResourcePhase
 
 S = TypeVar("S")
 
@@ -77,7 +84,7 @@ class ResourceRef:
         return cls(type=type_ref, account=account, name=name)
 
 
-class TypeRefMap(Mapping[str, JsonValue]):
+class TypeRefMap(FrozenMap[JsonValue]):
     """Labels, annotations or conditions: JSON values keyed by type references.
 
     Keys are validated as :class:`TypeRef` and kept in the reference's order (schema URIs first,
@@ -85,36 +92,17 @@ class TypeRefMap(Mapping[str, JsonValue]):
     are the same type reference (``Team`` / ``team``) are an error rather than a silent merge.
     """
 
-    __slots__ = ("_entries",)
+    __slots__ = ()
 
-    def __init__(self, entries: Mapping[str, JsonValue] | None = None) -> None:
+    def __init__(self, entries: Mapping[str, JsonValue] | None = None, /) -> None:
         keyed: dict[TypeRef, tuple[str, JsonValue]] = {}
         for key, value in (entries or {}).items():
             ref = TypeRef(key)
             if ref in keyed:
                 raise ParseError(f"keys {keyed[ref][0]!r} and {key!r} name the same type reference")
             keyed[ref] = (key, value)
-        self._entries: dict[str, JsonValue] = {key: value for _, (key, value) in sorted(keyed.items())}
-
-    def __getitem__(self, key: str) -> JsonValue:
-        return self._entries[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not type(self):
-            return NotImplemented
-        return self._entries == other._entries  # type: ignore[attr-defined]
-
-    def __hash__(self) -> int:
-        return hash((type(self).__name__, json.dumps(self._entries, sort_keys=True)))
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._entries!r})"
+        self._entries = {key: value for _, (key, value) in sorted(keyed.items())}
+        self._hash = None
 
 
 class ResourceLabels(TypeRefMap):
