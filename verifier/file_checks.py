@@ -10,7 +10,7 @@ megabytes per worker. Checks are plain functions of picklable arguments returnin
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from protocol.hashing import PARQUET_BATCH_ROWS, RecordsDigest, UnsupportedDataTypeError
+from protocol.hashing import PARQUET_BATCH_ROWS, RecordsDigest, UnsupportedDataTypeError, exact_batches
 from protocol.identity import Multicodec, Multihash
 from protocol.model import DataSlice
 from verifier.engine.columns import Op, Vocab
@@ -159,7 +159,7 @@ class _Scan:
         total_rows = max(parquet.metadata.num_rows, 1)
         rows = 0
         try:
-            for batch in _exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+            for batch in exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
                 if self.digest is not None:
                     try:
                         self.digest.update(batch)
@@ -313,26 +313,3 @@ class _ColumnChecks:
         """Records ``problem`` and stops checking that column."""
         self.problems.append(problem)
         setattr(self, column_attribute, None)
-
-
-def _exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Batches of exactly :data:`PARQUET_BATCH_ROWS` rows (the last shorter), across row groups.
-
-    The logical hash of structs with nulls at two levels depends on batch boundaries, and the
-    reference cuts a file this way; pyarrow happens to as well, this keeps it so.
-    """
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
-    for batch in batches:
-        if not pending and batch.num_rows == PARQUET_BATCH_ROWS:
-            yield batch
-            continue
-        pending.append(batch)
-        pending_rows += batch.num_rows
-        while pending_rows >= PARQUET_BATCH_ROWS:
-            merged = pa.concat_batches(pending)
-            yield merged.slice(0, PARQUET_BATCH_ROWS)
-            rest = merged.slice(PARQUET_BATCH_ROWS)
-            pending, pending_rows = ([rest] if rest.num_rows else []), rest.num_rows
-    if pending_rows:
-        yield pa.concat_batches(pending)

@@ -132,8 +132,14 @@ def diagnose_casts(spark: SparkSession, path: Path, schema: StructType) -> BadIn
 
 
 def _one_partition_session() -> SparkSession:
+    """A session that reads a file as one partition, so generated row ids count records.
+
+    Spark splits a file into at least ``minPartitionNum`` parts (default: the number of cores)
+    whatever the maximum partition size; both must allow a single part.
+    """
     session = isolated_session()
     session.conf.set("spark.sql.files.maxPartitionBytes", str(1 << 50))
+    session.conf.set("spark.sql.files.minPartitionNum", "1")
     return session
 
 

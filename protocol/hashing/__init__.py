@@ -1,7 +1,8 @@
 """Data hashes: the logical hash of tabular data (arrow-digest) and the physical hash of files.
 
 ``logical_hash`` / ``RecordsDigest`` / ``logical_hash_parquet`` compute ``DataSlice.logicalHash``
-(multicodec ``arrow0-sha3-256``); ``physical_hash_file`` / ``physical_hash_bytes`` compute
+(multicodec ``arrow0-sha3-256``; ``FileDigest`` while writing a file, ``exact_batches`` when
+reading one, in the reference's batches); ``physical_hash_file`` / ``physical_hash_bytes`` compute
 ``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``).
 """
 
@@ -14,7 +15,9 @@ from protocol.hashing.errors import (
 from protocol.hashing.physical import physical_hash_bytes, physical_hash_file
 from protocol.hashing.records_digest import (
     PARQUET_BATCH_ROWS,
+    FileDigest,
     RecordsDigest,
+    exact_batches,
     logical_hash,
     logical_hash_parquet,
 )
@@ -22,10 +25,12 @@ from protocol.hashing.records_digest import (
 __all__ = [
     "PARQUET_BATCH_ROWS",
     "DataFileError",
+    "FileDigest",
     "HashingError",
     "RecordsDigest",
     "SchemaMismatchError",
     "UnsupportedDataTypeError",
+    "exact_batches",
     "logical_hash",
     "logical_hash_parquet",
     "physical_hash_bytes",

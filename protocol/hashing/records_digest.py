@@ -213,7 +213,7 @@ def logical_hash_parquet(path: str | os.PathLike[str]) -> Multihash:
 
     Batches are cut every :data:`PARQUET_BATCH_ROWS` rows across row groups, as the reference
     reads the file, so that even batch-dependent data (see the module docstring) hashes alike.
-    (pyarrow cuts them so today without documenting it; ``_exact_batches`` keeps it so.)
+    (pyarrow cuts them so today without documenting it; ``exact_batches`` keeps it so.)
     """
     where = os.fspath(path)
     try:
@@ -232,27 +232,59 @@ def logical_hash_parquet(path: str | os.PathLike[str]) -> Multihash:
                 error.column, error.data_type, f"{error.reason} (in {where})"
             ) from error
         try:
-            for batch in _exact_batches(file.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+            for batch in exact_batches(file.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
                 digest.update(batch)
         except (pa.ArrowInvalid, OSError) as error:
             raise DataFileError(f"cannot read {where}: {error}") from error
     return digest.finalize()
 
 
-def _exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Re-cut ``batches`` into runs of exactly :data:`PARQUET_BATCH_ROWS` rows (the last shorter)."""
-    pending: list[pa.RecordBatch] = []
-    pending_rows = 0
+def exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Re-cut ``batches`` into runs of exactly :data:`PARQUET_BATCH_ROWS` rows (the last shorter),
+    the batches the reference hashes a file in."""
+    recut = _Recut()
     for batch in batches:
-        if not pending and len(batch) == PARQUET_BATCH_ROWS:
-            yield batch
-            continue
-        pending.append(batch)
-        pending_rows += len(batch)
-        while pending_rows >= PARQUET_BATCH_ROWS:
-            merged = pa.concat_batches(pending)
-            yield merged.slice(0, PARQUET_BATCH_ROWS)
+        yield from recut.push(batch)
+    yield from recut.rest()
+
+
+class FileDigest:
+    """The logical hash of batches being written to a file, fed to the digest re-cut as
+    :func:`logical_hash_parquet` will read the file back, so both agree even for data whose hash
+    depends on batch boundaries (see the module docstring)."""
+
+    def __init__(self, schema: pa.Schema) -> None:
+        self._digest = RecordsDigest(schema)
+        self._recut = _Recut()
+
+    def update(self, batch: pa.RecordBatch) -> None:
+        for exact in self._recut.push(batch):
+            self._digest.update(exact)
+
+    def finalize(self) -> Multihash:
+        for exact in self._recut.rest():
+            self._digest.update(exact)
+        return self._digest.finalize()
+
+
+class _Recut:
+    def __init__(self) -> None:
+        self._pending: list[pa.RecordBatch] = []
+        self._rows = 0
+
+    def push(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        if not self._pending and batch.num_rows == PARQUET_BATCH_ROWS:
+            return [batch]
+        self._pending.append(batch)
+        self._rows += batch.num_rows
+        out = []
+        while self._rows >= PARQUET_BATCH_ROWS:
+            merged = pa.concat_batches(self._pending)
+            out.append(merged.slice(0, PARQUET_BATCH_ROWS))
             rest = merged.slice(PARQUET_BATCH_ROWS)
-            pending, pending_rows = ([rest] if len(rest) else []), len(rest)
-    if pending_rows:
-        yield pa.concat_batches(pending)
+            self._pending, self._rows = ([rest] if rest.num_rows else []), rest.num_rows
+        return out
+
+    def rest(self) -> list[pa.RecordBatch]:
+        pending, self._pending, self._rows = self._pending, [], 0
+        return [pa.concat_batches(pending)] if pending else []

@@ -187,6 +187,20 @@ async def test_malformed_csv_names_file_row_and_column(workspace: Workspace, tmp
     assert await rows(dataset, "station") == [("z",)]
 
 
+async def test_malformed_row_of_a_file_spark_splits_is_counted_from_the_start(workspace: Workspace, tmp_path: Path) -> None:
+    # Over 4 MB, Spark splits a file across cores unless told not to; row ids would then restart
+    # at each split (as partition-tagged ids) instead of counting records from the file's start.
+    good = "".join(f"2024-01-01T00:00:00Z,s{n},{n}\n" for n in range(200_000))
+    text = "event_time,station,reading\n" + good + "2024-01-02T00:00:00Z,late,x7\n"
+    assert len(text) > 5_000_000
+    dataset = await create(workspace, root_snapshot("big", MEASUREMENTS))
+    with pytest.raises(
+        BadInputError, match=r"big\.csv: malformed row 200001 \(line 200002\), column 'reading': value 'x7' is not a valid INT$"
+    ) as caught:
+        await ingest_push(workspace, dataset, write(tmp_path / "big.csv", text))
+    assert (caught.value.line, caught.value.record, caught.value.column) == (200_002, 200_001, "reading")
+
+
 async def test_malformed_ndjson_names_line_and_column(workspace: Workspace, tmp_path: Path) -> None:
     read = """
 kind: NdJson

@@ -23,7 +23,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from protocol.errors import OdfError
-from protocol.hashing import RecordsDigest, physical_hash_file
+from protocol.hashing import FileDigest, physical_hash_file
 from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
 from verifier.engine.collect import ordered_batches
@@ -115,7 +115,7 @@ def _write(
     system_time: Timestamp,
     out_path: Path,
 ) -> WrittenSlice | None:
-    digest = RecordsDigest(schema)
+    digest = FileDigest(schema)
     next_offset = start_offset
     max_event_time = None
     pending: list[pa.RecordBatch] = []
