@@ -89,7 +89,7 @@ class MetadataChain:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""
         return _decode_verified(hash, await self.blocks.get_bytes(hash))
 
-    async def _get_linked(self, hash: Multihash, child: tuple[Multihash, int] | None) -> bytes:
+    async def _get_linked(self, hash: Multihash, child: tuple[Multihash, int | None] | None) -> bytes:
         """Bytes of ``hash``; a missing block named by ``child`` (hash, sequence number) is a
         broken chain, reported against the child."""
         try:
@@ -121,17 +121,10 @@ class MetadataChain:
         """``iter_blocks(start, stop_at)`` as a list: a bounded segment, read without an
         async-generator step per block (validation reads every block of a chain this way)."""
         blocks: list[tuple[Multihash, MetadataBlock]] = []
-        get_bytes = self.blocks.get_bytes
         hash: Multihash | None = start
         child: tuple[Multihash, int] | None = None
         while hash is not None and hash != stop_at:
-            try:
-                data = await get_bytes(hash)
-            except ObjectNotFoundError:
-                if child is None:
-                    raise
-                raise _missing_block(hash, child) from None
-            block = _decode_verified(hash, data)
+            block = _decode_verified(hash, await self._get_linked(hash, child))
             if child is not None and block.sequence_number >= child[1]:
                 raise _not_decreasing(hash, block, child)
             blocks.append((hash, block))
@@ -163,17 +156,11 @@ class MetadataChain:
         hash: Multihash | None = head
         child: tuple[Multihash, int | None] | None = None
         head_block: MetadataBlock | None = None
-        get_bytes = self.blocks.get_bytes
         while hash is not None and hash not in after:
             if head_block is not None and count > head_block.sequence_number:
                 assert child is not None  # set with head_block
                 raise _endless_links(child[0], hash, head, head_block.sequence_number)
-            try:
-                data = await get_bytes(hash)
-            except ObjectNotFoundError:
-                if child is None:
-                    raise
-                raise _missing_block(hash, child) from None
+            data = await self._get_linked(hash, child)
             if head_block is None:
                 head_block = _decode_verified(hash, data)
             if count % segment == 0:
