@@ -20,6 +20,7 @@ from protocol.identity import DatasetId, Multihash
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
 from storage.workspace import Workspace
+from tests.fixtures.manifests import derivative_snapshot
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 from tests.replication.datagen import create_root
 from verifier.engine import session as spark_session
@@ -39,21 +40,7 @@ interval = "0s"
 shutdown_timeout = "5s"
 """
 
-DERIVATIVE = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: cities.values
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: cities
-      transform:
-        kind: Sql
-        engine: spark
-        query: SELECT event_time, upper(value) AS value FROM cities
-"""
+DERIVATIVE = derivative_snapshot("cities.values", "cities", "SELECT event_time, upper(value) AS value FROM cities")
 
 
 async def _eventually(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float) -> T:

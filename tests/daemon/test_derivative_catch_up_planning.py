@@ -17,25 +17,12 @@ from storage.catalog.mirrors import MirrorTable
 from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.workspace import Workspace
+from tests.fixtures.manifests import derivative_snapshot
 from tests.replication.datagen import create_root
 
 
 def _derivative(name: str) -> str:
-    return f"""\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: cities
-      transform:
-        kind: Sql
-        engine: spark
-        query: SELECT event_time, value FROM cities
-"""
+    return derivative_snapshot(name, "cities", "SELECT event_time, value FROM cities")
 
 
 async def _consume(derivative: Dataset, input_id: DatasetId, head: object, last_offset: int) -> None:
