@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
 
+from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
 from verifier.engine.session import isolated_session
-from verifier.engine.settings import DETERMINISM, SparkConfigError, SparkSettings
+from verifier.engine.settings import DETERMINISM, STARTUP, SparkConfigError, SparkSettings
 
 
 def test_settings_from_config_table() -> None:
     settings = SparkSettings.from_config(
         {"master": "spark://head:7077", "driver_memory": "4g", "conf": {"spark.executor.cores": 4, "spark.x": True}}
     )
-    conf = settings.spark_conf()
+    conf = settings.spark_conf(Path("/opt/odfd-spark.jar"))
     assert conf["spark.master"] == "spark://head:7077"
     assert conf["spark.driver.memory"] == "4g"
     assert conf["spark.executor.cores"] == "4" and conf["spark.x"] == "true"
     assert conf["spark.sql.session.timeZone"] == "UTC"
-    assert SparkSettings.from_config(None).spark_conf()["spark.master"] == "local[*]"
+    assert conf["spark.shuffle.manager"] == SHUFFLE_MANAGER
+    assert conf["spark.jars"] == "/opt/odfd-spark.jar"
+    default = SparkSettings.from_config(None).spark_conf(Path("/opt/odfd-spark.jar"))
+    assert default["spark.master"] == "local[*]"
+
+
+def test_the_plugin_jar_joins_the_operators_class_path_and_jars() -> None:
+    settings = SparkSettings.from_config(
+        {"conf": {"spark.jars": "/opt/udf.jar", "spark.driver.extraClassPath": "/opt/lib/*"}}
+    )
+    conf = settings.spark_conf(Path("/opt/odfd-spark.jar"))
+    assert conf["spark.jars"] == "/opt/odfd-spark.jar,/opt/udf.jar"
+    assert conf["spark.driver.extraClassPath"] == f"/opt/odfd-spark.jar{os.pathsep}/opt/lib/*"
 
 
 @pytest.mark.parametrize(
@@ -25,6 +41,7 @@ def test_settings_from_config_table() -> None:
     [
         ({"conf": {"spark.sql.shuffle.partitions": "200"}}, "fixed by odfd"),
         ({"conf": {"spark.master": "local[1]"}}, "fixed by odfd"),
+        ({"conf": {"spark.shuffle.manager": "sort"}}, "fixed by odfd"),
         ({"masterr": "local"}, "unknown key"),
         ({"master": ""}, "non-empty string"),
         ({"conf": ["x"]}, "table of Spark settings"),
@@ -42,5 +59,7 @@ def test_isolated_sessions_carry_the_determinism_settings(spark) -> None:
     fresh = isolated_session()  # ...does not leak into the next
     for key, value in DETERMINISM.items():
         assert fresh.conf.get(key) == value, key
+    for key, value in STARTUP.items():
+        assert fresh.sparkContext.getConf().get(key) == value, key
     session.createDataFrame([(1,)], "x int").createTempView("only_here")
     assert "only_here" not in [t.name for t in fresh.catalog.listTables()]

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from protocol.errors import OdfError
-from verifier.engine.settings import DETERMINISM, SparkSettings
+from verifier.engine.jvm_plugin import plugin_jar
+from verifier.engine.settings import DETERMINISM, STARTUP, SparkSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -87,7 +88,7 @@ def _start(settings: SparkSettings) -> SparkSession:
 
     # Spark errors are turned into odfd's own; PySpark would also log each one as JSON.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
-    conf = settings.spark_conf()
+    conf = settings.spark_conf(plugin_jar())
     quiet = f"-Dlog4j2.configurationFile={_log_config()}"
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         conf[key] = f"{conf[key]} {quiet}".strip()
@@ -102,6 +103,13 @@ def _start(settings: SparkSettings) -> SparkSession:
             "odfd needs Java 17 on PATH or JAVA_HOME"
         ) from err
     session.sparkContext.setLogLevel("ERROR")
+    started = session.sparkContext.getConf()
+    mismatched = sorted(k for k, v in STARTUP.items() if started.get(k, None) != v)
+    if mismatched:
+        raise EngineStartError(
+            f"the Spark context was started elsewhere without odfd's settings ({', '.join(mismatched)}); "
+            "odfd must start Spark itself"
+        )
     apply_determinism(session)
     return session
 

@@ -1,6 +1,6 @@
 """Every Spark setting odfd relies on, in one place.
 
-Two kinds of settings live here:
+Three kinds of settings live here:
 
 * :data:`DETERMINISM` pins everything that could change the *records* or their *order* in a
   transform's output. A derivative dataset is only verifiable if re-running a transaction with
@@ -8,17 +8,24 @@ Two kinds of settings live here:
   contract: changing one changes the output of existing transforms and must be treated like an
   engine version bump. They are applied to every session the engine hands out and cannot be
   overridden from the node's configuration.
+* :data:`STARTUP` holds the determinism settings that Spark only accepts when the SparkContext
+  starts, chief among them odfd's shuffle manager (``verifier.engine.jvm_plugin``), which makes
+  reduce tasks read map outputs in map order; without it the order an aggregation or join sees
+  its input in depends on which executor's output arrives first.
 * :class:`SparkSettings` holds what a node operator may choose (where Spark runs, how much memory
   the driver gets, scratch space) and is read from the ``[spark]`` table of ``config.toml``.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from protocol.errors import OdfError
+from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
 
 
 class SparkConfigError(OdfError):
@@ -41,9 +48,13 @@ DETERMINISM: Mapping[str, str] = MappingProxyType(
         "spark.sql.adaptive.enabled": "false",
         # Join strategy must not depend on size estimates (broadcast joins change output order).
         "spark.sql.autoBroadcastJoinThreshold": "-1",
-        # How files are split into input partitions.
+        # How files are split into input partitions (transforms narrow this further, see
+        # verifier.engine.transform), and never merged into fewer partitions afterwards.
         "spark.sql.files.maxPartitionBytes": "134217728",
         "spark.sql.files.openCostInBytes": "4194304",
+        "spark.sql.files.maxPartitionNum": "1000000000",
+        # Partitions of tables a query makes up itself (`range(...)`), otherwise the core count.
+        "spark.sql.leafNodeDefaultParallelism": str(SHUFFLE_PARTITIONS),
         # SQL semantics: ANSI arithmetic (overflow is an error, not a silent wrap), ANSI store
         # assignment, case-insensitive column resolution, precision-loss rules for decimals.
         "spark.sql.ansi.enabled": "true",
@@ -65,6 +76,16 @@ DETERMINISM: Mapping[str, str] = MappingProxyType(
         "spark.sql.execution.arrow.pyspark.fallback.enabled": "false",
         "spark.sql.execution.arrow.useLargeVarTypes": "false",
         "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+    }
+)
+
+#: Determinism settings Spark reads once, when the SparkContext starts.
+STARTUP: Mapping[str, str] = MappingProxyType(
+    {
+        # Reduce tasks read map outputs one after the other in map order (not as they arrive).
+        "spark.shuffle.manager": SHUFFLE_MANAGER,
+        # Push-based shuffle merges map outputs on remote services in arrival order.
+        "spark.shuffle.push.enabled": "false",
     }
 )
 
@@ -131,12 +152,19 @@ class SparkSettings:
                 f"overridden: {', '.join(pinned)}"
             )
 
-    def spark_conf(self) -> dict[str, str]:
-        """The complete configuration to start a session with."""
+    def spark_conf(self, plugin_jar: Path) -> dict[str, str]:
+        """The complete configuration to start a session with, loading odfd's plugin jar.
+
+        The jar goes on the driver's class path (the shuffle manager is created when the driver
+        starts) and into ``spark.jars``, which ships it to a cluster's executors.
+        """
         self.validate()
         conf = dict(self.conf)
         conf.update(RUNTIME)
         conf.update(DETERMINISM)
+        conf.update(STARTUP)
+        conf["spark.driver.extraClassPath"] = _joined(str(plugin_jar), self.conf.get("spark.driver.extraClassPath"), os.pathsep)
+        conf["spark.jars"] = _joined(str(plugin_jar), self.conf.get("spark.jars"), ",")
         conf["spark.master"] = self.master
         conf["spark.app.name"] = self.app_name
         if self.driver_memory:
@@ -147,8 +175,12 @@ class SparkSettings:
 
 
 _OWNED_KEYS = frozenset(
-    {"spark.master", "spark.app.name", "spark.driver.memory", "spark.local.dir", *RUNTIME}
+    {"spark.master", "spark.app.name", "spark.driver.memory", "spark.local.dir", *RUNTIME, *STARTUP}
 )
+
+
+def _joined(first: str, rest: str | None, separator: str) -> str:
+    return f"{first}{separator}{rest}" if rest else first
 
 
 def _conf_value(value: str | int | float | bool) -> str:

@@ -5,11 +5,16 @@ verifier replays recorded ones; both hand a :class:`TransformRequest` to :func:`
 Given the same request it always produces the same records in the same order, hence the same
 logical hash:
 
-* each input is its slice files read one file per partition, in offset order, concatenated and
-  coalesced into a single partition, so map/filter steps keep the input order (RFC-015) and
-  shuffles have exactly one map output per input, whatever the cluster looks like;
-* the session's determinism settings (``verifier.engine.settings``) fix shuffle partitioning and
-  SQL semantics, and queries using random or clock functions are rejected;
+* each input is its slice files, oldest first, each cut into partitions of at most
+  :data:`INPUT_SPLIT_BYTES` at Parquet row-group boundaries, and the partitions are concatenated
+  in offset order, so map/filter steps keep the input order (RFC-015) while running in parallel.
+  An input whose files fit in one split is read as a single partition (no shuffle is needed to
+  group or order it, as in the reference Spark engine). Both depend on the files alone, never on
+  how many cores or executors there are;
+* odfd's shuffle manager makes every reduce task read map outputs in map order, so aggregations
+  and joins see their input in the same order on one machine or on a cluster (see
+  ``verifier.engine.settings``, which also fixes shuffle partitioning and SQL semantics), and
+  queries using random or clock functions are rejected;
 * output rows get offsets in the order they are collected (partition by partition), and the
   system time is the request's, not the clock's.
 """
@@ -38,8 +43,16 @@ if TYPE_CHECKING:
 SUPPORTED_ENGINE = "spark"
 _OUTPUT_VIEW = "__output__"
 
-#: Read each input slice file as exactly one partition (see the module docstring).
-_INPUT_READ_CONF = {"spark.sql.files.maxPartitionBytes": str(1 << 50)}
+#: Largest input partition. Part of the engine's contract: changing it changes how aggregations
+#: split their work, hence the last bits of floating-point results of existing transforms.
+INPUT_SPLIT_BYTES = 32 * 1024 * 1024
+
+#: Split input files by their size alone (Spark would otherwise split finer on machines with more
+#: cores, see ``FilePartition.maxSplitBytes``).
+_INPUT_READ_CONF = {
+    "spark.sql.files.maxPartitionBytes": str(INPUT_SPLIT_BYTES),
+    "spark.sql.files.minPartitionNum": "1",
+}
 
 
 class TransformError(OdfError):
@@ -125,12 +138,10 @@ def validate_transform(transform: object, dataset: str) -> TransformSql:
 def execute_transform(request: TransformRequest) -> TransformResult:
     """Runs the transaction and writes its slice and checkpoint under ``request.out_dir``."""
     transform = validate_transform(request.transform, request.dataset_alias)
-    spark = isolated_session()
-    for key, value in _INPUT_READ_CONF.items():
-        spark.conf.set(key, value)
+    spark = transform_session()
     with spark_failures(f"{request.dataset_alias}: the transform"):
         for input_slice in request.inputs:
-            _input_frame(spark, input_slice, request.dataset_alias).createTempView(quote(input_slice.alias))
+            input_frame(spark, input_slice, request.dataset_alias).createTempView(quote(input_slice.alias))
         result = run_queries(spark, transform, request.dataset_alias, require_deterministic=True)
         result = _prepare_output(result, request.vocab, request.dataset_alias)
         schema, written = write_slice(
@@ -146,8 +157,16 @@ def execute_transform(request: TransformRequest) -> TransformResult:
     return TransformResult(schema, written, _output_watermark(request, watermarks), checkpoint)
 
 
-def _input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: str) -> DataFrame:
-    """The input's records in the interval, one ordered partition, in the input's current schema.
+def transform_session() -> SparkSession:
+    """An isolated session that splits input files as the engine's contract says."""
+    spark = isolated_session()
+    for key, value in _INPUT_READ_CONF.items():
+        spark.conf.set(key, value)
+    return spark
+
+
+def input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: str) -> DataFrame:
+    """The input's records in the interval, in offset order, in the input's current schema.
 
     Slices written before columns were added lack them: they read as nulls.
     """
@@ -175,7 +194,10 @@ def _input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset:
         df = df.union(frame)
     start, end = input_slice.offset_interval
     offset = col(input_slice.vocab.offset)
-    return df.where((offset >= start) & (offset <= end)).coalesce(1)
+    df = df.where((offset >= start) & (offset <= end))
+    if sum(path.stat().st_size for path in input_slice.data_paths) <= INPUT_SPLIT_BYTES:
+        return df.coalesce(1)
+    return df
 
 
 def run_queries(
