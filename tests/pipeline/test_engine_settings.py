@@ -25,6 +25,11 @@ def test_settings_from_config_table() -> None:
     assert conf["spark.jars"] == "/opt/odfd-spark.jar"
     default = SparkSettings.from_config(None).spark_conf(Path("/opt/odfd-spark.jar"))
     assert default["spark.master"] == "local[*]"
+    # Slices are streamed to disk, so results above Spark's 1 GiB default cap must be allowed...
+    assert default["spark.driver.maxResultSize"] == "0"
+    # ...unless the operator sets a cap.
+    capped = SparkSettings.from_config({"conf": {"spark.driver.maxResultSize": "2g"}})
+    assert capped.spark_conf(Path("/opt/odfd-spark.jar"))["spark.driver.maxResultSize"] == "2g"
 
 
 def test_the_plugin_jar_joins_the_operators_class_path_and_jars() -> None:

@@ -159,7 +159,10 @@ class SparkSettings:
         starts) and into ``spark.jars``, which ships it to a cluster's executors.
         """
         self.validate()
-        conf = dict(self.conf)
+        # Results reach Python streamed and spilled to disk (verifier.engine.collect), so Spark's
+        # 1 GiB cap on collected results would only stop slices larger than that. An operator
+        # may still set a cap.
+        conf = {"spark.driver.maxResultSize": "0", **self.conf}
         conf.update(RUNTIME)
         conf.update(DETERMINISM)
         conf.update(STARTUP)
