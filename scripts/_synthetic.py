@@ -3,7 +3,7 @@ which run with this folder first on ``sys.path``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import yaml
 
@@ -26,6 +26,29 @@ def csv_root_snapshot(name: str, columns: Mapping[str, str]) -> str:
                     "schema": {"fields": [{"name": column, "type": kind} for column, kind in columns.items()]},
                 },
                 "merge": {"kind": "Append"},
+            }],
+        },
+    }
+    return yaml.safe_dump(document, sort_keys=False)
+
+
+def sql_derivative_snapshot(name: str, inputs: Mapping[str, str | None], queries: Sequence[tuple[str | None, str]]) -> str:
+    """A derivative ``DatasetSnapshot`` running Spark SQL ``queries`` (step alias or ``None`` for
+    the output, query) over ``inputs`` (dataset reference -> alias, ``None`` for its name)."""
+    document = {
+        "kind": "DatasetSnapshot",
+        "version": 1,
+        "content": {
+            "name": name,
+            "kind": "Derivative",
+            "metadata": [{
+                "kind": "SetTransform",
+                "inputs": [{"datasetRef": ref} | ({"alias": alias} if alias else {}) for ref, alias in inputs.items()],
+                "transform": {
+                    "kind": "Sql",
+                    "engine": "spark",
+                    "queries": [({"alias": alias} if alias else {}) | {"query": query} for alias, query in queries],
+                },
             }],
         },
     }

@@ -39,27 +39,9 @@ from verifier.engine import session  # noqa: E402
 from verifier.engine.inputs import all_slices  # noqa: E402
 from verifier.engine.settings import SparkSettings  # noqa: E402
 
-from _synthetic import csv_root_snapshot  # noqa: E402
+from _synthetic import csv_root_snapshot, sql_derivative_snapshot  # noqa: E402
 
 COLUMNS = {"event_time": "timestamp", "sensor": "string", "region": "string", "value": "float64", "status": "int32"}
-
-DERIVATIVE = """
-kind: DatasetSnapshot
-version: 1
-content:
-  name: {name}
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: {input}
-          alias: readings
-      transform:
-        kind: Sql
-        engine: spark
-        query: |
-          {query}
-"""
 
 QUERY = (
     "SELECT max(event_time) AS event_time, region, sensor, count(*) AS n, avg(value) AS mean, "
@@ -67,6 +49,11 @@ QUERY = (
 )
 
 ROWS_PER_CHUNK = 1_000_000
+
+
+def aggregate(name: str, input: str) -> str:
+    """The manifest of a derivative dataset running :data:`QUERY` over ``input`` (as ``readings``)."""
+    return sql_derivative_snapshot(name, {input: "readings"}, [(None, QUERY)])
 
 
 def generate_csv(path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK, seed: int = 7) -> int:
@@ -125,7 +112,7 @@ async def bench(args: argparse.Namespace) -> None:
         # Warm-up: start Spark and JIT the paths once on small data.
         warm = await dataset(csv_root_snapshot("warmup", COLUMNS))
         await ingest_push(ws, warm, small, system_time=next(clock))
-        warm_agg = await dataset(DERIVATIVE.format(name="warmup.agg", input="warmup", query=QUERY))
+        warm_agg = await dataset(aggregate("warmup.agg", "warmup"))
         await update_derivative(ws, warm_agg, system_time=next(clock))
 
         ingest_times = []
@@ -144,7 +131,7 @@ async def bench(args: argparse.Namespace) -> None:
         transform_times, plain_times = [], []
         try:
             for n in range(args.repeat):
-                derivative = await dataset(DERIVATIVE.format(name=f"agg{n}", input="readings0", query=QUERY))
+                derivative = await dataset(aggregate(f"agg{n}", "readings0"))
                 began = time.perf_counter()
                 outcome = await update_derivative(ws, derivative, system_time=next(clock))
                 transform_times.append(time.perf_counter() - began)

@@ -45,7 +45,7 @@ from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
 from verifier.selection import RangeRequest
 
-from _synthetic import csv_root_snapshot
+from _synthetic import csv_root_snapshot, sql_derivative_snapshot
 
 REEXECUTION_TARGET = 1.2
 T0 = Timestamp.of(2024, 1, 1)
@@ -187,27 +187,16 @@ def bench_data_integrity(work: Path, total_mb: int, files: int, jobs: int, repea
 
 # --- 2. re-execution --------------------------------------------------------------------------
 
-DERIVATIVE = """
-kind: DatasetSnapshot
-version: 1
-content:
-  name: readings.hourly
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: readings
-      transform:
-        kind: Sql
-        engine: spark
-        queries:
-          - alias: valid
-            query: SELECT event_time, sensor, reading FROM readings WHERE reading IS NOT NULL
-          - query: |
-              SELECT max(event_time) AS event_time, sensor, date_trunc('hour', event_time) AS hour,
-                     count(*) AS n, round(avg(reading), 6) AS mean, max(reading) AS peak
-              FROM valid GROUP BY sensor, date_trunc('hour', event_time)
-"""
+DERIVATIVE = sql_derivative_snapshot(
+    "readings.hourly",
+    {"readings": None},
+    [
+        ("valid", "SELECT event_time, sensor, reading FROM readings WHERE reading IS NOT NULL"),
+        (None, "SELECT max(event_time) AS event_time, sensor, date_trunc('hour', event_time) AS hour, "
+               "count(*) AS n, round(avg(reading), 6) AS mean, max(reading) AS peak "
+               "FROM valid GROUP BY sensor, date_trunc('hour', event_time)"),
+    ],
+)
 
 ROOT = csv_root_snapshot("readings", {"event_time": "timestamp", "sensor": "string", "reading": "float64"})
 

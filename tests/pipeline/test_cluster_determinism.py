@@ -18,13 +18,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from protocol.identity import DatasetId
-from protocol.model import SqlQueryStep, Timestamp, TransformSql
+from protocol.model import Timestamp
 from tests.pipeline.cluster_transform import request_from_json
 from verifier.engine.columns import Vocab
 from verifier.engine.transform import (
     INPUT_SPLIT_BYTES,
     TransformInputSlice,
-    TransformRequest,
     execute_transform,
     input_frame,
     transform_session,
@@ -63,20 +62,28 @@ def _write_slices(folder: Path, sizes: list[int], seed: int = 11, **parquet_opti
     return paths
 
 
+def _spec(paths: list[Path], interval: tuple[int, int], query: str, out_dir: Path) -> dict[str, object]:
+    """A request over ``paths`` (input ``readings``) in the JSON form ``cluster_transform`` takes."""
+    return {
+        "paths": [str(p) for p in paths],
+        "seed": "readings",
+        "alias": "readings",
+        "interval": list(interval),
+        "query": query,
+        "system_time": "2024-03-01T00:00:00Z",
+        "out_dir": str(out_dir),
+    }
+
+
 def test_an_aggregation_over_shuffles_gives_the_same_hash_on_a_two_executor_cluster(spark, tmp_path: Path) -> None:
     # Six files, together larger than one split: six map outputs per shuffle.
     paths = _write_slices(tmp_path, [200_000] * 6, compression="none")
     assert sum(p.stat().st_size for p in paths) > INPUT_SPLIT_BYTES
-    spec = {
-        "paths": [str(p) for p in paths],
-        "seed": "readings",
-        "alias": "readings",
-        "interval": [0, 1_199_999],
-        "query": "SELECT max(event_time) AS event_time, k, sum(value) AS total, avg(value) AS mean, "
-        "count(*) AS n FROM readings GROUP BY k",
-        "system_time": "2024-03-01T00:00:00Z",
-        "out_dir": str(tmp_path / "local"),
-    }
+    query = (
+        "SELECT max(event_time) AS event_time, k, sum(value) AS total, avg(value) AS mean, "
+        "count(*) AS n FROM readings GROUP BY k"
+    )
+    spec = _spec(paths, (0, 1_199_999), query, tmp_path / "local")
     local = execute_transform(request_from_json(json.dumps(spec)))
     assert local.new_data is not None and local.new_data.num_records == 3000
 
@@ -107,24 +114,8 @@ def test_a_large_slice_is_read_in_parallel_partitions_in_offset_order(spark, tmp
     paths = _write_slices(tmp_path, [1_000, 2_400_000, 1_000], row_group_size=200_000, compression="none")
     large = paths[1].stat().st_size
     assert large > 2 * INPUT_SPLIT_BYTES, large
-    request = TransformRequest(
-        dataset_alias="out",
-        transform=TransformSql(
-            engine="spark",
-            queries=(SqlQueryStep(query="SELECT event_time, k, value FROM readings WHERE value > 1.0"),),
-        ),
-        vocab=Vocab(),
-        system_time=Timestamp.of(2024, 3, 1),
-        next_offset=0,
-        inputs=(
-            TransformInputSlice(
-                DatasetId.new_seeded(b"readings"), "readings", Vocab(), pq.read_schema(paths[0]),
-                tuple(paths), (500, 2_401_499),
-            ),
-        ),
-        prev_checkpoint=None,
-        out_dir=tmp_path / "out",
-    )
+    query = "SELECT event_time, k, value FROM readings WHERE value > 1.0"
+    request = request_from_json(json.dumps(_spec(paths, (500, 2_401_499), query, tmp_path / "out")))
     frame = input_frame(transform_session(), request.inputs[0], "out")
     assert frame.rdd.getNumPartitions() == 2 + -(-large // INPUT_SPLIT_BYTES)
 

@@ -57,29 +57,31 @@ def _default_cache_dir() -> Path:
 
 def _build(sources: list[Path], spark_jars: Path, jar: Path) -> None:
     javac = _javac()
-    with tempfile.TemporaryDirectory(prefix="odfd-plugin-") as work:
-        classes = Path(work) / "classes"
-        command = [javac, "--release", "17", "-nowarn", "-cp", str(spark_jars / "*"), "-d", str(classes)]
+    with tempfile.TemporaryDirectory(prefix="odfd-plugin-") as classes:
+        command = [javac, "--release", "17", "-nowarn", "-cp", str(spark_jars / "*"), "-d", classes]
         result = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, check=False)
         if result.returncode != 0:
             raise PluginBuildError(f"compiling odfd's Spark plugin failed:\n{result.stderr.strip()}")
-        staged = Path(work) / jar.name
-        with zipfile.ZipFile(staged, "w", zipfile.ZIP_DEFLATED) as archive:
-            for path in sorted(classes.rglob("*.class")):
-                archive.write(path, path.relative_to(classes).as_posix())
-        # Another process may build the same jar at the same time; both write equal content.
-        with tempfile.NamedTemporaryFile(dir=jar.parent, prefix=".building-", delete=False) as tmp:
-            tmp.write(staged.read_bytes())
+        # Written beside the jar and renamed into place: another process building the same jar at
+        # the same time writes equal content, and a reader never sees half a file.
+        with tempfile.NamedTemporaryFile(dir=jar.parent, prefix=".building-", suffix=".jar", delete=False) as tmp:
+            try:
+                with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
+                    for path in sorted(Path(classes).rglob("*.class")):
+                        archive.write(path, path.relative_to(classes).as_posix())
+            except BaseException:
+                os.unlink(tmp.name)
+                raise
         os.replace(tmp.name, jar)
 
 
 def _javac() -> str:
     home = os.environ.get("JAVA_HOME")
-    candidates = [str(Path(home) / "bin" / "javac")] if home else []
-    candidates.append(shutil.which("javac") or "")
-    for candidate in candidates:
-        if candidate and os.access(candidate, os.X_OK):
-            return candidate
+    if home and os.access(Path(home) / "bin" / "javac", os.X_OK):
+        return str(Path(home) / "bin" / "javac")
+    found = shutil.which("javac")
+    if found:
+        return found
     raise PluginBuildError(
         "odfd builds a small Spark plugin on first use and needs `javac` from a Java 17 JDK "
         "(set JAVA_HOME or put javac on PATH; a JRE alone is not enough)"
