@@ -22,11 +22,10 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from protocol.errors import OdfError
-from verifier.engine.settings import SparkConfigError, SparkSettings
-
 from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from protocol.errors import OdfError
+from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"
 
@@ -54,7 +53,9 @@ def parse_duration(text: str | int | float) -> float:
         except ValueError:
             parts = _DURATION_PART.findall(compact)
             if not compact or "".join(n + u for n, u in parts) != compact:
-                raise ValueError(f"{text!r} is not a duration (use e.g. 30s, 5m, 1h30m, 2d)") from None
+                raise ValueError(
+                    f"{text!r} is not a duration (use e.g. 30s, 5m, 1h30m, 2d)"
+                ) from None
             seconds = sum(float(n) * _UNIT_SECONDS[u] for n, u in parts)
     if not math.isfinite(seconds) or seconds < 0:
         raise ValueError(f"{text!r} is not a non-negative duration")
@@ -115,7 +116,9 @@ class SyncConfig:
     """URL prefix -> bearer token for pulls from and pushes to that remote (longest prefix wins)."""
 
     def token_for(self, url: str) -> str | None:
-        best = max((prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None)
+        best = max(
+            (prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None
+        )
         return None if best is None else self.tokens[best]
 
 
@@ -196,9 +199,12 @@ def _int(minimum: int, maximum: int | None = None) -> Reader:
         if not isinstance(value, int) or isinstance(value, bool):
             raise ValueError(f"expected an integer, got {value!r}")
         if value < minimum or (maximum is not None and value > maximum):
-            bound = f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+            bound = (
+                f"between {minimum} and {maximum}" if maximum is not None else f"at least {minimum}"
+            )
             raise ValueError(f"must be {bound}, got {value}")
         return value
+
     return read
 
 
@@ -243,6 +249,7 @@ def _str(*choices: str) -> Reader:
         if choices and value.lower() not in choices:
             raise ValueError(f"must be one of {', '.join(choices)}, got {value!r}")
         return value.lower() if choices else value
+
     return read
 
 
@@ -255,8 +262,9 @@ def _str_list(value: Any, from_env: bool) -> list[str]:
 
 
 def _str_table(value: Any, from_env: bool) -> Mapping[str, str]:
-    if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) and v
-                                              for k, v in value.items()):
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) and v for k, v in value.items()
+    ):
         raise ValueError("expected a table of strings")
     return MappingProxyType(dict(value))
 
@@ -276,27 +284,59 @@ def _base_url(value: Any, from_env: bool) -> str:
 
 
 _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
-    "server": (ServerConfig, {
-        "address": _str(), "port": _int(0, 65535), "push_tokens": _str_list,
-        "url_signing_key": _signing_key, "url_ttl_seconds": _int(1), "base_url": _base_url,
-    }),
+    "server": (
+        ServerConfig,
+        {
+            "address": _str(),
+            "port": _int(0, 65535),
+            "push_tokens": _str_list,
+            "url_signing_key": _signing_key,
+            "url_ttl_seconds": _int(1),
+            "base_url": _base_url,
+        },
+    ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
-    "sync": (SyncConfig, {
-        "default_interval": _positive_duration, "jitter": _fraction, "max_concurrent": _int(1),
-        "parallel_objects": _int(1), "backoff_initial": _positive_duration,
-        "backoff_max": _positive_duration, "attempt_timeout": _positive_duration,
-        "startup_spread": _duration, "history": _positive_duration, "transform_derivatives": _bool,
-        "tokens": _str_table,
-    }),
-    "audit": (AuditConfig, {
-        "after_sync": _bool, "interval": _duration, "max_concurrent": _int(1), "jobs": _int(1),
-        "withhold_failing": _bool, "keep_reports": _int(1),
-    }),
-    "daemon": (DaemonConfig, {
-        "admin_socket": _str(), "blocking_threads": _int(2), "spark_jobs": _int(1),
-        "shutdown_timeout": _duration, "reconcile_interval": _positive_duration,
-    }),
-    "log": (LogConfig, {"format": _str("text", "json"), "level": _str("debug", "info", "warning", "error")}),
+    "sync": (
+        SyncConfig,
+        {
+            "default_interval": _positive_duration,
+            "jitter": _fraction,
+            "max_concurrent": _int(1),
+            "parallel_objects": _int(1),
+            "backoff_initial": _positive_duration,
+            "backoff_max": _positive_duration,
+            "attempt_timeout": _positive_duration,
+            "startup_spread": _duration,
+            "history": _positive_duration,
+            "transform_derivatives": _bool,
+            "tokens": _str_table,
+        },
+    ),
+    "audit": (
+        AuditConfig,
+        {
+            "after_sync": _bool,
+            "interval": _duration,
+            "max_concurrent": _int(1),
+            "jobs": _int(1),
+            "withhold_failing": _bool,
+            "keep_reports": _int(1),
+        },
+    ),
+    "daemon": (
+        DaemonConfig,
+        {
+            "admin_socket": _str(),
+            "blocking_threads": _int(2),
+            "spark_jobs": _int(1),
+            "shutdown_timeout": _duration,
+            "reconcile_interval": _positive_duration,
+        },
+    ),
+    "log": (
+        LogConfig,
+        {"format": _str("text", "json"), "level": _str("debug", "info", "warning", "error")},
+    ),
     "metrics": (MetricsConfig, {"enabled": _bool}),
 }
 _FILE_ONLY = {("sync", "tokens")}
@@ -321,11 +361,15 @@ def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Node
             raise ConfigError(f"{path}: invalid TOML: {err}") from None
     unknown = sorted(set(document) - set(_SECTIONS) - _OTHER_TABLES)
     if unknown:
-        raise ConfigError(f"{where}: unknown section(s) {', '.join(f'[{name}]' for name in unknown)}; "
-                          f"known: {', '.join(f'[{name}]' for name in sorted({*_SECTIONS, *_OTHER_TABLES}))}")
+        raise ConfigError(
+            f"{where}: unknown section(s) {', '.join(f'[{name}]' for name in unknown)}; "
+            f"known: {', '.join(f'[{name}]' for name in sorted({*_SECTIONS, *_OTHER_TABLES}))}"
+        )
     values: dict[str, Any] = {}
     for section, (kind, readers) in _SECTIONS.items():
-        values[section] = _load_section(section, kind, readers, _table(document, section, where), where, env)
+        values[section] = _load_section(
+            section, kind, readers, _table(document, section, where), where, env
+        )
     values["spark"] = _load_spark(_table(document, "spark", where), where, env)
     return NodeConfig(**values)
 
@@ -337,12 +381,20 @@ def _table(document: dict[str, Any], section: str, where: str) -> dict[str, Any]
     return table
 
 
-def _load_section(section: str, kind: type, readers: dict[str, Reader], table: dict[str, Any], where: str,
-                  env: Mapping[str, str]) -> Any:
+def _load_section(
+    section: str,
+    kind: type,
+    readers: dict[str, Reader],
+    table: dict[str, Any],
+    where: str,
+    env: Mapping[str, str],
+) -> Any:
     unknown = sorted(set(table) - set(readers))
     if unknown:
-        raise ConfigError(f"{where}: [{section}] unknown key(s) {', '.join(unknown)}; "
-                          f"known: {', '.join(sorted(readers))}")
+        raise ConfigError(
+            f"{where}: [{section}] unknown key(s) {', '.join(unknown)}; "
+            f"known: {', '.join(sorted(readers))}"
+        )
     config = kind()
     names = {f.name for f in fields(kind)}
     for key, read in readers.items():
@@ -366,8 +418,10 @@ def _load_section(section: str, kind: type, readers: dict[str, Reader], table: d
 
 def _check_section(section: str, config: Any, where: str) -> Any:
     if isinstance(config, SyncConfig) and config.backoff_initial > config.backoff_max:
-        raise ConfigError(f"{where}: [sync] backoff_initial ({format_duration(config.backoff_initial)}) "
-                          f"is longer than backoff_max ({format_duration(config.backoff_max)})")
+        raise ConfigError(
+            f"{where}: [sync] backoff_initial ({format_duration(config.backoff_initial)}) "
+            f"is longer than backoff_max ({format_duration(config.backoff_max)})"
+        )
     return config
 
 

@@ -99,7 +99,12 @@ _BUFFER_KINDS = {
     "runEnd": "RunEnd",
     "runend": "RunEnd",
 }
-_DATE_UNITS = {"Day": "Day", "day": "Day", "Millisecond": "Millisecond", "millisecond": "Millisecond"}
+_DATE_UNITS = {
+    "Day": "Day",
+    "day": "Day",
+    "Millisecond": "Millisecond",
+    "millisecond": "Millisecond",
+}
 
 
 class UnsupportedSchemaError(OdfError, ValueError):
@@ -149,7 +154,7 @@ def _view(bits: int) -> dict[str, JsonValue]:
     return {BUFFER_ENCODING: {"kind": "View", "offsetBitWidth": bits}}
 
 
-def _non_null_type_from_arrow(  # noqa: C901 - one branch per Arrow type, as in the reference
+def _non_null_type_from_arrow(
     arrow: pa.DataType, path: str
 ) -> tuple[DataType, dict[str, JsonValue]]:
     simple = _SIMPLE_FROM_ARROW.get(arrow)
@@ -177,7 +182,12 @@ def _non_null_type_from_arrow(  # noqa: C901 - one branch per Arrow type, as in 
         return DataTypeString(), _contiguous(64)
     if pat.is_string_view(arrow):
         return DataTypeString(), _view(32)
-    if pat.is_list(arrow) or pat.is_large_list(arrow) or pat.is_list_view(arrow) or pat.is_large_list_view(arrow):
+    if (
+        pat.is_list(arrow)
+        or pat.is_large_list(arrow)
+        or pat.is_list_view(arrow)
+        or pat.is_large_list_view(arrow)
+    ):
         item, _ = _type_from_arrow(arrow.value_type, arrow.value_field.nullable, f"{path}[]")
         bits = 64 if pat.is_large_list(arrow) or pat.is_large_list_view(arrow) else 32
         view = pat.is_list_view(arrow) or pat.is_large_list_view(arrow)
@@ -271,7 +281,7 @@ def _default_encoding(odf: DataType, settings: ToArrowSettings) -> dict[str, Jso
     return {default[0]: dict(default[1])}
 
 
-def _plain_to_arrow(odf: DataType, path: str, settings: ToArrowSettings) -> pa.DataType:  # noqa: C901
+def _plain_to_arrow(odf: DataType, path: str, settings: ToArrowSettings) -> pa.DataType:
     simple = _SIMPLE_TO_ARROW.get(type(odf))
     if simple is not None:
         return simple
@@ -294,7 +304,9 @@ def _plain_to_arrow(odf: DataType, path: str, settings: ToArrowSettings) -> pa.D
         unit = _UNIT_TO_ARROW[odf.unit or _DEFAULT_UNIT]
         return pa.time32(unit) if unit in ("s", "ms") else pa.time64(unit)
     if isinstance(odf, DataTypeTimestamp):
-        return pa.timestamp(_UNIT_TO_ARROW[odf.unit or _DEFAULT_UNIT], odf.timezone or _DEFAULT_TIMEZONE)
+        return pa.timestamp(
+            _UNIT_TO_ARROW[odf.unit or _DEFAULT_UNIT], odf.timezone or _DEFAULT_TIMEZONE
+        )
     if isinstance(odf, DataTypeList):
         item = _list_item_field(odf, path, settings)
         return pa.list_(item) if odf.fixed_length is None else pa.list_(item, odf.fixed_length)
@@ -365,7 +377,11 @@ def _buffer_encoding(encoding: JsonValue, path: str) -> tuple[str, int]:
 
 
 def _date_encoded_to_arrow(odf: DataType, encoding: JsonValue, path: str) -> pa.DataType:
-    if not isinstance(encoding, dict) or set(encoding) != {"unit"} or encoding["unit"] not in _DATE_UNITS:
+    if (
+        not isinstance(encoding, dict)
+        or set(encoding) != {"unit"}
+        or encoding["unit"] not in _DATE_UNITS
+    ):
         raise UnsupportedSchemaError(f"field '{path}': invalid {DATE_ENCODING} {encoding!r}")
     if not isinstance(odf, DataTypeDate):
         raise _unsupported_encoding(odf, encoding, path)
@@ -393,13 +409,17 @@ def _unsupported_encoding(odf: DataType, encoding: JsonValue, path: str) -> Unsu
 
 def strip_encoding(schema: DataSchema) -> DataSchema:
     """``schema`` without the Arrow encoding attributes (the reference's ``strip_encoding``)."""
-    return DataSchema(fields=tuple(_strip_field(field) for field in schema.fields), extra=schema.extra)
+    return DataSchema(
+        fields=tuple(_strip_field(field) for field in schema.fields), extra=schema.extra
+    )
 
 
 def _strip_field(field: DataField) -> DataField:
     extra = {k: v for k, v in (field.extra or {}).items() if k not in ENCODING_KEYS}
     return DataField(
-        name=field.name, type=_strip_type(field.type), extra=ExtraAttributes(extra) if extra else None
+        name=field.name,
+        type=_strip_type(field.type),
+        extra=ExtraAttributes(extra) if extra else None,
     )
 
 

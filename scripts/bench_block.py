@@ -66,35 +66,59 @@ def mix(count: int) -> list[MetadataBlock]:
         roll = rng.random()
         rows = rng.randint(1, 100_000)
         new_data = DataSlice(
-            logical_hash=mh(), physical_hash=mh(),
-            offset_interval=OffsetInterval(start=offset, end=offset + rows - 1), size=rows * 40,
+            logical_hash=mh(),
+            physical_hash=mh(),
+            offset_interval=OffsetInterval(start=offset, end=offset + rows - 1),
+            size=rows * 40,
         )
         if roll < 0.55:
             event = AddData(
-                prev_checkpoint=mh(), prev_offset=offset - 1 if offset else None, new_data=new_data,
-                new_checkpoint=Checkpoint(physical_hash=mh(), size=4096), new_watermark=now,
-                new_source_state=SourceState(source_name="default", kind="odf/etag", value=rng.randbytes(8).hex()),
+                prev_checkpoint=mh(),
+                prev_offset=offset - 1 if offset else None,
+                new_data=new_data,
+                new_checkpoint=Checkpoint(physical_hash=mh(), size=4096),
+                new_watermark=now,
+                new_source_state=SourceState(
+                    source_name="default", kind="odf/etag", value=rng.randbytes(8).hex()
+                ),
             )
         elif roll < 0.95:
             event = ExecuteTransform(
                 query_inputs=tuple(
-                    ExecuteTransformInput(dataset_id=d, prev_block_hash=mh(), new_block_hash=mh(),
-                                          prev_offset=offset, new_offset=offset + 10)
+                    ExecuteTransformInput(
+                        dataset_id=d,
+                        prev_block_hash=mh(),
+                        new_block_hash=mh(),
+                        prev_offset=offset,
+                        new_offset=offset + 10,
+                    )
                     for d in inputs[: rng.randint(1, 3)]
                 ),
-                prev_checkpoint=mh(), prev_offset=offset - 1 if offset else None, new_data=new_data,
-                new_checkpoint=Checkpoint(physical_hash=mh(), size=1024), new_watermark=now,
+                prev_checkpoint=mh(),
+                prev_offset=offset - 1 if offset else None,
+                new_data=new_data,
+                new_checkpoint=Checkpoint(physical_hash=mh(), size=1024),
+                new_watermark=now,
             )
         elif roll < 0.98:
-            event = SetDataSchema(schema=DataSchema(fields=(
-                DataField(name="offset", type=DataTypeInt64()),
-                DataField(name="event_time", type=DataTypeTimestamp(unit=TimeUnit.MILLISECOND, timezone="UTC")),
-                DataField(name="city", type=DataTypeString()),
-            )))
+            event = SetDataSchema(
+                schema=DataSchema(
+                    fields=(
+                        DataField(name="offset", type=DataTypeInt64()),
+                        DataField(
+                            name="event_time",
+                            type=DataTypeTimestamp(unit=TimeUnit.MILLISECOND, timezone="UTC"),
+                        ),
+                        DataField(name="city", type=DataTypeString()),
+                    )
+                )
+            )
         else:
             event = SetInfo(description="Population by city", keywords=("census", "cities"))
         offset += rows
-        blocks.append(MetadataBlock(system_time=now, prev_block_hash=prev, sequence_number=seq, event=event))
+        blocks.append(
+            MetadataBlock(system_time=now, prev_block_hash=prev, sequence_number=seq, event=event)
+        )
         prev = mh()
     return blocks
 
@@ -150,17 +174,23 @@ def main() -> None:
             stick_rates.append(after)
             before = after
 
-    print(f"blocks: {len(blocks)} (mean {mean_size:.0f} bytes), {args.rounds} rounds; best rate, then the "
-          f"median cost of a block in yardsticks timed right before and after it")
+    print(
+        f"blocks: {len(blocks)} (mean {mean_size:.0f} bytes), {args.rounds} rounds; best rate, then the "
+        f"median cost of a block in yardsticks timed right before and after it"
+    )
     print(f"python yardstick : {max(stick_rates):12,.0f} /s")
-    print(f"sha3-256 only    : {max(rates['sha3-256 only']):12,.0f} blocks/s  "
-          f"cost {statistics.median(costs['sha3-256 only']):5.2f} yardsticks")
+    print(
+        f"sha3-256 only    : {max(rates['sha3-256 only']):12,.0f} blocks/s  "
+        f"cost {statistics.median(costs['sha3-256 only']):5.2f} yardsticks"
+    )
     for name in ("encode + hash", "decode"):
         best = max(rates[name])
         cost = statistics.median(costs[name])
-        print(f"{name:<17}: {best:12,.0f} blocks/s  cost {cost:5.2f} yardsticks; {TARGET:,}/s needs the "
-              f"yardstick at >= {cost * TARGET:,.0f}/s -> {'met' if best >= TARGET else 'NOT met'} "
-              f"({best / TARGET:.2f}x the target)")
+        print(
+            f"{name:<17}: {best:12,.0f} blocks/s  cost {cost:5.2f} yardsticks; {TARGET:,}/s needs the "
+            f"yardstick at >= {cost * TARGET:,.0f}/s -> {'met' if best >= TARGET else 'NOT met'} "
+            f"({best / TARGET:.2f}x the target)"
+        )
 
 
 if __name__ == "__main__":

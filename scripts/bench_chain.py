@@ -28,23 +28,24 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from bench_block import yardstick
+
 from protocol.identity import DatasetId, Multicodec, Multihash
 from protocol.model import (
     AddData,
     Checkpoint,
     DataField,
     DataSchema,
+    DatasetKind,
     DataSlice,
     DataTypeInt64,
     DataTypeString,
     DataTypeTimestamp,
-    DatasetKind,
     OffsetInterval,
     Seed,
     SetDataSchema,
     Timestamp,
 )
-from bench_block import yardstick
 from storage.chain import MetadataChain, metadata_chain, validate_chain
 from storage.stores.localfs import LocalFsObjectStore, LocalFsRefStore
 
@@ -55,7 +56,9 @@ _EPOCH_2020 = Timestamp.of(2020, 1, 1).epoch_nanos
 def _hash(n: int, code: Multicodec = Multicodec.SHA3_256) -> Multihash:
     """A distinct, stable stand-in hash for object ``n`` (the chain rules never open objects
     here: the bench chain has no data store attached)."""
-    return Multihash(code=code, digest=Multihash.from_digest_sha3_256(n.to_bytes(8, "big", signed=True)).digest)
+    return Multihash(
+        code=code, digest=Multihash.from_digest_sha3_256(n.to_bytes(8, "big", signed=True)).digest
+    )
 
 
 def _events(count: int, first_offset: int):
@@ -64,14 +67,20 @@ def _events(count: int, first_offset: int):
     for i in range(count):
         n = first_offset // 100 + i
         start = first_offset + i * 100
-        events.append(AddData(
-            prev_offset=None if start == 0 else start - 1,
-            prev_checkpoint=None if n == 0 else _hash(-n),
-            new_data=DataSlice(logical_hash=_hash(n, Multicodec.ARROW0_SHA3_256), physical_hash=_hash(n),
-                               offset_interval=OffsetInterval(start=start, end=start + 99), size=4096 + n),
-            new_checkpoint=Checkpoint(physical_hash=_hash(-n - 1), size=512),
-            new_watermark=Timestamp(_EPOCH_2020 + n * 10**9),
-        ))
+        events.append(
+            AddData(
+                prev_offset=None if start == 0 else start - 1,
+                prev_checkpoint=None if n == 0 else _hash(-n),
+                new_data=DataSlice(
+                    logical_hash=_hash(n, Multicodec.ARROW0_SHA3_256),
+                    physical_hash=_hash(n),
+                    offset_interval=OffsetInterval(start=start, end=start + 99),
+                    size=4096 + n,
+                ),
+                new_checkpoint=Checkpoint(physical_hash=_hash(-n - 1), size=512),
+                new_watermark=Timestamp(_EPOCH_2020 + n * 10**9),
+            )
+        )
     return events
 
 
@@ -83,21 +92,29 @@ async def append(root: Path, blocks: int, batch: int) -> tuple[float, list[Multi
     """Append ``blocks`` blocks; returns the seconds taken and the head after each batch."""
     chain = _chain(root)
     _, dataset_id = DatasetId.new_generated()
-    schema = SetDataSchema(schema=DataSchema(fields=(
-        DataField(name="offset", type=DataTypeInt64()),
-        DataField(name="system_time", type=DataTypeTimestamp()),
-        DataField(name="event_time", type=DataTypeTimestamp()),
-        DataField(name="value", type=DataTypeString()),
-    )))
+    schema = SetDataSchema(
+        schema=DataSchema(
+            fields=(
+                DataField(name="offset", type=DataTypeInt64()),
+                DataField(name="system_time", type=DataTypeTimestamp()),
+                DataField(name="event_time", type=DataTypeTimestamp()),
+                DataField(name="value", type=DataTypeString()),
+            )
+        )
+    )
     started = time.perf_counter()
-    head, _ = await chain.append_events([Seed(dataset_id=dataset_id, dataset_kind=DatasetKind.ROOT), schema],
-                                        expected_head=None, system_time=Timestamp.now())
+    head, _ = await chain.append_events(
+        [Seed(dataset_id=dataset_id, dataset_kind=DatasetKind.ROOT), schema],
+        expected_head=None,
+        system_time=Timestamp.now(),
+    )
     heads = []
     written = 2
     while written < blocks:
         count = min(batch, blocks - written)
-        head, _ = await chain.append_events(_events(count, (written - 2) * 100), expected_head=head,
-                                            system_time=Timestamp.now())
+        head, _ = await chain.append_events(
+            _events(count, (written - 2) * 100), expected_head=head, system_time=Timestamp.now()
+        )
         written += count
         heads.append(head)
     return time.perf_counter() - started, heads
@@ -149,7 +166,7 @@ async def decode_share(root: Path) -> tuple[float, float]:
     spent = 0.0
     original = metadata_chain.decode_block
 
-    def timed(data: bytes):  # noqa: ANN202 - same signature as decode_block
+    def timed(data: bytes):
         nonlocal spent
         started = time.perf_counter()
         try:
@@ -178,35 +195,52 @@ async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--blocks", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000)
-    parser.add_argument("--rounds", type=int, default=3, help="validations, each with its baselines")
-    parser.add_argument("--dir", type=Path, default=None, help="where to build the chain (default: a temp dir)")
+    parser.add_argument(
+        "--rounds", type=int, default=3, help="validations, each with its baselines"
+    )
+    parser.add_argument(
+        "--dir", type=Path, default=None, help="where to build the chain (default: a temp dir)"
+    )
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="bench-chain-", dir=args.dir))
     try:
         append_s, heads = await append(root, args.blocks, args.batch)
-        print(f"append:   {args.blocks} blocks in {append_s:.1f} s = {args.blocks / append_s:,.0f} blocks/s "
-              f"(durable, batches of {args.batch})")
+        print(
+            f"append:   {args.blocks} blocks in {append_s:.1f} s = {args.blocks / append_s:,.0f} blocks/s "
+            f"(durable, batches of {args.batch})"
+        )
         count, measured = await validation_rounds(root, args.rounds)
         best = min(measured["seconds"])
         rate = count / best
         cost = statistics.median(measured["cost"])
-        print(f"validate: {count} blocks in {best:.1f} s = {rate:,.0f} blocks/s (best of {args.rounds}); "
-              f"target {TARGET_VALIDATION_RATE:,} blocks/s -> {rate / TARGET_VALIDATION_RATE:.2f}x the target")
-        print(f"          cost {cost:.2f} yardsticks per block (median of rounds): the target needs the "
-              f"yardstick at >= {cost * TARGET_VALIDATION_RATE:,.0f}/s, this run ran it at up to "
-              f"{max(measured['yardstick']):,.0f}/s; reading and hashing every block once takes "
-              f"{statistics.median(measured['io share']):.0%} of a validation")
+        print(
+            f"validate: {count} blocks in {best:.1f} s = {rate:,.0f} blocks/s (best of {args.rounds}); "
+            f"target {TARGET_VALIDATION_RATE:,} blocks/s -> {rate / TARGET_VALIDATION_RATE:.2f}x the target"
+        )
+        print(
+            f"          cost {cost:.2f} yardsticks per block (median of rounds): the target needs the "
+            f"yardstick at >= {cost * TARGET_VALIDATION_RATE:,.0f}/s, this run ran it at up to "
+            f"{max(measured['yardstick']):,.0f}/s; reading and hashing every block once takes "
+            f"{statistics.median(measured['io share']):.0%} of a validation"
+        )
         decode_s, total_s = await decode_share(root)
-        print(f"          protocol.codec decode_block: {decode_s / count * 1e6:.0f} us/block, "
-              f"{decode_s / total_s:.0%} of a validation; storage's own share runs at "
-              f"{count / (total_s - decode_s):,.0f} blocks/s")
-        picks = sorted({heads[max(0, len(heads) * k // 10 - 1)] for k in (1, 5, 10)},
-                       key=heads.index)
+        print(
+            f"          protocol.codec decode_block: {decode_s / count * 1e6:.0f} us/block, "
+            f"{decode_s / total_s:.0%} of a validation; storage's own share runs at "
+            f"{count / (total_s - decode_s):,.0f} blocks/s"
+        )
+        picks = sorted(
+            {heads[max(0, len(heads) * k // 10 - 1)] for k in (1, 5, 10)}, key=heads.index
+        )
         peaks = [await peak_memory(root, h) for h in picks]
         for blocks, peak in peaks:
-            print(f"memory:   validating {blocks:>7} blocks peaks at {peak / 2**20:6.2f} MiB (tracemalloc)")
+            print(
+                f"memory:   validating {blocks:>7} blocks peaks at {peak / 2**20:6.2f} MiB (tracemalloc)"
+            )
         (first_n, first_peak), (last_n, last_peak) = peaks[0], peaks[-1]
-        print(f"memory:   {last_n / first_n:.1f}x the blocks -> {last_peak / first_peak:.2f}x the peak")
+        print(
+            f"memory:   {last_n / first_n:.1f}x the blocks -> {last_peak / first_peak:.2f}x the peak"
+        )
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from storage.workspace import Workspace  # noqa: E402
-from tests.daemon.processes import DaemonProcess, init_workspace, mirror_manifests, odfd, wait_for  # noqa: E402
-from tests.replication.datagen import create_root  # noqa: E402
+from storage.workspace import Workspace
+from tests.daemon.processes import DaemonProcess, init_workspace, mirror_manifests, odfd, wait_for
+from tests.replication.datagen import create_root
 
 IDLE_CPU_TARGET = 0.02
 RSS_TARGET_KIB = 1 << 20
@@ -46,12 +46,16 @@ async def _make_source(root: Path, count: int) -> list[str]:
 
 def _synced(root: Path) -> int:
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
-        return db.execute("SELECT count(DISTINCT mirror) FROM sync_attempts WHERE outcome = 'updated'").fetchone()[0]
+        return db.execute(
+            "SELECT count(DISTINCT mirror) FROM sync_attempts WHERE outcome = 'updated'"
+        ).fetchone()[0]
 
 
 def _failed(root: Path) -> int:
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
-        return db.execute("SELECT count(*) FROM sync_attempts WHERE outcome = 'failed'").fetchone()[0]
+        return db.execute("SELECT count(*) FROM sync_attempts WHERE outcome = 'failed'").fetchone()[
+            0
+        ]
 
 
 def _cpu_seconds(pid: int) -> float:
@@ -67,7 +71,9 @@ def _peak_rss_kib(pid: int) -> int:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--mirrors", type=int, default=1000)
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--idle-window", type=float, default=30.0)
@@ -79,13 +85,26 @@ def main() -> None:
     a = DaemonProcess(work / "a", work / "a.log").start()
     b = DaemonProcess(work / "b", work / "b.log")
     try:
-        init_workspace(work / "b", f'\n[sync]\nmax_concurrent = {args.concurrency}\nstartup_spread = "0s"\n'
-                                   '[audit]\nafter_sync = false\ninterval = "0s"\n')
-        odfd("apply", "-f", str(mirror_manifests(work, {alias: f"{a.server_url}{alias}" for alias in aliases})),
-             root=work / "b", timeout=1800)
+        init_workspace(
+            work / "b",
+            f'\n[sync]\nmax_concurrent = {args.concurrency}\nstartup_spread = "0s"\n'
+            '[audit]\nafter_sync = false\ninterval = "0s"\n',
+        )
+        odfd(
+            "apply",
+            "-f",
+            str(mirror_manifests(work, {alias: f"{a.server_url}{alias}" for alias in aliases})),
+            root=work / "b",
+            timeout=1800,
+        )
         b.start()
         started = time.monotonic()
-        wait_for(f"{args.mirrors} mirrors to sync", lambda: _synced(work / "b") >= args.mirrors, 3600, 1.0)
+        wait_for(
+            f"{args.mirrors} mirrors to sync",
+            lambda: _synced(work / "b") >= args.mirrors,
+            3600,
+            1.0,
+        )
         elapsed = time.monotonic() - started
         time.sleep(2.0)  # let the last attempts' bookkeeping settle before measuring idle
         cpu_before, window_start = _cpu_seconds(b.pid), time.monotonic()
@@ -94,11 +113,17 @@ def main() -> None:
         peak_rss = _peak_rss_kib(b.pid)
         failed = _failed(work / "b")
         syncs_per_minute = args.mirrors / elapsed * 60
-        print(f"mirrors:               {args.mirrors} (max {args.concurrency} syncs at once), {failed} failed attempts")
+        print(
+            f"mirrors:               {args.mirrors} (max {args.concurrency} syncs at once), {failed} failed attempts"
+        )
         print(f"initial sync:          {elapsed:.1f} s = {syncs_per_minute:.0f} syncs/minute")
-        print(f"peak RSS (daemon B):   {peak_rss / 1024:.0f} MiB = {peak_rss / RSS_TARGET_KIB:.2f}x the 1 GB target")
-        print(f"idle CPU ({args.idle_window:g} s window): {idle_cpu * 100:.2f}% of a core = "
-              f"{idle_cpu / IDLE_CPU_TARGET:.2f}x the 2% target")
+        print(
+            f"peak RSS (daemon B):   {peak_rss / 1024:.0f} MiB = {peak_rss / RSS_TARGET_KIB:.2f}x the 1 GB target"
+        )
+        print(
+            f"idle CPU ({args.idle_window:g} s window): {idle_cpu * 100:.2f}% of a core = "
+            f"{idle_cpu / IDLE_CPU_TARGET:.2f}x the 2% target"
+        )
         b.stop()
     finally:
         b.stop()

@@ -41,7 +41,11 @@ def string_table(total_bytes: int, rng: np.random.Generator) -> pa.Table:
     strings = pa.Array.from_buffers(
         pa.large_string(),
         rows,
-        [pa.py_buffer(np.packbits(validity, bitorder="little")), pa.py_buffer(offsets), pa.py_buffer(data)],
+        [
+            pa.py_buffer(np.packbits(validity, bitorder="little")),
+            pa.py_buffer(offsets),
+            pa.py_buffer(data),
+        ],
     )
     return pa.table({"key": pa.array(np.arange(rows, dtype=np.int64)), "text": strings})
 
@@ -77,7 +81,9 @@ def main() -> None:
     rng = np.random.default_rng(1)
     total = args.mb * 1_000_000
     results = {
-        "fixed-width": measure("int64+float64, no nulls", fixed_width_table(total, rng, 0.0), args.repeat),
+        "fixed-width": measure(
+            "int64+float64, no nulls", fixed_width_table(total, rng, 0.0), args.repeat
+        ),
         "strings": measure("strings (5% nulls)", string_table(total, rng), args.repeat),
     }
     measure("int64+float64, 5% nulls", fixed_width_table(total, rng, 0.05), args.repeat)

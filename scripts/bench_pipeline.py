@@ -30,18 +30,24 @@ import pyarrow.csv as pacsv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from odfd.coordinator.ingest import ingest_push  # noqa: E402
-from odfd.coordinator.transform import update_derivative  # noqa: E402
-from protocol.codec import yaml as odf_yaml  # noqa: E402
-from protocol.model import Timestamp  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
-from verifier.engine import session  # noqa: E402
-from verifier.engine.inputs import all_slices  # noqa: E402
-from verifier.engine.settings import SparkSettings  # noqa: E402
+from _synthetic import csv_root_snapshot, sql_derivative_snapshot
 
-from _synthetic import csv_root_snapshot, sql_derivative_snapshot  # noqa: E402
+from odfd.coordinator.ingest import ingest_push
+from odfd.coordinator.transform import update_derivative
+from protocol.codec import yaml as odf_yaml
+from protocol.model import Timestamp
+from storage.workspace import Workspace
+from verifier.engine import session
+from verifier.engine.inputs import all_slices
+from verifier.engine.settings import SparkSettings
 
-COLUMNS = {"event_time": "timestamp", "sensor": "string", "region": "string", "value": "float64", "status": "int32"}
+COLUMNS = {
+    "event_time": "timestamp",
+    "sensor": "string",
+    "region": "string",
+    "value": "float64",
+    "status": "int32",
+}
 
 QUERY = (
     "SELECT max(event_time) AS event_time, region, sensor, count(*) AS n, avg(value) AS mean, "
@@ -56,7 +62,9 @@ def aggregate(name: str, input: str) -> str:
     return sql_derivative_snapshot(name, {input: "readings"}, [(None, QUERY)])
 
 
-def generate_csv(path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK, seed: int = 7) -> int:
+def generate_csv(
+    path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK, seed: int = 7
+) -> int:
     """Writes a sensor-readings CSV of at least ``target_bytes``; returns the number of rows."""
     rng = np.random.default_rng(seed)
     start = np.datetime64("2024-01-01T00:00:00", "ms")
@@ -67,9 +75,17 @@ def generate_csv(path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK
             millis = np.sort(rng.integers(0, 365 * 86_400_000, n)) + (start.astype("int64"))
             table = pa.table(
                 {
-                    "event_time": pa.array(millis.astype("datetime64[ms]")).cast(pa.timestamp("ms", tz="UTC")),
-                    "sensor": pa.array(np.char.add("sensor-", rng.integers(0, 5000, n).astype(str))),
-                    "region": pa.array(np.array(["north", "south", "east", "west", "central"])[rng.integers(0, 5, n)]),
+                    "event_time": pa.array(millis.astype("datetime64[ms]")).cast(
+                        pa.timestamp("ms", tz="UTC")
+                    ),
+                    "sensor": pa.array(
+                        np.char.add("sensor-", rng.integers(0, 5000, n).astype(str))
+                    ),
+                    "region": pa.array(
+                        np.array(["north", "south", "east", "west", "central"])[
+                            rng.integers(0, 5, n)
+                        ]
+                    ),
                     "value": pa.array(np.round(rng.normal(20.0, 8.0, n), 3)),
                     "status": pa.array(rng.choice([0, 0, 0, 1, 2], n).astype(np.int32)),
                 },
@@ -101,13 +117,19 @@ async def bench(args: argparse.Namespace) -> None:
     small = work / "small.csv"
     generate_csv(small, 1, chunk_rows=10_000)
 
-    session.configure(SparkSettings(master=args.master, driver_memory=args.driver_memory, local_dir=str(work / "spark")))
+    session.configure(
+        SparkSettings(
+            master=args.master, driver_memory=args.driver_memory, local_dir=str(work / "spark")
+        )
+    )
     session.get_spark()
     async with await Workspace.init(work / "ws") as ws:
         clock = iter(Timestamp.of(2030, 1, 1, 0, m) for m in range(60))
 
         async def dataset(manifest: str):
-            return await ws.create_from_snapshot(odf_yaml.load_snapshot(manifest.encode()), system_time=Timestamp.of(2029, 1, 1))
+            return await ws.create_from_snapshot(
+                odf_yaml.load_snapshot(manifest.encode()), system_time=Timestamp.of(2029, 1, 1)
+            )
 
         # Warm-up: start Spark and JIT the paths once on small data.
         warm = await dataset(csv_root_snapshot("warmup", COLUMNS))
@@ -123,8 +145,10 @@ async def bench(args: argparse.Namespace) -> None:
             ingest_times.append(time.perf_counter() - began)
             assert outcome.num_records == rows, outcome
         ingest = statistics.median(ingest_times)
-        print(f"ingest: {rows:,} rows, {size_mb:,.0f} MB CSV in {ingest:.1f} s (median of {args.repeat}): "
-              f"{rows / ingest:,.0f} rows/s, {size_mb / ingest:,.1f} MB/s")
+        print(
+            f"ingest: {rows:,} rows, {size_mb:,.0f} MB CSV in {ingest:.1f} s (median of {args.repeat}): "
+            f"{rows / ingest:,.0f} rows/s, {size_mb / ingest:,.1f} MB/s"
+        )
 
         root = await ws.get_dataset("readings0")
         plain = PlainSpark([str(root.data.path_of(h)) for h in await all_slices(root)], args)
@@ -141,8 +165,10 @@ async def bench(args: argparse.Namespace) -> None:
         finally:
             plain.close()
         transform, direct = statistics.median(transform_times), statistics.median(plain_times)
-        print(f"transform: filter/aggregate over {rows:,} rows -> {outcome.num_records:,} rows: odfd {transform:.2f} s, "
-              f"plain Spark {direct:.2f} s, ratio {transform / direct:.2f}x (target <= 1.5x)")
+        print(
+            f"transform: filter/aggregate over {rows:,} rows -> {outcome.num_records:,} rows: odfd {transform:.2f} s, "
+            f"plain Spark {direct:.2f} s, ratio {transform / direct:.2f}x (target <= 1.5x)"
+        )
     session.stop()
     if not args.keep:
         import shutil
@@ -154,9 +180,19 @@ class PlainSpark:
     """The query in a plain PySpark process of its own, run on request (see :func:`plain_worker`)."""
 
     def __init__(self, paths: list[str], args: argparse.Namespace) -> None:
-        command = [sys.executable, __file__, "--plain-worker", "--master", args.master,
-                   "--driver-memory", args.driver_memory, *paths]
-        self._process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        command = [
+            sys.executable,
+            __file__,
+            "--plain-worker",
+            "--master",
+            args.master,
+            "--driver-memory",
+            args.driver_memory,
+            *paths,
+        ]
+        self._process = subprocess.Popen(
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        )
         if self._reply() != "ready":
             raise RuntimeError("the plain Spark process did not start")
 
@@ -201,9 +237,15 @@ def plain_worker(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--csv-mb", type=int, default=1024, help="size of the generated CSV (default 1024)")
-    parser.add_argument("--repeat", type=int, default=3, help="runs per timing (median is reported)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--csv-mb", type=int, default=1024, help="size of the generated CSV (default 1024)"
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="runs per timing (median is reported)"
+    )
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="4g")
     parser.add_argument("--dir", default=None, help="scratch folder (default: the system temp dir)")

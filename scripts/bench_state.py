@@ -34,17 +34,18 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from protocol.codec.flatbuffers import hash_block  # noqa: E402
-from protocol.identity import DatasetRef, Multicodec, Multihash  # noqa: E402
-from protocol.model import (  # noqa: E402
+from odfd.sync.pull import pull
+from protocol.codec.flatbuffers import hash_block
+from protocol.identity import DatasetRef, Multicodec, Multihash
+from protocol.model import (
     AddData,
     AddPushSource,
     DataField,
     DataSchema,
+    DatasetKind,
     DataSlice,
     DataTypeInt64,
     DataTypeTimestamp,
-    DatasetKind,
     ExecuteTransform,
     ExecuteTransformInput,
     MergeStrategyAppend,
@@ -60,20 +61,23 @@ from protocol.model import (  # noqa: E402
     TransformInput,
     TransformSql,
 )
-from odfd.sync.pull import pull  # noqa: E402
-from storage.chain.rules import ChainState  # noqa: E402
-from storage.dataset import Dataset  # noqa: E402
-from storage.layout import HEAD_REF, object_name  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
-from verifier.engine.replay import replay_request  # noqa: E402
+from storage.chain.rules import ChainState
+from storage.dataset import Dataset
+from storage.layout import HEAD_REF, object_name
+from storage.workspace import Workspace
+from verifier.engine.replay import replay_request
 
 T0 = Timestamp.of(2024, 1, 1)
-SCHEMA = SetDataSchema(schema=DataSchema(fields=(
-    DataField(name="offset", type=DataTypeInt64()),
-    DataField(name="system_time", type=DataTypeTimestamp()),
-    DataField(name="event_time", type=DataTypeTimestamp()),
-    DataField(name="value", type=DataTypeInt64()),
-)))
+SCHEMA = SetDataSchema(
+    schema=DataSchema(
+        fields=(
+            DataField(name="offset", type=DataTypeInt64()),
+            DataField(name="system_time", type=DataTypeTimestamp()),
+            DataField(name="event_time", type=DataTypeTimestamp()),
+            DataField(name="value", type=DataTypeInt64()),
+        )
+    )
+)
 ROWS = 10
 
 
@@ -87,9 +91,12 @@ async def write_events(dataset: Dataset, events: Iterable[MetadataEvent]) -> Mul
     old_head = state.head
     blocks_dir = dataset.layout.blocks_dir  # type: ignore[union-attr]
     for event in events:
-        block = MetadataBlock(system_time=Timestamp(T0.epoch_nanos + (state.sequence_number + 1) * 10**9),
-                              prev_block_hash=state.head, sequence_number=state.sequence_number + 1,
-                              event=event)
+        block = MetadataBlock(
+            system_time=Timestamp(T0.epoch_nanos + (state.sequence_number + 1) * 10**9),
+            prev_block_hash=state.head,
+            sequence_number=state.sequence_number + 1,
+            event=event,
+        )
         hash, data = hash_block(block)
         state.apply(hash, block)
         (blocks_dir / object_name(hash)).write_bytes(data)
@@ -108,8 +115,9 @@ def data_object(dataset: Dataset, label: str) -> tuple[Multihash, int]:
     return hash, len(data)
 
 
-def root_events(dataset: Dataset | None, blocks: int, *, first_offset: int = 0,
-                every: int = 10) -> Iterator[AddData]:
+def root_events(
+    dataset: Dataset | None, blocks: int, *, first_offset: int = 0, every: int = 10
+) -> Iterator[AddData]:
     """``blocks`` AddData events: every ``every``-th adds a slice of ``ROWS`` records (a data file
     when ``dataset`` is given, else a hash only), the others move the watermark."""
     offset = first_offset
@@ -121,19 +129,28 @@ def root_events(dataset: Dataset | None, blocks: int, *, first_offset: int = 0,
                 hash, size = data_object(dataset, f"{offset}")
             else:
                 hash, size = Multihash.from_digest_sha3_256(str(offset).encode()), 100
-            yield AddData(prev_offset=prev, new_watermark=watermark, new_data=DataSlice(
-                logical_hash=Multihash(code=Multicodec.ARROW0_SHA3_256, digest=hash.digest),
-                physical_hash=hash, offset_interval=OffsetInterval(start=offset, end=offset + ROWS - 1),
-                size=size))
+            yield AddData(
+                prev_offset=prev,
+                new_watermark=watermark,
+                new_data=DataSlice(
+                    logical_hash=Multihash(code=Multicodec.ARROW0_SHA3_256, digest=hash.digest),
+                    physical_hash=hash,
+                    offset_interval=OffsetInterval(start=offset, end=offset + ROWS - 1),
+                    size=size,
+                ),
+            )
             offset += ROWS
         else:
             yield AddData(prev_offset=prev, new_watermark=watermark)
 
 
 def head_events() -> list[MetadataEvent]:
-    return [SCHEMA, SetVocab(event_time_column="event_time"),
-            AddPushSource(source_name="a", read=ReadStepNdJson(), merge=MergeStrategyAppend()),
-            AddPushSource(source_name="b", read=ReadStepNdJson(), merge=MergeStrategyAppend())]
+    return [
+        SCHEMA,
+        SetVocab(event_time_column="event_time"),
+        AddPushSource(source_name="a", read=ReadStepNdJson(), merge=MergeStrategyAppend()),
+        AddPushSource(source_name="b", read=ReadStepNdJson(), merge=MergeStrategyAppend()),
+    ]
 
 
 # --- 1. state in a fresh process -----------------------------------------------------------------
@@ -147,21 +164,35 @@ def _state_in_child(root: Path) -> None:
             t = time.perf_counter()
             state = await dataset.chain.state()
             seconds = time.perf_counter() - t
-        print(json.dumps({"state": seconds, "process": time.perf_counter() - started,
-                          "sequence_number": state.sequence_number}))
+        print(
+            json.dumps(
+                {
+                    "state": seconds,
+                    "process": time.perf_counter() - started,
+                    "sequence_number": state.sequence_number,
+                }
+            )
+        )
+
     asyncio.run(run())
 
 
 def state_in_fresh_process(root: Path) -> dict[str, float]:
-    out = subprocess.run([sys.executable, __file__, "--child-state", str(root)], check=True,
-                         capture_output=True, text=True).stdout
+    out = subprocess.run(
+        [sys.executable, __file__, "--child-state", str(root)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 async def bench_fresh_state(work: Path, blocks: int) -> list[tuple[str, float, str]]:
     root = work / "state"
     async with await Workspace.init(root) as workspace:
-        dataset = await workspace.create_dataset("big", DatasetKind.ROOT, head_events(), system_time=T0)
+        dataset = await workspace.create_dataset(
+            "big", DatasetKind.ROOT, head_events(), system_time=T0
+        )
         t = time.perf_counter()
         await write_events(dataset, root_events(None, blocks - 5))
         print(f"  wrote {blocks} blocks in {time.perf_counter() - t:.1f} s", flush=True)
@@ -208,8 +239,13 @@ async def bench_incremental_pull(work: Path, blocks: int) -> list[tuple[str, flo
                     t = time.perf_counter()
                     result = await pull(target, url)
                     seconds = time.perf_counter() - t
-                rows.append((f"incremental pull {attempt}, {name}", seconds,
-                             f"{result.num_blocks} blocks, {result.num_objects} objects"))
+                rows.append(
+                    (
+                        f"incremental pull {attempt}, {name}",
+                        seconds,
+                        f"{result.num_blocks} blocks, {result.num_objects} objects",
+                    )
+                )
     return rows
 
 
@@ -218,21 +254,36 @@ async def bench_incremental_pull(work: Path, blocks: int) -> list[tuple[str, flo
 
 async def build_derivative(root: Path, transactions: int) -> None:
     async with await Workspace.init(root) as workspace:
-        source = await workspace.create_dataset("source", DatasetKind.ROOT, [SCHEMA], system_time=T0)
+        source = await workspace.create_dataset(
+            "source", DatasetKind.ROOT, [SCHEMA], system_time=T0
+        )
         await write_events(source, root_events(source, transactions, every=1))
         source_blocks = [h async for h, _ in source.chain.iter_blocks()][::-1][2:]
         transform = SetTransform(
             inputs=(TransformInput(dataset_ref=DatasetRef(source.id), alias="source"),),  # type: ignore[arg-type]
-            transform=TransformSql(engine="spark", queries=(SqlQueryStep(query="SELECT * FROM source"),)),
+            transform=TransformSql(
+                engine="spark", queries=(SqlQueryStep(query="SELECT * FROM source"),)
+            ),
         )
-        derivative = await workspace.create_dataset("derived", DatasetKind.DERIVATIVE, [transform],
-                                                    system_time=T0)
+        derivative = await workspace.create_dataset(
+            "derived", DatasetKind.DERIVATIVE, [transform], system_time=T0
+        )
         events = []
         prev = None
         for n, block_hash in enumerate(source_blocks):
-            events.append(ExecuteTransform(query_inputs=(ExecuteTransformInput(
-                dataset_id=source.id, prev_block_hash=prev, new_block_hash=block_hash,  # type: ignore[arg-type]
-                prev_offset=n * ROWS - 1 if n else None, new_offset=(n + 1) * ROWS - 1),)))
+            events.append(
+                ExecuteTransform(
+                    query_inputs=(
+                        ExecuteTransformInput(
+                            dataset_id=source.id,
+                            prev_block_hash=prev,
+                            new_block_hash=block_hash,  # type: ignore[arg-type]
+                            prev_offset=n * ROWS - 1 if n else None,
+                            new_offset=(n + 1) * ROWS - 1,
+                        ),
+                    )
+                )
+            )
             prev = block_hash
         await write_events(derivative, events)
 
@@ -291,9 +342,14 @@ async def bench_replay_planning(work: Path, transactions: int) -> list[tuple[str
     rows = []
     for n in sizes:
         seconds, planned, reads = min(runs[n])
-        rows.append((f"replay planning, {n} transactions", seconds,
-                     f"{planned} requests, {seconds / planned * 1e3:.2f} ms CPU and "
-                     f"{reads / planned:.2f} block reads each"))
+        rows.append(
+            (
+                f"replay planning, {n} transactions",
+                seconds,
+                f"{planned} requests, {seconds / planned * 1e3:.2f} ms CPU and "
+                f"{reads / planned:.2f} block reads each",
+            )
+        )
         rows.append((f"replay planning, {n} transactions, block reads", float(reads), ""))
     return rows
 
@@ -306,7 +362,10 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     rows = await bench_fresh_state(work, args.blocks)
     print(f"2. incremental pull onto a {args.pull_blocks}-block dataset ...", flush=True)
     rows += await bench_incremental_pull(work, args.pull_blocks)
-    print(f"3. replay planning, {args.transactions} and {4 * args.transactions} transactions ...", flush=True)
+    print(
+        f"3. replay planning, {args.transactions} and {4 * args.transactions} transactions ...",
+        flush=True,
+    )
     rows += await bench_replay_planning(work, args.transactions)
     times = {name: seconds for name, seconds, _ in rows}
     print()
@@ -318,14 +377,22 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     state_ratio = times["state, no saved state"] / times["state, saved state"]
     print(f"state in a fresh process: {state_ratio:.0f}x faster with the saved state")
     for attempt in (1, 2):
-        without, with_saved = (times[f"incremental pull {attempt}, {n}"] for n in ("no saved state", "saved state"))
-        print(f"incremental pull {attempt}: {without:.3f} s -> {with_saved:.3f} s "
-              f"({without / with_saved:.1f}x); target < 1 s: {'met' if with_saved < 1 else 'MISSED'}")
+        without, with_saved = (
+            times[f"incremental pull {attempt}, {n}"] for n in ("no saved state", "saved state")
+        )
+        print(
+            f"incremental pull {attempt}: {without:.3f} s -> {with_saved:.3f} s "
+            f"({without / with_saved:.1f}x); target < 1 s: {'met' if with_saved < 1 else 'MISSED'}"
+        )
     sizes = (args.transactions, 4 * args.transactions)
     small, large = (times[f"replay planning, {n} transactions"] for n in sizes)
-    small_reads, large_reads = (times[f"replay planning, {n} transactions, block reads"] for n in sizes)
-    print(f"replay planning, 4x the transactions: {large / small:.2f}x the CPU time, "
-          f"{large_reads / small_reads:.2f}x the block reads (linear ~4x, quadratic ~16x)")
+    small_reads, large_reads = (
+        times[f"replay planning, {n} transactions, block reads"] for n in sizes
+    )
+    print(
+        f"replay planning, 4x the transactions: {large / small:.2f}x the CPU time, "
+        f"{large_reads / small_reads:.2f}x the block reads (linear ~4x, quadratic ~16x)"
+    )
     print(json.dumps({name: round(seconds, 4) for name, seconds in times.items()}))
 
 
@@ -333,13 +400,25 @@ def main() -> None:
     if len(sys.argv) == 3 and sys.argv[1] == "--child-state":
         _state_in_child(Path(sys.argv[2]))
         return
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--blocks", type=int, default=100_000, help="chain of part 1 (default 100000)")
-    parser.add_argument("--pull-blocks", type=int, default=10_000, help="dataset of part 2 (default 10000)")
-    parser.add_argument("--transactions", type=int, default=1500,
-                        help="part 3, and 4x that (default 1500: both derivatives are longer than "
-                             "the 1024 blocks below which a forward pass reads each block once)")
-    parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed after)")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--blocks", type=int, default=100_000, help="chain of part 1 (default 100000)"
+    )
+    parser.add_argument(
+        "--pull-blocks", type=int, default=10_000, help="dataset of part 2 (default 10000)"
+    )
+    parser.add_argument(
+        "--transactions",
+        type=int,
+        default=1500,
+        help="part 3, and 4x that (default 1500: both derivatives are longer than "
+        "the 1024 blocks below which a forward pass reads each block once)",
+    )
+    parser.add_argument(
+        "--dir", type=Path, help="work folder (default: a temporary one, removed after)"
+    )
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-state-"))
     try:

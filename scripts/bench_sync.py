@@ -31,12 +31,11 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from odfd.server.app import create_app  # noqa: E402
-from odfd.server.config import ServerConfig  # noqa: E402
-from odfd.sync.pull import PullOptions, pull  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
-from tests.replication.datagen import create_root  # noqa: E402
-
+from odfd.server.app import create_app
+from odfd.server.config import ServerConfig
+from odfd.sync.pull import PullOptions, pull
+from storage.workspace import Workspace
+from tests.replication.datagen import create_root
 
 # --- server process -----------------------------------------------------------------------------
 
@@ -85,11 +84,16 @@ async def _serve(root: Path, port_file: Path) -> None:
 
 
 def dataset_files(dataset_root: Path) -> set[str]:
-    return {str(p.relative_to(dataset_root.parent)) for p in dataset_root.rglob("*")
-            if p.is_file() and "info" not in p.relative_to(dataset_root).parts[:1]}
+    return {
+        str(p.relative_to(dataset_root.parent))
+        for p in dataset_root.rglob("*")
+        if p.is_file() and "info" not in p.relative_to(dataset_root).parts[:1]
+    }
 
 
-async def tar_pull(session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path) -> tuple[float, int]:
+async def tar_pull(
+    session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
+) -> tuple[float, int]:
     dest.mkdir(parents=True, exist_ok=True)
     listing = dest.with_suffix(".list")
     listing.write_text("\n".join(paths))
@@ -121,16 +125,30 @@ async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[flo
 async def bench(args: argparse.Namespace, work: Path) -> None:
     node_a = work / "node-a"
     async with await Workspace.init(node_a) as workspace:
-        print(f"building {args.slices * args.blocks_per_slice} blocks, {args.slices} data files ...", flush=True)
+        print(
+            f"building {args.slices * args.blocks_per_slice} blocks, {args.slices} data files ...",
+            flush=True,
+        )
         t = time.perf_counter()
-        writer = await create_root(workspace, "big", slices=args.slices, rows=args.rows,
-                                   empty_blocks=args.blocks_per_slice - 1, checkpoints=False)
+        writer = await create_root(
+            workspace,
+            "big",
+            slices=args.slices,
+            rows=args.rows,
+            empty_blocks=args.blocks_per_slice - 1,
+            checkpoints=False,
+        )
         record = await workspace.resolve("big")
         dataset_root = workspace.layout.dataset(record.id).root
-        print(f"  built in {time.perf_counter() - t:.1f} s: {record.head_sequence + 1} blocks, "
-              f"{sum(p.stat().st_size for p in (dataset_root / 'data').iterdir()) / 2**20:.1f} MiB of data", flush=True)
+        print(
+            f"  built in {time.perf_counter() - t:.1f} s: {record.head_sequence + 1} blocks, "
+            f"{sum(p.stat().st_size for p in (dataset_root / 'data').iterdir()) / 2**20:.1f} MiB of data",
+            flush=True,
+        )
         port_file = work / "port"
-        server = subprocess.Popen([sys.executable, __file__, "--serve", str(node_a), str(port_file)])
+        server = subprocess.Popen(
+            [sys.executable, __file__, "--serve", str(node_a), str(port_file)]
+        )
         try:
             for _ in range(600):
                 if port_file.exists() and port_file.read_text():
@@ -142,23 +160,43 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             async with aiohttp.ClientSession() as session:
                 full_files = sorted(dataset_files(dataset_root))
                 tar_full, tar_bytes = await tar_pull(session, base, full_files, work / "tar-full")
-                rows.append(("tar stream, full", tar_full, 1.0, f"{len(full_files)} files, {tar_bytes / 2**20:.1f} MiB"))
+                rows.append(
+                    (
+                        "tar stream, full",
+                        tar_full,
+                        1.0,
+                        f"{len(full_files)} files, {tar_bytes / 2**20:.1f} MiB",
+                    )
+                )
                 clients = {}
                 for protocol in ("simple", "smart"):
                     clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
                     seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
-                    rows.append((f"{protocol} pull, full", seconds, seconds / tar_full,
-                                 f"{blocks} blocks, {objects} objects"))
+                    rows.append(
+                        (
+                            f"{protocol} pull, full",
+                            seconds,
+                            seconds / tar_full,
+                            f"{blocks} blocks, {objects} objects",
+                        )
+                    )
                 before = dataset_files(dataset_root)
                 await writer.append(slices=1, rows=args.rows, empty_blocks=9, checkpoints=False)
                 new_files = sorted(dataset_files(dataset_root) - before) + [
-                    str((dataset_root / "refs" / "head").relative_to(dataset_root.parent))]
+                    str((dataset_root / "refs" / "head").relative_to(dataset_root.parent))
+                ]
                 tar_incr, _ = await tar_pull(session, base, new_files, work / "tar-incremental")
                 rows.append(("tar stream, incremental", tar_incr, 1.0, f"{len(new_files)} files"))
                 for protocol in ("simple", "smart"):
                     seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
-                    rows.append((f"{protocol} pull, incremental", seconds, seconds / tar_incr,
-                                 f"{blocks} blocks, {objects} objects"))
+                    rows.append(
+                        (
+                            f"{protocol} pull, incremental",
+                            seconds,
+                            seconds / tar_incr,
+                            f"{blocks} blocks, {objects} objects",
+                        )
+                    )
                     await clients[protocol].close()
         finally:
             server.terminate()
@@ -171,10 +209,14 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     smart_incr = next(r for r in rows if r[0] == "smart pull, incremental")
     simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
     print()
-    print(f"target smart full pull <= 2x tar stream: {smart_full[2]:.2f}x -> "
-          f"{'met' if smart_full[2] <= 2 else 'MISSED'}")
+    print(
+        f"target smart full pull <= 2x tar stream: {smart_full[2]:.2f}x -> "
+        f"{'met' if smart_full[2] <= 2 else 'MISSED'}"
+    )
     for name, row in (("smart", smart_incr), ("simple", simple_incr)):
-        print(f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}")
+        print(
+            f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}"
+        )
     print(json.dumps({name: round(seconds, 4) for name, seconds, _, _ in rows}))
 
 
@@ -182,11 +224,17 @@ def main() -> None:
     if len(sys.argv) == 4 and sys.argv[1] == "--serve":
         asyncio.run(_serve(Path(sys.argv[2]), Path(sys.argv[3])))
         return
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--slices", type=int, default=1000, help="data files (default 1000)")
-    parser.add_argument("--blocks-per-slice", type=int, default=10, help="blocks per data file (default 10)")
+    parser.add_argument(
+        "--blocks-per-slice", type=int, default=10, help="blocks per data file (default 10)"
+    )
     parser.add_argument("--rows", type=int, default=400, help="rows per data file (default 400)")
-    parser.add_argument("--dir", type=Path, help="work folder (default: a temporary one, removed after)")
+    parser.add_argument(
+        "--dir", type=Path, help="work folder (default: a temporary one, removed after)"
+    )
     args = parser.parse_args()
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-sync-"))
     try:

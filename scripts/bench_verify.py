@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from _synthetic import csv_root_snapshot, sql_derivative_snapshot
 
 from protocol import arrow_schema
 from protocol.hashing import logical_hash, physical_hash_file
@@ -44,8 +45,6 @@ from protocol.model import (
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
 from verifier.selection import RangeRequest
-
-from _synthetic import csv_root_snapshot, sql_derivative_snapshot
 
 REEXECUTION_TARGET = 1.2
 T0 = Timestamp.of(2024, 1, 1)
@@ -63,7 +62,9 @@ def slice_table(start: int, rows: int, rng: np.random.Generator) -> pa.Table:
             "offset": pa.array(np.arange(start, start + rows, dtype=np.int64)),
             "op": pa.array(np.zeros(rows, dtype=np.int32)),
             "system_time": pa.array(np.full(rows, T0.epoch_millis, dtype=np.int64)).cast(MS_UTC),
-            "event_time": pa.array(T0.epoch_millis + np.sort(rng.integers(0, 10**9, rows))).cast(MS_UTC),
+            "event_time": pa.array(T0.epoch_millis + np.sort(rng.integers(0, 10**9, rows))).cast(
+                MS_UTC
+            ),
             "sensor": pa.array(names[rng.integers(0, len(names), rows)]),
             "reading": pa.array(rng.normal(size=rows)),
             "count": pa.array(rng.integers(0, 10**6, rows)),
@@ -97,13 +98,15 @@ async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[P
                 size=path.stat().st_size,
             )
             event = AddData(prev_offset=state.last_offset, new_data=new_data)
-            await dataset.commit_data(event, data_file=path, expected_head=state.head, system_time=T0)
+            await dataset.commit_data(
+                event, data_file=path, expected_head=state.head, system_time=T0
+            )
             offset += rows
         paths = [dataset.data.path_of(h) for h in await _slices(dataset)]  # type: ignore[attr-defined]
     return "sensors", paths
 
 
-async def _slices(dataset) -> list:  # noqa: ANN001 - a Dataset
+async def _slices(dataset) -> list:
     return [
         b.event.new_data.physical_hash
         async for _, b in dataset.chain.iter_blocks()
@@ -175,7 +178,9 @@ def bench_data_integrity(work: Path, total_mb: int, files: int, jobs: int, repea
         best = min(runs, key=lambda r: r["seconds"])
         rate = size / best["seconds"] / 1e6
         ratio = rate / (size / sha3 / 1e6)
-        line = f"  verify data layer, jobs={workers:<3} {rate:8.1f} MB/s  ratio to SHA3 {ratio:5.2f}"
+        line = (
+            f"  verify data layer, jobs={workers:<3} {rate:8.1f} MB/s  ratio to SHA3 {ratio:5.2f}"
+        )
         if single is None:
             single = rate
             # One job checks in-process: its peak memory is what one worker needs, whatever the data size.
@@ -192,13 +197,18 @@ DERIVATIVE = sql_derivative_snapshot(
     {"readings": None},
     [
         ("valid", "SELECT event_time, sensor, reading FROM readings WHERE reading IS NOT NULL"),
-        (None, "SELECT max(event_time) AS event_time, sensor, date_trunc('hour', event_time) AS hour, "
-               "count(*) AS n, round(avg(reading), 6) AS mean, max(reading) AS peak "
-               "FROM valid GROUP BY sensor, date_trunc('hour', event_time)"),
+        (
+            None,
+            "SELECT max(event_time) AS event_time, sensor, date_trunc('hour', event_time) AS hour, "
+            "count(*) AS n, round(avg(reading), 6) AS mean, max(reading) AS peak "
+            "FROM valid GROUP BY sensor, date_trunc('hour', event_time)",
+        ),
     ],
 )
 
-ROOT = csv_root_snapshot("readings", {"event_time": "timestamp", "sensor": "string", "reading": "float64"})
+ROOT = csv_root_snapshot(
+    "readings", {"event_time": "timestamp", "sensor": "string", "reading": "float64"}
+)
 
 
 def write_csv(path: Path, rows: int, day: int, rng: np.random.Generator) -> Path:
@@ -221,7 +231,9 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
     from verifier.engine import session
     from verifier.engine.settings import SparkSettings
 
-    session.configure(SparkSettings(master="local[*]", driver_memory="2g", app_name="odfd-bench-verify"))
+    session.configure(
+        SparkSettings(master="local[*]", driver_memory="2g", app_name="odfd-bench-verify")
+    )
     rng = np.random.default_rng(11)
     async with await Workspace.init(work / "reexecution") as workspace:
         for manifest in (ROOT, DERIVATIVE):
@@ -233,7 +245,9 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
         originals: list[float] = []
         sequence_numbers: list[int] = []
         for day in range(1, repeat + 2):  # day 1 warms Spark up and is not measured
-            await ingest_push(workspace, readings, write_csv(work / f"day{day}.csv", rows, day, rng))
+            await ingest_push(
+                workspace, readings, write_csv(work / f"day{day}.csv", rows, day, rng)
+            )
             started = time.perf_counter()
             outcome = await update_derivative(workspace, hourly)
             elapsed = time.perf_counter() - started
@@ -247,7 +261,9 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
             assert report.exit_code == 0, report.dumps()
             replays.append(report.datasets[-1].reproducibility.duration_seconds)
     original, replay = min(originals), min(replays)
-    print(f"re-execution: {rows:,} input records per transaction, {outcome.num_records:,} output records")
+    print(
+        f"re-execution: {rows:,} input records per transaction, {outcome.num_records:,} output records"
+    )
     print(
         f"  original transaction {original:6.2f} s   re-execution {replay:6.2f} s   "
         f"ratio {replay / original:4.2f} (target <= {REEXECUTION_TARGET})"
@@ -256,10 +272,14 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mb", type=int, default=400, help="size of the dataset for the data layer")
+    parser.add_argument(
+        "--mb", type=int, default=400, help="size of the dataset for the data layer"
+    )
     parser.add_argument("--files", type=int, default=8)
     parser.add_argument("--jobs", type=int, default=default_jobs())
-    parser.add_argument("--rows", type=int, default=300_000, help="input records per transform transaction")
+    parser.add_argument(
+        "--rows", type=int, default=300_000, help="input records per transform transaction"
+    )
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--skip-spark", action="store_true", help="only the data-integrity part")
     args = parser.parse_args()

@@ -40,16 +40,32 @@ ID_PREFIX = "https://opendatafabric.org/schemas/"
 # Schema directories whose every type is generated; types they reference elsewhere come along.
 ROOT_DIRS = ("auth", "config", "data", "dataset", "legacy", "resource", "source")
 # Types of the engine protocol or of other resources we do not model yet.
-EXCLUDED = {"Projection", "ProjectionSpec", "ProjectionSpecInput", "DatasetSelector",
-            "ResourceSelector", "LabelFilter"}
+EXCLUDED = {
+    "Projection",
+    "ProjectionSpec",
+    "ProjectionSpecInput",
+    "DatasetSelector",
+    "ResourceSelector",
+    "LabelFilter",
+}
 # The resource envelope needs what a schema cannot say (generic ``spec``, short-form parsing,
 # type-reference key order), so it is written by hand; generated types and codecs use it.
 HAND_WRITTEN_MODULE = "protocol.model.resource"
 HAND_WRITTEN_PATH = ROOT / "protocol" / "model" / "resource.py"
 TYPED_NAMES_MODULE = "protocol.model.resource_names"
-HAND_WRITTEN = ("AccountHandle", "AccountRef", "Resource", "ResourceAnnotations", "ResourceConditions",
-                "ResourceHeaders", "ResourceHeadersInput", "ResourceInput", "ResourceLabels", "ResourceRef",
-                "ResourceStatus")
+HAND_WRITTEN = (
+    "AccountHandle",
+    "AccountRef",
+    "Resource",
+    "ResourceAnnotations",
+    "ResourceConditions",
+    "ResourceHeaders",
+    "ResourceHeadersInput",
+    "ResourceInput",
+    "ResourceLabels",
+    "ResourceRef",
+    "ResourceStatus",
+)
 # String formats read into typed values: field kind, Python type, and the function that parses text.
 TYPED_STRINGS = {
     "account-id": ("account_id", "AccountId", "parse_account_id"),
@@ -138,7 +154,7 @@ def first_line(text: str) -> str:
 
 def name_of(ref: str, here: str) -> str:
     if ref.startswith("#/$defs/"):
-        return here + ref[len("#/$defs/"):]
+        return here + ref[len("#/$defs/") :]
     if "#/$defs/" in ref:
         base, d = ref.split("#/$defs/")
         return base.rsplit("/", 1)[1] + d
@@ -152,7 +168,7 @@ class SchemaSet:
             doc = json.loads(path.read_text())
             name = doc["$id"].rsplit("/", 1)[1]
             self.files[name] = doc
-        self.dirs = {n: d["$id"][len(ID_PREFIX):].split("/")[0] for n, d in self.files.items()}
+        self.dirs = {n: d["$id"][len(ID_PREFIX) :].split("/")[0] for n, d in self.files.items()}
         self.types: dict[str, Type] = {}
 
     def field_type(self, prop: dict, here: str) -> FieldType:
@@ -162,8 +178,12 @@ class SchemaSet:
         fmt = prop.get("format", "")
         if t == "string":
             kind = {
-                "multihash": "multihash", "dataset-id": "dataset_id", "dataset-ref": "dataset_ref",
-                "dataset-alias": "dataset_alias", "date-time": "timestamp", "flatbuffers": "bytes",
+                "multihash": "multihash",
+                "dataset-id": "dataset_id",
+                "dataset-ref": "dataset_ref",
+                "dataset-alias": "dataset_alias",
+                "date-time": "timestamp",
+                "flatbuffers": "bytes",
                 **{f: kind for f, (kind, _, _) in TYPED_STRINGS.items()},
             }.get(fmt, "str")
             return FieldType(kind, fmt=fmt)
@@ -183,7 +203,13 @@ class SchemaSet:
         if "$schema" in required and "$schema" not in props:
             props = {"$schema": {"type": "string", "format": "type-uri"}, **props}
         fields = [
-            Field(j, snake(j), self.field_type(p, here), j in required, first_line(p.get("description", "")))
+            Field(
+                j,
+                snake(j),
+                self.field_type(p, here),
+                j in required,
+                first_line(p.get("description", "")),
+            )
             for j, p in props.items()
         ]
         return Struct(name, fields, first_line(doc), schema_id)
@@ -210,11 +236,17 @@ class SchemaSet:
                     continue
                 tag = option["allOf"][0]["properties"]["kind"]["const"]
                 variants.append((tag, name_of(option["allOf"][1]["$ref"], name)))
-            self.types[name] = Union(name, variants, first_line(desc),
-                                     doc.get("format") == "union-or-string")
+            self.types[name] = Union(
+                name, variants, first_line(desc), doc.get("format") == "union-or-string"
+            )
             for d, schema in doc.get("$defs", {}).items():
                 self.types[name + d] = self.struct(
-                    name + d, schema, schema.get("description", ""), f"{doc['$id']}#/$defs/{d}", name)
+                    name + d,
+                    schema,
+                    schema.get("description", ""),
+                    f"{doc['$id']}#/$defs/{d}",
+                    name,
+                )
         else:
             self.types[name] = self.struct(name, doc, desc, doc["$id"], name)
         for ref in list(self.refs(self.types[name])):
@@ -230,6 +262,7 @@ class SchemaSet:
                 yield ft.ref
             if ft.item:
                 yield from of(ft.item)
+
         if isinstance(t, Struct):
             for f in t.fields:
                 yield from of(f.type)
@@ -251,10 +284,23 @@ class SchemaSet:
 # --------------------------------------------------------------------------------------------------
 
 SCALARS = {
-    "bool": ("?", 1), "byte": ("b", 1), "ubyte": ("B", 1), "int8": ("b", 1), "uint8": ("B", 1),
-    "short": ("h", 2), "ushort": ("H", 2), "int16": ("h", 2), "uint16": ("H", 2),
-    "int": ("i", 4), "uint": ("I", 4), "int32": ("i", 4), "uint32": ("I", 4),
-    "long": ("q", 8), "ulong": ("Q", 8), "int64": ("q", 8), "uint64": ("Q", 8),
+    "bool": ("?", 1),
+    "byte": ("b", 1),
+    "ubyte": ("B", 1),
+    "int8": ("b", 1),
+    "uint8": ("B", 1),
+    "short": ("h", 2),
+    "ushort": ("H", 2),
+    "int16": ("h", 2),
+    "uint16": ("H", 2),
+    "int": ("i", 4),
+    "uint": ("I", 4),
+    "int32": ("i", 4),
+    "uint32": ("I", 4),
+    "long": ("q", 8),
+    "ulong": ("Q", 8),
+    "int64": ("q", 8),
+    "uint64": ("Q", 8),
 }
 
 
@@ -278,7 +324,8 @@ def parse_fbs(text: str) -> Fbs:
     text = re.sub(r"//[^\n]*", "", text)
     fbs = Fbs()
     for kind, name, base, body in re.findall(
-            r"\b(table|struct|enum|union)\s+(\w+)\s*(?::\s*(\w+))?\s*\{([^}]*)\}", text):
+        r"\b(table|struct|enum|union)\s+(\w+)\s*(?::\s*(\w+))?\s*\{([^}]*)\}", text
+    ):
         if kind == "struct":
             fbs.structs.add(name)
         elif kind == "enum":
@@ -307,9 +354,17 @@ def parse_fbs(text: str) -> Fbs:
 
 def py_type(ft: FieldType) -> str:
     return {
-        "str": "str", "int": "int", "bool": "bool", "multihash": "Multihash", "dataset_id": "DatasetId",
-        "dataset_ref": "DatasetRef", "dataset_alias": "DatasetAlias", "timestamp": "Timestamp",
-        "bytes": "bytes", "json": "JsonValue", **{kind: py for kind, (py, _) in TYPED_KINDS.items()},
+        "str": "str",
+        "int": "int",
+        "bool": "bool",
+        "multihash": "Multihash",
+        "dataset_id": "DatasetId",
+        "dataset_ref": "DatasetRef",
+        "dataset_alias": "DatasetAlias",
+        "timestamp": "Timestamp",
+        "bytes": "bytes",
+        "json": "JsonValue",
+        **{kind: py for kind, (py, _) in TYPED_KINDS.items()},
     }.get(ft.kind) or (f"tuple[{py_type(ft.item)}, ...]" if ft.kind == "list" else ft.ref)
 
 
@@ -323,29 +378,44 @@ def generated_structs(s: SchemaSet) -> list[Struct]:
 
 def check_hand_written(s: SchemaSet) -> None:
     """Fail unless every hand-written class exists with exactly its schema's fields (name, required)."""
-    classes = {node.name: node for node in ast.parse(HAND_WRITTEN_PATH.read_text()).body
-               if isinstance(node, ast.ClassDef)}
+    classes = {
+        node.name: node
+        for node in ast.parse(HAND_WRITTEN_PATH.read_text()).body
+        if isinstance(node, ast.ClassDef)
+    }
     for name in HAND_WRITTEN:
         t = s.types.get(name)
         if t is None or name not in classes:
-            raise SystemExit(f"gen_model: hand-written {name} is missing from the schemas or {HAND_WRITTEN_PATH}")
+            raise SystemExit(
+                f"gen_model: hand-written {name} is missing from the schemas or {HAND_WRITTEN_PATH}"
+            )
         if not isinstance(t, Struct):
             continue
-        written = {node.target.id: node.value is None for node in classes[name].body
-                   if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)}
+        written = {
+            node.target.id: node.value is None
+            for node in classes[name].body
+            if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+        }
         wanted = {f.py_name: f.required for f in t.fields}
         if written != wanted:
-            raise SystemExit(f"gen_model: {HAND_WRITTEN_PATH.name} {name} has fields {written} (name: required), "
-                             f"its schema {wanted}")
+            raise SystemExit(
+                f"gen_model: {HAND_WRITTEN_PATH.name} {name} has fields {written} (name: required), "
+                f"its schema {wanted}"
+            )
 
 
 def gen_model(s: SchemaSet) -> str:
     check_hand_written(s)
     used = set().union(*(leaf_kinds(f.type) for t in generated_structs(s) for f in t.fields))
-    identity = sorted({"DatasetAlias", "DatasetId", "DatasetRef", "Multihash"}
-                      | ({"AccountName"} if "account_name" in used else set()))
+    identity = sorted(
+        {"DatasetAlias", "DatasetId", "DatasetRef", "Multihash"}
+        | ({"AccountName"} if "account_name" in used else set())
+    )
     names = sorted(TYPED_KINDS[k][0] for k in used & TYPED_KINDS.keys() if k != "account_name")
-    out = [HEADER.format(doc="The ODF metadata model: every type of the spec's Metadata Reference."), ""]
+    out = [
+        HEADER.format(doc="The ODF metadata model: every type of the spec's Metadata Reference."),
+        "",
+    ]
     out += [
         "from __future__ import annotations",
         "",
@@ -368,7 +438,9 @@ def gen_model(s: SchemaSet) -> str:
     for t in s.types.values():
         if isinstance(t, Enum):
             out += ["", f"class {t.name}(enum.Enum):", f'    """{t.doc}"""', ""]
-            out += [f'    {v.upper() if v.isupper() else snake(v).upper()} = "{v}"' for v in t.values]
+            out += [
+                f'    {v.upper() if v.isupper() else snake(v).upper()} = "{v}"' for v in t.values
+            ]
             out.append("")
     for t in s.types.values():
         if t.name in HAND_WRITTEN:
@@ -380,13 +452,23 @@ def gen_model(s: SchemaSet) -> str:
                 out.append("")
             for f in t.fields:
                 ann = py_type(f.type)
-                out.append(f"    {f.py_name}: {ann}" if f.required else f"    {f.py_name}: {ann} | None = None")
+                out.append(
+                    f"    {f.py_name}: {ann}"
+                    if f.required
+                    else f"    {f.py_name}: {ann} | None = None"
+                )
                 if f.doc:
                     out.append(f'    """{f.doc}"""')
             out.append("")
         elif isinstance(t, Map):
-            out += ["", f"class {t.name}(FrozenMap[{py_type(t.value)}]):", f'    """{t.doc}"""', "",
-                    "    __slots__ = ()", ""]
+            out += [
+                "",
+                f"class {t.name}(FrozenMap[{py_type(t.value)}]):",
+                f'    """{t.doc}"""',
+                "",
+                "    __slots__ = ()",
+                "",
+            ]
     for t in s.types.values():
         if isinstance(t, Union):
             members = " | ".join(v for _, v in t.variants)
@@ -394,7 +476,7 @@ def gen_model(s: SchemaSet) -> str:
     out += ["", "", "UNION_VARIANTS: dict[str, tuple[type, ...]] = {"]
     for t in s.types.values():
         if isinstance(t, Union):
-            out.append(f"    \"{t.name}\": ({', '.join(v for _, v in t.variants)},),")
+            out.append(f'    "{t.name}": ({", ".join(v for _, v in t.variants)},),')
     out += ["}", '"""Variant classes of every union, in the spec\'s order."""', ""]
     out += ["", "KIND_NAMES: dict[type, str] = {"]
     for t in s.types.values():
@@ -409,7 +491,11 @@ def gen_model(s: SchemaSet) -> str:
                 ft = f.type.item if f.type.kind == "list" else f.type
                 if ft.kind == "int":
                     out.append(f'    ("{t.name}", "{f.py_name}"): "{ft.fmt}",')
-    out += ["}", '"""The schema\'s integer format (``uint64``, ``int32``, ...) of every integer field."""', ""]
+    out += [
+        "}",
+        '"""The schema\'s integer format (``uint64``, ``int32``, ...) of every integer field."""',
+        "",
+    ]
     return "\n".join(out)
 
 
@@ -473,7 +559,9 @@ class FbGen:
         elif k in ("dataset_ref", "dataset_alias"):
             lines.append(f"{ind}{var} = b.string(str({expr}))")
         elif k == "multihash":
-            lines.append(f"{ind}{var} = b.byte_vector_of(MULTIHASH_HEADERS[{expr}.code], {expr}.digest)")
+            lines.append(
+                f"{ind}{var} = b.byte_vector_of(MULTIHASH_HEADERS[{expr}.code], {expr}.digest)"
+            )
         elif k == "dataset_id":
             lines.append(f"{ind}{var} = b.byte_vector_of(DATASET_ID_PREFIX, {expr}.public_key)")
         elif k == "bytes":
@@ -500,7 +588,8 @@ class FbGen:
 
     def is_inline(self, ft: FieldType) -> bool:
         return ft.kind in ("int", "bool", "timestamp") or (
-            ft.kind == "ref" and isinstance(self.s.types[ft.ref], Enum))
+            ft.kind == "ref" and isinstance(self.s.types[ft.ref], Enum)
+        )
 
     def gen_encoder(self, name: str) -> list[str]:
         """An encoder that writes the out-of-line values (in ``.fbs`` field order, as the reference
@@ -508,9 +597,15 @@ class FbGen:
         inline values from the last field to the first (see ``TableLayout``)."""
         t = self.s.types[name]
         if isinstance(t, Map):
-            return [f"_T_{name} = TableLayout({_q(name)}, ((0, OFFSET),))", "", "",
-                    f"def _e_{name}(b: Builder, v: {name}) -> int:",
-                    "    return b.table(_T_" + name + ", 1, (b.string(v.to_json()),))", "", ""]
+            return [
+                f"_T_{name} = TableLayout({_q(name)}, ((0, OFFSET),))",
+                "",
+                "",
+                f"def _e_{name}(b: Builder, v: {name}) -> int:",
+                "    return b.table(_T_" + name + ", 1, (b.string(v.to_json()),))",
+                "",
+                "",
+            ]
         fb = self.fbs.tables[name]
         layout: list[str] = []  # (slot, kind) entries
         always = 0  # mask bits of fields always written
@@ -528,12 +623,22 @@ class FbGen:
                 if mf.required:
                     body.append(f"    {tag}, {var} = _eu_{ft.ref}(b, v.{mf.py_name})")
                 else:
-                    body += [f"    x = v.{mf.py_name}", "    if x is None:", f"        {tag} = {var} = 0",
-                             "    else:", f"        {tag}, {var} = _eu_{ft.ref}(b, x)"]
+                    body += [
+                        f"    x = v.{mf.py_name}",
+                        "    if x is None:",
+                        f"        {tag} = {var} = 0",
+                        "    else:",
+                        f"        {tag}, {var} = _eu_{ft.ref}(b, x)",
+                    ]
             elif mf.required:
                 self.enc_value(ft, f"v.{mf.py_name}", var, body, "    ")
             else:
-                body += [f"    x = v.{mf.py_name}", "    if x is None:", f"        {var} = 0", "    else:"]
+                body += [
+                    f"    x = v.{mf.py_name}",
+                    "    if x is None:",
+                    f"        {var} = 0",
+                    "    else:",
+                ]
                 self.enc_value(ft, "x", var, body, "        ")
         for f in fb:
             mf = self.model_field(t, f.name)
@@ -541,7 +646,7 @@ class FbGen:
             var = f"o_{f.name}"
             bit = 1 << len(layout)
             if ft.kind == "ref" and isinstance(self.s.types[ft.ref], Union):
-                layout += [f"({f.slot - 1}, \"B\")", f"({f.slot}, OFFSET)"]
+                layout += [f'({f.slot - 1}, "B")', f"({f.slot}, OFFSET)"]
                 values += [f"u_{f.name}", var]
                 bits = bit | bit << 1
                 if mf.required:
@@ -592,8 +697,12 @@ class FbGen:
         args = ", ".join(reversed(values))
         if len(values) == 1:
             args += ","
-        lines = [f"_T_{name} = TableLayout({_q(name)}, ({', '.join(layout)}{',' if len(layout) == 1 else ''}))",
-                 "", "", f"def _e_{name}(b: Builder, v: {name}) -> int:"]
+        lines = [
+            f"_T_{name} = TableLayout({_q(name)}, ({', '.join(layout)}{',' if len(layout) == 1 else ''}))",
+            "",
+            "",
+            f"def _e_{name}(b: Builder, v: {name}) -> int:",
+        ]
         lines += body
         lines += [f"    return b.table(_T_{name}, {mask}, ({args}))", "", ""]
         return lines
@@ -602,18 +711,32 @@ class FbGen:
         """``(tag, offset)`` of a union value, the encoder found by the value's exact class."""
         t = self.s.types[name]
         fb_variants = self.fbs.unions[name]
-        pairs = ", ".join(f"{vname}: ({fb_variants.index(vname) + 1}, _e_{vname})" for _, vname in t.variants)
-        lines = [f"_EU_{name} = {{{pairs}}}", "", "",
-                 f"def _eu_{name}(b: Builder, v: {name}) -> tuple[int, int]:",
-                 f"    entry = _EU_{name}.get(type(v))",
-                 "    if entry is None:",
-                 f"        raise EncodeError(f\"{{type(v).__name__}} is not a {name}\")",
-                 "    return entry[0], entry[1](b, v)", "", ""]
+        pairs = ", ".join(
+            f"{vname}: ({fb_variants.index(vname) + 1}, _e_{vname})" for _, vname in t.variants
+        )
+        lines = [
+            f"_EU_{name} = {{{pairs}}}",
+            "",
+            "",
+            f"def _eu_{name}(b: Builder, v: {name}) -> tuple[int, int]:",
+            f"    entry = _EU_{name}.get(type(v))",
+            "    if entry is None:",
+            f'        raise EncodeError(f"{{type(v).__name__}} is not a {name}")',
+            "    return entry[0], entry[1](b, v)",
+            "",
+            "",
+        ]
         if name in self.wrappers:
-            lines += [f"_T_{self.wrappers[name]} = TableLayout({_q(self.wrappers[name])}, ((0, \"B\"), (1, OFFSET)))",
-                      "", "", f"def _ew_{name}(b: Builder, v: {name}) -> int:",
-                      f"    tag, value = _eu_{name}(b, v)",
-                      f"    return b.table(_T_{self.wrappers[name]}, 3, (value, tag))", "", ""]
+            lines += [
+                f'_T_{self.wrappers[name]} = TableLayout({_q(self.wrappers[name])}, ((0, "B"), (1, OFFSET)))',
+                "",
+                "",
+                f"def _ew_{name}(b: Builder, v: {name}) -> int:",
+                f"    tag, value = _eu_{name}(b, v)",
+                f"    return b.table(_T_{self.wrappers[name]}, 3, (value, tag))",
+                "",
+                "",
+            ]
         return lines
 
     # -- decoder --
@@ -650,11 +773,15 @@ class FbGen:
         frozen dataclass ``__init__``'s keyword parsing and ``object.__setattr__`` per field."""
         t = self.s.types[name]
         if isinstance(t, Map):
-            return [f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:",
-                    "    t, (o0,) = r.table_fields(pos, 1)",
-                    "    if not o0:",
-                    "        raise Invalid(\"entries\", \"missing\")",
-                    f"    return {name}.from_json(r.string(t + o0))", "", ""]
+            return [
+                f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:",
+                "    t, (o0,) = r.table_fields(pos, 1)",
+                "    if not o0:",
+                '        raise Invalid("entries", "missing")',
+                f"    return {name}.from_json(r.string(t + o0))",
+                "",
+                "",
+            ]
         fb = self.fbs.tables[name]
         nslots = max((f.slot for f in fb), default=-1) + 1
         lines = [f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:"]
@@ -662,8 +789,12 @@ class FbGen:
             lines += ["    r.table_fields(pos, 0)", f"    return _new({name})", "", ""]
             return lines
         slots = ", ".join(f"o{i}" for i in range(nslots))
-        lines += [f"    t, ({slots}{',' if nslots == 1 else ''}) = r.table_fields(pos, {nslots})", "    d += 1",
-                  "    if d > MAX_DEPTH:", "        raise Invalid(\"\", \"nesting too deep\")"]
+        lines += [
+            f"    t, ({slots}{',' if nslots == 1 else ''}) = r.table_fields(pos, {nslots})",
+            "    d += 1",
+            "    if d > MAX_DEPTH:",
+            '        raise Invalid("", "nesting too deep")',
+        ]
         if any(self._reads_buf(self.model_field(t, f.name).type) for f in fb):
             lines.append("    buf = r.buf")
         lines.append("    try:")  # each field sets ``f`` (its name for error paths) first
@@ -680,7 +811,7 @@ class FbGen:
                 call = f"_du_{ft.ref}(r, {tag} and buf[t + {tag}], t + {o}, d)"
                 if mf.required:
                     lines.append(f"        if not {o}:")
-                    lines.append(f"            raise Invalid(\"\", \"required field is missing\")")
+                    lines.append('            raise Invalid("", "required field is missing")')
                     lines.append(f"        {var} = {call}")
                 else:
                     lines.append(f"        {var} = {call} if {o} else None")
@@ -703,15 +834,20 @@ class FbGen:
             if mf.required:
                 if default is None:
                     lines.append(f"        if not {o}:")
-                    lines.append(f"            raise Invalid(\"\", \"required field is missing\")")
+                    lines.append('            raise Invalid("", "required field is missing")')
                     lines.append(f"        {var} = {dec}")
                 else:
                     lines.append(f"        {var} = {dec} if {o} else {default}")
             else:
                 lines.append(f"        {var} = {dec} if {o} else None")
-        lines += ["    except Invalid as e:", "        e.path.append(f)", "        raise",
-                  "    except DECODE_FAILURES as e:", "        raise Invalid(f, str(e) or type(e).__name__) from None",
-                  f"    v = _new({name})"]
+        lines += [
+            "    except Invalid as e:",
+            "        e.path.append(f)",
+            "        raise",
+            "    except DECODE_FAILURES as e:",
+            "        raise Invalid(f, str(e) or type(e).__name__) from None",
+            f"    v = _new({name})",
+        ]
         lines += [f"    _s_{name}_{py}(v, {var})" for py, var in values]
         lines += ["    return v", "", ""]
         return lines
@@ -719,7 +855,8 @@ class FbGen:
     def _reads_buf(self, ft: FieldType) -> bool:
         """Whether decoding a field of this type reads ``buf`` directly (scalars, union tags)."""
         return ft.kind in ("int", "bool") or (
-            ft.kind == "ref" and isinstance(self.s.types[ft.ref], (Enum, Union)))
+            ft.kind == "ref" and isinstance(self.s.types[ft.ref], (Enum, Union))
+        )
 
     def gen_slot_setters(self, name: str) -> list[str]:
         t = self.s.types[name]
@@ -734,22 +871,37 @@ class FbGen:
         by_tag = ["None"] * (len(fb_variants) + 1)
         for _, vname in t.variants:
             by_tag[fb_variants.index(vname) + 1] = f"_d_{vname}"
-        lines = [f"_DU_{name} = ({', '.join(by_tag)})", "", "",
-                 f"def _du_{name}(r: Reader, tag: int, pos: int, d: int) -> {name}:",
-                 f"    decode = _DU_{name}[tag] if tag < {len(by_tag)} else None",
-                 "    if decode is None:",
-                 f"        raise Invalid(\"\", f\"unknown {name} union tag {{tag}}\")",
-                 "    return decode(r, pos, d)", "", ""]
+        lines = [
+            f"_DU_{name} = ({', '.join(by_tag)})",
+            "",
+            "",
+            f"def _du_{name}(r: Reader, tag: int, pos: int, d: int) -> {name}:",
+            f"    decode = _DU_{name}[tag] if tag < {len(by_tag)} else None",
+            "    if decode is None:",
+            f'        raise Invalid("", f"unknown {name} union tag {{tag}}")',
+            "    return decode(r, pos, d)",
+            "",
+            "",
+        ]
         if name in self.wrappers:
-            lines += [f"def _dw_{name}(r: Reader, pos: int, d: int) -> {name}:",
-                      "    t, (o0, o1) = r.table_fields(pos, 2)",
-                      "    if not o1:",
-                      "        raise Invalid(\"value\", \"required field is missing\")",
-                      f"    return _du_{name}(r, o0 and r.buf[t + o0], t + o1, d)", "", ""]
+            lines += [
+                f"def _dw_{name}(r: Reader, pos: int, d: int) -> {name}:",
+                "    t, (o0, o1) = r.table_fields(pos, 2)",
+                "    if not o1:",
+                '        raise Invalid("value", "required field is missing")',
+                f"    return _du_{name}(r, o0 and r.buf[t + o0], t + o1, d)",
+                "",
+                "",
+            ]
         return lines
 
     def generate(self) -> str:
-        out = [HEADER.format(doc="FlatBuffers encoders and decoders for every table a MetadataBlock holds."), ""]
+        out = [
+            HEADER.format(
+                doc="FlatBuffers encoders and decoders for every table a MetadataBlock holds."
+            ),
+            "",
+        ]
         out += [
             "from __future__ import annotations",
             "",
@@ -794,7 +946,11 @@ class FbGen:
             out += self.gen_decoder(n)
         for n in self.unions:
             out += self.gen_union_decoders(n)
-        out += ["encode_metadata_block = _e_MetadataBlock", "decode_metadata_block = _d_MetadataBlock", ""]
+        out += [
+            "encode_metadata_block = _e_MetadataBlock",
+            "decode_metadata_block = _d_MetadataBlock",
+            "",
+        ]
         return "\n".join(out)
 
     @staticmethod
@@ -850,7 +1006,15 @@ class TreeGen:
             return f"_r_int({expr}, {_q(ft.fmt)})"
         if k == "bool":
             return f"_r_bool({expr})"
-        if k in ("multihash", "dataset_id", "dataset_ref", "dataset_alias", "timestamp", "bytes", "json"):
+        if k in (
+            "multihash",
+            "dataset_id",
+            "dataset_ref",
+            "dataset_alias",
+            "timestamp",
+            "bytes",
+            "json",
+        ):
             return f"_r_{k}({expr})"
         if k in TYPED_KINDS:
             return f"_parsed({TYPED_KINDS[k][1]}, {expr})"
@@ -863,9 +1027,23 @@ class TreeGen:
 
     def generate(self) -> str:
         s = self.s
-        used = set().union(*(leaf_kinds(f.type) for t in s.types.values() if isinstance(t, Struct) for f in t.fields))
-        parsers = sorted(TYPED_KINDS[k][1] for k in used & TYPED_KINDS.keys() if k != "account_name")
-        out = [HEADER.format(doc="Conversions between the model and the plain tree the YAML and JSON codecs use."), ""]
+        used = set().union(
+            *(
+                leaf_kinds(f.type)
+                for t in s.types.values()
+                if isinstance(t, Struct)
+                for f in t.fields
+            )
+        )
+        parsers = sorted(
+            TYPED_KINDS[k][1] for k in used & TYPED_KINDS.keys() if k != "account_name"
+        )
+        out = [
+            HEADER.format(
+                doc="Conversions between the model and the plain tree the YAML and JSON codecs use."
+            ),
+            "",
+        ]
         out += [
             "from __future__ import annotations",
             "",
@@ -899,8 +1077,16 @@ class TreeGen:
         if "account_name" in used:
             out.append("from protocol.identity import AccountName")
         out.append("from protocol.model._generated import (")
-        out += [f"    {n}," for n, t in s.types.items() if not isinstance(t, Union) and n not in HAND_WRITTEN]
-        out += [")", "from protocol.model import _generated as m", f"from {HAND_WRITTEN_MODULE} import ("]
+        out += [
+            f"    {n},"
+            for n, t in s.types.items()
+            if not isinstance(t, Union) and n not in HAND_WRITTEN
+        ]
+        out += [
+            ")",
+            "from protocol.model import _generated as m",
+            f"from {HAND_WRITTEN_MODULE} import (",
+        ]
         out += [f"    {n}," for n in sorted(HAND_WRITTEN)]
         out += [")"]
         if parsers:
@@ -909,7 +1095,9 @@ class TreeGen:
         for n, t in s.types.items():
             if isinstance(t, Enum):
                 members = FbGen._enum_members(t)
-                pairs = ", ".join(f"{_q(a)}: {n}.{mem}" for v, mem in zip(t.values, members) for a in aliases(v))
+                pairs = ", ".join(
+                    f"{_q(a)}: {n}.{mem}" for v, mem in zip(t.values, members) for a in aliases(v)
+                )
                 out.append(f"_ENUM_{n} = {{{pairs}}}")
         out += ["", ""]
         for n, t in s.types.items():
@@ -918,13 +1106,24 @@ class TreeGen:
             elif isinstance(t, Union):
                 out += self.union(t)
             elif isinstance(t, Map):
-                out += [f"def _w_{n}(v: {n}) -> dict[str, Any]:",
-                        f"    return {{k: {self.w(t.value, 'x')} for k, x in v.items()}}", "", "",
-                        f"def _r_{n}(v: Any) -> {n}:"]
+                out += [
+                    f"def _w_{n}(v: {n}) -> dict[str, Any]:",
+                    f"    return {{k: {self.w(t.value, 'x')} for k, x in v.items()}}",
+                    "",
+                    "",
+                    f"def _r_{n}(v: Any) -> {n}:",
+                ]
                 entries = f"_r_map(v, lambda x: {self.r(t.value, 'x')}, {_q(n)})"
                 if n in HAND_WRITTEN:  # keys are checked by the class (type references)
-                    out += [f"    entries = {entries}", "    try:", f"        return {n}(entries)",
-                            "    except OdfError as e:", "        raise Invalid(\"\", str(e)) from None", "", ""]
+                    out += [
+                        f"    entries = {entries}",
+                        "    try:",
+                        f"        return {n}(entries)",
+                        "    except OdfError as e:",
+                        '        raise Invalid("", str(e)) from None',
+                        "",
+                        "",
+                    ]
                 else:
                     out += [f"    return {n}({entries})", "", ""]
         out += self.tags + ["", "WRITERS = {"]
@@ -950,25 +1149,27 @@ class TreeGen:
         lines.append(f"_KEYS_{n} = frozenset(({keys}{',' if len(t.fields) == 1 else ''}))")
         lines += ["", "", f"def _r_{n}(v: Any, tagged: bool = False) -> {n}:"]
         if t.short_form:
-            lines.append(f"    if isinstance(v, str):")
+            lines.append("    if isinstance(v, str):")
             if n in HAND_WRITTEN:  # the class parses its short form
                 lines.append(f"        return _parsed({n}.parse, v)")
             else:
                 lines.append(f"        return _r_short_form(m.{n}, v)")
         lines.append(f"    _check_keys(v, _KEYS_{n}, tagged)")
-        lines.append("    f = \"\"")
+        lines.append('    f = ""')
         if t.fields:
             lines.append("    try:")
             args = []
             for f in t.fields:
                 lines.append(f"        f = {_q(f.json_name)}")
-                lines.append(f"        x = v.get(f)")
+                lines.append("        x = v.get(f)")
                 if f.required:
                     lines.append("        if x is None:")
-                    lines.append("            raise Invalid(\"\", \"missing field\")")
+                    lines.append('            raise Invalid("", "missing field")')
                     lines.append(f"        a_{f.py_name} = {self.r(f.type, 'x')}")
                 else:
-                    lines.append(f"        a_{f.py_name} = None if _is_null(x) else {self.r(f.type, 'x')}")
+                    lines.append(
+                        f"        a_{f.py_name} = None if _is_null(x) else {self.r(f.type, 'x')}"
+                    )
                 args.append(f"{f.py_name}=a_{f.py_name}")
             lines += ["    except Invalid as e:", "        e.path.append(f)", "        raise"]
             lines.append(f"    return {n}({', '.join(args)})")
@@ -982,8 +1183,8 @@ class TreeGen:
         lines = [f"def _w_{n}(v: m.{n}) -> dict[str, Any]:", "    cls = type(v)"]
         for i, (tag, vname) in enumerate(t.variants):
             lines.append(f"    {'if' if i == 0 else 'elif'} cls is {vname}:")
-            lines.append(f"        return {{\"kind\": {_q(tag)}, **_w_{vname}(v)}}")
-        lines.append(f"    raise TypeError(f\"{{cls.__name__}} is not a {n}\")")
+            lines.append(f'        return {{"kind": {_q(tag)}, **_w_{vname}(v)}}')
+        lines.append(f'    raise TypeError(f"{{cls.__name__}} is not a {n}")')
         lines += ["", ""]
         pairs = ", ".join(f"{_q(a)}: _r_{vname}" for tag, vname in t.variants for a in aliases(tag))
         self.tags.append(f"_TAGS_{n} = {{{pairs}}}")
@@ -1006,7 +1207,9 @@ def generate() -> dict[Path, str]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="fail if the committed files are stale")
+    parser.add_argument(
+        "--check", action="store_true", help="fail if the committed files are stale"
+    )
     args = parser.parse_args()
     stale = []
     for path, text in generate().items():

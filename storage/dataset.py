@@ -13,8 +13,7 @@ from typing import Literal
 
 import yaml
 
-from protocol.identity import Multihash
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain import MetadataChain
 from storage.chain.metadata_chain import HeadListener
@@ -56,13 +55,23 @@ class Dataset:
         self.checkpoints = checkpoints
         self.refs = refs
         self.info = info
-        self.chain = MetadataChain(blocks, refs, dataset_id=dataset_id, data=data,
-                                   checkpoints=checkpoints, on_head_moved=on_head_moved,
-                                   saved_states=saved_states)
+        self.chain = MetadataChain(
+            blocks,
+            refs,
+            dataset_id=dataset_id,
+            data=data,
+            checkpoints=checkpoints,
+            on_head_moved=on_head_moved,
+            saved_states=saved_states,
+        )
 
     @classmethod
     def open_local(
-        cls, root: Path, dataset_id: DatasetId | None = None, *, on_head_moved: HeadListener | None = None,
+        cls,
+        root: Path,
+        dataset_id: DatasetId | None = None,
+        *,
+        on_head_moved: HeadListener | None = None,
         saved_states: SavedStateStore | None = None,
     ) -> Dataset:
         """A dataset folder in the spec's layout (written by odfd or the reference). With
@@ -86,7 +95,10 @@ class Dataset:
     # --- committing -----------------------------------------------------------------------------
 
     async def commit_event(
-        self, event: MetadataEvent, *, expected_head: Multihash | None,
+        self,
+        event: MetadataEvent,
+        *,
+        expected_head: Multihash | None,
         system_time: Timestamp | None = None,
     ) -> CommitResult:
         """Append ``event`` as the block after ``expected_head``.
@@ -94,15 +106,21 @@ class Dataset:
         Raises ``RefCasError`` if the head moved meanwhile and ``ChainRuleError`` if the event
         breaks a chain rule; in both cases nothing changes.
         """
-        return await self.commit_events([event], expected_head=expected_head, system_time=system_time)
+        return await self.commit_events(
+            [event], expected_head=expected_head, system_time=system_time
+        )
 
     async def commit_events(
-        self, events: list[MetadataEvent], *, expected_head: Multihash | None,
+        self,
+        events: list[MetadataEvent],
+        *,
+        expected_head: Multihash | None,
         system_time: Timestamp | None = None,
     ) -> CommitResult:
         """Append several events as consecutive blocks with one head move (all or nothing)."""
         new_head, blocks = await self.chain.append_events(
-            events, expected_head=expected_head,
+            events,
+            expected_head=expected_head,
             system_time=system_time if system_time is not None else Timestamp.now(),
         )
         return CommitResult(expected_head, new_head, blocks[-1])
@@ -127,18 +145,31 @@ class Dataset:
         if data_file is not None:
             if event.new_data is None:
                 raise StorageError("commit_data got a data file but event.newData is empty")
-            await self._store_file(self.data, Path(data_file), event.new_data.physical_hash,
-                                   event.new_data.size, "data file")
+            await self._store_file(
+                self.data,
+                Path(data_file),
+                event.new_data.physical_hash,
+                event.new_data.size,
+                "data file",
+            )
         if checkpoint_file is not None:
             if event.new_checkpoint is None:
-                raise StorageError("commit_data got a checkpoint file but event.newCheckpoint is empty")
-            await self._store_file(self.checkpoints, Path(checkpoint_file),
-                                   event.new_checkpoint.physical_hash, event.new_checkpoint.size,
-                                   "checkpoint file")
+                raise StorageError(
+                    "commit_data got a checkpoint file but event.newCheckpoint is empty"
+                )
+            await self._store_file(
+                self.checkpoints,
+                Path(checkpoint_file),
+                event.new_checkpoint.physical_hash,
+                event.new_checkpoint.size,
+                "checkpoint file",
+            )
         return await self.commit_event(event, expected_head=expected_head, system_time=system_time)
 
     @staticmethod
-    async def _store_file(store: ObjectStore, path: Path, hash: Multihash, size: int, what: str) -> None:
+    async def _store_file(
+        store: ObjectStore, path: Path, hash: Multihash, size: int, what: str
+    ) -> None:
         actual = path.stat().st_size
         if actual != size:
             raise SizeMismatchError(f"{what} {path}", size, actual)

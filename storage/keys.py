@@ -45,7 +45,9 @@ class KeyStore:
         except FileNotFoundError:
             return None
         if len(seed) != 32:
-            raise StorageError(f"key file {path} must hold a 32-byte ed25519 seed, has {len(seed)} bytes")
+            raise StorageError(
+                f"key file {path} must hold a 32-byte ed25519 seed, has {len(seed)} bytes"
+            )
         return SigningKey(seed)
 
     def delete(self, dataset_id: DatasetId) -> None:

@@ -10,8 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.identity import Multihash
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 
 HEAD_REF = "head"
 ALIAS_INFO = "alias"
@@ -59,8 +58,13 @@ class DatasetLayout:
         return self.root / "info"
 
     def create(self) -> DatasetLayout:
-        for folder in (self.blocks_dir, self.refs_dir, self.data_dir, self.checkpoints_dir,
-                       self.info_dir):
+        for folder in (
+            self.blocks_dir,
+            self.refs_dir,
+            self.data_dir,
+            self.checkpoints_dir,
+            self.info_dir,
+        ):
             folder.mkdir(parents=True, exist_ok=True)
         return self
 

@@ -37,21 +37,28 @@ InputResolver = Callable[[DatasetRef], Awaitable[DatasetId | None]]
 _NOT_IN_SNAPSHOT = (Seed, AddData, ExecuteTransform, DisablePollingSource, DisablePushSource)
 
 
-async def normalize_snapshot(snapshot: DatasetSnapshot, resolve: InputResolver) -> list[MetadataEvent]:
+async def normalize_snapshot(
+    snapshot: DatasetSnapshot, resolve: InputResolver
+) -> list[MetadataEvent]:
     """The events to store after the seed, or ``InvalidSnapshotError`` naming the event."""
     events: list[MetadataEvent] = []
     name = snapshot.name
     for n, event in enumerate(snapshot.metadata):
         where = f"dataset {name}: metadata[{n}] ({type(event).__name__})"
         if isinstance(event, _NOT_IN_SNAPSHOT):
-            reason = ("Seed is generated and cannot be given" if isinstance(event, Seed)
-                      else "this event cannot appear in a DatasetSnapshot")
+            reason = (
+                "Seed is generated and cannot be given"
+                if isinstance(event, Seed)
+                else "this event cannot appear in a DatasetSnapshot"
+            )
             raise InvalidSnapshotError(f"{where}: {reason}")
         if isinstance(event, (SetPollingSource, AddPushSource)):
             if snapshot.kind is not DatasetKind.ROOT:
                 raise InvalidSnapshotError(f"{where}: only allowed on root datasets")
             if event.preprocess is not None:
-                event = dataclasses.replace(event, preprocess=normalize_transform(event.preprocess, where))
+                event = dataclasses.replace(
+                    event, preprocess=normalize_transform(event.preprocess, where)
+                )
         elif isinstance(event, SetTransform):
             if snapshot.kind is not DatasetKind.DERIVATIVE:
                 raise InvalidSnapshotError(f"{where}: only allowed on derivative datasets")
@@ -62,15 +69,20 @@ async def normalize_snapshot(snapshot: DatasetSnapshot, resolve: InputResolver) 
                 if dataset_id is None:
                     missing.append(str(entry.dataset_ref))
                     continue
-                inputs.append(dataclasses.replace(
-                    entry,
-                    dataset_ref=DatasetRef(dataset_id),
-                    alias=entry.alias if entry.alias is not None else str(entry.dataset_ref),
-                ))
+                inputs.append(
+                    dataclasses.replace(
+                        entry,
+                        dataset_ref=DatasetRef(dataset_id),
+                        alias=entry.alias if entry.alias is not None else str(entry.dataset_ref),
+                    )
+                )
             if missing:
-                raise InvalidSnapshotError(f"{where}: inputs not found in the workspace: {', '.join(missing)}")
-            event = dataclasses.replace(event, inputs=tuple(inputs),
-                                        transform=normalize_transform(event.transform, where))
+                raise InvalidSnapshotError(
+                    f"{where}: inputs not found in the workspace: {', '.join(missing)}"
+                )
+            event = dataclasses.replace(
+                event, inputs=tuple(inputs), transform=normalize_transform(event.transform, where)
+            )
         events.append(event)
     return events
 
@@ -88,8 +100,10 @@ def normalize_transform(transform: object, where: str) -> object:
     if not transform.queries:
         raise InvalidSnapshotError(f"{where}: transform has no query")
     if sum(1 for q in transform.queries if q.alias is None) > 1:
-        raise InvalidSnapshotError(f"{where}: transform has more than one query without an alias; "
-                                   "only the output query may have none")
+        raise InvalidSnapshotError(
+            f"{where}: transform has more than one query without an alias; "
+            "only the output query may have none"
+        )
     return transform
 
 

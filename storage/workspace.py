@@ -111,11 +111,16 @@ class Workspace:
     def open_dataset(self, dataset_id: DatasetId) -> Dataset:
         """The dataset's folder, with head moves reported to the catalog and chain states
         saved in it."""
+
         async def record_head(head: Multihash, sequence_number: int) -> None:
             await self.catalog.update_head(dataset_id, head, sequence_number)
 
-        return Dataset.open_local(self.layout.dataset(dataset_id).root, dataset_id,
-                                  on_head_moved=record_head, saved_states=self.chain_states)
+        return Dataset.open_local(
+            self.layout.dataset(dataset_id).root,
+            dataset_id,
+            on_head_moved=record_head,
+            saved_states=self.chain_states,
+        )
 
     async def get_dataset(self, ref: DatasetRef | str) -> Dataset:
         return self.open_dataset((await self.resolve(ref)).id)
@@ -142,13 +147,17 @@ class Workspace:
         layout = self.layout.dataset(dataset_id)
         self.keys.save(dataset_id, key)
         try:
-            dataset = Dataset.open_local(layout.create().root, dataset_id, saved_states=self.chain_states)
+            dataset = Dataset.open_local(
+                layout.create().root, dataset_id, saved_states=self.chain_states
+            )
             await dataset.set_alias(alias_text)
             seed = Seed(dataset_id=dataset_id, dataset_kind=kind)
-            result = await dataset.commit_events([seed, *(events or [])], expected_head=None,
-                                                 system_time=system_time)
-            await self.catalog.add_dataset(dataset_id, alias_text, kind, result.new_head,
-                                           result.block.sequence_number)
+            result = await dataset.commit_events(
+                [seed, *(events or [])], expected_head=None, system_time=system_time
+            )
+            await self.catalog.add_dataset(
+                dataset_id, alias_text, kind, result.new_head, result.block.sequence_number
+            )
         except BaseException:
             await _remove_dataset_folder(layout)
             self.keys.delete(dataset_id)
@@ -165,11 +174,15 @@ class Workspace:
         if await self.catalog.find_by_alias(str(snapshot.name)) is not None:
             raise DatasetExistsError(f"dataset {snapshot.name} already exists in {self.root}")
         events = await normalize_snapshot(snapshot, resolve)
-        return await self.create_dataset(snapshot.name, snapshot.kind, events, system_time=system_time)
+        return await self.create_dataset(
+            snapshot.name, snapshot.kind, events, system_time=system_time
+        )
 
     # --- changing -------------------------------------------------------------------------------
 
-    async def rename_dataset(self, ref: DatasetRef | str, new_alias: DatasetAlias | str) -> DatasetRecord:
+    async def rename_dataset(
+        self, ref: DatasetRef | str, new_alias: DatasetAlias | str
+    ) -> DatasetRecord:
         record = await self.resolve(ref)
         alias_text = str(DatasetAlias.parse(str(new_alias)))
         existing = await self.catalog.find_by_alias(alias_text)
@@ -186,8 +199,9 @@ class Workspace:
         layout = self.layout.dataset(record.id)
         dependants = await self._dependants(record.id)
         if dependants:
-            raise StorageError(f"dataset {record.alias} is an input of {', '.join(dependants)}; "
-                               "delete those first")
+            raise StorageError(
+                f"dataset {record.alias} is an input of {', '.join(dependants)}; delete those first"
+            )
         await _remove_dataset_folder(layout)
         self.keys.delete(record.id)
         await self.catalog.remove_dataset(record.id)
@@ -214,7 +228,9 @@ class Workspace:
         head = await source.chain.head()
         if head is None:
             raise WorkspaceError(f"{path} has no refs/{HEAD_REF}: not a complete dataset")
-        state = await validate_chain(source.chain, head, data=source.data, checkpoints=source.checkpoints)
+        state = await validate_chain(
+            source.chain, head, data=source.data, checkpoints=source.checkpoints
+        )
         dataset_id, kind = state.dataset_id, state.kind
         assert dataset_id is not None and kind is not None  # a validated chain starts with a Seed
         alias_text = str(alias) if alias is not None else await source.alias()
@@ -228,8 +244,10 @@ class Workspace:
         target = self.layout.dataset(dataset_id)
         if target.root.exists():
             if (target.refs_dir / HEAD_REF).exists():
-                raise DatasetExistsError(f"{target.root} already holds dataset {dataset_id} "
-                                         "(not in the catalog: run `odfd repair`)")
+                raise DatasetExistsError(
+                    f"{target.root} already holds dataset {dataset_id} "
+                    "(not in the catalog: run `odfd repair`)"
+                )
             await _remove_dataset_folder(target)  # leftovers of an unfinished create or delete
         staging = DatasetLayout(staging_path(self.layout.datasets_dir)).create()
         try:
@@ -240,12 +258,15 @@ class Workspace:
                 new_data = getattr(event, "new_data", None)
                 new_checkpoint = getattr(event, "new_checkpoint", None)
                 if new_data is not None:
-                    await copy.data.put_file(source.data.path_of(new_data.physical_hash),  # type: ignore[attr-defined]
-                                             expected=new_data.physical_hash)
+                    await copy.data.put_file(
+                        source.data.path_of(new_data.physical_hash),  # type: ignore[attr-defined]
+                        expected=new_data.physical_hash,
+                    )
                 if new_checkpoint is not None:
                     await copy.checkpoints.put_file(
                         source.checkpoints.path_of(new_checkpoint.physical_hash),  # type: ignore[attr-defined]
-                        expected=new_checkpoint.physical_hash)
+                        expected=new_checkpoint.physical_hash,
+                    )
             await copy.set_alias(alias_text)
             aliases = await source.remote_aliases()
             for alias_kind, refs in aliases.items():
@@ -268,7 +289,9 @@ class Workspace:
         entries: list[tuple[DatasetRecord, dict]] = []
         skipped: list[tuple[Path, str]] = []
         seen_aliases: dict[str, Path] = {}
-        folders = sorted(self.layout.datasets_dir.iterdir()) if self.layout.datasets_dir.is_dir() else []
+        folders = (
+            sorted(self.layout.datasets_dir.iterdir()) if self.layout.datasets_dir.is_dir() else []
+        )
         for folder in folders:
             if folder.name.startswith("."):
                 continue
@@ -278,7 +301,9 @@ class Workspace:
                 continue
             key = entry[0].alias.lower()
             if key in seen_aliases:
-                skipped.append((folder, f"alias {entry[0].alias} is also used by {seen_aliases[key]}"))
+                skipped.append(
+                    (folder, f"alias {entry[0].alias} is also used by {seen_aliases[key]}")
+                )
                 continue
             seen_aliases[key] = folder
             entries.append(entry)
@@ -304,7 +329,9 @@ class Workspace:
             return "no info/alias", None
         now = datetime.now(UTC)
         assert state.kind is not None  # a validated chain starts with a Seed
-        record = DatasetRecord(expected_id, alias, state.kind, head, state.sequence_number, now, now)
+        record = DatasetRecord(
+            expected_id, alias, state.kind, head, state.sequence_number, now, now
+        )
         return "", (record, aliases)
 
 
@@ -328,4 +355,3 @@ async def _remove_dataset_folder(layout: DatasetLayout) -> None:
     if layout.refs_dir.is_dir():
         fsync_dir(layout.refs_dir)
     shutil.rmtree(layout.root, ignore_errors=True)
-

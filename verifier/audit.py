@@ -187,7 +187,8 @@ class _Audit:
         survey = integrity.metadata.survey
         if role is Role.INPUT:
             return LayerResult.skipped(
-                layer, "audited as an input (integrity only); --recursive re-executes its transforms too"
+                layer,
+                "audited as an input (integrity only); --recursive re-executes its transforms too",
             )
         if survey is None or integrity.metadata.result.status is not Status.OK:
             return LayerResult.cannot_verify(layer, "metadata integrity did not pass")
@@ -201,10 +202,14 @@ class _Audit:
             return LayerResult.skipped(layer, "no ExecuteTransform block in the range")
         unverified = await self._unverified_inputs(survey.input_ids)
         if unverified:
-            return LayerResult.cannot_verify(layer, "inputs must verify first: " + "; ".join(unverified))
+            return LayerResult.cannot_verify(
+                layer, "inputs must verify first: " + "; ".join(unverified)
+            )
         dataset, _ = await self._open(dataset_id)
         settings = ReplaySettings(self.options.sample_rows, self.options.scratch_dir)
-        return await check_reproducibility(dataset, survey, alias, self._open_input, settings, self.progress)
+        return await check_reproducibility(
+            dataset, survey, alias, self._open_input, settings, self.progress
+        )
 
     async def _unverified_inputs(self, input_ids: Sequence[DatasetId]) -> list[str]:
         """Why each input that did not pass layers 1 and 2 cannot be trusted (empty if all did)."""

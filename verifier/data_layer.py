@@ -48,21 +48,27 @@ class _Checks:
         self._slots = asyncio.Semaphore(runner.jobs)
         self._pending: set[asyncio.Task[None]] = set()
 
-    async def submit(self, task: FileTask, block: BlockLocation, file: str, counter: str | None) -> None:
+    async def submit(
+        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+    ) -> None:
         """Queues ``task``; ``counter`` names what to count (and show as done) when it finishes."""
         await self._slots.acquire()
         pending = asyncio.create_task(self._check(task, block, file, counter))
         self._pending.add(pending)
         pending.add_done_callback(self._pending.discard)
 
-    async def _check(self, task: FileTask, block: BlockLocation, file: str, counter: str | None) -> None:
+    async def _check(
+        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+    ) -> None:
         try:
             result = await self._runner.run(task)
         finally:
             self._slots.release()
         self._record(result, block, file, counter)
 
-    def _record(self, result: FileCheck, block: BlockLocation, file: str, counter: str | None) -> None:
+    def _record(
+        self, result: FileCheck, block: BlockLocation, file: str, counter: str | None
+    ) -> None:
         if counter is not None:
             self._recorder.count(counter)
             self._progress.advance(blocks=1)
@@ -105,7 +111,9 @@ async def check_data(
     recorder.count("bytes", survey.data_bytes)
     recorder.count("records", 0)
     checks = _Checks(runner, recorder, progress)
-    progress.begin(name, Layer.DATA, blocks=survey.slices + survey.checkpoints, bytes=survey.data_bytes)
+    progress.begin(
+        name, Layer.DATA, blocks=survey.slices + survey.checkpoints, bytes=survey.data_bytes
+    )
     try:
         vocab = Vocab()
         declared: _Declared | None = None
@@ -114,12 +122,19 @@ async def check_data(
             if isinstance(event, SetVocab):
                 vocab = Vocab.of(event)
             elif isinstance(event, SetDataSchema):
-                declared = _Declared(tuple(arrow_schema_of(event).names), f"block #{block.sequence_number}")
+                declared = _Declared(
+                    tuple(arrow_schema_of(event).names), f"block #{block.sequence_number}"
+                )
             elif isinstance(event, (AddData, ExecuteTransform)) and survey.block_range.contains(
                 block.sequence_number
             ):
                 await _submit(
-                    checks, dataset, BlockLocation(block.sequence_number, hash), event, vocab, declared
+                    checks,
+                    dataset,
+                    BlockLocation(block.sequence_number, hash),
+                    event,
+                    vocab,
+                    declared,
                 )
         await checks.drain()
     finally:
@@ -148,7 +163,10 @@ async def _submit(
         )
         # A slice is read twice (bytes, then records): each read shows as half its size.
         await checks.submit(
-            ObjectCheck(path, data.physical_hash, data.size, "event.newData", 0.5), location, file, None
+            ObjectCheck(path, data.physical_hash, data.size, "event.newData", 0.5),
+            location,
+            file,
+            None,
         )
         await checks.submit(ContentCheck(path, expectation, 0.5), location, file, "slices")
     if event.new_checkpoint is not None:
@@ -162,5 +180,7 @@ async def _submit(
 def _path(store: ObjectStore, hash: Multihash) -> Path:
     path_of = getattr(store, "path_of", None)
     if path_of is None:
-        raise VerifyError(f"{store!r} is not on the local file system; the verifier reads files by path")
+        raise VerifyError(
+            f"{store!r} is not on the local file system; the verifier reads files by path"
+        )
     return path_of(hash)

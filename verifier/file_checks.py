@@ -19,7 +19,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from protocol.hashing import PARQUET_BATCH_ROWS, RecordsDigest, UnsupportedDataTypeError, exact_batches
+from protocol.hashing import (
+    PARQUET_BATCH_ROWS,
+    RecordsDigest,
+    UnsupportedDataTypeError,
+    exact_batches,
+)
 from protocol.identity import Multicodec, Multihash
 from protocol.model import DataSlice
 from verifier.engine.columns import Op, Vocab
@@ -90,10 +95,14 @@ def check_object(
             (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
         )
     except OSError as err:
-        return FileCheck((_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),))
+        return FileCheck(
+            (_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),)
+        )
     if actual != expected_hash:
         message = f"the file's bytes hash to {actual}"
-        return FileCheck((_failed("physical-hash", f"{field}.physicalHash", message, expected_hash, actual),))
+        return FileCheck(
+            (_failed("physical-hash", f"{field}.physicalHash", message, expected_hash, actual),)
+        )
     return FileCheck(())
 
 
@@ -147,7 +156,9 @@ class _Scan:
             self.digest = RecordsDigest(schema)
         except UnsupportedDataTypeError as err:
             self._cannot_hash(err)
-        self.columns = _ColumnChecks(schema, expected.vocab, expected.data_slice.offset_interval.start)
+        self.columns = _ColumnChecks(
+            schema, expected.vocab, expected.data_slice.offset_interval.start
+        )
 
     def _cannot_hash(self, err: UnsupportedDataTypeError) -> None:
         self.problems.append(
@@ -169,7 +180,9 @@ class _Scan:
                 rows += batch.num_rows
                 on_bytes(size * batch.num_rows // total_rows)
         except _READ_ERRORS as err:
-            self.problems.append(_failed("unreadable", _DATA, f"reading past record {rows} failed: {err}"))
+            self.problems.append(
+                _failed("unreadable", _DATA, f"reading past record {rows} failed: {err}")
+            )
             return FileCheck(tuple(self.problems), rows)
         self.problems.extend(self.columns.problems)
         self._check_totals(rows)
@@ -184,13 +197,21 @@ class _Scan:
                 f"the file holds {rows} records, the offset interval [{interval.start}, {interval.end}] "
                 f"needs {wanted}"
             )
-            self.problems.append(_failed("record-count", f"{_DATA}.offsetInterval", message, wanted, rows))
+            self.problems.append(
+                _failed("record-count", f"{_DATA}.offsetInterval", message, wanted, rows)
+            )
         if self.digest is not None:
             actual = self.digest.finalize()
             if actual != recorded.logical_hash:
                 message = f"the records hash to {actual}"
                 self.problems.append(
-                    _failed("logical-hash", f"{_DATA}.logicalHash", message, recorded.logical_hash, actual)
+                    _failed(
+                        "logical-hash",
+                        f"{_DATA}.logicalHash",
+                        message,
+                        recorded.logical_hash,
+                        actual,
+                    )
                 )
 
 
@@ -200,7 +221,11 @@ def _schema_problems(schema: pa.Schema, expected: SliceExpectation) -> Iterator[
         (vocab.offset, "int64 or uint64", _is_offset_type),
         (vocab.op, "int32 or uint8", _is_op_type),
         (vocab.system_time, "timestamp in UTC", _is_utc_timestamp),
-        (vocab.event_time, "timestamp in UTC or date", lambda t: _is_utc_timestamp(t) or pa.types.is_date(t)),
+        (
+            vocab.event_time,
+            "timestamp in UTC or date",
+            lambda t: _is_utc_timestamp(t) or pa.types.is_date(t),
+        ),
     )
     for name, wanted, accepts in checks:
         index = schema.get_field_index(name)
@@ -215,7 +240,11 @@ def _schema_problems(schema: pa.Schema, expected: SliceExpectation) -> Iterator[
     if expected.declared_columns is not None and tuple(schema.names) != expected.declared_columns:
         message = f"the file's columns differ from the schema declared in {expected.declared_in}"
         yield _failed(
-            "declared-schema", None, message, ", ".join(expected.declared_columns), ", ".join(schema.names)
+            "declared-schema",
+            None,
+            message,
+            ", ".join(expected.declared_columns),
+            ", ".join(schema.names),
         )
 
 
@@ -277,7 +306,9 @@ class _ColumnChecks:
         if column.null_count:
             self._report(
                 "_offset",
-                _failed("offset-values", field, f"offset column '{self._offset}' has nulls in {rows}"),
+                _failed(
+                    "offset-values", field, f"offset column '{self._offset}' has nulls in {rows}"
+                ),
             )
             return
         values = column.to_numpy(zero_copy_only=False)
@@ -295,7 +326,10 @@ class _ColumnChecks:
     def _check_op(self, column: pa.Array, rows: str) -> None:
         if column.null_count:
             self._report(
-                "_op", _failed("op-values", None, f"operation type column '{self._op}' has nulls in {rows}")
+                "_op",
+                _failed(
+                    "op-values", None, f"operation type column '{self._op}' has nulls in {rows}"
+                ),
             )
             return
         bounds = pc.min_max(column)

@@ -22,7 +22,15 @@ from storage.dataset import Dataset
 from storage.errors import ChainRuleError, CorruptRefError, ObjectNotFoundError, StorageError
 from storage.layout import HEAD_REF, object_name
 from verifier.progress import Progress
-from verifier.report import BlockLocation, BlockRange, Finding, Layer, LayerRecorder, LayerResult, Status
+from verifier.report import (
+    BlockLocation,
+    BlockRange,
+    Finding,
+    Layer,
+    LayerRecorder,
+    LayerResult,
+    Status,
+)
 from verifier.selection import RangeRequest, RangeResolver
 
 HEAD_FILE = f"refs/{HEAD_REF}"
@@ -155,7 +163,9 @@ async def _walk(
             block = decode_block(data)
         except DecodeError as err:
             recorder.add(
-                Finding(Status.FAILED, "block-malformed", str(err), block=here, file=block_file(hash))
+                Finding(
+                    Status.FAILED, "block-malformed", str(err), block=here, file=block_file(hash)
+                )
             )
             return None
         recorder.count("blocks")

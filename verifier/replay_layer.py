@@ -156,7 +156,9 @@ async def _compare(
                 )
             )
         if recorded.logical_hash != recomputed.logical_hash:
-            details: dict[str, Any] = {"offsetInterval": {"start": interval.start, "end": interval.end}}
+            details: dict[str, Any] = {
+                "offsetInterval": {"start": interval.start, "end": interval.end}
+            }
             details["sample"] = await _sample(
                 dataset, recorded.physical_hash, recomputed.path, request, settings
             )
@@ -202,7 +204,11 @@ async def _sample(
         if path_of is None or not await dataset.data.contains(recorded):
             raise ObjectNotFoundError(str(dataset.data), recorded)
         return await asyncio.to_thread(
-            sample_differences, path_of(recorded), recomputed, request.vocab.offset, settings.sample_rows
+            sample_differences,
+            path_of(recorded),
+            recomputed,
+            request.vocab.offset,
+            settings.sample_rows,
         )
     except ObjectNotFoundError:
         return {"limit": settings.sample_rows, "unavailable": "the recorded data file is missing"}

@@ -181,13 +181,21 @@ class LayerRecorder:
         status = combine([Status.OK, *self._statuses])
         findings = sorted(self._findings, key=_finding_order)
         return LayerResult(
-            self.layer, status, None, dict(self.checked), tuple(findings), self._omitted, duration_seconds
+            self.layer,
+            status,
+            None,
+            dict(self.checked),
+            tuple(findings),
+            self._omitted,
+            duration_seconds,
         )
 
 
 def _finding_order(finding: Finding) -> tuple[int, str]:
     number = (
-        finding.block.sequence_number if finding.block and finding.block.sequence_number is not None else -1
+        finding.block.sequence_number
+        if finding.block and finding.block.sequence_number is not None
+        else -1
     )
     return (number, finding.file or "")
 

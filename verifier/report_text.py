@@ -35,15 +35,21 @@ def _dataset_lines(dataset: DatasetReport) -> list[str]:
     if dataset.block_range is not None and dataset.head is not None:
         first, last = dataset.block_range.first, dataset.block_range.last
         if first.sequence_number != 0 or last.hash != dataset.head.hash:
-            lines.append(f"  blocks #{first.sequence_number}..#{last.sequence_number} (data and transforms)")
+            lines.append(
+                f"  blocks #{first.sequence_number}..#{last.sequence_number} (data and transforms)"
+            )
     for layer in dataset.layers:
-        lines.append(f"  {layer.layer.title:<20} {_STATUS_TEXT[layer.status]:<14} {_checked(layer)}".rstrip())
+        lines.append(
+            f"  {layer.layer.title:<20} {_STATUS_TEXT[layer.status]:<14} {_checked(layer)}".rstrip()
+        )
         if layer.reason:
             lines.append(f"    {layer.reason}")
         for finding in layer.findings:
             lines.extend(_finding_lines(finding))
         if layer.findings_omitted:
-            lines.append(f"    ... and {layer.findings_omitted} more finding(s) (see --output json)")
+            lines.append(
+                f"    ... and {layer.findings_omitted} more finding(s) (see --output json)"
+            )
     return lines
 
 

@@ -19,7 +19,9 @@ from verifier.engine.columns import col
 from verifier.engine.session import isolated_session
 
 
-def sample_differences(recorded: Path, recomputed: Path, offset_column: str, limit: int) -> dict[str, Any]:
+def sample_differences(
+    recorded: Path, recomputed: Path, offset_column: str, limit: int
+) -> dict[str, Any]:
     """``{"recordedOnly": [...], "recomputedOnly": [...]}``: up to ``limit`` rows each, by offset.
 
     If the two files do not even have the same columns, that is said instead (``columnsDiffer``)

@@ -63,7 +63,9 @@ class RangeResolver:
     def observe(self, sequence_number: int, hash: Multihash) -> bool:
         """Whether the block (the one before the previous call's) is in the range."""
         here = BlockLocation(sequence_number, hash)
-        is_first = _matches(self._request.first, sequence_number, hash, default=sequence_number == 0)
+        is_first = _matches(
+            self._request.first, sequence_number, hash, default=sequence_number == 0
+        )
         if self._last is None:
             if not _matches(self._request.last, sequence_number, hash, default=True):
                 self._first_is_after_last |= is_first and self._request.first is not None
@@ -93,7 +95,9 @@ class RangeResolver:
         return BlockRange(self._first, self._last)
 
 
-def _matches(selector: BlockSelector | None, sequence_number: int, hash: Multihash, *, default: bool) -> bool:
+def _matches(
+    selector: BlockSelector | None, sequence_number: int, hash: Multihash, *, default: bool
+) -> bool:
     if selector is None:
         return default
     if isinstance(selector, int):

@@ -18,7 +18,13 @@ from pathlib import Path
 from types import TracebackType
 
 from protocol.identity import Multihash
-from verifier.file_checks import FileCheck, OnBytes, SliceExpectation, check_object, check_slice_content
+from verifier.file_checks import (
+    FileCheck,
+    OnBytes,
+    SliceExpectation,
+    check_object,
+    check_slice_content,
+)
 from verifier.progress import REDRAW_SECONDS, Progress
 
 
@@ -85,7 +91,10 @@ class CheckRunner:
         return self
 
     async def __aexit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+        self,
+        kind: type[BaseException] | None,
+        error: BaseException | None,
+        trace: TracebackType | None,
     ) -> None:
         if self._poller is not None:
             self._poller.cancel()
@@ -108,7 +117,10 @@ class CheckRunner:
             context.set_forkserver_preload([__name__])
             self._counter = context.Value("q", 0)
             self._executor = ProcessPoolExecutor(
-                max_workers=self.jobs, mp_context=context, initializer=_init_worker, initargs=(self._counter,)
+                max_workers=self.jobs,
+                mp_context=context,
+                initializer=_init_worker,
+                initargs=(self._counter,),
             )
             self._poller = asyncio.create_task(self._poll())
         try:

@@ -56,7 +56,11 @@ def render_table(table: pa.Table) -> str:
     columns = [[_cell(v) for v in table.column(i).to_pylist()] for i in range(table.num_columns)]
     widths = [max([len(n), *(len(c) for c in col)]) for n, col in zip(names, columns, strict=True)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"
-    lines = [rule, "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |\n", rule]
+    lines = [
+        rule,
+        "| " + " | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True)) + " |\n",
+        rule,
+    ]
     right = [_numeric(table.schema.field(i).type) for i in range(len(names))]
     for row in range(table.num_rows):
         cells = [
@@ -70,7 +74,11 @@ def render_table(table: pa.Table) -> str:
 
 
 def _numeric(data_type: pa.DataType) -> bool:
-    return pa.types.is_integer(data_type) or pa.types.is_floating(data_type) or pa.types.is_decimal(data_type)
+    return (
+        pa.types.is_integer(data_type)
+        or pa.types.is_floating(data_type)
+        or pa.types.is_decimal(data_type)
+    )
 
 
 def _cell(value: Any) -> str:
@@ -83,9 +91,15 @@ def _cell(value: Any) -> str:
 
 def _iso(value: dt.datetime) -> str:
     """RFC 3339 with as many fraction digits as the value needs (ODF times are milliseconds)."""
-    spec = "seconds" if value.microsecond == 0 else "milliseconds" if value.microsecond % 1000 == 0 else "microseconds"
+    spec = (
+        "seconds"
+        if value.microsecond == 0
+        else "milliseconds"
+        if value.microsecond % 1000 == 0
+        else "microseconds"
+    )
     if value.tzinfo is not None:
-        return value.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
+        return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
     return value.isoformat(timespec=spec)
 
 

@@ -18,14 +18,28 @@ TOKEN_ENV = "ODFD_TOKEN"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("pulling from a remote (URL, or a dataset pulled from one)")
-    group.add_argument("--as", dest="as_alias", metavar="ALIAS", help="local name of a dataset pulled from a URL")
-    group.add_argument("--force", action="store_true",
-                       help="replace a local history that diverged from the remote's")
-    group.add_argument("--token", default=os.environ.get(TOKEN_ENV),
-                       help=f"bearer token for the remote (default: ${TOKEN_ENV})")
-    group.add_argument("--protocol", choices=("auto", "smart", "simple"), default="auto",
-                       help="transfer protocol for http(s):// remotes (default: smart when offered)")
-    group.add_argument("--parallel", type=int, default=8, metavar="N", help="parallel object downloads")
+    group.add_argument(
+        "--as", dest="as_alias", metavar="ALIAS", help="local name of a dataset pulled from a URL"
+    )
+    group.add_argument(
+        "--force",
+        action="store_true",
+        help="replace a local history that diverged from the remote's",
+    )
+    group.add_argument(
+        "--token",
+        default=os.environ.get(TOKEN_ENV),
+        help=f"bearer token for the remote (default: ${TOKEN_ENV})",
+    )
+    group.add_argument(
+        "--protocol",
+        choices=("auto", "smart", "simple"),
+        default="auto",
+        help="transfer protocol for http(s):// remotes (default: smart when offered)",
+    )
+    group.add_argument(
+        "--parallel", type=int, default=8, metavar="N", help="parallel object downloads"
+    )
 
 
 async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool:
@@ -39,17 +53,23 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 
 
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
-    options = PullOptions(force=args.force, parallel=args.parallel, token=args.token, protocol=args.protocol)
+    options = PullOptions(
+        force=args.force, parallel=args.parallel, token=args.token, protocol=args.protocol
+    )
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2
     for ref in args.datasets:
         progress = Progress(f"pull {ref}")
         if looks_like_url(ref):
-            results = [await pull(workspace, ref, alias=args.as_alias, options=options, progress=progress)]
+            results = [
+                await pull(workspace, ref, alias=args.as_alias, options=options, progress=progress)
+            ]
         else:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             verb = "Updated" if result.updated else "Skipped"
-            print(f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr)
+            print(
+                f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr
+            )
     return 0

@@ -13,12 +13,17 @@ from storage.workspace import Workspace
 
 def add_root_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--root", type=Path, default=None, metavar="DIR",
+        "--root",
+        type=Path,
+        default=None,
+        metavar="DIR",
         help=f"workspace folder (default: ${WORKSPACE_ENV}, else ./.odfd)",
     )
 
 
-def run_in_workspace(args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]) -> int:
+def run_in_workspace(
+    args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
+) -> int:
     """Open the workspace named by ``--root``, run ``command`` in it, close it."""
 
     async def run() -> int:

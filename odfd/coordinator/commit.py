@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.model import AddData, ExecuteTransform, MetadataEvent, Timestamp
 from protocol.identity import Multihash
+from protocol.model import AddData, ExecuteTransform, MetadataEvent, Timestamp
 from storage.dataset import CommitResult, Dataset
 from storage.errors import SizeMismatchError
 from storage.stores.base import ObjectStore
@@ -43,7 +43,13 @@ async def commit_transaction(
     last = events[-1]
     if isinstance(last, (AddData, ExecuteTransform)):
         if files.data_file is not None and last.new_data is not None:
-            await _store(dataset.data, files.data_file, last.new_data.physical_hash, last.new_data.size, "data file")
+            await _store(
+                dataset.data,
+                files.data_file,
+                last.new_data.physical_hash,
+                last.new_data.size,
+                "data file",
+            )
         if files.checkpoint_file is not None and last.new_checkpoint is not None:
             await _store(
                 dataset.checkpoints,
@@ -52,7 +58,9 @@ async def commit_transaction(
                 last.new_checkpoint.size,
                 "checkpoint file",
             )
-    return await dataset.commit_events(list(events), expected_head=expected_head, system_time=system_time)
+    return await dataset.commit_events(
+        list(events), expected_head=expected_head, system_time=system_time
+    )
 
 
 async def _store(store: ObjectStore, path: Path, hash: Multihash, size: int, what: str) -> None:

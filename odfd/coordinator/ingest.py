@@ -76,7 +76,11 @@ async def pull_root(
     system_time: Timestamp | None = None,
 ) -> list[IngestOutcome]:
     """Ingests from the polling source until it has nothing more (a glob may hold many files)."""
-    outcomes = [await ingest_polling(workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time)]
+    outcomes = [
+        await ingest_polling(
+            workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time
+        )
+    ]
     while outcomes[-1].has_more and not outcomes[-1].up_to_date:
         outcomes.append(await ingest_polling(workspace, dataset, system_time=system_time))
     return outcomes
@@ -99,10 +103,14 @@ async def ingest_polling(
     prev_state = state.last_source_state if _is_polling_state(state.last_source_state) else None
     if state.last_offset is not None:
         if isinstance(getattr(polling.fetch, "cache", None), SourceCachingForever):
-            return IngestOutcome(alias, True, reason="the source is cached forever and was already ingested")
+            return IngestOutcome(
+                alias, True, reason="the source is cached forever and was already ingested"
+            )
         if prev_state is None and not fetch_uncacheable:
             return IngestOutcome(
-                alias, True, reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it"
+                alias,
+                True,
+                reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
             )
     time = system_time or Timestamp.now()
     with transaction_dir(workspace.root) as work:
@@ -113,7 +121,12 @@ async def ingest_polling(
         path = created[-1] if created else fetched.path
         source = _Source(polling.read, polling.preprocess, polling.merge)
         return await _transaction(
-            dataset, alias, state, source, path, work,
+            dataset,
+            alias,
+            state,
+            source,
+            path,
+            work,
             system_time=time,
             source_event_time=fetched.source_event_time or time,
             source_state=fetched.source_state,
@@ -139,7 +152,12 @@ async def ingest_push(
         raise IngestError(f"{path} is not a file")
     with transaction_dir(workspace.root) as work:
         return await _transaction(
-            dataset, alias, state, source, path, work,
+            dataset,
+            alias,
+            state,
+            source,
+            path,
+            work,
             system_time=time,
             source_event_time=event_time or time,
             source_state=None,
@@ -147,12 +165,16 @@ async def ingest_push(
         )
 
 
-async def set_watermark(dataset: Dataset, watermark: Timestamp, *, system_time: Timestamp | None = None) -> IngestOutcome:
+async def set_watermark(
+    dataset: Dataset, watermark: Timestamp, *, system_time: Timestamp | None = None
+) -> IngestOutcome:
     """Commits an ``AddData`` that only moves the watermark (nothing new arrived, time passed)."""
     alias = await dataset.alias() or str(dataset.id)
     state = await dataset.chain.state()
     if state.polling_source is None and not state.push_sources:
-        raise SourceError(f"{alias} has no source: only root datasets with a source take a watermark")
+        raise SourceError(
+            f"{alias} has no source: only root datasets with a source take a watermark"
+        )
     if state.last_watermark is not None and watermark <= state.last_watermark:
         return IngestOutcome(alias, True, reason=f"the watermark is already {state.last_watermark}")
     event = AddData(
@@ -162,7 +184,9 @@ async def set_watermark(dataset: Dataset, watermark: Timestamp, *, system_time: 
         new_watermark=watermark,
         new_source_state=state.last_source_state,
     )
-    commit = await dataset.commit_event(event, expected_head=state.head, system_time=system_time or Timestamp.now())
+    commit = await dataset.commit_event(
+        event, expected_head=state.head, system_time=system_time or Timestamp.now()
+    )
     return IngestOutcome(alias, False, commit.old_head, commit.new_head)
 
 
@@ -189,7 +213,8 @@ async def _transaction(
         start_offset=0 if state.last_offset is None else state.last_offset + 1,
         system_time=system_time,
         source_event_time=source_event_time,
-        infer_event_time=getattr(source.read, "schema", None) is None and not getattr(source.read, "ddl_schema", None),
+        infer_event_time=getattr(source.read, "schema", None) is None
+        and not getattr(source.read, "ddl_schema", None),
         out_path=work / f"slice-{uuid.uuid4().hex}.parquet",
         work=work,
     )
@@ -207,7 +232,9 @@ async def _transaction(
     watermark = _watermark(state.last_watermark, written)
     new_source_state = source_state if source_state is not None else state.last_source_state
     advances = (
-        written is not None or watermark != state.last_watermark or new_source_state != state.last_source_state
+        written is not None
+        or watermark != state.last_watermark
+        or new_source_state != state.last_source_state
     )
     if not advances and not events:
         return IngestOutcome(alias, True, has_more=has_more, reason="no new records")
@@ -230,7 +257,12 @@ async def _transaction(
         system_time=system_time,
     )
     return IngestOutcome(
-        alias, False, commit.old_head, commit.new_head, written.num_records if written else 0, has_more=has_more
+        alias,
+        False,
+        commit.old_head,
+        commit.new_head,
+        written.num_records if written else 0,
+        has_more=has_more,
     )
 
 
@@ -258,7 +290,11 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
             return None
         if plan.source.preprocess is not None:
             data = preprocess(spark, plan.source.preprocess, data, plan.alias)
-        prev = spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history)) if plan.history else None
+        prev = (
+            spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history))
+            if plan.history
+            else None
+        )
         records = new_records(
             data,
             prev=prev,
@@ -305,7 +341,9 @@ def _push_source(state: ChainState, name: str | None, alias: str) -> _Source:
             name = next(iter(state.push_sources))
         source: AddPushSource | None = state.push_sources.get(name)
         if source is None:
-            raise SourceError(f"{alias} has no push source '{name}' (has: {', '.join(sorted(state.push_sources))})")
+            raise SourceError(
+                f"{alias} has no push source '{name}' (has: {', '.join(sorted(state.push_sources))})"
+            )
         return _Source(source.read, source.preprocess, source.merge)
     polling: SetPollingSource | None = state.polling_source
     if polling is not None and name is None:

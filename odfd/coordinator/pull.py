@@ -43,7 +43,10 @@ async def pull_local(
     """Updates the named datasets (and, with ``recursive``, everything upstream of them)."""
     targets = [(await workspace.resolve(ref)).id for ref in refs]
     if watermark is not None:
-        return [await _set_watermark(workspace, dataset_id, watermark, system_time) for dataset_id in targets]
+        return [
+            await _set_watermark(workspace, dataset_id, watermark, system_time)
+            for dataset_id in targets
+        ]
     order = await _upstream_order(workspace, targets) if recursive else targets
     outcomes = []
     for dataset_id in order:
@@ -61,16 +64,26 @@ async def _pull_one(
         outcome = await update_derivative(workspace, dataset, system_time=system_time)
         if outcome.up_to_date:
             return PullOutcome(alias, False, 0, f"up to date ({outcome.reason})")
-        return PullOutcome(alias, True, outcome.num_records, f"{outcome.num_records} new record(s), head {outcome.new_head}")
+        return PullOutcome(
+            alias,
+            True,
+            outcome.num_records,
+            f"{outcome.num_records} new record(s), head {outcome.new_head}",
+        )
     if state.polling_source is None:
         return PullOutcome(alias, False, 0, "no polling source (push data with `odfd ingest`)")
-    results = await pull_root(workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time)
+    results = await pull_root(
+        workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time
+    )
     committed = [r for r in results if not r.up_to_date]
     if not committed:
         return PullOutcome(alias, False, 0, f"up to date ({results[-1].reason})")
     records = sum(r.num_records for r in committed)
     return PullOutcome(
-        alias, True, records, f"{records} new record(s) in {len(committed)} block(s), head {committed[-1].new_head}"
+        alias,
+        True,
+        records,
+        f"{records} new record(s) in {len(committed)} block(s), head {committed[-1].new_head}",
     )
 
 

@@ -40,7 +40,9 @@ class AsOf:
         try:
             return cls(block=Multihash.from_multibase(text))
         except ParseError:
-            raise AsOfError(f"AS OF {text!r} is neither a block hash nor an RFC 3339 time") from None
+            raise AsOfError(
+                f"AS OF {text!r} is neither a block hash nor an RFC 3339 time"
+            ) from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,11 +18,15 @@ class IncompatibleSchemaError(OdfError):
     """A new slice's columns differ from the dataset's declared schema in a way that is not allowed."""
 
 
-def schema_event(current: SetDataSchema | None, slice_schema: pa.Schema, dataset: str) -> SetDataSchema | None:
+def schema_event(
+    current: SetDataSchema | None, slice_schema: pa.Schema, dataset: str
+) -> SetDataSchema | None:
     """The ``SetDataSchema`` to commit before a slice with ``slice_schema``, if one is needed."""
     from protocol import arrow_schema
 
-    declared = SetDataSchema(schema=arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(slice_schema)))
+    declared = SetDataSchema(
+        schema=arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(slice_schema))
+    )
     if current is None:
         return declared
     if current.schema is not None and current.schema == declared.schema:

@@ -70,7 +70,9 @@ async def update_derivative(
             return TransformOutcome(alias, True, reason=f"input {declared.alias} has no data yet")
         query_input = next_query_input(input_id, state, input_state)
         query_inputs.append(query_input)
-        engine_inputs.append(await input_slice(input_dataset, query_input, declared.alias or str(input_id)))
+        engine_inputs.append(
+            await input_slice(input_dataset, query_input, declared.alias or str(input_id))
+        )
 
     if state.schema is not None and all(
         i.offset_interval is None and not i.explicit_watermarks for i in engine_inputs
@@ -86,7 +88,9 @@ async def update_derivative(
             system_time=time,
             next_offset=0 if state.last_offset is None else state.last_offset + 1,
             inputs=tuple(engine_inputs),
-            prev_checkpoint=dataset.checkpoints.path_of(state.last_checkpoint) if state.last_checkpoint else None,
+            prev_checkpoint=dataset.checkpoints.path_of(state.last_checkpoint)
+            if state.last_checkpoint
+            else None,
             out_dir=work,
             prev_watermark=state.last_watermark,
             spill_dir=str(work),
@@ -98,7 +102,9 @@ async def update_derivative(
             prev_checkpoint=state.last_checkpoint,
             prev_offset=state.last_offset,
             new_data=None if written is None else written.as_data_slice(),
-            new_checkpoint=None if result.new_checkpoint is None else result.new_checkpoint.as_checkpoint(),
+            new_checkpoint=None
+            if result.new_checkpoint is None
+            else result.new_checkpoint.as_checkpoint(),
             new_watermark=result.new_watermark,
         )
         events = [e for e in (schema_event(state.schema, result.schema, alias),) if e is not None]
@@ -112,16 +118,22 @@ async def update_derivative(
             expected_head=state.head,
             system_time=time,
         )
-    return TransformOutcome(alias, False, commit.old_head, commit.new_head, written.num_records if written else 0)
+    return TransformOutcome(
+        alias, False, commit.old_head, commit.new_head, written.num_records if written else 0
+    )
 
 
-def next_query_input(input_id: DatasetId, state: ChainState, input_state: ChainState) -> ExecuteTransformInput:
+def next_query_input(
+    input_id: DatasetId, state: ChainState, input_state: ChainState
+) -> ExecuteTransformInput:
     """The input's interval for the next transaction: from where the last one stopped to its head."""
     previous = state.transform_inputs.get(input_id)
     prev_block = None if previous is None else (previous.new_block_hash or previous.prev_block_hash)
     prev_offset = None
     if previous is not None:
-        prev_offset = previous.new_offset if previous.new_offset is not None else previous.prev_offset
+        prev_offset = (
+            previous.new_offset if previous.new_offset is not None else previous.prev_offset
+        )
     head, last_offset = input_state.head, input_state.last_offset
     return ExecuteTransformInput(
         dataset_id=input_id,
@@ -138,4 +150,6 @@ def _input_id(ref: object, alias: str) -> DatasetId:
     inner = getattr(ref, "id", None)
     if isinstance(inner, DatasetId):
         return inner
-    raise TransformNotDefinedError(f"{alias}: transform input {ref} is not resolved to a dataset id")
+    raise TransformNotDefinedError(
+        f"{alias}: transform input {ref} is not resolved to a dataset id"
+    )

@@ -19,10 +19,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from odfd.config import load_config
 from protocol.errors import OdfError
 from storage.layout import WorkspaceLayout
-
-from odfd.config import load_config
 
 SOCKET_NAME = "daemon.sock"
 _MAX_SOCKET_PATH = 100
@@ -57,6 +56,7 @@ def json_handler(action: Handler) -> Callable[[web.Request], Awaitable[web.Respo
         except OdfError as err:
             return web.json_response({"error": str(err)}, status=400)
         return web.json_response(result, dumps=lambda v: json.dumps(v, default=str))
+
     return handle
 
 
@@ -83,14 +83,22 @@ class AdminClient:
     async def require(cls, layout: WorkspaceLayout) -> AdminClient:
         client = await cls.connect(layout)
         if client is None:
-            raise DaemonNotRunningError(f"no daemon is running on {layout.root} (start one with `odfd daemon`)")
+            raise DaemonNotRunningError(
+                f"no daemon is running on {layout.root} (start one with `odfd daemon`)"
+            )
         return client
 
-    async def request(self, method: str, path: str, *, timeout: float = 600.0, **params: str) -> Any:
+    async def request(
+        self, method: str, path: str, *, timeout: float = 600.0, **params: str
+    ) -> Any:
         connector = aiohttp.UnixConnector(path=str(self.path))
         async with aiohttp.ClientSession(connector=connector) as session:
-            async with session.request(method, f"http://odfd{path}", params=params,
-                                       timeout=aiohttp.ClientTimeout(total=timeout)) as response:
+            async with session.request(
+                method,
+                f"http://odfd{path}",
+                params=params,
+                timeout=aiohttp.ClientTimeout(total=timeout),
+            ) as response:
                 if response.content_type == "application/json":
                     body = await response.json()
                 else:

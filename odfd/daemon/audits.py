@@ -15,17 +15,16 @@ from collections.abc import Awaitable, Callable, Hashable
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
+from odfd.config import NodeConfig
+from odfd.daemon.jobs import JobRunner
+from odfd.daemon.metrics import DaemonMetrics
+from odfd.daemon.mirror_sync import describe_error
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
 from storage.catalog.audits import AuditRecord, AuditTable, Scope
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 from verifier.report import Role, Status, VerifyReport
-
-from odfd.config import NodeConfig
-from odfd.daemon.jobs import JobRunner
-from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import describe_error
 
 log = logging.getLogger(__name__)
 
@@ -34,8 +33,10 @@ ResultListener = Callable[[AuditRecord], Awaitable[None]]
 
 def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
     """One line: each layer's status, and for the first layer that did not pass, why."""
-    target = next((d for d in report.datasets if d.dataset_id == dataset_id and d.role is Role.TARGET),
-                  report.datasets[-1])
+    target = next(
+        (d for d in report.datasets if d.dataset_id == dataset_id and d.role is Role.TARGET),
+        report.datasets[-1],
+    )
     parts = [f"{layer.layer.title} {layer.status}" for layer in target.layers]
     for layer in target.layers:
         if layer.status in (Status.FAILED, Status.CANNOT_VERIFY):
@@ -45,8 +46,14 @@ def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
 
 
 class Auditor:
-    def __init__(self, workspace: Workspace, config: NodeConfig, metrics: DaemonMetrics,
-                 spark_gate: asyncio.Semaphore, on_result: ResultListener) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: NodeConfig,
+        metrics: DaemonMetrics,
+        spark_gate: asyncio.Semaphore,
+        on_result: ResultListener,
+    ) -> None:
         self.workspace = workspace
         self.config = config
         self.metrics = metrics
@@ -54,8 +61,12 @@ class Auditor:
         self._spark_gate = spark_gate
         self._on_result = on_result
         self._pending: dict[DatasetId, tuple[Scope, str]] = {}
-        self.runner = JobRunner("audit", self._run, config.audit.max_concurrent,
-                                on_change=lambda queued, _: metrics.audit_queue_depth.set(queued))
+        self.runner = JobRunner(
+            "audit",
+            self._run,
+            config.audit.max_concurrent,
+            on_change=lambda queued, _: metrics.audit_queue_depth.set(queued),
+        )
 
     def request(self, dataset_id: DatasetId, scope: Scope, trigger: str) -> None:
         current = self._pending.get(dataset_id)
@@ -72,14 +83,22 @@ class Auditor:
         now = datetime.now(UTC)
         for record in await self.workspace.list_datasets():
             previous = last.get(record.id)
-            due = previous + timedelta(seconds=interval) if previous else now + timedelta(seconds=interval)
-            self.runner.schedule_at(record.id, max(due, now + timedelta(seconds=random.uniform(0, 60))))
+            due = (
+                previous + timedelta(seconds=interval)
+                if previous
+                else now + timedelta(seconds=interval)
+            )
+            self.runner.schedule_at(
+                record.id, max(due, now + timedelta(seconds=random.uniform(0, 60)))
+            )
 
     def _schedule_next_full(self, dataset_id: DatasetId) -> None:
         interval = self.config.audit.interval
         if interval > 0:
             jitter = 1 + random.uniform(-self.config.sync.jitter, self.config.sync.jitter)
-            self.runner.schedule_at(dataset_id, datetime.now(UTC) + timedelta(seconds=interval * jitter))
+            self.runner.schedule_at(
+                dataset_id, datetime.now(UTC) + timedelta(seconds=interval * jitter)
+            )
 
     async def _run(self, key: Hashable) -> None:
         assert isinstance(key, DatasetId)
@@ -88,29 +107,51 @@ class Auditor:
         if record is None:
             return  # deleted since it was requested
         started = datetime.now(UTC)
-        options = VerifyOptions(integrity_only=scope == "integrity", jobs=self.config.audit.jobs,
-                                scratch_dir=self.workspace.root / "run")
+        options = VerifyOptions(
+            integrity_only=scope == "integrity",
+            jobs=self.config.audit.jobs,
+            scratch_dir=self.workspace.root / "run",
+        )
         report_json: str | None = None
         try:
             # Only re-executing transforms needs Spark, whose jobs are limited daemon-wide.
             needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
             async with self._spark_gate if needs_spark else nullcontext():
                 report = await verify(self.workspace, [DatasetRef(key)], options)
-            status = next((str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status))
+            status = next(
+                (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
+            )
             summary = summarize(report, key)
             report_json = report.dumps(None)
         except Exception as err:  # noqa: BLE001 - an audit that cannot run is recorded as such
             status, summary = "error", describe_error(err)
         audit = AuditRecord(
-            dataset_id=key, alias=record.alias, scope=scope, trigger=trigger, head=record.head,
-            started_at=started, finished_at=datetime.now(UTC), status=status,  # type: ignore[arg-type]
-            summary=summary, report=report_json,
+            dataset_id=key,
+            alias=record.alias,
+            scope=scope,
+            trigger=trigger,
+            head=record.head,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            status=status,  # type: ignore[arg-type]
+            summary=summary,
+            report=report_json,
         )
         audit_id = await self.table.add(audit, keep=self.config.audit.keep_reports)
         self.metrics.audits.labels(scope, status).inc()
         level = logging.WARNING if audit.failing else logging.INFO
-        log.log(level, "audit finished", extra={"dataset": record.alias, "scope": scope, "trigger": trigger,
-                                                "status": status, "summary": summary, "audit_id": audit_id})
+        log.log(
+            level,
+            "audit finished",
+            extra={
+                "dataset": record.alias,
+                "scope": scope,
+                "trigger": trigger,
+                "status": status,
+                "summary": summary,
+                "audit_id": audit_id,
+            },
+        )
         await self._on_result(audit)
         if scope == "full":
             self._schedule_next_full(key)

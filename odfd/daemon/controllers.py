@@ -19,14 +19,6 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from protocol.identity import DatasetAlias, DatasetId, DatasetRef
-from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
-from protocol.errors import OdfError
-from storage.catalog.mirrors import MirrorTable
-from storage.catalog.resources import ResourceRecord, ResourceTable
-from storage.snapshots import normalize_snapshot
-from storage.workspace import Workspace
-
 from odfd.config import SyncConfig
 from odfd.daemon.resources import (
     DATASET_SCHEMA,
@@ -36,6 +28,13 @@ from odfd.daemon.resources import (
     dataset_resource,
 )
 from odfd.daemon.time import utc_now_text
+from protocol.errors import OdfError
+from protocol.identity import DatasetAlias, DatasetId, DatasetRef
+from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
+from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.snapshots import normalize_snapshot
+from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +71,9 @@ class ReconcileResult:
 
 
 class Reconciler:
-    def __init__(self, workspace: Workspace, sync: SyncConfig, hooks: ControllerHooks | None = None) -> None:
+    def __init__(
+        self, workspace: Workspace, sync: SyncConfig, hooks: ControllerHooks | None = None
+    ) -> None:
         self.workspace = workspace
         self.sync = sync
         self.hooks = hooks or NoHooks()
@@ -104,17 +105,35 @@ class Reconciler:
         return ReconcileResult(record, "Ready", message)
 
     async def _set(self, record: ResourceRecord, phase: str, error: dict[str, Any] | None) -> None:
-        condition = None if error is None else {**error, "observedGeneration": record.generation,
-                                                "updatedAt": utc_now_text()}
+        condition = (
+            None
+            if error is None
+            else {**error, "observedGeneration": record.generation, "updatedAt": utc_now_text()}
+        )
         current = record.status.get("conditions", {}).get(RECONCILE_ERROR)
-        if current is not None and error is not None and all(current.get(k) == v for k, v in error.items()):
+        if (
+            current is not None
+            and error is not None
+            and all(current.get(k) == v for k, v in error.items())
+        ):
             condition = current  # same failure as before: keep its time, write nothing new
-        changed = await self.resources.update_status(record.id, phase=phase, observed_generation=record.generation,
-                                                     conditions={RECONCILE_ERROR: condition})
+        changed = await self.resources.update_status(
+            record.id,
+            phase=phase,
+            observed_generation=record.generation,
+            conditions={RECONCILE_ERROR: condition},
+        )
         if changed:
-            log.info("resource reconciled", extra={"kind": record.schema.rsplit("/", 1)[-1], "resource": record.name,
-                                                   "generation": record.generation, "phase": phase,
-                                                   **({"error": error["message"]} if error else {})})
+            log.info(
+                "resource reconciled",
+                extra={
+                    "kind": record.schema.rsplit("/", 1)[-1],
+                    "resource": record.name,
+                    "generation": record.generation,
+                    "phase": phase,
+                    **({"error": error["message"]} if error else {}),
+                },
+            )
 
     # --- Mirror ---------------------------------------------------------------------------------
 
@@ -127,19 +146,35 @@ class Reconciler:
             if dataset is not None:
                 remotes = await self.workspace.catalog.remote_aliases(dataset.id, "pull")
                 if spec.source not in remotes:
-                    raise ReconcileFailure("conflict", f"dataset {record.name} already exists and is not pulled "
-                                                       f"from {spec.source}")
-            await self.mirrors.add(record.name, spec.source, spec.targets, interval, resource_id=record.id)
+                    raise ReconcileFailure(
+                        "conflict",
+                        f"dataset {record.name} already exists and is not pulled "
+                        f"from {spec.source}",
+                    )
+            await self.mirrors.add(
+                record.name, spec.source, spec.targets, interval, resource_id=record.id
+            )
             if spec.paused:
                 await self.mirrors.set_paused(record.name, True)
             await self.hooks.mirror_changed(record.name)
             return "mirror created"
         if existing.resource_id not in (None, record.id):
-            raise ReconcileFailure("conflict", f"mirror {record.name} is managed by resource {existing.resource_id}")
-        if (existing.source, existing.targets, existing.interval, existing.resource_id) != \
-                (spec.source, spec.targets, interval, record.id):
-            await self.mirrors.update(record.name, source=spec.source, targets=spec.targets, interval=interval,
-                                      resource_id=record.id)
+            raise ReconcileFailure(
+                "conflict", f"mirror {record.name} is managed by resource {existing.resource_id}"
+            )
+        if (existing.source, existing.targets, existing.interval, existing.resource_id) != (
+            spec.source,
+            spec.targets,
+            interval,
+            record.id,
+        ):
+            await self.mirrors.update(
+                record.name,
+                source=spec.source,
+                targets=spec.targets,
+                interval=interval,
+                resource_id=record.id,
+            )
         elif existing.paused == spec.paused:
             return None
         if existing.paused != spec.paused:
@@ -155,8 +190,11 @@ class Reconciler:
         existing = await self.workspace.catalog.find_by_alias(record.name)
         if spec.did is not None and (existing is None or existing.id != spec.did):
             where = "is not in the workspace" if existing is None else f"is {existing.id}"
-            raise ReconcileFailure("did-mismatch", f"spec.did is {spec.did} but dataset {record.name} {where} "
-                                                   "(a DID comes from the dataset's key: mirror it, or omit did)")
+            raise ReconcileFailure(
+                "did-mismatch",
+                f"spec.did is {spec.did} but dataset {record.name} {where} "
+                "(a DID comes from the dataset's key: mirror it, or omit did)",
+            )
         snapshot = DatasetSnapshot(name=alias, kind=spec.kind, metadata=spec.metadata)
         if existing is None:
             dataset = await self.workspace.create_from_snapshot(snapshot)
@@ -164,11 +202,17 @@ class Reconciler:
             await self.hooks.dataset_changed(dataset.id)
             return "dataset created"
         if await self.mirrors.get(record.name) is not None:
-            raise ReconcileFailure("conflict", f"dataset {record.name} is mirrored: its metadata comes from its "
-                                               "source and cannot be set here")
+            raise ReconcileFailure(
+                "conflict",
+                f"dataset {record.name} is mirrored: its metadata comes from its "
+                "source and cannot be set here",
+            )
         if existing.kind is not spec.kind:
-            raise ReconcileFailure("kind-mismatch", f"dataset {record.name} is {existing.kind.value}, the spec says "
-                                                    f"{spec.kind.value} (a dataset's kind never changes)")
+            raise ReconcileFailure(
+                "kind-mismatch",
+                f"dataset {record.name} is {existing.kind.value}, the spec says "
+                f"{spec.kind.value} (a dataset's kind never changes)",
+            )
 
         async def resolve(ref: DatasetRef) -> DatasetId | None:
             found = await self.workspace.try_resolve(ref)

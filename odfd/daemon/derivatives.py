@@ -17,6 +17,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from odfd.coordinator.transform import next_query_input, update_derivative
+from odfd.daemon.jobs import JobRunner
+from odfd.daemon.metrics import DaemonMetrics
+from odfd.daemon.mirror_sync import describe_error
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind
@@ -25,17 +29,17 @@ from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
 from storage.workspace import Workspace
 
-from odfd.coordinator.transform import next_query_input, update_derivative
-from odfd.daemon.jobs import JobRunner
-from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import describe_error
-
 log = logging.getLogger(__name__)
 
 
 class DerivativeUpdater:
-    def __init__(self, workspace: Workspace, metrics: DaemonMetrics, spark_gate: asyncio.Semaphore,
-                 on_updated: Callable[[DatasetId], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        metrics: DaemonMetrics,
+        spark_gate: asyncio.Semaphore,
+        on_updated: Callable[[DatasetId], Awaitable[None]],
+    ) -> None:
         self.workspace = workspace
         self.metrics = metrics
         self._spark_gate = spark_gate
@@ -45,8 +49,11 @@ class DerivativeUpdater:
     async def _local_derivatives(self) -> list[DatasetRecord]:
         """Local, non-mirrored derivative datasets."""
         mirrored = {m.name.lower() for m in await MirrorTable(self.workspace.catalog).list()}
-        return [record for record in await self.workspace.list_datasets()
-                if record.kind is DatasetKind.DERIVATIVE and record.alias.lower() not in mirrored]
+        return [
+            record
+            for record in await self.workspace.list_datasets()
+            if record.kind is DatasetKind.DERIVATIVE and record.alias.lower() not in mirrored
+        ]
 
     async def dependants(self, dataset_id: DatasetId) -> list[DatasetId]:
         """Local, non-mirrored derivative datasets that read ``dataset_id``."""
@@ -75,15 +82,22 @@ class DerivativeUpdater:
                     if input_id not in inputs:
                         inputs[input_id] = await self._input(input_id)
                     found = inputs[input_id]
-                    if found is not None and next_query_input(input_id, state, found[1]).new_block_hash is not None:
+                    if (
+                        found is not None
+                        and next_query_input(input_id, state, found[1]).new_block_hash is not None
+                    ):
                         moved.append(found[0])
             except OdfError as err:
-                log.warning("derivative not checked for new input data",
-                            extra={"dataset": record.alias, "error": describe_error(err)})
+                log.warning(
+                    "derivative not checked for new input data",
+                    extra={"dataset": record.alias, "error": describe_error(err)},
+                )
                 continue
             if moved:
-                log.info("derivative behind its inputs: transform queued",
-                         extra={"dataset": record.alias, "inputs": ", ".join(moved)})
+                log.info(
+                    "derivative behind its inputs: transform queued",
+                    extra={"dataset": record.alias, "inputs": ", ".join(moved)},
+                )
                 self.runner.run_now(record.id)
                 queued.append(record.id)
         return queued
@@ -113,14 +127,24 @@ class DerivativeUpdater:
                 outcome = await update_derivative(self.workspace, self.workspace.open_dataset(key))
         except Exception as err:  # noqa: BLE001 - logged and counted; retried when an input moves or by catch_up
             self.metrics.transforms.labels("failed").inc()
-            log.error("transform failed", extra={"dataset": record.alias, "error": describe_error(err)})
+            log.error(
+                "transform failed", extra={"dataset": record.alias, "error": describe_error(err)}
+            )
             return
         if outcome.up_to_date:
             self.metrics.transforms.labels("unchanged").inc()
-            log.debug("transform up to date", extra={"dataset": record.alias, "reason": outcome.reason})
+            log.debug(
+                "transform up to date", extra={"dataset": record.alias, "reason": outcome.reason}
+            )
             return
         self.metrics.transforms.labels("updated").inc()
-        log.info("transform committed", extra={"dataset": record.alias, "records": outcome.num_records,
-                                               "head": str(outcome.new_head)})
+        log.info(
+            "transform committed",
+            extra={
+                "dataset": record.alias,
+                "records": outcome.num_records,
+                "head": str(outcome.new_head),
+            },
+        )
         await self._on_updated(key)
         await self.inputs_changed(key)

@@ -20,8 +20,9 @@ Job = Callable[[Hashable], Awaitable[None]]
 
 
 class JobRunner:
-    def __init__(self, name: str, job: Job, limit: int,
-                 on_change: Callable[[int, int], None] | None = None) -> None:
+    def __init__(
+        self, name: str, job: Job, limit: int, on_change: Callable[[int, int], None] | None = None
+    ) -> None:
         """``on_change(queued, running)`` is called whenever either count changes (metrics)."""
         self.name = name
         self._job = job
@@ -38,8 +39,10 @@ class JobRunner:
         self.peak_running = 0
 
     def start(self) -> None:
-        self._workers = [asyncio.create_task(self._work(), name=f"{self.name}-worker-{i}")
-                         for i in range(self._limit)]
+        self._workers = [
+            asyncio.create_task(self._work(), name=f"{self.name}-worker-{i}")
+            for i in range(self._limit)
+        ]
 
     # --- scheduling -----------------------------------------------------------------------------
 

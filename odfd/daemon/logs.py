@@ -12,7 +12,11 @@ from typing import Any, TextIO
 
 from odfd.config import LogConfig
 
-_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime", "taskName"}
+_STANDARD = frozenset(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {
+    "message",
+    "asctime",
+    "taskName",
+}
 
 
 def _fields(record: logging.LogRecord) -> dict[str, Any]:
@@ -20,13 +24,21 @@ def _fields(record: logging.LogRecord) -> dict[str, Any]:
 
 
 def _time(record: logging.LogRecord) -> str:
-    return datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return (
+        datetime.fromtimestamp(record.created, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
 
 
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
-        entry: dict[str, Any] = {"time": _time(record), "level": record.levelname.lower(),
-                                 "logger": record.name, "message": record.getMessage()}
+        entry: dict[str, Any] = {
+            "time": _time(record),
+            "level": record.levelname.lower(),
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
         entry.update(_fields(record))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
@@ -46,7 +58,7 @@ class TextFormatter(logging.Formatter):
 
 def _quote(value: object) -> str:
     text = str(value)
-    return json.dumps(text) if (not text or any(c in text for c in " \"=\n")) else text
+    return json.dumps(text) if (not text or any(c in text for c in ' "=\n')) else text
 
 
 def configure_logging(config: LogConfig, stream: TextIO | None = None) -> None:

@@ -17,17 +17,16 @@ from typing import Any
 
 import aiohttp
 
-from protocol.errors import OdfError, ParseError
-from protocol.identity import DatasetId, Multihash
-from protocol.transfer.ipfs import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
-from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
-from storage.workspace import Workspace
-
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.source_probe import SourceHead, probe_source
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import parse_remote_url
+from protocol.errors import OdfError, ParseError
+from protocol.identity import DatasetId, Multihash
+from protocol.transfer.ipfs import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
+from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
+from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
@@ -64,7 +63,9 @@ def describe_error(err: BaseException) -> str:
 
 
 class MirrorSyncer:
-    def __init__(self, workspace: Workspace, config: NodeConfig, session: aiohttp.ClientSession) -> None:
+    def __init__(
+        self, workspace: Workspace, config: NodeConfig, session: aiohttp.ClientSession
+    ) -> None:
         self.workspace = workspace
         self.config = config
         self.session = session
@@ -73,8 +74,11 @@ class MirrorSyncer:
         started = datetime.now(UTC)
         local_before = await self.local_head(mirror.name)
         dataset_id = local_before[0]
-        known = (SourceHead(mirror.source_head, mirror.source_sequence, mirror.source_cid)
-                 if mirror.source_head is not None else None)
+        known = (
+            SourceHead(mirror.source_head, mirror.source_sequence, mirror.source_cid)
+            if mirror.source_head is not None
+            else None
+        )
         source: SourceHead | None = None
         pulled: PullResult | None = None
         errors: list[str] = []
@@ -83,13 +87,25 @@ class MirrorSyncer:
         pinned = mirror.pinned_cid
         try:
             remote = parse_remote_url(mirror.source)
-            source = await probe_source(remote, self.session, self.config.ipfs.settings(),
-                                        token=self.config.sync.token_for(mirror.source), known=known)
+            source = await probe_source(
+                remote,
+                self.session,
+                self.config.ipfs.settings(),
+                token=self.config.sync.token_for(mirror.source),
+                known=known,
+            )
             if dataset_id is None or source.head != local_before[1]:
-                options = PullOptions(parallel=self.config.sync.parallel_objects,
-                                      token=self.config.sync.token_for(mirror.source))
-                pulled = await pull(self.workspace, mirror.source, alias=mirror.name, options=options,
-                                    session=self.session)
+                options = PullOptions(
+                    parallel=self.config.sync.parallel_objects,
+                    token=self.config.sync.token_for(mirror.source),
+                )
+                pulled = await pull(
+                    self.workspace,
+                    mirror.source,
+                    alias=mirror.name,
+                    options=options,
+                    session=self.session,
+                )
                 dataset_id = pulled.dataset_id
         except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
             errors.append(describe_error(err))
@@ -97,7 +113,9 @@ class MirrorSyncer:
         dataset_id = dataset_id or local_id
         if not errors and local_head is not None:
             for target in mirror.targets:
-                state, entry = await self._push(mirror, target, local_head, target_state.get(target))
+                state, entry = await self._push(
+                    mirror, target, local_head, target_state.get(target)
+                )
                 target_state[target] = state
                 pushes.append(entry)
                 if state.error is not None:
@@ -112,11 +130,19 @@ class MirrorSyncer:
         changed = local_head is not None and local_head != local_before[1]
         outcome = "failed" if errors else ("updated" if changed else "unchanged")
         attempt = SyncAttempt(
-            mirror=mirror.name, source=mirror.source, dataset_id=dataset_id, started_at=started,
-            finished_at=datetime.now(UTC), outcome=outcome, old_head=local_before[1], new_head=local_head,
+            mirror=mirror.name,
+            source=mirror.source,
+            dataset_id=dataset_id,
+            started_at=started,
+            finished_at=datetime.now(UTC),
+            outcome=outcome,
+            old_head=local_before[1],
+            new_head=local_head,
             source_head=None if source is None else source.head,
-            blocks=pulled.num_blocks if pulled else 0, objects=pulled.num_objects if pulled else 0,
-            bytes=pulled.num_bytes if pulled else 0, pushes=tuple(pushes),
+            blocks=pulled.num_blocks if pulled else 0,
+            objects=pulled.num_objects if pulled else 0,
+            bytes=pulled.num_bytes if pulled else 0,
+            pushes=tuple(pushes),
             error="; ".join(errors) if errors else None,
         )
         return SyncReport(attempt, source, pinned, MappingProxyType(target_state), changed)
@@ -128,20 +154,31 @@ class MirrorSyncer:
             return None, None
         return record.id, await self.workspace.open_dataset(record.id).chain.head()
 
-    async def _push(self, mirror: MirrorRecord, target: str, head: Multihash,
-                    state: TargetState | None) -> tuple[TargetState, dict[str, Any]]:
+    async def _push(
+        self, mirror: MirrorRecord, target: str, head: Multihash, state: TargetState | None
+    ) -> tuple[TargetState, dict[str, Any]]:
         if state is not None and state.head == head and state.error is None:
             return state, {"target": target, "blocks": 0, "skipped": True}
-        options = PushOptions(token=self.config.sync.token_for(target), parallel=self.config.sync.parallel_objects)
+        options = PushOptions(
+            token=self.config.sync.token_for(target), parallel=self.config.sync.parallel_objects
+        )
         try:
             result = await push(self.workspace, mirror.name, target, options=options)
         except Exception as err:  # noqa: BLE001 - a failed push is part of the attempt's outcome
             message = describe_error(err)
-            log.warning("push failed", extra={"mirror": mirror.name, "target": target, "error": message})
+            log.warning(
+                "push failed", extra={"mirror": mirror.name, "target": target, "error": message}
+            )
             previous = state or TargetState()
-            return TargetState(previous.head, previous.remote, message), {"target": target, "error": message}
-        return TargetState(head, result.remote), {"target": target, "remote": result.remote,
-                                                  "blocks": result.num_blocks}
+            return TargetState(previous.head, previous.remote, message), {
+                "target": target,
+                "error": message,
+            }
+        return TargetState(head, result.remote), {
+            "target": target,
+            "remote": result.remote,
+            "blocks": result.num_blocks,
+        }
 
     async def _pin(self, dataset_id: DatasetId | None, previous: str | None) -> str | None:
         if dataset_id is None:
@@ -165,5 +202,7 @@ async def release_pin(ipfs: IpfsConfig, cid: str) -> None:
     except IpfsNotFoundError:
         return
     except (IpfsError, ParseError) as err:
-        raise PinReleaseError(f"could not unpin ipfs://{cid}: {err}; it stays pinned until removed "
-                              f"by hand (`ipfs pin rm {cid}`)") from err
+        raise PinReleaseError(
+            f"could not unpin ipfs://{cid}: {err}; it stays pinned until removed "
+            f"by hand (`ipfs pin rm {cid}`)"
+        ) from err

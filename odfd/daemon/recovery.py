@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from odfd.sync.target import STAGING_PREFIX
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId
 from storage.chain import validate_chain
@@ -20,8 +21,6 @@ from storage.dataset import Dataset
 from storage.errors import StorageError
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
-
-from odfd.sync.target import STAGING_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,9 @@ async def recover_workspace(workspace: Workspace) -> list[str]:
         if head is not None and head != record.head:
             block = await dataset.chain.get_block(head)
             await workspace.catalog.update_head(record.id, head, block.sequence_number)
-            fixed.append(f"{record.alias}: catalog head updated to {head} (#{block.sequence_number})")
+            fixed.append(
+                f"{record.alias}: catalog head updated to {head} (#{block.sequence_number})"
+            )
     folder = workspace.layout.datasets_dir
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
         if path.name.startswith(STAGING_PREFIX) and (path / "refs" / HEAD_REF).is_file():
@@ -73,11 +74,16 @@ async def _adopt(workspace: Workspace, dataset_id: DatasetId) -> str | None:
         if await workspace.catalog.find_by_alias(alias) is not None:
             return None
         assert state.kind is not None  # a valid chain starts with a Seed
-        await workspace.catalog.add_dataset(dataset_id, alias, state.kind, head, state.sequence_number)
+        await workspace.catalog.add_dataset(
+            dataset_id, alias, state.kind, head, state.sequence_number
+        )
         for kind, refs in (await dataset.remote_aliases()).items():
             if refs:
                 await workspace.catalog.set_remote_aliases(dataset_id, kind, refs)
     except (StorageError, ParseError) as err:
-        log.warning("dataset folder left alone", extra={"folder": dataset_id.to_multibase(), "reason": str(err)})
+        log.warning(
+            "dataset folder left alone",
+            extra={"folder": dataset_id.to_multibase(), "reason": str(err)},
+        )
         return None
     return f"{alias}: registered dataset folder {dataset_id.to_multibase()}"

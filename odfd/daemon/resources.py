@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from odfd.config import format_duration, parse_duration
+from odfd.sync.remote import parse_remote_url
 from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
@@ -51,9 +53,6 @@ from protocol.resource import (
 )
 from storage.catalog.resources import PutResult, ResourceRecord, ResourceTable
 from storage.workspace import Workspace
-
-from odfd.config import format_duration, parse_duration
-from odfd.sync.remote import parse_remote_url
 
 DATASET_SCHEMA = "https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset"
 MIRROR_SCHEMA = "https://odfd.dev/schemas/mirror/v1alpha1/Mirror"
@@ -103,8 +102,9 @@ class MirrorSpec:
         try:
             return cls.read(spec)
         except Invalid as error:
-            raise ManifestError(f"{where}: spec{'.' if error.path else ''}{error.field_path()}: {error.reason}") \
-                from None
+            raise ManifestError(
+                f"{where}: spec{'.' if error.path else ''}{error.field_path()}: {error.reason}"
+            ) from None
 
     @classmethod
     def read(cls, tree: Any) -> MirrorSpec:
@@ -115,14 +115,19 @@ class MirrorSpec:
             raise Invalid("", "expected a mapping")
         unknown = sorted(set(spec) - {"source", "targets", "every", "paused"})
         if unknown:
-            raise Invalid("", f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, paused)")
+            raise Invalid(
+                "",
+                f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, paused)",
+            )
         source = spec.get("source")
         if not isinstance(source, str) or not source:
             raise Invalid("source", "expected the URL of the dataset to mirror")
         targets = spec.get("targets", [])
         if not isinstance(targets, list) or not all(isinstance(t, str) and t for t in targets):
             raise Invalid("targets", "expected a list of URLs")
-        for field, url in [("source", source)] + [(f"targets[{i}]", t) for i, t in enumerate(targets)]:
+        for field, url in [("source", source)] + [
+            (f"targets[{i}]", t) for i, t in enumerate(targets)
+        ]:
             try:
                 parse_remote_url(url)
             except OdfError as err:
@@ -180,8 +185,10 @@ def account_handle(name: AccountName) -> AccountHandle:
     """
     seed = str(name).lower().encode()
     if len(seed) > _MAX_ACCOUNT_SEED:
-        raise ManifestError(f"account name {name} is longer than {_MAX_ACCOUNT_SEED} bytes, which odfd cannot "
-                            "give a DID")
+        raise ManifestError(
+            f"account name {name} is longer than {_MAX_ACCOUNT_SEED} bytes, which odfd cannot "
+            "give a DID"
+        )
     did = DatasetId.new_seeded(seed)
     return AccountHandle(id=str(did), did=did, name=name)
 
@@ -191,15 +198,19 @@ def _account_of(ref: AccountRef | None, where: str) -> AccountName | None:
     if ref is None:
         return None
     if ref.name is None:
-        raise ManifestError(f"{where}: headers.account: odfd identifies accounts by name; add `name`")
+        raise ManifestError(
+            f"{where}: headers.account: odfd identifies accounts by name; add `name`"
+        )
     try:
         handle = account_handle(ref.name)
     except ManifestError as err:
         raise ManifestError(f"{where}: headers.account.name: {err}") from None
     for field, given, expected in (("id", ref.id, handle.id), ("did", ref.did, handle.did)):
         if given is not None and given != expected:
-            raise ManifestError(f"{where}: headers.account.{field}: {given} is not the {field} of account "
-                                f"{ref.name} on this node ({expected})")
+            raise ManifestError(
+                f"{where}: headers.account.{field}: {given} is not the {field} of account "
+                f"{ref.name} on this node ({expected})"
+            )
     return None if ref.name == DEFAULT_ACCOUNT else ref.name
 
 
@@ -209,7 +220,9 @@ def manifest_files(paths: Iterable[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(sorted(p for p in path.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file()))
+            files.extend(
+                sorted(p for p in path.iterdir() if p.suffix in MANIFEST_SUFFIXES and p.is_file())
+            )
         elif path.is_file():
             files.append(path)
         else:
@@ -231,8 +244,10 @@ def load_manifests(paths: Iterable[Path]) -> list[Manifest]:
             manifest = parse_manifest(document, f"{path} document {n}")
             key = (manifest.schema, manifest.name.lower())
             if key in seen:
-                raise ManifestError(f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in "
-                                    f"{seen[key]}")
+                raise ManifestError(
+                    f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in "
+                    f"{seen[key]}"
+                )
             seen[key] = manifest.where
             manifests.append(manifest)
     return manifests
@@ -245,8 +260,10 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     try:
         schema = resource_schema(document, where)
         if schema not in KINDS.values():
-            raise ManifestError(f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
-                                f"use one of {', '.join(KINDS.values())}")
+            raise ManifestError(
+                f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
+                f"use one of {', '.join(KINDS.values())}"
+            )
         codec = _spec_codec(schema)
         if isinstance(document, dict) and "status" in document:
             resource = read_resource(document, codec, where).to_input()
@@ -255,12 +272,21 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     except ResourceError as err:
         raise ManifestError(str(err)) from None
     if schema == DATASET_SCHEMA and resource.spec.volume is not None:
-        raise ManifestError(f"{where}: spec.volume: storage volumes are not supported; datasets are "
-                            "stored in the node's workspace")
+        raise ManifestError(
+            f"{where}: spec.volume: storage volumes are not supported; datasets are "
+            "stored in the node's workspace"
+        )
     headers = resource.headers
     alias = DatasetAlias(_account_of(headers.account, where), DatasetName(str(headers.name)))
-    return Manifest(schema, str(alias), codec.write(resource.spec), dict(headers.labels or {}),
-                    dict(headers.annotations or {}), headers.id, where)
+    return Manifest(
+        schema,
+        str(alias),
+        codec.write(resource.spec),
+        dict(headers.labels or {}),
+        dict(headers.annotations or {}),
+        headers.id,
+        where,
+    )
 
 
 def _spec_codec(schema: str) -> SpecCodec[Any]:
@@ -272,9 +298,14 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
     headers name the dataset and the account of its alias, as the manifest did."""
     alias = DatasetAlias.parse(record.name)
     account = None if alias.account_name is None else AccountRef(name=alias.account_name)
-    headers = ResourceHeadersInput(id=record.id, name=ResourceName(str(alias.dataset_name)), account=account)
-    return DatasetResource(schema=record.schema, headers=headers,
-                           spec=from_tree(record.spec, "DatasetSpecInput", f"resource {record.id}", "spec"))
+    headers = ResourceHeadersInput(
+        id=record.id, name=ResourceName(str(alias.dataset_name)), account=account
+    )
+    return DatasetResource(
+        schema=record.schema,
+        headers=headers,
+        spec=from_tree(record.spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
+    )
 
 
 PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}
@@ -282,8 +313,18 @@ PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}
 
 async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> list[PutResult]:
     table = ResourceTable(workspace.catalog)
-    return [await table.put(m.schema, m.name, m.spec, labels=m.labels, annotations=m.annotations,
-                            resource_id=m.resource_id, initial_status=PENDING_STATUS) for m in manifests]
+    return [
+        await table.put(
+            m.schema,
+            m.name,
+            m.spec,
+            labels=m.labels,
+            annotations=m.annotations,
+            resource_id=m.resource_id,
+            initial_status=PENDING_STATUS,
+        )
+        for m in manifests
+    ]
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:
@@ -292,21 +333,30 @@ def resource_of(record: ResourceRecord) -> Resource[Any]:
     alias = DatasetAlias.parse(record.name)
     status = record.status
     reconciled_at = status.get("reconciledAt")
-    spec = (dataset_resource(record).spec if record.schema == DATASET_SCHEMA
-            else MirrorSpec.from_json(record.spec, f"resource {record.id}"))
+    spec = (
+        dataset_resource(record).spec
+        if record.schema == DATASET_SCHEMA
+        else MirrorSpec.from_json(record.spec, f"resource {record.id}")
+    )
     return Resource(
         schema=record.schema,
         headers=ResourceHeaders(
-            id=record.id, name=ResourceName(str(alias.dataset_name)),
+            id=record.id,
+            name=ResourceName(str(alias.dataset_name)),
             account=account_handle(alias.account_name or DEFAULT_ACCOUNT),
-            labels=ResourceLabels(record.labels), annotations=ResourceAnnotations(record.annotations),
-            generation=record.generation, created_at=Timestamp.from_datetime(record.created_at),
-            updated_at=Timestamp.from_datetime(record.updated_at)),
+            labels=ResourceLabels(record.labels),
+            annotations=ResourceAnnotations(record.annotations),
+            generation=record.generation,
+            created_at=Timestamp.from_datetime(record.created_at),
+            updated_at=Timestamp.from_datetime(record.updated_at),
+        ),
         spec=spec,
         status=ResourceStatus(
-            phase=ResourcePhase(status["phase"]), conditions=ResourceConditions(status.get("conditions") or {}),
+            phase=ResourcePhase(status["phase"]),
+            conditions=ResourceConditions(status.get("conditions") or {}),
             observed_generation=status.get("observedGeneration"),
-            reconciled_at=None if reconciled_at is None else Timestamp.parse_rfc3339(reconciled_at)),
+            reconciled_at=None if reconciled_at is None else Timestamp.parse_rfc3339(reconciled_at),
+        ),
     )
 
 

@@ -37,14 +37,6 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from protocol.errors import OdfError
-from protocol.identity import DatasetId, DatasetRef, Multihash
-from storage.catalog.audits import AuditRecord
-from storage.catalog.mirrors import AttemptBookkeeping, MirrorRecord, MirrorTable, SyncAttempt
-from storage.catalog.resources import ResourceTable
-from storage.workspace import Workspace
-from verifier.engine import session as spark_session
-
 from odfd.config import NodeConfig, load_config
 from odfd.daemon.admin import json_handler, socket_path
 from odfd.daemon.audits import Auditor
@@ -60,6 +52,13 @@ from odfd.daemon.status import build_status
 from odfd.daemon.time import backoff_delay, jittered
 from odfd.server.app import create_app
 from odfd.server.state import STATE_KEY
+from protocol.errors import OdfError
+from protocol.identity import DatasetId, DatasetRef, Multihash
+from storage.catalog.audits import AuditRecord
+from storage.catalog.mirrors import AttemptBookkeeping, MirrorRecord, MirrorTable, SyncAttempt
+from storage.catalog.resources import ResourceTable
+from storage.workspace import Workspace
+from verifier.engine import session as spark_session
 
 log = logging.getLogger("odfd.daemon")
 
@@ -74,8 +73,13 @@ class DaemonError(OdfError):
 
 
 class Daemon:
-    def __init__(self, workspace: Workspace, config: NodeConfig, *,
-                 server_overrides: dict[str, Any] | None = None) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: NodeConfig,
+        *,
+        server_overrides: dict[str, Any] | None = None,
+    ) -> None:
         """``server_overrides`` (command-line ``address`` / ``port``) win over the file, also on reload."""
         self.workspace = workspace
         self._server_overrides = server_overrides or {}
@@ -93,10 +97,18 @@ class Daemon:
         self._lock_fd: int | None = None
         self._session: aiohttp.ClientSession | None = None
         self._owns_spark = False
-        self._executor = ThreadPoolExecutor(config.daemon.blocking_threads, thread_name_prefix="odfd-blocking")
-        self.syncs = JobRunner("sync", self._sync_job, config.sync.max_concurrent, on_change=self._sync_queue_changed)
-        self.auditor = Auditor(workspace, config, self.metrics, self._spark_gate, self._audit_finished)
-        self.derivatives = DerivativeUpdater(workspace, self.metrics, self._spark_gate, self._transformed)
+        self._executor = ThreadPoolExecutor(
+            config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
+        )
+        self.syncs = JobRunner(
+            "sync", self._sync_job, config.sync.max_concurrent, on_change=self._sync_queue_changed
+        )
+        self.auditor = Auditor(
+            workspace, config, self.metrics, self._spark_gate, self._audit_finished
+        )
+        self.derivatives = DerivativeUpdater(
+            workspace, self.metrics, self._spark_gate, self._transformed
+        )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
 
@@ -128,19 +140,30 @@ class Daemon:
         await self.auditor.schedule_all()
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
-        self.chores.run_now(_HOUSEKEEPING)  # also catches up derivatives left behind by the last run
+        self.chores.run_now(
+            _HOUSEKEEPING
+        )  # also catches up derivatives left behind by the last run
         self._install_signals()
         self._write_state_file()
         await self._refresh_gauges()
-        log.info("daemon started", extra={"workspace": str(self.workspace.root), "server": self.server_url,
-                                          "admin": str(self.admin_path), "pid": os.getpid()})
+        log.info(
+            "daemon started",
+            extra={
+                "workspace": str(self.workspace.root),
+                "server": self.server_url,
+                "admin": str(self.admin_path),
+                "pid": os.getpid(),
+            },
+        )
 
     def stop(self) -> None:
         self._stopping.set()
 
     async def shutdown(self) -> None:
         grace = self.config.daemon.shutdown_timeout
-        log.info("daemon stopping", extra={"grace_seconds": grace, "syncs_running": self.syncs.running})
+        log.info(
+            "daemon stopping", extra={"grace_seconds": grace, "syncs_running": self.syncs.running}
+        )
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
@@ -148,8 +171,10 @@ class Daemon:
         for runner in (self.chores, self.syncs, self.derivatives.runner, self.auditor.runner):
             cancelled = await runner.close(max(deadline - loop.time(), 0.0))
             if cancelled:
-                log.warning("work cancelled at shutdown", extra={"runner": runner.name,
-                                                                 "keys": ", ".join(map(str, cancelled))})
+                log.warning(
+                    "work cancelled at shutdown",
+                    extra={"runner": runner.name, "keys": ", ".join(map(str, cancelled))},
+                )
         for app_runner in reversed(self._runners):
             await app_runner.cleanup()
         if self._session is not None:
@@ -176,7 +201,9 @@ class Daemon:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stop)
         loop.add_signal_handler(signal.SIGINT, self.stop)
-        loop.add_signal_handler(signal.SIGHUP, lambda: asyncio.ensure_future(self._reload_on_signal()))
+        loop.add_signal_handler(
+            signal.SIGHUP, lambda: asyncio.ensure_future(self._reload_on_signal())
+        )
 
     @property
     def _state_path(self) -> Path:
@@ -184,8 +211,12 @@ class Daemon:
 
     def _write_state_file(self) -> None:
         """Where to find this daemon (for people and scripts; the CLI uses the socket)."""
-        state = {"pid": os.getpid(), "startedAt": self.started_at.isoformat(), "serverUrl": self.server_url,
-                 "adminSocket": str(self.admin_path)}
+        state = {
+            "pid": os.getpid(),
+            "startedAt": self.started_at.isoformat(),
+            "serverUrl": self.server_url,
+            "adminSocket": str(self.admin_path),
+        }
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
@@ -200,11 +231,17 @@ class Daemon:
             await site.start()
         except OSError as err:
             await runner.cleanup()
-            raise DaemonError(f"cannot listen on {self.config.server.address}:{self.config.server.port} "
-                              f"([server] address/port): {err.strerror}") from None
+            raise DaemonError(
+                f"cannot listen on {self.config.server.address}:{self.config.server.port} "
+                f"([server] address/port): {err.strerror}"
+            ) from None
         self._runners.append(runner)
         port = runner.addresses[0][1] if runner.addresses else self.config.server.port
-        host = f"[{self.config.server.address}]" if ":" in self.config.server.address else self.config.server.address
+        host = (
+            f"[{self.config.server.address}]"
+            if ":" in self.config.server.address
+            else self.config.server.address
+        )
         self.server_url = f"http://{host}:{port}/"
 
     async def _start_admin(self) -> None:
@@ -242,12 +279,17 @@ class Daemon:
             new = load_config(self.workspace.layout.config_path)
             new = replace(new, server=replace(new.server, **self._server_overrides))
         except OdfError as err:
-            log.error("reload refused: the configuration is invalid; keeping the current one",
-                      extra={"error": str(err)})
+            log.error(
+                "reload refused: the configuration is invalid; keeping the current one",
+                extra={"error": str(err)},
+            )
             raise
-        needs_restart = [name for name in ("server", "spark", "daemon")
-                         if getattr(new, name) != getattr(self.config, name)
-                         and not (name == "server" and _same_server(new, self.config))]
+        needs_restart = [
+            name
+            for name in ("server", "spark", "daemon")
+            if getattr(new, name) != getattr(self.config, name)
+            and not (name == "server" and _same_server(new, self.config))
+        ]
         if new.sync.max_concurrent != self.config.sync.max_concurrent:
             needs_restart.append("sync.max_concurrent")
         if new.audit.max_concurrent != self.config.audit.max_concurrent:
@@ -263,8 +305,10 @@ class Daemon:
         count = await self.load_mirrors()
         await self.auditor.schedule_all()
         if needs_restart:
-            log.warning("reloaded; these settings take effect after a restart",
-                        extra={"settings": ", ".join(needs_restart)})
+            log.warning(
+                "reloaded; these settings take effect after a restart",
+                extra={"settings": ", ".join(needs_restart)},
+            )
         log.info("configuration reloaded", extra={"mirrors": count})
         return {"mirrors": count, "needsRestart": needs_restart}
 
@@ -323,9 +367,15 @@ class Daemon:
             # The pull may have moved the head before time ran out; the next sync would find
             # nothing new, so derivatives and audits must hear of it from this attempt.
             dataset_id, head_after = await syncer.local_head(mirror.name)
-            report = _failed_report(mirror, started, "failed",
-                                    f"timed out after {self.config.sync.attempt_timeout:g} s ([sync] attempt_timeout)",
-                                    dataset_id=dataset_id, old_head=head_before, new_head=head_after)
+            report = _failed_report(
+                mirror,
+                started,
+                "failed",
+                f"timed out after {self.config.sync.attempt_timeout:g} s ([sync] attempt_timeout)",
+                dataset_id=dataset_id,
+                old_head=head_before,
+                new_head=head_after,
+            )
         except asyncio.CancelledError:
             # Shutdown: the pull was abandoned before or after its head move, never during it.
             report = _failed_report(mirror, started, "cancelled", "cancelled at shutdown")
@@ -341,31 +391,45 @@ class Daemon:
         """A mirror removed while its sync ran: whoever removed it released the pin it knew of,
         not the one this attempt made."""
         cid = report.pinned_cid
-        if cid is None or cid == mirror.pinned_cid or await self.mirrors.get(mirror.name) is not None:
+        if (
+            cid is None
+            or cid == mirror.pinned_cid
+            or await self.mirrors.get(mirror.name) is not None
+        ):
             return
         try:
             await release_pin(self.config.ipfs, cid)
         except PinReleaseError as err:
-            log.warning("pin of a removed mirror left in place", extra={"mirror": mirror.name, "error": str(err)})
+            log.warning(
+                "pin of a removed mirror left in place",
+                extra={"mirror": mirror.name, "error": str(err)},
+            )
         else:
             log.info("pin of a removed mirror released", extra={"mirror": mirror.name, "cid": cid})
 
-    async def _record(self, mirror: MirrorRecord, report: SyncReport, next_run: datetime | None = None) -> None:
+    async def _record(
+        self, mirror: MirrorRecord, report: SyncReport, next_run: datetime | None = None
+    ) -> None:
         attempt = report.attempt
         failures = mirror.consecutive_failures + 1 if attempt.outcome == "failed" else 0
         if next_run is None:
             if failures:
-                delay = backoff_delay(failures, self.config.sync.backoff_initial, self.config.sync.backoff_max)
+                delay = backoff_delay(
+                    failures, self.config.sync.backoff_initial, self.config.sync.backoff_max
+                )
             else:
                 delay = mirror.interval
             next_run = attempt.finished_at + jittered(delay, self.config.sync.jitter)
         source = report.source
         book = AttemptBookkeeping(
-            next_run_at=next_run, consecutive_failures=failures, last_error=attempt.error,
+            next_run_at=next_run,
+            consecutive_failures=failures,
+            last_error=attempt.error,
             source_head=source.head if source else mirror.source_head,
             source_sequence=source.sequence_number if source else mirror.source_sequence,
             source_cid=source.cid if source else mirror.source_cid,
-            pinned_cid=report.pinned_cid, target_state=report.target_state,
+            pinned_cid=report.pinned_cid,
+            target_state=report.target_state,
         )
         await self.mirrors.finish_attempt(attempt, book)
         self.metrics.syncs.labels(attempt.outcome).inc()
@@ -379,24 +443,42 @@ class Daemon:
         if attempt.outcome == "failed":
             self.metrics.sync_failures.inc()
         level = logging.WARNING if attempt.outcome in ("failed", "cancelled") else logging.INFO
-        log.log(level, "sync finished", extra={
-            "mirror": mirror.name, "outcome": attempt.outcome, "blocks": attempt.blocks, "bytes": attempt.bytes,
-            "seconds": round(attempt.duration, 3), "head": str(attempt.new_head) if attempt.new_head else None,
-            "next_run": next_run.isoformat(timespec="seconds"), **({"error": attempt.error} if attempt.error else {}),
-        })
+        log.log(
+            level,
+            "sync finished",
+            extra={
+                "mirror": mirror.name,
+                "outcome": attempt.outcome,
+                "blocks": attempt.blocks,
+                "bytes": attempt.bytes,
+                "seconds": round(attempt.duration, 3),
+                "head": str(attempt.new_head) if attempt.new_head else None,
+                "next_run": next_run.isoformat(timespec="seconds"),
+                **({"error": attempt.error} if attempt.error else {}),
+            },
+        )
         if attempt.outcome != "cancelled":
             self.syncs.schedule_at(mirror.name, next_run)
         if mirror.resource_id is not None:
-            await self._set_condition(mirror.resource_id, SYNCED, {
-                "status": "False" if attempt.outcome in ("failed", "cancelled") else "True",
-                "outcome": attempt.outcome, "message": attempt.error,
-                "head": None if attempt.new_head is None else attempt.new_head.to_multibase(),
-                "sourceHead": None if book.source_head is None else book.source_head.to_multibase(),
-                "at": attempt.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-            })
+            await self._set_condition(
+                mirror.resource_id,
+                SYNCED,
+                {
+                    "status": "False" if attempt.outcome in ("failed", "cancelled") else "True",
+                    "outcome": attempt.outcome,
+                    "message": attempt.error,
+                    "head": None if attempt.new_head is None else attempt.new_head.to_multibase(),
+                    "sourceHead": None
+                    if book.source_head is None
+                    else book.source_head.to_multibase(),
+                    "at": attempt.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                },
+            )
 
     async def _set_condition(self, resource_id: str, key: str, value: dict[str, Any]) -> None:
-        await ResourceTable(self.workspace.catalog).update_status(resource_id, conditions={key: value})
+        await ResourceTable(self.workspace.catalog).update_status(
+            resource_id, conditions={key: value}
+        )
 
     # --- datasets that moved: transforms and audits -----------------------------------------------
 
@@ -407,7 +489,9 @@ class Daemon:
             await self.derivatives.inputs_changed(dataset_id)
         if self.auditor.runner.due_at(dataset_id) is None and self.config.audit.interval > 0:
             self.auditor.runner.schedule_at(
-                dataset_id, datetime.now(UTC) + jittered(self.config.audit.interval, self.config.sync.jitter))
+                dataset_id,
+                datetime.now(UTC) + jittered(self.config.audit.interval, self.config.sync.jitter),
+            )
 
     async def _transformed(self, dataset_id: DatasetId) -> None:
         if self.config.audit.after_sync:
@@ -422,11 +506,17 @@ class Daemon:
         await self._refresh_gauges()
         mirror = await self.mirrors.get(audit.alias)
         if mirror is not None and mirror.resource_id is not None:
-            await self._set_condition(mirror.resource_id, AUDITED, {
-                "status": "False" if audit.failing else "True", "scope": audit.scope, "result": audit.status,
-                "message": audit.summary,
-                "at": audit.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-            })
+            await self._set_condition(
+                mirror.resource_id,
+                AUDITED,
+                {
+                    "status": "False" if audit.failing else "True",
+                    "scope": audit.scope,
+                    "result": audit.status,
+                    "message": audit.summary,
+                    "at": audit.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
+                },
+            )
 
     async def _audit_unaudited_heads(self) -> None:
         """A head that moved just before a shutdown or a crash (a sync cancelled after its head
@@ -471,10 +561,16 @@ class Daemon:
         now = datetime.now(UTC)
         if key == _RECONCILE:
             await self._reconcile_resources()
-            self.chores.schedule_at(_RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval))
+            self.chores.schedule_at(
+                _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
+            )
         elif key == _HOUSEKEEPING:
-            self.chores.schedule_at(_HOUSEKEEPING, now + timedelta(hours=1))  # first: a failure here must not end it
-            pruned = await self.mirrors.prune_attempts(now - timedelta(seconds=self.config.sync.history))
+            self.chores.schedule_at(
+                _HOUSEKEEPING, now + timedelta(hours=1)
+            )  # first: a failure here must not end it
+            pruned = await self.mirrors.prune_attempts(
+                now - timedelta(seconds=self.config.sync.history)
+            )
             if pruned:
                 log.info("old sync attempts pruned", extra={"rows": pruned})
             if self.config.sync.transform_derivatives:
@@ -490,8 +586,16 @@ class Daemon:
         self.metrics.resources.clear()
         for (kind, phase), count in phases.items():
             self.metrics.resources.labels(kind, phase).set(count)
-        return [{"kind": kind_of(r.resource.schema), "name": r.resource.name, "phase": r.phase,
-                 "generation": r.resource.generation, "message": r.message} for r in results]
+        return [
+            {
+                "kind": kind_of(r.resource.schema),
+                "name": r.resource.name,
+                "phase": r.phase,
+                "generation": r.resource.generation,
+                "message": r.message,
+            }
+            for r in results
+        ]
 
     # --- admin API --------------------------------------------------------------------------------
 
@@ -500,17 +604,24 @@ class Daemon:
 
     def runtime(self) -> dict[str, Any]:
         return {
-            "running": True, "pid": os.getpid(),
+            "running": True,
+            "pid": os.getpid(),
             "startedAt": self.started_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-            "serverUrl": self.server_url, "adminSocket": str(self.admin_path),
-            "syncsRunning": self.syncs.running, "syncsQueued": self.syncs.queued,
-            "syncTimers": self.syncs.timers, "auditsQueued": self.auditor.runner.queued,
-            "auditsRunning": self.auditor.runner.running, "transformsQueued": self.derivatives.runner.queued,
+            "serverUrl": self.server_url,
+            "adminSocket": str(self.admin_path),
+            "syncsRunning": self.syncs.running,
+            "syncsQueued": self.syncs.queued,
+            "syncTimers": self.syncs.timers,
+            "auditsQueued": self.auditor.runner.queued,
+            "auditsRunning": self.auditor.runner.running,
+            "transformsQueued": self.derivatives.runner.queued,
         }
 
     async def _status(self, request: web.Request) -> dict[str, Any]:
         next_runs = {str(k): v for k, v in self.syncs.scheduled().items()}
-        return await build_status(self.workspace, self.runtime(), next_runs, {str(d) for d in self.withheld})
+        return await build_status(
+            self.workspace, self.runtime(), next_runs, {str(d) for d in self.withheld}
+        )
 
     async def _metrics(self, request: web.Request) -> web.Response:
         self.metrics.queue_depth.set(self.syncs.queued)
@@ -545,21 +656,40 @@ def _same_server(a: NodeConfig, b: NodeConfig) -> bool:
     return replace(a.server, url_signing_key=b"") == replace(b.server, url_signing_key=b"")
 
 
-def _failed_report(mirror: MirrorRecord, started: datetime, outcome: str, error: str, *,
-                   dataset_id: DatasetId | None = None, old_head: Multihash | None = None,
-                   new_head: Multihash | None = None) -> SyncReport:
-    attempt = SyncAttempt(mirror=mirror.name, source=mirror.source, dataset_id=dataset_id, started_at=started,
-                          finished_at=datetime.now(UTC), outcome=outcome, old_head=old_head,  # type: ignore[arg-type]
-                          new_head=new_head, error=error)
+def _failed_report(
+    mirror: MirrorRecord,
+    started: datetime,
+    outcome: str,
+    error: str,
+    *,
+    dataset_id: DatasetId | None = None,
+    old_head: Multihash | None = None,
+    new_head: Multihash | None = None,
+) -> SyncReport:
+    attempt = SyncAttempt(
+        mirror=mirror.name,
+        source=mirror.source,
+        dataset_id=dataset_id,
+        started_at=started,
+        finished_at=datetime.now(UTC),
+        outcome=outcome,
+        old_head=old_head,  # type: ignore[arg-type]
+        new_head=new_head,
+        error=error,
+    )
     moved = new_head is not None and new_head != old_head
     return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]
 
 
-async def run_daemon(root: Path | None, *, port: int | None = None, address: str | None = None) -> None:
+async def run_daemon(
+    root: Path | None, *, port: int | None = None, address: str | None = None
+) -> None:
     """``odfd daemon``: open the workspace, check the configuration, run until stopped."""
     async with await Workspace.open(root) as workspace:
         config = load_config(workspace.layout.config_path)
-        overrides = {key: value for key, value in (("address", address), ("port", port)) if value is not None}
+        overrides = {
+            key: value for key, value in (("address", address), ("port", port)) if value is not None
+        }
         configure_logging(config.log)
         daemon = Daemon(workspace, config, server_overrides=overrides)
         await daemon.run()

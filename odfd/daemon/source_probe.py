@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from protocol.codec.flatbuffers import block_hash, decode_block
-from protocol.identity import Multihash
-from protocol.transfer.ipfs import IpnsName
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
 from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
+from protocol.codec.flatbuffers import block_hash, decode_block
+from protocol.identity import Multihash
+from protocol.transfer.ipfs import IpnsName
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,8 +29,14 @@ class SourceHead:
     """What an ``ipns://`` source resolved to."""
 
 
-async def probe_source(remote: RemoteUrl, session: aiohttp.ClientSession, ipfs: IpfsSettings, *,
-                       token: str | None, known: SourceHead | None) -> SourceHead:
+async def probe_source(
+    remote: RemoteUrl,
+    session: aiohttp.ClientSession,
+    ipfs: IpfsSettings,
+    *,
+    token: str | None,
+    known: SourceHead | None,
+) -> SourceHead:
     """The source's head now (``known`` is what the previous check saw)."""
     read_from, cid = remote, None
     if remote.scheme == "ipns":

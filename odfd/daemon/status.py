@@ -7,20 +7,22 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from odfd.config import format_duration
 from storage.catalog.audits import AuditTable
 from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
-
-from odfd.config import format_duration
 
 
 def _time(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-async def build_status(workspace: Workspace, daemon: dict[str, Any] | None = None,
-                       next_runs: dict[str, datetime] | None = None,
-                       withheld: set[str] | None = None) -> dict[str, Any]:
+async def build_status(
+    workspace: Workspace,
+    daemon: dict[str, Any] | None = None,
+    next_runs: dict[str, datetime] | None = None,
+    withheld: set[str] | None = None,
+) -> dict[str, Any]:
     """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
     daemon; without one, the schedule stored in the catalog is shown."""
     mirrors_table = MirrorTable(workspace.catalog)
@@ -35,42 +37,73 @@ async def build_status(workspace: Workspace, daemon: dict[str, Any] | None = Non
         mirror = by_alias.get(record.alias.lower())
         attempt = attempts.get(mirror.name) if mirror else None
         audit = audits.get(record.id)
-        datasets_out.append({
-            "alias": record.alias, "id": str(record.id), "kind": record.kind.value,
-            "head": None if record.head is None else record.head.to_multibase(),
-            "sequenceNumber": record.head_sequence,
-            "mirrorOf": mirror.source if mirror else None,
-            "lastSync": None if attempt is None else {
-                "at": _time(attempt.finished_at), "outcome": attempt.outcome, "error": attempt.error},
-            "lagBlocks": _lag(mirror.source_sequence if mirror else None, record.head_sequence),
-            "lastAudit": None if audit is None else {
-                "at": _time(audit.finished_at), "scope": audit.scope, "status": audit.status,
-                "head": None if audit.head is None else audit.head.to_multibase(), "summary": audit.summary},
-            "failing": bool(audit and audit.failing),
-            "withheld": str(record.id) in (withheld or set()),
-        })
+        datasets_out.append(
+            {
+                "alias": record.alias,
+                "id": str(record.id),
+                "kind": record.kind.value,
+                "head": None if record.head is None else record.head.to_multibase(),
+                "sequenceNumber": record.head_sequence,
+                "mirrorOf": mirror.source if mirror else None,
+                "lastSync": None
+                if attempt is None
+                else {
+                    "at": _time(attempt.finished_at),
+                    "outcome": attempt.outcome,
+                    "error": attempt.error,
+                },
+                "lagBlocks": _lag(mirror.source_sequence if mirror else None, record.head_sequence),
+                "lastAudit": None
+                if audit is None
+                else {
+                    "at": _time(audit.finished_at),
+                    "scope": audit.scope,
+                    "status": audit.status,
+                    "head": None if audit.head is None else audit.head.to_multibase(),
+                    "summary": audit.summary,
+                },
+                "failing": bool(audit and audit.failing),
+                "withheld": str(record.id) in (withheld or set()),
+            }
+        )
     mirrors_out = []
     for mirror in mirrors:
         attempt = attempts.get(mirror.name)
         due = (next_runs or {}).get(mirror.name, mirror.next_run_at)
-        mirrors_out.append({
-            "name": mirror.name, "source": mirror.source, "targets": list(mirror.targets),
-            "every": format_duration(mirror.interval), "paused": mirror.paused,
-            "managedBy": mirror.resource_id,
-            "nextRunAt": None if mirror.paused else _time(due),
-            "lastAttemptAt": _time(mirror.last_attempt_at),
-            "lastOutcome": None if attempt is None else attempt.outcome,
-            "lastSuccessAt": _time(mirror.last_success_at),
-            "consecutiveFailures": mirror.consecutive_failures,
-            "lastError": mirror.last_error,
-            "sourceHead": None if mirror.source_head is None else mirror.source_head.to_multibase(),
-            "sourceSequenceNumber": mirror.source_sequence,
-            "lagBlocks": _lag(mirror.source_sequence, sequences.get(mirror.name.lower())),
-            "targetsState": {target: {"head": None if s.head is None else s.head.to_multibase(),
-                                      "remote": s.remote, "error": s.error}
-                             for target, s in mirror.target_state.items()},
-        })
-    return {"daemon": daemon or {"running": False}, "datasets": datasets_out, "mirrors": mirrors_out}
+        mirrors_out.append(
+            {
+                "name": mirror.name,
+                "source": mirror.source,
+                "targets": list(mirror.targets),
+                "every": format_duration(mirror.interval),
+                "paused": mirror.paused,
+                "managedBy": mirror.resource_id,
+                "nextRunAt": None if mirror.paused else _time(due),
+                "lastAttemptAt": _time(mirror.last_attempt_at),
+                "lastOutcome": None if attempt is None else attempt.outcome,
+                "lastSuccessAt": _time(mirror.last_success_at),
+                "consecutiveFailures": mirror.consecutive_failures,
+                "lastError": mirror.last_error,
+                "sourceHead": None
+                if mirror.source_head is None
+                else mirror.source_head.to_multibase(),
+                "sourceSequenceNumber": mirror.source_sequence,
+                "lagBlocks": _lag(mirror.source_sequence, sequences.get(mirror.name.lower())),
+                "targetsState": {
+                    target: {
+                        "head": None if s.head is None else s.head.to_multibase(),
+                        "remote": s.remote,
+                        "error": s.error,
+                    }
+                    for target, s in mirror.target_state.items()
+                },
+            }
+        )
+    return {
+        "daemon": daemon or {"running": False},
+        "datasets": datasets_out,
+        "mirrors": mirrors_out,
+    }
 
 
 def _lag(source_sequence: int | None, local_sequence: int | None) -> int | None:
@@ -85,31 +118,43 @@ def render_status(status: dict[str, Any]) -> str:
     lines: list[str] = []
     daemon = status["daemon"]
     if daemon.get("running"):
-        lines.append(f"daemon: running (pid {daemon['pid']}) since {daemon['startedAt']}; serving at "
-                     f"{daemon.get('serverUrl')}; syncs: {daemon['syncsRunning']} running, "
-                     f"{daemon['syncsQueued']} queued; audits: {daemon['auditsQueued']} queued")
+        lines.append(
+            f"daemon: running (pid {daemon['pid']}) since {daemon['startedAt']}; serving at "
+            f"{daemon.get('serverUrl')}; syncs: {daemon['syncsRunning']} running, "
+            f"{daemon['syncsQueued']} queued; audits: {daemon['auditsQueued']} queued"
+        )
     else:
         lines.append("daemon: not running (schedule as stored in the catalog)")
     lines.append("")
-    lines.append(f"{'DATASET':<28} {'KIND':<10} {'SEQ':>5} {'HEAD':<10} {'LAST SYNC':<30} {'LAG':>4}  AUDIT")
+    lines.append(
+        f"{'DATASET':<28} {'KIND':<10} {'SEQ':>5} {'HEAD':<10} {'LAST SYNC':<30} {'LAG':>4}  AUDIT"
+    )
     for d in status["datasets"]:
         sync = d["lastSync"]
         sync_text = "-" if sync is None else f"{sync['outcome']} {sync['at']}"
         audit = d["lastAudit"]
-        audit_text = "-" if audit is None else f"{audit['status']} ({audit['scope']}, {audit['at']})"
+        audit_text = (
+            "-" if audit is None else f"{audit['status']} ({audit['scope']}, {audit['at']})"
+        )
         if d["failing"]:
             audit_text += f" FAILING: {audit['summary']}" + (" [withheld]" if d["withheld"] else "")
         head = "-" if d["head"] is None else d["head"][-8:]
         lag = "-" if d["lagBlocks"] is None else str(d["lagBlocks"])
         seq = "-" if d["sequenceNumber"] is None else str(d["sequenceNumber"])
-        lines.append(f"{d['alias']:<28} {d['kind']:<10} {seq:>5} {head:<10} {sync_text:<30} {lag:>4}  {audit_text}")
+        lines.append(
+            f"{d['alias']:<28} {d['kind']:<10} {seq:>5} {head:<10} {sync_text:<30} {lag:>4}  {audit_text}"
+        )
     if status["mirrors"]:
         lines.append("")
-        lines.append(f"{'MIRROR':<28} {'EVERY':<8} {'STATE':<8} {'NEXT RUN':<22} {'FAILS':>5}  SOURCE")
+        lines.append(
+            f"{'MIRROR':<28} {'EVERY':<8} {'STATE':<8} {'NEXT RUN':<22} {'FAILS':>5}  SOURCE"
+        )
         for m in status["mirrors"]:
             state = "paused" if m["paused"] else (m["lastOutcome"] or "new")
-            lines.append(f"{m['name']:<28} {m['every']:<8} {state:<8} {m['nextRunAt'] or '-':<22} "
-                         f"{m['consecutiveFailures']:>5}  {m['source']}")
+            lines.append(
+                f"{m['name']:<28} {m['every']:<8} {state:<8} {m['nextRunAt'] or '-':<22} "
+                f"{m['consecutiveFailures']:>5}  {m['source']}"
+            )
             if m["lastError"]:
                 lines.append(f"{'':<28} last error: {m['lastError']}")
     return "\n".join(lines)

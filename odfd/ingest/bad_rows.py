@@ -24,7 +24,12 @@ if TYPE_CHECKING:
 CORRUPT = "__odfd_corrupt_record"
 ROW = "__odfd_row"
 
-_MARKERS = ("MALFORMED_RECORD_IN_PARSING", "FAILED_READ_FILE", "CAST_INVALID_INPUT", "Malformed records")
+_MARKERS = (
+    "MALFORMED_RECORD_IN_PARSING",
+    "FAILED_READ_FILE",
+    "CAST_INVALID_INPUT",
+    "Malformed records",
+)
 
 
 def looks_like_bad_input(err: BaseException) -> bool:
@@ -34,18 +39,28 @@ def looks_like_bad_input(err: BaseException) -> bool:
 
 
 def diagnose_csv(
-    spark: SparkSession, path: Path, schema: StructType, options: dict[str, str], header: bool, null_value: str
+    spark: SparkSession,
+    path: Path,
+    schema: StructType,
+    options: dict[str, str],
+    header: bool,
+    null_value: str,
 ) -> BadInputError | None:
     found = _first_corrupt(_read_permissive("csv", path, schema, options))
     if found is None:
         return None
     row, index, count = found
     text = row[CORRUPT]
-    line = _line_of_record(path, index, skip_first=header, encoding=options.get("encoding", "UTF-8"))
+    line = _line_of_record(
+        path, index, skip_first=header, encoding=options.get("encoding", "UTF-8")
+    )
     tokens = next(csv.reader([text], **_csv_dialect(options)), [])
     where = f"{path}: malformed row {index + 1} (line {line})"
     if len(tokens) != len(schema.fields):
-        column, detail = None, f"has {len(tokens)} values but the schema has {len(schema.fields)} columns"
+        column, detail = (
+            None,
+            f"has {len(tokens)} values but the schema has {len(schema.fields)} columns",
+        )
     else:
         column, detail = None, f"cannot be parsed: {text!r}"
         for field, token in zip(schema.fields, tokens, strict=True):
@@ -71,7 +86,9 @@ def diagnose_json_lines(
     row, index, count = found
     text = row[CORRUPT]
     if record_unit is None:
-        line: int | None = _line_of_record(lines, index, skip_first=False, encoding=options.get("encoding", "UTF-8"))
+        line: int | None = _line_of_record(
+            lines, index, skip_first=False, encoding=options.get("encoding", "UTF-8")
+        )
         where = f"{source}: malformed row {index + 1} (line {line})"
     else:
         line = None
@@ -97,7 +114,9 @@ def apply_schema(df: DataFrame, schema: StructType, path: Path) -> DataFrame:
     """Casts a self-describing file's columns to the declared types (ANSI: a bad value fails)."""
     missing = [f.name for f in schema.fields if f.name not in df.columns]
     if missing:
-        raise BadInputError(f"{path}: declared column(s) {', '.join(missing)} not found in the file", path=str(path))
+        raise BadInputError(
+            f"{path}: declared column(s) {', '.join(missing)} not found in the file", path=str(path)
+        )
     return df.select(*[col(f.name).cast(f.dataType).alias(f.name) for f in schema.fields])
 
 
@@ -110,7 +129,9 @@ def diagnose_casts(spark: SparkSession, path: Path, schema: StructType) -> BadIn
     for field in schema.fields:
         if field.name not in df.columns:
             continue
-        failing = df.where(col(field.name).isNotNull() & col(field.name).try_cast(field.dataType).isNull())
+        failing = df.where(
+            col(field.name).isNotNull() & col(field.name).try_cast(field.dataType).isNull()
+        )
         stats = failing.agg(F.min(ROW).alias("row"), F.count(F.lit(1)).alias("n")).collect()[0]
         if stats["n"]:
             value = failing.where(col(ROW) == stats["row"]).select(col(field.name)).collect()[0][0]
@@ -143,13 +164,16 @@ def _one_partition_session() -> SparkSession:
     return session
 
 
-def _read_permissive(source_format: str, path: Path, schema: StructType, options: dict[str, str]) -> DataFrame:
+def _read_permissive(
+    source_format: str, path: Path, schema: StructType, options: dict[str, str]
+) -> DataFrame:
     """``path`` read in one partition, malformed records kept whole in the ``CORRUPT`` column."""
     from pyspark.sql.types import StringType, StructField, StructType
 
     with_corrupt = StructType([*schema.fields, StructField(CORRUPT, StringType())])
     return (
-        _one_partition_session().read.options(**options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
+        _one_partition_session()
+        .read.options(**options, mode="PERMISSIVE", columnNameOfCorruptRecord=CORRUPT)
         .schema(with_corrupt)
         .format(source_format)
         .load(str(path))
@@ -207,7 +231,13 @@ def _csv_dialect(options: dict[str, str]) -> dict[str, Any]:
 
 
 def _error(
-    where: str, column: str | None, detail: str, count: int, path: Path, line: int | None, record: int
+    where: str,
+    column: str | None,
+    detail: str,
+    count: int,
+    path: Path,
+    line: int | None,
+    record: int,
 ) -> BadInputError:
     message = f"{where}, column '{column}': {detail}" if column else f"{where}: {detail}"
     if count > 1:

@@ -7,7 +7,7 @@ carry one themselves, e.g. rows of a snapshot taken at a known moment.
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from odfd.ingest.errors import IngestError
 from protocol.errors import ParseError
@@ -62,7 +62,7 @@ def parse_time(text: str, fmt: str | None, where: str) -> Timestamp:
                 f"{fmt or DEFAULT_PATH_FORMAT!r}"
             ) from None
     if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=timezone.utc)
+        parsed = parsed.replace(tzinfo=UTC)
     return Timestamp.from_datetime(parsed)
 
 

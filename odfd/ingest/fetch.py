@@ -66,10 +66,14 @@ def fetch(
     if isinstance(step, FetchStepFilesGlob):
         return _fetch_glob(step, prev_state, system_time)
     kind = type(step).__name__.removeprefix("FetchStep")
-    raise UnsupportedError(f"fetch step {kind} is not supported by odfd (supported: Url, FilesGlob)")
+    raise UnsupportedError(
+        f"fetch step {kind} is not supported by odfd (supported: Url, FilesGlob)"
+    )
 
 
-def _fetch_url(step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp) -> Fetched | None:
+def _fetch_url(
+    step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp
+) -> Fetched | None:
     url = _template(step.url, "fetch.url")
     scheme = urllib.parse.urlsplit(url).scheme.lower()
     if scheme == "file":
@@ -77,12 +81,18 @@ def _fetch_url(step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now
         return _fetch_file(path, step.event_time, prev, now)
     if scheme in ("http", "https"):
         return _fetch_http(url, step, prev, work_dir, now)
-    raise UnsupportedError(f"fetch.url: scheme '{scheme}' of {url} is not supported (http, https, file)")
+    raise UnsupportedError(
+        f"fetch.url: scheme '{scheme}' of {url} is not supported (http, https, file)"
+    )
 
 
-def _fetch_file(path: Path, event_time: object, prev: SourceState | None, now: Timestamp) -> Fetched | None:
+def _fetch_file(
+    path: Path, event_time: object, prev: SourceState | None, now: Timestamp
+) -> Fetched | None:
     if isinstance(event_time, EventTimeSourceFromPath):
-        raise IngestError("fetch.url: a file:// source cannot take its event time fromPath; use fromMetadata")
+        raise IngestError(
+            "fetch.url: a file:// source cannot take its event time fromPath; use fromMetadata"
+        )
     try:
         stat = path.stat()
     except FileNotFoundError:
@@ -90,21 +100,27 @@ def _fetch_file(path: Path, event_time: object, prev: SourceState | None, now: T
     if not path.is_file():
         raise FetchError(f"fetch.url: {path} is not a file")
     modified = Timestamp.from_epoch_millis(round(stat.st_mtime_ns / 1_000_000))
-    state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339())
+    state = SourceState(
+        source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339()
+    )
     if prev is not None and prev.kind == KIND_LAST_MODIFIED and _parse_state_time(prev) == modified:
         return None
     source_time = now if isinstance(event_time, EventTimeSourceFromSystemTime) else modified
     return Fetched(path, False, state, source_time, has_more=False)
 
 
-def _fetch_http(url: str, step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp) -> Fetched | None:
+def _fetch_http(
+    url: str, step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp
+) -> Fetched | None:
     if isinstance(step.event_time, EventTimeSourceFromPath):
         raise IngestError(f"fetch.url: an HTTP source ({url}) cannot take its event time fromPath")
     headers = {h.name: _template(h.value, f"fetch.headers.{h.name}") for h in step.headers or ()}
     if prev is not None and prev.kind == KIND_ETAG:
         headers["If-None-Match"] = prev.value
     elif prev is not None and prev.kind == KIND_LAST_MODIFIED:
-        headers["If-Modified-Since"] = format_datetime(_parse_state_time(prev).to_datetime(), usegmt=True)
+        headers["If-Modified-Since"] = format_datetime(
+            _parse_state_time(prev).to_datetime(), usegmt=True
+        )
     request = urllib.request.Request(url, headers=headers)
     work_dir.mkdir(parents=True, exist_ok=True)
     target = work_dir / f"fetch-{uuid.uuid4().hex}"
@@ -121,14 +137,18 @@ def _fetch_http(url: str, step: FetchStepUrl, prev: SourceState | None, work_dir
         raise FetchError(f"fetch.url: {url}: {detail}") from None
     except (urllib.error.URLError, OSError) as err:
         target.unlink(missing_ok=True)
-        raise FetchError(f"fetch.url: {url} is unreachable: {getattr(err, 'reason', err)}") from None
+        raise FetchError(
+            f"fetch.url: {url} is unreachable: {getattr(err, 'reason', err)}"
+        ) from None
 
     modified = _http_time(last_modified, url) if last_modified else None
     state = None
     if etag:
         state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_ETAG, value=etag)
     elif modified is not None:
-        state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339())
+        state = SourceState(
+            source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339()
+        )
     if isinstance(step.event_time, EventTimeSourceFromSystemTime):
         source_time = now
     else:
@@ -136,11 +156,19 @@ def _fetch_http(url: str, step: FetchStepUrl, prev: SourceState | None, work_dir
     return Fetched(target, True, state, source_time, has_more=False)
 
 
-def _fetch_glob(step: FetchStepFilesGlob, prev: SourceState | None, now: Timestamp) -> Fetched | None:
+def _fetch_glob(
+    step: FetchStepFilesGlob, prev: SourceState | None, now: Timestamp
+) -> Fetched | None:
     if isinstance(step.event_time, EventTimeSourceFromMetadata):
-        raise IngestError("fetch.filesGlob: event time cannot come fromMetadata; use fromPath or fromSystemTime")
+        raise IngestError(
+            "fetch.filesGlob: event time cannot come fromMetadata; use fromPath or fromSystemTime"
+        )
     pattern = _template(step.path, "fetch.path")
-    files = [Path(p) for p in globlib.glob(os.path.expanduser(pattern), recursive=True) if os.path.isfile(p)]
+    files = [
+        Path(p)
+        for p in globlib.glob(os.path.expanduser(pattern), recursive=True)
+        if os.path.isfile(p)
+    ]
     by_time = step.order == SourceOrdering.BY_EVENT_TIME
     if by_time and not isinstance(step.event_time, EventTimeSourceFromPath):
         raise IngestError("fetch.filesGlob: order ByEventTime needs eventTime fromPath")
@@ -183,11 +211,15 @@ def _parse_state_time(state: SourceState) -> Timestamp:
     try:
         return Timestamp.parse_rfc3339(state.value)
     except ParseError:
-        raise IngestError(f"source state {state.kind} has an invalid time {state.value!r}") from None
+        raise IngestError(
+            f"source state {state.kind} has an invalid time {state.value!r}"
+        ) from None
 
 
 def _http_time(text: str, url: str) -> Timestamp:
     try:
         return Timestamp.from_datetime(parsedate_to_datetime(text))
     except (TypeError, ValueError, ParseError):
-        raise FetchError(f"fetch.url: {url} sent an invalid Last-Modified header {text!r}") from None
+        raise FetchError(
+            f"fetch.url: {url} sent an invalid Last-Modified header {text!r}"
+        ) from None

@@ -80,7 +80,9 @@ def merge_snapshot(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab:
         return Merged(_with_op(new, vocab, Op.APPEND), sort_keys)
 
     data_columns = [c for c in new.columns if c != ORDER_COLUMN]
-    compare = list(getattr(strategy, "compare_columns", None) or [c for c in data_columns if c not in pk])
+    compare = list(
+        getattr(strategy, "compare_columns", None) or [c for c in data_columns if c not in pk]
+    )
     missing = [c for c in compare if c not in data_columns]
     if missing:
         raise MergeError(f"Snapshot: compareColumns {', '.join(missing)} not found in the data")
@@ -113,7 +115,9 @@ def merge_snapshot(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab:
     return Merged(current.unionByName(corrected_from), sort_keys)
 
 
-def merge_changelog_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:
+def merge_changelog_stream(
+    strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab
+) -> Merged:
     """Takes an RFC-015 changelog as is, after checking it is one.
 
     Checked: the ``op`` column exists and holds 0-3, and per primary key every ``-C`` is
@@ -134,10 +138,14 @@ def merge_changelog_stream(strategy: Any, prev: DataFrame | None, new: DataFrame
     before, after = F.lag(op).over(window), F.lead(op).over(window)
     problem = (
         F.when(op.isNull() | ~op.isin(*[int(o) for o in Op]), F.lit("an unknown operation type"))
-        .when((op == int(Op.CORRECT_FROM)) & (after.isNull() | (after != int(Op.CORRECT_TO))),
-              F.lit("a correct-from (-C) not followed by a correct-to (+C)"))
-        .when((op == int(Op.CORRECT_TO)) & (before.isNull() | (before != int(Op.CORRECT_FROM))),
-              F.lit("a correct-to (+C) not preceded by a correct-from (-C)"))
+        .when(
+            (op == int(Op.CORRECT_FROM)) & (after.isNull() | (after != int(Op.CORRECT_TO))),
+            F.lit("a correct-from (-C) not followed by a correct-to (+C)"),
+        )
+        .when(
+            (op == int(Op.CORRECT_TO)) & (before.isNull() | (before != int(Op.CORRECT_FROM))),
+            F.lit("a correct-to (+C) not preceded by a correct-from (-C)"),
+        )
     )
     bad = new.select("*", problem.alias("__problem")).where(col("__problem").isNotNull())
     first = bad.orderBy(col(ORDER_COLUMN)).limit(1).collect()
@@ -154,7 +162,9 @@ def merge_changelog_stream(strategy: Any, prev: DataFrame | None, new: DataFrame
     )
 
 
-def merge_upsert_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:
+def merge_upsert_stream(
+    strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab
+) -> Merged:
     """Turns upserts (``+A`` = insert or update) and deletes (``-R``) into a changelog.
 
     Within the batch only the last event per key counts. Against the latest state per key: an
@@ -169,7 +179,9 @@ def merge_upsert_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, v
     _reject_system_columns(new, vocab, allow_op=True)
     if vocab.op in new.columns:
         new = new.withColumn(vocab.op, _int_op(new, vocab))
-        bad = new.where(col(vocab.op).isNull() | ~col(vocab.op).isin(int(Op.APPEND), int(Op.RETRACT)))
+        bad = new.where(
+            col(vocab.op).isNull() | ~col(vocab.op).isin(int(Op.APPEND), int(Op.RETRACT))
+        )
         first = bad.limit(1).collect()
         if first:
             row = first[0].asDict()
@@ -183,7 +195,11 @@ def merge_upsert_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, v
     sort_keys = [*[col(c).asc_nulls_first() for c in pk], col(vocab.op).asc()]
 
     latest_in_batch = Window.partitionBy(*[col(c) for c in pk]).orderBy(col(ORDER_COLUMN).desc())
-    new = new.withColumn(_RANK, F.row_number().over(latest_in_batch)).where(col(_RANK) == 1).drop(_RANK)
+    new = (
+        new.withColumn(_RANK, F.row_number().over(latest_in_batch))
+        .where(col(_RANK) == 1)
+        .drop(_RANK)
+    )
 
     if prev is None:
         old = None
@@ -192,7 +208,9 @@ def merge_upsert_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, v
         old = state.select(*[_old_value(state, c).alias(_OLD + c) for c in data_columns])
     if old is None:
         appended = new.where(col(vocab.op) == int(Op.APPEND)).select(
-            F.lit(int(Op.APPEND)).cast("int").alias(vocab.op), *[col(c) for c in data_columns], col(ORDER_COLUMN)
+            F.lit(int(Op.APPEND)).cast("int").alias(vocab.op),
+            *[col(c) for c in data_columns],
+            col(ORDER_COLUMN),
         )
         return Merged(appended, sort_keys)
 
@@ -200,7 +218,9 @@ def merge_upsert_stream(strategy: Any, prev: DataFrame | None, new: DataFrame, v
     is_delete = col(vocab.op) == int(Op.RETRACT)
     known = col(_OLD + pk[0]).isNotNull()
     ordinary = [c for c in data_columns if c not in pk]
-    diff = joined.where((is_delete & known) | (~is_delete & (~known | _any_changed(ordinary, vocab))))
+    diff = joined.where(
+        (is_delete & known) | (~is_delete & (~known | _any_changed(ordinary, vocab)))
+    )
 
     op = (
         F.when(is_delete, F.lit(int(Op.RETRACT)))

@@ -36,7 +36,9 @@ def prepare(steps: Sequence[object], source: Path, work_dir: Path) -> list[Path]
             elif isinstance(step, PrepStepPipe):
                 _pipe(step, current, target, where)
             else:
-                raise UnsupportedError(f"{where}: prepare step {type(step).__name__} is not supported")
+                raise UnsupportedError(
+                    f"{where}: prepare step {type(step).__name__} is not supported"
+                )
             current = target
     except BaseException:
         for path in created:
@@ -74,7 +76,9 @@ def _zip_member(archive: zipfile.ZipFile, sub_path: str | None, where: str) -> z
     matches = [info for info in files if fnmatch.fnmatchcase(info.filename, sub_path)]
     if not matches:
         names = ", ".join(info.filename for info in files[:10])
-        raise PrepareError(f"{where}: no entry of the zip archive matches subPath {sub_path!r} (entries: {names})")
+        raise PrepareError(
+            f"{where}: no entry of the zip archive matches subPath {sub_path!r} (entries: {names})"
+        )
     if len(matches) > 1:
         names = ", ".join(info.filename for info in matches[:10])
         raise PrepareError(f"{where}: subPath {sub_path!r} matches several entries: {names}")
@@ -86,7 +90,9 @@ def _pipe(step: PrepStepPipe, source: Path, target: Path, where: str) -> None:
         raise PrepareError(f"{where}: pipe command is empty")
     try:
         with open(source, "rb") as inp, open(target, "wb") as out:
-            completed = subprocess.run(list(step.command), stdin=inp, stdout=out, stderr=subprocess.PIPE, check=False)
+            completed = subprocess.run(
+                list(step.command), stdin=inp, stdout=out, stderr=subprocess.PIPE, check=False
+            )
     except OSError as err:
         raise PrepareError(f"{where}: cannot run {step.command[0]!r}: {err}") from err
     if completed.returncode != 0:

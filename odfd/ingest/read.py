@@ -43,7 +43,12 @@ def reader_for(read_step: object, work_dir: Path) -> Reader:
     if isinstance(read_step, ReadStepNdJson):
         return JsonLinesReader(read_step, _json_options(read_step))
     if isinstance(read_step, ReadStepJson):
-        return JsonLinesReader(read_step, _json_options(read_step), convert=_JsonArrayConverter(read_step.sub_path), work_dir=work_dir)
+        return JsonLinesReader(
+            read_step,
+            _json_options(read_step),
+            convert=_JsonArrayConverter(read_step.sub_path),
+            work_dir=work_dir,
+        )
     if isinstance(read_step, ReadStepGeoJson):
         return JsonLinesReader(read_step, {}, convert=_GeoJsonConverter(), work_dir=work_dir)
     if isinstance(read_step, ReadStepNdGeoJson):
@@ -51,7 +56,9 @@ def reader_for(read_step: object, work_dir: Path) -> Reader:
     if isinstance(read_step, ReadStepParquet):
         return ParquetReader(read_step)
     kind = type(read_step).__name__.removeprefix("ReadStep")
-    raise UnsupportedError(f"read step {kind} is not supported (Csv, Json, NdJson, GeoJson, NdGeoJson, Parquet)")
+    raise UnsupportedError(
+        f"read step {kind} is not supported (Csv, Json, NdJson, GeoJson, NdGeoJson, Parquet)"
+    )
 
 
 class Reader(ABC):
@@ -123,7 +130,9 @@ class CsvReader(Reader):
     def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
         if self.schema is None:
             return None
-        return bad_rows.diagnose_csv(spark, path, self.schema, self.options(), self.header, self.null_value)
+        return bad_rows.diagnose_csv(
+            spark, path, self.schema, self.options(), self.header, self.null_value
+        )
 
 
 @dataclass
@@ -223,10 +232,12 @@ class _JsonArrayConverter(_Converter):
     def to_lines(self, source: Path, target: Path) -> None:
         root = _load_json(source)
         value, walked = root, []
-        for key in (self.sub_path.split(".") if self.sub_path else []):
+        for key in self.sub_path.split(".") if self.sub_path else []:
             walked.append(key)
             if not isinstance(value, dict) or key not in value:
-                raise BadInputError(f"{source}: sub-path {'.'.join(walked)} not found", path=str(source))
+                raise BadInputError(
+                    f"{source}: sub-path {'.'.join(walked)} not found", path=str(source)
+                )
             value = value[key]
         if not isinstance(value, list):
             where = ".".join(walked) or "the root element"
@@ -243,8 +254,12 @@ class _GeoJsonConverter(_Converter):
             raise BadInputError(f"{source}: expected a GeoJSON FeatureCollection", path=str(source))
         features = root.get("features")
         if not isinstance(features, list):
-            raise BadInputError(f"{source}: FeatureCollection has no features array", path=str(source))
-        _write_lines((_feature_record(f, source, n) for n, f in enumerate(features, 1)), target, source)
+            raise BadInputError(
+                f"{source}: FeatureCollection has no features array", path=str(source)
+            )
+        _write_lines(
+            (_feature_record(f, source, n) for n, f in enumerate(features, 1)), target, source
+        )
 
 
 class _NdGeoJsonConverter(_Converter):
@@ -259,7 +274,9 @@ class _NdGeoJsonConverter(_Converter):
                             feature = json.loads(line)
                         except json.JSONDecodeError as err:
                             raise BadInputError(
-                                f"{source}, line {number}: not valid JSON: {err.msg}", path=str(source), line=number
+                                f"{source}, line {number}: not valid JSON: {err.msg}",
+                                path=str(source),
+                                line=number,
                             ) from None
                         yield _feature_record(feature, source, number)
 
@@ -268,7 +285,9 @@ class _NdGeoJsonConverter(_Converter):
 
 def _feature_record(feature: Any, source: Path, number: int) -> dict[str, Any]:
     if not isinstance(feature, dict) or feature.get("type") != "Feature":
-        raise BadInputError(f"{source}, feature {number}: not a GeoJSON Feature", path=str(source), record=number)
+        raise BadInputError(
+            f"{source}, feature {number}: not a GeoJSON Feature", path=str(source), record=number
+        )
     properties = feature.get("properties") or {}
     geometry = feature.get("geometry")
     if not isinstance(properties, dict) or not isinstance(geometry, dict):
@@ -298,6 +317,8 @@ def _write_lines(records: Any, target: Path, source: Path) -> None:
     with open(target, "w", encoding="utf-8") as out:
         for number, record in enumerate(records, 1):
             if not isinstance(record, dict):
-                raise BadInputError(f"{source}, record {number}: not a JSON object", path=str(source), record=number)
+                raise BadInputError(
+                    f"{source}, record {number}: not a JSON object", path=str(source), record=number
+                )
             out.write(json.dumps(record, separators=(",", ":")))
             out.write("\n")

@@ -39,14 +39,18 @@ def new_records(
     merged = merge(merge_strategy, prev, new, vocab)
     event_type = merged.df.schema[vocab.event_time].dataType
     fallback = F.lit(source_event_time.to_datetime()).cast(event_type)
-    data_columns = [c for c in merged.df.columns if c not in (vocab.op, vocab.event_time, ORDER_COLUMN)]
+    data_columns = [
+        c for c in merged.df.columns if c not in (vocab.op, vocab.event_time, ORDER_COLUMN)
+    ]
     filled = merged.df.withColumn(vocab.event_time, F.coalesce(col(vocab.event_time), fallback))
     return filled.orderBy(*merged.sort_keys, col(ORDER_COLUMN).asc()).select(
         col(vocab.op), col(vocab.event_time), *[col(c) for c in data_columns]
     )
 
 
-def with_event_time(new: DataFrame, vocab: Vocab, prev: DataFrame | None, *, infer: bool) -> DataFrame:
+def with_event_time(
+    new: DataFrame, vocab: Vocab, prev: DataFrame | None, *, infer: bool
+) -> DataFrame:
     """Checks (or adds) the event-time column.
 
     Absent: added as nulls of the history's event-time type (a timestamp for a new dataset), to be

@@ -25,7 +25,9 @@ def declared_schema(read_step: Any) -> StructType | None:
         try:
             parsed = StructType.fromDDL(text)
         except Exception as err:  # Spark's parser raises several exception types
-            raise IngestError(f"read.ddlSchema: invalid schema {text!r}: {str(err).splitlines()[0]}") from err
+            raise IngestError(
+                f"read.ddlSchema: invalid schema {text!r}: {str(err).splitlines()[0]}"
+            ) from err
         if not isinstance(parsed, StructType):
             raise IngestError(f"read.ddlSchema: {text!r} is not a list of columns")
         return parsed

@@ -11,13 +11,12 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from storage.workspace import Workspace
-
 from odfd.server import simple
 from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
 from odfd.server.state import STATE_KEY, ServerState
+from storage.workspace import Workspace
 
 MAX_REQUEST_BYTES = 1 << 20
 """Request bodies outside uploads (which stream) are small."""
@@ -53,11 +52,17 @@ async def running(workspace: Workspace, config: ServerConfig) -> AsyncIterator[R
         await runner.cleanup()
 
 
-async def serve(workspace: Workspace, config: ServerConfig, *, ready: asyncio.Event | None = None) -> None:
+async def serve(
+    workspace: Workspace, config: ServerConfig, *, ready: asyncio.Event | None = None
+) -> None:
     """Serve until cancelled (Ctrl-C)."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     async with running(workspace, config) as server:
-        print(f"serving {len(await workspace.list_datasets())} dataset(s) at {server.url}", flush=True)
+        print(
+            f"serving {len(await workspace.list_datasets())} dataset(s) at {server.url}", flush=True
+        )
         if ready is not None:
             ready.set()
         await asyncio.Event().wait()

@@ -21,20 +21,39 @@ class UrlSigner:
         self._key = key
         self.ttl_seconds = ttl_seconds
 
-    def _mac(self, method: str, scope: str, kind: str, hash: Multihash, size: int, expires: int) -> str:
+    def _mac(
+        self, method: str, scope: str, kind: str, hash: Multihash, size: int, expires: int
+    ) -> str:
         message = "\n".join((method, scope, kind, hash.to_multibase(), str(size), str(expires)))
         return hmac.new(self._key, message.encode(), hashlib.sha256).hexdigest()
 
-    def sign(self, method: str, scope: str, kind: str, hash: Multihash, size: int,
-             now: float | None = None) -> tuple[dict[str, str], datetime]:
+    def sign(
+        self,
+        method: str,
+        scope: str,
+        kind: str,
+        hash: Multihash,
+        size: int,
+        now: float | None = None,
+    ) -> tuple[dict[str, str], datetime]:
         """Query parameters to append to the object's URL, and when they expire."""
         expires = int(now if now is not None else time.time()) + self.ttl_seconds
-        query = {"scope": scope, "size": str(size), "expires": str(expires),
-                 "signature": self._mac(method, scope, kind, hash, size, expires)}
+        query = {
+            "scope": scope,
+            "size": str(size),
+            "expires": str(expires),
+            "signature": self._mac(method, scope, kind, hash, size, expires),
+        }
         return query, datetime.fromtimestamp(expires, UTC)
 
-    def verify(self, method: str, kind: str, hash: Multihash, query: Mapping[str, str],
-               now: float | None = None) -> tuple[str, int] | None:
+    def verify(
+        self,
+        method: str,
+        kind: str,
+        hash: Multihash,
+        query: Mapping[str, str],
+        now: float | None = None,
+    ) -> tuple[str, int] | None:
         """``(scope, size)`` if the query carries a valid, unexpired signature, else ``None``."""
         try:
             scope, size, expires = query["scope"], int(query["size"]), int(query["expires"])

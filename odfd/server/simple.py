@@ -16,15 +16,14 @@ from pathlib import Path
 
 from aiohttp import web
 
+from odfd.server.state import STATE_KEY, ServerState
+from odfd.sync.errors import CorruptSourceError
+from odfd.sync.objects import ObjectRef, bounded, store_for
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.stores.localfs import LocalFsObjectStore
-
-from odfd.server.state import STATE_KEY, ServerState
-from odfd.sync.errors import CorruptSourceError
-from odfd.sync.objects import ObjectRef, bounded, store_for
 
 DATASET = r"{dataset:[^/]+(?:/[^/]+)?}"
 HASH = r"{hash:[^/]+}"
@@ -63,11 +62,16 @@ async def list_datasets(request: web.Request) -> web.Response:
     for record in await state.workspace.list_datasets():
         if record.id in state.withheld:
             continue
-        entries.append({
-            "id": str(record.id), "alias": record.alias, "kind": record.kind.name.capitalize(),
-            "head": None if record.head is None else record.head.to_multibase(),
-            "sequenceNumber": record.head_sequence, "url": state.dataset_url(request, record.alias),
-        })
+        entries.append(
+            {
+                "id": str(record.id),
+                "alias": record.alias,
+                "kind": record.kind.name.capitalize(),
+                "head": None if record.head is None else record.head.to_multibase(),
+                "sequenceNumber": record.head_sequence,
+                "url": state.dataset_url(request, record.alias),
+            }
+        )
     return web.json_response({"datasets": entries})
 
 
@@ -97,8 +101,11 @@ async def get_object(request: web.Request) -> web.StreamResponse:
         if granted is None or granted[0] != str(record.id):
             raise web.HTTPForbidden(text="the signed URL is invalid or has expired")
     dataset = state.workspace.open_dataset(record.id)
-    store = {ObjectKind.BLOCK: dataset.blocks, ObjectKind.DATA: dataset.data,
-             ObjectKind.CHECKPOINT: dataset.checkpoints}[kind]
+    store = {
+        ObjectKind.BLOCK: dataset.blocks,
+        ObjectKind.DATA: dataset.data,
+        ObjectKind.CHECKPOINT: dataset.checkpoints,
+    }[kind]
     assert isinstance(store, LocalFsObjectStore)  # a node serves its own folders
     return await _send_file(request, store.path_of(hash), hash)
 
@@ -125,8 +132,12 @@ async def _send_file(request: web.Request, path: Path, hash: Multihash) -> web.S
     try:
         size = os.fstat(fd).st_size
         etag = f'"{hash.to_multibase()}"'
-        headers = {"ETag": etag, "Accept-Ranges": "bytes", "Content-Type": "application/octet-stream",
-                   "Cache-Control": "public, max-age=31536000, immutable"}
+        headers = {
+            "ETag": etag,
+            "Accept-Ranges": "bytes",
+            "Content-Type": "application/octet-stream",
+            "Cache-Control": "public, max-age=31536000, immutable",
+        }
         if request.headers.get("If-None-Match") == etag:
             return web.Response(status=304, headers=headers)
         start, end, status = 0, size, 200
@@ -136,7 +147,9 @@ async def _send_file(request: web.Request, path: Path, hash: Multihash) -> web.S
             except ValueError:
                 span = (0, size)
             if span is None:
-                raise web.HTTPRequestRangeNotSatisfiable(headers={"Content-Range": f"bytes */{size}"})
+                raise web.HTTPRequestRangeNotSatisfiable(
+                    headers={"Content-Range": f"bytes */{size}"}
+                )
             start, end = span
             status = 206
             headers["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
@@ -144,7 +157,9 @@ async def _send_file(request: web.Request, path: Path, hash: Multihash) -> web.S
             headers["Content-Length"] = str(end - start)
             return web.Response(status=status, headers=headers)
         if end - start <= _INLINE:
-            return web.Response(status=status, body=os.pread(fd, end - start, start), headers=headers)
+            return web.Response(
+                status=status, body=os.pread(fd, end - start, start), headers=headers
+            )
         response = web.StreamResponse(status=status, headers=headers)
         response.content_length = end - start
         await response.prepare(request)
@@ -175,12 +190,16 @@ async def put_object(request: web.Request) -> web.Response:
     if session is None:
         raise web.HTTPForbidden(text="the push session of this upload URL is over")
     if request.content_length is not None and request.content_length != size:
-        raise web.HTTPRequestEntityTooLarge(max_size=size, actual_size=request.content_length) \
-            if request.content_length > size else web.HTTPBadRequest(text=f"expected {size} bytes")
+        raise (
+            web.HTTPRequestEntityTooLarge(max_size=size, actual_size=request.content_length)
+            if request.content_length > size
+            else web.HTTPBadRequest(text=f"expected {size} bytes")
+        )
     ref = ObjectRef(kind, hash, size)
     try:
         await store_for(session.dataset, kind).put_stream(
-            bounded(_body(request), ref, f"upload of {ref}"), expected=hash)
+            bounded(_body(request), ref, f"upload of {ref}"), expected=hash
+        )
     except HashMismatchError as err:
         raise web.HTTPBadRequest(text=f"{ref}: uploaded bytes hash to {err.actual}") from None
     except (CorruptSourceError, ObjectNotFoundError) as err:

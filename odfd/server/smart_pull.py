@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from urllib.parse import urlencode
 from dataclasses import dataclass
+from urllib.parse import urlencode
 
 from aiohttp import web
 
+from odfd.server.state import STATE_KEY, ServerState
+from odfd.server.websocket import ServerChannel, accept, check_version
+from odfd.sync.errors import ProtocolError
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.errors import OdfError
 from protocol.identity import Multihash
@@ -22,10 +25,6 @@ from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.chain import MetadataChain
 from storage.errors import StorageError
-
-from odfd.server.state import STATE_KEY, ServerState
-from odfd.server.websocket import ServerChannel, accept, check_version
-from odfd.sync.errors import ProtocolError
 
 log = logging.getLogger(__name__)
 
@@ -49,16 +48,22 @@ class Interval:
                 if event.new_checkpoint is not None:
                     objects += 1
                     object_bytes += event.new_checkpoint.size
-        return m.TransferPlan(len(self.blocks), objects, records,
-                              sum(len(data) for _, data, _ in self.blocks), object_bytes)
+        return m.TransferPlan(
+            len(self.blocks),
+            objects,
+            records,
+            sum(len(data) for _, data, _ in self.blocks),
+            object_bytes,
+        )
 
 
 class InvalidInterval(OdfError):
     """The client's head is not an ancestor of the requested head."""
 
 
-async def read_interval(chain: MetadataChain, head: Multihash, begin_after: Multihash | None,
-                        force: bool) -> Interval:
+async def read_interval(
+    chain: MetadataChain, head: Multihash, begin_after: Multihash | None, force: bool
+) -> Interval:
     """Walk back from ``head`` to ``begin_after``; ``InvalidInterval`` if it is not an ancestor
     (with ``force``, the whole chain instead)."""
     if begin_after is not None and not force and not await chain.blocks.contains(begin_after):
@@ -92,35 +97,54 @@ async def handle_pull(request: web.Request) -> web.StreamResponse:
         log.info("%s", err)
     except OdfError as err:
         log.error("pull of %s failed: %s", record.alias, err)
-        await channel.close_with_error(m.TransferError.internal("Pull", "MetadataRequest", str(err)))
+        await channel.close_with_error(
+            m.TransferError.internal("Pull", "MetadataRequest", str(err))
+        )
     await channel.finish()
     return ws
 
 
-async def _pull_flow(channel: ServerChannel, state: ServerState, request: web.Request, dataset_path: str,
-                     dataset, scope: str) -> None:  # noqa: ANN001 - a storage Dataset
+async def _pull_flow(
+    channel: ServerChannel,
+    state: ServerState,
+    request: web.Request,
+    dataset_path: str,
+    dataset,
+    scope: str,
+) -> None:
     pull = await channel.receive(m.DatasetPullRequest.from_json, "DatasetPullRequest")
     if pull is None:
         return
     head = pull.stop_at or await dataset.chain.head()
     if head is None:
-        await channel.close_with_error(m.TransferError.internal("Pull", "InitialRequest", "dataset has no head"))
+        await channel.close_with_error(
+            m.TransferError.internal("Pull", "InitialRequest", "dataset has no head")
+        )
         return
     try:
-        interval = await read_interval(dataset.chain, head, pull.begin_after, pull.force_update_if_diverged)
+        interval = await read_interval(
+            dataset.chain, head, pull.begin_after, pull.force_update_if_diverged
+        )
     except InvalidInterval:
-        await channel.send(m.DatasetPullResponse(
-            error=m.TransferError("InvalidInterval", head=head, tail=pull.begin_after)))
+        await channel.send(
+            m.DatasetPullResponse(
+                error=m.TransferError("InvalidInterval", head=head, tail=pull.begin_after)
+            )
+        )
         return
     await channel.send(m.DatasetPullResponse(interval.plan()))
-    if await channel.receive(m.DatasetPullMetadataRequest.from_json, "DatasetPullMetadataRequest") is None:
+    if (
+        await channel.receive(m.DatasetPullMetadataRequest.from_json, "DatasetPullMetadataRequest")
+        is None
+    ):
         return
     count, payload = await asyncio.to_thread(pack_blocks, ((h, d) for h, d, _ in interval.blocks))
     await channel.send(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload)))
     base = state.dataset_url(request, dataset_path)
     while True:
-        objects = await channel.receive(m.DatasetPullObjectsTransferRequest.from_json,
-                                        "DatasetPullObjectsTransferRequest")
+        objects = await channel.receive(
+            m.DatasetPullObjectsTransferRequest.from_json, "DatasetPullObjectsTransferRequest"
+        )
         if objects is None:
             return
         strategies = []
@@ -128,6 +152,10 @@ async def _pull_flow(channel: ServerChannel, state: ServerState, request: web.Re
             folder = "data" if file.object_type == "DataSlice" else "checkpoints"
             query, expires = state.signer.sign("GET", scope, folder, file.physical_hash, file.size)
             url = f"{base}{folder}/{file.physical_hash.to_multibase()}?{urlencode(query)}"
-            strategies.append(m.PullObjectTransferStrategy(file, m.TransferUrl(
-                url, ((m.VERSION_HEADER, str(m.PROTOCOL_VERSION)),), expires)))
+            strategies.append(
+                m.PullObjectTransferStrategy(
+                    file,
+                    m.TransferUrl(url, ((m.VERSION_HEADER, str(m.PROTOCOL_VERSION)),), expires),
+                )
+            )
         await channel.send(m.DatasetPullObjectsTransferResponse(tuple(strategies)))

@@ -17,23 +17,22 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
-from protocol.codec.flatbuffers import decode_block
-from protocol.errors import OdfError, ParseError
-from protocol.identity import DatasetRef, Multihash
-from protocol.transfer.smart import messages as m
-from protocol.transfer.smart.tarball import TarballError, unpack_blocks
-from protocol.transfer.simple import ObjectKind
-from storage.dataset import Dataset
-from storage.errors import ChainRuleError, RefCasError, StorageError
-from storage.layout import DatasetLayout
-from storage.workspace import Workspace
-
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import ChainPoint, CorruptSourceError, ProtocolError, SyncError
 from odfd.sync.objects import ObjectRef, missing_objects, objects_of
 from odfd.sync.target import PullTarget, commit
 from odfd.sync.walk import BlockStash, LocalCursor, WalkResult, match_linked_run
+from protocol.codec.flatbuffers import decode_block
+from protocol.errors import OdfError, ParseError
+from protocol.identity import DatasetRef, Multihash
+from protocol.transfer.simple import ObjectKind
+from protocol.transfer.smart import messages as m
+from protocol.transfer.smart.tarball import TarballError, unpack_blocks
+from storage.dataset import Dataset
+from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.layout import DatasetLayout
+from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
 PROGRESS_PING_SECONDS = 10.0
@@ -54,12 +53,16 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     dataset_path = request.match_info["dataset"]
     check_version(request)
     if not state.is_push_token(request):
-        raise web.HTTPUnauthorized(text="pushing needs a valid bearer token (Authorization: Bearer …)",
-                                   headers={"WWW-Authenticate": "Bearer"})
+        raise web.HTTPUnauthorized(
+            text="pushing needs a valid bearer token (Authorization: Bearer …)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
     record = await state.find(dataset_path)
     ref = _parse(dataset_path)
     if record is None and ref.alias is None:
-        raise web.HTTPNotFound(text=f"no dataset {dataset_path}: a new dataset is pushed to its name, not its id")
+        raise web.HTTPNotFound(
+            text=f"no dataset {dataset_path}: a new dataset is pushed to its name, not its id"
+        )
     if record is not None:
         dataset = state.workspace.open_dataset(record.id)
         head = await dataset.chain.head()
@@ -70,7 +73,9 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     ws = await accept(request)
     channel = ServerChannel(ws, f"push to {target.alias}")
     session_id = state.new_upload_session(target.dataset)
-    session = _PushSession(channel, state, target, state.dataset_url(request, dataset_path), session_id)
+    session = _PushSession(
+        channel, state, target, state.dataset_url(request, dataset_path), session_id
+    )
     try:
         await session.run()
     except _Refused as refusal:
@@ -83,7 +88,9 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         log.info("%s", err)
     except OdfError as err:
         log.error("push to %s failed: %s", target.alias, err)
-        await channel.close_with_error(m.TransferError.internal("Push", "CompleteRequest", str(err)))
+        await channel.close_with_error(
+            m.TransferError.internal("Push", "CompleteRequest", str(err))
+        )
     finally:
         state.uploads.pop(session_id, None)
         if target.record is None and target.dataset.layout is not None:
@@ -102,7 +109,9 @@ def _parse(path: str) -> DatasetRef:
 def _staged_target(workspace: Workspace, alias: str) -> PullTarget:
     root = workspace.layout.datasets_dir / f"{PUSH_STAGING_PREFIX}{secrets.token_hex(8)}"
     layout = DatasetLayout(root).create()
-    return PullTarget(workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None))
+    return PullTarget(
+        workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None)
+    )
 
 
 def _internal(phase: str, message: str) -> _Refused:
@@ -110,8 +119,14 @@ def _internal(phase: str, message: str) -> _Refused:
 
 
 class _PushSession:
-    def __init__(self, channel: ServerChannel, state: ServerState, target: PullTarget, base_url: str,
-                 session_id: str) -> None:
+    def __init__(
+        self,
+        channel: ServerChannel,
+        state: ServerState,
+        target: PullTarget,
+        base_url: str,
+        session_id: str,
+    ) -> None:
         self.channel = channel
         self.state = state
         self.target = target
@@ -123,17 +138,25 @@ class _PushSession:
         if request is None:
             return
         if request.current_head != self.target.head.hash:
-            raise _Refused(m.TransferError("InvalidHead", head=request.current_head, tail=self.target.head.hash),
-                           as_result=m.Accepted)
+            raise _Refused(
+                m.TransferError(
+                    "InvalidHead", head=request.current_head, tail=self.target.head.hash
+                ),
+                as_result=m.Accepted,
+            )
         await self.channel.send(m.Accepted())
-        metadata = await self.channel.receive(m.DatasetPushMetadataRequest.from_json, "DatasetPushMetadataRequest")
+        metadata = await self.channel.receive(
+            m.DatasetPushMetadataRequest.from_json, "DatasetPushMetadataRequest"
+        )
         if metadata is None:
             return
         walk = await self._receive_blocks(metadata.new_blocks, request.force_update_if_diverged)
         await self.channel.send(m.Accepted())
         if walk.new_blocks:
             await self._receive_objects(walk)
-        complete = await self.channel.receive(m.DatasetPushComplete.from_json, "DatasetPushComplete")
+        complete = await self.channel.receive(
+            m.DatasetPushComplete.from_json, "DatasetPushComplete"
+        )
         if complete is None:
             return
         if walk.new_blocks:
@@ -142,14 +165,18 @@ class _PushSession:
 
     async def _receive_blocks(self, batch: m.MetadataBlocksBatch, force: bool) -> WalkResult:
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
-            raise _internal("MetadataRequest", f"unsupported batch {batch.media_type} ({batch.encoding})")
+            raise _internal(
+                "MetadataRequest", f"unsupported batch {batch.media_type} ({batch.encoding})"
+            )
         target = self.target
         try:
             blocks = unpack_blocks(batch.payload, expected_count=batch.num_blocks)
             begin_after = target.head if target.head.hash is not None else None
             if force:
                 begin_after = _first_parent(blocks)
-            cursor = LocalCursor(target.dataset.chain, target.head.hash, target.head.sequence_number)
+            cursor = LocalCursor(
+                target.dataset.chain, target.head.hash, target.head.sequence_number
+            )
             walk = await match_linked_run(blocks, begin_after, cursor, where=self.channel.where)
         except (TarballError, CorruptSourceError, SyncError) as err:
             raise _internal("MetadataRequest", str(err)) from None
@@ -159,7 +186,9 @@ class _PushSession:
         if target.record is None and walk.new_blocks and remote_id is None:
             raise _internal("MetadataRequest", "a new dataset's first block must be its Seed")
         data_of = dict(blocks)
-        await BlockStash(target.dataset.blocks).add_many([(b.hash, data_of[b.hash]) for b in walk.new_blocks])
+        await BlockStash(target.dataset.blocks).add_many(
+            [(b.hash, data_of[b.hash]) for b in walk.new_blocks]
+        )
         return walk
 
     async def _check_collisions(self, walk: WalkResult) -> None:
@@ -169,48 +198,70 @@ class _PushSession:
         dataset_id = walk.dataset_id
         assert dataset_id is not None  # checked when the blocks arrived
         if await catalog.get_dataset(dataset_id) is not None:
-            raise _Refused(m.TransferError("RefCollision", dataset_id=dataset_id),
-                           as_result=m.DatasetPushObjectsTransferResponse)
+            raise _Refused(
+                m.TransferError("RefCollision", dataset_id=dataset_id),
+                as_result=m.DatasetPushObjectsTransferResponse,
+            )
         if await catalog.find_by_alias(self.target.alias) is not None:
-            raise _Refused(m.TransferError("NameCollision", dataset_alias=self.target.alias),
-                           as_result=m.DatasetPushObjectsTransferResponse)
+            raise _Refused(
+                m.TransferError("NameCollision", dataset_alias=self.target.alias),
+                as_result=m.DatasetPushObjectsTransferResponse,
+            )
 
     async def _receive_objects(self, walk: WalkResult) -> None:
         needed = {(ref.kind, ref.hash): ref for ref in objects_of(walk.new_blocks)}
         while True:
-            request = await self.channel.receive(m.DatasetPushObjectsTransferRequest.from_json,
-                                                 "DatasetPushObjectsTransferRequest")
+            request = await self.channel.receive(
+                m.DatasetPushObjectsTransferRequest.from_json, "DatasetPushObjectsTransferRequest"
+            )
             if request is None:
-                raise ProtocolError(f"{self.channel.where}: the client left before uploading objects")
+                raise ProtocolError(
+                    f"{self.channel.where}: the client left before uploading objects"
+                )
             await self._check_collisions(walk)
             strategies = []
             for file in request.object_files:
                 kind = ObjectKind.DATA if file.object_type == "DataSlice" else ObjectKind.CHECKPOINT
                 ref = needed.get((kind, file.physical_hash))
                 if ref is None or ref.size != file.size:
-                    raise _Refused(m.TransferError.internal(
-                        "Push", "ObjectsRequest", f"no pushed block names {file.object_type} "
-                        f"{file.physical_hash} of {file.size} bytes"), as_result=m.DatasetPushObjectsTransferResponse)
+                    raise _Refused(
+                        m.TransferError.internal(
+                            "Push",
+                            "ObjectsRequest",
+                            f"no pushed block names {file.object_type} "
+                            f"{file.physical_hash} of {file.size} bytes",
+                        ),
+                        as_result=m.DatasetPushObjectsTransferResponse,
+                    )
                 strategies.append(await self._strategy(file, ref))
             await self.channel.send(m.DatasetPushObjectsTransferResponse(tuple(strategies)))
             await self._await_uploads()
             if not request.is_truncated:
                 return
 
-    async def _strategy(self, file: m.ObjectFileReference, ref: ObjectRef) -> m.PushObjectTransferStrategy:
+    async def _strategy(
+        self, file: m.ObjectFileReference, ref: ObjectRef
+    ) -> m.PushObjectTransferStrategy:
         if not await missing_objects(self.target.dataset, [ref]):
             return m.PushObjectTransferStrategy(file, "SkipUpload")
-        query, expires = self.state.signer.sign("PUT", self.session_id, ref.kind.value, ref.hash, ref.size)
+        query, expires = self.state.signer.sign(
+            "PUT", self.session_id, ref.kind.value, ref.hash, ref.size
+        )
         url = f"{self.base_url}{ref.kind.value}/{ref.hash.to_multibase()}?{urlencode(query)}"
-        return m.PushObjectTransferStrategy(file, "HttpUpload", m.TransferUrl(
-            url, ((m.VERSION_HEADER, str(m.PROTOCOL_VERSION)),), expires))
+        return m.PushObjectTransferStrategy(
+            file,
+            "HttpUpload",
+            m.TransferUrl(url, ((m.VERSION_HEADER, str(m.PROTOCOL_VERSION)),), expires),
+        )
 
     async def _await_uploads(self) -> None:
         while True:
             try:
-                progress = await self.channel.receive(m.DatasetPushObjectsUploadProgressResponse.from_json,
-                                                      "DatasetPushObjectsUploadProgressResponse",
-                                                      timeout=PROGRESS_PING_SECONDS)
+                progress = await self.channel.receive(
+                    m.DatasetPushObjectsUploadProgressResponse.from_json,
+                    "DatasetPushObjectsUploadProgressResponse",
+                    timeout=PROGRESS_PING_SECONDS,
+                )
             except TimeoutError:
                 await self.channel.send(m.DatasetPushObjectsUploadProgressRequest())
                 continue
@@ -223,7 +274,9 @@ class _PushSession:
         try:
             await commit(self.target, walk, force=force)
         except RefCasError as err:
-            raise _internal("CompleteRequest", f"diverged: head moved to {_short(err.actual)}") from None
+            raise _internal(
+                "CompleteRequest", f"diverged: head moved to {_short(err.actual)}"
+            ) from None
         except ChainRuleError as err:
             raise _internal("CompleteRequest", f"rejected: [{err.rule}] {err}") from None
         except StorageError as err:

@@ -8,14 +8,13 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
+from odfd.server.config import ServerConfig
+from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from storage.catalog import DatasetRecord
 from storage.dataset import Dataset
 from storage.workspace import Workspace
-
-from odfd.server.config import ServerConfig
-from odfd.server.signing import UrlSigner
 
 STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
 
@@ -56,8 +55,10 @@ class ServerState:
             return None
         record = await self.workspace.try_resolve(ref)
         if record is not None and record.id in self.withheld:
-            raise web.HTTPForbidden(text=f"dataset {record.alias} is withheld by this node: its latest audit "
-                                         "failed (it is served again once an audit passes)")
+            raise web.HTTPForbidden(
+                text=f"dataset {record.alias} is withheld by this node: its latest audit "
+                "failed (it is served again once an audit passes)"
+            )
         return record
 
     async def require(self, path: str) -> DatasetRecord:

@@ -15,9 +15,8 @@ from typing import Any, TypeVar
 
 from aiohttp import WSMsgType, web
 
-from protocol.transfer.smart import messages as m
-
 from odfd.sync.errors import ProtocolError
+from protocol.transfer.smart import messages as m
 
 MAX_MESSAGE_BYTES = 1 << 30
 RECEIVE_TIMEOUT = 300.0
@@ -32,13 +31,19 @@ def check_version(request: web.Request) -> None:
     if value is None:
         raise web.HTTPBadRequest(text=f"missing {m.VERSION_HEADER} header")
     if value.strip() != str(m.PROTOCOL_VERSION):
-        raise web.HTTPBadRequest(text=f"incompatible client version {value!r}: this server speaks "
-                                      f"Smart Transfer Protocol version {m.PROTOCOL_VERSION}")
+        raise web.HTTPBadRequest(
+            text=f"incompatible client version {value!r}: this server speaks "
+            f"Smart Transfer Protocol version {m.PROTOCOL_VERSION}"
+        )
 
 
 async def accept(request: web.Request) -> web.WebSocketResponse:
-    ws = web.WebSocketResponse(protocols=(m.WEBSOCKET_PROTOCOL,), max_msg_size=MAX_MESSAGE_BYTES,
-                               heartbeat=None, autoping=True)
+    ws = web.WebSocketResponse(
+        protocols=(m.WEBSOCKET_PROTOCOL,),
+        max_msg_size=MAX_MESSAGE_BYTES,
+        heartbeat=None,
+        autoping=True,
+    )
     await ws.prepare(request)
     return ws
 
@@ -51,14 +56,17 @@ class ServerChannel:
     async def send(self, message: Any) -> None:
         await self.ws.send_str(m.encode(message))
 
-    async def receive(self, parse: Callable[[Any], T], what: str, *,
-                      timeout: float = RECEIVE_TIMEOUT) -> T | None:
+    async def receive(
+        self, parse: Callable[[Any], T], what: str, *, timeout: float = RECEIVE_TIMEOUT
+    ) -> T | None:
         """The next message, or ``None`` if the client closed the session."""
         frame = await self.ws.receive(timeout=timeout)
         if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
             return None
         if frame.type != WSMsgType.TEXT:
-            raise ProtocolError(f"{self.where}: expected {what} as a text frame, got {frame.type.name}")
+            raise ProtocolError(
+                f"{self.where}: expected {what} as a text frame, got {frame.type.name}"
+            )
         value = m.decode_json(frame.data, f"{self.where}: {what}")
         try:
             return parse(value)
@@ -74,7 +82,12 @@ class ServerChannel:
             try:
                 while True:
                     frame = await asyncio.wait_for(self.ws.receive(), CLOSE_WAIT)
-                    if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
+                    if frame.type in (
+                        WSMsgType.CLOSE,
+                        WSMsgType.CLOSING,
+                        WSMsgType.CLOSED,
+                        WSMsgType.ERROR,
+                    ):
                         break
             except TimeoutError:
                 pass

@@ -47,12 +47,23 @@ class ChainPoint:
 class DivergedError(SyncError):
     """The two histories forked: each side has blocks the other lacks."""
 
-    def __init__(self, what: str, local: ChainPoint, remote: ChainPoint, common: ChainPoint | None,
-                 *, hint: str = "use --force to replace the other side's history") -> None:
-        split = (f"they share history up to block {common}" if common is not None and common.hash
-                 else "they share no block (different datasets or seeds)")
-        super().__init__(f"{what}: histories diverged: local head {local}, remote head {remote}; "
-                         f"{split}; {hint}")
+    def __init__(
+        self,
+        what: str,
+        local: ChainPoint,
+        remote: ChainPoint,
+        common: ChainPoint | None,
+        *,
+        hint: str = "use --force to replace the other side's history",
+    ) -> None:
+        split = (
+            f"they share history up to block {common}"
+            if common is not None and common.hash
+            else "they share no block (different datasets or seeds)"
+        )
+        super().__init__(
+            f"{what}: histories diverged: local head {local}, remote head {remote}; {split}; {hint}"
+        )
         self.local = local
         self.remote = remote
         self.common = common

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import aiohttp
 
+from odfd.sync.errors import AccessDeniedError, CorruptSourceError, SyncError
+from odfd.sync.walk import VerifiedBlock
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform
 from protocol.transfer.simple import ObjectKind
@@ -24,15 +26,17 @@ from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.stores.base import ObjectStore
 from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
 
-from odfd.sync.errors import AccessDeniedError, CorruptSourceError, SyncError
-from odfd.sync.walk import VerifiedBlock
-
 DEFAULT_PARALLEL = 8
 DEFAULT_RETRIES = 3
 _CHUNK = 1 << 20
 _RETRY_DELAY = 0.25
-_TRANSIENT = (RemoteUnavailableError, aiohttp.ClientConnectionError, aiohttp.ClientPayloadError,
-              TimeoutError, ConnectionError)
+_TRANSIENT = (
+    RemoteUnavailableError,
+    aiohttp.ClientConnectionError,
+    aiohttp.ClientPayloadError,
+    TimeoutError,
+    ConnectionError,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +60,9 @@ def objects_of(blocks: Iterable[VerifiedBlock]) -> list[ObjectRef]:
             ref = ObjectRef(ObjectKind.DATA, event.new_data.physical_hash, event.new_data.size)
             seen.setdefault((ref.kind, ref.hash), ref)
         if event.new_checkpoint is not None:
-            ref = ObjectRef(ObjectKind.CHECKPOINT, event.new_checkpoint.physical_hash, event.new_checkpoint.size)
+            ref = ObjectRef(
+                ObjectKind.CHECKPOINT, event.new_checkpoint.physical_hash, event.new_checkpoint.size
+            )
             seen.setdefault((ref.kind, ref.hash), ref)
     return list(seen.values())
 
@@ -82,15 +88,21 @@ ChunkSource = Callable[[ObjectRef], AbstractAsyncContextManager[AsyncIterator[by
 """Opens a stream of an object's bytes that reads at most ``size + 1`` bytes."""
 
 
-async def bounded(chunks: AsyncIterator[bytes], ref: ObjectRef, where: str,
-                  on_bytes: Callable[[int], None] | None = None) -> AsyncIterator[bytes]:
+async def bounded(
+    chunks: AsyncIterator[bytes],
+    ref: ObjectRef,
+    where: str,
+    on_bytes: Callable[[int], None] | None = None,
+) -> AsyncIterator[bytes]:
     """Pass chunks through, failing as soon as more than ``ref.size`` bytes arrive or when the
     stream ends short."""
     total = 0
     async for chunk in chunks:
         total += len(chunk)
         if total > ref.size:
-            raise CorruptSourceError(f"{where}: {ref} is larger than the {ref.size} bytes its block records")
+            raise CorruptSourceError(
+                f"{where}: {ref} is larger than the {ref.size} bytes its block records"
+            )
         if on_bytes is not None:
             on_bytes(len(chunk))
         yield chunk
@@ -98,7 +110,9 @@ async def bounded(chunks: AsyncIterator[bytes], ref: ObjectRef, where: str,
         raise CorruptSourceError(f"{where}: {ref} has {total} bytes, its block records {ref.size}")
 
 
-async def read_response_bounded(response: aiohttp.ClientResponse, size: int) -> AsyncIterator[bytes]:
+async def read_response_bounded(
+    response: aiohttp.ClientResponse, size: int
+) -> AsyncIterator[bytes]:
     """Read an HTTP body in chunks, never more than ``size + 1`` bytes in total."""
     remaining = size + 1
     while remaining > 0:
@@ -128,7 +142,9 @@ def store_source(source: Dataset) -> ChunkSource:
 
 
 class _HttpChunks:
-    def __init__(self, session: aiohttp.ClientSession, url: str, headers: dict[str, str], ref: ObjectRef) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, url: str, headers: dict[str, str], ref: ObjectRef
+    ) -> None:
         self._session = session
         self._url = url
         self._headers = headers
@@ -158,11 +174,15 @@ class _HttpChunks:
             self._response.close()
 
 
-def http_source(session: aiohttp.ClientSession, url_of: Callable[[ObjectRef], tuple[str, dict[str, str]]]) -> ChunkSource:
+def http_source(
+    session: aiohttp.ClientSession, url_of: Callable[[ObjectRef], tuple[str, dict[str, str]]]
+) -> ChunkSource:
     """Objects read by HTTP GET from the URL (and headers) ``url_of`` gives for each."""
+
     def open(ref: ObjectRef) -> _HttpChunks:
         url, headers = url_of(ref)
         return _HttpChunks(session, url, headers, ref)
+
     return open
 
 
@@ -172,9 +192,16 @@ class ObjectFetcher:
     ``on_done(ref)`` runs after each object is stored; ``on_bytes(n)`` as bytes arrive.
     """
 
-    def __init__(self, dest: Dataset, *, where: str, parallel: int = DEFAULT_PARALLEL,
-                 retries: int = DEFAULT_RETRIES, on_done: Callable[[ObjectRef], Awaitable[None]] | None = None,
-                 on_bytes: Callable[[int], None] | None = None) -> None:
+    def __init__(
+        self,
+        dest: Dataset,
+        *,
+        where: str,
+        parallel: int = DEFAULT_PARALLEL,
+        retries: int = DEFAULT_RETRIES,
+        on_done: Callable[[ObjectRef], Awaitable[None]] | None = None,
+        on_bytes: Callable[[int], None] | None = None,
+    ) -> None:
         if parallel < 1 or retries < 1:
             raise SyncError("parallel downloads and attempts must be at least 1")
         self.dest = dest
@@ -208,19 +235,24 @@ class ObjectFetcher:
         for attempt in range(1, self.retries + 1):
             try:
                 async with source(ref) as chunks:
-                    stored = await store.put_stream(bounded(chunks, ref, self.where, self.on_bytes),
-                                                    expected=ref.hash)
+                    stored = await store.put_stream(
+                        bounded(chunks, ref, self.where, self.on_bytes), expected=ref.hash
+                    )
                 break
             except HashMismatchError as err:
-                raise CorruptSourceError(f"{self.where}: {ref} arrived with bytes that hash to "
-                                         f"{err.actual}") from None
+                raise CorruptSourceError(
+                    f"{self.where}: {ref} arrived with bytes that hash to {err.actual}"
+                ) from None
             except ObjectNotFoundError:
-                raise CorruptSourceError(f"{self.where}: a block names {ref}, which the remote does not "
-                                         "serve") from None
+                raise CorruptSourceError(
+                    f"{self.where}: a block names {ref}, which the remote does not serve"
+                ) from None
             except _TRANSIENT as err:
                 if attempt == self.retries:
-                    raise RemoteUnavailableError(f"{self.where}: fetching {ref} failed {attempt} times: "
-                                                 f"{err or type(err).__name__}") from None
+                    raise RemoteUnavailableError(
+                        f"{self.where}: fetching {ref} failed {attempt} times: "
+                        f"{err or type(err).__name__}"
+                    ) from None
                 await asyncio.sleep(_RETRY_DELAY * 2 ** (attempt - 1))
         assert stored == ref.hash  # put_stream checked it
         self.added.append(ref)

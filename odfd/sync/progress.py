@@ -20,7 +20,9 @@ def _size(n: float) -> str:
 
 
 class Progress:
-    def __init__(self, label: str, stream: TextIO | None = None, *, enabled: bool | None = None) -> None:
+    def __init__(
+        self, label: str, stream: TextIO | None = None, *, enabled: bool | None = None
+    ) -> None:
         self.label = label
         self.stream = stream if stream is not None else sys.stderr
         self.enabled = self.stream.isatty() if enabled is None else enabled
@@ -52,9 +54,13 @@ class Progress:
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self._started, 1e-6)
-        objects = f"{self.objects}" + (f"/{self.objects_total}" if self.objects_total is not None else "")
-        return (f"{self.label}: {self.phase}: {self.blocks} blocks, {objects} objects, "
-                f"{_size(self.bytes)} at {_size(self.bytes / elapsed)}/s")
+        objects = f"{self.objects}" + (
+            f"/{self.objects_total}" if self.objects_total is not None else ""
+        )
+        return (
+            f"{self.label}: {self.phase}: {self.blocks} blocks, {objects} objects, "
+            f"{_size(self.bytes)} at {_size(self.bytes / elapsed)}/s"
+        )
 
     def _draw(self, force: bool = False) -> None:
         if not self.enabled:

@@ -22,18 +22,6 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from protocol.errors import DecodeError
-from protocol.identity import DatasetId, Multihash
-from protocol.transfer.smart import messages as m
-from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
-from protocol.transfer.simple import ObjectKind
-from storage.catalog import Transfer
-from protocol.codec.flatbuffers import peek_prev_block_hash
-from storage.errors import ChainRuleError, RefCasError, StorageError
-from storage.stores.http import HttpObjectStore
-from storage.stores.remote import RemoteUnavailableError
-from storage.workspace import Workspace
-
 from odfd.config import load_config
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
@@ -63,6 +51,17 @@ from odfd.sync.walk import (
     match_linked_run,
     walk_remote_chain,
 )
+from protocol.codec.flatbuffers import peek_prev_block_hash
+from protocol.errors import DecodeError
+from protocol.identity import DatasetId, Multihash
+from protocol.transfer.simple import ObjectKind
+from protocol.transfer.smart import messages as m
+from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
+from storage.catalog import Transfer
+from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.stores.http import HttpObjectStore
+from storage.stores.remote import RemoteUnavailableError
+from storage.workspace import Workspace
 
 URL_BATCH = 256
 """Objects asked for per Smart Transfer Protocol request (signed URLs expire: ask in batches)."""
@@ -102,8 +101,10 @@ class PullResult:
 
     def describe(self) -> str:
         if self.updated:
-            text = (f"{self.num_blocks} block(s), {self.num_objects} object(s) ({self.num_bytes} bytes) "
-                    f"by {self.protocol} protocol; head {self.new_head}")
+            text = (
+                f"{self.num_blocks} block(s), {self.num_objects} object(s) ({self.num_bytes} bytes) "
+                f"by {self.protocol} protocol; head {self.new_head}"
+            )
             if self.resumed_objects:
                 text += f" (resumed: {self.resumed_objects} object(s) were already fetched)"
             return text
@@ -112,9 +113,15 @@ class PullResult:
         return "up to date"
 
 
-async def pull(workspace: Workspace, url: str, *, alias: str | None = None,
-               options: PullOptions = PullOptions(), progress: Progress | None = None,
-               session: aiohttp.ClientSession | None = None) -> PullResult:
+async def pull(
+    workspace: Workspace,
+    url: str,
+    *,
+    alias: str | None = None,
+    options: PullOptions = PullOptions(),
+    progress: Progress | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> PullResult:
     """Pull the dataset at ``url`` into the workspace (as ``alias``, else the one already
     pulled from there, else the URL's last segment)."""
     remote = parse_remote_url(url)
@@ -129,15 +136,24 @@ async def pull(workspace: Workspace, url: str, *, alias: str | None = None,
             progress.finish()
 
 
-async def pull_from_remotes(workspace: Workspace, ref: str, *, options: PullOptions = PullOptions(),
-                            progress: Progress | None = None) -> list[PullResult]:
+async def pull_from_remotes(
+    workspace: Workspace,
+    ref: str,
+    *,
+    options: PullOptions = PullOptions(),
+    progress: Progress | None = None,
+) -> list[PullResult]:
     """Sync a local dataset from every pull remote recorded for it."""
     record = await workspace.resolve(ref)
     remotes = await workspace.catalog.remote_aliases(record.id, "pull")
     if not remotes:
-        raise SyncError(f"dataset {record.alias} has no remote to pull from (pull it from a URL first)")
-    return [await pull(workspace, url, alias=record.alias, options=options, progress=progress)
-            for url in remotes]
+        raise SyncError(
+            f"dataset {record.alias} has no remote to pull from (pull it from a URL first)"
+        )
+    return [
+        await pull(workspace, url, alias=record.alias, options=options, progress=progress)
+        for url in remotes
+    ]
 
 
 async def has_remote(workspace: Workspace, ref: str) -> bool:
@@ -155,8 +171,15 @@ async def _session(session: aiohttp.ClientSession | None) -> AsyncIterator[aioht
 
 
 class _PullRun:
-    def __init__(self, target: PullTarget, remote: RemoteUrl, options: PullOptions, progress: Progress,
-                 session: aiohttp.ClientSession, ipfs: IpfsSettings) -> None:
+    def __init__(
+        self,
+        target: PullTarget,
+        remote: RemoteUrl,
+        options: PullOptions,
+        progress: Progress,
+        session: aiohttp.ClientSession,
+        ipfs: IpfsSettings,
+    ) -> None:
         self.target = target
         self.remote = remote
         self.options = options
@@ -164,8 +187,13 @@ class _PullRun:
         self.session = session
         self.ipfs = ipfs
         self.stash = BlockStash(target.dataset.blocks)
-        self.fetcher = ObjectFetcher(target.dataset, where=str(remote), parallel=options.parallel,
-                                     on_done=self._object_done, on_bytes=progress.add_bytes)
+        self.fetcher = ObjectFetcher(
+            target.dataset,
+            where=str(remote),
+            parallel=options.parallel,
+            on_done=self._object_done,
+            on_bytes=progress.add_bytes,
+        )
         self.transfer: Transfer | None = None
         self.resumed = 0
         self._saved_at = 0.0
@@ -185,7 +213,9 @@ class _PullRun:
             await self.fetcher.discard_added()
             discard_staging(self.target)
             if isinstance(err, ChainRuleError):
-                raise CorruptSourceError(f"{self.remote}: the remote's history breaks a chain rule: {err}") from None
+                raise CorruptSourceError(
+                    f"{self.remote}: the remote's history breaks a chain rule: {err}"
+                ) from None
             raise
 
     async def _execute(self) -> PullResult:
@@ -209,7 +239,9 @@ class _PullRun:
                 raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
             if remote_head == local.hash:
                 return self._result("smart", WalkResult([], local, local, local))
-        async with smart.connect(self.session, self.remote.http_base, "pull", self.options.token) as channel:
+        async with smart.connect(
+            self.session, self.remote.http_base, "pull", self.options.token
+        ) as channel:
             try:
                 plan = await smart.pull_plan(channel, local.hash, self.options.force)
             except smart.RemoteTransferError as err:
@@ -221,33 +253,45 @@ class _PullRun:
         # The Simple Transfer Protocol walk finds where the histories split, and resolves it.
         return await self._simple(protocol="smart+simple")
 
-    async def _smart_transfer(self, channel: smart.SmartChannel, plan: m.TransferPlan) -> PullResult:
+    async def _smart_transfer(
+        self, channel: smart.SmartChannel, plan: m.TransferPlan
+    ) -> PullResult:
         local = self.target.head
         if plan.num_blocks == 0:
             return self._result("smart", WalkResult([], local, local, local))
         batch = await smart.pull_metadata(channel)
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
-            raise CorruptSourceError(f"{self.remote}: unsupported metadata batch {batch.media_type} "
-                                     f"({batch.encoding})")
+            raise CorruptSourceError(
+                f"{self.remote}: unsupported metadata batch {batch.media_type} ({batch.encoding})"
+            )
         try:
-            blocks = unpack_blocks(batch.payload, expected_count=plan.num_blocks,
-                                   limits=TarballLimits(max_blocks=self.options.max_blocks))
+            blocks = unpack_blocks(
+                batch.payload,
+                expected_count=plan.num_blocks,
+                limits=TarballLimits(max_blocks=self.options.max_blocks),
+            )
         except TarballError as err:
             raise CorruptSourceError(f"{self.remote}: {err}") from None
         begin_after = local if local.hash is not None else None
         if self.options.force and blocks and _starts_at_seed(blocks[0][1]):
             begin_after = None  # a forced pull of a diverged history is sent from the seed
-        walk = await match_linked_run(blocks, begin_after, LocalCursor(
-            self.target.dataset.chain, local.hash, local.sequence_number), where=str(self.remote),
-            max_blocks=self.options.max_blocks)
+        walk = await match_linked_run(
+            blocks,
+            begin_after,
+            LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
+            where=str(self.remote),
+            max_blocks=self.options.max_blocks,
+        )
         self._check_walk(walk)
         data_of = dict(blocks)
         await self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
         self.progress.add_blocks(len(walk.new_blocks))
         refs = await self._plan_objects(walk)
         for start in range(0, len(refs), URL_BATCH):
-            chunk = refs[start:start + URL_BATCH]
-            files = tuple(m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk)
+            chunk = refs[start : start + URL_BATCH]
+            files = tuple(
+                m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
+            )
             urls = await smart.pull_object_urls(channel, files)
 
             def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
@@ -263,11 +307,19 @@ class _PullRun:
         async with open_source(self.remote, self.session, self.ipfs, headers) as source:
             remote_head = await source.dataset.refs.get("head")
             if remote_head is None:
-                raise RemoteNotFoundError(f"{source.label}: no dataset there (refs/head is missing)")
+                raise RemoteNotFoundError(
+                    f"{source.label}: no dataset there (refs/head is missing)"
+                )
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
-            walk = await walk_remote_chain(remote_head, source.dataset.blocks.get_bytes, cursor, self.stash,
-                                           where=source.label, on_block=self.progress.add_blocks,
-                                           max_blocks=self.options.max_blocks)
+            walk = await walk_remote_chain(
+                remote_head,
+                source.dataset.blocks.get_bytes,
+                cursor,
+                self.stash,
+                where=source.label,
+                on_block=self.progress.add_blocks,
+                max_blocks=self.options.max_blocks,
+            )
             self._check_walk(walk)
             if walk.up_to_date:
                 return self._result(protocol, walk)
@@ -275,9 +327,12 @@ class _PullRun:
             await self.fetcher.fetch_all(refs, self._simple_objects(source))
             return await self._commit(walk, protocol)
 
-    def _simple_objects(self, source: Source):  # noqa: ANN202 - a ChunkSource
+    def _simple_objects(self, source: Source):
         if self.remote.scheme in ("http", "https"):
-            stores = {ObjectKind.DATA: source.dataset.data, ObjectKind.CHECKPOINT: source.dataset.checkpoints}
+            stores = {
+                ObjectKind.DATA: source.dataset.data,
+                ObjectKind.CHECKPOINT: source.dataset.checkpoints,
+            }
             headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]
 
             def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
@@ -293,8 +348,13 @@ class _PullRun:
     def _check_walk(self, walk: WalkResult) -> None:
         check_same_dataset(self.target, walk, str(self.remote))
         if walk.diverged and not self.options.force:
-            raise DivergedError(f"pull {self.remote} into {self.target.alias}", walk.local, walk.remote,
-                                walk.common, hint="use --force to replace the local history with the remote's")
+            raise DivergedError(
+                f"pull {self.remote} into {self.target.alias}",
+                walk.local,
+                walk.remote,
+                walk.common,
+                hint="use --force to replace the local history with the remote's",
+            )
         if self.target.is_new and walk.new_blocks and walk.dataset_id is None:
             raise CorruptSourceError(f"{self.remote}: the history does not start with a Seed block")
 
@@ -304,11 +364,18 @@ class _PullRun:
         dataset_id = walk.dataset_id or (self.target.record.id if self.target.record else None)
         if dataset_id is not None and walk.remote.hash is not None:
             catalog = self.target.workspace.catalog
-            self.transfer = await catalog.begin_transfer(dataset_id, self.remote.text, "pull", walk.remote.hash,
-                                                         self.target.head.hash, len(wanted))
+            self.transfer = await catalog.begin_transfer(
+                dataset_id,
+                self.remote.text,
+                "pull",
+                walk.remote.hash,
+                self.target.head.hash,
+                len(wanted),
+            )
             self.resumed = len(wanted) - len(refs)
-            await catalog.update_transfer(self.transfer.id, objects_done=self.resumed,
-                                          bytes_done=self.transfer.bytes_done)
+            await catalog.update_transfer(
+                self.transfer.id, objects_done=self.resumed, bytes_done=self.transfer.bytes_done
+            )
         self.progress.set_phase("objects", objects_total=len(refs))
         return refs
 
@@ -317,18 +384,25 @@ class _PullRun:
         await self._save_progress()
 
     async def _save_progress(self, *, force: bool = False) -> None:
-        if self.transfer is None or (not force and time.monotonic() - self._saved_at < _PROGRESS_SAVE_SECONDS):
+        if self.transfer is None or (
+            not force and time.monotonic() - self._saved_at < _PROGRESS_SAVE_SECONDS
+        ):
             return
         self._saved_at = time.monotonic()
         await self.target.workspace.catalog.update_transfer(
-            self.transfer.id, objects_done=self.resumed + self.progress.objects, bytes_done=self.progress.bytes)
+            self.transfer.id,
+            objects_done=self.resumed + self.progress.objects,
+            bytes_done=self.progress.bytes,
+        )
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         self.progress.set_phase("committing")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)
         except RefCasError as err:
-            raise SyncError(f"{self.target.alias} changed locally during the pull ({err}); pull again") from None
+            raise SyncError(
+                f"{self.target.alias} changed locally during the pull ({err}); pull again"
+            ) from None
         except StorageError as err:
             if isinstance(err, ChainRuleError):
                 raise
@@ -341,18 +415,31 @@ class _PullRun:
             await catalog.end_transfer(self.transfer.id)
         return self._result(protocol, walk, new_head)
 
-    def _result(self, protocol: str, walk: WalkResult, new_head: Multihash | None = None) -> PullResult:
+    def _result(
+        self, protocol: str, walk: WalkResult, new_head: Multihash | None = None
+    ) -> PullResult:
         local = self.target.head
         ahead = 0
-        if not walk.new_blocks and walk.common is not None and local.sequence_number is not None \
-                and walk.common.sequence_number is not None:
+        if (
+            not walk.new_blocks
+            and walk.common is not None
+            and local.sequence_number is not None
+            and walk.common.sequence_number is not None
+        ):
             ahead = local.sequence_number - walk.common.sequence_number
         record = self.target.record
         return PullResult(
-            alias=self.target.alias, dataset_id=record.id if record else None, remote=self.remote.text,
-            protocol=protocol, old_head=local.hash, new_head=new_head or local.hash,
-            num_blocks=len(walk.new_blocks), num_objects=self.progress.objects, num_bytes=self.progress.bytes,
-            local_ahead=ahead, resumed_objects=self.resumed,
+            alias=self.target.alias,
+            dataset_id=record.id if record else None,
+            remote=self.remote.text,
+            protocol=protocol,
+            old_head=local.hash,
+            new_head=new_head or local.hash,
+            num_blocks=len(walk.new_blocks),
+            num_objects=self.progress.objects,
+            num_bytes=self.progress.bytes,
+            local_ahead=ahead,
+            resumed_objects=self.resumed,
         )
 
 

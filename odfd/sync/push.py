@@ -20,28 +20,39 @@ from pathlib import Path
 
 import aiohttp
 
+from odfd.config import load_config
+from odfd.sync import smart_client as smart
+from odfd.sync.errors import (
+    ChainPoint,
+    DivergedError,
+    RemoteAheadError,
+    SyncError,
+    UnsupportedUrlError,
+)
+from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
+from odfd.sync.progress import Progress
+from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
+from odfd.sync.target import PullTarget, commit, remember_remote
+from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, walk_remote_chain
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform
-from protocol.transfer.ipfs import IpfsClient, IpfsKey, IpfsNotFoundError, IpfsTimeoutError, IpnsName
+from protocol.transfer.ipfs import (
+    IpfsClient,
+    IpfsKey,
+    IpfsNotFoundError,
+    IpfsTimeoutError,
+    IpnsName,
+)
+from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
-from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.errors import RefCasError
 from storage.layout import DatasetLayout, dataset_dir_name
 from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
-
-from odfd.config import load_config
-from odfd.sync import smart_client as smart
-from odfd.sync.errors import ChainPoint, DivergedError, RemoteAheadError, SyncError, UnsupportedUrlError
-from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
-from odfd.sync.progress import Progress
-from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
-from odfd.sync.target import PullTarget, commit, remember_remote
-from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, walk_remote_chain
 
 IPNS_KEY_PREFIX = "odfd-"
 _RESOLVE_OWN_KEY_SECONDS = 5.0
@@ -66,12 +77,20 @@ class PushResult:
     def describe(self) -> str:
         if self.num_blocks == 0:
             return f"{self.remote} is up to date"
-        return (f"{self.num_blocks} block(s), {self.num_objects} object(s) to {self.remote}; "
-                f"remote head {self.new_remote_head}")
+        return (
+            f"{self.num_blocks} block(s), {self.num_objects} object(s) to {self.remote}; "
+            f"remote head {self.new_remote_head}"
+        )
 
 
-async def push(workspace: Workspace, ref: str, url: str, *, options: PushOptions = PushOptions(),
-               progress: Progress | None = None) -> PushResult:
+async def push(
+    workspace: Workspace,
+    ref: str,
+    url: str,
+    *,
+    options: PushOptions = PushOptions(),
+    progress: Progress | None = None,
+) -> PushResult:
     record = await workspace.resolve(ref)
     dataset = workspace.open_dataset(record.id)
     head = await dataset.chain.head()
@@ -91,8 +110,10 @@ async def push(workspace: Workspace, ref: str, url: str, *, options: PushOptions
                 result = await _push_ipns(target, remote, options, session)
                 remote = parse_remote_url(result.remote)
             else:
-                raise UnsupportedUrlError(f"{url}: cannot push to ipfs:// (a CID names fixed content); "
-                                          "push to ipns:// instead")
+                raise UnsupportedUrlError(
+                    f"{url}: cannot push to ipfs:// (a CID names fixed content); "
+                    "push to ipns:// instead"
+                )
         finally:
             progress.finish()
     if result.num_blocks or result.new_remote_head == local.hash:
@@ -104,8 +125,13 @@ async def push(workspace: Workspace, ref: str, url: str, *, options: PushOptions
 # --- comparing histories ------------------------------------------------------------------------
 
 
-async def _compare(target: PullTarget, remote_head: Multihash | None, fetch, where: str,  # noqa: ANN001
-                   force: bool) -> ChainPoint | None:
+async def _compare(
+    target: PullTarget,
+    remote_head: Multihash | None,
+    fetch,
+    where: str,
+    force: bool,
+) -> ChainPoint | None:
     """The last block both histories share (``None``: push everything), or an error when the
     remote is ahead or diverged and not ``force``."""
     local = target.head
@@ -118,14 +144,26 @@ async def _compare(target: PullTarget, remote_head: Multihash | None, fetch, whe
         async for hash, block in chain.iter_blocks(local.hash):
             if hash == remote_head:
                 return ChainPoint(hash, block.sequence_number)
-    walk = await walk_remote_chain(remote_head, fetch, LocalCursor(chain, local.hash, local.sequence_number),
-                                   BlockStash(None), where=where)
+    walk = await walk_remote_chain(
+        remote_head,
+        fetch,
+        LocalCursor(chain, local.hash, local.sequence_number),
+        BlockStash(None),
+        where=where,
+    )
     if not force:
         if walk.common is not None and walk.common.hash == local.hash:
-            raise RemoteAheadError(f"push {target.alias} to {where}: the remote is {len(walk.new_blocks)} "
-                                   "block(s) ahead on the same history; pull first (or --force)")
-        raise DivergedError(f"push {target.alias} to {where}", local, walk.remote, walk.common,
-                            hint="pull and reconcile, or use --force to replace the remote's history")
+            raise RemoteAheadError(
+                f"push {target.alias} to {where}: the remote is {len(walk.new_blocks)} "
+                "block(s) ahead on the same history; pull first (or --force)"
+            )
+        raise DivergedError(
+            f"push {target.alias} to {where}",
+            local,
+            walk.remote,
+            walk.common,
+            hint="pull and reconcile, or use --force to replace the remote's history",
+        )
     return walk.common
 
 
@@ -158,28 +196,47 @@ async def _outgoing(target: PullTarget, common: ChainPoint | None) -> _Outgoing 
 # --- smart (HTTP) -------------------------------------------------------------------------------
 
 
-async def _push_smart(target: PullTarget, remote: RemoteUrl, options: PushOptions,
-                      session: aiohttp.ClientSession, progress: Progress) -> PushResult:
+async def _push_smart(
+    target: PullTarget,
+    remote: RemoteUrl,
+    options: PushOptions,
+    session: aiohttp.ClientSession,
+    progress: Progress,
+) -> PushResult:
     headers = smart.auth_headers(options.token)
     async with open_source(remote, session, IpfsSettings(), headers) as source:
         remote_head = await source.dataset.refs.get("head")
-        common = await _compare(target, remote_head, source.dataset.blocks.get_bytes, remote.http_base,
-                                options.force)
+        common = await _compare(
+            target, remote_head, source.dataset.blocks.get_bytes, remote.http_base, options.force
+        )
     outgoing = await _outgoing(target, common)
     if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
     local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
     count, payload = await asyncio.to_thread(pack_blocks, ((h, d) for h, d, _ in items))
-    plan = m.TransferPlan(len(items), len(refs), _records(verified), sum(len(d) for _, d, _ in items),
-                          sum(r.size for r in refs))
+    plan = m.TransferPlan(
+        len(items),
+        len(refs),
+        _records(verified),
+        sum(len(d) for _, d, _ in items),
+        sum(r.size for r in refs),
+    )
     progress.add_blocks(len(items))
     async with smart.connect(session, remote.http_base, "push", options.token) as channel:
-        await smart.push_begin(channel, remote_head, plan, options.force, m.MetadataBlocksBatch(count, payload))
-        files = tuple(m.ObjectFileReference("DataSlice" if r.kind is ObjectKind.DATA else "Checkpoint",
-                                            r.hash, r.size) for r in refs)
+        await smart.push_begin(
+            channel, remote_head, plan, options.force, m.MetadataBlocksBatch(count, payload)
+        )
+        files = tuple(
+            m.ObjectFileReference(
+                "DataSlice" if r.kind is ObjectKind.DATA else "Checkpoint", r.hash, r.size
+            )
+            for r in refs
+        )
         strategies = await smart.push_object_urls(channel, files)
         progress.set_phase("objects", objects_total=len(strategies))
-        uploads = asyncio.ensure_future(_upload_all(session, target.dataset, strategies, options, progress))
+        uploads = asyncio.ensure_future(
+            _upload_all(session, target.dataset, strategies, options, progress)
+        )
         try:
             await smart.push_uploads(channel, uploads, lambda: progress.objects)
         finally:
@@ -191,15 +248,23 @@ async def _push_smart(target: PullTarget, remote: RemoteUrl, options: PushOption
             # The server refused to commit (e.g. another push moved its head): say where it is now.
             async with open_source(remote, session, IpfsSettings(), headers) as source:
                 now = await source.dataset.refs.get("head")
-            raise DivergedError(f"push {target.alias} to {remote}", local, ChainPoint(now, None), common,
-                                hint=f"the remote refused the commit ({err.error.describe()}); pull and retry"
-                                ) from None
+            raise DivergedError(
+                f"push {target.alias} to {remote}",
+                local,
+                ChainPoint(now, None),
+                common,
+                hint=f"the remote refused the commit ({err.error.describe()}); pull and retry",
+            ) from None
     return PushResult(target.alias, remote.text, remote_head, local.hash, len(items), len(refs))
 
 
-async def _upload_all(session: aiohttp.ClientSession, dataset: Dataset,
-                      strategies: tuple[m.PushObjectTransferStrategy, ...], options: PushOptions,
-                      progress: Progress) -> None:
+async def _upload_all(
+    session: aiohttp.ClientSession,
+    dataset: Dataset,
+    strategies: tuple[m.PushObjectTransferStrategy, ...],
+    options: PushOptions,
+    progress: Progress,
+) -> None:
     limit = asyncio.Semaphore(options.parallel)
 
     async def one(strategy: m.PushObjectTransferStrategy) -> None:
@@ -220,8 +285,9 @@ async def _upload_all(session: aiohttp.ClientSession, dataset: Dataset,
             group.create_task(one(strategy))
 
 
-async def _upload(session: aiohttp.ClientSession, path: Path, file: m.ObjectFileReference,
-                  url: m.TransferUrl) -> None:
+async def _upload(
+    session: aiohttp.ClientSession, path: Path, file: m.ObjectFileReference, url: m.TransferUrl
+) -> None:
     headers = dict(url.headers)
     headers["Content-Type"] = "application/octet-stream"
     headers["Content-Length"] = str(file.size)
@@ -233,11 +299,15 @@ async def _upload(session: aiohttp.ClientSession, path: Path, file: m.ObjectFile
                         return
                     detail = (await response.text(errors="replace"))[:300]
                     if response.status < 500 or attempt == DEFAULT_RETRIES:
-                        raise SyncError(f"upload of {file.object_type} {file.physical_hash} was refused "
-                                        f"({response.status}): {detail}")
+                        raise SyncError(
+                            f"upload of {file.object_type} {file.physical_hash} was refused "
+                            f"({response.status}): {detail}"
+                        )
         except (aiohttp.ClientConnectionError, TimeoutError) as err:
             if attempt == DEFAULT_RETRIES:
-                raise RemoteUnavailableError(f"upload of {file.physical_hash} failed: {err}") from None
+                raise RemoteUnavailableError(
+                    f"upload of {file.physical_hash} failed: {err}"
+                ) from None
         await asyncio.sleep(0.25 * 2 ** (attempt - 1))
 
 
@@ -253,8 +323,9 @@ def _records(blocks: list[VerifiedBlock]) -> int:
 # --- file:// ------------------------------------------------------------------------------------
 
 
-async def _push_folder(target: PullTarget, remote: RemoteUrl, options: PushOptions,
-                       progress: Progress) -> PushResult:
+async def _push_folder(
+    target: PullTarget, remote: RemoteUrl, options: PushOptions, progress: Progress
+) -> PushResult:
     """Write into a dataset folder as a pull would: objects, then blocks, then ``head``."""
     layout = DatasetLayout(remote.path).create()
     dest = Dataset.open_local(layout.root, target.record.id if target.record else None)
@@ -264,11 +335,16 @@ async def _push_folder(target: PullTarget, remote: RemoteUrl, options: PushOptio
     if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
     local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
-    fetcher = ObjectFetcher(dest, where=str(remote), parallel=options.parallel, on_bytes=progress.add_bytes)
+    fetcher = ObjectFetcher(
+        dest, where=str(remote), parallel=options.parallel, on_bytes=progress.add_bytes
+    )
     await fetcher.fetch_all(refs, store_source(target.dataset))
     await BlockStash(dest.blocks).add_many([(h, d) for h, d, _ in items])
-    cursor = LocalCursor(dest.chain, remote_head, None if remote_head is None else
-                         (await dest.chain.get_block(remote_head)).sequence_number)
+    cursor = LocalCursor(
+        dest.chain,
+        remote_head,
+        None if remote_head is None else (await dest.chain.get_block(remote_head)).sequence_number,
+    )
     walk = WalkResult(verified, common, cursor.head, ChainPoint(local.hash, local.sequence_number))
     folder = PullTarget(target.workspace, target.alias, dest, target.record, cursor.head)
     try:
@@ -285,16 +361,18 @@ async def _push_folder(target: PullTarget, remote: RemoteUrl, options: PushOptio
 # --- ipns:// ------------------------------------------------------------------------------------
 
 
-async def _push_ipns(target: PullTarget, remote: RemoteUrl, options: PushOptions,
-                     session: aiohttp.ClientSession) -> PushResult:
+async def _push_ipns(
+    target: PullTarget, remote: RemoteUrl, options: PushOptions, session: aiohttp.ClientSession
+) -> PushResult:
     settings = load_config(target.workspace.layout.config_path).ipfs.settings()
     client = settings.client()
     name, subpath = remote.ipfs_root
     if subpath:
         raise UnsupportedUrlError(f"{remote}: one dataset per IPNS key; no sub-path allowed")
     assert target.record is not None  # pushes start from a workspace dataset
-    key = await _ipns_key(client, name or f"{IPNS_KEY_PREFIX}{dataset_dir_name(target.record.id)}",
-                          create=not name)
+    key = await _ipns_key(
+        client, name or f"{IPNS_KEY_PREFIX}{dataset_dir_name(target.record.id)}", create=not name
+    )
     published = parse_remote_url(f"ipns://{key.id}")
     remote_head = common = None
     try:
@@ -305,15 +383,17 @@ async def _push_ipns(target: PullTarget, remote: RemoteUrl, options: PushOptions
     else:
         async with open_source(published, session, settings) as source:
             remote_head = await source.dataset.refs.get("head")
-            common = await _compare(target, remote_head, source.dataset.blocks.get_bytes, str(published),
-                                    options.force)
+            common = await _compare(
+                target, remote_head, source.dataset.blocks.get_bytes, str(published), options.force
+            )
     local = target.head
     assert target.dataset.layout is not None and local.hash is not None
     cid = await client.add_directory(target.dataset.layout.root, exclude=("info",))
     await client.name_publish(cid, key=key.name)
     assert local.sequence_number is not None  # a head has a sequence number
-    blocks = local.sequence_number - (common.sequence_number if common and common.sequence_number is not None
-                                      else -1)
+    blocks = local.sequence_number - (
+        common.sequence_number if common and common.sequence_number is not None else -1
+    )
     return PushResult(target.alias, published.text, remote_head, local.hash, blocks, 0)
 
 

@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 import aiohttp
 from multiformats import CID
 
+from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
 from protocol.errors import ParseError
 from protocol.identity import DatasetName
 from protocol.transfer.ipfs import IpfsClient, IpfsGateway, IpnsName, parse_cid
@@ -26,8 +27,6 @@ from storage.dataset import Dataset
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore, dataset_base_url
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.remote import AbsentNamedStore
-
-from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
 
 Scheme = Literal["http", "https", "file", "ipfs", "ipns"]
 
@@ -91,7 +90,8 @@ def parse_remote_url(text: str) -> RemoteUrl:
     if scheme in ("ipfs", "ipns"):
         return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]
     raise UnsupportedUrlError(
-        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://")
+        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
+    )
 
 
 def looks_like_url(text: str) -> bool:
@@ -136,12 +136,18 @@ class Source:
 
 
 @asynccontextmanager
-async def open_source(remote: RemoteUrl, session: aiohttp.ClientSession,
-                      ipfs: IpfsSettings, headers: dict[str, str] | None = None) -> AsyncIterator[Source]:
+async def open_source(
+    remote: RemoteUrl,
+    session: aiohttp.ClientSession,
+    ipfs: IpfsSettings,
+    headers: dict[str, str] | None = None,
+) -> AsyncIterator[Source]:
     if remote.scheme in ("http", "https"):
         client = HttpClient(session, remote.http_base, headers)
-        yield Source(_remote_dataset(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)),
-                     remote.http_base)
+        yield Source(
+            _remote_dataset(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)),
+            remote.http_base,
+        )
     elif remote.scheme == "file":
         root = remote.path
         if not (root / "blocks").is_dir() or not (root / "refs").is_dir():
@@ -150,13 +156,20 @@ async def open_source(remote: RemoteUrl, session: aiohttp.ClientSession,
     else:
         cid, subpath = await resolve_ipfs_root(remote, ipfs)
         async with IpfsGateway(ipfs.gateway, session=session) as gateway:
-            root = cid if not subpath else await _resolve_subpath(gateway, cid, subpath, remote, ipfs)
-            yield Source(_remote_dataset(lambda kind: IpfsObjectStore(gateway, root, kind),
-                                         IpfsRefStore(gateway, root)), f"{remote} (/ipfs/{root})")
+            root = (
+                cid if not subpath else await _resolve_subpath(gateway, cid, subpath, remote, ipfs)
+            )
+            yield Source(
+                _remote_dataset(
+                    lambda kind: IpfsObjectStore(gateway, root, kind), IpfsRefStore(gateway, root)
+                ),
+                f"{remote} (/ipfs/{root})",
+            )
 
 
-async def _resolve_subpath(gateway: IpfsGateway, cid: CID, subpath: str, remote: RemoteUrl,
-                           ipfs: IpfsSettings) -> CID:
+async def _resolve_subpath(
+    gateway: IpfsGateway, cid: CID, subpath: str, remote: RemoteUrl, ipfs: IpfsSettings
+) -> CID:
     node = cid
     for segment in subpath.split("/"):
         links = {link.name: link for link in await ipfs.client().ls(node)}
@@ -166,9 +179,11 @@ async def _resolve_subpath(gateway: IpfsGateway, cid: CID, subpath: str, remote:
     return node
 
 
-def _remote_dataset(stores, refs) -> Dataset:  # noqa: ANN001 - store factory and ref store
+def _remote_dataset(stores, refs) -> Dataset:
     return Dataset(
-        blocks=stores(ObjectKind.BLOCK), data=stores(ObjectKind.DATA),
-        checkpoints=stores(ObjectKind.CHECKPOINT), refs=refs,
+        blocks=stores(ObjectKind.BLOCK),
+        data=stores(ObjectKind.DATA),
+        checkpoints=stores(ObjectKind.CHECKPOINT),
+        refs=refs,
         info=AbsentNamedStore(),
     )

@@ -15,10 +15,9 @@ from typing import Any, Literal, TypeVar
 
 import aiohttp
 
+from odfd.sync.errors import AccessDeniedError, ProtocolError, RemoteNotFoundError, SyncError
 from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
-
-from odfd.sync.errors import AccessDeniedError, ProtocolError, RemoteNotFoundError, SyncError
 
 MAX_MESSAGE_BYTES = 1 << 30
 """Largest WebSocket message accepted (the metadata tarball travels as one JSON message)."""
@@ -63,7 +62,9 @@ class SmartChannel:
         try:
             await self.ws.send_str(m.encode(message))
         except (aiohttp.ClientError, ConnectionError) as err:
-            raise ProtocolError(f"{self.where}: sending {type(message).__name__} failed: {err}") from None
+            raise ProtocolError(
+                f"{self.where}: sending {type(message).__name__} failed: {err}"
+            ) from None
 
     def receive_soon(self) -> asyncio.Future[aiohttp.WSMessage]:
         """The next frame, as a future that can be waited on beside other work."""
@@ -85,15 +86,25 @@ class SmartChannel:
                 return parse(value)
             except m.MessageError as err:
                 raise ProtocolError(f"{self.where}: malformed {what}: {err}") from None
-        if frame.type in (aiohttp.WSMsgType.CLOSE, aiohttp.WSMsgType.CLOSING, aiohttp.WSMsgType.CLOSED):
+        if frame.type in (
+            aiohttp.WSMsgType.CLOSE,
+            aiohttp.WSMsgType.CLOSING,
+            aiohttp.WSMsgType.CLOSED,
+        ):
             error = m.decode_error(frame.extra or "") if isinstance(frame.extra, str) else None
             if error is not None:
                 raise RemoteTransferError(self.where, error)
-            raise ProtocolError(f"{self.where}: the server closed the connection while we awaited {what}"
-                                + (f" ({frame.extra})" if frame.extra else ""))
+            raise ProtocolError(
+                f"{self.where}: the server closed the connection while we awaited {what}"
+                + (f" ({frame.extra})" if frame.extra else "")
+            )
         if frame.type == aiohttp.WSMsgType.ERROR:
-            raise ProtocolError(f"{self.where}: connection failed while awaiting {what}: {frame.data}")
-        raise ProtocolError(f"{self.where}: expected a text frame with {what}, got {frame.type.name}")
+            raise ProtocolError(
+                f"{self.where}: connection failed while awaiting {what}: {frame.data}"
+            )
+        raise ProtocolError(
+            f"{self.where}: expected a text frame with {what}, got {frame.type.name}"
+        )
 
     async def receive_result(self, parse: Callable[[Any], T], what: str) -> T:
         """A ``Result`` message: its ``error`` (if any) is raised as ``RemoteTransferError``."""
@@ -110,22 +121,37 @@ class SmartChannel:
 
 
 @asynccontextmanager
-async def connect(session: aiohttp.ClientSession, http_base: str, operation: Literal["pull", "push"],
-                  token: str | None) -> AsyncIterator[SmartChannel]:
+async def connect(
+    session: aiohttp.ClientSession,
+    http_base: str,
+    operation: Literal["pull", "push"],
+    token: str | None,
+) -> AsyncIterator[SmartChannel]:
     url = websocket_url(http_base, operation)
     try:
-        ws = await session.ws_connect(url, headers=auth_headers(token), protocols=(m.WEBSOCKET_PROTOCOL,),
-                                      max_msg_size=MAX_MESSAGE_BYTES, autoping=True, heartbeat=None)
+        ws = await session.ws_connect(
+            url,
+            headers=auth_headers(token),
+            protocols=(m.WEBSOCKET_PROTOCOL,),
+            max_msg_size=MAX_MESSAGE_BYTES,
+            autoping=True,
+            heartbeat=None,
+        )
     except aiohttp.WSServerHandshakeError as err:
         if err.status in (401, 403):
-            raise AccessDeniedError(f"{url}: the server refused to {operation} ({err.status}): "
-                                    + ("give a valid token (--token)" if operation == "push"
-                                       else "access denied")) from None
+            raise AccessDeniedError(
+                f"{url}: the server refused to {operation} ({err.status}): "
+                + ("give a valid token (--token)" if operation == "push" else "access denied")
+            ) from None
         if err.status == 404 and operation == "pull":
-            raise SmartUnavailableError(f"{url}: no Smart Transfer Protocol endpoint (404)") from None
+            raise SmartUnavailableError(
+                f"{url}: no Smart Transfer Protocol endpoint (404)"
+            ) from None
         if err.status == 404:
             raise RemoteNotFoundError(f"{url}: no such dataset or endpoint (404)") from None
-        raise SmartUnavailableError(f"{url}: WebSocket upgrade refused ({err.status} {err.message})") from None
+        raise SmartUnavailableError(
+            f"{url}: WebSocket upgrade refused ({err.status} {err.message})"
+        ) from None
     except (aiohttp.ClientConnectionError, TimeoutError) as err:
         raise SyncError(f"{url}: cannot connect: {err or type(err).__name__}") from None
     channel = SmartChannel(ws, url)
@@ -138,8 +164,12 @@ async def connect(session: aiohttp.ClientSession, http_base: str, operation: Lit
 # --- pull ---------------------------------------------------------------------------------------
 
 
-async def pull_plan(channel: SmartChannel, begin_after: Multihash | None, force: bool) -> m.TransferPlan:
-    await channel.send(m.DatasetPullRequest(begin_after=begin_after, force_update_if_diverged=force))
+async def pull_plan(
+    channel: SmartChannel, begin_after: Multihash | None, force: bool
+) -> m.TransferPlan:
+    await channel.send(
+        m.DatasetPullRequest(begin_after=begin_after, force_update_if_diverged=force)
+    )
     response = await channel.receive_result(m.DatasetPullResponse.from_json, "DatasetPullResponse")
     assert response.transfer_plan is not None  # an Ok response carries the plan
     return response.transfer_plan
@@ -147,46 +177,66 @@ async def pull_plan(channel: SmartChannel, begin_after: Multihash | None, force:
 
 async def pull_metadata(channel: SmartChannel) -> m.MetadataBlocksBatch:
     await channel.send(m.DatasetPullMetadataRequest())
-    response = await channel.receive(m.DatasetMetadataPullResponse.from_json, "DatasetMetadataPullResponse")
+    response = await channel.receive(
+        m.DatasetMetadataPullResponse.from_json, "DatasetMetadataPullResponse"
+    )
     return response.blocks
 
 
-async def pull_object_urls(channel: SmartChannel, files: tuple[m.ObjectFileReference, ...]
-                           ) -> dict[tuple[str, Multihash], m.TransferUrl]:
+async def pull_object_urls(
+    channel: SmartChannel, files: tuple[m.ObjectFileReference, ...]
+) -> dict[tuple[str, Multihash], m.TransferUrl]:
     """Download URLs for ``files``, keyed by (object type, hash); every file must be answered."""
     await channel.send(m.DatasetPullObjectsTransferRequest(files))
-    response = await channel.receive(m.DatasetPullObjectsTransferResponse.from_json,
-                                     "DatasetPullObjectsTransferResponse")
-    urls = {(s.object_file.object_type, s.object_file.physical_hash): s.download_from
-            for s in response.object_transfer_strategies}
+    response = await channel.receive(
+        m.DatasetPullObjectsTransferResponse.from_json, "DatasetPullObjectsTransferResponse"
+    )
+    urls = {
+        (s.object_file.object_type, s.object_file.physical_hash): s.download_from
+        for s in response.object_transfer_strategies
+    }
     for file in files:
         if (file.object_type, file.physical_hash) not in urls:
-            raise ProtocolError(f"{channel.where}: no download URL for {file.object_type} {file.physical_hash}")
+            raise ProtocolError(
+                f"{channel.where}: no download URL for {file.object_type} {file.physical_hash}"
+            )
     return urls
 
 
 # --- push ---------------------------------------------------------------------------------------
 
 
-async def push_begin(channel: SmartChannel, current_head: Multihash | None, plan: m.TransferPlan,
-                     force: bool, batch: m.MetadataBlocksBatch) -> None:
+async def push_begin(
+    channel: SmartChannel,
+    current_head: Multihash | None,
+    plan: m.TransferPlan,
+    force: bool,
+    batch: m.MetadataBlocksBatch,
+) -> None:
     await channel.send(m.DatasetPushRequest(current_head, plan, force))
-    await channel.receive_result(lambda v: m.Accepted.from_json(v, "DatasetPushResponse"),
-                                 "DatasetPushResponse")
+    await channel.receive_result(
+        lambda v: m.Accepted.from_json(v, "DatasetPushResponse"), "DatasetPushResponse"
+    )
     await channel.send(m.DatasetPushMetadataRequest(batch))
-    await channel.receive_result(lambda v: m.Accepted.from_json(v, "DatasetPushMetadataResponse"),
-                                 "DatasetPushMetadataResponse")
+    await channel.receive_result(
+        lambda v: m.Accepted.from_json(v, "DatasetPushMetadataResponse"),
+        "DatasetPushMetadataResponse",
+    )
 
 
-async def push_object_urls(channel: SmartChannel, files: tuple[m.ObjectFileReference, ...]
-                           ) -> tuple[m.PushObjectTransferStrategy, ...]:
+async def push_object_urls(
+    channel: SmartChannel, files: tuple[m.ObjectFileReference, ...]
+) -> tuple[m.PushObjectTransferStrategy, ...]:
     await channel.send(m.DatasetPushObjectsTransferRequest(files, is_truncated=False))
-    response = await channel.receive_result(m.DatasetPushObjectsTransferResponse.from_json,
-                                            "DatasetPushObjectsTransferResponse")
+    response = await channel.receive_result(
+        m.DatasetPushObjectsTransferResponse.from_json, "DatasetPushObjectsTransferResponse"
+    )
     return response.object_transfer_strategies
 
 
-async def push_uploads(channel: SmartChannel, uploads: asyncio.Task[None], done: Callable[[], int]) -> None:
+async def push_uploads(
+    channel: SmartChannel, uploads: asyncio.Task[None], done: Callable[[], int]
+) -> None:
     """Answer the server's progress requests until ``uploads`` finishes, then report completion."""
     while True:
         frame = channel.receive_soon()
@@ -194,8 +244,10 @@ async def push_uploads(channel: SmartChannel, uploads: asyncio.Task[None], done:
         if uploads in finished:
             await uploads
             break
-        await channel.receive(m.DatasetPushObjectsUploadProgressRequest.from_json,
-                              "DatasetPushObjectsUploadProgressRequest")
+        await channel.receive(
+            m.DatasetPushObjectsUploadProgressRequest.from_json,
+            "DatasetPushObjectsUploadProgressRequest",
+        )
         await channel.send(m.DatasetPushObjectsUploadProgressResponse(done()))
     await channel.send(m.DatasetPushObjectsUploadProgressResponse())
 

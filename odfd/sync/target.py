@@ -18,6 +18,9 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from odfd.sync.errors import ChainPoint, SyncError
+from odfd.sync.remote import RemoteUrl
+from odfd.sync.walk import WalkResult
 from protocol.identity import DatasetAlias, DatasetId, Multihash
 from protocol.model import Seed
 from storage.atomic import fsync_dir
@@ -28,10 +31,6 @@ from storage.dataset import Dataset
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
 from storage.workspace import Workspace
-
-from odfd.sync.errors import ChainPoint, SyncError
-from odfd.sync.remote import RemoteUrl
-from odfd.sync.walk import WalkResult
 
 STAGING_PREFIX = ".pull-"
 
@@ -73,7 +72,9 @@ async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None
         if record is None:
             name = remote.default_name()
             if name is None:
-                raise SyncError(f"cannot name the dataset pulled from {remote}: give one with --as ALIAS")
+                raise SyncError(
+                    f"cannot name the dataset pulled from {remote}: give one with --as ALIAS"
+                )
             alias = str(name)
             record = await workspace.catalog.find_by_alias(alias)
     if record is not None:
@@ -83,15 +84,19 @@ async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None
         return PullTarget(workspace, record.alias, dataset, record, ChainPoint(head, seq))
     assert alias is not None  # set above when no record was found
     layout = DatasetLayout(staging_dir(workspace, remote)).create()
-    return PullTarget(workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None))
+    return PullTarget(
+        workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None)
+    )
 
 
 def check_same_dataset(target: PullTarget, walk: WalkResult, where: str) -> None:
     """A walk that reached the remote's seed must be of the dataset the target holds."""
     remote_id = walk.dataset_id
     if target.record is not None and remote_id is not None and remote_id != target.record.id:
-        raise SyncError(f"{where} holds dataset {remote_id}, but local {target.alias} is {target.record.id}: "
-                        "they are different datasets (pull into a new alias with --as)")
+        raise SyncError(
+            f"{where} holds dataset {remote_id}, but local {target.alias} is {target.record.id}: "
+            "they are different datasets (pull into a new alias with --as)"
+        )
 
 
 async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[Multihash, int]:
@@ -113,7 +118,9 @@ async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multih
     dataset = target.dataset
     common = walk.common.hash if walk.common is not None else None
     if common is None:
-        raise SyncError(f"refusing to replace {target.alias}'s seed: the remote is a different dataset")
+        raise SyncError(
+            f"refusing to replace {target.alias}'s seed: the remote is a different dataset"
+        )
     state: ChainState = await dataset.chain.state(common, use_current_head=False)
     for item in walk.new_blocks:
         state.apply(item.hash, item.block)
@@ -128,13 +135,19 @@ async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multih
 async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:
     first = walk.new_blocks[0].block
     if not isinstance(first.event, Seed) or walk.common is not None:
-        raise ChainRuleError("seed-first", "a new dataset's history must start with its Seed",
-                             sequence_number=first.sequence_number, block_hash=walk.new_blocks[0].hash)
+        raise ChainRuleError(
+            "seed-first",
+            "a new dataset's history must start with its Seed",
+            sequence_number=first.sequence_number,
+            block_hash=walk.new_blocks[0].hash,
+        )
     dataset_id: DatasetId = first.event.dataset_id
     workspace = target.workspace
     if (existing := await workspace.catalog.get_dataset(dataset_id)) is not None:
-        raise DatasetExistsError(f"dataset {dataset_id} is already in the workspace as {existing.alias}; "
-                                 f"pull into it with --as {existing.alias}")
+        raise DatasetExistsError(
+            f"dataset {dataset_id} is already in the workspace as {existing.alias}; "
+            f"pull into it with --as {existing.alias}"
+        )
     if await workspace.catalog.find_by_alias(target.alias) is not None:
         raise DatasetExistsError(f"dataset {target.alias} already exists in {workspace.root}")
     assert target.dataset.layout is not None  # staged datasets are local folders
@@ -145,17 +158,23 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     final = workspace.layout.dataset(dataset_id)
     if final.root.exists():
         if (final.refs_dir / HEAD_REF).exists():
-            raise DatasetExistsError(f"{final.root} already holds dataset {dataset_id} "
-                                     "(not in the catalog: run `odfd repair`)")
+            raise DatasetExistsError(
+                f"{final.root} already holds dataset {dataset_id} "
+                "(not in the catalog: run `odfd repair`)"
+            )
         shutil.rmtree(final.root)
     try:
         os.rename(staging, final.root)
     except OSError as err:  # another pull or push put the dataset in place first
-        raise DatasetExistsError(f"{final.root} appeared while committing dataset {dataset_id}: {err}") from None
+        raise DatasetExistsError(
+            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
+        ) from None
     fsync_dir(workspace.layout.datasets_dir)
     seq = walk.new_blocks[-1].block.sequence_number
     state_kind = first.event.dataset_kind
-    target.record = await workspace.catalog.add_dataset(dataset_id, target.alias, state_kind, head, seq)
+    target.record = await workspace.catalog.add_dataset(
+        dataset_id, target.alias, state_kind, head, seq
+    )
     target.dataset = workspace.open_dataset(dataset_id)
     return head, seq
 
@@ -176,4 +195,3 @@ def discard_staging(target: PullTarget) -> None:
     """Remove a new dataset's staging folder (after its source proved untrustworthy)."""
     if target.record is None and target.dataset.layout is not None:
         shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
-

@@ -15,16 +15,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
-from protocol.codec.flatbuffers import block_hash, decode_block
+from odfd.sync.errors import ChainPoint, CorruptSourceError
+from protocol.codec.flatbuffers import block_hash, decode_block, peek_prev_block_hash
 from protocol.errors import DecodeError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import MetadataBlock, Seed
 from storage.chain import MetadataChain
-from protocol.codec.flatbuffers import peek_prev_block_hash
 from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
-
-from odfd.sync.errors import ChainPoint, CorruptSourceError
 
 MAX_CHAIN_LENGTH = 10_000_000
 """Longest remote chain a walk accepts by default (its head's sequence number + 1)."""
@@ -65,7 +63,9 @@ class WalkResult:
     @property
     def diverged(self) -> bool:
         """The local side has blocks the remote lacks, and the remote has new ones."""
-        local_ahead = self.local.hash is not None and (self.common is None or self.common.hash != self.local.hash)
+        local_ahead = self.local.hash is not None and (
+            self.common is None or self.common.hash != self.local.hash
+        )
         return bool(self.new_blocks) and local_ahead
 
 
@@ -80,28 +80,43 @@ def verify_block(hash: Multihash, data: bytes, where: str) -> MetadataBlock:
         raise CorruptSourceError(f"{where}: block {hash} does not decode: {err}") from None
 
 
-def check_link(child: VerifiedBlock | None, hash: Multihash, block: MetadataBlock, where: str,
-               max_blocks: int = MAX_CHAIN_LENGTH) -> None:
+def check_link(
+    child: VerifiedBlock | None,
+    hash: Multihash,
+    block: MetadataBlock,
+    where: str,
+    max_blocks: int = MAX_CHAIN_LENGTH,
+) -> None:
     """``block`` (named ``hash``) must be the block right before ``child`` (newest first)."""
     seq = block.sequence_number
     if child is None:
         if seq < 0 or seq >= max_blocks:
-            raise CorruptSourceError(f"{where}: head block {hash} has sequence number {seq}: a chain of "
-                                     f"{seq + 1} blocks is over the limit of {max_blocks}")
+            raise CorruptSourceError(
+                f"{where}: head block {hash} has sequence number {seq}: a chain of "
+                f"{seq + 1} blocks is over the limit of {max_blocks}"
+            )
     elif seq != child.block.sequence_number - 1:
         raise CorruptSourceError(
             f"{where}: block {hash} has sequence number {seq} but block {child.hash} "
-            f"(#{child.block.sequence_number}) links to it: the chain does not link")
+            f"(#{child.block.sequence_number}) links to it: the chain does not link"
+        )
     if (seq == 0) != (block.prev_block_hash is None):
         raise CorruptSourceError(
-            f"{where}: block {hash} (#{seq}) " + ("is first but has a prevBlockHash" if seq == 0
-                                                  else "has no prevBlockHash but is not block #0"))
+            f"{where}: block {hash} (#{seq}) "
+            + (
+                "is first but has a prevBlockHash"
+                if seq == 0
+                else "has no prevBlockHash but is not block #0"
+            )
+        )
 
 
 class LocalCursor:
     """Walks the local chain down to a requested sequence number, only ever backward."""
 
-    def __init__(self, chain: MetadataChain | None, head: Multihash | None, head_seq: int | None) -> None:
+    def __init__(
+        self, chain: MetadataChain | None, head: Multihash | None, head_seq: int | None
+    ) -> None:
         self._chain = chain
         self._hash = head
         self._seq = head_seq if head is not None else None
@@ -194,9 +209,15 @@ async def walk_remote_chain(
             try:
                 data = await fetch(hash)
             except ObjectNotFoundError:
-                linked = f"block {child.hash} (#{child.block.sequence_number}) links to" if child else "the head is"
-                raise CorruptSourceError(f"{where}: {linked} block {hash}, which the remote does not "
-                                         "serve: the chain does not link") from None
+                linked = (
+                    f"block {child.hash} (#{child.block.sequence_number}) links to"
+                    if child
+                    else "the head is"
+                )
+                raise CorruptSourceError(
+                    f"{where}: {linked} block {hash}, which the remote does not "
+                    "serve: the chain does not link"
+                ) from None
         block = verify_block(hash, data, where)
         check_link(child, hash, block, where, max_blocks)
         if await cursor.hash_at(block.sequence_number) == hash:
@@ -212,8 +233,16 @@ async def walk_remote_chain(
         hash = block.prev_block_hash
     await stash.flush()
     newest_first.reverse()
-    remote = ChainPoint(remote_head, (newest_first[-1].block.sequence_number if newest_first
-                                      else common.sequence_number if common else None))
+    remote = ChainPoint(
+        remote_head,
+        (
+            newest_first[-1].block.sequence_number
+            if newest_first
+            else common.sequence_number
+            if common
+            else None
+        ),
+    )
     return WalkResult(newest_first, common, cursor.head, remote)
 
 
@@ -232,8 +261,10 @@ async def match_linked_run(
     for hash, data in reversed(blocks):
         block = verify_block(hash, data, where)
         if child is not None and child.block.prev_block_hash != hash:
-            raise CorruptSourceError(f"{where}: block {child.hash} links to {child.block.prev_block_hash}, "
-                                     f"but the block before it in the tarball is {hash}")
+            raise CorruptSourceError(
+                f"{where}: block {child.hash} links to {child.block.prev_block_hash}, "
+                f"but the block before it in the tarball is {hash}"
+            )
         check_link(child, hash, block, where, max_blocks)
         child = VerifiedBlock(hash, block)
         verified.append(child)
@@ -243,7 +274,8 @@ async def match_linked_run(
         if oldest.prev_block_hash != expected_prev:
             raise CorruptSourceError(
                 f"{where}: the first block sent, {verified[-1].hash}, links to "
-                f"{oldest.prev_block_hash or '<nothing>'} instead of {expected_prev or '<nothing>'}")
+                f"{oldest.prev_block_hash or '<nothing>'} instead of {expected_prev or '<nothing>'}"
+            )
     if not verified:
         head = begin_after
         return WalkResult([], head, cursor.head, head or ChainPoint(None, None))
@@ -256,8 +288,11 @@ async def match_linked_run(
             break
         new.append(item)
     else:
-        if begin_after is not None and begin_after.sequence_number is not None \
-                and await cursor.hash_at(begin_after.sequence_number) == begin_after.hash:
+        if (
+            begin_after is not None
+            and begin_after.sequence_number is not None
+            and await cursor.hash_at(begin_after.sequence_number) == begin_after.hash
+        ):
             common = begin_after
     new.reverse()
     return WalkResult(new, common, cursor.head, remote)

@@ -17,7 +17,8 @@ the same bytes and remain for hand-built buffers.
 from __future__ import annotations
 
 from operator import itemgetter
-from struct import Struct, calcsize, error as StructError
+from struct import Struct, calcsize
+from struct import error as StructError
 
 from protocol.errors import EncodeError
 from protocol.model.timestamp import Timestamp
@@ -110,8 +111,11 @@ class TableLayout:
         fmt = "<i" + "x" * end_pad + "".join(code + "x" * pad for _, _, code, pad, _ in in_buffer)
         picked = [value_at[index] + k for index, *_ in in_buffer for k in range(arity[index])]
         pick = None if picked == list(range(sum(arity))) else _picker(picked)
-        offsets = tuple((value_at[index], position - start) for index, _, code, _, position in written
-                        if self.fields[index][1] == OFFSET)
+        offsets = tuple(
+            (value_at[index], position - start)
+            for index, _, code, _, position in written
+            if self.fields[index][1] == OFFSET
+        )
         plan = (Struct(fmt).pack, pick, offsets, table - start, vtable, vtable_len, min_align)
         if len(self._plans) < self._MAX_PLANS:
             self._plans[mask << 3 | start] = plan
@@ -176,7 +180,9 @@ class Builder:
             self._min_align = 4
         size = self._size + 4 + n
         pad = -size & 3
-        self._chunks.append((_SHORT_LENGTHS[n] if n < 256 else _U32(n)) + head + tail + _PADDING[pad])
+        self._chunks.append(
+            (_SHORT_LENGTHS[n] if n < 256 else _U32(n)) + head + tail + _PADDING[pad]
+        )
         self._size = size = size + pad
         return size
 
@@ -226,7 +232,9 @@ class Builder:
                 self._chunks.append(pack(existing - table, *values))
                 self._size = table
         except StructError as error:  # out-of-range or mistyped scalar
-            raise EncodeError(f"a field of {layout.name} does not fit its FlatBuffers type: {error}") from None
+            raise EncodeError(
+                f"a field of {layout.name} does not fit its FlatBuffers type: {error}"
+            ) from None
         if min_align > self._min_align:
             self._min_align = min_align
         return table
@@ -268,7 +276,9 @@ class Builder:
         try:
             self._chunks.append(pack(value))
         except Exception as error:  # struct.error: out-of-range or mistyped value
-            raise EncodeError(f"value {value!r} does not fit a {size}-byte FlatBuffers scalar: {error}") from None
+            raise EncodeError(
+                f"value {value!r} does not fit a {size}-byte FlatBuffers scalar: {error}"
+            ) from None
         total += size
         self._size = total
         self._fields.append((slot, total))

@@ -11,7 +11,8 @@ than through shared helpers: a Python call costs as much as several comparisons.
 
 from __future__ import annotations
 
-from struct import Struct, error as StructError
+from struct import Struct
+from struct import error as StructError
 
 from protocol.codec.invalid import Invalid
 from protocol.model.timestamp import Timestamp
@@ -39,7 +40,14 @@ _from_fb_parts = Timestamp.from_fb_parts
 
 __all__ = ["DECODE_FAILURES", "MAX_DEPTH", "Invalid", "Reader"]
 
-DECODE_FAILURES = (StructError, IndexError, ValueError, UnicodeDecodeError, OverflowError, RecursionError)
+DECODE_FAILURES = (
+    StructError,
+    IndexError,
+    ValueError,
+    UnicodeDecodeError,
+    OverflowError,
+    RecursionError,
+)
 """Low-level failures a malformed buffer can provoke; decoders turn them into ``Invalid``."""
 
 
@@ -141,7 +149,10 @@ class Reader:
         buf = self.buf
         end = start + 4 + _U32(buf, start)[0]
         if end > self.size:
-            raise Invalid("", f"vector at {start} of {end - start - 4} bytes extends past the end of the buffer")
+            raise Invalid(
+                "",
+                f"vector at {start} of {end - start - 4} bytes extends past the end of the buffer",
+            )
         return buf[start + 4 : end]
 
     def string(self, pos: int) -> str:
@@ -149,7 +160,10 @@ class Reader:
         buf = self.buf
         end = start + 4 + _U32(buf, start)[0]
         if end >= self.size or buf[end] != 0:
-            raise Invalid("", f"string at {start} of {end - start - 4} bytes is not terminated inside the buffer")
+            raise Invalid(
+                "",
+                f"string at {start} of {end - start - 4} bytes is not terminated inside the buffer",
+            )
         return buf[start + 4 : end].decode()
 
     def offsets(self, pos: int) -> range:
@@ -157,7 +171,9 @@ class Reader:
         start = self.table(pos)
         count = _U32(self.buf, start)[0]
         if start + 4 + 4 * count > self.size:
-            raise Invalid("", f"vector at {start} of {count} offsets extends past the end of the buffer")
+            raise Invalid(
+                "", f"vector at {start} of {count} offsets extends past the end of the buffer"
+            )
         self.budget -= count
         if self.budget < 0:
             raise Invalid("", "buffer references more objects than it can hold")

@@ -18,8 +18,8 @@ from protocol.codec.invalid import Invalid
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.identity.did import ED25519_PUBLIC_KEY_SIZE
-from protocol.identity.multihash import DIGEST_SIZES
 from protocol.identity.multicodec import Multicodec
+from protocol.identity.multihash import DIGEST_SIZES
 from protocol.identity.varint import encode_varint
 
 E = TypeVar("E")
@@ -27,13 +27,17 @@ E = TypeVar("E")
 _U32 = Struct("<I").pack
 _U32_AT = Struct("<I").unpack_from
 
-MULTIHASH_HEADERS = {code: encode_varint(code) + encode_varint(size) for code, size in DIGEST_SIZES.items()}
+MULTIHASH_HEADERS = {
+    code: encode_varint(code) + encode_varint(size) for code, size in DIGEST_SIZES.items()
+}
 """The binary multihash header (varint code, varint digest length) of every hash code."""
 DATASET_ID_PREFIX = encode_varint(Multicodec.ED25519_PUB)
 """What precedes the public key in a dataset id's binary form."""
 
 _DIGEST_SIZE = 32
-_HASH_HEADERS = {header: code for code, header in MULTIHASH_HEADERS.items() if DIGEST_SIZES[code] == _DIGEST_SIZE}
+_HASH_HEADERS = {
+    header: code for code, header in MULTIHASH_HEADERS.items() if DIGEST_SIZES[code] == _DIGEST_SIZE
+}
 _KEY_SIZE = 6
 
 

@@ -71,7 +71,9 @@ def encode_block(block: MetadataBlock) -> bytes:
         inner = Builder()
         content = inner.finish(encode_metadata_block(inner, block))
     except (AttributeError, TypeError, KeyError) as error:
-        raise EncodeError(f"block (sequence number {block.sequence_number!r}) is malformed: {error}") from None
+        raise EncodeError(
+            f"block (sequence number {block.sequence_number!r}) is malformed: {error}"
+        ) from None
     n = len(content)
     return _MANIFEST_HEADS[n & 7] + _PACK_U32(n) + content + _PADDING[n & 3]
 

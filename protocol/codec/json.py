@@ -24,11 +24,15 @@ def loads(text: str | bytes, type_name: str, source: str = "") -> Any:
 
 
 def dump_block(block: MetadataBlock, indent: int | None = None) -> str:
-    return json.dumps(manifest("MetadataBlock", METADATA_BLOCK_VERSION, block), ensure_ascii=False, indent=indent)
+    return json.dumps(
+        manifest("MetadataBlock", METADATA_BLOCK_VERSION, block), ensure_ascii=False, indent=indent
+    )
 
 
 def load_block(text: str | bytes, source: str = "") -> MetadataBlock:
-    return read_manifest(_parse(text, source), "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source)
+    return read_manifest(
+        _parse(text, source), "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source
+    )
 
 
 def _parse(text: str | bytes, source: str) -> Any:

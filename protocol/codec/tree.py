@@ -57,7 +57,9 @@ def read_manifest(tree: Any, kind: str, version: int, content_type: str, where: 
         raise DecodeError(f"{prefix}expected a manifest map with kind, version and content")
     unknown = sorted(str(k) for k in tree if k not in ("kind", "version", "content"))
     if unknown:
-        raise DecodeError(f"{prefix}unknown manifest field `{unknown[0]}`, expected `kind`, `version`, `content`")
+        raise DecodeError(
+            f"{prefix}unknown manifest field `{unknown[0]}`, expected `kind`, `version`, `content`"
+        )
     for required in ("kind", "version", "content"):
         if required not in tree:
             raise DecodeError(f"{prefix}manifest is missing field `{required}`")
@@ -68,7 +70,9 @@ def read_manifest(tree: Any, kind: str, version: int, content_type: str, where: 
     except Invalid as error:
         raise DecodeError(f"{prefix}version: {error.reason}") from None
     if found != version:
-        raise DecodeError(f"{prefix}{kind} manifest version {found} is not supported (supported: {version})")
+        raise DecodeError(
+            f"{prefix}{kind} manifest version {found} is not supported (supported: {version})"
+        )
     return from_tree(tree["content"], content_type, where, "content")
 
 

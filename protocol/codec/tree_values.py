@@ -34,16 +34,33 @@ _NULLS = frozenset(("", "~", "null", "Null", "NULL"))
 _TRUE = frozenset(("true", "True", "TRUE"))
 _FALSE = frozenset(("false", "False", "FALSE"))
 _INT_RANGES = {
-    "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-    "int8": (-(2**7), 2**7 - 1), "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
 }
-_RADIX = (("0x", 16, re.compile(r"[0-9a-fA-F]+")), ("0o", 8, re.compile(r"[0-7]+")), ("0b", 2, re.compile(r"[01]+")))
+_RADIX = (
+    ("0x", 16, re.compile(r"[0-9a-fA-F]+")),
+    ("0o", 8, re.compile(r"[0-7]+")),
+    ("0b", 2, re.compile(r"[01]+")),
+)
 _DECIMAL = re.compile(r"[0-9]+")
 _FLOAT = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_SPECIAL_FLOATS = {".inf": float("inf"), ".Inf": float("inf"), ".INF": float("inf"), "-.inf": float("-inf"),
-                   "-.Inf": float("-inf"), "-.INF": float("-inf"), ".nan": float("nan"), ".NaN": float("nan"),
-                   ".NAN": float("nan")}
+_SPECIAL_FLOATS = {
+    ".inf": float("inf"),
+    ".Inf": float("inf"),
+    ".INF": float("inf"),
+    "-.inf": float("-inf"),
+    "-.Inf": float("-inf"),
+    "-.INF": float("-inf"),
+    ".nan": float("nan"),
+    ".NaN": float("nan"),
+    ".NAN": float("nan"),
+}
 
 
 def describe(value: Any) -> str:

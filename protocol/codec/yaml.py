@@ -78,14 +78,20 @@ def load_snapshots(text: str | bytes, source: str = "") -> list[DatasetSnapshot]
     snapshots = []
     for index, document in enumerate(documents):
         where = f"{source} document {index}" if source else f"document {index}"
-        snapshots.append(read_manifest(document, "DatasetSnapshot", DATASET_SNAPSHOT_VERSION, "DatasetSnapshot", where))
+        snapshots.append(
+            read_manifest(
+                document, "DatasetSnapshot", DATASET_SNAPSHOT_VERSION, "DatasetSnapshot", where
+            )
+        )
     return snapshots
 
 
 def _single(text: str | bytes, source: str) -> list[Any]:
     documents = parse_documents(text, source)
     if len(documents) != 1:
-        raise DecodeError(f"{source or 'input'}: expected one YAML document, found {len(documents)}")
+        raise DecodeError(
+            f"{source or 'input'}: expected one YAML document, found {len(documents)}"
+        )
     return documents
 
 
@@ -110,9 +116,13 @@ def _tree(node: pyyaml.Node, budget: list[int], depth: int, source: str) -> Any:
     out: dict[str, Any] = {}
     for key_node, value_node in node.value:
         if not isinstance(key_node, pyyaml.ScalarNode):
-            raise DecodeError(f"{source or 'input'}: line {key_node.start_mark.line + 1}: map keys must be scalars")
+            raise DecodeError(
+                f"{source or 'input'}: line {key_node.start_mark.line + 1}: map keys must be scalars"
+            )
         key = Plain(key_node.value) if not key_node.style else key_node.value
         if key in out:
-            raise DecodeError(f"{source or 'input'}: line {key_node.start_mark.line + 1}: duplicate field `{key}`")
+            raise DecodeError(
+                f"{source or 'input'}: line {key_node.start_mark.line + 1}: duplicate field `{key}`"
+            )
         out[key] = _tree(value_node, budget, depth + 1, source)
     return out

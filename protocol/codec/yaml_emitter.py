@@ -21,8 +21,21 @@ _LOSSY_BREAKS = frozenset("\r\x85\u2028\u2029")
 """Breaks that single-quoted and literal styles fold or normalise away on reading; libyaml (and so
 the reference) writes them that way regardless, we double-quote them so the value survives."""
 _ESCAPES = {
-    "\0": "0", "\x07": "a", "\b": "b", "\t": "t", "\n": "n", "\x0b": "v", "\x0c": "f", "\r": "r",
-    "\x1b": "e", '"': '"', "\\": "\\", "\x85": "N", "\xa0": "_", "\u2028": "L", "\u2029": "P",
+    "\0": "0",
+    "\x07": "a",
+    "\b": "b",
+    "\t": "t",
+    "\n": "n",
+    "\x0b": "v",
+    "\x0c": "f",
+    "\r": "r",
+    "\x1b": "e",
+    '"': '"',
+    "\\": "\\",
+    "\x85": "N",
+    "\xa0": "_",
+    "\u2028": "L",
+    "\u2029": "P",
 }
 _MAX_SIMPLE_KEY = 128
 

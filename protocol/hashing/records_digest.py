@@ -105,7 +105,9 @@ class RecordsDigest:
     def _add_fields(self, fields: Iterable[pa.Field], level: int, prefix: str) -> None:
         for field in fields:
             name = field.name.encode()
-            self._schema_hasher.update(struct.pack("<Q", len(name)) + name + struct.pack("<Q", level))
+            self._schema_hasher.update(
+                struct.pack("<Q", len(name)) + name + struct.pack("<Q", level)
+            )
             path = prefix + field.name
             if pat.is_struct(field.type):
                 self._add_fields(field.type, level + 1, path + ".")
@@ -130,7 +132,9 @@ class RecordsDigest:
             )
         self._accepted_schemas.append(schema)
 
-    def _update_column(self, array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf]) -> None:
+    def _update_column(
+        self, array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf]
+    ) -> None:
         if pat.is_struct(array.type):
             combined = _combine(parent, _Nulls.of(array))
             for index in range(array.type.num_fields):
@@ -193,7 +197,9 @@ def logical_hash(
         batches = iter(data)
         first = next(batches, None)
         if first is None and schema is None:
-            raise SchemaMismatchError("cannot hash an empty sequence of record batches without a schema")
+            raise SchemaMismatchError(
+                "cannot hash an empty sequence of record batches without a schema"
+            )
         if first is not None:
             schema = schema or first.schema
             batches = _prepend(first, batches)

@@ -141,10 +141,14 @@ def _raw_values(array: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
     data_type = array.type
     if pat.is_binary_view(data_type) or pat.is_string_view(data_type):
         buffers = array.buffers()
-        raw_view = pa.Array.from_buffers(pa.binary_view(), n, [None, *buffers[1:]], offset=array.offset)
+        raw_view = pa.Array.from_buffers(
+            pa.binary_view(), n, [None, *buffers[1:]], offset=array.offset
+        )
         array = raw_view.cast(pa.large_binary())
         data_type = array.type
-    offset_type = np.int64 if pat.is_large_binary(data_type) or pat.is_large_string(data_type) else np.int32
+    offset_type = (
+        np.int64 if pat.is_large_binary(data_type) or pat.is_large_string(data_type) else np.int32
+    )
     buffers = array.buffers()
     offsets = np.frombuffer(
         buffers[1],

@@ -151,7 +151,9 @@ class DatasetAlias:
     @classmethod
     def parse(cls, text: str) -> DatasetAlias:
         account, name = _split_account(text)
-        _check_components(text, "dataset alias ([account/]name)", (AccountName, account), (DatasetName, name))
+        _check_components(
+            text, "dataset alias ([account/]name)", (AccountName, account), (DatasetName, name)
+        )
         return cls(None if account is None else AccountName(account), DatasetName(name))
 
     @property

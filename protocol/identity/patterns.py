@@ -64,8 +64,12 @@ class DatasetAliasPattern:
     @classmethod
     def parse(cls, text: str) -> DatasetAliasPattern:
         account, pattern = _split_account(text)
-        _check_components(text, "dataset alias pattern ([account/]name-pattern)", (AccountName, account),
-                          (DatasetNamePattern, pattern))
+        _check_components(
+            text,
+            "dataset alias pattern ([account/]name-pattern)",
+            (AccountName, account),
+            (DatasetNamePattern, pattern),
+        )
         return cls(None if account is None else AccountName(account), DatasetNamePattern(pattern))
 
     def matches(self, alias: DatasetAlias) -> bool:
@@ -147,8 +151,13 @@ class DatasetRefAnyPattern:
             repo, _, pattern = pattern.partition("/")
             if "/" in pattern:
                 account, _, pattern = pattern.partition("/")
-        _check_components(text, "dataset pattern ([repo/][account/]name-pattern)", (RepoName, repo),
-                          (AccountName, account), (DatasetNamePattern, pattern))
+        _check_components(
+            text,
+            "dataset pattern ([repo/][account/]name-pattern)",
+            (RepoName, repo),
+            (AccountName, account),
+            (DatasetNamePattern, pattern),
+        )
         name_pattern = DatasetNamePattern(pattern)
         if repo is None:
             return cls(name_pattern)

@@ -11,7 +11,13 @@ alias of its variants (``MetadataEvent``). Sequences are tuples, maps are read-o
 from __future__ import annotations
 
 from protocol.model._generated import *  # noqa: F403
-from protocol.model._generated import KIND_NAMES, UNION_VARIANTS, DataField, DataSchema, MetadataEvent
+from protocol.model._generated import (
+    KIND_NAMES,
+    UNION_VARIANTS,
+    DataField,
+    DataSchema,
+    MetadataEvent,
+)
 from protocol.model.maps import FrozenMap, JsonValue
 from protocol.model.resource import TypeRefMap
 from protocol.model.resource_names import parse_account_id, parse_did
@@ -41,6 +47,9 @@ def schema_field(schema: DataSchema, name: str) -> DataField | None:
     return None
 
 
-__all__ = [  # noqa: F405
-    name for name in dir() if not name.startswith("_") and name not in ("annotations",)
-] + ["FrozenMap", "JsonValue", "MetadataEvent", "Timestamp"]
+__all__ = [name for name in dir() if not name.startswith("_") and name not in ("annotations",)] + [
+    "FrozenMap",
+    "JsonValue",
+    "MetadataEvent",
+    "Timestamp",
+]

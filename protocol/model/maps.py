@@ -46,7 +46,9 @@ class FrozenMap(Mapping[str, V], Generic[V]):
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash((type(self).__name__, json.dumps(self._entries, sort_keys=True, default=repr)))
+            self._hash = hash(
+                (type(self).__name__, json.dumps(self._entries, sort_keys=True, default=repr))
+            )
         return self._hash
 
     def __repr__(self) -> str:
@@ -122,4 +124,3 @@ def format_float(value: float) -> str:
     exp = point - 1
     body = digits[0] + ("." + digits[1:] if length > 1 else "")
     return f"{sign}{body}e{exp}"
-

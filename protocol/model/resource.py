@@ -73,14 +73,18 @@ class ResourceRef:
         """
         type_text, colon, rest = text.partition(":")
         if not colon:
-            raise ParseError(f"{text!r} is not a resource reference: expected Type:name or Type:account/name")
+            raise ParseError(
+                f"{text!r} is not a resource reference: expected Type:name or Type:account/name"
+            )
         try:
             type_ref = TypeRef(type_text)
             account_text, slash, name_text = rest.partition("/")
             account = AccountRef(name=AccountName(account_text)) if slash else None
             name = ResourceName(name_text if slash else rest)
         except ParseError as error:
-            raise ParseError(f"{text!r} is not a resource reference (Type:[account/]name): {error}") from None
+            raise ParseError(
+                f"{text!r} is not a resource reference (Type:[account/]name): {error}"
+            ) from None
         return cls(type=type_ref, account=account, name=name)
 
 
@@ -145,8 +149,13 @@ class ResourceHeaders:
     deleted_at: Timestamp | None = None
 
     def to_input(self) -> ResourceHeadersInput:
-        return ResourceHeadersInput(id=self.id, name=self.name, account=self.account.as_ref(),
-                                    labels=self.labels, annotations=self.annotations)
+        return ResourceHeadersInput(
+            id=self.id,
+            name=self.name,
+            account=self.account.as_ref(),
+            labels=self.labels,
+            annotations=self.annotations,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -177,5 +186,8 @@ class Resource(Generic[S]):
 
     def to_input(self, spec: Callable[[S], Any] | None = None) -> ResourceInput[Any]:
         """The input form; ``spec`` maps a canonical spec to its input type when they differ."""
-        return ResourceInput(schema=self.schema, headers=self.headers.to_input(),
-                             spec=self.spec if spec is None else spec(self.spec))
+        return ResourceInput(
+            schema=self.schema,
+            headers=self.headers.to_input(),
+            spec=self.spec if spec is None else spec(self.spec),
+        )

@@ -101,7 +101,9 @@ class TypeRef:
 def parse_account_id(text: str) -> AccountId:
     """An account DID: ``did:odf:<multibase>``."""
     if text.startswith("did:pkh:"):
-        raise ParseError(f"{text!r}: did:pkh (wallet) accounts are not supported; use a did:odf account")
+        raise ParseError(
+            f"{text!r}: did:pkh (wallet) accounts are not supported; use a did:odf account"
+        )
     return DatasetId.parse(text)
 
 

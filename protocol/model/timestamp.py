@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta, timezone
+from datetime import UTC, date, datetime, timedelta
 
 from protocol.errors import ParseError
 
@@ -39,11 +39,20 @@ class Timestamp:
 
     def __post_init__(self) -> None:
         if not _MIN_NS <= self.epoch_nanos <= _MAX_NS:
-            raise ParseError(f"timestamp {self.epoch_nanos} ns since the epoch is outside years 1-9999")
+            raise ParseError(
+                f"timestamp {self.epoch_nanos} ns since the epoch is outside years 1-9999"
+            )
 
     @classmethod
     def of(
-        cls, year: int, month: int, day: int, hour: int = 0, minute: int = 0, second: int = 0, nanosecond: int = 0
+        cls,
+        year: int,
+        month: int,
+        day: int,
+        hour: int = 0,
+        minute: int = 0,
+        second: int = 0,
+        nanosecond: int = 0,
     ) -> Timestamp:
         """The UTC instant with these calendar fields."""
         if not 0 <= nanosecond < _NS_PER_S:
@@ -54,7 +63,9 @@ class Timestamp:
             raise ParseError(f"invalid date {year:04}-{month:02}-{day:02}: {error}") from None
         if not (0 <= hour < 24 and 0 <= minute < 60 and 0 <= second < 60):
             raise ParseError(f"invalid time {hour:02}:{minute:02}:{second:02}")
-        return cls(days * _NS_PER_DAY + (hour * 3600 + minute * 60 + second) * _NS_PER_S + nanosecond)
+        return cls(
+            days * _NS_PER_DAY + (hour * 3600 + minute * 60 + second) * _NS_PER_S + nanosecond
+        )
 
     @classmethod
     def now(cls) -> Timestamp:
@@ -74,7 +85,7 @@ class Timestamp:
         """Convert an aware ``datetime``; a naive one is ambiguous and rejected."""
         if value.tzinfo is None or value.utcoffset() is None:
             raise ParseError(f"datetime {value.isoformat()} has no time zone")
-        utc = value.astimezone(timezone.utc)
+        utc = value.astimezone(UTC)
         days = utc.date().toordinal() - _EPOCH_ORDINAL
         seconds = utc.hour * 3600 + utc.minute * 60 + utc.second
         return cls(days * _NS_PER_DAY + seconds * _NS_PER_S + utc.microsecond * 1000)
@@ -82,13 +93,17 @@ class Timestamp:
     def to_datetime(self) -> datetime:
         """An aware UTC ``datetime``; sub-microsecond digits are dropped (datetime cannot hold them)."""
         days, rest = divmod(self.epoch_nanos, _NS_PER_DAY)
-        return datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(days=days, microseconds=rest // 1000)
+        return datetime(1970, 1, 1, tzinfo=UTC) + timedelta(days=days, microseconds=rest // 1000)
 
     @classmethod
-    def from_fb_parts(cls, year: int, ordinal: int, seconds_from_midnight: int, nanoseconds: int) -> Timestamp:
+    def from_fb_parts(
+        cls, year: int, ordinal: int, seconds_from_midnight: int, nanoseconds: int
+    ) -> Timestamp:
         """Build from the FlatBuffers struct's fields (year, day of year, seconds, nanoseconds)."""
         if seconds_from_midnight >= 86_400 or nanoseconds >= _NS_PER_S:
-            raise ParseError(f"timestamp time {seconds_from_midnight}s {nanoseconds}ns is out of range")
+            raise ParseError(
+                f"timestamp time {seconds_from_midnight}s {nanoseconds}ns is out of range"
+            )
         days = _EPOCH_DAYS.get(year << 16 | ordinal)
         if days is None:
             if not 1 <= year <= 9999:
@@ -102,7 +117,9 @@ class Timestamp:
         # In range by the checks above, so the slot is set directly (no ``__init__`` re-check):
         # blocks carry two timestamps each and this runs for every block decoded.
         value = _new_object(cls)
-        _set_epoch_nanos(value, days * _NS_PER_DAY + seconds_from_midnight * _NS_PER_S + nanoseconds)
+        _set_epoch_nanos(
+            value, days * _NS_PER_DAY + seconds_from_midnight * _NS_PER_S + nanoseconds
+        )
         return value
 
     def to_fb_parts(self) -> tuple[int, int, int, int]:

@@ -43,7 +43,9 @@ from protocol.resource.tree import (
     write_type_ref_map,
 )
 
-_PHASES = {spelling: phase for phase in ResourcePhase for spelling in (phase.value, phase.value.lower())}
+_PHASES = {
+    spelling: phase for phase in ResourcePhase for spelling in (phase.value, phase.value.lower())
+}
 
 
 class ResourceError(DecodeError):
@@ -64,12 +66,16 @@ def resource_schema(tree: Any, where: str = "") -> str:
         raise _fail(where, error) from None
 
 
-def read_resource_input(tree: Any, spec: SpecCodec[Any] = GENERIC_SPEC, where: str = "") -> ResourceInput[Any]:
+def read_resource_input(
+    tree: Any, spec: SpecCodec[Any] = GENERIC_SPEC, where: str = ""
+) -> ResourceInput[Any]:
     try:
         document = struct(tree, "ResourceInput", ("$schema", "headers", "spec"))
-        return ResourceInput(schema=field(document, "$schema", text),
-                             headers=field(document, "headers", _headers_input),
-                             spec=field(document, "spec", spec.read))
+        return ResourceInput(
+            schema=field(document, "$schema", text),
+            headers=field(document, "headers", _headers_input),
+            spec=field(document, "spec", spec.read),
+        )
     except Invalid as error:
         raise _fail(where, error) from None
 
@@ -77,13 +83,19 @@ def read_resource_input(tree: Any, spec: SpecCodec[Any] = GENERIC_SPEC, where: s
 def read_resource(tree: Any, spec: SpecCodec[Any] = GENERIC_SPEC, where: str = "") -> Resource[Any]:
     try:
         document = struct(tree, "Resource", ("$schema", "headers", "spec", "status"))
-        return Resource(schema=field(document, "$schema", text), headers=field(document, "headers", _headers),
-                        spec=field(document, "spec", spec.read), status=field(document, "status", _status))
+        return Resource(
+            schema=field(document, "$schema", text),
+            headers=field(document, "headers", _headers),
+            spec=field(document, "spec", spec.read),
+            status=field(document, "status", _status),
+        )
     except Invalid as error:
         raise _fail(where, error) from None
 
 
-def write_resource_input(resource: ResourceInput[Any], spec: SpecCodec[Any] = GENERIC_SPEC) -> dict[str, Any]:
+def write_resource_input(
+    resource: ResourceInput[Any], spec: SpecCodec[Any] = GENERIC_SPEC
+) -> dict[str, Any]:
     headers = resource.headers
     out: dict[str, Any] = {}
     if headers.id is not None:
@@ -101,9 +113,13 @@ def write_resource_input(resource: ResourceInput[Any], spec: SpecCodec[Any] = GE
 def write_resource(resource: Resource[Any], spec: SpecCodec[Any] = GENERIC_SPEC) -> dict[str, Any]:
     headers, status = resource.headers, resource.status
     out: dict[str, Any] = {
-        "id": headers.id, "name": str(headers.name), "account": write_account_handle(headers.account),
-        "labels": write_type_ref_map(headers.labels), "annotations": write_type_ref_map(headers.annotations),
-        "generation": headers.generation, "createdAt": headers.created_at.to_rfc3339(),
+        "id": headers.id,
+        "name": str(headers.name),
+        "account": write_account_handle(headers.account),
+        "labels": write_type_ref_map(headers.labels),
+        "annotations": write_type_ref_map(headers.annotations),
+        "generation": headers.generation,
+        "createdAt": headers.created_at.to_rfc3339(),
         "updatedAt": headers.updated_at.to_rfc3339(),
     }
     if headers.deleted_at is not None:
@@ -114,15 +130,24 @@ def write_resource(resource: Resource[Any], spec: SpecCodec[Any] = GENERIC_SPEC)
     if status.reconciled_at is not None:
         status_out["reconciledAt"] = status.reconciled_at.to_rfc3339()
     status_out["conditions"] = write_type_ref_map(status.conditions)
-    return {"$schema": resource.schema, "headers": out, "spec": spec.write(resource.spec), "status": status_out}
+    return {
+        "$schema": resource.schema,
+        "headers": out,
+        "spec": spec.write(resource.spec),
+        "status": status_out,
+    }
 
 
-def load_resource_input(data: str | bytes, spec: SpecCodec[Any] = GENERIC_SPEC, source: str = "") -> ResourceInput[Any]:
+def load_resource_input(
+    data: str | bytes, spec: SpecCodec[Any] = GENERIC_SPEC, source: str = ""
+) -> ResourceInput[Any]:
     """One YAML (or JSON) document in the input form."""
     return read_resource_input(_single(data, source), spec, source)
 
 
-def load_resource(data: str | bytes, spec: SpecCodec[Any] = GENERIC_SPEC, source: str = "") -> Resource[Any]:
+def load_resource(
+    data: str | bytes, spec: SpecCodec[Any] = GENERIC_SPEC, source: str = ""
+) -> Resource[Any]:
     """One YAML (or JSON) document in the canonical form."""
     return read_resource(_single(data, source), spec, source)
 
@@ -138,42 +163,70 @@ def dump_resource(resource: Resource[Any], spec: SpecCodec[Any] = GENERIC_SPEC) 
 def _single(data: str | bytes, source: str) -> Any:
     documents = parse_documents(data, source)
     if len(documents) != 1:
-        raise ResourceError(f"{source or 'input'}: expected one resource document, found {len(documents)}")
+        raise ResourceError(
+            f"{source or 'input'}: expected one resource document, found {len(documents)}"
+        )
     return documents[0]
 
 
 def _headers_input(value: Any) -> ResourceHeadersInput:
     tree = struct(value, "ResourceHeadersInput", ("id", "name", "account", "labels", "annotations"))
     return ResourceHeadersInput(
-        id=optional(tree, "id", text), name=field(tree, "name", resource_name),
+        id=optional(tree, "id", text),
+        name=field(tree, "name", resource_name),
         account=optional(tree, "account", account_ref),
         labels=optional(tree, "labels", type_ref_map(ResourceLabels)),
-        annotations=optional(tree, "annotations", type_ref_map(ResourceAnnotations)))
+        annotations=optional(tree, "annotations", type_ref_map(ResourceAnnotations)),
+    )
 
 
 def _headers(value: Any) -> ResourceHeaders:
-    tree = struct(value, "ResourceHeaders", ("id", "name", "account", "labels", "annotations", "generation",
-                                             "createdAt", "updatedAt", "deletedAt"))
+    tree = struct(
+        value,
+        "ResourceHeaders",
+        (
+            "id",
+            "name",
+            "account",
+            "labels",
+            "annotations",
+            "generation",
+            "createdAt",
+            "updatedAt",
+            "deletedAt",
+        ),
+    )
     return ResourceHeaders(
-        id=field(tree, "id", text), name=field(tree, "name", resource_name),
+        id=field(tree, "id", text),
+        name=field(tree, "name", resource_name),
         account=field(tree, "account", account_handle),
         labels=field(tree, "labels", type_ref_map(ResourceLabels)),
         annotations=field(tree, "annotations", type_ref_map(ResourceAnnotations)),
-        generation=field(tree, "generation", uint64), created_at=field(tree, "createdAt", timestamp),
-        updated_at=field(tree, "updatedAt", timestamp), deleted_at=optional(tree, "deletedAt", timestamp))
+        generation=field(tree, "generation", uint64),
+        created_at=field(tree, "createdAt", timestamp),
+        updated_at=field(tree, "updatedAt", timestamp),
+        deleted_at=optional(tree, "deletedAt", timestamp),
+    )
 
 
 def _status(value: Any) -> ResourceStatus:
-    tree = struct(value, "ResourceStatus", ("phase", "observedGeneration", "reconciledAt", "conditions"))
-    return ResourceStatus(phase=field(tree, "phase", _phase),
-                          observed_generation=optional(tree, "observedGeneration", uint64),
-                          reconciled_at=optional(tree, "reconciledAt", timestamp),
-                          conditions=field(tree, "conditions", type_ref_map(ResourceConditions)))
+    tree = struct(
+        value, "ResourceStatus", ("phase", "observedGeneration", "reconciledAt", "conditions")
+    )
+    return ResourceStatus(
+        phase=field(tree, "phase", _phase),
+        observed_generation=optional(tree, "observedGeneration", uint64),
+        reconciled_at=optional(tree, "reconciledAt", timestamp),
+        conditions=field(tree, "conditions", type_ref_map(ResourceConditions)),
+    )
 
 
 def _phase(value: Any) -> ResourcePhase:
     phase = _PHASES.get(text(value))
     if phase is None:
-        raise Invalid("", f"unknown ResourcePhase {value!r}, expected one of "
-                          + ", ".join(f"`{p.value}`" for p in ResourcePhase))
+        raise Invalid(
+            "",
+            f"unknown ResourcePhase {value!r}, expected one of "
+            + ", ".join(f"`{p.value}`" for p in ResourcePhase),
+        )
     return phase

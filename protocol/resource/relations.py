@@ -28,23 +28,31 @@ RELATIONS_SCHEMA = "https://opendatafabric.org/schemas/auth/v1alpha1/Relations"
 
 def _relation(value: Any) -> RelationInput:
     tree = struct(value, "RelationInput", ("subject", "relation", "value", "object"))
-    return RelationInput(subject=field(tree, "subject", resource_ref), relation=field(tree, "relation", text),
-                         value=json_value(tree["value"]) if "value" in tree else None,
-                         object=field(tree, "object", resource_ref))
+    return RelationInput(
+        subject=field(tree, "subject", resource_ref),
+        relation=field(tree, "relation", text),
+        value=json_value(tree["value"]) if "value" in tree else None,
+        object=field(tree, "object", resource_ref),
+    )
 
 
 def _attribute(value: Any) -> AttributeInput:
     tree = struct(value, "AttributeInput", ("object", "name", "value"))
     if "value" not in tree:
         raise Invalid("value", "missing field `value`")
-    return AttributeInput(object=field(tree, "object", resource_ref), name=field(tree, "name", text),
-                          value=json_value(tree["value"]))
+    return AttributeInput(
+        object=field(tree, "object", resource_ref),
+        name=field(tree, "name", text),
+        value=json_value(tree["value"]),
+    )
 
 
 def _read(value: Any) -> RelationsSpecInput:
     tree = struct(value, "RelationsSpecInput", ("relations", "attributes"))
-    return RelationsSpecInput(relations=optional(tree, "relations", sequence(_relation)),
-                              attributes=optional(tree, "attributes", sequence(_attribute)))
+    return RelationsSpecInput(
+        relations=optional(tree, "relations", sequence(_relation)),
+        attributes=optional(tree, "attributes", sequence(_attribute)),
+    )
 
 
 def _write(spec: RelationsSpecInput) -> dict[str, Any]:
@@ -52,13 +60,18 @@ def _write(spec: RelationsSpecInput) -> dict[str, Any]:
     if spec.relations is not None:
         out["relations"] = [_write_relation(r) for r in spec.relations]
     if spec.attributes is not None:
-        out["attributes"] = [{"object": write_resource_ref(a.object), "name": a.name, "value": write_json(a.value)}
-                             for a in spec.attributes]
+        out["attributes"] = [
+            {"object": write_resource_ref(a.object), "name": a.name, "value": write_json(a.value)}
+            for a in spec.attributes
+        ]
     return out
 
 
 def _write_relation(relation: RelationInput) -> dict[str, Any]:
-    out: dict[str, Any] = {"subject": write_resource_ref(relation.subject), "relation": relation.relation}
+    out: dict[str, Any] = {
+        "subject": write_resource_ref(relation.subject),
+        "relation": relation.relation,
+    }
     if relation.value is not None:
         out["value"] = write_json(relation.value)
     out["object"] = write_resource_ref(relation.object)

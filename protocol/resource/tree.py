@@ -37,8 +37,11 @@ def struct(value: Any, name: str, allowed: Iterable[str]) -> dict[str, Any]:
     keys = tuple(allowed)
     for key in value:
         if key not in keys:
-            raise Invalid(str(key), f"unknown field `{key}` of {name}, expected one of "
-                                    + ", ".join(f"`{k}`" for k in keys))
+            raise Invalid(
+                str(key),
+                f"unknown field `{key}` of {name}, expected one of "
+                + ", ".join(f"`{k}`" for k in keys),
+            )
     return value
 
 
@@ -67,6 +70,7 @@ def sequence(read: Callable[[Any], T]) -> Callable[[Any], tuple[T, ...]]:
         if not isinstance(value, list):
             raise Invalid("", f"expected a sequence, got {describe(value)}")
         return tuple(nested(f"[{index}]", read, item) for index, item in enumerate(value))
+
     return read_all
 
 
@@ -96,6 +100,7 @@ def type_ref_map(cls: type[M]) -> Callable[[Any], M]:
             return cls(entries)
         except OdfError as error:
             raise Invalid("", str(error)) from None
+
     return read
 
 
@@ -108,8 +113,11 @@ def account_ref(value: Any) -> AccountRef:
     if isinstance(value, str):
         return parsed(AccountRef.parse)(value)
     tree = struct(value, "AccountRef", ("id", "did", "name"))
-    return AccountRef(id=optional(tree, "id", text), did=optional(tree, "did", account_id),
-                      name=optional(tree, "name", account_name))
+    return AccountRef(
+        id=optional(tree, "id", text),
+        did=optional(tree, "did", account_id),
+        name=optional(tree, "name", account_name),
+    )
 
 
 def write_account_ref(value: AccountRef) -> dict[str, Any]:
@@ -118,8 +126,11 @@ def write_account_ref(value: AccountRef) -> dict[str, Any]:
 
 def account_handle(value: Any) -> AccountHandle:
     tree = struct(value, "AccountHandle", ("id", "did", "name"))
-    return AccountHandle(id=field(tree, "id", text), did=field(tree, "did", account_id),
-                         name=field(tree, "name", account_name))
+    return AccountHandle(
+        id=field(tree, "id", text),
+        did=field(tree, "did", account_id),
+        name=field(tree, "name", account_name),
+    )
 
 
 def write_account_handle(value: AccountHandle) -> dict[str, Any]:
@@ -131,9 +142,13 @@ def resource_ref(value: Any) -> ResourceRef:
     if isinstance(value, str):
         return parsed(ResourceRef.parse)(value)
     tree = struct(value, "ResourceRef", ("account", "type", "id", "did", "name"))
-    return ResourceRef(account=optional(tree, "account", account_ref), type=field(tree, "type", type_ref),
-                       id=optional(tree, "id", text), did=optional(tree, "did", did),
-                       name=optional(tree, "name", resource_name))
+    return ResourceRef(
+        account=optional(tree, "account", account_ref),
+        type=field(tree, "type", type_ref),
+        id=optional(tree, "id", text),
+        did=optional(tree, "did", did),
+        name=optional(tree, "name", resource_name),
+    )
 
 
 def write_resource_ref(value: ResourceRef) -> dict[str, Any]:

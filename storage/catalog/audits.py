@@ -45,10 +45,17 @@ _COLUMNS = "id, dataset_id, alias, scope, trigger, head, started_at, finished_at
 
 def _record(row: aiosqlite.Row, report: str | None = None) -> AuditRecord:
     return AuditRecord(
-        id=row[0], dataset_id=DatasetId.parse(row[1]), alias=row[2], scope=row[3], trigger=row[4],
+        id=row[0],
+        dataset_id=DatasetId.parse(row[1]),
+        alias=row[2],
+        scope=row[3],
+        trigger=row[4],
         head=hash_from_text(row[5]),
         started_at=from_text(row[6]),  # type: ignore[arg-type]
-        finished_at=from_text(row[7]), status=row[8], summary=row[9], report=report,  # type: ignore[arg-type]
+        finished_at=from_text(row[7]),
+        status=row[8],
+        summary=row[9],
+        report=report,  # type: ignore[arg-type]
     )
 
 
@@ -62,36 +69,54 @@ class AuditTable:
             inserted = await self._sql.execute(
                 "INSERT INTO audits (dataset_id, alias, scope, trigger, head, started_at, finished_at, status,"
                 " summary, report) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (str(record.dataset_id), record.alias, record.scope, record.trigger, hash_to_text(record.head),
-                 to_text(record.started_at), to_text(record.finished_at), record.status, record.summary,
-                 record.report))
+                (
+                    str(record.dataset_id),
+                    record.alias,
+                    record.scope,
+                    record.trigger,
+                    hash_to_text(record.head),
+                    to_text(record.started_at),
+                    to_text(record.finished_at),
+                    record.status,
+                    record.summary,
+                    record.report,
+                ),
+            )
             await self._sql.execute(
                 "DELETE FROM audits WHERE dataset_id = ? AND id NOT IN"
                 " (SELECT id FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?)",
-                (str(record.dataset_id), str(record.dataset_id), keep))
+                (str(record.dataset_id), str(record.dataset_id), keep),
+            )
         assert inserted.lastrowid is not None  # an INSERT sets it
         return inserted.lastrowid
 
     async def latest(self, dataset_id: DatasetId, scope: Scope | None = None) -> AuditRecord | None:
-        where, args = ("AND scope = ?", (str(dataset_id), scope)) if scope else ("", (str(dataset_id),))
+        where, args = (
+            ("AND scope = ?", (str(dataset_id), scope)) if scope else ("", (str(dataset_id),))
+        )
         row = await self._sql.fetchone(
-            f"SELECT {_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1", args)
+            f"SELECT {_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1",
+            args,
+        )
         return None if row is None else _record(row)
 
     async def latest_all(self) -> dict[DatasetId, AuditRecord]:
         """Each dataset's newest audit."""
         rows = await self._sql.fetchall(
-            f"SELECT {_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)")
+            f"SELECT {_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)"
+        )
         return {record.dataset_id: record for record in map(_record, rows)}
 
     async def last_full(self) -> dict[DatasetId, datetime]:
         """When each dataset last had a full audit (the audit schedule resumes from it)."""
         rows = await self._sql.fetchall(
-            "SELECT dataset_id, max(started_at) FROM audits WHERE scope = 'full' GROUP BY dataset_id")
+            "SELECT dataset_id, max(started_at) FROM audits WHERE scope = 'full' GROUP BY dataset_id"
+        )
         return {DatasetId.parse(row[0]): from_text(row[1]) for row in rows}  # type: ignore[misc]
 
     async def history(self, dataset_id: DatasetId, *, limit: int = 20) -> list[AuditRecord]:
         rows = await self._sql.fetchall(
             f"SELECT {_COLUMNS}, report FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
-            (str(dataset_id), limit))
+            (str(dataset_id), limit),
+        )
         return [_record(row, row[10]) for row in rows]

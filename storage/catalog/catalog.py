@@ -136,7 +136,11 @@ class Catalog:
     # --- datasets -------------------------------------------------------------------------------
 
     async def add_dataset(
-        self, id: DatasetId, alias: str, kind: DatasetKind, head: Multihash | None,
+        self,
+        id: DatasetId,
+        alias: str,
+        kind: DatasetKind,
+        head: Multihash | None,
         head_sequence: int | None,
     ) -> DatasetRecord:
         now = now_text()
@@ -144,7 +148,15 @@ class Catalog:
             try:
                 await self.sql.execute(
                     f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (str(id), alias, _KIND_TO_TEXT[kind], hash_to_text(head), head_sequence, now, now),
+                    (
+                        str(id),
+                        alias,
+                        _KIND_TO_TEXT[kind],
+                        hash_to_text(head),
+                        head_sequence,
+                        now,
+                        now,
+                    ),
                 )
             except aiosqlite.IntegrityError:
                 raise DatasetExistsError(
@@ -155,15 +167,21 @@ class Catalog:
         return record
 
     async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
-        row = await self.sql.fetchone(f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),))
+        row = await self.sql.fetchone(
+            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
+        )
         return None if row is None else _dataset(row)
 
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
-        row = await self.sql.fetchone(f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,))
+        row = await self.sql.fetchone(
+            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
+        )
         return None if row is None else _dataset(row)
 
     async def list_datasets(self) -> list[DatasetRecord]:
-        rows = await self.sql.fetchall(f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE")
+        rows = await self.sql.fetchall(
+            f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE"
+        )
         return [_dataset(row) for row in rows]
 
     async def update_head(self, id: DatasetId, head: Multihash, head_sequence: int) -> None:
@@ -177,10 +195,13 @@ class Catalog:
     async def rename_dataset(self, id: DatasetId, alias: str) -> None:
         try:
             changes = await self.sql.execute(
-                "UPDATE datasets SET alias = ?, updated_at = ? WHERE id = ?", (alias, now_text(), str(id))
+                "UPDATE datasets SET alias = ?, updated_at = ? WHERE id = ?",
+                (alias, now_text(), str(id)),
             )
         except aiosqlite.IntegrityError:
-            raise DatasetExistsError(f"catalog already has a dataset with alias {alias!r}") from None
+            raise DatasetExistsError(
+                f"catalog already has a dataset with alias {alias!r}"
+            ) from None
         if changes.rowcount == 0:
             raise DatasetNotFoundError(f"catalog has no dataset {id}")
 
@@ -207,11 +228,18 @@ class Catalog:
                     " head = excluded.head, head_sequence = excluded.head_sequence,"
                     " updated_at = excluded.updated_at",
                     (
-                        str(record.id), record.alias, _KIND_TO_TEXT[record.kind], hash_to_text(record.head),
-                        record.head_sequence, to_text(record.created_at), to_text(record.updated_at),
+                        str(record.id),
+                        record.alias,
+                        _KIND_TO_TEXT[record.kind],
+                        hash_to_text(record.head),
+                        record.head_sequence,
+                        to_text(record.created_at),
+                        to_text(record.updated_at),
                     ),
                 )
-                await self.sql.execute("DELETE FROM remote_aliases WHERE dataset_id = ?", (str(record.id),))
+                await self.sql.execute(
+                    "DELETE FROM remote_aliases WHERE dataset_id = ?", (str(record.id),)
+                )
                 for kind, refs in aliases.items():
                     await self.sql.executemany(
                         "INSERT INTO remote_aliases (dataset_id, kind, remote_ref) VALUES (?, ?, ?)",
@@ -223,7 +251,8 @@ class Catalog:
     async def add_remote(self, name: str, url: str) -> None:
         try:
             await self.sql.execute(
-                "INSERT INTO remotes (name, url, created_at) VALUES (?, ?, ?)", (name, url, now_text())
+                "INSERT INTO remotes (name, url, created_at) VALUES (?, ?, ?)",
+                (name, url, now_text()),
             )
         except aiosqlite.IntegrityError:
             raise DatasetExistsError(f"remote {name!r} already exists") from None
@@ -233,7 +262,10 @@ class Catalog:
         return None if row is None else row[0]
 
     async def list_remotes(self) -> list[tuple[str, str]]:
-        return [(row[0], row[1]) for row in await self.sql.fetchall("SELECT name, url FROM remotes ORDER BY name")]
+        return [
+            (row[0], row[1])
+            for row in await self.sql.fetchall("SELECT name, url FROM remotes ORDER BY name")
+        ]
 
     async def remove_remote(self, name: str) -> bool:
         changes = await self.sql.execute("DELETE FROM remotes WHERE name = ?", (name,))
@@ -246,7 +278,8 @@ class Catalog:
     ) -> None:
         async with self.sql.transaction():
             await self.sql.execute(
-                "DELETE FROM remote_aliases WHERE dataset_id = ? AND kind = ?", (str(dataset_id), kind)
+                "DELETE FROM remote_aliases WHERE dataset_id = ? AND kind = ?",
+                (str(dataset_id), kind),
             )
             await self.sql.executemany(
                 "INSERT INTO remote_aliases (dataset_id, kind, remote_ref) VALUES (?, ?, ?)",
@@ -271,11 +304,18 @@ class Catalog:
         if row is None:
             return None
         return SyncState(
-            dataset_id, remote, hash_from_text(row[0]), from_text(row[1]), hash_from_text(row[2]),
-            from_text(row[3]), from_text(row[4]),  # type: ignore[arg-type]
+            dataset_id,
+            remote,
+            hash_from_text(row[0]),
+            from_text(row[1]),
+            hash_from_text(row[2]),
+            from_text(row[3]),
+            from_text(row[4]),  # type: ignore[arg-type]
         )
 
-    async def record_remote_head(self, dataset_id: DatasetId, remote: str, head: Multihash | None) -> None:
+    async def record_remote_head(
+        self, dataset_id: DatasetId, remote: str, head: Multihash | None
+    ) -> None:
         now = now_text()
         await self.sql.execute(
             "INSERT INTO sync_state (dataset_id, remote, last_remote_head, last_remote_seen_at, updated_at)"
@@ -302,32 +342,48 @@ class Catalog:
     # --- transfers ------------------------------------------------------------------------------
 
     async def begin_transfer(
-        self, dataset_id: DatasetId, remote: str, direction: Direction, target_head: Multihash,
-        base_head: Multihash | None, objects_total: int | None = None,
+        self,
+        dataset_id: DatasetId,
+        remote: str,
+        direction: Direction,
+        target_head: Multihash,
+        base_head: Multihash | None,
+        objects_total: int | None = None,
     ) -> Transfer:
         """Start (or, for the same target, resume) the transfer of a dataset with a remote."""
         now = now_text()
         key = (str(dataset_id), remote, direction)
         async with self.sql.transaction():
             row = await self.sql.fetchone(
-                "SELECT target_head FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?", key
+                "SELECT target_head FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
+                key,
             )
             if row is not None and row[0] != hash_to_text(target_head):
                 await self.sql.execute(
-                    "DELETE FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?", key
+                    "DELETE FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
+                    key,
                 )
                 row = None
             if row is None:
                 await self.sql.execute(
                     "INSERT INTO transfers (dataset_id, remote, direction, base_head, target_head,"
                     " objects_total, started_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (*key, hash_to_text(base_head), hash_to_text(target_head), objects_total, now, now),
+                    (
+                        *key,
+                        hash_to_text(base_head),
+                        hash_to_text(target_head),
+                        objects_total,
+                        now,
+                        now,
+                    ),
                 )
             transfer = await self.get_transfer(dataset_id, remote, direction)
         assert transfer is not None  # written in the same transaction
         return transfer
 
-    async def get_transfer(self, dataset_id: DatasetId, remote: str, direction: Direction) -> Transfer | None:
+    async def get_transfer(
+        self, dataset_id: DatasetId, remote: str, direction: Direction
+    ) -> Transfer | None:
         row = await self.sql.fetchone(
             "SELECT id, base_head, target_head, objects_total, objects_done, bytes_done, started_at,"
             " updated_at FROM transfers WHERE dataset_id = ? AND remote = ? AND direction = ?",
@@ -336,12 +392,26 @@ class Catalog:
         if row is None:
             return None
         return Transfer(
-            row[0], dataset_id, remote, direction, hash_from_text(row[1]), hash_from_text(row[2]),  # type: ignore[arg-type]
-            row[3], row[4], row[5], from_text(row[6]), from_text(row[7]),  # type: ignore[arg-type]
+            row[0],
+            dataset_id,
+            remote,
+            direction,
+            hash_from_text(row[1]),
+            hash_from_text(row[2]),  # type: ignore[arg-type]
+            row[3],
+            row[4],
+            row[5],
+            from_text(row[6]),
+            from_text(row[7]),  # type: ignore[arg-type]
         )
 
     async def update_transfer(
-        self, transfer_id: int, *, objects_done: int, bytes_done: int, objects_total: int | None = None
+        self,
+        transfer_id: int,
+        *,
+        objects_done: int,
+        bytes_done: int,
+        objects_total: int | None = None,
     ) -> None:
         await self.sql.execute(
             "UPDATE transfers SET objects_done = ?, bytes_done = ?,"

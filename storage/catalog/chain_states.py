@@ -17,7 +17,9 @@ class ChainStateTable(SavedStateStore):
         self._sql = catalog.sql
 
     async def load(self, dataset_id: DatasetId) -> bytes | None:
-        row = await self._sql.fetchone("SELECT state FROM chain_states WHERE dataset_id = ?", (str(dataset_id),))
+        row = await self._sql.fetchone(
+            "SELECT state FROM chain_states WHERE dataset_id = ?", (str(dataset_id),)
+        )
         if row is None:
             return None
         state = row[0]

@@ -36,7 +36,9 @@ def load_migrations() -> list[Migration]:
     found.sort(key=lambda m: m.version)
     versions = [m.version for m in found]
     if versions != list(range(1, len(found) + 1)):
-        raise StorageError(f"catalog migrations must be numbered 1..n without gaps, found {versions}")
+        raise StorageError(
+            f"catalog migrations must be numbered 1..n without gaps, found {versions}"
+        )
     return found
 
 
@@ -50,7 +52,9 @@ def split_statements(sql: str) -> list[str]:
             if pending.strip():
                 statements.append(pending.strip())
             pending = ""
-    leftover = [line for line in pending.splitlines() if line.strip() and not line.strip().startswith("--")]
+    leftover = [
+        line for line in pending.splitlines() if line.strip() and not line.strip().startswith("--")
+    ]
     if leftover:
         raise StorageError(f"incomplete SQL statement at the end of a migration: {pending[:80]!r}")
     return statements

@@ -103,40 +103,77 @@ class AttemptBookkeeping:
 
 
 def _targets_json(state: Mapping[str, TargetState]) -> str:
-    return json.dumps({target: {"head": hash_to_text(s.head), "remote": s.remote, "error": s.error}
-                       for target, s in state.items()}, sort_keys=True)
+    return json.dumps(
+        {
+            target: {"head": hash_to_text(s.head), "remote": s.remote, "error": s.error}
+            for target, s in state.items()
+        },
+        sort_keys=True,
+    )
 
 
 def _targets_of(text: str) -> Mapping[str, TargetState]:
-    return MappingProxyType({target: TargetState(hash_from_text(v.get("head")), v.get("remote"), v.get("error"))
-                             for target, v in json.loads(text).items()})
+    return MappingProxyType(
+        {
+            target: TargetState(hash_from_text(v.get("head")), v.get("remote"), v.get("error"))
+            for target, v in json.loads(text).items()
+        }
+    )
 
 
-_MIRROR_COLUMNS = ("name, source, targets, interval_seconds, paused, resource_id, created_at, updated_at,"
-                   " next_run_at, consecutive_failures, last_attempt_at, last_success_at, last_error,"
-                   " source_head, source_sequence, source_cid, pinned_cid, target_state")
+_MIRROR_COLUMNS = (
+    "name, source, targets, interval_seconds, paused, resource_id, created_at, updated_at,"
+    " next_run_at, consecutive_failures, last_attempt_at, last_success_at, last_error,"
+    " source_head, source_sequence, source_cid, pinned_cid, target_state"
+)
 
 
 def _mirror(row: aiosqlite.Row) -> MirrorRecord:
     return MirrorRecord(
-        name=row[0], source=row[1], targets=tuple(json.loads(row[2])), interval=row[3], paused=bool(row[4]),
-        resource_id=row[5], created_at=from_text(row[6]), updated_at=from_text(row[7]),  # type: ignore[arg-type]
-        next_run_at=from_text(row[8]), consecutive_failures=row[9], last_attempt_at=from_text(row[10]),
-        last_success_at=from_text(row[11]), last_error=row[12], source_head=hash_from_text(row[13]), source_sequence=row[14],
-        source_cid=row[15], pinned_cid=row[16], target_state=_targets_of(row[17]),
+        name=row[0],
+        source=row[1],
+        targets=tuple(json.loads(row[2])),
+        interval=row[3],
+        paused=bool(row[4]),
+        resource_id=row[5],
+        created_at=from_text(row[6]),
+        updated_at=from_text(row[7]),  # type: ignore[arg-type]
+        next_run_at=from_text(row[8]),
+        consecutive_failures=row[9],
+        last_attempt_at=from_text(row[10]),
+        last_success_at=from_text(row[11]),
+        last_error=row[12],
+        source_head=hash_from_text(row[13]),
+        source_sequence=row[14],
+        source_cid=row[15],
+        pinned_cid=row[16],
+        target_state=_targets_of(row[17]),
     )
 
 
-_ATTEMPT_COLUMNS = ("id, mirror, source, dataset_id, started_at, finished_at, outcome, old_head, new_head,"
-                    " source_head, blocks, objects, bytes, pushes, error")
+_ATTEMPT_COLUMNS = (
+    "id, mirror, source, dataset_id, started_at, finished_at, outcome, old_head, new_head,"
+    " source_head, blocks, objects, bytes, pushes, error"
+)
 
 
 def _attempt(row: aiosqlite.Row) -> SyncAttempt:
     return SyncAttempt(
-        id=row[0], mirror=row[1], source=row[2], dataset_id=None if row[3] is None else DatasetId.parse(row[3]),
-        started_at=from_text(row[4]), finished_at=from_text(row[5]), outcome=row[6],  # type: ignore[arg-type]
-        old_head=hash_from_text(row[7]), new_head=hash_from_text(row[8]), source_head=hash_from_text(row[9]), blocks=row[10],
-        objects=row[11], bytes=row[12], pushes=tuple(json.loads(row[13])), error=row[14],
+        id=row[0],
+        mirror=row[1],
+        source=row[2],
+        dataset_id=None if row[3] is None else DatasetId.parse(row[3]),
+        started_at=from_text(row[4]),
+        finished_at=from_text(row[5]),
+        outcome=row[6],  # type: ignore[arg-type]
+        old_head=hash_from_text(row[7]),
+        new_head=hash_from_text(row[8]),
+        source_head=hash_from_text(row[9]),
+        blocks=row[10],
+        objects=row[11],
+        bytes=row[12],
+        pushes=tuple(json.loads(row[13])),
+        error=row[14],
     )
 
 
@@ -144,21 +181,38 @@ class MirrorTable:
     def __init__(self, catalog: Catalog) -> None:
         self._sql = catalog.sql
 
-    async def add(self, name: str, source: str, targets: Sequence[str], interval: float, *,
-                  resource_id: str | None = None) -> MirrorRecord:
+    async def add(
+        self,
+        name: str,
+        source: str,
+        targets: Sequence[str],
+        interval: float,
+        *,
+        resource_id: str | None = None,
+    ) -> MirrorRecord:
         now = now_text()
         async with self._sql.transaction():
             try:
                 await self._sql.execute(
                     "INSERT INTO mirrors (name, source, targets, interval_seconds, resource_id, created_at,"
                     " updated_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (name, source, json.dumps(list(targets)), interval, resource_id, now, now))
+                    (name, source, json.dumps(list(targets)), interval, resource_id, now, now),
+                )
             except aiosqlite.IntegrityError:
-                raise MirrorExistsError(f"a mirror named {name} already exists (see `odfd mirror list`)") from None
+                raise MirrorExistsError(
+                    f"a mirror named {name} already exists (see `odfd mirror list`)"
+                ) from None
             return await self.require(name)
 
-    async def update(self, name: str, *, source: str, targets: Sequence[str], interval: float,
-                     resource_id: str | None) -> MirrorRecord:
+    async def update(
+        self,
+        name: str,
+        *,
+        source: str,
+        targets: Sequence[str],
+        interval: float,
+        resource_id: str | None,
+    ) -> MirrorRecord:
         """Change what a mirror syncs; a new source forgets what was known about the old one."""
         async with self._sql.transaction():
             current = await self.require(name)
@@ -168,11 +222,22 @@ class MirrorTable:
                 " source_head = CASE WHEN ? THEN source_head END,"
                 " source_sequence = CASE WHEN ? THEN source_sequence END, source_cid = CASE WHEN ? THEN source_cid END,"
                 " consecutive_failures = CASE WHEN ? THEN consecutive_failures ELSE 0 END WHERE name = ?",
-                (source, json.dumps(list(targets)), interval, resource_id, now_text(), *[same_source] * 4, name))
+                (
+                    source,
+                    json.dumps(list(targets)),
+                    interval,
+                    resource_id,
+                    now_text(),
+                    *[same_source] * 4,
+                    name,
+                ),
+            )
             return await self.require(name)
 
     async def get(self, name: str) -> MirrorRecord | None:
-        row = await self._sql.fetchone(f"SELECT {_MIRROR_COLUMNS} FROM mirrors WHERE name = ?", (name,))
+        row = await self._sql.fetchone(
+            f"SELECT {_MIRROR_COLUMNS} FROM mirrors WHERE name = ?", (name,)
+        )
         return None if row is None else _mirror(row)
 
     async def require(self, name: str) -> MirrorRecord:
@@ -182,7 +247,9 @@ class MirrorTable:
         return record
 
     async def list(self) -> list[MirrorRecord]:
-        rows = await self._sql.fetchall(f"SELECT {_MIRROR_COLUMNS} FROM mirrors ORDER BY name COLLATE NOCASE")
+        rows = await self._sql.fetchall(
+            f"SELECT {_MIRROR_COLUMNS} FROM mirrors ORDER BY name COLLATE NOCASE"
+        )
         return [_mirror(row) for row in rows]
 
     async def remove(self, name: str) -> MirrorRecord:
@@ -194,12 +261,16 @@ class MirrorTable:
     async def set_paused(self, name: str, paused: bool) -> MirrorRecord:
         async with self._sql.transaction():
             await self.require(name)
-            await self._sql.execute("UPDATE mirrors SET paused = ?, updated_at = ? WHERE name = ?",
-                                    (paused, now_text(), name))
+            await self._sql.execute(
+                "UPDATE mirrors SET paused = ?, updated_at = ? WHERE name = ?",
+                (paused, now_text(), name),
+            )
             return await self.require(name)
 
     async def set_next_run(self, name: str, at: datetime) -> None:
-        await self._sql.execute("UPDATE mirrors SET next_run_at = ? WHERE name = ?", (to_text(at), name))
+        await self._sql.execute(
+            "UPDATE mirrors SET next_run_at = ? WHERE name = ?", (to_text(at), name)
+        )
 
     # --- attempts -------------------------------------------------------------------------------
 
@@ -211,18 +282,44 @@ class MirrorTable:
                 "INSERT INTO sync_attempts (mirror, source, dataset_id, started_at, finished_at, duration_seconds,"
                 " outcome, old_head, new_head, source_head, blocks, objects, bytes, pushes, error)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (attempt.mirror, attempt.source, None if attempt.dataset_id is None else str(attempt.dataset_id),
-                 to_text(attempt.started_at), to_text(attempt.finished_at), attempt.duration, attempt.outcome,
-                 hash_to_text(attempt.old_head), hash_to_text(attempt.new_head), hash_to_text(attempt.source_head),
-                 attempt.blocks, attempt.objects, attempt.bytes, json.dumps(list(attempt.pushes)), attempt.error))
+                (
+                    attempt.mirror,
+                    attempt.source,
+                    None if attempt.dataset_id is None else str(attempt.dataset_id),
+                    to_text(attempt.started_at),
+                    to_text(attempt.finished_at),
+                    attempt.duration,
+                    attempt.outcome,
+                    hash_to_text(attempt.old_head),
+                    hash_to_text(attempt.new_head),
+                    hash_to_text(attempt.source_head),
+                    attempt.blocks,
+                    attempt.objects,
+                    attempt.bytes,
+                    json.dumps(list(attempt.pushes)),
+                    attempt.error,
+                ),
+            )
             await self._sql.execute(
                 "UPDATE mirrors SET next_run_at = ?, consecutive_failures = ?, last_attempt_at = ?,"
                 " last_success_at = CASE WHEN ? THEN ? ELSE last_success_at END, last_error = ?,"
                 " source_head = ?, source_sequence = ?, source_cid = ?, pinned_cid = ?, target_state = ?"
                 " WHERE name = ?",
-                (to_text(book.next_run_at), book.consecutive_failures, to_text(attempt.finished_at), succeeded,
-                 to_text(attempt.finished_at), book.last_error, hash_to_text(book.source_head), book.source_sequence,
-                 book.source_cid, book.pinned_cid, _targets_json(book.target_state), attempt.mirror))
+                (
+                    to_text(book.next_run_at),
+                    book.consecutive_failures,
+                    to_text(attempt.finished_at),
+                    succeeded,
+                    to_text(attempt.finished_at),
+                    book.last_error,
+                    hash_to_text(book.source_head),
+                    book.source_sequence,
+                    book.source_cid,
+                    book.pinned_cid,
+                    _targets_json(book.target_state),
+                    attempt.mirror,
+                ),
+            )
         assert inserted.lastrowid is not None  # an INSERT sets it
         return inserted.lastrowid
 
@@ -230,16 +327,20 @@ class MirrorTable:
         """Newest first; of one mirror, or of all."""
         where, args = ("WHERE mirror = ?", (name, limit)) if name is not None else ("", (limit,))
         rows = await self._sql.fetchall(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM sync_attempts {where} ORDER BY id DESC LIMIT ?", args)
+            f"SELECT {_ATTEMPT_COLUMNS} FROM sync_attempts {where} ORDER BY id DESC LIMIT ?", args
+        )
         return [_attempt(row) for row in rows]
 
     async def latest_attempts(self) -> dict[str, SyncAttempt]:
         """Each mirror's newest attempt, by mirror name."""
         rows = await self._sql.fetchall(
             f"SELECT {_ATTEMPT_COLUMNS} FROM sync_attempts"
-            " WHERE id IN (SELECT max(id) FROM sync_attempts GROUP BY mirror)")
+            " WHERE id IN (SELECT max(id) FROM sync_attempts GROUP BY mirror)"
+        )
         return {attempt.mirror: attempt for attempt in map(_attempt, rows)}
 
     async def prune_attempts(self, before: datetime) -> int:
-        changes = await self._sql.execute("DELETE FROM sync_attempts WHERE started_at < ?", (to_text(before),))
+        changes = await self._sql.execute(
+            "DELETE FROM sync_attempts WHERE started_at < ?", (to_text(before),)
+        )
         return changes.rowcount

@@ -59,9 +59,16 @@ _COLUMNS = "id, schema, name, labels, annotations, spec, generation, status, cre
 
 def _record(row: aiosqlite.Row) -> ResourceRecord:
     return ResourceRecord(
-        id=row[0], schema=row[1], name=row[2], labels=json.loads(row[3]), annotations=json.loads(row[4]),
-        spec=json.loads(row[5]), generation=row[6], status=json.loads(row[7]),
-        created_at=from_text(row[8]), updated_at=from_text(row[9]),  # type: ignore[arg-type]
+        id=row[0],
+        schema=row[1],
+        name=row[2],
+        labels=json.loads(row[3]),
+        annotations=json.loads(row[4]),
+        spec=json.loads(row[5]),
+        generation=row[6],
+        status=json.loads(row[7]),
+        created_at=from_text(row[8]),
+        updated_at=from_text(row[9]),  # type: ignore[arg-type]
     )
 
 
@@ -69,34 +76,62 @@ class ResourceTable:
     def __init__(self, catalog: Catalog) -> None:
         self._sql = catalog.sql
 
-    async def put(self, schema: str, name: str, spec: JsonObject, *, labels: JsonObject, annotations: JsonObject,
-                  resource_id: str | None, initial_status: JsonObject) -> PutResult:
+    async def put(
+        self,
+        schema: str,
+        name: str,
+        spec: JsonObject,
+        *,
+        labels: JsonObject,
+        annotations: JsonObject,
+        resource_id: str | None,
+        initial_status: JsonObject,
+    ) -> PutResult:
         """Create or update the resource named by ``resource_id`` (if given) else by type and name."""
         async with self._sql.transaction():
             if resource_id is not None:
-                row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+                row = await self._sql.fetchone(
+                    f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,)
+                )
                 if row is not None and row[1] != schema:
                     raise StorageError(f"resource {resource_id} is a {row[1]}, not a {schema}")
             else:
-                row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
-                                               (schema, name))
+                row = await self._sql.fetchone(
+                    f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
+                    (schema, name),
+                )
             now = now_text()
             if row is None:
                 new_id = resource_id or str(uuid.uuid4())
                 try:
                     await self._sql.execute(
                         f"INSERT INTO resources ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
-                        (new_id, schema, name, canonical(labels), canonical(annotations), canonical(spec),
-                         canonical(initial_status), now, now))
+                        (
+                            new_id,
+                            schema,
+                            name,
+                            canonical(labels),
+                            canonical(annotations),
+                            canonical(spec),
+                            canonical(initial_status),
+                            now,
+                            now,
+                        ),
+                    )
                 except aiosqlite.IntegrityError:
-                    raise StorageError(f"another {schema} resource is already named {name}") from None
+                    raise StorageError(
+                        f"another {schema} resource is already named {name}"
+                    ) from None
                 change, record_id = "created", new_id
             else:
                 current = _record(row)
                 record_id = current.id
-                same = (current.name == name and canonical(current.spec) == canonical(spec)
-                        and canonical(current.labels) == canonical(labels)
-                        and canonical(current.annotations) == canonical(annotations))
+                same = (
+                    current.name == name
+                    and canonical(current.spec) == canonical(spec)
+                    and canonical(current.labels) == canonical(labels)
+                    and canonical(current.annotations) == canonical(annotations)
+                )
                 if same:
                     change = "unchanged"
                 else:
@@ -105,31 +140,51 @@ class ResourceTable:
                             "UPDATE resources SET name = ?, labels = ?, annotations = ?, spec = ?,"
                             " generation = generation + 1, status = json_set(status, '$.phase', 'Pending'),"
                             " updated_at = ? WHERE id = ?",
-                            (name, canonical(labels), canonical(annotations), canonical(spec), now, record_id))
+                            (
+                                name,
+                                canonical(labels),
+                                canonical(annotations),
+                                canonical(spec),
+                                now,
+                                record_id,
+                            ),
+                        )
                     except aiosqlite.IntegrityError:
-                        raise StorageError(f"another {schema} resource is already named {name}") from None
+                        raise StorageError(
+                            f"another {schema} resource is already named {name}"
+                        ) from None
                     change = "configured"
             record = await self.get(record_id)
         assert record is not None  # written in the same transaction
         return PutResult(record, change)
 
     async def get(self, resource_id: str) -> ResourceRecord | None:
-        row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,))
+        row = await self._sql.fetchone(
+            f"SELECT {_COLUMNS} FROM resources WHERE id = ?", (resource_id,)
+        )
         return None if row is None else _record(row)
 
     async def find(self, schema: str, name: str) -> ResourceRecord | None:
-        row = await self._sql.fetchone(f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?",
-                                       (schema, name))
+        row = await self._sql.fetchone(
+            f"SELECT {_COLUMNS} FROM resources WHERE schema = ? AND name = ?", (schema, name)
+        )
         return None if row is None else _record(row)
 
     async def list(self, schema: str | None = None) -> list[ResourceRecord]:
         where, args = ("WHERE schema = ?", (schema,)) if schema is not None else ("", ())
-        rows = await self._sql.fetchall(f"SELECT {_COLUMNS} FROM resources {where} ORDER BY schema, name", args)
+        rows = await self._sql.fetchall(
+            f"SELECT {_COLUMNS} FROM resources {where} ORDER BY schema, name", args
+        )
         return [_record(row) for row in rows]
 
-    async def update_status(self, resource_id: str, *, phase: str | None = None,
-                            observed_generation: int | None = None,
-                            conditions: Mapping[str, JsonObject | None] | None = None) -> bool:
+    async def update_status(
+        self,
+        resource_id: str,
+        *,
+        phase: str | None = None,
+        observed_generation: int | None = None,
+        conditions: Mapping[str, JsonObject | None] | None = None,
+    ) -> bool:
         """Change parts of a resource's status in one statement (so the controllers and the
         writers of conditions never lose each other's updates): ``phase`` and
         ``observedGeneration`` (then ``reconciledAt`` is set to now), and conditions by key
@@ -138,7 +193,10 @@ class ResourceTable:
         if phase is not None:
             expression, args = f"json_set({expression}, '$.phase', ?)", [*args, phase]
         if observed_generation is not None:
-            expression, args = f"json_set({expression}, '$.observedGeneration', ?)", [*args, observed_generation]
+            expression, args = (
+                f"json_set({expression}, '$.observedGeneration', ?)",
+                [*args, observed_generation],
+            )
         for key, value in (conditions or {}).items():
             if '"' in key:
                 raise StorageError(f"condition key {key!r} must not contain a double quote")
@@ -146,7 +204,10 @@ class ResourceTable:
             if value is None:
                 expression, args = f"json_remove({expression}, ?)", [*args, path]
             else:
-                expression, args = f"json_set({expression}, ?, json(?))", [*args, path, canonical(value)]
+                expression, args = (
+                    f"json_set({expression}, ?, json(?))",
+                    [*args, path, canonical(value)],
+                )
         if expression == "status":
             return False
         now = now_text()
@@ -155,7 +216,8 @@ class ResourceTable:
             stamped, stamp_args = f"json_set({expression}, '$.reconciledAt', ?)", [*args, now]
         changes = await self._sql.execute(
             f"UPDATE resources SET status = {stamped}, updated_at = ? WHERE id = ? AND status != {expression}",
-            (*stamp_args, now, resource_id, *args))
+            (*stamp_args, now, resource_id, *args),
+        )
         return changes.rowcount > 0
 
     async def delete(self, resource_id: str) -> None:

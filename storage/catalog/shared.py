@@ -128,7 +128,9 @@ class SharedConnection:
                 await self._db.execute(f"ROLLBACK TO {name}")
                 await self._db.execute(f"RELEASE {name}")
             except sqlite3.OperationalError as error:
-                if "no such savepoint" not in str(error):  # released before a cancellation reached us
+                if "no such savepoint" not in str(
+                    error
+                ):  # released before a cancellation reached us
                     raise
             raise
 

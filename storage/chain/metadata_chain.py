@@ -18,10 +18,15 @@ import sqlite3
 from collections import ChainMap, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Sequence
 
-from protocol.codec.flatbuffers import block_hash, decode_block, hash_block, is_block_hash, peek_prev_block_hash
+from protocol.codec.flatbuffers import (
+    block_hash,
+    decode_block,
+    hash_block,
+    is_block_hash,
+    peek_prev_block_hash,
+)
 from protocol.errors import DecodeError
-from protocol.identity import Multihash
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState, SavedStateError, SavedStateStore
@@ -89,7 +94,9 @@ class MetadataChain:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""
         return _decode_verified(hash, await self.blocks.get_bytes(hash))
 
-    async def _get_linked(self, hash: Multihash, child: tuple[Multihash, int | None] | None) -> bytes:
+    async def _get_linked(
+        self, hash: Multihash, child: tuple[Multihash, int | None] | None
+    ) -> bytes:
         """Bytes of ``hash``; a missing block named by ``child`` (hash, sequence number) is a
         broken chain, reported against the child."""
         try:
@@ -135,7 +142,10 @@ class MetadataChain:
         return blocks
 
     async def iter_blocks_forward(
-        self, head: Multihash | None = None, *, after: Container[Multihash] = (),
+        self,
+        head: Multihash | None = None,
+        *,
+        after: Container[Multihash] = (),
         segment: int = FORWARD_SEGMENT,
     ) -> AsyncIterator[tuple[Multihash, MetadataBlock]]:
         """Blocks oldest first up to ``head`` (default: the current head): from the ``Seed``, or
@@ -185,7 +195,9 @@ class MetadataChain:
 
     # --- state ----------------------------------------------------------------------------------
 
-    async def state(self, head: Multihash | None = None, *, use_current_head: bool = True) -> ChainState:
+    async def state(
+        self, head: Multihash | None = None, *, use_current_head: bool = True
+    ) -> ChainState:
         """The rules' summary of the chain at ``head`` (default: the current head).
 
         From a state kept in memory when there is one for ``head``; else from the saved state
@@ -202,8 +214,11 @@ class MetadataChain:
             state = await self._restore_saved_state(head)
         if state is None:
             state, blocks_applied = await self._compute_state(head)
-            if (blocks_applied >= _SAVE_AFTER_BLOCKS and self.saved_states is not None
-                    and head == await self.head()):
+            if (
+                blocks_applied >= _SAVE_AFTER_BLOCKS
+                and self.saved_states is not None
+                and head == await self.head()
+            ):
                 await self._save_state(state)
         self._remember(state)
         return state.copy()
@@ -252,12 +267,21 @@ class MetadataChain:
     async def _save_state(self, state: ChainState) -> None:
         """Best effort: the saved state is a cache, and by now the head has already moved, so a
         failure to save (a busy or read-only catalog) costs the next process a recomputation only."""
-        if self.saved_states is not None and self.dataset_id is not None and state.seed_block is not None:
+        if (
+            self.saved_states is not None
+            and self.dataset_id is not None
+            and state.seed_block is not None
+        ):
             saved = SavedState.of(state)
             try:
                 await self.saved_states.save(self.dataset_id, saved.head, saved.to_bytes())
             except (OSError, sqlite3.Error, StorageError) as error:
-                _log.warning("could not save the chain state of %s at %s: %s", self.dataset_id, saved.head, error)
+                _log.warning(
+                    "could not save the chain state of %s at %s: %s",
+                    self.dataset_id,
+                    saved.head,
+                    error,
+                )
 
     def _remember(self, state: ChainState) -> None:
         assert state.head is not None  # only states past a block are kept
@@ -290,7 +314,11 @@ class MetadataChain:
         return await self._move_head(expected, state)
 
     async def append_events(
-        self, events: Sequence[MetadataEvent], *, expected_head: Multihash | None, system_time: Timestamp
+        self,
+        events: Sequence[MetadataEvent],
+        *,
+        expected_head: Multihash | None,
+        system_time: Timestamp,
     ) -> tuple[Multihash, list[MetadataBlock]]:
         """Wrap events into the blocks following ``expected_head`` (one system time), check,
         store and move head once; returns the new head and the blocks."""
@@ -301,8 +329,12 @@ class MetadataChain:
         encoded: list[bytes] = []
         prev = expected_head
         for event in events:
-            block = MetadataBlock(system_time=system_time, prev_block_hash=prev,
-                                  sequence_number=state.sequence_number + 1, event=event)
+            block = MetadataBlock(
+                system_time=system_time,
+                prev_block_hash=prev,
+                sequence_number=state.sequence_number + 1,
+                event=event,
+            )
             prev, data = hash_block(block)
             state.apply(prev, block)
             await self._check_objects(prev, block)
@@ -348,53 +380,81 @@ async def check_block_objects(
     if not isinstance(event, (AddData, ExecuteTransform)):
         return
     if event.new_data is not None and data is not None:
-        await _check_object(data, event.new_data.physical_hash, event.new_data.size,
-                            "event.newData", hash, block)
+        await _check_object(
+            data, event.new_data.physical_hash, event.new_data.size, "event.newData", hash, block
+        )
     if event.new_checkpoint is not None and checkpoints is not None:
-        await _check_object(checkpoints, event.new_checkpoint.physical_hash,
-                            event.new_checkpoint.size, "event.newCheckpoint", hash, block)
+        await _check_object(
+            checkpoints,
+            event.new_checkpoint.physical_hash,
+            event.new_checkpoint.size,
+            "event.newCheckpoint",
+            hash,
+            block,
+        )
 
 
 async def _check_object(
-    store: ObjectStore, object_hash: Multihash, size: int, field: str, hash: Multihash,
+    store: ObjectStore,
+    object_hash: Multihash,
+    size: int,
+    field: str,
+    hash: Multihash,
     block: MetadataBlock,
 ) -> None:
     try:
         actual = await store.size(object_hash)
     except ObjectNotFoundError:
-        raise ChainRuleError("missing-object", f"{field}.physicalHash {object_hash} is not stored",
-                             sequence_number=block.sequence_number, block_hash=hash) from None
+        raise ChainRuleError(
+            "missing-object",
+            f"{field}.physicalHash {object_hash} is not stored",
+            sequence_number=block.sequence_number,
+            block_hash=hash,
+        ) from None
     if actual != size:
-        raise ChainRuleError("missing-object", f"{field} {object_hash} is {actual} bytes, "
-                             f"the block records {size}", sequence_number=block.sequence_number,
-                             block_hash=hash)
+        raise ChainRuleError(
+            "missing-object",
+            f"{field} {object_hash} is {actual} bytes, the block records {size}",
+            sequence_number=block.sequence_number,
+            block_hash=hash,
+        )
 
 
 def _missing_block(hash: Multihash, child: tuple[Multihash, int | None]) -> ChainRuleError:
     """A broken link: ``child`` (hash, sequence number) names ``hash``, which is not stored."""
     return ChainRuleError(
-        "missing-block", f"prevBlockHash names block {hash}, which is not stored",
-        sequence_number=child[1], block_hash=child[0],
+        "missing-block",
+        f"prevBlockHash names block {hash}, which is not stored",
+        sequence_number=child[1],
+        block_hash=child[0],
     )
 
 
-def _not_decreasing(hash: Multihash, block: MetadataBlock, child: tuple[Multihash, int]) -> ChainRuleError:
+def _not_decreasing(
+    hash: Multihash, block: MetadataBlock, child: tuple[Multihash, int]
+) -> ChainRuleError:
     """Walking back, ``block`` is the parent of ``child`` (hash, sequence number) but does not
     have a smaller sequence number."""
     return ChainRuleError(
-        "sequence-number", f"block {hash} has sequenceNumber {block.sequence_number} but is the "
+        "sequence-number",
+        f"block {hash} has sequenceNumber {block.sequence_number} but is the "
         f"previous block of {child[0]} (#{child[1]}): sequence numbers must decrease walking back",
-        sequence_number=block.sequence_number, block_hash=hash,
+        sequence_number=block.sequence_number,
+        block_hash=hash,
     )
 
 
-def _endless_links(last: Multihash, next: Multihash, head: Multihash, head_sequence_number: int) -> ChainRuleError:
+def _endless_links(
+    last: Multihash, next: Multihash, head: Multihash, head_sequence_number: int
+) -> ChainRuleError:
     """Walking back from ``head``, ``last`` should be the ``Seed`` (#0) yet still links on."""
     return ChainRuleError(
-        "sequence-number", f"block {last} is {head_sequence_number} blocks below head {head} "
+        "sequence-number",
+        f"block {last} is {head_sequence_number} blocks below head {head} "
         f"(#{head_sequence_number}), so it must be #0, but its prevBlockHash names {next}: the "
         "links do not end at the Seed (a cycle or a corrupt block)",
-        sequence_number=0, block_hash=last,
+        sequence_number=0,
+        block_hash=last,
     )
 
 

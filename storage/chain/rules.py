@@ -35,8 +35,7 @@ from collections.abc import Callable
 from typing import Any
 
 from protocol.errors import ParseError
-from protocol.identity import Multihash
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 from protocol.model import (
     AddData,
     AddPushSource,
@@ -65,11 +64,29 @@ class ChainState:
     """What the rules need to know about a chain at its head. Mutable; ``copy`` before trying."""
 
     __slots__ = (
-        "dataset_id", "head", "sequence_number", "system_time", "kind", "last_offset",
-        "last_checkpoint", "last_watermark", "last_source_state", "schema", "vocab",
-        "polling_source", "push_sources", "transform", "transform_input_ids", "transform_inputs",
-        "seed_block", "last_data_block", "schema_block", "vocab_block", "polling_source_block",
-        "push_source_blocks", "transform_block",
+        "dataset_id",
+        "head",
+        "sequence_number",
+        "system_time",
+        "kind",
+        "last_offset",
+        "last_checkpoint",
+        "last_watermark",
+        "last_source_state",
+        "schema",
+        "vocab",
+        "polling_source",
+        "push_sources",
+        "transform",
+        "transform_input_ids",
+        "transform_inputs",
+        "seed_block",
+        "last_data_block",
+        "schema_block",
+        "vocab_block",
+        "polling_source_block",
+        "push_source_blocks",
+        "transform_block",
     )
 
     def __init__(self, dataset_id: DatasetId | None = None) -> None:
@@ -121,17 +138,24 @@ class ChainState:
         """
         check = _Check(block, hash)
         if block.prev_block_hash != self.head:
-            check.fail("hash-link", f"prevBlockHash is {block.prev_block_hash or '<none>'}, "
-                       f"expected {self.head or '<none> (first block)'}")
+            check.fail(
+                "hash-link",
+                f"prevBlockHash is {block.prev_block_hash or '<none>'}, "
+                f"expected {self.head or '<none> (first block)'}",
+            )
         if block.sequence_number != self.sequence_number + 1:
-            check.fail("sequence-number", f"sequenceNumber is {block.sequence_number}, "
-                       f"expected {self.sequence_number + 1}")
+            check.fail(
+                "sequence-number",
+                f"sequenceNumber is {block.sequence_number}, expected {self.sequence_number + 1}",
+            )
         event = block.event
         if self.head is None and not isinstance(event, Seed):
             check.fail("seed-first", f"the first block must carry a Seed event, not {_kind(event)}")
         if self.system_time is not None and block.system_time < self.system_time:
-            check.fail("system-time-monotonic",
-                       f"systemTime {block.system_time} is before the previous block's {self.system_time}")
+            check.fail(
+                "system-time-monotonic",
+                f"systemTime {block.system_time} is before the previous block's {self.system_time}",
+            )
         handler = _HANDLERS.get(type(event))
         if handler is None:
             check.fail("unknown-event", f"event {_kind(event)} is not a metadata event")
@@ -151,8 +175,9 @@ class _Check:
         self.hash = hash
 
     def fail(self, rule: str, message: str) -> Any:
-        raise ChainRuleError(rule, message, sequence_number=self.block.sequence_number,
-                             block_hash=self.hash)
+        raise ChainRuleError(
+            rule, message, sequence_number=self.block.sequence_number, block_hash=self.hash
+        )
 
 
 def _kind(event: object) -> str:
@@ -162,18 +187,23 @@ def _kind(event: object) -> str:
 def _require_kind(state: ChainState, check: _Check, event: object, kind: DatasetKind) -> None:
     if state.kind is not kind:
         rule = "root-only" if kind is DatasetKind.ROOT else "derivative-only"
-        check.fail(rule, f"{_kind(event)} is only allowed on {kind.value} datasets, "
-                   f"this one is {state.kind.value if state.kind else 'unseeded'}")
+        check.fail(
+            rule,
+            f"{_kind(event)} is only allowed on {kind.value} datasets, "
+            f"this one is {state.kind.value if state.kind else 'unseeded'}",
+        )
 
 
 # --- identity ---------------------------------------------------------------------------------
+
 
 def _on_seed(state: ChainState, check: _Check, event: Seed) -> None:
     if state.head is not None:
         check.fail("seed-once", "a Seed event may only be the first block of a chain")
     if state.dataset_id is not None and event.dataset_id != state.dataset_id:
-        check.fail("seed-identity", f"event.datasetId is {event.dataset_id}, "
-                   f"expected {state.dataset_id}")
+        check.fail(
+            "seed-identity", f"event.datasetId is {event.dataset_id}, expected {state.dataset_id}"
+        )
     state.dataset_id = event.dataset_id
     state.kind = event.dataset_kind
     state.seed_block = check.hash
@@ -181,39 +211,61 @@ def _on_seed(state: ChainState, check: _Check, event: Seed) -> None:
 
 # --- data events (RFC-014) --------------------------------------------------------------------
 
+
 def _check_data_stream(state: ChainState, check: _Check, event: AddData | ExecuteTransform) -> None:
     if event.prev_offset != state.last_offset:
-        check.fail("prev-offset", f"event.prevOffset is {event.prev_offset}, the last offset "
-                   f"in the chain is {state.last_offset}")
+        check.fail(
+            "prev-offset",
+            f"event.prevOffset is {event.prev_offset}, the last offset "
+            f"in the chain is {state.last_offset}",
+        )
     new_data = event.new_data
     if new_data is not None:
         interval = new_data.offset_interval
         expected_start = 0 if event.prev_offset is None else event.prev_offset + 1
         if interval.start != expected_start:
-            check.fail("offset-interval", f"event.newData.offsetInterval.start is {interval.start}, "
-                       f"expected {expected_start} (prevOffset + 1)")
+            check.fail(
+                "offset-interval",
+                f"event.newData.offsetInterval.start is {interval.start}, "
+                f"expected {expected_start} (prevOffset + 1)",
+            )
         if interval.end < interval.start:
-            check.fail("offset-interval", f"event.newData.offsetInterval [{interval.start}, "
-                       f"{interval.end}] is reversed")
+            check.fail(
+                "offset-interval",
+                f"event.newData.offsetInterval [{interval.start}, {interval.end}] is reversed",
+            )
         if state.schema is None:
             check.fail("schema-before-data", "data is added before any SetDataSchema event")
     if event.prev_checkpoint != state.last_checkpoint:
-        check.fail("prev-checkpoint", f"event.prevCheckpoint is {event.prev_checkpoint or '<none>'}, "
-                   f"the last checkpoint in the chain is {state.last_checkpoint or '<none>'}")
+        check.fail(
+            "prev-checkpoint",
+            f"event.prevCheckpoint is {event.prev_checkpoint or '<none>'}, "
+            f"the last checkpoint in the chain is {state.last_checkpoint or '<none>'}",
+        )
     if state.last_watermark is not None:
         if event.new_watermark is None:
-            check.fail("watermark-monotonic", "event.newWatermark is missing but the dataset "
-                       f"already has watermark {state.last_watermark}")
+            check.fail(
+                "watermark-monotonic",
+                "event.newWatermark is missing but the dataset "
+                f"already has watermark {state.last_watermark}",
+            )
         if event.new_watermark < state.last_watermark:
-            check.fail("watermark-monotonic", f"event.newWatermark {event.new_watermark} is before "
-                       f"the current watermark {state.last_watermark}")
+            check.fail(
+                "watermark-monotonic",
+                f"event.newWatermark {event.new_watermark} is before "
+                f"the current watermark {state.last_watermark}",
+            )
 
 
-def _advance_data_stream(state: ChainState, check: _Check, event: AddData | ExecuteTransform) -> None:
+def _advance_data_stream(
+    state: ChainState, check: _Check, event: AddData | ExecuteTransform
+) -> None:
     state.last_data_block = check.hash
     if event.new_data is not None:
         state.last_offset = event.new_data.offset_interval.end
-    state.last_checkpoint = None if event.new_checkpoint is None else event.new_checkpoint.physical_hash
+    state.last_checkpoint = (
+        None if event.new_checkpoint is None else event.new_checkpoint.physical_hash
+    )
     state.last_watermark = event.new_watermark
 
 
@@ -221,11 +273,16 @@ def _on_add_data(state: ChainState, check: _Check, event: AddData) -> None:
     _require_kind(state, check, event, DatasetKind.ROOT)
     _check_data_stream(state, check, event)
     new_checkpoint = None if event.new_checkpoint is None else event.new_checkpoint.physical_hash
-    if (event.new_data is None and new_checkpoint == event.prev_checkpoint
-            and event.new_watermark == state.last_watermark
-            and event.new_source_state == state.last_source_state):
-        check.fail("no-op-event", "AddData neither adds data nor advances the checkpoint, "
-                   "watermark or source state")
+    if (
+        event.new_data is None
+        and new_checkpoint == event.prev_checkpoint
+        and event.new_watermark == state.last_watermark
+        and event.new_source_state == state.last_source_state
+    ):
+        check.fail(
+            "no-op-event",
+            "AddData neither adds data nor advances the checkpoint, watermark or source state",
+        )
     _advance_data_stream(state, check, event)
     state.last_source_state = event.new_source_state
 
@@ -237,36 +294,62 @@ def _on_execute_transform(state: ChainState, check: _Check, event: ExecuteTransf
     declared = state.transform_input_ids
     actual = tuple(i.dataset_id for i in event.query_inputs)
     if actual != declared:
-        check.fail("transform-inputs", "event.queryInputs list "
-                   f"[{', '.join(map(str, actual))}], SetTransform declares "
-                   f"[{', '.join(map(str, declared))}] in that order")
+        check.fail(
+            "transform-inputs",
+            "event.queryInputs list "
+            f"[{', '.join(map(str, actual))}], SetTransform declares "
+            f"[{', '.join(map(str, declared))}] in that order",
+        )
     for n, entry in enumerate(event.query_inputs):
         where = f"event.queryInputs[{n}]"
         previous = state.transform_inputs.get(entry.dataset_id)
-        last_block = None if previous is None else (previous.new_block_hash or previous.prev_block_hash)
+        last_block = (
+            None if previous is None else (previous.new_block_hash or previous.prev_block_hash)
+        )
         last_offset = None if previous is None else _last(previous.new_offset, previous.prev_offset)
         if entry.new_block_hash is not None and entry.new_block_hash == entry.prev_block_hash:
-            check.fail("transform-inputs", f"{where} has an empty block interval with newBlockHash set")
+            check.fail(
+                "transform-inputs", f"{where} has an empty block interval with newBlockHash set"
+            )
         if entry.new_offset is not None and entry.new_offset == entry.prev_offset:
-            check.fail("transform-inputs", f"{where} has an empty offset interval with newOffset set")
+            check.fail(
+                "transform-inputs", f"{where} has an empty offset interval with newOffset set"
+            )
         if entry.prev_block_hash != last_block:
-            check.fail("transform-inputs", f"{where}.prevBlockHash is {entry.prev_block_hash or '<none>'}, "
-                       f"the last block used from this input is {last_block or '<none>'}")
+            check.fail(
+                "transform-inputs",
+                f"{where}.prevBlockHash is {entry.prev_block_hash or '<none>'}, "
+                f"the last block used from this input is {last_block or '<none>'}",
+            )
         if entry.prev_offset != last_offset:
-            check.fail("transform-inputs", f"{where}.prevOffset is {entry.prev_offset}, the last "
-                       f"offset used from this input is {last_offset}")
+            check.fail(
+                "transform-inputs",
+                f"{where}.prevOffset is {entry.prev_offset}, the last "
+                f"offset used from this input is {last_offset}",
+            )
         if entry.new_offset is not None and entry.new_block_hash is None:
             check.fail("transform-inputs", f"{where} has newOffset but no newBlockHash")
-        if entry.new_offset is not None and entry.prev_offset is not None and entry.new_offset < entry.prev_offset:
-            check.fail("transform-inputs", f"{where}.newOffset {entry.new_offset} is before prevOffset "
-                       f"{entry.prev_offset}")
+        if (
+            entry.new_offset is not None
+            and entry.prev_offset is not None
+            and entry.new_offset < entry.prev_offset
+        ):
+            check.fail(
+                "transform-inputs",
+                f"{where}.newOffset {entry.new_offset} is before prevOffset {entry.prev_offset}",
+            )
     _check_data_stream(state, check, event)
     new_checkpoint = None if event.new_checkpoint is None else event.new_checkpoint.physical_hash
-    if (event.new_data is None and new_checkpoint == event.prev_checkpoint
-            and event.new_watermark == state.last_watermark
-            and all(i.new_block_hash is None for i in event.query_inputs)):
-        check.fail("no-op-event", "ExecuteTransform neither adds data nor advances its inputs, "
-                   "checkpoint or watermark")
+    if (
+        event.new_data is None
+        and new_checkpoint == event.prev_checkpoint
+        and event.new_watermark == state.last_watermark
+        and all(i.new_block_hash is None for i in event.query_inputs)
+    ):
+        check.fail(
+            "no-op-event",
+            "ExecuteTransform neither adds data nor advances its inputs, checkpoint or watermark",
+        )
     _advance_data_stream(state, check, event)
     state.transform_inputs = {i.dataset_id: i for i in event.query_inputs}
 
@@ -277,6 +360,7 @@ def _last(new: int | None, prev: int | None) -> int | None:
 
 # --- schema -----------------------------------------------------------------------------------
 
+
 def _on_set_data_schema(state: ChainState, check: _Check, event: SetDataSchema) -> None:
     previous = state.schema
     if previous is not None:
@@ -286,7 +370,9 @@ def _on_set_data_schema(state: ChainState, check: _Check, event: SetDataSchema) 
         if previous.schema is not None and event.schema is not None:
             problems = incompatible_changes(previous.schema, event.schema)
             if problems:
-                check.fail("schema-evolution", "event.schema may only add columns: " + "; ".join(problems))
+                check.fail(
+                    "schema-evolution", "event.schema may only add columns: " + "; ".join(problems)
+                )
     elif event.schema is None and event.raw_arrow_schema is None:
         check.fail("schema-evolution", "SetDataSchema carries neither schema nor rawArrowSchema")
     state.schema = event
@@ -300,21 +386,31 @@ def _on_set_vocab(state: ChainState, check: _Check, event: SetVocab) -> None:
 
 # --- sources ----------------------------------------------------------------------------------
 
+
 def _on_set_polling_source(state: ChainState, check: _Check, event: SetPollingSource) -> None:
     _require_kind(state, check, event, DatasetKind.ROOT)
     if event.preprocess is not None:
         _check_transform(check, event.preprocess, "event.preprocess")
-    if isinstance(event.fetch, FetchStepEthereumLogs) and event.fetch.chain_id is None and event.fetch.node_url is None:
+    if (
+        isinstance(event.fetch, FetchStepEthereumLogs)
+        and event.fetch.chain_id is None
+        and event.fetch.node_url is None
+    ):
         check.fail("polling-source", "event.fetch (EthereumLogs) must specify chainId or nodeUrl")
     _check_read_schema(check, event.read)
     if state.push_sources:
-        check.fail("polling-source", "a polling source cannot be set while push sources "
-                   f"{sorted(state.push_sources)} are active")
+        check.fail(
+            "polling-source",
+            "a polling source cannot be set while push sources "
+            f"{sorted(state.push_sources)} are active",
+        )
     state.polling_source = event
     state.polling_source_block = check.hash
 
 
-def _on_disable_polling_source(state: ChainState, check: _Check, event: DisablePollingSource) -> None:
+def _on_disable_polling_source(
+    state: ChainState, check: _Check, event: DisablePollingSource
+) -> None:
     _require_kind(state, check, event, DatasetKind.ROOT)
     if state.polling_source is None:
         check.fail("polling-source", "DisablePollingSource without an active polling source")
@@ -330,7 +426,9 @@ def _on_add_push_source(state: ChainState, check: _Check, event: AddPushSource) 
     if state.polling_source is not None:
         check.fail("push-source", "a push source cannot be added while a polling source is active")
     if state.push_sources.get(event.source_name) == event:
-        check.fail("no-op-event", f"push source '{event.source_name}' is identical to the active one")
+        check.fail(
+            "no-op-event", f"push source '{event.source_name}' is identical to the active one"
+        )
     state.push_sources = {**state.push_sources, event.source_name: event}
     state.push_source_blocks = {**state.push_source_blocks, event.source_name: check.hash}
 
@@ -338,18 +436,26 @@ def _on_add_push_source(state: ChainState, check: _Check, event: AddPushSource) 
 def _on_disable_push_source(state: ChainState, check: _Check, event: DisablePushSource) -> None:
     _require_kind(state, check, event, DatasetKind.ROOT)
     if event.source_name not in state.push_sources:
-        check.fail("push-source", f"DisablePushSource names '{event.source_name}', which is not an "
-                   f"active push source (active: {sorted(state.push_sources)})")
+        check.fail(
+            "push-source",
+            f"DisablePushSource names '{event.source_name}', which is not an "
+            f"active push source (active: {sorted(state.push_sources)})",
+        )
     state.push_sources = {k: v for k, v in state.push_sources.items() if k != event.source_name}
-    state.push_source_blocks = {k: v for k, v in state.push_source_blocks.items() if k != event.source_name}
+    state.push_source_blocks = {
+        k: v for k, v in state.push_source_blocks.items() if k != event.source_name
+    }
 
 
 def _check_read_schema(check: _Check, read: object) -> None:
     if getattr(read, "schema", None) is not None and getattr(read, "ddl_schema", None) is not None:
-        check.fail("transform-definition", "event.read specifies both schema and the deprecated ddlSchema")
+        check.fail(
+            "transform-definition", "event.read specifies both schema and the deprecated ddlSchema"
+        )
 
 
 # --- transforms -------------------------------------------------------------------------------
+
 
 def _on_set_transform(state: ChainState, check: _Check, event: SetTransform) -> None:
     _require_kind(state, check, event, DatasetKind.DERIVATIVE)
@@ -359,8 +465,11 @@ def _on_set_transform(state: ChainState, check: _Check, event: SetTransform) -> 
     for n, entry in enumerate(event.inputs):
         dataset_id = _ref_id(entry.dataset_ref)
         if dataset_id is None:
-            check.fail("transform-definition", f"event.inputs[{n}].datasetRef '{entry.dataset_ref}' "
-                       "is not resolved to a dataset id")
+            check.fail(
+                "transform-definition",
+                f"event.inputs[{n}].datasetRef '{entry.dataset_ref}' "
+                "is not resolved to a dataset id",
+            )
         if entry.alias is None:
             check.fail("transform-definition", f"event.inputs[{n}].alias is missing")
         if dataset_id in seen:
@@ -387,12 +496,16 @@ def _check_transform(check: _Check, transform: object, where: str) -> None:
     if not transform.queries:
         check.fail("transform-definition", f"{where}.queries is empty")
     if transform.queries[-1].alias is not None:
-        check.fail("transform-definition", f"{where}.queries: the last query is the output and "
-                   "must have no alias")
+        check.fail(
+            "transform-definition",
+            f"{where}.queries: the last query is the output and must have no alias",
+        )
     for n, step in enumerate(transform.queries[:-1]):
         if step.alias is None:
-            check.fail("transform-definition", f"{where}.queries[{n}] needs an alias "
-                       "(only the last query may have none)")
+            check.fail(
+                "transform-definition",
+                f"{where}.queries[{n}] needs an alias (only the last query may have none)",
+            )
 
 
 def _ref_id(ref: object) -> DatasetId | None:

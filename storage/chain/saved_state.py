@@ -155,8 +155,10 @@ class SavedState:
         """
         head = await read_block(self.head)
         if head.sequence_number != self.sequence_number:
-            raise self._error(f"head {self.head} is block #{head.sequence_number}, "
-                              f"saved as #{self.sequence_number}")
+            raise self._error(
+                f"head {self.head} is block #{head.sequence_number}, "
+                f"saved as #{self.sequence_number}"
+            )
         seed = await self._event(read_block, self.seed, Seed, "seed")
         if seed.dataset_id != self.dataset_id:
             raise self._error(f"seed {self.seed} is of dataset {seed.dataset_id}")
@@ -169,10 +171,16 @@ class SavedState:
         state.seed_block = self.seed
 
         if self.last_data is not None:
-            data = await self._event(read_block, self.last_data, (AddData, ExecuteTransform), "last data event")
+            data = await self._event(
+                read_block, self.last_data, (AddData, ExecuteTransform), "last data event"
+            )
             new_data = data.new_data
-            state.last_offset = data.prev_offset if new_data is None else new_data.offset_interval.end
-            state.last_checkpoint = None if data.new_checkpoint is None else data.new_checkpoint.physical_hash
+            state.last_offset = (
+                data.prev_offset if new_data is None else new_data.offset_interval.end
+            )
+            state.last_checkpoint = (
+                None if data.new_checkpoint is None else data.new_checkpoint.physical_hash
+            )
             state.last_watermark = data.new_watermark
             if isinstance(data, AddData):
                 self._require_kind(kind, DatasetKind.ROOT, "AddData")
@@ -189,8 +197,9 @@ class SavedState:
             state.vocab_block = self.vocab
         if self.polling_source is not None:
             self._require_kind(kind, DatasetKind.ROOT, "SetPollingSource")
-            state.polling_source = await self._event(read_block, self.polling_source, SetPollingSource,
-                                                      "polling source")
+            state.polling_source = await self._event(
+                read_block, self.polling_source, SetPollingSource, "polling source"
+            )
             state.polling_source_block = self.polling_source
         if self.push_sources:
             self._require_kind(kind, DatasetKind.ROOT, "AddPushSource")
@@ -207,7 +216,9 @@ class SavedState:
             transform = await self._event(read_block, self.transform, SetTransform, "transform")
             input_ids = declared_input_ids(transform)
             if None in input_ids:
-                raise self._error(f"transform {self.transform} has an input that is not a dataset id")
+                raise self._error(
+                    f"transform {self.transform} has an input that is not a dataset id"
+                )
             state.transform = transform
             state.transform_input_ids = input_ids  # type: ignore[assignment]  # no None, checked
             state.transform_block = self.transform

@@ -47,7 +47,9 @@ def _types(old: object, new: object, path: str) -> list[str]:
     if isinstance(old, DataTypeList):
         assert isinstance(new, DataTypeList)
         if old.fixed_length != new.fixed_length:
-            return [f"column '{path}' changed list length from {old.fixed_length} to {new.fixed_length}"]
+            return [
+                f"column '{path}' changed list length from {old.fixed_length} to {new.fixed_length}"
+            ]
         return _types(old.item_type, new.item_type, f"{path}[]")
     if isinstance(old, DataTypeMap):
         assert isinstance(new, DataTypeMap)

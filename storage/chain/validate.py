@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from protocol.identity import Multihash
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 from storage.chain.metadata_chain import MetadataChain, check_block_objects
 from storage.chain.rules import ChainState
 from storage.stores.base import ObjectStore

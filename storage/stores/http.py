@@ -37,20 +37,24 @@ def dataset_base_url(url: str) -> str:
 class HttpClient:
     """One ``aiohttp`` session plus the base URL of a dataset and optional request headers."""
 
-    def __init__(self, session: aiohttp.ClientSession, base_url: str,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, session: aiohttp.ClientSession, base_url: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.session = session
         self.base_url = dataset_base_url(base_url)
         self.headers = dict(headers or {})
 
     @asynccontextmanager
-    async def get(self, key: str, *, method: str = "GET") -> AsyncIterator[aiohttp.ClientResponse | None]:
+    async def get(
+        self, key: str, *, method: str = "GET"
+    ) -> AsyncIterator[aiohttp.ClientResponse | None]:
         """The response to ``GET {base}{key}``, ``None`` for 404; retried on transient errors."""
         url = self.base_url + key
         for attempt in range(RETRIES):
             try:
-                async with self.session.request(method, url, headers=self.headers,
-                                                timeout=DEFAULT_TIMEOUT) as response:
+                async with self.session.request(
+                    method, url, headers=self.headers, timeout=DEFAULT_TIMEOUT
+                ) as response:
                     if response.status == 404:
                         yield None
                         return
@@ -59,14 +63,18 @@ class HttpClient:
                         continue
                     if response.status >= 400:
                         detail = (await response.text(errors="replace"))[:300].strip()
-                        raise RemoteStoreError(f"{method} {url} answered {response.status}: {detail}")
+                        raise RemoteStoreError(
+                            f"{method} {url} answered {response.status}: {detail}"
+                        )
                     yield response
                     return
             except (aiohttp.ClientConnectionError, TimeoutError) as err:
                 if attempt + 1 < RETRIES:
                     await asyncio.sleep(_RETRY_DELAY * 2**attempt)
                     continue
-                raise RemoteUnavailableError(f"{method} {url} failed: {err or type(err).__name__}") from None
+                raise RemoteUnavailableError(
+                    f"{method} {url} failed: {err or type(err).__name__}"
+                ) from None
         raise AssertionError("unreachable: the last attempt returns or raises")
 
 

@@ -20,7 +20,9 @@ from storage.stores.remote import ReadOnlyObjectStore, ReadOnlyRefStore, RemoteS
 
 
 class IpfsObjectStore(ReadOnlyObjectStore):
-    def __init__(self, gateway: IpfsGateway, root: CID, kind: ObjectKind, *, max_bytes: int = 16 << 20) -> None:
+    def __init__(
+        self, gateway: IpfsGateway, root: CID, kind: ObjectKind, *, max_bytes: int = 16 << 20
+    ) -> None:
         self.gateway = gateway
         self.root = root
         self.kind = kind

@@ -91,7 +91,9 @@ class LocalFsObjectStore(ObjectStore):
         finally:
             os.close(fd)
 
-    async def iter_chunks(self, hash: Multihash, chunk_size: int = _FILE_CHUNK) -> AsyncIterator[bytes]:
+    async def iter_chunks(
+        self, hash: Multihash, chunk_size: int = _FILE_CHUNK
+    ) -> AsyncIterator[bytes]:
         try:
             f = open(self.path_of(hash), "rb")
         except FileNotFoundError:
@@ -113,7 +115,9 @@ class LocalFsObjectStore(ObjectStore):
             return await asyncio.to_thread(self._put_bytes_blocking, data, expected, True)
         return self._put_bytes_blocking(data, expected, True)
 
-    def _put_bytes_blocking(self, data: bytes, expected: Multihash | None, sync_dir: bool) -> Multihash:
+    def _put_bytes_blocking(
+        self, data: bytes, expected: Multihash | None, sync_dir: bool
+    ) -> Multihash:
         hash = Multihash.from_digest_sha3_256(data)
         self._check(expected, hash)
         target = self.path_of(hash)
@@ -136,11 +140,15 @@ class LocalFsObjectStore(ObjectStore):
             hashes = [self._put_bytes_blocking(item, None, False) for item in items]
         else:
             step = -(-len(items) // _PUT_THREADS)
-            groups = [items[i:i + step] for i in range(0, len(items), step)]
-            results = await asyncio.gather(*(
-                asyncio.to_thread(lambda g: [self._put_bytes_blocking(x, None, False) for x in g], group)
-                for group in groups
-            ))
+            groups = [items[i : i + step] for i in range(0, len(items), step)]
+            results = await asyncio.gather(
+                *(
+                    asyncio.to_thread(
+                        lambda g: [self._put_bytes_blocking(x, None, False) for x in g], group
+                    )
+                    for group in groups
+                )
+            )
             hashes = [h for group in results for h in group]
         if hashes:
             fsync_dir(self.root)
@@ -226,7 +234,7 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _flush_and_sync(f) -> None:  # noqa: ANN001 - a binary file object
+def _flush_and_sync(f) -> None:
     f.flush()
     os.fsync(f.fileno())
 

@@ -36,10 +36,14 @@ class ReadOnlyObjectStore(ObjectStore):
     async def put_bytes(self, data: bytes, expected: Multihash | None = None) -> Multihash:
         raise self._refuse("store objects")
 
-    async def put_file(self, path: Path, expected: Multihash | None = None, *, move: bool = False) -> Multihash:
+    async def put_file(
+        self, path: Path, expected: Multihash | None = None, *, move: bool = False
+    ) -> Multihash:
         raise self._refuse("store objects")
 
-    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash | None = None) -> Multihash:
+    async def put_stream(
+        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+    ) -> Multihash:
         raise self._refuse("store objects")
 
     async def delete(self, hash: Multihash) -> None:

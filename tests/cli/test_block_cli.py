@@ -31,7 +31,9 @@ HASH = "f16201fcf10cb843746c4c44e6c288e216995701aa073426fc4bebe14f1680f8ec6d1"
 
 
 def odfd(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "odfd.cli.main", "block", *args], capture_output=True, text=True)
+    return subprocess.run(
+        [sys.executable, "-m", "odfd.cli.main", "block", *args], capture_output=True, text=True
+    )
 
 
 def test_hash_encode_decode(tmp_path: Path) -> None:

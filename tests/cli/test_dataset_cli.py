@@ -43,8 +43,9 @@ def test_list_table_and_json(root: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert rows["test.root.url-csv"]["id"].startswith("did:odf:fed01")
 
 
-def test_log_yaml_hashes_back_to_the_block_names(root: Path, tmp_path: Path,
-                                                  capsys: pytest.CaptureFixture[str]) -> None:
+def test_log_yaml_hashes_back_to_the_block_names(
+    root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     code, out, _ = run(capsys, "log", "--root", str(root), "test.root.url-csv")
     assert code == 0
     documents = [d for d in out.split("---\n") if d.strip()]
@@ -63,8 +64,17 @@ def test_log_yaml_hashes_back_to_the_block_names(root: Path, tmp_path: Path,
 
 
 def test_log_json_and_filter(root: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code, out, _ = run(capsys, "log", "--root", str(root), "test.root.url-csv", "--output", "json",
-                       "--filter", "SetInfo,source")
+    code, out, _ = run(
+        capsys,
+        "log",
+        "--root",
+        str(root),
+        "test.root.url-csv",
+        "--output",
+        "json",
+        "--filter",
+        "SetInfo,source",
+    )
     entries = json.loads(out)
     kinds = [e["block"]["content"]["event"]["kind"] for e in entries]
     assert kinds == ["SetInfo", "SetVocab", "SetPollingSource", "Seed"]
@@ -91,11 +101,19 @@ def test_rename_delete_and_errors(root: Path, capsys: pytest.CaptureFixture[str]
 def test_add_with_name_and_account(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     ws = str(tmp_path / "ws")
     run(capsys, "init", "--root", ws)
-    code, _, err = run(capsys, "add", "--root", ws, "--name", "renamed",
-                       str(MANIFESTS / "root-ethereum.yaml"))
+    code, _, err = run(
+        capsys, "add", "--root", ws, "--name", "renamed", str(MANIFESTS / "root-ethereum.yaml")
+    )
     assert code == 0 and "Added: renamed" in err
-    code, _, err = run(capsys, "add", "--root", ws, "--account", "alice",
-                       str(MANIFESTS / "root-container-parquet.yaml"))
+    code, _, err = run(
+        capsys,
+        "add",
+        "--root",
+        ws,
+        "--account",
+        "alice",
+        str(MANIFESTS / "root-container-parquet.yaml"),
+    )
     assert code == 0 and "Added: alice/test.root.container" in err
 
 
@@ -106,7 +124,9 @@ def test_import_and_repair(root: Path, tmp_path: Path, capsys: pytest.CaptureFix
     other = tmp_path / "other"
     run(capsys, "init", "--root", str(other))
     code, _, err = run(capsys, "import", "--root", str(other), str(folder))
-    assert code == 0 and "Imported: test.root.mqtt" in err and "3 blocks" in err  # Seed, SetPollingSource, SetAttachments
+    assert (
+        code == 0 and "Imported: test.root.mqtt" in err and "3 blocks" in err
+    )  # Seed, SetPollingSource, SetAttachments
     code, _, err = run(capsys, "import", "--root", str(other), str(tmp_path))
     assert code == 1 and "is not a dataset folder" in err
 
@@ -118,7 +138,8 @@ def test_import_and_repair(root: Path, tmp_path: Path, capsys: pytest.CaptureFix
     _, out, _ = run(capsys, "list", "--root", str(root), "--output", "json")
     after = {row["alias"]: row for row in json.loads(out)}
     assert {a: (r["id"], r["head"], r["blocks"]) for a, r in after.items()} == {
-        a: (r["id"], r["head"], r["blocks"]) for a, r in rows.items()}
+        a: (r["id"], r["head"], r["blocks"]) for a, r in rows.items()
+    }
 
 
 def test_commands_need_a_workspace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -46,14 +46,22 @@ def init_workspace(root: Path, extra_config: str = "") -> None:
     config.write_text(config.read_text() + extra_config)
 
 
-def mirror_manifests(folder: Path, sources: dict[str, str], every: str = "1h",
-                     targets: Mapping[str, Sequence[str]] | None = None) -> Path:
+def mirror_manifests(
+    folder: Path,
+    sources: dict[str, str],
+    every: str = "1h",
+    targets: Mapping[str, Sequence[str]] | None = None,
+) -> Path:
     """One YAML file of ``Mirror`` resources: alias -> source URL (and alias -> target URLs)."""
     path = folder / "mirrors.yaml"
-    path.write_text("".join(
-        f"---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders:\n  name: {alias}\n"
-        f"spec:\n  source: {url}\n  every: {every}\n" + _targets_yaml((targets or {}).get(alias, ()))
-        for alias, url in sources.items()))
+    path.write_text(
+        "".join(
+            f"---\n$schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror\nheaders:\n  name: {alias}\n"
+            f"spec:\n  source: {url}\n  every: {every}\n"
+            + _targets_yaml((targets or {}).get(alias, ()))
+            for alias, url in sources.items()
+        )
+    )
     return path
 
 
@@ -61,17 +69,32 @@ def _targets_yaml(targets: Sequence[str]) -> str:
     return f"  targets: [{', '.join(targets)}]\n" if targets else ""
 
 
-def odfd(*args: str, root: Path, check: bool = True, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def odfd(
+    *args: str, root: Path, check: bool = True, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run ``odfd ARGS --root ROOT`` and return what it printed."""
-    done = subprocess.run([sys.executable, "-m", "odfd", *args, "--root", str(root)], capture_output=True,
-                          text=True, timeout=timeout, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    done = subprocess.run(
+        [sys.executable, "-m", "odfd", *args, "--root", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=REPO,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     if check and done.returncode != 0:
-        raise AssertionError(f"odfd {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}")
+        raise AssertionError(
+            f"odfd {' '.join(args)} exited {done.returncode}:\n{done.stdout}\n{done.stderr}"
+        )
     return done
 
 
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float, interval: float = 0.25,
-             detail: Callable[[], object] | None = None) -> T:
+def wait_for(
+    what: str,
+    probe: Callable[[], T | None],
+    timeout: float,
+    interval: float = 0.25,
+    detail: Callable[[], object] | None = None,
+) -> T:
     """Poll ``probe`` until it returns something true; on time-out, ``detail()`` says what was seen."""
     deadline = time.monotonic() + timeout
     while True:
@@ -98,13 +121,18 @@ class DaemonProcess:
         log = open(self.log_path, "ab")
         self.process = subprocess.Popen(
             [sys.executable, "-m", "odfd", "daemon", "--root", str(self.root), "--port", "0"],
-            stdout=log, stderr=subprocess.STDOUT, cwd=REPO,
-            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.extra_env})
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=REPO,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **self.extra_env},
+        )
         log.close()
 
         def ready() -> dict[str, Any] | None:
             if self.process is not None and self.process.poll() is not None:
-                raise AssertionError(f"daemon on {self.root} exited {self.process.returncode}:\n{self.log()}")
+                raise AssertionError(
+                    f"daemon on {self.root} exited {self.process.returncode}:\n{self.log()}"
+                )
             try:
                 return json.loads(state.read_text())
             except (FileNotFoundError, json.JSONDecodeError):

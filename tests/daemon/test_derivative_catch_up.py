@@ -30,7 +30,9 @@ pytestmark = pytest.mark.spark
 T = TypeVar("T")
 
 # Audits are off: they would only add verifier runs that this test does not look at.
-DAEMON_CONFIG = TEST_SPARK_CONFIG + """
+DAEMON_CONFIG = (
+    TEST_SPARK_CONFIG
+    + """
 [sync]
 startup_spread = "0s"
 [audit]
@@ -39,8 +41,11 @@ interval = "0s"
 [daemon]
 shutdown_timeout = "5s"
 """
+)
 
-DERIVATIVE = derivative_snapshot("cities.values", "cities", "SELECT event_time, upper(value) AS value FROM cities")
+DERIVATIVE = derivative_snapshot(
+    "cities.values", "cities", "SELECT event_time, upper(value) AS value FROM cities"
+)
 
 
 async def _eventually(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float) -> T:
@@ -69,9 +74,13 @@ def _consumed(state: ChainState, input_id: DatasetId) -> Multihash | None:
     return None if entry is None else entry.new_block_hash or entry.prev_block_hash
 
 
-async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(spark: object,
-                                                                               tmp_path: Path) -> None:
-    async with await Workspace.init(tmp_path / "a") as source, await Workspace.init(tmp_path / "b") as node:
+async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
+    spark: object, tmp_path: Path
+) -> None:
+    async with (
+        await Workspace.init(tmp_path / "a") as source,
+        await Workspace.init(tmp_path / "b") as node,
+    ):
         writer = await create_root(source, "cities", slices=2, rows=10, seed=7)
         url = source.layout.dataset(writer.dataset.id).root.as_uri()
         config_path = node.layout.config_path
@@ -85,23 +94,31 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(sp
         assert derivative_id is not None
         first = await update_derivative(node, derivative)
         assert not first.up_to_date and first.num_records == 20
-        assert _consumed(await _state(node, derivative_id), mirrored.dataset_id) == mirrored.new_head
+        assert (
+            _consumed(await _state(node, derivative_id), mirrored.dataset_id) == mirrored.new_head
+        )
 
         # New data at the source; a sync pulls it, and the daemon goes down before anything
         # else hears of it (what a sync cancelled after its head move leaves behind).
         source_head = await writer.append(slices=1, rows=10)
         assert (await pull(node, url, alias="cities")).new_head == source_head
 
-        daemon = Daemon(node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0})
+        daemon = Daemon(
+            node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0}
+        )
         await daemon.start()
         try:
+
             async def caught_up() -> ChainState | None:
                 state = await _state(node, derivative_id)
                 return state if _consumed(state, mirrored.dataset_id) == source_head else None
 
             state = await _eventually("the derivative to consume the new input head", caught_up, 90)
-            attempts = await _eventually("the mirror's start-up sync",
-                                         lambda: MirrorTable(node.catalog).attempts("cities"), 30)
+            attempts = await _eventually(
+                "the mirror's start-up sync",
+                lambda: MirrorTable(node.catalog).attempts("cities"),
+                30,
+            )
             # The sync found nothing new: only the catch-up can have triggered the transform.
             assert [a.outcome for a in attempts] == ["unchanged"]
             assert state.last_offset == 29  # the third slice's ten records went through

@@ -25,25 +25,37 @@ def _derivative(name: str) -> str:
     return derivative_snapshot(name, "cities", "SELECT event_time, value FROM cities")
 
 
-async def _consume(derivative: Dataset, input_id: DatasetId, head: object, last_offset: int) -> None:
+async def _consume(
+    derivative: Dataset, input_id: DatasetId, head: object, last_offset: int
+) -> None:
     """An ``ExecuteTransform`` that consumed the input up to ``head`` (and wrote nothing)."""
-    event = ExecuteTransform(query_inputs=(ExecuteTransformInput(dataset_id=input_id, new_block_hash=head,
-                                                                 new_offset=last_offset),),
-                             new_watermark=Timestamp.of(2024, 1, 2))
+    event = ExecuteTransform(
+        query_inputs=(
+            ExecuteTransformInput(dataset_id=input_id, new_block_hash=head, new_offset=last_offset),
+        ),
+        new_watermark=Timestamp.of(2024, 1, 2),
+    )
     await derivative.commit_event(event, expected_head=await derivative.chain.head())
 
 
-async def test_catch_up_queues_exactly_the_derivatives_behind_their_inputs(workspace: Workspace,
-                                                                            caplog: pytest.LogCaptureFixture) -> None:
+async def test_catch_up_queues_exactly_the_derivatives_behind_their_inputs(
+    workspace: Workspace, caplog: pytest.LogCaptureFixture
+) -> None:
     writer = await create_root(workspace, "cities", slices=2, rows=10)
     cities = writer.dataset
     assert cities.id is not None
-    datasets = {name: await workspace.create_from_snapshot(load_snapshot(_derivative(name), name))
-                for name in ("never-ran", "current", "mirrored", "broken")}
+    datasets = {
+        name: await workspace.create_from_snapshot(load_snapshot(_derivative(name), name))
+        for name in ("never-ran", "current", "mirrored", "broken")
+    }
     for name in ("current", "mirrored", "broken"):
         await _consume(datasets[name], cities.id, await cities.chain.head(), 19)
-    await MirrorTable(workspace.catalog).add("mirrored", "http://example.invalid/mirrored", [], 60.0)
-    updater = DerivativeUpdater(workspace, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0))
+    await MirrorTable(workspace.catalog).add(
+        "mirrored", "http://example.invalid/mirrored", [], 60.0
+    )
+    updater = DerivativeUpdater(
+        workspace, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0)
+    )
 
     # Never transformed while its input has blocks: queued. Consumed the input's head: not.
     assert await updater.catch_up() == [datasets["never-ran"].id]

@@ -19,7 +19,14 @@ from protocol.identity import Multihash
 from storage.chain import validate_chain
 from storage.dataset import Dataset
 from storage.workspace import Workspace
-from tests.daemon.processes import FAST_SYNC_CONFIG, DaemonProcess, init_workspace, mirror_manifests, odfd, wait_for
+from tests.daemon.processes import (
+    FAST_SYNC_CONFIG,
+    DaemonProcess,
+    init_workspace,
+    mirror_manifests,
+    odfd,
+    wait_for,
+)
 from tests.replication.datagen import create_root
 
 pytestmark = pytest.mark.slow
@@ -63,11 +70,15 @@ async def _source_history(root: Path) -> dict[str, set[Multihash]]:
     async with await Workspace.open(root) as workspace:
         history = {}
         for record in await workspace.list_datasets():
-            history[record.alias] = {h async for h, _ in workspace.open_dataset(record.id).chain.iter_blocks()}
+            history[record.alias] = {
+                h async for h, _ in workspace.open_dataset(record.id).chain.iter_blocks()
+            }
         return history
 
 
-async def _check_between_heads(root: Path, history: dict[str, set[Multihash]]) -> dict[str, Multihash]:
+async def _check_between_heads(
+    root: Path, history: dict[str, set[Multihash]]
+) -> dict[str, Multihash]:
     """Every dataset folder (whatever the catalog says) is at a head of the source's history, with
     a valid chain and all its objects."""
     heads = {}
@@ -79,8 +90,12 @@ async def _check_between_heads(root: Path, history: dict[str, set[Multihash]]) -
         if head is None:
             continue
         alias = await dataset.alias()
-        assert alias in history and head in history[alias], f"{folder}: head {head} is not a source head"
-        await validate_chain(dataset.chain, head, data=dataset.data, checkpoints=dataset.checkpoints)
+        assert alias in history and head in history[alias], (
+            f"{folder}: head {head} is not a source head"
+        )
+        await validate_chain(
+            dataset.chain, head, data=dataset.data, checkpoints=dataset.checkpoints
+        )
         heads[alias] = head
     return heads
 
@@ -88,7 +103,9 @@ async def _check_between_heads(root: Path, history: dict[str, set[Multihash]]) -
 def test_sigkill_mid_transfer_converges_and_verifies(source: Source, tmp_path: Path) -> None:
     root = tmp_path / "b"
     init_workspace(root, FAST_SYNC_CONFIG)
-    manifests = mirror_manifests(tmp_path, {alias: f"{source.daemon.server_url}{alias}" for alias in source.heads})
+    manifests = mirror_manifests(
+        tmp_path, {alias: f"{source.daemon.server_url}{alias}" for alias in source.heads}
+    )
     odfd("apply", "-f", str(manifests), root=root)
     b = DaemonProcess(root, tmp_path / "b.log")
     rng = random.Random(7)
@@ -111,19 +128,25 @@ def test_sigkill_mid_transfer_converges_and_verifies(source: Source, tmp_path: P
     assert b.stop() == 0
     verify = odfd("verify", "--integrity-only", "-o", "json", *source.heads, root=root)
     report = json.loads(verify.stdout)
-    assert {d["alias"]: d["status"] for d in report["datasets"]} == {alias: "ok" for alias in source.heads}
+    assert {d["alias"]: d["status"] for d in report["datasets"]} == {
+        alias: "ok" for alias in source.heads
+    }
 
 
 def test_sigterm_cancels_within_grace_and_sighup_reloads(source: Source, tmp_path: Path) -> None:
     root = tmp_path / "b"
-    init_workspace(root, FAST_SYNC_CONFIG.replace('shutdown_timeout = "5s"', 'shutdown_timeout = "0.2s"'))
+    init_workspace(
+        root, FAST_SYNC_CONFIG.replace('shutdown_timeout = "5s"', 'shutdown_timeout = "0.2s"')
+    )
     b = DaemonProcess(root, tmp_path / "b.log").start()
     # SIGHUP: the log format switches to JSON lines without a restart.
     config = root / "config.toml"
     config.write_text(config.read_text() + '\n[log]\nformat = "json"\n')
     b.signal(signal.SIGHUP)
     wait_for("JSON logs", lambda: '"message": "configuration reloaded"' in b.log(), 20)
-    manifests = mirror_manifests(tmp_path, {alias: f"{source.daemon.server_url}{alias}" for alias in source.heads})
+    manifests = mirror_manifests(
+        tmp_path, {alias: f"{source.daemon.server_url}{alias}" for alias in source.heads}
+    )
     odfd("apply", "-f", str(manifests), root=root)
     wait_for("a sync to finish", lambda: '"message": "sync finished"' in b.log(), 30, 0.05)
     assert b.stop(timeout=15) == 0  # with syncs still running: they are cancelled after 0.2 s

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from storage.workspace import Workspace
-from tests.daemon.processes import FAST_SYNC_CONFIG, DaemonProcess, init_workspace, mirror_manifests, odfd, wait_for
+from tests.daemon.processes import (
+    FAST_SYNC_CONFIG,
+    DaemonProcess,
+    init_workspace,
+    mirror_manifests,
+    odfd,
+    wait_for,
+)
 from tests.replication.datagen import create_root
 
 pytestmark = pytest.mark.slow
@@ -33,7 +40,9 @@ async def _make_source(root: Path) -> dict[str, str]:
 
 def _attempts(root: Path) -> list[tuple[str, str, str, str]]:
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
-        return db.execute("SELECT mirror, started_at, finished_at, outcome FROM sync_attempts").fetchall()
+        return db.execute(
+            "SELECT mirror, started_at, finished_at, outcome FROM sync_attempts"
+        ).fetchall()
 
 
 def _max_overlap(attempts: list[tuple[str, str, str, str]]) -> int:
@@ -54,15 +63,23 @@ def test_mirror_200_datasets_at_once(tmp_path: Path) -> None:
     a = DaemonProcess(tmp_path / "a", tmp_path / "a.log").start()
     b = DaemonProcess(tmp_path / "b", tmp_path / "b.log")
     try:
-        init_workspace(tmp_path / "b",
-                       FAST_SYNC_CONFIG.replace("[sync]\n", f"[sync]\nmax_concurrent = {MAX_CONCURRENT}\n"))
-        odfd("apply", "-f", str(mirror_manifests(tmp_path, {alias: f"{a.server_url}{alias}" for alias in heads})),
-             root=tmp_path / "b")
+        init_workspace(
+            tmp_path / "b",
+            FAST_SYNC_CONFIG.replace("[sync]\n", f"[sync]\nmax_concurrent = {MAX_CONCURRENT}\n"),
+        )
+        odfd(
+            "apply",
+            "-f",
+            str(mirror_manifests(tmp_path, {alias: f"{a.server_url}{alias}" for alias in heads})),
+            root=tmp_path / "b",
+        )
         b.start()
         samples: list[tuple[int, int]] = []  # (datasets synced, RSS KiB)
 
         def done() -> bool:
-            synced = sum(1 for _, _, _, outcome in _attempts(tmp_path / "b") if outcome == "updated")
+            synced = sum(
+                1 for _, _, _, outcome in _attempts(tmp_path / "b") if outcome == "updated"
+            )
             samples.append((synced, b.rss_kib()))
             return synced >= DATASETS
 
@@ -82,7 +99,9 @@ def test_mirror_200_datasets_at_once(tmp_path: Path) -> None:
         quarter = next(rss for synced, rss in samples if synced >= DATASETS // 4)
         final = samples[-1][1]
         assert final <= quarter * 1.2 + 20_000, (quarter, final, samples)
-        print(f"200 mirrors synced in {elapsed:.1f} s; peak concurrency {peak}; RSS {quarter} -> {final} KiB")
+        print(
+            f"200 mirrors synced in {elapsed:.1f} s; peak concurrency {peak}; RSS {quarter} -> {final} KiB"
+        )
         assert b.stop() == 0
     finally:
         b.stop()

@@ -23,33 +23,46 @@ pytestmark = pytest.mark.ipfs
 def _after(record: MirrorRecord, report: SyncReport) -> MirrorRecord:
     """What the daemon records of an attempt, as far as the next attempt reads it."""
     failed = report.failed
-    return replace(record, pinned_cid=report.pinned_cid, target_state=report.target_state,
-                   consecutive_failures=record.consecutive_failures + 1 if failed else 0,
-                   last_error=report.attempt.error)
+    return replace(
+        record,
+        pinned_cid=report.pinned_cid,
+        target_state=report.target_state,
+        consecutive_failures=record.consecutive_failures + 1 if failed else 0,
+        last_error=report.attempt.error,
+    )
 
 
-async def test_pin_follows_the_head_after_a_failed_pin(workspace: Workspace, ipfs_node: LocalIpfsNode,
-                                                       tmp_path: Path) -> None:
+async def test_pin_follows_the_head_after_a_failed_pin(
+    workspace: Workspace, ipfs_node: LocalIpfsNode, tmp_path: Path
+) -> None:
     ipfs = IpfsClient(ipfs_node.api_multiaddr, fetch_timeout=20.0)
-    live = NodeConfig(ipfs=IpfsConfig(api=ipfs_node.api_multiaddr, gateway=ipfs_node.gateway_url, pin=True))
+    live = NodeConfig(
+        ipfs=IpfsConfig(api=ipfs_node.api_multiaddr, gateway=ipfs_node.gateway_url, pin=True)
+    )
     dead_api = f"/ip4/127.0.0.1/tcp/{NodePorts.pick_free().api}/http"  # nothing listens there
     dead = replace(live, ipfs=replace(live.ipfs, api=dead_api))
     async with await Workspace.init(tmp_path / "a") as source:
         writer = await create_root(source, "cities", slices=2, seed=5)
         source_folder = source.layout.dataset(writer.dataset.id).root
-        record = await MirrorTable(workspace.catalog).add("cities", source_folder.as_uri(), [], 60.0)
+        record = await MirrorTable(workspace.catalog).add(
+            "cities", source_folder.as_uri(), [], 60.0
+        )
         folder = workspace.layout.dataset(writer.dataset.id).root
         async with aiohttp.ClientSession() as session:
             first = await MirrorSyncer(workspace, live, session).sync(record)
             assert first.attempt.outcome == "updated" and first.pinned_cid is not None
-            assert first.pinned_cid == str(await ipfs.add_directory(folder, exclude=("info",), only_hash=True))
+            assert first.pinned_cid == str(
+                await ipfs.add_directory(folder, exclude=("info",), only_hash=True)
+            )
             record = _after(record, first)
 
             # The head moves while the IPFS node is unreachable: the attempt fails, the old pin stays.
             new_head = await writer.append(slices=1)
             second = await MirrorSyncer(workspace, dead, session).sync(record)
             assert second.failed and second.attempt.new_head == new_head
-            assert second.attempt.error is not None and second.attempt.error.startswith("pinning in IPFS:")
+            assert second.attempt.error is not None and second.attempt.error.startswith(
+                "pinning in IPFS:"
+            )
             assert second.pinned_cid == first.pinned_cid
             record = _after(record, second)
 

@@ -24,7 +24,14 @@ from protocol.transfer.ipfs import IpfsClient, parse_cid
 from storage.dataset import Dataset
 from storage.layout import dataset_dir_name
 from storage.workspace import Workspace
-from tests.daemon.processes import FAST_SYNC_CONFIG, DaemonProcess, init_workspace, mirror_manifests, odfd, wait_for
+from tests.daemon.processes import (
+    FAST_SYNC_CONFIG,
+    DaemonProcess,
+    init_workspace,
+    mirror_manifests,
+    odfd,
+    wait_for,
+)
 from tests.replication.datagen import DatasetWriter, create_root, verify_integrity
 
 ALIAS = "cities"
@@ -52,6 +59,7 @@ class SourceNode:
 
     def append_slice(self) -> Multihash:
         """One more slice, written while A's daemon serves the dataset."""
+
         async def append() -> Multihash:
             async with await Workspace.open(self.root) as workspace:
                 writer = DatasetWriter(workspace.open_dataset(self.dataset_id), **self.writer_state)
@@ -66,8 +74,12 @@ class SourceNode:
 
 
 def _writer_state(writer: DatasetWriter) -> dict[str, Any]:
-    return {"rng": writer.rng, "next_offset": writer.next_offset, "last_checkpoint": writer.last_checkpoint,
-            "watermark_step": writer.watermark_step}
+    return {
+        "rng": writer.rng,
+        "next_offset": writer.next_offset,
+        "last_checkpoint": writer.last_checkpoint,
+        "watermark_step": writer.watermark_step,
+    }
 
 
 @pytest.fixture(scope="module")
@@ -101,11 +113,14 @@ def _folder(root: Path, dataset_id: DatasetId) -> Path:
 
 
 @pytest.mark.ipfs
-def test_mirror_pushes_to_node_and_ipns_and_pins(source: SourceNode, ipfs_node: LocalIpfsNode,
-                                                  tmp_path: Path) -> None:
+def test_mirror_pushes_to_node_and_ipns_and_pins(
+    source: SourceNode, ipfs_node: LocalIpfsNode, tmp_path: Path
+) -> None:
     ipfs = IpfsClient(ipfs_node.api_multiaddr, fetch_timeout=20.0)
-    ipfs_config = (f'\n[ipfs]\napi = "{ipfs_node.api_multiaddr}"\ngateway = "{ipfs_node.gateway_url}"\n'
-                   "pin = true\n")
+    ipfs_config = (
+        f'\n[ipfs]\napi = "{ipfs_node.api_multiaddr}"\ngateway = "{ipfs_node.gateway_url}"\n'
+        "pin = true\n"
+    )
     c_root, b_root = tmp_path / "c", tmp_path / "b"
     init_workspace(c_root, f'\n[server]\npush_tokens = ["{PUSH_TOKEN}"]\n' + FAST_SYNC_CONFIG)
     c = DaemonProcess(c_root, tmp_path / "c.log").start()
@@ -113,9 +128,13 @@ def test_mirror_pushes_to_node_and_ipns_and_pins(source: SourceNode, ipfs_node: 
     try:
         assert c.server_url is not None
         target = f"{c.server_url}{ALIAS}"
-        init_workspace(b_root, FAST_SYNC_CONFIG + f'[sync.tokens]\n"{c.server_url}" = "{PUSH_TOKEN}"\n'
-                       + ipfs_config)
-        manifests = mirror_manifests(tmp_path, {ALIAS: source.url}, targets={ALIAS: [target, "ipns://"]})
+        init_workspace(
+            b_root,
+            FAST_SYNC_CONFIG + f'[sync.tokens]\n"{c.server_url}" = "{PUSH_TOKEN}"\n' + ipfs_config,
+        )
+        manifests = mirror_manifests(
+            tmp_path, {ALIAS: source.url}, targets={ALIAS: [target, "ipns://"]}
+        )
         odfd("apply", "-f", str(manifests), root=b_root)
         b.start()
 
@@ -123,14 +142,24 @@ def test_mirror_pushes_to_node_and_ipns_and_pins(source: SourceNode, ipfs_node: 
             status = b.admin_status()
             mirror, dataset = _mirror(status), _dataset(status)
             states = mirror.get("targetsState", {})
-            done = (dataset.get("head") == head.to_multibase() and set(states) == {target, "ipns://"}
-                    and all(s["head"] == head.to_multibase() and s["error"] is None for s in states.values())
-                    and mirror["lastOutcome"] == "updated")
+            done = (
+                dataset.get("head") == head.to_multibase()
+                and set(states) == {target, "ipns://"}
+                and all(
+                    s["head"] == head.to_multibase() and s["error"] is None for s in states.values()
+                )
+                and mirror["lastOutcome"] == "updated"
+            )
             return status if done else None
 
         head = source.head()
-        status = wait_for("B to mirror A and push to C and IPNS", lambda: pushed_everywhere(head), 60, 0.5,
-                          detail=lambda: _mirror(b.admin_status()))
+        status = wait_for(
+            "B to mirror A and push to C and IPNS",
+            lambda: pushed_everywhere(head),
+            60,
+            0.5,
+            detail=lambda: _mirror(b.admin_status()),
+        )
         states = _mirror(status)["targetsState"]
         assert states[target]["remote"] == target
         ipns_url = states["ipns://"]["remote"]
@@ -138,10 +167,14 @@ def test_mirror_pushes_to_node_and_ipns_and_pins(source: SourceNode, ipfs_node: 
 
         # C holds the dataset at the source's head, under the source's id, and it verifies.
         c_dataset = _dataset(c.admin_status())
-        assert c_dataset["head"] == head.to_multibase() and c_dataset["id"] == str(source.dataset_id)
+        assert c_dataset["head"] == head.to_multibase() and c_dataset["id"] == str(
+            source.dataset_id
+        )
         c_copy = Dataset.open_local(_folder(c_root, source.dataset_id))
         assert asyncio.run(c_copy.chain.head()) == head
-        assert asyncio.run(verify_integrity(c_copy)) == asyncio.run(verify_integrity(source.dataset()))
+        assert asyncio.run(verify_integrity(c_copy)) == asyncio.run(
+            verify_integrity(source.dataset())
+        )
 
         # The IPNS name resolves to B's dataset folder (without info/), whose refs/head is the head;
         # the same folder is what B pinned.
@@ -165,15 +198,26 @@ def test_mirror_pushes_to_node_and_ipns_and_pins(source: SourceNode, ipfs_node: 
         # New data on A: the next sync passes it on to C, re-publishes the IPNS name and re-pins.
         new_head = source.append_slice()
         b.admin("POST", f"/mirrors/{ALIAS}/sync")
-        status = wait_for("B to pass A's new head on", lambda: pushed_everywhere(new_head), 60, 0.5,
-                          detail=lambda: _mirror(b.admin_status()))
-        assert _mirror(status)["targetsState"]["ipns://"]["remote"] == ipns_url  # the same key, published again
+        status = wait_for(
+            "B to pass A's new head on",
+            lambda: pushed_everywhere(new_head),
+            60,
+            0.5,
+            detail=lambda: _mirror(b.admin_status()),
+        )
+        assert (
+            _mirror(status)["targetsState"]["ipns://"]["remote"] == ipns_url
+        )  # the same key, published again
         assert asyncio.run(c_copy.chain.head()) == new_head
-        assert asyncio.run(verify_integrity(c_copy)) == asyncio.run(verify_integrity(source.dataset()))
+        assert asyncio.run(verify_integrity(c_copy)) == asyncio.run(
+            verify_integrity(source.dataset())
+        )
         new_cid = asyncio.run(ipfs.name_resolve(ipns_url.removeprefix("ipns://")))
         assert new_cid != cid
         assert asyncio.run(ipfs.cat(f"{new_cid}/refs/head")).decode() == new_head.to_multibase()
-        new_pinned = json.loads(odfd("mirror", "list", "-o", "json", root=b_root).stdout)[0]["pinnedCid"]
+        new_pinned = json.loads(odfd("mirror", "list", "-o", "json", root=b_root).stdout)[0][
+            "pinnedCid"
+        ]
         assert new_pinned == str(new_cid)
         pins = asyncio.run(ipfs.pin_ls())
         assert parse_cid(new_pinned) in pins and parse_cid(pinned) not in pins
@@ -203,7 +247,9 @@ async def _pull_into(root: Path, url: str) -> Multihash | None:
         return result.new_head
 
 
-def test_failing_audit_withholds_dataset_until_an_audit_passes(source: SourceNode, tmp_path: Path) -> None:
+def test_failing_audit_withholds_dataset_until_an_audit_passes(
+    source: SourceNode, tmp_path: Path
+) -> None:
     b_root = tmp_path / "b"
     init_workspace(b_root, FAST_SYNC_CONFIG + "[audit]\nwithhold_failing = true\n")
     odfd("apply", "-f", str(mirror_manifests(tmp_path, {ALIAS: source.url})), root=b_root)
@@ -217,8 +263,13 @@ def test_failing_audit_withholds_dataset_until_an_audit_passes(source: SourceNod
             done = audit.get("status") == wanted and audit.get("head") == head.to_multibase()
             return status if done else None
 
-        status = wait_for("B to mirror A and audit it", lambda: audited("ok"), 60, 0.5,
-                          detail=lambda: _dataset(b.admin_status()))
+        status = wait_for(
+            "B to mirror A and audit it",
+            lambda: audited("ok"),
+            60,
+            0.5,
+            detail=lambda: _dataset(b.admin_status()),
+        )
         first_audit = _dataset(status)["lastAudit"]
         assert not _dataset(status)["failing"] and not _dataset(status)["withheld"]
         served = f"{b.server_url}{ALIAS}"
@@ -232,18 +283,28 @@ def test_failing_audit_withholds_dataset_until_an_audit_passes(source: SourceNod
         rotten[len(rotten) // 2] ^= 0x01
         victim.write_bytes(bytes(rotten))
         b.admin("POST", f"/audit/{ALIAS}", scope="integrity")
-        status = wait_for("the audit to fail", lambda: audited("failed"), 60, 0.5,
-                          detail=lambda: _dataset(b.admin_status()))
+        status = wait_for(
+            "the audit to fail",
+            lambda: audited("failed"),
+            60,
+            0.5,
+            detail=lambda: _dataset(b.admin_status()),
+        )
         dataset = _dataset(status)
         assert dataset["failing"] and dataset["withheld"]
-        assert dataset["lastAudit"]["scope"] == "integrity" and dataset["lastAudit"]["at"] >= first_audit["at"]
+        assert (
+            dataset["lastAudit"]["scope"] == "integrity"
+            and dataset["lastAudit"]["at"] >= first_audit["at"]
+        )
         assert victim.name in dataset["lastAudit"]["summary"], dataset["lastAudit"]["summary"]
         text = odfd("status", root=b_root).stdout
         line = next(line for line in text.splitlines() if line.startswith(ALIAS))
         assert "FAILING:" in line and victim.name in line and line.endswith("[withheld]"), line
         assert b.metrics()["odfd_datasets_failing"] == 1
         resource = json.loads(odfd("get", "mirror", ALIAS, "-o", "json", root=b_root).stdout)
-        condition = resource["status"]["conditions"]["https://odfd.dev/schemas/daemon/v1alpha1/Audited"]
+        condition = resource["status"]["conditions"][
+            "https://odfd.dev/schemas/daemon/v1alpha1/Audited"
+        ]
         assert condition["status"] == "False" and condition["result"] == "failed"
 
         # Withheld: neither listed nor served, by either protocol, with an error saying why.
@@ -268,14 +329,21 @@ def test_failing_audit_withholds_dataset_until_an_audit_passes(source: SourceNod
         # Repaired: the next audit passes and the dataset is served again.
         victim.write_bytes(original)
         b.admin("POST", f"/audit/{ALIAS}", scope="integrity")
-        status = wait_for("the audit to pass again", lambda: audited("ok"), 60, 0.5,
-                          detail=lambda: _dataset(b.admin_status()))
+        status = wait_for(
+            "the audit to pass again",
+            lambda: audited("ok"),
+            60,
+            0.5,
+            detail=lambda: _dataset(b.admin_status()),
+        )
         assert not _dataset(status)["failing"] and not _dataset(status)["withheld"]
         assert b.metrics()["odfd_datasets_failing"] == 0
         assert asyncio.run(_get(f"{b.server_url}{ALIAS}/refs/head")) == (200, head.to_multibase())
         assert asyncio.run(_pull_into(e_root, f"{b.server_url}{ALIAS}")) == head
         copy = Dataset.open_local(_folder(e_root, source.dataset_id))
-        assert asyncio.run(verify_integrity(copy)) == asyncio.run(verify_integrity(source.dataset()))
+        assert asyncio.run(verify_integrity(copy)) == asyncio.run(
+            verify_integrity(source.dataset())
+        )
     finally:
         b.stop()
 
@@ -295,11 +363,16 @@ def test_heads_never_audited_are_audited_at_start_up(tmp_path: Path) -> None:
     head = asyncio.run(make())
     b = DaemonProcess(root, tmp_path / "b.log").start()
     try:
+
         def audit() -> dict[str, Any] | None:
             return _dataset(b.admin_status()).get("lastAudit")
 
         first = wait_for("the start-up audit", audit, 30, 0.25)
-        assert (first["scope"], first["status"], first["head"]) == ("integrity", "ok", head.to_multibase())
+        assert (first["scope"], first["status"], first["head"]) == (
+            "integrity",
+            "ok",
+            head.to_multibase(),
+        )
         assert "trigger=startup" in b.log()
         # Audited heads are not audited again at the next start.
         assert b.stop() == 0

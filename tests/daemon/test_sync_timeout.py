@@ -22,7 +22,9 @@ from tests.replication.datagen import create_root
 ALIAS = "cities"
 
 # With the Spark session's settings, in case a Spark test started it in this process.
-DAEMON_CONFIG = TEST_SPARK_CONFIG + """
+DAEMON_CONFIG = (
+    TEST_SPARK_CONFIG
+    + """
 [sync]
 startup_spread = "0s"
 attempt_timeout = "3s"
@@ -31,10 +33,16 @@ interval = "0s"
 [daemon]
 shutdown_timeout = "5s"
 """
+)
 
 
-async def test_head_moved_by_a_timed_out_sync_is_audited(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    async with await Workspace.init(tmp_path / "a") as source, await Workspace.init(tmp_path / "b") as node:
+async def test_head_moved_by_a_timed_out_sync_is_audited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with (
+        await Workspace.init(tmp_path / "a") as source,
+        await Workspace.init(tmp_path / "b") as node,
+    ):
         writer = await create_root(source, ALIAS, slices=2, seed=6)
         source_head = await writer.dataset.chain.head()
         url = source.layout.dataset(writer.dataset.id).root.as_uri()
@@ -49,17 +57,34 @@ async def test_head_moved_by_a_timed_out_sync_is_audited(tmp_path: Path, monkeyp
             raise AssertionError("not reached")
 
         monkeypatch.setattr(MirrorSyncer, "sync", pull_then_hang)
-        daemon = Daemon(node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0})
+        daemon = Daemon(
+            node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0}
+        )
         await daemon.start()
         try:
             deadline = asyncio.get_running_loop().time() + 30
             while not (audits := await AuditTable(node.catalog).latest_all()):
-                assert asyncio.get_running_loop().time() < deadline, "no audit after the timed-out sync"
+                assert asyncio.get_running_loop().time() < deadline, (
+                    "no audit after the timed-out sync"
+                )
                 await asyncio.sleep(0.2)
         finally:
             await daemon.shutdown()
         (attempt, *_) = await MirrorTable(node.catalog).attempts(ALIAS)
-        assert attempt.outcome == "failed" and attempt.error is not None and "timed out" in attempt.error
-        assert (attempt.old_head, attempt.new_head, attempt.dataset_id) == (None, source_head, writer.dataset.id)
+        assert (
+            attempt.outcome == "failed"
+            and attempt.error is not None
+            and "timed out" in attempt.error
+        )
+        assert (attempt.old_head, attempt.new_head, attempt.dataset_id) == (
+            None,
+            source_head,
+            writer.dataset.id,
+        )
         audit = audits[writer.dataset.id]
-        assert (audit.trigger, audit.scope, audit.status, audit.head) == ("sync", "integrity", "ok", source_head)
+        assert (audit.trigger, audit.scope, audit.status, audit.head) == (
+            "sync",
+            "integrity",
+            "ok",
+            source_head,
+        )

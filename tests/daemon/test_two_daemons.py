@@ -10,7 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.daemon.processes import FAST_SYNC_CONFIG, REPO, DaemonProcess, init_workspace, odfd, wait_for
+from tests.daemon.processes import (
+    FAST_SYNC_CONFIG,
+    REPO,
+    DaemonProcess,
+    init_workspace,
+    odfd,
+    wait_for,
+)
 from tests.fixtures.manifests import push_source
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 
@@ -18,14 +25,17 @@ pytestmark = [pytest.mark.slow, pytest.mark.spark]
 
 EXAMPLES = REPO / "examples" / "leaderboard"
 
-SCORES = """\
+SCORES = (
+    """\
 $schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
 headers:
   name: match.scores
 spec:
   kind: Root
   metadata:
-""" + push_source("""
+"""
+    + push_source(
+        """
     kind: NdJson
     schema:
       fields:
@@ -33,13 +43,17 @@ spec:
         - {name: match_id, type: int64}
         - {name: player, type: string}
         - {name: score, type: int64}
-""", """
+""",
+        """
     kind: Ledger
     primaryKey: [match_id, player]
-""") + """\
+""",
+    )
+    + """\
     - kind: SetVocab
       eventTimeColumn: match_time
 """
+)
 
 NODE_B = """\
 $schema: https://odfd.dev/schemas/mirror/v1alpha1/Mirror
@@ -93,7 +107,10 @@ def test_two_daemons_mirror_transform_and_audit(tmp_path: Path) -> None:
         applied = odfd("apply", "-f", str(tmp_path / "b.yaml"), root=b_root, check=False)
         # No daemon yet: the mirror is configured, the derivative waits for its input.
         assert "Mirror/match.scores created (generation 1)" in applied.stderr
-        assert "Dataset/match.leaderboard: Failed" in applied.stderr and "match.scores" in applied.stderr
+        assert (
+            "Dataset/match.leaderboard: Failed" in applied.stderr
+            and "match.scores" in applied.stderr
+        )
         b.start(timeout=120)
 
         def a_head() -> str:
@@ -103,10 +120,16 @@ def test_two_daemons_mirror_transform_and_audit(tmp_path: Path) -> None:
             status = b.status()
             scores, board = _dataset(status, "match.scores"), _dataset(status, "match.leaderboard")
             # Audited clean at the head each has now.
-            audited = all((d.get("lastAudit") or {}).get("status") == "ok"
-                          and d["lastAudit"]["head"] == d["head"] for d in (scores, board))
-            done = (scores.get("head") == a_head() and (board.get("sequenceNumber") or 0) >= min_sequence
-                    and audited)
+            audited = all(
+                (d.get("lastAudit") or {}).get("status") == "ok"
+                and d["lastAudit"]["head"] == d["head"]
+                for d in (scores, board)
+            )
+            done = (
+                scores.get("head") == a_head()
+                and (board.get("sequenceNumber") or 0) >= min_sequence
+                and audited
+            )
             return status if done else None
 
         # Seed, SetTransform, SetVocab, then SetDataSchema + ExecuteTransform of the first slice.
@@ -121,12 +144,18 @@ def test_two_daemons_mirror_transform_and_audit(tmp_path: Path) -> None:
         assert scores["lagBlocks"] == 0 and not scores["failing"] and not board["failing"]
         assert scores["lastSync"]["outcome"] in ("updated", "unchanged")
 
-        resource = json.loads(odfd("get", "mirror", "match.scores", "-o", "json", root=b_root).stdout)
-        assert resource["status"]["phase"] == "Ready" and resource["status"]["observedGeneration"] == 1
+        resource = json.loads(
+            odfd("get", "mirror", "match.scores", "-o", "json", root=b_root).stdout
+        )
+        assert (
+            resource["status"]["phase"] == "Ready" and resource["status"]["observedGeneration"] == 1
+        )
         conditions = resource["status"]["conditions"]
         assert conditions["https://odfd.dev/schemas/daemon/v1alpha1/Synced"]["status"] == "True"
         assert conditions["https://odfd.dev/schemas/daemon/v1alpha1/Audited"]["result"] == "ok"
-        board_resource = json.loads(odfd("get", "dataset", "match.leaderboard", "-o", "json", root=b_root).stdout)
+        board_resource = json.loads(
+            odfd("get", "dataset", "match.leaderboard", "-o", "json", root=b_root).stdout
+        )
         assert board_resource["status"]["phase"] == "Ready"
 
         metrics = b.metrics()

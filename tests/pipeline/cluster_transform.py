@@ -46,7 +46,9 @@ def request_from_json(text: str) -> TransformRequest:
 
 
 def main(master: str, request_json: str) -> None:
-    session.configure(SparkSettings(master=master, driver_memory="1g", app_name="odfd-cluster-test"))
+    session.configure(
+        SparkSettings(master=master, driver_memory="1g", app_name="odfd-cluster-test")
+    )
     try:
         result = execute_transform(request_from_json(request_json))
     finally:

@@ -14,7 +14,6 @@ from storage.dataset import Dataset
 from storage.workspace import Workspace
 from verifier.engine.inputs import all_slices
 
-
 #: System time of datasets created by tests, before any system time the tests ingest at.
 CREATED_AT = Timestamp.of(2000, 1, 1)
 
@@ -40,7 +39,11 @@ async def rows(dataset: Dataset, *columns: str) -> list[tuple]:
 
 async def data_events(dataset: Dataset) -> list[AddData | ExecuteTransform]:
     """The dataset's AddData/ExecuteTransform events, oldest first."""
-    events = [b.event async for _, b in dataset.chain.iter_blocks() if isinstance(b.event, (AddData, ExecuteTransform))]
+    events = [
+        b.event
+        async for _, b in dataset.chain.iter_blocks()
+        if isinstance(b.event, (AddData, ExecuteTransform))
+    ]
     return events[::-1]
 
 

@@ -38,10 +38,14 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
     return code, out, err
 
 
-def test_leaderboard_end_to_end(root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_leaderboard_end_to_end(
+    root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert run(capsys, "add", str(EXAMPLES / "leaderboard"))[0] == 0
     data = EXAMPLES / "leaderboard" / "data"
-    code, _, err = run(capsys, "ingest", "match.scores", str(data / "1.ndjson"), str(data / "2.ndjson"))
+    code, _, err = run(
+        capsys, "ingest", "match.scores", str(data / "1.ndjson"), str(data / "2.ndjson")
+    )
     assert code == 0 and "match.scores: " in err and "4 record(s)" in err and "3 record(s)" in err
 
     code, _, err = run(capsys, "pull", "match.leaderboard")
@@ -52,7 +56,10 @@ def test_leaderboard_end_to_end(root: Path, capsys: pytest.CaptureFixture[str], 
 
     code, out, _ = run(capsys, "tail", "match.leaderboard", "-n", "2", "--output", "json")
     assert code == 0
-    assert [(r["offset"], r["player"], r["place"], r["match_time"]) for r in map(json.loads, out.splitlines())] == [
+    assert [
+        (r["offset"], r["player"], r["place"], r["match_time"])
+        for r in map(json.loads, out.splitlines())
+    ] == [
         (4, "erin", 2, "2024-05-02T18:00:00Z"),
         (5, "alice", 3, "2024-05-02T18:00:00Z"),
     ]
@@ -61,7 +68,13 @@ def test_leaderboard_end_to_end(root: Path, capsys: pytest.CaptureFixture[str], 
 
     query = "SELECT player, count(*) AS podiums FROM `match.leaderboard` GROUP BY player ORDER BY podiums DESC, player"
     code, out, _ = run(capsys, "sql", query, "--output", "csv")
-    assert code == 0 and out.splitlines() == ['"player","podiums"', '"alice",2', '"carol",2', '"bob",1', '"erin",1']
+    assert code == 0 and out.splitlines() == [
+        '"player","podiums"',
+        '"alice",2',
+        '"carol",2',
+        '"bob",1',
+        '"erin",1',
+    ]
 
     first_block, first_time = asyncio.run(_head_of(root, "match.leaderboard"))
     assert run(capsys, "ingest", "match.scores", str(data / "3.ndjson"))[0] == 0
@@ -74,11 +87,21 @@ def test_leaderboard_end_to_end(root: Path, capsys: pytest.CaptureFixture[str], 
     assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
     code, out, _ = run(capsys, "sql", count, "--output", "json", "--as-of", first_time.to_rfc3339())
     assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
-    code, _, err = run(capsys, "sql", count, "--as-of", "2000-01-02T00:00:00Z")  # before the dataset existed
+    code, _, err = run(
+        capsys, "sql", count, "--as-of", "2000-01-02T00:00:00Z"
+    )  # before the dataset existed
     assert code == 1 and "`match.leaderboard` cannot be found" in err
 
     target = tmp_path / "board.parquet"
-    code, _, _ = run(capsys, "sql", "SELECT * FROM `match.leaderboard`", "--output", "parquet", "--output-path", str(target))
+    code, _, _ = run(
+        capsys,
+        "sql",
+        "SELECT * FROM `match.leaderboard`",
+        "--output",
+        "parquet",
+        "--output-path",
+        str(target),
+    )
     assert code == 0 and pq.read_table(target).num_rows == 9
     code, _, err = run(capsys, "sql", "SELECT nope FROM `match.leaderboard`")
     assert code == 1 and err.startswith("error: query is invalid: [UNRESOLVED_COLUMN")
@@ -91,11 +114,15 @@ async def _head_of(root: Path, alias: str) -> tuple[object, Timestamp]:
         return head, (await chain.get_block(head)).system_time
 
 
-def test_malformed_input_fails_with_a_message_and_changes_nothing(root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_malformed_input_fails_with_a_message_and_changes_nothing(
+    root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     assert run(capsys, "add", str(EXAMPLES / "currency-conversion" / "trades.us.yaml"))[0] == 0
     head = next((root / "datasets").glob("*/refs/head")).read_text()
     bad = tmp_path / "bad.csv"
-    bad.write_text("trade_id,event_time,symbol,quantity,price\nx-1,2024-03-01T10:00:00Z,AAPL,ten,1.0\n")
+    bad.write_text(
+        "trade_id,event_time,symbol,quantity,price\nx-1,2024-03-01T10:00:00Z,AAPL,ten,1.0\n"
+    )
     code, _, err = run(capsys, "ingest", "trades.us", str(bad))
     assert code == 1
     assert err.strip() == (
@@ -104,7 +131,9 @@ def test_malformed_input_fails_with_a_message_and_changes_nothing(root: Path, ca
     assert next((root / "datasets").glob("*/refs/head")).read_text() == head
 
 
-def test_pull_polling_source_and_set_watermark(root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_pull_polling_source_and_set_watermark(
+    root: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
     rates = tmp_path / "examples" / "currency-conversion" / "data" / "rates"
     shutil.copytree(EXAMPLES / "currency-conversion" / "data" / "rates", rates)
     assert run(capsys, "add", str(EXAMPLES / "currency-conversion" / "fx.rates.yaml"))[0] == 0

@@ -51,7 +51,9 @@ def _readings(start: int, n: int, rng: np.random.Generator) -> pa.Table:
     )
 
 
-def _write_slices(folder: Path, sizes: list[int], seed: int = 11, **parquet_options: object) -> list[Path]:
+def _write_slices(
+    folder: Path, sizes: list[int], seed: int = 11, **parquet_options: object
+) -> list[Path]:
     rng = np.random.default_rng(seed)
     paths, start = [], 0
     for n, size in enumerate(sizes):
@@ -62,7 +64,9 @@ def _write_slices(folder: Path, sizes: list[int], seed: int = 11, **parquet_opti
     return paths
 
 
-def _spec(paths: list[Path], interval: tuple[int, int], query: str, out_dir: Path) -> dict[str, object]:
+def _spec(
+    paths: list[Path], interval: tuple[int, int], query: str, out_dir: Path
+) -> dict[str, object]:
     """A request over ``paths`` (input ``readings``) in the JSON form ``cluster_transform`` takes."""
     return {
         "paths": [str(p) for p in paths],
@@ -75,7 +79,9 @@ def _spec(paths: list[Path], interval: tuple[int, int], query: str, out_dir: Pat
     }
 
 
-def test_an_aggregation_over_shuffles_gives_the_same_hash_on_a_two_executor_cluster(spark, tmp_path: Path) -> None:
+def test_an_aggregation_over_shuffles_gives_the_same_hash_on_a_two_executor_cluster(
+    spark, tmp_path: Path
+) -> None:
     # Six files, together larger than one split: six map outputs per shuffle.
     paths = _write_slices(tmp_path, [200_000] * 6, compression="none")
     assert sum(p.stat().st_size for p in paths) > INPUT_SPLIT_BYTES
@@ -89,7 +95,13 @@ def test_an_aggregation_over_shuffles_gives_the_same_hash_on_a_two_executor_clus
 
     spec["out_dir"] = str(tmp_path / "cluster")
     run = subprocess.run(
-        [sys.executable, "-m", "tests.pipeline.cluster_transform", "local-cluster[2,1,1024]", json.dumps(spec)],
+        [
+            sys.executable,
+            "-m",
+            "tests.pipeline.cluster_transform",
+            "local-cluster[2,1,1024]",
+            json.dumps(spec),
+        ],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -103,15 +115,24 @@ def test_an_aggregation_over_shuffles_gives_the_same_hash_on_a_two_executor_clus
 def test_an_input_that_fits_in_one_split_is_one_partition(spark, tmp_path: Path) -> None:
     paths = _write_slices(tmp_path, [1_000, 2_000, 3_000])
     source = TransformInputSlice(
-        DatasetId.new_seeded(b"readings"), "readings", Vocab(), pq.read_schema(paths[0]), tuple(paths), (0, 5_999)
+        DatasetId.new_seeded(b"readings"),
+        "readings",
+        Vocab(),
+        pq.read_schema(paths[0]),
+        tuple(paths),
+        (0, 5_999),
     )
     frame = input_frame(transform_session(), source, "out")
     assert frame.rdd.getNumPartitions() == 1
     assert [r.offset for r in frame.select("offset").collect()] == list(range(6_000))
 
 
-def test_a_large_slice_is_read_in_parallel_partitions_in_offset_order(spark, tmp_path: Path) -> None:
-    paths = _write_slices(tmp_path, [1_000, 2_400_000, 1_000], row_group_size=200_000, compression="none")
+def test_a_large_slice_is_read_in_parallel_partitions_in_offset_order(
+    spark, tmp_path: Path
+) -> None:
+    paths = _write_slices(
+        tmp_path, [1_000, 2_400_000, 1_000], row_group_size=200_000, compression="none"
+    )
     large = paths[1].stat().st_size
     assert large > 2 * INPUT_SPLIT_BYTES, large
     query = "SELECT event_time, k, value FROM readings WHERE value > 1.0"
@@ -122,7 +143,9 @@ def test_a_large_slice_is_read_in_parallel_partitions_in_offset_order(spark, tmp
     result = execute_transform(request)
     assert result.new_data is not None
     source = pa.concat_tables([pq.read_table(p) for p in paths])
-    source = source.filter(pc.and_(pc.greater_equal(source["offset"], 500), pc.less_equal(source["offset"], 2_401_499)))
+    source = source.filter(
+        pc.and_(pc.greater_equal(source["offset"], 500), pc.less_equal(source["offset"], 2_401_499))
+    )
     expected = source.filter(pc.greater(source["value"], 1.0))
     written = pq.read_table(result.new_data.path)
     assert written["offset"].to_pylist() == list(range(expected.num_rows))

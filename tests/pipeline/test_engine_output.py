@@ -44,7 +44,9 @@ def test_slice_layout_offsets_system_time_and_hashes(spark, tmp_path: Path) -> N
     assert schema.field("op").type == pa.int32()
     assert schema.field("event_time").type == pa.timestamp("ms", tz="UTC")
     assert table.column("offset").to_pylist() == list(range(17, 1017))
-    assert set(table.column("system_time").cast(pa.int64()).to_pylist()) == {SYSTEM_TIME.epoch_millis}
+    assert set(table.column("system_time").cast(pa.int64()).to_pylist()) == {
+        SYSTEM_TIME.epoch_millis
+    }
     # microseconds are truncated to milliseconds, as the reference stores event times
     assert table.column("event_time").cast(pa.int64()).to_pylist()[:3] == [0, 1000, 2000]
     assert (written.offset_start, written.offset_end, written.num_records) == (17, 1016, 1000)
@@ -56,7 +58,9 @@ def test_slice_layout_offsets_system_time_and_hashes(spark, tmp_path: Path) -> N
 
 def test_empty_result_writes_no_file_but_has_a_schema(spark, tmp_path: Path) -> None:
     df = spark.sql("SELECT CAST(1 AS INT) AS op, current_date() AS event_time WHERE false")
-    schema, written = write_slice(df, vocab=Vocab(), start_offset=0, system_time=SYSTEM_TIME, out_path=tmp_path / "e.parquet")
+    schema, written = write_slice(
+        df, vocab=Vocab(), start_offset=0, system_time=SYSTEM_TIME, out_path=tmp_path / "e.parquet"
+    )
     assert written is None and not (tmp_path / "e.parquet").exists()
     assert schema.names == ["offset", "op", "system_time", "event_time"]
     assert schema.field("event_time").type == pa.date32()
@@ -65,4 +69,10 @@ def test_empty_result_writes_no_file_but_has_a_schema(spark, tmp_path: Path) -> 
 def test_system_column_clash_is_rejected(spark, tmp_path: Path) -> None:
     df = spark.sql("SELECT 0 AS op, 1 AS offset")
     with pytest.raises(OutputSchemaError, match="'offset' that clashes"):
-        write_slice(df, vocab=Vocab(), start_offset=0, system_time=SYSTEM_TIME, out_path=tmp_path / "x.parquet")
+        write_slice(
+            df,
+            vocab=Vocab(),
+            start_offset=0,
+            system_time=SYSTEM_TIME,
+            out_path=tmp_path / "x.parquet",
+        )

@@ -14,7 +14,11 @@ from verifier.engine.settings import DETERMINISM, STARTUP, SparkConfigError, Spa
 
 def test_settings_from_config_table() -> None:
     settings = SparkSettings.from_config(
-        {"master": "spark://head:7077", "driver_memory": "4g", "conf": {"spark.executor.cores": 4, "spark.x": True}}
+        {
+            "master": "spark://head:7077",
+            "driver_memory": "4g",
+            "conf": {"spark.executor.cores": 4, "spark.x": True},
+        }
     )
     conf = settings.spark_conf(Path("/opt/odfd-spark.jar"))
     assert conf["spark.master"] == "spark://head:7077"

@@ -39,7 +39,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     body = b"a,b\n1,2\n"
     seen_headers: list[dict[str, str]] = []
 
-    def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+    def do_GET(self) -> None:
         type(self).seen_headers.append(dict(self.headers))
         if self.path == "/etag.csv":
             if self.headers.get("If-None-Match") == '"v1"':
@@ -93,7 +93,9 @@ def test_http_etag_is_source_state_and_304_means_up_to_date(http_url: str, tmp_p
     assert first.path.read_bytes() == _Handler.body
     assert first.source_state == SourceState(source_name="default", kind=KIND_ETAG, value='"v1"')
     assert first.source_event_time is None  # no Last-Modified: the caller falls back to system time
-    assert fetch(FetchStepUrl(url=f"{http_url}/etag.csv"), first.source_state, tmp_path, NOW) is None
+    assert (
+        fetch(FetchStepUrl(url=f"{http_url}/etag.csv"), first.source_state, tmp_path, NOW) is None
+    )
 
 
 def test_http_last_modified_gives_state_and_event_time(http_url: str, tmp_path: Path) -> None:
@@ -105,13 +107,21 @@ def test_http_last_modified_gives_state_and_event_time(http_url: str, tmp_path: 
         source_name="default", kind=KIND_LAST_MODIFIED, value="2024-06-01T10:00:00Z"
     )
     assert fetch(step, first.source_state, tmp_path, NOW) is None
-    from_system = fetch(FetchStepUrl(url=f"{http_url}/modified.csv", event_time=EventTimeSourceFromSystemTime()), None, tmp_path, NOW)
+    from_system = fetch(
+        FetchStepUrl(url=f"{http_url}/modified.csv", event_time=EventTimeSourceFromSystemTime()),
+        None,
+        tmp_path,
+        NOW,
+    )
     assert from_system is not None and from_system.source_event_time == NOW
 
 
-def test_http_headers_are_templated_from_the_environment(http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_http_headers_are_templated_from_the_environment(
+    http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     step = FetchStepUrl(
-        url=f"{http_url}/auth.csv", headers=(RequestHeader(name="Authorization", value="Bearer ${{ env.ODFD_TEST_TOKEN }}"),)
+        url=f"{http_url}/auth.csv",
+        headers=(RequestHeader(name="Authorization", value="Bearer ${{ env.ODFD_TEST_TOKEN }}"),),
     )
     with pytest.raises(IngestError, match="ODFD_TEST_TOKEN is not set"):
         fetch(step, None, tmp_path, NOW)
@@ -148,7 +158,9 @@ def test_files_glob_takes_files_one_by_one_in_name_order(tmp_path: Path) -> None
         (tmp_path / name).write_text("x\n")
     step = FetchStepFilesGlob(
         path=str(tmp_path / "*.csv"),
-        event_time=EventTimeSourceFromPath(pattern=r"(\d{4}-\d{2}-\d{2})", timestamp_format="yyyy-MM-dd"),
+        event_time=EventTimeSourceFromPath(
+            pattern=r"(\d{4}-\d{2}-\d{2})", timestamp_format="yyyy-MM-dd"
+        ),
     )
     taken, state = [], None
     while (result := fetch(step, state, tmp_path, NOW)) is not None:
@@ -159,7 +171,9 @@ def test_files_glob_takes_files_one_by_one_in_name_order(tmp_path: Path) -> None
         ("b-2024-01-03.csv", Timestamp.of(2024, 1, 3), True),
         ("c-2024-01-01.csv", Timestamp.of(2024, 1, 1), False),
     ]
-    by_time = FetchStepFilesGlob(path=step.path, event_time=step.event_time, order=SourceOrdering.BY_EVENT_TIME)
+    by_time = FetchStepFilesGlob(
+        path=step.path, event_time=step.event_time, order=SourceOrdering.BY_EVENT_TIME
+    )
     first = fetch(by_time, None, tmp_path, NOW)
     assert first is not None and first.path.name == "c-2024-01-01.csv"
     with pytest.raises(FetchError, match="no files match"):
@@ -195,10 +209,18 @@ def test_decompress_gzip_and_zip_with_sub_path(tmp_path: Path) -> None:
         zf.writestr("readme.txt", "hello")
         zf.writestr("data/part-1.csv", "x\n1\n")
         zf.writestr("data/part-2.json", "{}")
-    [out] = prepare([PrepStepDecompress(format=CompressionFormat.ZIP, sub_path="data/*.csv")], archive, tmp_path / "w")
+    [out] = prepare(
+        [PrepStepDecompress(format=CompressionFormat.ZIP, sub_path="data/*.csv")],
+        archive,
+        tmp_path / "w",
+    )
     assert out.read_text() == "x\n1\n"
     with pytest.raises(PrepareError, match="matches several entries"):
-        prepare([PrepStepDecompress(format=CompressionFormat.ZIP, sub_path="data/*")], archive, tmp_path / "w")
+        prepare(
+            [PrepStepDecompress(format=CompressionFormat.ZIP, sub_path="data/*")],
+            archive,
+            tmp_path / "w",
+        )
     with pytest.raises(PrepareError, match="not a valid gzip file"):
         prepare([PrepStepDecompress(format=CompressionFormat.GZIP)], archive, tmp_path / "w")
 
@@ -211,5 +233,7 @@ def test_pipe_runs_a_command_and_reports_its_failure(tmp_path: Path) -> None:
     assert created[-1].read_text() == "A\nB\n"
     before = set((tmp_path / "work").iterdir())
     with pytest.raises(PrepareError, match=r"exited with code 3: boom"):
-        prepare([PrepStepPipe(command=("sh", "-c", "echo boom >&2; exit 3"))], source, tmp_path / "work")
+        prepare(
+            [PrepStepPipe(command=("sh", "-c", "echo boom >&2; exit 3"))], source, tmp_path / "work"
+        )
     assert set((tmp_path / "work").iterdir()) == before  # a failed step leaves nothing behind

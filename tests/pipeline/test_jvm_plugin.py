@@ -19,7 +19,9 @@ def test_the_jar_is_built_once_and_holds_the_shuffle_manager(tmp_path: Path) -> 
     assert [p.name for p in tmp_path.iterdir()] == [jar.name]  # no leftovers of the build
 
 
-def test_without_a_jdk_the_error_says_javac_is_needed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_a_jdk_the_error_says_javac_is_needed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(PluginBuildError, match="javac"):

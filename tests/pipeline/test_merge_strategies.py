@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -24,7 +24,7 @@ def ts(day: int) -> Timestamp:
 
 
 def dt(day: int, hour: int = 0) -> datetime:
-    return datetime(2024, 1, day, hour, tzinfo=timezone.utc)
+    return datetime(2024, 1, day, hour, tzinfo=UTC)
 
 
 CITIES_READ = """        kind: Csv
@@ -37,7 +37,9 @@ CITIES_READ = """        kind: Csv
               type: int64"""
 
 
-async def test_snapshot_emits_appends_retractions_and_corrections(workspace: Workspace, tmp_path: Path) -> None:
+async def test_snapshot_emits_appends_retractions_and_corrections(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     merge = """        kind: Snapshot
         primaryKey:
           - city"""
@@ -45,7 +47,9 @@ async def test_snapshot_emits_appends_retractions_and_corrections(workspace: Wor
 
     async def push(day: int, text: str):
         path = write(tmp_path / f"cities-{day}.csv", "city,population\n" + text)
-        return await ingest_push(workspace, dataset, path, event_time=ts(day), system_time=ts(day + 10))
+        return await ingest_push(
+            workspace, dataset, path, event_time=ts(day), system_time=ts(day + 10)
+        )
 
     await push(1, "a,1000\nc,3000\nb,2000\n")
     await push(2, "a,1000\nb,2500\nd,4000\n")  # b changes, c disappears, d appears
@@ -66,7 +70,10 @@ async def test_snapshot_emits_appends_retractions_and_corrections(workspace: Wor
         (9, R, dt(2), "d", 4000),
     ]
     events = await data_events(dataset)
-    assert [(e.prev_offset, e.new_data.offset_interval.start, e.new_data.offset_interval.end) for e in events] == [
+    assert [
+        (e.prev_offset, e.new_data.offset_interval.start, e.new_data.offset_interval.end)
+        for e in events
+    ] == [
         (None, 0, 2),
         (2, 3, 6),
         (6, 7, 9),
@@ -76,14 +83,18 @@ async def test_snapshot_emits_appends_retractions_and_corrections(workspace: Wor
     assert {t for (t,) in system_times} == {dt(11), dt(12), dt(14)}
 
 
-async def test_snapshot_rejects_duplicate_keys_and_leaves_the_dataset_as_it_was(workspace: Workspace, tmp_path: Path) -> None:
+async def test_snapshot_rejects_duplicate_keys_and_leaves_the_dataset_as_it_was(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     merge = """        kind: Snapshot
         primaryKey:
           - city"""
     dataset = await create(workspace, root_snapshot("cities", CITIES_READ, merge))
     head = await dataset.chain.head()
     with pytest.raises(MergeError, match=r"primary key \(city='a'\) appears 2 times"):
-        await ingest_push(workspace, dataset, write(tmp_path / "dup.csv", "city,population\na,1\na,2\n"))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "dup.csv", "city,population\na,1\na,2\n")
+        )
     assert await dataset.chain.head() == head
 
 
@@ -102,8 +113,14 @@ async def test_ledger_appends_only_unseen_keys(workspace: Workspace, tmp_path: P
         primaryKey:
           - id"""
     dataset = await create(workspace, root_snapshot("ledger", read, merge))
-    first = write(tmp_path / "1.csv", "event_time,id,value\n2024-01-03T00:00:00Z,3,c\n2024-01-01T00:00:00Z,1,a\n2024-01-02T00:00:00Z,2,b\n")
-    second = write(tmp_path / "2.csv", "event_time,id,value\n2024-01-02T00:00:00Z,2,b\n2024-01-05T00:00:00Z,5,e\n2024-01-03T00:00:00Z,3,c\n2024-01-04T00:00:00Z,4,d\n")
+    first = write(
+        tmp_path / "1.csv",
+        "event_time,id,value\n2024-01-03T00:00:00Z,3,c\n2024-01-01T00:00:00Z,1,a\n2024-01-02T00:00:00Z,2,b\n",
+    )
+    second = write(
+        tmp_path / "2.csv",
+        "event_time,id,value\n2024-01-02T00:00:00Z,2,b\n2024-01-05T00:00:00Z,5,e\n2024-01-03T00:00:00Z,3,c\n2024-01-04T00:00:00Z,4,d\n",
+    )
     await ingest_push(workspace, dataset, first)
     await ingest_push(workspace, dataset, second)
     assert (await ingest_push(workspace, dataset, second)).up_to_date
@@ -116,7 +133,9 @@ async def test_ledger_appends_only_unseen_keys(workspace: Workspace, tmp_path: P
     ]
 
 
-async def test_append_orders_by_event_time_then_input_order(workspace: Workspace, tmp_path: Path) -> None:
+async def test_append_orders_by_event_time_then_input_order(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     read = """        kind: NdJson
         schema:
           fields:
@@ -131,8 +150,12 @@ async def test_append_orders_by_event_time_then_input_order(workspace: Workspace
         '{"event_time": "2024-01-01T00:00:00Z", "value": "y"}',
         '{"event_time": "2024-01-02T00:00:00Z", "value": "z"}',
     ]
-    await ingest_push(workspace, dataset, write(tmp_path / "1.ndjson", "\n".join(lines) + "\n"), event_time=ts(9))
-    await ingest_push(workspace, dataset, write(tmp_path / "2.ndjson", lines[0] + "\n"), event_time=ts(9))
+    await ingest_push(
+        workspace, dataset, write(tmp_path / "1.ndjson", "\n".join(lines) + "\n"), event_time=ts(9)
+    )
+    await ingest_push(
+        workspace, dataset, write(tmp_path / "2.ndjson", lines[0] + "\n"), event_time=ts(9)
+    )
     assert await rows(dataset, "offset", "op", "event_time", "value") == [
         (0, A, dt(1), "y"),
         (1, A, dt(2), "x"),
@@ -156,18 +179,32 @@ CHANGELOG_READ = """        kind: Csv
               type: string"""
 
 
-async def test_changelog_stream_is_taken_as_is_after_validation(workspace: Workspace, tmp_path: Path) -> None:
+async def test_changelog_stream_is_taken_as_is_after_validation(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     merge = """        kind: ChangelogStream
         primaryKey:
           - id"""
     dataset = await create(workspace, root_snapshot("changelog", CHANGELOG_READ, merge))
-    await ingest_push(workspace, dataset, write(tmp_path / "1.csv", "op,id,value\n0,2,b\n0,1,a\n"), event_time=ts(1))
     await ingest_push(
-        workspace, dataset, write(tmp_path / "2.csv", "op,id,value\n1,2,b\n2,1,a\n3,1,a2\n0,2,b2\n"), event_time=ts(2)
+        workspace,
+        dataset,
+        write(tmp_path / "1.csv", "op,id,value\n0,2,b\n0,1,a\n"),
+        event_time=ts(1),
+    )
+    await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "2.csv", "op,id,value\n1,2,b\n2,1,a\n3,1,a2\n0,2,b2\n"),
+        event_time=ts(2),
     )
     head = await dataset.chain.head()
-    with pytest.raises(MergeError, match=r"correct-to \(\+C\) not preceded by a correct-from.*id=7"):
-        await ingest_push(workspace, dataset, write(tmp_path / "3.csv", "op,id,value\n0,6,f\n3,7,g\n"))
+    with pytest.raises(
+        MergeError, match=r"correct-to \(\+C\) not preceded by a correct-from.*id=7"
+    ):
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "3.csv", "op,id,value\n0,6,f\n3,7,g\n")
+        )
     with pytest.raises(MergeError, match="unknown operation type"):
         await ingest_push(workspace, dataset, write(tmp_path / "4.csv", "op,id,value\n9,6,f\n"))
     assert await dataset.chain.head() == head
@@ -186,11 +223,24 @@ async def test_upsert_stream_becomes_a_changelog(workspace: Workspace, tmp_path:
         primaryKey:
           - id"""
     dataset = await create(workspace, root_snapshot("upserts", CHANGELOG_READ, merge))
-    await ingest_push(workspace, dataset, write(tmp_path / "1.csv", "op,id,value\n0,1,a\n0,2,b\n0,1,a-draft\n0,1,a\n"), event_time=ts(1))
     await ingest_push(
-        workspace, dataset, write(tmp_path / "2.csv", "op,id,value\n0,1,a2\n1,2,x\n0,3,c\n1,9,nothing\n"), event_time=ts(2)
+        workspace,
+        dataset,
+        write(tmp_path / "1.csv", "op,id,value\n0,1,a\n0,2,b\n0,1,a-draft\n0,1,a\n"),
+        event_time=ts(1),
     )
-    repeat = await ingest_push(workspace, dataset, write(tmp_path / "3.csv", "op,id,value\n0,1,a2\n1,2,b\n"), event_time=ts(3))
+    await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "2.csv", "op,id,value\n0,1,a2\n1,2,x\n0,3,c\n1,9,nothing\n"),
+        event_time=ts(2),
+    )
+    repeat = await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "3.csv", "op,id,value\n0,1,a2\n1,2,b\n"),
+        event_time=ts(3),
+    )
     assert repeat.up_to_date
     assert await rows(dataset, "offset", "op", "event_time", "id", "value") == [
         (0, A, dt(1), 1, "a"),  # only the last upsert of a key within a batch counts

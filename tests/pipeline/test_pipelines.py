@@ -45,7 +45,9 @@ async def add_examples(workspace: Workspace, folder: str) -> None:
         await workspace.create_from_snapshot(snapshot, system_time=CREATED_AT)
 
 
-async def currency_pipeline(folder: Path, batches: list[list[str]], monkeypatch: pytest.MonkeyPatch) -> Workspace:
+async def currency_pipeline(
+    folder: Path, batches: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> Workspace:
     """Runs the currency-conversion example in a fresh workspace, one transform per batch of days.
 
     ``folder`` plays the repository root (the rates source globs a relative path): each day's rate
@@ -67,7 +69,9 @@ async def currency_pipeline(folder: Path, batches: list[list[str]], monkeypatch:
         await pull_root(workspace, rates, system_time=now())
         for day in days:
             await ingest_push(workspace, us, source / "trades-us" / f"{day}.csv", system_time=now())
-            await ingest_push(workspace, eu, source / "trades-eu" / f"{day}.ndjson", system_time=now())
+            await ingest_push(
+                workspace, eu, source / "trades-eu" / f"{day}.ndjson", system_time=now()
+            )
         outcome = await update_derivative(workspace, cad, system_time=now())
         assert not outcome.up_to_date
     return workspace
@@ -75,17 +79,25 @@ async def currency_pipeline(folder: Path, batches: list[list[str]], monkeypatch:
 
 async def transform_blocks(workspace: Workspace, alias: str) -> list[tuple]:
     dataset = await workspace.get_dataset(alias)
-    return [(h, b) async for h, b in dataset.chain.iter_blocks() if isinstance(b.event, ExecuteTransform)][::-1]
+    return [
+        (h, b)
+        async for h, b in dataset.chain.iter_blocks()
+        if isinstance(b.event, ExecuteTransform)
+    ][::-1]
 
 
-async def test_currency_conversion_incrementally_equals_one_big_run_and_replays(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_currency_conversion_incrementally_equals_one_big_run_and_replays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     incremental = await currency_pipeline(tmp_path / "a", [[d] for d in DAYS], monkeypatch)
     again = await currency_pipeline(tmp_path / "b", [[d] for d in DAYS], monkeypatch)
     batch = await currency_pipeline(tmp_path / "c", [DAYS], monkeypatch)
     try:
         columns = ("trade_id", "event_time", "symbol", "quantity", "currency", "price", "price_cad")
         incremental_rows = sorted(await rows(await incremental.get_dataset("trades.cad"), *columns))
-        assert incremental_rows == sorted(await rows(await batch.get_dataset("trades.cad"), *columns))
+        assert incremental_rows == sorted(
+            await rows(await batch.get_dataset("trades.cad"), *columns)
+        )
         by_id = {r[0]: r for r in incremental_rows}
         assert len(by_id) == 9
         assert by_id["us-1"][4:] == ("USD", 179.66, round(179.66 * 1.3512, 4))
@@ -95,7 +107,9 @@ async def test_currency_conversion_incrementally_equals_one_big_run_and_replays(
         first = await transform_blocks(incremental, "trades.cad")
         second = await transform_blocks(again, "trades.cad")
         assert len(first) == 3
-        assert [b.event.new_data.logical_hash for _, b in first] == [b.event.new_data.logical_hash for _, b in second]
+        assert [b.event.new_data.logical_hash for _, b in first] == [
+            b.event.new_data.logical_hash for _, b in second
+        ]
         assert [h for h, _ in first] != [h for h, _ in second]  # different datasets, same data
 
         # Re-running each recorded transaction reproduces its logical hash bit for bit.
@@ -121,9 +135,13 @@ async def test_leaderboard_with_watermarks_and_up_to_date_detection(workspace: W
     scores = await workspace.get_dataset("match.scores")
     board = await workspace.get_dataset("match.leaderboard")
     now = clock()
-    assert (await update_derivative(workspace, board, system_time=now())).reason == "input scores has no data yet"
+    assert (
+        await update_derivative(workspace, board, system_time=now())
+    ).reason == "input scores has no data yet"
     for n in (1, 2, 3):
-        await ingest_push(workspace, scores, EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson", system_time=now())
+        await ingest_push(
+            workspace, scores, EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson", system_time=now()
+        )
         assert not (await update_derivative(workspace, board, system_time=now())).up_to_date
     assert (await update_derivative(workspace, board, system_time=now())).up_to_date
     assert await rows(board, "offset", "match_id", "place", "player", "score") == [
@@ -139,6 +157,10 @@ async def test_leaderboard_with_watermarks_and_up_to_date_detection(workspace: W
     ]
     events = [b.event for _, b in await transform_blocks(workspace, "match.leaderboard")]
     assert [e.new_watermark for e in events] == [Timestamp.of(2024, 5, d, 18) for d in (1, 2, 3)]
-    assert [(i.prev_offset, i.new_offset) for e in events for i in e.query_inputs] == [(None, 3), (3, 6), (6, 10)]
+    assert [(i.prev_offset, i.new_offset) for e in events for i in e.query_inputs] == [
+        (None, 3),
+        (3, 6),
+        (6, 10),
+    ]
     assert all(e.new_checkpoint is not None for e in events)
     assert events[1].prev_checkpoint == events[0].new_checkpoint.physical_hash

@@ -24,7 +24,7 @@ class _Server(http.server.BaseHTTPRequestHandler):
     bodies = {1: "id,name\n1,a\n2,b\n", 2: "id,name\n2,b\n3,c\n"}
     requests: list[str | None] = []
 
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         etag = f'"v{type(self).version}"'
         type(self).requests.append(self.headers.get("If-None-Match"))
         if self.headers.get("If-None-Match") == etag:
@@ -101,7 +101,12 @@ content:
     [second] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 4))
     assert second.num_records == 2
     assert _Server.requests[-3:] == [None, '"v1"', '"v1"']
-    assert await rows(dataset, "offset", "op", "id", "name") == [(0, 0, 1, "A"), (1, 0, 2, "B"), (2, 1, 1, "A"), (3, 0, 3, "C")]
+    assert await rows(dataset, "offset", "op", "id", "name") == [
+        (0, 0, 1, "A"),
+        (1, 0, 2, "B"),
+        (2, 1, 1, "A"),
+        (3, 0, 3, "C"),
+    ]
     events = await data_events(dataset)
     assert [e.new_source_state for e in events] == [
         SourceState(source_name="default", kind="odf/etag", value='"v1"'),
@@ -140,10 +145,14 @@ content:
         kind: Append
 """,
     )
-    with pytest.raises(SourceError, match=r"several push sources \(csv, json\); choose one with --source-name"):
+    with pytest.raises(
+        SourceError, match=r"several push sources \(csv, json\); choose one with --source-name"
+    ):
         await ingest_push(workspace, dataset, write(tmp_path / "a.csv", "1\n"))
     with pytest.raises(SourceError, match="has no polling source"):
         await pull_root(workspace, dataset)
     await ingest_push(workspace, dataset, write(tmp_path / "a.csv", "1\n"), source_name="csv")
-    await ingest_push(workspace, dataset, write(tmp_path / "b.json", '{"id": 2}\n'), source_name="json")
+    await ingest_push(
+        workspace, dataset, write(tmp_path / "b.json", '{"id": 2}\n'), source_name="json"
+    )
     assert await rows(dataset, "offset", "id") == [(0, 1), (1, 2)]

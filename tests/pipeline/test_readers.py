@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from pathlib import Path
 
 import pyarrow as pa
@@ -46,15 +46,26 @@ schema:
     text = "02.01.2024 10:30;02.01.2024;'Smith; John';12.50\n03.01.2024 08:00;03.01.2024;'O|'Brien';N/A\n"
     await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text))
     assert await rows(dataset, "event_time", "day", "name", "amount") == [
-        (datetime(2024, 1, 2, 10, 30, tzinfo=timezone.utc), date(2024, 1, 2), "Smith; John", pytest.approx(12.5)),
-        (datetime(2024, 1, 3, 8, 0, tzinfo=timezone.utc), date(2024, 1, 3), "O'Brien", None),
+        (
+            datetime(2024, 1, 2, 10, 30, tzinfo=UTC),
+            date(2024, 1, 2),
+            "Smith; John",
+            pytest.approx(12.5),
+        ),
+        (datetime(2024, 1, 3, 8, 0, tzinfo=UTC), date(2024, 1, 3), "O'Brien", None),
     ]
 
 
-async def test_csv_without_schema_reads_text_and_parses_event_time(workspace: Workspace, tmp_path: Path) -> None:
+async def test_csv_without_schema_reads_text_and_parses_event_time(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     dataset = await create(workspace, root_snapshot("raw", "kind: Csv\nheader: true"))
-    await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "event_time,n\n2024-01-05T01:02:03Z,7\n"))
-    assert await rows(dataset, "event_time", "n") == [(datetime(2024, 1, 5, 1, 2, 3, tzinfo=timezone.utc), "7")]
+    await ingest_push(
+        workspace, dataset, write(tmp_path / "in.csv", "event_time,n\n2024-01-05T01:02:03Z,7\n")
+    )
+    assert await rows(dataset, "event_time", "n") == [
+        (datetime(2024, 1, 5, 1, 2, 3, tzinfo=UTC), "7")
+    ]
 
 
 async def test_legacy_ddl_schema_and_preprocess_sql(workspace: Workspace, tmp_path: Path) -> None:
@@ -73,7 +84,12 @@ ddlSchema:
       merge:""",
     )
     dataset = await create(workspace, manifest)
-    await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "kyiv,3000\ntiny,1\nlviv,700\n"), event_time=EVENT_TIME)
+    await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "in.csv", "kyiv,3000\ntiny,1\nlviv,700\n"),
+        event_time=EVENT_TIME,
+    )
     assert await rows(dataset, "city", "population") == [("KYIV", 3_000_000), ("LVIV", 700_000)]
 
 
@@ -90,7 +106,9 @@ schema:
 """
     dataset = await create(workspace, root_snapshot("json", read))
     document = {"result": {"items": [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": []}]}}
-    await ingest_push(workspace, dataset, write(tmp_path / "in.json", json.dumps(document)), event_time=EVENT_TIME)
+    await ingest_push(
+        workspace, dataset, write(tmp_path / "in.json", json.dumps(document)), event_time=EVENT_TIME
+    )
     assert await rows(dataset, "id", "tags") == [(1, ["a", "b"]), (2, [])]
     with pytest.raises(BadInputError, match="sub-path result.items not found"):
         await ingest_push(workspace, dataset, write(tmp_path / "bad.json", '{"result": {}}'))
@@ -106,14 +124,32 @@ schema:
       type: string
 """
     features = [
-        {"type": "Feature", "properties": {"name": "a"}, "geometry": {"type": "Point", "coordinates": [1.0, 2.0]}},
-        {"type": "Feature", "properties": {"name": "b"}, "geometry": {"type": "Point", "coordinates": [3.5, 4.0]}},
+        {
+            "type": "Feature",
+            "properties": {"name": "a"},
+            "geometry": {"type": "Point", "coordinates": [1.0, 2.0]},
+        },
+        {
+            "type": "Feature",
+            "properties": {"name": "b"},
+            "geometry": {"type": "Point", "coordinates": [3.5, 4.0]},
+        },
     ]
     geo = await create(workspace, root_snapshot("geo", "kind: GeoJson\n" + read))
     collection = {"type": "FeatureCollection", "features": features}
-    await ingest_push(workspace, geo, write(tmp_path / "in.geojson", json.dumps(collection)), event_time=EVENT_TIME)
+    await ingest_push(
+        workspace,
+        geo,
+        write(tmp_path / "in.geojson", json.dumps(collection)),
+        event_time=EVENT_TIME,
+    )
     nd = await create(workspace, root_snapshot("ndgeo", "kind: NdGeoJson\n" + read))
-    await ingest_push(workspace, nd, write(tmp_path / "in.ndgeojson", "\n".join(map(json.dumps, features))), event_time=EVENT_TIME)
+    await ingest_push(
+        workspace,
+        nd,
+        write(tmp_path / "in.ndgeojson", "\n".join(map(json.dumps, features))),
+        event_time=EVENT_TIME,
+    )
     expected = [
         ("a", '{"type":"Point","coordinates":[1.0,2.0]}'),
         ("b", '{"type":"Point","coordinates":[3.5,4.0]}'),
@@ -121,7 +157,11 @@ schema:
     assert await rows(geo, "name", "geometry") == expected
     assert await rows(nd, "name", "geometry") == expected
     with pytest.raises(BadInputError, match="feature 2: not a GeoJSON Feature"):
-        await ingest_push(workspace, nd, write(tmp_path / "bad.ndgeojson", json.dumps(features[0]) + '\n{"type": "Point"}\n'))
+        await ingest_push(
+            workspace,
+            nd,
+            write(tmp_path / "bad.ndgeojson", json.dumps(features[0]) + '\n{"type": "Point"}\n'),
+        )
 
 
 async def test_parquet_with_declared_schema(workspace: Workspace, tmp_path: Path) -> None:
@@ -135,12 +175,20 @@ schema:
       type: string
 """
     dataset = await create(workspace, root_snapshot("pq", read))
-    pq.write_table(pa.table({"label": ["x", "y"], "id": pa.array([1, 2], pa.int32()), "ignored": [0, 0]}), tmp_path / "in.parquet")
+    pq.write_table(
+        pa.table({"label": ["x", "y"], "id": pa.array([1, 2], pa.int32()), "ignored": [0, 0]}),
+        tmp_path / "in.parquet",
+    )
     await ingest_push(workspace, dataset, tmp_path / "in.parquet", event_time=EVENT_TIME)
     assert await rows(dataset, "id", "label") == [(1, "x"), (2, "y")]
     head = await dataset.chain.head()
-    pq.write_table(pa.table({"label": ["x", "y", "z"], "id": ["1", "2", "three"]}), tmp_path / "bad.parquet")
-    with pytest.raises(BadInputError, match=r"bad\.parquet: malformed row 3, column 'id': value 'three' is not a valid BIGINT"):
+    pq.write_table(
+        pa.table({"label": ["x", "y", "z"], "id": ["1", "2", "three"]}), tmp_path / "bad.parquet"
+    )
+    with pytest.raises(
+        BadInputError,
+        match=r"bad\.parquet: malformed row 3, column 'id': value 'three' is not a valid BIGINT",
+    ):
         await ingest_push(workspace, dataset, tmp_path / "bad.parquet")
     assert await dataset.chain.head() == head
 
@@ -176,9 +224,15 @@ schema:
         ),
     ],
 )
-async def test_malformed_csv_names_file_row_and_column(workspace: Workspace, tmp_path: Path, text: str, message: str) -> None:
+async def test_malformed_csv_names_file_row_and_column(
+    workspace: Workspace, tmp_path: Path, text: str, message: str
+) -> None:
     dataset = await create(workspace, root_snapshot("m", MEASUREMENTS))
-    await ingest_push(workspace, dataset, write(tmp_path / "ok.csv", "event_time,station,reading\n2024-01-01T00:00:00Z,z,0\n"))
+    await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "ok.csv", "event_time,station,reading\n2024-01-01T00:00:00Z,z,0\n"),
+    )
     head = await dataset.chain.head()
     with pytest.raises(BadInputError, match=message) as caught:
         await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text))
@@ -187,7 +241,9 @@ async def test_malformed_csv_names_file_row_and_column(workspace: Workspace, tmp
     assert await rows(dataset, "station") == [("z",)]
 
 
-async def test_malformed_row_of_a_file_spark_splits_is_counted_from_the_start(workspace: Workspace, tmp_path: Path) -> None:
+async def test_malformed_row_of_a_file_spark_splits_is_counted_from_the_start(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     # Over 4 MB, Spark splits a file across cores unless told not to; row ids would then restart
     # at each split (as partition-tagged ids) instead of counting records from the file's start.
     good = "".join(f"2024-01-01T00:00:00Z,s{n},{n}\n" for n in range(200_000))
@@ -195,10 +251,15 @@ async def test_malformed_row_of_a_file_spark_splits_is_counted_from_the_start(wo
     assert len(text) > 5_000_000
     dataset = await create(workspace, root_snapshot("big", MEASUREMENTS))
     with pytest.raises(
-        BadInputError, match=r"big\.csv: malformed row 200001 \(line 200002\), column 'reading': value 'x7' is not a valid INT$"
+        BadInputError,
+        match=r"big\.csv: malformed row 200001 \(line 200002\), column 'reading': value 'x7' is not a valid INT$",
     ) as caught:
         await ingest_push(workspace, dataset, write(tmp_path / "big.csv", text))
-    assert (caught.value.line, caught.value.record, caught.value.column) == (200_002, 200_001, "reading")
+    assert (caught.value.line, caught.value.record, caught.value.column) == (
+        200_002,
+        200_001,
+        "reading",
+    )
 
 
 async def test_malformed_ndjson_names_line_and_column(workspace: Workspace, tmp_path: Path) -> None:
@@ -213,8 +274,15 @@ schema:
 """
     dataset = await create(workspace, root_snapshot("nd", read))
     head = await dataset.chain.head()
-    with pytest.raises(BadInputError, match=r"in\.ndjson: malformed row 2 \(line 3\), column 'id': value \"two\" is not a valid INT"):
-        await ingest_push(workspace, dataset, write(tmp_path / "in.ndjson", '{"id": 1}\n\n{"id": "two", "name": "b"}\n'))
+    with pytest.raises(
+        BadInputError,
+        match=r"in\.ndjson: malformed row 2 \(line 3\), column 'id': value \"two\" is not a valid INT",
+    ):
+        await ingest_push(
+            workspace,
+            dataset,
+            write(tmp_path / "in.ndjson", '{"id": 1}\n\n{"id": "two", "name": "b"}\n'),
+        )
     with pytest.raises(BadInputError, match=r"malformed row 1 \(line 1\): is not valid JSON"):
         await ingest_push(workspace, dataset, write(tmp_path / "broken.ndjson", '{"id": 1,\n'))
     assert await dataset.chain.head() == head
@@ -229,5 +297,8 @@ schema:
       type: int64
 """
     dataset = await create(workspace, root_snapshot("et", read))
-    with pytest.raises(IngestError, match="event time column 'event_time' must be a TIMESTAMP or DATE, found BIGINT"):
+    with pytest.raises(
+        IngestError,
+        match="event time column 'event_time' must be a TIMESTAMP or DATE, found BIGINT",
+    ):
         await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "1\n"))

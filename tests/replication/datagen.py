@@ -18,12 +18,12 @@ from protocol.model import (
     Checkpoint,
     DataField,
     DataSchema,
+    DatasetKind,
     DataSlice,
     DataTypeInt32,
     DataTypeInt64,
     DataTypeString,
     DataTypeTimestamp,
-    DatasetKind,
     MetadataEvent,
     OffsetInterval,
     SetDataSchema,
@@ -36,24 +36,33 @@ from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 
 T0 = Timestamp.of(2024, 1, 1)
-SCHEMA = SetDataSchema(schema=DataSchema(fields=(
-    DataField(name="offset", type=DataTypeInt64()),
-    DataField(name="op", type=DataTypeInt32()),
-    DataField(name="system_time", type=DataTypeTimestamp()),
-    DataField(name="event_time", type=DataTypeTimestamp()),
-    DataField(name="value", type=DataTypeString()),
-)))
+SCHEMA = SetDataSchema(
+    schema=DataSchema(
+        fields=(
+            DataField(name="offset", type=DataTypeInt64()),
+            DataField(name="op", type=DataTypeInt32()),
+            DataField(name="system_time", type=DataTypeTimestamp()),
+            DataField(name="event_time", type=DataTypeTimestamp()),
+            DataField(name="value", type=DataTypeString()),
+        )
+    )
+)
 
 
 def parquet_slice(start: int, rows: int, rng: random.Random, value_bytes: int = 24) -> bytes:
-    ts = pa.array([T0.epoch_nanos // 1000 + i for i in range(start, start + rows)], pa.timestamp("us", tz="UTC"))
-    table = pa.table({
-        "offset": pa.array(range(start, start + rows), pa.int64()),
-        "op": pa.array([0] * rows, pa.int32()),  # append (RFC-015)
-        "system_time": ts,
-        "event_time": ts,
-        "value": pa.array([rng.randbytes(value_bytes).hex() for _ in range(rows)], pa.string()),
-    })
+    ts = pa.array(
+        [T0.epoch_nanos // 1000 + i for i in range(start, start + rows)],
+        pa.timestamp("us", tz="UTC"),
+    )
+    table = pa.table(
+        {
+            "offset": pa.array(range(start, start + rows), pa.int64()),
+            "op": pa.array([0] * rows, pa.int32()),  # append (RFC-015)
+            "system_time": ts,
+            "event_time": ts,
+            "value": pa.array([rng.randbytes(value_bytes).hex() for _ in range(rows)], pa.string()),
+        }
+    )
     sink = io.BytesIO()
     pq.write_table(table, sink, compression="none")
     return sink.getvalue()
@@ -69,8 +78,9 @@ class DatasetWriter:
     last_checkpoint: Multihash | None = None
     watermark_step: int = 0
 
-    async def events(self, *, slices: int, rows: int = 10, empty_blocks: int = 0,
-                     checkpoints: bool = True) -> list[MetadataEvent]:
+    async def events(
+        self, *, slices: int, rows: int = 10, empty_blocks: int = 0, checkpoints: bool = True
+    ) -> list[MetadataEvent]:
         """Store the files of ``slices`` new slices and return their events, each followed by
         ``empty_blocks`` watermark-only blocks."""
         events: list[MetadataEvent] = []
@@ -81,51 +91,88 @@ class DatasetWriter:
             checkpoint = None
             if checkpoints:
                 state = self.rng.randbytes(64)
-                checkpoint = Checkpoint(physical_hash=await self.dataset.checkpoints.put_bytes(state), size=len(state))
+                checkpoint = Checkpoint(
+                    physical_hash=await self.dataset.checkpoints.put_bytes(state), size=len(state)
+                )
             self.watermark_step += 1
-            events.append(AddData(
-                prev_checkpoint=self.last_checkpoint,
-                prev_offset=self.next_offset - 1 if self.next_offset else None,
-                new_data=DataSlice(logical_hash=logical_hash(table), physical_hash=data_hash,
-                                   offset_interval=OffsetInterval(start=self.next_offset,
-                                                                  end=self.next_offset + rows - 1),
-                                   size=len(data)),
-                new_checkpoint=checkpoint,
-                new_watermark=Timestamp(T0.epoch_nanos + self.watermark_step * 1_000_000_000),
-            ))
+            events.append(
+                AddData(
+                    prev_checkpoint=self.last_checkpoint,
+                    prev_offset=self.next_offset - 1 if self.next_offset else None,
+                    new_data=DataSlice(
+                        logical_hash=logical_hash(table),
+                        physical_hash=data_hash,
+                        offset_interval=OffsetInterval(
+                            start=self.next_offset, end=self.next_offset + rows - 1
+                        ),
+                        size=len(data),
+                    ),
+                    new_checkpoint=checkpoint,
+                    new_watermark=Timestamp(T0.epoch_nanos + self.watermark_step * 1_000_000_000),
+                )
+            )
             self.next_offset += rows
             if checkpoint is not None:
                 self.last_checkpoint = checkpoint.physical_hash
             for _ in range(empty_blocks):
                 self.watermark_step += 1
-                events.append(AddData(
-                    prev_checkpoint=self.last_checkpoint, prev_offset=self.next_offset - 1,
-                    new_checkpoint=None if self.last_checkpoint is None else Checkpoint(
-                        physical_hash=self.last_checkpoint,
-                        size=await self.dataset.checkpoints.size(self.last_checkpoint)),
-                    new_watermark=Timestamp(T0.epoch_nanos + self.watermark_step * 1_000_000_000),
-                ))
+                events.append(
+                    AddData(
+                        prev_checkpoint=self.last_checkpoint,
+                        prev_offset=self.next_offset - 1,
+                        new_checkpoint=None
+                        if self.last_checkpoint is None
+                        else Checkpoint(
+                            physical_hash=self.last_checkpoint,
+                            size=await self.dataset.checkpoints.size(self.last_checkpoint),
+                        ),
+                        new_watermark=Timestamp(
+                            T0.epoch_nanos + self.watermark_step * 1_000_000_000
+                        ),
+                    )
+                )
         return events
 
-    async def append(self, *, slices: int, rows: int = 10, empty_blocks: int = 0, batch: int = 2000,
-                     checkpoints: bool = True) -> Multihash:
-        events = await self.events(slices=slices, rows=rows, empty_blocks=empty_blocks, checkpoints=checkpoints)
+    async def append(
+        self,
+        *,
+        slices: int,
+        rows: int = 10,
+        empty_blocks: int = 0,
+        batch: int = 2000,
+        checkpoints: bool = True,
+    ) -> Multihash:
+        events = await self.events(
+            slices=slices, rows=rows, empty_blocks=empty_blocks, checkpoints=checkpoints
+        )
         head = await self.dataset.chain.head()
         for start in range(0, len(events), batch):
             result = await self.dataset.commit_events(
-                events[start:start + batch], expected_head=head,
-                system_time=Timestamp(T0.epoch_nanos + self.watermark_step * 1_000_000_000))
+                events[start : start + batch],
+                expected_head=head,
+                system_time=Timestamp(T0.epoch_nanos + self.watermark_step * 1_000_000_000),
+            )
             head = result.new_head
         assert head is not None
         return head
 
 
-async def create_root(workspace: Workspace, alias: str, *, slices: int = 3, rows: int = 10,
-                      empty_blocks: int = 0, seed: int = 1, checkpoints: bool = True) -> DatasetWriter:
+async def create_root(
+    workspace: Workspace,
+    alias: str,
+    *,
+    slices: int = 3,
+    rows: int = 10,
+    empty_blocks: int = 0,
+    seed: int = 1,
+    checkpoints: bool = True,
+) -> DatasetWriter:
     dataset = await workspace.create_dataset(alias, DatasetKind.ROOT, [SCHEMA], system_time=T0)
     writer = DatasetWriter(dataset, random.Random(seed))
     if slices:
-        await writer.append(slices=slices, rows=rows, empty_blocks=empty_blocks, checkpoints=checkpoints)
+        await writer.append(
+            slices=slices, rows=rows, empty_blocks=empty_blocks, checkpoints=checkpoints
+        )
     return writer
 
 
@@ -133,7 +180,9 @@ async def verify_integrity(dataset: Dataset) -> int:
     """Independently check a dataset: every block re-hashed and every chain rule applied, and
     every data file's physical and logical hash and every checkpoint's physical hash recomputed
     from the bytes on disk. Returns the number of objects checked."""
-    await validate_chain(dataset.chain, dataset_id=dataset.id, data=dataset.data, checkpoints=dataset.checkpoints)
+    await validate_chain(
+        dataset.chain, dataset_id=dataset.id, data=dataset.data, checkpoints=dataset.checkpoints
+    )
     checked = 0
     async for _, block in dataset.chain.iter_blocks():
         event = block.event
@@ -154,6 +203,9 @@ async def verify_integrity(dataset: Dataset) -> int:
 
 async def odfd_verify_integrity(workspace: Workspace, alias: str) -> None:
     """``odfd verify --integrity-only ALIAS`` (the verifier's API): must report everything verified."""
-    report = await verify(workspace, [alias], VerifyOptions(integrity_only=True, jobs=2,
-                                                            scratch_dir=workspace.root / "run"))
+    report = await verify(
+        workspace,
+        [alias],
+        VerifyOptions(integrity_only=True, jobs=2, scratch_dir=workspace.root / "run"),
+    )
     assert report.exit_code == 0, report.dumps()

@@ -21,8 +21,13 @@ from tests.replication.datagen import create_root, verify_integrity
 
 
 def odfd(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "odfd.cli.main", *args], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "odfd.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, **(env or {})},
+    )
 
 
 @pytest.fixture
@@ -36,11 +41,17 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
             config.write(f'\n[server]\npush_tokens = ["{PUSH_TOKEN}"]\n')
 
     asyncio.run(prepare())
-    process = subprocess.Popen([sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
-                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         line = process.stdout.readline()  # type: ignore[union-attr]
-        assert line.startswith("serving 1 dataset(s) at http://127.0.0.1:"), line + process.stderr.read()  # type: ignore[union-attr]
+        assert line.startswith("serving 1 dataset(s) at http://127.0.0.1:"), (
+            line + process.stderr.read()
+        )  # type: ignore[union-attr]
         yield root, line.split(" at ")[1].strip()
     finally:
         process.send_signal(signal.SIGINT)
@@ -58,7 +69,9 @@ def test_serve_pull_push_round_trip(served: tuple[Path, str], tmp_path: Path) ->
     verified = odfd("verify", "cities", "--integrity-only", "--root", str(client))
     assert verified.returncode == 0, verified.stdout + verified.stderr
     again = odfd("pull", "cities", "--root", str(client))
-    assert again.returncode == 0 and "Skipped: cities" in again.stderr and "up to date" in again.stderr
+    assert (
+        again.returncode == 0 and "Skipped: cities" in again.stderr and "up to date" in again.stderr
+    )
 
     same = odfd("push", "cities", url + "cities", "--root", str(client), "--token", PUSH_TOKEN)
     assert same.returncode == 0 and "Skipped: cities" in same.stderr and "up to date" in same.stderr
@@ -69,22 +82,40 @@ def test_serve_pull_push_round_trip(served: tuple[Path, str], tmp_path: Path) ->
             await create_root(workspace, "mine", slices=1, seed=5)
 
     asyncio.run(create_and_check())
-    refused = odfd("push", "mine", url + "alice/mine", "--root", str(client), env={"ODFD_TOKEN": ""})
-    assert refused.returncode == 1 and refused.stderr.startswith("error:") and "token" in refused.stderr
-    pushed = odfd("push", "mine", url + "alice/mine", "--root", str(client), env={"ODFD_TOKEN": PUSH_TOKEN})
-    assert pushed.returncode == 0 and "Pushed: mine: 3 block(s), 2 object(s)" in pushed.stderr, pushed.stderr
+    refused = odfd(
+        "push", "mine", url + "alice/mine", "--root", str(client), env={"ODFD_TOKEN": ""}
+    )
+    assert (
+        refused.returncode == 1
+        and refused.stderr.startswith("error:")
+        and "token" in refused.stderr
+    )
+    pushed = odfd(
+        "push", "mine", url + "alice/mine", "--root", str(client), env={"ODFD_TOKEN": PUSH_TOKEN}
+    )
+    assert pushed.returncode == 0 and "Pushed: mine: 3 block(s), 2 object(s)" in pushed.stderr, (
+        pushed.stderr
+    )
     with urllib.request.urlopen(url) as response:
         listing = {d["alias"]: d for d in json.load(response)["datasets"]}
     assert sorted(listing) == ["alice/mine", "cities"]
-    renamed = odfd("push", "mine", url + "alice/other", "--root", str(client), "--token", PUSH_TOKEN)
+    renamed = odfd(
+        "push", "mine", url + "alice/other", "--root", str(client), "--token", PUSH_TOKEN
+    )
     assert renamed.returncode == 1 and "already holds dataset" in renamed.stderr
 
 
-def test_pull_errors_are_reported_without_traceback(served: tuple[Path, str], tmp_path: Path) -> None:
+def test_pull_errors_are_reported_without_traceback(
+    served: tuple[Path, str], tmp_path: Path
+) -> None:
     _, url = served
     client = tmp_path / "client-node"
     odfd("init", "--root", str(client))
     missing = odfd("pull", url + "nothing-here", "--root", str(client))
-    assert missing.returncode == 1 and missing.stderr.startswith("error:") and "Traceback" not in missing.stderr
+    assert (
+        missing.returncode == 1
+        and missing.stderr.startswith("error:")
+        and "Traceback" not in missing.stderr
+    )
     bad = odfd("pull", "gopher://x/y", "--root", str(client))
     assert bad.returncode == 1 and "unsupported URL" in bad.stderr

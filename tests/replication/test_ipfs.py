@@ -31,8 +31,9 @@ def use_ipfs(ipfs_node: LocalIpfsNode, monkeypatch: pytest.MonkeyPatch) -> IpfsC
     return IpfsClient(ipfs_node.api_multiaddr, fetch_timeout=20.0)
 
 
-async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(node_a: Workspace, node_b: Workspace, tmp_path,
-                                                        use_ipfs: IpfsClient) -> None:
+async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(
+    node_a: Workspace, node_b: Workspace, tmp_path, use_ipfs: IpfsClient
+) -> None:
     writer = await create_root(node_a, "cities", slices=3)
     record = await node_a.resolve("cities")
     pushed = await push(node_a, "cities", "ipns://")
@@ -43,10 +44,19 @@ async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(node_a: Workspace, node_b
     cid = await use_ipfs.name_resolve(key.id)
     dataset_dir = node_a.layout.dataset(record.id).root
     assert cid == await use_ipfs.add_directory(dataset_dir, exclude=("info",), only_hash=True)
-    assert {link.name for link in await use_ipfs.ls(cid)} == {"blocks", "checkpoints", "data", "refs"}
+    assert {link.name for link in await use_ipfs.ls(cid)} == {
+        "blocks",
+        "checkpoints",
+        "data",
+        "refs",
+    }
 
     by_name = await pull(node_b, pushed.remote, alias="cities")
-    assert by_name.protocol == "simple" and by_name.new_head == record.head and by_name.num_objects == 6
+    assert (
+        by_name.protocol == "simple"
+        and by_name.new_head == record.head
+        and by_name.num_objects == 6
+    )
     await verify_integrity(await node_b.get_dataset("cities"))
     await odfd_verify_integrity(node_b, "cities")
 
@@ -67,11 +77,14 @@ async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(node_a: Workspace, node_b
 async def test_ipfs_url_cannot_be_pushed_to(node_a: Workspace, use_ipfs: IpfsClient) -> None:
     await create_root(node_a, "cities", slices=0)
     with pytest.raises(UnsupportedUrlError, match="ipns://"):
-        await push(node_a, "cities", "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi")
+        await push(
+            node_a, "cities", "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"
+        )
 
 
-async def test_unreachable_ipfs_node_fails_clearly(node_a: Workspace, node_b: Workspace,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_unreachable_ipfs_node_fails_clearly(
+    node_a: Workspace, node_b: Workspace, monkeypatch: pytest.MonkeyPatch
+) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -82,7 +95,11 @@ async def test_unreachable_ipfs_node_fails_clearly(node_a: Workspace, node_b: Wo
     with pytest.raises(IpfsUnavailableError, match=str(port)):
         await push(node_a, "cities", "ipns://")
     with pytest.raises(IpfsUnavailableError, match=str(port)):
-        await pull(node_b, "ipns://k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq", alias="x")
+        await pull(
+            node_b,
+            "ipns://k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq",
+            alias="x",
+        )
     assert (await node_a.resolve("cities")).head == head
     assert await node_b.list_datasets() == []
     assert await node_a.catalog.remote_aliases((await node_a.resolve("cities")).id, "push") == []

@@ -8,9 +8,9 @@ replace what it answers for chosen keys.
 from __future__ import annotations
 
 import dataclasses
-import random
 import gzip
 import io
+import random
 import tarfile
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
@@ -37,7 +37,9 @@ class Liar:
     root: Path
     head: Multihash | None = None
     blocks: dict[Multihash, bytes] = dataclasses.field(default_factory=dict)
-    objects: dict[str, Callable[[web.Request], web.StreamResponse]] = dataclasses.field(default_factory=dict)
+    objects: dict[str, Callable[[web.Request], web.StreamResponse]] = dataclasses.field(
+        default_factory=dict
+    )
     tarball: Callable[[list[tuple[Multihash, bytes]]], bytes] | None = None
     sent_bytes: int = 0
 
@@ -92,14 +94,29 @@ class Liar:
         count = len(blocks)
         await ws.send_str(m.encode(m.DatasetPullResponse(m.TransferPlan(count, 0, 0, 1, 1))))
         await ws.receive()
-        await ws.send_str(m.encode(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload))))
+        await ws.send_str(
+            m.encode(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload)))
+        )
         while (frame := await ws.receive()).type == WSMsgType.TEXT:
-            files = m.DatasetPullObjectsTransferRequest.from_json(m.decode_json(frame.data, "request")).object_files
+            files = m.DatasetPullObjectsTransferRequest.from_json(
+                m.decode_json(frame.data, "request")
+            ).object_files
             base = f"{request.url.origin()}/ds/"
-            await ws.send_str(m.encode(m.DatasetPullObjectsTransferResponse(tuple(
-                m.PullObjectTransferStrategy(f, m.TransferUrl(
-                    f"{base}{'data' if f.object_type == 'DataSlice' else 'checkpoints'}/{f.physical_hash}"))
-                for f in files))))
+            await ws.send_str(
+                m.encode(
+                    m.DatasetPullObjectsTransferResponse(
+                        tuple(
+                            m.PullObjectTransferStrategy(
+                                f,
+                                m.TransferUrl(
+                                    f"{base}{'data' if f.object_type == 'DataSlice' else 'checkpoints'}/{f.physical_hash}"
+                                ),
+                            )
+                            for f in files
+                        )
+                    )
+                )
+            )
         return ws
 
 
@@ -117,16 +134,23 @@ async def liar_server(node_a: Workspace) -> AsyncIterator[tuple[Liar, str]]:
 
 
 def snapshot(workspace: Workspace) -> set[tuple[str, bytes]]:
-    return {(str(p.relative_to(workspace.root)), p.read_bytes()) for p in workspace.layout.datasets_dir.rglob("*")
-            if p.is_file()}
+    return {
+        (str(p.relative_to(workspace.root)), p.read_bytes())
+        for p in workspace.layout.datasets_dir.rglob("*")
+        if p.is_file()
+    }
 
 
-async def assert_fails_cleanly(workspace: Workspace, url: str, match: str, **options: object) -> None:
+async def assert_fails_cleanly(
+    workspace: Workspace, url: str, match: str, **options: object
+) -> None:
     before_files = snapshot(workspace)
     before = await workspace.list_datasets()
     for protocol in ("simple", "smart"):
         with pytest.raises(CorruptSourceError, match=match):
-            await pull(workspace, url, alias="copy", options=PullOptions(protocol=protocol, **options))  # type: ignore[arg-type]
+            await pull(
+                workspace, url, alias="copy", options=PullOptions(protocol=protocol, **options)
+            )  # type: ignore[arg-type]
         assert await workspace.list_datasets() == before
         assert snapshot(workspace) == before_files
 
@@ -135,7 +159,9 @@ def reblock(data: bytes, **changes: object) -> tuple[Multihash, bytes]:
     return hash_block(dataclasses.replace(decode_block(data), **changes))  # type: ignore[arg-type]
 
 
-async def test_honest_liar_server_is_pullable(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+async def test_honest_liar_server_is_pullable(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     """The fixture server itself is faithful unless told to lie."""
     liar, url = liar_server
     for protocol in ("simple", "smart"):
@@ -144,7 +170,9 @@ async def test_honest_liar_server_is_pullable(node_b: Workspace, liar_server: tu
         await node_b.delete_dataset("copy")
 
 
-async def test_wrong_bytes_for_a_data_hash(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+async def test_wrong_bytes_for_a_data_hash(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     liar, url = liar_server
     data_hash = next(iter((liar.root / "data").iterdir())).name
     size = (liar.root / "data" / data_hash).stat().st_size
@@ -156,7 +184,9 @@ async def test_wrong_bytes_for_a_data_hash(node_b: Workspace, liar_server: tuple
     await assert_fails_cleanly(node_b, url, "hash to")
 
 
-async def test_wrong_bytes_for_a_block_hash(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+async def test_wrong_bytes_for_a_block_hash(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     liar, url = liar_server
     head = await liar.dataset().chain.head()
     assert head is not None
@@ -181,13 +211,17 @@ async def test_block_that_does_not_link(node_b: Workspace, liar_server: tuple[Li
 async def test_block_out_of_sequence(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
     liar, url = liar_server
     chain = await liar.chain()
-    hash, data = reblock(chain[-1][1], sequence_number=decode_block(chain[-1][1]).sequence_number + 5)
+    hash, data = reblock(
+        chain[-1][1], sequence_number=decode_block(chain[-1][1]).sequence_number + 5
+    )
     liar.blocks[hash] = data
     liar.head = hash
     await assert_fails_cleanly(node_b, url, "does not link|sequence number")
 
 
-async def test_endless_chain_claims_are_bounded(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+async def test_endless_chain_claims_are_bounded(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     liar, url = liar_server
     chain = await liar.chain()
     hash, data = reblock(chain[-1][1], sequence_number=10**12)
@@ -214,7 +248,9 @@ async def test_long_chain_over_the_limit(node_b: Workspace, liar_server: tuple[L
     await assert_fails_cleanly(node_b, url, "over the limit", max_blocks=3)
 
 
-async def test_object_far_larger_than_advertised(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+async def test_object_far_larger_than_advertised(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     liar, url = liar_server
     data_hash = next(iter((liar.root / "data").iterdir())).name
     size = (liar.root / "data" / data_hash).stat().st_size
@@ -244,7 +280,9 @@ def _tar(members: list[tuple[tarfile.TarInfo, bytes]]) -> bytes:
 
 
 @pytest.mark.parametrize("lie", ["parent", "absolute", "folder", "symlink", "wrong-name"])
-async def test_tarball_with_unsafe_or_wrong_members(node_b: Workspace, liar_server: tuple[Liar, str], lie: str) -> None:
+async def test_tarball_with_unsafe_or_wrong_members(
+    node_b: Workspace, liar_server: tuple[Liar, str], lie: str
+) -> None:
     liar, url = liar_server
 
     def hostile(blocks: list[tuple[Multihash, bytes]]) -> bytes:
@@ -252,8 +290,13 @@ async def test_tarball_with_unsafe_or_wrong_members(node_b: Workspace, liar_serv
         for i, (hash, data) in enumerate(blocks):
             name = str(hash)
             if i == len(blocks) - 1:
-                name = {"parent": f"../{hash}", "absolute": f"/tmp/{hash}", "folder": f"blocks/{hash}",
-                        "symlink": name, "wrong-name": str(blocks[0][0])}[lie]
+                name = {
+                    "parent": f"../{hash}",
+                    "absolute": f"/tmp/{hash}",
+                    "folder": f"blocks/{hash}",
+                    "symlink": name,
+                    "wrong-name": str(blocks[0][0]),
+                }[lie]
             info = tarfile.TarInfo(name)
             info.size = len(data)
             if lie == "symlink" and i == len(blocks) - 1:
@@ -270,15 +313,21 @@ async def test_tarball_with_unsafe_or_wrong_members(node_b: Workspace, liar_serv
 
 
 async def test_lie_during_an_incremental_pull_leaves_the_dataset_as_it_was(
-        node_a: Workspace, node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
+    node_a: Workspace, node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
     liar, url = liar_server
     await pull(node_b, url, alias="copy")
     record_before = await node_b.resolve("copy")
     files_before = snapshot(node_b)
     source = await node_a.get_dataset("cities")
     state = await source.chain.state()
-    writer = DatasetWriter(source, random.Random(7), next_offset=(state.last_offset or 0) + 1,
-                           last_checkpoint=state.last_checkpoint, watermark_step=1000)
+    writer = DatasetWriter(
+        source,
+        random.Random(7),
+        next_offset=(state.last_offset or 0) + 1,
+        last_checkpoint=state.last_checkpoint,
+        watermark_step=1000,
+    )
     await writer.append(slices=2)
     newest = sorted((liar.root / "data").iterdir(), key=lambda p: p.stat().st_mtime)[-1].name
 

@@ -24,8 +24,9 @@ class Flaky:
         self.gets: dict[str, int] = {"blocks": 0, "objects": 0}
 
     @web.middleware
-    async def middleware(self, request: web.Request,
-                         handler: Callable[[web.Request], Awaitable[web.StreamResponse]]) -> web.StreamResponse:
+    async def middleware(
+        self, request: web.Request, handler: Callable[[web.Request], Awaitable[web.StreamResponse]]
+    ) -> web.StreamResponse:
         parts = request.path.strip("/").split("/")
         if request.method == "GET" and len(parts) >= 3 and parts[-2] in ("data", "checkpoints"):
             if self.budget is not None:
@@ -39,8 +40,9 @@ class Flaky:
 
 
 @pytest.mark.parametrize("protocol", ["simple", "smart"])
-async def test_interrupted_pull_resumes_without_refetching(node_a: Workspace, node_b: Workspace,
-                                                           protocol: str) -> None:
+async def test_interrupted_pull_resumes_without_refetching(
+    node_a: Workspace, node_b: Workspace, protocol: str
+) -> None:
     await create_root(node_a, "cities", slices=6)  # 12 objects
     flaky = Flaky()
     app = create_app(node_a, ServerConfig(port=0))
@@ -65,7 +67,9 @@ async def test_interrupted_pull_resumes_without_refetching(node_a: Workspace, no
         assert result.resumed_objects == 5 and result.num_objects == 7
         assert flaky.gets["objects"] == 7
         if protocol == "simple":
-            assert flaky.gets["blocks"] == 0  # every block was verified and kept by the first attempt
+            assert (
+                flaky.gets["blocks"] == 0
+            )  # every block was verified and kept by the first attempt
         assert await node_b.catalog.get_transfer(record_a.id, url, "pull") is None
         assert (await node_b.resolve("cities")).head == record_a.head
         await verify_integrity(await node_b.get_dataset("cities"))

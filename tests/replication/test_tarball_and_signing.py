@@ -9,9 +9,9 @@ import tarfile
 import pytest
 
 from odfd.server.signing import UrlSigner
+from protocol.codec.flatbuffers import encode_block
 from protocol.identity import Multihash
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, pack_blocks, unpack_blocks
-from protocol.codec.flatbuffers import encode_block
 from tests.storage.chain_builder import ChainBuilder, schema
 
 
@@ -41,7 +41,9 @@ def tar_of(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
     return gzip.compress(raw.getvalue())
 
 
-def member(name: str, data: bytes, type: bytes = tarfile.REGTYPE, linkname: str = "") -> tuple[tarfile.TarInfo, bytes]:
+def member(
+    name: str, data: bytes, type: bytes = tarfile.REGTYPE, linkname: str = ""
+) -> tuple[tarfile.TarInfo, bytes]:
     info = tarfile.TarInfo(name)
     info.size = len(data) if type == tarfile.REGTYPE else 0
     info.type = type
@@ -49,20 +51,23 @@ def member(name: str, data: bytes, type: bytes = tarfile.REGTYPE, linkname: str 
     return info, data if type == tarfile.REGTYPE else b""
 
 
-@pytest.mark.parametrize(("make", "match"), [
-    (lambda h, d: [member(f"../{h}", d)], "outside the archive"),
-    (lambda h, d: [member(f"/{h}", d)], "outside the archive"),
-    (lambda h, d: [member(f"blocks/{h}", d)], "outside the archive"),
-    (lambda h, d: [member(str(h), b"", tarfile.SYMTYPE, "/etc/passwd")], "regular files"),
-    (lambda h, d: [member(str(h), b"", tarfile.LNKTYPE, "x")], "regular files"),
-    (lambda h, d: [member(str(h), b"", tarfile.DIRTYPE)], "regular files"),
-    (lambda h, d: [member(str(h), b"", tarfile.CHRTYPE)], "regular files"),
-    (lambda h, d: [member(str(h), b"", tarfile.FIFOTYPE)], "regular files"),
-    (lambda h, d: [member("not-a-hash", d)], "not a block hash"),
-    (lambda h, d: [member(str(h), d + b"x")], "hash to"),
-    (lambda h, d: [member(str(h), d), member(str(h), d)], "twice"),
-])
-def test_unsafe_or_wrong_members_are_refused(make, match) -> None:  # noqa: ANN001
+@pytest.mark.parametrize(
+    ("make", "match"),
+    [
+        (lambda h, d: [member(f"../{h}", d)], "outside the archive"),
+        (lambda h, d: [member(f"/{h}", d)], "outside the archive"),
+        (lambda h, d: [member(f"blocks/{h}", d)], "outside the archive"),
+        (lambda h, d: [member(str(h), b"", tarfile.SYMTYPE, "/etc/passwd")], "regular files"),
+        (lambda h, d: [member(str(h), b"", tarfile.LNKTYPE, "x")], "regular files"),
+        (lambda h, d: [member(str(h), b"", tarfile.DIRTYPE)], "regular files"),
+        (lambda h, d: [member(str(h), b"", tarfile.CHRTYPE)], "regular files"),
+        (lambda h, d: [member(str(h), b"", tarfile.FIFOTYPE)], "regular files"),
+        (lambda h, d: [member("not-a-hash", d)], "not a block hash"),
+        (lambda h, d: [member(str(h), d + b"x")], "hash to"),
+        (lambda h, d: [member(str(h), d), member(str(h), d)], "twice"),
+    ],
+)
+def test_unsafe_or_wrong_members_are_refused(make, match) -> None:
     hash, data = blocks()[0]
     with pytest.raises(TarballError, match=match):
         unpack_blocks(tar_of(*make(hash, data)))
@@ -94,7 +99,15 @@ def test_signed_urls_grant_one_operation_until_they_expire() -> None:
     assert signer.verify("PUT", "data", hash, query, now=1061.0) is None  # expired
     assert signer.verify("GET", "data", hash, query, now=1001.0) is None  # other method
     assert signer.verify("PUT", "checkpoints", hash, query, now=1001.0) is None  # other folder
-    assert signer.verify("PUT", "data", Multihash.from_digest_sha3_256(b"x"), query, now=1001.0) is None
-    for field, value in (("size", "43"), ("scope", "session-2"), ("expires", "99999"), ("signature", "0" * 64)):
+    assert (
+        signer.verify("PUT", "data", Multihash.from_digest_sha3_256(b"x"), query, now=1001.0)
+        is None
+    )
+    for field, value in (
+        ("size", "43"),
+        ("scope", "session-2"),
+        ("expires", "99999"),
+        ("signature", "0" * 64),
+    ):
         assert signer.verify("PUT", "data", hash, {**query, field: value}, now=1001.0) is None
     assert UrlSigner(b"other" * 8, 60).verify("PUT", "data", hash, query, now=1001.0) is None

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-
 import io
 
 import aiohttp
@@ -31,8 +30,9 @@ async def files_of(workspace: Workspace) -> set[str]:
 
 
 @pytest.mark.parametrize("protocol", ["simple", "smart"])
-async def test_pull_and_incremental_pull(node_a: Workspace, node_b: Workspace, serve: ServeFactory,
-                                         protocol: str) -> None:
+async def test_pull_and_incremental_pull(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory, protocol: str
+) -> None:
     writer = await create_root(node_a, "cities", slices=4, empty_blocks=1)
     server = await serve(node_a)
     url = server.url + "cities"
@@ -51,7 +51,11 @@ async def test_pull_and_incremental_pull(node_a: Workspace, node_b: Workspace, s
     new_head = await writer.append(slices=2)
     second = await pull(node_b, url, options=PullOptions(protocol=protocol))
     assert (second.num_blocks, second.num_objects, second.old_head, second.new_head) == (
-        2, 4, first.new_head, new_head)
+        2,
+        4,
+        first.new_head,
+        new_head,
+    )
     assert (await node_b.resolve("cities")).head == new_head
     await verify_integrity(await node_b.get_dataset("cities"))
 
@@ -64,7 +68,8 @@ async def test_pull_and_incremental_pull(node_a: Workspace, node_b: Workspace, s
 
 
 async def test_auto_protocol_prefers_smart_and_pull_by_dataset_uses_recorded_remote(
-        node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     writer = await create_root(node_a, "cities", slices=1)
     server = await serve(node_a)
     result = await pull(node_b, server.url + "cities", alias="mirror")
@@ -74,14 +79,18 @@ async def test_auto_protocol_prefers_smart_and_pull_by_dataset_uses_recorded_rem
     assert again.new_head == head and again.num_blocks == 1
 
 
-async def test_pull_by_did_and_multi_tenant_alias(node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+async def test_pull_by_did_and_multi_tenant_alias(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     await create_root(node_a, "alice/cities", slices=1)
     server = await serve(node_a)
     record = await node_a.resolve("alice/cities")
     by_alias = await pull(node_b, server.url + "alice/cities")
     assert by_alias.alias == "cities" and by_alias.dataset_id == record.id
     await node_b.delete_dataset("cities")
-    by_did = await pull(node_b, f"{server.url}{record.id}", alias="by-id", options=PullOptions(protocol="simple"))
+    by_did = await pull(
+        node_b, f"{server.url}{record.id}", alias="by-id", options=PullOptions(protocol="simple")
+    )
     assert by_did.dataset_id == record.id and by_did.new_head == record.head
 
 
@@ -94,11 +103,14 @@ async def test_listing_etags_and_ranges(node_a: Workspace, serve: ServeFactory) 
         async with session.get(server.url) as response:
             listing = await response.json()
         assert [(d["alias"], d["id"], d["head"]) for d in listing["datasets"]] == [
-            ("cities", str(record.id), str(record.head))]
+            ("cities", str(record.id), str(record.head))
+        ]
         async with session.get(server.url + "cities/refs/head") as response:
             assert await response.text() == str(record.head)
             etag = response.headers["ETag"]
-        async with session.get(server.url + "cities/refs/head", headers={"If-None-Match": etag}) as response:
+        async with session.get(
+            server.url + "cities/refs/head", headers={"If-None-Match": etag}
+        ) as response:
             assert response.status == 304
         data_hash = [h async for h in dataset.data.iter_hashes()][0]
         whole = await dataset.data.get_bytes(data_hash)
@@ -112,14 +124,17 @@ async def test_listing_etags_and_ranges(node_a: Workspace, serve: ServeFactory) 
             assert response.status == 416
         async with session.head(url) as response:
             assert response.status == 200 and response.content_length == len(whole)
-        async with session.get(f"{server.url}cities/data/{data_hash}?scope=x&size=1&expires=9999999999"
-                               "&signature=00") as response:
+        async with session.get(
+            f"{server.url}cities/data/{data_hash}?scope=x&size=1&expires=9999999999&signature=00"
+        ) as response:
             assert response.status == 403
         async with session.get(server.url + "nope/refs/head") as response:
             assert response.status == 404
 
 
-async def test_push_needs_a_valid_token(node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+async def test_push_needs_a_valid_token(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     await create_root(node_b, "cities", slices=2)
     server = await serve(node_a)
     for token in (None, "wrong"):
@@ -129,7 +144,9 @@ async def test_push_needs_a_valid_token(node_a: Workspace, node_b: Workspace, se
     assert [p.name for p in node_a.layout.datasets_dir.iterdir()] == []
 
 
-async def test_push_creates_then_updates_a_dataset(node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+async def test_push_creates_then_updates_a_dataset(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     writer = await create_root(node_b, "cities", slices=2, empty_blocks=1)
     server = await serve(node_a)
     url = server.url + "cities"
@@ -143,14 +160,19 @@ async def test_push_creates_then_updates_a_dataset(node_a: Workspace, node_b: Wo
 
     head = await writer.append(slices=1)
     updated = await push(node_b, "cities", url, options=options)
-    assert (updated.num_blocks, updated.old_remote_head, updated.new_remote_head) == (1, created.new_remote_head, head)
+    assert (updated.num_blocks, updated.old_remote_head, updated.new_remote_head) == (
+        1,
+        created.new_remote_head,
+        head,
+    )
     assert (await node_a.resolve("cities")).head == head
     assert (await push(node_b, "cities", url, options=options)).num_blocks == 0
     assert await node_b.catalog.remote_aliases(source.id, "push") == [url]
 
 
 async def test_concurrent_pushes_one_wins_the_other_diverges(
-        node_a: Workspace, node_b: Workspace, tmp_path, serve: ServeFactory) -> None:
+    node_a: Workspace, node_b: Workspace, tmp_path, serve: ServeFactory
+) -> None:
     writer_b = await create_root(node_b, "cities", slices=1)
     server = await serve(node_a)
     url = server.url + "cities"
@@ -159,12 +181,20 @@ async def test_concurrent_pushes_one_wins_the_other_diverges(
     async with await Workspace.init(tmp_path / "node-c") as node_c:
         await pull(node_c, url)
         head_c = await (await node_c.get_dataset("cities")).chain.head()
-        writer_c = type(writer_b)(await node_c.get_dataset("cities"), writer_b.rng, writer_b.next_offset,
-                                  writer_b.last_checkpoint, writer_b.watermark_step + 100)
+        writer_c = type(writer_b)(
+            await node_c.get_dataset("cities"),
+            writer_b.rng,
+            writer_b.next_offset,
+            writer_b.last_checkpoint,
+            writer_b.watermark_step + 100,
+        )
         head_b = await writer_b.append(slices=2)
         head_c = await writer_c.append(slices=1)
-        results = await asyncio.gather(push(node_b, "cities", url, options=options),
-                                       push(node_c, "cities", url, options=options), return_exceptions=True)
+        results = await asyncio.gather(
+            push(node_b, "cities", url, options=options),
+            push(node_c, "cities", url, options=options),
+            return_exceptions=True,
+        )
         winners = [r for r in results if not isinstance(r, BaseException)]
         losers = [r for r in results if isinstance(r, BaseException)]
         assert len(winners) == 1 and len(losers) == 1, results
@@ -180,15 +210,21 @@ async def test_concurrent_pushes_one_wins_the_other_diverges(
             await push(loser_ws, "cities", url, options=options)
 
 
-async def test_divergence_is_detected_and_force_replaces(node_a: Workspace, node_b: Workspace,
-                                                         serve: ServeFactory) -> None:
+async def test_divergence_is_detected_and_force_replaces(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     writer_a = await create_root(node_a, "cities", slices=2)
     server = await serve(node_a)
     url = server.url + "cities"
     first = await pull(node_b, url)
     local = await node_b.get_dataset("cities")
-    writer_b = type(writer_a)(local, writer_a.rng, writer_a.next_offset, writer_a.last_checkpoint,
-                              writer_a.watermark_step + 50)
+    writer_b = type(writer_a)(
+        local,
+        writer_a.rng,
+        writer_a.next_offset,
+        writer_a.last_checkpoint,
+        writer_a.watermark_step + 50,
+    )
     local_head = await writer_b.append(slices=1)
     remote_head = await writer_a.append(slices=2)
     before = await files_of(node_b)
@@ -206,13 +242,16 @@ async def test_divergence_is_detected_and_force_replaces(node_a: Workspace, node
 
 
 async def test_local_ahead_pulls_nothing_and_push_refuses_remote_ahead(
-        node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     writer = await create_root(node_a, "cities", slices=1)
     server = await serve(node_a)
     url = server.url + "cities"
     await pull(node_b, url)
     local = await node_b.get_dataset("cities")
-    ahead = type(writer)(local, writer.rng, writer.next_offset, writer.last_checkpoint, writer.watermark_step + 9)
+    ahead = type(writer)(
+        local, writer.rng, writer.next_offset, writer.last_checkpoint, writer.watermark_step + 9
+    )
     await ahead.append(slices=1, empty_blocks=1)
     result = await pull(node_b, url)
     assert not result.updated and result.local_ahead == 2
@@ -282,7 +321,8 @@ def test_progress_line_counts_blocks_objects_and_bytes() -> None:
 
 
 async def test_server_commits_only_one_of_two_interleaved_pushes(
-        node_a: Workspace, node_b: Workspace, tmp_path, serve: ServeFactory) -> None:
+    node_a: Workspace, node_b: Workspace, tmp_path, serve: ServeFactory
+) -> None:
     """Both sessions are accepted from the same head and upload everything; the second
     ``DatasetPushComplete`` loses the compare-and-swap and is refused, leaving the winner's head."""
     writer_b = await create_root(node_b, "cities", slices=1, checkpoints=False)
@@ -293,9 +333,17 @@ async def test_server_commits_only_one_of_two_interleaved_pushes(
     async with await Workspace.init(tmp_path / "node-c") as node_c:
         await pull(node_c, url)
         dataset_c = await node_c.get_dataset("cities")
-        writer_c = type(writer_b)(dataset_c, writer_b.rng, writer_b.next_offset, writer_b.last_checkpoint,
-                                  writer_b.watermark_step + 100)
-        heads = [await writer_b.append(slices=1, checkpoints=False), await writer_c.append(slices=1, checkpoints=False)]
+        writer_c = type(writer_b)(
+            dataset_c,
+            writer_b.rng,
+            writer_b.next_offset,
+            writer_b.last_checkpoint,
+            writer_b.watermark_step + 100,
+        )
+        heads = [
+            await writer_b.append(slices=1, checkpoints=False),
+            await writer_c.append(slices=1, checkpoints=False),
+        ]
         sources = [await node_b.get_dataset("cities"), dataset_c]
         async with aiohttp.ClientSession() as session, contextlib.AsyncExitStack() as stack:
             channels = []
@@ -303,16 +351,26 @@ async def test_server_commits_only_one_of_two_interleaved_pushes(
                 block = await dataset.chain.get_block(head)
                 count, payload = pack_blocks([(head, await dataset.chain.get_block_bytes(head))])
                 channel = await stack.enter_async_context(
-                    smart.connect(session, server.url + "cities/", "push", PUSH_TOKEN))
-                await smart.push_begin(channel, base, m.TransferPlan(1, 1, 10, 1, 1), False,
-                                       m.MetadataBlocksBatch(count, payload))
+                    smart.connect(session, server.url + "cities/", "push", PUSH_TOKEN)
+                )
+                await smart.push_begin(
+                    channel,
+                    base,
+                    m.TransferPlan(1, 1, 10, 1, 1),
+                    False,
+                    m.MetadataBlocksBatch(count, payload),
+                )
                 data = block.event.new_data
-                strategies = await smart.push_object_urls(channel, (m.ObjectFileReference(
-                    "DataSlice", data.physical_hash, data.size),))
+                strategies = await smart.push_object_urls(
+                    channel, (m.ObjectFileReference("DataSlice", data.physical_hash, data.size),)
+                )
                 [strategy] = strategies
                 assert strategy.push_strategy == "HttpUpload" and strategy.upload_to is not None
-                async with session.put(strategy.upload_to.url, data=await dataset.data.get_bytes(data.physical_hash),
-                                       headers=dict(strategy.upload_to.headers)) as response:
+                async with session.put(
+                    strategy.upload_to.url,
+                    data=await dataset.data.get_bytes(data.physical_hash),
+                    headers=dict(strategy.upload_to.headers),
+                ) as response:
                     assert response.status == 200
                 await channel.send(m.DatasetPushObjectsUploadProgressResponse())
                 channels.append(channel)
@@ -323,7 +381,9 @@ async def test_server_commits_only_one_of_two_interleaved_pushes(
     await verify_integrity(await node_a.get_dataset("cities"))
 
 
-async def test_server_refuses_a_lying_pusher(node_a: Workspace, node_b: Workspace, serve: ServeFactory) -> None:
+async def test_server_refuses_a_lying_pusher(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
     """Uploads must match the signed hash and size, a push must link to the server's head, and a
     commit naming an object never uploaded is refused; the served dataset stays as it was."""
     writer = await create_root(node_b, "cities", slices=1, checkpoints=False)
@@ -344,13 +404,16 @@ async def test_server_refuses_a_lying_pusher(node_a: Workspace, node_b: Workspac
             await smart.push_begin(channel, base, m.TransferPlan(1, 1, 1, 1, 1), False, batch)
             data = block.event.new_data
             [strategy] = await smart.push_object_urls(
-                channel, (m.ObjectFileReference("DataSlice", data.physical_hash, data.size),))
+                channel, (m.ObjectFileReference("DataSlice", data.physical_hash, data.size),)
+            )
             assert strategy.upload_to is not None
             upload = strategy.upload_to.url
             for body, status in ((b"\0" * data.size, 400), (b"\0" * (data.size + 1), 413)):
                 async with session.put(upload, data=body) as response:
                     assert response.status == status
-            async with session.put(upload.replace("signature=", "signature=0"), data=b"x") as response:
+            async with session.put(
+                upload.replace("signature=", "signature=0"), data=b"x"
+            ) as response:
                 assert response.status == 403
             await channel.send(m.DatasetPushObjectsUploadProgressResponse())
             with pytest.raises(smart.RemoteTransferError, match="missing-object"):

@@ -12,11 +12,11 @@ from protocol.model import (
     Checkpoint,
     DataField,
     DataSchema,
+    DatasetKind,
     DataSlice,
     DataTypeInt64,
     DataTypeString,
     DataTypeTimestamp,
-    DatasetKind,
     ExecuteTransform,
     ExecuteTransformInput,
     MetadataBlock,
@@ -56,9 +56,15 @@ def data_slice(start: int, end: int, label: str = "") -> DataSlice:
     )
 
 
-def add_data(prev_offset: int | None, start: int | None = None, end: int | None = None, *,
-             watermark: Timestamp | None = None, prev_checkpoint: Multihash | None = None,
-             checkpoint: Checkpoint | None = None) -> AddData:
+def add_data(
+    prev_offset: int | None,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    watermark: Timestamp | None = None,
+    prev_checkpoint: Multihash | None = None,
+    checkpoint: Checkpoint | None = None,
+) -> AddData:
     return AddData(
         prev_offset=prev_offset,
         new_data=None if start is None else data_slice(start, end),  # type: ignore[arg-type]
@@ -70,16 +76,23 @@ def add_data(prev_offset: int | None, start: int | None = None, end: int | None 
 
 def set_transform(*inputs: DatasetId) -> SetTransform:
     return SetTransform(
-        inputs=tuple(TransformInput(dataset_ref=DatasetRef(i), alias=f"in{n}") for n, i in enumerate(inputs)),
+        inputs=tuple(
+            TransformInput(dataset_ref=DatasetRef(i), alias=f"in{n}") for n, i in enumerate(inputs)
+        ),
         transform=TransformSql(engine="spark", queries=(SqlQueryStep(query="select * from in0"),)),
     )
 
 
-def execute(*inputs: ExecuteTransformInput, prev_offset: int | None = None,
-            start: int | None = None, end: int | None = None,
-            watermark: Timestamp | None = None) -> ExecuteTransform:
+def execute(
+    *inputs: ExecuteTransformInput,
+    prev_offset: int | None = None,
+    start: int | None = None,
+    end: int | None = None,
+    watermark: Timestamp | None = None,
+) -> ExecuteTransform:
     return ExecuteTransform(
-        query_inputs=tuple(inputs), prev_offset=prev_offset,
+        query_inputs=tuple(inputs),
+        prev_offset=prev_offset,
         new_data=None if start is None else data_slice(start, end),  # type: ignore[arg-type]
         new_watermark=watermark,
     )
@@ -97,7 +110,9 @@ class ChainBuilder:
     def head(self) -> Multihash:
         return self.blocks[-1][0]
 
-    def next_block(self, event: MetadataEvent, **overrides: object) -> tuple[Multihash, MetadataBlock]:
+    def next_block(
+        self, event: MetadataEvent, **overrides: object
+    ) -> tuple[Multihash, MetadataBlock]:
         """The block that would follow the chain, with any field overridden."""
         block = MetadataBlock(
             system_time=Timestamp(T0.epoch_nanos + len(self.blocks) * 1_000_000_000),

@@ -121,7 +121,9 @@ async def test_a_task_spawned_in_a_transaction_does_not_own_a_later_one(catalog:
     assert [name for name, _ in await catalog.list_remotes()] == ["first", "late"]
 
 
-async def test_a_cancelled_transaction_rolls_back_and_frees_the_connection(catalog: Catalog) -> None:
+async def test_a_cancelled_transaction_rolls_back_and_frees_the_connection(
+    catalog: Catalog,
+) -> None:
     wrote = asyncio.Event()
 
     async def stuck() -> None:
@@ -151,9 +153,23 @@ async def test_concurrent_writers_all_land_while_others_roll_back(catalog: Catal
         await asyncio.sleep(0)
         await catalog.update_head(dataset_id, fake_hash(f"head{n}"), n)
         await mirrors.add(f"m{n}", f"https://source.example/{n}", [], 60.0)
-        await catalog.record_remote_head(dataset_id, "https://remote.example", fake_hash(f"remote{n}"))
-        await audits.add(AuditRecord(dataset_id, f"ds{n}", "integrity", "test", fake_hash(f"head{n}"), now, now,
-                                     "ok", "fine"), keep=5)
+        await catalog.record_remote_head(
+            dataset_id, "https://remote.example", fake_hash(f"remote{n}")
+        )
+        await audits.add(
+            AuditRecord(
+                dataset_id,
+                f"ds{n}",
+                "integrity",
+                "test",
+                fake_hash(f"head{n}"),
+                now,
+                now,
+                "ok",
+                "fine",
+            ),
+            keep=5,
+        )
 
     async def failing(n: int) -> None:
         async with _rolled_back(catalog):

@@ -11,10 +11,10 @@ from protocol.model import (
     Checkpoint,
     DataField,
     DataSchema,
+    DatasetKind,
     DataTypeInt64,
     DataTypeOption,
     DataTypeString,
-    DatasetKind,
     DisablePollingSource,
     DisablePushSource,
     ExecuteTransformInput,
@@ -55,7 +55,9 @@ def replay(chain: ChainBuilder) -> ChainState:
     return state
 
 
-def assert_breaks(chain: ChainBuilder, rule: str, event: object, **overrides: object) -> ChainRuleError:
+def assert_breaks(
+    chain: ChainBuilder, rule: str, event: object, **overrides: object
+) -> ChainRuleError:
     state = replay(chain)
     before = (state.head, state.sequence_number, state.last_offset, state.schema)
     hash, block = chain.next_block(event, **overrides)  # type: ignore[arg-type]
@@ -84,8 +86,11 @@ def push_source(name: str = "default") -> AddPushSource:
 
 
 def polling_source() -> SetPollingSource:
-    return SetPollingSource(fetch=FetchStepUrl(url="https://example.org/a.csv"), read=ReadStepNdJson(),
-                            merge=MergeStrategyAppend())
+    return SetPollingSource(
+        fetch=FetchStepUrl(url="https://example.org/a.csv"),
+        read=ReadStepNdJson(),
+        merge=MergeStrategyAppend(),
+    )
 
 
 def derivative(*inputs: DatasetId) -> ChainBuilder:
@@ -97,15 +102,29 @@ def derivative(*inputs: DatasetId) -> ChainBuilder:
 
 # --- a valid chain passes ---------------------------------------------------------------------
 
+
 def test_valid_root_and_derivative_chains_pass() -> None:
     chain = root_with_schema()
     chain.add(push_source())
     chain.add(add_data(None, 0, 9, watermark=ts(10)))
     chain.add(add_data(9, watermark=ts(20)))  # watermark only
-    chain.add(add_data(9, 10, 19, watermark=ts(20),
-                       checkpoint=Checkpoint(physical_hash=fake_hash("cp1"), size=5)))
-    chain.add(add_data(19, prev_checkpoint=fake_hash("cp1"), watermark=ts(20),
-                       checkpoint=Checkpoint(physical_hash=fake_hash("cp2"), size=5)))
+    chain.add(
+        add_data(
+            9,
+            10,
+            19,
+            watermark=ts(20),
+            checkpoint=Checkpoint(physical_hash=fake_hash("cp1"), size=5),
+        )
+    )
+    chain.add(
+        add_data(
+            19,
+            prev_checkpoint=fake_hash("cp1"),
+            watermark=ts(20),
+            checkpoint=Checkpoint(physical_hash=fake_hash("cp2"), size=5),
+        )
+    )
     chain.add(SetInfo(description="d"))
     chain.add(schema("a", "b"))
     chain.add(add_data(19, 20, 20, prev_checkpoint=fake_hash("cp2"), watermark=ts(30)))
@@ -116,18 +135,33 @@ def test_valid_root_and_derivative_chains_pass() -> None:
     _, a = DatasetId.new_generated()
     _, b = DatasetId.new_generated()
     d = derivative(a, b)
-    d.add(execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1"), new_offset=4),
-                  ExecuteTransformInput(dataset_id=b), start=0, end=2, watermark=ts(5)))
-    d.add(execute(ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("a1"), prev_offset=4),
-                  ExecuteTransformInput(dataset_id=b, new_block_hash=fake_hash("b1"), new_offset=0),
-                  prev_offset=2, watermark=ts(6)))
+    d.add(
+        execute(
+            ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1"), new_offset=4),
+            ExecuteTransformInput(dataset_id=b),
+            start=0,
+            end=2,
+            watermark=ts(5),
+        )
+    )
+    d.add(
+        execute(
+            ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("a1"), prev_offset=4),
+            ExecuteTransformInput(dataset_id=b, new_block_hash=fake_hash("b1"), new_offset=0),
+            prev_offset=2,
+            watermark=ts(6),
+        )
+    )
     assert replay(d).transform_inputs[b].new_offset == 0
 
 
 # --- structure --------------------------------------------------------------------------------
 
+
 def test_hash_link() -> None:
-    assert_breaks(root_with_schema(), "hash-link", SetInfo(), prev_block_hash=fake_hash("elsewhere"))
+    assert_breaks(
+        root_with_schema(), "hash-link", SetInfo(), prev_block_hash=fake_hash("elsewhere")
+    )
 
 
 def test_sequence_number() -> None:
@@ -142,7 +176,9 @@ def test_seed_first() -> None:
 
 def test_seed_once() -> None:
     chain = root_with_schema()
-    assert_breaks(chain, "seed-once", Seed(dataset_id=chain.dataset_id, dataset_kind=DatasetKind.ROOT))
+    assert_breaks(
+        chain, "seed-once", Seed(dataset_id=chain.dataset_id, dataset_kind=DatasetKind.ROOT)
+    )
 
 
 def test_seed_identity() -> None:
@@ -168,11 +204,15 @@ def test_derivative_only_events_on_root() -> None:
     _, a = DatasetId.new_generated()
     chain = ChainBuilder()
     assert_breaks(chain, "derivative-only", set_transform(a))
-    assert_breaks(chain, "derivative-only",
-                  execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("x"))))
+    assert_breaks(
+        chain,
+        "derivative-only",
+        execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("x"))),
+    )
 
 
 # --- RFC-014 offsets, checkpoints, watermarks -------------------------------------------------
+
 
 def test_offset_interval_must_start_after_prev_offset() -> None:
     chain = root_with_schema()
@@ -214,20 +254,34 @@ def test_schema_before_data() -> None:
 
 # --- schema evolution -------------------------------------------------------------------------
 
+
 def test_schema_may_add_columns_but_not_remove_or_retype() -> None:
     chain = root_with_schema()
     chain.add(schema("a", "b"))
     error = assert_breaks(chain, "schema-evolution", schema("b"))
     assert "'a' was removed" in str(error)
-    retyped = SetDataSchema(schema=DataSchema(fields=tuple(
-        DataField(name=f.name, type=DataTypeInt64() if f.name == "a" else f.type)
-        for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
-    )))
-    assert "'a' changed type from string to int64" in str(assert_breaks(chain, "schema-evolution", retyped))
-    optional = SetDataSchema(schema=DataSchema(fields=tuple(
-        DataField(name=f.name, type=DataTypeOption(inner=DataTypeString()) if f.name == "a" else f.type)
-        for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
-    )))
+    retyped = SetDataSchema(
+        schema=DataSchema(
+            fields=tuple(
+                DataField(name=f.name, type=DataTypeInt64() if f.name == "a" else f.type)
+                for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
+            )
+        )
+    )
+    assert "'a' changed type from string to int64" in str(
+        assert_breaks(chain, "schema-evolution", retyped)
+    )
+    optional = SetDataSchema(
+        schema=DataSchema(
+            fields=tuple(
+                DataField(
+                    name=f.name,
+                    type=DataTypeOption(inner=DataTypeString()) if f.name == "a" else f.type,
+                )
+                for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
+            )
+        )
+    )
     assert_breaks(chain, "schema-evolution", optional)
 
 
@@ -236,6 +290,7 @@ def test_repeating_the_schema_is_a_no_op() -> None:
 
 
 # --- no-op data events ------------------------------------------------------------------------
+
 
 def test_add_data_that_changes_nothing() -> None:
     chain = root_with_schema()
@@ -258,6 +313,7 @@ def test_execute_transform_that_advances_nothing() -> None:
 
 # --- sources ----------------------------------------------------------------------------------
 
+
 def test_push_source_rules() -> None:
     chain = root_with_schema()
     chain.add(polling_source())
@@ -275,7 +331,9 @@ def test_polling_source_rules() -> None:
     chain.add(push_source())
     assert_breaks(chain, "polling-source", polling_source())
     assert_breaks(chain, "polling-source", DisablePollingSource())
-    eth = SetPollingSource(fetch=FetchStepEthereumLogs(), read=ReadStepNdJson(), merge=MergeStrategyAppend())
+    eth = SetPollingSource(
+        fetch=FetchStepEthereumLogs(), read=ReadStepNdJson(), merge=MergeStrategyAppend()
+    )
     assert_breaks(root_with_schema(), "polling-source", eth)
     chain = root_with_schema()
     chain.add(polling_source())
@@ -286,6 +344,7 @@ def test_polling_source_rules() -> None:
 
 # --- transforms -------------------------------------------------------------------------------
 
+
 def test_transform_definition_rules() -> None:
     _, a = DatasetId.new_generated()
     chain = ChainBuilder(DatasetKind.DERIVATIVE)
@@ -294,15 +353,32 @@ def test_transform_definition_rules() -> None:
     cases = {
         "inputs is empty": SetTransform(inputs=(), transform=sql),
         "not resolved to a dataset id": SetTransform(
-            inputs=(TransformInput(dataset_ref=DatasetRef.parse("by-name"), alias="x"),), transform=sql),
-        "alias is missing": SetTransform(inputs=(TransformInput(dataset_ref=DatasetRef(a)),), transform=sql),
+            inputs=(TransformInput(dataset_ref=DatasetRef.parse("by-name"), alias="x"),),
+            transform=sql,
+        ),
+        "alias is missing": SetTransform(
+            inputs=(TransformInput(dataset_ref=DatasetRef(a)),), transform=sql
+        ),
         "repeats input": SetTransform(inputs=good.inputs * 2, transform=sql),
-        "must be normalized": SetTransform(inputs=good.inputs, transform=TransformSql(engine="spark", query="select 1")),
-        "queries is empty": SetTransform(inputs=good.inputs, transform=TransformSql(engine="spark", queries=())),
-        "must have no alias": SetTransform(inputs=good.inputs, transform=TransformSql(
-            engine="spark", queries=(SqlQueryStep(alias="out", query="select 1"),))),
-        "needs an alias": SetTransform(inputs=good.inputs, transform=TransformSql(
-            engine="spark", queries=(SqlQueryStep(query="select 1"), SqlQueryStep(query="select 2")))),
+        "must be normalized": SetTransform(
+            inputs=good.inputs, transform=TransformSql(engine="spark", query="select 1")
+        ),
+        "queries is empty": SetTransform(
+            inputs=good.inputs, transform=TransformSql(engine="spark", queries=())
+        ),
+        "must have no alias": SetTransform(
+            inputs=good.inputs,
+            transform=TransformSql(
+                engine="spark", queries=(SqlQueryStep(alias="out", query="select 1"),)
+            ),
+        ),
+        "needs an alias": SetTransform(
+            inputs=good.inputs,
+            transform=TransformSql(
+                engine="spark",
+                queries=(SqlQueryStep(query="select 1"), SqlQueryStep(query="select 2")),
+            ),
+        ),
     }
     for fragment, event in cases.items():
         assert fragment in str(assert_breaks(chain, "transform-definition", event))
@@ -312,29 +388,80 @@ def test_execute_transform_inputs_rules() -> None:
     _, a = DatasetId.new_generated()
     _, b = DatasetId.new_generated()
     bare = ChainBuilder(DatasetKind.DERIVATIVE)
-    assert "not preceded by a SetTransform" in str(assert_breaks(
-        bare, "transform-inputs", execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1")))))
+    assert "not preceded by a SetTransform" in str(
+        assert_breaks(
+            bare,
+            "transform-inputs",
+            execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1"))),
+        )
+    )
     chain = derivative(a, b)
-    assert "in that order" in str(assert_breaks(chain, "transform-inputs", execute(
-        ExecuteTransformInput(dataset_id=b), ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1")))))
-    chain.add(execute(ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1"), new_offset=3),
-                      ExecuteTransformInput(dataset_id=b), start=0, end=3))
+    assert "in that order" in str(
+        assert_breaks(
+            chain,
+            "transform-inputs",
+            execute(
+                ExecuteTransformInput(dataset_id=b),
+                ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1")),
+            ),
+        )
+    )
+    chain.add(
+        execute(
+            ExecuteTransformInput(dataset_id=a, new_block_hash=fake_hash("a1"), new_offset=3),
+            ExecuteTransformInput(dataset_id=b),
+            start=0,
+            end=3,
+        )
+    )
     cases = {
         "prevBlockHash is": execute(
-            ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("zz"), new_block_hash=fake_hash("a2"),
-                                  prev_offset=3, new_offset=5),
-            ExecuteTransformInput(dataset_id=b), prev_offset=3, start=4, end=5),
+            ExecuteTransformInput(
+                dataset_id=a,
+                prev_block_hash=fake_hash("zz"),
+                new_block_hash=fake_hash("a2"),
+                prev_offset=3,
+                new_offset=5,
+            ),
+            ExecuteTransformInput(dataset_id=b),
+            prev_offset=3,
+            start=4,
+            end=5,
+        ),
         "prevOffset is": execute(
-            ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("a1"), new_block_hash=fake_hash("a2"),
-                                  prev_offset=2, new_offset=5),
-            ExecuteTransformInput(dataset_id=b), prev_offset=3, start=4, end=5),
+            ExecuteTransformInput(
+                dataset_id=a,
+                prev_block_hash=fake_hash("a1"),
+                new_block_hash=fake_hash("a2"),
+                prev_offset=2,
+                new_offset=5,
+            ),
+            ExecuteTransformInput(dataset_id=b),
+            prev_offset=3,
+            start=4,
+            end=5,
+        ),
         "newOffset but no newBlockHash": execute(
-            ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("a1"), prev_offset=3, new_offset=5),
-            ExecuteTransformInput(dataset_id=b), prev_offset=3, start=4, end=5),
+            ExecuteTransformInput(
+                dataset_id=a, prev_block_hash=fake_hash("a1"), prev_offset=3, new_offset=5
+            ),
+            ExecuteTransformInput(dataset_id=b),
+            prev_offset=3,
+            start=4,
+            end=5,
+        ),
         "empty block interval": execute(
-            ExecuteTransformInput(dataset_id=a, prev_block_hash=fake_hash("a1"), new_block_hash=fake_hash("a1"),
-                                  prev_offset=3),
-            ExecuteTransformInput(dataset_id=b), prev_offset=3, start=4, end=5),
+            ExecuteTransformInput(
+                dataset_id=a,
+                prev_block_hash=fake_hash("a1"),
+                new_block_hash=fake_hash("a1"),
+                prev_offset=3,
+            ),
+            ExecuteTransformInput(dataset_id=b),
+            prev_offset=3,
+            start=4,
+            end=5,
+        ),
     }
     for fragment, event in cases.items():
         assert fragment in str(assert_breaks(chain, "transform-inputs", event))
@@ -342,7 +469,9 @@ def test_execute_transform_inputs_rules() -> None:
 
 def test_annotations_are_accepted_anywhere_after_seed() -> None:
     chain = ChainBuilder(DatasetKind.DERIVATIVE)
-    chain.add(SetLicense(short_name="MIT", name="MIT", website_url="https://opensource.org/licenses/MIT"))
+    chain.add(
+        SetLicense(short_name="MIT", name="MIT", website_url="https://opensource.org/licenses/MIT")
+    )
     chain.add(SetVocab(event_time_column="t"))
     chain.add(SetInfo(description="x"))
     assert replay(chain).vocab == SetVocab(event_time_column="t")

@@ -46,21 +46,33 @@ from storage.dataset import Dataset
 from storage.errors import ChainRuleError
 from storage.layout import HEAD_REF, DatasetLayout
 from storage.workspace import Workspace
-from tests.storage.chain_builder import T0, ChainBuilder, add_data, execute, fake_hash, schema, set_transform
-
+from tests.storage.chain_builder import (
+    T0,
+    ChainBuilder,
+    add_data,
+    execute,
+    fake_hash,
+    schema,
+    set_transform,
+)
 
 # --- chains covering every part of the state --------------------------------------------------
+
 
 def ts(seconds: int) -> Timestamp:
     return Timestamp(T0.epoch_nanos + seconds * 1_000_000_000)
 
 
 def push_source(name: str, merge: object = None) -> AddPushSource:
-    return AddPushSource(source_name=name, read=ReadStepNdJson(), merge=merge or MergeStrategyAppend())
+    return AddPushSource(
+        source_name=name, read=ReadStepNdJson(), merge=merge or MergeStrategyAppend()
+    )
 
 
 def polling_source(url: str = "https://example.org/a.csv") -> SetPollingSource:
-    return SetPollingSource(fetch=FetchStepUrl(url=url), read=ReadStepNdJson(), merge=MergeStrategyAppend())
+    return SetPollingSource(
+        fetch=FetchStepUrl(url=url), read=ReadStepNdJson(), merge=MergeStrategyAppend()
+    )
 
 
 def checkpoint(label: str) -> Checkpoint:
@@ -83,8 +95,16 @@ def root_chain(repeat: int = 1) -> ChainBuilder:
     watermark = 0
     for n in range(repeat):
         start = 0 if offset is None else offset + 1
-        chain.add(add_data(offset, start, start + 9, watermark=ts(watermark + 1),
-                           prev_checkpoint=last_checkpoint, checkpoint=checkpoint(f"c{n}")))
+        chain.add(
+            add_data(
+                offset,
+                start,
+                start + 9,
+                watermark=ts(watermark + 1),
+                prev_checkpoint=last_checkpoint,
+                checkpoint=checkpoint(f"c{n}"),
+            )
+        )
         offset, last_checkpoint, watermark = start + 9, fake_hash(f"c{n}"), watermark + 1
         chain.add(push_source("a", MergeStrategyLedger(primary_key=(f"x{n}",))))
         chain.add(add_data(offset, watermark=ts(watermark + 1), prev_checkpoint=last_checkpoint))
@@ -92,12 +112,21 @@ def root_chain(repeat: int = 1) -> ChainBuilder:
         last_checkpoint = None
         chain.add(DisablePushSource(source_name="b"))
         chain.add(push_source("b"))
-        chain.add(SetLicense(short_name="MIT", name="MIT", website_url="https://opensource.org/licenses/MIT"))
+        chain.add(
+            SetLicense(
+                short_name="MIT", name="MIT", website_url="https://opensource.org/licenses/MIT"
+            )
+        )
     chain.add(DisablePushSource(source_name="a"))
     chain.add(DisablePushSource(source_name="b"))
     chain.add(polling_source())
-    chain.add(AddData(prev_offset=offset, new_watermark=ts(watermark),
-                      new_source_state=SourceState(source_name="s", kind="odf/etag", value="1")))
+    chain.add(
+        AddData(
+            prev_offset=offset,
+            new_watermark=ts(watermark),
+            new_source_state=SourceState(source_name="s", kind="odf/etag", value="1"),
+        )
+    )
     chain.add(schema("x", "y"))
     chain.add(SetVocab(event_time_column="u"))
     chain.add(DisablePollingSource())
@@ -117,8 +146,13 @@ def derivative_chain(transactions: int = 3) -> ChainBuilder:
     for n in range(transactions):
         new_a, new_b = fake_hash(f"a{n}"), fake_hash(f"b{n}")
         inputs = (
-            ExecuteTransformInput(dataset_id=input_a, prev_block_hash=prev_a, new_block_hash=new_a,
-                                  prev_offset=None if n == 0 else n * 5 - 1, new_offset=n * 5 + 4),
+            ExecuteTransformInput(
+                dataset_id=input_a,
+                prev_block_hash=prev_a,
+                new_block_hash=new_a,
+                prev_offset=None if n == 0 else n * 5 - 1,
+                new_offset=n * 5 + 4,
+            ),
             ExecuteTransformInput(dataset_id=input_b, prev_block_hash=prev_b, new_block_hash=new_b),
         )
         start = 0 if out is None else out + 1
@@ -143,7 +177,9 @@ def slots(state: ChainState) -> dict[str, object]:
     return {name: getattr(state, name) for name in ChainState.__slots__}
 
 
-async def store_chain(root: Path, chain: ChainBuilder, saved_states: SavedStateStore | None = None) -> Dataset:
+async def store_chain(
+    root: Path, chain: ChainBuilder, saved_states: SavedStateStore | None = None
+) -> Dataset:
     dataset = Dataset.open_local(root, chain.dataset_id, saved_states=saved_states)
     DatasetLayout(root).create()
     await dataset.blocks.put_many([encode_block(block) for _, block in chain.blocks])
@@ -179,8 +215,13 @@ class CountingReads:
 
 # --- saved states ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make", [lambda: root_chain(2), derivative_chain], ids=["root", "derivative"])
-async def test_saved_state_restores_the_state_at_every_block(make: Callable[[], ChainBuilder]) -> None:
+
+@pytest.mark.parametrize(
+    "make", [lambda: root_chain(2), derivative_chain], ids=["root", "derivative"]
+)
+async def test_saved_state_restores_the_state_at_every_block(
+    make: Callable[[], ChainBuilder],
+) -> None:
     chain = make()
     blocks = dict(chain.blocks)
 
@@ -201,16 +242,26 @@ async def test_a_saved_state_that_does_not_describe_the_chain_is_refused() -> No
     async def read(hash: Multihash) -> MetadataBlock:
         return blocks[hash]
 
-    schema_at = next(n for n, (_, b) in enumerate(chain.blocks) if isinstance(b.event, SetDataSchema))
+    schema_at = next(
+        n for n, (_, b) in enumerate(chain.blocks) if isinstance(b.event, SetDataSchema)
+    )
     at_schema = SavedState.of(states[schema_at])
     before_schema = SavedState.of(states[schema_at - 1])
     broken = {
-        "head labelled with the next block": SavedState(**{**_fields(before_schema), "head": at_schema.head,
-                                                           "sequence_number": at_schema.sequence_number}),
+        "head labelled with the next block": SavedState(
+            **{
+                **_fields(before_schema),
+                "head": at_schema.head,
+                "sequence_number": at_schema.sequence_number,
+            }
+        ),
         "wrong sequence number": SavedState(**{**_fields(at_schema), "sequence_number": 3}),
-        "schema names a data block": SavedState(**{**_fields(SavedState.of(states[-1])),
-                                                   "schema": SavedState.of(states[-1]).last_data}),
-        "another dataset": SavedState(**{**_fields(at_schema), "dataset_id": DatasetId.new_generated()[1]}),
+        "schema names a data block": SavedState(
+            **{**_fields(SavedState.of(states[-1])), "schema": SavedState.of(states[-1]).last_data}
+        ),
+        "another dataset": SavedState(
+            **{**_fields(at_schema), "dataset_id": DatasetId.new_generated()[1]}
+        ),
     }
     for name, saved in broken.items():
         with pytest.raises(SavedStateError, match="saved chain state of"):
@@ -221,8 +272,9 @@ def _fields(saved: SavedState) -> dict[str, object]:
     return {name: getattr(saved, name) for name in SavedState.__slots__}
 
 
-@pytest.mark.parametrize("data", [b"", b"not json", b'{"version": 1}', b"[1, 2]",
-                                  b'{"version": 2, "head": "x"}'])
+@pytest.mark.parametrize(
+    "data", [b"", b"not json", b'{"version": 1}', b"[1, 2]", b'{"version": 2, "head": "x"}']
+)
 def test_unreadable_saved_state_bytes_are_an_error(data: bytes) -> None:
     with pytest.raises(SavedStateError):
         SavedState.from_bytes(data)
@@ -232,8 +284,11 @@ async def test_a_new_process_restores_the_state_from_a_few_blocks(tmp_path: Path
     chain = root_chain(repeat=60)  # ~450 blocks
     expected = fold(chain)[-1]
     async with await Workspace.init(tmp_path / "ws") as workspace:
-        dataset = await store_chain(workspace.layout.dataset(chain.dataset_id).root, chain,
-                                    saved_states=workspace.chain_states)
+        dataset = await store_chain(
+            workspace.layout.dataset(chain.dataset_id).root,
+            chain,
+            saved_states=workspace.chain_states,
+        )
         state = await dataset.chain.state()  # computed over the whole chain, then saved
         assert slots(state) == slots(expected)
         assert (await saved_state(workspace, chain.dataset_id)).head == chain.head
@@ -256,7 +311,9 @@ async def test_head_moves_save_the_state_and_a_stale_one_is_caught_up(tmp_path: 
         old = await saved_state(workspace, dataset.id)
         assert old.head == await dataset.chain.head()
         for n in range(5):
-            await dataset.commit_event(SetInfo(description=str(n)), expected_head=await dataset.chain.head())
+            await dataset.commit_event(
+                SetInfo(description=str(n)), expected_head=await dataset.chain.head()
+            )
         head = await dataset.chain.head()
         assert (await saved_state(workspace, dataset.id)).head == head
 
@@ -269,14 +326,19 @@ async def test_head_moves_save_the_state_and_a_stale_one_is_caught_up(tmp_path: 
         assert reads.count < 6 + 10  # the five new blocks and the saved state's blocks
 
 
-@pytest.mark.parametrize("damage", ["garbage", "other dataset's", "missing blocks", "forked head",
-                                    "wrong role", "text"])
+@pytest.mark.parametrize(
+    "damage", ["garbage", "other dataset's", "missing blocks", "forked head", "wrong role", "text"]
+)
 async def test_a_bad_saved_state_falls_back_to_the_chain(tmp_path: Path, damage: str) -> None:
     async with await Workspace.init(tmp_path / "ws") as workspace:
-        dataset = await workspace.create_dataset("a", DatasetKind.ROOT, [schema("x"), push_source("p")])
+        dataset = await workspace.create_dataset(
+            "a", DatasetKind.ROOT, [schema("x"), push_source("p")]
+        )
         other = await workspace.create_dataset("b", DatasetKind.ROOT, [schema("y")])
         for n in range(3):
-            await dataset.commit_event(SetInfo(description=str(n)), expected_head=await dataset.chain.head())
+            await dataset.commit_event(
+                SetInfo(description=str(n)), expected_head=await dataset.chain.head()
+            )
         head = await dataset.chain.head()
         assert head is not None
         good = await saved_state(workspace, dataset.id)
@@ -290,8 +352,12 @@ async def test_a_bad_saved_state_falls_back_to_the_chain(tmp_path: Path, damage:
         elif damage == "forked head":
             # A valid state of a fork whose blocks are in the store but are not the chain.
             fork_state = await dataset.chain.state(good.seed, use_current_head=False)
-            fork_block = MetadataBlock(system_time=Timestamp.now(), prev_block_hash=good.seed, sequence_number=1,
-                                       event=push_source("fork"))
+            fork_block = MetadataBlock(
+                system_time=Timestamp.now(),
+                prev_block_hash=good.seed,
+                sequence_number=1,
+                event=push_source("fork"),
+            )
             fork_hash, fork_bytes = hash_block(fork_block)
             await dataset.blocks.put_bytes(fork_bytes)
             fork_state.apply(fork_hash, fork_block)
@@ -342,9 +408,11 @@ async def _full_state(dataset: Dataset) -> ChainState:
 
 # --- states at older blocks ----------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("order", ["newest first", "oldest first", "random"])
-async def test_state_at_every_block_equals_the_fold(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                    order: str) -> None:
+async def test_state_at_every_block_equals_the_fold(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, order: str
+) -> None:
     monkeypatch.setattr(metadata_chain, "STATE_CHECKPOINT_INTERVAL", 16)
     chain = root_chain(repeat=25)  # ~200 blocks
     expected = fold(chain)
@@ -378,12 +446,18 @@ async def test_forward_iteration_after_known_blocks(tmp_path: Path) -> None:
     hashes = [h for h, _ in chain.blocks]
     for segment in (3, 1024):
         for known in ([], [hashes[5]], [hashes[5], hashes[40]], [hashes[-1]]):
-            got = [h async for h, _ in dataset.chain.iter_blocks_forward(after=set(known), segment=segment)]
+            got = [
+                h
+                async for h, _ in dataset.chain.iter_blocks_forward(
+                    after=set(known), segment=segment
+                )
+            ]
             start = max((hashes.index(k) + 1 for k in known), default=0)
             assert got == hashes[start:], (segment, known)
 
 
 # --- walking back is bounded ---------------------------------------------------------------------
+
 
 async def test_links_that_cycle_raise_instead_of_looping(tmp_path: Path) -> None:
     """Block files under the wrong names can make links cycle; the walk back must stop."""
@@ -392,8 +466,12 @@ async def test_links_that_cycle_raise_instead_of_looping(tmp_path: Path) -> None
     (second_hash, second), (third_hash, _) = chain.blocks[2:4]
     blocks_dir = DatasetLayout(tmp_path).blocks_dir
     # The file named after block 2 now holds a block linking "up" to block 3: 3 -> 2 -> 3 -> ...
-    looping = MetadataBlock(system_time=second.system_time, prev_block_hash=third_hash,
-                            sequence_number=second.sequence_number, event=second.event)
+    looping = MetadataBlock(
+        system_time=second.system_time,
+        prev_block_hash=third_hash,
+        sequence_number=second.sequence_number,
+        event=second.event,
+    )
     (blocks_dir / str(second_hash)).write_bytes(encode_block(looping))
     head = chain.blocks[-1][0]
     for segment in (4, 1024):
@@ -409,10 +487,16 @@ async def test_links_that_cycle_raise_instead_of_looping(tmp_path: Path) -> None
 async def test_sequence_numbers_must_decrease_walking_back(tmp_path: Path) -> None:
     """Blocks that hash to their names but whose sequence numbers do not decrease."""
     _, dataset_id = DatasetId.new_generated()
-    seed = MetadataBlock(system_time=T0, prev_block_hash=None, sequence_number=7,
-                         event=Seed(dataset_id=dataset_id, dataset_kind=DatasetKind.ROOT))
+    seed = MetadataBlock(
+        system_time=T0,
+        prev_block_hash=None,
+        sequence_number=7,
+        event=Seed(dataset_id=dataset_id, dataset_kind=DatasetKind.ROOT),
+    )
     seed_hash, seed_bytes = hash_block(seed)
-    child = MetadataBlock(system_time=T0, prev_block_hash=seed_hash, sequence_number=3, event=SetInfo())
+    child = MetadataBlock(
+        system_time=T0, prev_block_hash=seed_hash, sequence_number=3, event=SetInfo()
+    )
     child_hash, child_bytes = hash_block(child)
     dataset = Dataset.open_local(tmp_path, dataset_id)
     DatasetLayout(tmp_path).create()

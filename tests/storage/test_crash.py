@@ -25,8 +25,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _start_writer(root: Path) -> subprocess.Popen[str]:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "tests.storage.crash_writer", str(root)],
-                            stdout=subprocess.PIPE, text=True, cwd=REPO, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tests.storage.crash_writer", str(root)],
+        stdout=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+        env=env,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     if line.strip() != "ready":
@@ -58,7 +63,9 @@ async def test_sigkill_at_random_points_never_leaves_a_broken_dataset(tmp_path: 
         head = await dataset.chain.head()
         assert head is not None
         assert (root / "blocks" / object_name(head)).is_file(), "refs/head names a missing block"
-        state = await validate_chain(dataset.chain, data=dataset.data, checkpoints=dataset.checkpoints)
+        state = await validate_chain(
+            dataset.chain, data=dataset.data, checkpoints=dataset.checkpoints
+        )
         assert state.head == head
         # Rounds append BATCH SetInfo blocks with one head move, then one AddData: the head is
         # only ever at the end of a batch or of a data commit, never inside an append.

@@ -10,7 +10,15 @@ import pytest
 
 from protocol.codec.flatbuffers import encode_block
 from protocol.identity import DatasetId
-from protocol.model import AddData, Checkpoint, DataSlice, DatasetKind, OffsetInterval, Seed, SetInfo
+from protocol.model import (
+    AddData,
+    Checkpoint,
+    DatasetKind,
+    DataSlice,
+    OffsetInterval,
+    Seed,
+    SetInfo,
+)
 from storage.chain import validate_chain
 from storage.dataset import Dataset
 from storage.errors import (
@@ -20,8 +28,8 @@ from storage.errors import (
     SizeMismatchError,
 )
 from storage.layout import object_name
-from tests.storage.chain_builder import fake_hash, schema
 from storage.stores.localfs import hash_file
+from tests.storage.chain_builder import fake_hash, schema
 
 
 async def new_dataset(root: Path, kind: DatasetKind = DatasetKind.ROOT) -> Dataset:
@@ -32,9 +40,13 @@ async def new_dataset(root: Path, kind: DatasetKind = DatasetKind.ROOT) -> Datas
     return dataset
 
 
-async def test_blocks_are_stored_under_their_hash_and_head_points_to_the_last(tmp_path: Path) -> None:
+async def test_blocks_are_stored_under_their_hash_and_head_points_to_the_last(
+    tmp_path: Path,
+) -> None:
     dataset = await new_dataset(tmp_path / "ds")
-    result = await dataset.commit_event(SetInfo(description="hi"), expected_head=await dataset.chain.head())
+    result = await dataset.commit_event(
+        SetInfo(description="hi"), expected_head=await dataset.chain.head()
+    )
     block_file = tmp_path / "ds" / "blocks" / object_name(result.new_head)
     assert block_file.read_bytes() == encode_block(result.block)
     assert (tmp_path / "ds" / "refs" / "head").read_text() == str(result.new_head)
@@ -61,15 +73,21 @@ async def test_concurrent_writers_on_one_head_produce_one_linear_chain(tmp_path:
 
     async def write(n: int, w: Dataset) -> bool:
         try:
-            await w.commit_event(SetInfo(description=f"w{n}"), expected_head=await dataset.chain.head())
+            await w.commit_event(
+                SetInfo(description=f"w{n}"), expected_head=await dataset.chain.head()
+            )
             return True
         except RefCasError:
             return False
 
     head = await dataset.chain.head()
-    outcomes = await asyncio.gather(*(
-        w.commit_event(SetInfo(description=f"w{n}"), expected_head=head) for n, w in enumerate(writers)
-    ), return_exceptions=True)
+    outcomes = await asyncio.gather(
+        *(
+            w.commit_event(SetInfo(description=f"w{n}"), expected_head=head)
+            for n, w in enumerate(writers)
+        ),
+        return_exceptions=True,
+    )
     assert sum(1 for o in outcomes if not isinstance(o, BaseException)) == 1
     assert all(isinstance(o, RefCasError) for o in outcomes if isinstance(o, BaseException))
     assert (await validate_chain(dataset.chain)).sequence_number == 1
@@ -78,7 +96,9 @@ async def test_concurrent_writers_on_one_head_produce_one_linear_chain(tmp_path:
 
 async def test_commit_data_moves_files_in_and_checks_them(tmp_path: Path) -> None:
     dataset = await new_dataset(tmp_path / "ds")
-    head = (await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())).new_head
+    head = (
+        await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())
+    ).new_head
     data_file = tmp_path / "slice.parquet"
     data_file.write_bytes(os.urandom(1000))
     checkpoint_file = tmp_path / "cp.bin"
@@ -86,40 +106,70 @@ async def test_commit_data_moves_files_in_and_checks_them(tmp_path: Path) -> Non
     data_hash, data_size = hash_file(data_file)
     cp_hash, cp_size = hash_file(checkpoint_file)
     event = AddData(
-        new_data=DataSlice(logical_hash=fake_hash("l"), physical_hash=data_hash,
-                           offset_interval=OffsetInterval(start=0, end=9), size=data_size),
+        new_data=DataSlice(
+            logical_hash=fake_hash("l"),
+            physical_hash=data_hash,
+            offset_interval=OffsetInterval(start=0, end=9),
+            size=data_size,
+        ),
         new_checkpoint=Checkpoint(physical_hash=cp_hash, size=cp_size),
     )
-    wrong_size = AddData(new_data=DataSlice(logical_hash=fake_hash("l"), physical_hash=data_hash,
-                                            offset_interval=OffsetInterval(start=0, end=9), size=999))
+    wrong_size = AddData(
+        new_data=DataSlice(
+            logical_hash=fake_hash("l"),
+            physical_hash=data_hash,
+            offset_interval=OffsetInterval(start=0, end=9),
+            size=999,
+        )
+    )
     with pytest.raises(SizeMismatchError):
         await dataset.commit_data(wrong_size, data_file=data_file, expected_head=head)
-    wrong_hash = AddData(new_data=DataSlice(logical_hash=fake_hash("l"), physical_hash=fake_hash("x"),
-                                            offset_interval=OffsetInterval(start=0, end=9), size=data_size))
+    wrong_hash = AddData(
+        new_data=DataSlice(
+            logical_hash=fake_hash("l"),
+            physical_hash=fake_hash("x"),
+            offset_interval=OffsetInterval(start=0, end=9),
+            size=data_size,
+        )
+    )
     with pytest.raises(HashMismatchError):
         await dataset.commit_data(wrong_hash, data_file=data_file, expected_head=head)
     assert data_file.exists() and await dataset.chain.head() == head
 
-    result = await dataset.commit_data(event, data_file=data_file, checkpoint_file=checkpoint_file,
-                                       expected_head=head)
+    result = await dataset.commit_data(
+        event, data_file=data_file, checkpoint_file=checkpoint_file, expected_head=head
+    )
     assert not data_file.exists() and not checkpoint_file.exists()
     assert (tmp_path / "ds" / "data" / object_name(data_hash)).stat().st_size == 1000
     assert (tmp_path / "ds" / "checkpoints" / object_name(cp_hash)).read_bytes() == b"state"
     state = await validate_chain(dataset.chain, data=dataset.data, checkpoints=dataset.checkpoints)
-    assert state.head == result.new_head and state.last_offset == 9 and state.last_checkpoint == cp_hash
+    assert (
+        state.head == result.new_head
+        and state.last_offset == 9
+        and state.last_checkpoint == cp_hash
+    )
 
 
 async def test_block_naming_a_missing_object_is_refused(tmp_path: Path) -> None:
     dataset = await new_dataset(tmp_path)
-    head = (await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())).new_head
-    event = AddData(new_data=DataSlice(logical_hash=fake_hash("l"), physical_hash=fake_hash("p"),
-                                       offset_interval=OffsetInterval(start=0, end=0), size=1))
+    head = (
+        await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())
+    ).new_head
+    event = AddData(
+        new_data=DataSlice(
+            logical_hash=fake_hash("l"),
+            physical_hash=fake_hash("p"),
+            offset_interval=OffsetInterval(start=0, end=0),
+            size=1,
+        )
+    )
     with pytest.raises(ChainRuleError, match=r"\[missing-object\].*newData") as caught:
         await dataset.commit_event(event, expected_head=head)
     assert caught.value.sequence_number == 2
     assert await dataset.chain.head() == head
     assert sorted(os.listdir(tmp_path / "blocks")) == sorted(
-        [object_name(h) async for h in dataset.blocks.iter_hashes()])
+        [object_name(h) async for h in dataset.blocks.iter_hashes()]
+    )
     assert len(os.listdir(tmp_path / "blocks")) == 2
 
 
@@ -127,7 +177,9 @@ async def test_corrupt_and_missing_blocks_are_reported(tmp_path: Path) -> None:
     dataset = await new_dataset(tmp_path)
     head = await dataset.chain.head()
     for n in range(3):
-        head = (await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)).new_head
+        head = (
+            await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)
+        ).new_head
     blocks = [h async for h, _ in dataset.chain.iter_blocks()]
     victim = tmp_path / "blocks" / object_name(blocks[2])
     original = victim.read_bytes()
@@ -144,9 +196,13 @@ async def test_forward_iteration_spans_segments_in_order(tmp_path: Path) -> None
     dataset = await new_dataset(tmp_path)
     head = await dataset.chain.head()
     for n in range(40):
-        head = (await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)).new_head
+        head = (
+            await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)
+        ).new_head
     for segment in (1, 3, 7, 41, 100):
-        seqs = [b.sequence_number async for _, b in dataset.chain.iter_blocks_forward(segment=segment)]
+        seqs = [
+            b.sequence_number async for _, b in dataset.chain.iter_blocks_forward(segment=segment)
+        ]
         assert seqs == list(range(41)), segment
 
 
@@ -169,4 +225,7 @@ async def test_remote_aliases_use_the_reference_config_format(tmp_path: Path) ->
     await dataset.set_remote_aliases("push", ["odf+https://node/ds"])
     text = (tmp_path / "info" / "config").read_text()
     assert text.startswith("kind: DatasetConfig\nversion: 1\ncontent:\n")
-    assert await dataset.remote_aliases() == {"pull": ["https://example.org/ds"], "push": ["odf+https://node/ds"]}
+    assert await dataset.remote_aliases() == {
+        "pull": ["https://example.org/ds"],
+        "push": ["odf+https://node/ds"],
+    }

@@ -68,7 +68,7 @@ async def test_put_file_move_and_copy_and_stream(tmp_path: Path) -> None:
 
     async def chunks():
         for i in range(0, len(payload), 100_000):
-            yield payload[i:i + 100_000]
+            yield payload[i : i + 100_000]
 
     other = LocalFsObjectStore(tmp_path / "other")
     assert await other.put_stream(chunks()) == h
@@ -128,14 +128,16 @@ async def test_corrupt_ref_is_reported(tmp_path: Path) -> None:
         await LocalFsRefStore(tmp_path).get("head")
 
 
-def _race(root: str, start: str, new: str, barrier, results) -> None:  # noqa: ANN001
+def _race(root: str, start: str, new: str, barrier, results) -> None:
     import asyncio
 
     async def go() -> str:
         refs = LocalFsRefStore(Path(root))
         barrier.wait()
         try:
-            await refs.set("head", Multihash.from_multibase(new), expected=Multihash.from_multibase(start))
+            await refs.set(
+                "head", Multihash.from_multibase(new), expected=Multihash.from_multibase(start)
+            )
             return "won"
         except RefCasError:
             return "lost"

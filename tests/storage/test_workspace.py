@@ -13,8 +13,8 @@ from protocol.codec import yaml as odf_yaml
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import (
     AddData,
-    DataSlice,
     DatasetKind,
+    DataSlice,
     OffsetInterval,
     SetPollingSource,
     SetTransform,
@@ -68,7 +68,9 @@ async def test_init_creates_layout_and_refuses_twice(tmp_path: Path) -> None:
         await Workspace.open(tmp_path / "elsewhere")
 
 
-async def test_env_var_picks_the_default_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_env_var_picks_the_default_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ODFD_HOME", str(tmp_path / "home"))
     assert WorkspaceLayout.default_root() == tmp_path / "home"
     monkeypatch.delenv("ODFD_HOME")
@@ -89,11 +91,20 @@ async def test_every_test_manifest_is_added_and_normalized(workspace: Workspace)
     assert transform.inputs[0].alias == "test.root.url-csv"
     assert transform.transform.query is None  # type: ignore[union-attr]
     assert transform.transform.queries == (  # type: ignore[union-attr]
-        SqlQueryStep(query="SELECT region, count(*) AS total FROM `test.root.url-csv` GROUP BY region\n"),)
+        SqlQueryStep(
+            query="SELECT region, count(*) AS total FROM `test.root.url-csv` GROUP BY region\n"
+        ),
+    )
     root = await workspace.get_dataset(str(root_id))
     root_events = [b async for _, b in root.chain.iter_blocks_forward()]
     assert [type(b.event).__name__ for b in root_events] == [
-        "Seed", "SetPollingSource", "SetVocab", "SetInfo", "SetLicense", "SetAttachments"]
+        "Seed",
+        "SetPollingSource",
+        "SetVocab",
+        "SetInfo",
+        "SetLicense",
+        "SetAttachments",
+    ]
     assert len({b.system_time for b in root_events}) == 1
     polling = root_events[1].event
     assert isinstance(polling, SetPollingSource)
@@ -136,18 +147,36 @@ content:
     assert state.transform_input_ids == (root.id,) and state.transform.inputs[0].alias == "src"  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize("text, fragment", [
-    ("name: d\n  kind: Derivative\n  metadata:\n    - kind: SetTransform\n      inputs:\n        - datasetRef: nowhere\n"
-     "      transform: {kind: Sql, engine: spark, query: select 1}", "inputs not found in the workspace: nowhere"),
-    ("name: d\n  kind: Root\n  metadata:\n    - kind: SetTransform\n      inputs: []\n"
-     "      transform: {kind: Sql, engine: spark, query: select 1}", "only allowed on derivative"),
-    ("name: d\n  kind: Derivative\n  metadata:\n    - kind: AddPushSource\n      sourceName: s\n"
-     "      read: {kind: NdJson}\n      merge: {kind: Append}", "only allowed on root"),
-    ("name: d\n  kind: Root\n  metadata:\n    - kind: AddData\n      newWatermark: 2020-01-01T00:00:00Z",
-     "cannot appear in a DatasetSnapshot"),
-])
-async def test_invalid_snapshots_are_refused(workspace: Workspace, text: str, fragment: str) -> None:
-    (snapshot,) = odf_yaml.load_snapshots(f"kind: DatasetSnapshot\nversion: 1\ncontent:\n  {text}\n")
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        (
+            "name: d\n  kind: Derivative\n  metadata:\n    - kind: SetTransform\n      inputs:\n        - datasetRef: nowhere\n"
+            "      transform: {kind: Sql, engine: spark, query: select 1}",
+            "inputs not found in the workspace: nowhere",
+        ),
+        (
+            "name: d\n  kind: Root\n  metadata:\n    - kind: SetTransform\n      inputs: []\n"
+            "      transform: {kind: Sql, engine: spark, query: select 1}",
+            "only allowed on derivative",
+        ),
+        (
+            "name: d\n  kind: Derivative\n  metadata:\n    - kind: AddPushSource\n      sourceName: s\n"
+            "      read: {kind: NdJson}\n      merge: {kind: Append}",
+            "only allowed on root",
+        ),
+        (
+            "name: d\n  kind: Root\n  metadata:\n    - kind: AddData\n      newWatermark: 2020-01-01T00:00:00Z",
+            "cannot appear in a DatasetSnapshot",
+        ),
+    ],
+)
+async def test_invalid_snapshots_are_refused(
+    workspace: Workspace, text: str, fragment: str
+) -> None:
+    (snapshot,) = odf_yaml.load_snapshots(
+        f"kind: DatasetSnapshot\nversion: 1\ncontent:\n  {text}\n"
+    )
     with pytest.raises(InvalidSnapshotError, match=fragment):
         await workspace.create_from_snapshot(snapshot)
     assert await workspace.list_datasets() == []
@@ -192,29 +221,46 @@ async def _external_dataset(root: Path, alias: str) -> Dataset:
     ws = await Workspace.init(root / "other-ws")
     (snapshot,) = snapshots("root-ethereum.yaml")
     dataset = await ws.create_from_snapshot(snapshot)
-    head = (await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())).new_head
+    head = (
+        await dataset.commit_event(schema("a"), expected_head=await dataset.chain.head())
+    ).new_head
     data_file = root / "slice.bin"
     data_file.write_bytes(b"parquet bytes")
     data_hash, size = hash_file(data_file)
     await dataset.commit_data(
-        AddData(new_data=DataSlice(logical_hash=fake_hash("l"), physical_hash=data_hash,
-                                   offset_interval=OffsetInterval(start=0, end=4), size=size)),
-        data_file=data_file, expected_head=head)
+        AddData(
+            new_data=DataSlice(
+                logical_hash=fake_hash("l"),
+                physical_hash=data_hash,
+                offset_interval=OffsetInterval(start=0, end=4),
+                size=size,
+            )
+        ),
+        data_file=data_file,
+        expected_head=head,
+    )
     await dataset.set_alias(alias)
     await dataset.set_remote_aliases("pull", ["https://example.org/eth"])
     await ws.close()
     return dataset
 
 
-async def test_import_copies_a_validated_dataset_folder(workspace: Workspace, tmp_path: Path) -> None:
+async def test_import_copies_a_validated_dataset_folder(
+    workspace: Workspace, tmp_path: Path
+) -> None:
     source = await _external_dataset(tmp_path, "imported.eth")
     dataset = await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
     record = await workspace.resolve("imported.eth")
-    assert record.id == source.id and record.head == await source.chain.head() and record.head_sequence == 3
+    assert (
+        record.id == source.id
+        and record.head == await source.chain.head()
+        and record.head_sequence == 3
+    )
     assert await workspace.catalog.remote_aliases(record.id, "pull") == ["https://example.org/eth"]
     for sub in ("blocks", "data", "refs"):
         assert sorted(os.listdir(dataset.layout.root / sub)) == sorted(  # type: ignore[union-attr]
-            os.listdir(source.layout.root / sub))  # type: ignore[union-attr]
+            os.listdir(source.layout.root / sub)
+        )  # type: ignore[union-attr]
     with pytest.raises(DatasetExistsError):
         await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
 
@@ -238,7 +284,9 @@ async def test_repair_rebuilds_the_catalog_from_folders(tmp_path: Path) -> None:
     async with await Workspace.init(root) as ws:
         await add_all(ws)
         await ws.catalog.add_remote("origin", "https://example.org/repo")
-        before = {(r.id, r.alias, r.kind, r.head, r.head_sequence) for r in await ws.list_datasets()}
+        before = {
+            (r.id, r.alias, r.kind, r.head, r.head_sequence) for r in await ws.list_datasets()
+        }
         victim = (await ws.resolve("test.root.mqtt")).id
     (root / "datasets" / victim.to_multibase() / "refs" / "head").unlink()
     (root / "datasets" / "not-a-dataset").mkdir()
@@ -257,7 +305,9 @@ async def test_repair_rebuilds_the_catalog_from_folders(tmp_path: Path) -> None:
     assert moved is not None and moved.exists()
     async with await Workspace.open(root) as ws:
         await ws.repair()
-        assert {(r.id, r.alias, r.kind, r.head, r.head_sequence) for r in await ws.list_datasets()} == after
+        assert {
+            (r.id, r.alias, r.kind, r.head, r.head_sequence) for r in await ws.list_datasets()
+        } == after
 
 
 async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
@@ -274,11 +324,17 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
         await catalog.record_synced(dataset_id, "https://r", fake_hash("both"))
         state = await catalog.get_sync_state(dataset_id, "https://r")
         assert state.last_synced_local_head == fake_hash("both") == state.last_remote_head  # type: ignore[union-attr]
-        transfer = await catalog.begin_transfer(dataset_id, "https://r", "pull", fake_hash("t"), None, 10)
+        transfer = await catalog.begin_transfer(
+            dataset_id, "https://r", "pull", fake_hash("t"), None, 10
+        )
         await catalog.update_transfer(transfer.id, objects_done=4, bytes_done=400)
-        resumed = await catalog.begin_transfer(dataset_id, "https://r", "pull", fake_hash("t"), None)
+        resumed = await catalog.begin_transfer(
+            dataset_id, "https://r", "pull", fake_hash("t"), None
+        )
         assert (resumed.id, resumed.objects_done, resumed.objects_total) == (transfer.id, 4, 10)
-        restarted = await catalog.begin_transfer(dataset_id, "https://r", "pull", fake_hash("t2"), None)
+        restarted = await catalog.begin_transfer(
+            dataset_id, "https://r", "pull", fake_hash("t2"), None
+        )
         assert restarted.objects_done == 0 and restarted.target_head == fake_hash("t2")
         await catalog.end_transfer(restarted.id)
         assert await catalog.get_transfer(dataset_id, "https://r", "pull") is None

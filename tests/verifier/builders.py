@@ -44,7 +44,11 @@ MS = pa.timestamp("ms", tz="UTC")
 
 
 def slice_table(
-    start: int, values: Sequence[int], *, system_time: Timestamp = T0, ops: Sequence[int] | None = None
+    start: int,
+    values: Sequence[int],
+    *,
+    system_time: Timestamp = T0,
+    ops: Sequence[int] | None = None,
 ) -> pa.Table:
     """Records ``start..`` with one data column ``value``; event time = value seconds after T0."""
     n = len(values)
@@ -53,7 +57,9 @@ def slice_table(
             "offset": pa.array(range(start, start + n), pa.int64()),
             "op": pa.array(ops if ops is not None else [0] * n, pa.int32()),
             "system_time": pa.array([system_time.epoch_millis] * n, pa.int64()).cast(MS),
-            "event_time": pa.array([T0.epoch_millis + v * 1000 for v in values], pa.int64()).cast(MS),
+            "event_time": pa.array([T0.epoch_millis + v * 1000 for v in values], pa.int64()).cast(
+                MS
+            ),
             "value": pa.array(values, pa.int64()),
         }
     )
@@ -73,7 +79,9 @@ def write_slice(table: pa.Table, path: Path, *, row_group_size: int | None = Non
 
 
 def schema_event(table: pa.Table) -> SetDataSchema:
-    return SetDataSchema(schema=arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema)))
+    return SetDataSchema(
+        schema=arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
+    )
 
 
 async def root_with_slices(
@@ -92,17 +100,22 @@ async def root_with_slices(
         state = await dataset.chain.state()
         time = Timestamp(T0.epoch_nanos + (n + 1) * 60_000_000_000)
         table = slice_table(offset, values, system_time=time)
-        data_slice = write_slice(table, staging / f"{alias}-{n}.parquet", row_group_size=row_group_size)
+        data_slice = write_slice(
+            table, staging / f"{alias}-{n}.parquet", row_group_size=row_group_size
+        )
         checkpoint = None
         checkpoint_path = None
         if checkpoints:
             checkpoint_path = staging / f"{alias}-{n}.checkpoint"
             checkpoint_path.write_bytes(f"checkpoint of slice {n}\n".encode() * 50)
             checkpoint = Checkpoint(
-                physical_hash=physical_hash_file(checkpoint_path), size=checkpoint_path.stat().st_size
+                physical_hash=physical_hash_file(checkpoint_path),
+                size=checkpoint_path.stat().st_size,
             )
         if state.schema is None:
-            await dataset.commit_event(schema_event(table), expected_head=state.head, system_time=time)
+            await dataset.commit_event(
+                schema_event(table), expected_head=state.head, system_time=time
+            )
             state = await dataset.chain.state()
         event = AddData(
             prev_checkpoint=state.last_checkpoint,
@@ -134,11 +147,11 @@ async def derivative_with_engine(
     source_state = await source.chain.state()
     transform = SetTransform(
         inputs=(TransformInput(dataset_ref=DatasetRef(source.id), alias="src"),),
-        transform=TransformSql(
-            engine=engine, queries=(SqlQueryStep(query=query),)
-        ),
+        transform=TransformSql(engine=engine, queries=(SqlQueryStep(query=query),)),
     )
-    dataset = await workspace.create_dataset(alias, DatasetKind.DERIVATIVE, [transform], system_time=T0)
+    dataset = await workspace.create_dataset(
+        alias, DatasetKind.DERIVATIVE, [transform], system_time=T0
+    )
     values = list(range(source_state.last_offset + 1))
     time = Timestamp(T0.epoch_nanos + 3600 * 1_000_000_000)
     table = slice_table(0, values, system_time=time)

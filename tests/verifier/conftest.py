@@ -32,8 +32,11 @@ from tests.fixtures.spark import TEST_SPARK_CONFIG
 
 CREATED_AT = Timestamp.of(2024, 1, 1)
 
-MANIFESTS = "---\n".join([
-    root_snapshot("cities", """
+MANIFESTS = "---\n".join(
+    [
+        root_snapshot(
+            "cities",
+            """
         kind: Csv
         header: true
         schema:
@@ -42,12 +45,16 @@ MANIFESTS = "---\n".join([
               type: string
             - name: population
               type: int64
-    """, """
+    """,
+            """
         kind: Snapshot
         primaryKey:
           - city
-    """),
-    root_snapshot("orders", """
+    """,
+        ),
+        root_snapshot(
+            "orders",
+            """
         kind: NdJson
         schema:
           fields:
@@ -59,8 +66,11 @@ MANIFESTS = "---\n".join([
               type: string
             - name: amount
               type: float64
-    """),
-    root_snapshot("ticks", """
+    """,
+        ),
+        root_snapshot(
+            "ticks",
+            """
         kind: NdJson
         schema:
           fields:
@@ -68,8 +78,9 @@ MANIFESTS = "---\n".join([
               type: timestamp
             - name: n
               type: int64
-    """),
-    """\
+    """,
+        ),
+        """\
 kind: DatasetSnapshot
 version: 1
 content:
@@ -120,7 +131,8 @@ content:
         engine: spark
         query: SELECT event_time, n, n * 10 AS scaled FROM ticks
 """,
-])
+    ]
+)
 
 CITIES = [
     "city,population\nlyon,516000\nnice,342000\nparis,2145000\n",
@@ -148,18 +160,27 @@ def clock() -> Callable[[], Timestamp]:
 async def build(root: Path, files: Path) -> None:
     now = clock()
     async with await Workspace.init(root) as workspace:
-        workspace.layout.config_path.write_text(workspace.layout.config_path.read_text() + TEST_SPARK_CONFIG)
-        for snapshot in odf_yaml.load_snapshots(MANIFESTS.encode(), source="verifier test manifests"):
+        workspace.layout.config_path.write_text(
+            workspace.layout.config_path.read_text() + TEST_SPARK_CONFIG
+        )
+        for snapshot in odf_yaml.load_snapshots(
+            MANIFESTS.encode(), source="verifier test manifests"
+        ):
             await workspace.create_from_snapshot(snapshot, system_time=CREATED_AT)
         datasets = {
-            alias: await workspace.get_dataset(alias) for alias in ("cities", "orders", "ticks", *DERIVATIVES)
+            alias: await workspace.get_dataset(alias)
+            for alias in ("cities", "orders", "ticks", *DERIVATIVES)
         }
 
         async def push(alias: str, name: str, text: str, day: int) -> None:
             path = files / name
             path.write_text(text)
             await ingest_push(
-                workspace, datasets[alias], path, event_time=Timestamp.of(2024, 2, day), system_time=now()
+                workspace,
+                datasets[alias],
+                path,
+                event_time=Timestamp.of(2024, 2, day),
+                system_time=now(),
             )
 
         async def transform(alias: str) -> None:

@@ -33,9 +33,14 @@ async def test_a_transform_in_another_engine_cannot_be_verified_but_its_input_is
     source = await root_with_slices(workspace, "source", [[1, 2], [3]])
     await derivative_with_engine(workspace, "derived", source, "flink")
     report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
-    assert [(d.alias, d.role) for d in report.datasets] == [("source", Role.INPUT), ("derived", Role.TARGET)]
+    assert [(d.alias, d.role) for d in report.datasets] == [
+        ("source", Role.INPUT),
+        ("derived", Role.TARGET),
+    ]
     source_entry, derived = report.datasets
-    assert source_entry.status is Status.OK and source_entry.reproducibility.status is Status.SKIPPED
+    assert (
+        source_entry.status is Status.OK and source_entry.reproducibility.status is Status.SKIPPED
+    )
     assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
     assert derived.reproducibility.status is Status.CANNOT_VERIFY
     [finding] = derived.reproducibility.findings
@@ -49,7 +54,9 @@ async def test_recursive_audits_upstream_in_every_layer_once(workspace: Workspac
     source = await root_with_slices(workspace, "source", [[1]])
     await derivative_with_engine(workspace, "first", source, "flink")
     await derivative_with_engine(workspace, "second", source, "flink")
-    report = await verify(workspace, ["first", "second", "first"], VerifyOptions(jobs=1, recursive=True))
+    report = await verify(
+        workspace, ["first", "second", "first"], VerifyOptions(jobs=1, recursive=True)
+    )
     assert [(d.alias, d.role) for d in report.datasets] == [
         ("source", Role.UPSTREAM),
         ("first", Role.TARGET),
@@ -63,8 +70,13 @@ async def test_an_input_named_later_as_a_target_is_reported_once_as_a_target(
 ) -> None:
     source = await root_with_slices(workspace, "source", [[1]])
     await derivative_with_engine(workspace, "derived", source, "flink")
-    report = await verify(workspace, ["derived", "source"], VerifyOptions(jobs=1, recursive=recursive))
-    assert [(d.alias, d.role) for d in report.datasets] == [("source", Role.TARGET), ("derived", Role.TARGET)]
+    report = await verify(
+        workspace, ["derived", "source"], VerifyOptions(jobs=1, recursive=recursive)
+    )
+    assert [(d.alias, d.role) for d in report.datasets] == [
+        ("source", Role.TARGET),
+        ("derived", Role.TARGET),
+    ]
     assert report.datasets[0].reproducibility.status is Status.SKIPPED
     assert "root dataset" in report.datasets[0].reproducibility.reason
 
@@ -117,7 +129,14 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
     assert (entry["kind"], entry["role"], entry["status"]) == ("root", "target", "failed")
     assert list(entry["layers"]) == [str(layer) for layer in Layer]
     data = entry["layers"]["data"]
-    assert set(data) == {"status", "reason", "checked", "findings", "findingsOmitted", "durationSeconds"}
+    assert set(data) == {
+        "status",
+        "reason",
+        "checked",
+        "findings",
+        "findingsOmitted",
+        "durationSeconds",
+    }
     assert data["checked"]["slices"] == 2 and data["checked"]["checkpoints"] == 2
     finding = next(f for f in data["findings"] if f["rule"] == "physical-hash")
     assert set(finding) == {
@@ -136,7 +155,7 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
     assert finding["field"] == "event.newData.physicalHash" and finding["details"] is None
 
 
-def cli_workspace(tmp_path: Path, build) -> Path:  # noqa: ANN001 - an async builder
+def cli_workspace(tmp_path: Path, build) -> Path:
     """A workspace set up by ``build(workspace)`` for in-process CLI runs (which start their own loop)."""
     root = tmp_path / "cli-ws"
 
@@ -201,7 +220,10 @@ def test_progress_is_drawn_on_a_terminal_only() -> None:
     progress.begin("trades", Layer.DATA, blocks=10, bytes=4 * 1024 * 1024)
     now[0] += 2.0
     progress.advance(blocks=5, bytes=1024 * 1024)
-    assert progress.line() == "trades: data integrity · 5/10 blocks · 1.0 MiB/4.0 MiB · 512.0 KiB/s · ETA 6s"
+    assert (
+        progress.line()
+        == "trades: data integrity · 5/10 blocks · 1.0 MiB/4.0 MiB · 512.0 KiB/s · ETA 6s"
+    )
     assert stream.getvalue().endswith(progress.line())
     progress.end()
     assert stream.getvalue().endswith("\r")

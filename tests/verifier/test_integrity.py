@@ -39,11 +39,13 @@ def only(layer: LayerResult, rule: str) -> list[Finding]:
     return [f for f in layer.findings if f.rule == rule]
 
 
-def data_file(dataset: Dataset, block) -> Path:  # noqa: ANN001 - a MetadataBlock
+def data_file(dataset: Dataset, block) -> Path:
     return dataset.data.path_of(block.event.new_data.physical_hash)  # type: ignore[attr-defined]
 
 
-async def test_an_honest_root_dataset_verifies_and_every_file_is_counted(workspace: Workspace) -> None:
+async def test_an_honest_root_dataset_verifies_and_every_file_is_counted(
+    workspace: Workspace,
+) -> None:
     await root_with_slices(workspace, "readings", [[1, 2, 3], [4, 5], [6]], checkpoints=True)
     report = await verify(workspace, ["readings"], VerifyOptions(jobs=2))
     [entry] = report.datasets
@@ -84,7 +86,9 @@ async def test_swapped_data_files_fail_both_blocks(workspace: Workspace) -> None
     assert entry.data.status is Status.FAILED
     for hash, path in ((hash_a, path_a), (hash_b, path_b)):
         rules = {
-            f.rule for f in entry.data.findings if f.block.hash == hash and f.file == f"data/{path.name}"
+            f.rule
+            for f in entry.data.findings
+            if f.block.hash == hash and f.file == f"data/{path.name}"
         }
         assert rules & {"size", "physical-hash"}
         # Re-reading the content shows the records are not the block's either.
@@ -124,7 +128,9 @@ async def test_a_block_whose_event_was_edited_in_place_no_longer_matches_its_nam
     assert finding.block.sequence_number == block.sequence_number
 
 
-async def test_an_edited_event_in_a_rehashed_chain_breaks_a_chain_rule(workspace: Workspace) -> None:
+async def test_an_edited_event_in_a_rehashed_chain_breaks_a_chain_rule(
+    workspace: Workspace,
+) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1, 2], [3, 4], [5]])
     _, block = (await data_blocks(dataset))[1]
     forged = dataclasses.replace(block, event=dataclasses.replace(block.event, prev_offset=0))
@@ -139,11 +145,17 @@ async def test_an_edited_event_in_a_rehashed_chain_breaks_a_chain_rule(workspace
     assert "prevOffset is 0" in finding.message
 
 
-async def test_a_forged_logical_hash_in_a_rehashed_chain_fails_data_integrity(workspace: Workspace) -> None:
+async def test_a_forged_logical_hash_in_a_rehashed_chain_fails_data_integrity(
+    workspace: Workspace,
+) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1, 2], [3, 4]])
     (_, first), (_, second) = await data_blocks(dataset)
-    forged_slice = dataclasses.replace(second.event.new_data, logical_hash=first.event.new_data.logical_hash)
-    forged = dataclasses.replace(second, event=dataclasses.replace(second.event, new_data=forged_slice))
+    forged_slice = dataclasses.replace(
+        second.event.new_data, logical_hash=first.event.new_data.logical_hash
+    )
+    forged = dataclasses.replace(
+        second, event=dataclasses.replace(second.event, new_data=forged_slice)
+    )
     new_hashes = await rewrite_chain(dataset, {second.sequence_number: forged})
     entry = await audit(workspace, "readings")
     assert entry.metadata.status is Status.OK
@@ -151,10 +163,14 @@ async def test_a_forged_logical_hash_in_a_rehashed_chain_fails_data_integrity(wo
     assert finding.rule == "logical-hash" and finding.field == "event.newData.logicalHash"
     assert finding.block.hash == new_hashes[second.sequence_number]
     assert finding.expected == str(first.event.new_data.logical_hash)
-    assert finding.actual == str(second.event.new_data.logical_hash)  # what the records really hash to
+    assert finding.actual == str(
+        second.event.new_data.logical_hash
+    )  # what the records really hash to
 
 
-async def test_a_missing_block_is_reported_against_the_block_linking_to_it(workspace: Workspace) -> None:
+async def test_a_missing_block_is_reported_against_the_block_linking_to_it(
+    workspace: Workspace,
+) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1], [2], [3]])
     blocks = await blocks_oldest_first(dataset)
     os.remove(dataset.blocks.path_of(blocks[2][0]))  # type: ignore[attr-defined]
@@ -192,7 +208,9 @@ async def _commit_forged_slice(workspace: Workspace, dataset: Dataset, table: pa
             data_slice.offset_interval, start=start, end=start + table.num_rows - 1
         ),
     )
-    event = AddData(prev_offset=state.last_offset, new_data=data_slice, new_watermark=state.last_watermark)
+    event = AddData(
+        prev_offset=state.last_offset, new_data=data_slice, new_watermark=state.last_watermark
+    )
     await dataset.commit_data(
         event, data_file=path, expected_head=state.head, system_time=Timestamp.of(2024, 2, 1)
     )
@@ -230,7 +248,9 @@ async def test_system_columns_must_be_present_and_well_typed(workspace: Workspac
     assert declared.actual == "offset, op, system_time, event_time, value, extra"
 
 
-async def test_the_range_limits_data_checks_but_metadata_is_always_whole(workspace: Workspace) -> None:
+async def test_the_range_limits_data_checks_but_metadata_is_always_whole(
+    workspace: Workspace,
+) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1], [2], [3], [4]])
     blocks = await data_blocks(dataset)  # sequence numbers 2..5
     flip_byte(data_file(dataset, blocks[1][1]), 10)  # block #3
@@ -238,7 +258,10 @@ async def test_the_range_limits_data_checks_but_metadata_is_always_whole(workspa
     assert (await audit(workspace, "readings", block_range=_range(None, 2))).status is Status.OK
     by_hash = await audit(workspace, "readings", block_range=_range(blocks[1][0], blocks[1][0]))
     assert by_hash.data.status is Status.FAILED and by_hash.data.checked["slices"] == 1
-    assert (by_hash.block_range.first.sequence_number, by_hash.block_range.last.sequence_number) == (3, 3)
+    assert (
+        by_hash.block_range.first.sequence_number,
+        by_hash.block_range.last.sequence_number,
+    ) == (3, 3)
     limited = await audit(workspace, "readings", block_range=_range(4, 5))
     assert limited.metadata.checked["blocks"] == 6 and limited.data.checked["slices"] == 2
 
@@ -262,7 +285,9 @@ async def test_a_dataset_larger_than_one_batch_and_row_group_streams_and_verifie
     workspace: Workspace,
 ) -> None:
     values = list(range(25_000))
-    await root_with_slices(workspace, "big", [values[:12_345], values[12_345:]], row_group_size=4_000)
+    await root_with_slices(
+        workspace, "big", [values[:12_345], values[12_345:]], row_group_size=4_000
+    )
     entry = await audit(workspace, "big")
     assert entry.status is Status.OK and entry.data.checked["records"] == 25_000
 

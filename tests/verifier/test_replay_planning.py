@@ -26,9 +26,9 @@ from protocol.model import (
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.verifier.builders import T0, schema_event, slice_table, write_slice
 from verifier.engine.replay import ReplayError, replay_request
 from verifier.engine.transform import TransformRequest
-from tests.verifier.builders import T0, schema_event, slice_table, write_slice
 
 SLICES = 12
 
@@ -46,14 +46,19 @@ async def add_slice(workspace: Workspace, dataset: Dataset, n: int, *, extra_col
     if state.schema != schema:
         await dataset.commit_event(schema, expected_head=state.head, system_time=time)
         state = await dataset.chain.state()
-    event = AddData(prev_offset=state.last_offset, new_data=data_slice,
-                    new_watermark=Timestamp(T0.epoch_nanos + n * 1_000_000_000))
+    event = AddData(
+        prev_offset=state.last_offset,
+        new_data=data_slice,
+        new_watermark=Timestamp(T0.epoch_nanos + n * 1_000_000_000),
+    )
     await dataset.commit_data(event, data_file=path, expected_head=state.head, system_time=time)
 
 
 def transform(source: DatasetId, query: str) -> SetTransform:
-    return SetTransform(inputs=(TransformInput(dataset_ref=DatasetRef(source), alias="src"),),
-                        transform=TransformSql(engine="spark", queries=(SqlQueryStep(query=query),)))
+    return SetTransform(
+        inputs=(TransformInput(dataset_ref=DatasetRef(source), alias="src"),),
+        transform=TransformSql(engine="spark", queries=(SqlQueryStep(query=query),)),
+    )
 
 
 async def build(workspace: Workspace) -> Dataset:
@@ -61,16 +66,22 @@ async def build(workspace: Workspace) -> Dataset:
     derivative with one transaction per root slice, whose transform and vocabulary change."""
     source = await workspace.create_dataset("src", DatasetKind.ROOT, system_time=T0)
     assert source.id is not None
-    derived = await workspace.create_dataset("derived", DatasetKind.DERIVATIVE,
-                                             [transform(source.id, "SELECT * FROM src")], system_time=T0)
+    derived = await workspace.create_dataset(
+        "derived",
+        DatasetKind.DERIVATIVE,
+        [transform(source.id, "SELECT * FROM src")],
+        system_time=T0,
+    )
     prev_block: Multihash | None = None
     prev_offset: int | None = None
     for n in range(SLICES):
         await add_slice(workspace, source, n, extra_column=n >= SLICES // 2)
         if n == SLICES // 3:
-            await source.commit_event(SetVocab(event_time_column="value"),
-                                      expected_head=await source.chain.head(),
-                                      system_time=Timestamp(T0.epoch_nanos + (n + 1) * 60_000_000_000))
+            await source.commit_event(
+                SetVocab(event_time_column="value"),
+                expected_head=await source.chain.head(),
+                system_time=Timestamp(T0.epoch_nanos + (n + 1) * 60_000_000_000),
+            )
         source_state = await source.chain.state()
         state = await derived.chain.state()
         time = Timestamp(T0.epoch_nanos + (n + 2) * 60_000_000_000)
@@ -79,18 +90,28 @@ async def build(workspace: Workspace) -> Dataset:
             events.append(SetVocab(offset_column="o"))
         if n == SLICES // 2:
             events.append(transform(source.id, "SELECT event_time, value FROM src"))
-        events.append(ExecuteTransform(
-            query_inputs=(ExecuteTransformInput(
-                dataset_id=source.id, prev_block_hash=prev_block, new_block_hash=source_state.head,
-                prev_offset=prev_offset, new_offset=source_state.last_offset),),
-            new_watermark=source_state.last_watermark,
-        ))
+        events.append(
+            ExecuteTransform(
+                query_inputs=(
+                    ExecuteTransformInput(
+                        dataset_id=source.id,
+                        prev_block_hash=prev_block,
+                        new_block_hash=source_state.head,
+                        prev_offset=prev_offset,
+                        new_offset=source_state.last_offset,
+                    ),
+                ),
+                new_watermark=source_state.last_watermark,
+            )
+        )
         await derived.commit_events(events, expected_head=state.head, system_time=time)
         prev_block, prev_offset = source_state.head, source_state.last_offset
     return derived
 
 
-async def test_requests_from_one_forward_pass_equal_those_from_fresh_datasets(tmp_path: Path) -> None:
+async def test_requests_from_one_forward_pass_equal_those_from_fresh_datasets(
+    tmp_path: Path,
+) -> None:
     async with await Workspace.init(tmp_path / "ws") as workspace:
         await build(workspace)
 
@@ -106,13 +127,16 @@ async def test_requests_from_one_forward_pass_equal_those_from_fresh_datasets(tm
         state = ChainState(derived.id)
         async for hash, block in derived.chain.iter_blocks_forward():
             if isinstance(block.event, ExecuteTransform):
-                planned.append(await replay_request(derived, hash, open_input, tmp_path, before=state.copy()))
+                planned.append(
+                    await replay_request(derived, hash, open_input, tmp_path, before=state.copy())
+                )
                 hashes.append(hash)
             state.apply(hash, block)
 
     assert len(planned) == SLICES
     for hash, request in zip(hashes, planned, strict=True):
         async with await Workspace.open(tmp_path / "ws") as workspace:
+
             async def fresh_input(dataset_id: DatasetId) -> Dataset:
                 return workspace.open_dataset(dataset_id)
 

@@ -42,19 +42,25 @@ async def test_a_replica_made_by_copying_folders_verifies_in_all_three_layers(
         assert report.exit_code == 0, report.dumps()
         order = [d.alias for d in report.datasets]
         assert sorted(order) == sorted(["cities", "orders", "ticks", *DERIVATIVES])
-        assert order.index("cities") < order.index("cities.thousands") < order.index("orders.located")
-        assert order.index("orders") < order.index("orders.located") and order.index("ticks") < order.index(
-            "ticks.scaled"
+        assert (
+            order.index("cities") < order.index("cities.thousands") < order.index("orders.located")
         )
+        assert order.index("orders") < order.index("orders.located") and order.index(
+            "ticks"
+        ) < order.index("ticks.scaled")
         for entry in report.datasets:
             assert [layer.status for layer in entry.layers[:2]] == [Status.OK, Status.OK]
             if entry.alias in DERIVATIVES:
                 assert entry.role is Role.TARGET
                 assert entry.reproducibility.status is Status.OK
-                assert entry.reproducibility.checked["transactions"] == EXECUTE_TRANSFORMS[entry.alias]
+                assert (
+                    entry.reproducibility.checked["transactions"] == EXECUTE_TRANSFORMS[entry.alias]
+                )
                 assert entry.reproducibility.checked["records"] == entry.data.checked["records"]
             else:
-                assert entry.role is Role.UPSTREAM and entry.reproducibility.status is Status.SKIPPED
+                assert (
+                    entry.role is Role.UPSTREAM and entry.reproducibility.status is Status.SKIPPED
+                )
 
         # The honest data really holds retractions and corrections, and they reproduce.
         thousands = await replica.get_dataset("cities.thousands")
@@ -73,7 +79,9 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
 ) -> None:
     workspace = pipeline_workspace
     dataset = await workspace.get_dataset("cities.thousands")
-    transactions = [(h, b) for h, b in await data_blocks(dataset) if isinstance(b.event, ExecuteTransform)]
+    transactions = [
+        (h, b) for h, b in await data_blocks(dataset) if isinstance(b.event, ExecuteTransform)
+    ]
     _, block = transactions[1]
     recorded = pq.read_table(dataset.data.path_of(block.event.new_data.physical_hash))
     population = recorded.column("population").to_pylist()
@@ -93,13 +101,17 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
         size=staging.stat().st_size,
     )
     await dataset.data.put_file(staging, expected=forged_slice.physical_hash)
-    forged = dataclasses.replace(block, event=dataclasses.replace(block.event, new_data=forged_slice))
+    forged = dataclasses.replace(
+        block, event=dataclasses.replace(block.event, new_data=forged_slice)
+    )
     new_hashes = await rewrite_chain(dataset, {block.sequence_number: forged})
 
     report = await verify(workspace, ["cities.thousands"], VerifyOptions(jobs=2, sample_rows=3))
     entry = report.datasets[-1]
     assert entry.alias == "cities.thousands"
-    assert entry.metadata.status is Status.OK and entry.data.status is Status.OK  # the forgery is consistent
+    assert (
+        entry.metadata.status is Status.OK and entry.data.status is Status.OK
+    )  # the forgery is consistent
     assert entry.reproducibility.status is Status.FAILED
     assert entry.reproducibility.checked["transactions"] == 3
     [finding] = entry.reproducibility.findings
@@ -109,7 +121,9 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
         new_hashes[block.sequence_number],
     )
     assert finding.expected == str(forged_slice.logical_hash)
-    assert finding.actual == str(block.event.new_data.logical_hash)  # re-execution gives the original records
+    assert finding.actual == str(
+        block.event.new_data.logical_hash
+    )  # re-execution gives the original records
     interval = block.event.new_data.offset_interval
     assert finding.details["offsetInterval"] == {"start": interval.start, "end": interval.end}
     sample = finding.details["sample"]
@@ -167,7 +181,18 @@ def test_cli_re_executes_one_block_and_prints_the_json_report(
     shutil.copytree(pipeline_template, root)
     assert TEST_SPARK_CONFIG in (root / "config.toml").read_text()
     code = main(
-        ["verify", "ticks.scaled", "--from", "6", "--to", "6", "--output", "json", "--root", str(root)]
+        [
+            "verify",
+            "ticks.scaled",
+            "--from",
+            "6",
+            "--to",
+            "6",
+            "--output",
+            "json",
+            "--root",
+            str(root),
+        ]
     )
     out, err = capsys.readouterr()
     assert err == ""  # not a terminal: no progress
@@ -197,5 +222,9 @@ async def test_transactions_this_spark_cannot_reproduce_are_not_verified(
         derived = report.datasets[-1]
         assert derived.reproducibility.status is Status.CANNOT_VERIFY
         [finding] = derived.reproducibility.findings
-        assert (finding.rule, finding.status, finding.block.sequence_number) == (rule, Status.CANNOT_VERIFY, 3)
+        assert (finding.rule, finding.status, finding.block.sequence_number) == (
+            rule,
+            Status.CANNOT_VERIFY,
+            3,
+        )
         assert report.exit_code == 2

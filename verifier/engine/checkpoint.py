@@ -47,7 +47,10 @@ def write_checkpoint(watermarks: Mapping[DatasetId, Timestamp], path: Path) -> W
     """Writes the input watermarks as a checkpoint file at ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     entries = sorted((_member_name(did), wm.to_rfc3339() + "\n") for did, wm in watermarks.items())
-    with open(path, "wb") as out, tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar:
+    with (
+        open(path, "wb") as out,
+        tarfile.open(fileobj=out, mode="w", format=tarfile.USTAR_FORMAT) as tar,
+    ):
         for name, text in entries:
             data = text.encode()
             info = tarfile.TarInfo(name)

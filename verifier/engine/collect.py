@@ -99,7 +99,9 @@ class _Spool:
             self._in_memory_bytes += batch.nbytes
             return
         if self._writer is None:
-            fd, self._path = tempfile.mkstemp(prefix="odfd-collect-", suffix=".arrow", dir=self._spill_dir)
+            fd, self._path = tempfile.mkstemp(
+                prefix="odfd-collect-", suffix=".arrow", dir=self._spill_dir
+            )
             os.close(fd)
             self._sink = pa.OSFile(self._path, "wb")
             self._writer = pa.ipc.new_file(self._sink, batch.schema)

@@ -16,7 +16,13 @@ import pyarrow as pa
 
 from protocol.errors import OdfError
 from protocol.identity import Multihash
-from protocol.model import AddData, ExecuteTransform, ExecuteTransformInput, SetDataSchema, Watermark
+from protocol.model import (
+    AddData,
+    ExecuteTransform,
+    ExecuteTransformInput,
+    SetDataSchema,
+    Watermark,
+)
 from storage.dataset import Dataset
 from verifier.engine.columns import Vocab
 from verifier.engine.transform import TransformInputSlice
@@ -34,7 +40,9 @@ class IntervalContents:
     """Watermarks declared by blocks in the interval, oldest first."""
 
 
-async def interval_contents(dataset: Dataset, new_block: Multihash | None, prev_block: Multihash | None) -> IntervalContents:
+async def interval_contents(
+    dataset: Dataset, new_block: Multihash | None, prev_block: Multihash | None
+) -> IntervalContents:
     """Data slices and watermarks of the blocks in ``(prev_block, new_block]``."""
     if new_block is None:
         return IntervalContents((), ())
@@ -46,7 +54,9 @@ async def interval_contents(dataset: Dataset, new_block: Multihash | None, prev_
             if event.new_data is not None:
                 slices.append(event.new_data.physical_hash)
             if event.new_watermark is not None:
-                watermarks.append(Watermark(system_time=block.system_time, event_time=event.new_watermark))
+                watermarks.append(
+                    Watermark(system_time=block.system_time, event_time=event.new_watermark)
+                )
     slices.reverse()
     watermarks.reverse()
     return IntervalContents(tuple(slices), tuple(watermarks))
@@ -57,7 +67,9 @@ async def all_slices(dataset: Dataset, head: Multihash | None = None) -> list[Mu
     return list((await interval_contents(dataset, head or await dataset.chain.head(), None)).slices)
 
 
-def slice_paths(dataset: Dataset, hashes: tuple[Multihash, ...] | list[Multihash]) -> tuple[Path, ...]:
+def slice_paths(
+    dataset: Dataset, hashes: tuple[Multihash, ...] | list[Multihash]
+) -> tuple[Path, ...]:
     """Local files of data slices (the engine reads them by path)."""
     path_of = getattr(dataset.data, "path_of", None)
     if path_of is None:
@@ -65,15 +77,21 @@ def slice_paths(dataset: Dataset, hashes: tuple[Multihash, ...] | list[Multihash
     paths = tuple(path_of(h) for h in hashes)
     missing = [str(h) for h, p in zip(hashes, paths, strict=True) if not p.is_file()]
     if missing:
-        raise InputError(f"{dataset}: data slice(s) {', '.join(missing)} are missing; pull the dataset again")
+        raise InputError(
+            f"{dataset}: data slice(s) {', '.join(missing)} are missing; pull the dataset again"
+        )
     return paths
 
 
-async def input_slice(dataset: Dataset, query_input: ExecuteTransformInput, alias: str) -> TransformInputSlice:
+async def input_slice(
+    dataset: Dataset, query_input: ExecuteTransformInput, alias: str
+) -> TransformInputSlice:
     """The engine's view of one ``ExecuteTransformInput``."""
     at = query_input.new_block_hash or query_input.prev_block_hash
     state = await dataset.chain.state(at) if at is not None else None
-    contents = await interval_contents(dataset, query_input.new_block_hash, query_input.prev_block_hash)
+    contents = await interval_contents(
+        dataset, query_input.new_block_hash, query_input.prev_block_hash
+    )
     interval = None
     if query_input.new_offset is not None:
         start = 0 if query_input.prev_offset is None else query_input.prev_offset + 1

@@ -35,7 +35,9 @@ def plugin_jar(cache_dir: Path | None = None) -> Path:
     sources = sorted(_SOURCES.rglob("*.java"))
     digest = hashlib.sha256(pyspark.__version__.encode())
     for source in sources:
-        digest.update(source.relative_to(_SOURCES).as_posix().encode() + b"\0" + source.read_bytes())
+        digest.update(
+            source.relative_to(_SOURCES).as_posix().encode() + b"\0" + source.read_bytes()
+        )
     folder = cache_dir or _default_cache_dir()
     jar = folder / f"odfd-spark-{pyspark.__version__}-{digest.hexdigest()[:16]}.jar"
     if not jar.is_file():
@@ -59,12 +61,18 @@ def _build(sources: list[Path], spark_jars: Path, jar: Path) -> None:
     javac = _javac()
     with tempfile.TemporaryDirectory(prefix="odfd-plugin-") as classes:
         command = [javac, "--release", "17", "-nowarn", "-cp", str(spark_jars / "*"), "-d", classes]
-        result = subprocess.run([*command, *map(str, sources)], capture_output=True, text=True, check=False)
+        result = subprocess.run(
+            [*command, *map(str, sources)], capture_output=True, text=True, check=False
+        )
         if result.returncode != 0:
-            raise PluginBuildError(f"compiling odfd's Spark plugin failed:\n{result.stderr.strip()}")
+            raise PluginBuildError(
+                f"compiling odfd's Spark plugin failed:\n{result.stderr.strip()}"
+            )
         # Written beside the jar and renamed into place: another process building the same jar at
         # the same time writes equal content, and a reader never sees half a file.
-        with tempfile.NamedTemporaryFile(dir=jar.parent, prefix=".building-", suffix=".jar", delete=False) as tmp:
+        with tempfile.NamedTemporaryFile(
+            dir=jar.parent, prefix=".building-", suffix=".jar", delete=False
+        ) as tmp:
             try:
                 with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
                     for path in sorted(Path(classes).rglob("*.class")):

@@ -84,7 +84,9 @@ def slice_schema(result: pa.Schema, vocab: Vocab) -> pa.Schema:
             continue
         # Data columns are always nullable: whether Spark can prove a column non-null depends on
         # the plan (a join, a literal), which would make a dataset's schema flap between slices.
-        fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable=True))
+        fields.append(
+            pa.field(result_field.name, _normalized_type(result_field.type), nullable=True)
+        )
     return pa.schema(fields)
 
 
@@ -176,10 +178,14 @@ def _to_slice_batch(
     if vocab.op in batch.schema.names:
         op = batch.column(vocab.op).cast(OP_TYPE)
         if op.null_count:
-            raise OutputSchemaError(f"the result's operation type column '{vocab.op}' has null values")
+            raise OutputSchemaError(
+                f"the result's operation type column '{vocab.op}' has null values"
+            )
     else:
         op = pa.array(np.zeros(n, dtype=np.int32), OP_TYPE)
-    system_times = pa.array(np.full(n, system_time.epoch_millis, dtype=np.int64), pa.int64()).cast(TIMESTAMP_MS_UTC)
+    system_times = pa.array(np.full(n, system_time.epoch_millis, dtype=np.int64), pa.int64()).cast(
+        TIMESTAMP_MS_UTC
+    )
     columns = [offsets, op, system_times]
     for target in list(schema)[3:]:
         columns.append(_normalize(batch.column(target.name), target.type))
@@ -204,7 +210,9 @@ def _normalize(column: pa.Array, target: pa.DataType) -> pa.Array:
     return column.cast(target)
 
 
-def _max_event_time(batch: pa.RecordBatch, vocab: Vocab, current: Timestamp | None) -> Timestamp | None:
+def _max_event_time(
+    batch: pa.RecordBatch, vocab: Vocab, current: Timestamp | None
+) -> Timestamp | None:
     if vocab.event_time not in batch.schema.names:
         return current
     value = pc.max(batch.column(vocab.event_time)).as_py()

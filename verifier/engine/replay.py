@@ -46,7 +46,9 @@ async def replay_request(
     if before is None:
         before = await dataset.chain.state(block.prev_block_hash)
     elif before.head != block.prev_block_hash:
-        raise ReplayError(f"{where}: the state given is at {before.head}, not at the previous block")
+        raise ReplayError(
+            f"{where}: the state given is at {before.head}, not at the previous block"
+        )
     if before.transform is None:
         raise ReplayError(f"{where} has no SetTransform before it")
     aliases = {}
@@ -57,9 +59,13 @@ async def replay_request(
     inputs = []
     for query_input in event.query_inputs:
         if query_input.dataset_id not in aliases:
-            raise ReplayError(f"{where}: input {query_input.dataset_id} is not declared by the transform")
+            raise ReplayError(
+                f"{where}: input {query_input.dataset_id} is not declared by the transform"
+            )
         input_dataset = await open_input(query_input.dataset_id)
-        inputs.append(await input_slice(input_dataset, query_input, aliases[query_input.dataset_id]))
+        inputs.append(
+            await input_slice(input_dataset, query_input, aliases[query_input.dataset_id])
+        )
     checkpoints_path = getattr(dataset.checkpoints, "path_of", None)
     prev_checkpoint = None
     if event.prev_checkpoint is not None:

@@ -166,7 +166,9 @@ class SparkSettings:
         conf.update(RUNTIME)
         conf.update(DETERMINISM)
         conf.update(STARTUP)
-        conf["spark.driver.extraClassPath"] = _joined(str(plugin_jar), self.conf.get("spark.driver.extraClassPath"), os.pathsep)
+        conf["spark.driver.extraClassPath"] = _joined(
+            str(plugin_jar), self.conf.get("spark.driver.extraClassPath"), os.pathsep
+        )
         conf["spark.jars"] = _joined(str(plugin_jar), self.conf.get("spark.jars"), ",")
         conf["spark.master"] = self.master
         conf["spark.app.name"] = self.app_name

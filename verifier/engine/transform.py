@@ -118,7 +118,9 @@ def query_steps(transform: TransformSql) -> tuple[SqlQueryStep, ...]:
 def validate_transform(transform: object, dataset: str) -> TransformSql:
     """Checks the transform is something this engine runs; returns it typed."""
     if not isinstance(transform, TransformSql):
-        raise UnsupportedTransformError(f"{dataset}: transform kind {type(transform).__name__} is not supported")
+        raise UnsupportedTransformError(
+            f"{dataset}: transform kind {type(transform).__name__} is not supported"
+        )
     if transform.engine.lower() != SUPPORTED_ENGINE:
         raise UnsupportedTransformError(
             f"{dataset}: the transform uses engine '{transform.engine}', but odfd runs only "
@@ -131,7 +133,9 @@ def validate_transform(transform: object, dataset: str) -> TransformSql:
         )
     steps = query_steps(transform)
     if steps[-1].alias:
-        raise TransformError(f"{dataset}: the last query step must have no alias (it is the output)")
+        raise TransformError(
+            f"{dataset}: the last query step must have no alias (it is the output)"
+        )
     return transform
 
 
@@ -141,7 +145,9 @@ def execute_transform(request: TransformRequest) -> TransformResult:
     spark = transform_session()
     with spark_failures(f"{request.dataset_alias}: the transform"):
         for input_slice in request.inputs:
-            input_frame(spark, input_slice, request.dataset_alias).createTempView(quote(input_slice.alias))
+            input_frame(spark, input_slice, request.dataset_alias).createTempView(
+                quote(input_slice.alias)
+            )
         result = run_queries(spark, transform, request.dataset_alias, require_deterministic=True)
         result = _prepare_output(result, request.vocab, request.dataset_alias)
         schema, written = write_slice(
@@ -153,7 +159,9 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             spill_dir=request.spill_dir,
         )
     watermarks = _input_watermarks(request)
-    checkpoint = write_checkpoint(watermarks, request.out_dir / "checkpoint.tar") if watermarks else None
+    checkpoint = (
+        write_checkpoint(watermarks, request.out_dir / "checkpoint.tar") if watermarks else None
+    )
     return TransformResult(schema, written, _output_watermark(request, watermarks), checkpoint)
 
 
@@ -184,7 +192,9 @@ def input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: 
         frames.append(
             frame.select(
                 *[
-                    col(f.name) if f.name in frame.columns else F.lit(None).cast(f.dataType).alias(f.name)
+                    col(f.name)
+                    if f.name in frame.columns
+                    else F.lit(None).cast(f.dataType).alias(f.name)
                     for f in schema.fields
                 ]
             )
@@ -231,7 +241,9 @@ def _prepare_output(result: DataFrame, vocab: Vocab, dataset: str) -> DataFrame:
                 "column; rename it or set a different vocabulary"
             )
     if vocab.event_time not in names:
-        raise TransformError(f"{dataset}: the query's result has no event time column '{vocab.event_time}'")
+        raise TransformError(
+            f"{dataset}: the query's result has no event time column '{vocab.event_time}'"
+        )
     event_type = result.schema[vocab.event_time].dataType
     if not isinstance(event_type, (TimestampType, TimestampNTZType, DateType)):
         raise TransformError(
@@ -261,11 +273,15 @@ def _input_watermarks(request: TransformRequest) -> dict[DatasetId, Timestamp]:
     return watermarks
 
 
-def _output_watermark(request: TransformRequest, watermarks: dict[DatasetId, Timestamp]) -> Timestamp | None:
+def _output_watermark(
+    request: TransformRequest, watermarks: dict[DatasetId, Timestamp]
+) -> Timestamp | None:
     """The slowest input's watermark, once every input has one; never moves backwards."""
     candidate = None
     if request.inputs and all(i.dataset_id in watermarks for i in request.inputs):
         candidate = min(watermarks[i.dataset_id] for i in request.inputs)
-    if request.prev_watermark is not None and (candidate is None or candidate < request.prev_watermark):
+    if request.prev_watermark is not None and (
+        candidate is None or candidate < request.prev_watermark
+    ):
         return request.prev_watermark
     return candidate

@@ -7,11 +7,11 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import yaml as odf_yaml
 from protocol.errors import OdfError
 from protocol.identity import AccountName, DatasetAlias
 from protocol.model import DatasetSnapshot
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from storage.errors import DatasetExistsError, StorageError
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
@@ -23,10 +23,17 @@ class ManifestError(OdfError):
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("add", help="create datasets from DatasetSnapshot manifests")
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE",
-                        help="YAML manifest(s); a folder adds every *.yaml holding a DatasetSnapshot")
+    parser.add_argument(
+        "files",
+        nargs="+",
+        type=Path,
+        metavar="FILE",
+        help="YAML manifest(s); a folder adds every *.yaml holding a DatasetSnapshot",
+    )
     parser.add_argument("--name", help="alias for the dataset (only with a single manifest)")
-    parser.add_argument("--account", help="prefix aliases without an account with this account name")
+    parser.add_argument(
+        "--account", help="prefix aliases without an account with this account name"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_add)
 
@@ -46,7 +53,9 @@ def _add(args: argparse.Namespace) -> int:
     if args.account is not None:
         account = AccountName.parse(args.account)
         snapshots = [
-            s if s.name.account_name is not None else _renamed(s, DatasetAlias(account, s.name.dataset_name))
+            s
+            if s.name.account_name is not None
+            else _renamed(s, DatasetAlias(account, s.name.dataset_name))
             for s in snapshots
         ]
 

@@ -17,9 +17,19 @@ from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("apply", help="create or update resources from manifests (Dataset, Mirror)")
-    parser.add_argument("-f", "--filename", dest="paths", action="append", type=Path, required=True,
-                        metavar="FILE|DIR", help="manifest file, or folder of *.yaml/*.yml/*.json (repeatable)")
+    parser = subparsers.add_parser(
+        "apply", help="create or update resources from manifests (Dataset, Mirror)"
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="paths",
+        action="append",
+        type=Path,
+        required=True,
+        metavar="FILE|DIR",
+        help="manifest file, or folder of *.yaml/*.yml/*.json (repeatable)",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_apply)
 
@@ -30,23 +40,31 @@ def _apply(args: argparse.Namespace) -> int:
         results = await apply_manifests(workspace, manifests)
         for result in results:
             record = result.record
-            print(f"{kind_of(record.schema)}/{record.name} {result.change} (generation {record.generation})",
-                  file=sys.stderr)
+            print(
+                f"{kind_of(record.schema)}/{record.name} {result.change} (generation {record.generation})",
+                file=sys.stderr,
+            )
         client = await AdminClient.connect(workspace.layout)
         if client is not None:
             answer = await client.request("POST", "/reconcile")
-            phases = {(r["kind"], r["name"]): (r["phase"], r["message"]) for r in answer["resources"]}
+            phases = {
+                (r["kind"], r["name"]): (r["phase"], r["message"]) for r in answer["resources"]
+            }
         else:
             reconciler = Reconciler(workspace, load_config(workspace.layout.config_path).sync)
-            phases = {(kind_of(r.resource.schema), r.resource.name): (r.phase, r.message)
-                      for r in await reconciler.reconcile_all()}
+            phases = {
+                (kind_of(r.resource.schema), r.resource.name): (r.phase, r.message)
+                for r in await reconciler.reconcile_all()
+            }
         failed = 0
         for result in results:
             kind, name = kind_of(result.record.schema), result.record.name
             phase, message = phases.get((kind, name), ("Pending", None))
             failed += phase == "Failed"
             if phase != "Ready" or (message and result.change != "unchanged"):
-                print(f"{kind}/{name}: {phase}" + (f": {message}" if message else ""), file=sys.stderr)
+                print(
+                    f"{kind}/{name}: {phase}" + (f": {message}" if message else ""), file=sys.stderr
+                )
         return 1 if failed else 0
 
     return run_in_workspace(args, run)

@@ -21,12 +21,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="block_command", metavar="ACTION", required=True)
 
     hash_parser = commands.add_parser("hash", help="print the block's multihash (last line)")
-    hash_parser.add_argument("file", type=Path, help="YAML block manifest or binary (FlatBuffers) block")
+    hash_parser.add_argument(
+        "file", type=Path, help="YAML block manifest or binary (FlatBuffers) block"
+    )
     hash_parser.set_defaults(func=_hash)
 
-    encode_parser = commands.add_parser("encode", help="write the canonical binary form of a YAML block")
+    encode_parser = commands.add_parser(
+        "encode", help="write the canonical binary form of a YAML block"
+    )
     encode_parser.add_argument("file", type=Path, help="YAML block manifest")
-    encode_parser.add_argument("-o", "--output", type=Path, required=True, help="binary block to write")
+    encode_parser.add_argument(
+        "-o", "--output", type=Path, required=True, help="binary block to write"
+    )
     encode_parser.set_defaults(func=_encode)
 
     decode_parser = commands.add_parser("decode", help="print a binary block as a YAML manifest")

@@ -15,22 +15,32 @@ from storage.layout import WorkspaceLayout
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "daemon", help="run the node: serve datasets, sync mirrors, audit, reconcile resources",
+        "daemon",
+        help="run the node: serve datasets, sync mirrors, audit, reconcile resources",
         description="Without an action, runs the daemon in the foreground (SIGTERM/SIGINT stop it, "
-                    "SIGHUP reloads config.toml). Actions talk to the daemon running on the workspace.")
+        "SIGHUP reloads config.toml). Actions talk to the daemon running on the workspace.",
+    )
     parser.add_argument("--address", help="listen address (overrides [server] address)")
-    parser.add_argument("--port", type=int, help="listen port (overrides [server] port; 0: any free port)")
+    parser.add_argument(
+        "--port", type=int, help="listen port (overrides [server] port; 0: any free port)"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_run)
     actions = parser.add_subparsers(dest="action", metavar="ACTION")
-    for name, help_text in (("reload", "re-read config.toml and the mirror list"),
-                            ("stop", "stop the daemon (running work gets [daemon] shutdown_timeout)")):
+    for name, help_text in (
+        ("reload", "re-read config.toml and the mirror list"),
+        ("stop", "stop the daemon (running work gets [daemon] shutdown_timeout)"),
+    ):
         action = actions.add_parser(name, help=help_text)
         add_root_argument(action)
         action.set_defaults(func=_action, path=f"/{name}")
-    audit = actions.add_parser("audit", help="audit a dataset now (the report is stored; see odfd status)")
+    audit = actions.add_parser(
+        "audit", help="audit a dataset now (the report is stored; see odfd status)"
+    )
     audit.add_argument("dataset", metavar="DATASET")
-    audit.add_argument("--integrity", action="store_true", help="integrity layers only (default: all layers)")
+    audit.add_argument(
+        "--integrity", action="store_true", help="integrity layers only (default: all layers)"
+    )
     add_root_argument(audit)
     audit.set_defaults(func=_action, path=None)
 
@@ -44,7 +54,9 @@ def _run(args: argparse.Namespace) -> int:
 
 def _action(args: argparse.Namespace) -> int:
     async def run() -> int:
-        layout = WorkspaceLayout(args.root if args.root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(
+            args.root if args.root is not None else WorkspaceLayout.default_root()
+        )
         client = await AdminClient.require(layout)
         if args.path is None:
             scope = "integrity" if args.integrity else "full"

@@ -9,9 +9,15 @@ from __future__ import annotations
 import argparse
 import json
 
-from protocol.codec.yaml_emitter import dump
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.daemon.resources import RECONCILE_ERROR, ManifestError, kind_of, resource_document, schema_of_kind
+from odfd.daemon.resources import (
+    RECONCILE_ERROR,
+    ManifestError,
+    kind_of,
+    resource_document,
+    schema_of_kind,
+)
+from protocol.codec.yaml_emitter import dump
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
@@ -32,7 +38,9 @@ def _get(args: argparse.Namespace) -> int:
         if args.name is not None:
             record = await table.find(schema, args.name)
             if record is None:
-                raise ManifestError(f"no {kind_of(schema)} resource named {args.name} (see `odfd get {args.kind}`)")
+                raise ManifestError(
+                    f"no {kind_of(schema)} resource named {args.name} (see `odfd get {args.kind}`)"
+                )
             records = [record]
         else:
             records = await table.list(schema)
@@ -53,11 +61,15 @@ def _table(records: list[ResourceRecord]) -> None:
     for record in records:
         status = record.status
         conditions = status.get("conditions") or {}
-        summary = ", ".join(f"{key.rsplit('/', 1)[-1]}={value.get('status', value.get('code', '?'))}"
-                            for key, value in sorted(conditions.items()))
+        summary = ", ".join(
+            f"{key.rsplit('/', 1)[-1]}={value.get('status', value.get('code', '?'))}"
+            for key, value in sorted(conditions.items())
+        )
         error = conditions.get(RECONCILE_ERROR)
         if error:
             summary += f" ({error.get('message')})"
         observed = status.get("observedGeneration")
-        print(f"{kind_of(record.schema):<8} {record.name:<28} {status.get('phase', '?'):<12} {record.generation:>4} "
-              f"{'-' if observed is None else observed:>8}  {summary}")
+        print(
+            f"{kind_of(record.schema):<8} {record.name:<28} {status.get('phase', '?'):<12} {record.generation:>4} "
+            f"{'-' if observed is None else observed:>8}  {summary}"
+        )

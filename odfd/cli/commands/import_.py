@@ -12,7 +12,8 @@ from storage.workspace import Workspace
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "import", help="copy an existing dataset folder into the workspace after validating its chain"
+        "import",
+        help="copy an existing dataset folder into the workspace after validating its chain",
     )
     parser.add_argument("path", type=Path, help="dataset folder (blocks/, refs/, data/, ...)")
     parser.add_argument("--name", help="alias (default: the folder's info/alias)")
@@ -24,8 +25,10 @@ def _import(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.import_dataset(args.path, args.name)
         record = await workspace.resolve(str(dataset.id))
-        print(f"Imported: {record.alias} ({record.id}), {record.head_sequence + 1} blocks",  # type: ignore[operator]
-              file=sys.stderr)
+        print(
+            f"Imported: {record.alias} ({record.id}), {record.head_sequence + 1} blocks",  # type: ignore[operator]
+            file=sys.stderr,
+        )
         return 0
 
     return run_in_workspace(args, run)

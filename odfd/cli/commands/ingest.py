@@ -21,7 +21,9 @@ from storage.workspace import Workspace
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("ingest", help="push data from files into a root dataset")
     parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
-    parser.add_argument("files", nargs="+", metavar="FILE", help="data files, each one transaction; '-' reads stdin")
+    parser.add_argument(
+        "files", nargs="+", metavar="FILE", help="data files, each one transaction; '-' reads stdin"
+    )
     parser.add_argument("--source-name", help="push source to use when the dataset has several")
     parser.add_argument(
         "--event-time",
@@ -40,7 +42,11 @@ def _ingest(args: argparse.Namespace) -> int:
         for name in args.files:
             with _input_file(name, workspace.root) as path:
                 outcome = await ingest_push(
-                    workspace, dataset, path, source_name=args.source_name, event_time=args.event_time
+                    workspace,
+                    dataset,
+                    path,
+                    source_name=args.source_name,
+                    event_time=args.event_time,
                 )
             if outcome.up_to_date:
                 print(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}", file=sys.stderr)

@@ -10,7 +10,9 @@ from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("init", help="create a workspace (config, catalog, datasets folder)")
+    parser = subparsers.add_parser(
+        "init", help="create a workspace (config, catalog, datasets folder)"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_init)
 

@@ -41,8 +41,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _table(rows: list[dict]) -> str:
-    columns = [("Name", "alias"), ("Kind", "kind"), ("Blocks", "blocks"), ("Head", "head"),
-               ("Updated", "updated")]
+    columns = [
+        ("Name", "alias"),
+        ("Kind", "kind"),
+        ("Blocks", "blocks"),
+        ("Head", "head"),
+        ("Updated", "updated"),
+    ]
     cells = [[h for h, _ in columns]] + [
         [_short(key, row[key]) for _, key in columns] for row in rows
     ]

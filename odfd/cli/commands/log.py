@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import json as odf_json
 from protocol.codec import yaml as odf_yaml
 from protocol.model import MetadataBlock, kind_name
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from storage.workspace import Workspace
 
 _GROUPS = {
@@ -23,9 +23,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("log", help="show a dataset's metadata blocks, newest first")
     parser.add_argument("dataset", help="dataset alias or id")
     parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
-    parser.add_argument("--filter", metavar="KINDS",
-                        help="comma-separated event kinds (e.g. AddData,SetInfo) or groups "
-                             "(data, watermark, source)")
+    parser.add_argument(
+        "--filter",
+        metavar="KINDS",
+        help="comma-separated event kinds (e.g. AddData,SetInfo) or groups "
+        "(data, watermark, source)",
+    )
     parser.add_argument("--limit", type=int, default=None, help="show at most this many blocks")
     add_root_argument(parser)
     parser.set_defaults(func=_log)

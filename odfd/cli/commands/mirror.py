@@ -39,23 +39,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
 
     add = actions.add_parser("add", help="mirror a remote dataset")
-    add.add_argument("source", metavar="SOURCE", help="URL of the dataset (http(s)://, odf+http(s)://, file://, "
-                                                      "ipfs://, ipns://)")
-    add.add_argument("--as", dest="alias", metavar="ALIAS", help="local name (default: the URL's last segment)")
-    add.add_argument("--to", dest="targets", action="append", default=[], metavar="TARGET",
-                     help="also push the dataset there after each sync (repeatable)")
-    add.add_argument("--every", type=_duration, metavar="DURATION",
-                     help="how often to sync, e.g. 30s, 5m, 1h (default: [sync] default_interval)")
+    add.add_argument(
+        "source",
+        metavar="SOURCE",
+        help="URL of the dataset (http(s)://, odf+http(s)://, file://, ipfs://, ipns://)",
+    )
+    add.add_argument(
+        "--as", dest="alias", metavar="ALIAS", help="local name (default: the URL's last segment)"
+    )
+    add.add_argument(
+        "--to",
+        dest="targets",
+        action="append",
+        default=[],
+        metavar="TARGET",
+        help="also push the dataset there after each sync (repeatable)",
+    )
+    add.add_argument(
+        "--every",
+        type=_duration,
+        metavar="DURATION",
+        help="how often to sync, e.g. 30s, 5m, 1h (default: [sync] default_interval)",
+    )
     add.set_defaults(func=_add)
 
     listing = actions.add_parser("list", help="list mirrors and how their last sync went")
     listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
     listing.set_defaults(func=_list)
 
-    for name, help_text, func in (("remove", "stop mirroring, release its IPFS pin (the dataset stays)", _remove),
-                                  ("pause", "stop syncing until resumed", _pause),
-                                  ("resume", "sync again", _resume),
-                                  ("sync", "sync now (needs a running daemon)", _sync)):
+    for name, help_text, func in (
+        ("remove", "stop mirroring, release its IPFS pin (the dataset stays)", _remove),
+        ("pause", "stop syncing until resumed", _pause),
+        ("resume", "sync again", _resume),
+        ("sync", "sync now (needs a running daemon)", _sync),
+    ):
         action = actions.add_parser(name, help=help_text)
         action.add_argument("name", metavar="NAME")
         action.set_defaults(func=func)
@@ -82,18 +99,29 @@ def _add(args: argparse.Namespace) -> int:
             parse_remote_url(target)
         alias = args.alias or (str(source.default_name()) if source.default_name() else None)
         if alias is None:
-            raise MirrorUsageError(f"cannot name the dataset mirrored from {source}: give one with --as ALIAS")
+            raise MirrorUsageError(
+                f"cannot name the dataset mirrored from {source}: give one with --as ALIAS"
+            )
         alias = str(DatasetAlias.parse(alias))
         existing = await workspace.catalog.find_by_alias(alias)
-        if existing is not None and source.text not in await workspace.catalog.remote_aliases(existing.id, "pull"):
-            raise MirrorUsageError(f"dataset {alias} already exists and is not pulled from {source}; "
-                                   "choose another name with --as")
+        if existing is not None and source.text not in await workspace.catalog.remote_aliases(
+            existing.id, "pull"
+        ):
+            raise MirrorUsageError(
+                f"dataset {alias} already exists and is not pulled from {source}; "
+                "choose another name with --as"
+            )
         interval = args.every or load_config(workspace.layout.config_path).sync.default_interval
-        record = await MirrorTable(workspace.catalog).add(alias, source.text, args.targets, interval)
+        record = await MirrorTable(workspace.catalog).add(
+            alias, source.text, args.targets, interval
+        )
         notified = await _notify(workspace)
-        print(f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
-              + (f", pushing to {', '.join(record.targets)}" if record.targets else "") + f" ({_told(notified)})",
-              file=sys.stderr)
+        print(
+            f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
+            + (f", pushing to {', '.join(record.targets)}" if record.targets else "")
+            + f" ({_told(notified)})",
+            file=sys.stderr,
+        )
         return 0
 
     return run_in_workspace(args, run)
@@ -107,14 +135,22 @@ def _list(args: argparse.Namespace) -> int:
         if args.output == "json":
             print(json.dumps([_json(m, attempts.get(m.name)) for m in mirrors], indent=2))
             return 0
-        print(f"{'NAME':<28} {'EVERY':<8} {'STATE':<10} {'LAST SYNC':<22} {'FAILS':>5}  SOURCE -> TARGETS")
+        print(
+            f"{'NAME':<28} {'EVERY':<8} {'STATE':<10} {'LAST SYNC':<22} {'FAILS':>5}  SOURCE -> TARGETS"
+        )
         for m in mirrors:
             attempt = attempts.get(m.name)
             state = "paused" if m.paused else (attempt.outcome if attempt else "new")
-            last = "-" if m.last_attempt_at is None else m.last_attempt_at.isoformat(timespec="seconds")[:19]
+            last = (
+                "-"
+                if m.last_attempt_at is None
+                else m.last_attempt_at.isoformat(timespec="seconds")[:19]
+            )
             targets = f" -> {', '.join(m.targets)}" if m.targets else ""
-            print(f"{m.name:<28} {format_duration(m.interval):<8} {state:<10} {last:<22} "
-                  f"{m.consecutive_failures:>5}  {m.source}{targets}")
+            print(
+                f"{m.name:<28} {format_duration(m.interval):<8} {state:<10} {last:<22} "
+                f"{m.consecutive_failures:>5}  {m.source}{targets}"
+            )
             if m.pinned_cid:
                 print(f"{'':<28} pinned: ipfs://{m.pinned_cid}")
             if m.last_error and not m.paused:
@@ -125,19 +161,28 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
-    return {"name": m.name, "source": m.source, "targets": list(m.targets), "every": format_duration(m.interval),
-            "paused": m.paused, "managedBy": m.resource_id,
-            "lastOutcome": getattr(attempt, "outcome", None),
-            "lastAttemptAt": None if m.last_attempt_at is None else m.last_attempt_at.isoformat(),
-            "consecutiveFailures": m.consecutive_failures, "lastError": m.last_error,
-            "pinnedCid": m.pinned_cid}
+    return {
+        "name": m.name,
+        "source": m.source,
+        "targets": list(m.targets),
+        "every": format_duration(m.interval),
+        "paused": m.paused,
+        "managedBy": m.resource_id,
+        "lastOutcome": getattr(attempt, "outcome", None),
+        "lastAttemptAt": None if m.last_attempt_at is None else m.last_attempt_at.isoformat(),
+        "consecutiveFailures": m.consecutive_failures,
+        "lastError": m.last_error,
+        "pinnedCid": m.pinned_cid,
+    }
 
 
 async def _unmanaged(workspace: Workspace, name: str, verb: str) -> MirrorRecord:
     record = await MirrorTable(workspace.catalog).require(name)
     if record.resource_id is not None:
-        raise MirrorUsageError(f"mirror {record.name} is managed by a Mirror resource: {verb} it in its manifest "
-                               "and run `odfd apply`")
+        raise MirrorUsageError(
+            f"mirror {record.name} is managed by a Mirror resource: {verb} it in its manifest "
+            "and run `odfd apply`"
+        )
     return record
 
 
@@ -150,7 +195,10 @@ def _remove(args: argparse.Namespace) -> int:
         removed = await MirrorTable(workspace.catalog).remove(record.name)
         notified = await _notify(workspace)
         extra = " and its Mirror resource" if record.resource_id else ""
-        print(f"Removed mirror {record.name}{extra}; the dataset stays ({_told(notified)})", file=sys.stderr)
+        print(
+            f"Removed mirror {record.name}{extra}; the dataset stays ({_told(notified)})",
+            file=sys.stderr,
+        )
         if removed.pinned_cid is not None:
             await _release_pin(workspace, removed.pinned_cid)
         return 0
@@ -166,7 +214,9 @@ async def _release_pin(workspace: Workspace, cid: str) -> None:
     except PinReleaseError as err:
         print(f"warning: {err}", file=sys.stderr)
     except OdfError as err:  # config.toml unreadable; the message names the file and the key
-        print(f"warning: ipfs://{cid} stays pinned (the IPFS node is unknown): {err}", file=sys.stderr)
+        print(
+            f"warning: ipfs://{cid} stays pinned (the IPFS node is unknown): {err}", file=sys.stderr
+        )
     else:
         print(f"Unpinned ipfs://{cid}", file=sys.stderr)
 
@@ -176,7 +226,10 @@ def _set_paused(args: argparse.Namespace, paused: bool) -> int:
         record = await _unmanaged(workspace, args.name, "set spec.paused")
         await MirrorTable(workspace.catalog).set_paused(record.name, paused)
         notified = await _notify(workspace)
-        print(f"{'Paused' if paused else 'Resumed'} mirror {record.name} ({_told(notified)})", file=sys.stderr)
+        print(
+            f"{'Paused' if paused else 'Resumed'} mirror {record.name} ({_told(notified)})",
+            file=sys.stderr,
+        )
         return 0
 
     return run_in_workspace(args, run)

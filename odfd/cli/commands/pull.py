@@ -20,9 +20,15 @@ from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("pull", help="update datasets from their sources (ingest or transform)")
-    parser.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset alias or id, or a remote URL")
-    parser.add_argument("--recursive", "-r", action="store_true", help="update upstream datasets first")
+    parser = subparsers.add_parser(
+        "pull", help="update datasets from their sources (ingest or transform)"
+    )
+    parser.add_argument(
+        "datasets", nargs="+", metavar="DATASET", help="dataset alias or id, or a remote URL"
+    )
+    parser.add_argument(
+        "--recursive", "-r", action="store_true", help="update upstream datasets first"
+    )
     parser.add_argument(
         "--fetch-uncacheable",
         action="store_true",

@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _repair(args: argparse.Namespace) -> int:
     async def run() -> int:
-        layout = WorkspaceLayout(args.root if args.root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(
+            args.root if args.root is not None else WorkspaceLayout.default_root()
+        )
         if layout.config_path.is_file():
             broken = await reset_catalog(layout)
             if broken is not None:

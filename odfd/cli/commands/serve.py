@@ -8,15 +8,19 @@ import asyncio
 from dataclasses import replace
 
 from odfd.cli.workspace_args import add_root_argument
-from odfd.server.app import serve
 from odfd.config import load_config
+from odfd.server.app import serve
 from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("serve", help="serve this node's datasets over HTTP")
-    parser.add_argument("--address", help="address to listen on (default: [server] address, else 127.0.0.1)")
-    parser.add_argument("--port", type=int, help="port to listen on (default: [server] port, else 8080; 0: any)")
+    parser.add_argument(
+        "--address", help="address to listen on (default: [server] address, else 127.0.0.1)"
+    )
+    parser.add_argument(
+        "--port", type=int, help="port to listen on (default: [server] port, else 8080; 0: any)"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_serve)
 

@@ -27,10 +27,16 @@ from verifier.engine.transform import InvalidQueryError
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("sql", help="query datasets with Spark SQL")
-    parser.add_argument("query", metavar="QUERY", help="a Spark SQL query; datasets are tables named by alias")
+    parser.add_argument(
+        "query", metavar="QUERY", help="a Spark SQL query; datasets are tables named by alias"
+    )
     parser.add_argument("--output", "-o", choices=FORMATS, default="table", help="output format")
-    parser.add_argument("--output-path", type=Path, metavar="FILE", help="write to FILE (required for parquet)")
-    parser.add_argument("--as-of", metavar="BLOCK|TIME", help="query the datasets as of a block hash or time")
+    parser.add_argument(
+        "--output-path", type=Path, metavar="FILE", help="write to FILE (required for parquet)"
+    )
+    parser.add_argument(
+        "--as-of", metavar="BLOCK|TIME", help="query the datasets as of a block hash or time"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_sql)
 

@@ -13,7 +13,9 @@ from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("status", help="datasets, mirrors, syncs and audits of this node")
+    parser = subparsers.add_parser(
+        "status", help="datasets, mirrors, syncs and audits of this node"
+    )
     parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
     add_root_argument(parser)
     parser.set_defaults(func=_status)

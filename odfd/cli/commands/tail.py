@@ -16,9 +16,15 @@ from storage.workspace import Workspace
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("tail", help="show the last records of a dataset")
     parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
-    parser.add_argument("-n", "--num-records", type=int, default=10, metavar="N", help="how many (default 10)")
-    parser.add_argument("--output", "-o", choices=FORMATS[:-1], default="table", help="output format")
-    parser.add_argument("--as-of", metavar="BLOCK|TIME", help="show the dataset as of a block hash or time")
+    parser.add_argument(
+        "-n", "--num-records", type=int, default=10, metavar="N", help="how many (default 10)"
+    )
+    parser.add_argument(
+        "--output", "-o", choices=FORMATS[:-1], default="table", help="output format"
+    )
+    parser.add_argument(
+        "--as-of", metavar="BLOCK|TIME", help="show the dataset as of a block hash or time"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_tail)
 
@@ -30,7 +36,9 @@ def _tail(args: argparse.Namespace) -> int:
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
         view = await dataset_view(dataset, pinned_block=block, pinned_time=time)
-        write_result(last_records(view.paths, view.schema, max(args.num_records, 0)), args.output, None)
+        write_result(
+            last_records(view.paths, view.schema, max(args.num_records, 0)), args.output, None
+        )
         return 0
 
     return run_in_workspace(args, run)

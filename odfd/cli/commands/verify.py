@@ -38,7 +38,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset alias or id")
     parser.add_argument(
-        "--recursive", "-r", action="store_true", help="also audit every upstream dataset, in all layers"
+        "--recursive",
+        "-r",
+        action="store_true",
+        help="also audit every upstream dataset, in all layers",
     )
     parser.add_argument(
         "--integrity-only",

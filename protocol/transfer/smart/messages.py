@@ -44,12 +44,25 @@ from protocol.transfer.smart.structures import (
 )
 
 __all__ = [
-    "CLOSE_CODE_ERROR", "ENCODING_RAW", "MEDIA_TAR_GZ", "OBJECT_TYPES", "PROTOCOL_VERSION", "VERSION_HEADER",
-    "WEBSOCKET_PROTOCOL", "MessageError", "MetadataBlocksBatch", "ObjectFileReference", "ObjectType",
-    "TransferError", "TransferPhase", "TransferPlan", "TransferUrl",
+    "CLOSE_CODE_ERROR",
+    "ENCODING_RAW",
+    "MEDIA_TAR_GZ",
+    "OBJECT_TYPES",
+    "PROTOCOL_VERSION",
+    "VERSION_HEADER",
+    "WEBSOCKET_PROTOCOL",
+    "MessageError",
+    "MetadataBlocksBatch",
+    "ObjectFileReference",
+    "ObjectType",
+    "TransferError",
+    "TransferPhase",
+    "TransferPlan",
+    "TransferUrl",
 ]
 
 # --- messages -----------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True, slots=True)
 class DatasetPullRequest:
@@ -58,15 +71,21 @@ class DatasetPullRequest:
     force_update_if_diverged: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"begin_after": _text(self.begin_after), "stop_at": _text(self.stop_at),
-                "force_update_if_diverged": self.force_update_if_diverged}
+        return {
+            "begin_after": _text(self.begin_after),
+            "stop_at": _text(self.stop_at),
+            "force_update_if_diverged": self.force_update_if_diverged,
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPullRequest:
         where = "DatasetPullRequest"
         obj = _obj(value, where)
-        return cls(_opt_hash(obj, "begin_after", where), _opt_hash(obj, "stop_at", where),
-                   _bool(obj, "force_update_if_diverged", where, default=False))
+        return cls(
+            _opt_hash(obj, "begin_after", where),
+            _opt_hash(obj, "stop_at", where),
+            _bool(obj, "force_update_if_diverged", where, default=False),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,8 +107,12 @@ class DatasetPullResponse:
         if error is not None:
             return cls(error=error)
         obj = _obj(ok, "DatasetPullResponse.Ok")
-        return cls(TransferPlan.from_json(_field(obj, "transfer_plan", "DatasetPullResponse.Ok"),
-                                          "DatasetPullResponse.Ok.transfer_plan"))
+        return cls(
+            TransferPlan.from_json(
+                _field(obj, "transfer_plan", "DatasetPullResponse.Ok"),
+                "DatasetPullResponse.Ok.transfer_plan",
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +141,10 @@ class DatasetMetadataPullResponse:
 
 
 def _object_files(obj: dict[str, Any], where: str) -> tuple[ObjectFileReference, ...]:
-    return tuple(ObjectFileReference.from_json(item, f"{where}.object_files[{i}]")
-                 for i, item in enumerate(_list(obj, "object_files", where)))
+    return tuple(
+        ObjectFileReference.from_json(item, f"{where}.object_files[{i}]")
+        for i, item in enumerate(_list(obj, "object_files", where))
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +167,11 @@ class PullObjectTransferStrategy:
     pull_strategy: str = "HttpDownload"
 
     def to_json(self) -> dict[str, Any]:
-        return {"object_file": self.object_file.to_json(), "pull_strategy": self.pull_strategy,
-                "download_from": self.download_from.to_json()}
+        return {
+            "object_file": self.object_file.to_json(),
+            "pull_strategy": self.pull_strategy,
+            "download_from": self.download_from.to_json(),
+        }
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PullObjectTransferStrategy:
@@ -151,9 +179,13 @@ class PullObjectTransferStrategy:
         strategy = _field(obj, "pull_strategy", where)
         if strategy != "HttpDownload":
             raise MessageError(f"{where}.pull_strategy: unsupported strategy {strategy!r}")
-        return cls(ObjectFileReference.from_json(_field(obj, "object_file", where), f"{where}.object_file"),
-                   TransferUrl.from_json(_field(obj, "download_from", where), f"{where}.download_from"),
-                   strategy)
+        return cls(
+            ObjectFileReference.from_json(
+                _field(obj, "object_file", where), f"{where}.object_file"
+            ),
+            TransferUrl.from_json(_field(obj, "download_from", where), f"{where}.download_from"),
+            strategy,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,14 +193,20 @@ class DatasetPullObjectsTransferResponse:
     object_transfer_strategies: tuple[PullObjectTransferStrategy, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"object_transfer_strategies": [s.to_json() for s in self.object_transfer_strategies]}
+        return {
+            "object_transfer_strategies": [s.to_json() for s in self.object_transfer_strategies]
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPullObjectsTransferResponse:
         where = "DatasetPullObjectsTransferResponse"
         items = _list(_obj(value, where), "object_transfer_strategies", where)
-        return cls(tuple(PullObjectTransferStrategy.from_json(s, f"{where}.object_transfer_strategies[{i}]")
-                         for i, s in enumerate(items)))
+        return cls(
+            tuple(
+                PullObjectTransferStrategy.from_json(s, f"{where}.object_transfer_strategies[{i}]")
+                for i, s in enumerate(items)
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,9 +217,12 @@ class DatasetPushRequest:
     visibility_for_created_dataset: str = "Private"
 
     def to_json(self) -> dict[str, Any]:
-        return {"current_head": _text(self.current_head), "transfer_plan": self.transfer_plan.to_json(),
-                "force_update_if_diverged": self.force_update_if_diverged,
-                "visibility_for_created_dataset": self.visibility_for_created_dataset}
+        return {
+            "current_head": _text(self.current_head),
+            "transfer_plan": self.transfer_plan.to_json(),
+            "force_update_if_diverged": self.force_update_if_diverged,
+            "visibility_for_created_dataset": self.visibility_for_created_dataset,
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPushRequest:
@@ -189,11 +230,15 @@ class DatasetPushRequest:
         obj = _obj(value, where)
         visibility = obj.get("visibility_for_created_dataset", "Private")
         if visibility not in ("Private", "Public", "private", "public"):
-            raise MessageError(f"{where}.visibility_for_created_dataset: unknown value {visibility!r}")
-        return cls(_opt_hash(obj, "current_head", where),
-                   TransferPlan.from_json(_field(obj, "transfer_plan", where), f"{where}.transfer_plan"),
-                   _bool(obj, "force_update_if_diverged", where, default=False),
-                   visibility.capitalize())
+            raise MessageError(
+                f"{where}.visibility_for_created_dataset: unknown value {visibility!r}"
+            )
+        return cls(
+            _opt_hash(obj, "current_head", where),
+            TransferPlan.from_json(_field(obj, "transfer_plan", where), f"{where}.transfer_plan"),
+            _bool(obj, "force_update_if_diverged", where, default=False),
+            visibility.capitalize(),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,7 +270,9 @@ class DatasetPushMetadataRequest:
     def from_json(cls, value: Any) -> DatasetPushMetadataRequest:
         where = "DatasetPushMetadataRequest"
         obj = _obj(value, where)
-        return cls(MetadataBlocksBatch.from_json(_field(obj, "new_blocks", where), f"{where}.new_blocks"))
+        return cls(
+            MetadataBlocksBatch.from_json(_field(obj, "new_blocks", where), f"{where}.new_blocks")
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,8 +281,10 @@ class DatasetPushObjectsTransferRequest:
     is_truncated: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        return {"object_files": [f.to_json() for f in self.object_files],
-                "is_truncated": self.is_truncated}
+        return {
+            "object_files": [f.to_json() for f in self.object_files],
+            "is_truncated": self.is_truncated,
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPushObjectsTransferRequest:
@@ -251,8 +300,11 @@ class PushObjectTransferStrategy:
     upload_to: TransferUrl | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"object_file": self.object_file.to_json(), "push_strategy": self.push_strategy,
-                "upload_to": None if self.upload_to is None else self.upload_to.to_json()}
+        return {
+            "object_file": self.object_file.to_json(),
+            "push_strategy": self.push_strategy,
+            "upload_to": None if self.upload_to is None else self.upload_to.to_json(),
+        }
 
     @classmethod
     def from_json(cls, value: Any, where: str) -> PushObjectTransferStrategy:
@@ -263,8 +315,13 @@ class PushObjectTransferStrategy:
         upload = obj.get("upload_to")
         if strategy == "HttpUpload" and upload is None:
             raise MessageError(f"{where}.upload_to: required for HttpUpload")
-        return cls(ObjectFileReference.from_json(_field(obj, "object_file", where), f"{where}.object_file"),
-                   strategy, None if upload is None else TransferUrl.from_json(upload, f"{where}.upload_to"))
+        return cls(
+            ObjectFileReference.from_json(
+                _field(obj, "object_file", where), f"{where}.object_file"
+            ),
+            strategy,
+            None if upload is None else TransferUrl.from_json(upload, f"{where}.upload_to"),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +334,11 @@ class DatasetPushObjectsTransferResponse:
     def to_json(self) -> dict[str, Any]:
         if self.error is not None:
             return self.error.to_json()
-        return {"Ok": {"object_transfer_strategies": [s.to_json() for s in self.object_transfer_strategies]}}
+        return {
+            "Ok": {
+                "object_transfer_strategies": [s.to_json() for s in self.object_transfer_strategies]
+            }
+        }
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPushObjectsTransferResponse:
@@ -286,8 +347,14 @@ class DatasetPushObjectsTransferResponse:
         if error is not None:
             return cls(error=error)
         items = _list(_obj(ok, f"{where}.Ok"), "object_transfer_strategies", f"{where}.Ok")
-        return cls(tuple(PushObjectTransferStrategy.from_json(s, f"{where}.Ok.object_transfer_strategies[{i}]")
-                         for i, s in enumerate(items)))
+        return cls(
+            tuple(
+                PushObjectTransferStrategy.from_json(
+                    s, f"{where}.Ok.object_transfer_strategies[{i}]"
+                )
+                for i, s in enumerate(items)
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,8 +387,13 @@ class DatasetPushObjectsUploadProgressResponse:
         if details == "Complete":
             return cls()
         running = _field(_obj(details, f"{where}.details"), "Running", f"{where}.details")
-        return cls(_int(_obj(running, f"{where}.details.Running"), "uploaded_objects_count",
-                        f"{where}.details.Running"))
+        return cls(
+            _int(
+                _obj(running, f"{where}.details.Running"),
+                "uploaded_objects_count",
+                f"{where}.details.Running",
+            )
+        )
 
     @property
     def complete(self) -> bool:

@@ -108,17 +108,28 @@ class TransferPlan:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "num_blocks": self.num_blocks, "num_objects": self.num_objects,
-            "num_records": self.num_records, "bytes_in_raw_blocks": self.bytes_in_raw_blocks,
+            "num_blocks": self.num_blocks,
+            "num_objects": self.num_objects,
+            "num_records": self.num_records,
+            "bytes_in_raw_blocks": self.bytes_in_raw_blocks,
             "bytes_in_raw_objects": self.bytes_in_raw_objects,
         }
 
     @classmethod
     def from_json(cls, value: Any, where: str = "TransferPlan") -> TransferPlan:
         obj = _obj(value, where)
-        return cls(*(_int(obj, name, where) for name in (
-            "num_blocks", "num_objects", "num_records", "bytes_in_raw_blocks",
-            "bytes_in_raw_objects")))
+        return cls(
+            *(
+                _int(obj, name, where)
+                for name in (
+                    "num_blocks",
+                    "num_objects",
+                    "num_records",
+                    "bytes_in_raw_blocks",
+                    "bytes_in_raw_objects",
+                )
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,8 +143,10 @@ class MetadataBlocksBatch:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "num_blocks": self.num_blocks, "media_type": self.media_type,
-            "encoding": self.encoding, "payload": list(self.payload),
+            "num_blocks": self.num_blocks,
+            "media_type": self.media_type,
+            "encoding": self.encoding,
+            "payload": list(self.payload),
         }
 
     @classmethod
@@ -145,8 +158,10 @@ class MetadataBlocksBatch:
         except (TypeError, ValueError):
             raise MessageError(f"{where}.payload: expected an array of byte values 0-255") from None
         return cls(
-            num_blocks=_int(obj, "num_blocks", where), payload=data,
-            media_type=_str(obj, "media_type", where), encoding=_str(obj, "encoding", where),
+            num_blocks=_int(obj, "num_blocks", where),
+            payload=data,
+            media_type=_str(obj, "media_type", where),
+            encoding=_str(obj, "encoding", where),
         )
 
 
@@ -157,8 +172,11 @@ class ObjectFileReference:
     size: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"object_type": self.object_type, "physical_hash": self.physical_hash.to_multibase(),
-                "size": self.size}
+        return {
+            "object_type": self.object_type,
+            "physical_hash": self.physical_hash.to_multibase(),
+            "size": self.size,
+        }
 
     @classmethod
     def from_json(cls, value: Any, where: str = "ObjectFileReference") -> ObjectFileReference:
@@ -166,8 +184,11 @@ class ObjectFileReference:
         kind = _field(obj, "object_type", where)
         if kind not in OBJECT_TYPES:
             raise MessageError(f"{where}.object_type: expected one of {OBJECT_TYPES}, got {kind!r}")
-        return cls(kind, _hash(_field(obj, "physical_hash", where), f"{where}.physical_hash"),
-                   _int(obj, "size", where))
+        return cls(
+            kind,
+            _hash(_field(obj, "physical_hash", where), f"{where}.physical_hash"),
+            _int(obj, "size", where),
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,8 +201,11 @@ class TransferUrl:
         expires = None
         if self.expires_at is not None:
             expires = self.expires_at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-        return {"url": self.url, "headers": [{"name": n, "value": v} for n, v in self.headers],
-                "expires_at": expires}
+        return {
+            "url": self.url,
+            "headers": [{"name": n, "value": v} for n, v in self.headers],
+            "expires_at": expires,
+        }
 
     @classmethod
     def from_json(cls, value: Any, where: str = "TransferUrl") -> TransferUrl:
@@ -189,15 +213,21 @@ class TransferUrl:
         headers = []
         for i, row in enumerate(obj.get("headers") or []):
             row = _obj(row, f"{where}.headers[{i}]")
-            headers.append((_str(row, "name", f"{where}.headers[{i}]"),
-                            _str(row, "value", f"{where}.headers[{i}]")))
+            headers.append(
+                (
+                    _str(row, "name", f"{where}.headers[{i}]"),
+                    _str(row, "value", f"{where}.headers[{i}]"),
+                )
+            )
         expires = obj.get("expires_at")
         expires_at = None
         if expires is not None:
             try:
                 expires_at = datetime.fromisoformat(expires)
             except (TypeError, ValueError):
-                raise MessageError(f"{where}.expires_at: not an RFC 3339 time: {expires!r}") from None
+                raise MessageError(
+                    f"{where}.expires_at: not an RFC 3339 time: {expires!r}"
+                ) from None
         return cls(_str(obj, "url", where), tuple(headers), expires_at)
 
 
@@ -214,10 +244,13 @@ class TransferPhase:
     @classmethod
     def from_json(cls, value: Any, where: str = "phase") -> TransferPhase:
         obj = _obj(value, where)
-        if len(obj) != 1 or next(iter(obj)) not in ("Pull", "Push") or not isinstance(
-                next(iter(obj.values())), str):
-            raise MessageError(f"{where}: expected {{\"Pull\"|\"Push\": \"<phase>\"}}, got {obj!r}")
-        (direction, phase), = obj.items()
+        if (
+            len(obj) != 1
+            or next(iter(obj)) not in ("Pull", "Push")
+            or not isinstance(next(iter(obj.values())), str)
+        ):
+            raise MessageError(f'{where}: expected {{"Pull"|"Push": "<phase>"}}, got {obj!r}')
+        ((direction, phase),) = obj.items()
         return cls(direction, phase)
 
     def __str__(self) -> str:
@@ -243,15 +276,22 @@ class TransferError:
     dataset_alias: str | None = None
 
     KINDS: ClassVar[tuple[str, ...]] = (
-        "Internal", "InvalidInterval", "InvalidHead", "SeedBlockOverwriteRestricted",
-        "RefCollision", "NameCollision",
+        "Internal",
+        "InvalidInterval",
+        "InvalidHead",
+        "SeedBlockOverwriteRestricted",
+        "RefCollision",
+        "NameCollision",
     )
 
     def to_json(self) -> dict[str, Any]:
         match self.kind:
             case "Internal":
                 assert self.phase is not None  # constructed by ``internal``
-                body: dict[str, Any] = {"phase": self.phase.to_json(), "error_message": self.message}
+                body: dict[str, Any] = {
+                    "phase": self.phase.to_json(),
+                    "error_message": self.message,
+                }
             case "InvalidInterval":
                 body = {"head": _text(self.head), "tail": _text(self.tail)}
             case "InvalidHead":
@@ -265,7 +305,9 @@ class TransferError:
         return {"Err": {self.kind: body}}
 
     @classmethod
-    def internal(cls, direction: Literal["Pull", "Push"], phase: str, message: str) -> TransferError:
+    def internal(
+        cls, direction: Literal["Pull", "Push"], phase: str, message: str
+    ) -> TransferError:
         return cls("Internal", TransferPhase(direction, phase), message)
 
     @classmethod
@@ -273,18 +315,26 @@ class TransferError:
         obj = _obj(value, where)
         if len(obj) != 1 or next(iter(obj)) not in cls.KINDS:
             raise MessageError(f"{where}: expected one of {cls.KINDS}, got {list(obj)}")
-        (kind, body), = obj.items()
+        ((kind, body),) = obj.items()
         inner = f"{where}.{kind}"
         body = _obj(body, inner)
         match kind:
             case "Internal":
-                return cls(kind, TransferPhase.from_json(_field(body, "phase", inner), f"{inner}.phase"),
-                           _str(body, "error_message", inner))
+                return cls(
+                    kind,
+                    TransferPhase.from_json(_field(body, "phase", inner), f"{inner}.phase"),
+                    _str(body, "error_message", inner),
+                )
             case "InvalidInterval":
-                return cls(kind, head=_opt_hash(body, "head", inner), tail=_opt_hash(body, "tail", inner))
+                return cls(
+                    kind, head=_opt_hash(body, "head", inner), tail=_opt_hash(body, "tail", inner)
+                )
             case "InvalidHead":
-                return cls(kind, head=_opt_hash(body, "actual_head", inner),
-                           tail=_opt_hash(body, "expected_head", inner))
+                return cls(
+                    kind,
+                    head=_opt_hash(body, "actual_head", inner),
+                    tail=_opt_hash(body, "expected_head", inner),
+                )
             case "RefCollision":
                 try:
                     return cls(kind, dataset_id=DatasetId.parse(_str(body, "dataset_id", inner)))
@@ -299,11 +349,15 @@ class TransferError:
             case "Internal":
                 return f"server error during {self.phase}: {self.message}"
             case "InvalidInterval":
-                return (f"the remote head {self.head} does not descend from the local head "
-                        f"{self.tail}: the histories diverged")
+                return (
+                    f"the remote head {self.head} does not descend from the local head "
+                    f"{self.tail}: the histories diverged"
+                )
             case "InvalidHead":
-                return (f"the remote head is {self.tail or '<none>'}, not {self.head or '<none>'} "
-                        "as this push assumed: the histories diverged")
+                return (
+                    f"the remote head is {self.tail or '<none>'}, not {self.head or '<none>'} "
+                    "as this push assumed: the histories diverged"
+                )
             case "SeedBlockOverwriteRestricted":
                 return "the remote refuses to replace a dataset's seed block (a different dataset)"
             case "RefCollision":
@@ -320,4 +374,4 @@ def _result(value: Any, where: str) -> tuple[Any, TransferError | None]:
         return obj["Ok"], None
     if "Err" in obj and len(obj) == 1:
         return None, TransferError.from_variant(obj["Err"], f"{where}.Err")
-    raise MessageError(f"{where}: expected {{\"Ok\": …}} or {{\"Err\": …}}, got keys {list(obj)}")
+    raise MessageError(f'{where}: expected {{"Ok": …}} or {{"Err": …}}, got keys {list(obj)}')

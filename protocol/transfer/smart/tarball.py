@@ -37,7 +37,9 @@ class TarballLimits:
     max_total_bytes: int = 4 << 30
 
 
-def pack_blocks(blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 6) -> tuple[int, bytes]:
+def pack_blocks(
+    blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 6
+) -> tuple[int, bytes]:
     """Blocks (oldest first) as a gzipped tar; returns the block count and the archive."""
     raw = io.BytesIO()
     count = 0
@@ -69,16 +71,22 @@ def unpack_blocks(
                 if hash in seen:
                     raise TarballError(f"{where}: the same block appears twice")
                 if len(blocks) >= limits.max_blocks:
-                    raise TarballError(f"metadata tarball is over the limit of {limits.max_blocks} blocks")
+                    raise TarballError(
+                        f"metadata tarball is over the limit of {limits.max_blocks} blocks"
+                    )
                 total += member.size
                 if total > limits.max_total_bytes:
-                    raise TarballError(f"metadata tarball is over the limit of {limits.max_total_bytes} bytes")
+                    raise TarballError(
+                        f"metadata tarball is over the limit of {limits.max_total_bytes} bytes"
+                    )
                 extracted = tar.extractfile(member)
                 if extracted is None:
                     raise TarballError(f"{where}: not a regular file")
                 data = extracted.read(member.size + 1)
                 if len(data) != member.size:
-                    raise TarballError(f"{where}: holds {len(data)} bytes, its header says {member.size}")
+                    raise TarballError(
+                        f"{where}: holds {len(data)} bytes, its header says {member.size}"
+                    )
                 actual = block_hash(data)
                 if actual != hash:
                     raise TarballError(f"{where}: block bytes hash to {actual}, not to its name")
@@ -89,7 +97,9 @@ def unpack_blocks(
             raise
         raise TarballError(f"metadata tarball is not a valid gzipped tar: {err}") from None
     if expected_count is not None and len(blocks) != expected_count:
-        raise TarballError(f"metadata tarball holds {len(blocks)} blocks, the message says {expected_count}")
+        raise TarballError(
+            f"metadata tarball holds {len(blocks)} blocks, the message says {expected_count}"
+        )
     return blocks
 
 
@@ -97,11 +107,19 @@ def _check_member(member: tarfile.TarInfo, where: str, limits: TarballLimits) ->
     if not (member.isreg() and member.type in (tarfile.REGTYPE, tarfile.AREGTYPE)):
         raise TarballError(f"{where}: only regular files are allowed (type {member.type!r})")
     name = member.name
-    if not name or name.startswith("/") or "/" in name or "\\" in name or name in (".", "..") \
-            or "\0" in name:
+    if (
+        not name
+        or name.startswith("/")
+        or "/" in name
+        or "\\" in name
+        or name in (".", "..")
+        or "\0" in name
+    ):
         raise TarballError(f"{where}: path is outside the archive's root folder")
     if member.size < 0 or member.size > limits.max_block_bytes:
-        raise TarballError(f"{where}: {member.size} bytes is over the {limits.max_block_bytes}-byte block limit")
+        raise TarballError(
+            f"{where}: {member.size} bytes is over the {limits.max_block_bytes}-byte block limit"
+        )
     try:
         return Multihash.from_multibase(name)
     except ParseError as err:

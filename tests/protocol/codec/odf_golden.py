@@ -158,10 +158,15 @@ def stability_events() -> list[tuple[object, str]]:
         (
             SetTransform(
                 inputs=(
-                    TransformInput(dataset_ref=DatasetRef.parse(str(DatasetId.new_seeded(b"input1"))), alias="input1"),
+                    TransformInput(
+                        dataset_ref=DatasetRef.parse(str(DatasetId.new_seeded(b"input1"))),
+                        alias="input1",
+                    ),
                     TransformInput(dataset_ref=DatasetRef.parse("input2"), alias="input2"),
                 ),
-                transform=TransformSql(engine="spark", query="SELECT * FROM input1 UNION ALL SELECT * FROM input2"),
+                transform=TransformSql(
+                    engine="spark", query="SELECT * FROM input1 UNION ALL SELECT * FROM input2"
+                ),
             ),
             "bb6aa1f9689b794c75affa709ae2477b209411d9ad092c2318ecd9ea94121bcc",
         ),
@@ -172,7 +177,10 @@ def stability_events() -> list[tuple[object, str]]:
 def wrap(event: object, sequence_number: int = 117) -> MetadataBlock:
     """``wrap_into_block`` of the reference's tests."""
     return MetadataBlock(
-        system_time=NOON_2020, prev_block_hash=sha3(b"prev"), sequence_number=sequence_number, event=event
+        system_time=NOON_2020,
+        prev_block_hash=sha3(b"prev"),
+        sequence_number=sequence_number,
+        event=event,
     )
 
 
@@ -183,14 +191,21 @@ def extended_schema() -> DataSchema:
             DataField(
                 name="city",
                 type=DataTypeString(),
-                extra=ExtraAttributes({"arrow.apache.org/bufferEncoding": {"kind": "View", "offsetBitWidth": 32}}),
+                extra=ExtraAttributes(
+                    {"arrow.apache.org/bufferEncoding": {"kind": "View", "offsetBitWidth": 32}}
+                ),
             ),
             DataField(name="population", type=DataTypeUInt64()),
             DataField(
                 name="census",
                 type=DataTypeOption(inner=DataTypeString()),
                 extra=ExtraAttributes(
-                    {"opendatafabric.org/type": {"kind": "ObjectLink", "linkType": {"kind": "Multihash"}}}
+                    {
+                        "opendatafabric.org/type": {
+                            "kind": "ObjectLink",
+                            "linkType": {"kind": "Multihash"},
+                        }
+                    }
                 ),
             ),
             DataField(name="links", type=DataTypeList(item_type=DataTypeString())),

@@ -13,12 +13,17 @@ import string
 from hypothesis import strategies as st
 
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multicodec, Multihash
-from protocol.model import _generated as generated
 from protocol.model import ExtraAttributes, Timestamp
+from protocol.model import _generated as generated
 
 _INT_BOUNDS = {
-    "uint8": (0, 2**8 - 1), "uint16": (0, 2**16 - 1), "uint32": (0, 2**32 - 1), "uint64": (0, 2**64 - 1),
-    "int16": (-(2**15), 2**15 - 1), "int32": (-(2**31), 2**31 - 1), "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+    "uint64": (0, 2**64 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
 }
 MAX_DEPTH = 3
 
@@ -46,12 +51,20 @@ json_values = st.recursive(
     max_leaves=6,
 )
 extra_keys = st.from_regex(r"[a-z0-9.-]{1,8}/[a-zA-Z0-9_-]{1,8}", fullmatch=True)
-extra_attributes = st.dictionaries(extra_keys, json_values, min_size=1, max_size=3).map(ExtraAttributes)
+extra_attributes = st.dictionaries(extra_keys, json_values, min_size=1, max_size=3).map(
+    ExtraAttributes
+)
 
 _LEAVES = {
-    "str": texts, "bool": st.booleans(), "bytes": st.binary(max_size=16), "Multihash": multihashes,
-    "DatasetId": dataset_ids, "DatasetRef": dataset_refs, "DatasetAlias": dataset_aliases,
-    "Timestamp": timestamps, "ExtraAttributes": extra_attributes,
+    "str": texts,
+    "bool": st.booleans(),
+    "bytes": st.binary(max_size=16),
+    "Multihash": multihashes,
+    "DatasetId": dataset_ids,
+    "DatasetRef": dataset_refs,
+    "DatasetAlias": dataset_aliases,
+    "Timestamp": timestamps,
+    "ExtraAttributes": extra_attributes,
 }
 
 
@@ -62,7 +75,7 @@ def _annotation(ann: str, owner: str, field: str, depth: int) -> st.SearchStrate
             return st.none()
         return st.none() | _annotation(inner, owner, field, depth)
     if ann.startswith("tuple[") and ann.endswith(", ...]"):
-        inner = ann[len("tuple["): -len(", ...]")]
+        inner = ann[len("tuple[") : -len(", ...]")]
         size = 0 if depth >= MAX_DEPTH else 2
         return st.lists(_annotation(inner, owner, field, depth + 1), max_size=size).map(tuple)
     if ann == "int":
@@ -75,7 +88,8 @@ def _annotation(ann: str, owner: str, field: str, depth: int) -> st.SearchStrate
 
 def _is_leaf_variant(cls: type) -> bool:
     return all(
-        f.type.endswith(" | None") or f.type in _LEAVES or f.type in ("int", "bool") for f in dataclasses.fields(cls)
+        f.type.endswith(" | None") or f.type in _LEAVES or f.type in ("int", "bool")
+        for f in dataclasses.fields(cls)
     )
 
 

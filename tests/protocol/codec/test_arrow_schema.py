@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
-from tests.protocol.codec.odf_golden import LEGACY_ARROW_SCHEMA
 
 from protocol.codec.arrow_schema import raw_arrow_schema_to_pyarrow
 from protocol.errors import DecodeError
+from tests.protocol.codec.odf_golden import LEGACY_ARROW_SCHEMA
 
 
 def test_reference_bytes_read_as_the_reference_schema() -> None:
-    expected = pa.schema([pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.bool_(), nullable=False)])
+    expected = pa.schema(
+        [pa.field("a", pa.int64(), nullable=False), pa.field("b", pa.bool_(), nullable=False)]
+    )
     assert raw_arrow_schema_to_pyarrow(LEGACY_ARROW_SCHEMA) == expected
 
 

@@ -13,21 +13,36 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tests.protocol.codec.odf_golden import stability_events, wrap
 
 from protocol.codec import flatbuffers
 from protocol.codec.fb_builder import OFFSET, TIMESTAMP, Builder, TableLayout, packer
 from protocol.codec.fb_reader import Invalid, Reader
-from protocol.codec.fb_values import DATASET_ID_PREFIX, MULTIHASH_HEADERS, _dataset_id_at, _multihash_at
-from protocol.codec.flatbuffers import build_manifest, decode_block, encode_block, peek_prev_block_hash
+from protocol.codec.fb_values import (
+    DATASET_ID_PREFIX,
+    MULTIHASH_HEADERS,
+    _dataset_id_at,
+    _multihash_at,
+)
+from protocol.codec.flatbuffers import (
+    build_manifest,
+    decode_block,
+    encode_block,
+    peek_prev_block_hash,
+)
 from protocol.errors import DecodeError, EncodeError
 from protocol.identity import DatasetId, Multicodec, Multihash
 from protocol.identity.multihash import DIGEST_SIZES
 from protocol.model import MetadataBlock, Timestamp
+from tests.protocol.codec.odf_golden import stability_events, wrap
 
 _SCALAR_RANGES = {
-    "B": (0, 2**8 - 1), "h": (-(2**15), 2**15 - 1), "H": (0, 2**16 - 1), "i": (-(2**31), 2**31 - 1),
-    "I": (0, 2**32 - 1), "q": (-(2**63), 2**63 - 1), "Q": (0, 2**64 - 1),
+    "B": (0, 2**8 - 1),
+    "h": (-(2**15), 2**15 - 1),
+    "H": (0, 2**16 - 1),
+    "i": (-(2**31), 2**31 - 1),
+    "I": (0, 2**32 - 1),
+    "q": (-(2**63), 2**63 - 1),
+    "Q": (0, 2**64 - 1),
 }
 _KINDS = [OFFSET, TIMESTAMP, "?", *_SCALAR_RANGES]
 
@@ -106,7 +121,9 @@ def test_table_rejects_a_value_its_type_cannot_hold() -> None:
 def test_precomputed_manifest_equals_the_built_one(length: int) -> None:
     content = bytes(range(length))
     head = flatbuffers._MANIFEST_HEADS[length & 7]
-    assert head + struct.pack("<I", length) + content + bytes(-length & 3) == build_manifest(content)
+    assert head + struct.pack("<I", length) + content + bytes(-length & 3) == build_manifest(
+        content
+    )
 
 
 def _vector_buffer(payload: bytes) -> tuple[Reader, int]:
@@ -128,8 +145,13 @@ def test_hash_fast_path_equals_the_multihash_parser(code: Multicodec) -> None:
 
 @pytest.mark.parametrize(
     "payload",
-    [b"", MULTIHASH_HEADERS[Multicodec.SHA3_256] + bytes(31), MULTIHASH_HEADERS[Multicodec.SHA3_256] + bytes(33),
-     b"\x13\x20" + bytes(32), MULTIHASH_HEADERS[Multicodec.ARROW0_SHA3_256][:-1] + b"\x21" + bytes(33)],
+    [
+        b"",
+        MULTIHASH_HEADERS[Multicodec.SHA3_256] + bytes(31),
+        MULTIHASH_HEADERS[Multicodec.SHA3_256] + bytes(33),
+        b"\x13\x20" + bytes(32),
+        MULTIHASH_HEADERS[Multicodec.ARROW0_SHA3_256][:-1] + b"\x21" + bytes(33),
+    ],
 )
 def test_hash_fast_path_rejects_what_the_parser_rejects(payload: bytes) -> None:
     with pytest.raises(DecodeError) as parser_error:
@@ -184,8 +206,9 @@ VALID = [encode_block(wrap(event)) for event, _ in stability_events()]
 def test_peek_agrees_with_decode(index: int) -> None:
     block = decode_block(VALID[index])
     assert peek_prev_block_hash(VALID[index]) == block.prev_block_hash
-    first = MetadataBlock(system_time=block.system_time, prev_block_hash=None, sequence_number=0,
-                          event=block.event)
+    first = MetadataBlock(
+        system_time=block.system_time, prev_block_hash=None, sequence_number=0, event=block.event
+    )
     assert peek_prev_block_hash(encode_block(first)) is None
 
 
@@ -200,7 +223,10 @@ def test_peek_rejects_every_truncation_with_decode_error(index: int) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(VALID), st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 7)), min_size=1, max_size=4))
+@given(
+    st.sampled_from(VALID),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 7)), min_size=1, max_size=4),
+)
 def test_peek_survives_bit_flips(data: bytes, flips: list[tuple[int, int]]) -> None:
     mutated = bytearray(data)
     for position, bit in flips:

@@ -9,10 +9,10 @@ import time
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.protocol.codec.odf_golden import stability_events, wrap
 
 from protocol.codec.flatbuffers import decode_block, encode_block
 from protocol.errors import DecodeError
+from tests.protocol.codec.odf_golden import stability_events, wrap
 
 VALID = [encode_block(wrap(event)) for event, _ in stability_events()]
 TIME_LIMIT = 0.5
@@ -42,7 +42,10 @@ def test_every_truncation(index: int) -> None:
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.sampled_from(VALID), st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 7)), min_size=1, max_size=4))
+@given(
+    st.sampled_from(VALID),
+    st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 7)), min_size=1, max_size=4),
+)
 def test_bit_flips(data: bytes, flips: list[tuple[int, int]]) -> None:
     mutated = bytearray(data)
     for position, bit in flips:
@@ -61,7 +64,9 @@ def test_hostile_lengths_and_offsets() -> None:
         for _ in range(50):
             mutated = bytearray(data)
             position = rng.randrange(len(data) - 1)
-            mutated[position : position + 2] = struct.pack("<H", rng.choice((0, 1, 3, 0xFFFF, 0x8000)))
+            mutated[position : position + 2] = struct.pack(
+                "<H", rng.choice((0, 1, 3, 0xFFFF, 0x8000))
+            )
             decode_or_reject(bytes(mutated))
 
 
@@ -72,7 +77,10 @@ def test_shared_subtrees_do_not_explode() -> None:
     from protocol.codec.flatbuffers import METADATA_BLOCK_VERSION
     from protocol.model import Timestamp
 
-    struct_tag, set_data_schema_tag = 21, 10  # positions (from 1) in the fbs unions DataType, MetadataEvent
+    struct_tag, set_data_schema_tag = (
+        21,
+        10,
+    )  # positions (from 1) in the fbs unions DataType, MetadataEvent
     b = Builder()
     name = b.string("x")
     b.start_table()  # DataTypeInt32

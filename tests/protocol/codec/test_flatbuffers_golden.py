@@ -20,18 +20,25 @@ from tests.protocol.codec.odf_golden import (
     wrap,
 )
 
-CASES = [*stability_events(), (SetDataSchema(schema=extended_schema()), SET_DATA_SCHEMA_HASH),
-         (LEGACY_SET_DATA_SCHEMA, SET_DATA_SCHEMA_LEGACY_HASH)]
+CASES = [
+    *stability_events(),
+    (SetDataSchema(schema=extended_schema()), SET_DATA_SCHEMA_HASH),
+    (LEGACY_SET_DATA_SCHEMA, SET_DATA_SCHEMA_LEGACY_HASH),
+]
 
 
-@pytest.mark.parametrize(("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES])
+@pytest.mark.parametrize(
+    ("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES]
+)
 def test_block_hash_matches_reference(event: object, expected: str) -> None:
     data = encode_block(wrap(event))
     assert hashlib.sha3_256(data).hexdigest() == expected
     assert block_hash(data).digest.hex() == expected
 
 
-@pytest.mark.parametrize(("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES])
+@pytest.mark.parametrize(
+    ("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES]
+)
 def test_block_round_trips(event: object, expected: str) -> None:
     block = wrap(event)
     decoded = decode_block(encode_block(block))
@@ -72,8 +79,11 @@ def test_manifest_rebuilt_from_its_parts_is_identical() -> None:
 
 @pytest.mark.parametrize(
     ("kind", "version", "message"),
-    [(0x400000, 2, "version 2 is not supported"), (0x400000, 1, "version 1 is not supported"),
-     (0x16, 3, "not a metadata block")],
+    [
+        (0x400000, 2, "version 2 is not supported"),
+        (0x400000, 1, "version 1 is not supported"),
+        (0x16, 3, "not a metadata block"),
+    ],
 )
 def test_manifest_header_is_checked(kind: int, version: int, message: str) -> None:
     content = block_content(encode_block(wrap(stability_events()[0][0])))

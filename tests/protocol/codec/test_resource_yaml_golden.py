@@ -6,12 +6,22 @@ from __future__ import annotations
 import json
 import textwrap
 from dataclasses import dataclass
+
 import pytest
 
 from protocol.codec import yaml as yaml_codec
 from protocol.errors import DecodeError
 from protocol.identity import AccountName, DatasetId
-from protocol.model import ResourcePhase, Secret, Secrets, SecretSetSpec, SecretSetSpecInput, Timestamp, Variable, Variables
+from protocol.model import (
+    ResourcePhase,
+    Secret,
+    Secrets,
+    SecretSetSpec,
+    SecretSetSpecInput,
+    Timestamp,
+    Variable,
+    Variables,
+)
 from protocol.resource import (
     GENERIC_SPEC,
     RELATIONS_SCHEMA,
@@ -71,12 +81,15 @@ def test_input_generics() -> None:
     headers = ResourceHeadersInput(name=ResourceName("my-secret"))
 
     typed = load_resource_input(SECRET_SET_INPUT, model_spec("SecretSetSpecInput"))
-    assert typed == ResourceInput(schema=SECRET_SET, headers=headers, spec=SecretSetSpecInput(secrets=TLS))
+    assert typed == ResourceInput(
+        schema=SECRET_SET, headers=headers, spec=SecretSetSpecInput(secrets=TLS)
+    )
     assert dump_resource_input(typed, model_spec("SecretSetSpecInput")) == SECRET_SET_INPUT
 
     generic = load_resource_input(SECRET_SET_INPUT)
-    assert generic == ResourceInput(schema=SECRET_SET, headers=headers,
-                                    spec={"secrets": {"tls": {"value": "<cert>"}}})
+    assert generic == ResourceInput(
+        schema=SECRET_SET, headers=headers, spec={"secrets": {"tls": {"value": "<cert>"}}}
+    )
     assert dump_resource_input(generic) == SECRET_SET_INPUT
 
 
@@ -88,7 +101,10 @@ class MySpec:
 
 MY_SPEC: SpecCodec[MySpec] = SpecCodec(
     read=lambda tree: MySpec(read_secrets(tree["secrets"]), read_variables(tree["variables"])),
-    write=lambda spec: {"secrets": write_secrets(spec.secrets), "variables": write_variables(spec.variables)},
+    write=lambda spec: {
+        "secrets": write_secrets(spec.secrets),
+        "variables": write_variables(spec.variables),
+    },
 )
 
 
@@ -107,7 +123,9 @@ def test_input_short_forms() -> None:
     value = load_resource_input(data, MY_SPEC)
     assert value == ResourceInput(
         schema="https://kamu.dev/schemas/core/v1/MyResource",
-        headers=ResourceHeadersInput(name=ResourceName("my-thing"), account=AccountRef(name=AccountName("sergiimk"))),
+        headers=ResourceHeadersInput(
+            name=ResourceName("my-thing"), account=AccountRef(name=AccountName("sergiimk"))
+        ),
         spec=MySpec(secrets=TLS, variables=Variables({"poolSize": Variable(value="10")})),
     )
     assert dump_resource_input(value, MY_SPEC) == text("""
@@ -147,15 +165,24 @@ def test_input_refs() -> None:
               name: allowPublicRead
               value: true
         """)
-    bobs_dataset = ResourceRef(type=TypeRef("Dataset"), account=AccountRef(name=AccountName("bob")),
-                               name=ResourceName("bobs-dataset"))
+    bobs_dataset = ResourceRef(
+        type=TypeRef("Dataset"),
+        account=AccountRef(name=AccountName("bob")),
+        name=ResourceName("bobs-dataset"),
+    )
     value = load_resource_input(data, RELATIONS_SPEC)
     assert value == ResourceInput(
         schema=RELATIONS_SCHEMA,
         headers=ResourceHeadersInput(name=ResourceName("alice-bob")),
         spec=RelationsSpecInput(
-            relations=(RelationInput(subject=ResourceRef(type=TypeRef("Account"), name=ResourceName("alice")),
-                                     relation="role", value="maintainer", object=bobs_dataset),),
+            relations=(
+                RelationInput(
+                    subject=ResourceRef(type=TypeRef("Account"), name=ResourceName("alice")),
+                    relation="role",
+                    value="maintainer",
+                    object=bobs_dataset,
+                ),
+            ),
             attributes=(AttributeInput(object=bobs_dataset, name="allowPublicRead", value=True),),
         ),
     )
@@ -241,21 +268,36 @@ def test_canonical() -> None:
             name=ResourceName("my-secret"),
             account=AccountHandle(
                 id="c27331ce-ce88-4ff9-8c5a-4ce8107cc03f",
-                did=DatasetId(bytes.fromhex("816ef0a9abe93aba816ef0a9abe93aba90e6065747170300c0d3d30c2cd8d7a4")),
+                did=DatasetId(
+                    bytes.fromhex(
+                        "816ef0a9abe93aba816ef0a9abe93aba90e6065747170300c0d3d30c2cd8d7a4"
+                    )
+                ),
                 name=AccountName("sergiimk"),
             ),
-            labels=ResourceLabels(entries), annotations=ResourceAnnotations(entries),
-            generation=1, created_at=new_year, updated_at=new_year, deleted_at=new_year,
+            labels=ResourceLabels(entries),
+            annotations=ResourceAnnotations(entries),
+            generation=1,
+            created_at=new_year,
+            updated_at=new_year,
+            deleted_at=new_year,
         ),
         spec=SecretSetSpec(secrets=TLS),
         status=ResourceStatus(
-            phase=ResourcePhase.READY, observed_generation=1, reconciled_at=new_year,
-            conditions=ResourceConditions({
-                "https://opendatafabric.org/core/v1/Str": {
-                    "value": "foo", "observedGeneration": 1, "lastTransitionTime": "2026-01-01T00:00:00Z"},
-                "https://opendatafabric.org/core/v1/Bool": {"value": True},
-                "https://opendatafabric.org/core/v1/Nested": {"value": {"a": "x", "b": "y"}},
-            }),
+            phase=ResourcePhase.READY,
+            observed_generation=1,
+            reconciled_at=new_year,
+            conditions=ResourceConditions(
+                {
+                    "https://opendatafabric.org/core/v1/Str": {
+                        "value": "foo",
+                        "observedGeneration": 1,
+                        "lastTransitionTime": "2026-01-01T00:00:00Z",
+                    },
+                    "https://opendatafabric.org/core/v1/Bool": {"value": True},
+                    "https://opendatafabric.org/core/v1/Nested": {"value": {"a": "x", "b": "y"}},
+                }
+            ),
         ),
     )
     value = load_resource(CANONICAL, model_spec("SecretSetSpec"))
@@ -297,74 +339,141 @@ def test_json_form_reads_the_same() -> None:
 
 def test_keys_are_ordered_as_type_refs() -> None:
     """Schema URIs before short names, short names case-insensitively (the reference's BTreeMap)."""
-    labels = ResourceLabels({"zone": 1, "https://b.org/T": 2, "Beta": 3, "alpha": 4, "https://a.org/T": 5})
+    labels = ResourceLabels(
+        {"zone": 1, "https://b.org/T": 2, "Beta": 3, "alpha": 4, "https://a.org/T": 5}
+    )
     assert list(labels) == ["https://a.org/T", "https://b.org/T", "alpha", "Beta", "zone"]
-    document = ResourceInput(schema=SECRET_SET, headers=ResourceHeadersInput(name=ResourceName("x"), labels=labels),
-                             spec={"b": 1, "a": {"d": 2, "c": 3}})
+    document = ResourceInput(
+        schema=SECRET_SET,
+        headers=ResourceHeadersInput(name=ResourceName("x"), labels=labels),
+        spec={"b": 1, "a": {"d": 2, "c": 3}},
+    )
     tree = write_resource_input(document)
     assert list(tree["headers"]["labels"]) == list(labels)
     assert json.dumps(tree["spec"]) == '{"a": {"c": 3, "d": 2}, "b": 1}'
 
 
-@pytest.mark.parametrize("short_form", ["Dataset:bob/bobs-dataset", "Dataset:bobs-dataset", "Account:alice"])
+@pytest.mark.parametrize(
+    "short_form", ["Dataset:bob/bobs-dataset", "Dataset:bobs-dataset", "Account:alice"]
+)
 def test_ref_short_form_round_trips_to_long_form(short_form: str) -> None:
     ref = ResourceRef.parse(short_form)
     type_name, _, rest = short_form.partition(":")
     account, _, name = rest.rpartition("/")
-    assert ref == ResourceRef(type=TypeRef(type_name), account=AccountRef(name=AccountName(account)) if account else None,
-                              name=ResourceName(name))
+    assert ref == ResourceRef(
+        type=TypeRef(type_name),
+        account=AccountRef(name=AccountName(account)) if account else None,
+        name=ResourceName(name),
+    )
 
 
 def _input(headers: str, spec: str = "{}") -> str:
     return f"$schema: {SECRET_SET}\nheaders:\n{textwrap.indent(text(headers), '  ')}spec: {spec}\n"
 
 
-RELATIONS_WITH = "$schema: " + RELATIONS_SCHEMA + "\nheaders: {{name: r}}\nspec:\n  attributes:\n  - {{object: {ref}, name: n, value: 1}}\n"
+RELATIONS_WITH = (
+    "$schema: "
+    + RELATIONS_SCHEMA
+    + "\nheaders: {{name: r}}\nspec:\n  attributes:\n  - {{object: {ref}, name: n, value: 1}}\n"
+)
 
 
-@pytest.mark.parametrize(("ref", "reason"), [
-    ("Dataset", r"'Dataset' is not a resource reference: expected Type:name"),
-    ("'Dataset:'", r"'Dataset:' is not a resource reference .*not a valid ResourceName: it is empty"),
-    ("Dataset:bob/", r"not a valid ResourceName: it is empty"),
-    ("Dataset:a/b/c", r"'b/c' is not a valid ResourceName"),
-    ("Data_set:x", r"'Data_set' is not a valid type reference"),
-    ("'https://x.org/T:name'", r"'' is not a valid account name: it is empty"),
-    ("'Dataset:b_ob/x'", r"'b_ob' is not a valid account name"),
-])
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        ("Dataset", r"'Dataset' is not a resource reference: expected Type:name"),
+        (
+            "'Dataset:'",
+            r"'Dataset:' is not a resource reference .*not a valid ResourceName: it is empty",
+        ),
+        ("Dataset:bob/", r"not a valid ResourceName: it is empty"),
+        ("Dataset:a/b/c", r"'b/c' is not a valid ResourceName"),
+        ("Data_set:x", r"'Data_set' is not a valid type reference"),
+        ("'https://x.org/T:name'", r"'' is not a valid account name: it is empty"),
+        ("'Dataset:b_ob/x'", r"'b_ob' is not a valid account name"),
+    ],
+)
 def test_bad_ref_short_forms(ref: str, reason: str) -> None:
-    with pytest.raises(ResourceError, match=r"^rel.yaml: spec\.attributes\[0\]\.object: .*" + reason):
+    with pytest.raises(
+        ResourceError, match=r"^rel.yaml: spec\.attributes\[0\]\.object: .*" + reason
+    ):
         load_resource_input(RELATIONS_WITH.format(ref=ref), RELATIONS_SPEC, "rel.yaml")
 
 
-@pytest.mark.parametrize(("document", "message"), [
-    (_input("name: x\nowner: alice\n"),
-     r"^m.yaml: headers\.owner: unknown field `owner` of ResourceHeadersInput, expected one of `id`, `name`"),
-    (_input("id: 1\n"), r"^m.yaml: headers\.name: missing field `name`"),
-    (_input("name: not_a_name\n"), r"^m.yaml: headers\.name: 'not_a_name' is not a valid ResourceName"),
-    (_input("name: x\naccount: {did: 'did:odf:fed01zz'}\n"), r"^m.yaml: headers\.account\.did: 'did:odf:fed01zz'"),
-    (_input("name: x\naccount: {did: 'did:key:z6Mkf'}\n"), r"^m.yaml: headers\.account\.did: 'did:key:z6Mkf'"),
-    (_input("name: x\naccount: {did: 'did:pkh:eip155:1:0xab16a96D359eC26a11e2C2b3d8f8B8942d5Bfcdb'}\n"),
-     r"^m.yaml: headers\.account\.did: .*did:pkh \(wallet\) accounts are not supported"),
-    (_input("name: x\naccount: {name: a, email: a@b.c}\n"), r"^m.yaml: headers\.account\.email: unknown field"),
-    (_input("name: x\naccount: 'sergii mk'\n"), r"^m.yaml: headers\.account: 'sergii mk' is not a valid account name"),
-    (_input("name: x\nlabels: {'app/name': x}\n"), r"^m.yaml: headers\.labels: 'app/name' is not a valid type reference"),
-    (_input("name: x\nlabels: {Team: a, team: b}\n"), r"^m.yaml: headers\.labels: keys 'Team' and 'team' name the same"),
-    (_input("name: x\n") + "kind: Thing\n", r"^m.yaml: kind: unknown field `kind` of ResourceInput"),
-    (f"$schema: {SECRET_SET}\nheaders: {{name: x}}\n", r"^m.yaml: spec: missing field `spec`"),
-])
+@pytest.mark.parametrize(
+    ("document", "message"),
+    [
+        (
+            _input("name: x\nowner: alice\n"),
+            r"^m.yaml: headers\.owner: unknown field `owner` of ResourceHeadersInput, expected one of `id`, `name`",
+        ),
+        (_input("id: 1\n"), r"^m.yaml: headers\.name: missing field `name`"),
+        (
+            _input("name: not_a_name\n"),
+            r"^m.yaml: headers\.name: 'not_a_name' is not a valid ResourceName",
+        ),
+        (
+            _input("name: x\naccount: {did: 'did:odf:fed01zz'}\n"),
+            r"^m.yaml: headers\.account\.did: 'did:odf:fed01zz'",
+        ),
+        (
+            _input("name: x\naccount: {did: 'did:key:z6Mkf'}\n"),
+            r"^m.yaml: headers\.account\.did: 'did:key:z6Mkf'",
+        ),
+        (
+            _input(
+                "name: x\naccount: {did: 'did:pkh:eip155:1:0xab16a96D359eC26a11e2C2b3d8f8B8942d5Bfcdb'}\n"
+            ),
+            r"^m.yaml: headers\.account\.did: .*did:pkh \(wallet\) accounts are not supported",
+        ),
+        (
+            _input("name: x\naccount: {name: a, email: a@b.c}\n"),
+            r"^m.yaml: headers\.account\.email: unknown field",
+        ),
+        (
+            _input("name: x\naccount: 'sergii mk'\n"),
+            r"^m.yaml: headers\.account: 'sergii mk' is not a valid account name",
+        ),
+        (
+            _input("name: x\nlabels: {'app/name': x}\n"),
+            r"^m.yaml: headers\.labels: 'app/name' is not a valid type reference",
+        ),
+        (
+            _input("name: x\nlabels: {Team: a, team: b}\n"),
+            r"^m.yaml: headers\.labels: keys 'Team' and 'team' name the same",
+        ),
+        (
+            _input("name: x\n") + "kind: Thing\n",
+            r"^m.yaml: kind: unknown field `kind` of ResourceInput",
+        ),
+        (f"$schema: {SECRET_SET}\nheaders: {{name: x}}\n", r"^m.yaml: spec: missing field `spec`"),
+    ],
+)
 def test_invalid_input_names_the_field(document: str, message: str) -> None:
     with pytest.raises(ResourceError, match=message):
         load_resource_input(document, GENERIC_SPEC, "m.yaml")
 
 
-@pytest.mark.parametrize(("change", "message"), [
-    (("phase: Ready", "phase: Done"), r"status\.phase: unknown ResourcePhase 'Done'"),
-    (("generation: 1", "generation: -1"), r"headers\.generation: integer -1 is out of range"),
-    (("generation: 1", "generation: '1'"), r"headers\.generation: expected an integer, got string '1'"),
-    (("    name: sergiimk\n", ""), r"headers\.account\.name: missing field `name`"),
-    (("  createdAt: 2026-01-01T00:00:00Z", "  createdAt: 2026-13-01T00:00:00Z"), r"headers\.createdAt: invalid date 2026-13-01"),
-    (("  labels:\n    nested:\n      a: x\n      b: y\n    string: foo\n", ""), r"headers\.labels: missing field `labels`"),
-])
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("phase: Ready", "phase: Done"), r"status\.phase: unknown ResourcePhase 'Done'"),
+        (("generation: 1", "generation: -1"), r"headers\.generation: integer -1 is out of range"),
+        (
+            ("generation: 1", "generation: '1'"),
+            r"headers\.generation: expected an integer, got string '1'",
+        ),
+        (("    name: sergiimk\n", ""), r"headers\.account\.name: missing field `name`"),
+        (
+            ("  createdAt: 2026-01-01T00:00:00Z", "  createdAt: 2026-13-01T00:00:00Z"),
+            r"headers\.createdAt: invalid date 2026-13-01",
+        ),
+        (
+            ("  labels:\n    nested:\n      a: x\n      b: y\n    string: foo\n", ""),
+            r"headers\.labels: missing field `labels`",
+        ),
+    ],
+)
 def test_canonical_form_errors(change: tuple[str, str], message: str) -> None:
     document = CANONICAL.replace(*change, 1)
     assert document != CANONICAL
@@ -375,16 +484,23 @@ def test_canonical_form_errors(change: tuple[str, str], message: str) -> None:
 def test_canonical_form_optional_fields_and_phase_aliases() -> None:
     """``deletedAt`` is optional; phases also read in lowercase (the reference's serde aliases)."""
     without_deletion = CANONICAL.replace("  deletedAt: 2026-01-01T00:00:00Z\n", "")
-    value = load_resource(without_deletion.replace("phase: Ready", "phase: ready"), model_spec("SecretSetSpec"))
+    value = load_resource(
+        without_deletion.replace("phase: Ready", "phase: ready"), model_spec("SecretSetSpec")
+    )
     assert value.headers.deleted_at is None and value.status.phase is ResourcePhase.READY
     assert dump_resource(value, model_spec("SecretSetSpec")) == without_deletion
 
 
 def test_typed_spec_errors_carry_the_path() -> None:
     with pytest.raises(ResourceError, match=r"^spec\.secrets\.tls\.contentEncodin: unknown field"):
-        read_resource_input({"$schema": SECRET_SET, "headers": {"name": "x"},
-                             "spec": {"secrets": {"tls": {"value": "v", "contentEncodin": "jwe"}}}},
-                            model_spec("SecretSetSpecInput"))
+        read_resource_input(
+            {
+                "$schema": SECRET_SET,
+                "headers": {"name": "x"},
+                "spec": {"secrets": {"tls": {"value": "v", "contentEncodin": "jwe"}}},
+            },
+            model_spec("SecretSetSpecInput"),
+        )
 
 
 def test_generated_resources_embed_the_typed_envelope() -> None:
@@ -393,11 +509,23 @@ def test_generated_resources_embed_the_typed_envelope() -> None:
     import protocol.model as model
     import protocol.resource as resource
 
-    for name in ("AccountHandle", "AccountRef", "Resource", "ResourceHeaders", "ResourceHeadersInput", "ResourceInput",
-                 "ResourceLabels", "ResourceRef", "ResourceStatus", "AttributeInput", "RelationInput"):
+    for name in (
+        "AccountHandle",
+        "AccountRef",
+        "Resource",
+        "ResourceHeaders",
+        "ResourceHeadersInput",
+        "ResourceInput",
+        "ResourceLabels",
+        "ResourceRef",
+        "ResourceStatus",
+        "AttributeInput",
+        "RelationInput",
+    ):
         assert getattr(model, name) is getattr(resource, name), name
 
-    dataset = yaml_codec.loads(text("""
+    dataset = yaml_codec.loads(
+        text("""
         $schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset
         headers:
           name: My-Dataset
@@ -407,10 +535,14 @@ def test_generated_resources_embed_the_typed_envelope() -> None:
           kind: Root
           metadata: []
           volume: {account: alice, name: fast-disk}
-        """), "Dataset")
+        """),
+        "Dataset",
+    )
     assert dataset.headers == ResourceHeadersInput(
-        name=ResourceName("my-dataset"), account=AccountRef(name=AccountName("bob")),
-        labels=ResourceLabels({"Team": "data", "https://a.org/T": 1}))
+        name=ResourceName("my-dataset"),
+        account=AccountRef(name=AccountName("bob")),
+        labels=ResourceLabels({"Team": "data", "https://a.org/T": 1}),
+    )
     assert str(dataset.headers.name) == "My-Dataset"
     assert list(dataset.headers.labels) == ["https://a.org/T", "Team"]
     assert dataset.spec.volume.account == AccountRef(name=AccountName("alice"))
@@ -420,6 +552,11 @@ def test_generated_resources_embed_the_typed_envelope() -> None:
     assert value_ref.type == TypeRef("secretset") and value_ref.name == ResourceName("creds")
     with pytest.raises(DecodeError, match=r"^v.yaml: name: 'a b' is not a valid ResourceName"):
         yaml_codec.loads("{type: SecretSet, name: 'a b'}", "ValueRef", "v.yaml")
-    with pytest.raises(DecodeError, match=r"^v.yaml: headers\.labels: keys 'Team' and 'team' name the same"):
-        yaml_codec.loads("{$schema: x, headers: {name: a, labels: {Team: 1, team: 2}}, spec: {secrets: {}}}",
-                         "SecretSet", "v.yaml")
+    with pytest.raises(
+        DecodeError, match=r"^v.yaml: headers\.labels: keys 'Team' and 'team' name the same"
+    ):
+        yaml_codec.loads(
+            "{$schema: x, headers: {name: a, labels: {Team: 1, team: 2}}, spec: {secrets: {}}}",
+            "SecretSet",
+            "v.yaml",
+        )

@@ -6,7 +6,6 @@ import json
 import textwrap
 
 import pytest
-from tests.protocol.codec.odf_golden import LEGACY_SET_DATA_SCHEMA, execute_transform, extended_schema, sha3, NOON_2020
 
 from protocol.codec import json as odf_json
 from protocol.codec import yaml as odf_yaml
@@ -41,6 +40,13 @@ from protocol.model import (
     TransformInput,
     TransformSql,
 )
+from tests.protocol.codec.odf_golden import (
+    LEGACY_SET_DATA_SCHEMA,
+    NOON_2020,
+    execute_transform,
+    extended_schema,
+    sha3,
+)
 
 
 def text(value: str) -> str:
@@ -49,7 +55,10 @@ def text(value: str) -> str:
 
 def block(event: object, sequence_number: int) -> MetadataBlock:
     return MetadataBlock(
-        system_time=NOON_2020, prev_block_hash=sha3(b"prev"), sequence_number=sequence_number, event=event
+        system_time=NOON_2020,
+        prev_block_hash=sha3(b"prev"),
+        sequence_number=sequence_number,
+        event=event,
     )
 
 
@@ -62,7 +71,9 @@ def test_union_tags_are_written_pascal_case() -> None:
 
 @pytest.mark.parametrize("tag", ["NdJson", "ndJson", "ndjson"])
 def test_union_tags_accept_rfc013_spellings(tag: str) -> None:
-    assert odf_yaml.loads(f"kind: {tag}\nencoding: utf-8\n", "ReadStep") == ReadStepNdJson(encoding="utf-8")
+    assert odf_yaml.loads(f"kind: {tag}\nencoding: utf-8\n", "ReadStep") == ReadStepNdJson(
+        encoding="utf-8"
+    )
 
 
 def test_union_tags_reject_other_spellings() -> None:
@@ -71,9 +82,9 @@ def test_union_tags_reject_other_spellings() -> None:
 
 
 def test_enum_values_are_written_pascal_case() -> None:
-    assert odf_yaml.dumps(FetchStepFilesGlob(path="a", order=SourceOrdering.BY_EVENT_TIME)).endswith(
-        "order: ByEventTime\n"
-    )
+    assert odf_yaml.dumps(
+        FetchStepFilesGlob(path="a", order=SourceOrdering.BY_EVENT_TIME)
+    ).endswith("order: ByEventTime\n")
 
 
 @pytest.mark.parametrize("value", ["ByEventTime", "byEventTime", "byeventtime"])
@@ -83,7 +94,9 @@ def test_enum_values_accept_rfc013_spellings(value: str) -> None:
 
 
 def test_enum_values_reject_other_spellings() -> None:
-    with pytest.raises(DecodeError, match=r"order: unknown SourceOrdering variant string 'bYeventtime'"):
+    with pytest.raises(
+        DecodeError, match=r"order: unknown SourceOrdering variant string 'bYeventtime'"
+    ):
         odf_yaml.loads("kind: FilesGlob\npath: a\norder: bYeventtime\n", "FetchStep")
 
 
@@ -238,13 +251,17 @@ BLOCK_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("value", "data"), BLOCK_CASES, ids=["set-data-schema", "legacy-schema", "execute-transform"])
+@pytest.mark.parametrize(
+    ("value", "data"), BLOCK_CASES, ids=["set-data-schema", "legacy-schema", "execute-transform"]
+)
 def test_block_manifest_written_and_read(value: MetadataBlock, data: str) -> None:
     assert odf_yaml.dump_block(value) == data
     assert odf_yaml.load_block(data) == value
 
 
-@pytest.mark.parametrize(("value", "data"), BLOCK_CASES, ids=["set-data-schema", "legacy-schema", "execute-transform"])
+@pytest.mark.parametrize(
+    ("value", "data"), BLOCK_CASES, ids=["set-data-schema", "legacy-schema", "execute-transform"]
+)
 def test_block_json_has_the_yaml_structure(value: MetadataBlock, data: str) -> None:
     text_json = odf_json.dump_block(value, indent=2)
     assert odf_json.load_block(text_json) == value
@@ -343,8 +360,14 @@ ROOT_SNAPSHOT = DatasetSnapshot(
     ),
 )
 
-SINGLE_TENANT = ("com.naturalearthdata.admin0", ("com.naturalearthdata.10m.admin0", "com.naturalearthdata.50m.admin0"))
-MULTI_TENANT = ("a/com.naturalearthdata.admin0", ("b/com.naturalearthdata.10m.admin0", "c/com.naturalearthdata.50m.admin0"))
+SINGLE_TENANT = (
+    "com.naturalearthdata.admin0",
+    ("com.naturalearthdata.10m.admin0", "com.naturalearthdata.50m.admin0"),
+)
+MULTI_TENANT = (
+    "a/com.naturalearthdata.admin0",
+    ("b/com.naturalearthdata.10m.admin0", "c/com.naturalearthdata.50m.admin0"),
+)
 SNAPSHOT_CASES = [
     (ROOT_SNAPSHOT, SNAPSHOT_ROOT),
     (derivative_snapshot(*SINGLE_TENANT), derivative_text(*SINGLE_TENANT)),
@@ -352,7 +375,9 @@ SNAPSHOT_CASES = [
 ]
 
 
-@pytest.mark.parametrize(("value", "data"), SNAPSHOT_CASES, ids=["root", "derivative", "multi-tenant"])
+@pytest.mark.parametrize(
+    ("value", "data"), SNAPSHOT_CASES, ids=["root", "derivative", "multi-tenant"]
+)
 def test_snapshot_written_and_read(value: DatasetSnapshot, data: str) -> None:
     assert odf_yaml.load_snapshot(data) == value
     assert odf_yaml.dump_snapshot(value) == data
@@ -367,13 +392,18 @@ def test_multi_document_snapshot_file() -> None:
 def test_snapshot_errors_name_document_and_field() -> None:
     bad = SNAPSHOT_ROOT.replace("subPath: data_*.csv", "subPath: data_*.csv\n      sub_path: x")
     data = derivative_text(*SINGLE_TENANT) + "---\n" + bad
-    with pytest.raises(DecodeError, match=r"^snapshots.yaml document 1: content\.metadata\[0\]\.prepare\[0\]\.sub_path: unknown field `sub_path`"):
+    with pytest.raises(
+        DecodeError,
+        match=r"^snapshots.yaml document 1: content\.metadata\[0\]\.prepare\[0\]\.sub_path: unknown field `sub_path`",
+    ):
         odf_yaml.load_snapshots(data, source="snapshots.yaml")
 
 
 def test_unknown_union_kind_names_field_path() -> None:
     bad = SNAPSHOT_ROOT.replace("kind: Snapshot", "kind: Merge")
-    with pytest.raises(DecodeError, match=r"content\.metadata\[0\]\.merge\.kind: unknown variant `Merge`"):
+    with pytest.raises(
+        DecodeError, match=r"content\.metadata\[0\]\.merge\.kind: unknown variant `Merge`"
+    ):
         odf_yaml.load_snapshot(bad)
 
 
@@ -383,7 +413,9 @@ def test_unknown_union_kind_names_field_path() -> None:
 def test_fetch_step_files_glob() -> None:
     data = "kind: FilesGlob\npath: /opt/x/*.txt\ncache:\n  kind: Forever\norder: ByName\n"
     value = odf_yaml.loads(data, "FetchStep")
-    assert value == FetchStepFilesGlob(path="/opt/x/*.txt", cache=SourceCachingForever(), order=SourceOrdering.BY_NAME)
+    assert value == FetchStepFilesGlob(
+        path="/opt/x/*.txt", cache=SourceCachingForever(), order=SourceOrdering.BY_NAME
+    )
     assert odf_yaml.dumps(value) == data
 
 
@@ -431,10 +463,14 @@ def test_data_type_short_form_is_read_and_expanded() -> None:
         fields=(
             DataField(name="long", type=DataTypeTimestamp()),
             DataField(name="short", type=DataTypeTimestamp()),
-            DataField(name="full", type=DataTypeTimestamp(unit=TimeUnit.NANOSECOND, timezone="UTC")),
+            DataField(
+                name="full", type=DataTypeTimestamp(unit=TimeUnit.NANOSECOND, timezone="UTC")
+            ),
         )
     )
-    assert odf_yaml.dumps(value) == data.replace("  type: Timestamp\n", "  type:\n    kind: Timestamp\n")
+    assert odf_yaml.dumps(value) == data.replace(
+        "  type: Timestamp\n", "  type:\n    kind: Timestamp\n"
+    )
 
 
 def test_data_type_short_form_rejects_unknown_types() -> None:
@@ -442,7 +478,9 @@ def test_data_type_short_form_rejects_unknown_types() -> None:
         odf_yaml.loads("fields:\n- name: short\n  type: Invalid\n", "DataSchema")
 
 
-@pytest.mark.parametrize("value", ["\u2028", "a\rb", "x\ny\r\n", "\x85 z", "tail\u2029", "two\n\u2028lines"])
+@pytest.mark.parametrize(
+    "value", ["\u2028", "a\rb", "x\ny\r\n", "\x85 z", "tail\u2029", "two\n\u2028lines"]
+)
 def test_strings_with_non_newline_breaks_round_trip(value: str) -> None:
     """libyaml folds these breaks inside single-quoted and literal scalars; we double-quote them."""
     from protocol.model import FetchStepUrl, RequestHeader

@@ -59,7 +59,9 @@ def fixed_width(seed: int = 1) -> Case:
         (np.uint32, pa.uint32()),
         (np.uint64, pa.uint64()),
     ]:
-        columns[str(arrow_type)] = pa.array(_ints(rng, n, dtype), arrow_type, mask=_mask(rng, n, 0.2))
+        columns[str(arrow_type)] = pa.array(
+            _ints(rng, n, dtype), arrow_type, mask=_mask(rng, n, 0.2)
+        )
     columns["float16"] = pa.array(rng.normal(size=n).astype(np.float16), mask=_mask(rng, n, 0.2))
     columns["float32"] = pa.array(rng.normal(size=n).astype(np.float32), mask=_mask(rng, n, 0.2))
     columns["float64"] = pa.array(rng.normal(size=n) * 1e6, mask=_mask(rng, n, 0.2))
@@ -72,12 +74,26 @@ def fixed_width(seed: int = 1) -> Case:
         units = rng.integers(-bound, bound, n, dtype=np.int64) // step * step
         values = [Decimal(int(unit)).scaleb(-arrow_type.scale) for unit in units]
         columns[name] = pa.array(values, arrow_type, mask=_mask(rng, n, 0.2))
-    columns["date32"] = pa.array(rng.integers(-20_000, 40_000, n, dtype=np.int32), pa.date32(), mask=_mask(rng, n, 0.2))
-    columns["date64"] = pa.array(rng.integers(-20_000, 40_000, n, dtype=np.int64) * 86_400_000, pa.date64(), mask=_mask(rng, n, 0.2))
-    columns["time32s"] = pa.array(rng.integers(0, 86_400, n, dtype=np.int32), pa.time32("s"), mask=_mask(rng, n, 0.2))
-    columns["time32ms"] = pa.array(rng.integers(0, 86_400_000, n, dtype=np.int32), pa.time32("ms"), mask=_mask(rng, n, 0.2))
-    columns["time64us"] = pa.array(rng.integers(0, 86_400_000_000, n), pa.time64("us"), mask=_mask(rng, n, 0.2))
-    columns["time64ns"] = pa.array(rng.integers(0, 86_400_000_000_000, n), pa.time64("ns"), mask=_mask(rng, n, 0.2))
+    columns["date32"] = pa.array(
+        rng.integers(-20_000, 40_000, n, dtype=np.int32), pa.date32(), mask=_mask(rng, n, 0.2)
+    )
+    columns["date64"] = pa.array(
+        rng.integers(-20_000, 40_000, n, dtype=np.int64) * 86_400_000,
+        pa.date64(),
+        mask=_mask(rng, n, 0.2),
+    )
+    columns["time32s"] = pa.array(
+        rng.integers(0, 86_400, n, dtype=np.int32), pa.time32("s"), mask=_mask(rng, n, 0.2)
+    )
+    columns["time32ms"] = pa.array(
+        rng.integers(0, 86_400_000, n, dtype=np.int32), pa.time32("ms"), mask=_mask(rng, n, 0.2)
+    )
+    columns["time64us"] = pa.array(
+        rng.integers(0, 86_400_000_000, n), pa.time64("us"), mask=_mask(rng, n, 0.2)
+    )
+    columns["time64ns"] = pa.array(
+        rng.integers(0, 86_400_000_000_000, n), pa.time64("ns"), mask=_mask(rng, n, 0.2)
+    )
     for name, unit, zone in [
         ("ts_s", "s", None),
         ("ts_ms_utc", "ms", "UTC"),
@@ -122,7 +138,9 @@ def binary_like(seed: int = 3) -> Case:
         values = [s.encode() for s in _strings(rng, n, 30)]
         columns[name] = pa.array(values, arrow_type, mask=_mask(rng, n, 0.15))
     fixed = rng.integers(0, 256, (n, 5), dtype=np.uint8)
-    columns["fixed_size_binary"] = pa.array([row.tobytes() for row in fixed], pa.binary(5), mask=_mask(rng, n, 0.15))
+    columns["fixed_size_binary"] = pa.array(
+        [row.tobytes() for row in fixed], pa.binary(5), mask=_mask(rng, n, 0.15)
+    )
     table = pa.table(columns)
     return table.schema, _split(table, 900)
 
@@ -179,7 +197,9 @@ def _struct_batch(rng: np.random.Generator, n: int) -> pa.RecordBatch:
     inner = pa.StructArray.from_arrays(
         [
             pa.array(rng.normal(size=n).astype(np.float32), mask=_mask(rng, n, 0.2)),
-            _list_of(rng, n, pa.array(_ints(rng, 5 * n, np.int32), mask=_mask(rng, 5 * n, 0.2)), 4, 0.2),
+            _list_of(
+                rng, n, pa.array(_ints(rng, 5 * n, np.int32), mask=_mask(rng, 5 * n, 0.2)), 4, 0.2
+            ),
         ],
         names=["c", "d"],
         mask=pa.array(_mask(rng, n, 0.2)),
@@ -205,7 +225,9 @@ def odf_like(seed: int = 6) -> Case:
         {
             "offset": pa.array(np.arange(n, dtype=np.int64)),
             "op": pa.array(rng.choice(np.array([0, 1, 2, 3], dtype=np.int32), n)),
-            "system_time": pa.array(np.full(n, 1_700_000_000_123, dtype=np.int64), pa.timestamp("ms", "UTC")),
+            "system_time": pa.array(
+                np.full(n, 1_700_000_000_123, dtype=np.int64), pa.timestamp("ms", "UTC")
+            ),
             "event_time": pa.array(event_ms, pa.timestamp("ms", "UTC")),
             "city": pa.array(_strings(rng, n, 16), mask=_mask(rng, n, 0.05)),
             "population": pa.array(rng.integers(0, 10**7, n), mask=_mask(rng, n, 0.05)),

@@ -10,9 +10,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from tests.protocol.hashing.hashing_datagen import CASES
 from protocol.hashing import RecordsDigest, UnsupportedDataTypeError, logical_hash
 from protocol.identity import Multicodec
+from tests.protocol.hashing.hashing_datagen import CASES
 
 GOLDEN = {
     "fixed_width": "d1d49e83dc2b7a81b18f322ec3ad15249a0a9f05f3b68dbd96672260fb5af5e4",
@@ -82,7 +82,9 @@ def test_struct_nulls_cancelling_out_drop_deeper_nulls_as_the_reference_does() -
         mask=pa.array([False, False, True, False]),
     )
     outer = pa.StructArray.from_arrays(
-        [inner, pa.array([5, None, 7, 8])], names=["in", "w"], mask=pa.array([False, True, False, False])
+        [inner, pa.array([5, None, 7, 8])],
+        names=["in", "w"],
+        mask=pa.array([False, True, False, False]),
     )
     assert logical_hash(pa.table({"o": outer})).digest.hex() == (
         "89761314b2bf0e4392ed053afce69cd1d2ec040776ddf6073beeda0caa502739"
@@ -91,7 +93,9 @@ def test_struct_nulls_cancelling_out_drop_deeper_nulls_as_the_reference_does() -
 
 def test_list_inside_struct_with_null_parents() -> None:
     lists = pa.array([[1], [2, 3], None, []], pa.list_(pa.int8()))
-    struct = pa.StructArray.from_arrays([lists], names=["l"], mask=pa.array([False, True, False, True]))
+    struct = pa.StructArray.from_arrays(
+        [lists], names=["l"], mask=pa.array([False, True, False, True])
+    )
     assert logical_hash(pa.table({"s": struct})).digest.hex() == (
         "2c8f514ef9e74d1f8ee654029e54efb3b60b8c19f70a0678c9287cdc34618b49"
     )

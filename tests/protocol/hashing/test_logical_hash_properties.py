@@ -8,7 +8,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 
-from tests.protocol.hashing.hashing_datagen import CASES
 from protocol.hashing import (
     DataFileError,
     FileDigest,
@@ -18,6 +17,7 @@ from protocol.hashing import (
     logical_hash_parquet,
 )
 from protocol.hashing.records_digest import PARQUET_BATCH_ROWS
+from tests.protocol.hashing.hashing_datagen import CASES
 
 # Cases whose hash cannot depend on batch boundaries (no struct with nulls at two levels).
 SPLIT_INVARIANT = ["fixed_width", "booleans", "binary_like", "lists", "odf_like"]
@@ -41,7 +41,10 @@ def test_hash_does_not_depend_on_batch_boundaries(case: str) -> None:
         for batch in table.slice(start, end - start).to_batches()
     ]
     assert logical_hash(batches, table.schema) == whole
-    assert logical_hash(table.slice(0, 1).to_batches() + table.slice(1).to_batches(), table.schema) == whole
+    assert (
+        logical_hash(table.slice(0, 1).to_batches() + table.slice(1).to_batches(), table.schema)
+        == whole
+    )
 
 
 def test_struct_without_two_level_nulls_is_split_invariant() -> None:
@@ -49,7 +52,12 @@ def test_struct_without_two_level_nulls_is_split_invariant() -> None:
     struct = pa.StructArray.from_arrays([child], names=["v"])
     table = pa.table({"s": struct})
     whole = logical_hash(table)
-    assert logical_hash([table.slice(0, 33).to_batches()[0], table.slice(33).to_batches()[0]], table.schema) == whole
+    assert (
+        logical_hash(
+            [table.slice(0, 33).to_batches()[0], table.slice(33).to_batches()[0]], table.schema
+        )
+        == whole
+    )
 
 
 def test_dictionary_encoded_columns_hash_as_their_values() -> None:
@@ -68,7 +76,9 @@ def test_dictionary_inside_list_and_struct() -> None:
     )
     plain = pa.table({"w": words, "s": pa.array([{"k": "x"}, {"k": "y"}, None])})
     struct_dict = pa.StructArray.from_arrays(
-        [pa.array(["x", "y", None]).dictionary_encode()], names=["k"], mask=pa.array([False, False, True])
+        [pa.array(["x", "y", None]).dictionary_encode()],
+        names=["k"],
+        mask=pa.array([False, False, True]),
     )
     encoded = pa.table({"w": words_dict, "s": struct_dict})
     assert logical_hash(encoded) == logical_hash(plain)
@@ -78,7 +88,9 @@ def test_all_valid_bitmap_hashes_like_no_bitmap() -> None:
     values = np.arange(50, dtype=np.int32)
     without = pa.array(values)
     with_bitmap = pa.Array.from_buffers(
-        pa.int32(), 50, [pa.py_buffer(np.packbits(np.ones(50, bool), bitorder="little")), without.buffers()[1]]
+        pa.int32(),
+        50,
+        [pa.py_buffer(np.packbits(np.ones(50, bool), bitorder="little")), without.buffers()[1]],
     )
     assert without.buffers()[0] is None and with_bitmap.buffers()[0] is not None
     words = pa.array([f"w{i}" for i in range(50)])
@@ -93,7 +105,11 @@ def test_all_valid_bitmap_hashes_like_no_bitmap() -> None:
 def test_physical_layout_variants_hash_alike() -> None:
     words = ["alpha", None, "", "βeta"]
     blobs = [b"\x00\x01", None, b"", b"xyz"]
-    base = logical_hash(pa.table({"s": pa.array(words), "b": pa.array(blobs), "l": pa.array([[1], None, [], [2, 3]])}))
+    base = logical_hash(
+        pa.table(
+            {"s": pa.array(words), "b": pa.array(blobs), "l": pa.array([[1], None, [], [2, 3]])}
+        )
+    )
     for string_type, binary_type, list_type in [
         (pa.large_string(), pa.large_binary(), pa.large_list(pa.int64())),
         (pa.string_view(), pa.binary_view(), pa.list_(pa.int64())),
@@ -124,7 +140,9 @@ def test_column_order_and_names_matter() -> None:
 def test_nullability_flag_does_not_matter_but_nulls_do() -> None:
     values = pa.array([1, 2, 3], pa.int64())
     nullable = pa.table({"a": values})
-    required = pa.Table.from_arrays([values], schema=pa.schema([pa.field("a", pa.int64(), nullable=False)]))
+    required = pa.Table.from_arrays(
+        [values], schema=pa.schema([pa.field("a", pa.int64(), nullable=False)])
+    )
     assert logical_hash(nullable) == logical_hash(required)
     assert logical_hash(pa.table({"a": pa.array([1, None, 3])})) != logical_hash(nullable)
 
@@ -220,7 +238,9 @@ def test_file_digest_of_written_batches_equals_the_hash_of_the_file(tmp_path) ->
     outer = pa.StructArray.from_arrays([inner], names=["inner"], mask=pa.array(outer_null))
     table = pa.table({"s": outer})
     cuts = [0, 1, 4_321, 9_999, 15_000, 21_000, rows]
-    written = [table.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in zip(cuts, cuts[1:])]
+    written = [
+        table.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in zip(cuts, cuts[1:])
+    ]
     path = tmp_path / "nested.parquet"
     with pq.ParquetWriter(path, table.schema) as writer:
         for batch in written:
@@ -230,4 +250,6 @@ def test_file_digest_of_written_batches_equals_the_hash_of_the_file(tmp_path) ->
     for batch in written:
         digest.update(batch)
     assert digest.finalize() == logical_hash_parquet(path)
-    assert logical_hash(written, table.schema) != logical_hash_parquet(path)  # why FileDigest exists
+    assert logical_hash(written, table.schema) != logical_hash_parquet(
+        path
+    )  # why FileDigest exists

@@ -14,7 +14,9 @@ ROOT = Path(__file__).resolve().parents[3]
 
 def test_generated_files_are_up_to_date() -> None:
     result = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "gen_model.py"), "--check"], capture_output=True, text=True
+        [sys.executable, str(ROOT / "scripts" / "gen_model.py"), "--check"],
+        capture_output=True,
+        text=True,
     )
     assert result.returncode == 0, result.stderr
 
@@ -25,12 +27,25 @@ def test_model_covers_every_metadata_event_of_the_spec() -> None:
     assert kind_name(DisablePollingSource()) == "DisablePollingSource"
 
     assert [t.__name__ for t in METADATA_EVENT_TYPES] == [
-        "AddData", "ExecuteTransform", "Seed", "SetPollingSource", "SetTransform", "SetVocab", "SetAttachments",
-        "SetInfo", "SetLicense", "SetDataSchema", "AddPushSource", "DisablePushSource", "DisablePollingSource",
+        "AddData",
+        "ExecuteTransform",
+        "Seed",
+        "SetPollingSource",
+        "SetTransform",
+        "SetVocab",
+        "SetAttachments",
+        "SetInfo",
+        "SetLicense",
+        "SetDataSchema",
+        "AddPushSource",
+        "DisablePushSource",
+        "DisablePollingSource",
     ]
 
 
-def test_hand_written_resource_classes_must_match_their_schemas(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_hand_written_resource_classes_must_match_their_schemas(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     """The generator takes the RFC-018 envelope from protocol/model/resource.py instead of generating
     it; a schema change that the hand-written class does not follow stops generation."""
     spec = importlib.util.spec_from_file_location("gen_model", ROOT / "scripts" / "gen_model.py")
@@ -43,5 +58,7 @@ def test_hand_written_resource_classes_must_match_their_schemas(monkeypatch: pyt
 
     status = schemas.types["ResourceStatus"]
     status.fields = [f for f in status.fields if f.py_name != "reconciled_at"]
-    with pytest.raises(SystemExit, match=r"resource.py ResourceStatus has fields .*'reconciled_at': False"):
+    with pytest.raises(
+        SystemExit, match=r"resource.py ResourceStatus has fields .*'reconciled_at': False"
+    ):
         gen_model.check_hand_written(schemas)

@@ -27,13 +27,22 @@ def test_format_uses_3_6_or_9_fraction_digits(nanos: int, text: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "text", ["2020-01-01T14:30:00+02:30", "2020-01-01t12:00:00z", "2020-01-01 12:00:00Z", "2020-01-01T11:00:00-01:00"]
+    "text",
+    [
+        "2020-01-01T14:30:00+02:30",
+        "2020-01-01t12:00:00z",
+        "2020-01-01 12:00:00Z",
+        "2020-01-01T11:00:00-01:00",
+    ],
 )
 def test_parse_accepts_offsets_and_separators(text: str) -> None:
     assert Timestamp.parse_rfc3339(text) == Timestamp.of(2020, 1, 1, 12)
 
 
-@pytest.mark.parametrize("text", ["2020-01-01", "2020-13-01T00:00:00Z", "2020-01-01T00:00:00", "x", "2020-01-01T00:00:60Z"])
+@pytest.mark.parametrize(
+    "text",
+    ["2020-01-01", "2020-13-01T00:00:00Z", "2020-01-01T00:00:00", "x", "2020-01-01T00:00:60Z"],
+)
 def test_parse_rejects_invalid(text: str) -> None:
     with pytest.raises(ParseError):
         Timestamp.parse_rfc3339(text)

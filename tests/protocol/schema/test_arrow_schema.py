@@ -48,13 +48,37 @@ def test_reference_field_from_to_arrow_case() -> None:
     )
     expected = DataSchema(
         fields=(
-            DataField(name="utf8", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "Contiguous", "offsetBitWidth": 32})),
-            DataField(name="utf8_large", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "Contiguous", "offsetBitWidth": 64})),
-            DataField(name="utf8_view", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "View", "offsetBitWidth": 32})),
+            DataField(
+                name="utf8",
+                type=DataTypeString(),
+                extra=_extra(bufferEncoding={"kind": "Contiguous", "offsetBitWidth": 32}),
+            ),
+            DataField(
+                name="utf8_large",
+                type=DataTypeString(),
+                extra=_extra(bufferEncoding={"kind": "Contiguous", "offsetBitWidth": 64}),
+            ),
+            DataField(
+                name="utf8_view",
+                type=DataTypeString(),
+                extra=_extra(bufferEncoding={"kind": "View", "offsetBitWidth": 32}),
+            ),
             DataField(name="date32", type=DataTypeDate()),
-            DataField(name="date64", type=DataTypeDate(), extra=_extra(dateEncoding={"unit": "Millisecond"})),
-            DataField(name="decimal128", type=DataTypeDecimal(precision=20, scale=5), extra=_extra(decimalEncoding={"bitWidth": 128})),
-            DataField(name="decimal256", type=DataTypeDecimal(precision=20, scale=5), extra=_extra(decimalEncoding={"bitWidth": 256})),
+            DataField(
+                name="date64",
+                type=DataTypeDate(),
+                extra=_extra(dateEncoding={"unit": "Millisecond"}),
+            ),
+            DataField(
+                name="decimal128",
+                type=DataTypeDecimal(precision=20, scale=5),
+                extra=_extra(decimalEncoding={"bitWidth": 128}),
+            ),
+            DataField(
+                name="decimal256",
+                type=DataTypeDecimal(precision=20, scale=5),
+                extra=_extra(decimalEncoding={"bitWidth": 256}),
+            ),
         )
     )
     odf = schema_from_arrow(arrow)
@@ -68,8 +92,14 @@ ROUND_TRIP = pa.schema(
         pa.field("op", pa.int32(), nullable=False),
         pa.field("system_time", pa.timestamp("ms", "UTC"), nullable=False),
         pa.field("event_time", pa.timestamp("us", "+01:00")),
-        *[pa.field(str(t), t) for t in [pa.int8(), pa.int16(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]],
-        *[pa.field(str(t), t) for t in [pa.float16(), pa.float32(), pa.float64(), pa.bool_(), pa.null()]],
+        *[
+            pa.field(str(t), t)
+            for t in [pa.int8(), pa.int16(), pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
+        ],
+        *[
+            pa.field(str(t), t)
+            for t in [pa.float16(), pa.float32(), pa.float64(), pa.bool_(), pa.null()]
+        ],
         pa.field("bin", pa.binary()),
         pa.field("large_bin", pa.large_binary()),
         pa.field("bin_view", pa.binary_view()),
@@ -83,8 +113,23 @@ ROUND_TRIP = pa.schema(
         pa.field("large_list", pa.large_list(pa.string())),
         pa.field("list_view", pa.list_view(pa.int8())),
         pa.field("fixed_list", pa.list_(pa.float64(), 3)),
-        pa.field("nested", pa.struct([pa.field("a", pa.int64(), nullable=False), pa.field("s", pa.struct([("b", pa.large_string())]))])),
-        pa.field("map", pa.map_(pa.field("keys", pa.int32(), nullable=False), pa.field("values", pa.int64()), keys_sorted=True)),
+        pa.field(
+            "nested",
+            pa.struct(
+                [
+                    pa.field("a", pa.int64(), nullable=False),
+                    pa.field("s", pa.struct([("b", pa.large_string())])),
+                ]
+            ),
+        ),
+        pa.field(
+            "map",
+            pa.map_(
+                pa.field("keys", pa.int32(), nullable=False),
+                pa.field("values", pa.int64()),
+                keys_sorted=True,
+            ),
+        ),
     ]
 )
 
@@ -98,8 +143,12 @@ def test_nullability_is_option_at_every_level() -> None:
         pa.schema(
             [
                 pa.field("n", pa.int64()),
-                pa.field("s", pa.struct([pa.field("x", pa.string(), nullable=False)]), nullable=False),
-                pa.field("l", pa.list_(pa.field("item", pa.int64(), nullable=True)), nullable=False),
+                pa.field(
+                    "s", pa.struct([pa.field("x", pa.string(), nullable=False)]), nullable=False
+                ),
+                pa.field(
+                    "l", pa.list_(pa.field("item", pa.int64(), nullable=True)), nullable=False
+                ),
             ]
         )
     )
@@ -141,19 +190,30 @@ def test_plain_odf_types_use_default_layouts_and_settings() -> None:
     )
     converted = schema_to_arrow(odf, settings)
     assert converted.field("s").type == pa.string_view()
-    assert converted.field("l").type == pa.large_list(pa.field("item", pa.string_view(), nullable=False))
+    assert converted.field("l").type == pa.large_list(
+        pa.field("item", pa.string_view(), nullable=False)
+    )
     assert converted.field("d").type == pa.date64()
 
 
 def test_encoding_aliases_are_accepted() -> None:
     odf = DataSchema(
         fields=(
-            DataField(name="s", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "contiguous", "offsetBitWidth": 64})),
-            DataField(name="d", type=DataTypeDate(), extra=_extra(dateEncoding={"unit": "millisecond"})),
+            DataField(
+                name="s",
+                type=DataTypeString(),
+                extra=_extra(bufferEncoding={"kind": "contiguous", "offsetBitWidth": 64}),
+            ),
+            DataField(
+                name="d", type=DataTypeDate(), extra=_extra(dateEncoding={"unit": "millisecond"})
+            ),
         )
     )
     assert schema_to_arrow(odf) == pa.schema(
-        [pa.field("s", pa.large_string(), nullable=False), pa.field("d", pa.date64(), nullable=False)]
+        [
+            pa.field("s", pa.large_string(), nullable=False),
+            pa.field("d", pa.date64(), nullable=False),
+        ]
     )
 
 
@@ -161,7 +221,11 @@ def test_strip_encoding_keeps_other_attributes() -> None:
     odf = schema_from_arrow(pa.schema([pa.field("s", pa.large_string())]))
     field = odf.fields[0]
     tagged = DataSchema(
-        fields=(DataField(name="s", type=field.type, extra=field.extra.with_entries(**{"kamu.dev/x": 1})),)
+        fields=(
+            DataField(
+                name="s", type=field.type, extra=field.extra.with_entries(**{"kamu.dev/x": 1})
+            ),
+        )
     )
     stripped = strip_encoding(tagged)
     assert stripped.fields[0].extra == ExtraAttributes({"kamu.dev/x": 1})
@@ -187,12 +251,27 @@ def test_types_the_reference_rejects(arrow: pa.DataType) -> None:
     "field",
     [
         DataField(name="bad", type=DataTypeString(), extra=_extra(dateEncoding={"unit": "Day"})),
-        DataField(name="bad", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "View", "offsetBitWidth": 64})),
-        DataField(name="bad", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "Weird"})),
+        DataField(
+            name="bad",
+            type=DataTypeString(),
+            extra=_extra(bufferEncoding={"kind": "View", "offsetBitWidth": 64}),
+        ),
+        DataField(
+            name="bad", type=DataTypeString(), extra=_extra(bufferEncoding={"kind": "Weird"})
+        ),
         DataField(name="bad", type=DataTypeDecimal(precision=80, scale=0)),
-        DataField(name="bad", type=DataTypeDecimal(precision=10, scale=0), extra=_extra(decimalEncoding={"bitWidth": 48})),
+        DataField(
+            name="bad",
+            type=DataTypeDecimal(precision=10, scale=0),
+            extra=_extra(decimalEncoding={"bitWidth": 48}),
+        ),
         DataField(name="bad", type=DataTypeOption(inner=DataTypeOption(inner=DataTypeInt64()))),
-        DataField(name="bad", type=DataTypeMap(key_type=DataTypeOption(inner=DataTypeString()), value_type=DataTypeInt64())),
+        DataField(
+            name="bad",
+            type=DataTypeMap(
+                key_type=DataTypeOption(inner=DataTypeString()), value_type=DataTypeInt64()
+            ),
+        ),
     ],
 )
 def test_unrepresentable_odf_fields_are_typed_errors(field: DataField) -> None:
