@@ -37,7 +37,7 @@ class Layer(StrEnum):
     REPRODUCIBILITY = "reproducibility"
 
     @property
-    def title(self) -> str:
+    def title(self) -> str:  # type: ignore[override]  # shadows str.title: the display name
         return _LAYER_TITLES[self]
 
 

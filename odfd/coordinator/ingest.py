@@ -113,7 +113,7 @@ async def ingest_polling(
                 reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
             )
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
             return IngestOutcome(alias, True, reason="the source has not changed")
@@ -148,9 +148,9 @@ async def ingest_push(
     state = await dataset.chain.state()
     source = _push_source(state, source_name, alias)
     time = system_time or Timestamp.now()
-    if not path.is_file():
+    if not await asyncio.to_thread(path.is_file):
         raise IngestError(f"{path} is not a file")
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
             alias,

@@ -23,6 +23,7 @@ from protocol.model import (
 )
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
@@ -80,7 +81,7 @@ async def update_derivative(
         return TransformOutcome(alias, True, reason="no new input data")
 
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         request = TransformRequest(
             dataset_alias=alias,
             transform=transform,
@@ -88,7 +89,7 @@ async def update_derivative(
             system_time=time,
             next_offset=0 if state.last_offset is None else state.last_offset + 1,
             inputs=tuple(engine_inputs),
-            prev_checkpoint=dataset.checkpoints.path_of(state.last_checkpoint)
+            prev_checkpoint=local_path(dataset.checkpoints, state.last_checkpoint)
             if state.last_checkpoint
             else None,
             out_dir=work,

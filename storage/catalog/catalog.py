@@ -81,8 +81,8 @@ def _dataset(row: aiosqlite.Row) -> DatasetRecord:
         kind=_TEXT_TO_KIND[row[2]],
         head=hash_from_text(row[3]),
         head_sequence=row[4],
-        created_at=from_text(row[5]),  # type: ignore[arg-type]
-        updated_at=from_text(row[6]),  # type: ignore[arg-type]
+        created_at=from_text(row[5]),
+        updated_at=from_text(row[6]),
     )
 
 
@@ -310,7 +310,7 @@ class Catalog:
             from_text(row[1]),
             hash_from_text(row[2]),
             from_text(row[3]),
-            from_text(row[4]),  # type: ignore[arg-type]
+            from_text(row[4]),
         )
 
     async def record_remote_head(
@@ -397,12 +397,12 @@ class Catalog:
             remote,
             direction,
             hash_from_text(row[1]),
-            hash_from_text(row[2]),  # type: ignore[arg-type]
+            hash_from_text(row[2]),
             row[3],
             row[4],
             row[5],
             from_text(row[6]),
-            from_text(row[7]),  # type: ignore[arg-type]
+            from_text(row[7]),
         )
 
     async def update_transfer(
