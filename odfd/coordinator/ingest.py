@@ -22,6 +22,7 @@ from odfd.coordinator.schema import ingest_schema_event
 from odfd.ingest import bad_rows
 from odfd.ingest.errors import BadInputError, IngestError, SourceError
 from odfd.ingest.fetch import POLLING_SOURCE_NAME, fetch
+from odfd.ingest.formats import read_step_for
 from odfd.ingest.prepare import prepare
 from odfd.ingest.preprocess import preprocess, preprocess_default
 from odfd.ingest.read import reader_for
@@ -143,13 +144,17 @@ async def ingest_push(
     source_name: str | None = None,
     event_time: Timestamp | None = None,
     system_time: Timestamp | None = None,
+    input_format: str | None = None,
 ) -> IngestOutcome:
-    """One transaction of pushed data (a file) through one of the dataset's push sources."""
+    """One transaction of pushed data (a file) through one of the dataset's push sources;
+    ``input_format`` reads the file as that format instead of the source's."""
     alias = await dataset.alias() or str(dataset.id)
     state = await dataset.chain.state()
     source = _push_source(state, source_name, alias)
+    if input_format is not None:
+        source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    if not path.is_file():
+    if not await asyncio.to_thread(path.is_file):
         raise IngestError(f"{path} is not a file")
     with transaction_dir(workspace.root) as work:
         return await _transaction(
