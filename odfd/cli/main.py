@@ -85,6 +85,14 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
+_ENGINE_PACKAGES = ("pyspark", "py4j", "grpc")
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
@@ -105,6 +113,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 141
+    except Exception as err:
+        if not type(err).__module__.startswith(_ENGINE_PACKAGES):
+            raise
+        # A Spark failure odfd did not turn into one of its own errors: still one line.
+        if verbose:
+            import traceback
+
+            traceback.print_exception(err, file=sys.stderr)
+        print(f"error: Spark failed: {_first_line(err)}", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -17,12 +17,18 @@ from pathlib import Path
 from odfd.coordinator.engine import (
     CONNECT_LOG,
     LOG_DIR,
+    SERVER_RECORD,
     ServerRecord,
     remove_server_record,
     write_server_record,
 )
 from protocol.errors import OdfError
-from verifier.engine.connect_server import LocalConnectServer, ServerAddress, free_port
+from verifier.engine.connect_server import (
+    MAIN_CLASS,
+    LocalConnectServer,
+    ServerAddress,
+    free_port,
+)
 from verifier.engine.settings import SparkSettings
 
 log = logging.getLogger("odfd.daemon.engine")
@@ -51,6 +57,7 @@ class EngineServer:
 
     async def start(self) -> ServerAddress:
         """Starts the server, waits until it listens, records it; returns its address."""
+        await asyncio.to_thread(_stop_orphan, self._root)
         port = self._port or free_port()
         await self._launch(LocalConnectServer(self._settings, port, self._log_path))
         self._watcher = asyncio.create_task(self._watch(), name="engine-server-watch")
@@ -103,3 +110,23 @@ class EngineServer:
                 )
             except (OdfError, OSError) as err:  # logged; the next check tries again
                 log.error("spark connect server did not restart", extra={"error": str(err)})
+
+
+def _stop_orphan(root: Path) -> None:
+    """Stops the server a killed daemon left running (its record names it; the lock we hold says
+    that daemon is gone), so a crash does not leak a JVM per restart."""
+    import json
+    import signal
+
+    try:
+        pid = int(json.loads((root / SERVER_RECORD).read_text())["serverPid"])
+        command = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    if MAIN_CLASS.encode() in command:
+        log.warning("stopping the Spark Connect server a previous daemon left", extra={"pid": pid})
+        try:
+            os.kill(pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+    remove_server_record(root)

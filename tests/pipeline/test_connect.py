@@ -23,7 +23,7 @@ import pytest
 from odfd.coordinator.engine import SERVER_RECORD, live_server
 from tests.daemon.processes import DaemonProcess, init_workspace, odfd, wait_for
 from tests.pipeline.connect_pipeline import run_pipeline
-from verifier.engine.connect_server import free_port, is_listening
+from verifier.engine.connect_server import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -50,17 +50,19 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     ]
     processes = []
     try:
-        for n, command in enumerate(commands):
+        for n, command in enumerate(commands):  # the worker retries until the master listens
             with open(folder / f"{n}.log", "wb") as log:
                 processes.append(
                     subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT)
                 )
-            if n == 0:
-                wait_for("the standalone master", lambda: is_listening("127.0.0.1", port), 120)
         wait_for(
-            "the worker to register",
-            lambda: "Registered worker" in (folder / "0.log").read_text(errors="replace"),
-            120,
+            "the worker to register with the master",
+            lambda: (
+                "Successfully registered with master"
+                in (folder / "1.log").read_text(errors="replace")
+            ),
+            START_TIMEOUT,
+            detail=lambda: (folder / "1.log").read_text(errors="replace")[-2000:],
         )
         yield url
     finally:

@@ -92,6 +92,7 @@ class LocalConnectServer:
 
         home = Path(pyspark.__file__).parent
         conf = self.settings.spark_conf(plugin_jar())
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log4j = self.log_path.with_suffix(".log4j2.properties")
         log4j.write_text(_LOG4J2)
         quiet = f"-Dlog4j2.configurationFile={log4j}"
@@ -107,7 +108,6 @@ class LocalConnectServer:
         env.pop("SPARK_REMOTE", None)
         env.pop("SPARK_CONNECT_MODE_ENABLED", None)
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = self.address.token or ""
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(
                 argv,
