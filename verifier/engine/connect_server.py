@@ -18,15 +18,15 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import OdfError
 from verifier.engine.jvm_plugin import plugin_jar
 from verifier.engine.settings import SparkSettings
+from verifier.errors import VerifierError
 
 MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 HOST = "localhost"
 
 
-class ConnectServerError(OdfError):
+class ConnectServerError(VerifierError):
     """The local Spark Connect server could not be started or died while starting."""
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from protocol.errors import OdfError
+from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -42,7 +42,7 @@ NONDETERMINISTIC_FUNCTIONS = (
 _RANDOM = re.compile(r"\b(" + "|".join(NONDETERMINISTIC_FUNCTIONS) + r")\(", re.IGNORECASE)
 
 
-class NonDeterministicQueryError(OdfError):
+class NonDeterministicQueryError(VerifierError):
     """A transform query uses a function whose result is not reproducible."""
 
 
