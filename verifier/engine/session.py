@@ -16,9 +16,12 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import tempfile
 import threading
 import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -132,10 +135,12 @@ def _start(settings: SparkSettings) -> SparkSession:
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        with _jvm_stderr_to(_log_path):
+            session = builder.getOrCreate()
     except Exception as err:  # py4j/JVM start-up failures have no common base class
+        where = f"; see {_log_path}" if _log_path is not None else ""
         raise EngineStartError(
-            f"could not start Spark (master {settings.master}): {err}. "
+            f"could not start Spark (master {settings.master}){where}: {err}. "
             "odfd needs Java 17 on PATH or JAVA_HOME"
         ) from err
     session.sparkContext.setLogLevel("ERROR")
@@ -148,6 +153,25 @@ def _start(settings: SparkSettings) -> SparkSession:
         )
     apply_determinism(session)
     return session
+
+
+@contextmanager
+def _jvm_stderr_to(log_path: Path | None) -> Iterator[None]:
+    """While the JVM is launched, file descriptor 2 is ``log_path``: the JVM inherits it, so what
+    it prints itself (JVM warnings, output outside log4j) goes to the log, not the terminal."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
 
 
 def _start_connect(url: str) -> SparkSession:
