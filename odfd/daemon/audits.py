@@ -24,6 +24,7 @@ from protocol.model import DatasetKind
 from storage.catalog.audits import AuditRecord, AuditTable, Scope
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
+from verifier.engine.cancel import cancellable_jobs
 from verifier.report import Role, Status, VerifyReport
 
 log = logging.getLogger(__name__)
@@ -116,7 +117,10 @@ class Auditor:
         try:
             # Only re-executing transforms needs Spark, whose jobs are limited daemon-wide.
             needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
-            async with self._spark_gate if needs_spark else nullcontext():
+            async with (
+                self._spark_gate if needs_spark else nullcontext(),
+                cancellable_jobs(f"audit-{record.alias}"),
+            ):
                 report = await verify(self.workspace, [DatasetRef(key)], options)
             status = next(
                 (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
