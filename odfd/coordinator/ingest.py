@@ -148,7 +148,7 @@ async def ingest_push(
     state = await dataset.chain.state()
     source = _push_source(state, source_name, alias)
     time = system_time or Timestamp.now()
-    if not path.is_file():
+    if not await asyncio.to_thread(path.is_file):
         raise IngestError(f"{path} is not a file")
     with transaction_dir(workspace.root) as work:
         return await _transaction(
@@ -289,7 +289,7 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         if data is None:
             return None
         if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
         prev = (
             spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history))
             if plan.history
