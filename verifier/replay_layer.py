@@ -55,7 +55,7 @@ from verifier.report import (
     LayerResult,
     Status,
 )
-from verifier.row_diff import sample_differences
+from verifier.row_diff import RowDiffError, sample_differences
 
 OpenInput = Callable[[DatasetId], Awaitable[Dataset]]
 
@@ -312,12 +312,10 @@ async def _sample(
         )
     except ObjectNotFoundError:
         return {"limit": settings.sample_rows, "unavailable": "the recorded data file is missing"}
-    except Exception as err:
-        if not _is_spark_error(err):
-            raise
+    except RowDiffError as err:
         return {
             "limit": settings.sample_rows,
-            "unavailable": f"Spark cannot read the files: {_first_line(err)}",
+            "unavailable": f"the files cannot be compared: {err}",
         }
 
 
