@@ -21,7 +21,7 @@ from protocol.errors import OdfError
 from verifier.engine.base import QueryTable
 from verifier.engine.collect import ordered_batches
 from verifier.engine.registry import engine_for
-from verifier.engine.transform import query_steps, run_queries, validate_transform
+from verifier.engine.transform import query_steps, run_queries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -36,7 +36,6 @@ def preprocess(
     what = f"{dataset}: preprocess"
     sql, engine = engine_for(transform, what)
     if engine.name == "spark":
-        sql = validate_transform(sql, what)
         data.createOrReplaceTempView(INPUT_VIEW)
         return run_queries(spark, sql, what, require_deterministic=False)
     read_path = work / "preprocess-input.parquet"

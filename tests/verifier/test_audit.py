@@ -279,3 +279,28 @@ def test_progress_is_drawn_on_a_terminal_only() -> None:
     now[0] += 1.0
     progress.advance(blocks=30)
     assert progress.line() == "trades: metadata integrity · 30 blocks · 30.0 blocks/s"
+
+
+async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
+    workspace: Workspace,
+) -> None:
+    from datetime import UTC, datetime
+
+    from odfd.daemon.audits import summarize
+    from storage.catalog.audits import AuditRecord, AuditTable
+
+    source = await root_with_slices(workspace, "source", [[1]])
+    derived = await derivative_with_engine(workspace, "derived", source, "RisingWave")
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+    summary = summarize(report, derived.id)
+    assert summary.startswith("reproducibility not-re-executable: block #3 ")
+    assert summary.endswith("[engine-not-available] not re-executable here: engine RisingWave")
+    # the catalog stores the status as it is (migration 4 allows it), and it is not failing
+    now = datetime.now(UTC)
+    record = AuditRecord(
+        derived.id, "derived", "full", "test", None, now, now, "not-re-executable", summary
+    )
+    table = AuditTable(workspace.catalog)
+    await table.add(record, keep=5)
+    stored = await table.latest(derived.id)
+    assert stored is not None and stored.status == "not-re-executable" and not stored.failing
