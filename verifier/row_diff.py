@@ -27,12 +27,13 @@ class RowDiffError(OdfError):
 
 
 def sample_differences(
-    recorded: Path, recomputed: Path, offset_column: str, limit: int
+    recorded: Path, recomputed: Path, offset_column: str, limit: int, ignore_offsets: bool = False
 ) -> dict[str, Any]:
     """``{"recordedOnly": [...], "recomputedOnly": [...]}``: up to ``limit`` rows each, by offset.
 
     If the two files do not even have the same columns, that is said instead (``columnsDiffer``)
-    and the first rows of each are shown.
+    and the first rows of each are shown. ``ignore_offsets`` compares the records without their
+    offsets (the same records in another order then show no difference).
     """
     try:
         ctx = new_context()
@@ -44,15 +45,24 @@ def sample_differences(
             sample["columnsDiffer"] = {"recorded": _describe(left), "recomputed": _describe(right)}
             only_left, only_right = "SELECT * FROM recorded", "SELECT * FROM recomputed"
         else:
-            only_left = "SELECT * FROM recorded EXCEPT ALL SELECT * FROM recomputed"
-            only_right = "SELECT * FROM recomputed EXCEPT ALL SELECT * FROM recorded"
+            columns = ", ".join(
+                quote_identifier(name)
+                for name in left.names
+                if not (ignore_offsets and name == offset_column)
+            )
+            only_left = (
+                f"SELECT {columns} FROM recorded EXCEPT ALL SELECT {columns} FROM recomputed"
+            )
+            only_right = (
+                f"SELECT {columns} FROM recomputed EXCEPT ALL SELECT {columns} FROM recorded"
+            )
         for key, query, schema in (
             ("recordedOnly", only_left, left),
             ("recomputedOnly", only_right, right),
         ):
             order = (
                 f" ORDER BY {quote_identifier(offset_column)}"
-                if offset_column in schema.names
+                if offset_column in schema.names and not ignore_offsets
                 else ""
             )
             rows = ctx.sql(f"SELECT * FROM ({query}){order} LIMIT {limit}").to_arrow_table()

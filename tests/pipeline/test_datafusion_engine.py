@@ -286,5 +286,10 @@ def test_datafusion_and_spark_agree_on_a_join(spark, trades, rates, tmp_path: Pa
     )
     theirs = SparkEngine().run_transform(request)
     assert ours.new_data is not None and theirs.new_data is not None
-    assert _rows(ours.new_data.path) == _rows(theirs.new_data.path)
-    assert ours.new_data.logical_hash == theirs.new_data.logical_hash
+    assert ours.schema == theirs.schema
+
+    def records(path: Path) -> list[tuple]:
+        return sorted(tuple(v for k, v in r.items() if k != "offset") for r in _rows(path))
+
+    # the same records; each engine orders a join's output its own way
+    assert records(ours.new_data.path) == records(theirs.new_data.path)
