@@ -197,7 +197,9 @@ def root(spark, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def _verify_all(capsys: pytest.CaptureFixture[str]) -> dict:
-    code, out, err = _run(capsys, "verify", "--recursive", "carol/hot.regions", "--output", "json")
+    code, out, err = _run(
+        capsys, "verify", "--recursive", "carol/hot.regions", "--output", "json", "--jobs", "1"
+    )
     report = json.loads(out)
     assert code == 0, json.dumps(report["datasets"], indent=1)[:3000]
     return {d["alias"]: d for d in report["datasets"]}
@@ -290,12 +292,12 @@ def test_multi_tenant_pipeline_runs_incrementally_and_verifies(
         assert reports[alias]["layers"]["reproducibility"]["checked"]["transactions"] == 2, alias
 
     # Spark cannot run DataFusion's dialect here: reported for information, not as a failure
-    code, out, _ = _run(capsys, "verify", "bob/region.stats", "--cross-engine", "spark")
+    code, out, _ = _run(capsys, "verify", "bob/region.stats", "--cross-engine", "spark", "-j", "1")
     assert code == 0 and "cross-engine spark   0 agree, 0 differ, 2 error" in out
 
     # a forged slice, consistent in every hash, is caught by re-execution in DataFusion
     forged_rows = asyncio.run(_forge(root, "bob/region.stats"))
-    code, out, _ = _run(capsys, "verify", "bob/region.stats")
+    code, out, _ = _run(capsys, "verify", "bob/region.stats", "-j", "1")
     assert code == 1
     assert "[logical-hash] re-executing the transaction gives different records" in out
     assert f'"avg_temp": {forged_rows}' in out
@@ -364,7 +366,7 @@ def test_bad_queries_and_foreign_engines_fail_with_one_line_and_commit_nothing(
         assert re.search(message, line), line
         assert asyncio.run(_head(root, alias)) == head_before  # nothing committed
     # the foreign dataset still passes integrity verification
-    code, out, _ = _run(capsys, "verify", "dave/flinky")
+    code, out, _ = _run(capsys, "verify", "dave/flinky", "-j", "1")
     assert code == 0 and "metadata integrity   ok" in out
 
 
