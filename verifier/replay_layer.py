@@ -204,8 +204,9 @@ async def _replay_cross_engine(
         if [f.rule for f in findings] == ["logical-hash"] and result.new_data is not None:
             # Engines may order a join's or aggregation's rows differently: compare the records
             # without their offsets before calling it a difference.
-            recorded = block.event.new_data
-            assert isinstance(block.event, ExecuteTransform) and recorded is not None
+            event = block.event
+            assert isinstance(event, ExecuteTransform) and event.new_data is not None
+            recorded = event.new_data
             sample = await _sample(
                 dataset,
                 recorded.physical_hash,
