@@ -59,4 +59,3 @@ def _utc_timestamps(table: pa.Table) -> pa.Table:
             utc = pa.timestamp(field.type.unit, tz="UTC")
             table = table.set_column(index, field.with_type(utc), table.column(index).cast(utc))
     return table
-
