@@ -316,3 +316,22 @@ async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
     await table.add(record, keep=5)
     stored = await table.latest(derived.id)
     assert stored is not None and stored.status == "not-re-executable" and not stored.failing
+
+
+async def test_a_foreign_engine_dataset_replicates_to_a_peer_and_verifies_there(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    from odfd.sync.pull import pull
+    from odfd.sync.push import push
+
+    source = await root_with_slices(workspace, "source", [[1, 2]])
+    await derivative_with_engine(workspace, "derived", source, "flink")
+    async with await Workspace.init(tmp_path / "peer") as peer:
+        for alias in ("source", "derived"):
+            await push(workspace, alias, f"file://{tmp_path / 'export' / alias}")
+            await pull(peer, f"file://{tmp_path / 'export' / alias}", alias=alias)
+        report = await verify(peer, ["derived"], VerifyOptions(jobs=1))
+        derived = report.datasets[-1]
+        assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
+        assert derived.reproducibility.status is Status.NOT_REEXECUTABLE
+        assert report.exit_code == 3
