@@ -18,11 +18,11 @@ from typing import Any
 
 import pyarrow as pa
 
-from protocol.errors import OdfError
 from verifier.engine.datafusion_engine import new_context, quote_identifier
+from verifier.errors import VerifierError
 
 
-class RowDiffError(OdfError):
+class RowDiffError(VerifierError):
     """The two files cannot be read or compared."""
 
 

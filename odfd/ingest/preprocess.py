@@ -6,7 +6,9 @@ clock (e.g. to stamp an ingestion time): root data is not re-derived by verifier
 
 ``engine: spark`` runs in the ingest's Spark session. Any other engine odfd has (DataFusion) runs
 on the read data written to a Parquet file, in order, and its result is read back into Spark for
-the merge step.
+the merge step. Without a preprocess step and without a declared schema,
+:func:`preprocess_default` renames columns that clash with system columns, as the reference's
+default preprocessing does.
 """
 
 from __future__ import annotations
@@ -18,8 +20,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from protocol.errors import OdfError
+from protocol.model import MergeStrategyChangelogStream, MergeStrategyUpsertStream
 from verifier.engine.base import QueryTable
 from verifier.engine.collect import ordered_batches
+from verifier.engine.columns import Vocab, col
 from verifier.engine.registry import engine_for
 from verifier.engine.transform import query_steps, run_queries
 
@@ -59,3 +63,18 @@ def _utc_timestamps(table: pa.Table) -> pa.Table:
             utc = pa.timestamp(field.type.unit, tz="UTC")
             table = table.set_column(index, field.with_type(utc), table.column(index).cast(utc))
     return table
+
+
+def preprocess_default(data: DataFrame, merge_strategy: object, vocab: Vocab) -> DataFrame:
+    """What the reference does to inferred data when a source has no preprocess step.
+
+    A column named like a system column (``offset``, ``system_time``, and ``op`` unless the merge
+    strategy reads it: ChangelogStream, UpsertStream) is renamed with a leading ``_`` instead of
+    failing the ingest.
+    """
+    reserved = {vocab.offset, vocab.system_time}
+    if not isinstance(merge_strategy, (MergeStrategyChangelogStream, MergeStrategyUpsertStream)):
+        reserved.add(vocab.op)
+    if not reserved & set(data.columns):
+        return data
+    return data.select(*[col(c).alias(f"_{c}") if c in reserved else col(c) for c in data.columns])
