@@ -70,5 +70,7 @@ def _sql(args: argparse.Namespace) -> int:
 
 def run_query(query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
     """Runs ``query`` in ``engine`` with each dataset registered under its alias; blocking."""
-    tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
+    tables = [  # a dataset that did not exist yet (AS OF) is no table at all
+        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
+    ]
     return engine_named(engine).query([SqlQueryStep(query=query)], tables)
