@@ -34,6 +34,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "apply",
     "get",
     "status",
+    "inspect",
+    "ui",
 )
 
 

@@ -40,6 +40,7 @@ from aiohttp import web
 from odfd.config import NodeConfig, load_config
 from odfd.daemon.admin import json_handler, socket_path
 from odfd.daemon.audits import Auditor
+from odfd.daemon.console import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.jobs import JobRunner
@@ -220,7 +221,7 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(self.workspace, self.config.server)
+        app = create_app(self.workspace, self.config.server, console=DaemonBackend(self))
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self._metrics)

@@ -1,0 +1,42 @@
+"""The console's view of a running daemon: live status and schedule, metrics, and the actions
+(sync a mirror now, audit a dataset now) the admin API also offers."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from odfd.daemon.status import build_status
+from protocol.errors import OdfError
+from protocol.identity import DatasetRef
+
+if TYPE_CHECKING:
+    from odfd.daemon.service import Daemon
+
+
+class DaemonBackend:
+    def __init__(self, daemon: Daemon) -> None:
+        self.daemon = daemon
+        self.workspace = daemon.workspace
+
+    async def status(self) -> dict[str, Any]:
+        daemon = self.daemon
+        next_runs = {str(k): v for k, v in daemon.syncs.scheduled().items()}
+        return await build_status(
+            daemon.workspace, daemon.runtime(), next_runs, {str(d) for d in daemon.withheld}
+        )
+
+    def metrics(self) -> str | None:
+        self.daemon.metrics.queue_depth.set(self.daemon.syncs.queued)
+        return self.daemon.metrics.exposition().decode()
+
+    async def sync_now(self, mirror: str) -> dict[str, Any]:
+        record = await self.daemon.mirrors.require(mirror)
+        self.daemon.syncs.run_now(record.name)
+        return {"queued": record.name}
+
+    async def audit_now(self, dataset: str, scope: str) -> dict[str, Any]:
+        if scope not in ("full", "integrity"):
+            raise OdfError(f"scope must be full or integrity, not {scope!r}")
+        record = await self.workspace.resolve(DatasetRef.parse(dataset))
+        self.daemon.auditor.request(record.id, scope, "console")  # type: ignore[arg-type]
+        return {"queued": record.alias, "scope": scope}
