@@ -365,7 +365,7 @@ function HistoryTab({ alias }) {
   const width = Math.max(360, Math.min(1200, points.length * 28 + 80));
   const height = 240, left = 56, bottom = 40, top = 12;
   const max = Math.max(...points.map((p) => p.records), 1);
-  const step = (width - left - 10) / points.length;
+  const step = Math.min(48, (width - left - 10) / points.length);
   const y = (v) => top + (height - top - bottom) * (1 - v / max);
   const labelEvery = Math.ceil(points.length / 10);
   return html`<div>
@@ -518,4 +518,6 @@ function App() {
 }
 
 takeTokenFromUrl();
-render(html`<${App} />`, document.getElementById("app"));
+const mount = document.getElementById("app");
+mount.textContent = "";
+render(html`<${App} />`, mount);
