@@ -141,9 +141,7 @@ async def schema_document(dataset: Dataset) -> dict[str, Any]:
     odf = json.loads(odf_json.dumps(state.schema)) if state.schema.schema is not None else None
     return {
         "odf": odf,
-        "arrow": [
-            {"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in arrow
-        ],
+        "arrow": [{"name": f.name, "type": str(f.type), "nullable": f.nullable} for f in arrow],
         "ddl": ddl(arrow),
     }
 

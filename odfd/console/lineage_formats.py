@@ -149,7 +149,7 @@ def to_svg(graph: LineageGraph) -> str:
 def to_html(graph: LineageGraph) -> str:
     root = graph.nodes[graph.root]
     return (
-        "<!doctype html>\n<html><head><meta charset=\"utf-8\">"
+        '<!doctype html>\n<html><head><meta charset="utf-8">'
         f"<title>Lineage of {html.escape(root.alias)}</title></head>\n"
         f"<body><h1>Lineage of {html.escape(root.alias)}</h1>\n"
         "<p>Inputs on the left, datasets reading them on the right; blue: root datasets, "

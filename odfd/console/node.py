@@ -32,9 +32,7 @@ async def node_info(
         "daemon": status["daemon"],
         "datasets": len(visible),
         "served": sorted(served, key=str.lower),
-        "withheld": sorted(
-            (r.alias for r in visible if r.id in state.withheld), key=str.lower
-        ),
+        "withheld": sorted((r.alias for r in visible if r.id in state.withheld), key=str.lower),
         "mirrors": len(status["mirrors"]),
         "ipfs": await _ipfs(config.ipfs.settings().api),
         "engines": [
@@ -59,7 +57,8 @@ async def _ipfs(api: str) -> dict[str, Any]:
         client = IpfsClient(api, timeout=IPFS_TIMEOUT)
         info = await asyncio.wait_for(client.id(), IPFS_TIMEOUT + 1)
     except (OdfError, TimeoutError, OSError) as err:
-        return {"api": api, "online": False, "error": str(err) or type(err).__name__}
+        message = str(err) or type(err).__name__
+        return {"api": api, "online": False, "error": message.split(": HTTP")[0][:200]}
     return {
         "api": api,
         "online": True,

@@ -30,7 +30,9 @@ class Node:
     async def get(self, path: str, token: str | None = None) -> tuple[int, object]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with self.http.get(self.url + path, headers=headers) as response:
-            body = await (response.json() if response.content_type.endswith("json") else response.text())
+            body = await (
+                response.json() if response.content_type.endswith("json") else response.text()
+            )
             return response.status, body
 
     async def post(

@@ -7,7 +7,7 @@ under ``test-artifacts/console/``."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -71,11 +71,11 @@ class Node:
         return len(await MirrorTable(self.workspace.catalog).attempts("cities"))
 
 
-async def _eventually(what: str, probe: Callable[[], object], timeout: float = 30.0) -> None:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not await probe():  # type: ignore[misc]
+async def _eventually(what: str, probe: Callable[[], Awaitable[bool]], within: float = 30) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not await probe():
         if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
+            raise AssertionError(f"timed out after {within:g} s waiting for {what}")
         await asyncio.sleep(0.2)
 
 
@@ -111,21 +111,20 @@ async def node(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Async
         node = Node(daemon, workspace, browser)
         try:
             # The start-up sync of the mirror and the audits of every head have run.
-            await _eventually("the start-up sync", lambda: _positive(node.attempts()))
-            await _eventually("the start-up audits", lambda: _idle(daemon))
+
+            async def synced() -> bool:
+                return await node.attempts() > 0
+
+            async def idle() -> bool:
+                runner = daemon.auditor.runner
+                return runner.queued == 0 and runner.running == 0 and daemon.syncs.running == 0
+
+            await _eventually("the start-up sync", synced)
+            await _eventually("the start-up audits", idle)
             yield node
         finally:
             await asyncio.to_thread(browser.close)
             await daemon.shutdown()
-
-
-async def _positive(count: object) -> bool:
-    return await count > 0  # type: ignore[operator]
-
-
-async def _idle(daemon: Daemon) -> bool:
-    runner = daemon.auditor.runner
-    return runner.queued == 0 and runner.running == 0 and daemon.syncs.running == 0
 
 
 def _fresh(browser: Browser, url: str, token: str | None = None) -> None:
@@ -279,11 +278,11 @@ async def test_sync_now_needs_the_admin_token(node: Node) -> None:
         browser.screenshot("sync-accepted")
 
     await node.run(accepted)
-    await _eventually("the sync asked for", lambda: _more(node.attempts(), before))
 
+    async def synced_again() -> bool:
+        return await node.attempts() > before
 
-async def _more(count: object, than: int) -> bool:
-    return await count > than  # type: ignore[operator]
+    await _eventually("the sync asked for", synced_again)
 
 
 async def test_private_dataset_needs_a_token(node: Node) -> None:

@@ -13,6 +13,8 @@ from odfd.console.details import schema_document, transform_history
 from odfd.console.lineage import LineageError, build_lineage
 from odfd.console.lineage_formats import FORMATS, render
 from protocol.identity import DatasetRef
+from storage.catalog import DatasetRecord
+from storage.dataset import Dataset
 from storage.workspace import Workspace
 
 
@@ -59,7 +61,7 @@ def _lineage(args: argparse.Namespace) -> int:
     return run_in_workspace(args, run)
 
 
-async def _dataset(workspace: Workspace, ref: str):  # type: ignore[no-untyped-def]
+async def _dataset(workspace: Workspace, ref: str) -> tuple[DatasetRecord, Dataset]:
     record = await workspace.try_resolve(DatasetRef.parse(ref))
     if record is None:
         raise LineageError(f"no dataset {ref} in the workspace at {workspace.root}")
@@ -112,7 +114,9 @@ def _query(args: argparse.Namespace) -> int:
                 lines.append("  no block changed the data under this transform yet")
             for block in step.blocks:
                 offsets = block["offsets"]
-                span = "no new records" if offsets is None else f"offsets {offsets[0]}..{offsets[1]}"
+                span = (
+                    "no new records" if offsets is None else f"offsets {offsets[0]}..{offsets[1]}"
+                )
                 lines.append(
                     f"  block {block['sequenceNumber']} ({block['systemTime']}) "
                     f"ExecuteTransform {block['hash'][-12:]}: {span}"

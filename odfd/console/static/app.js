@@ -67,13 +67,17 @@ function bytes(n) {
   return `${i === 0 ? n : n.toFixed(1)} ${units[i]}`;
 }
 
+function span(seconds) {
+  if (seconds < 90) return `${Math.round(seconds)} s`;
+  if (seconds < 5400) return `${Math.round(seconds / 60)} min`;
+  if (seconds < 129600) return `${Math.round(seconds / 3600)} h`;
+  return `${Math.round(seconds / 86400)} d`;
+}
+
 function ago(time) {
   if (!time) return "–";
   const seconds = (Date.now() - new Date(time).getTime()) / 1000;
-  if (seconds < 90) return `${Math.max(0, Math.round(seconds))} s ago`;
-  if (seconds < 5400) return `${Math.round(seconds / 60)} min ago`;
-  if (seconds < 129600) return `${Math.round(seconds / 3600)} h ago`;
-  return `${Math.round(seconds / 86400)} d ago`;
+  return seconds < 0 ? `in ${span(-seconds)}` : `${span(seconds)} ago`;
 }
 
 function cell(value) {
@@ -270,15 +274,6 @@ function DataTab({ alias }) {
     setRunning(false);
   };
   return html`<div>
-    <h2>Latest rows</h2>
-    <${Error_} message=${error} />
-    ${data ? html`<div id="rows">
-      ${data.rows.length ? html`<${Table} columns=${data.columns} rows=${data.rows} />` : html`<p class="muted">No rows.</p>`}
-      <div class="pager">
-        <button class="secondary" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - limit))}>Newer</button>
-        <span class="muted">${data.total ? `rows ${offset + 1}–${offset + data.rows.length} of ${data.total}, newest first` : ""}</span>
-        <button class="secondary" disabled=${offset + limit >= data.total} onClick=${() => setOffset(offset + limit)}>Older</button>
-      </div></div>` : html`<${Loading} />`}
     <h2>SQL</h2>
     <form onSubmit=${run} class="card">
       <textarea id="sql-query" value=${sql} onInput=${(e) => setSql(e.target.value)}></textarea>
@@ -288,6 +283,15 @@ function DataTab({ alias }) {
     <${Error_} message=${sqlError} />
     ${result ? html`<div id="sql-result"><p class="muted">${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.ms} ms</p>
       <${Table} columns=${result.columns} rows=${result.rows} /></div>` : null}
+    <h2>Latest rows</h2>
+    <${Error_} message=${error} />
+    ${data ? html`<div id="rows">
+      ${data.rows.length ? html`<${Table} columns=${data.columns} rows=${data.rows} />` : html`<p class="muted">No rows.</p>`}
+      <div class="pager">
+        <button class="secondary" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - limit))}>Newer</button>
+        <span class="muted">${data.total ? `rows ${offset + 1}–${offset + data.rows.length} of ${data.total}, newest first` : ""}</span>
+        <button class="secondary" disabled=${offset + limit >= data.total} onClick=${() => setOffset(offset + limit)}>Older</button>
+      </div></div>` : html`<${Loading} />`}
   </div>`;
 }
 
@@ -415,7 +419,7 @@ function AuditsTab({ alias }) {
   if (!data) return html`<${Loading} />`;
   if (!data.audits.length) return html`<p class="muted" id="no-audits">No audit has run on this dataset yet.</p>`;
   return html`<div id="audits">${data.audits.map((a) => html`<details class="card audit" open=${a.status !== "ok"}>
-    <summary>${statusPill(a.status)} ${a.scope} audit, ${a.trigger} · ${a.finishedAt} · ${a.summary}</summary>
+    <summary>${statusPill(a.status)} ${a.scope} audit, ${a.trigger} · <span title=${a.finishedAt}>${ago(a.finishedAt)}</span> · ${a.summary}</summary>
     ${a.report ? html`<${Findings} report=${a.report} />` : html`<p class="muted">The audit could not run.</p>`}
   </details>`)}</div>`;
 }
@@ -443,15 +447,15 @@ function MirrorsPage() {
         <th>Last success</th><th>Next attempt</th><th class="num">Failures</th><th>Last error</th><th></th></tr></thead>
       <tbody>${data.mirrors.map((m) => html`<tr class="mirror-row" data-name=${m.name}>
         <td><a href=${datasetHref(m.name)}>${m.name}</a></td>
-        <td class="mono">${m.source}</td>
+        <td class="mono wrap">${m.source}</td>
         <td>${m.paused ? html`<${Pill}>paused<//>` : statusPill(m.lastOutcome || "new")}</td>
         <td class="num">${m.lagBlocks ?? "–"}</td>
         <td title=${m.lastAttemptAt || ""}>${ago(m.lastAttemptAt)}</td>
         <td title=${m.lastSuccessAt || ""}>${ago(m.lastSuccessAt)}</td>
-        <td>${m.nextRunAt || "–"}${m.consecutiveFailures ? html` <span class="muted">(backing off, every ${m.every})</span>` : html` <span class="muted">(every ${m.every})</span>`}</td>
+        <td title=${m.nextRunAt || ""}>${m.paused ? "–" : ago(m.nextRunAt)}${m.consecutiveFailures ? html` <span class="muted">(backing off after ${m.consecutiveFailures} failure(s); every ${m.every})</span>` : html` <span class="muted">(every ${m.every})</span>`}</td>
         <td class="num">${m.consecutiveFailures}</td>
-        <td class="mono">${m.lastError || ""}</td>
-        <td><button class="secondary sync-now" onClick=${() => sync(m.name)}>Sync now</button></td>
+        <td class="mono wrap">${m.lastError || ""}</td>
+        <td class="nowrap"><button class="secondary sync-now" onClick=${() => sync(m.name)}>Sync now</button></td>
       </tr>`)}</tbody></table>` : html`<p class="muted">No mirrors are configured (<span class="mono">odfd mirror add</span>).</p>`)
       : html`<${Loading} />`}
     ${data && !data.daemon.running ? html`<p class="muted">No daemon runs on this workspace: the schedule shown is the one stored in the catalog.</p>` : null}
