@@ -7,11 +7,11 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from odfd.daemon.status import build_status
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from storage.workspace import Workspace
 
 
-class ActionUnavailableError(OdfError):
+class ActionUnavailableError(OdfdError):
     """An action (sync now, audit now) needs a running daemon."""
 
 

@@ -7,14 +7,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
 
-class LineageError(OdfError):
+class LineageError(OdfdError):
     """The dataset asked about is not in the workspace."""
 
 

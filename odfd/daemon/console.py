@@ -3,18 +3,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from odfd.daemon.admin import AdminTarget
 from odfd.daemon.status import build_status
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import DatasetRef
 
-if TYPE_CHECKING:
-    from odfd.daemon.service import Daemon
+
+class ConsoleActionError(OdfdError):
+    """An action asked of the daemon through the console is malformed."""
 
 
 class DaemonBackend:
-    def __init__(self, daemon: Daemon) -> None:
+    def __init__(self, daemon: AdminTarget) -> None:
         self.daemon = daemon
         self.workspace = daemon.workspace
 
@@ -36,7 +38,7 @@ class DaemonBackend:
 
     async def audit_now(self, dataset: str, scope: str) -> dict[str, Any]:
         if scope not in ("full", "integrity"):
-            raise OdfError(f"scope must be full or integrity, not {scope!r}")
+            raise ConsoleActionError(f"scope must be full or integrity, not {scope!r}")
         record = await self.workspace.resolve(DatasetRef.parse(dataset))
         self.daemon.auditor.request(record.id, scope, "console")  # type: ignore[arg-type]
         return {"queued": record.alias, "scope": scope}
