@@ -1,6 +1,6 @@
 """The console's pages on a node holding 1,000 datasets, measured in one run.
 
-Usage: python scripts/bench_console.py [--datasets 1000] [--repeat 20] [--dir DIR]
+Usage: python scripts/bench_console.py [--datasets 1000] [--repeat 20] [--workspace DIR]
 
 Builds a workspace of ``--datasets`` datasets (nine in ten roots with two data slices each, the
 rest derivatives reading three roots each, so lineage has edges), serves it with ``odfd serve``'s
@@ -35,6 +35,7 @@ from tests.console.pipelines import derivative
 from tests.replication.datagen import create_root
 
 TARGET_MS = 200.0
+SAMPLES = ("bench.root.0000", "bench.derived.0000")
 
 
 async def _build(root: Path, count: int) -> tuple[str, str]:
@@ -56,7 +57,7 @@ async def _build(root: Path, count: int) -> tuple[str, str]:
             await workspace.create_from_snapshot(
                 load_snapshot(derivative(name, inputs, query), name)
             )
-    return roots[0], "bench.derived.0000"
+    return SAMPLES
 
 
 async def _time(http: aiohttp.ClientSession, url: str) -> float:
@@ -131,14 +132,19 @@ def main() -> None:
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument(
-        "--dir", type=Path, help="where to build the workspace (default: a temp dir)"
+        "--workspace",
+        type=Path,
+        help="build the workspace here and keep it; reused if it exists (default: a temp dir)",
     )
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory(dir=args.dir) as folder:
-        root = Path(folder) / "ws"
-        started = time.perf_counter()
-        sample_root, sample_derived = asyncio.run(_build(root, args.datasets))
-        print(f"built {args.datasets} datasets in {time.perf_counter() - started:.0f} s")
+    with tempfile.TemporaryDirectory() as folder:
+        root = args.workspace or Path(folder) / "ws"
+        if (root / "catalog.sqlite").exists():
+            sample_root, sample_derived = SAMPLES
+        else:
+            started = time.perf_counter()
+            sample_root, sample_derived = asyncio.run(_build(root, args.datasets))
+            print(f"built {args.datasets} datasets in {time.perf_counter() - started:.0f} s")
         asyncio.run(_measure(root, args.repeat, sample_root, sample_derived))
 
 

@@ -27,9 +27,10 @@ from odfd.console.details import (
     schema_document,
     transform_history,
 )
-from odfd.console.lineage import build_lineage
+from odfd.console.lineage import InputIndex, build_lineage
 from odfd.console.node import node_info
 from odfd.console.sql import json_cell, run_sql
+from odfd.console.view import CatalogView
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
 from storage.catalog import DatasetRecord
@@ -46,7 +47,9 @@ class Console:
 
     def __init__(self, backend: NodeBackend) -> None:
         self.backend = backend
+        self.view = CatalogView(backend)
         self.summaries = SummaryCache()
+        self.inputs = InputIndex(backend.workspace)
 
 
 def add_console(app: web.Application, backend: NodeBackend) -> None:
@@ -145,11 +148,10 @@ async def _datasets(request: web.Request) -> web.Response:
     limit = _int(request, "limit", 100, MAX_PAGE)
     records = [
         r
-        for r in await state.workspace.list_datasets()
+        for r in await console.view.records()
         if state.visible(r, request) and query in r.alias.lower()
     ]
-    records.sort(key=lambda r: r.alias.lower())
-    status = _status_by_id(await console.backend.status())
+    status = _status_by_id(await console.view.status())
     page = []
     for record in records[offset : offset + limit]:
         dataset = state.workspace.open_dataset(record.id)
@@ -183,7 +185,7 @@ async def _overview(request: web.Request) -> web.Response:
     record = await _record(request)
     dataset = state.workspace.open_dataset(record.id)
     summary = await console.summaries.get(dataset, record)
-    status = _status_by_id(await console.backend.status()).get(str(record.id), {})
+    status = _status_by_id(await console.view.status()).get(str(record.id), {})
     return _json(
         {
             "alias": record.alias,
@@ -251,13 +253,15 @@ async def _blocks(request: web.Request) -> web.Response:
 
 
 async def _lineage(request: web.Request) -> web.Response:
-    state, _ = _parts(request)
+    state, console = _parts(request)
     record = await _record(request)
     graph = await build_lineage(
         state.workspace,
         str(record.id),
         downstream=True,
         visible=lambda r: state.visible(r, request),
+        listed=await console.view.records(),
+        index=console.inputs,
     )
     return _json(graph.to_json())
 
@@ -290,11 +294,9 @@ async def _audits(request: web.Request) -> web.Response:
 
 async def _mirrors(request: web.Request) -> web.Response:
     state, console = _parts(request)
-    status = await console.backend.status()
+    status = await console.view.status()
     hidden = {
-        r.alias.lower()
-        for r in await state.workspace.list_datasets()
-        if not state.visible(r, request)
+        r.alias.lower() for r in await console.view.records() if not state.visible(r, request)
     }
     mirrors = [m for m in status["mirrors"] if m["name"].lower() not in hidden]
     return _json({"daemon": status["daemon"], "mirrors": mirrors})
@@ -302,7 +304,7 @@ async def _mirrors(request: web.Request) -> web.Response:
 
 async def _node(request: web.Request) -> web.Response:
     state, console = _parts(request)
-    return _json(await node_info(state, console.backend, request))
+    return _json(await node_info(state, console.view, console.backend, request))
 
 
 # --- queries and actions --------------------------------------------------------------------------

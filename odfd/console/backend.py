@@ -1,12 +1,12 @@
 """What the console asks of the process serving it. Under ``odfd serve`` and ``odfd ui`` only the
-workspace is there (status from the catalog, no actions); the daemon adds its live schedule,
-metrics and the actions (``odfd.daemon.console``). Both sit behind ``NodeBackend``."""
+workspace is there (what the catalog knows, no actions); a daemon adds its live queues and
+schedule, metrics and the actions (``odfd.daemon.console``). Both sit behind ``NodeBackend``."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Protocol
 
-from odfd.daemon.status import build_status
 from odfd.errors import OdfdError
 from storage.workspace import Workspace
 
@@ -18,8 +18,16 @@ class ActionUnavailableError(OdfdError):
 class NodeBackend(Protocol):
     workspace: Workspace
 
-    async def status(self) -> dict[str, Any]:
-        """``odfd.daemon.status.build_status``'s document."""
+    def runtime(self) -> dict[str, Any] | None:
+        """The daemon's part of ``odfd status`` (queues, pid), ``None`` without a daemon."""
+        ...
+
+    def next_runs(self) -> dict[str, datetime]:
+        """When each mirror syncs next, as scheduled in memory (empty: the catalog's times)."""
+        ...
+
+    def withheld(self) -> set[str]:
+        """Ids of the datasets the server withholds."""
         ...
 
     def metrics(self) -> str | None:
@@ -32,13 +40,19 @@ class NodeBackend(Protocol):
 
 
 class WorkspaceBackend:
-    """A workspace with no daemon: what the catalog knows."""
+    """A workspace with no daemon."""
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
 
-    async def status(self) -> dict[str, Any]:
-        return await build_status(self.workspace)
+    def runtime(self) -> dict[str, Any] | None:
+        return None
+
+    def next_runs(self) -> dict[str, datetime]:
+        return {}
+
+    def withheld(self) -> set[str]:
+        return set()
 
     def metrics(self) -> str | None:
         return None

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from odfd.errors import OdfdError
-from protocol.identity import DatasetId, DatasetRef
+from protocol.identity import DatasetId, DatasetRef, Multihash
 from protocol.model import DatasetKind
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
@@ -60,11 +60,23 @@ def _node(record: DatasetRecord) -> LineageNode:
     return LineageNode(str(record.id), record.alias, record.kind.value, head)
 
 
-async def input_ids(workspace: Workspace, record: DatasetRecord) -> tuple[DatasetId, ...]:
-    if record.kind is not DatasetKind.DERIVATIVE or record.head is None:
-        return ()
-    state = await workspace.open_dataset(record.id).chain.state()
-    return state.transform_input_ids
+class InputIndex:
+    """Each derivative's inputs by (dataset, head): a chain is read again only after its head
+    moved (the console keeps one for the life of the server)."""
+
+    def __init__(self, workspace: Workspace) -> None:
+        self.workspace = workspace
+        self._entries: dict[DatasetId, tuple[Multihash | None, tuple[DatasetId, ...]]] = {}
+
+    async def inputs(self, record: DatasetRecord) -> tuple[DatasetId, ...]:
+        if record.kind is not DatasetKind.DERIVATIVE or record.head is None:
+            return ()
+        cached = self._entries.get(record.id)
+        if cached is not None and cached[0] == record.head:
+            return cached[1]
+        state = await self.workspace.open_dataset(record.id).chain.state(record.head)
+        self._entries[record.id] = (record.head, state.transform_input_ids)
+        return state.transform_input_ids
 
 
 async def build_lineage(
@@ -73,22 +85,25 @@ async def build_lineage(
     *,
     downstream: bool = False,
     visible: Visible | None = None,
+    listed: list[DatasetRecord] | None = None,
+    index: InputIndex | None = None,
 ) -> LineageGraph:
     """Every input of ``ref``, recursively; with ``downstream`` also every dataset reading it,
-    recursively. Datasets ``visible`` rejects are left out as if they did not exist."""
+    recursively. Datasets ``visible`` rejects are left out as if they did not exist. ``listed``
+    (the workspace's datasets) and ``index`` let a caller reuse what it already read."""
     show = visible or (lambda record: True)
-    records = {record.id: record for record in await workspace.list_datasets() if show(record)}
+    everything = listed if listed is not None else await workspace.list_datasets()
+    records = {record.id: record for record in everything if show(record)}
     start = await workspace.try_resolve(DatasetRef.parse(ref))
     if start is None or start.id not in records:
         raise LineageError(f"no dataset {ref} in the workspace at {workspace.root}")
+    start = records[start.id]
     graph = LineageGraph(str(start.id))
     graph.nodes[str(start.id)] = _node(start)
-    inputs_cache: dict[DatasetId, tuple[DatasetId, ...]] = {}
+    inputs_index = index or InputIndex(workspace)
 
     async def inputs(dataset_id: DatasetId) -> tuple[DatasetId, ...]:
-        if dataset_id not in inputs_cache:
-            inputs_cache[dataset_id] = await input_ids(workspace, records[dataset_id])
-        return inputs_cache[dataset_id]
+        return await inputs_index.inputs(records[dataset_id])
 
     pending = [start.id]
     seen = {start.id}

@@ -12,19 +12,20 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from odfd.config import load_config
 from odfd.console.backend import NodeBackend
+from odfd.console.view import CatalogView
 from odfd.server.state import ServerState
 from protocol.errors import OdfError
-from protocol.transfer.ipfs import IpfsClient
+from storage.ipfs_client import IpfsClient
 from verifier.engine import session as spark_session
 
 IPFS_TIMEOUT = 2.0
 
 
 async def node_info(
-    state: ServerState, backend: NodeBackend, request: web.Request
+    state: ServerState, view: CatalogView, backend: NodeBackend, request: web.Request
 ) -> dict[str, Any]:
-    status = await backend.status()
-    visible = [r for r in await state.workspace.list_datasets() if state.visible(r, request)]
+    status = await view.status()
+    visible = [r for r in await view.records() if state.visible(r, request)]
     config = load_config(state.workspace.layout.config_path)
     served = [r.alias for r in visible if r.id not in state.withheld]
     return {

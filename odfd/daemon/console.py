@@ -1,12 +1,12 @@
-"""The console's view of a running daemon: live status and schedule, metrics, and the actions
-(sync a mirror now, audit a dataset now) the admin API also offers."""
+"""The console's view of a running daemon: its queues and in-memory schedule, metrics, and the
+actions (sync a mirror now, audit a dataset now) the admin API also offers."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from odfd.daemon.admin import AdminTarget
-from odfd.daemon.status import build_status
 from odfd.errors import OdfdError
 from protocol.identity import DatasetRef
 
@@ -20,12 +20,14 @@ class DaemonBackend:
         self.daemon = daemon
         self.workspace = daemon.workspace
 
-    async def status(self) -> dict[str, Any]:
-        daemon = self.daemon
-        next_runs = {str(k): v for k, v in daemon.syncs.scheduled().items()}
-        return await build_status(
-            daemon.workspace, daemon.runtime(), next_runs, {str(d) for d in daemon.withheld}
-        )
+    def runtime(self) -> dict[str, Any] | None:
+        return self.daemon.runtime()
+
+    def next_runs(self) -> dict[str, datetime]:
+        return {str(name): due for name, due in self.daemon.syncs.scheduled().items()}
+
+    def withheld(self) -> set[str]:
+        return {str(dataset_id) for dataset_id in self.daemon.withheld}
 
     def metrics(self) -> str | None:
         self.daemon.metrics.queue_depth.set(self.daemon.syncs.queued)

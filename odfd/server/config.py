@@ -14,6 +14,7 @@ admin_tokens = ["…"]         # bearer tokens for the console's actions (sync n
 
 from __future__ import annotations
 
+import functools
 import secrets
 from dataclasses import dataclass, field
 
@@ -37,7 +38,7 @@ class ServerConfig:
     def is_private(self, alias: str) -> bool:
         if not self.private:
             return False
-        parsed = DatasetAlias.parse(alias)
+        parsed = _alias(alias)
         return any(pattern.matches(parsed) for pattern in self.private)
 
     def may_read_private(self, request: web.Request) -> bool:
@@ -48,6 +49,12 @@ class ServerConfig:
     def is_admin(self, request: web.Request) -> bool:
         token = bearer_token(request)
         return token is not None and token in self.admin_tokens
+
+
+@functools.lru_cache(maxsize=65536)
+def _alias(text: str) -> DatasetAlias:
+    """Parsed once: listings check every dataset against the private patterns."""
+    return DatasetAlias.parse(text)
 
 
 def bearer_token(request: web.Request) -> str | None:

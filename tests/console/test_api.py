@@ -26,6 +26,7 @@ SECRET = "secret.numbers"
 class Node:
     url: str
     http: aiohttp.ClientSession
+    workspace: Workspace
 
     async def get(self, path: str, token: str | None = None) -> tuple[int, object]:
         headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -46,6 +47,11 @@ class Node:
 
 @pytest.fixture
 async def node(workspace: Workspace) -> AsyncIterator[Node]:
+    async for served in _serve(workspace):
+        yield served
+
+
+async def _serve(workspace: Workspace) -> AsyncIterator[Node]:
     await three_levels(workspace)
     await create_root(workspace, SECRET, slices=1, rows=5)
     config = ServerConfig(
@@ -56,7 +62,7 @@ async def node(workspace: Workspace) -> AsyncIterator[Node]:
         admin_tokens=frozenset({ADMIN}),
     )
     async with running(workspace, config) as server, aiohttp.ClientSession() as http:
-        yield Node(server.url, http)
+        yield Node(server.url, http, workspace)
 
 
 async def test_datasets_list_search_and_private_visibility(node: Node) -> None:
@@ -83,6 +89,22 @@ async def test_datasets_list_search_and_private_visibility(node: Node) -> None:
     assert SECRET not in {d["alias"] for d in listing["datasets"]}
     status, _ = await node.get("ui/api/datasets?limit=100000")
     assert status == 400
+
+
+async def test_cached_listing_follows_the_catalog(node: Node) -> None:
+    """The console rereads the catalog only when it changed, but always when it did."""
+    _, first = await node.get("ui/api/datasets")
+    _, again = await node.get("ui/api/datasets")
+    assert [d["alias"] for d in again["datasets"]] == [d["alias"] for d in first["datasets"]]
+    writer = await create_root(node.workspace, "cities.new", slices=1, rows=3)
+    _, body = await node.get("ui/api/datasets")
+    assert body["total"] == 4 and "cities.new" in {d["alias"] for d in body["datasets"]}
+    await writer.append(slices=1, rows=4)
+    _, body = await node.get("ui/api/datasets?q=cities.new")
+    assert (body["datasets"][0]["records"], body["datasets"][0]["blocks"]) == (7, 4)
+    await node.workspace.rename_dataset("cities.new", "cities.renamed")
+    _, body = await node.get("ui/api/datasets?q=cities.")
+    assert [d["alias"] for d in body["datasets"]] == ["cities.renamed", TOP, MIDDLE]
 
 
 async def test_dataset_pages(node: Node) -> None:

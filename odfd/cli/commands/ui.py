@@ -12,7 +12,7 @@ from dataclasses import replace
 
 from odfd.cli.workspace_args import add_root_argument
 from odfd.config import load_config
-from odfd.daemon.admin import AdminClient
+from odfd.daemon.admin_client import AdminClient
 from odfd.server.app import running
 from storage.workspace import Workspace
 
