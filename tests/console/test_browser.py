@@ -7,8 +7,10 @@ under ``test-artifacts/console/``."""
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TypeVar
 
 import pytest
@@ -20,6 +22,7 @@ from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
 from odfd.sync.pull import pull
 from protocol.codec.yaml import load_snapshot
+from storage.catalog.audits import AuditRecord, AuditTable
 from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
 from tests.console.browser import Browser
@@ -316,5 +319,75 @@ async def test_node_page(node: Node) -> None:
         assert "spark" in browser.wait_for("table.grid", "spark").text
         assert browser.console_errors() == []
         browser.screenshot("node")
+
+    await node.run(step)
+
+
+async def test_audit_report_shows_the_row_diff_of_a_divergence(node: Node) -> None:
+    """A stored report of a reproducibility divergence (the verifier's document, as the daemon
+    stores it) is rendered with its finding and both sides of the row sample."""
+    record = await node.workspace.resolve(TOP)
+    now = datetime.now(UTC)
+    report = {
+        "kind": "odfd.VerifyReport",
+        "version": 1,
+        "status": "failed",
+        "datasets": [
+            {
+                "alias": TOP,
+                "layers": {
+                    "reproducibility": {
+                        "status": "failed",
+                        "findings": [
+                            {
+                                "status": "failed",
+                                "rule": "logical-hash",
+                                "message": "re-execution gives other records than recorded",
+                                "block": {"sequenceNumber": 6, "hash": None},
+                                "expected": "f9680aaaa",
+                                "actual": "f9680bbbb",
+                                "details": {
+                                    "sample": {
+                                        "limit": 5,
+                                        "recordedOnly": [{"offset": 3, "value": "LYON"}],
+                                        "recomputedOnly": [{"offset": 3, "value": "PARIS"}],
+                                    }
+                                },
+                            }
+                        ],
+                    }
+                },
+            }
+        ],
+    }
+    await AuditTable(node.workspace.catalog).add(
+        AuditRecord(
+            dataset_id=record.id,
+            alias=TOP,
+            scope="full",
+            trigger="manual",
+            head=record.head,
+            started_at=now,
+            finished_at=now,
+            status="failed",
+            summary="reproducibility failed",
+            report=json.dumps(report),
+        ),
+        keep=20,
+    )
+
+    def step(browser: Browser) -> None:
+        _fresh(browser, node.url + f"#/datasets/{TOP}/audits")
+        failed = browser.wait_for("#audits details.audit", "reproducibility failed")
+        assert failed.get_attribute("open") is not None  # failures open by themselves
+        assert "logical-hash" in browser.wait_for(".finding").text
+        tables = browser.find(".finding table.row-diff")
+        assert [t.find_elements(By.CSS_SELECTOR, "td")[1].text for t in tables] == [
+            "LYON",
+            "PARIS",
+        ]
+        assert browser.texts(".finding h3") == ["Recorded only", "Recomputed only"]
+        assert browser.console_errors() == []
+        browser.screenshot("audit-divergence")
 
     await node.run(step)
