@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Awaitable, Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -72,7 +73,22 @@ def add_console(app: web.Application, backend: NodeBackend) -> None:
         ("POST", "/ui/api/datasets/{dataset}/audit", _audit_now),
     ]
     for method, path, handler in routes:
-        app.router.add_route(method, path, handler)
+        app.router.add_route(method, path, _guarded(handler))
+
+
+def _guarded(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A dataset the page asks about may be broken (a missing slice, a corrupt block): the page
+    shows the error's one line instead of a bare 500."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except OdfError as err:
+            return _error(500, str(err))
+
+    return handle
 
 
 def _json(value: Any, status: int = 200) -> web.Response:
@@ -210,7 +226,15 @@ async def _data(request: web.Request) -> web.Response:
     offset = _int(request, "offset", 0)
     limit = _int(request, "limit", 50, MAX_PAGE)
     dataset = state.workspace.open_dataset(record.id)
-    paths = slice_paths(dataset, await all_slices(dataset)) if record.head is not None else ()
+    hashes = await all_slices(dataset) if record.head is not None else []
+    missing = [h for h in hashes if not await dataset.data.contains(h)]
+    if missing:  # said without the node's paths
+        return _error(
+            500,
+            f"dataset {record.alias}: {len(missing)} of its {len(hashes)} data slice(s) are "
+            f"missing on this node (first: {missing[0]}); pull it again",
+        )
+    paths = slice_paths(dataset, hashes)
     columns, rows, total = await asyncio.to_thread(_latest_rows, list(paths), offset, limit)
     return _json({"columns": columns, "rows": rows, "offset": offset, "total": total})
 

@@ -26,7 +26,7 @@ async def node_info(
 ) -> dict[str, Any]:
     status = await view.status()
     visible = [r for r in await view.records() if state.visible(r, request)]
-    config = load_config(state.workspace.layout.config_path)
+    config = await asyncio.to_thread(load_config, state.workspace.layout.config_path)
     served = [r.alias for r in visible if r.id not in state.withheld]
     return {
         "workspace": str(state.workspace.root),

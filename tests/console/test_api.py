@@ -191,3 +191,14 @@ def test_private_patterns_and_tokens_are_read_from_config(tmp_path) -> None:
     with pytest.raises(ConfigError, match=r"\[server\] private"):
         load_config(path, env={})
     assert replace(config, private=()).is_private("secret.numbers") is False
+
+
+async def test_a_broken_dataset_gets_its_error_on_the_page(node: Node) -> None:
+    record = await node.workspace.resolve(ROOT)
+    data_dir = node.workspace.layout.dataset(record.id).root / "data"
+    for path in data_dir.iterdir():
+        path.unlink()
+    status, body = await node.get(f"ui/api/datasets/{ROOT}/data")
+    assert status == 500
+    assert body["error"].startswith(f"dataset {ROOT}: 3 of its 3 data slice(s) are missing")
+    assert str(node.workspace.root) not in body["error"]
