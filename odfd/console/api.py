@@ -18,6 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 from aiohttp import web
 
@@ -60,6 +61,7 @@ class Console:
     async def warm(self) -> None:
         """Reads what the first pages need (the catalog, the first page's summaries, every
         derivative's inputs) so that the first visitor after a start does not wait for it."""
+        await asyncio.to_thread(_first_conversion)
         records = await self.view.records()
         await self.view.status()
         workspace = self.backend.workspace
@@ -86,6 +88,11 @@ class Console:
         if self._warming is not None:
             self._warming.cancel()
             await asyncio.gather(self._warming, return_exceptions=True)
+
+
+def _first_conversion() -> None:
+    """Arrow's first instant-with-zone to Python conversion loads time-zone support (~1.5 s)."""
+    pa.array([0], pa.timestamp("ms", tz="UTC")).to_pylist()
 
 
 def add_console(app: web.Application, backend: NodeBackend) -> None:
