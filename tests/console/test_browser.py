@@ -391,3 +391,26 @@ async def test_audit_report_shows_the_row_diff_of_a_divergence(node: Node) -> No
         browser.screenshot("audit-divergence")
 
     await node.run(step)
+
+
+async def test_audit_now_with_the_admin_token(node: Node) -> None:
+    record = await node.workspace.resolve(MIDDLE)
+    audits = AuditTable(node.workspace.catalog)
+    before = len(await audits.history(record.id))
+
+    def step(browser: Browser) -> None:
+        _fresh(browser, node.url + f"#/datasets/{MIDDLE}/overview", ADMIN)
+        browser.wait_for("#audit-now").click()
+        notice = browser.wait_for(".notice").text
+        assert notice == f"Audit of {MIDDLE} queued (integrity)."
+        assert browser.console_errors() == []
+        browser.screenshot("audit-now")
+
+    await node.run(step)
+
+    async def audited() -> bool:
+        return len(await audits.history(record.id)) > before
+
+    await _eventually("the audit asked for", audited, within=60)
+    latest = (await audits.history(record.id, limit=1))[0]
+    assert (latest.trigger, latest.scope, latest.status) == ("console", "integrity", "ok")
