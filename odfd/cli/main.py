@@ -49,6 +49,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("get", "show resources (Dataset, Mirror) and their status"),
     "status": ("status", "datasets, mirrors, syncs and audits of this node"),
     "engine": ("engine", "which engine commands use (local JVM or Spark Connect) and why"),
+    "inspect": ("inspect", "lineage, schema and queries of a dataset"),
+    "ui": ("ui", "open the web console of this node"),
 }
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).
