@@ -301,7 +301,7 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         if data is None:
             return None
         if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
         elif plan.infer:
             data = preprocess_default(data, plan.source.merge, plan.vocab)
         prev = (

@@ -27,12 +27,8 @@ from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
-from verifier.engine.transform import (
-    TransformInputSlice,
-    TransformRequest,
-    execute_transform,
-    validate_transform,
-)
+from verifier.engine.registry import engine_for
+from verifier.engine.transform import TransformInputSlice, TransformRequest
 
 
 class TransformNotDefinedError(OdfdError):
@@ -59,7 +55,7 @@ async def update_derivative(
     state = await dataset.chain.state()
     if state.transform is None:
         raise TransformNotDefinedError(f"{alias} has no transform (it is not a derivative dataset)")
-    transform = validate_transform(state.transform.transform, alias)
+    transform, engine = engine_for(state.transform.transform, alias)
 
     query_inputs: list[ExecuteTransformInput] = []
     engine_inputs: list[TransformInputSlice] = []
@@ -96,7 +92,7 @@ async def update_derivative(
             prev_watermark=state.last_watermark,
             spill_dir=str(work),
         )
-        result = await asyncio.to_thread(execute_transform, request)
+        result = await asyncio.to_thread(engine.run_transform, request)
         written = result.new_data
         event = ExecuteTransform(
             query_inputs=tuple(query_inputs),

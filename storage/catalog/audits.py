@@ -17,7 +17,7 @@ from storage.catalog.catalog import Catalog
 from storage.catalog.columns import from_text, hash_from_text, hash_to_text, to_text
 
 Scope = Literal["integrity", "full"]
-AuditStatus = Literal["ok", "failed", "cannot-verify", "skipped", "error"]
+AuditStatus = Literal["ok", "failed", "cannot-verify", "not-re-executable", "skipped", "error"]
 
 
 @dataclass(frozen=True, slots=True)
