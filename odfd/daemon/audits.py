@@ -138,7 +138,7 @@ class Auditor:
             head=record.head,
             started_at=started,
             finished_at=datetime.now(UTC),
-            status=status,  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]  # a report's status strings are the catalog's AuditStatus values
             summary=summary,
             report=report_json,
         )
