@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from odfd.config import load_config
 from storage.layout import WORKSPACE_ENV
 from storage.workspace import Workspace
 
@@ -17,17 +18,20 @@ def add_root_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help=f"workspace folder (default: ${WORKSPACE_ENV}, else ./.odfd)",
+        help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd in this folder or above)",
     )
 
 
 def run_in_workspace(
     args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
 ) -> int:
-    """Open the workspace named by ``--root``, run ``command`` in it, close it."""
+    """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
+    one), check its ``config.toml`` (every command refuses a broken one, not only those that read
+    the setting in question), run ``command`` in it, close it."""
 
     async def run() -> int:
         async with await Workspace.open(args.root) as workspace:
+            load_config(workspace.layout.config_path)
             return await command(workspace)
 
     return asyncio.run(run())

@@ -9,6 +9,8 @@ concurrent transactions cannot collide, with the determinism settings re-applied
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import tempfile
 import threading
 from pathlib import Path
@@ -98,10 +100,7 @@ def _start(settings: SparkSettings) -> SparkSession:
     try:
         session = builder.getOrCreate()
     except Exception as err:  # py4j/JVM start-up failures have no common base class
-        raise EngineStartError(
-            f"could not start Spark (master {settings.master}): {err}. "
-            "odfd needs Java 17 on PATH or JAVA_HOME"
-        ) from err
+        raise EngineStartError(_start_failure(settings, err)) from err
     session.sparkContext.setLogLevel("ERROR")
     started = session.sparkContext.getConf()
     mismatched = sorted(k for k, v in STARTUP.items() if started.get(k, None) != v)
@@ -112,6 +111,26 @@ def _start(settings: SparkSettings) -> SparkSession:
         )
     apply_determinism(session)
     return session
+
+
+def _start_failure(settings: SparkSettings, err: Exception) -> str:
+    """Names the likely cause: no Java at all, else the operator's Spark settings."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if _java() is None:
+        return f"could not start Spark: {reason}; odfd needs Java 17 on PATH or JAVA_HOME"
+    memory = f", driver_memory {settings.driver_memory}" if settings.driver_memory else ""
+    return (
+        f"could not start Spark (master {settings.master}{memory}): {reason}; Java was found, "
+        "so check the [spark] settings in config.toml and the ODFD_SPARK_* variables "
+        "(the JVM's own message is above)"
+    )
+
+
+def _java() -> str | None:
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
 
 
 _LOG4J2 = """\

@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+from pathlib import Path
 
 from odfd.cli.workspace_args import add_root_argument
+from storage.errors import WorkspaceError
+from storage.layout import DEFAULT_WORKSPACE_DIR, WORKSPACE_ENV, WorkspaceLayout
 from storage.workspace import Workspace
 
 
@@ -18,6 +22,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
+    if args.root is None and not os.environ.get(WORKSPACE_ENV):
+        enclosing = WorkspaceLayout.enclosing(Path.cwd())
+        if enclosing is not None and enclosing != Path.cwd().absolute() / DEFAULT_WORKSPACE_DIR:
+            raise WorkspaceError(
+                f"{Path.cwd()} is inside the odfd workspace {enclosing}, which odfd commands "
+                "use from here; pass --root DIR to create a separate one"
+            )
+
     async def run() -> int:
         async with await Workspace.init(args.root) as workspace:
             print(f"Initialized an odfd workspace in {workspace.root}")
