@@ -6,6 +6,7 @@ through the workspace and can be rebuilt from the folders (``repair``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -375,7 +376,8 @@ async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
         broken = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%dT%H%M%S}")
         os.replace(path, broken)
         for suffix in ("-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
         return broken
     await catalog.close()
     return None

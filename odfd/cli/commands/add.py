@@ -45,7 +45,10 @@ def _add(args: argparse.Namespace) -> int:
             text = path.read_bytes()
         except OSError as error:
             raise ManifestError(f"cannot read {path}: {error.strerror or error}") from None
-        snapshots.extend(odf_yaml.load_snapshots(text, source=str(path)))
+        loaded = odf_yaml.load_snapshots(text, source=str(path))
+        if not loaded:
+            raise ManifestError(f"{path}: holds no DatasetSnapshot (it is empty or only comments)")
+        snapshots.extend(loaded)
     if args.name is not None:
         if len(snapshots) != 1:
             raise ManifestError("--name can only be used when adding a single manifest")
@@ -81,7 +84,10 @@ def _manifest_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(p for p in sorted(path.rglob("*.yaml")) if _is_snapshot(p))
+            found = [p for p in sorted(path.rglob("*.yaml")) if _is_snapshot(p)]
+            if not found:
+                raise ManifestError(f"{path}: no *.yaml file in it holds a DatasetSnapshot")
+            files.extend(found)
         else:
             files.append(path)
     return files

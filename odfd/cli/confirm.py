@@ -1,0 +1,31 @@
+"""Asking before a destructive command acts: on a terminal a y/N question, elsewhere ``-y``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from protocol.errors import OdfError
+
+
+class NotConfirmedError(OdfError):
+    """A destructive command was not confirmed."""
+
+
+def add_yes_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Returns when the user agreed (or gave ``-y``); raises ``NotConfirmedError`` otherwise."""
+    if args.yes:
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmedError(
+            f"{question} — not confirmed: pass -y to confirm without a terminal"
+        )
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise NotConfirmedError("cancelled; nothing was changed")
