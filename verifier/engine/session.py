@@ -116,7 +116,7 @@ def _start(settings: SparkSettings) -> SparkSession:
 def _start_failure(settings: SparkSettings, err: Exception) -> str:
     """Names the likely cause: no Java at all, else the operator's Spark settings."""
     reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-    if _java() is None:
+    if java_path() is None:
         return f"could not start Spark: {reason}; odfd needs Java 17 on PATH or JAVA_HOME"
     memory = f", driver_memory {settings.driver_memory}" if settings.driver_memory else ""
     return (
@@ -126,7 +126,8 @@ def _start_failure(settings: SparkSettings, err: Exception) -> str:
     )
 
 
-def _java() -> str | None:
+def java_path() -> str | None:
+    """The ``java`` Spark will run: ``$JAVA_HOME/bin/java``, else the one on ``PATH``."""
     home = os.environ.get("JAVA_HOME")
     if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
         return os.path.join(home, "bin", "java")
