@@ -344,6 +344,30 @@ _SPARK_ENV_KEYS = ("master", "driver_memory", "local_dir", "app_name")
 _OTHER_TABLES = {"workspace", "spark"}
 
 
+# --- single settings (``odfd config``) ------------------------------------------------------------
+
+
+def setting_keys() -> list[str]:
+    """Every scalar setting as ``section.key`` (nested tables are edited in the file)."""
+    keys = [
+        f"{section}.{key}"
+        for section, (_, readers) in _SECTIONS.items()
+        for key in readers
+        if (section, key) not in _FILE_ONLY
+    ]
+    return sorted(keys + [f"spark.{key}" for key in _SPARK_ENV_KEYS])
+
+
+def setting_default(section: str, key: str) -> Any:
+    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    return getattr(kind(), key)
+
+
+def is_duration(section: str, key: str) -> bool:
+    readers = _SECTIONS.get(section, (None, {}))[1]
+    return readers.get(key) in (_duration, _positive_duration)
+
+
 # --- environment variables ----------------------------------------------------------------------
 
 OTHER_ENV = frozenset(

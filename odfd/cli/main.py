@@ -40,6 +40,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "get",
     "status",
     "system",
+    "config",
+    "completions",
 )
 
 
