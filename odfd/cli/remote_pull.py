@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 
+from odfd.cli import console
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, has_remote, pull, pull_from_remotes
 from odfd.sync.remote import looks_like_url
@@ -69,7 +70,5 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             verb = "Updated" if result.updated else "Skipped"
-            print(
-                f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr
-            )
+            console.info(f"{verb}: {result.alias} from {result.remote}: {result.describe()}")
     return 0

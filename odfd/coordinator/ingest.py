@@ -148,8 +148,12 @@ async def ingest_push(
     state = await dataset.chain.state()
     source = _push_source(state, source_name, alias)
     time = system_time or Timestamp.now()
-    if not path.is_file():
+    size = await asyncio.to_thread(_file_size, path)
+    if size is None:
         raise IngestError(f"{path} is not a file")
+    if size == 0:
+        # nothing to read: answered without starting Spark
+        return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
     with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
@@ -163,6 +167,10 @@ async def ingest_push(
             source_state=None,
             has_more=False,
         )
+
+
+def _file_size(path: Path) -> int | None:
+    return path.stat().st_size if path.is_file() else None
 
 
 async def set_watermark(

@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import yaml as odf_yaml
 from protocol.errors import OdfError
@@ -68,13 +69,13 @@ def _add(args: argparse.Namespace) -> int:
             try:
                 dataset = await workspace.create_from_snapshot(snapshot)
             except DatasetExistsError:
-                print(f"Skipped: {snapshot.name}: already exists", file=sys.stderr)
+                console.info(f"Skipped: {snapshot.name}: already exists")
                 continue
             except StorageError as error:
                 failures += 1
                 print(f"Failed: {snapshot.name}: {error}", file=sys.stderr)
                 continue
-            print(f"Added: {snapshot.name} ({dataset.id})", file=sys.stderr)
+            console.info(f"Added: {snapshot.name} ({dataset.id})")
         return 1 if failures else 0
 
     return run_in_workspace(args, run)

@@ -9,9 +9,8 @@ inputs first. URLs, and datasets that were pulled from a remote, are replication
 from __future__ import annotations
 
 import argparse
-import sys
 
-from odfd.cli import remote_pull
+from odfd.cli import console, remote_pull
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.pull import pull_local
@@ -59,7 +58,7 @@ def _pull(args: argparse.Namespace) -> int:
         )
         for outcome in outcomes:
             verb = "Updated" if outcome.updated else "Skipped"
-            print(f"{verb}: {outcome.dataset}: {outcome.message}", file=sys.stderr)
+            console.info(f"{verb}: {outcome.dataset}: {outcome.message}")
         return 0
 
     return run_in_workspace(args, run)

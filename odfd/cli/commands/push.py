@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 
+from odfd.cli import console
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.sync.progress import Progress
@@ -51,7 +51,7 @@ def _push(args: argparse.Namespace) -> int:
             progress=Progress(f"push {args.dataset}"),
         )
         verb = "Pushed" if result.num_blocks else "Skipped"
-        print(f"{verb}: {result.alias}: {result.describe()}", file=sys.stderr)
+        console.info(f"{verb}: {result.alias}: {result.describe()}")
         return 0
 
     return run_in_workspace(args, run)
