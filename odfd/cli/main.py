@@ -43,6 +43,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "config",
     "completions",
     "repo",
+    "reset",
 )
 
 
