@@ -44,6 +44,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "completions",
     "repo",
     "reset",
+    "new",
+    "search",
 )
 
 
