@@ -17,7 +17,7 @@ from pathlib import Path
 from odfd.config import ConfigError, NodeConfig, load_config, unknown_environment
 from odfd.coordinator import leftovers
 from protocol.errors import ParseError
-from protocol.transfer.ipfs import IpfsClient, IpfsError, IpfsUnavailableError
+from storage.ipfs_client import IpfsClient, IpfsError, IpfsUnavailableError
 from storage.workspace import Workspace
 
 MIN_FREE_BYTES = 1 << 30

@@ -66,7 +66,7 @@ class Workspace:
 
     @classmethod
     async def init(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(_absolute(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
         if layout.root.exists() and not layout.root.is_dir():
@@ -91,7 +91,7 @@ class Workspace:
 
     @classmethod
     async def open(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(_absolute(root))
         if not layout.config_path.is_file():
             if root is None and not os.environ.get(WORKSPACE_ENV):
                 raise WorkspaceError(
@@ -388,3 +388,9 @@ async def _remove_dataset_folder(layout: DatasetLayout) -> None:
     if layout.refs_dir.is_dir():
         fsync_dir(layout.refs_dir)
     shutil.rmtree(layout.root, ignore_errors=True)
+
+
+def _absolute(root: Path | None) -> Path:
+    """The workspace folder as an absolute path: every path derived from it may be handed to a
+    Spark server whose working folder is not ours (Spark Connect, cluster executors)."""
+    return (Path(root) if root is not None else WorkspaceLayout.default_root()).absolute()

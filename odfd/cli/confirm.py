@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 
 
-class NotConfirmedError(OdfError):
+class NotConfirmedError(OdfdError):
     """A destructive command was not confirmed."""
 
 

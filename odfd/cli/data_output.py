@@ -15,14 +15,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
+from odfd.errors import OdfdError
 from protocol.codec.yaml_emitter import dump as yaml_dump
-from protocol.errors import OdfError
 
 FORMATS = ("table", "csv", "json", "ndjson", "yaml", "parquet")
 TEXT_FORMATS = FORMATS[:-1]
 
 
-class OutputError(OdfError):
+class OutputError(OdfdError):
     """The result cannot be written as asked."""
 
 

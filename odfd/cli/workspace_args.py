@@ -1,4 +1,7 @@
-"""The ``--root`` option every workspace command takes, and running a command in a workspace."""
+"""The ``--root`` option every workspace command takes, and running a command in a workspace.
+
+Imported by every command module when the parser is built, so it imports nothing heavy itself.
+"""
 
 from __future__ import annotations
 
@@ -6,10 +9,13 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from odfd.config import load_config
-from storage.layout import WORKSPACE_ENV
-from storage.workspace import Workspace
+if TYPE_CHECKING:
+    from storage.workspace import Workspace
+
+#: ``storage.layout.WORKSPACE_ENV``, spelled out so that building the parser imports no storage code.
+WORKSPACE_ENV = "ODFD_HOME"
 
 
 def add_root_argument(parser: argparse.ArgumentParser) -> None:
@@ -18,7 +24,7 @@ def add_root_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd in this folder or above)",
+        help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd here or above)",
     )
 
 
@@ -28,6 +34,8 @@ def run_in_workspace(
     """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
     one), check its ``config.toml`` (every command refuses a broken one, not only those that read
     the setting in question), run ``command`` in it, close it."""
+    from odfd.config import load_config
+    from storage.workspace import Workspace
 
     async def run() -> int:
         async with await Workspace.open(args.root) as workspace:

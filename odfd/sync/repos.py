@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import re
 
+from odfd.errors import OdfdError
 from odfd.sync.remote import looks_like_url, parse_remote_url
-from protocol.errors import OdfError
 from storage.workspace import Workspace
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 
-class RepoError(OdfError):
+class RepoError(OdfdError):
     """A repository name or URL is invalid, unknown or already taken."""
 
 

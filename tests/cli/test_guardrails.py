@@ -218,12 +218,16 @@ def test_a_failed_spark_start_blames_java_only_when_there_is_none(
 ) -> None:
     settings = SparkSettings(master="local[2]", driver_memory="64g")
     failure = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited\nstack...")
-    message = _start_failure(settings, failure)
+    log = tmp_path / "spark.log"
+    message = _start_failure(settings, failure, log)
     assert "Java 17" not in message and "check the [spark] settings" in message
+    assert message.endswith(f"the JVM's own messages are in {log}")
     assert message.startswith("could not start Spark (master local[2], driver_memory 64g): ")
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))  # no java anywhere
-    assert _start_failure(settings, failure).endswith("odfd needs Java 17 on PATH or JAVA_HOME")
+    assert _start_failure(settings, failure, log).endswith(
+        "odfd needs Java 17 on PATH or JAVA_HOME"
+    )
 
 
 async def test_the_loser_of_a_race_for_the_head_is_told_to_retry(workspace: Workspace) -> None:

@@ -140,6 +140,8 @@ def test_bash_completion_completes_commands_actions_choices_and_datasets(
 def test_config_get_set_list_use_the_keys_of_config_toml(
     workspace_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    for name in [n for n in os.environ if n.startswith("ODFD_")]:
+        monkeypatch.delenv(name)  # only the file and the one variable below count
     ws = ("--root", str(workspace_root))
     config = workspace_root / "config.toml"
     assert run(capsys, "config", "set", *ws, "server.port", "9000")[0] == 0

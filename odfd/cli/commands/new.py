@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from odfd.cli import console
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import DatasetAlias
 
 _ROOT = """\
@@ -69,7 +69,7 @@ content:
 """
 
 
-class NewError(OdfError):
+class NewError(OdfdError):
     """The manifest cannot be written."""
 
 

@@ -87,7 +87,7 @@ def _push(args: argparse.Namespace) -> int:
                     options=options,
                     progress=Progress(f"push {record.alias}"),
                 )
-                verb = "Pushed" if result.num_blocks else "Skipped"
+                verb = "Pushed" if result.updated else "Skipped"
                 console.info(f"{verb}: {result.alias}: {result.describe()}")
         return 0
 

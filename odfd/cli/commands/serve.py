@@ -12,8 +12,8 @@ from dataclasses import replace
 from odfd.cli.failures import describe_os_error
 from odfd.cli.workspace_args import add_root_argument
 from odfd.config import load_config
+from odfd.errors import OdfdError
 from odfd.server.app import serve
-from protocol.errors import OdfError
 from storage.workspace import Workspace
 
 
@@ -55,5 +55,5 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
-class ServeError(OdfError):
+class ServeError(OdfdError):
     """The server cannot listen where it was asked to."""
