@@ -1,4 +1,5 @@
-"""Asking before a destructive command acts: on a terminal a y/N question, elsewhere ``-y``."""
+"""Asking before a destructive command acts: on a terminal a y/N question, elsewhere ``-y``
+(the global ``--yes`` of ``odfd.cli.global_options``)."""
 
 from __future__ import annotations
 
@@ -12,13 +13,9 @@ class NotConfirmedError(OdfdError):
     """A destructive command was not confirmed."""
 
 
-def add_yes_argument(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-
-
 def confirm(args: argparse.Namespace, question: str) -> None:
     """Returns when the user agreed (or gave ``-y``); raises ``NotConfirmedError`` otherwise."""
-    if args.yes:
+    if getattr(args, "yes", False):
         return
     if not sys.stdin.isatty():
         raise NotConfirmedError(

@@ -1,4 +1,4 @@
-"""``--quiet``, ``--verbose`` and ``--no-color``: accepted before the command (``odfd -q pull``)
+"""``--quiet``, ``--verbose``, ``--no-color`` and ``--yes``: accepted before the command (``odfd -q pull``)
 and after it (``odfd pull -q``), with the same meaning everywhere (see ``odfd.cli.console``)."""
 
 from __future__ import annotations
@@ -19,6 +19,13 @@ def add_to(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
     )
     group.add_argument(
         "--no-color", action="store_true", default=default, help="never colour the output"
+    )
+    group.add_argument(
+        "-y",
+        "--yes",
+        action="store_true",
+        default=default,
+        help="do not ask for confirmation (delete, reset)",
     )
 
 

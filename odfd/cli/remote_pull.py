@@ -23,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--as", dest="as_alias", metavar="ALIAS", help="local name of a dataset pulled from a URL"
     )
     group.add_argument(
+        "-f",
         "--force",
         action="store_true",
         help="replace a local history that diverged from the remote's",

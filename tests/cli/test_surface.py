@@ -228,3 +228,26 @@ def test_sql_statements_split_at_semicolons_outside_quotes_and_comments() -> Non
             raise EOFError from None
 
     assert list(shell_statements(until_eof)) == ["SELECT 4"]
+
+
+def test_reference_spellings_of_options(
+    workspace_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ws = ("--root", str(workspace_root))
+    code, _, err = run(capsys, "init", *ws, "--exists-ok")
+    assert code == 0 and err.startswith("An odfd workspace exists already")
+    assert run(capsys, "init", *ws)[0] == 1
+    _, out, _ = run(capsys, "log", *ws, "-f", "source", "-o", "ndjson", "test.root.url-csv")
+    kinds = [json.loads(line)["block"]["content"]["event"]["kind"] for line in out.splitlines()]
+    assert kinds == ["SetVocab", "SetPollingSource", "Seed"]
+    code, out, _ = run(capsys, "verify", *ws, "--integrity", "test.root.url-csv")
+    assert code == 0 and "all verified" in out
+    remote = f"file://{tmp_path / 'remote'}"
+    assert run(capsys, "push", *ws, "test.root.mqtt", remote)[0] == 0
+    code, _, err = run(capsys, "push", *ws, "-f", "test.root.mqtt", "--to", remote)
+    assert code == 0 and "is up to date" in err
+    # --yes is global, like the reference's: before or after the command
+    assert run(capsys, "-y", "delete", *ws, "test.root.mqtt")[0] == 0
+    assert run(capsys, "delete", *ws, "--yes", "test.root.ethereum")[0] == 0
+    _, out, _ = run(capsys, "list", *ws, "-o", "csv")
+    assert "test.root.mqtt" not in out and "test.root.ethereum" not in out

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from odfd.cli import console
-from odfd.cli.confirm import add_yes_argument, confirm
+from odfd.cli.confirm import confirm
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
@@ -28,7 +28,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also delete the derivative datasets that read these (and theirs, in all layers)",
     )
-    add_yes_argument(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_delete)
 

@@ -39,6 +39,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("dataset", help="dataset alias or id")
     add_output_format(parser, ("table", "yaml", "json", "ndjson"))
     parser.add_argument(
+        "-f",
         "--filter",
         type=_kinds,
         metavar="KINDS",

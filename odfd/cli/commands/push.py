@@ -42,7 +42,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "-r", "--recursive", action="store_true", help="also push the datasets these read"
     )
     parser.add_argument(
-        "--force", action="store_true", help="replace a remote history that diverged or is ahead"
+        "-f",
+        "--force",
+        action="store_true",
+        help="replace a remote history that diverged or is ahead",
     )
     parser.add_argument(
         "--token",

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from odfd.cli import console
-from odfd.cli.confirm import add_yes_argument, confirm
+from odfd.cli.confirm import confirm
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.errors import ParseError
 from protocol.identity import Multihash
@@ -25,7 +25,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
     parser.add_argument("hash", type=_multihash, metavar="HASH", help="the block to go back to")
-    add_yes_argument(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_reset)
 
