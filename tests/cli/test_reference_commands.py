@@ -92,8 +92,13 @@ def test_push_all_recursive_and_to_a_repository_then_pull_all(
     assert code == 0 and err.startswith("Updated: test.root.ethereum from file://")
     code, _, err = run(capsys, "pull", *mirror_ws, "--all")
     assert code == 0 and err.startswith("Skipped: test.root.ethereum from ") and "up to date" in err
+    code, _, err = run(capsys, "pull", *mirror_ws, "-f", "test.root.ethereum")
+    assert code == 0 and "up to date" in err
     code, _, err = run(capsys, "pull", *mirror_ws)
     assert code == 1 and "name the datasets to pull, or pass --all" in err
+    # a dataset without a polling source is skipped, whatever the fetch options
+    code, _, err = run(capsys, "pull", *ws, "--fetch-uncacheable", "test.root.push-json")
+    assert code == 0 and err.startswith("Skipped: test.root.push-json: no polling source")
 
 
 def test_reset_moves_the_head_back_after_asking(

@@ -77,6 +77,9 @@ def test_global_options_before_or_after_the_command(
     code, _, err = run(capsys, "-q", "--no-color", "tail", "--root", str(workspace_root), "nosuch")
     assert code == 1 and err.startswith("error: dataset nosuch is not in the workspace")
     assert "\033[" not in err
+    code, _, err = run(capsys, "tail", "-v", "--root", str(workspace_root), "nosuch")
+    assert code == 1 and err.startswith("Traceback")
+    assert err.splitlines()[-1] == f"error: dataset nosuch is not in the workspace {workspace_root}"
 
 
 def test_every_listing_command_takes_the_same_output_format_names() -> None:
