@@ -40,7 +40,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pull": ("pull", "update datasets from their sources (ingest or transform)"),
     "ingest": ("ingest", "push data from files into a root dataset"),
     "tail": ("tail", "show the last records of a dataset"),
-    "sql": ("sql", "query datasets with Spark SQL (a shell when no query is given)"),
+    "sql": (
+        "sql",
+        "query datasets with SQL (DataFusion, or Spark with --engine spark); a shell when no query is given",
+    ),
     "serve": ("serve", "serve this node's datasets over HTTP"),
     "push": ("push", "publish datasets to a remote (http(s)://, file://, ipns://)"),
     "verify": (
@@ -63,6 +66,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "new": ("new", "write a manifest template for a new dataset"),
     "search": ("search", "find datasets by name here and on the named repositories"),
+    "inspect": ("inspect", "lineage, schema and queries of a dataset"),
+    "ui": ("ui", "open the web console of this node"),
 }
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).

@@ -13,6 +13,7 @@ when the target is ahead of it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
@@ -184,20 +185,8 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)
-    if final.root.exists():
-        if (final.refs_dir / HEAD_REF).exists():
-            raise DatasetExistsError(
-                f"{final.root} already holds dataset {dataset_id} "
-                "(not in the catalog: run `odfd repair`)"
-            )
-        shutil.rmtree(final.root)
-    try:
-        os.rename(staging, final.root)
-    except OSError as err:  # another pull or push put the dataset in place first
-        raise DatasetExistsError(
-            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
-        ) from None
-    fsync_dir(workspace.layout.datasets_dir)
+    await asyncio.to_thread(_move_into_place, staging, final, dataset_id)
+    await asyncio.to_thread(fsync_dir, workspace.layout.datasets_dir)
     seq = walk.new_blocks[-1].block.sequence_number
     state_kind = first.event.dataset_kind
     target.record = await workspace.catalog.add_dataset(
@@ -219,7 +208,26 @@ async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pu
         await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)  # type: ignore[arg-type]
 
 
-def discard_staging(target: PullTarget) -> None:
-    """Remove a new dataset's staging folder (after its source proved untrustworthy)."""
+def _move_into_place(staging: Path, final: DatasetLayout, dataset_id: DatasetId) -> None:
+    """Renames a staged dataset to its folder, replacing leftovers of an unfinished one."""
+    if final.root.exists():
+        if (final.refs_dir / HEAD_REF).exists():
+            raise DatasetExistsError(
+                f"{final.root} already holds dataset {dataset_id} "
+                "(not in the catalog: run `odfd repair`)"
+            )
+        shutil.rmtree(final.root)
+    try:
+        os.rename(staging, final.root)
+    except OSError as err:  # another pull or push put the dataset in place first
+        raise DatasetExistsError(
+            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
+        ) from None
+
+
+async def discard_staging(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder (after its source proved untrustworthy, or after a
+    push that did not complete), off the event loop."""
     if target.record is None and target.dataset.layout is not None:
-        shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+        root = target.dataset.layout.root
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, root, ignore_errors=True))
