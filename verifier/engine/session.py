@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -138,11 +139,7 @@ def _start(settings: SparkSettings) -> SparkSession:
         with _jvm_stderr_to(_log_path):
             session = builder.getOrCreate()
     except Exception as err:  # py4j/JVM start-up failures have no common base class
-        where = f"; see {_log_path}" if _log_path is not None else ""
-        raise EngineStartError(
-            f"could not start Spark (master {settings.master}){where}: {err}. "
-            "odfd needs Java 17 on PATH or JAVA_HOME"
-        ) from err
+        raise EngineStartError(_start_failure(settings, err, _log_path)) from err
     session.sparkContext.setLogLevel("ERROR")
     started = session.sparkContext.getConf()
     mismatched = sorted(k for k, v in STARTUP.items() if started.get(k, None) != v)
@@ -153,6 +150,27 @@ def _start(settings: SparkSettings) -> SparkSession:
         )
     apply_determinism(session)
     return session
+
+
+def _start_failure(settings: SparkSettings, err: Exception, log_path: Path | None) -> str:
+    """Names the likely cause: no Java at all, else the operator's Spark settings."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if java_path() is None:
+        return f"could not start Spark: {reason}; odfd needs Java 17 on PATH or JAVA_HOME"
+    memory = f", driver_memory {settings.driver_memory}" if settings.driver_memory else ""
+    log = f"; the JVM's own messages are in {log_path}" if log_path is not None else ""
+    return (
+        f"could not start Spark (master {settings.master}{memory}): {reason}; Java was found, "
+        f"so check the [spark] settings in config.toml and the ODFD_SPARK_* variables{log}"
+    )
+
+
+def java_path() -> str | None:
+    """The ``java`` Spark will run: ``$JAVA_HOME/bin/java``, else the one on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
 
 
 @contextmanager
