@@ -293,6 +293,7 @@ class _Plan:
 
 def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
     """The Spark part of a transaction: read, preprocess, merge, order, write. Blocking."""
+    path = path.absolute()  # Spark may run in another folder (a Connect server, executors)
     spark = isolated_session()
     reader = reader_for(plan.source.read, plan.work)
     try:
