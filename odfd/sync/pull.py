@@ -299,7 +299,9 @@ class _PullRun:
             )
             urls = await smart.pull_object_urls(channel, files)
 
-            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
+            def url_of(
+                ref: ObjectRef, urls: dict[tuple[str, Multihash], m.TransferUrl] = urls
+            ) -> tuple[str, dict[str, str]]:
                 url = urls[(_object_type(ref.kind), ref.hash)]
                 return url.url, dict(url.headers)
 

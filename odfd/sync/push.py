@@ -301,7 +301,7 @@ async def _upload(
     headers["Content-Length"] = str(file.size)
     for attempt in range(1, DEFAULT_RETRIES + 1):
         try:
-            with open(path, "rb") as body:
+            with await asyncio.to_thread(open, path, "rb") as body:
                 async with session.put(url.url, data=body, headers=headers) as response:
                     if response.status < 300:
                         return
