@@ -27,6 +27,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replace a local history that diverged from the remote's",
     )
     group.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="accept a head without a valid owner signature even if the dataset was seen "
+        "signed before (docs/signed-heads.md)",
+    )
+    group.add_argument(
         "--token",
         default=os.environ.get(TOKEN_ENV),
         help=f"bearer token for the remote (default: ${TOKEN_ENV})",
@@ -54,7 +60,11 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     options = PullOptions(
-        force=args.force, parallel=args.parallel, token=args.token, protocol=args.protocol
+        force=args.force,
+        parallel=args.parallel,
+        token=args.token,
+        protocol=args.protocol,
+        allow_unsigned=args.allow_unsigned,
     )
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
@@ -70,6 +80,10 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
         for result in results:
             verb = "Updated" if result.updated else "Skipped"
             print(
-                f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr
+                f"{verb}: {result.alias} from {result.remote}: {result.describe()} "
+                f"[{result.trust}]",
+                file=sys.stderr,
             )
+            if result.trust_note:
+                print(f"note: {result.trust_note}", file=sys.stderr)
     return 0

@@ -42,6 +42,7 @@ from odfd.daemon.admin import json_handler, socket_path
 from odfd.daemon.audits import Auditor
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
+from odfd.daemon.heartbeat import resign_owned
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
@@ -66,6 +67,7 @@ STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
+_RESIGN = "resign"
 
 
 class DaemonError(OdfError):
@@ -140,6 +142,7 @@ class Daemon:
         await self.auditor.schedule_all()
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
+        self.chores.run_now(_RESIGN)  # also signs heads a crash left unsigned
         self.chores.run_now(
             _HOUSEKEEPING
         )  # also catches up derivatives left behind by the last run
@@ -564,6 +567,14 @@ class Daemon:
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
+        elif key == _RESIGN:
+            if self.config.daemon.resign_interval > 0:
+                self.chores.schedule_at(
+                    _RESIGN, now + timedelta(seconds=self.config.daemon.resign_interval)
+                )
+            signed = await resign_owned(self.workspace)
+            if signed:
+                log.info("own heads re-signed", extra={"datasets": signed})
         elif key == _HOUSEKEEPING:
             self.chores.schedule_at(
                 _HOUSEKEEPING, now + timedelta(hours=1)

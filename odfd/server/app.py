@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from odfd.server import simple
+from odfd.server import signed_head, simple
 from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
@@ -25,6 +25,7 @@ MAX_REQUEST_BYTES = 1 << 20
 def create_app(workspace: Workspace, config: ServerConfig) -> web.Application:
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = ServerState.create(workspace, config)
+    signed_head.add_routes(app)
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
     app.router.add_get(f"/{simple.DATASET}/push", handle_push, allow_head=False)

@@ -17,6 +17,7 @@ from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
+from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import (
     ReadOnlyObjectStore,
     ReadOnlyRefStore,
@@ -144,3 +145,18 @@ class HttpRefStore(ReadOnlyRefStore):
             return parse_ref(body, self.client.base_url + key)
         except ParseError as err:
             raise RemoteStoreError(str(err)) from None
+
+    async def get_signature(self, name: str) -> bytes | None:
+        """Any refusal counts as "none": servers that predate signed heads (the reference's)
+        may answer 400 for the unknown ref name; a signed dataset treats "none" as strictly as
+        a bad signature, so a peer gains nothing by refusing."""
+        key = f"{ref_key(name)}{SIGNATURE_SUFFIX}"
+        try:
+            async with self.client.get(key) as response:
+                if response is None:
+                    return None
+                return await response.content.read(MAX_SIGNATURE_BYTES + 1)
+        except RemoteUnavailableError:
+            raise
+        except RemoteStoreError:
+            return None

@@ -50,6 +50,11 @@ def hash_file(path: Path) -> tuple[Multihash, int]:
     return Multihash(code=Multicodec.SHA3_256, digest=digest.digest()), size
 
 
+SIGNATURE_SUFFIX = ".sig"
+"""``refs/head.sig`` holds the signed statement of ``refs/head`` (``docs/signed-heads.md``)."""
+MAX_SIGNATURE_BYTES = 4096
+
+
 def _check_simple_name(name: str, what: str) -> None:
     if not name or "/" in name or "\\" in name or name.startswith(".") or "\0" in name:
         raise StorageError(f"invalid {what} name {name!r}")
@@ -297,7 +302,21 @@ class LocalFsRefStore(RefStore):
     async def names(self) -> list[str]:
         if not self.root.is_dir():
             return []
-        return sorted(e.name for e in os.scandir(self.root) if not e.name.startswith("."))
+        return sorted(
+            e.name
+            for e in os.scandir(self.root)
+            if not e.name.startswith(".") and not e.name.endswith(SIGNATURE_SUFFIX)
+        )
+
+    async def get_signature(self, name: str) -> bytes | None:
+        _check_simple_name(name, "ref")
+        return await asyncio.to_thread(_read_small, self.root / f"{name}{SIGNATURE_SUFFIX}")
+
+    async def set_signature(self, name: str, data: bytes) -> None:
+        """Atomic replace (temp name, fsync, rename), so readers see the old or the new one."""
+        _check_simple_name(name, "ref")
+        self.root.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(write_file_atomic, self.root / f"{name}{SIGNATURE_SUFFIX}", data)
 
 
 class LocalFsNamedStore(NamedStore):
@@ -321,3 +340,11 @@ class LocalFsNamedStore(NamedStore):
     async def delete(self, name: str) -> None:
         _check_simple_name(name, "info file")
         (self.root / name).unlink(missing_ok=True)
+
+
+def _read_small(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as file:
+            return file.read(MAX_SIGNATURE_BYTES + 1)
+    except FileNotFoundError:
+        return None
