@@ -3,5 +3,6 @@
 pytest_plugins: list[str] = [
     "tests.fixtures.spark",
     "tests.fixtures.ipfs",
+    "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
 ]

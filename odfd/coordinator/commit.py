@@ -19,7 +19,7 @@ from pathlib import Path
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataEvent, Timestamp
 from storage.dataset import CommitResult, Dataset
-from storage.errors import SizeMismatchError
+from storage.errors import SizeMismatchError, disk_full
 from storage.stores.base import ObjectStore
 
 RUN_DIR = "run"
@@ -72,10 +72,15 @@ async def _store(store: ObjectStore, path: Path, hash: Multihash, size: int, wha
 
 @contextmanager
 def transaction_dir(workspace_root: Path) -> Iterator[Path]:
-    """A scratch folder on the workspace's file system (so committing a file is a rename)."""
+    """A scratch folder on the workspace's file system (so committing a file is a rename); a
+    full disk while the transaction writes becomes a ``DiskFullError`` once the folder is gone."""
     path = workspace_root / RUN_DIR / uuid.uuid4().hex
     path.mkdir(parents=True)
     try:
         yield path
+    except OSError as err:
+        if (full := disk_full(err, f"a transaction in {workspace_root}")) is not None:
+            raise full from None
+        raise
     finally:
         shutil.rmtree(path, ignore_errors=True)

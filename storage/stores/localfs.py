@@ -29,6 +29,7 @@ from storage.errors import (
     ObjectNotFoundError,
     RefCasError,
     StorageError,
+    disk_full,
 )
 from storage.layout import object_name
 from storage.stores.base import NamedStore, ObjectStore, RefStore
@@ -183,6 +184,12 @@ class LocalFsObjectStore(ObjectStore):
                         dst.write(chunk)
                     dst.flush()
                     os.fsync(dst.fileno())
+            except OSError as err:
+                staged.unlink(missing_ok=True)
+                if (full := disk_full(err, self.root)) is not None:
+                    raise full from None
+                raise
+            try:
                 # The source may have changed while we copied: hash what we wrote.
                 copied, _ = hash_file(staged)
                 if copied != hash:
@@ -200,11 +207,16 @@ class LocalFsObjectStore(ObjectStore):
         staged = staging_path(self.root)
         digest = hashlib.sha3_256()
         try:
-            with open(staged, "xb") as f:
-                async for chunk in chunks:
-                    digest.update(chunk)
-                    await asyncio.to_thread(f.write, chunk)
-                await asyncio.to_thread(_flush_and_sync, f)
+            try:
+                with open(staged, "xb") as f:
+                    async for chunk in chunks:
+                        digest.update(chunk)
+                        await asyncio.to_thread(f.write, chunk)
+                    await asyncio.to_thread(_flush_and_sync, f)
+            except OSError as err:
+                if (full := disk_full(err, self.root)) is not None:
+                    raise full from None
+                raise
             hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
             self._check(expected, hash)
             target = self.path_of(hash)
