@@ -18,6 +18,7 @@ from pathlib import Path
 
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataEvent, Timestamp
+from storage.crashpoints import crash_point
 from storage.dataset import CommitResult, Dataset
 from storage.errors import SizeMismatchError, disk_full
 from storage.stores.base import ObjectStore
@@ -58,6 +59,7 @@ async def commit_transaction(
                 last.new_checkpoint.size,
                 "checkpoint file",
             )
+    crash_point("transaction.objects-stored")
     return await dataset.commit_events(
         list(events), expected_head=expected_head, system_time=system_time
     )

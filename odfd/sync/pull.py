@@ -66,6 +66,7 @@ from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
 from storage.catalog import Transfer
+from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, RefCasError, StorageError
 from storage.layout import HEAD_REF
 from storage.stores.http import HttpObjectStore
@@ -444,6 +445,7 @@ class _PullRun:
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         self.progress.set_phase("committing")
+        crash_point("pull.objects-fetched")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)
         except RefCasError as err:

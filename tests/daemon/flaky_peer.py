@@ -106,7 +106,9 @@ class FlakyPeerProcess:
     def start(self, timeout: float = 30) -> str:
         self.port_file.unlink(missing_ok=True)
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.daemon.flaky_peer", *self.args], cwd=REPO
+            [sys.executable, "-m", "tests.daemon.flaky_peer", *self.args],
+            cwd=REPO,
+            stderr=subprocess.DEVNULL,  # the connections it cuts on purpose log tracebacks
         )
         deadline = time.monotonic() + timeout
         while not self.port_file.exists():

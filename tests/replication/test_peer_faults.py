@@ -4,12 +4,6 @@ commits nothing, keeps what it verified, and completes once the peer is back."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -22,51 +16,14 @@ from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
 from protocol.transfer.ipfs import IpfsUnavailableError
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
-from tests.daemon.processes import REPO
+from tests.daemon.processes import ServeProcess
 from tests.replication.datagen import create_root, verify_integrity
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class _Server:
-    """``odfd serve`` of a workspace as a real process on a fixed port."""
-
-    def __init__(self, root: Path, port: int) -> None:
-        self.root, self.port = root, port
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "odfd", "serve", "--root", str(self.root)]
-            + ["--port", str(self.port)],
-            cwd=REPO,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
-                return
-            except OSError:
-                if time.monotonic() > deadline or self.process.poll() is not None:
-                    raise AssertionError("odfd serve did not start") from None
-                time.sleep(0.1)
-
-    def kill(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.kill(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
 
 
 class _KillAfter(Progress):
     """Kills the serving peer once ``n`` objects have arrived."""
 
-    def __init__(self, server: _Server, n: int) -> None:
+    def __init__(self, server: ServeProcess, n: int) -> None:
         super().__init__("pull", enabled=False)
         self.server, self.n = server, n
 
@@ -81,9 +38,8 @@ async def test_peer_killed_mid_transfer_then_back(
     node_a: Workspace, node_b: Workspace, protocol: str
 ) -> None:
     await create_root(node_a, "cities", slices=8, rows=2000)  # 16 objects
-    server = _Server(node_a.root, _free_port())
-    server.start()
-    url = f"http://127.0.0.1:{server.port}/cities"
+    server = ServeProcess(node_a.root).start()
+    url = f"{server.url}cities"
     options = PullOptions(protocol=protocol, parallel=1)
     try:
         with pytest.raises(RemoteUnavailableError):
