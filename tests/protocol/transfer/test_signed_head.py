@@ -103,3 +103,22 @@ def test_missing_field_is_named() -> None:
     del value["head"]
     with pytest.raises(SignedHeadError, match="lacks head"):
         parse_signed_head(json.dumps(value).encode(), "peer")
+
+
+def test_the_documented_vector() -> None:
+    """docs/signed-heads.md's test vector, byte for byte."""
+    document = (
+        b'{"version":1,"datasetId":"did:odf:fed0103a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5'
+        b'f1ddc8664125531b8","head":"f1620aa25218b880fcbadda1b5855287f2aab7dce851a0c70698fbc066a8'
+        b'48447f9a6","sequenceNumber":7,"signedAt":"2026-01-02T03:04:05.123Z","signature":"f242c'
+        b"e5ffe48f903110c1f06e59969524fc83e10e97a150fe00ae1c38a714b48b802013f4af8fd492bc36ca2034e"
+        b'07b172ec150cca384769fbc2af39b86252f01"}'
+    )
+    assert sign_head(KEY, DATASET, HEAD, 7, AT).document() == document
+    assert parse_signed_head(document, "vector").message() == (
+        b"odf-signed-head-v1\n"
+        b"did:odf:fed0103a107bff3ce10be1d70dd18e74bc09967e4d6309ba50d5f1ddc8664125531b8\n"
+        b"f1620aa25218b880fcbadda1b5855287f2aab7dce851a0c70698fbc066a848447f9a6\n"
+        b"7\n"
+        b"2026-01-02T03:04:05.123Z\n"
+    )
