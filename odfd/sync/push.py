@@ -37,19 +37,19 @@ from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, w
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform
-from protocol.transfer.ipfs import (
-    IpfsClient,
-    IpfsKey,
-    IpfsNotFoundError,
-    IpfsTimeoutError,
-    IpnsName,
-)
 from protocol.transfer.signed_head import SIGNATURE_REF, SignedHeadError, parse_signed_head
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
 from storage.errors import RefCasError
+from storage.ipfs_client import (
+    IpfsClient,
+    IpfsKey,
+    IpfsNotFoundError,
+    IpfsTimeoutError,
+    IpnsName,
+)
 from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name
 from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
@@ -77,7 +77,13 @@ class PushResult:
     signed: bool = False
     """Whether the remote now holds the dataset's signed head (``docs/signed-heads.md``)."""
 
+    @property
+    def updated(self) -> bool:
+        return self.num_blocks > 0 or self.new_remote_head != self.old_remote_head
+
     def describe(self) -> str:
+        if self.num_blocks == 0 and self.updated:
+            return f"{self.remote}'s head reset to ours, {self.new_remote_head}"
         if self.num_blocks == 0:
             return f"{self.remote} is up to date"
         return (
@@ -252,6 +258,8 @@ async def _push_smart(
         common = await _compare(
             target, remote_head, source.dataset.blocks.get_bytes, remote.http_base, options.force
         )
+    if remote_head is not None and (common is None or common.hash != remote_head):
+        common = None  # forced over a remote ahead or diverged: the whole chain, as the reference
     outgoing = await _outgoing(target, common)
     if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
@@ -374,8 +382,8 @@ async def _push_folder(
     dest = Dataset.open_local(layout.root, target.record.id if target.record else None)
     remote_head = await dest.chain.head()
     common = await _compare(target, remote_head, dest.blocks.get_bytes, str(remote), options.force)
-    outgoing = await _outgoing(target, common)
-    if outgoing is None:
+    outgoing = await _outgoing(target, common) or _Outgoing([], [])
+    if not outgoing.items and remote_head == target.head.hash:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
     local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
     fetcher = ObjectFetcher(

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from odfd.ipfs_node import start_node, stop_node
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import push
 from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
-from protocol.transfer.ipfs import IpfsUnavailableError
+from storage.ipfs_client import IpfsUnavailableError
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 from tests.daemon.processes import ServeProcess
+from tests.fixtures.ipfs_node import start_node, stop_node
 from tests.replication.datagen import create_root, verify_integrity
 
 

@@ -14,7 +14,6 @@ import aiohttp
 import pytest
 
 from odfd.daemon.status import build_status, render_status
-from odfd.ipfs_node import LocalIpfsNode
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
@@ -26,11 +25,12 @@ from odfd.sync.trust import (
 )
 from protocol.identity import DatasetId
 from protocol.model.timestamp import Timestamp
-from protocol.transfer.ipfs import IpfsClient
 from protocol.transfer.signed_head import SignedHead, parse_signed_head, sign_head
 from storage.catalog.mirrors import MirrorTable
+from storage.ipfs_client import IpfsClient
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
+from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.conftest import PUSH_TOKEN, ServeFactory
 from tests.replication.datagen import create_root, verify_integrity
 
