@@ -185,7 +185,7 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
     checked, bad, stray = await _check_all(b_root, history)
     quarter = next(rss for t, rss in samples if t >= args.duration / 4)
     final = samples[-1][1]
-    lost = len(set(aliases) - set(_heads(b_root))) + len(stray)
+    never = len(set(aliases) - set(_heads(b_root)))
     print()
     print(f"appended slices on A: {appended}; sync attempts: {counts}")
     print(
@@ -198,7 +198,10 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
         f"{quarter / 1024:.1f} MiB, end {final / 1024:.1f} MiB: growth {final / quarter:.3f}x "
         f"over the last three quarters"
     )
-    print(f"datasets checked: {checked}; lost: {lost}; corrupted: {len(bad)}")
+    print(
+        f"datasets checked: {checked}; off the source's history (lost): {len(stray)}; "
+        f"corrupted: {len(bad)}; never synced yet (behind the failing peer): {never}"
+    )
     for line in bad:
         print(f"  corrupted: {line}")
     for line in stray:
