@@ -66,7 +66,8 @@ async def test_ingest_and_transform_killed_at_crash_points(tmp_path: Path) -> No
         (root / "config.toml").write_text((root / "config.toml").read_text() + TEST_SPARK_CONFIG)
         nums = await create(workspace, root_snapshot("nums", READ))
         await create(
-            workspace, derivative_snapshot("doubled", "nums", "SELECT id * 2 AS id2 FROM nums")
+            workspace,
+            derivative_snapshot("doubled", "nums", "SELECT event_time, id * 2 AS id2 FROM nums"),
         )
         seed_head = await nums.chain.head()
 
