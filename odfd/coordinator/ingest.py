@@ -115,7 +115,7 @@ async def ingest_polling(
                 reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
             )
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
             return IngestOutcome(alias, True, reason="the source has not changed")
@@ -154,9 +154,13 @@ async def ingest_push(
     if input_format is not None:
         source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    if not await asyncio.to_thread(path.is_file):
+    size = await asyncio.to_thread(_file_size, path)
+    if size is None:
         raise IngestError(f"{path} is not a file")
-    with transaction_dir(workspace.root) as work:
+    if size == 0:
+        # nothing to read: answered without starting Spark
+        return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
+    async with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
             alias,
@@ -169,6 +173,10 @@ async def ingest_push(
             source_state=None,
             has_more=False,
         )
+
+
+def _file_size(path: Path) -> int | None:
+    return path.stat().st_size if path.is_file() else None
 
 
 async def set_watermark(
@@ -301,7 +309,7 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         if data is None:
             return None
         if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
         elif plan.infer:
             data = preprocess_default(data, plan.source.merge, plan.vocab)
         prev = (

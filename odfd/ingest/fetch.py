@@ -148,6 +148,7 @@ def _fetch_http(
         state = SourceState(
             source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339()
         )
+    source_time: Timestamp | None
     if isinstance(step.event_time, EventTimeSourceFromSystemTime):
         source_time = now
     else:
@@ -174,7 +175,7 @@ def _fetch_glob(
 
     def key(path: Path) -> tuple:
         if by_time:
-            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]
+            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]  # by_time is true only for a FromPath event time
         return (path.name,)
 
     last_key = None

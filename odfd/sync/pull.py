@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import aiohttp
 
@@ -232,7 +233,7 @@ class _PullRun:
                 raise
             await self.stash.discard_added()
             await self.fetcher.discard_added()
-            discard_staging(self.target)
+            await discard_staging(self.target)
             if isinstance(err, ChainRuleError):
                 raise CorruptSourceError(
                     f"{self.remote}: the remote's history breaks a chain rule: {err}"
@@ -316,12 +317,7 @@ class _PullRun:
                 m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
             )
             urls = await smart.pull_object_urls(channel, files)
-
-            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
-                url = urls[(_object_type(ref.kind), ref.hash)]
-                return url.url, dict(url.headers)
-
-            await self.fetcher.fetch_all(chunk, http_source(self.session, url_of))
+            await self.fetcher.fetch_all(chunk, http_source(self.session, partial(_url_of, urls)))
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
@@ -358,7 +354,7 @@ class _PullRun:
                 ObjectKind.DATA: source.dataset.data,
                 ObjectKind.CHECKPOINT: source.dataset.checkpoints,
             }
-            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]
+            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]  # smart sources are HTTP ones, whose store has a client
 
             def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
                 store = stores[ref.kind]
@@ -505,6 +501,14 @@ def _starts_at_seed(data: bytes) -> bool:
         return peek_prev_block_hash(data) is None
     except DecodeError:
         return False
+
+
+def _url_of(
+    urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl], ref: ObjectRef
+) -> tuple[str, dict[str, str]]:
+    """Where the server said to download ``ref`` from, and the headers to send."""
+    url = urls[(_object_type(ref.kind), ref.hash)]
+    return url.url, dict(url.headers)
 
 
 def _object_type(kind: ObjectKind) -> m.ObjectType:

@@ -129,7 +129,7 @@ async def push(
         result = replace(result, signed=await _send_signed_head(target, remote, options))
     if result.num_blocks or result.new_remote_head == local.hash:
         await remember_remote(target, remote, "push")
-        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]
+        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]  # a pushed dataset has a head
     return result
 
 
@@ -344,7 +344,8 @@ async def _upload(
     headers["Content-Length"] = str(file.size)
     for attempt in range(1, DEFAULT_RETRIES + 1):
         try:
-            with open(path, "rb") as body:
+            body = await asyncio.to_thread(open, path, "rb")  # aiohttp reads it in the executor
+            with body:
                 async with session.put(url.url, data=body, headers=headers) as response:
                     if response.status < 300:
                         return
