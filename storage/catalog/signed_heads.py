@@ -1,4 +1,4 @@
-"""The ``signed_heads`` and ``mirror_freeze_bounds`` tables (migration ``0004_signed_heads.sql``).
+"""The ``signed_heads`` and ``mirror_freeze_bounds`` tables (migration ``0005_signed_heads.sql``).
 
 Per dataset, the newest owner-signed head this node has seen: what a pull compares a remote's
 signed head with to refuse rollbacks and forks, and what freeze reports are measured from. The
