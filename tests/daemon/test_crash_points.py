@@ -100,7 +100,11 @@ def test_sigkill_at_every_crash_point_recovers(tmp_path: Path) -> None:
     loop = asyncio.new_event_loop()
     source, writers = loop.run_until_complete(make_source())
     server = ServeProcess(a_root).start()
-    init_workspace(b_root, FAST_SYNC_CONFIG)
+    # No Spark Connect server: mirroring root datasets needs no engine, and a SIGKILLed daemon
+    # leaves the server it started running (README, reliability: known gap).
+    init_workspace(
+        b_root, FAST_SYNC_CONFIG.replace("[daemon]\n", "[daemon]\nspark_connect = false\n")
+    )
     odfd(
         "apply",
         "-f",
