@@ -242,7 +242,7 @@ class Workspace:
         """Copy an existing dataset folder (e.g. written by the reference) into the workspace
         after validating its whole chain; every object is re-hashed on the way in."""
         source = Dataset.open_local(Path(path))
-        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]
+        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]  # open_local always gives a layout
             raise WorkspaceError(f"{path} is not a dataset folder (no blocks/ and refs/)")
         head = await source.chain.head()
         if head is None:

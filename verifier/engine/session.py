@@ -92,7 +92,7 @@ def apply_determinism(session: SparkSession) -> None:
         # The `arrow.pyspark` settings steer a classic client's collection; Connect always
         # sends Arrow and refuses them.
         pins = {k: v for k, v in DETERMINISM.items() if not k.startswith(_CLASSIC_CLIENT_ONLY)}
-        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]
+        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
         return
     for key, value in DETERMINISM.items():
         session.conf.set(key, value)
@@ -221,7 +221,7 @@ def _connect_session(url: str) -> SparkSession:
     # Not at exit: a server that is gone would hold the exit up with retries, and it forgets
     # idle sessions by itself.
     weakref.finalize(session, _release, session.client).atexit = False
-    return session  # type: ignore[return-value]
+    return session  # type: ignore[return-value]  # a Connect session stands in for the classic SparkSession type
 
 
 def _release(client: object) -> None:
@@ -229,10 +229,10 @@ def _release(client: object) -> None:
     from pyspark.errors import PySparkException
 
     try:
-        client.release_session()  # type: ignore[attr-defined]
+        client.release_session()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
     except PySparkException as err:
         logging.getLogger(__name__).debug("releasing a Spark Connect session failed: %s", err)
-    client.close()  # type: ignore[attr-defined]
+    client.close()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
 
 
 def _reachable(host: str, port: int) -> bool:

@@ -146,7 +146,7 @@ class SparkSettings:
         ):
             raise SparkConfigError("config [spark].conf: expected a table of Spark settings")
         values["conf"] = {k: _conf_value(v) for k, v in conf.items()}
-        settings = cls(**values)  # type: ignore[arg-type]
+        settings = cls(**values)  # type: ignore[arg-type]  # values were checked key by key against the fields above
         settings.validate()
         return settings
 
