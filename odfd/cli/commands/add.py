@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
-from pathlib import Path
 
 from odfd.cli import console
+from odfd.cli.confirm import confirm
+from odfd.cli.manifest_source import ManifestError, read_manifests
+from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.errors import OdfdError
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias
 from protocol.model import DatasetSnapshot
@@ -18,18 +19,23 @@ from storage.snapshots import check_snapshot, dependency_order
 from storage.workspace import Workspace
 
 
-class ManifestError(OdfdError):
-    """A manifest file cannot be read."""
-
-
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("add", help="create datasets from DatasetSnapshot manifests")
     parser.add_argument(
         "files",
-        nargs="+",
-        type=Path,
-        metavar="FILE",
-        help="YAML manifest(s); a folder adds every *.yaml holding a DatasetSnapshot",
+        nargs="*",
+        metavar="FILE|URL",
+        help="YAML manifest(s): files, folders (every *.yaml holding a DatasetSnapshot) "
+        "or http(s):// URLs",
+    )
+    parser.add_argument(
+        "--stdin", action="store_true", help="also read manifests from standard input"
+    )
+    parser.add_argument(
+        "--replace",
+        action="store_true",
+        help="delete an existing dataset of the same name first (asks unless -y; refused while "
+        "another dataset reads it)",
     )
     parser.add_argument("--name", help="alias for the dataset (only with a single manifest)")
     parser.add_argument(
@@ -40,15 +46,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
+    if not args.files and not args.stdin:
+        raise ManifestError("name manifest files, folders or URLs, or pass --stdin")
     snapshots: list[DatasetSnapshot] = []
-    for path in _manifest_files(args.files):
-        try:
-            text = path.read_bytes()
-        except OSError as error:
-            raise ManifestError(f"cannot read {path}: {error.strerror or error}") from None
-        loaded = odf_yaml.load_snapshots(text, source=str(path))
+    for manifest in read_manifests(args.files, stdin=args.stdin):
+        loaded = odf_yaml.load_snapshots(manifest.text, source=manifest.source)
         if not loaded:
-            raise ManifestError(f"{path}: holds no DatasetSnapshot (it is empty or only comments)")
+            raise ManifestError(
+                f"{manifest.source}: holds no DatasetSnapshot (it is empty or only comments)"
+            )
         snapshots.extend(loaded)
     if args.name is not None:
         if len(snapshots) != 1:
@@ -70,6 +76,8 @@ def _add(args: argparse.Namespace) -> int:
             raise ManifestError(f"Failed to add dataset {snapshot.name}: {error}") from None
 
     async def run(workspace: Workspace) -> int:
+        if args.replace:
+            await _delete_replaced(args, workspace, snapshots)
         failures = 0
         for snapshot in _in_order(snapshots):
             try:
@@ -87,6 +95,33 @@ def _add(args: argparse.Namespace) -> int:
     return run_in_workspace(args, run)
 
 
+async def _delete_replaced(
+    args: argparse.Namespace, workspace: Workspace, snapshots: list[DatasetSnapshot]
+) -> None:
+    """Deletes the existing datasets the batch names again, after checking that none is read by
+    a dataset the batch does not replace (it would be left reading a dataset that is gone)."""
+    records = await workspace.list_datasets()
+    by_name = {r.alias.lower(): r for r in records}
+    wanted = {str(s.name).lower() for s in snapshots}
+    doomed = [by_name[name] for name in sorted(wanted) if name in by_name]
+    if not doomed:
+        return
+    readers = await readers_of(workspace, records)
+    blocked = blocked_by_readers(doomed, readers)
+    if blocked:
+        raise StorageError(
+            "; ".join(
+                f"cannot replace {alias}: it is an input of {', '.join(names)}"
+                for alias, names in blocked.items()
+            )
+            + " (replace or delete those too); nothing was changed"
+        )
+    confirm(args, f"Replace {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
+    for record in downstream_first(doomed, readers):
+        await workspace.delete_dataset(str(record.id))
+        console.info(f"Deleted: {record.alias} ({record.id})")
+
+
 def _in_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
     """Dependencies first; a later manifest naming a dataset again comes after, to be reported
     as already existing rather than dropped."""
@@ -99,27 +134,6 @@ def _in_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
         else:
             first[key] = snapshot
     return [*dependency_order(list(first.values())), *again]
-
-
-def _manifest_files(paths: list[Path]) -> list[Path]:
-    files: list[Path] = []
-    for path in paths:
-        if path.is_dir():
-            found = [p for p in sorted(path.rglob("*.yaml")) if _is_snapshot(p)]
-            if not found:
-                raise ManifestError(f"{path}: no *.yaml file in it holds a DatasetSnapshot")
-            files.extend(found)
-        else:
-            files.append(path)
-    return files
-
-
-def _is_snapshot(path: Path) -> bool:
-    try:
-        head = path.read_text(encoding="utf-8", errors="replace")[:4096]
-    except OSError:
-        return False
-    return "DatasetSnapshot" in head
 
 
 def _renamed(snapshot: DatasetSnapshot, alias: DatasetAlias) -> DatasetSnapshot:

@@ -11,6 +11,7 @@ import argparse
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
+from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
@@ -39,14 +40,9 @@ def _delete(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         records = await workspace.list_datasets()
         chosen = records if args.all else await _resolve_all(workspace, args.datasets)
-        readers = await _readers(workspace, records)
+        readers = await readers_of(workspace, records)
         doomed = _with_downstream(chosen, readers) if args.recursive else chosen
-        doomed_ids = {r.id for r in doomed}
-        blocked = {
-            r.alias: sorted(d.alias for d in readers.get(r.id, []) if d.id not in doomed_ids)
-            for r in doomed
-        }
-        blocked = {alias: names for alias, names in blocked.items() if names}
+        blocked = blocked_by_readers(doomed, readers)
         if blocked:
             raise StorageError(
                 "; ".join(
@@ -59,7 +55,7 @@ def _delete(args: argparse.Namespace) -> int:
             console.info("Nothing to delete")
             return 0
         confirm(args, f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
-        for record in _downstream_first(doomed, readers):
+        for record in downstream_first(doomed, readers):
             await workspace.delete_dataset(str(record.id))
             console.info(f"Deleted: {record.alias} ({record.id})")
         return 0
@@ -83,20 +79,6 @@ async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRec
     return list(found.values())
 
 
-async def _readers(
-    workspace: Workspace, records: list[DatasetRecord]
-) -> dict[DatasetId, list[DatasetRecord]]:
-    """For each dataset, the derivative datasets whose transform reads it."""
-    readers: dict[DatasetId, list[DatasetRecord]] = {}
-    for record in records:
-        if record.head is None:
-            continue
-        state = await workspace.open_dataset(record.id).chain.state()
-        for input_id in state.transform_input_ids:
-            readers.setdefault(input_id, []).append(record)
-    return readers
-
-
 def _with_downstream(
     chosen: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
 ) -> list[DatasetRecord]:
@@ -108,25 +90,3 @@ def _with_downstream(
                 result[reader.id] = reader
                 todo.append(reader)
     return list(result.values())
-
-
-def _downstream_first(
-    doomed: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    """Readers before what they read, so that no step deletes a dataset something still reads."""
-    ids = {r.id for r in doomed}
-    order: list[DatasetRecord] = []
-    seen: set[DatasetId] = set()
-
-    def visit(record: DatasetRecord) -> None:
-        if record.id in seen:
-            return
-        seen.add(record.id)
-        for reader in readers.get(record.id, []):
-            if reader.id in ids:
-                visit(reader)
-        order.append(record)
-
-    for record in doomed:
-        visit(record)
-    return order
