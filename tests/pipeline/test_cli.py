@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import re
 import shutil
+import sys
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -146,3 +149,29 @@ def test_pull_polling_source_and_set_watermark(
     assert code == 0 and "up to date (the watermark is already 2024-03-08T00:00:00Z)" in err
     code, _, err = run(capsys, "pull", "nope")
     assert code == 1 and "nope" in err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_ingest_and_pull_draw_a_status_line_only_on_a_terminal(
+    root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert run(capsys, "-q", "add", str(EXAMPLES / "leaderboard"))[0] == 0
+    data = EXAMPLES / "leaderboard" / "data"
+    terminal, captured = _Terminal(), sys.stderr
+    monkeypatch.setattr("sys.stderr", terminal)
+    assert main(["ingest", "match.scores", str(data / "1.ndjson")]) == 0
+    assert main(["pull", "match.leaderboard"]) == 0
+    text = terminal.getvalue()
+    assert "\r| ingest match.scores: " in text and "1.ndjson · " in text
+    assert "\r| pull match.leaderboard · " in text
+    # each line is blanked before the result is printed
+    assert re.search(r"\r +\rIngested: match\.scores: ", text)
+    assert re.search(r"\r +\rUpdated: match\.leaderboard: ", text)
+
+    monkeypatch.setattr("sys.stderr", captured)
+    code, _, err = run(capsys, "ingest", "match.scores", str(data / "2.ndjson"))
+    assert code == 0 and "\r" not in err and err.startswith("Ingested: match.scores: ")

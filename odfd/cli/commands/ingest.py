@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from odfd.cli import console
+from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
@@ -50,14 +51,15 @@ def _ingest(args: argparse.Namespace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
         for name in args.files:
             with _input_file(name, workspace.root) as path:
-                outcome = await ingest_push(
-                    workspace,
-                    dataset,
-                    path,
-                    source_name=args.source_name,
-                    event_time=args.event_time,
-                    input_format=args.input_format,
-                )
+                async with working(f"ingest {args.dataset}: {name}"):
+                    outcome = await ingest_push(
+                        workspace,
+                        dataset,
+                        path,
+                        source_name=args.source_name,
+                        event_time=args.event_time,
+                        input_format=args.input_format,
+                    )
             if outcome.up_to_date:
                 console.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 
 from odfd.cli import console, remote_pull
+from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.pull import pull_local
@@ -102,13 +103,14 @@ async def _pull_local(
     workspace: Workspace, args: argparse.Namespace, refs: list[str], *, recursive: bool
 ) -> int:
     configure_engine(workspace.layout.config_path)
-    outcomes = await pull_local(
-        workspace,
-        refs,
-        recursive=recursive,
-        fetch_uncacheable=args.fetch_uncacheable,
-        watermark=args.set_watermark,
-    )
+    async with working(f"pull {', '.join(refs)}"):
+        outcomes = await pull_local(
+            workspace,
+            refs,
+            recursive=recursive,
+            fetch_uncacheable=args.fetch_uncacheable,
+            watermark=args.set_watermark,
+        )
     for outcome in outcomes:
         verb = "Updated" if outcome.updated else "Skipped"
         console.info(f"{verb}: {outcome.dataset}: {outcome.message}")
