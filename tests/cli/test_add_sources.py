@@ -57,7 +57,7 @@ def test_add_replace_deletes_and_adds_again_after_asking(
 
 
 def test_add_replace_refuses_a_dataset_another_reads(
-    workspace_root: Path, capsys: pytest.CaptureFixture[str]
+    workspace_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = fingerprint(workspace_root)
     url_csv = MANIFESTS / "root-url-csv.yaml"
@@ -69,6 +69,22 @@ def test_add_replace_refuses_a_dataset_another_reads(
         "cannot replace test.root.url-csv: it is an input of test.deriv.joined, "
         "test.deriv.summary (replace or delete those too); nothing was changed"
     ) in err
+    assert fingerprint(workspace_root) == before
+
+    # a replacement reading a dataset that does not exist is refused before anything is deleted
+    derivatives = MANIFESTS / "derivatives.yaml"
+    broken = tmp_path / "broken.yaml"
+    broken.write_bytes(
+        derivatives.read_bytes().replace(
+            b"datasetRef: test.root.url-csv", b"datasetRef: test.root.nowhere", 1
+        )
+    )
+    code, _, err = run(capsys, "add", "--root", str(workspace_root), "--replace", "-y", str(broken))
+    assert code == 1
+    assert err.strip() == (
+        "error: cannot replace test.deriv.joined: its input test.root.nowhere is neither in the "
+        "workspace nor in the manifests; nothing was changed"
+    )
     assert fingerprint(workspace_root) == before
 
     # replacing the readers in the same batch is allowed

@@ -13,7 +13,7 @@ from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias
-from protocol.model import DatasetSnapshot
+from protocol.model import DatasetSnapshot, SetTransform
 from storage.errors import DatasetExistsError, InvalidSnapshotError, StorageError
 from storage.snapshots import check_snapshot, dependency_order
 from storage.workspace import Workspace
@@ -106,6 +106,7 @@ async def _delete_replaced(
     doomed = [by_name[name] for name in sorted(wanted) if name in by_name]
     if not doomed:
         return
+    await _check_inputs(workspace, snapshots, wanted)
     readers = await readers_of(workspace, records)
     blocked = blocked_by_readers(doomed, readers)
     if blocked:
@@ -120,6 +121,26 @@ async def _delete_replaced(
     for record in downstream_first(doomed, readers):
         await workspace.delete_dataset(str(record.id))
         console.info(f"Deleted: {record.alias} ({record.id})")
+
+
+async def _check_inputs(
+    workspace: Workspace, snapshots: list[DatasetSnapshot], batch: set[str]
+) -> None:
+    """Every input a transform of the batch reads exists here or comes with the batch: otherwise
+    its add would fail after the dataset it replaces was already deleted."""
+    for snapshot in snapshots:
+        for event in snapshot.metadata:
+            if not isinstance(event, SetTransform):
+                continue
+            for entry in event.inputs:
+                ref = entry.dataset_ref
+                if ref.alias is not None and str(ref.alias).lower() in batch:
+                    continue
+                if await workspace.try_resolve(ref) is None:
+                    raise StorageError(
+                        f"cannot replace {snapshot.name}: its input {ref} is neither in the "
+                        "workspace nor in the manifests; nothing was changed"
+                    )
 
 
 def _in_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
