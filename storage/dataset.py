@@ -7,6 +7,8 @@ blocks through ``dataset.chain`` directly.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -73,14 +75,16 @@ class Dataset:
         *,
         on_head_moved: HeadListener | None = None,
         saved_states: SavedStateStore | None = None,
+        staging: Callable[[], Path] | None = None,
     ) -> Dataset:
         """A dataset folder in the spec's layout (written by odfd or the reference). With
-        ``saved_states`` (and ``dataset_id``), its chain state survives the process."""
+        ``saved_states`` (and ``dataset_id``), its chain state survives the process; with
+        ``staging``, new objects are written there before being renamed into place."""
         layout = DatasetLayout(Path(root))
         return cls(
-            blocks=LocalFsObjectStore(layout.blocks_dir),
-            data=LocalFsObjectStore(layout.data_dir),
-            checkpoints=LocalFsObjectStore(layout.checkpoints_dir),
+            blocks=LocalFsObjectStore(layout.blocks_dir, staging),
+            data=LocalFsObjectStore(layout.data_dir, staging),
+            checkpoints=LocalFsObjectStore(layout.checkpoints_dir, staging),
             refs=LocalFsRefStore(layout.refs_dir),
             info=LocalFsNamedStore(layout.info_dir),
             dataset_id=dataset_id,
@@ -170,7 +174,7 @@ class Dataset:
     async def _store_file(
         store: ObjectStore, path: Path, hash: Multihash, size: int, what: str
     ) -> None:
-        actual = path.stat().st_size
+        actual = os.stat(path).st_size
         if actual != size:
             raise SizeMismatchError(f"{what} {path}", size, actual)
         await store.put_file(path, expected=hash, move=True)

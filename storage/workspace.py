@@ -6,6 +6,7 @@ through the workspace and can be rebuilt from the folders (``repair``).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
@@ -31,6 +32,7 @@ from storage.errors import (
 )
 from storage.keys import KeyStore
 from storage.layout import HEAD_REF, DatasetLayout, WorkspaceLayout
+from storage.scratch import Scratch, sweep_staging
 from storage.snapshots import normalize_snapshot
 
 _CONFIG_TEMPLATE = """\
@@ -58,6 +60,8 @@ class Workspace:
         self.chain_states = ChainStateTable(catalog)
         """Saved chain states (a cache in the catalog); give it to datasets opened outside
         ``open_dataset`` (e.g. staged ones) so their chain state survives the process."""
+        self.scratch = Scratch(layout.staging_dir)
+        """This process's folder for temporary files (``staging=`` of datasets it writes)."""
 
     @property
     def root(self) -> Path:
@@ -81,9 +85,15 @@ class Workspace:
         layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
         if not layout.config_path.is_file():
             raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
-        return cls(layout, await Catalog.open(layout.catalog_path))
+        workspace = cls(layout, await Catalog.open(layout.catalog_path))
+        workspace.swept = sweep_staging(layout.staging_dir)
+        return workspace
+
+    swept: list[Path] = []
+    """What ``open`` removed from the staging folder (left by processes that died)."""
 
     async def close(self) -> None:
+        self.scratch.close()
         await self.catalog.close()
 
     async def __aenter__(self) -> Workspace:
@@ -120,6 +130,7 @@ class Workspace:
             dataset_id,
             on_head_moved=record_head,
             saved_states=self.chain_states,
+            staging=self.scratch.folder,
         )
 
     async def get_dataset(self, ref: DatasetRef | str) -> Dataset:
@@ -344,7 +355,8 @@ async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
         broken = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%dT%H%M%S}")
         os.replace(path, broken)
         for suffix in ("-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(f"{path}{suffix}")
         return broken
     await catalog.close()
     return None

@@ -15,15 +15,18 @@ says how far it got).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from pathlib import Path
 
 import aiohttp
 
 from odfd.config import load_config
 from odfd.sync import smart_client as smart
+from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.objects import (
     ObjectFetcher,
@@ -40,7 +43,9 @@ from odfd.sync.target import (
     check_same_dataset,
     commit,
     discard_staging,
+    discard_staging_if_empty,
     open_target,
+    release_target,
     remember_remote,
 )
 from odfd.sync.walk import (
@@ -52,14 +57,17 @@ from odfd.sync.walk import (
     walk_remote_chain,
 )
 from protocol.codec.flatbuffers import peek_prev_block_hash
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, OdfError
 from protocol.identity import DatasetId, Multihash
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
 from storage.catalog import Transfer
 from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.orphans import recover_orphans
 from storage.stores.http import HttpObjectStore
+from storage.stores.http_fetch import HttpLimits
+from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 
@@ -77,6 +85,10 @@ class PullOptions:
     """``auto`` (smart when offered), ``smart`` or ``simple``."""
     max_blocks: int = MAX_CHAIN_LENGTH
     """Longest remote history accepted (bounds the walk and the metadata tarball)."""
+    limits: HttpLimits = HttpLimits()
+    """Time-outs for every request to the peer (connect, first byte, minimum rate)."""
+    operation_timeout: float | None = None
+    """Give up on the whole pull after this many seconds (``None``: no limit)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +106,8 @@ class PullResult:
     """Blocks the local side has beyond the remote head (nothing pulled then)."""
     resumed_objects: int = 0
     """Objects an earlier, interrupted pull had already fetched."""
+    recovered: tuple[str, ...] = ()
+    """What was found on disk and put right before pulling (see ``storage.orphans``)."""
 
     @property
     def updated(self) -> bool:
@@ -125,15 +139,30 @@ async def pull(
     """Pull the dataset at ``url`` into the workspace (as ``alias``, else the one already
     pulled from there, else the URL's last segment)."""
     remote = parse_remote_url(url)
+    recovered = tuple(action.describe() for action in await recover_orphans(workspace))
     target = await open_target(workspace, remote, alias)
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
-    async with _session(session) as http:
-        ipfs = load_config(workspace.layout.config_path).ipfs.settings()
-        run = _PullRun(target, remote, options, progress, http, ipfs)
-        try:
-            return await run.execute()
-        finally:
-            progress.finish()
+    try:
+        async with _session(session, options.limits) as http:
+            ipfs = load_config(workspace.layout.config_path).ipfs.settings()
+            run = _PullRun(target, remote, options, progress, http, ipfs)
+            deadline = asyncio.timeout(options.operation_timeout)
+            try:
+                async with deadline:
+                    result = await run.execute()
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise PullTimeoutError(
+                    f"pull of {remote} into {target.alias} took longer than "
+                    f"{options.operation_timeout:g} s (operation_timeout); abandoned, "
+                    "what was verified is kept for the next pull"
+                ) from None
+            finally:
+                progress.finish()
+    finally:
+        release_target(target)
+    return dataclasses.replace(result, recovered=recovered)
 
 
 async def pull_from_remotes(
@@ -161,12 +190,18 @@ async def has_remote(workspace: Workspace, ref: str) -> bool:
     return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
 
 
+class PullTimeoutError(SyncError):
+    """The whole pull ran longer than ``operation_timeout``."""
+
+
 @asynccontextmanager
-async def _session(session: aiohttp.ClientSession | None) -> AsyncIterator[aiohttp.ClientSession]:
+async def _session(
+    session: aiohttp.ClientSession | None, limits: HttpLimits
+) -> AsyncIterator[aiohttp.ClientSession]:
     if session is not None:
         yield session
         return
-    async with aiohttp.ClientSession() as own:
+    async with aiohttp.ClientSession(timeout=limits.client_timeout()) as own:
         yield own
 
 
@@ -194,20 +229,34 @@ class _PullRun:
             on_done=self._object_done,
             on_bytes=progress.add_bytes,
         )
+        self.checks = DataChecks(str(remote))
         self.transfer: Transfer | None = None
         self.resumed = 0
         self._saved_at = 0.0
 
     async def execute(self) -> PullResult:
         try:
-            return await self._execute()
-        except (RemoteUnavailableError, smart.ProtocolError, TimeoutError, aiohttp.ClientError):
-            # Interrupted, not lied to: keep what was verified so the next pull resumes.
-            await self.stash.flush()
-            await self._save_progress(force=True)
+            result = await self._execute()
+        except asyncio.CancelledError:
+            # The whole-operation time-out (or the caller) stopped us: keep what was verified.
+            await self._keep_progress()
             raise
+        except (
+            RemoteUnavailableError,
+            smart.ProtocolError,
+            TimeoutError,
+            aiohttp.ClientError,
+        ) as err:
+            # Interrupted, not lied to: keep what was verified so the next pull resumes.
+            await self._keep_progress()
+            if isinstance(err, OdfError):
+                raise
+            raise SyncError(
+                f"{self.remote}: the transfer failed: {err or type(err).__name__}"
+            ) from None
         except BaseException as err:
-            if isinstance(err, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
+            self.checks.cancel()
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 raise
             await self.stash.discard_added()
             await self.fetcher.discard_added()
@@ -217,6 +266,15 @@ class _PullRun:
                     f"{self.remote}: the remote's history breaks a chain rule: {err}"
                 ) from None
             raise
+        if self.target.is_new:
+            discard_staging(self.target)  # nothing was new: no dataset to keep
+        return result
+
+    async def _keep_progress(self) -> None:
+        self.checks.cancel()
+        await self.stash.flush()
+        await self._save_progress(force=True)
+        discard_staging_if_empty(self.target)
 
     async def _execute(self) -> PullResult:
         wants_smart = self.remote.scheme in ("http", "https") and self.options.protocol != "simple"
@@ -233,14 +291,20 @@ class _PullRun:
     async def _smart(self) -> PullResult:
         local = self.target.head
         headers = smart.auth_headers(self.options.token)
-        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+        async with open_source(
+            self.remote, self.session, self.ipfs, headers, self.options.limits
+        ) as source:
             remote_head = await source.dataset.refs.get("head")
             if remote_head is None:
                 raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
             if remote_head == local.hash:
                 return self._result("smart", WalkResult([], local, local, local))
         async with smart.connect(
-            self.session, self.remote.http_base, "pull", self.options.token
+            self.session,
+            self.remote.http_base,
+            "pull",
+            self.options.token,
+            receive_timeout=self.options.limits.first_byte,
         ) as channel:
             try:
                 plan = await smart.pull_plan(channel, local.hash, self.options.force)
@@ -294,17 +358,23 @@ class _PullRun:
             )
             urls = await smart.pull_object_urls(channel, files)
 
-            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
+            def url_of(
+                ref: ObjectRef, urls: dict[tuple[str, Multihash], m.TransferUrl] = urls
+            ) -> tuple[str, dict[str, str]]:
                 url = urls[(_object_type(ref.kind), ref.hash)]
                 return url.url, dict(url.headers)
 
-            await self.fetcher.fetch_all(chunk, http_source(self.session, url_of))
+            await self.fetcher.fetch_all(
+                chunk, http_source(self.session, url_of, self.options.limits)
+            )
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
         local = self.target.head
         headers = smart.auth_headers(self.options.token) if self.options.token else None
-        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+        async with open_source(
+            self.remote, self.session, self.ipfs, headers, self.options.limits
+        ) as source:
             remote_head = await source.dataset.refs.get("head")
             if remote_head is None:
                 raise RemoteNotFoundError(
@@ -340,7 +410,7 @@ class _PullRun:
                 assert isinstance(store, HttpObjectStore)
                 return store.url_of(ref.hash), headers
 
-            return http_source(self.session, url_of)
+            return http_source(self.session, url_of, self.options.limits)
         return store_source(source.dataset)
 
     # --- shared steps ---------------------------------------------------------------------------
@@ -359,6 +429,10 @@ class _PullRun:
             raise CorruptSourceError(f"{self.remote}: the history does not start with a Seed block")
 
     async def _plan_objects(self, walk: WalkResult) -> list[ObjectRef]:
+        vocab = None
+        if self.target.record is not None and self.target.head.hash is not None:
+            vocab = (await self.target.dataset.chain.state()).vocab
+        self.checks.plan(walk.new_blocks, vocab)
         wanted = objects_of(walk.new_blocks)
         refs = await missing_objects(self.target.dataset, wanted)
         dataset_id = walk.dataset_id or (self.target.record.id if self.target.record else None)
@@ -380,6 +454,8 @@ class _PullRun:
         return refs
 
     async def _object_done(self, ref: ObjectRef) -> None:
+        if ref.kind is ObjectKind.DATA:
+            self.checks.start(ref.hash, self._path_of(ref.hash))
         self.progress.object_done()
         await self._save_progress()
 
@@ -395,7 +471,20 @@ class _PullRun:
             bytes_done=self.progress.bytes,
         )
 
+    def _path_of(self, hash: Multihash) -> Path:
+        store = self.target.dataset.data
+        assert isinstance(store, LocalFsObjectStore)  # pulls go into local dataset folders
+        return store.path_of(hash)
+
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
+        self.progress.set_phase("checking data")
+        await self.checks.verify(
+            {
+                ref.hash: self._path_of(ref.hash)
+                for ref in objects_of(walk.new_blocks)
+                if ref.kind is ObjectKind.DATA
+            }
+        )
         self.progress.set_phase("committing")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)

@@ -30,6 +30,7 @@ from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
+from storage.scratch import try_lock_folder
 from storage.workspace import Workspace
 
 STAGING_PREFIX = ".pull-"
@@ -43,6 +44,9 @@ class PullTarget:
     record: DatasetRecord | None
     """``None`` while the dataset is new to the workspace."""
     head: ChainPoint
+    lock_fd: int | None = None
+    """Held ``flock`` on a new dataset's staging folder: one pull per folder, and ``odfd system
+    gc`` leaves it alone while the pull runs."""
 
     @property
     def is_new(self) -> bool:
@@ -84,9 +88,18 @@ async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None
         return PullTarget(workspace, record.alias, dataset, record, ChainPoint(head, seq))
     assert alias is not None  # set above when no record was found
     layout = DatasetLayout(staging_dir(workspace, remote)).create()
-    return PullTarget(
-        workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None)
-    )
+    lock_fd = try_lock_folder(layout.root)
+    if lock_fd is None:
+        raise SyncError(f"another pull from {remote} into {workspace.root} is running")
+    dataset = Dataset.open_local(layout.root, staging=workspace.scratch.folder)
+    return PullTarget(workspace, alias, dataset, None, ChainPoint(None, None), lock_fd)
+
+
+def release_target(target: PullTarget) -> None:
+    """Let go of a new dataset's staging folder (the pull is over)."""
+    if target.lock_fd is not None:
+        os.close(target.lock_fd)
+        target.lock_fd = None
 
 
 def check_same_dataset(target: PullTarget, walk: WalkResult, where: str) -> None:
@@ -152,15 +165,17 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         raise DatasetExistsError(f"dataset {target.alias} already exists in {workspace.root}")
     assert target.dataset.layout is not None  # staged datasets are local folders
     staging = target.dataset.layout.root
-    staged = Dataset.open_local(staging, dataset_id, saved_states=workspace.chain_states)
+    staged = Dataset.open_local(
+        staging, dataset_id, saved_states=workspace.chain_states, staging=workspace.scratch.folder
+    )
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)
     if final.root.exists():
         if (final.refs_dir / HEAD_REF).exists():
             raise DatasetExistsError(
-                f"{final.root} already holds dataset {dataset_id} "
-                "(not in the catalog: run `odfd repair`)"
+                f"{final.root} holds dataset {dataset_id}, not in the catalog and not a valid "
+                "dataset (run `odfd repair` to see why)"
             )
         shutil.rmtree(final.root)
     try:
@@ -192,6 +207,23 @@ async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pu
 
 
 def discard_staging(target: PullTarget) -> None:
-    """Remove a new dataset's staging folder (after its source proved untrustworthy)."""
+    """Remove a new dataset's staging folder (its source proved untrustworthy, or it had
+    nothing to bring)."""
     if target.record is None and target.dataset.layout is not None:
         shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+
+
+def discard_staging_if_empty(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder unless it holds verified blocks or objects an
+    interrupted pull can resume from."""
+    layout = target.dataset.layout
+    if target.record is not None or layout is None:
+        return
+    folders = (layout.blocks_dir, layout.data_dir, layout.checkpoints_dir)
+    if not any(
+        not entry.name.startswith(".")
+        for folder in folders
+        if folder.is_dir()
+        for entry in os.scandir(folder)
+    ):
+        shutil.rmtree(layout.root, ignore_errors=True)

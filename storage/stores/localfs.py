@@ -8,11 +8,13 @@ a few hundred bytes and a thread hop would cost more than the I/O. Anything that
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import hashlib
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
+from typing import BinaryIO
 
 from protocol.errors import ParseError
 from protocol.identity import Multicodec, Multihash
@@ -56,11 +58,17 @@ def _check_simple_name(name: str, what: str) -> None:
 
 
 class LocalFsObjectStore(ObjectStore):
-    """Objects as files named ``f1620<hex digest>`` in one folder."""
+    """Objects as files named ``f1620<hex digest>`` in one folder.
 
-    def __init__(self, root: Path) -> None:
+    New objects are written under a temporary name in ``staging()`` (the workspace's staging
+    folder, see ``storage.scratch``; default: the objects' own folder), fsynced, then renamed
+    into place.
+    """
+
+    def __init__(self, root: Path, staging: Callable[[], Path] | None = None) -> None:
         self.root = root
         self._prefix = os.path.join(root, "")
+        self._staging = staging
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
@@ -69,7 +77,7 @@ class LocalFsObjectStore(ObjectStore):
         return self.root / object_name(hash)
 
     async def contains(self, hash: Multihash) -> bool:
-        return os.path.isfile(self._prefix + object_name(hash))
+        return os.path.isfile(self._prefix + object_name(hash))  # noqa: ASYNC240 - one stat, inline on purpose
 
     async def size(self, hash: Multihash) -> int:
         try:
@@ -95,7 +103,7 @@ class LocalFsObjectStore(ObjectStore):
         self, hash: Multihash, chunk_size: int = _FILE_CHUNK
     ) -> AsyncIterator[bytes]:
         try:
-            f = open(self.path_of(hash), "rb")
+            f = await asyncio.to_thread(open, self.path_of(hash), "rb")
         except FileNotFoundError:
             raise ObjectNotFoundError(str(self.root), hash) from None
         with f:
@@ -105,6 +113,18 @@ class LocalFsObjectStore(ObjectStore):
     def _ensure_root(self) -> None:
         if not self.root.is_dir():
             self.root.mkdir(parents=True, exist_ok=True)
+
+    def _stage_dir(self) -> Path:
+        return self._staging() if self._staging is not None else self.root
+
+    def _install(self, staged: Path, target: Path) -> None:
+        """Rename a staged file into place (copying if staging is on another file system)."""
+        try:
+            os.replace(staged, target)
+        except OSError as err:
+            if err.errno != errno.EXDEV:
+                raise
+            move_file_atomic(staged, target)
 
     def _check(self, expected: Multihash | None, actual: Multihash) -> None:
         if expected is not None and expected != actual:
@@ -124,8 +144,11 @@ class LocalFsObjectStore(ObjectStore):
         if target.exists():
             return hash
         self._ensure_root()
-        staged = write_staged(self.root, data)
-        os.replace(staged, target)
+        staged = write_staged(self._stage_dir(), data)
+        try:
+            self._install(staged, target)
+        finally:
+            staged.unlink(missing_ok=True)
         if sync_dir:
             fsync_dir(self.root)
         return hash
@@ -171,7 +194,7 @@ class LocalFsObjectStore(ObjectStore):
         if move:
             move_file_atomic(path, target)
         else:
-            staged = staging_path(self.root)
+            staged = staging_path(self._stage_dir())
             try:
                 with open(path, "rb") as src, open(staged, "xb") as dst:
                     while chunk := src.read(_FILE_CHUNK):
@@ -182,7 +205,7 @@ class LocalFsObjectStore(ObjectStore):
                 copied, _ = hash_file(staged)
                 if copied != hash:
                     raise HashMismatchError(f"copy of {path}", hash, copied)
-                os.replace(staged, target)
+                self._install(staged, target)
             finally:
                 staged.unlink(missing_ok=True)
             fsync_dir(self.root)
@@ -192,10 +215,11 @@ class LocalFsObjectStore(ObjectStore):
         self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
     ) -> Multihash:
         self._ensure_root()
-        staged = staging_path(self.root)
+        staged = staging_path(self._stage_dir())
         digest = hashlib.sha3_256()
         try:
-            with open(staged, "xb") as f:
+            f = await asyncio.to_thread(open, staged, "xb")
+            with f:
                 async for chunk in chunks:
                     digest.update(chunk)
                     await asyncio.to_thread(f.write, chunk)
@@ -204,7 +228,7 @@ class LocalFsObjectStore(ObjectStore):
             self._check(expected, hash)
             target = self.path_of(hash)
             if not target.exists():
-                os.replace(staged, target)
+                self._install(staged, target)
                 fsync_dir(self.root)
             return hash
         finally:
@@ -234,7 +258,7 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _flush_and_sync(f) -> None:
+def _flush_and_sync(f: BinaryIO) -> None:
     f.flush()
     os.fsync(f.fileno())
 
