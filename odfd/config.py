@@ -25,6 +25,7 @@ from typing import Any
 from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import OdfError
+from storage.stores.http_fetch import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"
@@ -94,6 +95,9 @@ class IpfsConfig:
         return IpfsSettings(api=self.api, gateway=self.gateway)
 
 
+_LIMITS = HttpLimits()
+
+
 @dataclass(frozen=True, slots=True)
 class SyncConfig:
     """``[sync]``: how the daemon schedules and runs mirror syncs."""
@@ -114,6 +118,25 @@ class SyncConfig:
     """Update local derivative datasets when a mirror brings new data into one of their inputs."""
     tokens: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """URL prefix -> bearer token for pulls from and pushes to that remote (longest prefix wins)."""
+    connect_timeout: float = _LIMITS.connect
+    first_byte_timeout: float = _LIMITS.first_byte
+    """Longest wait for a peer's answer to start, or to go on after it stopped."""
+    min_rate: int = _LIMITS.min_rate
+    """Bytes per second a transfer must reach over each ``rate_window``; 0 disables."""
+    rate_window: float = _LIMITS.rate_window
+    operation_timeout: float = 0.0
+    """A whole pull running longer is abandoned (what was verified is kept); 0: no limit."""
+
+    def limits(self) -> HttpLimits:
+        return HttpLimits(
+            connect=self.connect_timeout,
+            first_byte=self.first_byte_timeout,
+            min_rate=self.min_rate,
+            rate_window=self.rate_window,
+        )
+
+    def pull_timeout(self) -> float | None:
+        return self.operation_timeout or None
 
     def token_for(self, url: str) -> str | None:
         best = max(
@@ -310,6 +333,11 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "history": _positive_duration,
             "transform_derivatives": _bool,
             "tokens": _str_table,
+            "connect_timeout": _positive_duration,
+            "first_byte_timeout": _positive_duration,
+            "min_rate": _int(0),
+            "rate_window": _positive_duration,
+            "operation_timeout": _duration,
         },
     ),
     "audit": (

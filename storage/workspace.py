@@ -260,7 +260,7 @@ class Workspace:
                     "(not in the catalog: run `odfd repair`)"
                 )
             await _remove_dataset_folder(target)  # leftovers of an unfinished create or delete
-        staging = DatasetLayout(staging_path(self.layout.datasets_dir)).create()
+        staging = DatasetLayout(staging_path(self.scratch.folder())).create()
         try:
             copy = Dataset.open_local(staging.root, dataset_id)
             async for hash, block in source.chain.iter_blocks(head):

@@ -93,11 +93,14 @@ class MirrorSyncer:
                 self.config.ipfs.settings(),
                 token=self.config.sync.token_for(mirror.source),
                 known=known,
+                limits=self.config.sync.limits(),
             )
             if dataset_id is None or source.head != local_before[1]:
                 options = PullOptions(
                     parallel=self.config.sync.parallel_objects,
                     token=self.config.sync.token_for(mirror.source),
+                    limits=self.config.sync.limits(),
+                    operation_timeout=self.config.sync.pull_timeout(),
                 )
                 pulled = await pull(
                     self.workspace,

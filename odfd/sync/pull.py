@@ -162,7 +162,7 @@ async def pull(
                 progress.finish()
     finally:
         release_target(target)
-    return dataclasses.replace(result, recovered=recovered)
+    return dataclasses.replace(result, recovered=(*recovered, *target.recovered))
 
 
 async def pull_from_remotes(

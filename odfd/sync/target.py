@@ -15,7 +15,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from odfd.sync.errors import ChainPoint, SyncError
@@ -30,10 +30,11 @@ from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
-from storage.scratch import try_lock_folder
+from storage.orphans import recover_folder
+from storage.scratch import PULL_PREFIX, try_lock_folder
 from storage.workspace import Workspace
 
-STAGING_PREFIX = ".pull-"
+STAGING_PREFIX = PULL_PREFIX
 
 
 @dataclass(slots=True)
@@ -45,6 +46,8 @@ class PullTarget:
     """``None`` while the dataset is new to the workspace."""
     head: ChainPoint
     lock_fd: int | None = None
+    recovered: list[str] = field(default_factory=list)
+    """What was found on disk and put right on the way (``storage.orphans``)."""
     """Held ``flock`` on a new dataset's staging folder: one pull per folder, and ``odfd system
     gc`` leaves it alone while the pull runs."""
 
@@ -172,12 +175,18 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)
     if final.root.exists():
-        if (final.refs_dir / HEAD_REF).exists():
-            raise DatasetExistsError(
-                f"{final.root} holds dataset {dataset_id}, not in the catalog and not a valid "
-                "dataset (run `odfd repair` to see why)"
-            )
-        shutil.rmtree(final.root)
+        # Left by a pull killed between the rename and the catalog: settle it now.
+        action = await recover_folder(workspace, dataset_id)
+        target.recovered.append(action.describe())
+        if action.record is not None and action.record.head == head:
+            discard_staging(target)  # the folder on disk is this very pull's result
+            target.record = action.record
+            target.dataset = workspace.open_dataset(dataset_id)
+            return head, walk.new_blocks[-1].block.sequence_number
+        if action.action == "adopted":
+            raise SyncError(f"{action.describe()}; pull again to bring it up to date")
+        if action.action == "left":
+            raise DatasetExistsError(f"{action.describe()} (run `odfd repair` to see why)")
     try:
         os.rename(staging, final.root)
     except OSError as err:  # another pull or push put the dataset in place first
