@@ -8,7 +8,9 @@ Node A (a separate ``odfd``-app server process, as in production) holds a root d
 pulls it fully by each protocol, then node A appends 10 blocks (one with a new data file) and
 node B pulls again (incremental). The baseline for each pull is a GET of one uncompressed tar
 of exactly the files that pull brings (blocks, data, refs), extracted to disk by ``tarfile``
-(no fsync; odfd fsyncs every object it stores). Targets: smart full pull <= 2x the tar stream;
+(no fsync; odfd fsyncs every object it stores). Every pull reads each new data file once
+before its head moves (record count, offsets, logical hash: ``odfd.sync.data_checks``); the
+cost of those reads alone is printed too. Targets: smart full pull <= 1.3x the tar stream;
 incremental pulls under 1 s.
 """
 
@@ -33,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from odfd.server.app import create_app
 from odfd.server.config import ServerConfig
+from odfd.sync.data_checks import read_slice_facts
 from odfd.sync.pull import PullOptions, pull
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root
@@ -44,7 +47,7 @@ async def _tar_stream(request: web.Request) -> web.StreamResponse:
     """``POST /tar`` naming a file that lists paths under the workspace's datasets folder (one
     per line): one tar of those files."""
     root = Path(request.app["datasets_dir"])
-    paths = Path(await request.text()).read_text().splitlines()
+    paths = Path(await request.text()).read_text().splitlines()  # noqa: ASYNC240 - a benchmark's setup
     response = web.StreamResponse(headers={"Content-Type": "application/x-tar"})
     await response.prepare(request)
 
@@ -76,7 +79,7 @@ async def _serve(root: Path, port_file: Path) -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
-        port_file.write_text(str(runner.addresses[0][1]))
+        port_file.write_text(str(runner.addresses[0][1]))  # noqa: ASYNC240 - a benchmark's setup
         await asyncio.Event().wait()
 
 
@@ -94,7 +97,7 @@ def dataset_files(dataset_root: Path) -> set[str]:
 async def tar_pull(
     session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
 ) -> tuple[float, int]:
-    dest.mkdir(parents=True, exist_ok=True)
+    dest.mkdir(parents=True, exist_ok=True)  # noqa: ASYNC240 - a benchmark's setup
     listing = dest.with_suffix(".list")
     listing.write_text("\n".join(paths))
     started = time.perf_counter()
@@ -146,7 +149,7 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             flush=True,
         )
         port_file = work / "port"
-        server = subprocess.Popen(
+        server = subprocess.Popen(  # noqa: ASYNC220 - started once, before timing
             [sys.executable, __file__, "--serve", str(node_a), str(port_file)]
         )
         try:
@@ -180,6 +183,20 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                             f"{blocks} blocks, {objects} objects",
                         )
                     )
+                started = time.perf_counter()
+                files = sorted((dataset_root / "data").iterdir())
+                await asyncio.to_thread(
+                    lambda: [read_slice_facts(path, "offset") for path in files]
+                )
+                checks = time.perf_counter() - started
+                rows.append(
+                    (
+                        "data checks alone",
+                        checks,
+                        checks / tar_full,
+                        f"{len(files)} files read once, one thread (part of each full pull)",
+                    )
+                )
                 before = dataset_files(dataset_root)
                 await writer.append(slices=1, rows=args.rows, empty_blocks=9, checkpoints=False)
                 new_files = sorted(dataset_files(dataset_root) - before) + [
@@ -210,8 +227,8 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
     print()
     print(
-        f"target smart full pull <= 2x tar stream: {smart_full[2]:.2f}x -> "
-        f"{'met' if smart_full[2] <= 2 else 'MISSED'}"
+        f"target smart full pull <= 1.3x tar stream: {smart_full[2]:.2f}x -> "
+        f"{'met' if smart_full[2] <= 1.3 else 'MISSED'}"
     )
     for name, row in (("smart", smart_incr), ("simple", simple_incr)):
         print(

@@ -14,6 +14,7 @@ import fcntl
 import os
 import secrets
 import shutil
+import threading
 import time
 from pathlib import Path
 
@@ -57,16 +58,18 @@ class Scratch:
         self.root = staging_root
         self._folder: Path | None = None
         self._fd: int | None = None
+        self._lock = threading.Lock()  # stores call ``folder`` from worker threads
 
     def folder(self) -> Path:
-        if self._folder is None:
-            self.root.mkdir(exist_ok=True)
-            folder = self.root / f"{os.getpid()}-{secrets.token_hex(4)}"
-            folder.mkdir()
-            fd = try_lock_folder(folder)
-            assert fd is not None  # nobody else knows the fresh name
-            self._folder, self._fd = folder, fd
-        return self._folder
+        with self._lock:
+            if self._folder is None:
+                self.root.mkdir(exist_ok=True)
+                folder = self.root / f"{os.getpid()}-{secrets.token_hex(4)}"
+                folder.mkdir()
+                fd = try_lock_folder(folder)
+                assert fd is not None  # nobody else knows the fresh name
+                self._folder, self._fd = folder, fd
+            return self._folder
 
     def close(self) -> None:
         """Remove the subfolder (anything still in it belonged to writes that did not finish)."""

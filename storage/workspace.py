@@ -62,6 +62,8 @@ class Workspace:
         ``open_dataset`` (e.g. staged ones) so their chain state survives the process."""
         self.scratch = Scratch(layout.staging_dir)
         """This process's folder for temporary files (``staging=`` of datasets it writes)."""
+        self.swept: list[Path] = []
+        """What ``open`` removed from the staging folder (left by processes that died)."""
 
     @property
     def root(self) -> Path:
@@ -88,9 +90,6 @@ class Workspace:
         workspace = cls(layout, await Catalog.open(layout.catalog_path))
         workspace.swept = sweep_staging(layout.staging_dir)
         return workspace
-
-    swept: list[Path] = []
-    """What ``open`` removed from the staging folder (left by processes that died)."""
 
     async def close(self) -> None:
         self.scratch.close()

@@ -13,16 +13,19 @@ import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 
 from odfd.cli.main import main
-from odfd.config import SyncConfig
+from odfd.config import NodeConfig, SyncConfig
+from odfd.daemon.mirror_sync import MirrorSyncer
 from protocol.codec.flatbuffers import decode_block
 from protocol.identity import Multihash
 from protocol.model import AddData, OffsetInterval
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
+from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root, verify_integrity
 from tests.replication.test_lying_server import Liar, reblock
@@ -41,6 +44,8 @@ class Peer:
     """Path -> handler replacing the liar's answer (redirects, stalls)."""
     chunked: bool = False
     """Serve every Simple Transfer answer in two chunks with a pause between them."""
+    closing: asyncio.Event = dataclasses.field(default_factory=asyncio.Event)
+    """Set when the test is over: handlers that stall stop then."""
 
 
 @pytest.fixture
@@ -68,6 +73,7 @@ async def peer(node_a: Workspace) -> AsyncIterator[Peer]:
     base = f"http://127.0.0.1:{runner.addresses[0][1]}"
     state["peer"] = Peer(liar, f"{base}/ds", base)
     yield state["peer"]
+    state["peer"].closing.set()
     await runner.cleanup()
 
 
@@ -342,8 +348,8 @@ async def test_server_that_never_answers_refs_head(
     node_b: Workspace, peer: Peer, capsys: pytest.CaptureFixture[str]
 ) -> None:
     async def never(request: web.Request) -> web.StreamResponse:
-        await asyncio.sleep(3600)
-        raise AssertionError("not reached")
+        await peer.closing.wait()
+        return web.Response(status=503)
 
     peer.routes["/ds/refs/head"] = never
     loop = asyncio.get_running_loop()
@@ -417,3 +423,32 @@ def test_default_time_outs_give_up_on_a_stalled_peer_within_30_seconds() -> None
     limits = SyncConfig().limits()
     assert limits.connect <= 30 and limits.first_byte <= 30 and limits.rate_window <= 30
     assert limits.min_rate > 0
+
+
+async def test_daemon_sync_from_a_stalled_peer_fails_naming_it(
+    node_b: Workspace, peer: Peer
+) -> None:
+    """A mirror sync from a peer that never answers fails within the time-out; a failed attempt
+    is what makes the daemon back the mirror off (``Daemon._record``, ``backoff_delay``)."""
+
+    async def never(request: web.Request) -> web.StreamResponse:
+        await peer.closing.wait()
+        return web.Response(status=503)
+
+    peer.routes["/ds/refs/head"] = never
+    config = NodeConfig(sync=SyncConfig(first_byte_timeout=1.0))
+    await MirrorTable(node_b.catalog).add("copy", peer.url, [], 3600.0)
+    mirror = await MirrorTable(node_b.catalog).require("copy")
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    async with aiohttp.ClientSession() as session:
+        report = await MirrorSyncer(node_b, config, session).sync(mirror)
+    assert loop.time() - started < 10
+    assert report.failed and report.attempt.new_head is None
+    assert report.attempt.error is not None
+    assert re.fullmatch(
+        r"GET http://127\.0\.0\.1:\d+/ds/refs/head: the peer stalled: no answer within 1 s "
+        r"\(first_byte_timeout\)",
+        report.attempt.error,
+    ), report.attempt.error
+    assert stray_files(node_b) == []
