@@ -2,6 +2,6 @@
 
 import sys
 
-from odfd.cli.main import main
+from odfd.cli.main import run
 
-sys.exit(main())
+sys.exit(run())

@@ -22,16 +22,16 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
-from protocol.errors import OdfError
 from storage.stores.http_fetch import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"
 
 
-class ConfigError(OdfError):
+class ConfigError(OdfdError):
     """The node's configuration is invalid; the message names the key and the file or variable."""
 
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.types as pat
 
-from protocol.errors import OdfError
+from protocol.errors import ProtocolError
 from protocol.model import (
     DataField,
     DataSchema,
@@ -107,7 +107,7 @@ _DATE_UNITS = {
 }
 
 
-class UnsupportedSchemaError(OdfError, ValueError):
+class UnsupportedSchemaError(ProtocolError, ValueError):
     """A schema has no representation on the other side (the reference rejects it too)."""
 
 

@@ -5,7 +5,9 @@ Reads the JSON Schemas under ``protocol/spec/schemas`` (types, field names, YAML
 required fields, short forms) and ``protocol/spec/flatbuffers/opendatafabric.fbs`` (FlatBuffers
 field order, slot ids, scalar widths, optional scalars, union tags), then writes:
 
-- ``protocol/model/_generated.py``: enums, frozen dataclasses and union aliases (the RFC-018
+- ``protocol/model/_enums_generated.py``: the enums, in a module that imports nothing of ours, so
+  the hand-written resource envelope can use them (``ResourcePhase``) without an import circle;
+- ``protocol/model/_generated.py``: frozen dataclasses and union aliases, re-exporting the enums (the RFC-018
   resource envelope is written by hand in ``protocol/model/resource.py``; it is imported from there,
   its fields checked against the schemas);
 - ``protocol/codec/_fb_generated.py``: straight-line FlatBuffers encoders/decoders for every table a
@@ -32,6 +34,8 @@ ROOT = Path(__file__).resolve().parent.parent
 SCHEMAS = ROOT / "protocol" / "spec" / "schemas"
 FBS = ROOT / "protocol" / "spec" / "flatbuffers" / "opendatafabric.fbs"
 MODEL_OUT = ROOT / "protocol" / "model" / "_generated.py"
+ENUMS_OUT = ROOT / "protocol" / "model" / "_enums_generated.py"
+ENUMS_MODULE = "protocol.model._enums_generated"
 FB_OUT = ROOT / "protocol" / "codec" / "_fb_generated.py"
 TREE_OUT = ROOT / "protocol" / "codec" / "_tree_generated.py"
 
@@ -404,6 +408,27 @@ def check_hand_written(s: SchemaSet) -> None:
             )
 
 
+def gen_enums(s: SchemaSet) -> str:
+    out = [
+        HEADER.format(
+            doc="The enums of the ODF metadata model (a leaf module: imports nothing of ours)."
+        ),
+        "",
+        "from __future__ import annotations",
+        "",
+        "import enum",
+        "",
+    ]
+    for t in s.types.values():
+        if isinstance(t, Enum):
+            out += ["", f"class {t.name}(enum.Enum):", f'    """{t.doc}"""', ""]
+            out += [
+                f'    {v.upper() if v.isupper() else snake(v).upper()} = "{v}"' for v in t.values
+            ]
+            out.append("")
+    return "\n".join(out)
+
+
 def gen_model(s: SchemaSet) -> str:
     check_hand_written(s)
     used = set().union(*(leaf_kinds(f.type) for t in generated_structs(s) for f in t.fields))
@@ -419,14 +444,16 @@ def gen_model(s: SchemaSet) -> str:
     out += [
         "from __future__ import annotations",
         "",
-        "import enum",
         "from dataclasses import dataclass",
         "from typing import TypeAlias",
         "",
+        f"from {ENUMS_MODULE} import (  # re-exported: here the model has every type",
+        *(f"    {t.name} as {t.name}," for t in s.types.values() if isinstance(t, Enum)),
+        ")",
         f"from protocol.identity import {', '.join(identity)}",
         "from protocol.model.maps import FrozenMap, JsonValue",
-        f"from {HAND_WRITTEN_MODULE} import (  # noqa: F401 (written by hand; here the model has every type)",
-        *(f"    {n}," for n in sorted(HAND_WRITTEN)),
+        f"from {HAND_WRITTEN_MODULE} import (  # written by hand, re-exported: the model has every type",
+        *(f"    {n} as {n}," for n in sorted(HAND_WRITTEN)),
         ")",
     ]
     if names:
@@ -435,13 +462,6 @@ def gen_model(s: SchemaSet) -> str:
         "from protocol.model.timestamp import Timestamp",
         "",
     ]
-    for t in s.types.values():
-        if isinstance(t, Enum):
-            out += ["", f"class {t.name}(enum.Enum):", f'    """{t.doc}"""', ""]
-            out += [
-                f'    {v.upper() if v.isupper() else snake(v).upper()} = "{v}"' for v in t.values
-            ]
-            out.append("")
     for t in s.types.values():
         if t.name in HAND_WRITTEN:
             continue
@@ -1199,6 +1219,7 @@ def generate() -> dict[Path, str]:
     s.load_all()
     fbs = parse_fbs(FBS.read_text())
     return {
+        ENUMS_OUT: gen_enums(s),
         MODEL_OUT: gen_model(s),
         FB_OUT: FbGen(s, fbs).generate(),
         TREE_OUT: TreeGen(s).generate(),

@@ -5,7 +5,11 @@ from __future__ import annotations
 from protocol.errors import OdfError
 
 
-class VerifyError(OdfError):
+class VerifierError(OdfError):
+    """Base class of the verifier layer's errors (the checks and the Spark engine)."""
+
+
+class VerifyError(VerifierError):
     """Base class of errors that stop a verification before it produces a report."""
 
 

@@ -14,12 +14,12 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 
 FORMATS = ("table", "csv", "json", "parquet")
 
 
-class OutputError(OdfError):
+class OutputError(OdfdError):
     """The result cannot be written as asked."""
 
 

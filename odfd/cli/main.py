@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import warnings
 from collections.abc import Sequence
 
 from protocol.errors import OdfError
@@ -65,5 +66,25 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 141
 
 
+def quiet_dependency_warnings() -> None:
+    """Process-wide warning policy of the `odfd` program (a library import never sets one).
+
+    ipfshttpclient passes urllib3 2.x a `strict` argument it no longer needs, and urllib3 warns
+    about it on every connection; the warning says nothing to an odfd user.
+    """
+    warnings.filterwarnings(
+        "ignore",
+        message="The 'strict' parameter is no longer needed",
+        category=FutureWarning,
+        module="urllib3.poolmanager",
+    )
+
+
+def run() -> int:
+    """The `odfd` program: its warning policy, then the command."""
+    quiet_dependency_warnings()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

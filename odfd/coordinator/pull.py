@@ -12,14 +12,14 @@ from dataclasses import dataclass
 
 from odfd.coordinator.ingest import pull_root, set_watermark
 from odfd.coordinator.transform import update_derivative
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 
 
-class PullError(OdfError):
+class PullError(OdfdError):
     """A pull request cannot be carried out as asked."""
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from protocol.errors import OdfError, ParseError
+from odfd.errors import OdfdError
+from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.model import Timestamp
 from storage.dataset import Dataset
@@ -21,7 +22,7 @@ from verifier.engine.columns import Vocab
 from verifier.engine.inputs import all_slices, arrow_schema_of, slice_paths
 
 
-class AsOfError(OdfError):
+class AsOfError(OdfdError):
     """An ``AS OF`` point names no block of the workspace, or precedes a dataset's history."""
 
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.model import SetDataSchema
 from verifier.engine.inputs import arrow_schema_of
 
 
-class IncompatibleSchemaError(OdfError):
+class IncompatibleSchemaError(OdfdError):
     """A new slice's columns differ from the dataset's declared schema in a way that is not allowed."""
 
 

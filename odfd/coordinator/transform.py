@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from odfd.coordinator.commit import StagedFiles, commit_transaction, transaction_dir
 from odfd.coordinator.schema import schema_event
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import (
     ExecuteTransform,
@@ -34,7 +34,7 @@ from verifier.engine.transform import (
 )
 
 
-class TransformNotDefinedError(OdfError):
+class TransformNotDefinedError(OdfdError):
     """The dataset is not derivative or has no ``SetTransform``."""
 
 

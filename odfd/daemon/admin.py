@@ -1,6 +1,7 @@
 """The daemon's local admin API: HTTP over a Unix socket in the workspace (mode 0600, so only
 the node's user can talk to it), used by ``odfd mirror``, ``apply``, ``status`` and
-``daemon reload|stop|audit``.
+``daemon reload|stop|audit``. ``AdminApi`` serves it for a running daemon;
+``odfd.daemon.admin_client`` talks to it.
 
 ``GET /status`` (``odfd.daemon.status``), ``GET /metrics``, ``POST /reload`` (config and mirror
 schedule), ``POST /reconcile`` (resources, answers with each one's phase), ``POST
@@ -9,41 +10,28 @@ schedule), ``POST /reconcile`` (resources, answers with each one's phase), ``POS
 
 from __future__ import annotations
 
-import hashlib
+import asyncio
 import json
-import tempfile
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, Protocol
 
-import aiohttp
 from aiohttp import web
 
-from odfd.config import load_config
+from odfd.daemon.audits import Auditor
+from odfd.daemon.jobs import JobRunner
+from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
+from odfd.daemon.status import build_status
+from odfd.errors import OdfdError
 from protocol.errors import OdfError
-from storage.layout import WorkspaceLayout
-
-SOCKET_NAME = "daemon.sock"
-_MAX_SOCKET_PATH = 100
-"""``sun_path`` holds 108 bytes on Linux; deeper workspaces get a socket under the temp folder."""
+from protocol.identity import DatasetId, DatasetRef
+from storage.catalog.mirrors import MirrorTable
+from storage.workspace import Workspace
 
 
-class AdminError(OdfError):
-    """The daemon answered an admin request with an error."""
-
-
-class DaemonNotRunningError(OdfError):
-    """The command needs a running daemon and none listens for the workspace."""
-
-
-def socket_path(layout: WorkspaceLayout, configured: str | None) -> Path:
-    if configured is not None:
-        return Path(configured)
-    path = layout.root.resolve() / SOCKET_NAME
-    if len(str(path)) <= _MAX_SOCKET_PATH:
-        return path
-    digest = hashlib.sha256(str(layout.root.resolve()).encode()).hexdigest()[:16]
-    return Path(tempfile.gettempdir()) / f"odfd-{digest}.sock"
+class AdminRequestError(OdfdError):
+    """An admin request asks for something the daemon cannot do as asked."""
 
 
 Handler = Callable[[web.Request], Awaitable[Any]]
@@ -60,50 +48,108 @@ def json_handler(action: Handler) -> Callable[[web.Request], Awaitable[web.Respo
     return handle
 
 
-class AdminClient:
-    """Talks to a running daemon. ``await AdminClient.connect(layout)`` gives ``None`` when no
-    daemon listens for that workspace."""
+class AdminTarget(Protocol):
+    """What the admin API reads and drives of a running daemon (``odfd.daemon.service.Daemon``)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    workspace: Workspace
+    metrics: DaemonMetrics
+    syncs: JobRunner
+    mirrors: MirrorTable
+    auditor: Auditor
+    withheld: set[DatasetId]
 
-    @classmethod
-    async def connect(cls, layout: WorkspaceLayout) -> AdminClient | None:
-        path = socket_path(layout, load_config(layout.config_path).daemon.admin_socket)
-        if not path.exists():
-            return None
-        client = cls(path)
+    def runtime(self) -> dict[str, Any]: ...
+
+    async def reload(self) -> dict[str, Any]: ...
+
+    async def reconcile_resources(self) -> list[dict[str, Any]]: ...
+
+    def stop(self) -> None: ...
+
+
+class AdminApi:
+    """The admin API's handlers, served on the daemon's Unix socket by ``start``."""
+
+    def __init__(self, daemon: AdminTarget) -> None:
+        self.daemon = daemon
+
+    async def start(self, path: Path) -> web.AppRunner:
+        """Listen on ``path`` (mode 0600); the caller cleans the returned runner up."""
+        app = web.Application()
+        routes = [
+            ("GET", "/ping", json_handler(self.ping)),
+            ("GET", "/status", json_handler(self.status)),
+            ("GET", "/metrics", self.metrics),
+            ("POST", "/reload", json_handler(self.reload)),
+            ("POST", "/reconcile", json_handler(self.reconcile)),
+            ("POST", "/mirrors/{name}/sync", json_handler(self.sync_now)),
+            ("POST", "/audit/{dataset}", json_handler(self.audit_now)),
+            ("POST", "/stop", json_handler(self.stop)),
+        ]
+        for method, route, handler in routes:
+            app.router.add_route(method, route, handler)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
         try:
-            await client.request("GET", "/ping")
-        except (aiohttp.ClientConnectionError, FileNotFoundError, ConnectionRefusedError):
-            return None
-        return client
+            await asyncio.to_thread(_clear_socket_path, path)
+            old_mask = os.umask(0o177)
+            try:
+                await web.UnixSite(runner, str(path)).start()
+            finally:
+                os.umask(old_mask)
+            await asyncio.to_thread(os.chmod, path, 0o600)
+        except BaseException:
+            await runner.cleanup()
+            raise
+        return runner
 
-    @classmethod
-    async def require(cls, layout: WorkspaceLayout) -> AdminClient:
-        client = await cls.connect(layout)
-        if client is None:
-            raise DaemonNotRunningError(
-                f"no daemon is running on {layout.root} (start one with `odfd daemon`)"
-            )
-        return client
+    async def ping(self, request: web.Request) -> dict[str, Any]:
+        return {"pid": os.getpid()}
 
-    async def request(
-        self, method: str, path: str, *, timeout: float = 600.0, **params: str
-    ) -> Any:
-        connector = aiohttp.UnixConnector(path=str(self.path))
-        async with aiohttp.ClientSession(connector=connector) as session:
-            async with session.request(
-                method,
-                f"http://odfd{path}",
-                params=params,
-                timeout=aiohttp.ClientTimeout(total=timeout),
-            ) as response:
-                if response.content_type == "application/json":
-                    body = await response.json()
-                else:
-                    body = await response.text()
-                if response.status >= 400:
-                    message = body.get("error") if isinstance(body, dict) else body
-                    raise AdminError(f"daemon at {self.path}: {message}")
-                return body
+    async def status(self, request: web.Request) -> dict[str, Any]:
+        daemon = self.daemon
+        next_runs = {str(k): v for k, v in daemon.syncs.scheduled().items()}
+        withheld = {str(d) for d in daemon.withheld}
+        return await build_status(daemon.workspace, daemon.runtime(), next_runs, withheld)
+
+    async def metrics(self, request: web.Request) -> web.Response:
+        """Also served at ``/metrics`` of the node's HTTP server when ``[metrics] enabled``."""
+        self.daemon.metrics.queue_depth.set(self.daemon.syncs.queued)
+        body = self.daemon.metrics.exposition()
+        return web.Response(body=body, headers={"Content-Type": CONTENT_TYPE})
+
+    async def reload(self, request: web.Request) -> dict[str, Any]:
+        return await self.daemon.reload()
+
+    async def reconcile(self, request: web.Request) -> dict[str, Any]:
+        return {"resources": await self.daemon.reconcile_resources()}
+
+    async def sync_now(self, request: web.Request) -> dict[str, Any]:
+        mirror = await self.daemon.mirrors.require(request.match_info["name"])
+        self.daemon.syncs.run_now(mirror.name)
+        return {"queued": mirror.name}
+
+    async def audit_now(self, request: web.Request) -> dict[str, Any]:
+        ref = DatasetRef.parse(request.match_info["dataset"])
+        record = await self.daemon.workspace.resolve(ref)
+        scope: Literal["full", "integrity"]
+        match request.query.get("scope", "full"):
+            case "full":
+                scope = "full"
+            case "integrity":
+                scope = "integrity"
+            case other:
+                raise AdminRequestError(f"scope must be full or integrity, not {other!r}")
+        self.daemon.auditor.request(record.id, scope, "manual")
+        return {"queued": record.alias, "scope": scope}
+
+    async def stop(self, request: web.Request) -> dict[str, Any]:
+        # After the answer has gone out.
+        asyncio.get_running_loop().call_later(0.1, self.daemon.stop)
+        return {"stopping": True}
+
+
+def _clear_socket_path(path: Path) -> None:
+    """Removes a socket left by a killed daemon (the workspace lock says none runs)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.unlink(missing_ok=True)

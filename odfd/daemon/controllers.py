@@ -28,6 +28,7 @@ from odfd.daemon.resources import (
     dataset_resource,
 )
 from odfd.daemon.time import utc_now_text
+from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
@@ -55,7 +56,7 @@ class NoHooks:
         return None
 
 
-class ReconcileFailure(OdfError):
+class ReconcileFailure(OdfdError):
     """Why a resource cannot be reconciled now; ``code`` goes into its condition."""
 
     def __init__(self, code: str, message: str) -> None:

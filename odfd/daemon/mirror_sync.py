@@ -19,13 +19,14 @@ import aiohttp
 
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.source_probe import SourceHead, probe_source
+from odfd.errors import OdfdError
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import parse_remote_url
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
-from protocol.transfer.ipfs import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
 from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
+from storage.ipfs_client import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
 from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -34,7 +35,7 @@ UNPIN_TIMEOUT = 30.0
 """Seconds to wait for the IPFS node when releasing a pin (removing a mirror must not hang)."""
 
 
-class PinReleaseError(OdfError):
+class PinReleaseError(OdfdError):
     """A removed mirror's pin is still in the IPFS node: the node was unreachable or refused."""
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from odfd.config import format_duration, parse_duration
+from odfd.errors import OdfdError
 from odfd.sync.remote import parse_remote_url
 from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
@@ -69,7 +70,7 @@ _MAX_ACCOUNT_SEED = 32
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-class ManifestError(OdfError):
+class ManifestError(OdfdError):
     """A resource manifest is invalid; the message names the file, document and field."""
 
 

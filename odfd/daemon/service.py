@@ -25,7 +25,6 @@ import fcntl
 import json
 import logging
 import os
-import random
 import signal
 from collections.abc import Hashable
 from concurrent.futures import ThreadPoolExecutor
@@ -38,25 +37,24 @@ import aiohttp
 from aiohttp import web
 
 from odfd.config import NodeConfig, load_config
-from odfd.daemon.admin import json_handler, socket_path
+from odfd.daemon.admin import AdminApi
+from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
-from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
-from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
+from odfd.daemon.metrics import DaemonMetrics
+from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.recovery import recover_workspace
-from odfd.daemon.resources import AUDITED, SYNCED, kind_of
-from odfd.daemon.status import build_status
-from odfd.daemon.time import backoff_delay, jittered
+from odfd.daemon.resources import kind_of
+from odfd.daemon.time import jittered
+from odfd.errors import OdfdError
 from odfd.server.app import create_app
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
-from protocol.identity import DatasetId, DatasetRef, Multihash
+from protocol.identity import DatasetId
 from storage.catalog.audits import AuditRecord
-from storage.catalog.mirrors import AttemptBookkeeping, MirrorRecord, MirrorTable, SyncAttempt
-from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 from verifier.engine import session as spark_session
 
@@ -68,7 +66,7 @@ _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
 
 
-class DaemonError(OdfError):
+class DaemonError(OdfdError):
     """The daemon cannot start (another one runs on the workspace, the port is taken, ...)."""
 
 
@@ -86,7 +84,6 @@ class Daemon:
         config = replace(config, server=replace(config.server, **self._server_overrides))
         self.config = config
         self.metrics = DaemonMetrics()
-        self.mirrors = MirrorTable(workspace.catalog)
         self.started_at = datetime.now(UTC)
         self.server_url: str | None = None
         self.admin_path = socket_path(workspace.layout, config.daemon.admin_socket)
@@ -100,9 +97,10 @@ class Daemon:
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
-        self.syncs = JobRunner(
-            "sync", self._sync_job, config.sync.max_concurrent, on_change=self._sync_queue_changed
-        )
+        self.mirror_schedule = MirrorSchedule(workspace, config, self.metrics, self._synced)
+        self.syncs = self.mirror_schedule.runner
+        self.mirrors = self.mirror_schedule.table
+        self.admin = AdminApi(self)
         self.auditor = Auditor(
             workspace, config, self.metrics, self._spark_gate, self._audit_finished
         )
@@ -131,12 +129,13 @@ class Daemon:
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
         self._session = aiohttp.ClientSession()
+        self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_admin()
         for runner in (self.syncs, self.auditor.runner, self.derivatives.runner, self.chores):
             runner.start()
         await self._load_withheld()
-        await self.load_mirrors(startup=True)
+        await self.mirror_schedule.load(startup=True)
         await self.auditor.schedule_all()
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
@@ -223,7 +222,7 @@ class Daemon:
         app = create_app(self.workspace, self.config.server)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
-            app.router.add_get("/metrics", self._metrics)
+            app.router.add_get("/metrics", self.admin.metrics)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
         await runner.setup()
         site = web.TCPSite(runner, self.config.server.address, self.config.server.port)
@@ -245,30 +244,7 @@ class Daemon:
         self.server_url = f"http://{host}:{port}/"
 
     async def _start_admin(self) -> None:
-        app = web.Application()
-        routes = [
-            ("GET", "/ping", json_handler(self._ping)),
-            ("GET", "/status", json_handler(self._status)),
-            ("GET", "/metrics", self._metrics),
-            ("POST", "/reload", json_handler(self._reload)),
-            ("POST", "/reconcile", json_handler(self._reconcile)),
-            ("POST", "/mirrors/{name}/sync", json_handler(self._sync_now)),
-            ("POST", "/audit/{dataset}", json_handler(self._audit_now)),
-            ("POST", "/stop", json_handler(self._stop_request)),
-        ]
-        for method, path, handler in routes:
-            app.router.add_route(method, path, handler)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        self.admin_path.parent.mkdir(parents=True, exist_ok=True)
-        self.admin_path.unlink(missing_ok=True)  # left by a killed daemon (the lock says none runs)
-        old_mask = os.umask(0o177)
-        try:
-            await web.UnixSite(runner, str(self.admin_path)).start()
-        finally:
-            os.umask(old_mask)
-        os.chmod(self.admin_path, 0o600)
-        self._runners.append(runner)
+        self._runners.append(await self.admin.start(self.admin_path))
 
     # --- configuration --------------------------------------------------------------------------
 
@@ -296,13 +272,14 @@ class Daemon:
             needs_restart.append("audit.max_concurrent")
         self.config = new
         self.auditor.config = new
+        self.mirror_schedule.config = new
         self.reconciler.sync = new.sync
         configure_logging(new.log)
         if not new.audit.withhold_failing:
             self.withheld.clear()
         else:
             await self._load_withheld()
-        count = await self.load_mirrors()
+        count = await self.mirror_schedule.load()
         await self.auditor.schedule_all()
         if needs_restart:
             log.warning(
@@ -318,169 +295,12 @@ class Daemon:
         except OdfError:
             pass  # logged by reload(); the daemon runs on with its current configuration
 
-    async def load_mirrors(self, *, startup: bool = False) -> int:
-        """Arm a timer for every active mirror (from the time stored in the catalog), drop
-        the timers of removed or paused ones."""
-        records = await self.mirrors.list()
-        now = datetime.now(UTC)
-        active = set()
-        for record in records:
-            if record.paused:
-                self.syncs.cancel(record.name)
-                continue
-            active.add(record.name)
-            if self.syncs.is_busy(record.name):
-                continue
-            due = record.next_run_at or now
-            if due <= now:
-                spread = self.config.sync.startup_spread if startup else 0.0
-                due = now + timedelta(seconds=random.uniform(0, spread))
-            current = self.syncs.due_at(record.name)
-            if current is None or current > due or not startup:
-                self.syncs.schedule_at(record.name, due if current is None else min(current, due))
-        for key in self.syncs.scheduled():
-            if key not in active:
-                self.syncs.cancel(key)
-        self.metrics.mirrors.labels("active").set(len(active))
-        self.metrics.mirrors.labels("paused").set(len(records) - len(active))
-        return len(records)
-
-    # --- mirrors --------------------------------------------------------------------------------
-
-    def _sync_queue_changed(self, queued: int, running: int) -> None:
-        self.metrics.queue_depth.set(queued)
-        self.metrics.in_flight.set(running)
-
-    async def _sync_job(self, key: Hashable) -> None:
-        name = str(key)
-        mirror = await self.mirrors.get(name)
-        if mirror is None or mirror.paused:
-            return
-        assert self._session is not None  # started
-        syncer = MirrorSyncer(self.workspace, self.config, self._session)
-        started = datetime.now(UTC)
-        _, head_before = await syncer.local_head(mirror.name)
-        try:
-            async with asyncio.timeout(self.config.sync.attempt_timeout):
-                report = await syncer.sync(mirror)
-        except TimeoutError:
-            # The pull may have moved the head before time ran out; the next sync would find
-            # nothing new, so derivatives and audits must hear of it from this attempt.
-            dataset_id, head_after = await syncer.local_head(mirror.name)
-            report = _failed_report(
-                mirror,
-                started,
-                "failed",
-                f"timed out after {self.config.sync.attempt_timeout:g} s ([sync] attempt_timeout)",
-                dataset_id=dataset_id,
-                old_head=head_before,
-                new_head=head_after,
-            )
-        except asyncio.CancelledError:
-            # Shutdown: the pull was abandoned before or after its head move, never during it.
-            report = _failed_report(mirror, started, "cancelled", "cancelled at shutdown")
-            await asyncio.shield(self._record(mirror, report, next_run=datetime.now(UTC)))
-            raise
-        await self._record(mirror, report)
-        await self._release_pin_if_removed(mirror, report)
-        if report.head_changed and report.attempt.dataset_id is not None:
-            await self._dataset_moved(report.attempt.dataset_id, "sync")
-            self.chores.run_now(_RECONCILE)  # resources may have waited for this dataset
-
-    async def _release_pin_if_removed(self, mirror: MirrorRecord, report: SyncReport) -> None:
-        """A mirror removed while its sync ran: whoever removed it released the pin it knew of,
-        not the one this attempt made."""
-        cid = report.pinned_cid
-        if (
-            cid is None
-            or cid == mirror.pinned_cid
-            or await self.mirrors.get(mirror.name) is not None
-        ):
-            return
-        try:
-            await release_pin(self.config.ipfs, cid)
-        except PinReleaseError as err:
-            log.warning(
-                "pin of a removed mirror left in place",
-                extra={"mirror": mirror.name, "error": str(err)},
-            )
-        else:
-            log.info("pin of a removed mirror released", extra={"mirror": mirror.name, "cid": cid})
-
-    async def _record(
-        self, mirror: MirrorRecord, report: SyncReport, next_run: datetime | None = None
-    ) -> None:
-        attempt = report.attempt
-        failures = mirror.consecutive_failures + 1 if attempt.outcome == "failed" else 0
-        if next_run is None:
-            if failures:
-                delay = backoff_delay(
-                    failures, self.config.sync.backoff_initial, self.config.sync.backoff_max
-                )
-            else:
-                delay = mirror.interval
-            next_run = attempt.finished_at + jittered(delay, self.config.sync.jitter)
-        source = report.source
-        book = AttemptBookkeeping(
-            next_run_at=next_run,
-            consecutive_failures=failures,
-            last_error=attempt.error,
-            source_head=source.head if source else mirror.source_head,
-            source_sequence=source.sequence_number if source else mirror.source_sequence,
-            source_cid=source.cid if source else mirror.source_cid,
-            pinned_cid=report.pinned_cid,
-            target_state=report.target_state,
-        )
-        await self.mirrors.finish_attempt(attempt, book)
-        self.metrics.syncs.labels(attempt.outcome).inc()
-        self.metrics.sync_duration.observe(attempt.duration)
-        self.metrics.sync_blocks.inc(attempt.blocks)
-        self.metrics.sync_objects.inc(attempt.objects)
-        self.metrics.sync_bytes.inc(attempt.bytes)
-        for push in attempt.pushes:
-            if not push.get("skipped"):
-                self.metrics.pushes.labels("failed" if push.get("error") else "ok").inc()
-        if attempt.outcome == "failed":
-            self.metrics.sync_failures.inc()
-        level = logging.WARNING if attempt.outcome in ("failed", "cancelled") else logging.INFO
-        log.log(
-            level,
-            "sync finished",
-            extra={
-                "mirror": mirror.name,
-                "outcome": attempt.outcome,
-                "blocks": attempt.blocks,
-                "bytes": attempt.bytes,
-                "seconds": round(attempt.duration, 3),
-                "head": str(attempt.new_head) if attempt.new_head else None,
-                "next_run": next_run.isoformat(timespec="seconds"),
-                **({"error": attempt.error} if attempt.error else {}),
-            },
-        )
-        if attempt.outcome != "cancelled":
-            self.syncs.schedule_at(mirror.name, next_run)
-        if mirror.resource_id is not None:
-            await self._set_condition(
-                mirror.resource_id,
-                SYNCED,
-                {
-                    "status": "False" if attempt.outcome in ("failed", "cancelled") else "True",
-                    "outcome": attempt.outcome,
-                    "message": attempt.error,
-                    "head": None if attempt.new_head is None else attempt.new_head.to_multibase(),
-                    "sourceHead": None
-                    if book.source_head is None
-                    else book.source_head.to_multibase(),
-                    "at": attempt.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-                },
-            )
-
-    async def _set_condition(self, resource_id: str, key: str, value: dict[str, Any]) -> None:
-        await ResourceTable(self.workspace.catalog).update_status(
-            resource_id, conditions={key: value}
-        )
-
     # --- datasets that moved: transforms and audits -----------------------------------------------
+
+    async def _synced(self, dataset_id: DatasetId) -> None:
+        """A sync moved a dataset's head."""
+        await self._dataset_moved(dataset_id, "sync")
+        self.chores.run_now(_RECONCILE)  # resources may have waited for this dataset
 
     async def _dataset_moved(self, dataset_id: DatasetId, trigger: str) -> None:
         if self.config.audit.after_sync:
@@ -504,19 +324,7 @@ class Daemon:
             else:
                 self.withheld.discard(audit.dataset_id)
         await self._refresh_gauges()
-        mirror = await self.mirrors.get(audit.alias)
-        if mirror is not None and mirror.resource_id is not None:
-            await self._set_condition(
-                mirror.resource_id,
-                AUDITED,
-                {
-                    "status": "False" if audit.failing else "True",
-                    "scope": audit.scope,
-                    "result": audit.status,
-                    "message": audit.summary,
-                    "at": audit.finished_at.isoformat(timespec="seconds").replace("+00:00", "Z"),
-                },
-            )
+        await self.mirror_schedule.audit_finished(audit)
 
     async def _audit_unaudited_heads(self) -> None:
         """A head that moved just before a shutdown or a crash (a sync cancelled after its head
@@ -544,11 +352,7 @@ class Daemon:
     # --- controller hooks ------------------------------------------------------------------------
 
     async def mirror_changed(self, name: str) -> None:
-        record = await self.mirrors.get(name)
-        if record is None or record.paused:
-            self.syncs.cancel(name)
-        elif not self.syncs.is_busy(name):
-            self.syncs.run_now(name)
+        await self.mirror_schedule.changed(name)
 
     async def dataset_changed(self, dataset_id: DatasetId) -> None:
         """A controller created or changed a dataset: a derivative gets its (next) transform."""
@@ -560,7 +364,7 @@ class Daemon:
     async def _chore(self, key: Hashable) -> None:
         now = datetime.now(UTC)
         if key == _RECONCILE:
-            await self._reconcile_resources()
+            await self.reconcile_resources()
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
@@ -577,7 +381,7 @@ class Daemon:
                 await self.derivatives.catch_up()
             await self._refresh_gauges()
 
-    async def _reconcile_resources(self) -> list[dict[str, Any]]:
+    async def reconcile_resources(self) -> list[dict[str, Any]]:
         results = await self.reconciler.reconcile_all()
         phases: dict[tuple[str, str], int] = {}
         for result in results:
@@ -597,10 +401,7 @@ class Daemon:
             for r in results
         ]
 
-    # --- admin API --------------------------------------------------------------------------------
-
-    async def _ping(self, request: web.Request) -> dict[str, Any]:
-        return {"pid": os.getpid()}
+    # --- for the admin API -------------------------------------------------------------------------
 
     def runtime(self) -> dict[str, Any]:
         return {
@@ -617,68 +418,10 @@ class Daemon:
             "transformsQueued": self.derivatives.runner.queued,
         }
 
-    async def _status(self, request: web.Request) -> dict[str, Any]:
-        next_runs = {str(k): v for k, v in self.syncs.scheduled().items()}
-        return await build_status(
-            self.workspace, self.runtime(), next_runs, {str(d) for d in self.withheld}
-        )
-
-    async def _metrics(self, request: web.Request) -> web.Response:
-        self.metrics.queue_depth.set(self.syncs.queued)
-        return web.Response(body=self.metrics.exposition(), headers={"Content-Type": CONTENT_TYPE})
-
-    async def _reload(self, request: web.Request) -> dict[str, Any]:
-        return await self.reload()
-
-    async def _reconcile(self, request: web.Request) -> dict[str, Any]:
-        return {"resources": await self._reconcile_resources()}
-
-    async def _sync_now(self, request: web.Request) -> dict[str, Any]:
-        mirror = await self.mirrors.require(request.match_info["name"])
-        self.syncs.run_now(mirror.name)
-        return {"queued": mirror.name}
-
-    async def _audit_now(self, request: web.Request) -> dict[str, Any]:
-        record = await self.workspace.resolve(DatasetRef.parse(request.match_info["dataset"]))
-        scope = request.query.get("scope", "full")
-        if scope not in ("full", "integrity"):
-            raise DaemonError(f"scope must be full or integrity, not {scope!r}")
-        self.auditor.request(record.id, scope, "manual")  # type: ignore[arg-type]
-        return {"queued": record.alias, "scope": scope}
-
-    async def _stop_request(self, request: web.Request) -> dict[str, Any]:
-        asyncio.get_running_loop().call_later(0.1, self.stop)
-        return {"stopping": True}
-
 
 def _same_server(a: NodeConfig, b: NodeConfig) -> bool:
     """Equal but for the signing key, which is random per start unless configured."""
     return replace(a.server, url_signing_key=b"") == replace(b.server, url_signing_key=b"")
-
-
-def _failed_report(
-    mirror: MirrorRecord,
-    started: datetime,
-    outcome: str,
-    error: str,
-    *,
-    dataset_id: DatasetId | None = None,
-    old_head: Multihash | None = None,
-    new_head: Multihash | None = None,
-) -> SyncReport:
-    attempt = SyncAttempt(
-        mirror=mirror.name,
-        source=mirror.source,
-        dataset_id=dataset_id,
-        started_at=started,
-        finished_at=datetime.now(UTC),
-        outcome=outcome,
-        old_head=old_head,  # type: ignore[arg-type]
-        new_head=new_head,
-        error=error,
-    )
-    moved = new_head is not None and new_head != old_head
-    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]
 
 
 async def run_daemon(

@@ -18,7 +18,7 @@ from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
 from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
-from protocol.transfer.ipfs import IpnsName
+from storage.ipfs_client import IpnsName
 from storage.stores.http_fetch import HttpLimits
 
 

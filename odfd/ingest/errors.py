@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 
 
-class IngestError(OdfError):
+class IngestError(OdfdError):
     """Ingest could not complete; the dataset is left as it was."""
 
 

@@ -14,6 +14,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import ProtocolError
@@ -57,7 +58,7 @@ class Interval:
         )
 
 
-class InvalidInterval(OdfError):
+class InvalidInterval(OdfdError):
     """The client's head is not an ancestor of the requested head."""
 
 

@@ -17,6 +17,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import ChainPoint, CorruptSourceError, ProtocolError, SyncError
@@ -39,7 +40,7 @@ PROGRESS_PING_SECONDS = 10.0
 PUSH_STAGING_PREFIX = ".push-"
 
 
-class _Refused(OdfError):
+class _Refused(OdfdError):
     """End the session with this protocol error."""
 
     def __init__(self, error: m.TransferError, *, as_result: type | None = None) -> None:

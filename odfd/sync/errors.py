@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from protocol.errors import OdfError
+from odfd.errors import OdfdError
 from protocol.identity import Multihash
 
 
-class SyncError(OdfError):
+class SyncError(OdfdError):
     """Base class of replication errors."""
 
 

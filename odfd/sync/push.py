@@ -37,18 +37,18 @@ from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, w
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform
-from protocol.transfer.ipfs import (
+from protocol.transfer.simple import ObjectKind
+from protocol.transfer.smart import messages as m
+from protocol.transfer.smart.tarball import pack_blocks
+from storage.dataset import Dataset
+from storage.errors import RefCasError
+from storage.ipfs_client import (
     IpfsClient,
     IpfsKey,
     IpfsNotFoundError,
     IpfsTimeoutError,
     IpnsName,
 )
-from protocol.transfer.simple import ObjectKind
-from protocol.transfer.smart import messages as m
-from protocol.transfer.smart.tarball import pack_blocks
-from storage.dataset import Dataset
-from storage.errors import RefCasError
 from storage.layout import DatasetLayout, dataset_dir_name
 from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError

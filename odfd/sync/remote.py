@@ -21,9 +21,9 @@ from multiformats import CID
 from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
 from protocol.errors import ParseError
 from protocol.identity import DatasetName
-from protocol.transfer.ipfs import IpfsClient, IpfsGateway, IpnsName, parse_cid
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
+from storage.ipfs_client import IpfsClient, IpfsGateway, IpnsName, parse_cid
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore, dataset_base_url
 from storage.stores.http_fetch import HttpLimits
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from protocol.errors import OdfError
+from protocol.errors import ProtocolError
 
 
-class HashingError(OdfError):
+class HashingError(ProtocolError):
     """Base class of errors raised while computing a logical or physical data hash."""
 
 

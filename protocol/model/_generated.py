@@ -7,90 +7,36 @@ Regenerate with: python scripts/gen_model.py
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from protocol.model._enums_generated import (  # re-exported: here the model has every type
+    AccountType as AccountType,
+    CompressionFormat as CompressionFormat,
+    DatasetKind as DatasetKind,
+    MqttQos as MqttQos,
+    OperationType as OperationType,
+    ResourcePhase as ResourcePhase,
+    SourceOrdering as SourceOrdering,
+    TimeUnit as TimeUnit,
+)
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.model.maps import FrozenMap, JsonValue
-from protocol.model.resource import (  # noqa: F401 (written by hand; here the model has every type)
-    AccountHandle,
-    AccountRef,
-    Resource,
-    ResourceAnnotations,
-    ResourceConditions,
-    ResourceHeaders,
-    ResourceHeadersInput,
-    ResourceInput,
-    ResourceLabels,
-    ResourceRef,
-    ResourceStatus,
+from protocol.model.resource import (  # written by hand, re-exported: the model has every type
+    AccountHandle as AccountHandle,
+    AccountRef as AccountRef,
+    Resource as Resource,
+    ResourceAnnotations as ResourceAnnotations,
+    ResourceConditions as ResourceConditions,
+    ResourceHeaders as ResourceHeaders,
+    ResourceHeadersInput as ResourceHeadersInput,
+    ResourceInput as ResourceInput,
+    ResourceLabels as ResourceLabels,
+    ResourceRef as ResourceRef,
+    ResourceStatus as ResourceStatus,
 )
 from protocol.model.resource_names import AccountId, Did, ResourceName, TypeRef
 from protocol.model.timestamp import Timestamp
-
-
-class AccountType(enum.Enum):
-    """Represents the type of an account."""
-
-    USER = "User"
-    ORGANIZATION = "Organization"
-
-
-class CompressionFormat(enum.Enum):
-    """Defines a compression algorithm."""
-
-    GZIP = "Gzip"
-    ZIP = "Zip"
-
-
-class DatasetKind(enum.Enum):
-    """Represents type of the dataset."""
-
-    ROOT = "Root"
-    DERIVATIVE = "Derivative"
-
-
-class MqttQos(enum.Enum):
-    """MQTT quality of service class."""
-
-    AT_MOST_ONCE = "AtMostOnce"
-    AT_LEAST_ONCE = "AtLeastOnce"
-    EXACTLY_ONCE = "ExactlyOnce"
-
-
-class OperationType(enum.Enum):
-    """Defines an operation in a changelog stream."""
-
-    APPEND = "Append"
-    RETRACT = "Retract"
-    CORRECT_FROM = "CorrectFrom"
-    CORRECT_TO = "CorrectTo"
-
-
-class ResourcePhase(enum.Enum):
-    """Represents the lifecycle stage of a resource."""
-
-    PENDING = "Pending"
-    RECONCILING = "Reconciling"
-    READY = "Ready"
-    FAILED = "Failed"
-
-
-class SourceOrdering(enum.Enum):
-    """Specifies how input files should be ordered before ingestion."""
-
-    BY_EVENT_TIME = "ByEventTime"
-    BY_NAME = "ByName"
-
-
-class TimeUnit(enum.Enum):
-    """Defines the unit of measurement of time"""
-
-    SECOND = "Second"
-    MILLISECOND = "Millisecond"
-    MICROSECOND = "Microsecond"
-    NANOSECOND = "Nanosecond"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -14,16 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from protocol.errors import ParseError
 from protocol.identity import AccountName
+from protocol.model._enums_generated import ResourcePhase
 from protocol.model.maps import FrozenMap, JsonValue
 from protocol.model.resource_names import AccountId, Did, ResourceName, TypeRef
 from protocol.model.timestamp import Timestamp
-
-if TYPE_CHECKING:  # the generated model imports this module, so its enum is only named here
-    from protocol.model._generated import ResourcePhase
 
 S = TypeVar("S")
 

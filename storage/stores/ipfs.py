@@ -13,9 +13,9 @@ from multiformats import CID
 
 from protocol.errors import ParseError
 from protocol.identity import Multihash
-from protocol.transfer.ipfs import IpfsGateway, IpfsNotFoundError
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
+from storage.ipfs_client import IpfsGateway, IpfsNotFoundError
 from storage.stores.remote import ReadOnlyObjectStore, ReadOnlyRefStore, RemoteStoreError
 
 

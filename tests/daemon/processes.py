@@ -174,7 +174,7 @@ class DaemonProcess:
         would start a Python process per probe)."""
         import asyncio
 
-        from odfd.daemon.admin import AdminClient
+        from odfd.daemon.admin_client import AdminClient
         from storage.layout import WorkspaceLayout
 
         async def call() -> Any:

@@ -11,10 +11,10 @@ import pytest
 
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
-from odfd.ipfs_node import LocalIpfsNode, NodePorts
-from protocol.transfer.ipfs import IpfsClient, parse_cid
 from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.ipfs_client import IpfsClient, parse_cid
 from storage.workspace import Workspace
+from tests.fixtures.ipfs_node import LocalIpfsNode, NodePorts
 from tests.replication.datagen import create_root
 
 pytestmark = pytest.mark.ipfs

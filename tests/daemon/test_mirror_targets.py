@@ -16,12 +16,11 @@ from typing import Any
 import aiohttp
 import pytest
 
-from odfd.ipfs_node import LocalIpfsNode
 from odfd.sync.pull import pull
 from protocol.errors import OdfError
 from protocol.identity import DatasetId, Multihash
-from protocol.transfer.ipfs import IpfsClient, parse_cid
 from storage.dataset import Dataset
+from storage.ipfs_client import IpfsClient, parse_cid
 from storage.layout import dataset_dir_name
 from storage.workspace import Workspace
 from tests.daemon.processes import (
@@ -32,6 +31,7 @@ from tests.daemon.processes import (
     odfd,
     wait_for,
 )
+from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.datagen import DatasetWriter, create_root, verify_integrity
 
 ALIAS = "cities"

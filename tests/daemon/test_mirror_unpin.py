@@ -14,10 +14,10 @@ from odfd.cli.main import main
 from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport, release_pin
 from odfd.daemon.service import Daemon
-from odfd.ipfs_node import LocalIpfsNode, NodePorts
-from protocol.transfer.ipfs import IpfsClient, parse_cid
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
+from storage.ipfs_client import IpfsClient, parse_cid
 from storage.workspace import Workspace
+from tests.fixtures.ipfs_node import LocalIpfsNode, NodePorts
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 from tests.replication.datagen import create_root
 

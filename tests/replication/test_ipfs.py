@@ -11,14 +11,14 @@ import socket
 
 import pytest
 
-from odfd.ipfs_node import LocalIpfsNode
 from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.pull import pull
 from odfd.sync.push import IPNS_KEY_PREFIX, push
 from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
-from protocol.transfer.ipfs import IpfsClient, IpfsUnavailableError, IpnsName
+from storage.ipfs_client import IpfsClient, IpfsUnavailableError, IpnsName
 from storage.layout import dataset_dir_name
 from storage.workspace import Workspace
+from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
 
 pytestmark = pytest.mark.ipfs

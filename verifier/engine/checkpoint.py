@@ -15,16 +15,17 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.errors import OdfError, ParseError
+from protocol.errors import ParseError
 from protocol.hashing import physical_hash_file
 from protocol.identity import DatasetId, Multihash
 from protocol.model import Checkpoint, Timestamp
+from verifier.errors import VerifierError
 
 _SUFFIX = ".watermark"
 _MAX_MEMBER_BYTES = 1024
 
 
-class CheckpointError(OdfError):
+class CheckpointError(VerifierError):
     """A checkpoint file is not one this engine wrote."""
 
 

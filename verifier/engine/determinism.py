@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from protocol.errors import OdfError
+from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -23,7 +23,7 @@ _TIME_OR_ENV = re.compile(
 )
 
 
-class NonDeterministicQueryError(OdfError):
+class NonDeterministicQueryError(VerifierError):
     """A transform query uses a function whose result is not reproducible."""
 
 

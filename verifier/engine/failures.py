@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from protocol.errors import OdfError
+from verifier.errors import VerifierError
 
 
-class QueryExecutionError(OdfError):
+class QueryExecutionError(VerifierError):
     """Spark accepted a query but failed while running it."""
 
 

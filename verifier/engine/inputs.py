@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from protocol.errors import OdfError
 from protocol.identity import Multihash
 from protocol.model import (
     AddData,
@@ -26,9 +25,10 @@ from protocol.model import (
 from storage.dataset import Dataset
 from verifier.engine.columns import Vocab
 from verifier.engine.transform import TransformInputSlice
+from verifier.errors import VerifierError
 
 
-class InputError(OdfError):
+class InputError(VerifierError):
     """An input dataset does not hold what a transaction says it used."""
 
 

@@ -16,7 +16,7 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from protocol.errors import OdfError
+from verifier.errors import VerifierError
 
 #: The shuffle manager that makes reduce tasks read map outputs in a fixed order.
 SHUFFLE_MANAGER = "odfd.spark.MapOrderShuffleManager"
@@ -24,7 +24,7 @@ SHUFFLE_MANAGER = "odfd.spark.MapOrderShuffleManager"
 _SOURCES = Path(__file__).with_name("jvm")
 
 
-class PluginBuildError(OdfError):
+class PluginBuildError(VerifierError):
     """The Spark plugin could not be compiled (no JDK, or javac failed)."""
 
 

@@ -22,12 +22,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from protocol.errors import OdfError
 from protocol.hashing import FileDigest, physical_hash_file
 from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
 from verifier.engine.collect import ordered_batches
 from verifier.engine.columns import Vocab
+from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -40,7 +40,7 @@ OFFSET_TYPE = pa.int64()
 ROW_GROUP_ROWS = 1 << 20
 
 
-class OutputSchemaError(OdfError):
+class OutputSchemaError(VerifierError):
     """A result cannot be stored as a slice (bad event-time type, clashing column names...)."""
 
 

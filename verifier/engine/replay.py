@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from protocol.errors import OdfError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform
 from storage.chain.rules import ChainState
@@ -19,9 +18,10 @@ from storage.dataset import Dataset
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
 from verifier.engine.transform import TransformRequest, validate_transform
+from verifier.errors import VerifierError
 
 
-class ReplayError(OdfError):
+class ReplayError(VerifierError):
     """A block cannot be replayed (not an ExecuteTransform, or its context is missing)."""
 
 

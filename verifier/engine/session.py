@@ -14,15 +14,15 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from protocol.errors import OdfError
 from verifier.engine.jvm_plugin import plugin_jar
 from verifier.engine.settings import DETERMINISM, STARTUP, SparkSettings
+from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 
-class EngineStartError(OdfError):
+class EngineStartError(VerifierError):
     """Spark could not be started, or was asked to restart with different settings."""
 
 

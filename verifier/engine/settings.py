@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from protocol.errors import OdfError
 from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
+from verifier.errors import VerifierError
 
 
-class SparkConfigError(OdfError):
+class SparkConfigError(VerifierError):
     """The node's Spark configuration is invalid or tries to override a pinned setting."""
 
 

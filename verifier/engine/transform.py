@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
 from verifier.engine.checkpoint import WrittenCheckpoint, read_checkpoint, write_checkpoint
@@ -36,6 +35,7 @@ from verifier.engine.determinism import check_deterministic
 from verifier.engine.failures import describe, spark_failures
 from verifier.engine.output import WrittenSlice, write_slice
 from verifier.engine.session import isolated_session
+from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,7 +55,7 @@ _INPUT_READ_CONF = {
 }
 
 
-class TransformError(OdfError):
+class TransformError(VerifierError):
     """The transform cannot run or its result is not a valid slice."""
 
 

@@ -8,8 +8,8 @@ import sys
 from pathlib import Path
 
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.errors import OdfdError
 from protocol.codec import yaml as odf_yaml
-from protocol.errors import OdfError
 from protocol.identity import AccountName, DatasetAlias
 from protocol.model import DatasetSnapshot
 from storage.errors import DatasetExistsError, StorageError
@@ -17,7 +17,7 @@ from storage.snapshots import dependency_order
 from storage.workspace import Workspace
 
 
-class ManifestError(OdfError):
+class ManifestError(OdfdError):
     """A manifest file cannot be read."""
 
 

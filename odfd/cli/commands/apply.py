@@ -10,7 +10,7 @@ from pathlib import Path
 
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.config import load_config
-from odfd.daemon.admin import AdminClient
+from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.resources import apply_manifests, kind_of, load_manifests
 from storage.workspace import Workspace

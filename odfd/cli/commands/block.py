@@ -6,13 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
+from odfd.errors import OdfdError
 from protocol.codec import yaml as block_yaml
 from protocol.codec.flatbuffers import block_hash, decode_block, encode_block
-from protocol.errors import DecodeError, OdfError
+from protocol.errors import DecodeError
 from protocol.model import MetadataBlock
 
 
-class BlockFileError(OdfError):
+class BlockFileError(OdfdError):
     """A block file cannot be read."""
 
 

@@ -9,7 +9,7 @@ import json
 import sys
 
 from odfd.cli.workspace_args import add_root_argument
-from odfd.daemon.admin import AdminClient
+from odfd.daemon.admin_client import AdminClient
 from storage.layout import WorkspaceLayout
 
 

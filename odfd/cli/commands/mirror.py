@@ -10,8 +10,9 @@ import sys
 
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.config import format_duration, load_config, parse_duration
-from odfd.daemon.admin import AdminClient
+from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.mirror_sync import PinReleaseError, release_pin
+from odfd.errors import OdfdError
 from odfd.sync.remote import parse_remote_url
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
@@ -20,7 +21,7 @@ from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 
 
-class MirrorUsageError(OdfError):
+class MirrorUsageError(OdfdError):
     exit_code = 2
 
 

@@ -7,7 +7,7 @@ import argparse
 import json
 
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.daemon.admin import AdminClient
+from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.status import build_status, render_status
 from storage.workspace import Workspace
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
 
-from protocol.errors import OdfError, ParseError
+from protocol.errors import ParseError, ProtocolError
 from protocol.identity import DatasetId, Multihash
 
 PROTOCOL_VERSION = 1
@@ -23,7 +23,7 @@ ObjectType = Literal["DataSlice", "Checkpoint"]
 OBJECT_TYPES: tuple[ObjectType, ...] = ("DataSlice", "Checkpoint")
 
 
-class MessageError(OdfError):
+class MessageError(ProtocolError):
     """A message is not valid JSON or not of the expected shape."""
 
 

@@ -19,14 +19,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from protocol.codec.flatbuffers import block_hash
-from protocol.errors import OdfError, ParseError
+from protocol.errors import ParseError, ProtocolError
 from protocol.identity import Multihash
 
 MAX_BLOCK_BYTES = 16 << 20
 """The largest block accepted (blocks are usually well under a kilobyte)."""
 
 
-class TarballError(OdfError):
+class TarballError(ProtocolError):
     """A metadata tarball is malformed, unsafe, over its limits, or holds a wrong block."""
 
 

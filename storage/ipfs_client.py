@@ -5,6 +5,8 @@ Works against Kubo and js-ipfs alike, whose answers differ in form: CIDs are com
 names are accepted as peer ids (`12D3Koo…`) or as `k51…` CIDs, and a missing path counts as not
 found whether it comes back as 404 or 500. `ipfshttpclient` blocks, so every RPC call runs in an
 executor; `ipfshttpclient.connect()` is avoided because it refuses js-ipfs's version number.
+It is I/O, so it lives in the storage layer (the IPFS store reads through its gateway); it sets no
+warning filters: the `odfd` program does (`odfd.cli.main.quiet_dependency_warnings`).
 """
 
 from __future__ import annotations
@@ -13,7 +15,6 @@ import asyncio
 import ipaddress
 import os
 import urllib.parse
-import warnings
 from collections.abc import AsyncIterator, Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
@@ -27,16 +28,8 @@ import ipfshttpclient.exceptions as rpc_errors
 from ipfshttpclient import filescanner
 from multiformats import CID, multibase, multihash
 
-from protocol.errors import OdfError, ParseError
-
-# ipfshttpclient passes urllib3 a `strict` argument that urllib3 2.x ignores and warns about on
-# every connection; the warning says nothing to an odfd user.
-warnings.filterwarnings(
-    "ignore",
-    message="The 'strict' parameter is no longer needed",
-    category=FutureWarning,
-    module="urllib3.poolmanager",
-)
+from protocol.errors import ParseError
+from storage.errors import StorageError
 
 T = TypeVar("T")
 
@@ -57,7 +50,7 @@ _UNIXFS_DIRECTORY_TYPES = (1, 5)  # UnixFS Directory and HAMTShard
 _LIBP2P_KEY = "libp2p-key"
 
 
-class IpfsError(OdfError):
+class IpfsError(StorageError):
     """The IPFS node refused a request or answered something odfd cannot use."""
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from odfd.ipfs_node import LocalIpfsNode
-from protocol.transfer.ipfs import IpfsClient, IpfsGateway
+from storage.ipfs_client import IpfsClient, IpfsGateway
 from tests.fixtures.ipfs import IpfsNodeFactory
+from tests.fixtures.ipfs_node import LocalIpfsNode
 
 pytestmark = pytest.mark.ipfs
 

@@ -17,14 +17,14 @@ import pytest
 import pytest_asyncio
 from multiformats import CID, multihash, varint
 
-from odfd.ipfs_node import LocalIpfsNode
-from protocol.transfer.ipfs import (
+from storage.ipfs_client import (
     IpfsClient,
     IpfsGateway,
     IpfsNotFoundError,
     IpfsTimeoutError,
     IpfsUnavailableError,
 )
+from tests.fixtures.ipfs_node import LocalIpfsNode
 
 pytestmark = pytest.mark.ipfs
 

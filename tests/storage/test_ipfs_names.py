@@ -9,7 +9,7 @@ import pytest
 from multiformats import CID, multihash
 
 from protocol.errors import ParseError
-from protocol.transfer.ipfs import IpnsName, api_multiaddr, parse_cid
+from storage.ipfs_client import IpnsName, api_multiaddr, parse_cid
 
 PEER_ID = "12D3KooWQgft4wjwbFUjYbYBLxgAJxBNV25dtdXGVPDy1wZc32sj"
 PEER_ID_AS_CID = "k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq"

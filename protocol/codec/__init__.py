@@ -1,0 +1,1 @@
+"""Codecs of the ODF metadata: FlatBuffers blocks, YAML and JSON manifests, the plain tree."""

@@ -1,0 +1,1 @@
+"""The Spark engine: ingest and transform execution, slices, checkpoints, replay of transforms."""
