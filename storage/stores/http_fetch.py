@@ -192,7 +192,7 @@ async def iter_body(
     detect an oversized body pass their bound plus one)."""
     watch = _RateWatch(limits or HttpLimits(), what)
     remaining = limit
-    while remaining > 0:
+    while remaining > 0 and not response.content.at_eof():
         try:
             async with asyncio.timeout(watch.wait_limit()):
                 chunk = await response.content.read(min(chunk_size, remaining))
