@@ -172,6 +172,11 @@ class DaemonConfig:
     """Threads for blocking work (file hashing, Parquet, IPFS RPC, SQLite)."""
     spark_jobs: int = 1
     """Spark jobs (transforms, reproducibility audits) run at once on the shared session."""
+    spark_connect: bool = True
+    """Run a local Spark Connect server for the daemon's work and for CLI commands on the same
+    workspace (ignored when ``[spark] remote`` names a server)."""
+    spark_connect_port: int = 0
+    """Loopback port of that server (0: a free port chosen at start-up)."""
     shutdown_timeout: float = 30.0
     """On SIGTERM, how long in-flight work may run on before it is cancelled."""
     reconcile_interval: float = 60.0
@@ -357,6 +362,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "admin_socket": _str(),
             "blocking_threads": _int(2),
             "spark_jobs": _int(1),
+            "spark_connect": _bool,
+            "spark_connect_port": _int(0, 65535),
             "shutdown_timeout": _duration,
             "reconcile_interval": _positive_duration,
         },
@@ -368,7 +375,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "metrics": (MetricsConfig, {"enabled": _bool}),
 }
 _FILE_ONLY = {("sync", "tokens")}
-_SPARK_ENV_KEYS = ("master", "driver_memory", "local_dir", "app_name")
+_SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
 _OTHER_TABLES = {"workspace", "spark"}
 
 

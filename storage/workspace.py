@@ -71,7 +71,7 @@ class Workspace:
 
     @classmethod
     async def init(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(_absolute(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
         layout.root.mkdir(parents=True, exist_ok=True)
@@ -84,7 +84,7 @@ class Workspace:
 
     @classmethod
     async def open(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(Path(root) if root is not None else WorkspaceLayout.default_root())
+        layout = WorkspaceLayout(_absolute(root))
         if not layout.config_path.is_file():
             raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
         workspace = cls(layout, await Catalog.open(layout.catalog_path))
@@ -366,3 +366,9 @@ async def _remove_dataset_folder(layout: DatasetLayout) -> None:
     if layout.refs_dir.is_dir():
         fsync_dir(layout.refs_dir)
     shutil.rmtree(layout.root, ignore_errors=True)
+
+
+def _absolute(root: Path | None) -> Path:
+    """The workspace folder as an absolute path: every path derived from it may be handed to a
+    Spark server whose working folder is not ours (Spark Connect, cluster executors)."""
+    return (Path(root) if root is not None else WorkspaceLayout.default_root()).absolute()

@@ -1,62 +1,113 @@
-"""Entry point of the ``odfd`` command: builds the parser from the command modules and runs one."""
+"""Entry point of the ``odfd`` command: builds the parser and runs one command.
+
+Only the module of the command being run is imported (with what it needs): ``odfd --help`` and
+light commands such as ``list`` or ``log`` must not pay for Spark, aiohttp or the daemon. The other
+commands appear in the parser by name and summary alone (:data:`COMMANDS`; a test keeps each
+summary equal to its module's own ``help``).
+"""
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 import warnings
 from collections.abc import Sequence
 
 from protocol.errors import OdfError
 
-# Each name is a module under ``odfd.cli.commands`` exposing ``register(subparsers)``.
-# A command's handler is stored as ``func`` on its parser and returns the exit code.
-COMMAND_MODULES: tuple[str, ...] = (
-    "block",
-    "data",
-    "init",
-    "add",
-    "list",
-    "log",
-    "delete",
-    "rename",
-    "import_",
-    "repair",
-    "pull",
-    "ingest",
-    "tail",
-    "sql",
-    "serve",
-    "push",
-    "verify",
-    "daemon",
-    "mirror",
-    "apply",
-    "get",
-    "status",
-    "system",
-)
+#: Command name -> (module under ``odfd.cli.commands`` exposing ``register(subparsers)``, summary).
+#: A command's handler is stored as ``func`` on its parser and returns the exit code.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "block": ("block", "hash, encode and decode metadata blocks"),
+    "data": ("data", "inspect data files"),
+    "init": ("init", "create a workspace (config, catalog, datasets folder)"),
+    "add": ("add", "create datasets from DatasetSnapshot manifests"),
+    "list": ("list", "list the datasets in the workspace"),
+    "log": ("log", "show a dataset's metadata blocks, newest first"),
+    "delete": ("delete", "delete datasets (folder, key and catalog entry)"),
+    "rename": ("rename", "rename a dataset"),
+    "import": (
+        "import_",
+        "copy an existing dataset folder into the workspace after validating its chain",
+    ),
+    "repair": ("repair", "rebuild the catalog from the dataset folders"),
+    "pull": ("pull", "update datasets from their sources (ingest or transform)"),
+    "ingest": ("ingest", "push data from files into a root dataset"),
+    "tail": ("tail", "show the last records of a dataset"),
+    "sql": ("sql", "query datasets with Spark SQL"),
+    "serve": ("serve", "serve this node's datasets over HTTP"),
+    "push": ("push", "publish a dataset to a remote (http(s)://, file://, ipns://)"),
+    "verify": (
+        "verify",
+        "audit datasets: metadata integrity, data integrity, reproducibility of transforms",
+    ),
+    "daemon": ("daemon", "run the node: serve datasets, sync mirrors, audit, reconcile resources"),
+    "mirror": ("mirror", "keep datasets in sync with remote sources"),
+    "apply": ("apply", "create or update resources from manifests (Dataset, Mirror)"),
+    "get": ("get", "show resources (Dataset, Mirror) and their status"),
+    "status": ("status", "datasets, mirrors, syncs and audits of this node"),
+    "engine": ("engine", "which engine commands use (local JVM or Spark Connect) and why"),
+    "system": ("system", "workspace maintenance (gc)"),
+}
+
+#: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).
+VERBOSE_ENV = "ODFD_VERBOSE"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser, with ``command`` (default: every command) registered in full."""
     parser = argparse.ArgumentParser(
         prog="odfd",
         description="Open Data Fabric node: publish, mirror, replicate and audit datasets.",
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="store_true",
+        help=f"on errors, show the full detail (tracebacks, engine output); also ${VERBOSE_ENV}=1",
+    )
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMAND_MODULES:
-        module = importlib.import_module(f"odfd.cli.commands.{name}")
-        module.register(subparsers)
+    for name, (module_name, summary) in COMMANDS.items():
+        if command is None or name == command:
+            module = importlib.import_module(f"odfd.cli.commands.{module_name}")
+            module.register(subparsers)
+        else:
+            subparsers.add_parser(name, help=summary, add_help=False)
     return parser
 
 
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` runs (its first word after the top-level options), if it is one."""
+    for word in argv:
+        if word.startswith("-"):
+            continue
+        return word if word in COMMANDS else None
+    return None
+
+
+_ENGINE_PACKAGES = ("pyspark", "py4j", "grpc")
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    command = _command_in(argv)
+    parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
+    verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     try:
         return int(args.func(args) or 0)
     except OdfError as err:
+        if verbose:
+            import traceback
+
+            traceback.print_exception(err, file=sys.stderr)
         print(f"error: {err}", file=sys.stderr)
         return getattr(err, "exit_code", 1)
     except KeyboardInterrupt:
@@ -64,6 +115,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 141
+    except Exception as err:
+        if not type(err).__module__.startswith(_ENGINE_PACKAGES):
+            raise
+        # A Spark failure odfd did not turn into one of its own errors: still one line.
+        if verbose:
+            import traceback
+
+            traceback.print_exception(err, file=sys.stderr)
+        print(f"error: Spark failed: {_first_line(err)}", file=sys.stderr)
+        return 1
 
 
 def quiet_dependency_warnings() -> None:

@@ -1,4 +1,7 @@
-"""The ``--root`` option every workspace command takes, and running a command in a workspace."""
+"""The ``--root`` option every workspace command takes, and running a command in a workspace.
+
+Imported by every command module when the parser is built, so it imports nothing heavy itself.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +9,13 @@ import argparse
 import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from storage.layout import WORKSPACE_ENV
-from storage.workspace import Workspace
+if TYPE_CHECKING:
+    from storage.workspace import Workspace
+
+#: ``storage.layout.WORKSPACE_ENV``, spelled out so that building the parser imports no storage code.
+WORKSPACE_ENV = "ODFD_HOME"
 
 
 def add_root_argument(parser: argparse.ArgumentParser) -> None:
@@ -25,6 +32,7 @@ def run_in_workspace(
     args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
 ) -> int:
     """Open the workspace named by ``--root``, run ``command`` in it, close it."""
+    from storage.workspace import Workspace
 
     async def run() -> int:
         async with await Workspace.open(args.root) as workspace:

@@ -7,7 +7,9 @@
   hourly when an input moved without telling them (``DerivativeUpdater``);
 - audits after syncs and on a schedule (``Auditor``), failing datasets optionally withheld;
 - resource controllers (``Reconciler``), run after ``apply`` and every ``reconcile_interval``;
-- the admin API on a Unix socket.
+- the admin API on a Unix socket;
+- a local Spark Connect server for its Spark work and for CLI commands on the workspace
+  (``EngineServer``; ``[daemon] spark_connect``), unless ``[spark] remote`` names one.
 
 Blocking work goes to one bounded thread pool (the loop's default executor, so every
 ``asyncio.to_thread`` below us uses it too); Spark work shares one session and is limited by
@@ -37,11 +39,13 @@ import aiohttp
 from aiohttp import web
 
 from odfd.config import NodeConfig, load_config
+from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
+from odfd.daemon.engine_server import EngineServer
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.metrics import DaemonMetrics
@@ -94,6 +98,7 @@ class Daemon:
         self._lock_fd: int | None = None
         self._session: aiohttp.ClientSession | None = None
         self._owns_spark = False
+        self.engine_server: EngineServer | None = None
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
@@ -124,7 +129,6 @@ class Daemon:
         self._take_lock()
         loop = asyncio.get_running_loop()
         loop.set_default_executor(self._executor)
-        spark_session.configure(self.config.spark)
         self._owns_spark = not spark_session.is_running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
@@ -132,6 +136,11 @@ class Daemon:
         self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_admin()
+        try:
+            await self._configure_engine()
+        except BaseException:
+            await self._stop_engine_server()
+            raise
         for runner in (self.syncs, self.auditor.runner, self.derivatives.runner, self.chores):
             runner.start()
         await self._load_withheld()
@@ -182,10 +191,28 @@ class Daemon:
         self.admin_path.unlink(missing_ok=True)
         if self._owns_spark:
             await asyncio.to_thread(spark_session.stop)
+        await self._stop_engine_server()
         self._executor.shutdown(wait=False, cancel_futures=True)
         if self._lock_fd is not None:
             os.close(self._lock_fd)
         log.info("daemon stopped")
+
+    async def _configure_engine(self) -> None:
+        """Spark for the daemon's work: a remote server, its own Connect server, or a local JVM."""
+        settings = self.config.spark
+        log_path = self.workspace.root / LOG_DIR / SPARK_LOG
+        if settings.remote is None and self.config.daemon.spark_connect and self._owns_spark:
+            self.engine_server = EngineServer(
+                self.workspace.root, settings, self.config.daemon.spark_connect_port
+            )
+            address = await self.engine_server.start()
+            settings = replace(settings, remote=address.url)
+        spark_session.configure(settings, log_path=log_path)
+
+    async def _stop_engine_server(self) -> None:
+        if self.engine_server is not None:
+            await self.engine_server.stop()
+            self.engine_server = None
 
     def _take_lock(self) -> None:
         fd = os.open(self.workspace.root / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o600)

@@ -6,7 +6,7 @@ first bad record and names its file, row (and line) and column (see ``odfd.inges
 
 ``Json`` and ``GeoJson`` documents (and ``NdGeoJson`` features) are first rewritten as one JSON
 object per line, as the reference does, with a GeoJSON feature's ``properties`` as columns and its
-``geometry`` kept as a JSON string column named ``geometry``.
+``geometry`` kept as a JSON string column named ``geometry`` (written as the reference writes it).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from protocol.model import (
     ReadStepNdJson,
     ReadStepParquet,
 )
+from verifier.engine.columns import col
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -125,7 +126,8 @@ class CsvReader(Reader):
         reader = spark.read.options(**self.options(), mode="FAILFAST")
         if self.schema is not None:
             reader = reader.schema(self.schema)
-        return reader.csv(str(path))
+        df = reader.csv(str(path))
+        return _wide_integers(df) if self.options()["inferSchema"] == "true" else df
 
     def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
         if self.schema is None:
@@ -199,6 +201,21 @@ class ParquetReader(Reader):
         if self.schema is None:
             return None
         return bad_rows.diagnose_casts(spark, path, self.schema)
+
+
+def _wide_integers(df: DataFrame) -> DataFrame:
+    """Inferred integer columns as Int64, as the reference infers them (Spark picks Int32 when
+    the values fit)."""
+    from pyspark.sql.types import IntegerType, LongType
+
+    if not any(isinstance(f.dataType, IntegerType) for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            col(f.name).cast(LongType()) if isinstance(f.dataType, IntegerType) else col(f.name)
+            for f in df.schema.fields
+        ]
+    )
 
 
 def _encoding(value: str | None) -> str:
@@ -296,7 +313,13 @@ def _feature_record(feature: Any, source: Path, number: int) -> dict[str, Any]:
             path=str(source),
             record=number,
         )
-    return {**properties, "geometry": json.dumps(geometry, separators=(",", ":"))}
+    return {**properties, "geometry": geometry_text(geometry)}
+
+
+def geometry_text(geometry: dict[str, Any]) -> str:
+    """A feature's geometry as the reference stores it: compact JSON, keys sorted at every level
+    (its JSON maps are ordered by key), non-ASCII text kept as UTF-8."""
+    return json.dumps(geometry, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _load_json(source: Path) -> Any:

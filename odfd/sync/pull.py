@@ -44,6 +44,7 @@ from odfd.sync.target import (
     commit,
     discard_staging,
     discard_staging_if_empty,
+    needs_reset,
     open_target,
     release_target,
     remember_remote,
@@ -111,9 +112,13 @@ class PullResult:
 
     @property
     def updated(self) -> bool:
-        return self.num_blocks > 0
+        return self.num_blocks > 0 or self.new_head != self.old_head
 
     def describe(self) -> str:
+        if self.num_blocks == 0 and self.updated:
+            return (
+                f"local head reset to the remote's, {self.new_head} (by {self.protocol} protocol)"
+            )
         if self.updated:
             text = (
                 f"{self.num_blocks} block(s), {self.num_objects} object(s) ({self.num_bytes} bytes) "
@@ -391,7 +396,7 @@ class _PullRun:
                 max_blocks=self.options.max_blocks,
             )
             self._check_walk(walk)
-            if walk.up_to_date:
+            if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
                 return self._result(protocol, walk)
             refs = await self._plan_objects(walk)
             await self.fetcher.fetch_all(refs, self._simple_objects(source))

@@ -7,7 +7,8 @@ renamed into place once its head is set; only then does the catalog learn of it.
 
 Committing checks the chain rules over the new blocks and that every object they name is
 stored with its size, then moves ``head`` by compare-and-swap; ``--force`` replaces a diverged
-local history the same way, from the last shared block.
+local history the same way, from the last shared block, or moves ``head`` back to the source's
+when the target is ahead of it.
 """
 
 from __future__ import annotations
@@ -119,6 +120,8 @@ async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[
     """Make the walked blocks the target's history; returns the new head and its sequence number."""
     hashes = [item.hash for item in walk.new_blocks]
     if not hashes:
+        if force and needs_reset(target, walk):
+            return await _reset_head(target, walk.remote)
         raise StorageError("nothing to commit")
     if target.record is None:
         return await _commit_new(target, walk)
@@ -128,6 +131,31 @@ async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[
         return await _replace_history(target, walk)
     head = await target.dataset.chain.append_stored(hashes)
     return head, walk.new_blocks[-1].block.sequence_number
+
+
+def needs_reset(target: PullTarget, walk: WalkResult) -> bool:
+    """The source's head is an older block of the target's own history: with ``--force`` the
+    target goes back to it (``--force`` makes the target equal to the source, as the reference
+    does)."""
+    return (
+        target.record is not None
+        and not walk.new_blocks
+        and walk.remote.hash is not None
+        and walk.remote.hash != target.head.hash
+        and walk.common is not None
+        and walk.common.hash == walk.remote.hash
+    )
+
+
+async def _reset_head(target: PullTarget, point: ChainPoint) -> tuple[Multihash, int]:
+    """Moves ``head`` back to ``point``, a block of the target's history (compare-and-swap)."""
+    dataset = target.dataset
+    assert point.hash is not None
+    block = await dataset.chain.get_block(point.hash)
+    await dataset.refs.set(HEAD_REF, point.hash, expected=target.head.hash)
+    if dataset.chain.on_head_moved is not None:
+        await dataset.chain.on_head_moved(point.hash, block.sequence_number)
+    return point.hash, block.sequence_number
 
 
 async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:

@@ -151,8 +151,8 @@ schema:
         event_time=EVENT_TIME,
     )
     expected = [
-        ("a", '{"type":"Point","coordinates":[1.0,2.0]}'),
-        ("b", '{"type":"Point","coordinates":[3.5,4.0]}'),
+        ("a", '{"coordinates":[1.0,2.0],"type":"Point"}'),
+        ("b", '{"coordinates":[3.5,4.0],"type":"Point"}'),
     ]
     assert await rows(geo, "name", "geometry") == expected
     assert await rows(nd, "name", "geometry") == expected

@@ -11,6 +11,11 @@ record batches to the logical hash.
 This relies on PySpark's own Arrow collection entry points (``collectAsArrowToPython`` and its
 socket serializer) — the same calls ``toArrow()`` makes — isolated in this module and pinned by the
 ``pyspark`` version range in ``pyproject.toml``.
+
+Through Spark Connect there is no JVM in the process: the server streams the result as Arrow
+batches already in partition order (it holds back early partitions itself), so they are passed
+on as they arrive, which bounds memory the same way (the client's ``to_table_as_iterator``, the
+streaming half of ``toArrow()``).
 """
 
 from __future__ import annotations
@@ -47,6 +52,10 @@ def ordered_batches(
 
     The iterator must be consumed inside the ``with`` block; spill files are removed on exit.
     """
+    if type(df).__module__.startswith("pyspark.sql.connect"):
+        with _connect_batches(df) as result:
+            yield result
+        return
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowCollectSerializer
     from pyspark.util import _load_from_socket
@@ -71,6 +80,34 @@ def ordered_batches(
         if spool.count and spool.schema is not None:
             schema = spool.schema
         yield schema, spool.read_in(order)
+
+
+@contextmanager
+def _connect_batches(df: DataFrame) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+    client = df.sparkSession.client  # type: ignore[attr-defined]
+    plan = df._plan  # type: ignore[attr-defined]
+    stream = client.to_table_as_iterator(plan.to_proto(client), plan.observations)
+    batches = (
+        batch
+        for item in stream
+        if isinstance(item, pa.Table)
+        for batch in item.to_batches()
+        if batch.num_rows
+    )
+    try:
+        first = next(batches, None)
+        if first is None:
+            yield arrow_schema_of(df), iter(())
+        else:
+            yield first.schema, _chain(first, batches)
+    finally:
+        batches.close()
+        stream.close()
+
+
+def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    yield first
+    yield from rest
 
 
 class _Spool:

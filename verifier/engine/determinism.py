@@ -5,6 +5,10 @@ Spark marks random and id-generating expressions (``rand()``, ``uuid()``, ``shuf
 environment (``current_timestamp()``, ``now()``, ``current_user()``...) are "deterministic" to
 Spark within one query but differ between runs, so they are looked for by name in the analyzed
 plan as well.
+
+Through Spark Connect the analyzed plan is only available as text (``explain``), so there the
+non-deterministic expressions are also found by name: :data:`NONDETERMINISTIC_FUNCTIONS` lists
+every built-in Spark marks non-deterministic (a test keeps it equal to the JVM's own list).
 """
 
 from __future__ import annotations
@@ -23,21 +27,48 @@ _TIME_OR_ENV = re.compile(
 )
 
 
+#: Built-in functions whose expressions Spark marks non-deterministic, as the plan prints them.
+NONDETERMINISTIC_FUNCTIONS = (
+    "monotonically_increasing_id",
+    "rand",
+    "randn",
+    "random",
+    "randstr",
+    "shuffle",
+    "spark_partition_id",
+    "uniform",
+    "uuid",
+)
+_RANDOM = re.compile(r"\b(" + "|".join(NONDETERMINISTIC_FUNCTIONS) + r")\(", re.IGNORECASE)
+
+
 class NonDeterministicQueryError(VerifierError):
     """A transform query uses a function whose result is not reproducible."""
 
 
 def check_deterministic(df: DataFrame, what: str) -> None:
     """Raises :class:`NonDeterministicQueryError` naming ``what`` (e.g. the query step)."""
-    plan = df._jdf.queryExecution().analyzed()
-    if not plan.deterministic():
+    if type(df).__module__.startswith("pyspark.sql.connect"):
+        tree = analyzed_plan_text(df)
+        deterministic = _RANDOM.search(tree) is None
+    else:
+        plan = df._jdf.queryExecution().analyzed()
+        tree, deterministic = plan.treeString(), plan.deterministic()
+    if not deterministic:
         raise NonDeterministicQueryError(
             f"{what} is not deterministic (it uses a random or generated value such as rand(), "
             "uuid() or monotonically_increasing_id()); a derivative dataset must be reproducible"
         )
-    match = _TIME_OR_ENV.search(plan.treeString())
+    match = _TIME_OR_ENV.search(tree)
     if match:
         raise NonDeterministicQueryError(
             f"{what} uses {match.group(1)}(), whose value depends on when or where it runs; "
             "a derivative dataset must be reproducible (use the input's event time instead)"
         )
+
+
+def analyzed_plan_text(df: DataFrame) -> str:
+    """The analyzed logical plan of a Spark Connect DataFrame, as Spark prints it."""
+    text = df._explain_string(extended=True)  # type: ignore[attr-defined]
+    _, _, rest = text.partition("== Analyzed Logical Plan ==")
+    return rest.partition("== Optimized Logical Plan ==")[0]

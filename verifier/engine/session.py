@@ -4,15 +4,27 @@ Starting Spark takes tens of seconds, so a process starts it once and every inge
 query and verification shares its SparkContext. Each transaction works in its own
 :func:`isolated_session` (a ``newSession()`` of the shared one) so that temporary views of
 concurrent transactions cannot collide, with the determinism settings re-applied to it.
+
+With ``remote`` set (``[spark] remote``, or the daemon's own server found by the coordinator) the
+process starts no JVM: it is a Spark Connect client, each isolated session is a server-side session
+of its own, and the server must run odfd's plugin and start-up settings (checked on first use).
+A process is one or the other: PySpark's functions build classic or Connect columns depending on
+``SPARK_CONNECT_MODE_ENABLED``, which :func:`get_spark` sets for Connect.
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import tempfile
 import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from verifier.engine.jvm_plugin import plugin_jar
 from verifier.engine.settings import DETERMINISM, STARTUP, SparkSettings
@@ -26,19 +38,24 @@ class EngineStartError(VerifierError):
     """Spark could not be started, or was asked to restart with different settings."""
 
 
+_CLASSIC_CLIENT_ONLY = "spark.sql.execution.arrow.pyspark."
 _lock = threading.Lock()
 _settings: SparkSettings | None = None
 _session: SparkSession | None = None
+_log_path: Path | None = None
 
 
-def configure(settings: SparkSettings) -> None:
-    """Sets the settings the session will be started with.
+def configure(settings: SparkSettings, log_path: Path | None = None) -> None:
+    """Sets the settings the session will be started with, and the file Spark's JVM logs to
+    (default: errors only, on stderr).
 
     Calling it again with equal settings is harmless; different settings after the session has
     started are an error, since Spark cannot change its master or memory in a running process.
     """
-    global _settings
+    global _settings, _log_path
     with _lock:
+        if log_path is not None and _session is None:
+            _log_path = log_path
         if _session is not None and _settings != settings:
             raise EngineStartError(
                 "the Spark session is already running with different settings "
@@ -60,18 +77,38 @@ def get_spark() -> SparkSession:
 
 def isolated_session() -> SparkSession:
     """A session sharing the process's SparkContext but with its own temporary views."""
-    session = get_spark().newSession()
+    spark = get_spark()
+    if _settings is not None and _settings.remote is not None:
+        session = _connect_session(_settings.remote)
+    else:
+        session = spark.newSession()
     apply_determinism(session)
     return session
 
 
 def apply_determinism(session: SparkSession) -> None:
+    if is_connect(session):
+        # The `arrow.pyspark` settings steer a classic client's collection; Connect always
+        # sends Arrow and refuses them.
+        pins = {k: v for k, v in DETERMINISM.items() if not k.startswith(_CLASSIC_CLIENT_ONLY)}
+        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]
+        return
     for key, value in DETERMINISM.items():
         session.conf.set(key, value)
 
 
+def is_connect(session: SparkSession) -> bool:
+    """Whether ``session`` is a Spark Connect client session (not a JVM in this process)."""
+    return type(session).__module__.startswith("pyspark.sql.connect")
+
+
 def is_running() -> bool:
     return _session is not None
+
+
+def remote_url() -> str | None:
+    """The Spark Connect server this process uses, if it is a Connect client."""
+    return _settings.remote if _settings is not None else None
 
 
 def stop() -> None:
@@ -84,22 +121,26 @@ def stop() -> None:
 
 
 def _start(settings: SparkSettings) -> SparkSession:
+    if settings.remote is not None:
+        return _start_connect(settings.remote)
     from pyspark.sql import SparkSession
 
     # Spark errors are turned into odfd's own; PySpark would also log each one as JSON.
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     conf = settings.spark_conf(plugin_jar())
-    quiet = f"-Dlog4j2.configurationFile={_log_config()}"
+    quiet = f"-Dlog4j2.configurationFile={log_config(_log_path)}"
     for key in ("spark.driver.extraJavaOptions", "spark.executor.extraJavaOptions"):
         conf[key] = f"{conf[key]} {quiet}".strip()
     builder = SparkSession.builder
     for key, value in conf.items():
         builder = builder.config(key, value)
     try:
-        session = builder.getOrCreate()
+        with _jvm_stderr_to(_log_path):
+            session = builder.getOrCreate()
     except Exception as err:  # py4j/JVM start-up failures have no common base class
+        where = f"; see {_log_path}" if _log_path is not None else ""
         raise EngineStartError(
-            f"could not start Spark (master {settings.master}): {err}. "
+            f"could not start Spark (master {settings.master}){where}: {err}. "
             "odfd needs Java 17 on PATH or JAVA_HOME"
         ) from err
     session.sparkContext.setLogLevel("ERROR")
@@ -114,7 +155,84 @@ def _start(settings: SparkSettings) -> SparkSession:
     return session
 
 
-_LOG4J2 = """\
+@contextmanager
+def _jvm_stderr_to(log_path: Path | None) -> Iterator[None]:
+    """While the JVM is launched, file descriptor 2 is ``log_path``: the JVM inherits it, so what
+    it prints itself (JVM warnings, output outside log4j) goes to the log, not the terminal."""
+    if log_path is None:
+        yield
+        return
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    sys.stderr.flush()
+    saved = os.dup(2)
+    try:
+        with open(log_path, "ab") as log:
+            os.dup2(log.fileno(), 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+
+
+def _start_connect(url: str) -> SparkSession:
+    """The process's default Connect session, after checking the server runs odfd's settings."""
+    parts = urlsplit(url)
+    if not _reachable(parts.hostname or "localhost", parts.port or 15002):
+        raise EngineStartError(
+            f"cannot reach the Spark Connect server at {_display(url)} (nothing listens there)"
+        )
+    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
+    session = _connect_session(url)
+    mismatched = sorted(k for k, v in STARTUP.items() if session.conf.get(k, None) != v)
+    if mismatched:
+        session.stop()
+        raise EngineStartError(
+            f"the Spark Connect server at {_display(url)} runs without odfd's settings "
+            f"({', '.join(mismatched)}); start it as README's 'Spark on a cluster' shows"
+        )
+    apply_determinism(session)
+    return session
+
+
+def _connect_session(url: str) -> SparkSession:
+    """A new server-side session, released when the client object is collected."""
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    session = ConnectSession(connection=url)
+    # Not at exit: a server that is gone would hold the exit up with retries, and it forgets
+    # idle sessions by itself.
+    weakref.finalize(session, _release, session.client).atexit = False
+    return session  # type: ignore[return-value]
+
+
+def _release(client: object) -> None:
+    """Frees a collected session's server state and channel."""
+    from pyspark.errors import PySparkException
+
+    try:
+        client.release_session()  # type: ignore[attr-defined]
+    except PySparkException as err:
+        logging.getLogger(__name__).debug("releasing a Spark Connect session failed: %s", err)
+    client.close()  # type: ignore[attr-defined]
+
+
+def _reachable(host: str, port: int) -> bool:
+    import socket
+
+    try:
+        with socket.create_connection((host, port), timeout=5):
+            return True
+    except OSError:
+        return False
+
+
+def _display(url: str) -> str:
+    """``url`` without its parameters (a token must not reach logs or messages)."""
+    return url.split("/;", 1)[0]
+
+
+_LOG4J2_STDERR = """\
 rootLogger.level = error
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console
@@ -124,12 +242,31 @@ appender.console.layout.type = PatternLayout
 appender.console.layout.pattern = spark %p %c{1}: %m%n
 """
 
+_LOG4J2_FILE = """\
+rootLogger.level = warn
+rootLogger.appenderRef.file.ref = file
+appender.file.type = File
+appender.file.name = file
+appender.file.fileName = {path}
+appender.file.append = true
+appender.file.layout.type = PatternLayout
+appender.file.layout.pattern = %d{{ISO8601}} %p %c{{1}}: %m%n%ex
+"""
 
-def _log_config() -> Path:
-    """A log4j2 configuration that keeps Spark's JVM to errors only (the CLI shares its stderr)."""
-    path = Path(tempfile.gettempdir()) / "odfd-spark-log4j2.properties"
-    if not path.is_file() or path.read_text() != _LOG4J2:
+
+def log_config(log_path: Path | None) -> Path:
+    """A log4j2 configuration for Spark's JVM: warnings and errors with their stack traces to
+    ``log_path`` (the CLI's terminal stays clean; failures reach the user as odfd's one-line
+    errors), or errors only to stderr when there is no file."""
+    if log_path is None:
+        text = _LOG4J2_STDERR
+        path = Path(tempfile.gettempdir()) / "odfd-spark-log4j2.properties"
+    else:
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        text = _LOG4J2_FILE.format(path=log_path)
+        path = log_path.with_name(log_path.name + ".log4j2.properties")
+    if not path.is_file() or path.read_text() != text:
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as tmp:
-            tmp.write(_LOG4J2)
+            tmp.write(text)
         Path(tmp.name).replace(path)
     return path

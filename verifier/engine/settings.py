@@ -100,7 +100,7 @@ RUNTIME: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_KNOWN_KEYS = frozenset({"master", "driver_memory", "local_dir", "app_name", "conf"})
+_KNOWN_KEYS = frozenset({"master", "remote", "driver_memory", "local_dir", "app_name", "conf"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,9 +111,14 @@ class SparkSettings:
     share one machine. With a cluster master, executors read input slices and fetched files by
     path, so the workspace must be on storage they can reach under the same path (a shared
     mount); output slices are always collected to the driver and written by it.
+
+    ``remote`` (``sc://host:port``) makes the engine a Spark Connect client of that server instead
+    of starting a JVM in the process; ``master`` and the memory settings then belong to the
+    server (and to a local server odfd starts itself, see ``verifier.engine.connect_server``).
     """
 
     master: str = "local[*]"
+    remote: str | None = None
     driver_memory: str | None = None
     local_dir: str | None = None
     app_name: str = "odfd"
@@ -128,7 +133,7 @@ class SparkSettings:
         if unknown:
             raise SparkConfigError(f"config [spark]: unknown key(s) {', '.join(unknown)}")
         values: dict[str, object] = {}
-        for key in ("master", "driver_memory", "local_dir", "app_name"):
+        for key in ("master", "remote", "driver_memory", "local_dir", "app_name"):
             if key in table:
                 value = table[key]
                 if not isinstance(value, str) or not value:
@@ -145,6 +150,10 @@ class SparkSettings:
         return settings
 
     def validate(self) -> None:
+        if self.remote is not None and not self.remote.startswith("sc://"):
+            raise SparkConfigError(
+                f"config [spark].remote: {self.remote!r} is not a Spark Connect URL (sc://host:port)"
+            )
         pinned = sorted(k for k in self.conf if k in DETERMINISM or k in _OWNED_KEYS)
         if pinned:
             raise SparkConfigError(

@@ -12,8 +12,8 @@ from odfd.errors import OdfdError
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias
 from protocol.model import DatasetSnapshot
-from storage.errors import DatasetExistsError, StorageError
-from storage.snapshots import dependency_order
+from storage.errors import DatasetExistsError, InvalidSnapshotError, StorageError
+from storage.snapshots import check_snapshot, dependency_order
 from storage.workspace import Workspace
 
 
@@ -59,9 +59,15 @@ def _add(args: argparse.Namespace) -> int:
             for s in snapshots
         ]
 
+    for snapshot in snapshots:  # a batch with an invalid manifest adds nothing
+        try:
+            check_snapshot(snapshot)
+        except InvalidSnapshotError as error:
+            raise ManifestError(f"Failed to add dataset {snapshot.name}: {error}") from None
+
     async def run(workspace: Workspace) -> int:
         failures = 0
-        for snapshot in dependency_order(snapshots):
+        for snapshot in _in_order(snapshots):
             try:
                 dataset = await workspace.create_from_snapshot(snapshot)
             except DatasetExistsError:
@@ -75,6 +81,20 @@ def _add(args: argparse.Namespace) -> int:
         return 1 if failures else 0
 
     return run_in_workspace(args, run)
+
+
+def _in_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
+    """Dependencies first; a later manifest naming a dataset again comes after, to be reported
+    as already existing rather than dropped."""
+    first: dict[str, DatasetSnapshot] = {}
+    again: list[DatasetSnapshot] = []
+    for snapshot in snapshots:
+        key = str(snapshot.name).lower()
+        if key in first:
+            again.append(snapshot)
+        else:
+            first[key] = snapshot
+    return [*dependency_order(list(first.values())), *again]
 
 
 def _manifest_files(paths: list[Path]) -> list[Path]:

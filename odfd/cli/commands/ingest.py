@@ -14,6 +14,7 @@ from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.ingest import ingest_push
+from odfd.ingest.formats import FORMATS
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 
@@ -31,6 +32,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="TIME",
         help="event time of records that carry none (default: the ingest's system time)",
     )
+    parser.add_argument(
+        "--input-format",
+        choices=sorted(FORMATS),
+        metavar="FMT",
+        help="read the files as FMT instead of the source's format (its schema is kept): "
+        + ", ".join(sorted(FORMATS)),
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_ingest)
 
@@ -47,6 +55,7 @@ def _ingest(args: argparse.Namespace) -> int:
                     path,
                     source_name=args.source_name,
                     event_time=args.event_time,
+                    input_format=args.input_format,
                 )
             if outcome.up_to_date:
                 print(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}", file=sys.stderr)

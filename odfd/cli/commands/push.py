@@ -50,7 +50,7 @@ def _push(args: argparse.Namespace) -> int:
             options=options,
             progress=Progress(f"push {args.dataset}"),
         )
-        verb = "Pushed" if result.num_blocks else "Skipped"
+        verb = "Pushed" if result.updated else "Skipped"
         print(f"{verb}: {result.alias}: {result.describe()}", file=sys.stderr)
         return 0
 
