@@ -81,6 +81,10 @@ async def test_kill_9_in_the_middle_of_a_data_file(
         "copy",
         "--parallel",
         "1",
+        "--min-rate",
+        "0",  # wait for the stalled file until killed (a loaded machine starts slowly)
+        "--first-byte-timeout",
+        "300s",
         "--root",
         str(node_b.root),
         stdout=asyncio.subprocess.DEVNULL,
@@ -89,7 +93,7 @@ async def test_kill_9_in_the_middle_of_a_data_file(
     started.append(process)
     staging = node_b.layout.staging_dir
     partial: list[Path] = []
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + 120
     while not partial and time.monotonic() < deadline:
         await asyncio.sleep(0.05)
         partial = [p for p in staging.rglob(".pending-*") if p.stat().st_size > 0]
