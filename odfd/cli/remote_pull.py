@@ -14,6 +14,7 @@ from odfd.sync.errors import SyncError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, has_remote, pull, pull_from_remotes
 from odfd.sync.remote import looks_like_url
+from storage.orphans import recover_orphans
 from storage.workspace import Workspace
 
 TOKEN_ENV = "ODFD_TOKEN"
@@ -114,6 +115,8 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     options = pull_options(workspace, args)
+    for action in await recover_orphans(workspace):
+        print(f"Recovered: {action.describe()}", file=sys.stderr)
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2

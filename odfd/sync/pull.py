@@ -65,7 +65,6 @@ from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
 from storage.catalog import Transfer
 from storage.errors import ChainRuleError, RefCasError, StorageError
-from storage.orphans import recover_orphans
 from storage.stores.http import HttpObjectStore
 from storage.stores.http_fetch import HttpLimits
 from storage.stores.localfs import LocalFsObjectStore
@@ -108,7 +107,7 @@ class PullResult:
     resumed_objects: int = 0
     """Objects an earlier, interrupted pull had already fetched."""
     recovered: tuple[str, ...] = ()
-    """What was found on disk and put right before pulling (see ``storage.orphans``)."""
+    """What was found on disk and put right on the way (see ``storage.orphans``)."""
 
     @property
     def updated(self) -> bool:
@@ -144,7 +143,6 @@ async def pull(
     """Pull the dataset at ``url`` into the workspace (as ``alias``, else the one already
     pulled from there, else the URL's last segment)."""
     remote = parse_remote_url(url)
-    recovered = tuple(action.describe() for action in await recover_orphans(workspace))
     target = await open_target(workspace, remote, alias)
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
     try:
@@ -167,7 +165,7 @@ async def pull(
                 progress.finish()
     finally:
         release_target(target)
-    return dataclasses.replace(result, recovered=(*recovered, *target.recovered))
+    return dataclasses.replace(result, recovered=tuple(target.recovered))
 
 
 async def pull_from_remotes(
