@@ -25,6 +25,8 @@ from typing import Any
 from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from protocol.errors import ParseError
+from protocol.identity import DatasetAliasPattern
 from storage.stores.http_fetch import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
@@ -311,6 +313,13 @@ def _base_url(value: Any, from_env: bool) -> str:
     return _str()(value, from_env).rstrip("/") + "/"
 
 
+def _alias_patterns(value: Any, from_env: bool) -> tuple[DatasetAliasPattern, ...]:
+    try:
+        return tuple(DatasetAliasPattern.parse(text) for text in _str_list(value, from_env))
+    except ParseError as err:
+        raise ValueError(str(err)) from None
+
+
 _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "server": (
         ServerConfig,
@@ -321,6 +330,9 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "url_signing_key": _signing_key,
             "url_ttl_seconds": _int(1),
             "base_url": _base_url,
+            "private": _alias_patterns,
+            "read_tokens": _str_list,
+            "admin_tokens": _str_list,
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
@@ -444,7 +456,7 @@ def _load_section(
             value = read(raw, from_env)
         except ValueError as err:
             raise ConfigError(f"{source}: {err}") from None
-        if key == "push_tokens":
+        if key in ("push_tokens", "read_tokens", "admin_tokens"):
             value = frozenset(value)
         assert key in names  # every reader names a field of its section
         config = replace(config, **{key: value})

@@ -28,6 +28,7 @@ from protocol.model import (
     SetPollingSource,
     SetTransform,
     SqlQueryStep,
+    Transform,
     TransformSql,
 )
 from storage.errors import InvalidSnapshotError
@@ -107,7 +108,7 @@ async def normalize_snapshot(
     return events
 
 
-def normalize_transform(transform: object, where: str) -> object:
+def normalize_transform(transform: Transform, where: str) -> Transform:
     """Move a hand-written ``query`` into ``queries``; at most one query may be unaliased."""
     if not isinstance(transform, TransformSql):
         return transform

@@ -6,7 +6,7 @@ through the workspace and can be rebuilt from the folders (``repair``).
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -23,7 +23,7 @@ from storage.catalog.chain_states import ChainStateTable
 from storage.chain import validate_chain
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState
-from storage.dataset import Dataset
+from storage.dataset import Dataset, RemoteAliasKind
 from storage.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -34,6 +34,7 @@ from storage.keys import KeyStore
 from storage.layout import HEAD_REF, DatasetLayout, WorkspaceLayout
 from storage.scratch import Scratch, sweep_staging
 from storage.snapshots import normalize_snapshot
+from storage.stores.localfs import local_path
 
 _CONFIG_TEMPLATE = """\
 # odfd node configuration. Sections are added by the parts of odfd that read them.
@@ -269,12 +270,12 @@ class Workspace:
                 new_checkpoint = getattr(event, "new_checkpoint", None)
                 if new_data is not None:
                     await copy.data.put_file(
-                        source.data.path_of(new_data.physical_hash),  # type: ignore[attr-defined]
+                        local_path(source.data, new_data.physical_hash),
                         expected=new_data.physical_hash,
                     )
                 if new_checkpoint is not None:
                     await copy.checkpoints.put_file(
-                        source.checkpoints.path_of(new_checkpoint.physical_hash),  # type: ignore[attr-defined]
+                        local_path(source.checkpoints, new_checkpoint.physical_hash),
                         expected=new_checkpoint.physical_hash,
                     )
             await copy.set_alias(alias_text)
@@ -296,7 +297,7 @@ class Workspace:
 
     async def repair(self) -> RepairReport:
         """Rebuild the catalog's datasets and remote aliases from the dataset folders."""
-        entries: list[tuple[DatasetRecord, dict]] = []
+        entries: list[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]] = []
         skipped: list[tuple[Path, str]] = []
         seen_aliases: dict[str, Path] = {}
         folders = (
@@ -320,7 +321,9 @@ class Workspace:
         await self.catalog.replace_datasets(entries)
         return RepairReport([record for record, _ in entries], skipped)
 
-    async def _inspect(self, folder: Path) -> tuple[str, tuple[DatasetRecord, dict] | None]:
+    async def _inspect(
+        self, folder: Path
+    ) -> tuple[str, tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]] | None]:
         try:
             expected_id = DatasetId.from_multibase(folder.name)
         except ParseError:
@@ -352,13 +355,16 @@ async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
         catalog = await Catalog.open(path)
     except sqlite3.DatabaseError:
         broken = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%dT%H%M%S}")
-        os.replace(path, broken)
-        for suffix in ("-wal", "-shm"):
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(f"{path}{suffix}")
+        await asyncio.to_thread(_move_catalog_aside, path, broken)
         return broken
     await catalog.close()
     return None
+
+
+def _move_catalog_aside(path: Path, broken: Path) -> None:
+    os.replace(path, broken)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 async def _remove_dataset_folder(layout: DatasetLayout) -> None:

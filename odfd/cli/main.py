@@ -36,7 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pull": ("pull", "update datasets from their sources (ingest or transform)"),
     "ingest": ("ingest", "push data from files into a root dataset"),
     "tail": ("tail", "show the last records of a dataset"),
-    "sql": ("sql", "query datasets with Spark SQL"),
+    "sql": ("sql", "query datasets with SQL (DataFusion, or Spark with --engine spark)"),
     "serve": ("serve", "serve this node's datasets over HTTP"),
     "push": ("push", "publish a dataset to a remote (http(s)://, file://, ipns://)"),
     "verify": (
@@ -50,6 +50,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "status": ("status", "datasets, mirrors, syncs and audits of this node"),
     "engine": ("engine", "which engine commands use (local JVM or Spark Connect) and why"),
     "system": ("system", "workspace maintenance (gc)"),
+    "inspect": ("inspect", "lineage, schema and queries of a dataset"),
+    "ui": ("ui", "open the web console of this node"),
 }
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).

@@ -115,7 +115,7 @@ async def ingest_polling(
                 reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
             )
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
             return IngestOutcome(alias, True, reason="the source has not changed")
@@ -156,7 +156,7 @@ async def ingest_push(
     time = system_time or Timestamp.now()
     if not await asyncio.to_thread(path.is_file):
         raise IngestError(f"{path} is not a file")
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
             alias,
@@ -301,7 +301,7 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         if data is None:
             return None
         if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
         elif plan.infer:
             data = preprocess_default(data, plan.source.merge, plan.vocab)
         prev = (

@@ -39,7 +39,7 @@ def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
     )
     parts = [f"{layer.layer.title} {layer.status}" for layer in target.layers]
     for layer in target.layers:
-        if layer.status in (Status.FAILED, Status.CANNOT_VERIFY):
+        if layer.status in (Status.FAILED, Status.CANNOT_VERIFY, Status.NOT_REEXECUTABLE):
             detail = str(layer.findings[0]) if layer.findings else (layer.reason or "")
             return f"{layer.layer.title} {layer.status}: {detail}"
     return ", ".join(parts)
@@ -114,7 +114,8 @@ class Auditor:
         )
         report_json: str | None = None
         try:
-            # Only re-executing transforms needs Spark, whose jobs are limited daemon-wide.
+            # Only re-executing transforms needs an engine (Spark), whose jobs are limited
+            # daemon-wide.
             needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
             async with self._spark_gate if needs_spark else nullcontext():
                 report = await verify(self.workspace, [DatasetRef(key)], options)

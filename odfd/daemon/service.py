@@ -43,6 +43,7 @@ from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
+from odfd.daemon.console import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.engine_server import EngineServer
@@ -246,7 +247,7 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(self.workspace, self.config.server)
+        app = create_app(self.workspace, self.config.server, console=DaemonBackend(self))
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)

@@ -148,6 +148,7 @@ def _fetch_http(
         state = SourceState(
             source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339()
         )
+    source_time: Timestamp | None
     if isinstance(step.event_time, EventTimeSourceFromSystemTime):
         source_time = now
     else:

@@ -75,7 +75,7 @@ class Reader(ABC):
     def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
         """The first malformed record of ``path``, if the file has one."""
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> None:  # noqa: B027 (a hook, not abstract: most readers create no files)
         """Removes temporary files the reader created (none by default)."""
 
 

@@ -12,9 +12,9 @@ makes our head the client's: a diverged history is replaced, a head ahead goes b
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
-import shutil
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -24,7 +24,7 @@ from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import ChainPoint, CorruptSourceError, ProtocolError, SyncError
 from odfd.sync.objects import ObjectRef, missing_objects, objects_of
-from odfd.sync.target import PullTarget, commit, needs_reset
+from odfd.sync.target import PullTarget, commit, discard_staging, needs_reset
 from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, match_linked_run
 from protocol.codec.flatbuffers import decode_block
 from protocol.errors import OdfError, ParseError
@@ -96,8 +96,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         )
     finally:
         state.uploads.pop(session_id, None)
-        if target.record is None and target.dataset.layout is not None:
-            shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+        await discard_staging(target)
     await channel.finish()
     return ws
 
@@ -265,11 +264,11 @@ class _PushSession:
     async def _await_uploads(self) -> None:
         while True:
             try:
-                progress = await self.channel.receive(
-                    m.DatasetPushObjectsUploadProgressResponse.from_json,
-                    "DatasetPushObjectsUploadProgressResponse",
-                    timeout=PROGRESS_PING_SECONDS,
-                )
+                async with asyncio.timeout(PROGRESS_PING_SECONDS):
+                    progress = await self.channel.receive(
+                        m.DatasetPushObjectsUploadProgressResponse.from_json,
+                        "DatasetPushObjectsUploadProgressResponse",
+                    )
             except TimeoutError:
                 await self.channel.send(m.DatasetPushObjectsUploadProgressRequest())
                 continue

@@ -20,6 +20,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import aiohttp
@@ -263,21 +264,21 @@ class _PullRun:
                 raise
             await self.stash.discard_added()
             await self.fetcher.discard_added()
-            discard_staging(self.target)
+            await discard_staging(self.target)
             if isinstance(err, ChainRuleError):
                 raise CorruptSourceError(
                     f"{self.remote}: the remote's history breaks a chain rule: {err}"
                 ) from None
             raise
         if self.target.is_new:
-            discard_staging(self.target)  # nothing was new: no dataset to keep
+            await discard_staging(self.target)  # nothing was new: no dataset to keep
         return result
 
     async def _keep_progress(self) -> None:
         self.checks.cancel()
         await self.stash.flush()
         await self._save_progress(force=True)
-        discard_staging_if_empty(self.target)
+        await discard_staging_if_empty(self.target)
 
     async def _execute(self) -> PullResult:
         wants_smart = self.remote.scheme in ("http", "https") and self.options.protocol != "simple"
@@ -360,15 +361,8 @@ class _PullRun:
                 m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
             )
             urls = await smart.pull_object_urls(channel, files)
-
-            def url_of(
-                ref: ObjectRef, urls: dict[tuple[str, Multihash], m.TransferUrl] = urls
-            ) -> tuple[str, dict[str, str]]:
-                url = urls[(_object_type(ref.kind), ref.hash)]
-                return url.url, dict(url.headers)
-
             await self.fetcher.fetch_all(
-                chunk, http_source(self.session, url_of, self.options.limits)
+                chunk, http_source(self.session, partial(_url_of, urls), self.options.limits)
             )
         return await self._commit(walk, "smart")
 
@@ -540,6 +534,14 @@ def _starts_at_seed(data: bytes) -> bool:
         return peek_prev_block_hash(data) is None
     except DecodeError:
         return False
+
+
+def _url_of(
+    urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl], ref: ObjectRef
+) -> tuple[str, dict[str, str]]:
+    """Where the server said to download ``ref`` from, and the headers to send."""
+    url = urls[(_object_type(ref.kind), ref.hash)]
+    return url.url, dict(url.headers)
 
 
 def _object_type(kind: ObjectKind) -> m.ObjectType:

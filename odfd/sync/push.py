@@ -301,7 +301,8 @@ async def _upload(
     headers["Content-Length"] = str(file.size)
     for attempt in range(1, DEFAULT_RETRIES + 1):
         try:
-            with open(path, "rb") as body:
+            body = await asyncio.to_thread(open, path, "rb")  # aiohttp reads it in the executor
+            with body:
                 async with session.put(url.url, data=body, headers=headers) as response:
                     if response.status < 300:
                         return

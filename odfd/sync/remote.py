@@ -158,14 +158,15 @@ async def open_source(
     else:
         cid, subpath = await resolve_ipfs_root(remote, ipfs)
         async with IpfsGateway(ipfs.gateway, session=session) as gateway:
-            root = (
+            folder = (
                 cid if not subpath else await _resolve_subpath(gateway, cid, subpath, remote, ipfs)
             )
             yield Source(
                 _remote_dataset(
-                    lambda kind: IpfsObjectStore(gateway, root, kind), IpfsRefStore(gateway, root)
+                    lambda kind: IpfsObjectStore(gateway, folder, kind),
+                    IpfsRefStore(gateway, folder),
                 ),
-                f"{remote} (/ipfs/{root})",
+                f"{remote} (/ipfs/{folder})",
             )
 
 

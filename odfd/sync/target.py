@@ -13,6 +13,7 @@ when the target is ahead of it.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
@@ -207,7 +208,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         action = await recover_folder(workspace, dataset_id)
         target.recovered.append(action.describe())
         if action.record is not None and action.record.head == head:
-            discard_staging(target)  # the folder on disk is this very pull's result
+            await discard_staging(target)  # the folder on disk is this very pull's result
             target.record = action.record
             target.dataset = workspace.open_dataset(dataset_id)
             return head, walk.new_blocks[-1].block.sequence_number
@@ -215,13 +216,8 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
             raise SyncError(f"{action.describe()}; pull again to bring it up to date")
         if action.action == "left":
             raise DatasetExistsError(f"{action.describe()} (run `odfd repair` to see why)")
-    try:
-        os.rename(staging, final.root)
-    except OSError as err:  # another pull or push put the dataset in place first
-        raise DatasetExistsError(
-            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
-        ) from None
-    fsync_dir(workspace.layout.datasets_dir)
+    await asyncio.to_thread(_move_into_place, staging, final, dataset_id)
+    await asyncio.to_thread(fsync_dir, workspace.layout.datasets_dir)
     seq = walk.new_blocks[-1].block.sequence_number
     state_kind = first.event.dataset_kind
     target.record = await workspace.catalog.add_dataset(
@@ -243,24 +239,45 @@ async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pu
         await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)  # type: ignore[arg-type]
 
 
-def discard_staging(target: PullTarget) -> None:
-    """Remove a new dataset's staging folder (its source proved untrustworthy, or it had
-    nothing to bring)."""
+def _move_into_place(staging: Path, final: DatasetLayout, dataset_id: DatasetId) -> None:
+    """Renames a staged dataset to its folder, replacing leftovers of an unfinished one."""
+    if final.root.exists():
+        if (final.refs_dir / HEAD_REF).exists():
+            raise DatasetExistsError(
+                f"{final.root} already holds dataset {dataset_id} "
+                "(not in the catalog: run `odfd repair`)"
+            )
+        shutil.rmtree(final.root)
+    try:
+        os.rename(staging, final.root)
+    except OSError as err:  # another pull or push put the dataset in place first
+        raise DatasetExistsError(
+            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
+        ) from None
+
+
+async def discard_staging(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder (after its source proved untrustworthy, or after a
+    push that did not complete), off the event loop."""
     if target.record is None and target.dataset.layout is not None:
-        shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+        root = target.dataset.layout.root
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, root, ignore_errors=True))
 
 
-def discard_staging_if_empty(target: PullTarget) -> None:
+async def discard_staging_if_empty(target: PullTarget) -> None:
     """Remove a new dataset's staging folder unless it holds verified blocks or objects an
     interrupted pull can resume from."""
     layout = target.dataset.layout
-    if target.record is not None or layout is None:
-        return
+    if target.record is None and layout is not None:
+        if not await asyncio.to_thread(_holds_objects, layout):
+            await discard_staging(target)
+
+
+def _holds_objects(layout: DatasetLayout) -> bool:
     folders = (layout.blocks_dir, layout.data_dir, layout.checkpoints_dir)
-    if not any(
+    return any(
         not entry.name.startswith(".")
         for folder in folders
         if folder.is_dir()
         for entry in os.scandir(folder)
-    ):
-        shutil.rmtree(layout.root, ignore_errors=True)
+    )

@@ -271,7 +271,8 @@ def _r_short_form(cls: type[T], text: str) -> T:
     make = _SHORT_FORMS.get(cls.__name__)
     if make is None:
         raise Invalid("", f"{cls.__name__} has no short string form; write it as a map")
-    return make(cls, str(text))
+    made: T = make(cls, str(text))
+    return made
 
 
 def _w_bytes(value: bytes) -> str:

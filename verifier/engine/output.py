@@ -120,9 +120,30 @@ def write_slice(
     A null in a ``required`` column raises :class:`NullValuesError` before anything is kept.
     """
     with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
-        schema = slice_schema(result_schema, vocab, required)
-        written = _write(batches, schema, vocab, start_offset, system_time, out_path)
-    return schema, written
+        return write_batches(
+            result_schema,
+            batches,
+            vocab=vocab,
+            start_offset=start_offset,
+            system_time=system_time,
+            out_path=out_path,
+            required=required,
+        )
+
+
+def write_batches(
+    result_schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch],
+    *,
+    vocab: Vocab,
+    start_offset: int,
+    system_time: Timestamp,
+    out_path: Path,
+    required: frozenset[str] = frozenset(),
+) -> tuple[pa.Schema, WrittenSlice | None]:
+    """Writes a result's batches, in order, as a slice: the path every engine's output takes."""
+    schema = slice_schema(result_schema, vocab, required)
+    return schema, _write(batches, schema, vocab, start_offset, system_time, out_path)
 
 
 def _write(

@@ -115,21 +115,24 @@ def query_steps(transform: TransformSql) -> tuple[SqlQueryStep, ...]:
     raise TransformError("the transform has neither `query` nor `queries`")
 
 
-def validate_transform(transform: object, dataset: str) -> TransformSql:
-    """Checks the transform is something this engine runs; returns it typed."""
+def validate_transform(
+    transform: object, dataset: str, engine: str | None = SUPPORTED_ENGINE
+) -> TransformSql:
+    """Checks the transform is something odfd's engines run (and, unless ``engine`` is ``None``,
+    that it names that engine); returns it typed."""
     if not isinstance(transform, TransformSql):
         raise UnsupportedTransformError(
             f"{dataset}: transform kind {type(transform).__name__} is not supported"
         )
-    if transform.engine.lower() != SUPPORTED_ENGINE:
+    if engine is not None and transform.engine.lower() != engine:
         raise UnsupportedTransformError(
-            f"{dataset}: the transform uses engine '{transform.engine}', but odfd runs only "
-            f"'{SUPPORTED_ENGINE}' transforms"
+            f"{dataset}: the transform uses engine '{transform.engine}', but this engine runs "
+            f"only '{engine}' transforms"
         )
     if transform.temporal_tables:
         names = ", ".join(t.name for t in transform.temporal_tables)
         raise UnsupportedTransformError(
-            f"{dataset}: temporal tables ({names}) are a Flink feature that the Spark engine cannot run"
+            f"{dataset}: temporal tables ({names}) are a Flink feature that odfd's engines cannot run"
         )
     steps = query_steps(transform)
     if steps[-1].alias:

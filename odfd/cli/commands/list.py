@@ -52,7 +52,9 @@ def _table(rows: list[dict]) -> str:
         [_short(key, row[key]) for _, key in columns] for row in rows
     ]
     widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() for line in cells)
+    return "\n".join(
+        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in cells
+    )
 
 
 def _short(key: str, value: object) -> str:

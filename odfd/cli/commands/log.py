@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import json as odf_json
@@ -48,7 +49,7 @@ def _log(args: argparse.Namespace) -> int:
 
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
-        shown = []
+        shown: list[dict[str, Any]] = []
         async for hash, block in dataset.chain.iter_blocks():
             if args.limit is not None and len(shown) >= args.limit:
                 break
