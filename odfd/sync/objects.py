@@ -233,6 +233,9 @@ class ObjectFetcher:
 
     async def fetch_one(self, ref: ObjectRef, source: ChunkSource) -> None:
         store = store_for(self.dest, ref.kind)
+        # Noted before it may land (only missing objects are fetched), so that
+        # ``discard_added`` also removes an object whose fetch was cancelled as it completed.
+        self.added.append(ref)
         for attempt in range(1, self.retries + 1):
             try:
                 async with source(ref) as chunks:
@@ -258,7 +261,6 @@ class ObjectFetcher:
                     ) from None
                 await asyncio.sleep(_RETRY_DELAY * 2 ** (attempt - 1))
         assert stored == ref.hash  # put_stream checked it
-        self.added.append(ref)
         if self.on_done is not None:
             await self.on_done(ref)
 
