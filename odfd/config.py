@@ -391,6 +391,71 @@ _SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
 _OTHER_TABLES = {"workspace", "spark"}
 
 
+# --- single settings (``odfd config``) ------------------------------------------------------------
+
+
+def setting_keys() -> list[str]:
+    """Every scalar setting as ``section.key`` (nested tables are edited in the file)."""
+    keys = [
+        f"{section}.{key}"
+        for section, (_, readers) in _SECTIONS.items()
+        for key in readers
+        if (section, key) not in _FILE_ONLY
+    ]
+    return sorted(keys + [f"spark.{key}" for key in _SPARK_ENV_KEYS])
+
+
+def setting_default(section: str, key: str) -> Any:
+    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    return getattr(kind(), key)
+
+
+def is_duration(section: str, key: str) -> bool:
+    readers = _SECTIONS.get(section, (None, {}))[1]
+    return readers.get(key) in (_duration, _positive_duration)
+
+
+# --- environment variables ----------------------------------------------------------------------
+
+OTHER_ENV = frozenset(
+    {
+        "ODFD_HOME",  # the workspace folder
+        "ODFD_TOKEN",  # bearer token for pulls and pushes
+        "ODFD_CACHE_DIR",  # where the Spark plugin jar is built
+        "ODFD_JSIPFS",  # the IPFS node program
+        "ODFD_IPFS_PEER_ID",  # printed by the IPFS node helper for the shell
+        "ODFD_IPFS_PID",
+        "ODFD_IPFS_SWARM",
+    }
+)
+
+
+def known_environment() -> frozenset[str]:
+    """Every ``ODFD_*`` variable odfd reads."""
+    names = {
+        f"{ENV_PREFIX}{section.upper()}_{key.upper()}"
+        for section, (_, readers) in _SECTIONS.items()
+        for key in readers
+        if (section, key) not in _FILE_ONLY
+    }
+    names |= {f"{ENV_PREFIX}SPARK_{key.upper()}" for key in _SPARK_ENV_KEYS}
+    return frozenset(names | OTHER_ENV)
+
+
+def unknown_environment(env: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """``ODFD_*`` variables odfd does not read (a typo would otherwise be silently ignored),
+    each with the closest known name if there is one."""
+    import difflib
+
+    env = os.environ if env is None else env
+    known = known_environment()
+    return [
+        (name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None))
+        for name in sorted(env)
+        if name.startswith(ENV_PREFIX) and name not in known
+    ]
+
+
 # --- loading --------------------------------------------------------------------------------------
 
 
@@ -474,11 +539,16 @@ def _check_section(section: str, config: Any, where: str) -> Any:
 
 def _load_spark(table: dict[str, Any], where: str, env: Mapping[str, str]) -> SparkSettings:
     table = dict(table)
+    from_env: dict[str, str] = {}
     for key in _SPARK_ENV_KEYS:
         variable = f"{ENV_PREFIX}SPARK_{key.upper()}"
         if variable in env:
             table[key] = env[variable]
+            from_env[f"[spark].{key}:"] = variable
     try:
         return SparkSettings.from_config(table)
     except SparkConfigError as err:
-        raise ConfigError(f"{where}: {err}") from None
+        source = next(
+            (f"environment variable {v}" for k, v in from_env.items() if k in str(err)), where
+        )
+        raise ConfigError(f"{source}: {err}") from None

@@ -15,10 +15,7 @@ import os
 import secrets
 import shutil
 import threading
-import time
 from pathlib import Path
-
-from storage.layout import STAGING_PREFIX as PENDING_PREFIX
 
 PULL_PREFIX = ".pull-"
 """Staging folders of new datasets' first pulls, in the datasets folder (kept to resume)."""
@@ -92,19 +89,3 @@ def sweep_staging(staging_root: Path) -> list[Path]:
             entry.unlink(missing_ok=True)
             removed.append(entry)
     return removed
-
-
-def stale_pending_files(dataset_root: Path, min_age: float) -> list[Path]:
-    """``.pending-*`` files in a dataset's folders untouched for ``min_age`` seconds: left by a
-    write that never finished (small files are staged beside their target)."""
-    found: list[Path] = []
-    now = time.time()
-    for sub in ("blocks", "data", "checkpoints", "refs", "info"):
-        folder = dataset_root / sub
-        if not folder.is_dir():
-            continue
-        for entry in os.scandir(folder):
-            if entry.name.startswith(PENDING_PREFIX) and entry.is_file(follow_symlinks=False):
-                if now - entry.stat(follow_symlinks=False).st_mtime >= min_age:
-                    found.append(Path(entry.path))
-    return found

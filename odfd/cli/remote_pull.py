@@ -9,6 +9,7 @@ import dataclasses
 import os
 import sys
 
+from odfd.cli import console
 from odfd.config import load_config, parse_duration
 from odfd.sync.errors import SyncError
 from odfd.sync.progress import Progress
@@ -26,6 +27,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--as", dest="as_alias", metavar="ALIAS", help="local name of a dataset pulled from a URL"
     )
     group.add_argument(
+        "-f",
         "--force",
         action="store_true",
         help="replace a local history that diverged from the remote's",
@@ -116,7 +118,7 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     options = pull_options(workspace, args)
     for action in await recover_orphans(workspace):
-        print(f"Recovered: {action.describe()}", file=sys.stderr)
+        console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2
@@ -130,9 +132,7 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             for note in result.recovered:
-                print(f"Recovered: {note}", file=sys.stderr)
+                console.info(f"Recovered: {note}")
             verb = "Updated" if result.updated else "Skipped"
-            print(
-                f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr
-            )
+            console.info(f"{verb}: {result.alias} from {result.remote}: {result.describe()}")
     return 0

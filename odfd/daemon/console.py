@@ -42,5 +42,5 @@ class DaemonBackend:
         if scope not in ("full", "integrity"):
             raise ConsoleActionError(f"scope must be full or integrity, not {scope!r}")
         record = await self.workspace.resolve(DatasetRef.parse(dataset))
-        self.daemon.auditor.request(record.id, scope, "console")  # type: ignore[arg-type]
+        self.daemon.auditor.request(record.id, scope, "console")  # type: ignore[arg-type]  # scope was checked against the two Scope values above
         return {"queued": record.alias, "scope": scope}

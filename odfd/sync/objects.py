@@ -233,8 +233,7 @@ class ObjectFetcher:
 
     async def fetch_one(self, ref: ObjectRef, source: ChunkSource) -> None:
         store = store_for(self.dest, ref.kind)
-        # Noted before it may land (only missing objects are fetched), so that
-        # ``discard_added`` also removes an object whose fetch was cancelled as it completed.
+        # Recorded before the write: a write cancelled half-way may still have stored it.
         self.added.append(ref)
         for attempt in range(1, self.retries + 1):
             try:

@@ -231,8 +231,7 @@ class LocalFsObjectStore(ObjectStore):
             try:
                 await asyncio.shield(publish)
             except asyncio.CancelledError:
-                # The rename runs on in its thread: let it land before reporting the
-                # cancellation, so a caller cleaning up after it finds the object.
+                # A rename and an fsync: let them end, so a cancelled caller knows what is stored.
                 await publish
                 raise
             return hash
