@@ -33,6 +33,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replace a local history that diverged from the remote's",
     )
     group.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="accept a head without a valid owner signature even if the dataset was seen "
+        "signed before (docs/signed-heads.md)",
+    )
+    group.add_argument(
         "--token",
         default=os.environ.get(TOKEN_ENV),
         help=f"bearer token for the remote (default: ${TOKEN_ENV})",
@@ -102,6 +108,7 @@ def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
         protocol=args.protocol,
         limits=limits,
         operation_timeout=args.timeout if args.timeout is not None else sync.pull_timeout(),
+        allow_unsigned=args.allow_unsigned,
     )
 
 
@@ -134,5 +141,9 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
             for note in result.recovered:
                 console.info(f"Recovered: {note}")
             verb = "Updated" if result.updated else "Skipped"
-            console.info(f"{verb}: {result.alias} from {result.remote}: {result.describe()}")
+            console.info(
+                f"{verb}: {result.alias} from {result.remote}: {result.describe()} [{result.trust}]"
+            )
+            if result.trust_note:
+                console.info(f"note: {result.trust_note}")
     return 0
