@@ -90,6 +90,10 @@ def daemon(master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Da
         process.stop()
 
 
+def _rows(json_lines: str) -> list[object]:
+    return [json.loads(line) for line in json_lines.splitlines() if line.strip()]
+
+
 def _record(root: Path) -> dict[str, int]:
     return json.loads((root / SERVER_RECORD).read_text())
 
@@ -127,7 +131,7 @@ def test_cli_commands_use_the_daemons_server_and_fail_in_one_line(daemon: Daemon
     odfd("ingest", "match.scores", str(DATA / "1.ndjson"), root=root)
     assert "3 new record(s)" in odfd("pull", "match.leaderboard", root=root).stderr
     out = odfd("sql", "SELECT count(*) AS n FROM `match.leaderboard`", "-o", "json", root=root)
-    assert json.loads(out.stdout) == [{"n": 3}]
+    assert _rows(out.stdout) == [{"n": 3}]
     assert odfd("verify", "--recursive", "match.leaderboard", root=root).returncode == 0
     # A command that starts a JVM of its own logs there; these used the daemon's.
     assert not (root / "logs" / "spark.log").exists()
@@ -153,7 +157,7 @@ def test_the_server_is_restarted_after_a_crash(daemon: DaemonProcess) -> None:
     record = wait_for("the restarted Spark Connect server", restarted, START_TIMEOUT)
     assert record.address.port == crashed["port"]
     out = odfd("sql", "SELECT 40 + 2 AS answer", "-o", "json", root=daemon.root)
-    assert json.loads(out.stdout) == [{"answer": 42}]
+    assert _rows(out.stdout) == [{"answer": 42}]
     assert "spark connect server exited; restarting" in daemon.log()
 
 
