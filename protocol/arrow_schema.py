@@ -366,14 +366,23 @@ def _buffer_encoded_to_arrow(
 
 def _buffer_encoding(encoding: JsonValue, path: str) -> tuple[str, int]:
     """``(kind, offset bit width)`` of a ``bufferEncoding`` value; the width defaults to 32."""
-    if not isinstance(encoding, dict) or encoding.get("kind") not in _BUFFER_KINDS:
+    kind_text = encoding.get("kind") if isinstance(encoding, dict) else None
+    if (
+        not isinstance(encoding, dict)
+        or not isinstance(kind_text, str)
+        or kind_text not in _BUFFER_KINDS
+    ):
         raise UnsupportedSchemaError(f"field '{path}': invalid {BUFFER_ENCODING} {encoding!r}")
-    kind = _BUFFER_KINDS[encoding["kind"]]
+    kind = _BUFFER_KINDS[kind_text]
     allowed = {"kind", "runEndsBitWidth"} if kind == "RunEnd" else {"kind", "offsetBitWidth"}
     if set(encoding) - allowed:
         raise UnsupportedSchemaError(f"field '{path}': invalid {BUFFER_ENCODING} {encoding!r}")
     bits = encoding.get("offsetBitWidth")
-    return kind, 32 if bits is None else bits
+    if bits is None:
+        return kind, 32
+    if not isinstance(bits, int):
+        raise UnsupportedSchemaError(f"field '{path}': invalid {BUFFER_ENCODING} {encoding!r}")
+    return kind, bits
 
 
 def _date_encoded_to_arrow(odf: DataType, encoding: JsonValue, path: str) -> pa.DataType:
@@ -392,7 +401,8 @@ def _decimal_encoded_to_arrow(odf: DataType, encoding: JsonValue, path: str) -> 
     if not isinstance(encoding, dict) or set(encoding) != {"bitWidth"}:
         raise UnsupportedSchemaError(f"field '{path}': invalid {DECIMAL_ENCODING} {encoding!r}")
     makers = {32: pa.decimal32, 64: pa.decimal64, 128: pa.decimal128, 256: pa.decimal256}
-    make = makers.get(encoding["bitWidth"])
+    width = encoding["bitWidth"]
+    make = makers.get(width) if isinstance(width, int) else None
     if not isinstance(odf, DataTypeDecimal) or make is None:
         raise _unsupported_encoding(odf, encoding, path)
     try:

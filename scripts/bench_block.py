@@ -39,6 +39,7 @@ from protocol.model import (
     ExecuteTransform,
     ExecuteTransformInput,
     MetadataBlock,
+    MetadataEvent,
     OffsetInterval,
     SetDataSchema,
     SetInfo,
@@ -72,7 +73,7 @@ def mix(count: int) -> list[MetadataBlock]:
             size=rows * 40,
         )
         if roll < 0.55:
-            event = AddData(
+            event: MetadataEvent = AddData(
                 prev_checkpoint=mh(),
                 prev_offset=offset - 1 if offset else None,
                 new_data=new_data,

@@ -17,6 +17,7 @@ Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5]``.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import shutil
 import signal
@@ -104,7 +105,7 @@ def main() -> None:
         eager = median(args.repeat, lambda: python(EAGER_IMPORTS))
         print(f"{'command':<28} {'now':>7} {'before':>8} {'ratio':>6}")
         for argv in (["--help"], ["list"], ["log", "match.scores"], ["status"]):
-            now = median(args.repeat, lambda argv=argv: odfd(warm, *argv))
+            now = median(args.repeat, functools.partial(odfd, warm, *argv))
             print(
                 f"{' '.join(argv):<28} {now:7.2f} {eager:8.2f} {now / eager:5.2f}x  (target <= 0.3 s)"
             )

@@ -42,6 +42,7 @@ from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.transform import update_derivative
 from protocol.codec import yaml as odf_yaml
 from protocol.model import Timestamp
+from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine import session
 from verifier.engine.connect_server import LocalConnectServer, free_port
@@ -174,17 +175,17 @@ async def bench(args: argparse.Namespace) -> None:
         )
 
         root = await ws.get_dataset("readings0")
-        plain = PlainSpark([str(root.data.path_of(h)) for h in await all_slices(root)], args)
+        plain = PlainSpark([str(local_path(root.data, h)) for h in await all_slices(root)], args)
         transform_times, plain_times = [], []
         try:
             for n in range(args.repeat):
                 derivative = await dataset(aggregate(f"agg{n}", "readings0"))
                 began = time.perf_counter()
-                outcome = await update_derivative(ws, derivative, system_time=next(clock))
+                transformed = await update_derivative(ws, derivative, system_time=next(clock))
                 transform_times.append(time.perf_counter() - began)
                 seconds, plain_rows = plain.run()
                 plain_times.append(seconds)
-                assert plain_rows == outcome.num_records, (plain_rows, outcome)
+                assert plain_rows == transformed.num_records, (plain_rows, transformed)
         finally:
             plain.close()
         transform, direct = statistics.median(transform_times), statistics.median(plain_times)
@@ -278,7 +279,7 @@ def plain_worker(args: argparse.Namespace) -> None:
 
 def _plain_ingest(spark: object, csv: str, out: str) -> None:
     ddl = "event_time TIMESTAMP, sensor STRING, region STRING, value DOUBLE, status INT"
-    frame = spark.read.schema(ddl).option("header", "true").csv(csv)  # type: ignore[attr-defined]
+    frame = spark.read.schema(ddl).option("header", "true").csv(csv)  # type: ignore[attr-defined]  # spark is a SparkSession, typed object to keep pyspark out of the imports
     frame.write.mode("overwrite").parquet(out)
 
 

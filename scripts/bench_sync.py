@@ -19,11 +19,11 @@ import asyncio
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import aiohttp
@@ -40,30 +40,48 @@ from tests.replication.datagen import create_root
 # --- server process -----------------------------------------------------------------------------
 
 
+class _Sink:
+    """Where the tar writer puts its bytes until the handler sends them."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes] = []
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.parts.append(bytes(data))
+        self.size += len(data)
+        return len(data)
+
+    def take(self) -> bytes:
+        data = b"".join(self.parts)
+        self.parts.clear()
+        self.size = 0
+        return data
+
+
+def _add_files(tar: tarfile.TarFile, root: Path, paths: Iterator[str], sink: _Sink) -> bool:
+    """Adds files until a MiB waits in ``sink``; ``False`` once every path was added."""
+    for relative in paths:
+        tar.add(root / relative, arcname=relative, recursive=False)
+        if sink.size >= 1 << 20:
+            return True
+    return False
+
+
 async def _tar_stream(request: web.Request) -> web.StreamResponse:
     """``POST /tar`` naming a file that lists paths under the workspace's datasets folder (one
     per line): one tar of those files."""
     root = Path(request.app["datasets_dir"])
-    paths = Path(await request.text()).read_text().splitlines()
+    listing = Path(await request.text())
+    paths = iter((await asyncio.to_thread(listing.read_text)).splitlines())
     response = web.StreamResponse(headers={"Content-Type": "application/x-tar"})
     await response.prepare(request)
-
-    class Sink:
-        def __init__(self) -> None:
-            self.parts: list[bytes] = []
-
-        def write(self, data: bytes) -> int:
-            self.parts.append(bytes(data))
-            return len(data)
-
-    sink = Sink()
-    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]
-        for relative in paths:
-            tar.add(root / relative, arcname=relative, recursive=False)
-            if sum(map(len, sink.parts)) >= 1 << 20:
-                await response.write(b"".join(sink.parts))
-                sink.parts.clear()
-    await response.write(b"".join(sink.parts))
+    sink = _Sink()
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]  # typeshed wants a file object; the sink has the write method tarfile uses
+        # Files are read in a thread, a MiB at a time, so the loop keeps serving the response.
+        while await asyncio.to_thread(_add_files, tar, root, paths, sink):
+            await response.write(sink.take())
+    await response.write(sink.take())
     await response.write_eof()
     return response
 
@@ -76,11 +94,15 @@ async def _serve(root: Path, port_file: Path) -> None:
         runner = web.AppRunner(app, access_log=None)
         await runner.setup()
         await web.TCPSite(runner, "127.0.0.1", 0).start()
-        port_file.write_text(str(runner.addresses[0][1]))
+        await asyncio.to_thread(port_file.write_text, str(runner.addresses[0][1]))
         await asyncio.Event().wait()
 
 
 # --- measurements -------------------------------------------------------------------------------
+
+
+def _read_if_exists(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
 
 
 def dataset_files(dataset_root: Path) -> set[str]:
@@ -94,9 +116,9 @@ def dataset_files(dataset_root: Path) -> set[str]:
 async def tar_pull(
     session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
 ) -> tuple[float, int]:
-    dest.mkdir(parents=True, exist_ok=True)
     listing = dest.with_suffix(".list")
-    listing.write_text("\n".join(paths))
+    await asyncio.to_thread(dest.mkdir, parents=True, exist_ok=True)
+    await asyncio.to_thread(listing.write_text, "\n".join(paths))
     started = time.perf_counter()
     async with session.post(base + "tar", data=str(listing)) as response:
         response.raise_for_status()
@@ -141,20 +163,22 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
         record = await workspace.resolve("big")
         dataset_root = workspace.layout.dataset(record.id).root
         print(
-            f"  built in {time.perf_counter() - t:.1f} s: {record.head_sequence + 1} blocks, "
+            f"  built in {time.perf_counter() - t:.1f} s: {(record.head_sequence or 0) + 1} blocks, "
             f"{sum(p.stat().st_size for p in (dataset_root / 'data').iterdir()) / 2**20:.1f} MiB of data",
             flush=True,
         )
         port_file = work / "port"
-        server = subprocess.Popen(
-            [sys.executable, __file__, "--serve", str(node_a), str(port_file)]
+        server = await asyncio.create_subprocess_exec(
+            sys.executable, __file__, "--serve", str(node_a), str(port_file)
         )
         try:
+            port = ""
             for _ in range(600):
-                if port_file.exists() and port_file.read_text():
+                port = await asyncio.to_thread(_read_if_exists, port_file)
+                if port:
                     break
                 await asyncio.sleep(0.05)
-            base = f"http://127.0.0.1:{port_file.read_text()}/"
+            base = f"http://127.0.0.1:{port}/"
             url = base + "big"
             rows: list[tuple[str, float, float, str]] = []
             async with aiohttp.ClientSession() as session:
@@ -200,7 +224,8 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                     await clients[protocol].close()
         finally:
             server.terminate()
-            server.wait(timeout=20)
+            async with asyncio.timeout(20):
+                await server.wait()
     print()
     print(f"{'operation':<28}{'seconds':>10}{'x tar':>10}  detail")
     for name, seconds, ratio, detail in rows:

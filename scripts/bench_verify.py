@@ -42,6 +42,7 @@ from protocol.model import (
     SetDataSchema,
     Timestamp,
 )
+from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
 from verifier.selection import RangeRequest
@@ -102,7 +103,7 @@ async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[P
                 event, data_file=path, expected_head=state.head, system_time=T0
             )
             offset += rows
-        paths = [dataset.data.path_of(h) for h in await _slices(dataset)]  # type: ignore[attr-defined]
+        paths = [local_path(dataset.data, h) for h in await _slices(dataset)]
     return "sensors", paths
 
 

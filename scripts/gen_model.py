@@ -101,6 +101,13 @@ class FieldType:
     item: FieldType | None = None
     ref: str = ""
 
+    @property
+    def element(self) -> FieldType:
+        """The item type of a list."""
+        if self.item is None:
+            raise SystemExit(f"gen_model: a {self.kind} field has no item type")
+        return self.item
+
 
 @dataclass
 class Field:
@@ -369,11 +376,11 @@ def py_type(ft: FieldType) -> str:
         "bytes": "bytes",
         "json": "JsonValue",
         **{kind: py for kind, (py, _) in TYPED_KINDS.items()},
-    }.get(ft.kind) or (f"tuple[{py_type(ft.item)}, ...]" if ft.kind == "list" else ft.ref)
+    }.get(ft.kind) or (f"tuple[{py_type(ft.element)}, ...]" if ft.kind == "list" else ft.ref)
 
 
 def leaf_kinds(ft: FieldType) -> set[str]:
-    return leaf_kinds(ft.item) if ft.kind == "list" else {ft.kind}
+    return leaf_kinds(ft.element) if ft.kind == "list" else {ft.kind}
 
 
 def generated_structs(s: SchemaSet) -> list[Struct]:
@@ -626,6 +633,8 @@ class FbGen:
                 "",
                 "",
             ]
+        if not isinstance(t, Struct):
+            raise SystemExit(f"gen_model: {name} is not a table")
         fb = self.fbs.tables[name]
         layout: list[str] = []  # (slot, kind) entries
         always = 0  # mask bits of fields always written
@@ -802,6 +811,8 @@ class FbGen:
                 "",
                 "",
             ]
+        if not isinstance(t, Struct):
+            raise SystemExit(f"gen_model: {name} is not a table")
         fb = self.fbs.tables[name]
         nslots = max((f.slot for f in fb), default=-1) + 1
         lines = [f"def _d_{name}(r: Reader, pos: int, d: int) -> {name}:"]
@@ -949,7 +960,7 @@ class FbGen:
         for e in sorted(self.enums):
             vals = self.fbs.enums[e][1]
             enum = self.s.types[e]
-            if vals != enum.values:
+            if not isinstance(enum, Enum) or vals != enum.values:
                 raise SystemExit(f"gen_model: enum {e} differs between schemas and fbs")
             members = ", ".join(f"{e}.{m}" for m in self._enum_members(enum))
             out.append(f"_DENUM_{e} = ({members},)")
@@ -1012,7 +1023,7 @@ class TreeGen:
         if k == "json":
             return f"_w_json({expr})"
         if k == "list":
-            return f"[{self.w(ft.item, 'i')} for i in {expr}]"
+            return f"[{self.w(ft.element, 'i')} for i in {expr}]"
         t = self.s.types[ft.ref]
         if isinstance(t, Enum):
             return f"{expr}.value"
@@ -1039,7 +1050,7 @@ class TreeGen:
         if k in TYPED_KINDS:
             return f"_parsed({TYPED_KINDS[k][1]}, {expr})"
         if k == "list":
-            return f"_r_list({expr}, lambda i: {self.r(ft.item, 'i')})"
+            return f"_r_list({expr}, lambda i: {self.r(ft.element, 'i')})"
         t = self.s.types[ft.ref]
         if isinstance(t, Enum):
             return f"_r_enum({expr}, _ENUM_{ft.ref}, {_q(ft.ref)})"
@@ -1067,6 +1078,7 @@ class TreeGen:
         out += [
             "from __future__ import annotations",
             "",
+            "from collections.abc import Callable",
             "from typing import Any",
             "",
             "from protocol.codec.tree_values import (",
@@ -1116,7 +1128,9 @@ class TreeGen:
             if isinstance(t, Enum):
                 members = FbGen._enum_members(t)
                 pairs = ", ".join(
-                    f"{_q(a)}: {n}.{mem}" for v, mem in zip(t.values, members) for a in aliases(v)
+                    f"{_q(a)}: {n}.{mem}"
+                    for v, mem in zip(t.values, members, strict=True)
+                    for a in aliases(v)
                 )
                 out.append(f"_ENUM_{n} = {{{pairs}}}")
         out += ["", ""]
@@ -1146,9 +1160,9 @@ class TreeGen:
                     ]
                 else:
                     out += [f"    return {n}({entries})", "", ""]
-        out += self.tags + ["", "WRITERS = {"]
+        out += self.tags + ["", "WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {"]
         out += [f"    {n}: _w_{n}," for n, t in s.types.items() if isinstance(t, (Struct, Map))]
-        out += ["}", "", "READERS = {"]
+        out += ["}", "", "READERS: dict[str, Callable[[Any], Any]] = {"]
         out += [f"    {_q(n)}: _r_{n}," for n, t in s.types.items() if not isinstance(t, Enum)]
         out += ["}", ""]
         return "\n".join(out)

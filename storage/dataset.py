@@ -7,6 +7,7 @@ blocks through ``dataset.chain`` directly.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -170,7 +171,7 @@ class Dataset:
     async def _store_file(
         store: ObjectStore, path: Path, hash: Multihash, size: int, what: str
     ) -> None:
-        actual = path.stat().st_size
+        actual = (await asyncio.to_thread(path.stat)).st_size
         if actual != size:
             raise SizeMismatchError(f"{what} {path}", size, actual)
         await store.put_file(path, expected=hash, move=True)

@@ -185,7 +185,7 @@ class IpfsClient:
         below them. Dot-files are left out unless `include_hidden`, as `ipfs add -r` does, so a
         folder gets the CID the reference gets from the `ipfs` command line.
         """
-        if not path.is_dir():
+        if not await asyncio.to_thread(path.is_dir):
             raise IpfsError(f"cannot add {path} to IPFS: not a directory")
         entries = await self._call(
             f"add {path}",
@@ -198,7 +198,7 @@ class IpfsClient:
             only_hash=only_hash,
             pin=pin,
         )
-        root_name = os.path.basename(os.path.normpath(path))
+        root_name = _folder_name(path)
         for entry in entries:
             if entry["Name"] == root_name:
                 return parse_cid(entry["Hash"])
@@ -461,6 +461,11 @@ def api_multiaddr(api: str) -> str:
     except ValueError:
         protocol = "dns"
     return f"/{protocol}/{url.hostname}/tcp/{port}/{url.scheme}"
+
+
+def _folder_name(path: Path) -> str:
+    """The name the node gives the added folder: the last part of the normalised path."""
+    return os.path.basename(os.path.normpath(path))
 
 
 def _content_path(namespace: str, root: str, subpath: str) -> str:

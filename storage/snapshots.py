@@ -2,7 +2,8 @@
 
 Follows what the reference stores for a snapshot: ``Transform.query`` becomes a single-item
 ``queries`` array; each ``SetTransform`` input's ``datasetRef`` is resolved to a ``DatasetId``
-and its ``alias`` defaults to the reference as written; ``Seed`` and transaction events
+and its ``alias`` defaults to the reference as written (an input named twice is refused); ``Seed``
+and transaction events
 (``AddData``, ``ExecuteTransform``, ``Disable*Source``) are refused; source events only on root
 datasets and ``SetTransform`` only on derivative ones. Everything else is stored as written
 (fetch steps odfd cannot run yet are metadata like any other).
@@ -27,6 +28,7 @@ from protocol.model import (
     SetPollingSource,
     SetTransform,
     SqlQueryStep,
+    Transform,
     TransformSql,
 )
 from storage.errors import InvalidSnapshotError
@@ -37,10 +39,29 @@ InputResolver = Callable[[DatasetRef], Awaitable[DatasetId | None]]
 _NOT_IN_SNAPSHOT = (Seed, AddData, ExecuteTransform, DisablePollingSource, DisablePushSource)
 
 
+def check_snapshot(snapshot: DatasetSnapshot) -> None:
+    """What can be refused without the workspace: a transform naming one input twice (as the
+    reference: "Transform contains duplicate inputs")."""
+    for n, event in enumerate(snapshot.metadata):
+        if not isinstance(event, SetTransform):
+            continue
+        refs = [str(entry.dataset_ref).lower() for entry in event.inputs]
+        aliases = [(entry.alias or str(entry.dataset_ref)).lower() for entry in event.inputs]
+        dupes = sorted(
+            {r for r in refs if refs.count(r) > 1} | {a for a in aliases if aliases.count(a) > 1}
+        )
+        if dupes:
+            raise InvalidSnapshotError(
+                f"dataset {snapshot.name}: metadata[{n}] (SetTransform): transform contains "
+                f"duplicate inputs: {', '.join(dupes)}"
+            )
+
+
 async def normalize_snapshot(
     snapshot: DatasetSnapshot, resolve: InputResolver
 ) -> list[MetadataEvent]:
     """The events to store after the seed, or ``InvalidSnapshotError`` naming the event."""
+    check_snapshot(snapshot)
     events: list[MetadataEvent] = []
     name = snapshot.name
     for n, event in enumerate(snapshot.metadata):
@@ -87,7 +108,7 @@ async def normalize_snapshot(
     return events
 
 
-def normalize_transform(transform: object, where: str) -> object:
+def normalize_transform(transform: Transform, where: str) -> Transform:
     """Move a hand-written ``query`` into ``queries``; at most one query may be unaliased."""
     if not isinstance(transform, TransformSql):
         return transform

@@ -6,6 +6,7 @@ through the workspace and can be rebuilt from the folders (``repair``).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import shutil
 import sqlite3
@@ -22,7 +23,7 @@ from storage.catalog.chain_states import ChainStateTable
 from storage.chain import validate_chain
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState
-from storage.dataset import Dataset
+from storage.dataset import Dataset, RemoteAliasKind
 from storage.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -30,8 +31,9 @@ from storage.errors import (
     WorkspaceError,
 )
 from storage.keys import KeyStore
-from storage.layout import HEAD_REF, DatasetLayout, WorkspaceLayout
+from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
 from storage.snapshots import normalize_snapshot
+from storage.stores.localfs import local_path
 
 _CONFIG_TEMPLATE = """\
 # odfd node configuration. Sections are added by the parts of odfd that read them.
@@ -68,20 +70,37 @@ class Workspace:
         layout = WorkspaceLayout(_absolute(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
-        layout.root.mkdir(parents=True, exist_ok=True)
-        layout.datasets_dir.mkdir(exist_ok=True)
-        layout.keys_dir.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(layout.keys_dir, 0o700)
-        catalog = await Catalog.open(layout.catalog_path)
-        write_file_atomic(layout.config_path, _CONFIG_TEMPLATE.encode())
+        if layout.root.exists() and not layout.root.is_dir():
+            raise WorkspaceError(
+                f"cannot create a workspace at {layout.root}: it is a file "
+                "(pick another folder with --root DIR)"
+            )
+        try:
+            layout.root.mkdir(parents=True, exist_ok=True)
+            layout.datasets_dir.mkdir(exist_ok=True)
+            layout.keys_dir.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(layout.keys_dir, 0o700)
+            catalog = await _open_catalog(layout)
+            write_file_atomic(layout.config_path, _CONFIG_TEMPLATE.encode())
+        except OSError as err:
+            where = "" if err.filename in (None, str(layout.root)) else f"{err.filename}: "
+            raise WorkspaceError(
+                f"cannot create a workspace at {layout.root}: {where}{err.strerror or err} "
+                "(pick a folder you can write to with --root DIR)"
+            ) from None
         return cls(layout, catalog)
 
     @classmethod
     async def open(cls, root: Path | None = None) -> Workspace:
         layout = WorkspaceLayout(_absolute(root))
         if not layout.config_path.is_file():
+            if root is None and not os.environ.get(WORKSPACE_ENV):
+                raise WorkspaceError(
+                    f"no odfd workspace in {Path.cwd()} or any folder above it "
+                    f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
+                )
             raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
-        return cls(layout, await Catalog.open(layout.catalog_path))
+        return cls(layout, await _open_catalog(layout))
 
     async def close(self) -> None:
         await self.catalog.close()
@@ -223,7 +242,7 @@ class Workspace:
         """Copy an existing dataset folder (e.g. written by the reference) into the workspace
         after validating its whole chain; every object is re-hashed on the way in."""
         source = Dataset.open_local(Path(path))
-        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]
+        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]  # open_local always gives a layout
             raise WorkspaceError(f"{path} is not a dataset folder (no blocks/ and refs/)")
         head = await source.chain.head()
         if head is None:
@@ -259,12 +278,12 @@ class Workspace:
                 new_checkpoint = getattr(event, "new_checkpoint", None)
                 if new_data is not None:
                     await copy.data.put_file(
-                        source.data.path_of(new_data.physical_hash),  # type: ignore[attr-defined]
+                        local_path(source.data, new_data.physical_hash),
                         expected=new_data.physical_hash,
                     )
                 if new_checkpoint is not None:
                     await copy.checkpoints.put_file(
-                        source.checkpoints.path_of(new_checkpoint.physical_hash),  # type: ignore[attr-defined]
+                        local_path(source.checkpoints, new_checkpoint.physical_hash),
                         expected=new_checkpoint.physical_hash,
                     )
             await copy.set_alias(alias_text)
@@ -286,7 +305,7 @@ class Workspace:
 
     async def repair(self) -> RepairReport:
         """Rebuild the catalog's datasets and remote aliases from the dataset folders."""
-        entries: list[tuple[DatasetRecord, dict]] = []
+        entries: list[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]] = []
         skipped: list[tuple[Path, str]] = []
         seen_aliases: dict[str, Path] = {}
         folders = (
@@ -310,7 +329,9 @@ class Workspace:
         await self.catalog.replace_datasets(entries)
         return RepairReport([record for record, _ in entries], skipped)
 
-    async def _inspect(self, folder: Path) -> tuple[str, tuple[DatasetRecord, dict] | None]:
+    async def _inspect(
+        self, folder: Path
+    ) -> tuple[str, tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]] | None]:
         try:
             expected_id = DatasetId.from_multibase(folder.name)
         except ParseError:
@@ -335,6 +356,20 @@ class Workspace:
         return "", (record, aliases)
 
 
+async def _open_catalog(layout: WorkspaceLayout) -> Catalog:
+    """The catalog, or a ``WorkspaceError`` naming the file and the fix when SQLite cannot read
+    it (the dataset folders are the truth; ``odfd repair`` rebuilds the catalog from them)."""
+    try:
+        return await Catalog.open(layout.catalog_path)
+    except sqlite3.OperationalError as err:
+        raise WorkspaceError(f"cannot open the catalog {layout.catalog_path}: {err}") from None
+    except sqlite3.DatabaseError as err:
+        raise WorkspaceError(
+            f"the catalog {layout.catalog_path} is unreadable ({err}); "
+            "run `odfd repair` to rebuild it from the dataset folders"
+        ) from None
+
+
 async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
     """Move an unreadable catalog aside so ``repair`` can rebuild it; returns where it went."""
     path = layout.catalog_path
@@ -342,12 +377,16 @@ async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
         catalog = await Catalog.open(path)
     except sqlite3.DatabaseError:
         broken = path.with_name(f"{path.name}.broken-{datetime.now(UTC):%Y%m%dT%H%M%S}")
-        os.replace(path, broken)
-        for suffix in ("-wal", "-shm"):
-            Path(f"{path}{suffix}").unlink(missing_ok=True)
+        await asyncio.to_thread(_move_catalog_aside, path, broken)
         return broken
     await catalog.close()
     return None
+
+
+def _move_catalog_aside(path: Path, broken: Path) -> None:
+    os.replace(path, broken)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
 
 
 async def _remove_dataset_folder(layout: DatasetLayout) -> None:

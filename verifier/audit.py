@@ -54,6 +54,8 @@ class VerifyOptions:
     """Files checked at once by layer 2."""
     sample_rows: int = 5
     scratch_dir: Path | None = None
+    cross_engine: str | None = None
+    """Also re-execute transforms with this engine (``--cross-engine``), for information."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -63,6 +65,7 @@ class VerifyOptions:
             "to": selector_text(self.block_range.last),
             "jobs": self.jobs,
             "sampleRows": self.sample_rows,
+            "crossEngine": self.cross_engine,
         }
 
 
@@ -206,7 +209,9 @@ class _Audit:
                 layer, "inputs must verify first: " + "; ".join(unverified)
             )
         dataset, _ = await self._open(dataset_id)
-        settings = ReplaySettings(self.options.sample_rows, self.options.scratch_dir)
+        settings = ReplaySettings(
+            self.options.sample_rows, self.options.scratch_dir, self.options.cross_engine
+        )
         return await check_reproducibility(
             dataset, survey, alias, self._open_input, settings, self.progress
         )

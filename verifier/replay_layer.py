@@ -1,21 +1,24 @@
 """Layer 3, reproducibility: re-execute every recorded transform transaction and compare.
 
-Each ``ExecuteTransform`` in the range is rebuilt from the chains by the engine's own
-``replay_request`` (the recorded input block and offset intervals, query, vocabulary, system
-time, first offset and previous checkpoint) and run by the same ``execute_transform`` that
-produced it, so exactly the code that made the data re-makes it. As the reference does, the
+Each ``ExecuteTransform`` in the range is rebuilt from the chains by ``replay_request`` (the
+recorded input block and offset intervals, query, vocabulary, system time, first offset and
+previous checkpoint) and run by the engine its transform names (Spark or DataFusion, through the
+same ``run_transform`` that produced it), so exactly the code that made the data re-makes it. As the reference does, the
 result must equal the block in everything but the file's bytes: the logical hash, the offset
 interval (and so the record count) and the output watermark. As in the reference, checkpoints are
 not compared: each re-execution starts from the recorded previous checkpoint, whose bytes layer 2
 checks against its block.
 
-Transactions odfd cannot run (another engine, a Flink-only feature, a checkpoint another engine
-wrote, a query this Spark rejects) are "cannot verify", never passes or failures.
+Transactions whose engine odfd does not have (Flink, RisingWave...) are "not re-executable here",
+and those it cannot run otherwise (a Flink-only feature, a checkpoint another engine wrote, a
+query this engine rejects) "cannot verify": never passes or failures. ``--cross-engine`` also
+re-executes each transaction with another engine and records whether it agrees, for information.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import tempfile
 import time
 from collections.abc import Awaitable, Callable
@@ -32,18 +35,27 @@ from storage.errors import ObjectNotFoundError
 from storage.layout import object_name
 from verifier.engine.checkpoint import CheckpointError
 from verifier.engine.determinism import NonDeterministicQueryError
+from verifier.engine.registry import EngineNotAvailableError, engine_named
 from verifier.engine.replay import replay_request
 from verifier.engine.transform import (
     InvalidQueryError,
     TransformRequest,
     TransformResult,
     UnsupportedTransformError,
-    execute_transform,
 )
 from verifier.metadata_layer import ChainSurvey
 from verifier.progress import Progress
-from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult, Status
-from verifier.row_diff import sample_differences
+from verifier.report import (
+    BlockLocation,
+    CrossEngineCheck,
+    CrossEngineResult,
+    Finding,
+    Layer,
+    LayerRecorder,
+    LayerResult,
+    Status,
+)
+from verifier.row_diff import RowDiffError, sample_differences
 
 OpenInput = Callable[[DatasetId], Awaitable[Dataset]]
 
@@ -54,6 +66,8 @@ class ReplaySettings:
     """Rows of each side shown when a transaction does not reproduce."""
     scratch_dir: Path | None
     """Where re-executed slices are written (removed after comparison); ``None``: the system's temp."""
+    cross_engine: str | None = None
+    """Also re-execute every transaction with this engine and report whether it agrees."""
 
 
 async def check_reproducibility(
@@ -101,18 +115,125 @@ async def _replay(
     with tempfile.TemporaryDirectory(prefix="odfd-verify-", dir=settings.scratch_dir) as scratch:
         try:
             request = await replay_request(dataset, hash, open_input, Path(scratch), before=before)
-            result = await asyncio.to_thread(execute_transform, request)
         except Exception as err:
             rule = _cannot_verify_rule(err)
             if rule is None:
                 raise
             recorder.add(Finding(Status.CANNOT_VERIFY, rule, _explain(err), block=location))
             return
-        recorder.count("transactions")
-        if result.new_data is not None:
-            recorder.count("records", result.new_data.num_records)
-        for finding in await _compare(dataset, block, location, request, result, settings):
-            recorder.add(finding)
+        await _replay_natively(dataset, block, location, request, settings, recorder)
+        if settings.cross_engine is not None:
+            await _replay_cross_engine(
+                dataset, block, location, request, settings.cross_engine, settings, recorder
+            )
+
+
+async def _replay_natively(
+    dataset: Dataset,
+    block: MetadataBlock,
+    location: BlockLocation,
+    request: TransformRequest,
+    settings: ReplaySettings,
+    recorder: LayerRecorder,
+) -> None:
+    """Re-executes the transaction with the engine its transform names, and compares."""
+    try:
+        engine = engine_named(request.transform.engine, request.dataset_alias)
+        result = await asyncio.to_thread(engine.run_transform, request)
+    except EngineNotAvailableError as err:
+        recorder.add(
+            Finding(
+                Status.NOT_REEXECUTABLE,
+                "engine-not-available",
+                f"not re-executable here: engine {err.engine}",
+                block=location,
+                field="transform.engine",
+            )
+        )
+        return
+    except Exception as err:
+        rule = _cannot_verify_rule(err)
+        if rule is None:
+            raise
+        recorder.add(Finding(Status.CANNOT_VERIFY, rule, _explain(err), block=location))
+        return
+    recorder.count("transactions")
+    if result.new_data is not None:
+        recorder.count("records", result.new_data.num_records)
+    for finding in await _compare(dataset, block, location, request, result, settings):
+        recorder.add(finding)
+
+
+#: What a cross-engine run is compared on: the records. Watermarks and checkpoints are each
+#: engine's own business (Spark keeps input watermarks in its checkpoint, DataFusion none).
+_CROSS_ENGINE_RULES = ("new-data", "offset-interval", "logical-hash")
+
+
+async def _replay_cross_engine(
+    dataset: Dataset,
+    block: MetadataBlock,
+    location: BlockLocation,
+    request: TransformRequest,
+    engine_name: str,
+    settings: ReplaySettings,
+    recorder: LayerRecorder,
+) -> None:
+    """Re-executes the transaction with ``engine_name`` and records agree / differ / error."""
+    out_dir = request.out_dir / f"cross-{engine_name}"
+    cross = dataclasses.replace(
+        request,
+        transform=dataclasses.replace(request.transform, engine=engine_name),
+        out_dir=out_dir,
+        spill_dir=str(out_dir),
+    )
+    try:
+        engine = engine_named(engine_name, request.dataset_alias)
+        result = await asyncio.to_thread(engine.run_transform, cross)
+    except Exception as err:
+        if _cannot_verify_rule(err) is None:
+            raise
+        check = CrossEngineCheck(location, "error", _explain(err))
+    else:
+        findings = [
+            f
+            for f in await _compare(dataset, block, location, cross, result, settings)
+            if f.rule in _CROSS_ENGINE_RULES
+        ]
+        records = 0 if result.new_data is None else result.new_data.num_records
+        sample = None
+        if [f.rule for f in findings] == ["logical-hash"] and result.new_data is not None:
+            # Engines may order a join's or aggregation's rows differently: compare the records
+            # without their offsets before calling it a difference.
+            event = block.event
+            assert isinstance(event, ExecuteTransform) and event.new_data is not None
+            recorded = event.new_data
+            sample = await _sample(
+                dataset,
+                recorded.physical_hash,
+                result.new_data.path,
+                cross,
+                settings,
+                ignore_offsets=True,
+            )
+            if sample.keys() == {"limit", "recordedOnly", "recomputedOnly"} and not (
+                sample["recordedOnly"] or sample["recomputedOnly"]
+            ):
+                findings = []
+        if findings:
+            message = "; ".join(f.message for f in findings)
+            check = CrossEngineCheck(location, "differ", message, sample)
+        elif sample is not None:
+            check = CrossEngineCheck(
+                location,
+                "agree",
+                f"{engine_name} gives the recorded {records} record(s), in another order",
+            )
+        else:
+            check = CrossEngineCheck(
+                location, "agree", f"{engine_name} gives the recorded {records} record(s)"
+            )
+    previous = recorder.cross_engine.checks if recorder.cross_engine else ()
+    recorder.cross_engine = CrossEngineResult(engine_name, (*previous, check))
 
 
 async def _compare(
@@ -198,6 +319,8 @@ async def _sample(
     recomputed: Path,
     request: TransformRequest,
     settings: ReplaySettings,
+    *,
+    ignore_offsets: bool = False,
 ) -> dict[str, Any]:
     path_of = getattr(dataset.data, "path_of", None)
     try:
@@ -209,15 +332,14 @@ async def _sample(
             recomputed,
             request.vocab.offset,
             settings.sample_rows,
+            ignore_offsets,
         )
     except ObjectNotFoundError:
         return {"limit": settings.sample_rows, "unavailable": "the recorded data file is missing"}
-    except Exception as err:
-        if not _is_spark_error(err):
-            raise
+    except RowDiffError as err:
         return {
             "limit": settings.sample_rows,
-            "unavailable": f"Spark cannot read the files: {_first_line(err)}",
+            "unavailable": f"the files cannot be compared: {err}",
         }
 
 
@@ -249,7 +371,7 @@ def _cannot_verify_rule(err: Exception) -> str | None:
 
 def _explain(err: Exception) -> str:
     if isinstance(err, InvalidQueryError):
-        return f"{err} (the engine that wrote this data accepted the query; this Spark does not)"
+        return f"{err} (the engine that wrote this data accepted the query; this one does not)"
     if isinstance(err, OdfError):
         return str(err)
     return f"Spark failed re-executing the transaction: {_first_line(err)}"

@@ -28,6 +28,8 @@ class Status(StrEnum):
     OK = "ok"
     FAILED = "failed"
     CANNOT_VERIFY = "cannot-verify"
+    NOT_REEXECUTABLE = "not-re-executable"
+    """Integrity held, but a transform needs an engine this node does not have (e.g. Flink)."""
     SKIPPED = "skipped"
 
 
@@ -37,7 +39,7 @@ class Layer(StrEnum):
     REPRODUCIBILITY = "reproducibility"
 
     @property
-    def title(self) -> str:
+    def title(self) -> str:  # type: ignore[override]  # shadows str.title: the display name
         return _LAYER_TITLES[self]
 
 
@@ -58,17 +60,19 @@ class Role(StrEnum):
 
 
 def combine(statuses: Iterable[Status]) -> Status:
-    """The status of a whole made of parts: any failure fails it, then any doubt; skips don't count."""
+    """The status of a whole made of parts: any failure fails it, then any doubt, then a missing
+    engine; skips don't count."""
     seen = set(statuses)
-    for status in (Status.FAILED, Status.CANNOT_VERIFY, Status.OK):
+    for status in (Status.FAILED, Status.CANNOT_VERIFY, Status.NOT_REEXECUTABLE, Status.OK):
         if status in seen:
             return status
     return Status.SKIPPED
 
 
 def exit_code_of(status: Status) -> int:
-    """0 all verified, 1 something failed verification, 2 something could not be verified."""
-    return {Status.FAILED: 1, Status.CANNOT_VERIFY: 2}.get(status, 0)
+    """0 all verified, 1 something failed verification, 2 something could not be verified,
+    3 everything else verified but some transforms need an engine this node does not have."""
+    return {Status.FAILED: 1, Status.CANNOT_VERIFY: 2, Status.NOT_REEXECUTABLE: 3}.get(status, 0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +131,46 @@ class Finding:
 
 
 @dataclass(frozen=True, slots=True)
+class CrossEngineCheck:
+    """One transaction re-executed with another engine than its own (``--cross-engine``)."""
+
+    block: BlockLocation
+    result: str
+    """``agree`` (same logical hash and offsets as recorded), ``differ`` or ``error``."""
+    message: str
+    sample: Mapping[str, Any] | None = None
+    """For ``differ``: the differing records, as in a ``logical-hash`` finding's ``sample``."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "block": self.block.to_json(),
+            "result": self.result,
+            "message": self.message,
+            "sample": None if self.sample is None else dict(self.sample),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class CrossEngineResult:
+    """Transactions re-executed with ``engine``: informative, never a pass or a failure."""
+
+    engine: str
+    checks: tuple[CrossEngineCheck, ...] = ()
+
+    def count(self, result: str) -> int:
+        return sum(1 for check in self.checks if check.result == result)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine,
+            "agree": self.count("agree"),
+            "differ": self.count("differ"),
+            "error": self.count("error"),
+            "transactions": [check.to_json() for check in self.checks],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class LayerResult:
     layer: Layer
     status: Status
@@ -137,6 +181,8 @@ class LayerResult:
     findings: tuple[Finding, ...] = ()
     findings_omitted: int = 0
     duration_seconds: float = 0.0
+    cross_engine: CrossEngineResult | None = None
+    """Reproducibility only, with ``--cross-engine``."""
 
     @classmethod
     def skipped(cls, layer: Layer, reason: str) -> LayerResult:
@@ -154,6 +200,7 @@ class LayerResult:
             "findings": [f.to_json() for f in self.findings],
             "findingsOmitted": self.findings_omitted,
             "durationSeconds": round(self.duration_seconds, 3),
+            "crossEngine": None if self.cross_engine is None else self.cross_engine.to_json(),
         }
 
 
@@ -166,6 +213,7 @@ class LayerRecorder:
         self._findings: list[Finding] = []
         self._omitted = 0
         self._statuses: set[Status] = set()
+        self.cross_engine: CrossEngineResult | None = None
 
     def count(self, what: str, n: int = 1) -> None:
         self.checked[what] = self.checked.get(what, 0) + n
@@ -188,6 +236,7 @@ class LayerRecorder:
             tuple(findings),
             self._omitted,
             duration_seconds,
+            self.cross_engine,
         )
 
 

@@ -5,12 +5,20 @@ from __future__ import annotations
 import json
 
 from verifier.progress import format_bytes
-from verifier.report import DatasetReport, Finding, LayerResult, Status, VerifyReport
+from verifier.report import (
+    CrossEngineResult,
+    DatasetReport,
+    Finding,
+    LayerResult,
+    Status,
+    VerifyReport,
+)
 
 _STATUS_TEXT = {
     Status.OK: "ok",
     Status.FAILED: "FAILED",
     Status.CANNOT_VERIFY: "CANNOT VERIFY",
+    Status.NOT_REEXECUTABLE: "not re-executable here",
     Status.SKIPPED: "skipped",
 }
 
@@ -50,6 +58,20 @@ def _dataset_lines(dataset: DatasetReport) -> list[str]:
             lines.append(
                 f"    ... and {layer.findings_omitted} more finding(s) (see --output json)"
             )
+        if layer.cross_engine is not None:
+            lines.extend(_cross_engine_lines(layer.cross_engine))
+    return lines
+
+
+def _cross_engine_lines(cross: CrossEngineResult) -> list[str]:
+    counts = ", ".join(f"{cross.count(r)} {r}" for r in ("agree", "differ", "error"))
+    lines = [f"  cross-engine {cross.engine:<7} {counts} (for information, never a failure)"]
+    for check in cross.checks:
+        lines.append(
+            f"    {'=' if check.result == 'agree' else '~'} {check.block}: {check.message}"
+        )
+        if check.sample:
+            lines.extend(_sample_lines(dict(check.sample)))
     return lines
 
 
@@ -99,6 +121,7 @@ def _summary(report: VerifyReport) -> str:
         Status.OK: "all verified",
         Status.FAILED: "verification FAILED",
         Status.CANNOT_VERIFY: "some checks could NOT be verified",
+        Status.NOT_REEXECUTABLE: "verified, except transforms whose engine this node lacks",
         Status.SKIPPED: "nothing to verify",
     }[report.status]
     detail = ", ".join(f"{n} {status.value}" for status, n in counts.items() if n)

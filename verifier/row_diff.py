@@ -1,8 +1,9 @@
 """A small sample of the records that differ between a recorded slice and its re-execution.
 
 When a transaction does not reproduce, the logical hash only says *that* the records differ; an
-auditor wants to see *how*. Both files are read in Spark (slices can be large) and compared as
-multisets of whole records, in both directions, keeping the first few by offset.
+auditor wants to see *how*. Both files are read in DataFusion (in-process, no JVM, streaming over
+large slices) and compared as multisets of whole records, in both directions (``EXCEPT ALL``),
+keeping the first few by offset.
 """
 
 from __future__ import annotations
@@ -15,40 +16,67 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from verifier.engine.columns import col
-from verifier.engine.session import isolated_session
+import pyarrow as pa
+
+from verifier.engine.datafusion_engine import new_context, quote_identifier
+from verifier.errors import VerifierError
+
+
+class RowDiffError(VerifierError):
+    """The two files cannot be read or compared."""
 
 
 def sample_differences(
-    recorded: Path, recomputed: Path, offset_column: str, limit: int
+    recorded: Path, recomputed: Path, offset_column: str, limit: int, ignore_offsets: bool = False
 ) -> dict[str, Any]:
     """``{"recordedOnly": [...], "recomputedOnly": [...]}``: up to ``limit`` rows each, by offset.
 
     If the two files do not even have the same columns, that is said instead (``columnsDiffer``)
-    and the first rows of each are shown.
+    and the first rows of each are shown. ``ignore_offsets`` compares the records without their
+    offsets (the same records in another order then show no difference).
     """
-    spark = isolated_session()
-    left = spark.read.parquet(str(recorded))
-    right = spark.read.parquet(str(recomputed))
-    sample: dict[str, Any] = {"limit": limit}
-    if left.schema.simpleString() != right.schema.simpleString():
-        sample["columnsDiffer"] = {
-            "recorded": left.schema.simpleString(),
-            "recomputed": right.schema.simpleString(),
-        }
-        only_left, only_right = left, right
-    else:
-        only_left, only_right = left.exceptAll(right), right.exceptAll(left)
-    sample["recordedOnly"] = _first_rows(only_left, offset_column, limit)
-    sample["recomputedOnly"] = _first_rows(only_right, offset_column, limit)
+    try:
+        ctx = new_context()
+        ctx.register_parquet("recorded", str(recorded), file_extension="")
+        ctx.register_parquet("recomputed", str(recomputed), file_extension="")
+        left, right = ctx.table("recorded").schema(), ctx.table("recomputed").schema()
+        sample: dict[str, Any] = {"limit": limit}
+        if _describe(left) != _describe(right):
+            sample["columnsDiffer"] = {"recorded": _describe(left), "recomputed": _describe(right)}
+            only_left, only_right = "SELECT * FROM recorded", "SELECT * FROM recomputed"
+        else:
+            columns = ", ".join(
+                quote_identifier(name)
+                for name in left.names
+                if not (ignore_offsets and name == offset_column)
+            )
+            only_left = (
+                f"SELECT {columns} FROM recorded EXCEPT ALL SELECT {columns} FROM recomputed"
+            )
+            only_right = (
+                f"SELECT {columns} FROM recomputed EXCEPT ALL SELECT {columns} FROM recorded"
+            )
+        for key, query, schema in (
+            ("recordedOnly", only_left, left),
+            ("recomputedOnly", only_right, right),
+        ):
+            order = (
+                f" ORDER BY {quote_identifier(offset_column)}"
+                if offset_column in schema.names and not ignore_offsets
+                else ""
+            )
+            rows = ctx.sql(f"SELECT * FROM ({query}){order} LIMIT {limit}").to_arrow_table()
+            sample[key] = [
+                {name: json_value(value) for name, value in row.items()} for row in rows.to_pylist()
+            ]
+    except Exception as err:  # DataFusion's errors share no type
+        lines = str(err).strip().splitlines()
+        raise RowDiffError(lines[0] if lines else type(err).__name__) from err
     return sample
 
 
-def _first_rows(df: Any, offset_column: str, limit: int) -> list[dict[str, Any]]:
-    if offset_column in df.columns:
-        df = df.orderBy(col(offset_column))
-    table = df.limit(limit).toArrow()
-    return [{name: json_value(value) for name, value in row.items()} for row in table.to_pylist()]
+def _describe(schema: pa.Schema) -> str:
+    return "struct<" + ",".join(f"{field.name}:{field.type}" for field in schema) + ">"
 
 
 def json_value(value: Any) -> Any:

@@ -9,10 +9,11 @@ dataset at its old head or its new one.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import uuid
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -64,18 +65,19 @@ async def commit_transaction(
 
 
 async def _store(store: ObjectStore, path: Path, hash: Multihash, size: int, what: str) -> None:
-    actual = path.stat().st_size
+    actual = (await asyncio.to_thread(path.stat)).st_size
     if actual != size:
         raise SizeMismatchError(f"{what} {path}", size, actual)
     await store.put_file(path, expected=hash, move=True)
 
 
-@contextmanager
-def transaction_dir(workspace_root: Path) -> Iterator[Path]:
-    """A scratch folder on the workspace's file system (so committing a file is a rename)."""
+@asynccontextmanager
+async def transaction_dir(workspace_root: Path) -> AsyncIterator[Path]:
+    """A scratch folder on the workspace's file system (so committing a file is a rename),
+    created and removed off the event loop (a slice's folder may hold large files)."""
     path = workspace_root / RUN_DIR / uuid.uuid4().hex
-    path.mkdir(parents=True)
+    await asyncio.to_thread(path.mkdir, parents=True)
     try:
         yield path
     finally:
-        shutil.rmtree(path, ignore_errors=True)
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, path, ignore_errors=True))

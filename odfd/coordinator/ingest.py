@@ -18,14 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from odfd.coordinator.commit import StagedFiles, commit_transaction, transaction_dir
-from odfd.coordinator.schema import schema_event
+from odfd.coordinator.schema import ingest_schema_event
 from odfd.ingest import bad_rows
-from odfd.ingest.errors import IngestError, SourceError
+from odfd.ingest.errors import BadInputError, IngestError, SourceError
 from odfd.ingest.fetch import POLLING_SOURCE_NAME, fetch
+from odfd.ingest.formats import read_step_for
 from odfd.ingest.prepare import prepare
-from odfd.ingest.preprocess import preprocess
+from odfd.ingest.preprocess import preprocess, preprocess_default
 from odfd.ingest.read import reader_for
 from odfd.ingest.records import new_records
+from odfd.ingest.schema import declared_required
 from protocol.identity import Multihash
 from protocol.model import (
     AddData,
@@ -41,8 +43,8 @@ from storage.dataset import Dataset
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.failures import describe, spark_error_types
-from verifier.engine.inputs import all_slices, slice_paths
-from verifier.engine.output import WrittenSlice, write_slice
+from verifier.engine.inputs import all_slices, arrow_schema_of, slice_paths
+from verifier.engine.output import NullValuesError, WrittenSlice, write_slice
 from verifier.engine.session import isolated_session
 
 
@@ -113,7 +115,7 @@ async def ingest_polling(
                 reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
             )
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
             return IngestOutcome(alias, True, reason="the source has not changed")
@@ -142,15 +144,23 @@ async def ingest_push(
     source_name: str | None = None,
     event_time: Timestamp | None = None,
     system_time: Timestamp | None = None,
+    input_format: str | None = None,
 ) -> IngestOutcome:
-    """One transaction of pushed data (a file) through one of the dataset's push sources."""
+    """One transaction of pushed data (a file) through one of the dataset's push sources;
+    ``input_format`` reads the file as that format instead of the source's."""
     alias = await dataset.alias() or str(dataset.id)
     state = await dataset.chain.state()
     source = _push_source(state, source_name, alias)
+    if input_format is not None:
+        source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    if not path.is_file():
+    size = await asyncio.to_thread(_file_size, path)
+    if size is None:
         raise IngestError(f"{path} is not a file")
-    with transaction_dir(workspace.root) as work:
+    if size == 0:
+        # nothing to read: answered without starting Spark
+        return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
+    async with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
             alias,
@@ -163,6 +173,10 @@ async def ingest_push(
             source_state=None,
             has_more=False,
         )
+
+
+def _file_size(path: Path) -> int | None:
+    return path.stat().st_size if path.is_file() else None
 
 
 async def set_watermark(
@@ -205,16 +219,20 @@ async def _transaction(
 ) -> IngestOutcome:
     needs_history = not isinstance(source.merge, MergeStrategyAppend)
     history = slice_paths(dataset, await all_slices(dataset, state.head)) if needs_history else ()
+    vocab = Vocab.of(state.vocab)
+    inferred = getattr(source.read, "schema", None) is None and not getattr(
+        source.read, "ddl_schema", None
+    )
     plan = _Plan(
         alias=alias,
         source=source,
-        vocab=Vocab.of(state.vocab),
+        vocab=vocab,
         history=history,
         start_offset=0 if state.last_offset is None else state.last_offset + 1,
         system_time=system_time,
         source_event_time=source_event_time,
-        infer_event_time=getattr(source.read, "schema", None) is None
-        and not getattr(source.read, "ddl_schema", None),
+        infer=inferred and source.preprocess is None,
+        required=_required_columns(state, source, vocab),
         out_path=work / f"slice-{uuid.uuid4().hex}.parquet",
         work=work,
     )
@@ -226,7 +244,7 @@ async def _transaction(
 
     events: list[Any] = []
     if slice_schema is not None:
-        set_schema = schema_event(state.schema, slice_schema, alias)
+        set_schema = ingest_schema_event(state.schema, slice_schema, alias)
         if set_schema is not None:
             events.append(set_schema)
     watermark = _watermark(state.last_watermark, written)
@@ -275,7 +293,8 @@ class _Plan:
     start_offset: int
     system_time: Timestamp
     source_event_time: Timestamp
-    infer_event_time: bool
+    infer: bool
+    required: frozenset[str]
     out_path: Path
     work: Path
 
@@ -290,7 +309,9 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         if data is None:
             return None
         if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias)
+            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
+        elif plan.infer:
+            data = preprocess_default(data, plan.source.merge, plan.vocab)
         prev = (
             spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history))
             if plan.history
@@ -302,7 +323,7 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
             merge_strategy=plan.source.merge,
             vocab=plan.vocab,
             source_event_time=plan.source_event_time,
-            infer_event_time=plan.infer_event_time,
+            infer_event_time=plan.infer,
         )
         return write_slice(
             records,
@@ -311,7 +332,12 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
             system_time=plan.system_time,
             out_path=plan.out_path,
             spill_dir=str(plan.work),
+            required=plan.required,
         )
+    except NullValuesError as err:
+        raise BadInputError(
+            f"{plan.alias}: {path}: {err}", path=str(path), column=err.column
+        ) from None
     except spark_error_types() as err:
         if bad_rows.looks_like_bad_input(err):
             diagnosis = reader.diagnose(spark, path)
@@ -320,6 +346,18 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
         raise IngestError(f"{plan.alias}: ingesting {path} failed: {describe(err)}") from err
     finally:
         reader.cleanup()
+
+
+def _required_columns(state: ChainState, source: _Source, vocab: Vocab) -> frozenset[str]:
+    """Data columns a new slice must not hold nulls in, decided as the reference does.
+
+    Once the dataset has a schema, its columns keep their nullability (the reference coerces the
+    new data to it and never rewrites the schema). Before that: the event-time column (always
+    filled) and whatever the read schema declares required.
+    """
+    if state.schema is not None:
+        return frozenset(f.name for f in arrow_schema_of(state.schema) if not f.nullable)
+    return declared_required(source.read) | {vocab.event_time}
 
 
 def _watermark(previous: Timestamp | None, written: WrittenSlice | None) -> Timestamp | None:

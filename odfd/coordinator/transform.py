@@ -23,15 +23,12 @@ from protocol.model import (
 )
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
-from verifier.engine.transform import (
-    TransformInputSlice,
-    TransformRequest,
-    execute_transform,
-    validate_transform,
-)
+from verifier.engine.registry import engine_for
+from verifier.engine.transform import TransformInputSlice, TransformRequest
 
 
 class TransformNotDefinedError(OdfdError):
@@ -58,7 +55,7 @@ async def update_derivative(
     state = await dataset.chain.state()
     if state.transform is None:
         raise TransformNotDefinedError(f"{alias} has no transform (it is not a derivative dataset)")
-    transform = validate_transform(state.transform.transform, alias)
+    transform, engine = engine_for(state.transform.transform, alias)
 
     query_inputs: list[ExecuteTransformInput] = []
     engine_inputs: list[TransformInputSlice] = []
@@ -80,7 +77,7 @@ async def update_derivative(
         return TransformOutcome(alias, True, reason="no new input data")
 
     time = system_time or Timestamp.now()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         request = TransformRequest(
             dataset_alias=alias,
             transform=transform,
@@ -88,14 +85,14 @@ async def update_derivative(
             system_time=time,
             next_offset=0 if state.last_offset is None else state.last_offset + 1,
             inputs=tuple(engine_inputs),
-            prev_checkpoint=dataset.checkpoints.path_of(state.last_checkpoint)
+            prev_checkpoint=local_path(dataset.checkpoints, state.last_checkpoint)
             if state.last_checkpoint
             else None,
             out_dir=work,
             prev_watermark=state.last_watermark,
             spill_dir=str(work),
         )
-        result = await asyncio.to_thread(execute_transform, request)
+        result = await asyncio.to_thread(engine.run_transform, request)
         written = result.new_data
         event = ExecuteTransform(
             query_inputs=tuple(query_inputs),

@@ -17,6 +17,8 @@ from odfd.errors import OdfdError
 from storage.layout import WorkspaceLayout
 
 SOCKET_NAME = "daemon.sock"
+REQUEST_TIMEOUT = 600.0
+"""Seconds an admin request may take (a reload or a reconcile does real work)."""
 _MAX_SOCKET_PATH = 100
 """``sun_path`` holds 108 bytes on Linux; deeper workspaces get a socket under the temp folder."""
 
@@ -67,16 +69,14 @@ class AdminClient:
             )
         return client
 
-    async def request(
-        self, method: str, path: str, *, timeout: float = 600.0, **params: str
-    ) -> Any:
+    async def request(self, method: str, path: str, **params: str) -> Any:
         connector = aiohttp.UnixConnector(path=str(self.path))
         async with aiohttp.ClientSession(connector=connector) as session:
             async with session.request(
                 method,
                 f"http://odfd{path}",
                 params=params,
-                timeout=aiohttp.ClientTimeout(total=timeout),
+                timeout=aiohttp.ClientTimeout(total=REQUEST_TIMEOUT),
             ) as response:
                 if response.content_type == "application/json":
                     body = await response.json()

@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Callable, Coroutine, Hashable
 from datetime import UTC, datetime
+from typing import Any
 
 log = logging.getLogger(__name__)
 
-Job = Callable[[Hashable], Awaitable[None]]
+Job = Callable[[Hashable], Coroutine[Any, Any, None]]
 
 
 class JobRunner:

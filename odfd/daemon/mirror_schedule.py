@@ -26,7 +26,13 @@ from odfd.daemon.resources import AUDITED, SYNCED
 from odfd.daemon.time import backoff_delay, jittered
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audits import AuditRecord
-from storage.catalog.mirrors import AttemptBookkeeping, MirrorRecord, MirrorTable, SyncAttempt
+from storage.catalog.mirrors import (
+    AttemptBookkeeping,
+    MirrorRecord,
+    MirrorTable,
+    Outcome,
+    SyncAttempt,
+)
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 
@@ -245,7 +251,7 @@ class MirrorSchedule:
 def failed_report(
     mirror: MirrorRecord,
     started: datetime,
-    outcome: str,
+    outcome: Outcome,
     error: str,
     *,
     dataset_id: DatasetId | None = None,
@@ -260,12 +266,12 @@ def failed_report(
         started_at=started,
         finished_at=datetime.now(UTC),
         outcome=outcome,
-        old_head=old_head,  # type: ignore[arg-type]
+        old_head=old_head,
         new_head=new_head,
         error=error,
     )
     moved = new_head is not None and new_head != old_head
-    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]
+    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]  # an attempt that ended early has no source report; SyncReport types it as present
 
 
 def _rfc3339(at: datetime) -> str:

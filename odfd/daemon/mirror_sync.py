@@ -25,7 +25,7 @@ from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import parse_remote_url
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
-from storage.catalog.mirrors import MirrorRecord, SyncAttempt, TargetState
+from storage.catalog.mirrors import MirrorRecord, Outcome, SyncAttempt, TargetState
 from storage.ipfs_client import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
 from storage.workspace import Workspace
 
@@ -129,7 +129,7 @@ class MirrorSyncer:
                 except Exception as err:  # noqa: BLE001 - recorded like any failure
                     errors.append(f"pinning in IPFS: {describe_error(err)}")
         changed = local_head is not None and local_head != local_before[1]
-        outcome = "failed" if errors else ("updated" if changed else "unchanged")
+        outcome: Outcome = "failed" if errors else ("updated" if changed else "unchanged")
         attempt = SyncAttempt(
             mirror=mirror.name,
             source=mirror.source,

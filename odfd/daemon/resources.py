@@ -124,16 +124,19 @@ class MirrorSpec:
         if not isinstance(source, str) or not source:
             raise Invalid("source", "expected the URL of the dataset to mirror")
         targets = spec.get("targets", [])
-        if not isinstance(targets, list) or not all(isinstance(t, str) and t for t in targets):
+        urls = [t for t in targets if isinstance(t, str) and t] if isinstance(targets, list) else []
+        if not isinstance(targets, list) or len(urls) != len(targets):
             raise Invalid("targets", "expected a list of URLs")
-        for field, url in [("source", source)] + [
-            (f"targets[{i}]", t) for i, t in enumerate(targets)
-        ]:
+        for field, url in [("source", source)] + [(f"targets[{i}]", t) for i, t in enumerate(urls)]:
             try:
                 parse_remote_url(url)
             except OdfError as err:
                 raise Invalid(field, str(err)) from None
         every = spec.get("every")
+        if every is not None and (
+            isinstance(every, bool) or not isinstance(every, str | int | float)
+        ):
+            raise Invalid("every", "expected a duration such as 1h30m, or seconds")
         try:
             seconds = None if every is None else parse_duration(every)
         except ValueError as err:
@@ -143,7 +146,7 @@ class MirrorSpec:
         paused = spec.get("paused", False)
         if not isinstance(paused, bool):
             raise Invalid("paused", "expected true or false")
-        return cls(source, tuple(targets), seconds, paused)
+        return cls(source, tuple(urls), seconds, paused)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source}

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob as globlib
 import os
-import re
 import shutil
 import urllib.error
 import urllib.parse
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from odfd.ingest.errors import FetchError, IngestError, UnsupportedError
 from odfd.ingest.event_time import event_time_from_path
+from odfd.ingest.template import render
 from protocol.errors import ParseError
 from protocol.model import (
     EventTimeSourceFromMetadata,
@@ -40,7 +40,6 @@ KIND_LAST_MODIFIED = "odf/last-modified"
 
 HTTP_TIMEOUT_SECONDS = 60
 _CHUNK = 1 << 20
-_TEMPLATE = re.compile(r"\$\{\{\s*env\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +73,7 @@ def fetch(
 def _fetch_url(
     step: FetchStepUrl, prev: SourceState | None, work_dir: Path, now: Timestamp
 ) -> Fetched | None:
-    url = _template(step.url, "fetch.url")
+    url = render(step.url, "fetch.url")
     scheme = urllib.parse.urlsplit(url).scheme.lower()
     if scheme == "file":
         path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
@@ -114,7 +113,7 @@ def _fetch_http(
 ) -> Fetched | None:
     if isinstance(step.event_time, EventTimeSourceFromPath):
         raise IngestError(f"fetch.url: an HTTP source ({url}) cannot take its event time fromPath")
-    headers = {h.name: _template(h.value, f"fetch.headers.{h.name}") for h in step.headers or ()}
+    headers = {h.name: render(h.value, f"fetch.headers.{h.name}") for h in step.headers or ()}
     if prev is not None and prev.kind == KIND_ETAG:
         headers["If-None-Match"] = prev.value
     elif prev is not None and prev.kind == KIND_LAST_MODIFIED:
@@ -149,6 +148,7 @@ def _fetch_http(
         state = SourceState(
             source_name=POLLING_SOURCE_NAME, kind=KIND_LAST_MODIFIED, value=modified.to_rfc3339()
         )
+    source_time: Timestamp | None
     if isinstance(step.event_time, EventTimeSourceFromSystemTime):
         source_time = now
     else:
@@ -163,7 +163,7 @@ def _fetch_glob(
         raise IngestError(
             "fetch.filesGlob: event time cannot come fromMetadata; use fromPath or fromSystemTime"
         )
-    pattern = _template(step.path, "fetch.path")
+    pattern = render(step.path, "fetch.path")
     files = [
         Path(p)
         for p in globlib.glob(os.path.expanduser(pattern), recursive=True)
@@ -175,7 +175,7 @@ def _fetch_glob(
 
     def key(path: Path) -> tuple:
         if by_time:
-            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]
+            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]  # by_time is true only for a FromPath event time
         return (path.name,)
 
     last_key = None
@@ -193,18 +193,6 @@ def _fetch_glob(
         source_time = now
     state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_ETAG, value=first.name)
     return Fetched(first, False, state, source_time, has_more=len(pending) > 1)
-
-
-def _template(text: str, field: str) -> str:
-    """Substitutes ``${{ env.NAME }}`` with the environment variable (for secrets in URLs/headers)."""
-
-    def value(match: re.Match[str]) -> str:
-        name = match.group(1)
-        if name not in os.environ:
-            raise IngestError(f"{field}: environment variable {name} is not set")
-        return os.environ[name]
-
-    return _TEMPLATE.sub(value, text)
 
 
 def _parse_state_time(state: SourceState) -> Timestamp:

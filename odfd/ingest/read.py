@@ -6,7 +6,7 @@ first bad record and names its file, row (and line) and column (see ``odfd.inges
 
 ``Json`` and ``GeoJson`` documents (and ``NdGeoJson`` features) are first rewritten as one JSON
 object per line, as the reference does, with a GeoJSON feature's ``properties`` as columns and its
-``geometry`` kept as a JSON string column named ``geometry``.
+``geometry`` kept as a JSON string column named ``geometry`` (written as the reference writes it).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odfd.ingest import bad_rows
+from odfd.ingest.encoding import check_utf8, is_utf8
 from odfd.ingest.errors import BadInputError, IngestError, UnsupportedError
 from odfd.ingest.schema import declared_schema
 from protocol.model import (
@@ -29,6 +30,7 @@ from protocol.model import (
     ReadStepNdJson,
     ReadStepParquet,
 )
+from verifier.engine.columns import col
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,7 +76,7 @@ class Reader(ABC):
     def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
         """The first malformed record of ``path``, if the file has one."""
 
-    def cleanup(self) -> None:
+    def cleanup(self) -> None:  # noqa: B027 (a hook, not abstract: most readers create no files)
         """Removes temporary files the reader created (none by default)."""
 
 
@@ -122,10 +124,13 @@ class CsvReader(Reader):
     def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
         if path.stat().st_size == 0:
             return _empty(spark, self.schema)
+        if is_utf8(self.options()["encoding"]):
+            check_utf8(path, header=self.header)
         reader = spark.read.options(**self.options(), mode="FAILFAST")
         if self.schema is not None:
             reader = reader.schema(self.schema)
-        return reader.csv(str(path))
+        df = reader.csv(str(path))
+        return _wide_integers(df) if self.options()["inferSchema"] == "true" else df
 
     def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
         if self.schema is None:
@@ -159,6 +164,8 @@ class JsonLinesReader(Reader):
         return self._converted[path]
 
     def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
+        if is_utf8(self.json_options.get("encoding", "UTF-8")):
+            check_utf8(path)
         lines = self._lines_file(path)
         if lines.stat().st_size == 0:
             return _empty(spark, self.schema)
@@ -199,6 +206,21 @@ class ParquetReader(Reader):
         if self.schema is None:
             return None
         return bad_rows.diagnose_casts(spark, path, self.schema)
+
+
+def _wide_integers(df: DataFrame) -> DataFrame:
+    """Inferred integer columns as Int64, as the reference infers them (Spark picks Int32 when
+    the values fit)."""
+    from pyspark.sql.types import IntegerType, LongType
+
+    if not any(isinstance(f.dataType, IntegerType) for f in df.schema.fields):
+        return df
+    return df.select(
+        *[
+            col(f.name).cast(LongType()) if isinstance(f.dataType, IntegerType) else col(f.name)
+            for f in df.schema.fields
+        ]
+    )
 
 
 def _encoding(value: str | None) -> str:
@@ -296,7 +318,13 @@ def _feature_record(feature: Any, source: Path, number: int) -> dict[str, Any]:
             path=str(source),
             record=number,
         )
-    return {**properties, "geometry": json.dumps(geometry, separators=(",", ":"))}
+    return {**properties, "geometry": geometry_text(geometry)}
+
+
+def geometry_text(geometry: dict[str, Any]) -> str:
+    """A feature's geometry as the reference stores it: compact JSON, keys sorted at every level
+    (its JSON maps are ordered by key), non-ASCII text kept as UTF-8."""
+    return json.dumps(geometry, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
 
 
 def _load_json(source: Path) -> Any:

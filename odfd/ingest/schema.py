@@ -1,4 +1,8 @@
-"""The schema a read step declares, as a Spark ``StructType``: an ODF ``DataSchema`` or legacy DDL."""
+"""The schema a read step declares, as a Spark ``StructType``: an ODF ``DataSchema`` or legacy DDL.
+
+Spark's file readers make every column nullable whatever the schema says, so which columns are
+required is kept apart (:func:`declared_required`) and enforced when the slice is written.
+"""
 
 from __future__ import annotations
 
@@ -32,6 +36,30 @@ def declared_schema(read_step: Any) -> StructType | None:
             raise IngestError(f"read.ddlSchema: {text!r} is not a list of columns")
         return parsed
     return None
+
+
+def declared_required(read_step: Any) -> frozenset[str]:
+    """Top-level columns the read step's schema makes required, by the reference's rules.
+
+    ``DataSchema`` form: every field not wrapped in ``kind: Option``. Legacy DDL: columns marked
+    ``NOT NULL``, and also ``DATE`` and ``DECIMAL(p, s)`` columns, which the reference's DDL
+    conversion (``parse_ddl_to_odf_schema``) leaves required. An inferred schema: none.
+    """
+    from pyspark.sql.types import DateType, DecimalType
+
+    from protocol.model import DataTypeOption
+
+    schema = getattr(read_step, "schema", None)
+    if schema is not None:
+        return frozenset(f.name for f in schema.fields if not isinstance(f.type, DataTypeOption))
+    parsed = declared_schema(read_step)
+    if parsed is None:
+        return frozenset()
+    return frozenset(
+        f.name
+        for f in parsed.fields
+        if not f.nullable or isinstance(f.dataType, (DateType, DecimalType))
+    )
 
 
 def arrow_schema_of(data_schema: Any) -> pa.Schema:

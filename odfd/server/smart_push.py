@@ -5,14 +5,16 @@ verified like a pull's (hashes, links, a Seed first for a new dataset), objects 
 signed upload URLs of this session and are hash- and size-checked on the way in, and on
 ``DatasetPushComplete`` the chain rules are checked and ``head`` moves by compare-and-swap from
 the head the client started from: of two concurrent pushes from the same head one wins, the
-other is told the histories diverged and nothing of it becomes visible.
+other is told the histories diverged and nothing of it becomes visible. A forced push (as the
+reference sends it: the whole chain from the Seed when the histories diverged or ours is ahead)
+makes our head the client's: a diverged history is replaced, a head ahead goes back.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import secrets
-import shutil
 from urllib.parse import urlencode
 
 from aiohttp import web
@@ -22,8 +24,8 @@ from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import ChainPoint, CorruptSourceError, ProtocolError, SyncError
 from odfd.sync.objects import ObjectRef, missing_objects, objects_of
-from odfd.sync.target import PullTarget, commit
-from odfd.sync.walk import BlockStash, LocalCursor, WalkResult, match_linked_run
+from odfd.sync.target import PullTarget, commit, discard_staging, needs_reset
+from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, match_linked_run
 from protocol.codec.flatbuffers import decode_block
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetRef, Multihash
@@ -94,8 +96,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         )
     finally:
         state.uploads.pop(session_id, None)
-        if target.record is None and target.dataset.layout is not None:
-            shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+        await discard_staging(target)
     await channel.finish()
     return ws
 
@@ -151,20 +152,25 @@ class _PushSession:
         )
         if metadata is None:
             return
-        walk = await self._receive_blocks(metadata.new_blocks, request.force_update_if_diverged)
+        force = request.force_update_if_diverged
+        walk, pushed = await self._receive_blocks(metadata.new_blocks, force)
         await self.channel.send(m.Accepted())
-        if walk.new_blocks:
-            await self._receive_objects(walk)
+        if pushed:
+            # Objects of every pushed block may be offered: a forced push sends the whole chain.
+            await self._receive_objects(walk, pushed)
         complete = await self.channel.receive(
             m.DatasetPushComplete.from_json, "DatasetPushComplete"
         )
         if complete is None:
             return
-        if walk.new_blocks:
-            await self._commit(walk, request.force_update_if_diverged)
+        if walk.new_blocks or (force and needs_reset(self.target, walk)):
+            await self._commit(walk, force)
         await self.channel.send(m.DatasetPushCompleteConfirmed())
 
-    async def _receive_blocks(self, batch: m.MetadataBlocksBatch, force: bool) -> WalkResult:
+    async def _receive_blocks(
+        self, batch: m.MetadataBlocksBatch, force: bool
+    ) -> tuple[WalkResult, list[VerifiedBlock]]:
+        """The walk against our chain, and every pushed block (verified), oldest first."""
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
             raise _internal(
                 "MetadataRequest", f"unsupported batch {batch.media_type} ({batch.encoding})"
@@ -190,7 +196,7 @@ class _PushSession:
         await BlockStash(target.dataset.blocks).add_many(
             [(b.hash, data_of[b.hash]) for b in walk.new_blocks]
         )
-        return walk
+        return walk, [VerifiedBlock(h, decode_block(data)) for h, data in blocks]
 
     async def _check_collisions(self, walk: WalkResult) -> None:
         if self.target.record is not None:
@@ -209,8 +215,8 @@ class _PushSession:
                 as_result=m.DatasetPushObjectsTransferResponse,
             )
 
-    async def _receive_objects(self, walk: WalkResult) -> None:
-        needed = {(ref.kind, ref.hash): ref for ref in objects_of(walk.new_blocks)}
+    async def _receive_objects(self, walk: WalkResult, pushed: list[VerifiedBlock]) -> None:
+        needed = {(ref.kind, ref.hash): ref for ref in objects_of(pushed)}
         while True:
             request = await self.channel.receive(
                 m.DatasetPushObjectsTransferRequest.from_json, "DatasetPushObjectsTransferRequest"
@@ -258,11 +264,11 @@ class _PushSession:
     async def _await_uploads(self) -> None:
         while True:
             try:
-                progress = await self.channel.receive(
-                    m.DatasetPushObjectsUploadProgressResponse.from_json,
-                    "DatasetPushObjectsUploadProgressResponse",
-                    timeout=PROGRESS_PING_SECONDS,
-                )
+                async with asyncio.timeout(PROGRESS_PING_SECONDS):
+                    progress = await self.channel.receive(
+                        m.DatasetPushObjectsUploadProgressResponse.from_json,
+                        "DatasetPushObjectsUploadProgressResponse",
+                    )
             except TimeoutError:
                 await self.channel.send(m.DatasetPushObjectsUploadProgressRequest())
                 continue

@@ -56,11 +56,9 @@ class ServerChannel:
     async def send(self, message: Any) -> None:
         await self.ws.send_str(m.encode(message))
 
-    async def receive(
-        self, parse: Callable[[Any], T], what: str, *, timeout: float = RECEIVE_TIMEOUT
-    ) -> T | None:
+    async def receive(self, parse: Callable[[Any], T], what: str) -> T | None:
         """The next message, or ``None`` if the client closed the session."""
-        frame = await self.ws.receive(timeout=timeout)
+        frame = await self.ws.receive(timeout=RECEIVE_TIMEOUT)
         if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
             return None
         if frame.type != WSMsgType.TEXT:

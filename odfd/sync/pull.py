@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from functools import partial
 
 import aiohttp
 
@@ -40,6 +41,7 @@ from odfd.sync.target import (
     check_same_dataset,
     commit,
     discard_staging,
+    needs_reset,
     open_target,
     remember_remote,
 )
@@ -97,9 +99,13 @@ class PullResult:
 
     @property
     def updated(self) -> bool:
-        return self.num_blocks > 0
+        return self.num_blocks > 0 or self.new_head != self.old_head
 
     def describe(self) -> str:
+        if self.num_blocks == 0 and self.updated:
+            return (
+                f"local head reset to the remote's, {self.new_head} (by {self.protocol} protocol)"
+            )
         if self.updated:
             text = (
                 f"{self.num_blocks} block(s), {self.num_objects} object(s) ({self.num_bytes} bytes) "
@@ -211,7 +217,7 @@ class _PullRun:
                 raise
             await self.stash.discard_added()
             await self.fetcher.discard_added()
-            discard_staging(self.target)
+            await discard_staging(self.target)
             if isinstance(err, ChainRuleError):
                 raise CorruptSourceError(
                     f"{self.remote}: the remote's history breaks a chain rule: {err}"
@@ -293,12 +299,7 @@ class _PullRun:
                 m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
             )
             urls = await smart.pull_object_urls(channel, files)
-
-            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
-                url = urls[(_object_type(ref.kind), ref.hash)]
-                return url.url, dict(url.headers)
-
-            await self.fetcher.fetch_all(chunk, http_source(self.session, url_of))
+            await self.fetcher.fetch_all(chunk, http_source(self.session, partial(_url_of, urls)))
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
@@ -321,7 +322,7 @@ class _PullRun:
                 max_blocks=self.options.max_blocks,
             )
             self._check_walk(walk)
-            if walk.up_to_date:
+            if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
                 return self._result(protocol, walk)
             refs = await self._plan_objects(walk)
             await self.fetcher.fetch_all(refs, self._simple_objects(source))
@@ -333,7 +334,7 @@ class _PullRun:
                 ObjectKind.DATA: source.dataset.data,
                 ObjectKind.CHECKPOINT: source.dataset.checkpoints,
             }
-            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]
+            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]  # smart sources are HTTP ones, whose store has a client
 
             def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
                 store = stores[ref.kind]
@@ -448,6 +449,14 @@ def _starts_at_seed(data: bytes) -> bool:
         return peek_prev_block_hash(data) is None
     except DecodeError:
         return False
+
+
+def _url_of(
+    urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl], ref: ObjectRef
+) -> tuple[str, dict[str, str]]:
+    """Where the server said to download ``ref`` from, and the headers to send."""
+    url = urls[(_object_type(ref.kind), ref.hash)]
+    return url.url, dict(url.headers)
 
 
 def _object_type(kind: ObjectKind) -> m.ObjectType:

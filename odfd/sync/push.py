@@ -74,7 +74,13 @@ class PushResult:
     num_blocks: int
     num_objects: int
 
+    @property
+    def updated(self) -> bool:
+        return self.num_blocks > 0 or self.new_remote_head != self.old_remote_head
+
     def describe(self) -> str:
+        if self.num_blocks == 0 and self.updated:
+            return f"{self.remote}'s head reset to ours, {self.new_remote_head}"
         if self.num_blocks == 0:
             return f"{self.remote} is up to date"
         return (
@@ -118,7 +124,7 @@ async def push(
             progress.finish()
     if result.num_blocks or result.new_remote_head == local.hash:
         await remember_remote(target, remote, "push")
-        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]
+        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]  # a pushed dataset has a head
     return result
 
 
@@ -209,6 +215,8 @@ async def _push_smart(
         common = await _compare(
             target, remote_head, source.dataset.blocks.get_bytes, remote.http_base, options.force
         )
+    if remote_head is not None and (common is None or common.hash != remote_head):
+        common = None  # forced over a remote ahead or diverged: the whole chain, as the reference
     outgoing = await _outgoing(target, common)
     if outgoing is None:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
@@ -293,7 +301,8 @@ async def _upload(
     headers["Content-Length"] = str(file.size)
     for attempt in range(1, DEFAULT_RETRIES + 1):
         try:
-            with open(path, "rb") as body:
+            body = await asyncio.to_thread(open, path, "rb")  # aiohttp reads it in the executor
+            with body:
                 async with session.put(url.url, data=body, headers=headers) as response:
                     if response.status < 300:
                         return
@@ -331,8 +340,8 @@ async def _push_folder(
     dest = Dataset.open_local(layout.root, target.record.id if target.record else None)
     remote_head = await dest.chain.head()
     common = await _compare(target, remote_head, dest.blocks.get_bytes, str(remote), options.force)
-    outgoing = await _outgoing(target, common)
-    if outgoing is None:
+    outgoing = await _outgoing(target, common) or _Outgoing([], [])
+    if not outgoing.items and remote_head == target.head.hash:
         return PushResult(target.alias, remote.text, remote_head, remote_head, 0, 0)
     local, items, verified, refs = target.head, outgoing.items, outgoing.verified, outgoing.objects
     fetcher = ObjectFetcher(

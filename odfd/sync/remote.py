@@ -80,7 +80,7 @@ def parse_remote_url(text: str) -> RemoteUrl:
     if scheme in ("http", "https"):
         if not parts.netloc:
             raise UnsupportedUrlError(f"{text}: an HTTP URL needs a host")
-        return RemoteUrl(scheme, text.rstrip("/"), smart_only)  # type: ignore[arg-type]
+        return RemoteUrl(scheme, text.rstrip("/"), smart_only)  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
     if smart_only:
         raise UnsupportedUrlError(f"{text}: odf+ only goes with http:// or https://")
     if scheme == "file":
@@ -88,7 +88,7 @@ def parse_remote_url(text: str) -> RemoteUrl:
             raise UnsupportedUrlError(f"{text}: file:// URLs must name a local path")
         return RemoteUrl("file", f"file://{Path(unquote(parts.path)).resolve()}")
     if scheme in ("ipfs", "ipns"):
-        return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]
+        return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
     raise UnsupportedUrlError(
         f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
     )
@@ -156,14 +156,15 @@ async def open_source(
     else:
         cid, subpath = await resolve_ipfs_root(remote, ipfs)
         async with IpfsGateway(ipfs.gateway, session=session) as gateway:
-            root = (
+            folder = (
                 cid if not subpath else await _resolve_subpath(gateway, cid, subpath, remote, ipfs)
             )
             yield Source(
                 _remote_dataset(
-                    lambda kind: IpfsObjectStore(gateway, root, kind), IpfsRefStore(gateway, root)
+                    lambda kind: IpfsObjectStore(gateway, folder, kind),
+                    IpfsRefStore(gateway, folder),
                 ),
-                f"{remote} (/ipfs/{root})",
+                f"{remote} (/ipfs/{folder})",
             )
 
 

@@ -185,7 +185,7 @@ async def pull_metadata(channel: SmartChannel) -> m.MetadataBlocksBatch:
 
 async def pull_object_urls(
     channel: SmartChannel, files: tuple[m.ObjectFileReference, ...]
-) -> dict[tuple[str, Multihash], m.TransferUrl]:
+) -> dict[tuple[m.ObjectType, Multihash], m.TransferUrl]:
     """Download URLs for ``files``, keyed by (object type, hash); every file must be answered."""
     await channel.send(m.DatasetPullObjectsTransferRequest(files))
     response = await channel.receive(
@@ -240,7 +240,8 @@ async def push_uploads(
     """Answer the server's progress requests until ``uploads`` finishes, then report completion."""
     while True:
         frame = channel.receive_soon()
-        finished, _ = await asyncio.wait({uploads, frame}, return_when=asyncio.FIRST_COMPLETED)
+        waiting: set[asyncio.Future[Any]] = {uploads, frame}
+        finished, _ = await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
         if uploads in finished:
             await uploads
             break

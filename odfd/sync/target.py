@@ -7,11 +7,13 @@ renamed into place once its head is set; only then does the catalog learn of it.
 
 Committing checks the chain rules over the new blocks and that every object they name is
 stored with its size, then moves ``head`` by compare-and-swap; ``--force`` replaces a diverged
-local history the same way, from the last shared block.
+local history the same way, from the last shared block, or moves ``head`` back to the source's
+when the target is ahead of it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import shutil
@@ -27,7 +29,7 @@ from storage.atomic import fsync_dir
 from storage.catalog import DatasetRecord
 from storage.chain.metadata_chain import check_block_objects
 from storage.chain.rules import ChainState
-from storage.dataset import Dataset
+from storage.dataset import Dataset, RemoteAliasKind
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
 from storage.workspace import Workspace
@@ -103,6 +105,8 @@ async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[
     """Make the walked blocks the target's history; returns the new head and its sequence number."""
     hashes = [item.hash for item in walk.new_blocks]
     if not hashes:
+        if force and needs_reset(target, walk):
+            return await _reset_head(target, walk.remote)
         raise StorageError("nothing to commit")
     if target.record is None:
         return await _commit_new(target, walk)
@@ -112,6 +116,31 @@ async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[
         return await _replace_history(target, walk)
     head = await target.dataset.chain.append_stored(hashes)
     return head, walk.new_blocks[-1].block.sequence_number
+
+
+def needs_reset(target: PullTarget, walk: WalkResult) -> bool:
+    """The source's head is an older block of the target's own history: with ``--force`` the
+    target goes back to it (``--force`` makes the target equal to the source, as the reference
+    does)."""
+    return (
+        target.record is not None
+        and not walk.new_blocks
+        and walk.remote.hash is not None
+        and walk.remote.hash != target.head.hash
+        and walk.common is not None
+        and walk.common.hash == walk.remote.hash
+    )
+
+
+async def _reset_head(target: PullTarget, point: ChainPoint) -> tuple[Multihash, int]:
+    """Moves ``head`` back to ``point``, a block of the target's history (compare-and-swap)."""
+    dataset = target.dataset
+    assert point.hash is not None
+    block = await dataset.chain.get_block(point.hash)
+    await dataset.refs.set(HEAD_REF, point.hash, expected=target.head.hash)
+    if dataset.chain.on_head_moved is not None:
+        await dataset.chain.on_head_moved(point.hash, block.sequence_number)
+    return point.hash, block.sequence_number
 
 
 async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:
@@ -156,6 +185,33 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)
+    await asyncio.to_thread(_move_into_place, staging, final, dataset_id)
+    await asyncio.to_thread(fsync_dir, workspace.layout.datasets_dir)
+    seq = walk.new_blocks[-1].block.sequence_number
+    state_kind = first.event.dataset_kind
+    target.record = await workspace.catalog.add_dataset(
+        dataset_id, target.alias, state_kind, head, seq
+    )
+    target.dataset = workspace.open_dataset(dataset_id)
+    return head, seq
+
+
+async def remember_remote(
+    target: PullTarget, remote: RemoteUrl, kind: RemoteAliasKind = "pull"
+) -> None:
+    """Record ``remote`` among the dataset's pull (or push) remotes, in ``info/config`` and the
+    catalog, so ``odfd pull DATASET`` syncs from it later."""
+    assert target.record is not None  # only committed datasets have remotes
+    aliases = await target.dataset.remote_aliases()
+    refs = aliases[kind]
+    if remote.text not in refs:
+        refs = [*refs, remote.text]
+        await target.dataset.set_remote_aliases(kind, refs)
+        await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)
+
+
+def _move_into_place(staging: Path, final: DatasetLayout, dataset_id: DatasetId) -> None:
+    """Renames a staged dataset to its folder, replacing leftovers of an unfinished one."""
     if final.root.exists():
         if (final.refs_dir / HEAD_REF).exists():
             raise DatasetExistsError(
@@ -169,29 +225,11 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         raise DatasetExistsError(
             f"{final.root} appeared while committing dataset {dataset_id}: {err}"
         ) from None
-    fsync_dir(workspace.layout.datasets_dir)
-    seq = walk.new_blocks[-1].block.sequence_number
-    state_kind = first.event.dataset_kind
-    target.record = await workspace.catalog.add_dataset(
-        dataset_id, target.alias, state_kind, head, seq
-    )
-    target.dataset = workspace.open_dataset(dataset_id)
-    return head, seq
 
 
-async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pull") -> None:
-    """Record ``remote`` among the dataset's pull (or push) remotes, in ``info/config`` and the
-    catalog, so ``odfd pull DATASET`` syncs from it later."""
-    assert target.record is not None  # only committed datasets have remotes
-    aliases = await target.dataset.remote_aliases()
-    refs = aliases[kind]  # type: ignore[index]
-    if remote.text not in refs:
-        refs = [*refs, remote.text]
-        await target.dataset.set_remote_aliases(kind, refs)  # type: ignore[arg-type]
-        await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)  # type: ignore[arg-type]
-
-
-def discard_staging(target: PullTarget) -> None:
-    """Remove a new dataset's staging folder (after its source proved untrustworthy)."""
+async def discard_staging(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder (after its source proved untrustworthy, or after a
+    push that did not complete), off the event loop."""
     if target.record is None and target.dataset.layout is not None:
-        shutil.rmtree(target.dataset.layout.root, ignore_errors=True)
+        root = target.dataset.layout.root
+        await asyncio.shield(asyncio.to_thread(shutil.rmtree, root, ignore_errors=True))

@@ -7,6 +7,7 @@ Regenerate with: python scripts/gen_model.py
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from protocol.codec.tree_values import (
@@ -4668,7 +4669,7 @@ _TAGS_ReadStep = {"Csv": _r_ReadStepCsv, "csv": _r_ReadStepCsv, "GeoJson": _r_Re
 _TAGS_SourceCaching = {"Forever": _r_SourceCachingForever, "forever": _r_SourceCachingForever}
 _TAGS_Transform = {"Sql": _r_TransformSql, "sql": _r_TransformSql}
 
-WRITERS = {
+WRITERS: dict[type, Callable[[Any], dict[str, Any]]] = {
     Account: _w_Account,
     AccountHandle: _w_AccountHandle,
     AccountRef: _w_AccountRef,
@@ -4803,7 +4804,7 @@ WRITERS = {
     Watermark: _w_Watermark,
 }
 
-READERS = {
+READERS: dict[str, Callable[[Any], Any]] = {
     "Account": _r_Account,
     "AccountHandle": _r_AccountHandle,
     "AccountRef": _r_AccountRef,

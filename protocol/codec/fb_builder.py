@@ -16,9 +16,11 @@ the same bytes and remain for hand-built buffers.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from operator import itemgetter
 from struct import Struct, calcsize
 from struct import error as StructError
+from typing import Any
 
 from protocol.errors import EncodeError
 from protocol.model.timestamp import Timestamp
@@ -33,7 +35,9 @@ _PADDING = (b"", b"\0", b"\0\0", b"\0\0\0")
 _TERMINATORS = (b"\0", b"\0\0", b"\0\0\0", b"\0\0\0\0")
 _SHORT_LENGTHS = [_U32(n) for n in range(256)]
 """Length prefixes of short vectors and strings (hashes, names), packed once."""
-_PACKERS: dict[str, object] = {}
+Packer = Callable[..., bytes]
+"""``struct.Struct(code).pack``: values in, little-endian bytes out."""
+_PACKERS: dict[str, Packer] = {}
 
 OFFSET = "offset"
 """Field kind of a ``TableLayout``: a uoffset to an object written earlier (value: its offset)."""
@@ -42,7 +46,7 @@ TIMESTAMP = "timestamp"
 _TIMESTAMP_CODE = "iHxxII"
 
 
-def packer(code: str):
+def packer(code: str) -> Packer:
     """The little-endian ``struct`` packer for a scalar code (``Q``, ``i``, ``?``, ...)."""
     pack = _PACKERS.get(code)
     if pack is None:
@@ -69,9 +73,9 @@ class TableLayout:
     def __init__(self, name: str, fields: tuple[tuple[int, str], ...]) -> None:
         self.name = name
         self.fields = fields
-        self._plans: dict[int, tuple] = {}
+        self._plans: dict[int, tuple[Any, ...]] = {}
 
-    def plan(self, mask: int, start: int) -> tuple:
+    def plan(self, mask: int, start: int) -> tuple[Any, ...]:
         """The layout of the fields in ``mask`` written when the buffer size is ``start`` mod 8:
         ``(pack, pick, offsets, table_rel, vtable, vtable_len, min_align)``, where ``pick`` selects
         the present values (``None``: all are), ``offsets`` lists ``(value index, position - start)``
@@ -122,7 +126,7 @@ class TableLayout:
         return plan
 
 
-def _picker(indexes: list[int]):
+def _picker(indexes: list[int]) -> Callable[[Sequence[Any]], Sequence[Any]]:
     """A function returning the values at ``indexes`` as a sequence (``itemgetter`` returns a bare
     value for one index)."""
     if len(indexes) > 1:
@@ -194,7 +198,7 @@ class Builder:
         self._pad(len(data), 8)
         self._chunks.append(data)
         self._size += len(data)
-        (root,) = _U32_UNPACK(data, 0)
+        root: int = _U32_UNPACK(data, 0)[0]
         return self._size - root
 
     def offset_vector(self, offsets: list[int]) -> int:
@@ -208,19 +212,20 @@ class Builder:
         self._size = end + 4
         return self._size
 
-    def table(self, layout: TableLayout, mask: int, values: tuple) -> int:
+    def table(self, layout: TableLayout, mask: int, values: Sequence[Any]) -> int:
         """Write a whole table (fields, soffset and, unless an identical one exists, vtable) with
         the bytes ``start_table``, ``add_*`` and ``end_table`` would write; returns its offset."""
         size = self._size
         plan = layout._plans.get(mask << 3 | size & 7) or layout.plan(mask, size & 7)
         pack, pick, offsets, table_rel, vtable, vtable_len, min_align = plan
         if offsets:
-            values = list(values)
+            resolved = list(values)
             for index, position in offsets:
-                values[index] = size + position - values[index]
+                resolved[index] = size + position - resolved[index]
+            values = resolved
         if pick is not None:
             values = pick(values)
-        table = size + table_rel
+        table: int = size + table_rel
         existing = self._vtables.get(vtable)
         try:
             if existing is None:
@@ -263,7 +268,7 @@ class Builder:
         self._fields.append((slot - 1, self._size))
         self.add_offset(slot, target)
 
-    def add_scalar(self, slot: int, pack, size: int, value: object) -> None:
+    def add_scalar(self, slot: int, pack: Packer, size: int, value: object) -> None:
         """A scalar field written even when it equals the default (optional ``= null`` scalars);
         ``pack`` comes from ``packer(code)``."""
         if size > self._min_align:
@@ -275,7 +280,7 @@ class Builder:
             total += pad
         try:
             self._chunks.append(pack(value))
-        except Exception as error:  # struct.error: out-of-range or mistyped value
+        except (StructError, OverflowError) as error:  # out-of-range or mistyped value
             raise EncodeError(
                 f"value {value!r} does not fit a {size}-byte FlatBuffers scalar: {error}"
             ) from None
@@ -283,7 +288,7 @@ class Builder:
         self._size = total
         self._fields.append((slot, total))
 
-    def add_scalar_default(self, slot: int, pack, size: int, value: object) -> None:
+    def add_scalar_default(self, slot: int, pack: Packer, size: int, value: object) -> None:
         """A scalar field skipped when it equals the schema default (zero / false / first enum value)."""
         if value:
             self.add_scalar(slot, pack, size, value)

@@ -65,7 +65,7 @@ class Reader:
         """The position of the table referenced by the uoffset at ``pos``."""
         if pos + 4 > self.size:
             raise Invalid("", f"offset at {pos} is past the end of the buffer")
-        target = pos + _U32(self.buf, pos)[0]
+        target: int = pos + _U32(self.buf, pos)[0]
         if target + 4 > self.size:
             raise Invalid("", f"offset at {pos} points past the end of the buffer")
         return target

@@ -10,6 +10,7 @@ identity types' ``to_bytes()``, without building the joined bytes first.
 
 from __future__ import annotations
 
+import inspect
 from struct import Struct
 from typing import TypeVar
 
@@ -61,9 +62,9 @@ _DATASET_ID_SIZE = len(DATASET_ID_PREFIX) + ED25519_PUBLIC_KEY_SIZE
 _DATASET_ID_VECTOR = _U32(_DATASET_ID_SIZE) + DATASET_ID_PREFIX
 
 _new = object.__new__
-_set_multihash_code = Multihash.code.__set__  # type: ignore[attr-defined]
-_set_multihash_digest = Multihash.digest.__set__  # type: ignore[attr-defined]
-_set_public_key = DatasetId.public_key.__set__  # type: ignore[attr-defined]
+_set_multihash_code = inspect.getattr_static(Multihash, "code").__set__  # the slot's descriptor
+_set_multihash_digest = inspect.getattr_static(Multihash, "digest").__set__  # the slot's descriptor
+_set_public_key = inspect.getattr_static(DatasetId, "public_key").__set__  # the slot's descriptor
 
 
 def _multihash_at(r: Reader, pos: int) -> Multihash:

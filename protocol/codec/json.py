@@ -30,9 +30,10 @@ def dump_block(block: MetadataBlock, indent: int | None = None) -> str:
 
 
 def load_block(text: str | bytes, source: str = "") -> MetadataBlock:
-    return read_manifest(
+    block: MetadataBlock = read_manifest(
         _parse(text, source), "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source
     )
+    return block
 
 
 def _parse(text: str | bytes, source: str) -> Any:

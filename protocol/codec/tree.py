@@ -18,7 +18,7 @@ from protocol.model import KIND_NAMES
 
 def to_tree(value: object) -> Any:
     """The tree of any model object; a union variant is written with its ``kind`` tag."""
-    writer = WRITERS.get(type(value))  # type: ignore[call-overload]
+    writer = WRITERS.get(type(value))
     if writer is None:
         raise EncodeError(f"{type(value).__name__} is not a model type")
     try:

@@ -44,7 +44,10 @@ def dump_block(block: MetadataBlock) -> str:
 
 def load_block(text: str | bytes, source: str = "") -> MetadataBlock:
     (document,) = _single(text, source)
-    return read_manifest(document, "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source)
+    block: MetadataBlock = read_manifest(
+        document, "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source
+    )
+    return block
 
 
 def dump_event(event: MetadataEvent) -> str:
@@ -53,7 +56,10 @@ def dump_event(event: MetadataEvent) -> str:
 
 def load_event(text: str | bytes, source: str = "") -> MetadataEvent:
     (document,) = _single(text, source)
-    return read_manifest(document, "MetadataEvent", METADATA_EVENT_VERSION, "MetadataEvent", source)
+    event: MetadataEvent = read_manifest(
+        document, "MetadataEvent", METADATA_EVENT_VERSION, "MetadataEvent", source
+    )
+    return event
 
 
 def dump_snapshot(snapshot: DatasetSnapshot) -> str:
@@ -66,10 +72,15 @@ def dump_snapshots(snapshots: list[DatasetSnapshot]) -> str:
 
 
 def load_snapshot(text: str | bytes, source: str = "") -> DatasetSnapshot:
-    (snapshot,) = load_snapshots(text, source) or [None]
-    if snapshot is None:
-        raise DecodeError(f"{source or 'document'}: no DatasetSnapshot found")
-    return snapshot
+    snapshots = load_snapshots(text, source)
+    if len(snapshots) != 1:
+        found = (
+            f"{len(snapshots)} DatasetSnapshots, expected one"
+            if snapshots
+            else "no DatasetSnapshot"
+        )
+        raise DecodeError(f"{source or 'document'}: {found} found")
+    return snapshots[0]
 
 
 def load_snapshots(text: str | bytes, source: str = "") -> list[DatasetSnapshot]:

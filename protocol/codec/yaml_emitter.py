@@ -15,7 +15,6 @@ from protocol.codec.tree_values import digits_but_not_number, resolve_plain
 from protocol.model.maps import format_float
 
 _FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
-_FLOW_INDICATORS = frozenset(",?[]{}")
 _BREAKS = frozenset("\r\n\x85\u2028\u2029")
 _LOSSY_BREAKS = frozenset("\r\x85\u2028\u2029")
 """Breaks that single-quoted and literal styles fold or normalise away on reading; libyaml (and so
@@ -70,33 +69,28 @@ class _Analysis:
         if not text:
             self.multiline, self.plain, self.single, self.block = False, True, True, False
             return
-        block_ind = flow_ind = line_breaks = special = False
+        # Only block context is written, so flow indicators (``,[]{}``) need no quoting here.
+        block_ind = line_breaks = special = False
         leading_space = leading_break = trailing_space = trailing_break = False
         break_space = space_break = previous_space = previous_break = False
         if text.startswith("---") or text.startswith("..."):
-            block_ind = flow_ind = True
+            block_ind = True
         preceded_by_ws = True
         n = len(text)
         for i, ch in enumerate(text):
             followed_by_ws = i + 1 >= n or text[i + 1] in " \t\r\n\x85\u2028\u2029"
             if i == 0:
                 if ch in _FIRST_INDICATORS:
-                    flow_ind = block_ind = True
-                if ch in "?:":
-                    flow_ind = True
-                    if followed_by_ws:
-                        block_ind = True
+                    block_ind = True
+                if ch in "?:" and followed_by_ws:
+                    block_ind = True
                 if ch == "-" and followed_by_ws:
-                    flow_ind = block_ind = True
+                    block_ind = True
             else:
-                if ch in _FLOW_INDICATORS:
-                    flow_ind = True
-                if ch == ":":
-                    flow_ind = True
-                    if followed_by_ws:
-                        block_ind = True
+                if ch == ":" and followed_by_ws:
+                    block_ind = True
                 if ch == "#" and preceded_by_ws:
-                    flow_ind = block_ind = True
+                    block_ind = True
             if not _printable(ch):
                 special = True
             if ch in _BREAKS:

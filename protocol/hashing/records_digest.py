@@ -146,7 +146,9 @@ class RecordsDigest:
         for start in range(0, len(array), _BLOCK_ROWS):
             block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
             block = array.slice(start, _BLOCK_ROWS)
-            leaf.hasher.update(encode(block, block_valid, with_offsets=False).data)
+            data = encode(block, block_valid, with_offsets=False).data
+            # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
+            leaf.hasher.update(data)  # type: ignore[arg-type]
 
     def finalize(self) -> Multihash:
         """The hash of everything fed so far; the digest can keep being updated afterwards."""

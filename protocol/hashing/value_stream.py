@@ -46,7 +46,8 @@ def validity_mask(array: pa.Array) -> np.ndarray | None:
     """The array's own validity as booleans, or ``None`` when it has no nulls."""
     if array.null_count == 0:
         return None
-    return array.is_valid().to_numpy(zero_copy_only=False)
+    mask: np.ndarray = array.is_valid().to_numpy(zero_copy_only=False)
+    return mask
 
 
 def encode(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:

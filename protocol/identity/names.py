@@ -52,7 +52,7 @@ class _Name:
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._folded == other._folded  # type: ignore[attr-defined]
+        return self._folded == other._folded
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self._folded))
@@ -60,7 +60,7 @@ class _Name:
     def __lt__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._folded < other._folded  # type: ignore[attr-defined]
+        return self._folded < other._folded
 
 
 @dataclass(frozen=True, slots=True, eq=False, repr=False)

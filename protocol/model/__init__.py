@@ -10,18 +10,24 @@ alias of its variants (``MetadataEvent``). Sequences are tuples, maps are read-o
 
 from __future__ import annotations
 
-from protocol.model._generated import *  # noqa: F403
+from protocol.model._generated import *  # noqa: F403 (the generated model, re-exported whole)
 from protocol.model._generated import (
     KIND_NAMES,
     UNION_VARIANTS,
     DataField,
     DataSchema,
-    MetadataEvent,
 )
-from protocol.model.maps import FrozenMap, JsonValue
-from protocol.model.resource import TypeRefMap
-from protocol.model.resource_names import parse_account_id, parse_did
-from protocol.model.timestamp import Timestamp
+from protocol.model._generated import MetadataEvent as MetadataEvent
+from protocol.model.maps import FrozenMap as FrozenMap
+from protocol.model.maps import JsonValue as JsonValue
+from protocol.model.resource import TypeRefMap as TypeRefMap
+from protocol.model.resource_names import AccountId as AccountId
+from protocol.model.resource_names import Did as Did
+from protocol.model.resource_names import ResourceName as ResourceName
+from protocol.model.resource_names import TypeRef as TypeRef
+from protocol.model.resource_names import parse_account_id as parse_account_id
+from protocol.model.resource_names import parse_did as parse_did
+from protocol.model.timestamp import Timestamp as Timestamp
 
 METADATA_EVENT_TYPES: tuple[type, ...] = UNION_VARIANTS["MetadataEvent"]
 """Every ``MetadataEvent`` variant, in the spec's order (the FlatBuffers union order)."""

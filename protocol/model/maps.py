@@ -42,7 +42,7 @@ class FrozenMap(Mapping[str, V], Generic[V]):
     def __eq__(self, other: object) -> bool:
         if type(other) is not type(self):
             return NotImplemented
-        return self._entries == other._entries  # type: ignore[attr-defined]
+        return self._entries == other._entries
 
     def __hash__(self) -> int:
         if self._hash is None:

@@ -7,6 +7,7 @@ Unix epoch and converts at the edges.
 
 from __future__ import annotations
 
+import inspect
 import re
 import time
 from dataclasses import dataclass
@@ -180,4 +181,4 @@ class Timestamp:
 
 
 _new_object = object.__new__
-_set_epoch_nanos = Timestamp.epoch_nanos.__set__  # type: ignore[attr-defined]
+_set_epoch_nanos = inspect.getattr_static(Timestamp, "epoch_nanos").__set__  # the slot's descriptor

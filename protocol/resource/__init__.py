@@ -47,13 +47,13 @@ from protocol.resource.relations import RELATIONS_SCHEMA, RELATIONS_SPEC
 from protocol.resource.specs import (
     GENERIC_SPEC,
     SpecCodec,
-    json_value,
     model_spec,
     read_secrets,
     read_variables,
     write_secrets,
     write_variables,
 )
+from protocol.resource.tree import json_value
 
 __all__ = [
     "GENERIC_SPEC",

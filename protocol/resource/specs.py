@@ -46,17 +46,21 @@ _VARIABLES = model_spec("Variables")
 
 def read_secrets(value: Any) -> Secrets:
     """A ``Secrets`` map; each entry ``{value, contentEncoding?}`` or the short form, a string."""
-    return _SECRETS.read(value)
+    secrets: Secrets = _SECRETS.read(value)
+    return secrets
 
 
 def write_secrets(value: Secrets) -> dict[str, Any]:
-    return _SECRETS.write(value)
+    tree: dict[str, Any] = _SECRETS.write(value)
+    return tree
 
 
 def read_variables(value: Any) -> Variables:
     """A ``Variables`` map; each entry ``{value}`` or the short form, a string."""
-    return _VARIABLES.read(value)
+    variables: Variables = _VARIABLES.read(value)
+    return variables
 
 
 def write_variables(value: Variables) -> dict[str, Any]:
-    return _VARIABLES.write(value)
+    tree: dict[str, Any] = _VARIABLES.write(value)
+    return tree

@@ -17,7 +17,7 @@ from storage.catalog.catalog import Catalog
 from storage.catalog.columns import from_text, hash_from_text, hash_to_text, to_text
 
 Scope = Literal["integrity", "full"]
-AuditStatus = Literal["ok", "failed", "cannot-verify", "skipped", "error"]
+AuditStatus = Literal["ok", "failed", "cannot-verify", "not-re-executable", "skipped", "error"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,11 +51,11 @@ def _record(row: aiosqlite.Row, report: str | None = None) -> AuditRecord:
         scope=row[3],
         trigger=row[4],
         head=hash_from_text(row[5]),
-        started_at=from_text(row[6]),  # type: ignore[arg-type]
+        started_at=from_text(row[6]),
         finished_at=from_text(row[7]),
         status=row[8],
         summary=row[9],
-        report=report,  # type: ignore[arg-type]
+        report=report,
     )
 
 
@@ -112,7 +112,7 @@ class AuditTable:
         rows = await self._sql.fetchall(
             "SELECT dataset_id, max(started_at) FROM audits WHERE scope = 'full' GROUP BY dataset_id"
         )
-        return {DatasetId.parse(row[0]): from_text(row[1]) for row in rows}  # type: ignore[misc]
+        return {DatasetId.parse(row[0]): from_text(row[1]) for row in rows}
 
     async def history(self, dataset_id: DatasetId, *, limit: int = 20) -> list[AuditRecord]:
         rows = await self._sql.fetchall(

@@ -81,8 +81,8 @@ def _dataset(row: aiosqlite.Row) -> DatasetRecord:
         kind=_TEXT_TO_KIND[row[2]],
         head=hash_from_text(row[3]),
         head_sequence=row[4],
-        created_at=from_text(row[5]),  # type: ignore[arg-type]
-        updated_at=from_text(row[6]),  # type: ignore[arg-type]
+        created_at=from_text(row[5]),
+        updated_at=from_text(row[6]),
     )
 
 
@@ -177,6 +177,15 @@ class Catalog:
             f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
         )
         return None if row is None else _dataset(row)
+
+    async def change_marker(self) -> tuple[int, int]:
+        """Differs whenever anything in the catalog may have changed since it was last read: rows
+        changed through this connection (SQLite's ``total_changes()``) and commits by other
+        processes (``PRAGMA data_version``). Readers cache what they derive from the catalog by it."""
+        mine = await self.sql.fetchone("SELECT total_changes()")
+        others = await self.sql.fetchone("PRAGMA data_version")
+        assert mine is not None and others is not None  # both always answer one row
+        return int(mine[0]), int(others[0])
 
     async def list_datasets(self) -> list[DatasetRecord]:
         rows = await self.sql.fetchall(
@@ -310,7 +319,7 @@ class Catalog:
             from_text(row[1]),
             hash_from_text(row[2]),
             from_text(row[3]),
-            from_text(row[4]),  # type: ignore[arg-type]
+            from_text(row[4]),
         )
 
     async def record_remote_head(
@@ -397,12 +406,12 @@ class Catalog:
             remote,
             direction,
             hash_from_text(row[1]),
-            hash_from_text(row[2]),  # type: ignore[arg-type]
+            hash_from_text(row[2]),
             row[3],
             row[4],
             row[5],
             from_text(row[6]),
-            from_text(row[7]),  # type: ignore[arg-type]
+            from_text(row[7]),
         )
 
     async def update_transfer(

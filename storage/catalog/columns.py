@@ -4,6 +4,7 @@ as it compares), hashes as their canonical multibase; ``None`` as NULL."""
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import overload
 
 from protocol.identity import Multihash
 
@@ -18,7 +19,12 @@ def now_text() -> str:
     return to_text(datetime.now(UTC))
 
 
+@overload
+def from_text(text: str) -> datetime: ...
+@overload
+def from_text(text: None) -> None: ...
 def from_text(text: str | None) -> datetime | None:
+    """A NOT NULL column gives a ``datetime``, a nullable one ``datetime | None``."""
     return None if text is None else datetime.strptime(text, _FORMAT).replace(tzinfo=UTC)
 
 
@@ -26,5 +32,9 @@ def hash_to_text(value: Multihash | None) -> str | None:
     return None if value is None else value.to_multibase()
 
 
+@overload
+def hash_from_text(text: str) -> Multihash: ...
+@overload
+def hash_from_text(text: None) -> None: ...
 def hash_from_text(text: str | None) -> Multihash | None:
     return None if text is None else Multihash.from_multibase(text)

@@ -7,6 +7,7 @@ daemon runs, and a daemon (re)loads its schedule from it on start and on reload.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -137,7 +138,7 @@ def _mirror(row: aiosqlite.Row) -> MirrorRecord:
         paused=bool(row[4]),
         resource_id=row[5],
         created_at=from_text(row[6]),
-        updated_at=from_text(row[7]),  # type: ignore[arg-type]
+        updated_at=from_text(row[7]),
         next_run_at=from_text(row[8]),
         consecutive_failures=row[9],
         last_attempt_at=from_text(row[10]),
@@ -165,7 +166,7 @@ def _attempt(row: aiosqlite.Row) -> SyncAttempt:
         dataset_id=None if row[3] is None else DatasetId.parse(row[3]),
         started_at=from_text(row[4]),
         finished_at=from_text(row[5]),
-        outcome=row[6],  # type: ignore[arg-type]
+        outcome=row[6],
         old_head=hash_from_text(row[7]),
         new_head=hash_from_text(row[8]),
         source_head=hash_from_text(row[9]),
@@ -323,7 +324,9 @@ class MirrorTable:
         assert inserted.lastrowid is not None  # an INSERT sets it
         return inserted.lastrowid
 
-    async def attempts(self, name: str | None = None, *, limit: int = 20) -> list[SyncAttempt]:
+    async def attempts(
+        self, name: str | None = None, *, limit: int = 20
+    ) -> builtins.list[SyncAttempt]:
         """Newest first; of one mirror, or of all."""
         where, args = ("WHERE mirror = ?", (name, limit)) if name is not None else ("", (limit,))
         rows = await self._sql.fetchall(

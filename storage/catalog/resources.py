@@ -68,7 +68,7 @@ def _record(row: aiosqlite.Row) -> ResourceRecord:
         generation=row[6],
         status=json.loads(row[7]),
         created_at=from_text(row[8]),
-        updated_at=from_text(row[9]),  # type: ignore[arg-type]
+        updated_at=from_text(row[9]),
     )
 
 
@@ -189,7 +189,8 @@ class ResourceTable:
         writers of conditions never lose each other's updates): ``phase`` and
         ``observedGeneration`` (then ``reconciledAt`` is set to now), and conditions by key
         (``None`` removes one). Writes nothing, and returns False, when nothing would change."""
-        expression, args = "status", []
+        expression = "status"
+        args: list[Any] = []
         if phase is not None:
             expression, args = f"json_set({expression}, '$.phase', ?)", [*args, phase]
         if observed_generation is not None:

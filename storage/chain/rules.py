@@ -32,7 +32,7 @@ identifier (``ChainRuleError.rule``):
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multihash
@@ -174,7 +174,7 @@ class _Check:
         self.block = block
         self.hash = hash
 
-    def fail(self, rule: str, message: str) -> Any:
+    def fail(self, rule: str, message: str) -> NoReturn:
         raise ChainRuleError(
             rule, message, sequence_number=self.block.sequence_number, block_hash=self.hash
         )

@@ -48,13 +48,16 @@ DERIVATIVE = derivative_snapshot(
 )
 
 
-async def _eventually(what: str, probe: Callable[[], Awaitable[T | None]], timeout: float) -> T:
-    deadline = asyncio.get_running_loop().time() + timeout
-    while not (value := await probe()):
-        if asyncio.get_running_loop().time() > deadline:
-            raise AssertionError(f"timed out after {timeout:g} s waiting for {what}")
-        await asyncio.sleep(0.2)
-    return value
+async def _eventually(what: str, probe: Callable[[], Awaitable[T | None]], within: float) -> T:
+    """Polls: the daemon records its progress in the catalog, which signals nothing."""
+    try:
+        async with asyncio.timeout(within):
+            while True:
+                if value := await probe():
+                    return value
+                await asyncio.sleep(0.2)
+    except TimeoutError:
+        raise AssertionError(f"timed out after {within:g} s waiting for {what}") from None
 
 
 async def _state(workspace: Workspace, dataset_id: DatasetId) -> ChainState:

@@ -34,7 +34,7 @@ async def _make_source(root: Path) -> dict[str, str]:
         heads = {}
         for n in range(DATASETS):
             writer = await create_root(workspace, f"small.{n:03d}", slices=1, rows=5, seed=n)
-            heads[f"small.{n:03d}"] = (await writer.dataset.chain.head()).to_multibase()  # type: ignore[union-attr]
+            heads[f"small.{n:03d}"] = (await writer.dataset.chain.head()).to_multibase()
         return heads
 
 

@@ -53,7 +53,7 @@ async def run_pipeline(folder: Path) -> dict[str, Any]:
             )
             await update_derivative(workspace, board, system_time=Timestamp.of(2024, 6, n, 2))
         views = [await dataset_view(scores)]
-        table = await asyncio.to_thread(run_query, QUERY, views)
+        table = await asyncio.to_thread(run_query, QUERY, views, "spark")
         report = await verify(workspace, ["match.leaderboard"], VerifyOptions(recursive=True))
         # Block hashes differ between workspaces (new dataset keys); the data must not.
         summary: dict[str, Any] = {"sql": table.to_pylist(), "verify": report.exit_code}

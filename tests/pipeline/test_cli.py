@@ -58,7 +58,7 @@ def test_leaderboard_end_to_end(
     assert code == 0
     assert [
         (r["offset"], r["player"], r["place"], r["match_time"])
-        for r in map(json.loads, out.splitlines())
+        for r in json.loads(out)
     ] == [
         (4, "erin", 2, "2024-05-02T18:00:00Z"),
         (5, "alice", 3, "2024-05-02T18:00:00Z"),
@@ -66,44 +66,46 @@ def test_leaderboard_end_to_end(
     code, out, _ = run(capsys, "tail", "match.leaderboard", "-n", "1")
     assert code == 0 and "| alice  |" in out and out.endswith("1 row\n")
 
-    query = "SELECT player, count(*) AS podiums FROM `match.leaderboard` GROUP BY player ORDER BY podiums DESC, player"
-    code, out, _ = run(capsys, "sql", query, "--output", "csv")
-    assert code == 0 and out.splitlines() == [
-        '"player","podiums"',
-        '"alice",2',
-        '"carol",2',
-        '"bob",1',
-        '"erin",1',
-    ]
+    query = 'SELECT player, count(*) AS podiums FROM "match.leaderboard" GROUP BY player ORDER BY podiums DESC, player'
+    podiums = ['"player","podiums"', '"alice",2', '"carol",2', '"bob",1', '"erin",1']
+    code, out, _ = run(capsys, "sql", query, "--output", "csv")  # DataFusion by default
+    assert code == 0 and out.splitlines() == podiums
+    spark_query = query.replace('"match.leaderboard"', "`match.leaderboard`")
+    code, out, _ = run(capsys, "sql", spark_query, "--engine", "spark", "--output", "csv")
+    assert code == 0 and out.splitlines() == podiums
 
     first_block, first_time = asyncio.run(_head_of(root, "match.leaderboard"))
     assert run(capsys, "ingest", "match.scores", str(data / "3.ndjson"))[0] == 0
     assert run(capsys, "pull", "match.leaderboard")[0] == 0
-    count = "SELECT count(*) AS n, max(match_id) AS last_match FROM `match.leaderboard`"
+    count = 'SELECT count(*) AS n, max(match_id) AS last_match FROM "match.leaderboard"'
     code, out, _ = run(capsys, "sql", count, "--output", "json")
-    assert code == 0 and json.loads(out) == {"n": 9, "last_match": 3}
+    assert code == 0 and json.loads(out) == [{"n": 9, "last_match": 3}]
     # AS OF a block: the query sees what the node knew when that block was the head
     code, out, _ = run(capsys, "sql", count, "--output", "json", "--as-of", str(first_block))
-    assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
+    assert code == 0 and json.loads(out) == [{"n": 6, "last_match": 2}]
     code, out, _ = run(capsys, "sql", count, "--output", "json", "--as-of", first_time.to_rfc3339())
-    assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
+    assert code == 0 and json.loads(out) == [{"n": 6, "last_match": 2}]
     code, _, err = run(
         capsys, "sql", count, "--as-of", "2000-01-02T00:00:00Z"
     )  # before the dataset existed
-    assert code == 1 and "`match.leaderboard` cannot be found" in err
+    assert code == 1 and "'odf.odf.match.leaderboard' not found" in err
 
     target = tmp_path / "board.parquet"
     code, _, _ = run(
         capsys,
         "sql",
-        "SELECT * FROM `match.leaderboard`",
+        'SELECT * FROM "match.leaderboard"',
         "--output",
         "parquet",
         "--output-path",
         str(target),
     )
     assert code == 0 and pq.read_table(target).num_rows == 9
-    code, _, err = run(capsys, "sql", "SELECT nope FROM `match.leaderboard`")
+    code, _, err = run(capsys, "sql", 'SELECT nope FROM "match.leaderboard"')
+    assert code == 1 and err.startswith(
+        "error: query is invalid: Schema error: No field named nope"
+    )
+    code, _, err = run(capsys, "sql", "SELECT nope FROM `match.leaderboard`", "--engine", "spark")
     assert code == 1 and err.startswith("error: query is invalid: [UNRESOLVED_COLUMN")
 
 

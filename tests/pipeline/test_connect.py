@@ -90,10 +90,6 @@ def daemon(master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Da
         process.stop()
 
 
-def _rows(json_lines: str) -> list[object]:
-    return [json.loads(line) for line in json_lines.splitlines() if line.strip()]
-
-
 def _record(root: Path) -> dict[str, int]:
     return json.loads((root / SERVER_RECORD).read_text())
 
@@ -130,19 +126,19 @@ def test_cli_commands_use_the_daemons_server_and_fail_in_one_line(daemon: Daemon
     odfd("add", str(REPO / "examples" / "leaderboard"), root=root)
     odfd("ingest", "match.scores", str(DATA / "1.ndjson"), root=root)
     assert "3 new record(s)" in odfd("pull", "match.leaderboard", root=root).stderr
-    out = odfd("sql", "SELECT count(*) AS n FROM `match.leaderboard`", "-o", "json", root=root)
-    assert _rows(out.stdout) == [{"n": 3}]
+    query = "SELECT count(*) AS n FROM `match.leaderboard`"
+    out = odfd("sql", query, "--engine", "spark", "-o", "json", root=root)
+    assert json.loads(out.stdout) == [{"n": 3}]
     assert odfd("verify", "--recursive", "match.leaderboard", root=root).returncode == 0
     # A command that starts a JVM of its own logs there; these used the daemon's.
     assert not (root / "logs" / "spark.log").exists()
 
-    bad = odfd("sql", "SELECT no_such_column FROM `match.scores`", root=root, check=False)
+    bad_query = "SELECT no_such_column FROM `match.scores`"
+    bad = odfd("sql", bad_query, "--engine", "spark", root=root, check=False)
     assert bad.returncode == 1 and bad.stdout == ""
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("error: query is invalid")
     assert "no_such_column" in bad.stderr
-    detailed = odfd(
-        "-v", "sql", "SELECT no_such_column FROM `match.scores`", root=root, check=False
-    )
+    detailed = odfd("-v", "sql", bad_query, "--engine", "spark", root=root, check=False)
     assert detailed.returncode == 1 and "Traceback" in detailed.stderr
 
 
@@ -156,8 +152,10 @@ def test_the_server_is_restarted_after_a_crash(daemon: DaemonProcess) -> None:
 
     record = wait_for("the restarted Spark Connect server", restarted, START_TIMEOUT)
     assert record.address.port == crashed["port"]
-    out = odfd("sql", "SELECT 40 + 2 AS answer", "-o", "json", root=daemon.root)
-    assert _rows(out.stdout) == [{"answer": 42}]
+    out = odfd(
+        "sql", "SELECT 40 + 2 AS answer", "--engine", "spark", "-o", "json", root=daemon.root
+    )
+    assert json.loads(out.stdout) == [{"answer": 42}]
     assert "spark connect server exited; restarting" in daemon.log()
 
 

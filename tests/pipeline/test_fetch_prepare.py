@@ -129,6 +129,26 @@ def test_http_headers_are_templated_from_the_environment(
     assert fetch(step, None, tmp_path, NOW) is not None
 
 
+def test_url_templates_take_alternatives_and_defaults(
+    http_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """kamu-cli's fetch ``template_url`` / ``template_headers``: ``env.A || env.B || 'literal'``."""
+    monkeypatch.delenv("ODFD_TEST_A", raising=False)
+    monkeypatch.delenv("ODFD_TEST_B", raising=False)
+    step = FetchStepUrl(url=f"{http_url}/${{{{ env.ODFD_TEST_A || env.ODFD_TEST_B }}}}")
+    with pytest.raises(
+        IngestError, match="fetch.url: environment variable ODFD_TEST_A or ODFD_TEST_B"
+    ):
+        fetch(step, None, tmp_path, NOW)
+    monkeypatch.setenv("ODFD_TEST_B", "modified.csv")
+    assert fetch(step, None, tmp_path, NOW) is not None
+    with_default = FetchStepUrl(
+        url=f"{http_url}/${{{{ env.ODFD_TEST_A || 'modified.csv' }}}}",
+        headers=(RequestHeader(name="X-Trace", value="${{ env.ODFD_TEST_A || 42 }}"),),
+    )
+    assert fetch(with_default, None, tmp_path, NOW) is not None
+
+
 def test_http_errors_name_the_url(http_url: str, tmp_path: Path) -> None:
     with pytest.raises(FetchError, match=r"missing\.csv: not found"):
         fetch(FetchStepUrl(url=f"{http_url}/missing.csv"), None, tmp_path, NOW)

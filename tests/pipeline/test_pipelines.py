@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -54,7 +55,7 @@ async def currency_pipeline(
     file is copied there when that day is ingested.
     """
     now = clock()
-    folder.mkdir()
+    await asyncio.to_thread(folder.mkdir)
     monkeypatch.chdir(folder)
     workspace = await Workspace.init(folder / "workspace")
     await add_examples(workspace, "currency-conversion")

@@ -16,6 +16,7 @@ from protocol.model import Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
 from tests.pipeline.conftest import create, rows, write
+from verifier.engine.transform import InvalidQueryError
 
 pytestmark = pytest.mark.spark
 
@@ -68,7 +69,10 @@ async def test_csv_without_schema_reads_text_and_parses_event_time(
     ]
 
 
-async def test_legacy_ddl_schema_and_preprocess_sql(workspace: Workspace, tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["spark", "DataFusion"])
+async def test_legacy_ddl_schema_and_preprocess_sql(
+    workspace: Workspace, tmp_path: Path, engine: str
+) -> None:
     read = """
 kind: Csv
 ddlSchema:
@@ -77,9 +81,9 @@ ddlSchema:
 """
     manifest = root_snapshot("ddl", read).replace(
         "      merge:",
-        """      preprocess:
+        f"""      preprocess:
         kind: Sql
-        engine: spark
+        engine: {engine}
         query: SELECT upper(city) AS city, population * 1000 AS population FROM input WHERE population > 1
       merge:""",
     )
@@ -91,6 +95,25 @@ ddlSchema:
         event_time=EVENT_TIME,
     )
     assert await rows(dataset, "city", "population") == [("KYIV", 3_000_000), ("LVIV", 700_000)]
+
+
+async def test_a_bad_datafusion_preprocess_query_fails_naming_the_dataset(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    manifest = root_snapshot("ddl", "kind: Csv\nddlSchema:\n  - city STRING\n").replace(
+        "      merge:",
+        """      preprocess:
+        kind: Sql
+        engine: datafusion
+        query: SELECT nope FROM input
+      merge:""",
+    )
+    dataset = await create(workspace, manifest)
+    with pytest.raises(InvalidQueryError, match=r"^ddl: preprocess: query is invalid: .*nope"):
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "in.csv", "kyiv\n"), event_time=EVENT_TIME
+        )
+    assert (await dataset.chain.state()).last_offset is None  # nothing committed
 
 
 async def test_json_with_sub_path(workspace: Workspace, tmp_path: Path) -> None:
@@ -151,8 +174,8 @@ schema:
         event_time=EVENT_TIME,
     )
     expected = [
-        ("a", '{"type":"Point","coordinates":[1.0,2.0]}'),
-        ("b", '{"type":"Point","coordinates":[3.5,4.0]}'),
+        ("a", '{"coordinates":[1.0,2.0],"type":"Point"}'),
+        ("b", '{"coordinates":[3.5,4.0],"type":"Point"}'),
     ]
     assert await rows(geo, "name", "geometry") == expected
     assert await rows(nd, "name", "geometry") == expected

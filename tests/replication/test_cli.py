@@ -37,10 +37,10 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
     async def prepare() -> None:
         async with await Workspace.init(root) as workspace:
             await create_root(workspace, "cities", slices=2)
-        with open(root / "config.toml", "a") as config:
-            config.write(f'\n[server]\npush_tokens = ["{PUSH_TOKEN}"]\n')
 
     asyncio.run(prepare())
+    with open(root / "config.toml", "a") as config:
+        config.write(f'\n[server]\npush_tokens = ["{PUSH_TOKEN}"]\n')
     process = subprocess.Popen(
         [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
         stdout=subprocess.PIPE,
@@ -48,10 +48,10 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         text=True,
     )
     try:
-        line = process.stdout.readline()  # type: ignore[union-attr]
+        line = process.stdout.readline()
         assert line.startswith("serving 1 dataset(s) at http://127.0.0.1:"), (
             line + process.stderr.read()
-        )  # type: ignore[union-attr]
+        )
         yield root, line.split(" at ")[1].strip()
     finally:
         process.send_signal(signal.SIGINT)

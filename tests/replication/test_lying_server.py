@@ -150,7 +150,7 @@ async def assert_fails_cleanly(
         with pytest.raises(CorruptSourceError, match=match):
             await pull(
                 workspace, url, alias="copy", options=PullOptions(protocol=protocol, **options)
-            )  # type: ignore[arg-type]
+            )
         assert await workspace.list_datasets() == before
         assert snapshot(workspace) == before_files
 

@@ -28,8 +28,8 @@ def test_layout_is_gzipped_gnu_tar_of_blocks_named_by_hash_oldest_first() -> Non
     with tarfile.open(fileobj=io.BytesIO(gzip.decompress(payload))) as tar:
         members = tar.getmembers()
         assert [t.name for t in members] == [str(h) for h, _ in items]
-        assert all(t.isreg() and t.size == len(d) for t, (_, d) in zip(members, items))
-        assert tar.extractfile(members[0]).read() == items[0][1]  # type: ignore[union-attr]
+        assert all(t.isreg() and t.size == len(d) for t, (_, d) in zip(members, items, strict=True))
+        assert tar.extractfile(members[0]).read() == items[0][1]
     assert unpack_blocks(payload, expected_count=2) == items
 
 

@@ -347,7 +347,7 @@ async def test_server_commits_only_one_of_two_interleaved_pushes(
         sources = [await node_b.get_dataset("cities"), dataset_c]
         async with aiohttp.ClientSession() as session, contextlib.AsyncExitStack() as stack:
             channels = []
-            for dataset, head in zip(sources, heads):
+            for dataset, head in zip(sources, heads, strict=True):
                 block = await dataset.chain.get_block(head)
                 count, payload = pack_blocks([(head, await dataset.chain.get_block_bytes(head))])
                 channel = await stack.enter_async_context(

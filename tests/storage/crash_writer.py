@@ -25,7 +25,7 @@ async def main(root: Path) -> None:
     dataset = Dataset.open_local(root)
     if await dataset.chain.head() is None:
         _, dataset_id = DatasetId.new_generated()
-        dataset.layout.create()  # type: ignore[union-attr]
+        dataset.layout.create()
         await dataset.commit_events(
             [Seed(dataset_id=dataset_id, dataset_kind=DatasetKind.ROOT), schema("a")],
             expected_head=None,

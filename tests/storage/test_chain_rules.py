@@ -264,7 +264,7 @@ def test_schema_may_add_columns_but_not_remove_or_retype() -> None:
         schema=DataSchema(
             fields=tuple(
                 DataField(name=f.name, type=DataTypeInt64() if f.name == "a" else f.type)
-                for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
+                for f in chain.blocks[-1][1].event.schema.fields
             )
         )
     )
@@ -278,7 +278,7 @@ def test_schema_may_add_columns_but_not_remove_or_retype() -> None:
                     name=f.name,
                     type=DataTypeOption(inner=DataTypeString()) if f.name == "a" else f.type,
                 )
-                for f in chain.blocks[-1][1].event.schema.fields  # type: ignore[union-attr]
+                for f in chain.blocks[-1][1].event.schema.fields
             )
         )
     )

@@ -263,7 +263,7 @@ async def test_a_saved_state_that_does_not_describe_the_chain_is_refused() -> No
             **{**_fields(at_schema), "dataset_id": DatasetId.new_generated()[1]}
         ),
     }
-    for name, saved in broken.items():
+    for saved in broken.values():
         with pytest.raises(SavedStateError, match="saved chain state of"):
             await saved.restore(read)
 

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -56,7 +56,7 @@ async def test_sigkill_at_random_points_never_leaves_a_broken_dataset(tmp_path: 
     sequences = []
     for _ in range(KILLS):
         proc = _start_writer(root)
-        time.sleep(rng.uniform(0.0, 0.35))
+        await asyncio.sleep(rng.uniform(0.0, 0.35))
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         dataset = Dataset.open_local(root)
@@ -71,7 +71,7 @@ async def test_sigkill_at_random_points_never_leaves_a_broken_dataset(tmp_path: 
         # only ever at the end of a batch or of a data commit, never inside an append.
         event = (await dataset.chain.get_block(head)).event
         if isinstance(event, SetInfo):
-            assert event.description.endswith(f"item {BATCH - 1}"), event.description  # type: ignore[union-attr]
+            assert event.description.endswith(f"item {BATCH - 1}"), event.description
         else:
             assert isinstance(event, (AddData, SetDataSchema)), event
         assert state.sequence_number >= last_sequence

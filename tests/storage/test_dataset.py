@@ -35,7 +35,7 @@ from tests.storage.chain_builder import fake_hash, schema
 async def new_dataset(root: Path, kind: DatasetKind = DatasetKind.ROOT) -> Dataset:
     _, dataset_id = DatasetId.new_generated()
     dataset = Dataset.open_local(root, dataset_id)
-    dataset.layout.create()  # type: ignore[union-attr]
+    dataset.layout.create()
     await dataset.commit_event(Seed(dataset_id=dataset_id, dataset_kind=kind), expected_head=None)
     return dataset
 

@@ -89,8 +89,8 @@ async def test_every_test_manifest_is_added_and_normalized(workspace: Workspace)
     root_id = records["test.root.url-csv"].id
     assert transform.inputs[0].dataset_ref == DatasetRef(root_id)
     assert transform.inputs[0].alias == "test.root.url-csv"
-    assert transform.transform.query is None  # type: ignore[union-attr]
-    assert transform.transform.queries == (  # type: ignore[union-attr]
+    assert transform.transform.query is None
+    assert transform.transform.queries == (
         SqlQueryStep(
             query="SELECT region, count(*) AS total FROM `test.root.url-csv` GROUP BY region\n"
         ),
@@ -108,19 +108,19 @@ async def test_every_test_manifest_is_added_and_normalized(workspace: Workspace)
     assert len({b.system_time for b in root_events}) == 1
     polling = root_events[1].event
     assert isinstance(polling, SetPollingSource)
-    assert polling.preprocess.queries[0].query.startswith("SELECT reported")  # type: ignore[union-attr]
+    assert polling.preprocess.queries[0].query.startswith("SELECT reported")
     for record in records.values():
         dataset = workspace.open_dataset(record.id)
         assert await dataset.alias() == record.alias
         folder = workspace.layout.datasets_dir / str(record.id).removeprefix("did:odf:")
-        assert dataset.layout.root == folder  # type: ignore[union-attr]
+        assert dataset.layout.root == folder
         assert (folder / "info" / "alias").read_text() == record.alias
         assert (folder / "refs" / "head").read_text() == str(record.head)
         key = workspace.keys.path_of(record.id)
         assert stat.S_IMODE(key.stat().st_mode) == 0o600 and len(key.read_bytes()) == 32
         assert workspace.layout.datasets_dir not in key.parents
         signing_key = workspace.keys.load(record.id)
-        assert DatasetId.from_public_key(bytes(signing_key.verify_key)) == record.id  # type: ignore[union-attr]
+        assert DatasetId.from_public_key(bytes(signing_key.verify_key)) == record.id
 
 
 async def test_inputs_resolve_by_id_too(workspace: Workspace, tmp_path: Path) -> None:
@@ -144,7 +144,7 @@ content:
     (snapshot,) = odf_yaml.load_snapshots(text)
     dataset = await workspace.create_from_snapshot(snapshot)
     state = await dataset.chain.state()
-    assert state.transform_input_ids == (root.id,) and state.transform.inputs[0].alias == "src"  # type: ignore[union-attr]
+    assert state.transform_input_ids == (root.id,) and state.transform.inputs[0].alias == "src"
 
 
 @pytest.mark.parametrize(
@@ -249,7 +249,7 @@ async def test_import_copies_a_validated_dataset_folder(
     workspace: Workspace, tmp_path: Path
 ) -> None:
     source = await _external_dataset(tmp_path, "imported.eth")
-    dataset = await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
+    dataset = await workspace.import_dataset(source.layout.root)
     record = await workspace.resolve("imported.eth")
     assert (
         record.id == source.id
@@ -258,23 +258,23 @@ async def test_import_copies_a_validated_dataset_folder(
     )
     assert await workspace.catalog.remote_aliases(record.id, "pull") == ["https://example.org/eth"]
     for sub in ("blocks", "data", "refs"):
-        assert sorted(os.listdir(dataset.layout.root / sub)) == sorted(  # type: ignore[union-attr]
+        assert sorted(os.listdir(dataset.layout.root / sub)) == sorted(
             os.listdir(source.layout.root / sub)
-        )  # type: ignore[union-attr]
+        )
     with pytest.raises(DatasetExistsError):
-        await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
+        await workspace.import_dataset(source.layout.root)
 
 
 async def test_import_refuses_tampered_folders(workspace: Workspace, tmp_path: Path) -> None:
     source = await _external_dataset(tmp_path, "imported.eth")
-    data_dir = source.layout.data_dir  # type: ignore[union-attr]
+    data_dir = source.layout.data_dir
     (data_file,) = data_dir.iterdir()
     data_file.write_bytes(b"parquet bytez")  # same size: only re-hashing can tell
     with pytest.raises(HashMismatchError):
-        await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
+        await workspace.import_dataset(source.layout.root)
     data_file.unlink()
     with pytest.raises(ChainRuleError, match=r"\[missing-object\]"):
-        await workspace.import_dataset(source.layout.root)  # type: ignore[union-attr]
+        await workspace.import_dataset(source.layout.root)
     assert await workspace.list_datasets() == []
     assert os.listdir(workspace.layout.datasets_dir) == []
 
@@ -323,7 +323,7 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
         assert state.last_synced_local_head is None
         await catalog.record_synced(dataset_id, "https://r", fake_hash("both"))
         state = await catalog.get_sync_state(dataset_id, "https://r")
-        assert state.last_synced_local_head == fake_hash("both") == state.last_remote_head  # type: ignore[union-attr]
+        assert state.last_synced_local_head == fake_hash("both") == state.last_remote_head
         transfer = await catalog.begin_transfer(
             dataset_id, "https://r", "pull", fake_hash("t"), None, 10
         )

@@ -27,7 +27,7 @@ from verifier.report import REPORT_VERSION, Layer, Role, Status
 from verifier.selection import parse_block_selector
 
 
-async def test_a_transform_in_another_engine_cannot_be_verified_but_its_input_is_checked_first(
+async def test_a_transform_in_an_engine_odfd_lacks_is_not_re_executable_its_input_is_checked(
     workspace: Workspace,
 ) -> None:
     source = await root_with_slices(workspace, "source", [[1, 2], [3]])
@@ -42,12 +42,60 @@ async def test_a_transform_in_another_engine_cannot_be_verified_but_its_input_is
         source_entry.status is Status.OK and source_entry.reproducibility.status is Status.SKIPPED
     )
     assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
-    assert derived.reproducibility.status is Status.CANNOT_VERIFY
+    assert derived.reproducibility.status is Status.NOT_REEXECUTABLE
+    assert derived.status is Status.NOT_REEXECUTABLE  # neither ok nor a failure
     [finding] = derived.reproducibility.findings
-    assert finding.rule == "unsupported-transform" and finding.status is Status.CANNOT_VERIFY
+    assert finding.rule == "engine-not-available" and finding.status is Status.NOT_REEXECUTABLE
     assert finding.block.sequence_number == 3
-    assert "engine 'flink'" in finding.message and "derived block #3" in finding.message
-    assert report.exit_code == 2
+    assert finding.message == "not re-executable here: engine flink"
+    assert derived.reproducibility.cross_engine is None
+    assert report.exit_code == 3
+
+
+async def test_cross_engine_re_executes_a_foreign_transform_for_information(
+    workspace: Workspace,
+) -> None:
+    source = await root_with_slices(workspace, "source", [[1, 2], [3]])
+    # the builder records values 0, 1, 2 with event times 0, 1, 2 s (the source holds 1, 2, 3)
+    shifted = "SELECT event_time - INTERVAL '1 second' AS event_time, value - 1 AS value FROM src"
+    await derivative_with_engine(workspace, "same", source, "flink", query=shifted)
+    await derivative_with_engine(workspace, "other", source, "FLINK")
+    options = VerifyOptions(jobs=1, cross_engine="datafusion")
+    same = (await verify(workspace, ["same"], options)).datasets[-1]
+    assert same.reproducibility.status is Status.NOT_REEXECUTABLE
+    cross = same.reproducibility.cross_engine
+    assert cross is not None and cross.engine == "datafusion"
+    [check] = cross.checks
+    assert (check.result, check.block.sequence_number) == ("agree", 3)
+    assert check.message == "datafusion gives the recorded 3 record(s)"
+
+    reordered = shifted + " ORDER BY value DESC"
+    await derivative_with_engine(workspace, "reordered", source, "flink", query=reordered)
+    [check] = (
+        (await verify(workspace, ["reordered"], options)).datasets[-1].reproducibility.cross_engine
+    ).checks
+    assert (check.result, check.message) == (
+        "agree",
+        "datafusion gives the recorded 3 record(s), in another order",
+    )
+
+    report = await verify(workspace, ["other"], options)
+    other = report.datasets[-1]
+    assert other.reproducibility.status is Status.NOT_REEXECUTABLE  # a difference is no failure
+    assert report.exit_code == 3
+    [check] = other.reproducibility.cross_engine.checks
+    assert check.result == "differ" and "different records" in check.message, check.sample
+    # compared without offsets: records 1 and 2 are in both, only the ends differ
+    assert [r["value"] for r in check.sample["recordedOnly"]] == [0]
+    assert [r["value"] for r in check.sample["recomputedOnly"]] == [3]
+    assert "offset" not in check.sample["recordedOnly"][0]
+    as_json = report.to_json()["datasets"][-1]["layers"]["reproducibility"]["crossEngine"]
+    assert (as_json["engine"], as_json["agree"], as_json["differ"], as_json["error"]) == (
+        "datafusion",
+        0,
+        1,
+        0,
+    )
 
 
 async def test_recursive_audits_upstream_in_every_layer_once(workspace: Workspace) -> None:
@@ -122,8 +170,15 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
         "to": None,
         "jobs": 2,
         "sampleRows": 5,
+        "crossEngine": None,
     }
-    assert report["layerCounts"] == {"ok": 1, "failed": 1, "cannot-verify": 0, "skipped": 1}
+    assert report["layerCounts"] == {
+        "ok": 1,
+        "failed": 1,
+        "cannot-verify": 0,
+        "not-re-executable": 0,
+        "skipped": 1,
+    }
     [entry] = report["datasets"]
     assert set(entry) == {"id", "alias", "kind", "role", "status", "head", "range", "layers"}
     assert (entry["kind"], entry["role"], entry["status"]) == ("root", "target", "failed")
@@ -136,7 +191,9 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
         "findings",
         "findingsOmitted",
         "durationSeconds",
+        "crossEngine",
     }
+    assert data["crossEngine"] is None
     assert data["checked"]["slices"] == 2 and data["checked"]["checkpoints"] == 2
     finding = next(f for f in data["findings"] if f["rule"] == "physical-hash")
     assert set(finding) == {
@@ -188,8 +245,11 @@ def test_cli_exit_codes_and_text_report(tmp_path: Path, capsys: pytest.CaptureFi
     out = capsys.readouterr().out
     assert f"x {flipped['block']}, {flipped['file']}: [physical-hash]" in out
     assert "data integrity       FAILED" in out and "Result: verification FAILED" in out
-    assert main(["verify", "foreign", "--root", str(root)]) == 2
-    assert "reproducibility      CANNOT VERIFY" in capsys.readouterr().out
+    assert main(["verify", "foreign", "--root", str(root)]) == 3
+    out = capsys.readouterr().out
+    assert "reproducibility      not re-executable here" in out
+    assert "[engine-not-available] not re-executable here: engine flink" in out
+    assert "Result: verified, except transforms whose engine this node lacks" in out
     assert main(["verify", "foreign", "--integrity-only", "--root", str(root)]) == 0
     assert main(["verify", "nothing.here", "--root", str(root)]) == 2
     captured = capsys.readouterr()
@@ -231,3 +291,47 @@ def test_progress_is_drawn_on_a_terminal_only() -> None:
     now[0] += 1.0
     progress.advance(blocks=30)
     assert progress.line() == "trades: metadata integrity · 30 blocks · 30.0 blocks/s"
+
+
+async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
+    workspace: Workspace,
+) -> None:
+    from datetime import UTC, datetime
+
+    from odfd.daemon.audits import summarize
+    from storage.catalog.audits import AuditRecord, AuditTable
+
+    source = await root_with_slices(workspace, "source", [[1]])
+    derived = await derivative_with_engine(workspace, "derived", source, "RisingWave")
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+    summary = summarize(report, derived.id)
+    assert summary.startswith("reproducibility not-re-executable: block #3 ")
+    assert summary.endswith("[engine-not-available] not re-executable here: engine RisingWave")
+    # the catalog stores the status as it is (migration 4 allows it), and it is not failing
+    now = datetime.now(UTC)
+    record = AuditRecord(
+        derived.id, "derived", "full", "test", None, now, now, "not-re-executable", summary
+    )
+    table = AuditTable(workspace.catalog)
+    await table.add(record, keep=5)
+    stored = await table.latest(derived.id)
+    assert stored is not None and stored.status == "not-re-executable" and not stored.failing
+
+
+async def test_a_foreign_engine_dataset_replicates_to_a_peer_and_verifies_there(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    from odfd.sync.pull import pull
+    from odfd.sync.push import push
+
+    source = await root_with_slices(workspace, "source", [[1, 2]])
+    await derivative_with_engine(workspace, "derived", source, "flink")
+    async with await Workspace.init(tmp_path / "peer") as peer:
+        for alias in ("source", "derived"):
+            await push(workspace, alias, f"file://{tmp_path / 'export' / alias}")
+            await pull(peer, f"file://{tmp_path / 'export' / alias}", alias=alias)
+        report = await verify(peer, ["derived"], VerifyOptions(jobs=1))
+        derived = report.datasets[-1]
+        assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
+        assert derived.reproducibility.status is Status.NOT_REEXECUTABLE
+        assert report.exit_code == 3

@@ -24,7 +24,7 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -84,8 +84,9 @@ def ordered_batches(
 
 @contextmanager
 def _connect_batches(df: DataFrame) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
-    client = df.sparkSession.client  # type: ignore[attr-defined]
-    plan = df._plan  # type: ignore[attr-defined]
+    # Private Spark Connect API (the typed surface has no streaming Arrow reader).
+    client = df.sparkSession.client  # type: ignore[operator]
+    plan: Any = df._plan
     stream = client.to_table_as_iterator(plan.to_proto(client), plan.observations)
     batches = (
         batch
@@ -150,7 +151,7 @@ class _Spool:
         for index in order:
             batch = self._in_memory.pop(index, None)
             if batch is None:
-                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]
+                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]  # a spilled batch implies the spill file's reader is open
             yield batch
 
     def _finish_spill_file(self) -> pa.ipc.RecordBatchFileReader | None:

@@ -72,6 +72,7 @@ def check_deterministic(df: DataFrame, what: str) -> None:
 
 def analyzed_plan_text(df: DataFrame) -> str:
     """The analyzed logical plan of a Spark Connect DataFrame, as Spark prints it."""
-    text = df._explain_string(extended=True)  # type: ignore[attr-defined]
+    # Private Spark Connect API; DataFrame.__getattr__ makes mypy read it as a Column.
+    text: str = df._explain_string(extended=True)  # type: ignore[operator]
     _, _, rest = text.partition("== Analyzed Logical Plan ==")
     return rest.partition("== Optimized Logical Plan ==")[0]

@@ -44,6 +44,15 @@ class OutputSchemaError(VerifierError):
     """A result cannot be stored as a slice (bad event-time type, clashing column names...)."""
 
 
+class NullValuesError(OutputSchemaError):
+    """A column the slice's schema makes required holds nulls (worded as the reference does)."""
+
+    def __init__(self, column: str, count: int) -> None:
+        super().__init__(f"Column `{column}` contains {count} null values while none were expected")
+        self.column = column
+        self.count = count
+
+
 @dataclass(frozen=True, slots=True)
 class WrittenSlice:
     """A finished slice file and what the metadata block says about it."""
@@ -67,8 +76,14 @@ class WrittenSlice:
         )
 
 
-def slice_schema(result: pa.Schema, vocab: Vocab) -> pa.Schema:
-    """The Arrow schema of a slice made from a result with ``result``'s columns."""
+def slice_schema(
+    result: pa.Schema, vocab: Vocab, required: frozenset[str] = frozenset()
+) -> pa.Schema:
+    """The Arrow schema of a slice made from a result with ``result``'s columns.
+
+    System columns are required; a data column is required when named in ``required`` (an
+    ingest decides that from the read schema or the dataset's schema, as the reference does).
+    """
     fields = [
         pa.field(vocab.offset, OFFSET_TYPE, nullable=False),
         pa.field(vocab.op, OP_TYPE, nullable=False),
@@ -82,11 +97,10 @@ def slice_schema(result: pa.Schema, vocab: Vocab) -> pa.Schema:
             )
         if result_field.name == vocab.op:
             continue
-        # Data columns are always nullable: whether Spark can prove a column non-null depends on
-        # the plan (a join, a literal), which would make a dataset's schema flap between slices.
-        fields.append(
-            pa.field(result_field.name, _normalized_type(result_field.type), nullable=True)
-        )
+        # Otherwise optional, not what Spark's plan proves: that depends on the plan (a join, a
+        # literal), which would make a dataset's schema flap between slices.
+        nullable = result_field.name not in required
+        fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable))
     return pa.schema(fields)
 
 
@@ -98,15 +112,38 @@ def write_slice(
     system_time: Timestamp,
     out_path: Path,
     spill_dir: str | None = None,
+    required: frozenset[str] = frozenset(),
 ) -> tuple[pa.Schema, WrittenSlice | None]:
     """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
 
     Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
+    A null in a ``required`` column raises :class:`NullValuesError` before anything is kept.
     """
     with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
-        schema = slice_schema(result_schema, vocab)
-        written = _write(batches, schema, vocab, start_offset, system_time, out_path)
-    return schema, written
+        return write_batches(
+            result_schema,
+            batches,
+            vocab=vocab,
+            start_offset=start_offset,
+            system_time=system_time,
+            out_path=out_path,
+            required=required,
+        )
+
+
+def write_batches(
+    result_schema: pa.Schema,
+    batches: Iterator[pa.RecordBatch],
+    *,
+    vocab: Vocab,
+    start_offset: int,
+    system_time: Timestamp,
+    out_path: Path,
+    required: frozenset[str] = frozenset(),
+) -> tuple[pa.Schema, WrittenSlice | None]:
+    """Writes a result's batches, in order, as a slice: the path every engine's output takes."""
+    schema = slice_schema(result_schema, vocab, required)
+    return schema, _write(batches, schema, vocab, start_offset, system_time, out_path)
 
 
 def _write(
@@ -188,7 +225,10 @@ def _to_slice_batch(
     )
     columns = [offsets, op, system_times]
     for target in list(schema)[3:]:
-        columns.append(_normalize(batch.column(target.name), target.type))
+        column = batch.column(target.name)
+        if not target.nullable and column.null_count:
+            raise NullValuesError(target.name, column.null_count)
+        columns.append(_normalize(column, target.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 

@@ -74,7 +74,7 @@ async def replay_request(
         prev_checkpoint = checkpoints_path(event.prev_checkpoint)
     return TransformRequest(
         dataset_alias=await dataset.alias() or str(dataset.id),
-        transform=validate_transform(before.transform.transform, where),
+        transform=validate_transform(before.transform.transform, where, engine=None),
         vocab=Vocab.of(before.vocab),
         system_time=block.system_time,
         next_offset=0 if event.prev_offset is None else event.prev_offset + 1,

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
+from verifier.engine.cancel import jobs_of_task
 from verifier.engine.checkpoint import WrittenCheckpoint, read_checkpoint, write_checkpoint
 from verifier.engine.columns import Vocab, col, quote
 from verifier.engine.determinism import check_deterministic
@@ -115,21 +116,24 @@ def query_steps(transform: TransformSql) -> tuple[SqlQueryStep, ...]:
     raise TransformError("the transform has neither `query` nor `queries`")
 
 
-def validate_transform(transform: object, dataset: str) -> TransformSql:
-    """Checks the transform is something this engine runs; returns it typed."""
+def validate_transform(
+    transform: object, dataset: str, engine: str | None = SUPPORTED_ENGINE
+) -> TransformSql:
+    """Checks the transform is something odfd's engines run (and, unless ``engine`` is ``None``,
+    that it names that engine); returns it typed."""
     if not isinstance(transform, TransformSql):
         raise UnsupportedTransformError(
             f"{dataset}: transform kind {type(transform).__name__} is not supported"
         )
-    if transform.engine.lower() != SUPPORTED_ENGINE:
+    if engine is not None and transform.engine.lower() != engine:
         raise UnsupportedTransformError(
-            f"{dataset}: the transform uses engine '{transform.engine}', but odfd runs only "
-            f"'{SUPPORTED_ENGINE}' transforms"
+            f"{dataset}: the transform uses engine '{transform.engine}', but this engine runs "
+            f"only '{engine}' transforms"
         )
     if transform.temporal_tables:
         names = ", ".join(t.name for t in transform.temporal_tables)
         raise UnsupportedTransformError(
-            f"{dataset}: temporal tables ({names}) are a Flink feature that the Spark engine cannot run"
+            f"{dataset}: temporal tables ({names}) are a Flink feature that odfd's engines cannot run"
         )
     steps = query_steps(transform)
     if steps[-1].alias:
@@ -143,7 +147,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
     """Runs the transaction and writes its slice and checkpoint under ``request.out_dir``."""
     transform = validate_transform(request.transform, request.dataset_alias)
     spark = transform_session()
-    with spark_failures(f"{request.dataset_alias}: the transform"):
+    with jobs_of_task(spark), spark_failures(f"{request.dataset_alias}: the transform"):
         for input_slice in request.inputs:
             input_frame(spark, input_slice, request.dataset_alias).createTempView(
                 quote(input_slice.alias)

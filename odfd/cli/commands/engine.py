@@ -12,11 +12,11 @@ if TYPE_CHECKING:
     from odfd.coordinator.engine import EngineChoice
     from storage.workspace import Workspace
 
-#: Commands that run Spark, and what for.
+#: Commands that run Spark, and what for (transforms naming DataFusion run in-process instead).
 SPARK_COMMANDS = {
     "ingest": "reads, merges and writes the new data",
     "pull": "ingests polling sources and runs transforms of derivative datasets",
-    "sql": "runs the query",
+    "sql": "runs the query with --engine spark (the default, DataFusion, runs in-process)",
     "verify": "re-executes transforms (reproducibility); integrity checks need no engine",
     "daemon": "transforms and reproducibility audits",
 }

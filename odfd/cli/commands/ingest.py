@@ -10,10 +10,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.ingest import ingest_push
+from odfd.ingest.formats import FORMATS
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 
@@ -31,6 +33,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="TIME",
         help="event time of records that carry none (default: the ingest's system time)",
     )
+    parser.add_argument(
+        "--input-format",
+        choices=sorted(FORMATS),
+        metavar="FMT",
+        help="read the files as FMT instead of the source's format (its schema is kept): "
+        + ", ".join(sorted(FORMATS)),
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_ingest)
 
@@ -47,13 +56,13 @@ def _ingest(args: argparse.Namespace) -> int:
                     path,
                     source_name=args.source_name,
                     event_time=args.event_time,
+                    input_format=args.input_format,
                 )
             if outcome.up_to_date:
-                print(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}", file=sys.stderr)
+                console.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:
-                print(
-                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}",
-                    file=sys.stderr,
+                console.info(
+                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}"
                 )
         return 0
 

@@ -1,36 +1,69 @@
-"""``odfd sql``: run a Spark SQL query over the workspace's datasets.
+"""``odfd sql``: run a SQL query over the workspace's datasets, in DataFusion (default) or Spark.
 
-Each dataset is a table named by its alias (quote aliases containing dots or slashes with
-backticks: ``SELECT * FROM `com.example.trades```). ``--as-of`` pins every dataset to what the
-node knew at a block or a time.
+Each dataset is a table named by its alias. DataFusion's dialect, as ``kamu sql``, quotes names
+with double quotes (``SELECT * FROM "alice/trades"``, case-sensitive) and starts no JVM;
+``--engine spark`` uses Spark SQL, which quotes with backticks (``SELECT * FROM `alice/trades```).
+``--as-of`` pins every dataset to what the node knew at a block or a time.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 
-from odfd.cli.data_output import FORMATS, write_result
+from odfd.cli import console
+from odfd.cli.data_output import FORMATS, check_output_args, write_result
+from odfd.cli.output import add_output_format
+from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
+from odfd.errors import OdfdError
+from protocol.errors import OdfError
+from protocol.identity import Multihash
+from protocol.model import SqlQueryStep, Timestamp
 from storage.workspace import Workspace
-from verifier.engine.collect import ordered_batches
-from verifier.engine.columns import quote
-from verifier.engine.failures import spark_failures
-from verifier.engine.session import isolated_session
-from verifier.engine.transform import InvalidQueryError
+from verifier.engine.base import QueryTable
+from verifier.engine.registry import ENGINE_NAMES, engine_named
+
+DEFAULT_ENGINE = "datafusion"
+
+
+class SqlArgumentError(OdfdError):
+    """The query arguments contradict each other or name nothing to run."""
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sql", help="query datasets with Spark SQL")
-    parser.add_argument(
-        "query", metavar="QUERY", help="a Spark SQL query; datasets are tables named by alias"
+    parser = subparsers.add_parser(
+        "sql",
+        help="query datasets with SQL (DataFusion, or Spark with --engine spark); "
+        "a shell when no query is given",
+        description="Runs a query (QUERY, -c, or --script FILE with ;-separated statements). "
+        "With none on a terminal, opens an interactive shell (multi-line statements end with ;, "
+        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script.",
     )
-    parser.add_argument("--output", "-o", choices=FORMATS, default="table", help="output format")
+    parser.add_argument(
+        "--engine",
+        choices=ENGINE_NAMES,
+        default=DEFAULT_ENGINE,
+        help="DataFusion (default; names in double quotes) or Spark SQL (names in backticks)",
+    )
+    parser.add_argument(
+        "query",
+        nargs="?",
+        metavar="QUERY",
+        help='a SQL query; datasets are tables named by alias ("a/b")',
+    )
+    parser.add_argument("-c", "--command", metavar="QUERY", help="the query (same as QUERY)")
+    parser.add_argument(
+        "--script", type=Path, metavar="FILE", help="run the ;-separated statements in FILE"
+    )
+    add_output_format(parser, FORMATS)
     parser.add_argument(
         "--output-path", type=Path, metavar="FILE", help="write to FILE (required for parquet)"
     )
@@ -42,41 +75,90 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    # Every argument error comes before the workspace is opened or Spark starts.
+    given = [q for q in (args.query, args.command) if q is not None]
+    if len(given) + (args.script is not None) > 1:
+        raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
+    check_output_args(args.output, args.output_path)
+    statements: list[str] | None = None
+    if given:
+        statements = [given[0]]
+    elif args.script is not None:
+        statements = split_statements(_read_script(args.script))
+    elif not sys.stdin.isatty():
+        statements = split_statements(sys.stdin.read())
+    if statements is not None and not statements:
+        raise SqlArgumentError(f"{args.script or 'stdin'}: holds no SQL statement")
+    if statements is not None and len(statements) > 1 and args.output_path is not None:
+        raise SqlArgumentError("--output-path takes the result of a single statement")
+
     async def run(workspace: Workspace) -> int:
-        configure_engine(workspace.layout.config_path)
+        if args.engine == "spark":
+            configure_engine(workspace.layout.config_path)
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
-        views = []
-        lowered = args.query.lower()
-        for record in await workspace.list_datasets():
-            if record.alias.lower() in lowered:
-                dataset = workspace.open_dataset(record.id)
-                views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
-        table = await asyncio.to_thread(run_query, args.query, views)
-        write_result(table, args.output, args.output_path)
-        return 0
+        if statements is not None:
+            for statement in statements:
+                table = await _query(workspace, statement, block, time, args.engine)
+                write_result(table, args.output, args.output_path)
+            return 0
+        return await _shell(workspace, args, block, time)
 
     return run_in_workspace(args, run)
 
 
-def run_query(query: str, views: list[DatasetView]) -> pa.Table:
-    """Runs ``query`` in Spark with each dataset registered as a view; blocking."""
-    from pyspark.errors import AnalysisException, ParseException
-    from pyspark.sql.pandas.types import from_arrow_schema
+async def _query(
+    workspace: Workspace,
+    query: str,
+    block: Multihash | None,
+    time: Timestamp | None,
+    engine: str,
+) -> pa.Table:
+    views = []
+    lowered = query.lower()
+    for record in await workspace.list_datasets():
+        if record.alias.lower() in lowered:
+            dataset = workspace.open_dataset(record.id)
+            views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
+    return await asyncio.to_thread(run_query, query, views, engine)
 
-    spark = isolated_session()
-    for view in views:
-        if view.paths:
-            df = spark.read.option("mergeSchema", "true").parquet(*map(str, view.paths))
-        elif view.schema is not None:
-            df = spark.createDataFrame([], from_arrow_schema(view.schema))
-        else:
-            continue
-        df.createOrReplaceTempView(quote(view.alias))
+
+async def _shell(
+    workspace: Workspace, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
+) -> int:
+    """The interactive shell: a failed statement prints its error and the shell goes on."""
+    import readline
+
+    history = history_file(workspace.root)
+    with contextlib.suppress(OSError):
+        readline.read_history_file(history)
+    console.info("odfd SQL shell: end statements with ;  leave with \\q or Ctrl-D")
     try:
-        result = spark.sql(query)
-    except (AnalysisException, ParseException) as err:
-        raise InvalidQueryError(f"query is invalid: {str(err).strip().splitlines()[0]}") from err
-    with spark_failures("the query"), ordered_batches(result) as (schema, batches):
-        return pa.Table.from_batches(list(batches), schema)
+        for statement in shell_statements(input):
+            try:
+                table = await _query(workspace, statement, block, time, args.engine)
+            except OdfError as err:
+                console.error(str(err))
+                continue
+            write_result(table, args.output, None)
+    finally:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(history)
+    return 0
+
+
+def _read_script(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise SqlArgumentError(f"cannot read the script {path}: {reason}") from None
+
+
+def run_query(query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
+    """Runs ``query`` in ``engine`` with each dataset registered under its alias; blocking."""
+    tables = [  # a dataset that did not exist yet (AS OF) is no table at all
+        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
+    ]
+    return engine_named(engine).query([SqlQueryStep(query=query)], tables)

@@ -1,7 +1,8 @@
 """``odfd verify``: audit datasets' metadata integrity, data integrity and reproducibility.
 
 Exit codes: 0 everything verified, 1 something failed verification, 2 something could not be
-verified (and nothing failed). The JSON report (``--output json``) is documented in
+verified (and nothing failed), 3 everything else verified but some transforms need an engine this
+node does not have (e.g. Flink). The JSON report (``--output json``) is documented in
 ``docs/verify-report.md``.
 """
 
@@ -17,6 +18,7 @@ from protocol.errors import ParseError
 from storage.errors import DatasetNotFoundError
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
+from verifier.engine.registry import ENGINE_NAMES
 from verifier.progress import progress_for
 from verifier.report_text import render_text
 from verifier.selection import BlockSelector, RangeRequest, parse_block_selector
@@ -33,7 +35,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "integrity), that every data slice and checkpoint matches its block (data integrity) "
             "and, for derivative datasets, that re-executing every transform reproduces the "
             "recorded data (reproducibility). Exit code 0: all verified; 1: something failed; "
-            "2: something could not be verified."
+            "2: something could not be verified; 3: some transforms need an engine odfd lacks."
         ),
     )
     parser.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset alias or id")
@@ -45,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--integrity-only",
+        "--integrity",
         action="store_true",
         help="check metadata and data integrity only; do not re-execute transforms",
     )
@@ -79,6 +82,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="rows of each side shown when a transaction does not reproduce",
     )
+    parser.add_argument(
+        "--cross-engine",
+        choices=ENGINE_NAMES,
+        metavar="ENGINE",
+        help="also re-execute every transform with ENGINE (spark or datafusion) and report "
+        "whether it agrees with the recorded data; informative, never a failure",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_verify)
 
@@ -111,6 +121,7 @@ def _verify(args: argparse.Namespace) -> int:
             jobs=args.jobs,
             sample_rows=args.sample_rows,
             scratch_dir=workspace.root / RUN_DIR,
+            cross_engine=args.cross_engine,
         )
         try:
             report = await verify(workspace, args.datasets, options, progress_for(sys.stderr))

@@ -251,7 +251,7 @@ class TransferPhase:
         ):
             raise MessageError(f'{where}: expected {{"Pull"|"Push": "<phase>"}}, got {obj!r}')
         ((direction, phase),) = obj.items()
-        return cls(direction, phase)
+        return cls("Pull" if direction == "Pull" else "Push", phase)
 
     def __str__(self) -> str:
         return f"{self.direction} phase {self.phase}"

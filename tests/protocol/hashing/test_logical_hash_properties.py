@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -239,7 +241,7 @@ def test_file_digest_of_written_batches_equals_the_hash_of_the_file(tmp_path) ->
     table = pa.table({"s": outer})
     cuts = [0, 1, 4_321, 9_999, 15_000, 21_000, rows]
     written = [
-        table.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in zip(cuts, cuts[1:])
+        table.slice(a, b - a).combine_chunks().to_batches()[0] for a, b in itertools.pairwise(cuts)
     ]
     path = tmp_path / "nested.parquet"
     with pq.ParquetWriter(path, table.schema) as writer:

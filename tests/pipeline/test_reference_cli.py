@@ -1,0 +1,162 @@
+"""The CLI as the reference's end-to-end tests use it (kamu-cli
+``src/e2e/app/cli/repo-tests/src/commands/``), run in-process against a real workspace."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from tests.pipeline.test_cli import root, run  # noqa: F401  (the workspace fixture)
+
+pytestmark = pytest.mark.spark
+
+POPULATION = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: population
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: NdJson
+        schema:
+          fields:
+{fields}
+      merge:
+{merge}
+"""
+FIELD = "            - {{name: {name}, type: {{kind: {kind}}}}}"
+
+
+def manifest(tmp_path: Path, name: str, fields: list[tuple[str, str]], merge: str) -> Path:
+    text = POPULATION.format(
+        fields="\n".join(FIELD.format(name=n, kind=k) for n, k in fields),
+        merge="\n".join(f"        {line}" for line in merge.splitlines()),
+    )
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def records(out: str) -> list[dict]:
+    """``sql --output json`` rows (one JSON array)."""
+    return json.loads(out)
+
+
+def last_slice(workspace_root: Path) -> Path:
+    files = sorted((workspace_root / "datasets").glob("*/data/*"), key=lambda p: p.stat().st_mtime)
+    return files[-1]
+
+
+def test_ingest_input_format_and_event_time(
+    root: Path,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Restates test_ingest_command.rs ``test_push_ingest_from_file_ledger`` and
+    ``test_push_ingest_from_file_snapshot_with_event_time``: an NdJson source takes a CSV file
+    with ``--input-format csv`` (its schema names the columns, no header), every column it
+    declares is REQUIRED, and ``--event-time`` fills the event time."""
+    ledger = manifest(
+        tmp_path,
+        "ledger.yaml",
+        [("event_time", "Timestamp"), ("city", "String"), ("population", "Int64")],
+        "kind: Ledger\nprimaryKey: [event_time, city]",
+    )
+    assert run(capsys, "add", str(ledger))[0] == 0
+    data = tmp_path / "data.csv"
+    data.write_text("2020-01-01,A,1000\n2020-01-01,B,2000\n2020-01-01,C,3000\n")
+    code, _, err = run(capsys, "ingest", "population", "--input-format", "csv", str(data))
+    assert code == 0, err
+    schema = pq.ParquetFile(last_slice(root)).metadata.schema
+    assert [schema.column(i).max_definition_level for i in range(len(schema))] == [0] * 6
+    code, out, _ = run(capsys, "sql", "SELECT city, population FROM population", "--output", "json")
+    assert code == 0 and [r["city"] for r in records(out)] == ["A", "B", "C"]
+
+    assert run(capsys, "delete", "-y", "population")[0] == 0
+    snapshot = manifest(
+        tmp_path,
+        "snapshot.yaml",
+        [("city", "String"), ("population", "Int64")],
+        "kind: Snapshot\nprimaryKey: [city]",
+    )
+    assert run(capsys, "add", str(snapshot))[0] == 0
+    data.write_text("A,1000\nB,2000\nC,3000")
+    code, _, err = run(
+        capsys,
+        "ingest",
+        "population",
+        "--input-format",
+        "csv",
+        "--event-time",
+        "2050-01-01T00:00:00Z",
+        str(data),
+    )
+    assert code == 0, err
+    code, out, _ = run(capsys, "sql", "SELECT event_time FROM population", "--output", "json")
+    assert {r["event_time"] for r in records(out)} == {"2050-01-01T00:00:00Z"}
+
+
+def test_add_refuses_duplicate_inputs_and_reports_a_repeated_name(
+    root: Path,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Restates test_add_command.rs ``test_add_with_duplicate_dependencies`` (nothing is added)
+    and ``test_add_with_circular_dependency`` (the second manifest naming ``plain`` is skipped
+    as already existing, not dropped silently)."""
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(
+        "kind: DatasetSnapshot\nversion: 1\ncontent:\n  name: plain\n  kind: Root\n  metadata: []\n"
+    )
+    derivative = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: {name}
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+{inputs}
+      transform: {{kind: Sql, engine: spark, query: SELECT * FROM plain}}
+"""
+    dupes = tmp_path / "with-duplicates.yaml"
+    dupes.write_text(
+        derivative.format(
+            name="with-duplicates",
+            inputs="        - datasetRef: plain\n        - datasetRef: plain",
+        )
+    )
+    code, _, err = run(capsys, "add", str(plain), str(dupes))
+    assert code != 0
+    assert "Failed to add dataset with-duplicates" in err and "duplicate inputs" in err
+    code, out, _ = run(capsys, "list", "--output", "json")
+    assert json.loads(out) == []
+
+    commented = tmp_path / "commented.yaml"
+    commented.write_text(derivative.format(name="plain", inputs="        - datasetRef: plain"))
+    code, _, err = run(capsys, "add", str(plain), str(commented))
+    assert code == 0
+    assert "Added: plain" in err and "Skipped: plain: already exists" in err
+    code, out, _ = run(capsys, "list", "--output", "json")
+    assert [d["alias"] for d in json.loads(out)] == ["plain"]
+
+
+def test_sql_over_a_dataset_without_data_returns_no_rows(
+    root: Path,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Restates test_sql_command.rs ``test_sql_command``: a dataset just added answers
+    ``SELECT *`` with an empty table, not an error."""
+    path = manifest(tmp_path, "p.yaml", [("city", "String")], "kind: Append")
+    assert run(capsys, "add", str(path))[0] == 0
+    code, out, err = run(capsys, "sql", "SELECT * FROM population", "--output", "json")
+    assert code == 0, err
+    assert records(out) == []
