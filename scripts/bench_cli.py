@@ -114,7 +114,7 @@ def main() -> None:
             ("ingest small file", ["ingest", "match.scores", str(SMALL_FILE)], 2.0),
             ("pull (Spark transform)", ["pull", "match.leaderboard"], 2.5),
             ("verify --recursive", ["verify", "--recursive", "match.leaderboard"], 2.5),
-            ("sql", ["sql", QUERY], None),
+            ("sql --engine spark", ["sql", "--engine", "spark", QUERY], None),
         ]
         times: dict[tuple[str, Path], list[float]] = {}
         for _ in range(args.repeat):
