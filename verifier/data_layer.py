@@ -1,11 +1,11 @@
 """Layer 2, data integrity: every slice and checkpoint in the range matches its block.
 
 The chain is read oldest first (to know the vocabulary and declared schema in effect at each
-block) and every file becomes checks for the ``CheckRunner``: the physical hash of each slice and
-checkpoint, and a re-read of each slice's content (``file_checks``). Hashing a file's bytes and
-scanning its content are separate checks, so even a single huge slice keeps two workers busy. At
-most ``jobs`` checks are in flight, each streaming its file, so memory is bounded by the number
-of workers, not by the size of the data.
+block) and every file becomes one check for the ``CheckRunner``: a checkpoint's physical hash, a
+slice's physical hash and content from a single read of its bytes (``file_checks``). Independent
+files run in parallel on up to ``jobs`` workers; at most ``jobs`` checks are in flight, each
+holding at most one bounded file, so memory is bounded by the number of workers, not by the size
+of the data.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from verifier.file_checks import FileCheck, SliceExpectation
 from verifier.metadata_layer import ChainSurvey
 from verifier.progress import Progress
 from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult
-from verifier.workers import CheckRunner, ContentCheck, FileTask, ObjectCheck
+from verifier.workers import CheckRunner, FileTask, ObjectCheck, SliceCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class _Checks:
         self._pending: set[asyncio.Task[None]] = set()
 
     async def submit(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+        self, task: FileTask, block: BlockLocation, file: str, counter: str
     ) -> None:
         """Queues ``task``; ``counter`` names what to count (and show as done) when it finishes."""
         await self._slots.acquire()
@@ -58,7 +58,7 @@ class _Checks:
         pending.add_done_callback(self._pending.discard)
 
     async def _check(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+        self, task: FileTask, block: BlockLocation, file: str, counter: str
     ) -> None:
         try:
             result = await self._runner.run(task)
@@ -67,11 +67,10 @@ class _Checks:
         self._record(result, block, file, counter)
 
     def _record(
-        self, result: FileCheck, block: BlockLocation, file: str, counter: str | None
+        self, result: FileCheck, block: BlockLocation, file: str, counter: str
     ) -> None:
-        if counter is not None:
-            self._recorder.count(counter)
-            self._progress.advance(blocks=1)
+        self._recorder.count(counter)
+        self._progress.advance(blocks=1)
         if result.records:
             self._recorder.count("records", result.records)
         for problem in result.problems:
@@ -161,14 +160,8 @@ async def _submit(
             declared_columns=None if declared is None else declared.columns,
             declared_in=None if declared is None else declared.where,
         )
-        # A slice is read twice (bytes, then records): each read shows as half its size.
-        await checks.submit(
-            ObjectCheck(path, data.physical_hash, data.size, "event.newData", 0.5),
-            location,
-            file,
-            None,
-        )
-        await checks.submit(ContentCheck(path, expectation, 0.5), location, file, "slices")
+        task = SliceCheck(path, data.physical_hash, data.size, expectation)
+        await checks.submit(task, location, file, "slices")
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
         path = _path(dataset.checkpoints, checkpoint.physical_hash)

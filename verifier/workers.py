@@ -23,7 +23,7 @@ from verifier.file_checks import (
     OnBytes,
     SliceExpectation,
     check_object,
-    check_slice_content,
+    check_slice,
 )
 from verifier.progress import REDRAW_SECONDS, Progress
 
@@ -37,25 +37,27 @@ class ObjectCheck:
     size: int
     field: str
     weight: float = 1.0
-    """Share of each byte read credited to progress (a slice is read twice: 0.5 each time)."""
+    """Share of each byte read credited to progress."""
 
     def run(self, on_bytes: OnBytes) -> FileCheck:
         return check_object(self.path, self.expected_hash, self.size, self.field, on_bytes)
 
 
 @dataclass(frozen=True, slots=True)
-class ContentCheck:
-    """The records of a data slice."""
+class SliceCheck:
+    """Size, physical hash and records of a data slice, from one read of the file."""
 
     path: Path
+    expected_hash: Multihash
+    size: int
     expectation: SliceExpectation
     weight: float = 1.0
 
     def run(self, on_bytes: OnBytes) -> FileCheck:
-        return check_slice_content(self.path, self.expectation, on_bytes)
+        return check_slice(self.path, self.expected_hash, self.size, self.expectation, on_bytes)
 
 
-FileTask = ObjectCheck | ContentCheck
+FileTask = ObjectCheck | SliceCheck
 
 _worker_counter: Synchronized[int] | None = None
 
