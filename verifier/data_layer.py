@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from protocol.model import AddData, ExecuteTransform, SetDataSchema, SetVocab
 from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.stores.base import ObjectStore
+from verifier.audit_state import AuditState, now_ns, stat_or_none
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import arrow_schema_of
 from verifier.errors import VerifyError
@@ -49,26 +51,44 @@ class _Checks:
         self._pending: set[asyncio.Task[None]] = set()
 
     async def submit(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str
+        self,
+        task: FileTask,
+        block: BlockLocation,
+        file: str,
+        counter: str,
+        on_result: Callable[[FileCheck], None] | None = None,
     ) -> None:
         """Queues ``task``; ``counter`` names what to count (and show as done) when it finishes."""
         await self._slots.acquire()
-        pending = asyncio.create_task(self._check(task, block, file, counter))
+        pending = asyncio.create_task(self._check(task, block, file, counter, on_result))
         self._pending.add(pending)
         pending.add_done_callback(self._pending.discard)
 
     async def _check(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str
+        self,
+        task: FileTask,
+        block: BlockLocation,
+        file: str,
+        counter: str,
+        on_result: Callable[[FileCheck], None] | None,
     ) -> None:
         try:
             result = await self._runner.run(task)
         finally:
             self._slots.release()
         self._record(result, block, file, counter)
+        if on_result is not None:
+            on_result(result)
 
-    def _record(
-        self, result: FileCheck, block: BlockLocation, file: str, counter: str
-    ) -> None:
+    def skip(self, counter: str, records: int, size: int) -> None:
+        """Counts a file an incremental audit found unchanged since it last verified."""
+        self._recorder.count(counter)
+        self._recorder.count("unchanged")
+        if records:
+            self._recorder.count("records", records)
+        self._progress.advance(blocks=1, bytes=size)
+
+    def _record(self, result: FileCheck, block: BlockLocation, file: str, counter: str) -> None:
         self._recorder.count(counter)
         self._progress.advance(blocks=1)
         if result.records:
@@ -100,13 +120,24 @@ class _Checks:
 
 
 async def check_data(
-    dataset: Dataset, survey: ChainSurvey, name: str, runner: CheckRunner, progress: Progress
+    dataset: Dataset,
+    survey: ChainSurvey,
+    name: str,
+    runner: CheckRunner,
+    progress: Progress,
+    state: AuditState | None = None,
 ) -> LayerResult:
-    """Runs layer 2 over the blocks of ``survey.block_range``."""
+    """Runs layer 2 over the blocks of ``survey.block_range``.
+
+    With ``state``, files are stamped as they pass, and (if ``state.incremental``) files whose
+    stamp still matches are counted as ``unchanged`` instead of being read.
+    """
     started = time.monotonic()
     recorder = LayerRecorder(Layer.DATA)
     for counter in ("slices", "checkpoints"):
         recorder.count(counter, 0)
+    if state is not None:
+        recorder.count("unchanged", 0)
     recorder.count("bytes", survey.data_bytes)
     recorder.count("records", 0)
     checks = _Checks(runner, recorder, progress)
@@ -134,6 +165,7 @@ async def check_data(
                     event,
                     vocab,
                     declared,
+                    state,
                 )
         await checks.drain()
     finally:
@@ -148,6 +180,7 @@ async def _submit(
     event: AddData | ExecuteTransform,
     vocab: Vocab,
     declared: _Declared | None,
+    state: AuditState | None,
 ) -> None:
     """The checks of one block's slice and checkpoint."""
     if event.new_data is not None:
@@ -161,13 +194,43 @@ async def _submit(
             declared_in=None if declared is None else declared.where,
         )
         task = SliceCheck(path, data.physical_hash, data.size, expectation)
-        await checks.submit(task, location, file, "slices")
+        interval = data.offset_interval
+        records = interval.end - interval.start + 1
+        await _submit_file(checks, state, task, location, file, "slices", records)
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
         path = _path(dataset.checkpoints, checkpoint.physical_hash)
         file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
         task = ObjectCheck(path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint")
-        await checks.submit(task, location, file, "checkpoints")
+        await _submit_file(checks, state, task, location, file, "checkpoints", 0)
+
+
+async def _submit_file(
+    checks: _Checks,
+    state: AuditState | None,
+    task: SliceCheck | ObjectCheck,
+    location: BlockLocation,
+    file: str,
+    counter: str,
+    records: int,
+) -> None:
+    """Submits ``task`` unless ``state`` shows the file unchanged since it last verified."""
+    if state is None:
+        await checks.submit(task, location, file, counter)
+        return
+    stat = await asyncio.to_thread(stat_or_none, task.path)
+    if state.unchanged(file, stat, task.expected_hash):
+        checks.skip(counter, records, task.size)
+        return
+    read_at = now_ns()
+
+    def on_result(result: FileCheck) -> None:
+        if result.problems:
+            state.failed(file)
+        else:
+            state.passed(file, stat, task.expected_hash, read_at)
+
+    await checks.submit(task, location, file, counter, on_result)
 
 
 def _path(store: ObjectStore, hash: Multihash) -> Path:
