@@ -25,6 +25,8 @@ from typing import Any
 from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from protocol.errors import ParseError
+from protocol.identity import DatasetAliasPattern
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"
@@ -288,6 +290,13 @@ def _base_url(value: Any, from_env: bool) -> str:
     return _str()(value, from_env).rstrip("/") + "/"
 
 
+def _alias_patterns(value: Any, from_env: bool) -> tuple[DatasetAliasPattern, ...]:
+    try:
+        return tuple(DatasetAliasPattern.parse(text) for text in _str_list(value, from_env))
+    except ParseError as err:
+        raise ValueError(str(err)) from None
+
+
 _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "server": (
         ServerConfig,
@@ -298,6 +307,9 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "url_signing_key": _signing_key,
             "url_ttl_seconds": _int(1),
             "base_url": _base_url,
+            "private": _alias_patterns,
+            "read_tokens": _str_list,
+            "admin_tokens": _str_list,
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
@@ -349,6 +361,71 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
 _FILE_ONLY = {("sync", "tokens")}
 _SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
 _OTHER_TABLES = {"workspace", "spark"}
+
+
+# --- single settings (``odfd config``) ------------------------------------------------------------
+
+
+def setting_keys() -> list[str]:
+    """Every scalar setting as ``section.key`` (nested tables are edited in the file)."""
+    keys = [
+        f"{section}.{key}"
+        for section, (_, readers) in _SECTIONS.items()
+        for key in readers
+        if (section, key) not in _FILE_ONLY
+    ]
+    return sorted(keys + [f"spark.{key}" for key in _SPARK_ENV_KEYS])
+
+
+def setting_default(section: str, key: str) -> Any:
+    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    return getattr(kind(), key)
+
+
+def is_duration(section: str, key: str) -> bool:
+    readers = _SECTIONS.get(section, (None, {}))[1]
+    return readers.get(key) in (_duration, _positive_duration)
+
+
+# --- environment variables ----------------------------------------------------------------------
+
+OTHER_ENV = frozenset(
+    {
+        "ODFD_HOME",  # the workspace folder
+        "ODFD_TOKEN",  # bearer token for pulls and pushes
+        "ODFD_CACHE_DIR",  # where the Spark plugin jar is built
+        "ODFD_JSIPFS",  # the IPFS node program
+        "ODFD_IPFS_PEER_ID",  # printed by the IPFS node helper for the shell
+        "ODFD_IPFS_PID",
+        "ODFD_IPFS_SWARM",
+    }
+)
+
+
+def known_environment() -> frozenset[str]:
+    """Every ``ODFD_*`` variable odfd reads."""
+    names = {
+        f"{ENV_PREFIX}{section.upper()}_{key.upper()}"
+        for section, (_, readers) in _SECTIONS.items()
+        for key in readers
+        if (section, key) not in _FILE_ONLY
+    }
+    names |= {f"{ENV_PREFIX}SPARK_{key.upper()}" for key in _SPARK_ENV_KEYS}
+    return frozenset(names | OTHER_ENV)
+
+
+def unknown_environment(env: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
+    """``ODFD_*`` variables odfd does not read (a typo would otherwise be silently ignored),
+    each with the closest known name if there is one."""
+    import difflib
+
+    env = os.environ if env is None else env
+    known = known_environment()
+    return [
+        (name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None))
+        for name in sorted(env)
+        if name.startswith(ENV_PREFIX) and name not in known
+    ]
 
 
 # --- loading --------------------------------------------------------------------------------------
@@ -416,7 +493,7 @@ def _load_section(
             value = read(raw, from_env)
         except ValueError as err:
             raise ConfigError(f"{source}: {err}") from None
-        if key == "push_tokens":
+        if key in ("push_tokens", "read_tokens", "admin_tokens"):
             value = frozenset(value)
         assert key in names  # every reader names a field of its section
         config = replace(config, **{key: value})
@@ -434,11 +511,16 @@ def _check_section(section: str, config: Any, where: str) -> Any:
 
 def _load_spark(table: dict[str, Any], where: str, env: Mapping[str, str]) -> SparkSettings:
     table = dict(table)
+    from_env: dict[str, str] = {}
     for key in _SPARK_ENV_KEYS:
         variable = f"{ENV_PREFIX}SPARK_{key.upper()}"
         if variable in env:
             table[key] = env[variable]
+            from_env[f"[spark].{key}:"] = variable
     try:
         return SparkSettings.from_config(table)
     except SparkConfigError as err:
-        raise ConfigError(f"{where}: {err}") from None
+        source = next(
+            (f"environment variable {v}" for k, v in from_env.items() if k in str(err)), where
+        )
+        raise ConfigError(f"{source}: {err}") from None

@@ -82,7 +82,7 @@ async def root_with(workspace: Workspace, alias: str, table: pa.Table) -> None:
     """A root dataset holding ``table`` as one slice (what an ingest would have committed)."""
     dataset = await workspace.create_dataset(alias, DatasetKind.ROOT, system_time=T0)
     state = await dataset.chain.state()
-    with transaction_dir(workspace.root) as work:
+    async with transaction_dir(workspace.root) as work:
         schema, written = write_batches(
             table.schema,
             iter(table.to_batches(max_chunksize=1 << 20)),

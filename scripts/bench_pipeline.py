@@ -279,7 +279,7 @@ def plain_worker(args: argparse.Namespace) -> None:
 
 def _plain_ingest(spark: object, csv: str, out: str) -> None:
     ddl = "event_time TIMESTAMP, sensor STRING, region STRING, value DOUBLE, status INT"
-    frame = spark.read.schema(ddl).option("header", "true").csv(csv)  # type: ignore[attr-defined]
+    frame = spark.read.schema(ddl).option("header", "true").csv(csv)  # type: ignore[attr-defined]  # spark is a SparkSession, typed object to keep pyspark out of the imports
     frame.write.mode("overwrite").parquet(out)
 
 

@@ -221,7 +221,7 @@ async def bench_incremental_pull(work: Path, blocks: int) -> list[tuple[str, flo
         url = f"file://{dataset.layout.root}"
         dataset_id = dataset.id
         assert dataset_id is not None
-        offset = (await dataset.chain.state()).last_offset + 1  # type: ignore[operator]
+        offset = (await dataset.chain.state()).last_offset + 1  # type: ignore[operator]  # the benchmark's dataset has data
         copies = {"no saved state": work / "pull-a", "saved state": work / "pull-b"}
         async with await Workspace.init(copies["no saved state"]) as target:
             t = time.perf_counter()
@@ -305,7 +305,7 @@ class ReadCounter:
             self.reads += 1
             return await get_bytes(hash)
 
-        dataset.blocks.get_bytes = counted  # type: ignore[method-assign]
+        dataset.blocks.get_bytes = counted  # type: ignore[method-assign]  # counts reads: the benchmark replaces the method on purpose
         return dataset
 
 

@@ -77,7 +77,7 @@ async def _tar_stream(request: web.Request) -> web.StreamResponse:
     response = web.StreamResponse(headers={"Content-Type": "application/x-tar"})
     await response.prepare(request)
     sink = _Sink()
-    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]
+    with tarfile.open(fileobj=sink, mode="w|", format=tarfile.GNU_FORMAT) as tar:  # type: ignore[call-overload]  # typeshed wants a file object; the sink has the write method tarfile uses
         # Files are read in a thread, a MiB at a time, so the loop keeps serving the response.
         while await asyncio.to_thread(_add_files, tar, root, paths, sink):
             await response.write(sink.take())

@@ -46,8 +46,8 @@ class RefCasError(StorageError):
 
     def __init__(self, where: str, expected: Multihash | None, actual: Multihash | None) -> None:
         super().__init__(
-            f"{where} moved concurrently: expected {expected or '<unset>'}, "
-            f"found {actual or '<unset>'}"
+            f"{where} moved meanwhile: another write won (expected {expected or '<unset>'}, "
+            f"found {actual or '<unset>'}); this one was not recorded, run it again"
         )
         self.expected = expected
         self.actual = actual

@@ -81,8 +81,24 @@ class WorkspaceLayout:
 
     @staticmethod
     def default_root() -> Path:
+        """``$ODFD_HOME``, else the nearest enclosing workspace (as git finds its repository),
+        else ``./.odfd`` (where ``odfd init`` creates one)."""
         env = os.environ.get(WORKSPACE_ENV)
-        return Path(env) if env else Path.cwd() / DEFAULT_WORKSPACE_DIR
+        if env:
+            return Path(env)
+        return WorkspaceLayout.enclosing(Path.cwd()) or Path.cwd() / DEFAULT_WORKSPACE_DIR
+
+    @staticmethod
+    def enclosing(start: Path) -> Path | None:
+        """The workspace folder in ``start`` or the nearest folder above it, if any."""
+        start = start.absolute()
+        for folder in (start, *start.parents):
+            if folder.name == DEFAULT_WORKSPACE_DIR and (folder / "config.toml").is_file():
+                return folder
+            candidate = folder / DEFAULT_WORKSPACE_DIR
+            if (candidate / "config.toml").is_file():
+                return candidate
+        return None
 
     @property
     def config_path(self) -> Path:

@@ -31,7 +31,7 @@ from storage.errors import (
     WorkspaceError,
 )
 from storage.keys import KeyStore
-from storage.layout import HEAD_REF, DatasetLayout, WorkspaceLayout
+from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
 from storage.snapshots import normalize_snapshot
 from storage.stores.localfs import local_path
 
@@ -70,20 +70,37 @@ class Workspace:
         layout = WorkspaceLayout(_absolute(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
-        layout.root.mkdir(parents=True, exist_ok=True)
-        layout.datasets_dir.mkdir(exist_ok=True)
-        layout.keys_dir.mkdir(mode=0o700, exist_ok=True)
-        os.chmod(layout.keys_dir, 0o700)
-        catalog = await Catalog.open(layout.catalog_path)
-        write_file_atomic(layout.config_path, _CONFIG_TEMPLATE.encode())
+        if layout.root.exists() and not layout.root.is_dir():
+            raise WorkspaceError(
+                f"cannot create a workspace at {layout.root}: it is a file "
+                "(pick another folder with --root DIR)"
+            )
+        try:
+            layout.root.mkdir(parents=True, exist_ok=True)
+            layout.datasets_dir.mkdir(exist_ok=True)
+            layout.keys_dir.mkdir(mode=0o700, exist_ok=True)
+            os.chmod(layout.keys_dir, 0o700)
+            catalog = await _open_catalog(layout)
+            write_file_atomic(layout.config_path, _CONFIG_TEMPLATE.encode())
+        except OSError as err:
+            where = "" if err.filename in (None, str(layout.root)) else f"{err.filename}: "
+            raise WorkspaceError(
+                f"cannot create a workspace at {layout.root}: {where}{err.strerror or err} "
+                "(pick a folder you can write to with --root DIR)"
+            ) from None
         return cls(layout, catalog)
 
     @classmethod
     async def open(cls, root: Path | None = None) -> Workspace:
         layout = WorkspaceLayout(_absolute(root))
         if not layout.config_path.is_file():
+            if root is None and not os.environ.get(WORKSPACE_ENV):
+                raise WorkspaceError(
+                    f"no odfd workspace in {Path.cwd()} or any folder above it "
+                    f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
+                )
             raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
-        return cls(layout, await Catalog.open(layout.catalog_path))
+        return cls(layout, await _open_catalog(layout))
 
     async def close(self) -> None:
         await self.catalog.close()
@@ -225,7 +242,7 @@ class Workspace:
         """Copy an existing dataset folder (e.g. written by the reference) into the workspace
         after validating its whole chain; every object is re-hashed on the way in."""
         source = Dataset.open_local(Path(path))
-        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]
+        if not source.layout.looks_like_dataset():  # type: ignore[union-attr]  # open_local always gives a layout
             raise WorkspaceError(f"{path} is not a dataset folder (no blocks/ and refs/)")
         head = await source.chain.head()
         if head is None:
@@ -337,6 +354,20 @@ class Workspace:
             expected_id, alias, state.kind, head, state.sequence_number, now, now
         )
         return "", (record, aliases)
+
+
+async def _open_catalog(layout: WorkspaceLayout) -> Catalog:
+    """The catalog, or a ``WorkspaceError`` naming the file and the fix when SQLite cannot read
+    it (the dataset folders are the truth; ``odfd repair`` rebuilds the catalog from them)."""
+    try:
+        return await Catalog.open(layout.catalog_path)
+    except sqlite3.OperationalError as err:
+        raise WorkspaceError(f"cannot open the catalog {layout.catalog_path}: {err}") from None
+    except sqlite3.DatabaseError as err:
+        raise WorkspaceError(
+            f"the catalog {layout.catalog_path} is unreadable ({err}); "
+            "run `odfd repair` to rebuild it from the dataset folders"
+        ) from None
 
 
 async def reset_catalog(layout: WorkspaceLayout) -> Path | None:

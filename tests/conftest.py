@@ -1,6 +1,14 @@
-"""Shared pytest configuration. Component fixtures live in tests/fixtures/ and are listed here."""
+"""Shared pytest configuration. Component fixtures live in tests/fixtures/ and are listed here.
 
-import os
+Tests are marked by the components they use, derived from their fixtures (directly or through
+other fixtures), so nobody has to remember a marker: a test that uses ``spark`` is marked
+``spark``, one that uses an IPFS node is marked ``ipfs``. ``scripts/test --fast`` deselects them
+(and ``slow``).
+"""
+
+from __future__ import annotations
+
+import pytest
 
 pytest_plugins: list[str] = [
     "tests.fixtures.spark",
@@ -8,7 +16,17 @@ pytest_plugins: list[str] = [
     "tests.fixtures.workspace",
 ]
 
-# Daemons started by tests (in-process or as `odfd daemon` processes, which inherit this) use the
-# test session's Spark or start one on demand, not a Spark Connect server of their own each:
-# that is a JVM per daemon. tests/pipeline/test_connect.py turns it on for the daemon it tests.
-os.environ.setdefault("ODFD_DAEMON_SPARK_CONNECT", "false")
+FIXTURE_MARKERS = {
+    "spark": "spark",
+    "ipfs_node": "ipfs",
+    "ipfs_node_factory": "ipfs",
+}
+"""Fixture name -> the marker of every test whose fixture closure includes it."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        for fixture, marker in FIXTURE_MARKERS.items():
+            if fixture in used and item.get_closest_marker(marker) is None:
+                item.add_marker(getattr(pytest.mark, marker))

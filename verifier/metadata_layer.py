@@ -128,7 +128,7 @@ async def _walk(
     kind: DatasetKind | None = None
     hash: Multihash | None = head
     while hash is not None:
-        expected_number = None if child is None else child.sequence_number - 1  # type: ignore[operator]
+        expected_number = None if child is None else child.sequence_number - 1  # type: ignore[operator]  # blocks decoded here always carry a sequence number
         here = BlockLocation(expected_number, hash)
         try:
             data = await dataset.blocks.get_bytes(hash)

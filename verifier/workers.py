@@ -88,6 +88,7 @@ class CheckRunner:
         self._counter: Synchronized[int] | None = None
         self._reported = 0
         self._poller: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
 
     async def __aenter__(self) -> CheckRunner:
         return self
@@ -113,22 +114,29 @@ class CheckRunner:
                 self._progress.advance(bytes=int(n * task.weight))
 
             return await loop.run_in_executor(self._executor, task.run, on_bytes)
-        if self._executor is None:
-            context = multiprocessing.get_context("forkserver")
-            # Workers fork from a server that has already imported the checks (pyarrow...).
-            context.set_forkserver_preload([__name__])
-            self._counter = context.Value("q", 0)
-            self._executor = ProcessPoolExecutor(
-                max_workers=self.jobs,
-                mp_context=context,
-                initializer=_init_worker,
-                initargs=(self._counter,),
-            )
-            self._poller = asyncio.create_task(self._poll())
+        async with self._starting:
+            if self._executor is None:
+                self._executor = await asyncio.to_thread(self._process_pool)
+                self._poller = asyncio.create_task(self._poll())
+        executor = self._executor
         try:
-            return await loop.run_in_executor(self._executor, _run_in_worker, task)
+            # Submitting may start a worker process (seconds, the first time): not on the loop.
+            future = await asyncio.to_thread(executor.submit, _run_in_worker, task)
+            return await asyncio.wrap_future(future)
         finally:
             self.report_progress()
+
+    def _process_pool(self) -> ProcessPoolExecutor:
+        context = multiprocessing.get_context("forkserver")
+        # Workers fork from a server that has already imported the checks (pyarrow...).
+        context.set_forkserver_preload([__name__])
+        self._counter = context.Value("q", 0)
+        return ProcessPoolExecutor(
+            max_workers=self.jobs,
+            mp_context=context,
+            initializer=_init_worker,
+            initargs=(self._counter,),
+        )
 
     def report_progress(self) -> None:
         """Forwards the bytes workers checked since the last call to the progress display."""

@@ -1,4 +1,5 @@
-"""Printing query results: an aligned text table, CSV, JSON lines, or a Parquet file."""
+"""Printing query results: an aligned text table, CSV, JSON (one array), NDJSON (one object a
+line), YAML, or a Parquet file — the names ``odfd.cli.output`` uses for every command."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from odfd.errors import OdfdError
+from protocol.codec.yaml_emitter import dump as yaml_dump
 
-FORMATS = ("table", "csv", "json", "parquet")
+FORMATS = ("table", "csv", "json", "ndjson", "yaml", "parquet")
+TEXT_FORMATS = FORMATS[:-1]
 
 
 class OutputError(OdfdError):
@@ -26,7 +29,7 @@ class OutputError(OdfdError):
 def write_result(table: pa.Table, fmt: str, path: Path | None, out: TextIO | None = None) -> None:
     if fmt == "parquet":
         if path is None:
-            raise OutputError("--output parquet needs --output-path FILE")
+            raise OutputError("--output-format parquet needs --output-path FILE")
         pq.write_table(table, str(path))
         return
     if path is not None:
@@ -44,9 +47,22 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
         pacsv.write_csv(table, buffer)
         out.write(buffer.getvalue().decode("utf-8"))
     elif fmt == "json":
+        rows = table.to_pylist()
+        out.write("[" if rows else "[]\n")
+        for n, row in enumerate(rows):
+            out.write(",\n " if n else "\n ")
+            out.write(json.dumps(row, default=_json_value, ensure_ascii=False))
+        out.write("\n]\n" if rows else "")
+    elif fmt == "ndjson":
         for row in table.to_pylist():
             out.write(json.dumps(row, default=_json_value, ensure_ascii=False))
             out.write("\n")
+    elif fmt == "yaml":
+        rows = [
+            {k: _yaml_value(v) for k, v in row.items() if v is not None}
+            for row in table.to_pylist()
+        ]
+        out.write(yaml_dump(rows) if rows else "[]\n")
     else:
         raise OutputError(f"unknown output format {fmt!r} (one of {', '.join(FORMATS)})")
 
@@ -101,6 +117,22 @@ def _iso(value: dt.datetime) -> str:
     if value.tzinfo is not None:
         return value.astimezone(dt.UTC).replace(tzinfo=None).isoformat(timespec=spec) + "Z"
     return value.isoformat(timespec=spec)
+
+
+def check_output_args(fmt: str, path: Path | None) -> None:
+    """Argument errors found before any workspace is opened or engine started."""
+    if fmt == "parquet" and path is None:
+        raise OutputError("--output-format parquet needs --output-path FILE")
+
+
+def _yaml_value(value: Any) -> Any:
+    if isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {k: _yaml_value(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_yaml_value(v) for v in value]
+    return _json_value(value)
 
 
 def _json_value(value: Any) -> Any:

@@ -14,7 +14,11 @@ import os
 import sys
 import warnings
 from collections.abc import Sequence
+from importlib import metadata
 
+from odfd.cli import console, global_options
+from odfd.cli.failures import describe_os_error
+from odfd.config import unknown_environment
 from protocol.errors import OdfError
 
 #: Command name -> (module under ``odfd.cli.commands`` exposing ``register(subparsers)``, summary).
@@ -36,9 +40,12 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "pull": ("pull", "update datasets from their sources (ingest or transform)"),
     "ingest": ("ingest", "push data from files into a root dataset"),
     "tail": ("tail", "show the last records of a dataset"),
-    "sql": ("sql", "query datasets with SQL (DataFusion, or Spark with --engine spark)"),
+    "sql": (
+        "sql",
+        "query datasets with SQL (DataFusion, or Spark with --engine spark); a shell when no query is given",
+    ),
     "serve": ("serve", "serve this node's datasets over HTTP"),
-    "push": ("push", "publish a dataset to a remote (http(s)://, file://, ipns://)"),
+    "push": ("push", "publish datasets to a remote (http(s)://, file://, ipns://)"),
     "verify": (
         "verify",
         "audit datasets: metadata integrity, data integrity, reproducibility of transforms",
@@ -49,6 +56,18 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "get": ("get", "show resources (Dataset, Mirror) and their status"),
     "status": ("status", "datasets, mirrors, syncs and audits of this node"),
     "engine": ("engine", "which engine commands use (local JVM or Spark Connect) and why"),
+    "system": ("system", "housekeeping: gc, diagnose, info"),
+    "config": ("config", "show and change settings (config.toml)"),
+    "completions": (
+        "completions",
+        'print a shell completion script (bash: eval "$(odfd completions bash)")',
+    ),
+    "repo": ("repo", "named remote repositories and dataset aliases"),
+    "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
+    "new": ("new", "write a manifest template for a new dataset"),
+    "search": ("search", "find datasets by name here and on the named repositories"),
+    "inspect": ("inspect", "lineage, schema and queries of a dataset"),
+    "ui": ("ui", "open the web console of this node"),
 }
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).
@@ -61,12 +80,8 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         prog="odfd",
         description="Open Data Fabric node: publish, mirror, replicate and audit datasets.",
     )
-    parser.add_argument(
-        "-v",
-        "--verbose",
-        action="store_true",
-        help=f"on errors, show the full detail (tracebacks, engine output); also ${VERBOSE_ENV}=1",
-    )
+    parser.add_argument("--version", action="version", version=f"odfd {_version()}")
+    global_options.add_to(parser, top_level=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, summary) in COMMANDS.items():
         if command is None or name == command:
@@ -74,6 +89,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             module.register(subparsers)
         else:
             subparsers.add_parser(name, help=summary, add_help=False)
+    global_options.add_to_subcommands(subparsers)
     return parser
 
 
@@ -100,6 +116,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
+    console.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
+    for name, guess in unknown_environment():
+        console.warn(
+            f"ignoring unknown environment variable {name}"
+            + (f" (did you mean {guess}?)" if guess else "")
+        )
     try:
         return int(args.func(args) or 0)
     except OdfError as err:
@@ -107,13 +129,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        print(f"error: {err}", file=sys.stderr)
+        console.error(str(err))
         return getattr(err, "exit_code", 1)
+    except OSError as err:
+        if isinstance(err, BrokenPipeError):
+            return 141
+        if verbose:
+            import traceback
+
+            traceback.print_exception(err, file=sys.stderr)
+        console.error(describe_os_error(err))
+        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:
-        return 141
     except Exception as err:
         if not type(err).__module__.startswith(_ENGINE_PACKAGES):
             raise
@@ -122,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        print(f"error: Spark failed: {_first_line(err)}", file=sys.stderr)
+        console.error(f"Spark failed: {_first_line(err)}")
         return 1
 
 
@@ -144,6 +173,13 @@ def run() -> int:
     """The `odfd` program: its warning policy, then the command."""
     quiet_dependency_warnings()
     return main()
+
+
+def _version() -> str:
+    try:
+        return metadata.version("odfd")
+    except metadata.PackageNotFoundError:
+        return "unknown"
 
 
 if __name__ == "__main__":

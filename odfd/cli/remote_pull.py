@@ -8,6 +8,7 @@ import argparse
 import os
 import sys
 
+from odfd.cli import console
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, has_remote, pull, pull_from_remotes
 from odfd.sync.remote import looks_like_url
@@ -22,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--as", dest="as_alias", metavar="ALIAS", help="local name of a dataset pulled from a URL"
     )
     group.add_argument(
+        "-f",
         "--force",
         action="store_true",
         help="replace a local history that diverged from the remote's",
@@ -69,7 +71,5 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             verb = "Updated" if result.updated else "Skipped"
-            print(
-                f"{verb}: {result.alias} from {result.remote}: {result.describe()}", file=sys.stderr
-            )
+            console.info(f"{verb}: {result.alias} from {result.remote}: {result.describe()}")
     return 0

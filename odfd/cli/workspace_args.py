@@ -24,18 +24,22 @@ def add_root_argument(parser: argparse.ArgumentParser) -> None:
         type=Path,
         default=None,
         metavar="DIR",
-        help=f"workspace folder (default: ${WORKSPACE_ENV}, else ./.odfd)",
+        help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd here or above)",
     )
 
 
 def run_in_workspace(
     args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
 ) -> int:
-    """Open the workspace named by ``--root``, run ``command`` in it, close it."""
+    """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
+    one), check its ``config.toml`` (every command refuses a broken one, not only those that read
+    the setting in question), run ``command`` in it, close it."""
+    from odfd.config import load_config
     from storage.workspace import Workspace
 
     async def run() -> int:
         async with await Workspace.open(args.root) as workspace:
+            load_config(workspace.layout.config_path)
             return await command(workspace)
 
     return asyncio.run(run())

@@ -154,8 +154,12 @@ async def ingest_push(
     if input_format is not None:
         source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    if not await asyncio.to_thread(path.is_file):
+    size = await asyncio.to_thread(_file_size, path)
+    if size is None:
         raise IngestError(f"{path} is not a file")
+    if size == 0:
+        # nothing to read: answered without starting Spark
+        return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
     async with transaction_dir(workspace.root) as work:
         return await _transaction(
             dataset,
@@ -169,6 +173,10 @@ async def ingest_push(
             source_state=None,
             has_more=False,
         )
+
+
+def _file_size(path: Path) -> int | None:
+    return path.stat().st_size if path.is_file() else None
 
 
 async def set_watermark(

@@ -24,6 +24,7 @@ from protocol.model import DatasetKind
 from storage.catalog.audits import AuditRecord, AuditTable, Scope
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
+from verifier.engine.cancel import cancellable_jobs
 from verifier.report import Role, Status, VerifyReport
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,10 @@ class Auditor:
             # Only re-executing transforms needs an engine (Spark), whose jobs are limited
             # daemon-wide.
             needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
-            async with self._spark_gate if needs_spark else nullcontext():
+            async with (
+                self._spark_gate if needs_spark else nullcontext(),
+                cancellable_jobs(f"audit-{record.alias}"),
+            ):
                 report = await verify(self.workspace, [DatasetRef(key)], options)
             status = next(
                 (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
@@ -134,7 +138,7 @@ class Auditor:
             head=record.head,
             started_at=started,
             finished_at=datetime.now(UTC),
-            status=status,  # type: ignore[arg-type]
+            status=status,  # type: ignore[arg-type]  # a report's status strings are the catalog's AuditStatus values
             summary=summary,
             report=report_json,
         )

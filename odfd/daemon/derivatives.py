@@ -28,6 +28,7 @@ from storage.catalog import DatasetRecord
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
 from storage.workspace import Workspace
+from verifier.engine.cancel import cancellable_jobs
 
 log = logging.getLogger(__name__)
 
@@ -123,7 +124,7 @@ class DerivativeUpdater:
         if record is None or record.kind is not DatasetKind.DERIVATIVE:
             return
         try:
-            async with self._spark_gate:
+            async with self._spark_gate, cancellable_jobs(f"transform-{record.alias}"):
                 outcome = await update_derivative(self.workspace, self.workspace.open_dataset(key))
         except Exception as err:  # noqa: BLE001 - logged and counted; retried when an input moves or by catch_up
             self.metrics.transforms.labels("failed").inc()

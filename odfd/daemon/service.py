@@ -43,6 +43,7 @@ from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
+from odfd.daemon.console import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.engine_server import EngineServer
@@ -98,6 +99,9 @@ class Daemon:
         self._lock_fd: int | None = None
         self._session: aiohttp.ClientSession | None = None
         self._owns_spark = False
+        self._background: set[asyncio.Task[None]] = set()
+        self._state_written = False
+        self._admin_listening = False
         self.engine_server: EngineServer | None = None
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
@@ -118,9 +122,12 @@ class Daemon:
     # --- life cycle -----------------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Start everything, serve until ``stop()`` (or a signal), then shut down in order."""
-        await self.start()
+        """Start everything, serve until ``stop()`` (or a signal), then shut down in order.
+
+        As aiohttp's ``run_app``: a start-up that fails half-way is cleaned up like a stop, so it
+        leaves no server, client session, socket or lock behind."""
         try:
+            await self.start()
             await self._stopping.wait()
         finally:
             await self.shutdown()
@@ -136,6 +143,7 @@ class Daemon:
         self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_admin()
+        self._admin_listening = True
         try:
             await self._configure_engine()
         except BaseException:
@@ -152,7 +160,8 @@ class Daemon:
             _HOUSEKEEPING
         )  # also catches up derivatives left behind by the last run
         self._install_signals()
-        self._write_state_file()
+        await asyncio.to_thread(self._write_state_file)
+        self._state_written = True
         await self._refresh_gauges()
         log.info(
             "daemon started",
@@ -168,6 +177,9 @@ class Daemon:
         self._stopping.set()
 
     async def shutdown(self) -> None:
+        """Stop what ``start`` set up, in reverse; safe after a start that failed half-way."""
+        if self._lock_fd is None:
+            return  # the workspace's lock was never ours: nothing here belongs to this daemon
         grace = self.config.daemon.shutdown_timeout
         log.info(
             "daemon stopping", extra={"grace_seconds": grace, "syncs_running": self.syncs.running}
@@ -176,6 +188,9 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         deadline = loop.time() + grace
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
         for runner in (self.chores, self.syncs, self.derivatives.runner, self.auditor.runner):
             cancelled = await runner.close(max(deadline - loop.time(), 0.0))
             if cancelled:
@@ -185,16 +200,19 @@ class Daemon:
                 )
         for app_runner in reversed(self._runners):
             await app_runner.cleanup()
+        self._runners.clear()
         if self._session is not None:
             await self._session.close()
-        self._state_path.unlink(missing_ok=True)
-        self.admin_path.unlink(missing_ok=True)
-        if self._owns_spark:
+        if self._state_written:
+            await asyncio.to_thread(self._state_path.unlink, missing_ok=True)
+        if self._admin_listening:
+            await asyncio.to_thread(self.admin_path.unlink, missing_ok=True)
+        if self._owns_spark and spark_session.is_running():
             await asyncio.to_thread(spark_session.stop)
         await self._stop_engine_server()
         self._executor.shutdown(wait=False, cancel_futures=True)
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
+        os.close(self._lock_fd)
+        self._lock_fd = None
         log.info("daemon stopped")
 
     async def _configure_engine(self) -> None:
@@ -227,9 +245,13 @@ class Daemon:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGTERM, self.stop)
         loop.add_signal_handler(signal.SIGINT, self.stop)
-        loop.add_signal_handler(
-            signal.SIGHUP, lambda: asyncio.ensure_future(self._reload_on_signal())
-        )
+        loop.add_signal_handler(signal.SIGHUP, self._reload_in_background)
+
+    def _reload_in_background(self) -> None:
+        """SIGHUP: a reload task, referenced until it ends (the loop keeps only weak ones)."""
+        task = asyncio.create_task(self._reload_on_signal(), name="reload")
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     @property
     def _state_path(self) -> Path:
@@ -246,7 +268,7 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(self.workspace, self.config.server)
+        app = create_app(self.workspace, self.config.server, console=DaemonBackend(self))
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)

@@ -175,7 +175,7 @@ def _fetch_glob(
 
     def key(path: Path) -> tuple:
         if by_time:
-            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]
+            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]  # by_time is true only for a FromPath event time
         return (path.name,)
 
     last_key = None

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from odfd.ingest import bad_rows
+from odfd.ingest.encoding import check_utf8, is_utf8
 from odfd.ingest.errors import BadInputError, IngestError, UnsupportedError
 from odfd.ingest.schema import declared_schema
 from protocol.model import (
@@ -123,6 +124,8 @@ class CsvReader(Reader):
     def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
         if path.stat().st_size == 0:
             return _empty(spark, self.schema)
+        if is_utf8(self.options()["encoding"]):
+            check_utf8(path, header=self.header)
         reader = spark.read.options(**self.options(), mode="FAILFAST")
         if self.schema is not None:
             reader = reader.schema(self.schema)
@@ -161,6 +164,8 @@ class JsonLinesReader(Reader):
         return self._converted[path]
 
     def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
+        if is_utf8(self.json_options.get("encoding", "UTF-8")):
+            check_utf8(path)
         lines = self._lines_file(path)
         if lines.stat().st_size == 0:
             return _empty(spark, self.schema)

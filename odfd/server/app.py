@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
+from odfd.console.api import add_console
+from odfd.console.backend import NodeBackend, WorkspaceBackend
 from odfd.server import simple
 from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
@@ -22,9 +24,13 @@ MAX_REQUEST_BYTES = 1 << 20
 """Request bodies outside uploads (which stream) are small."""
 
 
-def create_app(workspace: Workspace, config: ServerConfig) -> web.Application:
+def create_app(
+    workspace: Workspace, config: ServerConfig, *, console: NodeBackend | None = None
+) -> web.Application:
+    """``console``: what the web console at ``/ui`` shows (default: the workspace alone)."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = ServerState.create(workspace, config)
+    add_console(app, console or WorkspaceBackend(workspace))
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
     app.router.add_get(f"/{simple.DATASET}/push", handle_push, allow_head=False)
@@ -61,7 +67,9 @@ async def serve(
     )
     async with running(workspace, config) as server:
         print(
-            f"serving {len(await workspace.list_datasets())} dataset(s) at {server.url}", flush=True
+            f"serving {len(await workspace.list_datasets())} dataset(s) at {server.url} "
+            f"(console: {server.url}ui/)",
+            flush=True,
         )
         if ready is not None:
             ready.set()

@@ -7,12 +7,20 @@ push_tokens = ["…"]          # bearer tokens allowed to push; none configured:
 url_signing_key = "…"        # hex; HMAC key of signed object URLs (default: random per start)
 url_ttl_seconds = 900        # how long a signed object URL stays valid
 base_url = "https://…/"      # the public URL of this server, if behind a proxy
+private = ["internal.%"]     # alias patterns of datasets served only to a read or admin token
+read_tokens = ["…"]          # bearer tokens that may read private datasets
+admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
 """
 
 from __future__ import annotations
 
+import functools
 import secrets
 from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from protocol.identity import DatasetAlias, DatasetAliasPattern
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,3 +31,32 @@ class ServerConfig:
     url_signing_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
     url_ttl_seconds: int = 900
     base_url: str | None = None
+    private: tuple[DatasetAliasPattern, ...] = ()
+    read_tokens: frozenset[str] = frozenset()
+    admin_tokens: frozenset[str] = frozenset()
+
+    def is_private(self, alias: str) -> bool:
+        if not self.private:
+            return False
+        parsed = _alias(alias)
+        return any(pattern.matches(parsed) for pattern in self.private)
+
+    def may_read_private(self, request: web.Request) -> bool:
+        """Read and admin tokens see private datasets."""
+        token = bearer_token(request)
+        return token is not None and (token in self.read_tokens or token in self.admin_tokens)
+
+    def is_admin(self, request: web.Request) -> bool:
+        token = bearer_token(request)
+        return token is not None and token in self.admin_tokens
+
+
+@functools.lru_cache(maxsize=65536)
+def _alias(text: str) -> DatasetAlias:
+    """Parsed once: listings check every dataset against the private patterns."""
+    return DatasetAlias.parse(text)
+
+
+def bearer_token(request: web.Request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None

@@ -60,7 +60,7 @@ async def list_datasets(request: web.Request) -> web.Response:
     state = _state(request)
     entries = []
     for record in await state.workspace.list_datasets():
-        if record.id in state.withheld:
+        if record.id in state.withheld or not state.visible(record, request):
             continue
         entries.append(
             {
@@ -77,7 +77,7 @@ async def list_datasets(request: web.Request) -> web.Response:
 
 async def get_ref(request: web.Request) -> web.StreamResponse:
     state = _state(request)
-    record = await state.require(request.match_info["dataset"])
+    record = await state.require(request.match_info["dataset"], request)
     if request.match_info["ref"] != "head":
         raise web.HTTPNotFound(text=f"no ref {request.match_info['ref']}")
     head = await state.workspace.open_dataset(record.id).chain.head()
@@ -93,7 +93,7 @@ async def get_ref(request: web.Request) -> web.StreamResponse:
 
 async def get_object(request: web.Request) -> web.StreamResponse:
     state = _state(request)
-    record = await state.require(request.match_info["dataset"])
+    record = await state.require(request.match_info["dataset"], request)
     kind = _kind(request)
     hash = _hash(request)
     if "signature" in request.query:

@@ -87,7 +87,7 @@ async def read_interval(
 async def handle_pull(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
-    record = await state.require(dataset_path)
+    record = await state.require(dataset_path, request)
     check_version(request)
     dataset = state.workspace.open_dataset(record.id)
     ws = await accept(request)

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from odfd.server.config import ServerConfig
+from odfd.server.config import ServerConfig, bearer_token
 from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
@@ -46,14 +46,23 @@ class ServerState:
     def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
         return cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
 
-    async def find(self, path: str) -> DatasetRecord | None:
-        """``None`` when nothing has that name; a withheld dataset is refused (403) with the reason,
-        so clients report why instead of "not found"."""
+    def visible(self, record: DatasetRecord, request: web.Request | None) -> bool:
+        """A private dataset (``[server] private``) exists only for read and admin tokens."""
+        if not self.config.is_private(record.alias):
+            return True
+        return request is not None and self.config.may_read_private(request)
+
+    async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
+        """``None`` when nothing has that name (or it is private and ``request`` has no token that
+        may read it); a withheld dataset is refused (403) with the reason, so clients report why
+        instead of "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self.workspace.try_resolve(ref)
+        if record is not None and not self.visible(record, request):
+            return None
         if record is not None and record.id in self.withheld:
             raise web.HTTPForbidden(
                 text=f"dataset {record.alias} is withheld by this node: its latest audit "
@@ -61,8 +70,8 @@ class ServerState:
             )
         return record
 
-    async def require(self, path: str) -> DatasetRecord:
-        record = await self.find(path)
+    async def require(self, path: str, request: web.Request | None = None) -> DatasetRecord:
+        record = await self.find(path, request)
         if record is None:
             raise web.HTTPNotFound(text=f"no dataset {path} on this node")
         return record
@@ -78,6 +87,4 @@ class ServerState:
         return session_id
 
     def is_push_token(self, request: web.Request) -> bool:
-        header = request.headers.get("Authorization", "")
-        scheme, _, token = header.partition(" ")
-        return scheme.lower() == "bearer" and token.strip() in self.config.push_tokens
+        return bearer_token(request) in self.config.push_tokens

@@ -232,6 +232,8 @@ class ObjectFetcher:
 
     async def fetch_one(self, ref: ObjectRef, source: ChunkSource) -> None:
         store = store_for(self.dest, ref.kind)
+        # Recorded before the write: a write cancelled half-way may still have stored it.
+        self.added.append(ref)
         for attempt in range(1, self.retries + 1):
             try:
                 async with source(ref) as chunks:
@@ -255,7 +257,6 @@ class ObjectFetcher:
                     ) from None
                 await asyncio.sleep(_RETRY_DELAY * 2 ** (attempt - 1))
         assert stored == ref.hash  # put_stream checked it
-        self.added.append(ref)
         if self.on_done is not None:
             await self.on_done(ref)
 

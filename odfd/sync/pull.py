@@ -334,7 +334,7 @@ class _PullRun:
                 ObjectKind.DATA: source.dataset.data,
                 ObjectKind.CHECKPOINT: source.dataset.checkpoints,
             }
-            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]
+            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]  # smart sources are HTTP ones, whose store has a client
 
             def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
                 store = stores[ref.kind]

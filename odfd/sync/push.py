@@ -124,7 +124,7 @@ async def push(
             progress.finish()
     if result.num_blocks or result.new_remote_head == local.hash:
         await remember_remote(target, remote, "push")
-        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]
+        await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]  # a pushed dataset has a head
     return result
 
 

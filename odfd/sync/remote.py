@@ -80,7 +80,7 @@ def parse_remote_url(text: str) -> RemoteUrl:
     if scheme in ("http", "https"):
         if not parts.netloc:
             raise UnsupportedUrlError(f"{text}: an HTTP URL needs a host")
-        return RemoteUrl(scheme, text.rstrip("/"), smart_only)  # type: ignore[arg-type]
+        return RemoteUrl(scheme, text.rstrip("/"), smart_only)  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
     if smart_only:
         raise UnsupportedUrlError(f"{text}: odf+ only goes with http:// or https://")
     if scheme == "file":
@@ -88,7 +88,7 @@ def parse_remote_url(text: str) -> RemoteUrl:
             raise UnsupportedUrlError(f"{text}: file:// URLs must name a local path")
         return RemoteUrl("file", f"file://{Path(unquote(parts.path)).resolve()}")
     if scheme in ("ipfs", "ipns"):
-        return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]
+        return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
     raise UnsupportedUrlError(
         f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
     )

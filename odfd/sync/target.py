@@ -29,7 +29,7 @@ from storage.atomic import fsync_dir
 from storage.catalog import DatasetRecord
 from storage.chain.metadata_chain import check_block_objects
 from storage.chain.rules import ChainState
-from storage.dataset import Dataset
+from storage.dataset import Dataset, RemoteAliasKind
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
 from storage.workspace import Workspace
@@ -196,16 +196,18 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     return head, seq
 
 
-async def remember_remote(target: PullTarget, remote: RemoteUrl, kind: str = "pull") -> None:
+async def remember_remote(
+    target: PullTarget, remote: RemoteUrl, kind: RemoteAliasKind = "pull"
+) -> None:
     """Record ``remote`` among the dataset's pull (or push) remotes, in ``info/config`` and the
     catalog, so ``odfd pull DATASET`` syncs from it later."""
     assert target.record is not None  # only committed datasets have remotes
     aliases = await target.dataset.remote_aliases()
-    refs = aliases[kind]  # type: ignore[index]
+    refs = aliases[kind]
     if remote.text not in refs:
         refs = [*refs, remote.text]
-        await target.dataset.set_remote_aliases(kind, refs)  # type: ignore[arg-type]
-        await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)  # type: ignore[arg-type]
+        await target.dataset.set_remote_aliases(kind, refs)
+        await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)
 
 
 def _move_into_place(staging: Path, final: DatasetLayout, dataset_id: DatasetId) -> None:

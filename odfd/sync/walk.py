@@ -176,7 +176,7 @@ class BlockStash:
         """Remove what this stash added (after the source proved untrustworthy)."""
         self._pending.clear()
         for hash in self.added if self.store is not None else ():
-            await self.store.delete(hash)  # type: ignore[union-attr]
+            await self.store.delete(hash)  # type: ignore[union-attr]  # the loop runs only when store is set
         self.added.clear()
 
 

@@ -242,7 +242,7 @@ def _r_enum(value: Any, members: dict[str, T], name: str) -> T:
         member = members.get(value)
         if member is not None:
             return member
-    expected = ", ".join(f"`{k}`" for k in dict.fromkeys(m.value for m in members.values()))  # type: ignore[attr-defined]
+    expected = ", ".join(f"`{k}`" for k in dict.fromkeys(m.value for m in members.values()))  # type: ignore[attr-defined]  # T is always an enum here; the signature keeps the caller's enum type
     raise Invalid("", f"unknown {name} variant {describe(value)}, expected one of {expected}")
 
 

@@ -178,6 +178,15 @@ class Catalog:
         )
         return None if row is None else _dataset(row)
 
+    async def change_marker(self) -> tuple[int, int]:
+        """Differs whenever anything in the catalog may have changed since it was last read: rows
+        changed through this connection (SQLite's ``total_changes()``) and commits by other
+        processes (``PRAGMA data_version``). Readers cache what they derive from the catalog by it."""
+        mine = await self.sql.fetchone("SELECT total_changes()")
+        others = await self.sql.fetchone("PRAGMA data_version")
+        assert mine is not None and others is not None  # both always answer one row
+        return int(mine[0]), int(others[0])
+
     async def list_datasets(self) -> list[DatasetRecord]:
         rows = await self.sql.fetchall(
             f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE"

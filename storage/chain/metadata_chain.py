@@ -357,6 +357,18 @@ class MetadataChain:
             await self._check_objects(hash, block)
         return await self._move_head(expected, state)
 
+    async def reset_to(self, block: Multihash, *, expected_head: Multihash) -> Multihash:
+        """Move head back to ``block``, which must be ``expected_head`` or one of its ancestors
+        (``odfd reset``). The later blocks stay in the store, unreferenced, and nothing is
+        deleted; ``RefCasError`` if the head is no longer ``expected_head``."""
+        async for hash, _ in self.iter_blocks(expected_head):
+            if hash == block:
+                break
+        else:
+            raise StorageError(f"block {block} is not in the history of head {expected_head}")
+        state = await self.state(block, use_current_head=False)
+        return await self._move_head(expected_head, state)
+
     async def _move_head(self, expected: Multihash | None, state: ChainState) -> Multihash:
         new_head = state.head
         assert new_head is not None  # state advanced by at least one block

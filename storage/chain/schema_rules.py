@@ -41,9 +41,9 @@ def _types(old: object, new: object, path: str) -> list[str]:
     if type(old) is not type(new):
         return [f"column '{path}' changed type from {_name(old)} to {_name(new)}"]
     if isinstance(old, DataTypeOption):
-        return _types(old.inner, new.inner, path)  # type: ignore[attr-defined]
+        return _types(old.inner, new.inner, path)  # type: ignore[attr-defined]  # `type(old) is type(new)` narrows new as well, which mypy does not follow
     if isinstance(old, DataTypeStruct):
-        return _fields(old.fields, new.fields, f"{path}.")  # type: ignore[attr-defined]
+        return _fields(old.fields, new.fields, f"{path}.")  # type: ignore[attr-defined]  # `type(old) is type(new)` narrows new as well, which mypy does not follow
     if isinstance(old, DataTypeList):
         assert isinstance(new, DataTypeList)
         if old.fixed_length != new.fixed_length:

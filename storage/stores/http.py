@@ -111,10 +111,15 @@ class HttpObjectStore(ReadOnlyObjectStore):
         async with self.client.get(object_key(self.kind, hash)) as response:
             if response is None:
                 raise ObjectNotFoundError(repr(self), hash)
-            data = await response.content.read(self.max_bytes + 1)
-            if len(data) > self.max_bytes:
-                raise RemoteStoreError(f"{self.url_of(hash)} is larger than {self.max_bytes} bytes")
-            return data
+            # `read(n)` returns what has arrived so far, up to n bytes: read to the end.
+            data = bytearray()
+            async for chunk in response.content.iter_chunked(1 << 16):
+                data += chunk
+                if len(data) > self.max_bytes:
+                    raise RemoteStoreError(
+                        f"{self.url_of(hash)} is larger than {self.max_bytes} bytes"
+                    )
+            return bytes(data)
 
     async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
         async with self.client.get(object_key(self.kind, hash)) as response:

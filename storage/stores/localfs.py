@@ -203,7 +203,15 @@ class LocalFsObjectStore(ObjectStore):
                 await asyncio.to_thread(_flush_and_sync, f)
             hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
             self._check(expected, hash)
-            await asyncio.to_thread(self._publish, staged, self.path_of(hash))
+            publish = asyncio.ensure_future(
+                asyncio.to_thread(self._publish, staged, self.path_of(hash))
+            )
+            try:
+                await asyncio.shield(publish)
+            except asyncio.CancelledError:
+                # A rename and an fsync: let them end, so a cancelled caller knows what is stored.
+                await publish
+                raise
             return hash
         finally:
             await asyncio.shield(asyncio.to_thread(staged.unlink, missing_ok=True))

@@ -46,7 +46,7 @@ def test_list_table_and_json(root: Path, capsys: pytest.CaptureFixture[str]) -> 
 def test_log_yaml_hashes_back_to_the_block_names(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out, _ = run(capsys, "log", "--root", str(root), "test.root.url-csv")
+    code, out, _ = run(capsys, "log", "--root", str(root), "test.root.url-csv", "-o", "yaml")
     assert code == 0
     documents = [d for d in out.split("---\n") if d.strip()]
     assert len(documents) == 6
@@ -79,7 +79,9 @@ def test_log_json_and_filter(root: Path, capsys: pytest.CaptureFixture[str]) -> 
     kinds = [e["block"]["content"]["event"]["kind"] for e in entries]
     assert kinds == ["SetInfo", "SetVocab", "SetPollingSource", "Seed"]
     assert all(re.fullmatch(r"f1620[0-9a-f]{64}", e["hash"]) for e in entries)
-    code, out, _ = run(capsys, "log", "--root", str(root), "test.root.url-csv", "--limit", "2")
+    code, out, _ = run(
+        capsys, "log", "--root", str(root), "test.root.url-csv", "--limit", "2", "-o", "yaml"
+    )
     assert out.count("# Block: ") == 2
 
 
@@ -90,7 +92,7 @@ def test_rename_delete_and_errors(root: Path, capsys: pytest.CaptureFixture[str]
     assert code == 1 and err.startswith("error: dataset test.root.ethereum is not in the workspace")
     code, _, err = run(capsys, "delete", "--root", str(root), "test.root.url-csv")
     assert code == 1 and "is an input of" in err
-    code, _, err = run(capsys, "delete", "--root", str(root), "eth")
+    code, _, err = run(capsys, "delete", "--root", str(root), "-y", "eth")
     assert code == 0 and "Deleted: eth" in err
     code, out, _ = run(capsys, "list", "--root", str(root), "--output", "json")
     assert "eth" not in {row["alias"] for row in json.loads(out)}

@@ -58,7 +58,7 @@ def test_leaderboard_end_to_end(
     assert code == 0
     assert [
         (r["offset"], r["player"], r["place"], r["match_time"])
-        for r in map(json.loads, out.splitlines())
+        for r in json.loads(out)
     ] == [
         (4, "erin", 2, "2024-05-02T18:00:00Z"),
         (5, "alice", 3, "2024-05-02T18:00:00Z"),
@@ -79,12 +79,12 @@ def test_leaderboard_end_to_end(
     assert run(capsys, "pull", "match.leaderboard")[0] == 0
     count = 'SELECT count(*) AS n, max(match_id) AS last_match FROM "match.leaderboard"'
     code, out, _ = run(capsys, "sql", count, "--output", "json")
-    assert code == 0 and json.loads(out) == {"n": 9, "last_match": 3}
+    assert code == 0 and json.loads(out) == [{"n": 9, "last_match": 3}]
     # AS OF a block: the query sees what the node knew when that block was the head
     code, out, _ = run(capsys, "sql", count, "--output", "json", "--as-of", str(first_block))
-    assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
+    assert code == 0 and json.loads(out) == [{"n": 6, "last_match": 2}]
     code, out, _ = run(capsys, "sql", count, "--output", "json", "--as-of", first_time.to_rfc3339())
-    assert code == 0 and json.loads(out) == {"n": 6, "last_match": 2}
+    assert code == 0 and json.loads(out) == [{"n": 6, "last_match": 2}]
     code, _, err = run(
         capsys, "sql", count, "--as-of", "2000-01-02T00:00:00Z"
     )  # before the dataset existed

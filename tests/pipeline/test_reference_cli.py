@@ -44,8 +44,8 @@ def manifest(tmp_path: Path, name: str, fields: list[tuple[str, str]], merge: st
 
 
 def records(out: str) -> list[dict]:
-    """``sql --output json`` rows (one JSON object a line)."""
-    return [json.loads(line) for line in out.splitlines() if line.strip()]
+    """``sql --output json`` rows (one JSON array)."""
+    return json.loads(out)
 
 
 def last_slice(workspace_root: Path) -> Path:
@@ -78,7 +78,7 @@ def test_ingest_input_format_and_event_time(
     code, out, _ = run(capsys, "sql", "SELECT city, population FROM population", "--output", "json")
     assert code == 0 and [r["city"] for r in records(out)] == ["A", "B", "C"]
 
-    assert run(capsys, "delete", "population")[0] == 0
+    assert run(capsys, "delete", "-y", "population")[0] == 0
     snapshot = manifest(
         tmp_path,
         "snapshot.yaml",

@@ -151,7 +151,7 @@ class _Spool:
         for index in order:
             batch = self._in_memory.pop(index, None)
             if batch is None:
-                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]
+                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]  # a spilled batch implies the spill file's reader is open
             yield batch
 
     def _finish_spill_file(self) -> pa.ipc.RecordBatchFileReader | None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import sys
 import tempfile
 import threading
@@ -91,7 +92,7 @@ def apply_determinism(session: SparkSession) -> None:
         # The `arrow.pyspark` settings steer a classic client's collection; Connect always
         # sends Arrow and refuses them.
         pins = {k: v for k, v in DETERMINISM.items() if not k.startswith(_CLASSIC_CLIENT_ONLY)}
-        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]
+        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
         return
     for key, value in DETERMINISM.items():
         session.conf.set(key, value)
@@ -138,11 +139,7 @@ def _start(settings: SparkSettings) -> SparkSession:
         with _jvm_stderr_to(_log_path):
             session = builder.getOrCreate()
     except Exception as err:  # py4j/JVM start-up failures have no common base class
-        where = f"; see {_log_path}" if _log_path is not None else ""
-        raise EngineStartError(
-            f"could not start Spark (master {settings.master}){where}: {err}. "
-            "odfd needs Java 17 on PATH or JAVA_HOME"
-        ) from err
+        raise EngineStartError(_start_failure(settings, err, _log_path)) from err
     session.sparkContext.setLogLevel("ERROR")
     started = session.sparkContext.getConf()
     mismatched = sorted(k for k, v in STARTUP.items() if started.get(k, None) != v)
@@ -153,6 +150,27 @@ def _start(settings: SparkSettings) -> SparkSession:
         )
     apply_determinism(session)
     return session
+
+
+def _start_failure(settings: SparkSettings, err: Exception, log_path: Path | None) -> str:
+    """Names the likely cause: no Java at all, else the operator's Spark settings."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+    if java_path() is None:
+        return f"could not start Spark: {reason}; odfd needs Java 17 on PATH or JAVA_HOME"
+    memory = f", driver_memory {settings.driver_memory}" if settings.driver_memory else ""
+    log = f"; the JVM's own messages are in {log_path}" if log_path is not None else ""
+    return (
+        f"could not start Spark (master {settings.master}{memory}): {reason}; Java was found, "
+        f"so check the [spark] settings in config.toml and the ODFD_SPARK_* variables{log}"
+    )
+
+
+def java_path() -> str | None:
+    """The ``java`` Spark will run: ``$JAVA_HOME/bin/java``, else the one on ``PATH``."""
+    home = os.environ.get("JAVA_HOME")
+    if home and os.access(os.path.join(home, "bin", "java"), os.X_OK):
+        return os.path.join(home, "bin", "java")
+    return shutil.which("java")
 
 
 @contextmanager
@@ -203,7 +221,7 @@ def _connect_session(url: str) -> SparkSession:
     # Not at exit: a server that is gone would hold the exit up with retries, and it forgets
     # idle sessions by itself.
     weakref.finalize(session, _release, session.client).atexit = False
-    return session  # type: ignore[return-value]
+    return session  # type: ignore[return-value]  # a Connect session stands in for the classic SparkSession type
 
 
 def _release(client: object) -> None:
@@ -211,10 +229,10 @@ def _release(client: object) -> None:
     from pyspark.errors import PySparkException
 
     try:
-        client.release_session()  # type: ignore[attr-defined]
+        client.release_session()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
     except PySparkException as err:
         logging.getLogger(__name__).debug("releasing a Spark Connect session failed: %s", err)
-    client.close()  # type: ignore[attr-defined]
+    client.close()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
 
 
 def _reachable(host: str, port: int) -> bool:

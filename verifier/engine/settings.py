@@ -19,6 +19,7 @@ Three kinds of settings live here:
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -145,11 +146,21 @@ class SparkSettings:
         ):
             raise SparkConfigError("config [spark].conf: expected a table of Spark settings")
         values["conf"] = {k: _conf_value(v) for k, v in conf.items()}
-        settings = cls(**values)  # type: ignore[arg-type]
+        settings = cls(**values)  # type: ignore[arg-type]  # values were checked key by key against the fields above
         settings.validate()
         return settings
 
     def validate(self) -> None:
+        if not _MASTER.fullmatch(self.master):
+            raise SparkConfigError(
+                f"config [spark].master: {self.master!r} is not a Spark master URL "
+                "(local, local[*], local[N], spark://HOST:PORT, yarn, k8s://URL)"
+            )
+        if self.driver_memory is not None and not _MEMORY.fullmatch(self.driver_memory):
+            raise SparkConfigError(
+                f"config [spark].driver_memory: {self.driver_memory!r} is not a memory size "
+                "(a number with an optional unit: 512m, 2g, 4gb)"
+            )
         if self.remote is not None and not self.remote.startswith("sc://"):
             raise SparkConfigError(
                 f"config [spark].remote: {self.remote!r} is not a Spark Connect URL (sc://host:port)"
@@ -187,6 +198,14 @@ class SparkSettings:
             conf["spark.local.dir"] = self.local_dir
         return conf
 
+
+# What Spark itself accepts: its master URL forms, and sizes as ``JavaUtils.byteStringAs*`` reads
+# them. Checked up front so a typo is named as such instead of as a JVM that failed to start.
+_MASTER = re.compile(
+    r"local(\[(\*|\d+)(,\d+)?\])?|local-cluster\[\d+, *\d+, *\d+\]"
+    r"|(spark|k8s|mesos)://\S+|yarn"
+)
+_MEMORY = re.compile(r"\d+(b|k|kb|m|mb|g|gb|t|tb|p|pb)?", re.IGNORECASE)
 
 _OWNED_KEYS = frozenset(
     {"spark.master", "spark.app.name", "spark.driver.memory", "spark.local.dir", *RUNTIME, *STARTUP}

@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
+from verifier.engine.cancel import jobs_of_task
 from verifier.engine.checkpoint import WrittenCheckpoint, read_checkpoint, write_checkpoint
 from verifier.engine.columns import Vocab, col, quote
 from verifier.engine.determinism import check_deterministic
@@ -146,7 +147,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
     """Runs the transaction and writes its slice and checkpoint under ``request.out_dir``."""
     transform = validate_transform(request.transform, request.dataset_alias)
     spark = transform_session()
-    with spark_failures(f"{request.dataset_alias}: the transform"):
+    with jobs_of_task(spark), spark_failures(f"{request.dataset_alias}: the transform"):
         for input_slice in request.inputs:
             input_frame(spark, input_slice, request.dataset_alias).createTempView(
                 quote(input_slice.alias)

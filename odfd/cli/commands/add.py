@@ -7,6 +7,7 @@ import dataclasses
 import sys
 from pathlib import Path
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.errors import OdfdError
 from protocol.codec import yaml as odf_yaml
@@ -45,7 +46,10 @@ def _add(args: argparse.Namespace) -> int:
             text = path.read_bytes()
         except OSError as error:
             raise ManifestError(f"cannot read {path}: {error.strerror or error}") from None
-        snapshots.extend(odf_yaml.load_snapshots(text, source=str(path)))
+        loaded = odf_yaml.load_snapshots(text, source=str(path))
+        if not loaded:
+            raise ManifestError(f"{path}: holds no DatasetSnapshot (it is empty or only comments)")
+        snapshots.extend(loaded)
     if args.name is not None:
         if len(snapshots) != 1:
             raise ManifestError("--name can only be used when adding a single manifest")
@@ -71,13 +75,13 @@ def _add(args: argparse.Namespace) -> int:
             try:
                 dataset = await workspace.create_from_snapshot(snapshot)
             except DatasetExistsError:
-                print(f"Skipped: {snapshot.name}: already exists", file=sys.stderr)
+                console.info(f"Skipped: {snapshot.name}: already exists")
                 continue
             except StorageError as error:
                 failures += 1
                 print(f"Failed: {snapshot.name}: {error}", file=sys.stderr)
                 continue
-            print(f"Added: {snapshot.name} ({dataset.id})", file=sys.stderr)
+            console.info(f"Added: {snapshot.name} ({dataset.id})")
         return 1 if failures else 0
 
     return run_in_workspace(args, run)
@@ -101,7 +105,10 @@ def _manifest_files(paths: list[Path]) -> list[Path]:
     files: list[Path] = []
     for path in paths:
         if path.is_dir():
-            files.extend(p for p in sorted(path.rglob("*.yaml")) if _is_snapshot(p))
+            found = [p for p in sorted(path.rglob("*.yaml")) if _is_snapshot(p)]
+            if not found:
+                raise ManifestError(f"{path}: no *.yaml file in it holds a DatasetSnapshot")
+            files.extend(found)
         else:
             files.append(path)
     return files

@@ -1,26 +1,132 @@
-"""``odfd delete``: remove datasets from the workspace."""
+"""``odfd delete``: remove datasets from the workspace.
+
+Every name is resolved and every dependency checked before anything is removed, so a typo in the
+second name never leaves the first one deleted. Derivative datasets that read a deleted dataset
+are deleted with it only with ``--recursive``; the list is shown and confirmed first.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
 
+from odfd.cli import console
+from odfd.cli.confirm import confirm
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from protocol.identity import DatasetId
+from storage.catalog import DatasetRecord
+from storage.errors import DatasetNotFoundError, StorageError
 from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("delete", help="delete datasets (folder, key and catalog entry)")
-    parser.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset alias or id")
+    parser.add_argument("datasets", nargs="*", metavar="DATASET", help="dataset alias or id")
+    parser.add_argument("-a", "--all", action="store_true", help="delete every dataset")
+    parser.add_argument(
+        "-r",
+        "--recursive",
+        action="store_true",
+        help="also delete the derivative datasets that read these (and theirs, in all layers)",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_delete)
 
 
 def _delete(args: argparse.Namespace) -> int:
+    if bool(args.datasets) == bool(args.all):
+        raise StorageError("name the datasets to delete, or pass --all (not both)")
+
     async def run(workspace: Workspace) -> int:
-        for ref in args.datasets:
-            record = await workspace.delete_dataset(ref)
-            print(f"Deleted: {record.alias} ({record.id})", file=sys.stderr)
+        records = await workspace.list_datasets()
+        chosen = records if args.all else await _resolve_all(workspace, args.datasets)
+        readers = await _readers(workspace, records)
+        doomed = _with_downstream(chosen, readers) if args.recursive else chosen
+        doomed_ids = {r.id for r in doomed}
+        blocked = {
+            r.alias: sorted(d.alias for d in readers.get(r.id, []) if d.id not in doomed_ids)
+            for r in doomed
+        }
+        blocked = {alias: names for alias, names in blocked.items() if names}
+        if blocked:
+            raise StorageError(
+                "; ".join(
+                    f"dataset {alias} is an input of {', '.join(names)}"
+                    for alias, names in blocked.items()
+                )
+                + " (delete those too with --recursive); nothing was deleted"
+            )
+        if not doomed:
+            console.info("Nothing to delete")
+            return 0
+        confirm(args, f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
+        for record in _downstream_first(doomed, readers):
+            await workspace.delete_dataset(str(record.id))
+            console.info(f"Deleted: {record.alias} ({record.id})")
         return 0
 
     return run_in_workspace(args, run)
+
+
+async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRecord]:
+    found: dict[DatasetId, DatasetRecord] = {}
+    missing = []
+    for ref in refs:
+        record = await workspace.try_resolve(ref)
+        if record is None:
+            missing.append(ref)
+        else:
+            found.setdefault(record.id, record)
+    if missing:
+        raise DatasetNotFoundError(
+            f"no dataset {', '.join(missing)} in the workspace {workspace.root}; nothing was deleted"
+        )
+    return list(found.values())
+
+
+async def _readers(
+    workspace: Workspace, records: list[DatasetRecord]
+) -> dict[DatasetId, list[DatasetRecord]]:
+    """For each dataset, the derivative datasets whose transform reads it."""
+    readers: dict[DatasetId, list[DatasetRecord]] = {}
+    for record in records:
+        if record.head is None:
+            continue
+        state = await workspace.open_dataset(record.id).chain.state()
+        for input_id in state.transform_input_ids:
+            readers.setdefault(input_id, []).append(record)
+    return readers
+
+
+def _with_downstream(
+    chosen: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
+) -> list[DatasetRecord]:
+    result = {r.id: r for r in chosen}
+    todo = list(chosen)
+    while todo:
+        for reader in readers.get(todo.pop().id, []):
+            if reader.id not in result:
+                result[reader.id] = reader
+                todo.append(reader)
+    return list(result.values())
+
+
+def _downstream_first(
+    doomed: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
+) -> list[DatasetRecord]:
+    """Readers before what they read, so that no step deletes a dataset something still reads."""
+    ids = {r.id for r in doomed}
+    order: list[DatasetRecord] = []
+    seen: set[DatasetId] = set()
+
+    def visit(record: DatasetRecord) -> None:
+        if record.id in seen:
+            return
+        seen.add(record.id)
+        for reader in readers.get(record.id, []):
+            if reader.id in ids:
+                visit(reader)
+        order.append(record)
+
+    for record in doomed:
+        visit(record)
+    return order

@@ -26,7 +26,7 @@ def _import(args: argparse.Namespace) -> int:
         dataset = await workspace.import_dataset(args.path, args.name)
         record = await workspace.resolve(str(dataset.id))
         print(
-            f"Imported: {record.alias} ({record.id}), {record.head_sequence + 1} blocks",  # type: ignore[operator]
+            f"Imported: {record.alias} ({record.id}), {record.head_sequence + 1} blocks",  # type: ignore[operator]  # an imported dataset has a head
             file=sys.stderr,
         )
         return 0

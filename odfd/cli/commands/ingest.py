@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
@@ -58,11 +59,10 @@ def _ingest(args: argparse.Namespace) -> int:
                     input_format=args.input_format,
                 )
             if outcome.up_to_date:
-                print(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}", file=sys.stderr)
+                console.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:
-                print(
-                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}",
-                    file=sys.stderr,
+                console.info(
+                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}"
                 )
         return 0
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
+from pathlib import Path
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument
+from storage.errors import WorkspaceError
+from storage.layout import DEFAULT_WORKSPACE_DIR, WORKSPACE_ENV, WorkspaceLayout
 from storage.workspace import Workspace
 
 
@@ -13,11 +18,28 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "init", help="create a workspace (config, catalog, datasets folder)"
     )
+    parser.add_argument(
+        "--exists-ok",
+        action="store_true",
+        help="succeed without changing anything when a workspace is already there",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_init)
 
 
 def _init(args: argparse.Namespace) -> int:
+    existing = args.root if args.root is not None else WorkspaceLayout.default_root()
+    if args.exists_ok and (existing / "config.toml").is_file():
+        console.info(f"An odfd workspace exists already in {existing}")
+        return 0
+    if args.root is None and not os.environ.get(WORKSPACE_ENV):
+        enclosing = WorkspaceLayout.enclosing(Path.cwd())
+        if enclosing is not None and enclosing != Path.cwd().absolute() / DEFAULT_WORKSPACE_DIR:
+            raise WorkspaceError(
+                f"{Path.cwd()} is inside the odfd workspace {enclosing}, which odfd commands "
+                "use from here; pass --root DIR to create a separate one"
+            )
+
     async def run() -> int:
         async with await Workspace.init(args.root) as workspace:
             print(f"Initialized an odfd workspace in {workspace.root}")

@@ -1,67 +1,89 @@
-"""``odfd list``: the datasets in the workspace, as a table or JSON."""
+"""``odfd list``: the datasets in the workspace (``--wide``: records, data size, watermark)."""
 
 from __future__ import annotations
 
 import argparse
-import json
+from typing import Any
 
+from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from protocol.model import AddData, ExecuteTransform
+from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
+from verifier.progress import format_bytes
+
+_COLUMNS = [
+    ("Name", "alias"),
+    ("Kind", "kind"),
+    ("Blocks", "blocks"),
+    ("Head", "head_short"),
+    ("Updated", "updated_short"),
+]
+_WIDE_COLUMNS = [
+    *_COLUMNS[:3],
+    ("Records", "records"),
+    ("Size", "size_short"),
+    ("Watermark", "watermark"),
+    *_COLUMNS[3:],
+]
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("list", help="list the datasets in the workspace")
-    parser.add_argument("--output", choices=("table", "json"), default="table")
+    add_output_format(parser)
+    parser.add_argument(
+        "-w",
+        "--wide",
+        action="store_true",
+        help="also show records, data size and watermark (reads each dataset's chain)",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_list)
 
 
 def _list(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
-        records = await workspace.list_datasets()
-        rows = [
-            {
-                "id": str(r.id),
-                "alias": r.alias,
-                "kind": r.kind.value,
-                "head": None if r.head is None else str(r.head),
-                "blocks": None if r.head_sequence is None else r.head_sequence + 1,
-                "created": r.created_at.isoformat().replace("+00:00", "Z"),
-                "updated": r.updated_at.isoformat().replace("+00:00", "Z"),
-            }
-            for r in records
-        ]
-        if args.output == "json":
-            print(json.dumps(rows, indent=2))
-            return 0
-        print(_table(rows))
+        rows = []
+        for record in await workspace.list_datasets():
+            row = _row(record)
+            if args.wide:
+                row.update(await _details(workspace, record))
+            rows.append(row)
+        if args.output == "table":
+            for row in rows:
+                row["head_short"] = None if row["head"] is None else row["head"][-8:]
+                row["updated_short"] = row["updated"][:19].replace("T", " ")
+                if args.wide:
+                    row["size_short"] = format_bytes(row["size"])
+        write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)
         return 0
 
     return run_in_workspace(args, run)
 
 
-def _table(rows: list[dict]) -> str:
-    columns = [
-        ("Name", "alias"),
-        ("Kind", "kind"),
-        ("Blocks", "blocks"),
-        ("Head", "head"),
-        ("Updated", "updated"),
-    ]
-    cells = [[h for h, _ in columns]] + [
-        [_short(key, row[key]) for _, key in columns] for row in rows
-    ]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(columns))]
-    return "\n".join(
-        "  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)).rstrip() for line in cells
-    )
+def _row(r: DatasetRecord) -> dict[str, Any]:
+    return {
+        "id": str(r.id),
+        "alias": r.alias,
+        "kind": r.kind.value,
+        "head": None if r.head is None else str(r.head),
+        "blocks": None if r.head_sequence is None else r.head_sequence + 1,
+        "created": r.created_at.isoformat().replace("+00:00", "Z"),
+        "updated": r.updated_at.isoformat().replace("+00:00", "Z"),
+    }
 
 
-def _short(key: str, value: object) -> str:
-    if value is None:
-        return "-"
-    if key == "head":
-        return str(value)[-8:]
-    if key == "updated":
-        return str(value)[:19].replace("T", " ")
-    return str(value)
+async def _details(workspace: Workspace, record: DatasetRecord) -> dict[str, Any]:
+    dataset = workspace.open_dataset(record.id)
+    state = await dataset.chain.state()
+    size = 0
+    async for _, block in dataset.chain.iter_blocks():
+        event = block.event
+        if isinstance(event, (AddData, ExecuteTransform)) and event.new_data is not None:
+            size += event.new_data.size
+    watermark = state.last_watermark
+    return {
+        "records": 0 if state.last_offset is None else state.last_offset + 1,
+        "size": size,
+        "watermark": None if watermark is None else watermark.to_rfc3339(),
+    }

@@ -1,4 +1,5 @@
-"""``odfd log``: a dataset's blocks, newest first, as YAML manifests (like the reference) or JSON."""
+"""``odfd log``: a dataset's blocks, newest first — one summary line each by default, the full
+blocks as YAML manifests (like the reference) with ``-o yaml``, or as JSON / NDJSON."""
 
 from __future__ import annotations
 
@@ -7,10 +8,24 @@ import json
 import sys
 from typing import Any
 
+from odfd.cli.arguments import positive_int
+from odfd.cli.output import add_output_format
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import json as odf_json
 from protocol.codec import yaml as odf_yaml
-from protocol.model import MetadataBlock, kind_name
+from protocol.identity import Multihash
+from protocol.model import (
+    KIND_NAMES,
+    METADATA_EVENT_TYPES,
+    AddData,
+    ExecuteTransform,
+    MetadataBlock,
+    Seed,
+    SetDataSchema,
+    SetInfo,
+    SetLicense,
+    kind_name,
+)
 from storage.workspace import Workspace
 
 _GROUPS = {
@@ -23,29 +38,49 @@ _GROUPS = {
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("log", help="show a dataset's metadata blocks, newest first")
     parser.add_argument("dataset", help="dataset alias or id")
-    parser.add_argument("--output", choices=("yaml", "json"), default="yaml")
+    add_output_format(parser, ("table", "yaml", "json", "ndjson"))
     parser.add_argument(
+        "-f",
         "--filter",
+        type=_kinds,
         metavar="KINDS",
         help="comma-separated event kinds (e.g. AddData,SetInfo) or groups "
         "(data, watermark, source)",
     )
-    parser.add_argument("--limit", type=int, default=None, help="show at most this many blocks")
+    parser.add_argument(
+        "--limit", type=positive_int, default=None, help="show at most this many blocks"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_log)
 
 
-def _kinds(spec: str | None) -> set[str] | None:
-    if spec is None:
-        return None
+def _kinds(spec: str) -> set[str]:
+    """The event kinds (lower case) a ``--filter`` names; an unknown name is an argument error
+    rather than a filter that silently matches nothing."""
+    known = {kind_name_of(t).lower(): kind_name_of(t) for t in METADATA_EVENT_TYPES}
     kinds: set[str] = set()
-    for part in (p.strip() for p in spec.split(",") if p.strip()):
-        kinds |= _GROUPS.get(part.lower(), {part})
-    return {k.lower() for k in kinds}
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    if not parts:
+        raise argparse.ArgumentTypeError("names no event kind")
+    for part in parts:
+        if part.lower() in _GROUPS:
+            kinds |= {k.lower() for k in _GROUPS[part.lower()]}
+        elif part.lower() in known:
+            kinds.add(part.lower())
+        else:
+            raise argparse.ArgumentTypeError(
+                f"unknown event kind {part!r}; known: {', '.join(sorted(known.values()))} "
+                f"and the groups {', '.join(sorted(_GROUPS))}"
+            )
+    return kinds
+
+
+def kind_name_of(event_type: type) -> str:
+    return KIND_NAMES[event_type]
 
 
 def _log(args: argparse.Namespace) -> int:
-    kinds = _kinds(args.filter)
+    kinds = args.filter
 
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
@@ -55,14 +90,52 @@ def _log(args: argparse.Namespace) -> int:
                 break
             if kinds is not None and kind_name(block.event).lower() not in kinds:
                 continue
+            shown.append(hash)
             if args.output == "yaml":
                 sys.stdout.write(_yaml(hash, block))
-            shown.append({"hash": str(hash), "block": json.loads(odf_json.dump_block(block))})
+            elif args.output == "table":
+                sys.stdout.write(summary_line(hash, block) + "\n")
+            else:
+                entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
+                if args.output == "ndjson":
+                    sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
+                else:
+                    entries.append(entry)
         if args.output == "json":
-            print(json.dumps(shown, indent=2, ensure_ascii=False))
+            print(json.dumps(entries, indent=2, ensure_ascii=False))
         return 0
 
+    entries: list[dict] = []
     return run_in_workspace(args, run)
+
+
+def summary_line(hash: Multihash, block: MetadataBlock) -> str:
+    """``#N  TIME  Kind  …hash  what changed``."""
+    event = block.event
+    time = block.system_time.to_rfc3339()
+    return f"#{block.sequence_number:<4} {time}  {kind_name(event):<18} {str(hash)[-8:]}  {_what(event)}".rstrip()
+
+
+def _what(event: object) -> str:
+    if isinstance(event, (AddData, ExecuteTransform)):
+        parts = []
+        if event.new_data is not None:
+            interval = event.new_data.offset_interval
+            parts.append(f"records {interval.start}..{interval.end}")
+        if event.new_watermark is not None:
+            parts.append(f"watermark {event.new_watermark.to_rfc3339()}")
+        if event.new_checkpoint is not None:
+            parts.append("checkpoint")
+        return ", ".join(parts) or "no new data"
+    if isinstance(event, Seed):
+        return f"{event.dataset_kind.value} dataset {event.dataset_id}"
+    if isinstance(event, SetInfo):
+        return (event.description or "").splitlines()[0] if event.description else ""
+    if isinstance(event, SetDataSchema):
+        return "schema set"
+    if isinstance(event, SetLicense):
+        return event.name
+    return ""
 
 
 def _yaml(hash: object, block: MetadataBlock) -> str:

@@ -9,12 +9,16 @@ inputs first. URLs, and datasets that were pulled from a remote, are replication
 from __future__ import annotations
 
 import argparse
-import sys
 
-from odfd.cli import remote_pull
+from odfd.cli import console, remote_pull
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.pull import pull_local
+from odfd.sync.errors import SyncError
+from odfd.sync.pull import has_remote
+from odfd.sync.remote import looks_like_url
+from odfd.sync.repos import expand
+from protocol.errors import ParseError
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 
@@ -24,7 +28,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "pull", help="update datasets from their sources (ingest or transform)"
     )
     parser.add_argument(
-        "datasets", nargs="+", metavar="DATASET", help="dataset alias or id, or a remote URL"
+        "datasets",
+        nargs="*",
+        metavar="DATASET",
+        help="dataset alias or id, a remote URL, or REPO/NAME of a named repository",
+    )
+    parser.add_argument(
+        "-a", "--all", action="store_true", help="update every dataset of the workspace"
     )
     parser.add_argument(
         "--recursive", "-r", action="store_true", help="update upstream datasets first"
@@ -46,20 +56,58 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _pull(args: argparse.Namespace) -> int:
+    if bool(args.datasets) == bool(args.all):
+        raise SyncError("name the datasets to pull, or pass --all (not both)")
+
     async def run(workspace: Workspace) -> int:
+        if args.all:
+            return await _pull_all(workspace, args)
+        args.datasets = [await _expanded(workspace, ref) for ref in args.datasets]
         if await remote_pull.is_remote_pull(workspace, args):
             return await remote_pull.run(workspace, args)
-        configure_engine(workspace.layout.config_path)
-        outcomes = await pull_local(
-            workspace,
-            args.datasets,
-            recursive=args.recursive,
-            fetch_uncacheable=args.fetch_uncacheable,
-            watermark=args.set_watermark,
-        )
-        for outcome in outcomes:
-            verb = "Updated" if outcome.updated else "Skipped"
-            print(f"{verb}: {outcome.dataset}: {outcome.message}", file=sys.stderr)
-        return 0
+        return await _pull_local(workspace, args, args.datasets, recursive=args.recursive)
 
     return run_in_workspace(args, run)
+
+
+async def _expanded(workspace: Workspace, ref: str) -> str:
+    """A local dataset stays as it is; ``REPO/NAME`` of a named repository becomes its URL."""
+    if looks_like_url(ref):
+        return ref
+    try:
+        if await workspace.try_resolve(ref) is not None:
+            return ref
+    except ParseError:
+        pass  # not a dataset reference: maybe REPO/NAME
+    return await expand(workspace, ref)
+
+
+async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
+    """Datasets that came from a remote are synced first, then every other one is brought up to
+    date from its source, upstream first, so derivatives see what their inputs just gained."""
+    replicated, local = [], []
+    for record in await workspace.list_datasets():
+        (replicated if await has_remote(workspace, str(record.id)) else local).append(record)
+    if replicated:
+        args.datasets = [str(r.id) for r in replicated]
+        await remote_pull.run(workspace, args)
+    if local:
+        await _pull_local(workspace, args, [str(r.id) for r in local], recursive=True)
+    return 0
+
+
+async def _pull_local(
+    workspace: Workspace, args: argparse.Namespace, refs: list[str], *, recursive: bool
+) -> int:
+    configure_engine(workspace.layout.config_path)
+    outcomes = await pull_local(
+        workspace,
+        refs,
+        recursive=recursive,
+        fetch_uncacheable=args.fetch_uncacheable,
+        watermark=args.set_watermark,
+    )
+    for outcome in outcomes:
+        verb = "Updated" if outcome.updated else "Skipped"
+        console.info(f"{verb}: {outcome.dataset}: {outcome.message}")
+    return 0

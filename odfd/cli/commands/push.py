@@ -1,32 +1,51 @@
-"""``odfd push DATASET URL``: publish a dataset to an ``http(s)://`` node (Smart Transfer
-Protocol, bearer token), a ``file://`` folder or ``ipns://`` (IPFS)."""
+"""``odfd push``: publish datasets to an ``http(s)://`` node (Smart Transfer Protocol, bearer
+token), a ``file://`` folder or ``ipns://`` (IPFS).
+
+``odfd push DATASET URL`` (or ``--to URL``) pushes to that remote and remembers it as the
+dataset's push remote; ``odfd push DATASET`` pushes to the remembered ones. ``--all`` pushes
+every dataset, ``--recursive`` also the datasets a derivative reads; with ``--to REPO`` (a
+named repository or base URL) each goes to ``REPO/<its name>``. Every destination is worked out
+before the first push, so a dataset without one stops the command before anything moved.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 
+from odfd.cli import console
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.sync.progress import Progress
 from odfd.sync.push import PushOptions, push
+from odfd.sync.remote import looks_like_url
+from odfd.sync.repos import RepoError, expand, join
+from protocol.identity import DatasetId
+from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "push", help="publish a dataset to a remote (http(s)://, file://, ipns://)"
-    )
-    parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
-    parser.add_argument(
-        "url",
-        metavar="URL",
-        help="remote: http(s)://host/[account/]name, file:///path, or ipns://[KEY] "
-        "(no KEY: a key named after the dataset)",
+        "push", help="publish datasets to a remote (http(s)://, file://, ipns://)"
     )
     parser.add_argument(
-        "--force", action="store_true", help="replace a remote history that diverged or is ahead"
+        "targets",
+        nargs="*",
+        metavar="DATASET [URL]",
+        help="dataset alias or id, then optionally the remote: http(s)://host/[account/]name, "
+        "file:///path, ipns://[KEY] (no KEY: a key named after the dataset), or REPO/NAME",
+    )
+    parser.add_argument("--to", metavar="URL|REPO", help="where to push (see above)")
+    parser.add_argument("-a", "--all", action="store_true", help="push every dataset")
+    parser.add_argument(
+        "-r", "--recursive", action="store_true", help="also push the datasets these read"
+    )
+    parser.add_argument(
+        "-f",
+        "--force",
+        action="store_true",
+        help="replace a remote history that diverged or is ahead",
     )
     parser.add_argument(
         "--token",
@@ -40,18 +59,80 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_push)
 
 
+def _split_targets(args: argparse.Namespace) -> tuple[list[str], str | None]:
+    refs, to = list(args.targets), args.to
+    if to is None and len(refs) == 2 and looks_like_url(refs[1]):
+        refs, to = refs[:1], refs[1]  # the long-standing `push DATASET URL`
+    if bool(refs) == bool(args.all):
+        raise RepoError("name the datasets to push, or pass --all (not both)")
+    return refs, to
+
+
 def _push(args: argparse.Namespace) -> int:
+    refs, to = _split_targets(args)
+
     async def run(workspace: Workspace) -> int:
-        options = PushOptions(force=args.force, token=args.token, parallel=args.parallel)
-        result = await push(
-            workspace,
-            args.dataset,
-            args.url,
-            options=options,
-            progress=Progress(f"push {args.dataset}"),
+        records = (
+            await workspace.list_datasets()
+            if args.all
+            else [await workspace.resolve(ref) for ref in refs]
         )
-        verb = "Pushed" if result.updated else "Skipped"
-        print(f"{verb}: {result.alias}: {result.describe()}", file=sys.stderr)
+        if args.recursive:
+            records = await _with_inputs(workspace, records)
+        plan = await _destinations(workspace, records, to, several=len(records) > 1)
+        options = PushOptions(force=args.force, token=args.token, parallel=args.parallel)
+        for record, urls in plan:
+            for url in urls:
+                result = await push(
+                    workspace,
+                    str(record.id),
+                    url,
+                    options=options,
+                    progress=Progress(f"push {record.alias}"),
+                )
+                verb = "Pushed" if result.updated else "Skipped"
+                console.info(f"{verb}: {result.alias}: {result.describe()}")
         return 0
 
     return run_in_workspace(args, run)
+
+
+async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:
+    """``records`` and everything they read, inputs before their readers."""
+    ordered: dict[DatasetId, DatasetRecord] = {}
+
+    async def visit(record: DatasetRecord) -> None:
+        if record.id in ordered:
+            return
+        state = await workspace.open_dataset(record.id).chain.state()
+        for input_id in state.transform_input_ids:
+            upstream = await workspace.catalog.get_dataset(input_id)
+            if upstream is not None:
+                await visit(upstream)
+        ordered[record.id] = record
+
+    for record in records:
+        await visit(record)
+    return list(ordered.values())
+
+
+async def _destinations(
+    workspace: Workspace, records: list[DatasetRecord], to: str | None, *, several: bool
+) -> list[tuple[DatasetRecord, list[str]]]:
+    plan = []
+    missing = []
+    base = None if to is None else await expand(workspace, to)
+    for record in records:
+        if base is not None:
+            plan.append((record, [join(base, record.alias) if several else base]))
+            continue
+        urls = (await workspace.open_dataset(record.id).remote_aliases())["push"]
+        if not urls:
+            missing.append(record.alias)
+        plan.append((record, urls))
+    if missing:
+        raise RepoError(
+            f"no push remote for {', '.join(missing)}: give --to URL|REPO, or add one with "
+            "`odfd repo alias add DATASET URL --push`; nothing was pushed"
+        )
+    return plan

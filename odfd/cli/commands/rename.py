@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from storage.workspace import Workspace
 
@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _rename(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         record = await workspace.rename_dataset(args.dataset, args.new_name)
-        print(f"Renamed: {args.dataset} -> {record.alias}", file=sys.stderr)
+        console.info(f"Renamed: {args.dataset} -> {record.alias}")
         return 0
 
     return run_in_workspace(args, run)

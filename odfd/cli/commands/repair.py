@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import sys
 
+from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument
 from storage.layout import WorkspaceLayout
 from storage.workspace import Workspace, reset_catalog
@@ -31,7 +32,7 @@ def _repair(args: argparse.Namespace) -> int:
         for record in report.registered:
             print(f"Registered: {record.alias} ({record.id}) at block #{record.head_sequence}")
         for folder, reason in report.skipped:
-            print(f"Skipped: {folder}: {reason}", file=sys.stderr)
+            console.info(f"Skipped: {folder}: {reason}")
         return 0
 
     return asyncio.run(run())

@@ -5,10 +5,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
+import os
 from dataclasses import replace
 
+from odfd.cli.failures import describe_os_error
 from odfd.cli.workspace_args import add_root_argument
 from odfd.config import load_config
+from odfd.errors import OdfdError
 from odfd.server.app import serve
 from storage.workspace import Workspace
 
@@ -33,7 +37,23 @@ def _serve(args: argparse.Namespace) -> int:
                 config = replace(config, address=args.address)
             if args.port is not None:
                 config = replace(config, port=args.port)
-            await serve(workspace, config)
+            try:
+                await serve(workspace, config)
+            except OSError as err:
+                if err.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                    raise
+                reason = (
+                    f"{os.strerror(err.errno)} (ports below 1024 need privileges; pick another --port)"
+                    if err.errno == errno.EACCES
+                    else describe_os_error(OSError(err.errno, os.strerror(err.errno)))
+                )
+                raise ServeError(
+                    f"cannot listen on {config.address}:{config.port}: {reason}"
+                ) from None
 
     asyncio.run(run())
     return 0
+
+
+class ServeError(OdfdError):
+    """The server cannot listen where it was asked to."""

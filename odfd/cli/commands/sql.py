@@ -10,15 +10,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 
-from odfd.cli.data_output import FORMATS, write_result
+from odfd.cli import console
+from odfd.cli.data_output import FORMATS, check_output_args, write_result
+from odfd.cli.output import add_output_format
+from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
-from protocol.model import SqlQueryStep
+from odfd.errors import OdfdError
+from protocol.errors import OdfError
+from protocol.identity import Multihash
+from protocol.model import SqlQueryStep, Timestamp
 from storage.workspace import Workspace
 from verifier.engine.base import QueryTable
 from verifier.engine.registry import ENGINE_NAMES, engine_named
@@ -26,10 +34,18 @@ from verifier.engine.registry import ENGINE_NAMES, engine_named
 DEFAULT_ENGINE = "datafusion"
 
 
+class SqlArgumentError(OdfdError):
+    """The query arguments contradict each other or name nothing to run."""
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("sql", help="query datasets with SQL (DataFusion or Spark)")
-    parser.add_argument(
-        "query", metavar="QUERY", help='a SQL query; datasets are tables named by alias ("a/b")'
+    parser = subparsers.add_parser(
+        "sql",
+        help="query datasets with SQL (DataFusion, or Spark with --engine spark); "
+        "a shell when no query is given",
+        description="Runs a query (QUERY, -c, or --script FILE with ;-separated statements). "
+        "With none on a terminal, opens an interactive shell (multi-line statements end with ;, "
+        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script.",
     )
     parser.add_argument(
         "--engine",
@@ -37,7 +53,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_ENGINE,
         help="DataFusion (default; names in double quotes) or Spark SQL (names in backticks)",
     )
-    parser.add_argument("--output", "-o", choices=FORMATS, default="table", help="output format")
+    parser.add_argument(
+        "query",
+        nargs="?",
+        metavar="QUERY",
+        help='a SQL query; datasets are tables named by alias ("a/b")',
+    )
+    parser.add_argument("-c", "--command", metavar="QUERY", help="the query (same as QUERY)")
+    parser.add_argument(
+        "--script", type=Path, metavar="FILE", help="run the ;-separated statements in FILE"
+    )
+    add_output_format(parser, FORMATS)
     parser.add_argument(
         "--output-path", type=Path, metavar="FILE", help="write to FILE (required for parquet)"
     )
@@ -49,23 +75,85 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _sql(args: argparse.Namespace) -> int:
+    # Every argument error comes before the workspace is opened or Spark starts.
+    given = [q for q in (args.query, args.command) if q is not None]
+    if len(given) + (args.script is not None) > 1:
+        raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
+    check_output_args(args.output, args.output_path)
+    statements: list[str] | None = None
+    if given:
+        statements = [given[0]]
+    elif args.script is not None:
+        statements = split_statements(_read_script(args.script))
+    elif not sys.stdin.isatty():
+        statements = split_statements(sys.stdin.read())
+    if statements is not None and not statements:
+        raise SqlArgumentError(f"{args.script or 'stdin'}: holds no SQL statement")
+    if statements is not None and len(statements) > 1 and args.output_path is not None:
+        raise SqlArgumentError("--output-path takes the result of a single statement")
+
     async def run(workspace: Workspace) -> int:
         if args.engine == "spark":
             configure_engine(workspace.layout.config_path)
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
-        views = []
-        lowered = args.query.lower()
-        for record in await workspace.list_datasets():
-            if record.alias.lower() in lowered:
-                dataset = workspace.open_dataset(record.id)
-                views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
-        table = await asyncio.to_thread(run_query, args.query, views, args.engine)
-        write_result(table, args.output, args.output_path)
-        return 0
+        if statements is not None:
+            for statement in statements:
+                table = await _query(workspace, statement, block, time, args.engine)
+                write_result(table, args.output, args.output_path)
+            return 0
+        return await _shell(workspace, args, block, time)
 
     return run_in_workspace(args, run)
+
+
+async def _query(
+    workspace: Workspace,
+    query: str,
+    block: Multihash | None,
+    time: Timestamp | None,
+    engine: str,
+) -> pa.Table:
+    views = []
+    lowered = query.lower()
+    for record in await workspace.list_datasets():
+        if record.alias.lower() in lowered:
+            dataset = workspace.open_dataset(record.id)
+            views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
+    return await asyncio.to_thread(run_query, query, views, engine)
+
+
+async def _shell(
+    workspace: Workspace, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
+) -> int:
+    """The interactive shell: a failed statement prints its error and the shell goes on."""
+    import readline
+
+    history = history_file(workspace.root)
+    with contextlib.suppress(OSError):
+        readline.read_history_file(history)
+    console.info("odfd SQL shell: end statements with ;  leave with \\q or Ctrl-D")
+    try:
+        for statement in shell_statements(input):
+            try:
+                table = await _query(workspace, statement, block, time, args.engine)
+            except OdfError as err:
+                console.error(str(err))
+                continue
+            write_result(table, args.output, None)
+    finally:
+        with contextlib.suppress(OSError):
+            readline.write_history_file(history)
+    return 0
+
+
+def _read_script(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise SqlArgumentError(f"cannot read the script {path}: {reason}") from None
 
 
 def run_query(query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:

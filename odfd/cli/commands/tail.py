@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from odfd.cli.data_output import FORMATS, write_result
+from odfd.cli.arguments import non_negative_int, positive_int
+from odfd.cli.data_output import FORMATS, check_output_args, write_result
+from odfd.cli.output import add_output_format
+from odfd.cli.presence import require_files
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.query import AsOf, dataset_view, resolve_as_of
 from storage.workspace import Workspace
@@ -17,10 +21,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("tail", help="show the last records of a dataset")
     parser.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
     parser.add_argument(
-        "-n", "--num-records", type=int, default=10, metavar="N", help="how many (default 10)"
+        "-n",
+        "--num-records",
+        type=positive_int,
+        default=10,
+        metavar="N",
+        help="how many (default 10)",
     )
     parser.add_argument(
-        "--output", "-o", choices=FORMATS[:-1], default="table", help="output format"
+        "-s",
+        "--skip-records",
+        type=non_negative_int,
+        default=0,
+        metavar="N",
+        help="leave out the last N records first (page backwards through a dataset)",
+    )
+    add_output_format(parser, FORMATS)
+    parser.add_argument(
+        "--output-path", type=Path, metavar="FILE", help="write to FILE (required for parquet)"
     )
     parser.add_argument(
         "--as-of", metavar="BLOCK|TIME", help="show the dataset as of a block hash or time"
@@ -30,15 +48,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _tail(args: argparse.Namespace) -> int:
+    check_output_args(args.output, args.output_path)
+
     async def run(workspace: Workspace) -> int:
-        dataset = await workspace.get_dataset(args.dataset)
+        record = await workspace.resolve(args.dataset)
+        dataset = workspace.open_dataset(record.id)
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
         view = await dataset_view(dataset, pinned_block=block, pinned_time=time)
-        write_result(
-            last_records(view.paths, view.schema, max(args.num_records, 0)), args.output, None
-        )
+        require_files(workspace, record, view)
+        records = last_records(view.paths, view.schema, args.num_records + args.skip_records)
+        if args.skip_records:
+            records = records.slice(0, max(records.num_rows - args.skip_records, 0))
+        write_result(records, args.output, args.output_path)
         return 0
 
     return run_in_workspace(args, run)

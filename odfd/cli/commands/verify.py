@@ -47,6 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--integrity-only",
+        "--integrity",
         action="store_true",
         help="check metadata and data integrity only; do not re-execute transforms",
     )

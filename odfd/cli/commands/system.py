@@ -1,0 +1,130 @@
+"""``odfd system gc|diagnose|info``: housekeeping and a look at the node's set-up."""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import sys
+from importlib import metadata
+
+from odfd.cli import console
+from odfd.cli.output import add_output_format, write_records
+from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.config import load_config, parse_duration
+from odfd.coordinator import leftovers
+from odfd.diagnose import run_checks
+from storage.workspace import Workspace
+from verifier.progress import format_bytes
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser("system", help="housekeeping: gc, diagnose, info")
+    actions = parser.add_subparsers(dest="system_command", metavar="ACTION", required=True)
+
+    gc = actions.add_parser(
+        "gc",
+        help="remove leftovers of interrupted or losing work (scratch folders, unreferenced "
+        "data files, unfinished writes)",
+    )
+    gc.add_argument(
+        "--older-than",
+        type=_duration,
+        default=3600.0,
+        metavar="DURATION",
+        help="only what has not changed for this long, so running work keeps its files "
+        "(default: 1h)",
+    )
+    gc.add_argument("--dry-run", action="store_true", help="list what would be removed")
+    add_output_format(gc)
+    add_root_argument(gc)
+    gc.set_defaults(func=_gc)
+
+    diagnose = actions.add_parser(
+        "diagnose", help="check Java, Spark, IPFS, disk, config and catalog; print fixes"
+    )
+    add_output_format(diagnose)
+    add_root_argument(diagnose)
+    diagnose.set_defaults(func=_diagnose)
+
+    info = actions.add_parser("info", help="versions, workspace and configuration in use")
+    add_output_format(info, ("table", "json", "yaml"))
+    add_root_argument(info)
+    info.set_defaults(func=_info)
+
+
+def _duration(text: str) -> float:
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def _gc(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        found = (
+            await leftovers.run_scratch(workspace, args.older_than)
+            + await leftovers.unreferenced_objects(workspace, args.older_than)
+            + await leftovers.staging_files(workspace, args.older_than)
+        )
+        if not args.dry_run:
+            await leftovers.remove(found)
+        rows = [{"kind": f.kind, "path": str(f.path), "size": f.size} for f in found]
+        write_records(rows, args.output, [("Kind", "kind"), ("Size", "size"), ("Path", "path")])
+        verb = "Would remove" if args.dry_run else "Removed"
+        total = format_bytes(sum(f.size for f in found))
+        console.info(f"{verb} {len(found)} leftover(s), {total}")
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _diagnose(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        checks = await run_checks(workspace)
+        rows = [
+            {"check": c.name, "ok": c.ok, "required": c.required, "detail": c.detail, "fix": c.fix}
+            for c in checks
+        ]
+        if args.output == "table":
+            for row in rows:
+                row["status"] = "ok" if row["ok"] else "PROBLEM" if row["required"] else "missing"
+                if row["fix"]:
+                    row["detail"] = f"{row['detail']} -> {row['fix']}"
+        write_records(
+            rows, args.output, [("Check", "check"), ("Status", "status"), ("Detail", "detail")]
+        )
+        return 0 if all(c.ok or not c.required for c in checks) else 1
+
+    return run_in_workspace(args, run)
+
+
+def _info(args: argparse.Namespace) -> int:
+    async def run(workspace: Workspace) -> int:
+        config = load_config(workspace.layout.config_path)
+        info = {
+            "odfd": _version("odfd"),
+            "python": platform.python_version(),
+            "pyspark": _version("pyspark"),
+            "pyarrow": _version("pyarrow"),
+            "platform": platform.platform(),
+            "workspace": str(workspace.root),
+            "config": str(workspace.layout.config_path),
+            "datasets": len(await workspace.list_datasets()),
+            "spark_master": config.spark.master,
+            "ipfs_api": config.ipfs.api,
+        }
+        if args.output == "table":
+            width = max(map(len, info))
+            sys.stdout.write("".join(f"{k:<{width}}  {v}\n" for k, v in info.items()))
+        else:
+            write_records([info], args.output, [])
+        return 0
+
+    return run_in_workspace(args, run)
+
+
+def _version(package: str) -> str:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return "not installed"

@@ -1,0 +1,28 @@
+"""Asking before a destructive command acts: on a terminal a y/N question, elsewhere ``-y``
+(the global ``--yes`` of ``odfd.cli.global_options``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from odfd.errors import OdfdError
+
+
+class NotConfirmedError(OdfdError):
+    """A destructive command was not confirmed."""
+
+
+def confirm(args: argparse.Namespace, question: str) -> None:
+    """Returns when the user agreed (or gave ``-y``); raises ``NotConfirmedError`` otherwise."""
+    if getattr(args, "yes", False):
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmedError(
+            f"{question} — not confirmed: pass -y to confirm without a terminal"
+        )
+    sys.stderr.write(f"{question} [y/N] ")
+    sys.stderr.flush()
+    answer = sys.stdin.readline().strip().lower()
+    if answer not in ("y", "yes"):
+        raise NotConfirmedError("cancelled; nothing was changed")

@@ -1,0 +1,72 @@
+"""How the CLI talks to the user on stderr: status lines (hidden by ``--quiet``), details (shown
+by ``--verbose``), warnings and errors (always), colour only on a terminal.
+
+Results go to stdout (tables, JSON, YAML); everything else goes through this module so that the
+three global options mean the same thing in every command.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from dataclasses import dataclass
+
+QUIET, NORMAL, VERBOSE = 0, 1, 2
+
+_RED, _YELLOW, _RESET = "\033[31m", "\033[33m", "\033[0m"
+
+
+@dataclass(slots=True)
+class _Settings:
+    level: int = NORMAL
+    color: bool | None = None
+    """``None``: colour when stderr is a terminal and ``$NO_COLOR`` is unset."""
+
+
+_settings = _Settings()
+
+
+def configure(*, quiet: bool = False, verbose: bool = False, no_color: bool = False) -> None:
+    _settings.level = QUIET if quiet else VERBOSE if verbose else NORMAL
+    _settings.color = False if no_color else None
+
+
+def is_quiet() -> bool:
+    return _settings.level == QUIET
+
+
+def is_verbose() -> bool:
+    return _settings.level == VERBOSE
+
+
+def use_color() -> bool:
+    if _settings.color is not None:
+        return _settings.color
+    if os.environ.get("NO_COLOR"):
+        return False
+    isatty = getattr(sys.stderr, "isatty", None)
+    return bool(isatty and isatty())
+
+
+def info(message: str) -> None:
+    """A status line (``Added: …``, ``Skipped: …``); ``--quiet`` hides it."""
+    if _settings.level >= NORMAL:
+        print(message, file=sys.stderr)
+
+
+def detail(message: str) -> None:
+    """Extra detail only ``--verbose`` shows."""
+    if _settings.level >= VERBOSE:
+        print(message, file=sys.stderr)
+
+
+def warn(message: str) -> None:
+    print(_paint("warning:", _YELLOW) + " " + message, file=sys.stderr)
+
+
+def error(message: str) -> None:
+    print(_paint("error:", _RED) + " " + message, file=sys.stderr)
+
+
+def _paint(text: str, color: str) -> str:
+    return f"{color}{text}{_RESET}" if use_color() else text

@@ -1,0 +1,455 @@
+"""The console's pages and JSON API on the node's aiohttp server, under ``/ui``.
+
+Reads (``GET /ui/api/…``) follow the server's visibility rules: private datasets exist only for
+read and admin tokens, withheld ones are marked. The SQL box needs a read or admin token (a query
+engine can reach files outside the workspace); actions (``POST``: sync a mirror, audit a dataset)
+need an admin token. Tokens travel in the ``Authorization`` header, which a cross-site page cannot
+set without a CORS preflight this server never grants, and every ``POST`` must also come from the
+console's own origin with a JSON body."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from aiohttp import web
+
+from odfd.console.backend import ActionUnavailableError, NodeBackend
+from odfd.console.details import (
+    SummaryCache,
+    block_log,
+    records_history,
+    schema_document,
+    transform_history,
+)
+from odfd.console.lineage import InputIndex, build_lineage
+from odfd.console.node import node_info
+from odfd.console.sql import json_cell, run_sql
+from odfd.console.view import CatalogView
+from odfd.server.state import STATE_KEY, ServerState
+from protocol.errors import OdfError
+from storage.catalog import DatasetRecord
+from storage.catalog.audits import AuditTable
+from verifier.engine.inputs import all_slices, slice_paths
+
+log = logging.getLogger("odfd.console")
+CONSOLE_KEY: web.AppKey[Console] = web.AppKey("odfd_console")
+STATIC = Path(str(resources.files("odfd.console") / "static"))
+MAX_PAGE = 500
+PAGE = 100
+"""Datasets per page of the list (the page's default)."""
+
+
+class Console:
+    """The state the console's handlers share."""
+
+    def __init__(self, backend: NodeBackend) -> None:
+        self.backend = backend
+        self.view = CatalogView(backend)
+        self.summaries = SummaryCache()
+        self.inputs = InputIndex(backend.workspace)
+        self._warming: asyncio.Task[None] | None = None
+
+    async def warm(self) -> None:
+        """Reads what the first pages need (the catalog, the first page's summaries, every
+        derivative's inputs) so that the first visitor after a start does not wait for it."""
+        await asyncio.to_thread(_first_conversion)
+        records = await self.view.records()
+        await self.view.status()
+        workspace = self.backend.workspace
+        for index, record in enumerate(records):
+            try:
+                if index < PAGE:
+                    await self.summaries.get(workspace.open_dataset(record.id), record)
+                await self.inputs.inputs(record)
+            except OdfError as err:  # its page will say what is wrong with it
+                log.warning(
+                    "console warm-up skipped a dataset",
+                    extra={"dataset": record.alias, "error": str(err)},
+                )
+
+    async def warmed(self) -> None:
+        """Returns once the warm-up started with the server is over."""
+        if self._warming is not None:
+            await asyncio.gather(asyncio.shield(self._warming), return_exceptions=True)
+
+    async def start_warming(self, app: web.Application) -> None:
+        self._warming = asyncio.create_task(self.warm(), name="console-warm-up")
+
+    async def stop_warming(self, app: web.Application) -> None:
+        if self._warming is not None:
+            self._warming.cancel()
+            await asyncio.gather(self._warming, return_exceptions=True)
+
+
+def _first_conversion() -> None:
+    """Arrow's first instant-with-zone to Python conversion loads time-zone support (~1.5 s)."""
+    pa.array([0], pa.timestamp("ms", tz="UTC")).to_pylist()
+
+
+def add_console(app: web.Application, backend: NodeBackend) -> None:
+    console = Console(backend)
+    app[CONSOLE_KEY] = console
+    app.on_startup.append(console.start_warming)
+    app.on_cleanup.append(console.stop_warming)
+    app.router.add_get("/ui", _redirect)
+    app.router.add_get("/ui/", _index)
+    app.router.add_static("/ui/static/", STATIC, append_version=False)
+    routes = [
+        ("GET", "/ui/api/node", _node),
+        ("GET", "/ui/api/datasets", _datasets),
+        ("GET", "/ui/api/mirrors", _mirrors),
+        ("GET", "/ui/api/datasets/{dataset}", _overview),
+        ("GET", "/ui/api/datasets/{dataset}/data", _data),
+        ("GET", "/ui/api/datasets/{dataset}/blocks", _blocks),
+        ("GET", "/ui/api/datasets/{dataset}/lineage", _lineage),
+        ("GET", "/ui/api/datasets/{dataset}/history", _history),
+        ("GET", "/ui/api/datasets/{dataset}/audits", _audits),
+        ("POST", "/ui/api/sql", _sql),
+        ("POST", "/ui/api/mirrors/{name}/sync", _sync_now),
+        ("POST", "/ui/api/datasets/{dataset}/audit", _audit_now),
+    ]
+    for method, path, handler in routes:
+        app.router.add_route(method, path, _guarded(handler))
+
+
+def _guarded(
+    handler: Callable[[web.Request], Awaitable[web.StreamResponse]],
+) -> Callable[[web.Request], Awaitable[web.StreamResponse]]:
+    """A dataset the page asks about may be broken (a missing slice, a corrupt block): the page
+    shows the error's one line instead of a bare 500."""
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except OdfError as err:
+            return _error(500, str(err))
+
+    return handle
+
+
+def _json(value: Any, status: int = 200) -> web.Response:
+    return web.json_response(
+        value, status=status, dumps=lambda v: json.dumps(v, default=str, allow_nan=False)
+    )
+
+
+def _error(status: int, message: str) -> web.Response:
+    return _json({"error": message}, status)
+
+
+def _parts(request: web.Request) -> tuple[ServerState, Console]:
+    return request.app[STATE_KEY], request.app[CONSOLE_KEY]
+
+
+def _int(request: web.Request, name: str, default: int, maximum: int | None = None) -> int:
+    text = request.query.get(name)
+    if text is None:
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise web.HTTPBadRequest(text=f"query parameter {name} must be an integer") from None
+    if value < 0 or (maximum is not None and value > maximum):
+        raise web.HTTPBadRequest(text=f"query parameter {name} must be 0..{maximum or 'any'}")
+    return value
+
+
+async def _record(request: web.Request) -> DatasetRecord:
+    state, _ = _parts(request)
+    try:
+        return await state.require(request.match_info["dataset"], request)
+    except web.HTTPForbidden:  # withheld: the console still shows why
+        record = await state.workspace.try_resolve(request.match_info["dataset"])
+        if record is None or not state.visible(record, request):
+            raise web.HTTPNotFound(text="no such dataset") from None
+        return record
+
+
+# --- pages ----------------------------------------------------------------------------------------
+
+
+async def _redirect(request: web.Request) -> web.StreamResponse:
+    raise web.HTTPFound("/ui/")
+
+
+async def _index(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(STATIC / "index.html", headers=_PAGE_HEADERS)
+
+
+_PAGE_HEADERS = {
+    "Content-Security-Policy": "default-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "frame-ancestors 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+}
+
+
+# --- reads ----------------------------------------------------------------------------------------
+
+
+def _status_by_id(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {d["id"]: d for d in status["datasets"]}
+
+
+async def _datasets(request: web.Request) -> web.Response:
+    """``?q=`` (case-insensitive substring of the alias), ``offset``, ``limit``; sorted by alias."""
+    state, console = _parts(request)
+    started = time.perf_counter()
+    query = request.query.get("q", "").strip().lower()
+    offset = _int(request, "offset", 0)
+    limit = _int(request, "limit", PAGE, MAX_PAGE)
+    records = [
+        r
+        for r in await console.view.records()
+        if state.visible(r, request) and query in r.alias.lower()
+    ]
+    status = _status_by_id(await console.view.status())
+    page = []
+    for record in records[offset : offset + limit]:
+        dataset = state.workspace.open_dataset(record.id)
+        summary = await console.summaries.get(dataset, record)
+        entry = status.get(str(record.id), {})
+        page.append(
+            {
+                "alias": record.alias,
+                "id": str(record.id),
+                "kind": record.kind.value,
+                "head": None if record.head is None else record.head.to_multibase(),
+                "blocks": 0 if record.head_sequence is None else record.head_sequence + 1,
+                "records": summary.records,
+                "size": summary.size,
+                "lastUpdate": summary.last_update,
+                "mirrorOf": entry.get("mirrorOf"),
+                "lastSync": entry.get("lastSync"),
+                "lagBlocks": entry.get("lagBlocks"),
+                "lastAudit": entry.get("lastAudit"),
+                "failing": entry.get("failing", False),
+                "withheld": record.id in state.withheld,
+                "private": state.config.is_private(record.alias),
+            }
+        )
+    elapsed = round((time.perf_counter() - started) * 1000, 1)
+    return _json({"total": len(records), "offset": offset, "datasets": page, "ms": elapsed})
+
+
+async def _overview(request: web.Request) -> web.Response:
+    state, console = _parts(request)
+    record = await _record(request)
+    dataset = state.workspace.open_dataset(record.id)
+    summary = await console.summaries.get(dataset, record)
+    status = _status_by_id(await console.view.status()).get(str(record.id), {})
+    return _json(
+        {
+            "alias": record.alias,
+            "id": str(record.id),
+            "kind": record.kind.value,
+            "head": None if record.head is None else record.head.to_multibase(),
+            "blocks": 0 if record.head_sequence is None else record.head_sequence + 1,
+            **summary.to_json(),
+            "schema": await schema_document(dataset),
+            "transforms": [step.to_json() for step in await transform_history(dataset)],
+            "status": status,
+            "withheld": record.id in state.withheld,
+            "private": state.config.is_private(record.alias),
+        }
+    )
+
+
+async def _data(request: web.Request) -> web.Response:
+    """The newest rows first, ``limit`` of them after skipping ``offset``."""
+    state, _ = _parts(request)
+    record = await _record(request)
+    offset = _int(request, "offset", 0)
+    limit = _int(request, "limit", 50, MAX_PAGE)
+    dataset = state.workspace.open_dataset(record.id)
+    hashes = await all_slices(dataset) if record.head is not None else []
+    missing = [h for h in hashes if not await dataset.data.contains(h)]
+    if missing:  # said without the node's paths
+        return _error(
+            500,
+            f"dataset {record.alias}: {len(missing)} of its {len(hashes)} data slice(s) are "
+            f"missing on this node (first: {missing[0]}); pull it again",
+        )
+    paths = slice_paths(dataset, hashes)
+    columns, rows, total = await asyncio.to_thread(_latest_rows, list(paths), offset, limit)
+    return _json({"columns": columns, "rows": rows, "offset": offset, "total": total})
+
+
+def _latest_rows(
+    paths: list[Path], offset: int, limit: int
+) -> tuple[list[str], list[list[Any]], int]:
+    """Reads only the newest slices the page needs (blocking)."""
+    counts = [pq.read_metadata(path).num_rows for path in paths]
+    total = sum(counts)
+    columns: list[str] = []
+    rows: list[list[Any]] = []
+    skip = offset
+    for path, count in zip(reversed(paths), reversed(counts), strict=True):
+        if skip >= count:
+            skip -= count
+            continue
+        with pq.ParquetFile(path) as file:  # not pq.read_table: ~3 s to set up on first use
+            table = file.read()
+        columns = columns or table.column_names
+        for row in reversed(table.slice(0, count - skip).to_pylist()):
+            rows.append([json_cell(row[c]) for c in table.column_names])
+            if len(rows) >= limit:
+                return columns, rows, total
+        skip = 0
+    if not columns and paths:
+        columns = pq.read_schema(paths[-1]).names
+    return columns, rows, total
+
+
+async def _blocks(request: web.Request) -> web.Response:
+    state, _ = _parts(request)
+    record = await _record(request)
+    before = request.query.get("before")
+    limit = _int(request, "limit", 50, MAX_PAGE)
+    dataset = state.workspace.open_dataset(record.id)
+    entries = await block_log(
+        dataset, limit=limit, before=None if before is None else _int(request, "before", 0)
+    )
+    return _json({"blocks": entries})
+
+
+async def _lineage(request: web.Request) -> web.Response:
+    state, console = _parts(request)
+    record = await _record(request)
+    graph = await build_lineage(
+        state.workspace,
+        str(record.id),
+        downstream=True,
+        visible=lambda r: state.visible(r, request),
+        listed=await console.view.records(),
+        index=console.inputs,
+    )
+    return _json(graph.to_json())
+
+
+async def _history(request: web.Request) -> web.Response:
+    state, _ = _parts(request)
+    record = await _record(request)
+    return _json({"points": await records_history(state.workspace.open_dataset(record.id))})
+
+
+async def _audits(request: web.Request) -> web.Response:
+    state, _ = _parts(request)
+    record = await _record(request)
+    audits = []
+    for audit in await AuditTable(state.workspace.catalog).history(record.id, limit=20):
+        audits.append(
+            {
+                "scope": audit.scope,
+                "trigger": audit.trigger,
+                "status": audit.status,
+                "summary": audit.summary,
+                "head": None if audit.head is None else audit.head.to_multibase(),
+                "startedAt": audit.started_at.isoformat(),
+                "finishedAt": audit.finished_at.isoformat(),
+                "report": None if audit.report is None else json.loads(audit.report),
+            }
+        )
+    return _json({"audits": audits})
+
+
+async def _mirrors(request: web.Request) -> web.Response:
+    state, console = _parts(request)
+    status = await console.view.status()
+    hidden = {
+        r.alias.lower() for r in await console.view.records() if not state.visible(r, request)
+    }
+    mirrors = [m for m in status["mirrors"] if m["name"].lower() not in hidden]
+    return _json({"daemon": status["daemon"], "mirrors": mirrors})
+
+
+async def _node(request: web.Request) -> web.Response:
+    state, console = _parts(request)
+    return _json(await node_info(state, console.view, console.backend, request))
+
+
+# --- queries and actions --------------------------------------------------------------------------
+
+
+def _check_same_origin(request: web.Request) -> web.Response | None:
+    """Refuses a ``POST`` a page of another site could have sent."""
+    if request.headers.get("Sec-Fetch-Site", "same-origin") not in ("same-origin", "none"):
+        return _error(403, "cross-site request refused")
+    origin = request.headers.get("Origin")
+    if origin is not None and origin != str(request.url.origin()):
+        return _error(403, f"request from origin {origin} refused")
+    if request.content_type != "application/json":
+        return _error(415, "the request body must be JSON (Content-Type: application/json)")
+    return None
+
+
+async def _body(request: web.Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except json.JSONDecodeError:
+        raise web.HTTPBadRequest(text="the request body is not valid JSON") from None
+    if not isinstance(body, dict):
+        raise web.HTTPBadRequest(text="the request body must be a JSON object")
+    return body
+
+
+async def _sql(request: web.Request) -> web.Response:
+    state, _ = _parts(request)
+    refused = _check_same_origin(request)
+    if refused is not None:
+        return refused
+    if not state.config.may_read_private(request):
+        return _error(401, "the SQL box needs a read or admin token ([server] read_tokens)")
+    query = (await _body(request)).get("query")
+    if not isinstance(query, str) or not query.strip():
+        return _error(400, "field query must be a non-empty string")
+    limit = 1000
+    try:
+        columns, rows, truncated, ms = await run_sql(
+            state.workspace, query, limit, lambda r: state.visible(r, request)
+        )
+    except OdfError as err:
+        return _error(400, str(err))
+    return _json({"columns": columns, "rows": rows, "truncated": truncated, "ms": ms})
+
+
+async def _action(request: web.Request, run: Any) -> web.Response:
+    state, _ = _parts(request)
+    refused = _check_same_origin(request)
+    if refused is not None:
+        return refused
+    if not state.config.is_admin(request):
+        return _error(401, "this action needs an admin token ([server] admin_tokens)")
+    try:
+        return _json(await run())
+    except ActionUnavailableError as err:
+        return _error(409, str(err))
+    except OdfError as err:
+        return _error(400, str(err))
+
+
+async def _sync_now(request: web.Request) -> web.Response:
+    _, console = _parts(request)
+    name = request.match_info["name"]
+    return await _action(request, lambda: console.backend.sync_now(name))
+
+
+async def _audit_now(request: web.Request) -> web.Response:
+    _, console = _parts(request)
+    dataset = request.match_info["dataset"]
+
+    async def run() -> dict[str, Any]:
+        scope = (await _body(request)).get("scope", "integrity")
+        await _record(request)
+        return await console.backend.audit_now(dataset, str(scope))
+
+    return await _action(request, run)

@@ -1,0 +1,95 @@
+"""The console's node page: what is served, the daemon's queues, the IPFS node, the engines and
+the daemon's metrics (parsed from its Prometheus exposition)."""
+
+from __future__ import annotations
+
+import asyncio
+from importlib import metadata
+from typing import Any
+
+from aiohttp import web
+from prometheus_client.parser import text_string_to_metric_families
+
+from odfd.config import load_config
+from odfd.console.backend import NodeBackend
+from odfd.console.view import CatalogView
+from odfd.server.state import ServerState
+from protocol.errors import OdfError
+from storage.ipfs_client import IpfsClient
+from verifier.engine import session as spark_session
+
+IPFS_TIMEOUT = 2.0
+
+
+async def node_info(
+    state: ServerState, view: CatalogView, backend: NodeBackend, request: web.Request
+) -> dict[str, Any]:
+    status = await view.status()
+    visible = [r for r in await view.records() if state.visible(r, request)]
+    config = await asyncio.to_thread(load_config, state.workspace.layout.config_path)
+    served = [r.alias for r in visible if r.id not in state.withheld]
+    return {
+        "workspace": str(state.workspace.root),
+        "daemon": status["daemon"],
+        "datasets": len(visible),
+        "served": sorted(served, key=str.lower),
+        "withheld": sorted((r.alias for r in visible if r.id in state.withheld), key=str.lower),
+        "mirrors": len(status["mirrors"]),
+        "ipfs": await _ipfs(config.ipfs.settings().api),
+        "engines": [
+            {
+                "name": "spark",
+                "version": _version("pyspark"),
+                "master": config.spark.master,
+                "running": spark_session.is_running(),
+            }
+        ],
+        "metrics": _metrics(backend.metrics()),
+        "tokens": {
+            "read": state.config.may_read_private(request),
+            "admin": state.config.is_admin(request),
+        },
+    }
+
+
+async def _ipfs(api: str) -> dict[str, Any]:
+    """Whether the configured IPFS node answers (asked with a short timeout)."""
+    try:
+        client = IpfsClient(api, timeout=IPFS_TIMEOUT)
+        info = await asyncio.wait_for(client.id(), IPFS_TIMEOUT + 1)
+    except (OdfError, TimeoutError, OSError) as err:
+        message = str(err) or type(err).__name__
+        return {"api": api, "online": False, "error": message.split(": HTTP")[0][:200]}
+    return {
+        "api": api,
+        "online": True,
+        "peerId": info.peer_id,
+        "agent": info.agent_version,
+        "addresses": list(info.addresses[:5]),
+    }
+
+
+def _version(distribution: str) -> str | None:
+    try:
+        return metadata.version(distribution)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _metrics(text: str | None) -> list[dict[str, Any]]:
+    if text is None:
+        return []
+    out = []
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name.endswith("_bucket"):
+                continue
+            out.append(
+                {
+                    "name": sample.name,
+                    "labels": dict(sample.labels),
+                    "value": sample.value,
+                    "help": family.documentation,
+                }
+            )
+    return out

@@ -1,0 +1,60 @@
+"""The console's SQL box: a query over the datasets a request may see, through the same query
+function as ``odfd sql``, with the result cut to a page and made JSON-safe."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import math
+import time
+from collections.abc import Callable
+from datetime import date, datetime
+from decimal import Decimal
+from typing import Any
+
+from odfd.cli.commands.sql import run_query
+from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.query import dataset_view
+from storage.catalog import DatasetRecord
+from storage.workspace import Workspace
+from verifier.engine import session as spark_session
+
+
+def json_cell(value: Any) -> Any:
+    """Instants as RFC 3339, binary as base64, decimals and non-finite floats as text."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, list):
+        return [json_cell(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_cell(v) for k, v in value.items()}
+    return value
+
+
+async def run_sql(
+    workspace: Workspace,
+    query: str,
+    limit: int,
+    visible: Callable[[DatasetRecord], bool],
+) -> tuple[list[str], list[list[Any]], bool, float]:
+    """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
+    started = time.perf_counter()
+    if not spark_session.is_running():  # a daemon configured it already
+        configure_engine(workspace.layout.config_path)
+    lowered = query.lower()
+    views = []
+    for record in await workspace.list_datasets():
+        if visible(record) and record.alias.lower() in lowered:
+            views.append(await dataset_view(workspace.open_dataset(record.id)))
+    table = await asyncio.to_thread(run_query, query, views)
+    truncated = table.num_rows > limit
+    table = table.slice(0, limit)
+    columns = table.column_names
+    rows = [[json_cell(row[c]) for c in columns] for row in table.to_pylist()]
+    return columns, rows, truncated, round((time.perf_counter() - started) * 1000, 1)

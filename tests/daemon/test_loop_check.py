@@ -1,0 +1,34 @@
+"""The loop-blocking check of the daemon tests catches a blocking call and ignores a waiting one."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.daemon.loop_check import LoopBlockingCheck
+
+
+def test_a_callback_that_blocks_the_loop_is_reported() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        with LoopBlockingCheck(loop) as check:
+            loop.run_until_complete(asyncio.to_thread(time.sleep, 0.3))  # off the loop: fine
+            assert check.slow == []
+
+            async def blocks() -> None:
+                time.sleep(0.3)  # noqa: ASYNC251 (blocks the loop on purpose: what must be caught)
+
+            loop.run_until_complete(blocks())
+        assert len(check.slow) == 1 and "took 0.3" in check.slow[0], check.slow
+        assert "blocks()" in check.slow[0]
+        assert not loop.get_debug()  # restored
+        with LoopBlockingCheck(loop, except_task_of=blocks.__qualname__) as check:
+            loop.run_until_complete(blocks())
+        assert check.slow == []
+    finally:
+        loop.close()
+
+
+async def test_this_suite_runs_async_tests_under_the_check() -> None:
+    loop = asyncio.get_running_loop()
+    assert loop.get_debug() and loop.slow_callback_duration == 0.1

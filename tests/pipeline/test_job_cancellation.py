@@ -1,0 +1,69 @@
+"""A cancelled task cancels its Spark jobs: the worker thread's job does not run on to the end."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+
+import pytest
+from pyspark.sql import SparkSession
+
+from verifier.engine.cancel import cancellable_jobs, jobs_of_task
+from verifier.engine.failures import spark_error_types
+from verifier.engine.session import isolated_session
+
+
+def _active_jobs(spark: SparkSession) -> list[int]:
+    return list(spark.sparkContext.statusTracker().getActiveJobsIds())
+
+
+async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) -> None:
+    started = threading.Event()
+    outcome: list[BaseException | None] = []
+
+    def endless_job() -> None:
+        session = isolated_session()
+        with jobs_of_task(session):
+            started.set()
+            try:
+                # Hours of work on two cores: it ends only if it is cancelled.
+                session.range(0, 10**13, numPartitions=2).selectExpr("sum(id * id)").collect()
+                outcome.append(None)
+            except spark_error_types() as err:
+                outcome.append(err)
+
+    async def audit_like_task() -> None:
+        async with cancellable_jobs("test"):
+            await asyncio.to_thread(endless_job)
+
+    task = asyncio.create_task(audit_like_task())
+    assert await asyncio.to_thread(started.wait, 120)
+    deadline = time.monotonic() + 120
+    while not _active_jobs(spark):
+        assert time.monotonic() < deadline, "the Spark job never started"
+        await asyncio.sleep(0.2)
+    group_jobs = _active_jobs(spark)
+
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+    deadline = time.monotonic() + 60
+    while not outcome:
+        assert time.monotonic() < deadline, "the Spark job ran on after its task was cancelled"
+        await asyncio.sleep(0.2)
+    assert outcome[0] is not None and "cancel" in str(outcome[0]).lower()
+    assert not set(group_jobs) & set(_active_jobs(spark))
+
+
+async def test_jobs_outside_a_cancellable_block_join_no_group(spark: SparkSession) -> None:
+    def job_group() -> str | None:
+        session = isolated_session()
+        with jobs_of_task(session):
+            return session.sparkContext.getLocalProperty("spark.jobGroup.id")
+
+    assert await asyncio.to_thread(job_group) is None
+    async with cancellable_jobs("named") as group:
+        assert await asyncio.to_thread(job_group) == group
+    assert group.startswith("odfd-named-")

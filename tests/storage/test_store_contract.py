@@ -1,0 +1,216 @@
+"""One contract, every store (as dulwich runs one object-store suite per backend).
+
+Read contract, for every store: a dataset folder (blocks, data, refs/head) is seeded, then read
+through the store under test: in memory, on the local disk, over HTTP from a real aiohttp server
+on loopback, and from a real IPFS node's gateway. Write contract, for the writable stores (memory,
+local disk): hashes are checked before anything is visible, deletes and compare-and-swap.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import aiohttp
+import pytest
+from aiohttp import web
+
+from protocol.identity import Multihash
+from protocol.transfer.simple import ObjectKind
+from storage.errors import HashMismatchError, ObjectNotFoundError, RefCasError
+from storage.ipfs_client import IpfsClient, IpfsGateway
+from storage.stores.base import NamedStore, ObjectStore, RefStore
+from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
+from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
+from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
+from storage.stores.memory import MemoryNamedStore, MemoryObjectStore, MemoryRefStore
+from tests.fixtures.ipfs_node import LocalIpfsNode
+
+BLOCKS = [b"block one", b"block two", os.urandom(300)]
+DATA = [os.urandom(3 * 1024 * 1024 + 5), b""]
+HEAD = Multihash.from_digest_sha3_256(BLOCKS[-1])
+ABSENT = Multihash.from_digest_sha3_256(b"never stored")
+
+
+@dataclass
+class Seeded:
+    """A store view of the seeded dataset: one object store per kind and its refs."""
+
+    objects: Callable[[ObjectKind], ObjectStore]
+    refs: RefStore
+
+
+def _write_folder(root: Path) -> None:
+    for kind, items in ((ObjectKind.BLOCK, BLOCKS), (ObjectKind.DATA, DATA)):
+        folder = root / kind.value
+        folder.mkdir(parents=True)
+        for item in items:
+            (folder / Multihash.from_digest_sha3_256(item).to_multibase()).write_bytes(item)
+    (root / "checkpoints").mkdir()
+    (root / "refs").mkdir()
+    (root / "refs" / "head").write_text(HEAD.to_multibase())
+
+
+@pytest.fixture(params=["memory", "localfs", "http", pytest.param("ipfs", marks=pytest.mark.ipfs)])
+async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Seeded]:
+    root = tmp_path / "dataset"
+    _write_folder(root)
+    if request.param == "memory":
+        stores = {kind: MemoryObjectStore(kind.value) for kind in ObjectKind}
+        for kind, items in ((ObjectKind.BLOCK, BLOCKS), (ObjectKind.DATA, DATA)):
+            await stores[kind].put_many(items)
+        refs = MemoryRefStore()
+        await refs.set("head", HEAD, expected=None)
+        yield Seeded(stores.__getitem__, refs)
+    elif request.param == "localfs":
+        yield Seeded(
+            lambda kind: LocalFsObjectStore(root / kind.value), LocalFsRefStore(root / "refs")
+        )
+    elif request.param == "http":
+        app = web.Application()
+        app.router.add_static("/ds/", root)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port = runner.addresses[0][1]
+        async with aiohttp.ClientSession() as session:
+            client = HttpClient(session, f"http://127.0.0.1:{port}/ds")
+            yield Seeded(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client))
+        await runner.cleanup()
+    else:
+        node: LocalIpfsNode = request.getfixturevalue("ipfs_node")
+        cid = await IpfsClient(node.api_multiaddr).add_directory(root)
+        async with IpfsGateway(node.gateway_url, timeout=20.0) as gateway:
+            yield Seeded(
+                lambda kind: IpfsObjectStore(gateway, cid, kind), IpfsRefStore(gateway, cid)
+            )
+
+
+async def test_every_seeded_object_reads_back_whole_and_in_chunks(seeded: Seeded) -> None:
+    for kind, items in ((ObjectKind.BLOCK, BLOCKS), (ObjectKind.DATA, DATA)):
+        store = seeded.objects(kind)
+        for item in items:
+            hash = Multihash.from_digest_sha3_256(item)
+            assert await store.contains(hash), (store, hash)
+            assert await store.size(hash) == len(item)
+            assert await store.get_bytes(hash) == item
+            chunks = [chunk async for chunk in store.iter_chunks(hash, 1 << 20)]
+            assert b"".join(chunks) == item
+            assert all(len(chunk) <= 1 << 20 for chunk in chunks)
+
+
+async def test_an_absent_object_is_not_found_by_every_read(seeded: Seeded) -> None:
+    store = seeded.objects(ObjectKind.BLOCK)
+    assert not await store.contains(ABSENT)
+    with pytest.raises(ObjectNotFoundError):
+        await store.size(ABSENT)
+    with pytest.raises(ObjectNotFoundError):
+        await store.get_bytes(ABSENT)
+    with pytest.raises(ObjectNotFoundError):
+        _ = [chunk async for chunk in store.iter_chunks(ABSENT)]
+
+
+async def test_kinds_are_separate_namespaces(seeded: Seeded) -> None:
+    block = Multihash.from_digest_sha3_256(BLOCKS[0])
+    assert not await seeded.objects(ObjectKind.DATA).contains(block)
+    assert not await seeded.objects(ObjectKind.CHECKPOINT).contains(block)
+
+
+async def test_refs_read_their_value_and_none_when_unset(seeded: Seeded) -> None:
+    assert await seeded.refs.get("head") == HEAD
+    assert await seeded.refs.get("no-such-ref") is None
+
+
+# --- writable stores ----------------------------------------------------------------------------
+
+
+@dataclass
+class Writable:
+    objects: ObjectStore
+    refs: RefStore
+    named: NamedStore
+
+
+@pytest.fixture(params=["memory", "localfs"])
+def writable(request: pytest.FixtureRequest, tmp_path: Path) -> Writable:
+    if request.param == "memory":
+        return Writable(MemoryObjectStore(), MemoryRefStore(), MemoryNamedStore())
+    return Writable(
+        LocalFsObjectStore(tmp_path / "objects"),
+        LocalFsRefStore(tmp_path / "refs"),
+        LocalFsNamedStore(tmp_path / "info"),
+    )
+
+
+async def _chunks(data: bytes) -> AsyncIterator[bytes]:
+    for start in range(0, len(data), 1000):
+        yield data[start : start + 1000]
+
+
+async def test_every_put_names_the_object_by_its_hash(writable: Writable, tmp_path: Path) -> None:
+    store = writable.objects
+    payload = os.urandom(5000)
+    hash = Multihash.from_digest_sha3_256(payload)
+    assert await store.put_bytes(payload) == hash
+    assert await store.put_stream(_chunks(payload), expected=hash) == hash
+    source = tmp_path / "source.bin"
+    source.write_bytes(payload)
+    assert await store.put_file(source, expected=hash, move=True) == hash
+    assert not source.exists()
+    others = [b"a", b"b", b""]
+    assert await store.put_many(others) == [Multihash.from_digest_sha3_256(o) for o in others]
+    listed = [h async for h in store.iter_hashes()]
+    assert sorted(listed) == sorted([hash, *(Multihash.from_digest_sha3_256(o) for o in others)])
+
+
+async def test_a_wrong_expected_hash_stores_nothing(writable: Writable, tmp_path: Path) -> None:
+    store = writable.objects
+    wrong = Multihash.from_digest_sha3_256(b"something else")
+    with pytest.raises(HashMismatchError):
+        await store.put_bytes(b"payload", expected=wrong)
+    with pytest.raises(HashMismatchError):
+        await store.put_stream(_chunks(b"payload"), expected=wrong)
+    source = tmp_path / "source.bin"
+    source.write_bytes(b"payload")
+    with pytest.raises(HashMismatchError):
+        await store.put_file(source, expected=wrong, move=True)
+    assert source.exists()
+    assert [h async for h in store.iter_hashes()] == []
+    assert not await store.contains(Multihash.from_digest_sha3_256(b"payload"))
+
+
+async def test_delete_removes_and_ignores_absent(writable: Writable) -> None:
+    store = writable.objects
+    hash = await store.put_bytes(b"to delete")
+    await store.delete(hash)
+    await store.delete(hash)
+    assert not await store.contains(hash)
+
+
+async def test_refs_move_only_by_compare_and_swap(writable: Writable) -> None:
+    refs = writable.refs
+    one, two = (Multihash.from_digest_sha3_256(x) for x in (b"1", b"2"))
+    await refs.set("head", one, expected=None)
+    with pytest.raises(RefCasError):
+        await refs.set("head", two, expected=None)
+    with pytest.raises(RefCasError):
+        await refs.delete("head", expected=two)
+    assert await refs.get("head") == one
+    await refs.set("head", two, expected=one)
+    assert await refs.names() == ["head"]
+    await refs.delete("head", expected=two)
+    assert await refs.get("head") is None and await refs.names() == []
+
+
+async def test_named_files_replace_and_delete(writable: Writable) -> None:
+    named = writable.named
+    assert await named.get("alias") is None
+    await named.set("alias", b"first")
+    await named.set("alias", b"second")
+    assert await named.get("alias") == b"second"
+    await named.delete("alias")
+    await named.delete("alias")
+    assert await named.get("alias") is None
