@@ -114,6 +114,9 @@ class SyncConfig:
     """How long sync attempts are kept in the catalog."""
     transform_derivatives: bool = True
     """Update local derivative datasets when a mirror brings new data into one of their inputs."""
+    freeze_after: float = 86400.0
+    """A mirror of a signed dataset reports a freeze when its newest signed head is older than
+    this (``odfd mirror add --freeze-after`` sets it per mirror); 0 disables the report."""
     tokens: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """URL prefix -> bearer token for pulls from and pushes to that remote (longest prefix wins)."""
 
@@ -160,6 +163,9 @@ class DaemonConfig:
     """On SIGTERM, how long in-flight work may run on before it is cancelled."""
     reconcile_interval: float = 60.0
     """How often controllers re-check resources even when nothing asked them to."""
+    resign_interval: float = 3600.0
+    """How often the owner re-signs the heads of its own datasets even when they did not move,
+    so mirrors can tell a quiet dataset from a frozen peer; 0 never (docs/signed-heads.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -326,6 +332,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "startup_spread": _duration,
             "history": _positive_duration,
             "transform_derivatives": _bool,
+            "freeze_after": _duration,
             "tokens": _str_table,
         },
     ),
@@ -350,6 +357,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "spark_connect_port": _int(0, 65535),
             "shutdown_timeout": _duration,
             "reconcile_interval": _positive_duration,
+            "resign_interval": _duration,
         },
     ),
     "log": (

@@ -13,6 +13,7 @@ import secrets
 import shutil
 from pathlib import Path
 
+from storage.errors import disk_full
 from storage.layout import STAGING_PREFIX
 
 
@@ -37,9 +38,11 @@ def write_staged(folder: Path, data: bytes) -> Path:
         while view:
             view = view[os.write(fd, view) :]
         os.fsync(fd)
-    except BaseException:
+    except BaseException as err:
         os.close(fd)
         path.unlink(missing_ok=True)
+        if isinstance(err, OSError) and (full := disk_full(err, folder)) is not None:
+            raise full from None
         raise
     os.close(fd)
     return path

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from typing import TYPE_CHECKING
 
 from protocol.errors import OdfError
@@ -97,3 +98,15 @@ class ChainRuleError(StorageError):
         self.rule = rule
         self.sequence_number = sequence_number
         self.block_hash = block_hash
+
+
+class DiskFullError(StorageError):
+    """A write failed because the file system is full (or over quota); what was being written
+    was removed again, so nothing half-written is visible."""
+
+
+def disk_full(err: OSError, where: object) -> DiskFullError | None:
+    """``err`` as a ``DiskFullError`` naming ``where`` if it is ENOSPC / EDQUOT, else ``None``."""
+    if err.errno in (errno.ENOSPC, errno.EDQUOT):
+        return DiskFullError(f"no space left on device writing {where}")
+    return None

@@ -17,9 +17,11 @@ from pathlib import Path
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.model import DatasetKind, DatasetSnapshot, MetadataEvent, Seed, Timestamp
+from protocol.transfer.signed_head import SignedHead, SignedHeadError, parse_signed_head
 from storage.atomic import fsync_dir, staging_path, write_file_atomic
 from storage.catalog import Catalog, DatasetRecord
 from storage.catalog.chain_states import ChainStateTable
+from storage.catalog.signed_heads import SignedHeadTable
 from storage.chain import validate_chain
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState
@@ -32,6 +34,7 @@ from storage.errors import (
 )
 from storage.keys import KeyStore
 from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
+from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
 from storage.stores.localfs import local_path
 
@@ -60,6 +63,9 @@ class Workspace:
         self.chain_states = ChainStateTable(catalog)
         """Saved chain states (a cache in the catalog); give it to datasets opened outside
         ``open_dataset`` (e.g. staged ones) so their chain state survives the process."""
+        self.signed_heads = SignedHeadTable(catalog)
+        self.signer = HeadSigner(self.keys, self.signed_heads)
+        """Signs the head of every dataset whose key this node holds, whenever it moves."""
 
     @property
     def root(self) -> Path:
@@ -133,13 +139,27 @@ class Workspace:
 
         async def record_head(head: Multihash, sequence_number: int) -> None:
             await self.catalog.update_head(dataset_id, head, sequence_number)
+            await self.signer.sign(dataset_id, dataset.refs, head, sequence_number)
 
-        return Dataset.open_local(
+        dataset = Dataset.open_local(
             self.layout.dataset(dataset_id).root,
             dataset_id,
             on_head_moved=record_head,
             saved_states=self.chain_states,
         )
+        return dataset
+
+    async def sign_head(self, dataset_id: DatasetId) -> SignedHead | None:
+        """Sign the dataset's current head now (a heartbeat, or after a crash between a head move
+        and its signature); ``None`` if this node does not hold the dataset's key."""
+        if not self.signer.can_sign(dataset_id):
+            return None
+        dataset = self.open_dataset(dataset_id)
+        head = await dataset.chain.head()
+        if head is None:
+            return None
+        block = await dataset.chain.get_block(head)
+        return await self.signer.sign(dataset_id, dataset.refs, head, block.sequence_number)
 
     async def get_dataset(self, ref: DatasetRef | str) -> Dataset:
         return self.open_dataset((await self.resolve(ref)).id)
@@ -176,6 +196,9 @@ class Workspace:
             )
             await self.catalog.add_dataset(
                 dataset_id, alias_text, kind, result.new_head, result.block.sequence_number
+            )
+            await self.signer.sign(
+                dataset_id, dataset.refs, result.new_head, result.block.sequence_number
             )
         except BaseException:
             await _remove_dataset_folder(layout)
@@ -291,6 +314,9 @@ class Workspace:
             for alias_kind, refs in aliases.items():
                 if refs:
                     await copy.set_remote_aliases(alias_kind, refs)
+            document = await source.refs.get_signature(HEAD_REF)
+            if document is not None and _signed_by(document, dataset_id, str(path)):
+                await copy.refs.set_signature(HEAD_REF, document)
             await copy.refs.set(HEAD_REF, head, expected=None)
             os.rename(staging.root, target.root)
             fsync_dir(self.layout.datasets_dir)
@@ -301,6 +327,7 @@ class Workspace:
         await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
         for alias_kind, refs in aliases.items():
             await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
+        await self.restore_signed_head(dataset_id)
         return self.open_dataset(dataset_id)
 
     async def repair(self) -> RepairReport:
@@ -327,7 +354,27 @@ class Workspace:
             seen_aliases[key] = folder
             entries.append(entry)
         await self.catalog.replace_datasets(entries)
+        for record, _ in entries:
+            await self.restore_signed_head(record.id)
         return RepairReport([record for record, _ in entries], skipped)
+
+    async def restore_signed_head(self, dataset_id: DatasetId) -> None:
+        """Bring the catalog's signed head of a dataset up to its folder's ``refs/head.sig`` (kept
+        if valid, of this dataset and newer), and re-sign an owned head its signature lags
+        behind (a crash between the head move and the signing)."""
+        dataset = self.open_dataset(dataset_id)
+        document = await dataset.refs.get_signature(HEAD_REF)
+        where = str(self.layout.dataset(dataset_id).refs_dir / f"{HEAD_REF}.sig")
+        signed = None
+        if document is not None:
+            try:
+                signed = parse_signed_head(document, where)
+            except SignedHeadError:
+                signed = None
+        if signed is not None and signed.dataset_id == dataset_id:
+            await self.signed_heads.record(signed, where)
+        if signed is None or signed.head != await dataset.chain.head():
+            await self.sign_head(dataset_id)
 
     async def _inspect(
         self, folder: Path
@@ -381,6 +428,14 @@ async def reset_catalog(layout: WorkspaceLayout) -> Path | None:
         return broken
     await catalog.close()
     return None
+
+
+def _signed_by(document: bytes, dataset_id: DatasetId, where: str) -> bool:
+    """Whether a ``refs/head.sig`` document is a valid signature of ``dataset_id``'s key."""
+    try:
+        return parse_signed_head(document, where).dataset_id == dataset_id
+    except SignedHeadError:
+        return False
 
 
 def _move_catalog_aside(path: Path, broken: Path) -> None:

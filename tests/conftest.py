@@ -13,6 +13,7 @@ import pytest
 pytest_plugins: list[str] = [
     "tests.fixtures.spark",
     "tests.fixtures.ipfs",
+    "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
 ]
 

@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="replace a local history that diverged from the remote's",
     )
     group.add_argument(
+        "--allow-unsigned",
+        action="store_true",
+        help="accept a head without a valid owner signature even if the dataset was seen "
+        "signed before (docs/signed-heads.md)",
+    )
+    group.add_argument(
         "--token",
         default=os.environ.get(TOKEN_ENV),
         help=f"bearer token for the remote (default: ${TOKEN_ENV})",
@@ -56,7 +62,11 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     options = PullOptions(
-        force=args.force, parallel=args.parallel, token=args.token, protocol=args.protocol
+        force=args.force,
+        parallel=args.parallel,
+        token=args.token,
+        protocol=args.protocol,
+        allow_unsigned=args.allow_unsigned,
     )
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
@@ -71,5 +81,9 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             verb = "Updated" if result.updated else "Skipped"
-            console.info(f"{verb}: {result.alias} from {result.remote}: {result.describe()}")
+            console.info(
+                f"{verb}: {result.alias} from {result.remote}: {result.describe()} [{result.trust}]"
+            )
+            if result.trust_note:
+                console.info(f"note: {result.trust_note}")
     return 0

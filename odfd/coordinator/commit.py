@@ -19,8 +19,9 @@ from pathlib import Path
 
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataEvent, Timestamp
+from storage.crashpoints import crash_point
 from storage.dataset import CommitResult, Dataset
-from storage.errors import SizeMismatchError
+from storage.errors import SizeMismatchError, disk_full
 from storage.stores.base import ObjectStore
 
 RUN_DIR = "run"
@@ -59,6 +60,7 @@ async def commit_transaction(
                 last.new_checkpoint.size,
                 "checkpoint file",
             )
+    crash_point("transaction.objects-stored")
     return await dataset.commit_events(
         list(events), expected_head=expected_head, system_time=system_time
     )
@@ -74,10 +76,15 @@ async def _store(store: ObjectStore, path: Path, hash: Multihash, size: int, wha
 @asynccontextmanager
 async def transaction_dir(workspace_root: Path) -> AsyncIterator[Path]:
     """A scratch folder on the workspace's file system (so committing a file is a rename),
-    created and removed off the event loop (a slice's folder may hold large files)."""
+    created and removed off the event loop (a slice's folder may hold large files); a full disk
+    while the transaction writes becomes a ``DiskFullError`` once the folder is gone."""
     path = workspace_root / RUN_DIR / uuid.uuid4().hex
     await asyncio.to_thread(path.mkdir, parents=True)
     try:
         yield path
+    except OSError as err:
+        if (full := disk_full(err, f"a transaction in {workspace_root}")) is not None:
+            raise full from None
+        raise
     finally:
         await asyncio.shield(asyncio.to_thread(shutil.rmtree, path, ignore_errors=True))

@@ -24,6 +24,7 @@ from odfd.daemon.mirror_sync import describe_error
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
 from storage.catalog.audits import AuditRecord, AuditTable, Scope
+from storage.crashpoints import crash_point
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.cancel import cancellable_jobs
@@ -145,6 +146,7 @@ class Auditor:
             summary=summary,
             report=report_json,
         )
+        crash_point("audit.verified")
         audit_id = await self.table.add(audit, keep=self.config.audit.keep_reports)
         self.metrics.audits.labels(scope, status).inc()
         level = logging.WARNING if audit.failing else logging.INFO

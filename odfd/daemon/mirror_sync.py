@@ -95,7 +95,12 @@ class MirrorSyncer:
                 token=self.config.sync.token_for(mirror.source),
                 known=known,
             )
-            if dataset_id is None or source.head != local_before[1]:
+            # A signed dataset is pulled even when its head did not move: the owner's newer
+            # signature of the same head is what tells a quiet source from a frozen one.
+            signed = dataset_id is not None and (
+                await self.workspace.signed_heads.get(dataset_id) is not None
+            )
+            if dataset_id is None or source.head != local_before[1] or signed:
                 options = PullOptions(
                     parallel=self.config.sync.parallel_objects,
                     token=self.config.sync.token_for(mirror.source),

@@ -47,6 +47,7 @@ from odfd.daemon.console import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.engine_server import EngineServer
+from odfd.daemon.heartbeat import resign_owned
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.metrics import DaemonMetrics
@@ -69,6 +70,7 @@ STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
+_RESIGN = "resign"
 
 
 class DaemonError(OdfdError):
@@ -156,6 +158,7 @@ class Daemon:
         await self.auditor.schedule_all()
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
+        self.chores.run_now(_RESIGN)  # also signs heads a crash left unsigned
         self.chores.run_now(
             _HOUSEKEEPING
         )  # also catches up derivatives left behind by the last run
@@ -417,6 +420,14 @@ class Daemon:
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
+        elif key == _RESIGN:
+            if self.config.daemon.resign_interval > 0:
+                self.chores.schedule_at(
+                    _RESIGN, now + timedelta(seconds=self.config.daemon.resign_interval)
+                )
+            signed = await resign_owned(self.workspace)
+            if signed:
+                log.info("own heads re-signed", extra={"datasets": signed})
         elif key == _HOUSEKEEPING:
             self.chores.schedule_at(
                 _HOUSEKEEPING, now + timedelta(hours=1)

@@ -7,7 +7,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from odfd.config import format_duration
+from odfd.config import format_duration, load_config
+from odfd.daemon.trust_status import trust_entry, trust_text
 from storage.catalog.audits import AuditTable
 from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
@@ -22,9 +23,15 @@ async def build_status(
     daemon: dict[str, Any] | None = None,
     next_runs: dict[str, datetime] | None = None,
     withheld: set[str] | None = None,
+    freeze_after: float | None = None,
 ) -> dict[str, Any]:
     """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
-    daemon; without one, the schedule stored in the catalog is shown."""
+    daemon; without one, the schedule stored in the catalog is shown. ``freeze_after`` defaults
+    to ``[sync] freeze_after``; a mirror's own bound wins."""
+    if freeze_after is None:
+        freeze_after = load_config(workspace.layout.config_path).sync.freeze_after
+    signed_heads = await workspace.signed_heads.all()
+    bounds = await workspace.signed_heads.freeze_bounds()
     mirrors_table = MirrorTable(workspace.catalog)
     mirrors = await mirrors_table.list()
     attempts = await mirrors_table.latest_attempts()
@@ -32,11 +39,15 @@ async def build_status(
     by_alias = {m.name.lower(): m for m in mirrors}
     datasets_out = []
     sequences: dict[str, int | None] = {}
+    trust_by_alias: dict[str, dict[str, Any]] = {}
     for record in await workspace.list_datasets():
         sequences[record.alias.lower()] = record.head_sequence
         mirror = by_alias.get(record.alias.lower())
         attempt = attempts.get(mirror.name) if mirror else None
         audit = audits.get(record.id)
+        bound = bounds.get(record.alias.lower(), freeze_after) if mirror else freeze_after
+        trust = trust_entry(signed_heads.get(record.id), record.head, bound)
+        trust_by_alias[record.alias.lower()] = trust
         datasets_out.append(
             {
                 "alias": record.alias,
@@ -64,6 +75,7 @@ async def build_status(
                 },
                 "failing": bool(audit and audit.failing),
                 "withheld": str(record.id) in (withheld or set()),
+                "trust": trust,
             }
         )
     mirrors_out = []
@@ -89,6 +101,7 @@ async def build_status(
                 else mirror.source_head.to_multibase(),
                 "sourceSequenceNumber": mirror.source_sequence,
                 "lagBlocks": _lag(mirror.source_sequence, sequences.get(mirror.name.lower())),
+                "trust": trust_by_alias.get(mirror.name.lower(), {"state": "unsigned"}),
                 "targetsState": {
                     target: {
                         "head": None if s.head is None else s.head.to_multibase(),
@@ -127,7 +140,8 @@ def render_status(status: dict[str, Any]) -> str:
         lines.append("daemon: not running (schedule as stored in the catalog)")
     lines.append("")
     lines.append(
-        f"{'DATASET':<28} {'KIND':<10} {'SEQ':>5} {'HEAD':<10} {'LAST SYNC':<30} {'LAG':>4}  AUDIT"
+        f"{'DATASET':<28} {'KIND':<10} {'SEQ':>5} {'HEAD':<10} {'TRUST':<12} {'LAST SYNC':<30} "
+        f"{'LAG':>4}  AUDIT"
     )
     for d in status["datasets"]:
         sync = d["lastSync"]
@@ -141,8 +155,10 @@ def render_status(status: dict[str, Any]) -> str:
         head = "-" if d["head"] is None else d["head"][-8:]
         lag = "-" if d["lagBlocks"] is None else str(d["lagBlocks"])
         seq = "-" if d["sequenceNumber"] is None else str(d["sequenceNumber"])
+        trust = trust_text(d["trust"])
         lines.append(
-            f"{d['alias']:<28} {d['kind']:<10} {seq:>5} {head:<10} {sync_text:<30} {lag:>4}  {audit_text}"
+            f"{d['alias']:<28} {d['kind']:<10} {seq:>5} {head:<10} {trust:<12} {sync_text:<30} "
+            f"{lag:>4}  {audit_text}"
         )
     if status["mirrors"]:
         lines.append("")
@@ -157,4 +173,9 @@ def render_status(status: dict[str, Any]) -> str:
             )
             if m["lastError"]:
                 lines.append(f"{'':<28} last error: {m['lastError']}")
+            if m["trust"]["state"] == "frozen":
+                lines.append(
+                    f"{'':<28} FROZEN: no newer signed head for {trust_text(m['trust'])[7:]} "
+                    f"(bound {m['trust']['freezeAfter']}; newest signed at {m['trust']['signedAt']})"
+                )
     return "\n".join(lines)

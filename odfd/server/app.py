@@ -13,7 +13,7 @@ from aiohttp import web
 
 from odfd.console.api import add_console
 from odfd.console.backend import NodeBackend, WorkspaceBackend
-from odfd.server import simple
+from odfd.server import signed_head, simple
 from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
@@ -31,6 +31,7 @@ def create_app(
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = ServerState.create(workspace, config)
     add_console(app, console or WorkspaceBackend(workspace))
+    signed_head.add_routes(app)
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
     app.router.add_get(f"/{simple.DATASET}/push", handle_push, allow_head=False)

@@ -25,7 +25,13 @@ import aiohttp
 
 from odfd.config import load_config
 from odfd.sync import smart_client as smart
-from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
+from odfd.sync.errors import (
+    ChainPoint,
+    CorruptSourceError,
+    DivergedError,
+    RemoteNotFoundError,
+    SyncError,
+)
 from odfd.sync.objects import (
     ObjectFetcher,
     ObjectRef,
@@ -45,6 +51,8 @@ from odfd.sync.target import (
     open_target,
     remember_remote,
 )
+from odfd.sync.trust import HeadDecision, TrustOptions, check_walked, decide_head
+from odfd.sync.trust import remember as remember_signed
 from odfd.sync.walk import (
     MAX_CHAIN_LENGTH,
     BlockStash,
@@ -60,7 +68,9 @@ from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
 from storage.catalog import Transfer
+from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.layout import HEAD_REF
 from storage.stores.http import HttpObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
@@ -79,6 +89,8 @@ class PullOptions:
     """``auto`` (smart when offered), ``smart`` or ``simple``."""
     max_blocks: int = MAX_CHAIN_LENGTH
     """Longest remote history accepted (bounds the walk and the metadata tarball)."""
+    allow_unsigned: bool = False
+    """Accept a missing or invalid signed head (``odfd.sync.trust``); ``force`` also does."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,6 +108,9 @@ class PullResult:
     """Blocks the local side has beyond the remote head (nothing pulled then)."""
     resumed_objects: int = 0
     """Objects an earlier, interrupted pull had already fetched."""
+    trust: str = "unsigned"
+    """``signed`` when the head pulled to carries the owner's verified signature."""
+    trust_note: str | None = None
 
     @property
     def updated(self) -> bool:
@@ -202,6 +217,7 @@ class _PullRun:
         )
         self.transfer: Transfer | None = None
         self.resumed = 0
+        self.decision: HeadDecision | None = None
         self._saved_at = 0.0
 
     async def execute(self) -> PullResult:
@@ -240,16 +256,18 @@ class _PullRun:
         local = self.target.head
         headers = smart.auth_headers(self.options.token)
         async with open_source(self.remote, self.session, self.ipfs, headers) as source:
-            remote_head = await source.dataset.refs.get("head")
-            if remote_head is None:
+            served = await source.dataset.refs.get("head")
+            if served is None:
                 raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
+            remote_head = await self._decide(source, served)
             if remote_head == local.hash:
-                return self._result("smart", WalkResult([], local, local, local))
+                return await self._up_to_date("smart", local)
+        stop_at = remote_head if remote_head != served else None
         async with smart.connect(
             self.session, self.remote.http_base, "pull", self.options.token
         ) as channel:
             try:
-                plan = await smart.pull_plan(channel, local.hash, self.options.force)
+                plan = await smart.pull_plan(channel, local.hash, self.options.force, stop_at)
             except smart.RemoteTransferError as err:
                 if err.error.kind != "InvalidInterval":
                     raise
@@ -264,7 +282,7 @@ class _PullRun:
     ) -> PullResult:
         local = self.target.head
         if plan.num_blocks == 0:
-            return self._result("smart", WalkResult([], local, local, local))
+            return await self._up_to_date("smart", local)
         batch = await smart.pull_metadata(channel)
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
             raise CorruptSourceError(
@@ -306,11 +324,12 @@ class _PullRun:
         local = self.target.head
         headers = smart.auth_headers(self.options.token) if self.options.token else None
         async with open_source(self.remote, self.session, self.ipfs, headers) as source:
-            remote_head = await source.dataset.refs.get("head")
-            if remote_head is None:
+            served = await source.dataset.refs.get("head")
+            if served is None:
                 raise RemoteNotFoundError(
                     f"{source.label}: no dataset there (refs/head is missing)"
                 )
+            remote_head = await self._decide(source, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
             walk = await walk_remote_chain(
                 remote_head,
@@ -323,6 +342,7 @@ class _PullRun:
             )
             self._check_walk(walk)
             if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
+                await self._remember_signed()
                 return self._result(protocol, walk)
             refs = await self._plan_objects(walk)
             await self.fetcher.fetch_all(refs, self._simple_objects(source))
@@ -346,8 +366,36 @@ class _PullRun:
 
     # --- shared steps ---------------------------------------------------------------------------
 
+    async def _decide(self, source: Source, served: Multihash) -> Multihash:
+        """The head to pull to: the remote's signed head when it has a valid one."""
+        record = self.target.record
+        self.decision = await decide_head(
+            self.target.workspace,
+            record.id if record is not None else None,
+            served,
+            await source.dataset.refs.get_signature(HEAD_REF),
+            str(self.remote),
+            TrustOptions(self.options.allow_unsigned, self.options.force),
+        )
+        return self.decision.head
+
+    async def _up_to_date(self, protocol: str, local: ChainPoint) -> PullResult:
+        await self._remember_signed()
+        return self._result(protocol, WalkResult([], local, local, local))
+
+    async def _remember_signed(self) -> None:
+        if self.decision is not None and self.target.record is not None:
+            await remember_signed(
+                self.target.workspace, self.target.dataset, self.decision, self.remote.text
+            )
+
     def _check_walk(self, walk: WalkResult) -> None:
         check_same_dataset(self.target, walk, str(self.remote))
+        if self.decision is not None and walk.new_blocks:
+            dataset_id = walk.dataset_id or (
+                self.target.record.id if self.target.record is not None else None
+            )
+            check_walked(self.decision, dataset_id, walk.new_blocks[-1].block.sequence_number)
         if walk.diverged and not self.options.force:
             raise DivergedError(
                 f"pull {self.remote} into {self.target.alias}",
@@ -398,6 +446,7 @@ class _PullRun:
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         self.progress.set_phase("committing")
+        crash_point("pull.objects-fetched")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)
         except RefCasError as err:
@@ -412,6 +461,7 @@ class _PullRun:
         assert self.target.record is not None  # committed
         await remember_remote(self.target, self.remote)
         await catalog.record_synced(self.target.record.id, self.remote.text, new_head)
+        await self._remember_signed()
         if self.transfer is not None:
             await catalog.end_transfer(self.transfer.id)
         return self._result(protocol, walk, new_head)
@@ -441,6 +491,8 @@ class _PullRun:
             num_bytes=self.progress.bytes,
             local_ahead=ahead,
             resumed_objects=self.resumed,
+            trust=self.decision.trust if self.decision is not None else "unsigned",
+            trust_note=self.decision.note if self.decision is not None else None,
         )
 
 

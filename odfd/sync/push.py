@@ -15,7 +15,7 @@ same history and behind is brought forward; a remote ahead or diverged is refuse
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import aiohttp
@@ -37,6 +37,7 @@ from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, w
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform
+from protocol.transfer.signed_head import SIGNATURE_REF, SignedHeadError, parse_signed_head
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
@@ -49,7 +50,7 @@ from storage.ipfs_client import (
     IpfsTimeoutError,
     IpnsName,
 )
-from storage.layout import DatasetLayout, dataset_dir_name
+from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name
 from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
@@ -73,6 +74,8 @@ class PushResult:
     new_remote_head: Multihash | None
     num_blocks: int
     num_objects: int
+    signed: bool = False
+    """Whether the remote now holds the dataset's signed head (``docs/signed-heads.md``)."""
 
     @property
     def updated(self) -> bool:
@@ -122,10 +125,50 @@ async def push(
                 )
         finally:
             progress.finish()
+    if result.new_remote_head == local.hash and remote.scheme in ("http", "https", "file"):
+        result = replace(result, signed=await _send_signed_head(target, remote, options))
     if result.num_blocks or result.new_remote_head == local.hash:
         await remember_remote(target, remote, "push")
         await workspace.catalog.record_synced(record.id, remote.text, local.hash)  # type: ignore[arg-type]  # a pushed dataset has a head
     return result
+
+
+# --- signed heads ------------------------------------------------------------------------------
+
+
+async def _send_signed_head(target: PullTarget, remote: RemoteUrl, options: PushOptions) -> bool:
+    """Hand the remote our ``refs/head.sig`` once it is at our head (a folder gets the file, a
+    server a ``PUT``). A server that does not know signed heads (404/405) or holds a newer
+    statement (409) keeps its own; the push itself has succeeded either way."""
+    document = await target.dataset.refs.get_signature(HEAD_REF)
+    if document is None:
+        return False
+    if remote.scheme == "file":
+        dest = Dataset.open_local(remote.path)
+        held = await dest.refs.get_signature(HEAD_REF)
+        if held is not None:
+            try:
+                if not parse_signed_head(document, "local").is_newer_than(
+                    parse_signed_head(held, str(remote))
+                ):
+                    return True
+            except SignedHeadError:
+                pass  # a damaged file at the destination is replaced
+        await dest.refs.set_signature(HEAD_REF, document)
+        return True
+    headers = {**smart.auth_headers(options.token), "Content-Type": "application/json"}
+    url = f"{remote.http_base}refs/{SIGNATURE_REF}"
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.put(url, data=document, headers=headers) as response:
+                if response.status < 300:
+                    return True
+                if response.status in (404, 405, 409):
+                    return False
+                detail = (await response.text(errors="replace"))[:300]
+                raise SyncError(f"{url} refused the signed head ({response.status}): {detail}")
+    except (aiohttp.ClientConnectionError, TimeoutError) as err:
+        raise RemoteUnavailableError(f"PUT {url} failed: {err}") from None
 
 
 # --- comparing histories ------------------------------------------------------------------------

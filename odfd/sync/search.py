@@ -66,7 +66,7 @@ async def _http_listing(base: str) -> list[tuple[str, str | None, str]]:
 def _folder_listing(root: Path, base: str) -> list[tuple[str, str | None, str]]:
     if not root.is_dir():
         raise SyncError(f"{base}: no such folder")
-    found = []
+    found: list[tuple[str, str | None, str]] = []
     for folder in sorted(root.iterdir()):
         layout = DatasetLayout(folder)
         if not layout.looks_like_dataset():

@@ -165,10 +165,15 @@ async def connect(
 
 
 async def pull_plan(
-    channel: SmartChannel, begin_after: Multihash | None, force: bool
+    channel: SmartChannel,
+    begin_after: Multihash | None,
+    force: bool,
+    stop_at: Multihash | None = None,
 ) -> m.TransferPlan:
     await channel.send(
-        m.DatasetPullRequest(begin_after=begin_after, force_update_if_diverged=force)
+        m.DatasetPullRequest(
+            begin_after=begin_after, stop_at=stop_at, force_update_if_diverged=force
+        )
     )
     response = await channel.receive_result(m.DatasetPullResponse.from_json, "DatasetPullResponse")
     assert response.transfer_plan is not None  # an Ok response carries the plan

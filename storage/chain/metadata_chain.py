@@ -30,6 +30,7 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState, SavedStateError, SavedStateStore
+from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
 from storage.layout import HEAD_REF
 from storage.stores.base import ObjectStore, RefStore
@@ -372,7 +373,9 @@ class MetadataChain:
     async def _move_head(self, expected: Multihash | None, state: ChainState) -> Multihash:
         new_head = state.head
         assert new_head is not None  # state advanced by at least one block
+        crash_point("chain.blocks-stored")
         await self.refs.set(HEAD_REF, new_head, expected=expected)
+        crash_point("chain.head-moved")
         self._remember(state)
         if self.on_head_moved is not None:
             await self.on_head_moved(new_head, state.sequence_number)

@@ -80,6 +80,16 @@ class RefStore(ABC):
     @abstractmethod
     async def names(self) -> list[str]: ...
 
+    async def get_signature(self, name: str) -> bytes | None:
+        """The raw signed-ref document served beside ref ``name`` (``refs/<name>.sig``), or
+        ``None``; untrusted bytes, parsed and verified by ``protocol.transfer.signed_head``.
+        Stores that cannot hold one have none."""
+        return None
+
+    async def set_signature(self, name: str, data: bytes) -> None:
+        """Store the signed-ref document beside ref ``name`` (writable stores only)."""
+        raise NotImplementedError(f"{type(self).__name__} cannot store signatures")
+
 
 class NamedStore(ABC):
     """Small mutable files by name (a dataset's ``info/``)."""

@@ -17,9 +17,11 @@ from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
+from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import (
     ReadOnlyObjectStore,
     ReadOnlyRefStore,
+    RemoteStatusError,
     RemoteStoreError,
     RemoteUnavailableError,
 )
@@ -63,8 +65,9 @@ class HttpClient:
                         continue
                     if response.status >= 400:
                         detail = (await response.text(errors="replace"))[:300].strip()
-                        raise RemoteStoreError(
-                            f"{method} {url} answered {response.status}: {detail}"
+                        raise RemoteStatusError(
+                            f"{method} {url} answered {response.status}: {detail}",
+                            response.status,
                         )
                     yield response
                     return
@@ -149,3 +152,18 @@ class HttpRefStore(ReadOnlyRefStore):
             return parse_ref(body, self.client.base_url + key)
         except ParseError as err:
             raise RemoteStoreError(str(err)) from None
+
+    async def get_signature(self, name: str) -> bytes | None:
+        """A 4xx refusal counts as "none": servers that predate signed heads (the reference's)
+        may answer 400 for the unknown ref name; a signed dataset treats "none" as strictly as
+        a bad signature, so a peer gains nothing by refusing. 5xx stays an error (transient)."""
+        key = f"{ref_key(name)}{SIGNATURE_SUFFIX}"
+        try:
+            async with self.client.get(key) as response:
+                if response is None:
+                    return None
+                return await response.content.read(MAX_SIGNATURE_BYTES + 1)
+        except RemoteStatusError as err:
+            if 400 <= err.status < 500:
+                return None
+            raise

@@ -16,6 +16,7 @@ from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
 from storage.ipfs_client import IpfsGateway, IpfsNotFoundError
+from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import ReadOnlyObjectStore, ReadOnlyRefStore, RemoteStoreError
 
 
@@ -81,3 +82,10 @@ class IpfsRefStore(ReadOnlyRefStore):
             return parse_ref(body, f"/ipfs/{self.root}/{key}")
         except ParseError as err:
             raise RemoteStoreError(str(err)) from None
+
+    async def get_signature(self, name: str) -> bytes | None:
+        key = f"{ref_key(name)}{SIGNATURE_SUFFIX}"
+        try:
+            return await self.gateway.get_ipfs(self.root, key, length=MAX_SIGNATURE_BYTES + 1)
+        except IpfsNotFoundError:
+            return None

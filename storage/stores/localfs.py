@@ -31,6 +31,7 @@ from storage.errors import (
     ObjectNotFoundError,
     RefCasError,
     StorageError,
+    disk_full,
 )
 from storage.layout import object_name
 from storage.stores.base import NamedStore, ObjectStore, RefStore
@@ -50,6 +51,11 @@ def hash_file(path: Path) -> tuple[Multihash, int]:
             digest.update(chunk)
             size += len(chunk)
     return Multihash(code=Multicodec.SHA3_256, digest=digest.digest()), size
+
+
+SIGNATURE_SUFFIX = ".sig"
+"""``refs/head.sig`` holds the signed statement of ``refs/head`` (``docs/signed-heads.md``)."""
+MAX_SIGNATURE_BYTES = 4096
 
 
 def _check_simple_name(name: str, what: str) -> None:
@@ -178,6 +184,12 @@ class LocalFsObjectStore(ObjectStore):
                         dst.write(chunk)
                     dst.flush()
                     os.fsync(dst.fileno())
+            except OSError as err:
+                staged.unlink(missing_ok=True)
+                if (full := disk_full(err, self.root)) is not None:
+                    raise full from None
+                raise
+            try:
                 # The source may have changed while we copied: hash what we wrote.
                 copied, _ = hash_file(staged)
                 if copied != hash:
@@ -195,12 +207,17 @@ class LocalFsObjectStore(ObjectStore):
         staged = staging_path(self.root)
         digest = hashlib.sha3_256()
         try:
-            f = await asyncio.to_thread(open, staged, "xb")
-            with f:
-                async for chunk in chunks:
-                    digest.update(chunk)
-                    await asyncio.to_thread(f.write, chunk)
-                await asyncio.to_thread(_flush_and_sync, f)
+            try:
+                f = await asyncio.to_thread(open, staged, "xb")
+                with f:
+                    async for chunk in chunks:
+                        digest.update(chunk)
+                        await asyncio.to_thread(f.write, chunk)
+                    await asyncio.to_thread(_flush_and_sync, f)
+            except OSError as err:
+                if (full := disk_full(err, self.root)) is not None:
+                    raise full from None
+                raise
             hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
             self._check(expected, hash)
             publish = asyncio.ensure_future(
@@ -319,7 +336,18 @@ class LocalFsRefStore(RefStore):
             os.close(lock_fd)
 
     async def names(self) -> list[str]:
-        return sorted(await asyncio.to_thread(_visible_names, self.root))
+        names = await asyncio.to_thread(_visible_names, self.root)
+        return sorted(name for name in names if not name.endswith(SIGNATURE_SUFFIX))
+
+    async def get_signature(self, name: str) -> bytes | None:
+        _check_simple_name(name, "ref")
+        return await asyncio.to_thread(_read_small, self.root / f"{name}{SIGNATURE_SUFFIX}")
+
+    async def set_signature(self, name: str, data: bytes) -> None:
+        """Atomic replace (temp name, fsync, rename), so readers see the old or the new one."""
+        _check_simple_name(name, "ref")
+        path = self.root / f"{name}{SIGNATURE_SUFFIX}"
+        await asyncio.to_thread(_write_beside, path, data)
 
 
 class LocalFsNamedStore(NamedStore):
@@ -346,3 +374,16 @@ class LocalFsNamedStore(NamedStore):
     async def delete(self, name: str) -> None:
         _check_simple_name(name, "info file")
         await asyncio.to_thread((self.root / name).unlink, missing_ok=True)
+
+
+def _read_small(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as file:
+            return file.read(MAX_SIGNATURE_BYTES + 1)
+    except FileNotFoundError:
+        return None
+
+
+def _write_beside(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_file_atomic(path, data)

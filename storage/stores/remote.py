@@ -19,6 +19,14 @@ class RemoteStoreError(StorageError):
     """A remote store answered with an error or could not be reached."""
 
 
+class RemoteStatusError(RemoteStoreError):
+    """A remote answered an HTTP error status (``status``), after retries for 5xx."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
 class RemoteUnavailableError(RemoteStoreError):
     """Nothing answers at the remote's address (connection refused, DNS, timeout)."""
 

@@ -115,7 +115,8 @@ class DaemonProcess:
     server_url: str | None = None
     extra_env: dict[str, str] = field(default_factory=dict)
 
-    def start(self, timeout: float = 60) -> DaemonProcess:
+    def start(self, timeout: float = 60, *, wait: bool = True) -> DaemonProcess:
+        """Start and wait until it serves (``wait=False``: just start, e.g. to see it die)."""
         state = self.root / "daemon.json"
         state.unlink(missing_ok=True)
         log = open(self.log_path, "ab")
@@ -127,6 +128,8 @@ class DaemonProcess:
             env={**os.environ, "PYTHONUNBUFFERED": "1", **self.extra_env},
         )
         log.close()
+        if not wait:
+            return self
 
         def ready() -> dict[str, Any] | None:
             if self.process is not None and self.process.poll() is not None:
@@ -209,3 +212,54 @@ class DaemonProcess:
             if line.startswith("VmRSS:"):
                 return int(line.split()[1])
         raise AssertionError("no VmRSS")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@dataclass
+class ServeProcess:
+    """``odfd serve`` of a workspace as a real process on a fixed port (so it can be killed and
+    started again at the same URL)."""
+
+    root: Path
+    port: int = field(default_factory=free_port)
+    process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/"
+
+    def start(self, timeout: float = 60) -> ServeProcess:
+        import socket
+
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "odfd", "serve", "--root", str(self.root)]
+            + ["--port", str(self.port)],
+            cwd=REPO,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+
+        def listening() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"odfd serve exited {self.process.returncode}")
+            try:
+                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+            except OSError:
+                return False
+            return True
+
+        wait_for(f"odfd serve on port {self.port}", listening, timeout, 0.1)
+        return self
+
+    def kill(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            self.process.send_signal(signal.SIGKILL)
+            self.process.wait(timeout=10)

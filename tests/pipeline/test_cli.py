@@ -56,10 +56,7 @@ def test_leaderboard_end_to_end(
 
     code, out, _ = run(capsys, "tail", "match.leaderboard", "-n", "2", "--output", "json")
     assert code == 0
-    assert [
-        (r["offset"], r["player"], r["place"], r["match_time"])
-        for r in json.loads(out)
-    ] == [
+    assert [(r["offset"], r["player"], r["place"], r["match_time"]) for r in json.loads(out)] == [
         (4, "erin", 2, "2024-05-02T18:00:00Z"),
         (5, "alice", 3, "2024-05-02T18:00:00Z"),
     ]

@@ -376,7 +376,9 @@ def server_app(repos: dict[str, Repo]) -> web.Application:
         repo = repo_of(request)
         folder, name = request.match_info["folder"], request.match_info["name"]
         path = repo.root / folder / name
-        if not path.is_file():
+        # The reference serves the head ref only (no signed heads: an odfd signature file left in
+        # the folder would be stale once this peer moves the head).
+        if not path.is_file() or (folder == "refs" and name != "head"):
             raise web.HTTPNotFound()
         return web.Response(body=path.read_bytes())
 

@@ -172,3 +172,28 @@ async def test_odfd_force_pull_from_a_reference_server(
     copy = await node_a.get_dataset("cities")
     assert await _head(copy) == repo.head()
     await verify_integrity(copy)
+
+
+async def test_reference_client_cannot_force_push_another_dataset(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
+    """``test_smart_push_smart_pull_force_overwrite_seed_block``: ``--force`` never replaces the
+    Seed; the refusal is the reference's ``SeedBlockOverwriteRestricted`` result."""
+    await create_root(node_a, "cities", slices=1)
+    server = await serve(node_a)
+    other = await create_root(node_b, "cities", slices=1, seed=7)
+    assert other.dataset.layout is not None
+    target = await node_a.get_dataset("cities")
+    head = await target.chain.head()
+    async with aiohttp.ClientSession() as session:
+        refused = await kamu.client_push(
+            session,
+            server.url,
+            "cities",
+            kamu.Repo(other.dataset.layout.root),
+            str(head),
+            force=True,
+            token=PUSH_TOKEN,
+        )
+    assert refused == {"result": "Refused", "answer": {"Err": {"SeedBlockOverwriteRestricted": {}}}}
+    assert await target.chain.head() == head

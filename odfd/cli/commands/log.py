@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
@@ -84,7 +83,7 @@ def _log(args: argparse.Namespace) -> int:
 
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
-        shown: list[dict[str, Any]] = []
+        shown: list[Multihash] = []
         async for hash, block in dataset.chain.iter_blocks():
             if args.limit is not None and len(shown) >= args.limit:
                 break

@@ -62,6 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DURATION",
         help="how often to sync, e.g. 30s, 5m, 1h (default: [sync] default_interval)",
     )
+    add.add_argument(
+        "--freeze-after",
+        type=_duration,
+        metavar="DURATION",
+        help="report a freeze when the source's newest signed head is older than this "
+        "(default: [sync] freeze_after; signed datasets only)",
+    )
     add.set_defaults(func=_add)
 
     listing = actions.add_parser("list", help="list mirrors and how their last sync went")
@@ -116,6 +123,8 @@ def _add(args: argparse.Namespace) -> int:
         record = await MirrorTable(workspace.catalog).add(
             alias, source.text, args.targets, interval
         )
+        if args.freeze_after is not None:
+            await workspace.signed_heads.set_freeze_bound(record.name, args.freeze_after)
         notified = await _notify(workspace)
         print(
             f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
@@ -194,6 +203,7 @@ def _remove(args: argparse.Namespace) -> int:
             await ResourceTable(workspace.catalog).delete(record.resource_id)
         # The row as it was deleted: a sync finishing meanwhile may have pinned a newer CID.
         removed = await MirrorTable(workspace.catalog).remove(record.name)
+        await workspace.signed_heads.set_freeze_bound(record.name, None)
         notified = await _notify(workspace)
         extra = " and its Mirror resource" if record.resource_id else ""
         print(

@@ -20,6 +20,7 @@ from odfd.sync.remote import looks_like_url
 from odfd.sync.repos import expand
 from protocol.errors import ParseError
 from protocol.model import Timestamp
+from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
 
@@ -85,7 +86,8 @@ async def _expanded(workspace: Workspace, ref: str) -> str:
 async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
     """Datasets that came from a remote are synced first, then every other one is brought up to
     date from its source, upstream first, so derivatives see what their inputs just gained."""
-    replicated, local = [], []
+    replicated: list[DatasetRecord] = []
+    local: list[DatasetRecord] = []
     for record in await workspace.list_datasets():
         (replicated if await has_remote(workspace, str(record.id)) else local).append(record)
     if replicated:

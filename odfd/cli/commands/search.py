@@ -36,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _search(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         needle = args.query.lower()
-        rows = []
+        rows: list[dict[str, str | None]] = []
         if args.repo is None:
             for record in await workspace.list_datasets():
                 if needle in record.alias.lower():
