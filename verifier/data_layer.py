@@ -193,16 +193,18 @@ async def _submit(
             declared_columns=None if declared is None else declared.columns,
             declared_in=None if declared is None else declared.where,
         )
-        task = SliceCheck(path, data.physical_hash, data.size, expectation)
         interval = data.offset_interval
         records = interval.end - interval.start + 1
-        await _submit_file(checks, state, task, location, file, "slices", records)
+        slice_check = SliceCheck(path, data.physical_hash, data.size, expectation)
+        await _submit_file(checks, state, slice_check, location, file, "slices", records)
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
         path = _path(dataset.checkpoints, checkpoint.physical_hash)
         file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
-        task = ObjectCheck(path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint")
-        await _submit_file(checks, state, task, location, file, "checkpoints", 0)
+        object_check = ObjectCheck(
+            path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint"
+        )
+        await _submit_file(checks, state, object_check, location, file, "checkpoints", 0)
 
 
 async def _submit_file(
