@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
@@ -84,6 +85,7 @@ def _log(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
         shown: list[Multihash] = []
+        entries: list[dict[str, Any]] = []
         async for hash, block in dataset.chain.iter_blocks():
             if args.limit is not None and len(shown) >= args.limit:
                 break
@@ -104,7 +106,6 @@ def _log(args: argparse.Namespace) -> int:
             print(json.dumps(entries, indent=2, ensure_ascii=False))
         return 0
 
-    entries: list[dict] = []
     return run_in_workspace(args, run)
 
 
