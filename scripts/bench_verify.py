@@ -129,7 +129,8 @@ def logical_stream_bytes(path: Path) -> int:
     total = 0
     for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536):
         for column in batch.columns:
-            total += memoryview(encode(column, None, with_offsets=False).data).nbytes
+            data = encode(column, None, with_offsets=False).data
+            total += data.nbytes
     return total
 
 
