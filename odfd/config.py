@@ -27,6 +27,7 @@ from odfd.server.config import ServerConfig
 from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
 from protocol.identity import DatasetAliasPattern
+from storage.stores.http_fetch import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"
@@ -96,6 +97,9 @@ class IpfsConfig:
         return IpfsSettings(api=self.api, gateway=self.gateway)
 
 
+_LIMITS = HttpLimits()
+
+
 @dataclass(frozen=True, slots=True)
 class SyncConfig:
     """``[sync]``: how the daemon schedules and runs mirror syncs."""
@@ -119,6 +123,25 @@ class SyncConfig:
     this (``odfd mirror add --freeze-after`` sets it per mirror); 0 disables the report."""
     tokens: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     """URL prefix -> bearer token for pulls from and pushes to that remote (longest prefix wins)."""
+    connect_timeout: float = _LIMITS.connect
+    first_byte_timeout: float = _LIMITS.first_byte
+    """Longest wait for a peer's answer to start, or to go on after it stopped."""
+    min_rate: int = _LIMITS.min_rate
+    """Bytes per second a transfer must reach over each ``rate_window``; 0 disables."""
+    rate_window: float = _LIMITS.rate_window
+    operation_timeout: float = 0.0
+    """A whole pull running longer is abandoned (what was verified is kept); 0: no limit."""
+
+    def limits(self) -> HttpLimits:
+        return HttpLimits(
+            connect=self.connect_timeout,
+            first_byte=self.first_byte_timeout,
+            min_rate=self.min_rate,
+            rate_window=self.rate_window,
+        )
+
+    def pull_timeout(self) -> float | None:
+        return self.operation_timeout or None
 
     def token_for(self, url: str) -> str | None:
         best = max(
@@ -334,6 +357,11 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "transform_derivatives": _bool,
             "freeze_after": _duration,
             "tokens": _str_table,
+            "connect_timeout": _positive_duration,
+            "first_byte_timeout": _positive_duration,
+            "min_rate": _int(0),
+            "rate_window": _positive_duration,
+            "operation_timeout": _duration,
         },
     ),
     "audit": (

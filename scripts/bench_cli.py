@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import json
 import os
 import shutil
 import signal
@@ -115,14 +114,17 @@ def main() -> None:
             ("ingest small file", ["ingest", "match.scores", str(SMALL_FILE)], 2.0),
             ("pull (Spark transform)", ["pull", "match.leaderboard"], 2.5),
             ("verify --recursive", ["verify", "--recursive", "match.leaderboard"], 2.5),
-            ("sql", ["sql", QUERY], None),
+            ("sql --engine spark", ["sql", "--engine", "spark", QUERY], None),
         ]
         times: dict[tuple[str, Path], list[float]] = {}
         for _ in range(args.repeat):
             for root in (warm, cold):
                 reset(root)
                 for name, argv, _target in steps:
-                    times.setdefault((name, root), []).append(odfd(root, *argv))
+                    seconds = odfd(root, *argv)
+                    times.setdefault((name, root), []).append(seconds)
+                    mode = "daemon" if root == warm else "no daemon"
+                    print(f"  run: {name} ({mode}) {seconds:.2f} s", flush=True)
         for name, _argv, target in steps:
             with_daemon = statistics.median(times[(name, warm)])
             without = statistics.median(times[(name, cold)])
@@ -130,14 +132,6 @@ def main() -> None:
             print(
                 f"{name:<28} {with_daemon:7.2f} {without:10.2f} {with_daemon / without:5.2f}x{goal}"
             )
-        print(
-            json.dumps(
-                {
-                    f"{n} ({'daemon' if r == warm else 'no daemon'})": v
-                    for (n, r), v in times.items()
-                }
-            )
-        )
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(120)

@@ -8,6 +8,7 @@ blocks through ``dataset.chain`` directly.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -74,14 +75,16 @@ class Dataset:
         *,
         on_head_moved: HeadListener | None = None,
         saved_states: SavedStateStore | None = None,
+        staging: Callable[[], Path] | None = None,
     ) -> Dataset:
         """A dataset folder in the spec's layout (written by odfd or the reference). With
-        ``saved_states`` (and ``dataset_id``), its chain state survives the process."""
+        ``saved_states`` (and ``dataset_id``), its chain state survives the process; with
+        ``staging``, new objects are written there before being renamed into place."""
         layout = DatasetLayout(Path(root))
         return cls(
-            blocks=LocalFsObjectStore(layout.blocks_dir),
-            data=LocalFsObjectStore(layout.data_dir),
-            checkpoints=LocalFsObjectStore(layout.checkpoints_dir),
+            blocks=LocalFsObjectStore(layout.blocks_dir, staging),
+            data=LocalFsObjectStore(layout.data_dir, staging),
+            checkpoints=LocalFsObjectStore(layout.checkpoints_dir, staging),
             refs=LocalFsRefStore(layout.refs_dir),
             info=LocalFsNamedStore(layout.info_dir),
             dataset_id=dataset_id,

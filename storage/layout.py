@@ -116,6 +116,11 @@ class WorkspaceLayout:
     def keys_dir(self) -> Path:
         return self.root / "keys"
 
+    @property
+    def staging_dir(self) -> Path:
+        """Temporary files of the processes using the workspace (``storage.scratch``)."""
+        return self.root / "staging"
+
     def dataset(self, dataset_id: DatasetId) -> DatasetLayout:
         return DatasetLayout(self.datasets_dir / dataset_dir_name(dataset_id))
 

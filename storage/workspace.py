@@ -34,6 +34,7 @@ from storage.errors import (
 )
 from storage.keys import KeyStore
 from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
+from storage.scratch import Scratch, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
 from storage.stores.localfs import local_path
@@ -63,6 +64,10 @@ class Workspace:
         self.chain_states = ChainStateTable(catalog)
         """Saved chain states (a cache in the catalog); give it to datasets opened outside
         ``open_dataset`` (e.g. staged ones) so their chain state survives the process."""
+        self.scratch = Scratch(layout.staging_dir)
+        """This process's folder for temporary files (``staging=`` of datasets it writes)."""
+        self.swept: list[Path] = []
+        """What ``open`` removed from the staging folder (left by processes that died)."""
         self.signed_heads = SignedHeadTable(catalog)
         self.signer = HeadSigner(self.keys, self.signed_heads)
         """Signs the head of every dataset whose key this node holds, whenever it moves."""
@@ -106,9 +111,12 @@ class Workspace:
                     f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
                 )
             raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
-        return cls(layout, await _open_catalog(layout))
+        workspace = cls(layout, await _open_catalog(layout))
+        workspace.swept = sweep_staging(layout.staging_dir)
+        return workspace
 
     async def close(self) -> None:
+        self.scratch.close()
         await self.catalog.close()
 
     async def __aenter__(self) -> Workspace:
@@ -146,6 +154,7 @@ class Workspace:
             dataset_id,
             on_head_moved=record_head,
             saved_states=self.chain_states,
+            staging=self.scratch.folder,
         )
         return dataset
 
@@ -291,7 +300,7 @@ class Workspace:
                     "(not in the catalog: run `odfd repair`)"
                 )
             await _remove_dataset_folder(target)  # leftovers of an unfinished create or delete
-        staging = DatasetLayout(staging_path(self.layout.datasets_dir)).create()
+        staging = DatasetLayout(staging_path(self.scratch.folder())).create()
         try:
             copy = Dataset.open_local(staging.root, dataset_id)
             async for hash, block in source.chain.iter_blocks(head):

@@ -10,17 +10,20 @@ audited in all layers, inputs before the datasets that read them, each dataset o
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind, Timestamp
+from storage.catalog.audit_files import KEY_FILE, AuditFileTable, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from verifier.audit_state import AuditState
 from verifier.data_layer import check_data
 from verifier.errors import VerifyUsageError
 from verifier.metadata_layer import MetadataOutcome, check_metadata
@@ -44,6 +47,11 @@ def default_jobs() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
+AuditStateMode = Literal["off", "full", "incremental"]
+"""``off``: neither read nor write saved audit state; ``full``: check every file and stamp the
+ones that pass; ``incremental``: skip files whose stamp still matches (``verifier.audit_state``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class VerifyOptions:
     recursive: bool = False
@@ -56,6 +64,7 @@ class VerifyOptions:
     scratch_dir: Path | None = None
     cross_engine: str | None = None
     """Also re-execute transforms with this engine (``--cross-engine``), for information."""
+    audit_state: AuditStateMode = "off"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -66,6 +75,7 @@ class VerifyOptions:
             "jobs": self.jobs,
             "sampleRows": self.sample_rows,
             "crossEngine": self.cross_engine,
+            "auditState": self.audit_state,
         }
 
 
@@ -117,6 +127,7 @@ class _Audit:
         self._datasets: dict[DatasetId, tuple[Dataset, str]] = {}
         self._integrity: dict[tuple[DatasetId, RangeRequest], _Integrity] = {}
         self._in_progress: set[DatasetId] = set()
+        self._files: AuditFileTable | None = None
 
     async def audit(self, dataset_id: DatasetId, role: Role) -> DatasetReport:
         """All layers of one dataset (its upstream first, with ``recursive``)."""
@@ -179,9 +190,32 @@ class _Audit:
             if metadata.survey is None or metadata.result.status is not Status.OK:
                 data = LayerResult.cannot_verify(Layer.DATA, "metadata integrity did not pass")
             else:
-                data = await check_data(dataset, metadata.survey, alias, self.runner, self.progress)
+                state = await self._load_state(dataset_id)
+                data = await check_data(
+                    dataset, metadata.survey, alias, self.runner, self.progress, state
+                )
+                if state is not None:
+                    await self._save_state(dataset_id, state)
             self._integrity[key] = _Integrity(metadata, data)
         return self._integrity[key]
+
+    async def _audit_files(self) -> AuditFileTable:
+        if self._files is None:
+            key_path = self.workspace.layout.keys_dir / KEY_FILE
+            key = await asyncio.to_thread(load_or_create_key, key_path)
+            self._files = AuditFileTable(self.workspace.catalog, key)
+        return self._files
+
+    async def _load_state(self, dataset_id: DatasetId) -> AuditState | None:
+        if self.options.audit_state == "off":
+            return None
+        known = await (await self._audit_files()).load(dataset_id)
+        return AuditState(known, incremental=self.options.audit_state == "incremental")
+
+    async def _save_state(self, dataset_id: DatasetId, state: AuditState) -> None:
+        files = await self._audit_files()
+        await files.forget(dataset_id, state.changed)
+        await files.save(dataset_id, state.verified)
 
     async def _reproducibility(
         self, dataset_id: DatasetId, alias: str, integrity: _Integrity, role: Role

@@ -1,17 +1,18 @@
 """Layer 2, data integrity: every slice and checkpoint in the range matches its block.
 
 The chain is read oldest first (to know the vocabulary and declared schema in effect at each
-block) and every file becomes checks for the ``CheckRunner``: the physical hash of each slice and
-checkpoint, and a re-read of each slice's content (``file_checks``). Hashing a file's bytes and
-scanning its content are separate checks, so even a single huge slice keeps two workers busy. At
-most ``jobs`` checks are in flight, each streaming its file, so memory is bounded by the number
-of workers, not by the size of the data.
+block) and every file becomes one check for the ``CheckRunner``: a checkpoint's physical hash, a
+slice's physical hash and content from a single read of its bytes (``file_checks``). Independent
+files run in parallel on up to ``jobs`` workers; at most ``jobs`` checks are in flight, each
+holding at most one bounded file, so memory is bounded by the number of workers, not by the size
+of the data.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from protocol.model import AddData, ExecuteTransform, SetDataSchema, SetVocab
 from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.stores.base import ObjectStore
+from verifier.audit_state import AuditState, now_ns, stat_or_none
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import arrow_schema_of
 from verifier.errors import VerifyError
@@ -27,7 +29,7 @@ from verifier.file_checks import FileCheck, SliceExpectation
 from verifier.metadata_layer import ChainSurvey
 from verifier.progress import Progress
 from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult
-from verifier.workers import CheckRunner, ContentCheck, FileTask, ObjectCheck
+from verifier.workers import CheckRunner, FileTask, ObjectCheck, SliceCheck
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,29 +51,46 @@ class _Checks:
         self._pending: set[asyncio.Task[None]] = set()
 
     async def submit(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+        self,
+        task: FileTask,
+        block: BlockLocation,
+        file: str,
+        counter: str,
+        on_result: Callable[[FileCheck], None] | None = None,
     ) -> None:
         """Queues ``task``; ``counter`` names what to count (and show as done) when it finishes."""
         await self._slots.acquire()
-        pending = asyncio.create_task(self._check(task, block, file, counter))
+        pending = asyncio.create_task(self._check(task, block, file, counter, on_result))
         self._pending.add(pending)
         pending.add_done_callback(self._pending.discard)
 
     async def _check(
-        self, task: FileTask, block: BlockLocation, file: str, counter: str | None
+        self,
+        task: FileTask,
+        block: BlockLocation,
+        file: str,
+        counter: str,
+        on_result: Callable[[FileCheck], None] | None,
     ) -> None:
         try:
             result = await self._runner.run(task)
         finally:
             self._slots.release()
         self._record(result, block, file, counter)
+        if on_result is not None:
+            on_result(result)
 
-    def _record(
-        self, result: FileCheck, block: BlockLocation, file: str, counter: str | None
-    ) -> None:
-        if counter is not None:
-            self._recorder.count(counter)
-            self._progress.advance(blocks=1)
+    def skip(self, counter: str, records: int, size: int) -> None:
+        """Counts a file an incremental audit found unchanged since it last verified."""
+        self._recorder.count(counter)
+        self._recorder.count("unchanged")
+        if records:
+            self._recorder.count("records", records)
+        self._progress.advance(blocks=1, bytes=size)
+
+    def _record(self, result: FileCheck, block: BlockLocation, file: str, counter: str) -> None:
+        self._recorder.count(counter)
+        self._progress.advance(blocks=1)
         if result.records:
             self._recorder.count("records", result.records)
         for problem in result.problems:
@@ -101,13 +120,24 @@ class _Checks:
 
 
 async def check_data(
-    dataset: Dataset, survey: ChainSurvey, name: str, runner: CheckRunner, progress: Progress
+    dataset: Dataset,
+    survey: ChainSurvey,
+    name: str,
+    runner: CheckRunner,
+    progress: Progress,
+    state: AuditState | None = None,
 ) -> LayerResult:
-    """Runs layer 2 over the blocks of ``survey.block_range``."""
+    """Runs layer 2 over the blocks of ``survey.block_range``.
+
+    With ``state``, files are stamped as they pass, and (if ``state.incremental``) files whose
+    stamp still matches are counted as ``unchanged`` instead of being read.
+    """
     started = time.monotonic()
     recorder = LayerRecorder(Layer.DATA)
     for counter in ("slices", "checkpoints"):
         recorder.count(counter, 0)
+    if state is not None:
+        recorder.count("unchanged", 0)
     recorder.count("bytes", survey.data_bytes)
     recorder.count("records", 0)
     checks = _Checks(runner, recorder, progress)
@@ -135,6 +165,7 @@ async def check_data(
                     event,
                     vocab,
                     declared,
+                    state,
                 )
         await checks.drain()
     finally:
@@ -149,6 +180,7 @@ async def _submit(
     event: AddData | ExecuteTransform,
     vocab: Vocab,
     declared: _Declared | None,
+    state: AuditState | None,
 ) -> None:
     """The checks of one block's slice and checkpoint."""
     if event.new_data is not None:
@@ -161,20 +193,46 @@ async def _submit(
             declared_columns=None if declared is None else declared.columns,
             declared_in=None if declared is None else declared.where,
         )
-        # A slice is read twice (bytes, then records): each read shows as half its size.
-        await checks.submit(
-            ObjectCheck(path, data.physical_hash, data.size, "event.newData", 0.5),
-            location,
-            file,
-            None,
-        )
-        await checks.submit(ContentCheck(path, expectation, 0.5), location, file, "slices")
+        interval = data.offset_interval
+        records = interval.end - interval.start + 1
+        slice_check = SliceCheck(path, data.physical_hash, data.size, expectation)
+        await _submit_file(checks, state, slice_check, location, file, "slices", records)
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
         path = _path(dataset.checkpoints, checkpoint.physical_hash)
         file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
-        task = ObjectCheck(path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint")
-        await checks.submit(task, location, file, "checkpoints")
+        object_check = ObjectCheck(
+            path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint"
+        )
+        await _submit_file(checks, state, object_check, location, file, "checkpoints", 0)
+
+
+async def _submit_file(
+    checks: _Checks,
+    state: AuditState | None,
+    task: SliceCheck | ObjectCheck,
+    location: BlockLocation,
+    file: str,
+    counter: str,
+    records: int,
+) -> None:
+    """Submits ``task`` unless ``state`` shows the file unchanged since it last verified."""
+    if state is None:
+        await checks.submit(task, location, file, counter)
+        return
+    stat = await asyncio.to_thread(stat_or_none, task.path)
+    if state.unchanged(file, stat, task.expected_hash):
+        checks.skip(counter, records, task.size)
+        return
+    read_at = now_ns()
+
+    def on_result(result: FileCheck) -> None:
+        if result.problems:
+            state.failed(file)
+        else:
+            state.passed(file, stat, task.expected_hash, read_at)
+
+    await checks.submit(task, location, file, counter, on_result)
 
 
 def _path(store: ObjectStore, hash: Multihash) -> Path:

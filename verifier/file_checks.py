@@ -1,15 +1,19 @@
 """Blocking checks of one data or checkpoint file against what its block records.
 
-Each check streams its file in bounded memory — the physical hash in fixed-size chunks, the
-Parquet content a batch of :data:`PARQUET_BATCH_ROWS` rows at a time with column chunks read
-through a small buffer rather than whole row groups — so files of any size verify in a few
-megabytes per worker. Checks are plain functions of picklable arguments returning a picklable
-``FileCheck``, so they run in threads or worker processes alike (``verifier.workers``).
+A data slice is read once (:func:`check_slice`): its bytes go into one buffer that feeds both the
+physical hash (on a helper thread: ``hashlib`` releases the GIL) and the Parquet decoder, whose
+record batches stream into the logical hash and the vectorised column checks (in the reference's
+:data:`PARQUET_BATCH_ROWS` when the hash depends on batch cuts, else in larger batches). Slices larger than :data:`IN_MEMORY_BYTES` are instead streamed twice in bounded memory —
+the physical hash in fixed-size chunks, the content through a small read buffer — so a worker's
+memory is bounded by that constant, never by the size of the data. Checks are plain functions of
+picklable arguments returning a picklable ``FileCheck``, so they run in threads or worker
+processes alike (``verifier.workers``).
 """
 
 from __future__ import annotations
 
 import hashlib
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +39,12 @@ CHUNK_BYTES = 1 << 20
 
 PARQUET_BUFFER_BYTES = 1 << 20
 """Read buffer per column chunk: Parquet pages are decoded as they stream in."""
+
+FLAT_BATCH_ROWS = 1 << 16
+"""Rows per batch for schemas whose logical hash does not depend on batch boundaries."""
+
+IN_MEMORY_BYTES = 256 << 20
+"""Largest slice read once into memory for both hashes; larger ones are streamed twice."""
 
 #: Types the system columns may have: what the spec says (uint64 / uint8) and what the
 #: reference and our pipeline write (int64 / int32).
@@ -117,6 +127,27 @@ def _sha3_file(path: Path, on_bytes: OnBytes) -> Multihash:
     return Multihash(Multicodec.SHA3_256, hasher.digest())
 
 
+def _sha3_buffer(data: memoryview) -> Multihash:
+    return Multihash(Multicodec.SHA3_256, hashlib.sha3_256(data).digest())
+
+
+class _BackgroundHash(threading.Thread):
+    """The physical hash of an in-memory file, computed while the main thread decodes it."""
+
+    def __init__(self, data: memoryview) -> None:
+        super().__init__(name="odfd-physical-hash", daemon=True)
+        self._data = data
+        self.result: Multihash | None = None
+
+    def run(self) -> None:
+        self.result = _sha3_buffer(self._data)
+
+    def digest(self) -> Multihash:
+        self.join()
+        assert self.result is not None  # run() cannot fail on a buffer
+        return self.result
+
+
 @dataclass(frozen=True, slots=True)
 class SliceExpectation:
     """What a data slice's content must be, from its block and the metadata before it."""
@@ -129,20 +160,74 @@ class SliceExpectation:
     """Where that schema was declared (e.g. ``block #3``), for messages."""
 
 
+def check_slice(
+    path: Path,
+    expected_hash: Multihash,
+    expected_size: int,
+    expected: SliceExpectation,
+    on_bytes: OnBytes,
+) -> FileCheck:
+    """A data slice's size, physical hash and content, from one read of its bytes."""
+    field = _DATA
+    try:
+        size = path.stat().st_size
+        if size > IN_MEMORY_BYTES:
+            streamed = check_object(path, expected_hash, expected_size, field, lambda n: None)
+            content = check_slice_content(path, expected, on_bytes)
+            return FileCheck(streamed.problems + content.problems, content.records)
+        data = memoryview(path.read_bytes())
+    except FileNotFoundError:
+        return FileCheck(
+            (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
+        )
+    except OSError as err:
+        return FileCheck(
+            (_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),)
+        )
+    problems: list[Problem] = []
+    hashing: _BackgroundHash | None = None
+    if len(data) != expected_size:
+        message = f"the file is {len(data)} bytes, the block records {expected_size}"
+        problems.append(_failed("size", f"{field}.size", message, expected_size, len(data)))
+    else:
+        hashing = _BackgroundHash(data)
+        hashing.start()
+    try:
+        content = _scan_parquet(pa.BufferReader(pa.py_buffer(data)), len(data), expected, on_bytes)
+    finally:
+        actual = None if hashing is None else hashing.digest()
+    if actual is not None and actual != expected_hash:
+        message = f"the file's bytes hash to {actual}"
+        problems.append(
+            _failed("physical-hash", f"{field}.physicalHash", message, expected_hash, actual)
+        )
+    return FileCheck((*problems, *content.problems), content.records)
+
+
 def check_slice_content(path: Path, expected: SliceExpectation, on_bytes: OnBytes) -> FileCheck:
     """Re-reads a slice: logical hash, record count, offsets, system columns, declared schema.
 
     A missing file is the physical check's finding, not this one's.
     """
     try:
-        parquet = pq.ParquetFile(str(path), buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
+        size = path.stat().st_size
+    except FileNotFoundError:
+        return FileCheck(())
+    return _scan_parquet(str(path), size, expected, on_bytes)
+
+
+def _scan_parquet(
+    source: str | pa.BufferReader, size: int, expected: SliceExpectation, on_bytes: OnBytes
+) -> FileCheck:
+    try:
+        parquet = pq.ParquetFile(source, buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
         schema = parquet.schema_arrow
     except FileNotFoundError:
         return FileCheck(())
     except _READ_ERRORS as err:
         return FileCheck((_failed("unreadable", _DATA, f"not a readable Parquet file: {err}"),))
     with parquet:
-        return _Scan(schema, expected).run(parquet, path.stat().st_size, on_bytes)
+        return _Scan(schema, expected).run(parquet, size, on_bytes)
 
 
 class _Scan:
@@ -166,11 +251,19 @@ class _Scan:
         )
         self.digest = None
 
+    def _batches(self, parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
+        """The reference's batches where the hash depends on them (struct columns), else larger
+        ones: fewer, bigger batches halve the per-batch overhead of decoding and hashing."""
+        if any(pa.types.is_struct(field.type) for field in parquet.schema_arrow):
+            batches = parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False)
+            return exact_batches(batches)
+        return parquet.iter_batches(batch_size=FLAT_BATCH_ROWS, use_threads=False)
+
     def run(self, parquet: pq.ParquetFile, size: int, on_bytes: OnBytes) -> FileCheck:
         total_rows = max(parquet.metadata.num_rows, 1)
         rows = 0
         try:
-            for batch in exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+            for batch in self._batches(parquet):
                 if self.digest is not None:
                     try:
                         self.digest.update(batch)

@@ -1,4 +1,5 @@
-"""Where layer 2's file checks run: one job in a thread of this process, more in worker processes.
+"""Where layer 2's file checks run: one job in a thread of this process, more in worker processes
+(files up to ``INLINE_BYTES`` on threads of this process, whatever the jobs).
 
 Measured with ``scripts/bench_verify.py``: two *threads* checking Parquet slices kept 1.1 cores
 busy and were slower than one, because the logical hash encodes values partly in Python, under
@@ -23,7 +24,7 @@ from verifier.file_checks import (
     OnBytes,
     SliceExpectation,
     check_object,
-    check_slice_content,
+    check_slice,
 )
 from verifier.progress import REDRAW_SECONDS, Progress
 
@@ -37,25 +38,32 @@ class ObjectCheck:
     size: int
     field: str
     weight: float = 1.0
-    """Share of each byte read credited to progress (a slice is read twice: 0.5 each time)."""
+    """Share of each byte read credited to progress."""
 
     def run(self, on_bytes: OnBytes) -> FileCheck:
         return check_object(self.path, self.expected_hash, self.size, self.field, on_bytes)
 
 
 @dataclass(frozen=True, slots=True)
-class ContentCheck:
-    """The records of a data slice."""
+class SliceCheck:
+    """Size, physical hash and records of a data slice, from one read of the file."""
 
     path: Path
+    expected_hash: Multihash
+    size: int
     expectation: SliceExpectation
     weight: float = 1.0
 
     def run(self, on_bytes: OnBytes) -> FileCheck:
-        return check_slice_content(self.path, self.expectation, on_bytes)
+        return check_slice(self.path, self.expected_hash, self.size, self.expectation, on_bytes)
 
 
-FileTask = ObjectCheck | ContentCheck
+FileTask = ObjectCheck | SliceCheck
+
+INLINE_BYTES = 4 << 20
+"""Files up to this size are checked on threads of this process even with several jobs: starting
+worker processes (a fork server importing pyarrow) costs more than checking a few small files,
+e.g. the new blocks of an incremental audit."""
 
 _worker_counter: Synchronized[int] | None = None
 
@@ -83,6 +91,8 @@ class CheckRunner:
         self.jobs = jobs
         self._progress = progress
         self._executor: Executor | None = None
+        """Worker processes, started on the first file larger than ``INLINE_BYTES``."""
+        self._threads: ThreadPoolExecutor | None = None
         self._counter: Synchronized[int] | None = None
         self._reported = 0
         self._poller: asyncio.Task[None] | None = None
@@ -90,6 +100,17 @@ class CheckRunner:
 
     async def __aenter__(self) -> CheckRunner:
         return self
+
+    async def _run_in_thread(self, task: FileTask) -> FileCheck:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(
+                max_workers=self.jobs, thread_name_prefix="odfd-verify"
+            )
+
+        def on_bytes(n: int) -> None:
+            self._progress.advance(bytes=int(n * task.weight))
+
+        return await asyncio.get_running_loop().run_in_executor(self._threads, task.run, on_bytes)
 
     async def __aexit__(
         self,
@@ -99,19 +120,13 @@ class CheckRunner:
     ) -> None:
         if self._poller is not None:
             self._poller.cancel()
-        if self._executor is not None:
-            await asyncio.to_thread(self._executor.shutdown, wait=True, cancel_futures=True)
+        for executor in (self._threads, self._executor):
+            if executor is not None:
+                await asyncio.to_thread(executor.shutdown, wait=True, cancel_futures=True)
 
     async def run(self, task: FileTask) -> FileCheck:
-        loop = asyncio.get_running_loop()
-        if self.jobs == 1:
-            if self._executor is None:
-                self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="odfd-verify")
-
-            def on_bytes(n: int) -> None:
-                self._progress.advance(bytes=int(n * task.weight))
-
-            return await loop.run_in_executor(self._executor, task.run, on_bytes)
+        if self.jobs == 1 or task.size <= INLINE_BYTES:
+            return await self._run_in_thread(task)
         async with self._starting:
             if self._executor is None:
                 self._executor = await asyncio.to_thread(self._process_pool)

@@ -5,13 +5,17 @@ options and hands such pulls here."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
 from odfd.cli import console
+from odfd.config import load_config, parse_duration
+from odfd.sync.errors import SyncError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, has_remote, pull, pull_from_remotes
 from odfd.sync.remote import looks_like_url
+from storage.orphans import recover_orphans
 from storage.workspace import Workspace
 
 TOKEN_ENV = "ODFD_TOKEN"
@@ -48,6 +52,64 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         "--parallel", type=int, default=8, metavar="N", help="parallel object downloads"
     )
+    group.add_argument(
+        "--connect-timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="give up connecting to the peer after this long (default: [sync] connect_timeout, 10s)",
+    )
+    group.add_argument(
+        "--first-byte-timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="give up on a peer silent this long (default: [sync] first_byte_timeout, 30s)",
+    )
+    group.add_argument(
+        "--min-rate",
+        type=int,
+        metavar="BYTES_PER_S",
+        help="give up on a transfer slower than this over [sync] rate_window "
+        "(default: [sync] min_rate, 1024; 0: no minimum)",
+    )
+    group.add_argument(
+        "--timeout",
+        type=_duration,
+        metavar="DURATION",
+        help="give up on the whole pull after this long (default: [sync] operation_timeout, none)",
+    )
+
+
+def _duration(text: str) -> float:
+    try:
+        seconds = parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be longer than zero")
+    return seconds
+
+
+def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
+    """The options of ``args``, time-outs defaulting to the workspace's ``[sync]`` settings."""
+    sync = load_config(workspace.layout.config_path).sync
+    limits = sync.limits()
+    changes = {
+        "connect": args.connect_timeout,
+        "first_byte": args.first_byte_timeout,
+        "min_rate": args.min_rate,
+    }
+    limits = dataclasses.replace(limits, **{k: v for k, v in changes.items() if v is not None})
+    if limits.min_rate < 0:
+        raise SyncError("--min-rate must be 0 or more bytes per second")
+    return PullOptions(
+        force=args.force,
+        parallel=args.parallel,
+        token=args.token,
+        protocol=args.protocol,
+        limits=limits,
+        operation_timeout=args.timeout if args.timeout is not None else sync.pull_timeout(),
+        allow_unsigned=args.allow_unsigned,
+    )
 
 
 async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool:
@@ -61,13 +123,9 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
 
 
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
-    options = PullOptions(
-        force=args.force,
-        parallel=args.parallel,
-        token=args.token,
-        protocol=args.protocol,
-        allow_unsigned=args.allow_unsigned,
-    )
+    options = pull_options(workspace, args)
+    for action in await recover_orphans(workspace):
+        console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2
@@ -80,6 +138,8 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
         else:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
+            for note in result.recovered:
+                console.info(f"Recovered: {note}")
             verb = "Updated" if result.updated else "Skipped"
             console.info(
                 f"{verb}: {result.alias} from {result.remote}: {result.describe()} [{result.trust}]"

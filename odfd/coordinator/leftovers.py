@@ -9,6 +9,8 @@ kind of leftover:
   never reached its ``finally``), including empty ones;
 * :func:`unreferenced_objects` — data and checkpoint files no block of the dataset's chain names
   (written by the loser of a race for ``refs/head``, or by a command killed before its commit);
+* :func:`staging_folders` — the staging folders of dead processes and first pulls' partial
+  ``datasets/.pull-*`` folders that no running pull holds (``storage.scratch`` locks);
 * :func:`staging_files` — ``.pending-*`` files of an atomic write that was killed half-way, in a
   dataset's folders and in the datasets folder (an import that never finished).
 """
@@ -26,6 +28,7 @@ from pathlib import Path
 
 from odfd.coordinator.commit import RUN_DIR
 from protocol.model import AddData, ExecuteTransform
+from storage.gc import unheld_staging
 from storage.layout import STAGING_PREFIX, DatasetLayout, object_name
 from storage.workspace import Workspace
 
@@ -93,6 +96,15 @@ async def staging_files(workspace: Workspace, grace: float) -> list[Leftover]:
             found += await asyncio.to_thread(
                 _old_entries, folder, "unfinished write", grace, staged
             )
+    return found
+
+
+async def staging_folders(workspace: Workspace) -> list[Leftover]:
+    """Staging folders no process holds (``storage.scratch``): those of dead processes (opening
+    the workspace already removed them) and first pulls' ``datasets/.pull-*`` folders."""
+    found = [Leftover("staging of a dead process", path, 0) for path in workspace.swept]
+    for path in await asyncio.to_thread(unheld_staging, workspace.layout):
+        found.append(Leftover("unheld staging folder", path, await asyncio.to_thread(_size, path)))
     return found
 
 

@@ -1,8 +1,10 @@
 """Audits: the verifier run by the daemon, its JSON reports stored, datasets marked failing.
 
 Two scopes: ``integrity`` (metadata + data layers) after every sync or transform that moved a
-dataset's head, and ``full`` (all layers, reproducibility included) on the ``[audit] interval``
-schedule, which resumes after a restart from the last full audit recorded in the catalog.
+dataset's head, incremental (only data files new or changed since they last verified are read),
+and ``full`` (all layers, reproducibility included, every file read again) on the ``[audit]
+interval`` schedule, which resumes after a restart from the last full audit recorded in the
+catalog.
 Requests for a dataset already waiting are merged (a full audit covers an integrity one).
 """
 
@@ -111,6 +113,7 @@ class Auditor:
         started = datetime.now(UTC)
         options = VerifyOptions(
             integrity_only=scope == "integrity",
+            audit_state="incremental" if scope == "integrity" else "full",
             jobs=self.config.audit.jobs,
             scratch_dir=self.workspace.root / "run",
         )

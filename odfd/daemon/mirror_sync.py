@@ -94,6 +94,7 @@ class MirrorSyncer:
                 self.config.ipfs.settings(),
                 token=self.config.sync.token_for(mirror.source),
                 known=known,
+                limits=self.config.sync.limits(),
             )
             # A signed dataset is pulled even when its head did not move: the owner's newer
             # signature of the same head is what tells a quiet source from a frozen one.
@@ -104,6 +105,8 @@ class MirrorSyncer:
                 options = PullOptions(
                     parallel=self.config.sync.parallel_objects,
                     token=self.config.sync.token_for(mirror.source),
+                    limits=self.config.sync.limits(),
+                    operation_timeout=self.config.sync.pull_timeout(),
                 )
                 pulled = await pull(
                     self.workspace,

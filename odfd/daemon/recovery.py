@@ -15,11 +15,9 @@ import logging
 
 from odfd.sync.target import STAGING_PREFIX
 from protocol.errors import ParseError
-from protocol.identity import DatasetAlias, DatasetId
-from storage.chain import validate_chain
-from storage.dataset import Dataset
-from storage.errors import StorageError
+from protocol.identity import DatasetId
 from storage.layout import HEAD_REF
+from storage.orphans import recover_folder
 from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -61,29 +59,12 @@ async def recover_workspace(workspace: Workspace) -> list[str]:
 
 
 async def _adopt(workspace: Workspace, dataset_id: DatasetId) -> str | None:
-    dataset = Dataset.open_local(workspace.layout.dataset(dataset_id).root, dataset_id)
-    try:
-        head = await dataset.chain.head()
-        if head is None:
-            return None  # an unfinished create or delete: every listing ignores it
-        state = await validate_chain(dataset.chain, head, dataset_id=dataset_id)
-        alias = await dataset.alias()
-        if alias is None:
-            return None
-        alias = str(DatasetAlias.parse(alias))
-        if await workspace.catalog.find_by_alias(alias) is not None:
-            return None
-        assert state.kind is not None  # a valid chain starts with a Seed
-        await workspace.catalog.add_dataset(
-            dataset_id, alias, state.kind, head, state.sequence_number
-        )
-        for kind, refs in (await dataset.remote_aliases()).items():
-            if refs:
-                await workspace.catalog.set_remote_aliases(dataset_id, kind, refs)
-    except (StorageError, ParseError) as err:
-        log.warning(
-            "dataset folder left alone",
-            extra={"folder": dataset_id.to_multibase(), "reason": str(err)},
-        )
+    action = await recover_folder(workspace, dataset_id, remove_incomplete=False)
+    if action.record is None:
+        if action.detail != f"no refs/{HEAD_REF}":  # an unfinished create or delete: ignored
+            log.warning(
+                "dataset folder left alone",
+                extra={"folder": dataset_id.to_multibase(), "reason": action.detail},
+            )
         return None
-    return f"{alias}: registered dataset folder {dataset_id.to_multibase()}"
+    return f"{action.record.alias}: registered dataset folder {dataset_id.to_multibase()}"

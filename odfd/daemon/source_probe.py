@@ -19,6 +19,7 @@ from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
 from storage.ipfs_client import IpnsName
+from storage.stores.http_fetch import HttpLimits
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,6 +37,7 @@ async def probe_source(
     *,
     token: str | None,
     known: SourceHead | None,
+    limits: HttpLimits | None = None,
 ) -> SourceHead:
     """The source's head now (``known`` is what the previous check saw)."""
     read_from, cid = remote, None
@@ -46,7 +48,7 @@ async def probe_source(
             return known
         read_from = parse_remote_url(f"ipfs://{cid}" + (f"/{subpath}" if subpath else ""))
     headers = smart.auth_headers(token) if token else None
-    async with open_source(read_from, session, ipfs, headers) as source:
+    async with open_source(read_from, session, ipfs, headers, limits) as source:
         head = await source.dataset.refs.get("head")
         if head is None:
             raise RemoteNotFoundError(f"{remote}: no dataset there (refs/head is missing)")

@@ -1,7 +1,8 @@
 """Moving data and checkpoint files: which ones a run of blocks needs, and fetching the missing
 ones in parallel with retries, each checked against its size and physical hash on the way in.
 
-An object is read only up to one byte past its advertised size, hashed while it is written to a
+An object is read only up to one byte past its advertised size (whatever the HTTP framing,
+within the time-outs of ``storage.stores.http_fetch``; a stalled object is not retried), hashed while it is written to a
 staging file, and becomes visible under its name only if hash and size match, so a lying source
 can neither plant wrong bytes nor make us read without end. Objects already present (from an
 earlier, interrupted pull) are not fetched again.
@@ -24,6 +25,7 @@ from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.stores.base import ObjectStore
+from storage.stores.http_fetch import HttpLimits, StalledError, iter_body, open_get
 from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
 
 DEFAULT_PARALLEL = 8
@@ -110,19 +112,6 @@ async def bounded(
         raise CorruptSourceError(f"{where}: {ref} has {total} bytes, its block records {ref.size}")
 
 
-async def read_response_bounded(
-    response: aiohttp.ClientResponse, size: int
-) -> AsyncIterator[bytes]:
-    """Read an HTTP body in chunks, never more than ``size + 1`` bytes in total."""
-    remaining = size + 1
-    while remaining > 0:
-        chunk = await response.content.read(min(_CHUNK, remaining))
-        if not chunk:
-            return
-        remaining -= len(chunk)
-        yield chunk
-
-
 class _StoreChunks:
     """Chunks of an object read from a store (file:// or IPFS sources)."""
 
@@ -143,45 +132,57 @@ def store_source(source: Dataset) -> ChunkSource:
 
 class _HttpChunks:
     def __init__(
-        self, session: aiohttp.ClientSession, url: str, headers: dict[str, str], ref: ObjectRef
+        self,
+        session: aiohttp.ClientSession,
+        url: str,
+        headers: dict[str, str],
+        ref: ObjectRef,
+        limits: HttpLimits,
     ) -> None:
         self._session = session
         self._url = url
         self._headers = headers
         self._ref = ref
-        self._response: aiohttp.ClientResponse | None = None
+        self._limits = limits
+        self._opened: AbstractAsyncContextManager[aiohttp.ClientResponse] | None = None
 
     async def __aenter__(self) -> AsyncIterator[bytes]:
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
-        self._response = await self._session.get(self._url, headers=self._headers, timeout=timeout)
-        status = self._response.status
+        self._opened = open_get(
+            self._session, self._url, headers=self._headers, limits=self._limits
+        )
+        response = await self._opened.__aenter__()
+        try:
+            self._check_status(response.status)
+        except BaseException:
+            await self._opened.__aexit__(None, None, None)
+            raise
+        return iter_body(response, self._ref.size + 1, what=f"{self._ref}", limits=self._limits)
+
+    def _check_status(self, status: int) -> None:
         if status == 404:
-            self._response.release()
             raise ObjectNotFoundError(self._url, self._ref.hash)
         if status in (401, 403):
-            self._response.release()
             raise AccessDeniedError(f"GET {self._url} was refused ({status})")
         if status >= 500:
-            self._response.release()
             raise RemoteUnavailableError(f"GET {self._url} answered {status}")
         if status >= 400:
-            self._response.release()
             raise RemoteStoreError(f"GET {self._url} answered {status}")
-        return read_response_bounded(self._response, self._ref.size)
 
     async def __aexit__(self, *exc: object) -> None:
-        if self._response is not None:
-            self._response.close()
+        if self._opened is not None:
+            await self._opened.__aexit__(None, None, None)
 
 
 def http_source(
-    session: aiohttp.ClientSession, url_of: Callable[[ObjectRef], tuple[str, dict[str, str]]]
+    session: aiohttp.ClientSession,
+    url_of: Callable[[ObjectRef], tuple[str, dict[str, str]]],
+    limits: HttpLimits | None = None,
 ) -> ChunkSource:
     """Objects read by HTTP GET from the URL (and headers) ``url_of`` gives for each."""
 
     def open(ref: ObjectRef) -> _HttpChunks:
         url, headers = url_of(ref)
-        return _HttpChunks(session, url, headers, ref)
+        return _HttpChunks(session, url, headers, ref, limits or HttpLimits())
 
     return open
 
@@ -249,6 +250,8 @@ class ObjectFetcher:
                 raise CorruptSourceError(
                     f"{self.where}: a block names {ref}, which the remote does not serve"
                 ) from None
+            except StalledError as err:
+                raise StalledError(f"{self.where}: fetching {err}") from None
             except _TRANSIENT as err:
                 if attempt == self.retries:
                     raise RemoteUnavailableError(

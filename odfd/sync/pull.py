@@ -15,16 +15,19 @@ says how far it got).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import partial
+from pathlib import Path
 
 import aiohttp
 
 from odfd.config import load_config
 from odfd.sync import smart_client as smart
+from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import (
     ChainPoint,
     CorruptSourceError,
@@ -47,8 +50,10 @@ from odfd.sync.target import (
     check_same_dataset,
     commit,
     discard_staging,
+    discard_staging_if_empty,
     needs_reset,
     open_target,
+    release_target,
     remember_remote,
 )
 from odfd.sync.trust import HeadDecision, TrustOptions, check_walked, decide_head
@@ -62,7 +67,7 @@ from odfd.sync.walk import (
     walk_remote_chain,
 )
 from protocol.codec.flatbuffers import peek_prev_block_hash
-from protocol.errors import DecodeError
+from protocol.errors import DecodeError, OdfError
 from protocol.identity import DatasetId, Multihash
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
@@ -72,6 +77,8 @@ from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, RefCasError, StorageError
 from storage.layout import HEAD_REF
 from storage.stores.http import HttpObjectStore
+from storage.stores.http_fetch import HttpLimits
+from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 
@@ -89,6 +96,10 @@ class PullOptions:
     """``auto`` (smart when offered), ``smart`` or ``simple``."""
     max_blocks: int = MAX_CHAIN_LENGTH
     """Longest remote history accepted (bounds the walk and the metadata tarball)."""
+    limits: HttpLimits = HttpLimits()
+    """Time-outs for every request to the peer (connect, first byte, minimum rate)."""
+    operation_timeout: float | None = None
+    """Give up on the whole pull after this many seconds (``None``: no limit)."""
     allow_unsigned: bool = False
     """Accept a missing or invalid signed head (``odfd.sync.trust``); ``force`` also does."""
 
@@ -108,6 +119,8 @@ class PullResult:
     """Blocks the local side has beyond the remote head (nothing pulled then)."""
     resumed_objects: int = 0
     """Objects an earlier, interrupted pull had already fetched."""
+    recovered: tuple[str, ...] = ()
+    """What was found on disk and put right on the way (see ``storage.orphans``)."""
     trust: str = "unsigned"
     """``signed`` when the head pulled to carries the owner's verified signature."""
     trust_note: str | None = None
@@ -148,13 +161,27 @@ async def pull(
     remote = parse_remote_url(url)
     target = await open_target(workspace, remote, alias)
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
-    async with _session(session) as http:
-        ipfs = load_config(workspace.layout.config_path).ipfs.settings()
-        run = _PullRun(target, remote, options, progress, http, ipfs)
-        try:
-            return await run.execute()
-        finally:
-            progress.finish()
+    try:
+        async with _session(session, options.limits) as http:
+            ipfs = load_config(workspace.layout.config_path).ipfs.settings()
+            run = _PullRun(target, remote, options, progress, http, ipfs)
+            deadline = asyncio.timeout(options.operation_timeout)
+            try:
+                async with deadline:
+                    result = await run.execute()
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                raise PullTimeoutError(
+                    f"pull of {remote} into {target.alias} took longer than "
+                    f"{options.operation_timeout:g} s (operation_timeout); abandoned, "
+                    "what was verified is kept for the next pull"
+                ) from None
+            finally:
+                progress.finish()
+    finally:
+        release_target(target)
+    return dataclasses.replace(result, recovered=tuple(target.recovered))
 
 
 async def pull_from_remotes(
@@ -182,12 +209,18 @@ async def has_remote(workspace: Workspace, ref: str) -> bool:
     return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
 
 
+class PullTimeoutError(SyncError):
+    """The whole pull ran longer than ``operation_timeout``."""
+
+
 @asynccontextmanager
-async def _session(session: aiohttp.ClientSession | None) -> AsyncIterator[aiohttp.ClientSession]:
+async def _session(
+    session: aiohttp.ClientSession | None, limits: HttpLimits
+) -> AsyncIterator[aiohttp.ClientSession]:
     if session is not None:
         yield session
         return
-    async with aiohttp.ClientSession() as own:
+    async with aiohttp.ClientSession(timeout=limits.client_timeout()) as own:
         yield own
 
 
@@ -215,6 +248,7 @@ class _PullRun:
             on_done=self._object_done,
             on_bytes=progress.add_bytes,
         )
+        self.checks = DataChecks(str(remote))
         self.transfer: Transfer | None = None
         self.resumed = 0
         self.decision: HeadDecision | None = None
@@ -222,14 +256,27 @@ class _PullRun:
 
     async def execute(self) -> PullResult:
         try:
-            return await self._execute()
-        except (RemoteUnavailableError, smart.ProtocolError, TimeoutError, aiohttp.ClientError):
-            # Interrupted, not lied to: keep what was verified so the next pull resumes.
-            await self.stash.flush()
-            await self._save_progress(force=True)
+            result = await self._execute()
+        except asyncio.CancelledError:
+            # The whole-operation time-out (or the caller) stopped us: keep what was verified.
+            await self._keep_progress()
             raise
+        except (
+            RemoteUnavailableError,
+            smart.ProtocolError,
+            TimeoutError,
+            aiohttp.ClientError,
+        ) as err:
+            # Interrupted, not lied to: keep what was verified so the next pull resumes.
+            await self._keep_progress()
+            if isinstance(err, OdfError):
+                raise
+            raise SyncError(
+                f"{self.remote}: the transfer failed: {err or type(err).__name__}"
+            ) from None
         except BaseException as err:
-            if isinstance(err, (KeyboardInterrupt, SystemExit, asyncio.CancelledError)):
+            self.checks.cancel()
+            if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 raise
             await self.stash.discard_added()
             await self.fetcher.discard_added()
@@ -239,6 +286,15 @@ class _PullRun:
                     f"{self.remote}: the remote's history breaks a chain rule: {err}"
                 ) from None
             raise
+        if self.target.is_new:
+            await discard_staging(self.target)  # nothing was new: no dataset to keep
+        return result
+
+    async def _keep_progress(self) -> None:
+        self.checks.cancel()
+        await self.stash.flush()
+        await self._save_progress(force=True)
+        await discard_staging_if_empty(self.target)
 
     async def _execute(self) -> PullResult:
         wants_smart = self.remote.scheme in ("http", "https") and self.options.protocol != "simple"
@@ -255,7 +311,9 @@ class _PullRun:
     async def _smart(self) -> PullResult:
         local = self.target.head
         headers = smart.auth_headers(self.options.token)
-        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+        async with open_source(
+            self.remote, self.session, self.ipfs, headers, self.options.limits
+        ) as source:
             served = await source.dataset.refs.get("head")
             if served is None:
                 raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
@@ -264,7 +322,11 @@ class _PullRun:
                 return await self._up_to_date("smart", local)
         stop_at = remote_head if remote_head != served else None
         async with smart.connect(
-            self.session, self.remote.http_base, "pull", self.options.token
+            self.session,
+            self.remote.http_base,
+            "pull",
+            self.options.token,
+            receive_timeout=self.options.limits.first_byte,
         ) as channel:
             try:
                 plan = await smart.pull_plan(channel, local.hash, self.options.force, stop_at)
@@ -317,13 +379,17 @@ class _PullRun:
                 m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
             )
             urls = await smart.pull_object_urls(channel, files)
-            await self.fetcher.fetch_all(chunk, http_source(self.session, partial(_url_of, urls)))
+            await self.fetcher.fetch_all(
+                chunk, http_source(self.session, partial(_url_of, urls), self.options.limits)
+            )
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
         local = self.target.head
         headers = smart.auth_headers(self.options.token) if self.options.token else None
-        async with open_source(self.remote, self.session, self.ipfs, headers) as source:
+        async with open_source(
+            self.remote, self.session, self.ipfs, headers, self.options.limits
+        ) as source:
             served = await source.dataset.refs.get("head")
             if served is None:
                 raise RemoteNotFoundError(
@@ -361,7 +427,7 @@ class _PullRun:
                 assert isinstance(store, HttpObjectStore)
                 return store.url_of(ref.hash), headers
 
-            return http_source(self.session, url_of)
+            return http_source(self.session, url_of, self.options.limits)
         return store_source(source.dataset)
 
     # --- shared steps ---------------------------------------------------------------------------
@@ -408,6 +474,10 @@ class _PullRun:
             raise CorruptSourceError(f"{self.remote}: the history does not start with a Seed block")
 
     async def _plan_objects(self, walk: WalkResult) -> list[ObjectRef]:
+        vocab = None
+        if self.target.record is not None and self.target.head.hash is not None:
+            vocab = (await self.target.dataset.chain.state()).vocab
+        self.checks.plan(walk.new_blocks, vocab)
         wanted = objects_of(walk.new_blocks)
         refs = await missing_objects(self.target.dataset, wanted)
         dataset_id = walk.dataset_id or (self.target.record.id if self.target.record else None)
@@ -429,6 +499,8 @@ class _PullRun:
         return refs
 
     async def _object_done(self, ref: ObjectRef) -> None:
+        if ref.kind is ObjectKind.DATA:
+            self.checks.start(ref.hash, self._path_of(ref.hash))
         self.progress.object_done()
         await self._save_progress()
 
@@ -444,7 +516,20 @@ class _PullRun:
             bytes_done=self.progress.bytes,
         )
 
+    def _path_of(self, hash: Multihash) -> Path:
+        store = self.target.dataset.data
+        assert isinstance(store, LocalFsObjectStore)  # pulls go into local dataset folders
+        return store.path_of(hash)
+
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
+        self.progress.set_phase("checking data")
+        await self.checks.verify(
+            {
+                ref.hash: self._path_of(ref.hash)
+                for ref in objects_of(walk.new_blocks)
+                if ref.kind is ObjectKind.DATA
+            }
+        )
         self.progress.set_phase("committing")
         crash_point("pull.objects-fetched")
         try:

@@ -25,6 +25,7 @@ from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.ipfs_client import IpfsClient, IpfsGateway, IpnsName, parse_cid
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore, dataset_base_url
+from storage.stores.http_fetch import HttpLimits
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.remote import AbsentNamedStore
 
@@ -141,9 +142,10 @@ async def open_source(
     session: aiohttp.ClientSession,
     ipfs: IpfsSettings,
     headers: dict[str, str] | None = None,
+    limits: HttpLimits | None = None,
 ) -> AsyncIterator[Source]:
     if remote.scheme in ("http", "https"):
-        client = HttpClient(session, remote.http_base, headers)
+        client = HttpClient(session, remote.http_base, headers, limits)
         yield Source(
             _remote_dataset(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)),
             remote.http_base,

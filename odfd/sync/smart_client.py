@@ -12,10 +12,17 @@ import asyncio
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import aiohttp
 
-from odfd.sync.errors import AccessDeniedError, ProtocolError, RemoteNotFoundError, SyncError
+from odfd.sync.errors import (
+    AccessDeniedError,
+    CorruptSourceError,
+    ProtocolError,
+    RemoteNotFoundError,
+    SyncError,
+)
 from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
 
@@ -53,9 +60,15 @@ def auth_headers(token: str | None) -> dict[str, str]:
 class SmartChannel:
     """One WebSocket session: typed send and receive, at most one receive in flight."""
 
-    def __init__(self, ws: aiohttp.ClientWebSocketResponse, where: str) -> None:
+    def __init__(
+        self,
+        ws: aiohttp.ClientWebSocketResponse,
+        where: str,
+        receive_timeout: float = RECEIVE_TIMEOUT,
+    ) -> None:
         self.ws = ws
         self.where = where
+        self.receive_timeout = receive_timeout
         self._pending: asyncio.Future[aiohttp.WSMessage] | None = None
 
     async def send(self, message: Any) -> None:
@@ -69,7 +82,7 @@ class SmartChannel:
     def receive_soon(self) -> asyncio.Future[aiohttp.WSMessage]:
         """The next frame, as a future that can be waited on beside other work."""
         if self._pending is None:
-            self._pending = asyncio.ensure_future(self.ws.receive(timeout=RECEIVE_TIMEOUT))
+            self._pending = asyncio.ensure_future(self.ws.receive(timeout=self.receive_timeout))
         return self._pending
 
     async def receive(self, parse: Callable[[Any], T], what: str) -> T:
@@ -77,7 +90,10 @@ class SmartChannel:
         try:
             frame = await future
         except TimeoutError:
-            raise ProtocolError(f"{self.where}: no {what} within {RECEIVE_TIMEOUT:.0f} s") from None
+            raise ProtocolError(
+                f"{self.where}: the peer stalled: no {what} within {self.receive_timeout:g} s "
+                "(first_byte_timeout)"
+            ) from None
         finally:
             self._pending = None
         if frame.type == aiohttp.WSMsgType.TEXT:
@@ -126,17 +142,19 @@ async def connect(
     http_base: str,
     operation: Literal["pull", "push"],
     token: str | None,
+    receive_timeout: float = RECEIVE_TIMEOUT,
 ) -> AsyncIterator[SmartChannel]:
     url = websocket_url(http_base, operation)
     try:
-        ws = await session.ws_connect(
-            url,
-            headers=auth_headers(token),
-            protocols=(m.WEBSOCKET_PROTOCOL,),
-            max_msg_size=MAX_MESSAGE_BYTES,
-            autoping=True,
-            heartbeat=None,
-        )
+        async with asyncio.timeout(receive_timeout):
+            ws = await session.ws_connect(
+                url,
+                headers=auth_headers(token),
+                protocols=(m.WEBSOCKET_PROTOCOL,),
+                max_msg_size=MAX_MESSAGE_BYTES,
+                autoping=True,
+                heartbeat=None,
+            )
     except aiohttp.WSServerHandshakeError as err:
         if err.status in (401, 403):
             raise AccessDeniedError(
@@ -154,7 +172,7 @@ async def connect(
         ) from None
     except (aiohttp.ClientConnectionError, TimeoutError) as err:
         raise SyncError(f"{url}: cannot connect: {err or type(err).__name__}") from None
-    channel = SmartChannel(ws, url)
+    channel = SmartChannel(ws, url, receive_timeout)
     try:
         yield channel
     finally:
@@ -182,9 +200,15 @@ async def pull_plan(
 
 async def pull_metadata(channel: SmartChannel) -> m.MetadataBlocksBatch:
     await channel.send(m.DatasetPullMetadataRequest())
-    response = await channel.receive(
-        m.DatasetMetadataPullResponse.from_json, "DatasetMetadataPullResponse"
-    )
+    # The whole metadata tarball travels as one message: a long chain may take minutes.
+    patience = channel.receive_timeout
+    channel.receive_timeout = max(patience, RECEIVE_TIMEOUT)
+    try:
+        response = await channel.receive(
+            m.DatasetMetadataPullResponse.from_json, "DatasetMetadataPullResponse"
+        )
+    finally:
+        channel.receive_timeout = patience
     return response.blocks
 
 
@@ -204,6 +228,12 @@ async def pull_object_urls(
         if (file.object_type, file.physical_hash) not in urls:
             raise ProtocolError(
                 f"{channel.where}: no download URL for {file.object_type} {file.physical_hash}"
+            )
+        url = urls[(file.object_type, file.physical_hash)].url
+        if urlsplit(url).scheme.lower() not in ("http", "https"):
+            raise CorruptSourceError(
+                f"peer {channel.where} points {file.object_type} {file.physical_hash} at a "
+                f"non-HTTP URL ({url}); refused"
             )
     return urls
 

@@ -17,7 +17,7 @@ import asyncio
 import hashlib
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from odfd.sync.errors import ChainPoint, SyncError
@@ -32,9 +32,11 @@ from storage.chain.rules import ChainState
 from storage.dataset import Dataset, RemoteAliasKind
 from storage.errors import ChainRuleError, DatasetExistsError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
+from storage.orphans import recover_folder
+from storage.scratch import PULL_PREFIX, try_lock_folder
 from storage.workspace import Workspace
 
-STAGING_PREFIX = ".pull-"
+STAGING_PREFIX = PULL_PREFIX
 
 
 @dataclass(slots=True)
@@ -45,6 +47,11 @@ class PullTarget:
     record: DatasetRecord | None
     """``None`` while the dataset is new to the workspace."""
     head: ChainPoint
+    lock_fd: int | None = None
+    recovered: list[str] = field(default_factory=list)
+    """What was found on disk and put right on the way (``storage.orphans``)."""
+    """Held ``flock`` on a new dataset's staging folder: one pull per folder, and ``odfd system
+    gc`` leaves it alone while the pull runs."""
 
     @property
     def is_new(self) -> bool:
@@ -86,9 +93,18 @@ async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None
         return PullTarget(workspace, record.alias, dataset, record, ChainPoint(head, seq))
     assert alias is not None  # set above when no record was found
     layout = DatasetLayout(staging_dir(workspace, remote)).create()
-    return PullTarget(
-        workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None)
-    )
+    lock_fd = try_lock_folder(layout.root)
+    if lock_fd is None:
+        raise SyncError(f"another pull from {remote} into {workspace.root} is running")
+    dataset = Dataset.open_local(layout.root, staging=workspace.scratch.folder)
+    return PullTarget(workspace, alias, dataset, None, ChainPoint(None, None), lock_fd)
+
+
+def release_target(target: PullTarget) -> None:
+    """Let go of a new dataset's staging folder (the pull is over)."""
+    if target.lock_fd is not None:
+        os.close(target.lock_fd)
+        target.lock_fd = None
 
 
 def check_same_dataset(target: PullTarget, walk: WalkResult, where: str) -> None:
@@ -181,10 +197,25 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         raise DatasetExistsError(f"dataset {target.alias} already exists in {workspace.root}")
     assert target.dataset.layout is not None  # staged datasets are local folders
     staging = target.dataset.layout.root
-    staged = Dataset.open_local(staging, dataset_id, saved_states=workspace.chain_states)
+    staged = Dataset.open_local(
+        staging, dataset_id, saved_states=workspace.chain_states, staging=workspace.scratch.folder
+    )
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
     final = workspace.layout.dataset(dataset_id)
+    if final.root.exists():
+        # Left by a pull killed between the rename and the catalog: settle it now.
+        action = await recover_folder(workspace, dataset_id)
+        target.recovered.append(action.describe())
+        if action.record is not None and action.record.head == head:
+            await discard_staging(target)  # the folder on disk is this very pull's result
+            target.record = action.record
+            target.dataset = workspace.open_dataset(dataset_id)
+            return head, walk.new_blocks[-1].block.sequence_number
+        if action.action == "adopted":
+            raise SyncError(f"{action.describe()}; pull again to bring it up to date")
+        if action.action == "left":
+            raise DatasetExistsError(f"{action.describe()} (run `odfd repair` to see why)")
     await asyncio.to_thread(_move_into_place, staging, final, dataset_id)
     await asyncio.to_thread(fsync_dir, workspace.layout.datasets_dir)
     seq = walk.new_blocks[-1].block.sequence_number
@@ -233,3 +264,22 @@ async def discard_staging(target: PullTarget) -> None:
     if target.record is None and target.dataset.layout is not None:
         root = target.dataset.layout.root
         await asyncio.shield(asyncio.to_thread(shutil.rmtree, root, ignore_errors=True))
+
+
+async def discard_staging_if_empty(target: PullTarget) -> None:
+    """Remove a new dataset's staging folder unless it holds verified blocks or objects an
+    interrupted pull can resume from."""
+    layout = target.dataset.layout
+    if target.record is None and layout is not None:
+        if not await asyncio.to_thread(_holds_objects, layout):
+            await discard_staging(target)
+
+
+def _holds_objects(layout: DatasetLayout) -> bool:
+    folders = (layout.blocks_dir, layout.data_dir, layout.checkpoints_dir)
+    return any(
+        not entry.name.startswith(".")
+        for folder in folders
+        if folder.is_dir()
+        for entry in os.scandir(folder)
+    )

@@ -8,8 +8,10 @@ a trusted value.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from protocol.identity import DatasetId
 from protocol.transfer.signed_head import SignedHead, parse_signed_head
@@ -90,8 +92,8 @@ class SignedHeadTable:
         return {str(row[0]).lower(): float(row[1]) for row in rows}
 
 
-def _seen(row: object, where: str) -> SeenSignedHead:
-    document, source, received_at = row[0], row[1], row[2]  # type: ignore[index]
+def _seen(row: Sequence[Any], where: str) -> SeenSignedHead:
+    document, source, received_at = row[0], row[1], row[2]
     data = document if isinstance(document, bytes) else str(document).encode("utf-8")
     received = from_text(received_at)
     assert received is not None  # NOT NULL column

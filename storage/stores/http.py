@@ -2,7 +2,8 @@
 
 ``GET {base}refs/head``, ``{base}blocks/<hash>``, ``{base}data/<hash>``,
 ``{base}checkpoints/<hash>`` (RFC-007). Idempotent reads are retried a few times on connection
-errors and 5xx answers. Bytes are returned as received; callers verify them.
+errors and 5xx answers; redirects, time-outs and body framing follow ``http_fetch``. Bytes are
+returned as received; callers verify them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
+from storage.stores.http_fetch import HttpLimits, iter_body, open_get, read_body
 from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import (
     ReadOnlyObjectStore,
@@ -26,7 +28,6 @@ from storage.stores.remote import (
     RemoteUnavailableError,
 )
 
-DEFAULT_TIMEOUT = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=120)
 RETRIES = 3
 _RETRY_DELAY = 0.2
 
@@ -37,25 +38,32 @@ def dataset_base_url(url: str) -> str:
 
 
 class HttpClient:
-    """One ``aiohttp`` session plus the base URL of a dataset and optional request headers."""
+    """One ``aiohttp`` session plus the base URL of a dataset, optional request headers and the
+    time-outs every request to the peer observes (``storage.stores.http_fetch``)."""
 
     def __init__(
-        self, session: aiohttp.ClientSession, base_url: str, headers: dict[str, str] | None = None
+        self,
+        session: aiohttp.ClientSession,
+        base_url: str,
+        headers: dict[str, str] | None = None,
+        limits: HttpLimits | None = None,
     ) -> None:
         self.session = session
         self.base_url = dataset_base_url(base_url)
         self.headers = dict(headers or {})
+        self.limits = limits or HttpLimits()
 
     @asynccontextmanager
     async def get(
         self, key: str, *, method: str = "GET"
     ) -> AsyncIterator[aiohttp.ClientResponse | None]:
-        """The response to ``GET {base}{key}``, ``None`` for 404; retried on transient errors."""
+        """The response to ``GET {base}{key}``, ``None`` for 404; retried on connection errors
+        and 5xx answers (a stalled peer or a refused redirect is not retried)."""
         url = self.base_url + key
         for attempt in range(RETRIES):
             try:
-                async with self.session.request(
-                    method, url, headers=self.headers, timeout=DEFAULT_TIMEOUT
+                async with open_get(
+                    self.session, url, headers=self.headers, limits=self.limits, method=method
                 ) as response:
                     if response.status == 404:
                         yield None
@@ -64,14 +72,15 @@ class HttpClient:
                         await asyncio.sleep(_RETRY_DELAY * 2**attempt)
                         continue
                     if response.status >= 400:
-                        detail = (await response.text(errors="replace"))[:300].strip()
+                        body = await read_body(response, 300, what=url, limits=self.limits)
+                        detail = body.decode("utf-8", "replace").strip()
                         raise RemoteStatusError(
                             f"{method} {url} answered {response.status}: {detail}",
                             response.status,
                         )
                     yield response
                     return
-            except (aiohttp.ClientConnectionError, TimeoutError) as err:
+            except aiohttp.ClientConnectionError as err:
                 if attempt + 1 < RETRIES:
                     await asyncio.sleep(_RETRY_DELAY * 2**attempt)
                     continue
@@ -114,25 +123,26 @@ class HttpObjectStore(ReadOnlyObjectStore):
         async with self.client.get(object_key(self.kind, hash)) as response:
             if response is None:
                 raise ObjectNotFoundError(repr(self), hash)
-            # `read(n)` returns what has arrived so far, up to n bytes: read to the end.
-            data = bytearray()
-            async for chunk in response.content.iter_chunked(1 << 16):
-                data += chunk
-                if len(data) > self.max_bytes:
-                    raise RemoteStoreError(
-                        f"{self.url_of(hash)} is larger than {self.max_bytes} bytes"
-                    )
-            return bytes(data)
+            url = self.url_of(hash)
+            data = await read_body(
+                response, self.max_bytes + 1, what=url, limits=self.client.limits
+            )
+            if len(data) > self.max_bytes:
+                raise RemoteStoreError(f"{self.url_of(hash)} is larger than {self.max_bytes} bytes")
+            return data
 
     async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
         async with self.client.get(object_key(self.kind, hash)) as response:
             if response is None:
                 raise ObjectNotFoundError(repr(self), hash)
-            try:
-                async for chunk in response.content.iter_chunked(chunk_size):
-                    yield chunk
-            except (aiohttp.ClientError, TimeoutError) as err:
-                raise RemoteUnavailableError(f"reading {self.url_of(hash)} failed: {err}") from None
+            async for chunk in iter_body(
+                response,
+                1 << 62,
+                what=self.url_of(hash),
+                limits=self.client.limits,
+                chunk_size=chunk_size,
+            ):
+                yield chunk
 
 
 class HttpRefStore(ReadOnlyRefStore):
@@ -147,7 +157,12 @@ class HttpRefStore(ReadOnlyRefStore):
         async with self.client.get(key) as response:
             if response is None:
                 return None
-            body = await response.content.read(MAX_REF_BYTES + 1)
+            body = await read_body(
+                response,
+                MAX_REF_BYTES + 1,
+                what=self.client.base_url + key,
+                limits=self.client.limits,
+            )
         try:
             return parse_ref(body, self.client.base_url + key)
         except ParseError as err:
@@ -162,7 +177,12 @@ class HttpRefStore(ReadOnlyRefStore):
             async with self.client.get(key) as response:
                 if response is None:
                     return None
-                return await response.content.read(MAX_SIGNATURE_BYTES + 1)
+                return await read_body(
+                    response,
+                    MAX_SIGNATURE_BYTES + 1,
+                    what=self.client.base_url + key,
+                    limits=self.client.limits,
+                )
         except RemoteStatusError as err:
             if 400 <= err.status < 500:
                 return None

@@ -9,10 +9,11 @@ writes (each one fsyncs the file and its folder), large reads, folder listings, 
 from __future__ import annotations
 
 import asyncio
+import errno
 import fcntl
 import hashlib
 import os
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
 
@@ -64,11 +65,17 @@ def _check_simple_name(name: str, what: str) -> None:
 
 
 class LocalFsObjectStore(ObjectStore):
-    """Objects as files named ``f1620<hex digest>`` in one folder."""
+    """Objects as files named ``f1620<hex digest>`` in one folder.
 
-    def __init__(self, root: Path) -> None:
+    New objects are written under a temporary name in ``staging()`` (the workspace's staging
+    folder, see ``storage.scratch``; default: the objects' own folder), fsynced, then renamed
+    into place.
+    """
+
+    def __init__(self, root: Path, staging: Callable[[], Path] | None = None) -> None:
         self.root = root
         self._prefix = os.path.join(root, "")
+        self._staging = staging
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
@@ -115,6 +122,18 @@ class LocalFsObjectStore(ObjectStore):
         if not self.root.is_dir():
             self.root.mkdir(parents=True, exist_ok=True)
 
+    def _stage_dir(self) -> Path:
+        return self._staging() if self._staging is not None else self.root
+
+    def _install(self, staged: Path, target: Path) -> None:
+        """Rename a staged file into place (copying if staging is on another file system)."""
+        try:
+            os.replace(staged, target)
+        except OSError as err:
+            if err.errno != errno.EXDEV:
+                raise
+            move_file_atomic(staged, target)
+
     def _check(self, expected: Multihash | None, actual: Multihash) -> None:
         if expected is not None and expected != actual:
             raise HashMismatchError(f"object for {self.root}", expected, actual)
@@ -131,8 +150,11 @@ class LocalFsObjectStore(ObjectStore):
         if target.exists():
             return hash
         self._ensure_root()
-        staged = write_staged(self.root, data)
-        os.replace(staged, target)
+        staged = write_staged(self._stage_dir(), data)
+        try:
+            self._install(staged, target)
+        finally:
+            staged.unlink(missing_ok=True)
         if sync_dir:
             fsync_dir(self.root)
         return hash
@@ -177,7 +199,7 @@ class LocalFsObjectStore(ObjectStore):
         if move:
             move_file_atomic(path, target)
         else:
-            staged = staging_path(self.root)
+            staged = staging_path(self._stage_dir())
             try:
                 with open(path, "rb") as src, open(staged, "xb") as dst:
                     while chunk := src.read(_FILE_CHUNK):
@@ -194,7 +216,7 @@ class LocalFsObjectStore(ObjectStore):
                 copied, _ = hash_file(staged)
                 if copied != hash:
                     raise HashMismatchError(f"copy of {path}", hash, copied)
-                os.replace(staged, target)
+                self._install(staged, target)
             finally:
                 staged.unlink(missing_ok=True)
             fsync_dir(self.root)
@@ -204,7 +226,7 @@ class LocalFsObjectStore(ObjectStore):
         self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
     ) -> Multihash:
         await asyncio.to_thread(self._ensure_root)
-        staged = staging_path(self.root)
+        staged = staging_path(self._stage_dir())
         digest = hashlib.sha3_256()
         try:
             try:
@@ -236,7 +258,7 @@ class LocalFsObjectStore(ObjectStore):
     def _publish(self, staged: Path, target: Path) -> None:
         """Moves a staged object to its name (unless it is there already), durably."""
         if not target.exists():
-            os.replace(staged, target)
+            self._install(staged, target)
             fsync_dir(self.root)
 
     async def delete(self, hash: Multihash) -> None:

@@ -174,7 +174,7 @@ def _run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def _sql(capsys: pytest.CaptureFixture[str], query: str) -> list[dict]:
-    code, out, err = _run(capsys, "sql", query, "--output", "json")
+    code, out, err = _run(capsys, "sql", query, "--output", "ndjson")
     assert code == 0, err
     return [json.loads(line) for line in out.splitlines()]
 
@@ -383,7 +383,7 @@ def test_sql_in_datafusion_loads_no_pyspark(tmp_path: Path) -> None:
         import sys
         from odfd.cli.main import main
         assert main(["init", "--root", {str(workspace)!r}]) == 0
-        code = main(["sql", "SELECT 1 AS one", "--output", "json", "--root", {str(workspace)!r}])
+        code = main(["sql", "SELECT 1 AS one", "--output", "ndjson", "--root", {str(workspace)!r}])
         loaded = sorted(m for m in sys.modules if m.startswith(("pyspark", "py4j")))
         print("exit", code, "loaded", loaded)
         """

@@ -52,7 +52,7 @@ def served(tmp_path: Path) -> Iterator[tuple[Path, str]]:
         assert line.startswith("serving 1 dataset(s) at http://127.0.0.1:"), (
             line + process.stderr.read()
         )
-        yield root, line.split(" at ")[1].strip()
+        yield root, line.split(" at ")[1].split()[0]  # the URL, without "(console: ...)"
     finally:
         process.send_signal(signal.SIGINT)
         assert process.wait(timeout=20) == 130

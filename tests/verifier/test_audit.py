@@ -171,6 +171,7 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
         "jobs": 2,
         "sampleRows": 5,
         "crossEngine": None,
+        "auditState": "off",
     }
     assert report["layerCounts"] == {
         "ok": 1,

@@ -29,13 +29,16 @@ _TIME_OR_ENV = re.compile(
 
 #: Built-in functions whose expressions Spark marks non-deterministic, as the plan prints them.
 NONDETERMINISTIC_FUNCTIONS = (
+    "java_method",
     "monotonically_increasing_id",
     "rand",
     "randn",
     "random",
     "randstr",
+    "reflect",
     "shuffle",
     "spark_partition_id",
+    "try_reflect",
     "uniform",
     "uuid",
 )

@@ -107,11 +107,6 @@ def is_running() -> bool:
     return _session is not None
 
 
-def remote_url() -> str | None:
-    """The Spark Connect server this process uses, if it is a Connect client."""
-    return _settings.remote if _settings is not None else None
-
-
 def stop() -> None:
     """Stops the session (tests and orderly shutdown); the next :func:`get_spark` restarts it."""
     global _session

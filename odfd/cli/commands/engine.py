@@ -60,7 +60,7 @@ def _daemon_engine(remote: str | None, own_server: bool, choice: EngineChoice) -
     if remote is not None:
         return {"engine": "connect", "where": choice.where}
     if own_server:
-        return {"engine": "connect", "where": "its own local Spark Connect server"}
+        return {"engine": "connect", "where": "a local server it runs itself (loopback)"}
     return {"engine": "local", "where": choice.settings.master}
 
 

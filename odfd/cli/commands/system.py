@@ -13,6 +13,7 @@ from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.config import load_config, parse_duration
 from odfd.coordinator import leftovers
 from odfd.diagnose import run_checks
+from storage.orphans import recover_orphans
 from storage.workspace import Workspace
 from verifier.progress import format_bytes
 
@@ -65,9 +66,12 @@ def _gc(args: argparse.Namespace) -> int:
             await leftovers.run_scratch(workspace, args.older_than)
             + await leftovers.unreferenced_objects(workspace, args.older_than)
             + await leftovers.staging_files(workspace, args.older_than)
+            + await leftovers.staging_folders(workspace)
         )
         if not args.dry_run:
             await leftovers.remove(found)
+            for action in await recover_orphans(workspace, min_age=args.older_than):
+                console.info(f"Recovered: {action.describe()}")
         rows = [{"kind": f.kind, "path": str(f.path), "size": f.size} for f in found]
         write_records(rows, args.output, [("Kind", "kind"), ("Size", "size"), ("Path", "path")])
         verb = "Would remove" if args.dry_run else "Removed"

@@ -89,6 +89,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="also re-execute every transform with ENGINE (spark or datafusion) and report "
         "whether it agrees with the recorded data; informative, never a failure",
     )
+    parser.add_argument(
+        "--full",
+        action="store_true",
+        help="read every data file again, even those unchanged (same size, mtime, ctime and "
+        "inode) since they last verified; by default only new or changed files are read",
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_verify)
 
@@ -122,6 +128,7 @@ def _verify(args: argparse.Namespace) -> int:
             sample_rows=args.sample_rows,
             scratch_dir=workspace.root / RUN_DIR,
             cross_engine=args.cross_engine,
+            audit_state="full" if args.full else "incremental",
         )
         try:
             report = await verify(workspace, args.datasets, options, progress_for(sys.stderr))

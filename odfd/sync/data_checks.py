@@ -1,0 +1,174 @@
+"""Checking that pulled data files are what their blocks say, before the head moves.
+
+A lying peer can serve a block whose file is right (its physical hash and size match) while the
+block misdescribes the file's content: another slice's ``logicalHash``, or an ``offsetInterval``
+claiming more records than the file holds. Hash and size checks on the bytes cannot see that, so
+every data file a pull brings (or finds already stored by an interrupted pull) is read once:
+
+* the record count from the Parquet footer, which must equal the interval's length;
+* the first and last offset in the offset column (the vocabulary's name), which must be the
+  interval's bounds;
+* the logical hash, computed over the records as the reference reads them.
+
+Parquet keeps its schema in a footer at the end of the file, so the logical hash starts once the
+file's last byte arrived; each file is checked in a worker thread as soon as it is stored, while
+the other downloads go on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from odfd.sync.errors import CorruptSourceError
+from odfd.sync.walk import VerifiedBlock
+from protocol.hashing import (
+    PARQUET_BATCH_ROWS,
+    RecordsDigest,
+    UnsupportedDataTypeError,
+    exact_batches,
+)
+from protocol.identity import Multihash
+from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
+
+DEFAULT_OFFSET_COLUMN = "offset"
+_BUFFER_BYTES = 1 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class SliceFacts:
+    """What a data file holds, read from the file itself."""
+
+    records: int
+    first_offset: int | None
+    last_offset: int | None
+    logical_hash: Multihash | None
+    """``None`` when a column's type has no logical hash encoding (the hash is then unchecked)."""
+
+
+class SliceFileError(Exception):
+    """The file cannot be read as Parquet with the expected offset column."""
+
+
+def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
+    """Read ``path`` once (blocking: run it in a thread)."""
+    try:
+        parquet = pq.ParquetFile(str(path), buffer_size=_BUFFER_BYTES, pre_buffer=False)
+    except (OSError, pa.ArrowException) as err:
+        raise SliceFileError(f"is not a readable Parquet file: {err}") from None
+    with parquet:
+        schema = parquet.schema_arrow
+        if schema.get_field_index(offset_column) < 0:
+            raise SliceFileError(f"has no offset column {offset_column!r}")
+        try:
+            digest: RecordsDigest | None = RecordsDigest(schema)
+        except UnsupportedDataTypeError:
+            digest = None
+        rows, first, last = 0, None, None
+        try:
+            for batch in exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+                if digest is not None:
+                    digest.update(batch)
+                if batch.num_rows:
+                    bounds = pc.min_max(batch.column(offset_column))
+                    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+                    first = low if first is None or low < first else first
+                    last = high if last is None or high > last else last
+                rows += batch.num_rows
+        except (OSError, pa.ArrowException) as err:
+            raise SliceFileError(f"cannot be read past record {rows}: {err}") from None
+        if rows != parquet.metadata.num_rows:
+            raise SliceFileError(
+                f"holds {rows} records, its footer says {parquet.metadata.num_rows}"
+            )
+    return SliceFacts(rows, first, last, digest.finalize() if digest is not None else None)
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    block: VerifiedBlock
+    data_slice: DataSlice
+    offset_column: str
+
+
+class DataChecks:
+    """The data files of one pull's new blocks, each read once, compared with its blocks."""
+
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self._claims: list[_Claim] = []
+        self._columns: dict[Multihash, str] = {}
+        self._facts: dict[Multihash, asyncio.Future[SliceFacts]] = {}
+
+    def plan(self, blocks: list[VerifiedBlock], vocab: SetVocab | None) -> None:
+        """Note what each new block says about its data file (offset column as of that block)."""
+        column = _offset_column(vocab)
+        for item in blocks:
+            event = item.block.event
+            if isinstance(event, SetVocab):
+                column = _offset_column(event)
+            if isinstance(event, (AddData, ExecuteTransform)) and event.new_data is not None:
+                self._claims.append(_Claim(item, event.new_data, column))
+                self._columns.setdefault(event.new_data.physical_hash, column)
+
+    def start(self, hash: Multihash, path: Path) -> None:
+        """Begin reading a stored file in a worker thread (no-op if not a planned data file)."""
+        if hash in self._columns and hash not in self._facts:
+            self._facts[hash] = asyncio.ensure_future(
+                asyncio.to_thread(read_slice_facts, path, self._columns[hash])
+            )
+
+    async def verify(self, path_of: dict[Multihash, Path]) -> None:
+        """Compare every planned block with its file (``path_of`` gives each file's path);
+        ``CorruptSourceError`` names the first block that misdescribes its data."""
+        for hash, path in path_of.items():
+            self.start(hash, path)
+        for claim in self._claims:
+            hash = claim.data_slice.physical_hash
+            try:
+                facts = await self._facts[hash]
+            except SliceFileError as err:
+                raise CorruptSourceError(
+                    f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
+                ) from None
+            self._compare(claim, facts)
+
+    def cancel(self) -> None:
+        for future in self._facts.values():
+            future.cancel()
+        self._facts.clear()
+
+    def _name(self, claim: _Claim) -> str:
+        return f"{claim.block.hash} (#{claim.block.block.sequence_number})"
+
+    def _compare(self, claim: _Claim, facts: SliceFacts) -> None:
+        recorded = claim.data_slice
+        interval = recorded.offset_interval
+        wanted = interval.end - interval.start + 1
+        where = f"{self.where}: block {self._name(claim)}"
+        if facts.records != wanted:
+            raise CorruptSourceError(
+                f"{where} says its data holds offsets [{interval.start}, {interval.end}] "
+                f"({wanted} records), the file data/{recorded.physical_hash} holds {facts.records}"
+            )
+        if (facts.first_offset, facts.last_offset) != (interval.start, interval.end):
+            raise CorruptSourceError(
+                f"{where} says its data holds offsets [{interval.start}, {interval.end}], "
+                f"the file's {claim.offset_column} column runs from {facts.first_offset} "
+                f"to {facts.last_offset}"
+            )
+        if facts.logical_hash is not None and facts.logical_hash != recorded.logical_hash:
+            raise CorruptSourceError(
+                f"{where} records logicalHash {recorded.logical_hash}, the records of "
+                f"data/{recorded.physical_hash} hash to {facts.logical_hash}"
+            )
+
+
+def _offset_column(vocab: SetVocab | None) -> str:
+    name = getattr(vocab, "offset_column", None) if vocab is not None else None
+    return name or DEFAULT_OFFSET_COLUMN

@@ -1,0 +1,197 @@
+"""No leftovers: a real ``odfd pull`` process killed with ``SIGKILL`` in the middle of a data file
+or as it renames a new dataset's folder into place leaves nothing that the next run does not
+clean up or adopt by itself; ``odfd system gc`` removes what interrupted runs left."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from protocol.identity import DatasetId
+from storage.workspace import Workspace
+from tests.replication.datagen import create_root, verify_integrity
+from tests.replication.test_wild_peers import Peer, peer, remote_head, stray_files
+
+__all__ = ["peer"]  # the fixture, shared with the wild-peer tests
+
+# ``odfd`` with ``os.rename`` killing the process (SIGKILL) right after it renamed a first
+# pull's staging folder into place, before anything else runs.
+KILL_AT_RENAME = """
+import os, signal, sys
+from odfd.cli.main import main
+rename = os.rename
+def killing_rename(src, dst, *args, **kwargs):
+    rename(src, dst, *args, **kwargs)
+    if os.path.basename(os.fspath(src)).startswith(".pull-"):
+        os.kill(os.getpid(), signal.SIGKILL)
+os.rename = killing_rename
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+async def run_odfd(*args: str, code: str | None = None) -> tuple[int, str]:
+    returncode, _, err = await run_odfd_out(*args, code=code)
+    return returncode, err
+
+
+async def run_odfd_out(*args: str, code: str | None = None) -> tuple[int, str, str]:
+    command = ["-c", code, *args] if code else ["-m", "odfd.cli.main", *args]
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, *command, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 120)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+async def started() -> AsyncIterator[list[asyncio.subprocess.Process]]:
+    processes: list[asyncio.subprocess.Process] = []
+    yield processes
+    for process in processes:
+        if process.returncode is None:
+            process.kill()
+            await process.wait()
+
+
+async def test_kill_9_in_the_middle_of_a_data_file(
+    node_b: Workspace, peer: Peer, started: list[asyncio.subprocess.Process]
+) -> None:
+    data = sorted((peer.liar.root / "data").iterdir())[0]
+    body = data.read_bytes()
+
+    async def half_then_stall(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Length": str(len(body))})
+        await response.prepare(request)
+        await response.write(body[: len(body) // 2])
+        await peer.closing.wait()
+        return response
+
+    peer.routes[f"/ds/data/{data.name}"] = half_then_stall
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "odfd.cli.main",
+        "pull",
+        peer.url,
+        "--as",
+        "copy",
+        "--parallel",
+        "1",
+        "--min-rate",
+        "0",  # wait for the stalled file until killed (a loaded machine starts slowly)
+        "--first-byte-timeout",
+        "300s",
+        "--root",
+        str(node_b.root),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.DEVNULL,
+    )
+    started.append(process)
+    staging = node_b.layout.staging_dir
+    partial: list[Path] = []
+    deadline = time.monotonic() + 120
+    while not partial and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+        partial = [p for p in staging.rglob(".pending-*") if p.stat().st_size > 0]
+    assert partial, "the pull never started writing the data file"
+    process.send_signal(signal.SIGKILL)
+    assert await process.wait() == -signal.SIGKILL
+    # The partial file is only in the dead process's staging folder.
+    assert not [p for p in node_b.layout.datasets_dir.rglob(".pending-*")]
+    assert partial[0].exists()
+
+    del peer.routes[f"/ds/data/{data.name}"]
+    code, err = await run_odfd("pull", peer.url, "--as", "copy", "--root", str(node_b.root))
+    assert code == 0, err
+    assert "Updated: copy" in err
+    assert (await node_b.resolve("copy")).head == await remote_head(peer)
+    await verify_integrity(await node_b.get_dataset("copy"))
+    assert stray_files(node_b) == []
+
+
+async def test_kill_9_as_the_new_dataset_folder_is_renamed_into_place(
+    node_b: Workspace, peer: Peer
+) -> None:
+    root = str(node_b.root)
+    code, err = await run_odfd(
+        "pull", peer.url, "--as", "copy", "--root", root, code=KILL_AT_RENAME
+    )
+    assert code == -signal.SIGKILL, err
+    head = await remote_head(peer)
+    [folder] = [p for p in node_b.layout.datasets_dir.iterdir()]
+    assert (folder / "refs" / "head").read_text() == str(head)
+    assert await node_b.list_datasets() == []  # on disk, not in the catalog
+
+    code, err = await run_odfd("pull", peer.url, "--as", "copy", "--root", root)
+    assert code == 0, err
+    assert (
+        f"Recovered: adopted dataset folder {folder.name}: a complete, valid dataset not in the "
+        f"catalog, now copy at {head}" in err
+    ), err
+    record = await node_b.resolve("copy")
+    assert record.head == head and record.id == DatasetId.from_multibase(folder.name)
+    assert [p for p in node_b.layout.datasets_dir.iterdir()] == [folder]
+    await verify_integrity(await node_b.get_dataset("copy"))
+    assert stray_files(node_b) == []
+
+
+def _age(path: Path, seconds: float = 600) -> None:
+    """Make ``path`` and everything in it look untouched for ``seconds``."""
+    then = time.time() - seconds
+    for item in [path, *path.rglob("*")] if path.is_dir() else [path]:
+        os.utime(item, (then, then))
+
+
+async def test_system_gc_and_orphans(node_a: Workspace, node_b: Workspace) -> None:
+    await create_root(node_b, "kept", slices=1)
+    kept = await node_b.resolve("kept")
+    datasets = node_b.layout.datasets_dir
+    # A complete dataset folder the catalog lost, one without a head, a first pull's staging
+    # folder nobody holds, a stale staged ref, a dead process's staging folder, and a live one.
+    orphan = await create_root(node_a, "orphan", slices=1)
+    orphan_head = await orphan.dataset.chain.head()
+    orphan_root = node_a.layout.dataset(orphan.dataset.id).root  # type: ignore[arg-type]
+    os.rename(orphan_root, datasets / orphan_root.name)
+    _age(datasets / orphan_root.name)
+    _, headless_id = DatasetId.new_generated()
+    headless = node_b.layout.dataset(headless_id).create().root
+    _age(headless)
+    pull_staging = datasets / ".pull-0123456789abcdef01234567"
+    (pull_staging / "blocks").mkdir(parents=True)
+    (pull_staging / "blocks" / "f1620aa").write_bytes(b"partial")
+    stale_ref = node_b.layout.dataset(kept.id).refs_dir / ".pending-0011223344556677"
+    stale_ref.write_bytes(b"f1620")
+    _age(stale_ref)
+    dead = node_b.layout.staging_dir / "999999999-deadbeef"
+    dead.mkdir(parents=True)
+    (dead / ".pending-aa").write_bytes(b"half a file")
+    live = node_b.scratch.folder()
+    (live / ".pending-bb").write_bytes(b"being written")
+
+    code, out, err = await run_odfd_out(
+        "system", "gc", "--older-than", "60s", "--root", str(node_b.root)
+    )
+    assert code == 0, err
+    for path in (dead, pull_staging, stale_ref):
+        assert str(path) in out, out
+    assert f"Recovered: removed dataset folder {headless.name}: no refs/head" in err
+    assert f"Recovered: adopted dataset folder {orphan_root.name}" in err
+    assert not dead.exists() and not pull_staging.exists() and not stale_ref.exists()
+    assert not headless.exists()
+    assert (live / ".pending-bb").exists()  # held by this (running) process: left alone
+    assert (await node_b.resolve("orphan")).head == orphan_head
+    assert (await node_b.resolve("kept")).head == kept.head
+
+    code, out, err = await run_odfd_out(
+        "system", "gc", "--older-than", "60s", "--root", str(node_b.root)
+    )
+    assert code == 0 and "Removed 0 leftover(s)" in err, err

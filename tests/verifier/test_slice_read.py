@@ -1,0 +1,77 @@
+"""One read per slice: the physical hash and the content checks agree with the streamed checks,
+and batch-dependent logical hashes are still computed in the reference's batches."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from protocol.hashing import logical_hash, logical_hash_parquet, physical_hash_file
+from protocol.model import DataSlice, OffsetInterval
+from tests.verifier.builders import flip_byte, slice_table
+from verifier import file_checks
+from verifier.engine.columns import Vocab
+from verifier.file_checks import FileCheck, SliceExpectation, check_slice
+
+ROWS = 25_000  # more than two of the reference's 10,000-row batches
+
+
+def nested_slice(path: Path) -> DataSlice:
+    """A slice whose struct column has nulls at two levels: its hash depends on batch cuts."""
+    table = slice_table(0, list(range(ROWS)))
+    rng = np.random.default_rng(3)
+    inner = pa.array(rng.integers(0, 100, ROWS), mask=rng.random(ROWS) < 0.3)
+    child = pa.StructArray.from_arrays([inner], ["x"], mask=pa.array(rng.random(ROWS) < 0.3))
+    # Parent nulls in the first 10,000 rows only: the later batches of the reference see none,
+    # which changes how the child's nulls apply to its leaf (records_digest's combining rule).
+    parent_null = (rng.random(ROWS) < 0.3) & (np.arange(ROWS) < 10_000)
+    parent = pa.StructArray.from_arrays([child], ["child"], mask=pa.array(parent_null))
+    table = table.append_column("nested", parent)
+    pq.write_table(table, path)
+    # What the reference records: the file read back in its batches (here, unlike one batch).
+    one_batch = pq.read_table(path).combine_chunks().to_batches()
+    assert len(one_batch) == 1 and logical_hash_parquet(path) != logical_hash(one_batch[0])
+    return DataSlice(
+        logical_hash=logical_hash_parquet(path),
+        physical_hash=physical_hash_file(path),
+        offset_interval=OffsetInterval(start=0, end=ROWS - 1),
+        size=path.stat().st_size,
+    )
+
+
+def run(path: Path, recorded: DataSlice) -> FileCheck:
+    expectation = SliceExpectation(recorded, Vocab(), None)
+    return check_slice(path, recorded.physical_hash, recorded.size, expectation, lambda n: None)
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_a_batch_dependent_slice_verifies_read_once_or_streamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+) -> None:
+    recorded = nested_slice(tmp_path / "s.parquet")
+    if not in_memory:
+        monkeypatch.setattr(file_checks, "IN_MEMORY_BYTES", 0)
+    result = run(tmp_path / "s.parquet", recorded)
+    assert result.problems == () and result.records == ROWS
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_a_flipped_byte_and_a_wrong_size_are_reported_either_way(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+) -> None:
+    if not in_memory:
+        monkeypatch.setattr(file_checks, "IN_MEMORY_BYTES", 0)
+    path = tmp_path / "s.parquet"
+    recorded = nested_slice(path)
+    flip_byte(path, 4)  # inside the first page header or data: the bytes change, the size not
+    rules = {p.rule for p in run(path, recorded).problems}
+    assert "physical-hash" in rules
+    path.write_bytes(path.read_bytes()[:-1])
+    rules = {p.rule for p in run(path, recorded).problems}
+    assert "size" in rules and "physical-hash" not in rules
+    path.unlink()
+    assert [p.rule for p in run(path, recorded).problems] == ["missing-file"]
