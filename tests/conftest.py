@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.daemon.processes import DaemonProcess
+
 pytest_plugins: list[str] = [
     "tests.fixtures.spark",
     "tests.fixtures.ipfs",
@@ -24,10 +26,18 @@ FIXTURE_MARKERS = {
 }
 """Fixture name -> the marker of every test whose fixture closure includes it."""
 
+HELPER_MARKERS: dict[object, str] = {DaemonProcess: "spark"}
+"""Test helper -> the marker of every test in a module that uses it: an ``odfd daemon`` process
+starts Spark for its audits and transforms, though no fixture says so."""
+
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         used = set(getattr(item, "fixturenames", ()))
-        for fixture, marker in FIXTURE_MARKERS.items():
-            if fixture in used and item.get_closest_marker(marker) is None:
+        module = getattr(item, "module", None)
+        helpers = {id(value) for value in vars(module).values()} if module is not None else set()
+        wanted = {marker for fixture, marker in FIXTURE_MARKERS.items() if fixture in used}
+        wanted |= {marker for helper, marker in HELPER_MARKERS.items() if id(helper) in helpers}
+        for marker in wanted:
+            if item.get_closest_marker(marker) is None:
                 item.add_marker(getattr(pytest.mark, marker))
