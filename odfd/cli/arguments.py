@@ -8,20 +8,19 @@ import argparse
 
 def positive_int(text: str) -> int:
     """A whole number of at least 1 (``-n``, ``--limit``, ``--jobs``)."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
+    return _int_at_least(text, 1, "must be at least 1")
 
 
 def non_negative_int(text: str) -> int:
+    """A whole number of 0 or more (``--skip``)."""
+    return _int_at_least(text, 0, "must be 0 or more")
+
+
+def _int_at_least(text: str, least: int, rule: str) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    if value < least:
+        raise argparse.ArgumentTypeError(f"{rule}, got {value}")
     return value

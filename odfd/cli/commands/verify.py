@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from odfd.cli.arguments import positive_int
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
@@ -70,14 +71,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--jobs",
         "-j",
-        type=_positive,
+        type=positive_int,
         default=default_jobs(),
         metavar="N",
         help="files checked at once (default: all cores)",
     )
     parser.add_argument(
         "--sample-rows",
-        type=_positive,
+        type=positive_int,
         default=5,
         metavar="N",
         help="rows of each side shown when a transaction does not reproduce",
@@ -104,16 +105,6 @@ def _selector(text: str) -> BlockSelector:
         return parse_block_selector(text)
     except ParseError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
-    return value
 
 
 def _verify(args: argparse.Namespace) -> int:
