@@ -14,8 +14,10 @@ from verifier.engine.failures import spark_error_types
 from verifier.engine.session import isolated_session
 
 
-def _active_jobs(spark: SparkSession) -> list[int]:
-    return list(spark.sparkContext.statusTracker().getActiveJobsIds())
+def _active_jobs(spark: SparkSession, group: str | None = None) -> set[int]:
+    tracker = spark.sparkContext.statusTracker()
+    active = set(tracker.getActiveJobsIds())
+    return active if group is None else active & set(tracker.getJobIdsForGroup(group))
 
 
 async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) -> None:
@@ -33,17 +35,21 @@ async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) ->
             except spark_error_types() as err:
                 outcome.append(err)
 
+    groups: list[str] = []
+
     async def audit_like_task() -> None:
-        async with cancellable_jobs("test"):
+        async with cancellable_jobs("test") as group:
+            groups.append(group)
             await asyncio.to_thread(endless_job)
 
     task = asyncio.create_task(audit_like_task())
     assert await asyncio.to_thread(started.wait, 120)
+    # Wait for this task's own job: jobs of earlier tests may still be winding down.
     deadline = time.monotonic() + 120
-    while not _active_jobs(spark):
+    while not _active_jobs(spark, groups[0]):
         assert time.monotonic() < deadline, "the Spark job never started"
         await asyncio.sleep(0.2)
-    group_jobs = _active_jobs(spark)
+    group_jobs = _active_jobs(spark, groups[0])
 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -54,7 +60,7 @@ async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) ->
         assert time.monotonic() < deadline, "the Spark job ran on after its task was cancelled"
         await asyncio.sleep(0.2)
     assert outcome[0] is not None and "cancel" in str(outcome[0]).lower()
-    assert not set(group_jobs) & set(_active_jobs(spark))
+    assert not group_jobs & _active_jobs(spark)
 
 
 async def test_jobs_outside_a_cancellable_block_join_no_group(spark: SparkSession) -> None:
