@@ -234,7 +234,7 @@ class LocalFsObjectStore(ObjectStore):
                 with f:
                     async for chunk in chunks:
                         digest.update(chunk)
-                        await asyncio.to_thread(f.write, chunk)
+                        await asyncio.to_thread(_write_through, f, chunk)
                     await asyncio.to_thread(_flush_and_sync, f)
             except OSError as err:
                 if (full := disk_full(err, self.root)) is not None:
@@ -295,6 +295,13 @@ def _read_all(fd: int, size: int) -> bytes:
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
+
+
+def _write_through(f: BinaryIO, chunk: bytes) -> None:
+    """Each chunk reaches the file at once, not Python's buffer: what a killed pull had received
+    is on disk in its staging folder (and a stall shows as a file that stopped growing)."""
+    f.write(chunk)
+    f.flush()
 
 
 def _flush_and_sync(f: BinaryIO) -> None:
