@@ -17,13 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import AsyncIterator, Iterable, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
 import aiosqlite
+
+from storage.errors import DiskFullError
 
 _OWNED: ContextVar[frozenset[object]] = ContextVar("odfd_catalog_transactions", default=frozenset())
 """Markers of the transactions the running task (or the task that spawned it) has open."""
@@ -64,7 +66,8 @@ class SharedConnection:
 
     async def execute(self, sql: str, parameters: Sequence[Any] = ()) -> Changes:
         async with self._turn():
-            cursor = await self._db.execute(sql, parameters)
+            with _full_disk_as_error():
+                cursor = await self._db.execute(sql, parameters)
             try:
                 return Changes(cursor.rowcount, cursor.lastrowid)
             finally:
@@ -72,7 +75,8 @@ class SharedConnection:
 
     async def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> None:
         async with self._turn():
-            await (await self._db.executemany(sql, rows)).close()
+            with _full_disk_as_error():
+                await (await self._db.executemany(sql, rows)).close()
 
     async def fetchone(self, sql: str, parameters: Sequence[Any] = ()) -> aiosqlite.Row | None:
         async with self._turn(), self._db.execute(sql, parameters) as cursor:
@@ -137,3 +141,14 @@ class SharedConnection:
     async def close(self) -> None:
         async with self._turn():
             await self._db.close()
+
+
+@contextmanager
+def _full_disk_as_error() -> Iterator[None]:
+    """SQLite's "database or disk is full" as the ``DiskFullError`` every other write raises."""
+    try:
+        yield
+    except sqlite3.OperationalError as err:
+        if getattr(err, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+            raise DiskFullError("no space left on device writing the catalog") from err
+        raise

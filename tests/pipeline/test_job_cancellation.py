@@ -9,13 +9,15 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
+from verifier.engine import session as engine_session
 from verifier.engine.cancel import cancellable_jobs, jobs_of_task
 from verifier.engine.failures import spark_error_types
 from verifier.engine.session import isolated_session
 
 
-def _active_jobs(spark: SparkSession, group: str | None = None) -> set[int]:
-    tracker = spark.sparkContext.statusTracker()
+def _active_jobs(group: str | None = None) -> set[int]:
+    # The engine's current session: the one the worker thread's isolated session shares.
+    tracker = engine_session.get_spark().sparkContext.statusTracker()
     active = set(tracker.getActiveJobsIds())
     return active if group is None else active & set(tracker.getJobIdsForGroup(group))
 
@@ -46,10 +48,12 @@ async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) ->
     assert await asyncio.to_thread(started.wait, 120)
     # Wait for this task's own job: jobs of earlier tests may still be winding down.
     deadline = time.monotonic() + 120
-    while not _active_jobs(spark, groups[0]):
+    while not _active_jobs(groups[0]):
+        if task.done():  # the job failed before it could be cancelled: say why
+            task.result()
         assert time.monotonic() < deadline, "the Spark job never started"
         await asyncio.sleep(0.2)
-    group_jobs = _active_jobs(spark, groups[0])
+    group_jobs = _active_jobs(groups[0])
 
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -60,7 +64,7 @@ async def test_cancelling_the_task_cancels_its_spark_job(spark: SparkSession) ->
         assert time.monotonic() < deadline, "the Spark job ran on after its task was cancelled"
         await asyncio.sleep(0.2)
     assert outcome[0] is not None and "cancel" in str(outcome[0]).lower()
-    assert not group_jobs & _active_jobs(spark)
+    assert not group_jobs & _active_jobs()
 
 
 async def test_jobs_outside_a_cancellable_block_join_no_group(spark: SparkSession) -> None:
