@@ -100,9 +100,11 @@ class SharedConnection:
             self._open = marker
             try:
                 try:
-                    await self._db.execute("BEGIN IMMEDIATE")
+                    with _full_disk_as_error():
+                        await self._db.execute("BEGIN IMMEDIATE")
                     yield
-                    await self._db.execute("COMMIT")
+                    with _full_disk_as_error():
+                        await self._db.execute("COMMIT")
                 except BaseException:
                     await self._rollback()
                     raise
