@@ -80,6 +80,29 @@ def slice_table(start: int, rows: int, rng: np.random.Generator) -> pa.Table:
     )
 
 
+def data_slice(table: pa.Table, path: Path, offset: int) -> DataSlice:
+    """What an AddData says of ``table``, written at ``path`` from ``offset`` on."""
+    return DataSlice(
+        logical_hash=logical_hash(table),
+        physical_hash=physical_hash_file(path),
+        offset_interval=OffsetInterval(start=offset, end=offset + table.num_rows - 1),
+        size=path.stat().st_size,
+    )
+
+
+async def commit_slice(dataset, table: pa.Table, path: Path, offset: int) -> None:
+    """Commits ``table``, written at ``path``, as the next AddData (a SetDataSchema first)."""
+    state = await dataset.chain.state()
+    if state.schema is None:
+        schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
+        await dataset.commit_event(
+            SetDataSchema(schema=schema), expected_head=state.head, system_time=T0
+        )
+        state = await dataset.chain.state()
+    event = AddData(prev_offset=state.last_offset, new_data=data_slice(table, path, offset))
+    await dataset.commit_data(event, data_file=path, expected_head=state.head, system_time=T0)
+
+
 async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[Path]]:
     rng = np.random.default_rng(7)
     rows = max(total_mb * 1_000_000 // 22 // files, 1)  # ~22 bytes a row once compressed
@@ -92,23 +115,7 @@ async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[P
             table = slice_table(offset, rows, rng)
             path = staging / f"{n}.parquet"
             pq.write_table(table, path, row_group_size=1 << 20)
-            state = await dataset.chain.state()
-            if state.schema is None:
-                schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
-                await dataset.commit_event(
-                    SetDataSchema(schema=schema), expected_head=state.head, system_time=T0
-                )
-                state = await dataset.chain.state()
-            new_data = DataSlice(
-                logical_hash=logical_hash(table),
-                physical_hash=physical_hash_file(path),
-                offset_interval=OffsetInterval(start=offset, end=offset + rows - 1),
-                size=path.stat().st_size,
-            )
-            event = AddData(prev_offset=state.last_offset, new_data=new_data)
-            await dataset.commit_data(
-                event, data_file=path, expected_head=state.head, system_time=T0
-            )
+            await commit_slice(dataset, table, path, offset)
             offset += rows
         paths = [local_path(dataset.data, h) for h in await _slices(dataset)]
     return "sensors", paths
@@ -228,21 +235,7 @@ async def commit_small_slices(dataset, start_offset: int, count: int, staging: P
         table = slice_table(offset, 100, rng)
         path = staging / f"{offset}.parquet"
         pq.write_table(table, path)
-        state = await dataset.chain.state()
-        if state.schema is None:
-            schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
-            await dataset.commit_event(
-                SetDataSchema(schema=schema), expected_head=state.head, system_time=T0
-            )
-            state = await dataset.chain.state()
-        new_data = DataSlice(
-            logical_hash=logical_hash(table),
-            physical_hash=physical_hash_file(path),
-            offset_interval=OffsetInterval(start=offset, end=offset + 99),
-            size=path.stat().st_size,
-        )
-        event = AddData(prev_offset=state.last_offset, new_data=new_data)
-        await dataset.commit_data(event, data_file=path, expected_head=state.head, system_time=T0)
+        await commit_slice(dataset, table, path, offset)
         offset += 100
     return offset
 
