@@ -17,6 +17,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.ipfs",
     "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
+    "tests.fixtures.mosquitto",
 ]
 
 FIXTURE_MARKERS = {

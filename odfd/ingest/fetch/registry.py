@@ -8,12 +8,20 @@ from typing import Any
 from odfd.ingest.errors import UnsupportedError
 from odfd.ingest.fetch.base import Fetched, Fetcher
 from odfd.ingest.fetch.files_glob import FilesGlobFetcher
+from odfd.ingest.fetch.mqtt import MqttFetcher
 from odfd.ingest.fetch.url import UrlFetcher
-from protocol.model import FetchStepFilesGlob, FetchStepUrl, SourceState, Timestamp
+from protocol.model import (
+    FetchStepFilesGlob,
+    FetchStepMqtt,
+    FetchStepUrl,
+    SourceState,
+    Timestamp,
+)
 
 FETCHERS: dict[type[Any], Fetcher[Any]] = {
     FetchStepUrl: UrlFetcher(),
     FetchStepFilesGlob: FilesGlobFetcher(),
+    FetchStepMqtt: MqttFetcher(),
 }
 
 
