@@ -18,6 +18,7 @@ pytest_plugins: list[str] = [
     "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
     "tests.fixtures.mosquitto",
+    "tests.fixtures.containers",
 ]
 
 FIXTURE_MARKERS = {

@@ -7,10 +7,12 @@ from typing import Any
 
 from odfd.ingest.errors import UnsupportedError
 from odfd.ingest.fetch.base import Fetched, Fetcher
+from odfd.ingest.fetch.container import ContainerFetcher
 from odfd.ingest.fetch.files_glob import FilesGlobFetcher
 from odfd.ingest.fetch.mqtt import MqttFetcher
 from odfd.ingest.fetch.url import UrlFetcher
 from protocol.model import (
+    FetchStepContainer,
     FetchStepFilesGlob,
     FetchStepMqtt,
     FetchStepUrl,
@@ -22,6 +24,7 @@ FETCHERS: dict[type[Any], Fetcher[Any]] = {
     FetchStepUrl: UrlFetcher(),
     FetchStepFilesGlob: FilesGlobFetcher(),
     FetchStepMqtt: MqttFetcher(),
+    FetchStepContainer: ContainerFetcher(),
 }
 
 
