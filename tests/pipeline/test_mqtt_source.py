@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import paho.mqtt.client as mqtt
 import pytest
@@ -10,8 +11,9 @@ from paho.mqtt import publish
 
 from odfd.coordinator.ingest import pull_root
 from odfd.ingest.errors import FetchError
+from odfd.ingest.fetch import fetch
 from odfd.ingest.fetch.mqtt import KIND_MQTT_SESSION
-from protocol.model import Timestamp
+from protocol.model import FetchStepMqtt, MqttQos, MqttTopicSubscription, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.fixtures.mosquitto import PASSWORD, USERNAME, Broker
@@ -142,3 +144,39 @@ async def test_mqtt_failures_name_the_broker_and_commit_nothing(
     assert "\n" not in text
     assert text == f"fetch.mqtt: broker {mosquitto.host}:{mosquitto.port} {message}"
     assert await dataset.chain.head() == head
+
+
+def test_port_8883_connects_with_tls_and_checks_the_certificate(
+    mosquitto_tls: tuple[Broker, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    broker, ca = mosquitto_tls
+    step = FetchStepMqtt(
+        host=broker.host,
+        port=broker.port,
+        username=USERNAME,
+        password=PASSWORD,
+        topics=(MqttTopicSubscription(path="sensors/#", qos=MqttQos.AT_LEAST_ONCE),),
+    )
+    now = Timestamp.of(2024, 7, 1)
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    with pytest.raises(
+        FetchError,
+        match=r"^fetch.mqtt: broker [0-9.]+:8883: its TLS certificate is not trusted: ",
+    ):
+        fetch(step, None, tmp_path / "a", now)
+
+    monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # the test CA, as a user adds theirs
+    first = fetch(step, None, tmp_path / "b", now)
+    assert first is not None and first.path.read_text() == ""
+    publish.single(
+        "sensors/a",
+        json.dumps({"id": 1, "temp": 2.0}),
+        qos=1,
+        hostname=broker.host,
+        port=broker.port,
+        auth={"username": USERNAME, "password": PASSWORD},
+        tls={"ca_certs": str(ca)},
+        protocol=mqtt.MQTTv5,
+    )
+    second = fetch(step, first.source_state, tmp_path / "c", now)
+    assert second is not None and second.path.read_text() == '{"id": 1, "temp": 2.0}\n'

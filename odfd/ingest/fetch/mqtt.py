@@ -12,6 +12,9 @@ sends it; re-subscribing to an existing one does not resend it (retain handling 
 also keeps a digest of the last retained message taken per topic, so a broker that lost the session
 (and sends retained messages again on the new subscription) does not make odfd take one twice.
 
+TLS: the step has no field for it, so port 8883 (IANA's port for MQTT over TLS) means TLS, with
+the broker's certificate checked against the system's CAs (``SSL_CERT_FILE`` adds others).
+
 A poll ends when the broker has sent nothing for ``IDLE_SECONDS`` (or after ``MAX_POLL_SECONDS``,
 then ``has_more`` asks for another pull). Each message's payload becomes one line of the fetched
 file (a multi-line JSON payload is compacted), for the read step (usually NdJson) to parse.
@@ -21,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import ssl
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -42,6 +46,8 @@ from protocol.model import FetchStepMqtt, MqttQos, SourceState, Timestamp
 #: Source state kind: JSON with the session's client id, its topics and retained-message digests.
 KIND_MQTT_SESSION = "odfd/mqtt-session"
 
+#: Port that means MQTT over TLS (IANA "secure-mqtt").
+MQTT_TLS_PORT = 8883
 CONNECT_TIMEOUT_SECONDS = 10.0
 IDLE_SECONDS = 1.0
 MAX_POLL_SECONDS = 60.0
@@ -145,6 +151,8 @@ def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bo
     if step.username is not None:
         password = render(step.password, "fetch.password") if step.password is not None else None
         client.username_pw_set(step.username, password)
+    if step.port == MQTT_TLS_PORT:
+        client.tls_set_context(ssl.create_default_context())
     _wire(client, poll)
     props = Properties(PacketTypes.CONNECT)
     props.SessionExpiryInterval = _SESSION_NEVER_EXPIRES
@@ -152,6 +160,12 @@ def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bo
         client.connect(
             step.host, step.port, _KEEPALIVE_SECONDS, clean_start=False, properties=props
         )
+    except ssl.SSLCertVerificationError as err:
+        raise FetchError(
+            f"{where}: its TLS certificate is not trusted: {err.verify_message}"
+        ) from None
+    except ssl.SSLError as err:
+        raise FetchError(f"{where}: TLS failed: {err.reason or err}") from None
     except OSError as err:
         raise FetchError(f"{where} is unreachable: {err.strerror or err}") from None
     try:
