@@ -27,6 +27,7 @@ import json
 import ssl
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,6 @@ class _Poll:
 
     connected: bool = False
     refused: str | None = None
-    session_present: bool = False
     subscribed: bool = False
     sub_failures: list[str] = field(default_factory=list)
     disconnected: str | None = None
@@ -196,12 +196,11 @@ def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bo
 
 
 def _wire(client: mqtt.Client, poll: _Poll) -> None:
-    def on_connect(_c: Any, _u: Any, flags: Any, reason: ReasonCode, _p: Any) -> None:
+    def on_connect(_c: Any, _u: Any, _f: Any, reason: ReasonCode, _p: Any) -> None:
         if reason.is_failure:
             poll.refused = str(reason)
         else:
             poll.connected = True
-            poll.session_present = bool(flags.session_present)
 
     def on_subscribe(_c: Any, _u: Any, _mid: int, reasons: list[ReasonCode], _p: Any) -> None:
         poll.subscribed = True
@@ -220,7 +219,7 @@ def _wire(client: mqtt.Client, poll: _Poll) -> None:
     client.on_disconnect = on_disconnect
 
 
-def _loop_until(client: mqtt.Client, poll: _Poll, done: Any, where: str) -> None:
+def _loop_until(client: mqtt.Client, poll: _Poll, done: Callable[[], bool], where: str) -> None:
     deadline = time.monotonic() + CONNECT_TIMEOUT_SECONDS
     while not done():
         if time.monotonic() > deadline:
