@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import http.server
 import os
+import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -260,3 +262,16 @@ def test_pipe_runs_a_command_and_reports_its_failure(tmp_path: Path) -> None:
             [PrepStepPipe(command=("sh", "-c", "echo boom >&2; exit 3"))], source, tmp_path / "work"
         )
     assert set((tmp_path / "work").iterdir()) == before  # a failed step leaves nothing behind
+
+
+def test_fetchers_load_their_client_libraries_only_when_used() -> None:
+    probe = (
+        "import sys, odfd.coordinator.ingest\n"
+        "from odfd.ingest.fetch.registry import fetcher_for\n"
+        "from protocol.model import FetchStepMqtt\n"
+        "before = 'paho' in sys.modules\n"
+        "fetcher_for(FetchStepMqtt)\n"
+        "print(before, 'paho' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]
