@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from odfd.coordinator.ingest import pull_root
-from odfd.ingest.errors import FetchError
+from odfd.ingest.errors import FetchError, IngestError
 from odfd.ingest.fetch import fetch
-from protocol.model import FetchStepContainer, SourceState, Timestamp
+from protocol.model import EnvVar, FetchStepContainer, SourceState, Timestamp
 from storage.workspace import Workspace
 from tests.pipeline.conftest import create, data_events, rows
 from verifier.audit import VerifyOptions, verify
@@ -123,3 +123,20 @@ def test_last_modified_contract_and_protocol_errors(container_image: str, tmp_pa
     missing = FetchStepContainer(image=container_image, command=("/bin/no-such-tool",))
     with pytest.raises(FetchError, match=r"^fetch.container: image \S+: podman "):
         fetch(missing, None, tmp_path / "e", now)
+
+
+def test_bad_step_variables_are_refused_before_running(tmp_path: Path) -> None:
+    def step(*env: EnvVar) -> FetchStepContainer:
+        return FetchStepContainer(image="localhost/never-run:1", env=env)
+
+    now = Timestamp.of(2024, 7, 1)
+    with pytest.raises(
+        IngestError, match=r"^fetch.env.ODF_BATCH_SIZE must be a whole number, not 'lots'$"
+    ):
+        fetch(step(EnvVar(name="ODF_BATCH_SIZE", value="lots")), None, tmp_path, now)
+    with pytest.raises(
+        IngestError, match=r"^fetch.env.ODFD_TEST_UNSET_VAR: has no value and odfd's"
+    ):
+        fetch(step(EnvVar(name="ODFD_TEST_UNSET_VAR")), None, tmp_path, now)
+    with pytest.raises(IngestError, match=r"^fetch.env.TOKEN: a value cannot span several lines$"):
+        fetch(step(EnvVar(name="TOKEN", value="a\nb")), None, tmp_path, now)

@@ -52,57 +52,26 @@ class ContainerFetcher:
         runtime = _runtime()
         image = render(step.image, "fetch.image")
         where = f"fetch.container: image {image}"
-        env = _step_env(step)
-        env.setdefault(ENV_BATCH_SIZE, str(DEFAULT_BATCH_SIZE))
-        if not env[ENV_BATCH_SIZE].strip().isdigit():
-            raise IngestError(
-                f"fetch.env: {ENV_BATCH_SIZE} must be a whole number, not {env[ENV_BATCH_SIZE]!r}"
-            )
-        etag, last_modified = "", ""
-        if prev_state is not None and prev_state.kind == KIND_ETAG:
-            etag = prev_state.value
-        elif prev_state is not None and prev_state.kind == KIND_LAST_MODIFIED:
-            last_modified = prev_state.value
-        contract = {
-            "ODF_ETAG": etag,
-            "ODF_LAST_MODIFIED": last_modified,
-            "ODF_NEW_ETAG_PATH": f"{OUT_MOUNT}/new-etag",
-            "ODF_NEW_LAST_MODIFIED_PATH": f"{OUT_MOUNT}/new-last-modified",
-            "ODF_NEW_HAS_MORE_DATA_PATH": f"{OUT_MOUNT}/new-has-more-data",
-        }
-
         run_id = uuid.uuid4().hex
         work_dir.mkdir(parents=True, exist_ok=True)
         out_dir = work_dir / f"container-{run_id}"
         out_dir.mkdir()
         out_dir.chmod(0o777)  # the image may run as any user
-        target = work_dir / f"fetch-{run_id}"
-        stderr_path = work_dir / f"fetch-{run_id}.stderr"
         # The step's variables (secrets, maybe) go through a private file, not the command line.
         env_file = work_dir / f"fetch-{run_id}.env"
         env_file.touch(mode=0o600)
-        env_file.write_text("".join(f"{name}={value}\n" for name, value in env.items()))
+        env_file.write_text("".join(f"{k}={v}\n" for k, v in _step_env(step).items()))
         argv = [runtime, "run", "--rm", "--name", f"odfd-fetch-{run_id}"]
         argv += ["--volume", f"{out_dir.absolute()}:{OUT_MOUNT}", "--env-file", str(env_file)]
-        for name, value in contract.items():
+        for name, value in _contract_env(prev_state).items():
             argv += ["--env", f"{name}={value}"]
         command = list(step.command or ())
         if command:
             argv += ["--entrypoint", command[0]]
         argv += [image, *command[1:]]
         argv += [render(a, f"fetch.args[{i}]") for i, a in enumerate(step.args or ())]
-
-        with open(target, "wb") as out, open(stderr_path, "wb") as err:
-            status = subprocess.run(
-                argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err
-            ).returncode
-        if status != 0:
-            stderr = stderr_path.read_text(errors="replace").strip().splitlines()
-            last = stderr[-1].strip() if stderr else "no message on stderr"
-            failure = _RUNTIME_FAILURES.get(status)
-            if failure is not None:
-                raise FetchError(f"{where}: {runtime} {failure}: {last}")
-            raise FetchError(f"{where} exited with status {status}: {last}")
+        target = work_dir / f"fetch-{run_id}"
+        _run(argv, target, work_dir / f"fetch-{run_id}.stderr", where)
 
         state = _new_state(out_dir, where)
         has_more = (out_dir / "new-has-more-data").exists()
@@ -115,6 +84,35 @@ class ContainerFetcher:
         return Fetched(target, True, state, None, has_more=has_more)
 
 
+def _contract_env(prev_state: SourceState | None) -> dict[str, str]:
+    """The previous state in, and where to write the new one."""
+    etag = prev_state.value if prev_state is not None and prev_state.kind == KIND_ETAG else ""
+    modified = (
+        prev_state.value if prev_state is not None and prev_state.kind == KIND_LAST_MODIFIED else ""
+    )
+    return {
+        "ODF_ETAG": etag,
+        "ODF_LAST_MODIFIED": modified,
+        "ODF_NEW_ETAG_PATH": f"{OUT_MOUNT}/new-etag",
+        "ODF_NEW_LAST_MODIFIED_PATH": f"{OUT_MOUNT}/new-last-modified",
+        "ODF_NEW_HAS_MORE_DATA_PATH": f"{OUT_MOUNT}/new-has-more-data",
+    }
+
+
+def _run(argv: list[str], target: Path, stderr_path: Path, where: str) -> None:
+    """Runs the container, its stdout into ``target``; a failure names the last stderr line."""
+    with open(target, "wb") as out, open(stderr_path, "wb") as err:
+        status = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err).returncode
+    if status == 0:
+        return
+    stderr = stderr_path.read_text(errors="replace").strip().splitlines()
+    last = stderr[-1].strip() if stderr else "no message on stderr"
+    failure = _RUNTIME_FAILURES.get(status)
+    if failure is not None:
+        raise FetchError(f"{where}: {argv[0]} {failure}: {last}")
+    raise FetchError(f"{where} exited with status {status}: {last}")
+
+
 def _runtime() -> str:
     for name in RUNTIMES:
         if shutil.which(name) is not None:
@@ -123,7 +121,8 @@ def _runtime() -> str:
 
 
 def _step_env(step: FetchStepContainer) -> dict[str, str]:
-    """The step's variables: a value is a template; no value passes odfd's own variable on."""
+    """The step's variables: a value is a template; no value passes odfd's own variable on.
+    ``ODF_BATCH_SIZE`` (records per run the image is asked for) defaults to the reference's."""
     env: dict[str, str] = {}
     for var in step.env or ():
         if var.value is not None:
@@ -137,6 +136,9 @@ def _step_env(step: FetchStepContainer) -> dict[str, str]:
         if "\n" in value or "\r" in value:
             raise IngestError(f"fetch.env.{var.name}: a value cannot span several lines")
         env[var.name] = value
+    batch = env.setdefault(ENV_BATCH_SIZE, str(DEFAULT_BATCH_SIZE))
+    if not batch.strip().isdigit():
+        raise IngestError(f"fetch.env.{ENV_BATCH_SIZE} must be a whole number, not {batch!r}")
     return env
 
 
