@@ -5,7 +5,8 @@ odfd is an MQTT client that connects only while it pulls, so it keeps a persiste
 QoS 1 and 2 messages of the subscribed topics for it (QoS 0 ones only if the broker is set up to),
 and a message acknowledged once is never delivered again. The session's client id is made on the
 first poll and kept in the source state, so the first poll always commits (even with no messages):
-a later poll must resume the same session.
+a later poll must resume the same session. Messages are acknowledged as they arrive, as the
+reference does: if the ingest transaction then fails, the broker does not deliver them again.
 
 Retained messages: a new subscription receives each topic's retained message once, as the broker
 sends it; re-subscribing to an existing one does not resend it (retain handling 1). The source state
