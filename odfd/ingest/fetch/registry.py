@@ -7,13 +7,21 @@ from typing import Any
 
 from odfd.ingest.errors import UnsupportedError
 from odfd.ingest.fetch.base import Fetched, Fetcher
+from odfd.ingest.fetch.ethereum import EthereumLogsFetcher
 from odfd.ingest.fetch.files_glob import FilesGlobFetcher
 from odfd.ingest.fetch.url import UrlFetcher
-from protocol.model import FetchStepFilesGlob, FetchStepUrl, SourceState, Timestamp
+from protocol.model import (
+    FetchStepEthereumLogs,
+    FetchStepFilesGlob,
+    FetchStepUrl,
+    SourceState,
+    Timestamp,
+)
 
 FETCHERS: dict[type[Any], Fetcher[Any]] = {
     FetchStepUrl: UrlFetcher(),
     FetchStepFilesGlob: FilesGlobFetcher(),
+    FetchStepEthereumLogs: EthereumLogsFetcher(),
 }
 
 
