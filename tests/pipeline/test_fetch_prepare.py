@@ -21,7 +21,6 @@ from protocol.model import (
     EventTimeSourceFromMetadata,
     EventTimeSourceFromPath,
     EventTimeSourceFromSystemTime,
-    FetchStepContainer,
     FetchStepFilesGlob,
     FetchStepUrl,
     PrepStepDecompress,
@@ -200,9 +199,13 @@ def test_files_glob_takes_files_one_by_one_in_name_order(tmp_path: Path) -> None
         fetch(FetchStepFilesGlob(path=str(tmp_path / "*.json")), None, tmp_path, NOW)
 
 
-def test_container_and_other_fetch_steps_are_not_supported(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedError, match="fetch step Container is not supported"):
-        fetch(FetchStepContainer(image="ghcr.io/example/fetcher:1"), None, tmp_path, NOW)
+class FetchStepCarrierPigeon:
+    """A fetch step no fetcher is registered for."""
+
+
+def test_unknown_fetch_steps_and_url_schemes_are_not_supported(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedError, match="fetch step CarrierPigeon is not supported"):
+        fetch(FetchStepCarrierPigeon(), None, tmp_path, NOW)
     with pytest.raises(UnsupportedError, match="scheme 'ftp'"):
         fetch(FetchStepUrl(url="ftp://example.org/x.csv"), None, tmp_path, NOW)
 

@@ -7,12 +7,16 @@ from typing import Any
 
 from odfd.ingest.errors import UnsupportedError
 from odfd.ingest.fetch.base import Fetched, Fetcher
+from odfd.ingest.fetch.container import ContainerFetcher
 from odfd.ingest.fetch.ethereum import EthereumLogsFetcher
 from odfd.ingest.fetch.files_glob import FilesGlobFetcher
+from odfd.ingest.fetch.mqtt import MqttFetcher
 from odfd.ingest.fetch.url import UrlFetcher
 from protocol.model import (
+    FetchStepContainer,
     FetchStepEthereumLogs,
     FetchStepFilesGlob,
+    FetchStepMqtt,
     FetchStepUrl,
     SourceState,
     Timestamp,
@@ -21,6 +25,8 @@ from protocol.model import (
 FETCHERS: dict[type[Any], Fetcher[Any]] = {
     FetchStepUrl: UrlFetcher(),
     FetchStepFilesGlob: FilesGlobFetcher(),
+    FetchStepMqtt: MqttFetcher(),
+    FetchStepContainer: ContainerFetcher(),
     FetchStepEthereumLogs: EthereumLogsFetcher(),
 }
 
