@@ -18,10 +18,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-import eth_abi
 import pyarrow as pa
-from eth_abi.exceptions import DecodingError
-from eth_utils import keccak
 
 from odfd.ingest.errors import BadInputError, FetchError, UnsupportedError
 
@@ -63,6 +60,8 @@ class EventSignature:
     @cached_property
     def selector(self) -> bytes:
         """``topic0`` of the event's logs: the Keccak-256 hash of its canonical declaration."""
+        from eth_utils import keccak  # on first use: eth-utils takes a second to import
+
         return keccak(text=f"{self.name}({','.join(p.type for p in self.params)})")
 
     @property
@@ -202,6 +201,9 @@ def logs_table(logs: Sequence[RawLog], event: EventSignature | None) -> pa.Table
 
 
 def _decode(log: RawLog, event: EventSignature) -> dict[str, Any]:
+    import eth_abi  # on first use: it takes a second to import
+    from eth_abi.exceptions import DecodingError
+
     where = f"block {log.block_number}, log {log.log_index}"
     indexed = [p for p in event.params if p.indexed]
     if len(log.topics) != len(indexed) + 1:
