@@ -41,6 +41,8 @@ class EvmNode:
         self.broken: str | None = None
         """``error`` (a JSON-RPC error), ``html`` (not JSON) or ``bad log`` (a log without its
         block number) for every ``eth_getLogs``."""
+        self.timestamps = True
+        """Whether logs carry ``blockTimestamp`` (newer nodes send it, many still do not)."""
         self.ranges: list[tuple[int, int, bool]] = []
         """Each ``eth_getLogs`` range asked for, and whether it was answered."""
         self.url = ""
@@ -130,6 +132,10 @@ class EvmNode:
             }
             for log in logs
         ]
+        if self.timestamps:
+            for log in answer:
+                block = self.tester.get_block_by_number(int(log["blockNumber"], 16))
+                log["blockTimestamp"] = hex(block["timestamp"])
         if self.broken == "bad log":
             for log in answer:
                 del log["blockNumber"]

@@ -137,6 +137,8 @@ async def test_first_poll_nothing_new_new_blocks_then_new_logs_and_verify(
         "signed": str(-(10**30)),
     }
     assert [e["memo"] for e in events] == ["hello", "héllo", "again"]
+    stamps = [node.tester.get_block_by_number(b)["timestamp"] for b in (first_block, third_block)]
+    assert [t.timestamp() for (t,) in await rows(dataset, "block_timestamp")][::2] == stamps
     states = [e.new_source_state for e in await data_events(dataset)]
     assert [s.value.split("@")[0] for s in states if s] == [
         str(second_block),
@@ -160,6 +162,7 @@ async def test_a_node_limiting_ranges_gets_halves_and_pulls_resume_by_block(
     blocks = [mint(node, token, n, n, f"m{n}") for n in range(1, 4)]
     node.mine(3)
     node.max_range = 2
+    node.timestamps = False
     small = EthereumLogsFetcher(block_stride=5, records_per_slice=2)
     monkeypatch.setitem(registry.FETCHERS, FetchStepEthereumLogs, small)
     dataset = await create(workspace, manifest(node, token, since))
@@ -167,7 +170,7 @@ async def test_a_node_limiting_ranges_gets_halves_and_pulls_resume_by_block(
     outcomes = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))
     assert [o.num_records for o in outcomes] == [2, 1]
     assert [o.has_more for o in outcomes] == [True, False]
-    assert await rows(dataset, "block_number") == [(b,) for b in blocks]
+    assert await rows(dataset, "block_number", "block_timestamp") == [(b, None) for b in blocks]
     answered = [(a, b) for a, b, ok in node.ranges if ok]
     assert all(b - a + 1 <= 2 for a, b in answered)
     assert sorted(n for a, b in answered for n in range(a, b + 1)) == list(
