@@ -58,7 +58,7 @@ def shapefile_to_lines(source: Path, target: Path, sub_path: str | None, scratch
     with tempfile.TemporaryDirectory(dir=scratch, prefix="shapefile-") as unpacked:
         root = _unpack(source, Path(unpacked))
         shp = _locate(root, sub_path, source)
-        where = f"{source}: {shp.relative_to(root)}" if shp != source else str(source)
+        where = f"{source}: {shp.relative_to(root)}"
         with open(target, "w", encoding="utf-8") as out:
             for record in _records(shp, where, str(source)):
                 out.write(json.dumps(record, sort_keys=True, ensure_ascii=False))
