@@ -179,7 +179,9 @@ async def test_a_node_limiting_ranges_gets_halves_and_pulls_resume_by_block(
     assert any(not ok for _, _, ok in node.ranges)  # wide ranges were refused, then halved
 
 
-@pytest.mark.parametrize("broken", ["error", "html", "bad log", "wrong chain", "node down"])
+@pytest.mark.parametrize(
+    "broken", ["error", "html", "bad log", "wrong chain", "node down", "websocket url"]
+)
 async def test_a_broken_node_fails_in_one_line_and_commits_nothing(
     workspace: Workspace, node: EvmNode, broken: str
 ) -> None:
@@ -192,9 +194,12 @@ async def test_a_broken_node_fails_in_one_line_and_commits_nothing(
         "bad log": "eth_getLogs: log blockNumber is not a hex quantity: 'None'",
         "wrong chain": f"fetch.chainId is 5 but the node at {node.url[:-1]} serves chain",
         "node down": "eth_chainId: the node is unreachable: [Errno 111] Connection refused",
+        "websocket url": "fetch.nodeUrl: scheme 'ws' is not supported (http, https",
     }[broken]
     if broken == "node down":
         node.url = "http://127.0.0.1:9/"  # the discard port: nothing listens
+    elif broken == "websocket url":
+        node.url = node.url.replace("http://", "ws://")
     elif broken != "wrong chain":
         node.broken = broken
     chain_id = 5 if broken == "wrong chain" else None
@@ -203,7 +208,7 @@ async def test_a_broken_node_fails_in_one_line_and_commits_nothing(
     with pytest.raises(IngestError) as err:
         await pull_root(workspace, dataset)
     assert expected in str(err.value) and "\n" not in str(err.value)
-    assert isinstance(err.value, FetchError) or broken == "wrong chain"
+    assert isinstance(err.value, FetchError) or broken in ("wrong chain", "websocket url")
     assert await dataset.chain.head() == head
 
 

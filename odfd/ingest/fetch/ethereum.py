@@ -16,6 +16,7 @@ the chain's head when that matters.
 
 from __future__ import annotations
 
+import urllib.parse
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,12 @@ class EthereumLogsFetcher:
                 "per chainId)"
             )
         rpc = EthRpc(render(step.node_url, "fetch.nodeUrl"))
+        scheme = urllib.parse.urlsplit(rpc.url).scheme.lower()
+        if scheme not in ("http", "https"):
+            raise UnsupportedError(
+                f"fetch.nodeUrl: scheme '{scheme}' is not supported (http, https: JSON-RPC over "
+                "HTTP; WebSocket endpoints are not)"
+            )
         signature = None
         if step.signature:
             signature = parse_signature(step.signature, "fetch.signature")
