@@ -27,7 +27,7 @@ _TOPICS = ("topic0", "topic1", "topic2", "topic3")
 _SIZES = {"address": 20, **dict.fromkeys(_TOPICS, 32)}
 _TOKEN = re.compile(
     r"""\s*(?:
-      (?P<hex>[xX]'(?P<digits>[^']*)')
+      (?P<hex>[xX]'[^']*')
     | (?P<string>'(?:[^']|'')*')
     | (?P<number>\d+)
     | (?P<word>[A-Za-z_]\w*|"[^"]+")
@@ -95,8 +95,9 @@ def parse_filter(text: str | None) -> LogFilter:
     return found
 
 
-# A parsed clause: ("and" | "or", [trees]) or ("cmp", column, op, value, text) or
-# ("in", column, [values], text), where a value is bytes (a hex literal) or an int.
+# A parsed clause: ("and" | "or", [trees]), ("cmp", column, op, value, text),
+# ("in", column, [values], text) or ("other", text) for a comparison of no column with a value;
+# a value is bytes (a hex literal or an event selector) or an int.
 Tree = tuple[Any, ...]
 
 
@@ -112,7 +113,7 @@ class _Parser:
                     f"{WHERE}: cannot read {text[position:].strip()[:40]!r} "
                     f"(at character {position + 1})"
                 )
-            kind = match.lastgroup if match.lastgroup != "digits" else "hex"
+            kind = match.lastgroup
             assert kind is not None
             self.tokens.append((kind, match[kind], match.start(kind)))
             position = match.end()
@@ -204,9 +205,8 @@ class _Parser:
         """A column name (str), a hex literal (bytes) or an integer."""
         kind, value, _ = token = self._take_any()
         if kind == "hex":
-            digits = value[2:-1]
             try:
-                return bytes.fromhex(digits)
+                return bytes.fromhex(value[2:-1])
             except ValueError:
                 raise self._error("a malformed hex literal", token) from None
         if kind == "number":
