@@ -14,6 +14,7 @@ from odfd.ingest.errors import UnsupportedError
 from odfd.ingest.fetch.base import Fetched, Fetcher
 from protocol.model import (
     FetchStepContainer,
+    FetchStepEthereumLogs,
     FetchStepFilesGlob,
     FetchStepMqtt,
     FetchStepUrl,
@@ -27,6 +28,7 @@ FETCHERS: dict[type[Any], tuple[str, str]] = {
     FetchStepFilesGlob: ("odfd.ingest.fetch.files_glob", "FilesGlobFetcher"),
     FetchStepMqtt: ("odfd.ingest.fetch.mqtt", "MqttFetcher"),
     FetchStepContainer: ("odfd.ingest.fetch.container", "ContainerFetcher"),
+    FetchStepEthereumLogs: ("odfd.ingest.fetch.ethereum", "EthereumLogsFetcher"),
 }
 
 _loaded: dict[type[Any], Fetcher[Any]] = {}
