@@ -22,8 +22,10 @@ from storage.chain.metadata_chain import HeadListener
 from storage.chain.saved_state import SavedStateStore
 from storage.errors import SizeMismatchError, StorageError
 from storage.layout import ALIAS_INFO, CONFIG_INFO, DatasetLayout
+from storage.s3_client import S3Bucket, S3Location
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
+from storage.stores.s3 import S3NamedStore, S3ObjectStore, S3RefStore
 
 RemoteAliasKind = Literal["pull", "push"]
 _CONFIG_KEYS: dict[RemoteAliasKind, str] = {"pull": "pullAliases", "push": "pushAliases"}
@@ -89,6 +91,28 @@ class Dataset:
             info=LocalFsNamedStore(layout.info_dir),
             dataset_id=dataset_id,
             layout=layout,
+            on_head_moved=on_head_moved,
+            saved_states=saved_states,
+        )
+
+    @classmethod
+    def open_s3(
+        cls,
+        bucket: S3Bucket,
+        location: S3Location,
+        dataset_id: DatasetId | None = None,
+        *,
+        on_head_moved: HeadListener | None = None,
+        saved_states: SavedStateStore | None = None,
+    ) -> Dataset:
+        """A dataset under a key prefix of an S3 bucket, in the spec's layout."""
+        return cls(
+            blocks=S3ObjectStore(bucket, location, "blocks"),
+            data=S3ObjectStore(bucket, location, "data"),
+            checkpoints=S3ObjectStore(bucket, location, "checkpoints"),
+            refs=S3RefStore(bucket, location),
+            info=S3NamedStore(bucket, location),
+            dataset_id=dataset_id,
             on_head_moved=on_head_moved,
             saved_states=saved_states,
         )

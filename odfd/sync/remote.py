@@ -3,7 +3,8 @@ datasets for the Simple Transfer Protocol.
 
 Schemes: ``http(s)://`` (Smart Transfer Protocol when the server offers it, else Simple),
 ``odf+http(s)://`` (Smart only, the reference's spelling), ``file://`` (a dataset folder),
-``ipfs://CID[/path]`` and ``ipns://NAME[/path]`` (a dataset published to IPFS).
+``ipfs://CID[/path]`` and ``ipns://NAME[/path]`` (a dataset published to IPFS), ``s3://bucket/prefix``
+and ``s3+http(s)://host:port/bucket/prefix`` (a dataset folder in an S3 bucket, read and written).
 """
 
 from __future__ import annotations
@@ -20,16 +21,17 @@ from multiformats import CID
 
 from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
 from protocol.errors import ParseError
-from protocol.identity import DatasetName
+from protocol.identity import DatasetId, DatasetName
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.ipfs_client import IpfsClient, IpfsGateway, IpnsName, parse_cid
+from storage.s3_client import S3Bucket, S3Location, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore, dataset_base_url
 from storage.stores.http_fetch import HttpLimits
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.remote import AbsentNamedStore
 
-Scheme = Literal["http", "https", "file", "ipfs", "ipns"]
+Scheme = Literal["http", "https", "file", "ipfs", "ipns", "s3"]
 
 DEFAULT_IPFS_API = "/ip4/127.0.0.1/tcp/5001/http"
 DEFAULT_IPFS_GATEWAY = "http://127.0.0.1:8080"
@@ -59,6 +61,11 @@ class RemoteUrl:
         """``(name, subpath)`` of an ``ipfs://`` / ``ipns://`` URL."""
         parts = urlsplit(self.text)
         return parts.netloc, parts.path.strip("/")
+
+    @property
+    def s3(self) -> S3Location:
+        """Bucket and key prefix of an ``s3://`` / ``s3+http(s)://`` URL."""
+        return parse_s3_url(self.text)
 
     def default_name(self) -> DatasetName | None:
         """The last path segment, if it is a valid dataset name (as the reference names a
@@ -90,8 +97,15 @@ def parse_remote_url(text: str) -> RemoteUrl:
         return RemoteUrl("file", f"file://{Path(unquote(parts.path)).resolve()}")
     if scheme in ("ipfs", "ipns"):
         return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
+    if is_s3_url(text):
+        try:
+            location = parse_s3_url(text)
+        except ParseError as err:
+            raise UnsupportedUrlError(str(err)) from None
+        return RemoteUrl("s3", location.url.rstrip("/"))
     raise UnsupportedUrlError(
-        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
+        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs://, ipns://, "
+        "s3:// or s3+http(s)://"
     )
 
 
@@ -143,8 +157,11 @@ async def open_source(
     ipfs: IpfsSettings,
     headers: dict[str, str] | None = None,
     limits: HttpLimits | None = None,
+    s3: S3Settings | None = None,
 ) -> AsyncIterator[Source]:
-    if remote.scheme in ("http", "https"):
+    if remote.scheme == "s3":
+        yield Source(await open_s3_dataset(remote, s3), str(remote))
+    elif remote.scheme in ("http", "https"):
         client = HttpClient(session, remote.http_base, headers, limits)
         yield Source(
             _remote_dataset(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)),
@@ -168,6 +185,16 @@ async def open_source(
                 ),
                 f"{remote} (/ipfs/{folder})",
             )
+
+
+async def open_s3_dataset(
+    remote: RemoteUrl, settings: S3Settings | None, dataset_id: DatasetId | None = None
+) -> Dataset:
+    """The dataset folder at an S3 URL, once its bucket answers (a missing bucket or refused
+    credentials are reported as such, not as a missing dataset)."""
+    bucket = S3Bucket(remote.s3, settings)
+    await bucket.check_bucket()
+    return Dataset.open_s3(bucket, remote.s3, dataset_id)
 
 
 async def _resolve_subpath(
