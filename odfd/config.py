@@ -326,6 +326,12 @@ def _str_table(value: Any, from_env: bool) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _str_or_empty(value: Any, from_env: bool) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
 _S3_REMOTE_KEYS = {f.name for f in fields(S3Credentials)}
 
 
@@ -392,7 +398,12 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
     "s3": (
         S3Config,
-        {"region": _str(), "profile": _str(), "retries": _int(0, 20), "remotes": _s3_remotes},
+        {
+            "region": _str_or_empty,
+            "profile": _str_or_empty,
+            "retries": _int(0, 20),
+            "remotes": _s3_remotes,
+        },
     ),
     "sync": (
         SyncConfig,
