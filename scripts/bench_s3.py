@@ -29,7 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from odfd.sync.pull import pull
 from odfd.sync.push import push
-from storage.s3_client import S3Bucket, parse_s3_url
+from storage.s3_client import S3Bucket
+from storage.s3_settings import parse_s3_url
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SeaweedServer, _free_ports
 from tests.replication.datagen import create_root

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain import MetadataChain
@@ -22,10 +20,8 @@ from storage.chain.metadata_chain import HeadListener
 from storage.chain.saved_state import SavedStateStore
 from storage.errors import SizeMismatchError, StorageError
 from storage.layout import ALIAS_INFO, CONFIG_INFO, DatasetLayout
-from storage.s3_client import S3Bucket, S3Location
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
-from storage.stores.s3 import S3NamedStore, S3ObjectStore, S3RefStore
 
 RemoteAliasKind = Literal["pull", "push"]
 _CONFIG_KEYS: dict[RemoteAliasKind, str] = {"pull": "pullAliases", "push": "pushAliases"}
@@ -91,28 +87,6 @@ class Dataset:
             info=LocalFsNamedStore(layout.info_dir),
             dataset_id=dataset_id,
             layout=layout,
-            on_head_moved=on_head_moved,
-            saved_states=saved_states,
-        )
-
-    @classmethod
-    def open_s3(
-        cls,
-        bucket: S3Bucket,
-        location: S3Location,
-        dataset_id: DatasetId | None = None,
-        *,
-        on_head_moved: HeadListener | None = None,
-        saved_states: SavedStateStore | None = None,
-    ) -> Dataset:
-        """A dataset under a key prefix of an S3 bucket, in the spec's layout."""
-        return cls(
-            blocks=S3ObjectStore(bucket, location, "blocks"),
-            data=S3ObjectStore(bucket, location, "data"),
-            checkpoints=S3ObjectStore(bucket, location, "checkpoints"),
-            refs=S3RefStore(bucket, location),
-            info=S3NamedStore(bucket, location),
-            dataset_id=dataset_id,
             on_head_moved=on_head_moved,
             saved_states=saved_states,
         )
@@ -218,6 +192,8 @@ class Dataset:
         raw = await self.info.get(CONFIG_INFO)
         if raw is None:
             return {"pull": [], "push": []}
+        import yaml  # the remote-alias file is the only YAML a dataset reads; most commands skip it
+
         where = f"{self.layout.info_dir / CONFIG_INFO if self.layout else CONFIG_INFO}"
         try:
             manifest = yaml.safe_load(raw)
@@ -235,6 +211,8 @@ class Dataset:
         return result
 
     async def set_remote_aliases(self, kind: RemoteAliasKind, refs: list[str]) -> None:
+        import yaml
+
         aliases = await self.remote_aliases()
         aliases[kind] = list(dict.fromkeys(refs))
         manifest = {

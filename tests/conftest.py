@@ -18,6 +18,8 @@ pytest_plugins: list[str] = [
     "tests.fixtures.seaweedfs",
     "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
+    "tests.fixtures.mosquitto",
+    "tests.fixtures.containers",
 ]
 
 FIXTURE_MARKERS = {

@@ -11,10 +11,10 @@ from pathlib import Path
 import aiohttp
 
 from odfd.sync.errors import SyncError
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import join
 from storage.layout import ALIAS_INFO, HEAD_REF, DatasetLayout
-from storage.s3_client import S3Bucket, S3Location, S3Settings
+from storage.s3_settings import S3Location, S3Settings
 
 LISTING_TIMEOUT = 30.0
 """Seconds a repository may take to send its listing."""
@@ -72,6 +72,8 @@ async def _http_listing(base: str) -> list[tuple[str, str | None, str]]:
 async def _s3_listing(
     location: S3Location, settings: S3Settings | None, base: str
 ) -> list[tuple[str, str | None, str]]:
+    from storage.s3_client import S3Bucket  # obstore takes ~0.1 s to import: only when used
+
     bucket = S3Bucket(location, settings)
     found: list[tuple[str, str | None, str]] = []
     for folder in sorted(await bucket.list_folders(location.prefix)):

@@ -19,7 +19,8 @@ from pathlib import Path
 from typing import BinaryIO
 
 from protocol.errors import ParseError
-from protocol.identity import Multicodec, Multihash
+from protocol.identity import DatasetId, Multicodec, Multihash
+from storage.dataset import Dataset
 from storage.errors import (
     CorruptRefError,
     HashMismatchError,
@@ -28,7 +29,8 @@ from storage.errors import (
     StorageError,
 )
 from storage.layout import object_name
-from storage.s3_client import S3Bucket, S3ConflictError, S3Location
+from storage.s3_client import S3Bucket, S3ConflictError
+from storage.s3_settings import S3Location
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.localfs import hash_file
 
@@ -41,6 +43,20 @@ _PUT_MANY_PARALLEL = 16
 _FILE_CHUNK = 1 << 20
 MAX_SIGNATURE_BYTES = 4096
 SIGNATURE_SUFFIX = ".sig"
+
+
+def s3_dataset(
+    bucket: S3Bucket, location: S3Location, dataset_id: DatasetId | None = None
+) -> Dataset:
+    """The dataset under ``location`` (a key prefix of ``bucket``), in the spec's layout."""
+    return Dataset(
+        blocks=S3ObjectStore(bucket, location, "blocks"),
+        data=S3ObjectStore(bucket, location, "data"),
+        checkpoints=S3ObjectStore(bucket, location, "checkpoints"),
+        refs=S3RefStore(bucket, location),
+        info=S3NamedStore(bucket, location),
+        dataset_id=dataset_id,
+    )
 
 
 class S3ObjectStore(ObjectStore):

@@ -22,17 +22,12 @@ from odfd.sync.search import search_repo
 from protocol.identity import Multihash
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.validate import validate_chain
-from storage.dataset import Dataset
 from storage.errors import RefCasError
 from storage.layout import object_name
-from storage.s3_client import (
-    S3AccessDeniedError,
-    S3Bucket,
-    S3BucketNotFoundError,
-    parse_s3_url,
-)
+from storage.s3_client import S3AccessDeniedError, S3Bucket, S3BucketNotFoundError
+from storage.s3_settings import parse_s3_url
 from storage.stores.remote import RemoteUnavailableError
-from storage.stores.s3 import S3RefStore
+from storage.stores.s3 import S3RefStore, s3_dataset
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SeaweedServer
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
@@ -166,7 +161,7 @@ async def test_concurrent_pushes_leave_one_valid_head(
         remote_head = winners[0].new_remote_head
         assert remote_head in (head_b, head_c)
         # The bucket's history is whole up to the winner's head: every block, rule and object.
-        stored = Dataset.open_s3(bucket_of(s3_server, url), parse_s3_url(url), writer_b.dataset.id)
+        stored = s3_dataset(bucket_of(s3_server, url), parse_s3_url(url), writer_b.dataset.id)
         assert await stored.chain.head() == remote_head
         await validate_chain(
             stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints

@@ -22,7 +22,8 @@ from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.errors import HashMismatchError, ObjectNotFoundError, RefCasError
 from storage.ipfs_client import IpfsClient, IpfsGateway
-from storage.s3_client import S3Bucket, parse_s3_url
+from storage.s3_client import S3Bucket
+from storage.s3_settings import parse_s3_url
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
