@@ -5,6 +5,7 @@ prefix, daemon mirrors from and into a bucket, and every kind of bad input."""
 from __future__ import annotations
 
 import asyncio
+import json
 from dataclasses import replace
 from pathlib import Path
 
@@ -29,8 +30,9 @@ from storage.s3_settings import parse_s3_url
 from storage.stores.remote import RemoteUnavailableError
 from storage.stores.s3 import S3RefStore, s3_dataset
 from storage.workspace import Workspace
-from tests.fixtures.seaweedfs import SeaweedServer
+from tests.fixtures.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
+from tests.replication.test_cli import odfd
 
 
 async def s3_node(path: Path, server: SeaweedServer, *, secret: str | None = None) -> Workspace:
@@ -323,3 +325,36 @@ async def test_server_killed_mid_upload_then_the_next_push_completes(
         assert pushed.new_remote_head == await writer.dataset.chain.head()
         await pull(node_b, url)
         await odfd_verify_integrity(node_b, "cities")
+
+
+def test_the_commands_with_aws_variables(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+) -> None:
+    """``odfd push`` / ``repo add`` / ``search`` / ``pull`` as a user runs them, credentials from
+    the standard ``AWS_*`` variables; a wrong secret is one line that does not print it."""
+    root_a, root_b = tmp_path / "a", tmp_path / "b"
+
+    async def prepare() -> None:
+        async with await Workspace.init(root_a) as node_a:
+            await create_root(node_a, "cities", slices=1)
+        await (await Workspace.init(root_b)).close()
+
+    asyncio.run(prepare())
+    base = s3_server.url(s3_bucket, "hub")
+    env = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
+    bad = {**env, "AWS_SECRET_ACCESS_KEY": "wrong-secret-value"}
+    denied = odfd("push", "cities", f"{base}/cities", "--root", str(root_a), env=bad)
+    assert denied.returncode == 1, denied
+    assert denied.stderr.count("\n") == 1 and "access denied" in denied.stderr, denied.stderr
+    assert "wrong-secret-value" not in denied.stderr + denied.stdout
+    pushed = odfd("push", "cities", f"{base}/cities", "--root", str(root_a), env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert odfd("repo", "add", "hub", base, "--root", str(root_b), env=env).returncode == 0
+    found = odfd("search", "cit", "--repo", "hub", "-o", "json", "--root", str(root_b), env=env)
+    assert found.returncode == 0, found.stderr
+    assert [(r["alias"], r["url"]) for r in json.loads(found.stdout)] == [
+        ("cities", f"{base}/cities")
+    ]
+    pulled = odfd("pull", "hub/cities", "--root", str(root_b), env=env)
+    assert pulled.returncode == 0, pulled.stderr
+    assert odfd("verify", "cities", "--integrity", "--root", str(root_b), env=env).returncode == 0
