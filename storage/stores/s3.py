@@ -16,7 +16,7 @@ import hashlib
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multicodec, Multihash
@@ -41,6 +41,7 @@ RANGE_SIZE = 8 << 20
 RANGE_WINDOW = 4
 _PUT_MANY_PARALLEL = 16
 _FILE_CHUNK = 1 << 20
+_THREAD_HASH_MIN = 256 << 10
 MAX_SIGNATURE_BYTES = 4096
 SIGNATURE_SUFFIX = ".sig"
 
@@ -173,7 +174,7 @@ class S3ObjectStore(ObjectStore):
         with spool:
             digest = hashlib.sha3_256()
             async for chunk in chunks:
-                digest.update(chunk)
+                await _hash(digest, chunk)
                 await asyncio.to_thread(spool.write, chunk)
             hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
             await asyncio.to_thread(spool.seek, 0)
@@ -190,7 +191,7 @@ class S3ObjectStore(ObjectStore):
         held = 0
         source = aiter(chunks)
         async for chunk in source:
-            digest.update(chunk)
+            await _hash(digest, chunk)
             head.append(chunk)
             held += len(chunk)
             if held > SINGLE_PUT_LIMIT:
@@ -205,7 +206,7 @@ class S3ObjectStore(ObjectStore):
                 yield chunk
             head.clear()
             async for chunk in source:
-                digest.update(chunk)
+                await _hash(digest, chunk)
                 yield chunk
             # Raised inside the upload's body: the multipart upload is aborted, never completed.
             self._check(expected, Multihash(code=Multicodec.SHA3_256, digest=digest.digest()))
@@ -317,6 +318,15 @@ class S3NamedStore(NamedStore):
 def _check_name(name: str) -> None:
     if not name or "/" in name or name.startswith(".") or "\0" in name:
         raise StorageError(f"invalid ref or info file name {name!r}")
+
+
+async def _hash(digest: Any, chunk: bytes) -> None:
+    """Large chunks are hashed in a worker thread (hashlib lets go of the GIL), so hashing runs
+    beside the uploads instead of stalling the event loop."""
+    if len(chunk) >= _THREAD_HASH_MIN:
+        await asyncio.to_thread(digest.update, chunk)
+    else:
+        digest.update(chunk)
 
 
 async def _read_file(file: BinaryIO) -> AsyncIterator[bytes]:
