@@ -91,7 +91,9 @@ async def _big(server: SeaweedServer, work: Path, mb: int, slices: int) -> None:
     rows = mb * 1_000_000 // slices // _BYTES_PER_ROW
     t = time.perf_counter()
     writer = await create_root(a, "big", slices=slices, rows=rows, checkpoints=False)
-    root = a.layout.dataset(writer.dataset.id).root
+    dataset_id = writer.dataset.id
+    assert dataset_id is not None
+    root = a.layout.dataset(dataset_id).root
     files = _dataset_files(root)
     size = sum(path.stat().st_size for path, _ in files)
     print(f"dataset: {slices} data files, {len(files)} objects, {size / 1e6:.0f} MB "
@@ -118,7 +120,7 @@ async def _big(server: SeaweedServer, work: Path, mb: int, slices: int) -> None:
     base_pull = time.perf_counter() - t
 
     # What a pull does beyond copying: every data file read once (records, offsets, logical hash).
-    data_files = sorted((b.layout.dataset(writer.dataset.id).root / "data").iterdir())
+    data_files = sorted((b.layout.dataset(dataset_id).root / "data").iterdir())
     t = time.perf_counter()
     await asyncio.to_thread(lambda: [read_slice_facts(path, "offset") for path in data_files])
     checks = time.perf_counter() - t
