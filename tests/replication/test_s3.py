@@ -17,7 +17,7 @@ from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import pull, pull_from_remotes
-from odfd.sync.push import push
+from odfd.sync.push import PushOptions, push
 from odfd.sync.repos import expand
 from odfd.sync.search import search_repo
 from protocol.identity import Multihash
@@ -172,7 +172,14 @@ async def test_concurrent_pushes_leave_one_valid_head(
         await pull(node_d, url)
         await odfd_verify_integrity(node_d, "cities")
         loser = node_c if remote_head == head_b else node_b
-        assert (await loser.resolve("cities")).head == (head_c if loser is node_c else head_b)
+        loser_head = head_c if loser is node_c else head_b
+        assert (await loser.resolve("cities")).head == loser_head
+        # The loser may replace the bucket's history on purpose.
+        forced = await push(loser, "cities", url, options=PushOptions(force=True))
+        assert forced.new_remote_head == loser_head == await stored.chain.head()
+        await validate_chain(
+            stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints
+        )
 
 
 async def test_search_and_pull_from_a_repository_over_a_bucket_prefix(
