@@ -110,6 +110,10 @@ async def _pull_local(
             recursive=recursive,
             fetch_uncacheable=args.fetch_uncacheable,
             watermark=args.set_watermark,
+            on_retry=lambda alias, lost: console.info(
+                f"Retrying: {alias}: another write moved its head to {lost.actual} first; "
+                "pulling again on top of it"
+            ),
         )
     for outcome in outcomes:
         verb = "Updated" if outcome.updated else "Skipped"
