@@ -11,8 +11,8 @@ and system times. Derivative datasets are refused: their slices are transform re
 block instead (any kind of dataset): a derivative is then recomputed from its inputs on its next
 pull, which is how readers of a compacted dataset follow its new history.
 
-Nothing is deleted: the old blocks and slices stay in the dataset's stores, unreferenced, until
-``odfd system gc``. Head moves last, by compare-and-swap, after every merged slice is stored and
+Nothing is deleted here: the old blocks and slices stay in the dataset's stores, unreferenced;
+``odfd system gc`` removes the old slices once they are old enough. Head moves last, by compare-and-swap, after every merged slice is stored and
 read back against the records it replaces and the whole new chain passed the chain rules.
 """
 

@@ -123,6 +123,12 @@ def test_compaction_merges_slices_verifies_and_the_derivative_follows(
 
     code, out, err = run(capsys, "verify", "--root", str(ws), "nums")
     assert code == 0, out + err
+    slice_files = {p.name for p in ws.glob("datasets/*/data/*")}
+    code, out, err = run(capsys, "system", "gc", "--root", str(ws), "--older-than", "0s")
+    assert code == 0, err
+    assert len(slice_files) - len({p.name for p in ws.glob("datasets/*/data/*")}) == 6
+    code, out, err = run(capsys, "verify", "--root", str(ws), "--full", "nums")
+    assert code == 0, out + err
     code, _, err = run(capsys, "pull", "--root", str(ws), "doubled")
     assert code == 0, err
     assert _doubled(capsys, ws) == [2, 4, 6, 8, 10, 12, 14]
