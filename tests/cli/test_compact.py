@@ -59,6 +59,7 @@ def _append(ws: Path, values: list[int], n: int) -> None:
             path = ws / "staging" / f"extra-{n}.parquet"
             data = write_slice(slice_table(start, values, system_time=time), path)
             event = AddData(
+                prev_checkpoint=state.last_checkpoint,
                 prev_offset=state.last_offset,
                 new_data=data,
                 new_watermark=Timestamp(T0.epoch_nanos + max(values) * 1_000_000_000),
@@ -205,3 +206,54 @@ def test_a_single_slice_has_nothing_to_compact(
     code, _, err = run(capsys, "-y", "compact", "--root", str(ws), "nums")
     assert code == 0 and "Skipped: nothing to compact" in err
     assert fingerprint(ws) == before
+
+
+def test_checkpoints_and_watermarks_carry_over_and_a_watermark_block_splits_runs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A merged block starts where its first slice did and ends with the last one's checkpoint,
+    watermark and source state; an ``AddData`` without data (a watermark move) stays a block."""
+    ws = tmp_path / "ws"
+
+    async def build() -> None:
+        async with await Workspace.init(ws) as workspace:
+            dataset = await root_with_slices(workspace, "nums", [[1], [2], [3]], checkpoints=True)
+            state = await dataset.chain.state()
+            last = (await dataset.chain.get_block(state.head)).event
+            mark = AddData(
+                prev_checkpoint=state.last_checkpoint,
+                prev_offset=state.last_offset,
+                new_checkpoint=last.new_checkpoint,
+                new_watermark=Timestamp(T0.epoch_nanos + 10 * 1_000_000_000),
+            )
+            time = Timestamp(T0.epoch_nanos + 4 * 60_000_000_000)
+            await dataset.commit_event(mark, expected_head=state.head, system_time=time)
+
+    asyncio.run(build())
+    _append(ws, [11], 5)
+    _append(ws, [12], 6)
+
+    async def blocks() -> list[AddData]:
+        async with await Workspace.open(ws) as workspace:
+            dataset = await workspace.get_dataset("nums")
+            return [
+                b.event
+                async for _, b in dataset.chain.iter_blocks()
+                if isinstance(b.event, AddData)
+            ][::-1]
+
+    before = asyncio.run(blocks())
+    code, _, err = run(capsys, "-y", "compact", "--root", str(ws), "nums")
+    assert code == 0, err
+    after = asyncio.run(blocks())
+    assert [b.new_data is not None for b in after] == [True, False, True]
+    first, mark, last = after
+    assert first.new_data.offset_interval.start == 0 and first.new_data.offset_interval.end == 2
+    assert first.prev_checkpoint is None and first.new_checkpoint == before[2].new_checkpoint
+    assert first.new_watermark == before[2].new_watermark
+    assert mark == before[3]
+    assert last.prev_offset == 2 and last.new_data.offset_interval.end == 4
+    assert last.prev_checkpoint == before[4].prev_checkpoint
+    assert last.new_watermark == before[5].new_watermark
+    code, out, err = run(capsys, "verify", "--root", str(ws), "--full", "nums")
+    assert code == 0, out + err
