@@ -76,9 +76,10 @@ async def update_derivative(
         if last_read is not None and not await _in_history(input_dataset, last_read):
             raise InputHistoryRewrittenError(
                 f"{alias} last read input {declared.alias or input_id} up to block {last_read}, "
-                "which is no longer in that input's history (it was compacted or reset); run "
-                f"`odfd compact --keep-metadata-only {alias}` to drop {alias}'s data, then pull "
-                "it again to recompute it from the new history"
+                "which is no longer in that input's history (it was compacted or reset); pull it "
+                "with --reset-derivatives-on-diverged-input, or run `odfd compact "
+                f"--keep-metadata-only {alias}` and pull it again, to recompute it from the new "
+                "history"
             )
         query_inputs.append(query_input)
         engine_inputs.append(

@@ -137,7 +137,7 @@ def test_compaction_merges_slices_verifies_and_the_derivative_follows(
     assert code == 0, out + err
 
 
-def test_small_limits_split_runs_and_a_derivative_reading_old_history_is_told_the_fix(
+def test_a_derivative_reading_rewritten_input_history_is_told_the_fix_or_reset(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     ws = tmp_path / "ws"
@@ -147,21 +147,22 @@ def test_small_limits_split_runs_and_a_derivative_reading_old_history_is_told_th
     assert run(capsys, "-q", "add", "--root", str(ws), str(manifest))[0] == 0
     assert run(capsys, "pull", "--root", str(ws), "doubled")[0] == 0
 
-    async def compact_root_alone() -> None:  # as if the readers' reset had not happened
+    async def compact_root_alone(options: CompactionOptions) -> int:
+        """As if the readers' reset had not happened (or the input was reset by hand)."""
         async with await Workspace.open(ws) as workspace:
             dataset = await workspace.get_dataset("nums")
-            options = CompactionOptions(max_slice_records=3)
             plan = await plan_compaction(dataset, "nums", options)
-            assert plan.merged_runs == 2 and plan.merged_slices == 4  # [1,2]+[3], [4,5]+[6]
             await execute_compaction(ws, dataset, plan)
+            return plan.merged_runs
 
-    asyncio.run(compact_root_alone())
-    assert _records(ws, "nums")[0] == 2
+    assert asyncio.run(compact_root_alone(CompactionOptions(max_slice_records=3))) == 2
+    assert _records(ws, "nums")[0] == 2  # [1, 2] + [3], [4, 5] + [6]
     assert run(capsys, "verify", "--root", str(ws), "nums")[0] == 0
 
     code, _, err = run(capsys, "pull", "--root", str(ws), "doubled")
     assert code == 1
     assert "no longer in that input's history (it was compacted or reset)" in err
+    assert "--reset-derivatives-on-diverged-input" in err
     assert "`odfd compact --keep-metadata-only doubled`" in err
     code, _, err = run(
         capsys, "-y", "compact", "--root", str(ws), "--keep-metadata-only", "doubled"
@@ -169,6 +170,16 @@ def test_small_limits_split_runs_and_a_derivative_reading_old_history_is_told_th
     assert code == 0, err
     assert run(capsys, "pull", "--root", str(ws), "doubled")[0] == 0
     assert _doubled(capsys, ws) == [2, 4, 6, 8, 10, 12]
+
+    assert asyncio.run(compact_root_alone(CompactionOptions())) == 1
+    code, _, err = run(
+        capsys, "pull", "--root", str(ws), "--reset-derivatives-on-diverged-input", "doubled"
+    )
+    assert code == 0, err
+    assert "Reset: doubled: an input's history was rewritten" in err
+    assert _doubled(capsys, ws) == [2, 4, 6, 8, 10, 12]
+    code, out, err = run(capsys, "verify", "--root", str(ws), "doubled")
+    assert code == 0, out + err
 
 
 def test_refusals_change_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
