@@ -8,16 +8,21 @@ on top of the winner, so both files' records land and exactly one retry happens.
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from odfd.coordinator.ingest import ingest_push
+from odfd.cli.main import main
+from odfd.coordinator.ingest import ingest_push, set_watermark
 from odfd.coordinator.retry import retry_lost_race
 from odfd.ingest.errors import IngestError
+from protocol.model import Timestamp
 from storage.errors import RefCasError
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
+from tests.fixtures.spark import TEST_SPARK_CONFIG
 from tests.pipeline.conftest import create, rows, write
 
 READ = """        kind: Csv
@@ -82,3 +87,45 @@ async def test_a_second_loss_is_reported_as_it_is() -> None:
 
     with pytest.raises(IngestError):  # only a lost race is retried
         await retry_lost_race(fails_otherwise, lambda _: pytest.fail("retried"))
+
+
+@pytest.mark.spark
+def test_odfd_ingest_says_it_lost_the_race_and_ingests_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``odfd ingest`` loses to a watermark moved while its Spark work runs, and says so."""
+    root = str(tmp_path / "ws")
+    manifest = write(tmp_path / "race.yaml", root_snapshot("race", READ))
+    assert main(["-q", "init", "--root", root]) == 0
+    with open(tmp_path / "ws" / "config.toml", "a") as config:
+        config.write(TEST_SPARK_CONFIG)
+    assert main(["-q", "add", "--root", root, str(manifest)]) == 0
+    big = write(
+        tmp_path / "big.csv",
+        "event_time,id\n" + "".join(f"2024-01-01T00:00:00Z,{i}\n" for i in range(20_000)),
+    )
+    run_dir = tmp_path / "ws" / "run"
+    codes: list[int] = []
+    loser = threading.Thread(
+        target=lambda: codes.append(main(["ingest", "--root", root, "race", str(big)]))
+    )
+    capsys.readouterr()
+    loser.start()
+    deadline = time.monotonic() + 120
+    while not (run_dir.is_dir() and any(run_dir.iterdir())):  # it has read the head
+        assert loser.is_alive() and time.monotonic() < deadline, capsys.readouterr().err
+        time.sleep(0.005)
+
+    async def winner() -> None:
+        async with await Workspace.open(tmp_path / "ws") as workspace:
+            dataset = await workspace.get_dataset("race")
+            outcome = await set_watermark(dataset, Timestamp.of(2030, 1, 1))
+            assert not outcome.up_to_date
+
+    asyncio.run(winner())
+    loser.join()
+    err = capsys.readouterr().err
+    assert codes == [0], err
+    assert f"Retrying: race: {big}: another write moved its head to " in err
+    assert "first; ingesting again on top of it" in err
+    assert f"Ingested: race: {big}: 20000 record(s)" in err
