@@ -207,6 +207,18 @@ def test_refusals_change_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert code == 1 and "nosuch" in err
     assert fingerprint(ws) == before
 
+    async def pulled_from_a_remote() -> None:
+        async with await Workspace.open(ws) as workspace:
+            dataset = await workspace.get_dataset("nums")
+            await dataset.set_remote_aliases("pull", ["http://peer.example/nums"])
+
+    asyncio.run(pulled_from_a_remote())
+    before = fingerprint(ws)
+    code, _, err = run(capsys, "-y", "compact", "--root", str(ws), "nums")
+    assert code == 1
+    assert "nums is a copy pulled from http://peer.example/nums: rewriting its history" in err
+    assert fingerprint(ws) == before
+
 
 def test_a_single_slice_has_nothing_to_compact(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]

@@ -107,6 +107,9 @@ def _compact(args: argparse.Namespace) -> int:
                 )
             except NothingToCompactError:
                 continue
+        for record in [*compacted, *downstream]:
+            if record.id in plans:
+                await _refuse_copy(workspace, record)
         question = "; ".join(_describe(r, plans[r.id]) for r in compacted)
         dropped = [r.alias for r in downstream if r.id in plans]
         if dropped:
@@ -136,6 +139,20 @@ def _compact(args: argparse.Namespace) -> int:
         return 0
 
     return run_in_workspace(args, run)
+
+
+async def _refuse_copy(workspace: Workspace, record: DatasetRecord) -> None:
+    """A dataset pulled from a remote is a copy of another node's history: rewriting it here
+    would make it diverge from its source (its next pull refused, or with --force undone)."""
+    from odfd.coordinator.compact import CompactionError
+
+    sources = (await workspace.open_dataset(record.id).remote_aliases())["pull"]
+    if sources:
+        raise CompactionError(
+            f"{record.alias} is a copy pulled from {sources[0]}: rewriting its history here would "
+            "make it diverge from its source; compact it where it is published; nothing was "
+            "changed"
+        )
 
 
 def _describe(record: DatasetRecord, plan: CompactionPlan) -> str:
