@@ -18,11 +18,13 @@ if TYPE_CHECKING:
 WORKSPACE_ENV = "ODFD_HOME"
 
 
-def add_root_argument(parser: argparse.ArgumentParser) -> None:
+def add_root_argument(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """``--root DIR``, accepted before the command (``odfd --root DIR list``) and after it; below
+    the top level it defaults to "not given", so a ``--root`` before the command is kept."""
     parser.add_argument(
         "--root",
         type=Path,
-        default=None,
+        default=None if top_level else argparse.SUPPRESS,
         metavar="DIR",
         help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd here or above)",
     )
