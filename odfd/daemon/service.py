@@ -141,7 +141,9 @@ class Daemon:
         self._owns_spark = not spark_session.is_running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
-        self._session = aiohttp.ClientSession()
+        # Per-peer connection cap (aiohttp counts by host, port and TLS), shared by every sync.
+        connector = aiohttp.TCPConnector(limit_per_host=self.config.sync.peer_connections)
+        self._session = aiohttp.ClientSession(connector=connector)
         self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_admin()
@@ -318,8 +320,9 @@ class Daemon:
             if getattr(new, name) != getattr(self.config, name)
             and not (name == "server" and _same_server(new, self.config))
         ]
-        if new.sync.max_concurrent != self.config.sync.max_concurrent:
-            needs_restart.append("sync.max_concurrent")
+        for key in ("max_concurrent", "max_per_peer", "peer_connections"):
+            if getattr(new.sync, key) != getattr(self.config.sync, key):
+                needs_restart.append(f"sync.{key}")
         if new.audit.max_concurrent != self.config.audit.max_concurrent:
             needs_restart.append("audit.max_concurrent")
         self.config = new
