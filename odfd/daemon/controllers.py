@@ -81,9 +81,12 @@ class Reconciler:
         self.resources = ResourceTable(workspace.catalog)
         self.mirrors = MirrorTable(workspace.catalog)
 
-    async def reconcile_all(self) -> list[ReconcileResult]:
-        """Mirrors first (derivative datasets may read what they bring), then datasets."""
-        records = await self.resources.list()
+    async def reconcile_all(self, *, unsettled_only: bool = False) -> list[ReconcileResult]:
+        """Mirrors first (derivative datasets may read what they bring), then datasets.
+        ``unsettled_only``: just those not ``Ready`` at their generation (what a sync may unblock)."""
+        records = await (
+            self.resources.list_unsettled() if unsettled_only else self.resources.list()
+        )
         order = {MIRROR_SCHEMA: 0, DATASET_SCHEMA: 1}
         records.sort(key=lambda r: (order.get(r.schema, 2), r.name.lower()))
         return [await self.reconcile(record) for record in records]

@@ -70,6 +70,7 @@ STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
+_RECONCILE_UNSETTLED = "reconcile-unsettled"
 _RESIGN = "resign"
 
 
@@ -355,7 +356,9 @@ class Daemon:
     async def _synced(self, dataset_id: DatasetId) -> None:
         """A sync moved a dataset's head."""
         await self._dataset_moved(dataset_id, "sync")
-        self.chores.run_now(_RECONCILE)  # resources may have waited for this dataset
+        # Resources may have waited for this dataset: only those not yet Ready, so a burst of
+        # syncs does not re-reconcile thousands of settled Mirror resources each.
+        self.chores.run_now(_RECONCILE_UNSETTLED)
 
     async def _dataset_moved(self, dataset_id: DatasetId, trigger: str) -> None:
         if self.config.audit.after_sync:
@@ -400,9 +403,9 @@ class Daemon:
         self.withheld.update(dataset_id for dataset_id, audit in latest.items() if audit.failing)
 
     async def _refresh_gauges(self) -> None:
-        self.metrics.datasets.set(len(await self.workspace.list_datasets()))
-        latest = await self.auditor.table.latest_all()
-        self.metrics.datasets_failing.set(sum(1 for audit in latest.values() if audit.failing))
+        """Counted in SQL: this runs after every audit, and a node may hold 10,000 datasets."""
+        self.metrics.datasets.set(await self.workspace.catalog.count_datasets())
+        self.metrics.datasets_failing.set(await self.auditor.table.count_failing())
 
     # --- controller hooks ------------------------------------------------------------------------
 
@@ -423,6 +426,8 @@ class Daemon:
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
+        elif key == _RECONCILE_UNSETTLED:
+            await self.reconciler.reconcile_all(unsettled_only=True)
         elif key == _RESIGN:
             if self.config.daemon.resign_interval > 0:
                 self.chores.schedule_at(

@@ -121,13 +121,16 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
         }
 
         # An edited spec: a new generation, Pending until reconciled, then exactly the change.
+        assert await table.list_unsettled() == []  # all Ready: what a sync skips
         _write(folder, description="Events, deduplicated", every="1h")
         results = await apply_manifests(workspace, load_manifests([folder]))
         assert [(r.change, r.record.generation, r.record.status["phase"]) for r in results] == [
             ("configured", 2, "Pending"),
             ("configured", 2, "Pending"),
         ]
-        await Reconciler(workspace, SyncConfig()).reconcile_all()
+        assert {r.name for r in await table.list_unsettled()} == {"local.events", "remote.cities"}
+        await Reconciler(workspace, SyncConfig()).reconcile_all(unsettled_only=True)
+        assert await table.list_unsettled() == []
         updated = await workspace.resolve("local.events")
         assert updated.head_sequence == 3
         head_block = await workspace.open_dataset(updated.id).chain.get_block(updated.head)
