@@ -97,6 +97,7 @@ async def check_metadata(
     started = time.monotonic()
     recorder = LayerRecorder(Layer.METADATA)
     verified = None
+    restart = False
     progress.begin(name, Layer.METADATA)
     try:
         if (
@@ -112,10 +113,12 @@ async def check_metadata(
             try:
                 verified = await _check_rules(dataset, walked, recorder)
             except SavedStateError:
-                # The remembered state no longer fits the blocks it names: start again, in full.
-                return await check_metadata(dataset, request, name, progress, remember=remember)
+                restart = True
     finally:
         progress.end()
+    if restart:
+        # The remembered state no longer fits the blocks it names: start again, in full.
+        return await check_metadata(dataset, request, name, progress, remember=remember)
     if walked is not None and walked.resumed is not None:
         recorder.count("unchanged", walked.resumed.sequence_number + 1)
     result = recorder.result(time.monotonic() - started)

@@ -9,6 +9,8 @@ import os
 import time
 
 from protocol.model import AddData, Timestamp
+from storage.catalog.audit_chains import AuditChainTable
+from storage.catalog.audit_files import KEY_FILE, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.verifier.builders import (
@@ -21,6 +23,7 @@ from tests.verifier.builders import (
     write_slice,
 )
 from verifier.audit import AuditStateMode, VerifyOptions, verify
+from verifier.chain_memory import VerifiedChain
 from verifier.report import DatasetReport, Status
 
 OLD_NS = (time.time_ns() - 3600 * 10**9) // 10**9 * 10**9
@@ -116,4 +119,22 @@ async def test_memory_edited_without_the_key_is_ignored(workspace: Workspace) ->
     await workspace.catalog.sql.execute("UPDATE audit_chains SET seal = x'00'")
     entry = await audit(workspace, "incremental")
     assert entry.metadata.checked == {"blocks": blocks}
+    assert (await audit(workspace, "incremental")).metadata.checked == {"unchanged": blocks}
+
+
+async def test_a_remembered_state_that_does_not_fit_means_a_full_check(
+    workspace: Workspace,
+) -> None:
+    """Sealed with the real key (a bug, not an attacker): the rules restart from the Seed."""
+    dataset, blocks = await remembered(workspace)
+    assert dataset.id is not None
+    key = load_or_create_key(workspace.layout.keys_dir / KEY_FILE)
+    table = AuditChainTable(workspace.catalog, key)
+    row = await table.load(dataset.id)
+    assert row is not None
+    known = VerifiedChain.from_bytes(row[1])
+    assert known is not None
+    await table.save(dataset.id, row[0], dataclasses.replace(known, state=b"{}").to_bytes())
+    entry = await audit(workspace, "incremental")
+    assert entry.metadata.status is Status.OK and entry.metadata.checked == {"blocks": blocks}
     assert (await audit(workspace, "incremental")).metadata.checked == {"unchanged": blocks}
