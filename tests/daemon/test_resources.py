@@ -142,6 +142,14 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
             )
             assert resource_document(resource)["headers"]["generation"] == 2
 
+        # A settled resource's mirror edited behind its back (drift): the full pass puts it back.
+        mirrors = MirrorTable(workspace.catalog)
+        await mirrors.set_paused("remote.cities", True)
+        await Reconciler(workspace, SyncConfig()).reconcile_all(unsettled_only=True)
+        assert (await mirrors.require("remote.cities")).paused  # a sync's pass leaves it
+        await Reconciler(workspace, SyncConfig()).reconcile_all()
+        assert not (await mirrors.require("remote.cities")).paused
+
 
 async def test_failures_are_reported_in_status(tmp_path: Path) -> None:
     async with await Workspace.init(tmp_path / "ws") as workspace:
