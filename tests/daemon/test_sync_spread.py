@@ -61,7 +61,7 @@ async def test_groups_take_turns_within_both_limits() -> None:
 
 
 async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Path) -> None:
-    """90 mirrors on three loopback peers fall due at once; each peer answers slowly (404 after
+    """45 mirrors on three loopback peers fall due at once; each peer answers slowly (404 after
     100 ms). No peer ever sees more than ``max_per_peer`` mirrors at a time, no more than
     ``max_concurrent`` run in all, and every peer is served from the start."""
     in_flight: dict[int, set[str]] = {}
@@ -107,23 +107,23 @@ async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Pa
         metrics = DaemonMetrics()
         schedule = MirrorSchedule(workspace, config, metrics, on_moved)
         failed = metrics.syncs.labels("failed")
-        for n in range(90):
+        for n in range(45):
             port = ports[n % 3]
             await schedule.table.add(f"m.{n:03d}", f"http://127.0.0.1:{port}/m{n}", (), 3600.0)
         async with aiohttp.ClientSession(
             connector=aiohttp.TCPConnector(limit_per_host=config.sync.peer_connections)
         ) as session:
             schedule.session = session
-            assert await schedule.load() == 90
+            assert await schedule.load() == 45
             schedule.runner.start()
-            await _until(lambda: failed._value.get() == 90, 60)
+            await _until(lambda: failed._value.get() == 45, 60)
             await schedule.runner.close(0)
         failures = await workspace.catalog.sql.fetchall(
             "SELECT count(*) FROM sync_attempts WHERE outcome = 'failed'"
         )
     for runner in runners:
         await runner.cleanup()
-    assert failures[0][0] == 90 and not moved  # every source is missing: each attempt failed
+    assert failures[0][0] == 45 and not moved  # every source is missing: each attempt failed
     assert peaks == {0: 1, 1: 1, 2: 1}  # never two mirrors of one peer at once
     assert schedule.runner.peak_running == 3  # one per peer, below the global cap of 4
     assert max(first_seen.values()) <= 3  # each peer got one of the first three requests
