@@ -63,6 +63,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
+    "compact": (
+        "compact",
+        "merge small data slices into fewer files (rewrites history; asks first)",
+    ),
     "new": ("new", "write a manifest template for a new dataset"),
     "search": ("search", "find datasets by name here and on the named repositories"),
     "inspect": ("inspect", "lineage, schema and queries of a dataset"),
