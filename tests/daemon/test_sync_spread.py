@@ -5,7 +5,8 @@ on three loopback peers all fall due at once."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Hashable
+import threading
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import replace
 from pathlib import Path
 
@@ -60,73 +61,97 @@ async def test_groups_take_turns_within_both_limits() -> None:
     await runner.close(0)
 
 
-async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Path) -> None:
-    """45 mirrors on three loopback peers fall due at once; each peer answers slowly (404 after
-    100 ms). No peer ever sees more than ``max_per_peer`` mirrors at a time, no more than
-    ``max_concurrent`` run in all, and every peer is served from the start."""
-    in_flight: dict[int, set[str]] = {}
-    peaks: dict[int, int] = {}
-    first_seen: dict[int, int] = {}
-    requests = 0
+class _SlowPeers:
+    """``count`` HTTP peers on loopback answering every request 404 after 100 ms, on a loop in a
+    thread of their own (other nodes: their work is not the scheduler's loop's). Records the
+    most mirrors each saw at once and the order in which they were first asked."""
 
-    def handler(peer: int) -> object:
+    def __init__(self, count: int) -> None:
+        self.count = count
+        self.peaks = dict.fromkeys(range(count), 0)
+        self.first_seen: dict[int, int] = {}
+        self._in_flight: dict[int, set[str]] = {peer: set() for peer in range(count)}
+        self._requests = 0
+        self._runners: list[web.AppRunner] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+
+    def __enter__(self) -> list[int]:
+        self._thread.start()
+        return asyncio.run_coroutine_threadsafe(self._start(), self._loop).result(30)
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.run_coroutine_threadsafe(self._stop(), self._loop).result(30)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(30)
+        self._loop.close()
+
+    async def _start(self) -> list[int]:
+        ports = []
+        for peer in range(self.count):
+            app = web.Application()
+            app.router.add_get("/{tail:.*}", self._handler(peer))
+            runner = web.AppRunner(app, access_log=None)
+            await runner.setup()
+            await web.TCPSite(runner, "127.0.0.1", 0).start()
+            self._runners.append(runner)
+            ports.append(runner.addresses[0][1])
+        return ports
+
+    async def _stop(self) -> None:
+        for runner in self._runners:
+            await runner.cleanup()
+
+    def _handler(self, peer: int) -> Callable[[web.Request], Awaitable[web.Response]]:
         async def handle(request: web.Request) -> web.Response:
-            nonlocal requests
-            requests += 1
-            first_seen.setdefault(peer, requests)
+            self._requests += 1
+            self.first_seen.setdefault(peer, self._requests)
             mirror = request.path.split("/")[1]
-            in_flight[peer].add(mirror)
-            peaks[peer] = max(peaks[peer], len(in_flight[peer]))
+            self._in_flight[peer].add(mirror)
+            self.peaks[peer] = max(self.peaks[peer], len(self._in_flight[peer]))
             try:
                 await asyncio.sleep(0.1)
             finally:
-                in_flight[peer].discard(mirror)
+                self._in_flight[peer].discard(mirror)
             return web.Response(status=404)
 
         return handle
 
-    runners, ports = [], []
-    for peer in range(3):
-        in_flight[peer], peaks[peer] = set(), 0
-        app = web.Application()
-        app.router.add_get("/{tail:.*}", handler(peer))  # type: ignore[arg-type]
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        runners.append(runner)
-        ports.append(runner.addresses[0][1])
 
+async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Path) -> None:
+    """45 mirrors on three loopback peers fall due at once; each peer answers slowly (404 after
+    100 ms). No peer ever sees more than ``max_per_peer`` mirrors at a time, no more than
+    ``max_concurrent`` run in all, and every peer is served from the start."""
     config = replace(NodeConfig(), sync=SyncConfig(max_concurrent=4, max_per_peer=1))
     moved: list[DatasetId] = []
 
     async def on_moved(dataset_id: DatasetId) -> None:
         moved.append(dataset_id)
 
-    async with await Workspace.init(tmp_path / "ws") as workspace:
-        metrics = DaemonMetrics()
-        schedule = MirrorSchedule(workspace, config, metrics, on_moved)
-        failed = metrics.syncs.labels("failed")
-        for n in range(45):
-            port = ports[n % 3]
-            await schedule.table.add(f"m.{n:03d}", f"http://127.0.0.1:{port}/m{n}", (), 3600.0)
-        async with aiohttp.ClientSession(
-            connector=aiohttp.TCPConnector(limit_per_host=config.sync.peer_connections)
-        ) as session:
-            schedule.session = session
-            assert await schedule.load() == 45
-            schedule.runner.start()
-            await _until(lambda: failed._value.get() == 45, 60)
-            await schedule.runner.close(0)
-        failures = await workspace.catalog.sql.fetchall(
-            "SELECT count(*) FROM sync_attempts WHERE outcome = 'failed'"
-        )
-    for runner in runners:
-        await runner.cleanup()
+    peers = _SlowPeers(3)
+    with peers as ports:
+        async with await Workspace.init(tmp_path / "ws") as workspace:
+            metrics = DaemonMetrics()
+            schedule = MirrorSchedule(workspace, config, metrics, on_moved)
+            failed = metrics.syncs.labels("failed")
+            for n in range(45):
+                source = f"http://127.0.0.1:{ports[n % 3]}/m{n}"
+                await schedule.table.add(f"m.{n:03d}", source, (), 3600.0)
+            async with aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit_per_host=config.sync.peer_connections)
+            ) as session:
+                schedule.session = session
+                assert await schedule.load() == 45
+                schedule.runner.start()
+                await _until(lambda: failed._value.get() == 45, 60)
+                await schedule.runner.close(0)
+            failures = await workspace.catalog.sql.fetchall(
+                "SELECT count(*) FROM sync_attempts WHERE outcome = 'failed'"
+            )
     assert failures[0][0] == 45 and not moved  # every source is missing: each attempt failed
-    assert peaks == {0: 1, 1: 1, 2: 1}  # never two mirrors of one peer at once
+    assert peers.peaks == {0: 1, 1: 1, 2: 1}  # never two mirrors of one peer at once
     assert schedule.runner.peak_running == 3  # one per peer, below the global cap of 4
-    assert max(first_seen.values()) <= 3  # each peer got one of the first three requests
+    assert max(peers.first_seen.values()) <= 3  # each peer got one of the first three requests
 
 
 def test_peers_are_told_apart_by_host_and_port() -> None:
