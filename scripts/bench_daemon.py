@@ -194,8 +194,8 @@ async def _burst(
     stop = asyncio.Event()
     probe = asyncio.create_task(_probe(url, stop))
     while True:
-        done = await asyncio.to_thread(_sql, root, "SELECT count(*) FROM sync_attempts")
-        if done[0][0] >= len(names):
+        [(attempts,)] = await asyncio.to_thread(_sql, root, "SELECT count(*) FROM sync_attempts")
+        if isinstance(attempts, int) and attempts >= len(names):
             break
         if time.monotonic() - started > 3600:
             raise RuntimeError("the burst did not finish within an hour")
