@@ -6,7 +6,6 @@ Imported by every command module when the parser is built, so it imports nothing
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,5 +42,7 @@ def run_in_workspace(
         async with await Workspace.open(args.root) as workspace:
             load_config(workspace.layout.config_path)
             return await command(workspace)
+
+    import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())
