@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from odfd.coordinator.ingest import pull_root
 from odfd.ingest.errors import FetchError, IngestError
-from odfd.ingest.fetch import fetch
+from odfd.ingest.fetch import container, fetch
 from protocol.model import EnvVar, FetchStepContainer, SourceState, Timestamp
 from storage.workspace import Workspace
 from tests.pipeline.conftest import create, data_events, rows
@@ -140,3 +141,21 @@ def test_bad_step_variables_are_refused_before_running(tmp_path: Path) -> None:
         fetch(step(EnvVar(name="ODFD_TEST_UNSET_VAR")), None, tmp_path, now)
     with pytest.raises(IngestError, match=r"^fetch.env.TOKEN: a value cannot span several lines$"):
         fetch(step(EnvVar(name="TOKEN", value="a\nb")), None, tmp_path, now)
+
+
+def test_a_container_that_hangs_is_removed_after_the_time_limit(
+    container_image: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(container, "RUN_TIMEOUT_SECONDS", 3.0)
+    step = FetchStepContainer(
+        image=container_image, command=("/bin/busybox",), args=("sleep", "600")
+    )
+    with pytest.raises(FetchError, match=r"ran longer than 3 s and was stopped$"):
+        fetch(step, None, tmp_path, Timestamp.of(2024, 7, 1))
+    running = subprocess.run(
+        ["podman", "ps", "--all", "--quiet", "--filter", "name=odfd-fetch-"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert running.stdout.strip() == ""  # removed, not left sleeping

@@ -31,6 +31,9 @@ from protocol.model import FetchStepContainer, SourceState, Timestamp
 RUNTIMES = ("podman", "docker")
 #: Where the output folder is mounted inside the container.
 OUT_MOUNT = "/opt/odf/out"
+#: A container still running after this long is removed and the pull fails: a hung source must
+#: not hold a pull (and the daemon's sync slot) forever. The spec's step has no field for it.
+RUN_TIMEOUT_SECONDS = 3600.0
 ENV_BATCH_SIZE = "ODF_BATCH_SIZE"
 #: Records per run a container is asked for unless the step's env sets ``ODF_BATCH_SIZE``.
 DEFAULT_BATCH_SIZE = 10_000
@@ -71,7 +74,7 @@ class ContainerFetcher:
         argv += [image, *command[1:]]
         argv += [render(a, f"fetch.args[{i}]") for i, a in enumerate(step.args or ())]
         target = work_dir / f"fetch-{run_id}"
-        _run(argv, target, work_dir / f"fetch-{run_id}.stderr", where)
+        _run(argv, f"odfd-fetch-{run_id}", target, work_dir / f"fetch-{run_id}.stderr", where)
 
         state = _new_state(out_dir, where)
         has_more = (out_dir / "new-has-more-data").exists()
@@ -99,10 +102,22 @@ def _contract_env(prev_state: SourceState | None) -> dict[str, str]:
     }
 
 
-def _run(argv: list[str], target: Path, stderr_path: Path, where: str) -> None:
-    """Runs the container, its stdout into ``target``; a failure names the last stderr line."""
+def _run(argv: list[str], name: str, target: Path, stderr_path: Path, where: str) -> None:
+    """Runs the container ``name``, its stdout into ``target``; a failure names the last stderr
+    line. A container still running after ``RUN_TIMEOUT_SECONDS``, or when the pull is
+    interrupted, is removed (killing the runtime's client alone could leave it running)."""
     with open(target, "wb") as out, open(stderr_path, "wb") as err:
-        status = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err).returncode
+        process = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+        try:
+            status = process.wait(RUN_TIMEOUT_SECONDS)
+        except subprocess.TimeoutExpired:
+            _remove(argv[0], name, process)
+            raise FetchError(
+                f"{where} ran longer than {RUN_TIMEOUT_SECONDS:g} s and was stopped"
+            ) from None
+        except BaseException:
+            _remove(argv[0], name, process)
+            raise
     if status == 0:
         return
     stderr = stderr_path.read_text(errors="replace").strip().splitlines()
@@ -111,6 +126,12 @@ def _run(argv: list[str], target: Path, stderr_path: Path, where: str) -> None:
     if failure is not None:
         raise FetchError(f"{where}: {argv[0]} {failure}: {last}")
     raise FetchError(f"{where} exited with status {status}: {last}")
+
+
+def _remove(runtime: str, name: str, process: subprocess.Popen[bytes]) -> None:
+    subprocess.run([runtime, "rm", "--force", name], capture_output=True, timeout=120)
+    process.kill()
+    process.wait()
 
 
 def _runtime() -> str:
