@@ -305,13 +305,7 @@ class MetadataChain:
             raise StorageError("append_many needs at least one block")
         expected = blocks[0].prev_block_hash
         state = await self.state(expected, use_current_head=False)
-        encoded: list[bytes] = []
-        for block in blocks:
-            hash, data = hash_block(block)
-            state.apply(hash, block)
-            await self._check_objects(hash, block)
-            encoded.append(data)
-        await self.blocks.put_many(encoded)
+        await self._store_checked(blocks, state)
         return await self._move_head(expected, state)
 
     async def append_events(
@@ -380,6 +374,12 @@ class MetadataChain:
         if not blocks or blocks[0].prev_block_hash is not None:
             raise StorageError("replace_history needs a whole chain, starting at its Seed")
         state = ChainState(self.dataset_id)
+        await self._store_checked(blocks, state)
+        return await self._move_head(expected_head, state)
+
+    async def _store_checked(self, blocks: Sequence[MetadataBlock], state: ChainState) -> None:
+        """Applies ``blocks`` to ``state`` (the chain rules), checks the objects each names are
+        stored, then stores the blocks; head does not move here."""
         encoded: list[bytes] = []
         for block in blocks:
             hash, data = hash_block(block)
@@ -387,7 +387,6 @@ class MetadataChain:
             await self._check_objects(hash, block)
             encoded.append(data)
         await self.blocks.put_many(encoded)
-        return await self._move_head(expected_head, state)
 
     async def _move_head(self, expected: Multihash | None, state: ChainState) -> Multihash:
         new_head = state.head
