@@ -1,0 +1,75 @@
+"""The check behind every answer: the original transform, run on the witness rows alone, must
+give the selected row again.
+
+Each input is cut down to its witness rows (a small Parquet file per input, in offset order) and
+the transaction's own request runs through the engine's ``run_transform``, exactly as a pull or a
+verify would run it; the row is reproduced when some output row has the same values (offset and
+system time aside).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+from verifier.engine.base import Engine
+from verifier.engine.transform import TransformInputSlice, TransformRequest
+from verifier.provenance.witness import Witnesses, compared_columns
+
+
+def witness_rows(input_slice: TransformInputSlice, offsets: Sequence[int]) -> pa.Table:
+    """The rows of ``input_slice`` at ``offsets``, in offset order, in the input's schema."""
+    assert input_slice.schema is not None
+    if not offsets or not input_slice.data_paths:
+        return input_slice.schema.empty_table()
+    data = ds.dataset(
+        [str(p) for p in input_slice.data_paths], input_slice.schema, format="parquet"
+    )
+    offset = ds.field(input_slice.vocab.offset)
+    table = data.to_table(filter=offset.isin(pa.array(offsets, pa.int64())))
+    return table.sort_by(input_slice.vocab.offset)
+
+
+def reproduces(
+    request: TransformRequest,
+    engine: Engine,
+    witnesses: Witnesses,
+    row: dict[str, Any],
+    scratch: Path,
+) -> bool:
+    """Whether the transform, on only the ``witnesses`` rows, outputs ``row`` (blocking)."""
+    inputs = []
+    for number, input_slice in enumerate(request.inputs):
+        rows = witness_rows(input_slice, witnesses.get(number, ()))
+        if rows.num_rows == 0:
+            inputs.append(dataclasses.replace(input_slice, data_paths=(), offset_interval=None))
+            continue
+        path = scratch / f"witness-{number}.parquet"
+        pq.write_table(rows, path)
+        offsets = rows.column(input_slice.vocab.offset).to_pylist()
+        inputs.append(
+            dataclasses.replace(
+                input_slice, data_paths=(path,), offset_interval=(min(offsets), max(offsets))
+            )
+        )
+    out = scratch / "check"
+    out.mkdir(parents=True, exist_ok=True)
+    result = engine.run_transform(
+        dataclasses.replace(request, inputs=tuple(inputs), out_dir=out, spill_dir=str(out))
+    )
+    if result.new_data is None:
+        return False
+    output = pq.read_table(result.new_data.path)
+    skip = (request.vocab.offset, request.vocab.system_time)
+    columns = [c for c in compared_columns(output.schema, output.schema, skip) if c in row]
+    wanted = tuple(row[c] for c in columns)
+    return any(
+        tuple(output.column(c)[i].as_py() for c in columns) == wanted
+        for i in range(output.num_rows)
+    )
