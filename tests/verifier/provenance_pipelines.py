@@ -66,7 +66,9 @@ content:
 """
 
 
-def _derivative(name: str, inputs: list[str], engine: str, steps: list[tuple[str | None, str]]) -> str:
+def _derivative(
+    name: str, inputs: list[str], engine: str, steps: list[tuple[str | None, str]]
+) -> str:
     refs = "".join(f"\n        - datasetRef: {ref}" for ref in inputs)
     queries = ""
     for alias, query in steps:
@@ -116,7 +118,7 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
             [
                 (
                     None,
-                    f"SELECT t.event_time, t.symbol, r.rate FROM {t} t "
+                    f"SELECT t.event_time, t.symbol, t.price, r.rate FROM {t} t "
                     f"LEFT JOIN {r} r ON t.symbol = r.symbol",
                 )
             ],
@@ -143,8 +145,13 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
         ),
         "distinct": (
             ["trades"],
-            [(None, f"SELECT DISTINCT symbol, CAST(min_ts AS TIMESTAMP) AS event_time FROM "
-                    f"(SELECT symbol, '2024-01-01 00:00:00' AS min_ts FROM {t}) s")],
+            [
+                (
+                    None,
+                    f"SELECT DISTINCT symbol, CAST(min_ts AS TIMESTAMP) AS event_time FROM "
+                    f"(SELECT symbol, '2024-01-01 00:00:00' AS min_ts FROM {t}) s",
+                )
+            ],
         ),
         "windowed": (
             ["trades"],
@@ -176,8 +183,13 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
         # level 3: derivatives of derivatives
         "top": (
             ["grouped"],
-            [(None, f"SELECT event_time, symbol AS leader, total FROM {_q(engine, 'grouped')} "
-                    "WHERE total > 40")],
+            [
+                (
+                    None,
+                    f"SELECT event_time, symbol AS leader, total FROM {_q(engine, 'grouped')} "
+                    "WHERE total > 40",
+                )
+            ],
         ),
         "joined.totals": (
             ["inner", "grouped"],
@@ -192,7 +204,9 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
     }
 
 
-async def _root(workspace: Workspace, name: str, value: str, rows: list, blocks: list, staging: Path) -> None:
+async def _root(
+    workspace: Workspace, name: str, value: str, rows: list, blocks: list, staging: Path
+) -> None:
     snapshot = odf_yaml.load_snapshot(_ROOT.format(name=name, value=value).encode(), source=name)
     dataset = await workspace.create_from_snapshot(snapshot, system_time=Timestamp.of(2024, 1, 1))
     offset = 0

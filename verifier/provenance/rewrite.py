@@ -278,6 +278,8 @@ def _is_aggregate(select: exp.Select) -> bool:
 
 #: Window functions whose value depends on rows up to the current one (and its peers).
 _UP_TO_CURRENT = (exp.RowNumber, exp.Rank, exp.DenseRank, exp.Lag)
+#: Window functions that look ahead or count the partition (sqlglot files some as aggregates).
+_WHOLE_PARTITION = (exp.Lead, exp.Ntile, exp.PercentRank, exp.CumeDist)
 #: Window functions computed over the declared (or default) frame.
 _FRAMED = (exp.AggFunc, exp.FirstValue, exp.LastValue, exp.NthValue)
 
@@ -290,10 +292,10 @@ def _frame(window: exp.Window, sql: str, where: str) -> exp.Window:
     if isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
         function = function.this
     spec = window.args.get("spec")
-    if isinstance(function, _FRAMED):
-        frame = spec.copy() if spec is not None else None
-    elif isinstance(function, _UP_TO_CURRENT):
+    if isinstance(function, _UP_TO_CURRENT):
         frame = None
+    elif isinstance(function, _FRAMED) and not isinstance(function, _WHOLE_PARTITION):
+        frame = spec.copy() if spec is not None else None
     else:  # LEAD, NTILE, PERCENT_RANK, CUME_DIST...: they see the whole partition
         frame = exp.WindowSpec(
             kind="ROWS",
@@ -341,9 +343,7 @@ def _refuse_unsupported(tree: exp.Expression, sql: str, where: str, d: TagDialec
         if isinstance(node, exp.Subquery) and not isinstance(
             node.parent, (exp.From, exp.Join, exp.Union, exp.Subquery)
         ):
-            raise _unsupported(node, sql, where, "a subquery inside an expression")
-        if isinstance(node, exp.Select) and isinstance(node.parent, exp.In):
-            raise _unsupported(node, sql, where, "a subquery inside an expression (IN)")
+            raise _unsupported(node, sql, where, "a subquery inside an expression", back="(")
         if isinstance(node, exp.Anonymous):
             name = str(node.this).lower()
             if name in _KNOWN_GENERATORS:
@@ -359,26 +359,34 @@ def _refuse_unsupported(tree: exp.Expression, sql: str, where: str, d: TagDialec
 
 
 def _unsupported(
-    node: exp.Expression, sql: str, where: str, what: str, keyword: str | None = None
+    node: exp.Expression,
+    sql: str,
+    where: str,
+    what: str,
+    keyword: str | None = None,
+    back: str | None = None,
 ) -> UnsupportedProvenanceError:
-    position = _position(node, sql, keyword)
+    """The error for ``node``: placed at ``keyword`` if the query has it, else at the node's
+    first token (or, with ``back``, at the last ``back`` before it: a subquery's parenthesis)."""
+    position = _position(node, sql, keyword, back)
     at = f" (at line {position[0]}, column {position[1]})" if position else ""
     return UnsupportedProvenanceError(f"provenance not supported for {what} in {where}{at}")
 
 
-def _position(node: exp.Expression, sql: str, keyword: str | None) -> tuple[int, int] | None:
+def _position(
+    node: exp.Expression, sql: str, keyword: str | None, back: str | None
+) -> tuple[int, int] | None:
     start = None
     if keyword:
         found = sql.upper().find(keyword.upper())
         start = found if found >= 0 else None
     if start is None:
-        for child in node.walk():
-            meta = child.meta
-            if meta and "start" in meta:
-                start = int(meta["start"])
-                break
-    if start is None:
-        return None
+        starts = [int(c.meta["start"]) for c in node.walk() if c.meta and "start" in c.meta]
+        if not starts:
+            return None
+        start = min(starts)
+        if back is not None and sql.rfind(back, 0, start) >= 0:
+            start = sql.rfind(back, 0, start)
     line = sql.count("\n", 0, start) + 1
     column = start - (sql.rfind("\n", 0, start) + 1) + 1
     return line, column
