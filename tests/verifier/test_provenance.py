@@ -25,7 +25,7 @@ from verifier.engine.replay import replay_request
 from verifier.provenance.check import reproduces
 from verifier.provenance.errors import ProvenanceError
 from verifier.provenance.model import RowProvenance
-from verifier.provenance.trace import Tracer, TraceOptions
+from verifier.provenance.trace import TraceOptions, Tracer
 
 #: A witness: (dataset, offset) for a root's row, (dataset, predicate) for a derivative's.
 Witness = tuple[str, int | str]

@@ -72,7 +72,7 @@ def _provenance(args: argparse.Namespace) -> int:
     from protocol.identity import DatasetId, DatasetRef
     from storage.dataset import Dataset
     from storage.workspace import Workspace
-    from verifier.provenance.trace import Tracer, TraceOptions
+    from verifier.provenance.trace import TraceOptions, Tracer
 
     async def run(workspace: Workspace) -> int:
         configure_engine(workspace.layout.config_path)
