@@ -53,6 +53,7 @@ class RowProvenance:
             "dataset": self.dataset,
             "offset": self.offset,
             "block": {"sequenceNumber": self.block_sequence, "hash": self.block_hash},
+            "derived": self.derived,
         }
         if self.values is not None:
             out["values"] = self.values
