@@ -180,6 +180,17 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
                 (None, "SELECT event_time, symbol, value FROM ranked WHERE place = 1"),
             ],
         ),
+        # a construct the rewrite refuses (a subquery inside an expression)
+        "subq": (
+            ["trades", "rates"],
+            [
+                (
+                    None,
+                    f"SELECT event_time, symbol FROM {t} WHERE price > "
+                    f"(SELECT max(rate) * 6 FROM {r})",
+                )
+            ],
+        ),
         # level 3: derivatives of derivatives
         "top": (
             ["grouped"],

@@ -37,7 +37,11 @@ from verifier.engine.registry import engine_named
 from verifier.engine.replay import replay_request
 from verifier.engine.transform import TransformRequest
 from verifier.provenance.check import reproduces
-from verifier.provenance.errors import ProvenanceCheckError, ProvenanceError
+from verifier.provenance.errors import (
+    ProvenanceCheckError,
+    ProvenanceError,
+    UnsupportedProvenanceError,
+)
 from verifier.provenance.model import IngestInfo, RowProvenance
 from verifier.provenance.witness import (
     Witnesses,
@@ -77,6 +81,7 @@ class Tracer:
         self.open_dataset = open_dataset
         self.options = options
         self._blocks: dict[DatasetId, list[_DataBlock]] = {}
+        self._ingests: dict[Multihash, IngestInfo] = {}
 
     async def explain(self, dataset_id: DatasetId, offsets: Sequence[int]) -> list[RowProvenance]:
         """Why-provenance of the rows at ``offsets`` of a derivative dataset, each checked."""
@@ -167,7 +172,10 @@ class Tracer:
                 dataset, block.hash, self._open_input, scratch / "replay"
             )
             engine = engine_named(request.transform.engine, alias)
-            tagged = await asyncio.to_thread(run_tagged, request, engine)
+            try:
+                tagged = await asyncio.to_thread(run_tagged, request, engine)
+            except UnsupportedProvenanceError as err:
+                raise UnsupportedProvenanceError(f"{alias}: {err}") from err
             assert block.event.new_data is not None
             recorded = pq.read_table(slice_paths(dataset, [block.event.new_data.physical_hash])[0])
             skip = (request.vocab.offset, request.vocab.system_time)
@@ -241,7 +249,9 @@ class Tracer:
                 derived=state.kind == DatasetKind.DERIVATIVE,
             )
             if isinstance(block.event, AddData):
-                row.ingest = await _ingest_info(dataset, block)
+                if block.hash not in self._ingests:
+                    self._ingests[block.hash] = await _ingest_info(dataset, block)
+                row.ingest = self._ingests[block.hash]
             rows[offset] = row
         return rows
 
