@@ -32,12 +32,12 @@ import pyarrow.parquet as pq
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from odfd.coordinator.transform import update_derivative  # noqa: E402
-from protocol import arrow_schema  # noqa: E402
-from protocol.codec import yaml as odf_yaml  # noqa: E402
-from protocol.hashing import logical_hash, physical_hash_file  # noqa: E402
-from protocol.identity import DatasetId, DatasetRef  # noqa: E402
-from protocol.model import (  # noqa: E402
+from odfd.coordinator.transform import update_derivative
+from protocol import arrow_schema
+from protocol.codec import yaml as odf_yaml
+from protocol.hashing import logical_hash, physical_hash_file
+from protocol.identity import DatasetId, DatasetRef
+from protocol.model import (
     AddData,
     DataSlice,
     OffsetInterval,
@@ -45,11 +45,11 @@ from protocol.model import (  # noqa: E402
     SourceState,
     Timestamp,
 )
-from storage.dataset import Dataset  # noqa: E402
-from storage.workspace import Workspace  # noqa: E402
-from verifier.engine.registry import engine_named  # noqa: E402
-from verifier.engine.replay import replay_request  # noqa: E402
-from verifier.provenance.trace import TraceOptions, Tracer  # noqa: E402
+from storage.dataset import Dataset
+from storage.workspace import Workspace
+from verifier.engine.registry import engine_named
+from verifier.engine.replay import replay_request
+from verifier.provenance.trace import TraceOptions, Tracer
 
 TARGET = 1.5
 T0 = Timestamp.of(2024, 1, 1)
