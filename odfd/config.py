@@ -24,10 +24,10 @@ from typing import Any
 
 from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
-from odfd.sync.remote import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
 from protocol.identity import DatasetAliasPattern
-from storage.stores.http_fetch import HttpLimits
+from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 ENV_PREFIX = "ODFD_"

@@ -13,8 +13,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import yaml
-
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
 from storage.chain import MetadataChain
@@ -194,6 +192,8 @@ class Dataset:
         raw = await self.info.get(CONFIG_INFO)
         if raw is None:
             return {"pull": [], "push": []}
+        import yaml  # the remote-alias file is the only YAML a dataset reads; most commands skip it
+
         where = f"{self.layout.info_dir / CONFIG_INFO if self.layout else CONFIG_INFO}"
         try:
             manifest = yaml.safe_load(raw)
@@ -211,6 +211,8 @@ class Dataset:
         return result
 
     async def set_remote_aliases(self, kind: RemoteAliasKind, refs: list[str]) -> None:
+        import yaml
+
         aliases = await self.remote_aliases()
         aliases[kind] = list(dict.fromkeys(refs))
         manifest = {

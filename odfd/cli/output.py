@@ -16,8 +16,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, TextIO
 
-from protocol.codec.yaml_emitter import dump as yaml_dump
-
 RECORD_FORMATS = ("table", "csv", "json", "ndjson", "yaml")
 
 
@@ -51,6 +49,8 @@ def write_records(
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     elif fmt == "yaml":
+        from protocol.codec.yaml_emitter import dump as yaml_dump  # only this format needs it
+
         out.write(yaml_dump(_plain(rows)) if rows else "[]\n")
     elif fmt == "csv":
         keys = list(rows[0]) if rows else [key for _, key in columns]

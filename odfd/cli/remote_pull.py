@@ -1,6 +1,7 @@
 """The replication branch of ``odfd pull``: ``odfd pull URL [--as ALIAS]`` and ``odfd pull
 DATASET`` for a dataset that was pulled from a remote. ``odfd.cli.commands.pull`` adds these
-options and hands such pulls here."""
+options and hands such pulls here. The replication code (aiohttp, the IPFS client) is imported
+only when a pull really replicates, so a local pull does not pay for it at start-up."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import argparse
 import dataclasses
 import os
 import sys
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.config import load_config, parse_duration
 from odfd.sync.errors import SyncError
-from odfd.sync.progress import Progress
-from odfd.sync.pull import PullOptions, has_remote, pull, pull_from_remotes
-from odfd.sync.remote import looks_like_url
-from storage.orphans import recover_orphans
+from odfd.sync.remote_url import looks_like_url
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.sync.pull import PullOptions
 
 TOKEN_ENV = "ODFD_TOKEN"
 
@@ -91,6 +93,8 @@ def _duration(text: str) -> float:
 
 def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
     """The options of ``args``, time-outs defaulting to the workspace's ``[sync]`` settings."""
+    from odfd.sync.pull import PullOptions
+
     sync = load_config(workspace.layout.config_path).sync
     limits = sync.limits()
     changes = {
@@ -122,7 +126,17 @@ async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool
     return False
 
 
+async def has_remote(workspace: Workspace, ref: str) -> bool:
+    """Whether ``ref`` names a dataset with a pull remote (``odfd pull`` replicates it)."""
+    record = await workspace.try_resolve(ref)
+    return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
+
+
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
+    from odfd.sync.progress import Progress
+    from odfd.sync.pull import pull, pull_from_remotes
+    from storage.orphans import recover_orphans
+
     options = pull_options(workspace, args)
     for action in await recover_orphans(workspace):
         console.info(f"Recovered: {action.describe()}")

@@ -10,8 +10,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 from odfd.config import load_config
 from odfd.errors import OdfdError
 from storage.layout import WorkspaceLayout
@@ -53,6 +51,8 @@ class AdminClient:
         path = socket_path(layout, load_config(layout.config_path).daemon.admin_socket)
         if not path.exists():
             return None
+        import aiohttp  # only once a daemon's socket exists: `odfd status` without one skips it
+
         client = cls(path)
         try:
             await client.request("GET", "/ping")
@@ -70,6 +70,8 @@ class AdminClient:
         return client
 
     async def request(self, method: str, path: str, **params: str) -> Any:
+        import aiohttp
+
         connector = aiohttp.UnixConnector(path=str(self.path))
         async with aiohttp.ClientSession(connector=connector) as session:
             async with session.request(

@@ -22,7 +22,7 @@ from odfd.daemon.source_probe import SourceHead, probe_source
 from odfd.errors import OdfdError
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.mirrors import MirrorRecord, Outcome, SyncAttempt, TargetState

@@ -24,7 +24,7 @@ from typing import Any
 
 from odfd.config import format_duration, parse_duration
 from odfd.errors import OdfdError
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError

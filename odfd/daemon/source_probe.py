@@ -15,11 +15,13 @@ import aiohttp
 
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
-from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
+from odfd.sync.ipfs_settings import IpfsSettings
+from odfd.sync.remote import open_source
+from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
 from storage.ipfs_client import IpnsName
-from storage.stores.http_fetch import HttpLimits
+from storage.stores.http_limits import HttpLimits
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,10 +17,12 @@ from __future__ import annotations
 import functools
 import secrets
 from dataclasses import dataclass, field
-
-from aiohttp import web
+from typing import TYPE_CHECKING
 
 from protocol.identity import DatasetAlias, DatasetAliasPattern
+
+if TYPE_CHECKING:
+    from aiohttp import web
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,7 +25,8 @@ from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.stores.base import ObjectStore
-from storage.stores.http_fetch import HttpLimits, StalledError, iter_body, open_get
+from storage.stores.http_fetch import StalledError, iter_body, open_get
+from storage.stores.http_limits import HttpLimits
 from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
 
 DEFAULT_PARALLEL = 8

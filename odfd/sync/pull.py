@@ -35,6 +35,7 @@ from odfd.sync.errors import (
     RemoteNotFoundError,
     SyncError,
 )
+from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.objects import (
     ObjectFetcher,
     ObjectRef,
@@ -44,7 +45,8 @@ from odfd.sync.objects import (
     store_source,
 )
 from odfd.sync.progress import Progress
-from odfd.sync.remote import IpfsSettings, RemoteUrl, Source, open_source, parse_remote_url
+from odfd.sync.remote import Source, open_source
+from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from odfd.sync.target import (
     PullTarget,
     check_same_dataset,
@@ -77,7 +79,7 @@ from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, RefCasError, StorageError
 from storage.layout import HEAD_REF
 from storage.stores.http import HttpObjectStore
-from storage.stores.http_fetch import HttpLimits
+from storage.stores.http_limits import HttpLimits
 from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
@@ -202,11 +204,6 @@ async def pull_from_remotes(
         await pull(workspace, url, alias=record.alias, options=options, progress=progress)
         for url in remotes
     ]
-
-
-async def has_remote(workspace: Workspace, ref: str) -> bool:
-    record = await workspace.try_resolve(ref)
-    return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
 
 
 class PullTimeoutError(SyncError):

@@ -29,9 +29,11 @@ from odfd.sync.errors import (
     SyncError,
     UnsupportedUrlError,
 )
+from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
 from odfd.sync.progress import Progress
-from odfd.sync.remote import IpfsSettings, RemoteUrl, open_source, parse_remote_url
+from odfd.sync.remote import open_source
+from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from odfd.sync.target import PullTarget, commit, remember_remote
 from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, walk_remote_chain
 from protocol.errors import ParseError

@@ -1,117 +1,32 @@
-"""Where a dataset is replicated from or to: parsing remote URLs and opening them as read-only
-datasets for the Simple Transfer Protocol.
-
-Schemes: ``http(s)://`` (Smart Transfer Protocol when the server offers it, else Simple),
-``odf+http(s)://`` (Smart only, the reference's spelling), ``file://`` (a dataset folder),
-``ipfs://CID[/path]`` and ``ipns://NAME[/path]`` (a dataset published to IPFS).
-"""
+"""Where a dataset is replicated from or to: opening a remote (``odfd.sync.remote_url``) as a
+read-only dataset for the Simple Transfer Protocol."""
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
-from urllib.parse import unquote, urlsplit
 
 import aiohttp
 from multiformats import CID
 
 from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
+from odfd.sync.ipfs_settings import IpfsSettings
+from odfd.sync.remote_url import RemoteUrl
 from protocol.errors import ParseError
-from protocol.identity import DatasetName
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
-from storage.ipfs_client import IpfsClient, IpfsGateway, IpnsName, parse_cid
-from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore, dataset_base_url
-from storage.stores.http_fetch import HttpLimits
+from storage.ipfs_client import IpfsGateway, IpnsName, parse_cid
+from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
+from storage.stores.http_limits import HttpLimits
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.remote import AbsentNamedStore
 
-Scheme = Literal["http", "https", "file", "ipfs", "ipns"]
-
-DEFAULT_IPFS_API = "/ip4/127.0.0.1/tcp/5001/http"
-DEFAULT_IPFS_GATEWAY = "http://127.0.0.1:8080"
 IPFS_API_ENV = "ODFD_IPFS_API"
 IPFS_GATEWAY_ENV = "ODFD_IPFS_GATEWAY"
 
 
-@dataclass(frozen=True, slots=True)
-class RemoteUrl:
-    """A parsed remote. ``text`` is how it is recorded in the catalog and ``info/config``."""
-
-    scheme: Scheme
-    text: str
-    smart_only: bool = False
-
-    @property
-    def http_base(self) -> str:
-        """``http(s)://…/`` for HTTP remotes (``odf+`` dropped), with one trailing slash."""
-        return dataset_base_url(self.text.removeprefix("odf+"))
-
-    @property
-    def path(self) -> Path:
-        return Path(unquote(urlsplit(self.text).path))
-
-    @property
-    def ipfs_root(self) -> tuple[str, str]:
-        """``(name, subpath)`` of an ``ipfs://`` / ``ipns://`` URL."""
-        parts = urlsplit(self.text)
-        return parts.netloc, parts.path.strip("/")
-
-    def default_name(self) -> DatasetName | None:
-        """The last path segment, if it is a valid dataset name (as the reference names a
-        dataset pulled from a URL)."""
-        segment = urlsplit(self.text).path.rstrip("/").rsplit("/", 1)[-1]
-        try:
-            return DatasetName.parse(unquote(segment)) if segment else None
-        except ParseError:
-            return None
-
-    def __str__(self) -> str:
-        return self.text
-
-
-def parse_remote_url(text: str) -> RemoteUrl:
-    parts = urlsplit(text)
-    scheme = parts.scheme.lower()
-    smart_only = scheme.startswith("odf+")
-    scheme = scheme.removeprefix("odf+")
-    if scheme in ("http", "https"):
-        if not parts.netloc:
-            raise UnsupportedUrlError(f"{text}: an HTTP URL needs a host")
-        return RemoteUrl(scheme, text.rstrip("/"), smart_only)  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
-    if smart_only:
-        raise UnsupportedUrlError(f"{text}: odf+ only goes with http:// or https://")
-    if scheme == "file":
-        if parts.netloc not in ("", "localhost"):
-            raise UnsupportedUrlError(f"{text}: file:// URLs must name a local path")
-        return RemoteUrl("file", f"file://{Path(unquote(parts.path)).resolve()}")
-    if scheme in ("ipfs", "ipns"):
-        return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
-    raise UnsupportedUrlError(
-        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
-    )
-
-
-def looks_like_url(text: str) -> bool:
-    return "://" in text
-
-
 # --- IPFS ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class IpfsSettings:
-    """The node odfd uses: ``$ODFD_IPFS_API`` / ``$ODFD_IPFS_GATEWAY``, else ``[ipfs]`` ``api`` /
-    ``gateway`` in ``config.toml``, else Kubo's defaults on loopback (``odfd.config`` reads them)."""
-
-    api: str = DEFAULT_IPFS_API
-    gateway: str = DEFAULT_IPFS_GATEWAY
-
-    def client(self) -> IpfsClient:
-        return IpfsClient(self.api)
 
 
 async def resolve_ipfs_root(remote: RemoteUrl, ipfs: IpfsSettings) -> tuple[CID, str]:

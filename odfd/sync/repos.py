@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from odfd.errors import OdfdError
-from odfd.sync.remote import looks_like_url, parse_remote_url
+from odfd.sync.remote_url import looks_like_url, parse_remote_url
 from storage.workspace import Workspace
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

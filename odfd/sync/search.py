@@ -10,7 +10,7 @@ from pathlib import Path
 import aiohttp
 
 from odfd.sync.errors import SyncError
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import join
 from storage.layout import ALIAS_INFO, DatasetLayout
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from odfd.sync.errors import ChainPoint, SyncError
-from odfd.sync.remote import RemoteUrl
+from odfd.sync.remote_url import RemoteUrl
 from odfd.sync.walk import WalkResult
 from protocol.identity import DatasetAlias, DatasetId, Multihash
 from protocol.model import Seed

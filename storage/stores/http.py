@@ -18,7 +18,8 @@ from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
-from storage.stores.http_fetch import HttpLimits, iter_body, open_get, read_body
+from storage.stores.http_fetch import iter_body, open_get, read_body
+from storage.stores.http_limits import HttpLimits
 from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import (
     ReadOnlyObjectStore,

@@ -18,33 +18,16 @@ import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
 
 import aiohttp
 from yarl import URL
 
+from storage.stores.http_limits import HttpLimits
 from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
 
 MAX_REDIRECTS = 5
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
 _CHUNK = 1 << 20
-
-
-@dataclass(frozen=True, slots=True)
-class HttpLimits:
-    """Time-outs for talking to a peer (seconds; ``min_rate`` in bytes per second, 0: none)."""
-
-    connect: float = 10.0
-    first_byte: float = 30.0
-    """Longest wait for an answer to start, and for the next bytes of one that stopped."""
-    min_rate: int = 1024
-    rate_window: float = 30.0
-    """A transfer receiving less than ``min_rate * rate_window`` bytes in a window stalled."""
-
-    def client_timeout(self) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(
-            total=None, sock_connect=self.connect, sock_read=self.first_byte
-        )
 
 
 class RedirectRefusedError(RemoteStoreError):

@@ -1,5 +1,6 @@
 """Commands that need no engine load none: ``--help``, ``list``, ``log``, ``status`` and ``tail``
-import neither Spark (pyspark, py4j) nor DataFusion, nor pandas (Spark Connect's companion)."""
+import neither Spark (pyspark, py4j) nor DataFusion, nor pandas (Spark Connect's companion), nor
+the HTTP and IPFS clients (aiohttp, ipfshttpclient: only a daemon's socket or a remote needs them)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from odfd.cli.workspace_args import WORKSPACE_ENV
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
+CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
 _PROBE = """
 import json, sys
@@ -67,6 +69,7 @@ def test_commands_without_an_engine_load_none(root: Path, argv: list[str]) -> No
     loaded = _loaded(*argv, *extra)
     assert "odfd" in loaded
     assert [name for name in loaded if name in ENGINE_MODULES] == []
+    assert [name for name in loaded if name in CLIENT_MODULES] == []
 
 
 def test_each_commands_summary_is_its_own_help() -> None:

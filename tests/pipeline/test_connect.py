@@ -4,7 +4,8 @@ One standalone master and worker from the pyspark package run on loopback; one `
 runs its own Spark Connect server on that master. Through it: the leaderboard pipeline gives the
 same logical hashes, query result and verdicts as the tests' local session; CLI commands on the
 daemon's workspace use the daemon's server (no JVM of their own) and fail with one-line errors;
-the server is restarted when it dies and stopped with the daemon. The tests run in this order.
+the server is restarted when it dies, stopped with the daemon, and exits when the daemon is killed
+(kill -9). The tests run in this order.
 """
 
 from __future__ import annotations
@@ -167,3 +168,20 @@ def test_the_server_stops_with_the_daemon(daemon: DaemonProcess) -> None:
         os.kill(server_pid, 0)
     engines = json.loads(odfd("engine", "status", "-o", "json", root=daemon.root).stdout)
     assert engines["commands"]["sql"]["engine"] == "local"
+
+
+def test_a_killed_daemon_leaves_no_server(daemon: DaemonProcess) -> None:
+    daemon.start(timeout=START_TIMEOUT)
+    server_pid = wait_for(
+        "the Spark Connect server", lambda: live_server(daemon.root), 300
+    ).server_pid
+    daemon.kill()
+
+    def gone() -> bool:
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_for("the killed daemon's Spark Connect server to exit", gone, 60)

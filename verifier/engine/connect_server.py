@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import time
@@ -100,7 +101,7 @@ class LocalConnectServer:
             conf[key] = f"{conf[key]} {quiet}".strip()
         conf["spark.connect.grpc.binding.address"] = "127.0.0.1"
         conf["spark.connect.grpc.binding.port"] = str(self.address.port)
-        argv = [str(home / "bin" / "spark-submit"), "--class", MAIN_CLASS]
+        argv = [*_die_with_parent(), str(home / "bin" / "spark-submit"), "--class", MAIN_CLASS]
         for key, value in conf.items():
             argv += ["--conf", f"{key}={value}"]
         argv.append("spark-internal")
@@ -153,6 +154,15 @@ class LocalConnectServer:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+def _die_with_parent() -> list[str]:
+    """``setpriv --pdeathsig TERM`` where util-linux has it: the kernel sends the JVM SIGTERM when
+    the process that started it dies, even by ``kill -9``, so a crashed daemon leaks no server.
+    (The kernel watches the thread that forked it; the daemon's executor threads live as long as
+    the daemon.)"""
+    setpriv = shutil.which("setpriv")
+    return [setpriv, "--pdeathsig", "TERM", "--"] if setpriv else []
 
 
 _LOG4J2 = """\

@@ -13,7 +13,7 @@ from odfd.config import format_duration, load_config, parse_duration
 from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.mirror_sync import PinReleaseError, release_pin
 from odfd.errors import OdfdError
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
 from storage.catalog.mirrors import MirrorRecord, MirrorTable

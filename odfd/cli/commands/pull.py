@@ -16,8 +16,7 @@ from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.pull import pull_local
 from odfd.sync.errors import SyncError
-from odfd.sync.pull import has_remote
-from odfd.sync.remote import looks_like_url
+from odfd.sync.remote_url import looks_like_url
 from odfd.sync.repos import expand
 from protocol.errors import ParseError
 from protocol.model import Timestamp
@@ -90,7 +89,9 @@ async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
     replicated: list[DatasetRecord] = []
     local: list[DatasetRecord] = []
     for record in await workspace.list_datasets():
-        (replicated if await has_remote(workspace, str(record.id)) else local).append(record)
+        (replicated if await remote_pull.has_remote(workspace, str(record.id)) else local).append(
+            record
+        )
     if replicated:
         args.datasets = [str(r.id) for r in replicated]
         await remote_pull.run(workspace, args)

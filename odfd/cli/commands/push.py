@@ -18,7 +18,7 @@ from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.sync.progress import Progress
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote import looks_like_url
+from odfd.sync.remote_url import looks_like_url
 from odfd.sync.repos import RepoError, expand, join
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord

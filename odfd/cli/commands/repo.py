@@ -9,7 +9,7 @@ import argparse
 from odfd.cli import console
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.sync.remote import parse_remote_url
+from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import RepoError, check_name, check_url, expand
 from storage.catalog import DatasetRecord
 from storage.catalog.catalog import RemoteAliasKind
