@@ -160,7 +160,8 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
                     None,
                     f"SELECT event_time, symbol, price, sum(price) OVER (PARTITION BY symbol "
                     f"ORDER BY event_time) AS running, row_number() OVER (PARTITION BY symbol "
-                    f"ORDER BY event_time) AS n FROM {t}",
+                    f"ORDER BY event_time) AS n, avg(price) OVER (PARTITION BY symbol ORDER BY "
+                    f"event_time ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS pair FROM {t}",
                 )
             ],
         ),
@@ -178,6 +179,16 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
                     "ORDER BY value DESC) AS place FROM priced",
                 ),
                 (None, "SELECT event_time, symbol, value FROM ranked WHERE place = 1"),
+            ],
+        ),
+        "nested": (
+            ["trades"],
+            [
+                (
+                    None,
+                    "SELECT event_time, symbol, price, s FROM (SELECT event_time, symbol, price, "
+                    f"sum(price) OVER (PARTITION BY symbol) AS s FROM {t}) x WHERE s > 50",
+                )
             ],
         ),
         # a construct the rewrite refuses (a subquery inside an expression)

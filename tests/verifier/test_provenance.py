@@ -113,6 +113,14 @@ CASES = [
         spark=False,
     ),
     Case(
+        "window-in-a-subquery",
+        "nested",
+        "price = 19",
+        _w(("trades", 1), ("trades", 3), ("trades", 6)),
+        columns={"price": "trades.price"},
+        spark=False,
+    ),
+    Case(
         "several-steps",
         "steps",
         "symbol = 'B'",

@@ -106,18 +106,41 @@ def test_joins_merge_both_sides_and_groups_collect_every_row() -> None:
     assert "GROUP BY `alice/trades`.`symbol`" in spark_grouped
 
 
-def test_window_frames_follow_the_function() -> None:
-    *_, windowed = _rewrite(
+def test_window_frames_become_positions_in_their_partition() -> None:
+    query = (
         "SELECT event_time, lead(price) OVER (PARTITION BY symbol ORDER BY event_time) AS nxt, "
         "sum(price) OVER (PARTITION BY symbol ORDER BY event_time "
         'ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS pair FROM "alice/trades"'
     )
-    # LEAD looks ahead: the whole partition; a framed SUM: its own frame
-    assert "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING" in windowed
-    assert (
-        'array_agg("alice/trades"."__odf_prov") OVER (PARTITION BY "alice/trades"."symbol" ORDER BY "alice/trades"."event_time" ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)'
-        in windowed
+    tagged = tag_transform([SqlQueryStep(query=query)], [TRADES, RATES], DATAFUSION)
+    main = tagged.steps[-1].query
+    partition = 'dense_rank() OVER (ORDER BY "alice/trades"."symbol")'
+    position = (
+        'row_number() OVER (PARTITION BY "alice/trades"."symbol" '
+        'ORDER BY "alice/trades"."event_time")'
     )
+    # LEAD looks ahead: the whole partition; a framed SUM: one row back to the current one
+    whole = 'count(*) OVER (PARTITION BY "alice/trades"."symbol")'
+    assert f"concat('w0:', CAST({partition} AS VARCHAR), ':', CAST(1 AS VARCHAR), ':', " in main
+    assert f"CAST({whole} AS VARCHAR))" in main
+    assert f"concat('w1:', CAST({partition} AS VARCHAR), ':', CAST({position} + -1 AS" in main
+    # each window's rows, with their partition and position, come from a side query
+    assert len(tagged.frames) == 2
+    assert tagged.frames[1][-1].query == (
+        f'SELECT "alice/trades"."__odf_prov" AS "tag", {partition} AS "part", {position} AS "pos" '
+        'FROM "__odf_in_0" AS "alice/trades"'
+    )
+
+
+def test_windows_below_the_top_select_collect_every_frame() -> None:
+    *_, nested = _rewrite(
+        "SELECT * FROM (SELECT event_time, sum(price) OVER (PARTITION BY symbol) AS s "
+        'FROM "alice/trades") x'
+    )
+    assert (
+        'array_to_string(array_agg("alice/trades"."__odf_prov") OVER '
+        '(PARTITION BY "alice/trades"."symbol"), \',\')'
+    ) in nested
 
 
 def test_where_provenance_follows_renames_through_steps_and_subqueries() -> None:

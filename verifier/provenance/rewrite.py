@@ -51,6 +51,9 @@ class TaggedTransform:
     steps: tuple[SqlQueryStep, ...]
     origins: dict[str, tuple[int, str]] = field(default_factory=dict)
     """Output column -> (input number, input column) it is a plain copy or rename of."""
+    frames: tuple[tuple[SqlQueryStep, ...], ...] = ()
+    """For window ``n`` of a frame reference ``w<n>:<partition>:<first>:<last>`` in a tag, the
+    steps whose result lists the rows its frames are cut from (``tag, part, pos``)."""
 
 
 def raw_table(number: int) -> str:
@@ -74,12 +77,14 @@ class _Rewriter:
         self.schemas: dict[str, dict[str, str]] = {}
         self.input_of: dict[str, int] = {}
         self.view_origins: dict[str, dict[str, tuple[int, str]]] = {}
+        self.out: list[SqlQueryStep] = []
+        self.frames: list[tuple[SqlQueryStep, ...]] = []
 
     def key(self, name: str) -> str:
         return name.lower() if self.d.engine == "spark" else name
 
     def run(self, steps: Sequence[SqlQueryStep]) -> TaggedTransform:
-        out: list[SqlQueryStep] = []
+        out = self.out
         for number, table in enumerate(self.inputs):
             view = f"__odf_in_{number}"
             self.names[self.key(table.alias)] = view
@@ -97,7 +102,7 @@ class _Rewriter:
                 self.schemas[alias] = {c: "TEXT" for c in columns}
                 self.view_origins[alias] = origins
             out.append(SqlQueryStep(alias=alias, query=self.d.render(tree)))
-        return TaggedTransform(tuple(out), origins)
+        return TaggedTransform(tuple(out), origins, tuple(self.frames))
 
     def _tagging(self, number: int, table: InputTable) -> str:
         offset = exp.column(table.offset_column, quoted=True)
@@ -149,7 +154,7 @@ class _Rewriter:
         columns = list(qualified.named_selects)
         origins = self._origins(qualified, {})
         rewritten = qualified.copy()
-        self._tag_query(rewritten, sql, where)
+        self._tag_query(rewritten, sql, where, top=True)
         return rewritten, columns, origins
 
     def _rename_tables(self, tree: exp.Expression) -> None:
@@ -211,7 +216,7 @@ class _Rewriter:
 
     # --- tag flow ---------------------------------------------------------------------------
 
-    def _tag_query(self, query: exp.Expression, sql: str, where: str) -> None:
+    def _tag_query(self, query: exp.Expression, sql: str, where: str, top: bool = False) -> None:
         for cte in getattr(query, "ctes", []):
             self._tag_query(cte.this, sql, where)
         if isinstance(query, exp.Subquery):
@@ -220,11 +225,11 @@ class _Rewriter:
             self._tag_query(query.left, sql, where)
             self._tag_query(query.right, sql, where)
         elif isinstance(query, exp.Select):
-            self._tag_select(query, sql, where)
+            self._tag_select(query, sql, where, top)
         else:
             raise _unsupported(query, sql, where, type(query).__name__.upper())
 
-    def _tag_select(self, select: exp.Select, sql: str, where: str) -> None:
+    def _tag_select(self, select: exp.Select, sql: str, where: str, top: bool) -> None:
         sources = _sources(select)
         if not sources:
             raise _unsupported(select, sql, where, "a SELECT without FROM")
@@ -252,11 +257,120 @@ class _Rewriter:
                 raise _unsupported(windows[0], sql, where, "a window function over a GROUP BY")
             tag = self.d.collect(row_tag)
         elif windows:
-            frames = [self.d.collect_over(row_tag.copy(), _frame(w, sql, where)) for w in windows]
-            tag = self.d.merge([row_tag, *frames])
+            frames = [_frame(w, sql, where) for w in windows]
+            unique = list({self.d.render(f): f for f in frames}.values())
+            if top and all(_bounds(f) is not None for f in unique):
+                refs = [self._frame_reference(select, row_tag, f) for f in unique]
+            else:  # every row's frame in full: quadratic in the partition size, but general
+                refs = [self.d.collect_over(row_tag.copy(), f) for f in unique]
+            tag = self.d.merge([row_tag, *refs])
         else:
             tag = row_tag
         select.select(exp.alias_(tag, TAG, quoted=True), copy=False)
+
+    def _frame_reference(
+        self, select: exp.Select, row_tag: exp.Expression, frame: exp.Window
+    ) -> exp.Expression:
+        """``'w<n>:' || partition || ':' || first || ':' || last`` for each row: its frame as
+        positions in its partition, resolved against a side query that lists every row of the
+        window's input with its tag, partition and position (linear, unlike collecting every
+        row's frame). Only for a step's top-level SELECT, whose input the side query can read."""
+        number = len(self.frames)
+        bounds = _bounds(frame)
+        assert bounds is not None
+        partition = [p.copy() for p in frame.args.get("partition_by") or []]
+        order = frame.args.get("order")
+
+        def over(function: exp.Expression, ordered: bool) -> exp.Window:
+            return exp.Window(
+                this=function,
+                partition_by=[p.copy() for p in partition],
+                order=order.copy() if ordered and order is not None else None,
+                over="OVER",
+            )
+
+        if partition:
+            part: exp.Expression = exp.Window(
+                this=exp.Anonymous(this="dense_rank", expressions=[]),
+                order=exp.Order(expressions=[exp.Ordered(this=p.copy()) for p in partition]),
+                over="OVER",
+            )
+        else:
+            part = exp.Literal.number(0)
+        position = over(exp.Anonymous(this="row_number", expressions=[]), ordered=True)
+        count_all = over(exp.Count(this=exp.Star()), ordered=False)
+        count_peers = over(exp.Count(this=exp.Star()), ordered=True)
+        first, last = bounds
+        ends = {
+            "first": exp.Literal.number(1),
+            "all": count_all,
+            "peers": count_peers,
+        }
+
+        def end(bound: tuple[str, int]) -> exp.Expression:
+            kind, shift = bound
+            if kind in ends:
+                return ends[kind].copy()
+            base = position.copy()
+            if shift == 0:
+                return base
+            return exp.Add(this=base, expression=exp.Literal.number(shift))
+
+        text = exp.DataType.build(self.d.string_type)
+        reference = exp.Anonymous(
+            this="concat",
+            expressions=[
+                exp.Literal.string(f"w{number}:"),
+                exp.Cast(this=part.copy(), to=text),
+                exp.Literal.string(":"),
+                exp.Cast(this=end(first), to=text),
+                exp.Literal.string(":"),
+                exp.Cast(this=end(last), to=text),
+            ],
+        )
+        side = select.copy()
+        for clause in ("order", "limit", "offset"):
+            side.set(clause, None)
+        side.set(
+            "expressions",
+            [
+                exp.alias_(row_tag.copy(), "tag", quoted=True),
+                exp.alias_(part.copy(), "part", quoted=True),
+                exp.alias_(position.copy(), "pos", quoted=True),
+            ],
+        )
+        self.frames.append((*self.out, SqlQueryStep(query=self.d.render(side))))
+        return reference
+
+
+def _bounds(frame: exp.Window) -> tuple[tuple[str, int], tuple[str, int]] | None:
+    """A frame's first and last row as (kind, shift): kind ``first`` (the partition's first row),
+    ``all`` (its last), ``peers`` (the current row's last peer) or ``row`` (the current row's
+    position plus shift); ``None`` for frames a position cannot express (RANGE with offsets)."""
+    spec = frame.args.get("spec")
+    ordered = frame.args.get("order") is not None
+    if spec is None:
+        return ("first", 0), (("peers", 0) if ordered else ("all", 0))
+    kind = str(spec.args.get("kind") or "").upper()
+
+    def side(value: object, direction: object) -> tuple[str, int] | None:
+        text = str(value or "").upper()
+        way = str(direction or "").upper()
+        if text == "UNBOUNDED":
+            return ("first", 0) if way == "PRECEDING" else ("all", 0)
+        if text == "CURRENT ROW":
+            return ("row", 0) if kind == "ROWS" else None
+        if kind != "ROWS" or not text.isdigit():
+            return None
+        return ("row", -int(text) if way == "PRECEDING" else int(text))
+
+    start = side(spec.args.get("start"), spec.args.get("start_side"))
+    end = side(spec.args.get("end"), spec.args.get("end_side"))
+    if kind == "RANGE" and str(spec.args.get("end") or "").upper() == "CURRENT ROW":
+        end = ("peers", 0) if ordered else ("all", 0)
+    if start is None or end is None:
+        return None
+    return start, end
 
 
 def _sources(select: exp.Select) -> list[exp.Expression]:

@@ -47,7 +47,6 @@ from verifier.provenance.witness import (
     Witnesses,
     compared_columns,
     locate,
-    parse_tags,
     row_values,
     run_tagged,
 )
@@ -197,7 +196,7 @@ class Tracer:
                         f"{what}: re-executing its transaction with tags gives no row equal to "
                         "it, so no witnesses can be given"
                     )
-                witnesses = parse_tags(tag)
+                witnesses = await asyncio.to_thread(tagged.witnesses, tag)
                 ok = await asyncio.to_thread(
                     _check, request, engine, witnesses, recorded, position, kept, scratch, offset
                 )

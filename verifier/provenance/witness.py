@@ -9,12 +9,13 @@ simple plans, then a search over the whole result, taking the same occurrence of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from protocol.model import SqlQueryStep
 from verifier.engine.base import Engine, QueryTable
 from verifier.engine.transform import TransformRequest, query_steps
 from verifier.provenance.dialects import TAG, tag_dialect
@@ -25,12 +26,51 @@ from verifier.provenance.rewrite import InputTable, raw_table, tag_transform
 Witnesses = dict[int, tuple[int, ...]]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class TaggedRun:
-    """The transaction's result with each row's tags, and its where-provenance."""
+    """The transaction's result with each row's tags, its where-provenance, and what resolves
+    the window frame references in tags (side queries, run once each when first needed)."""
 
     table: pa.Table
     origins: dict[str, tuple[int, str]]
+    engine: Engine
+    tables: list[QueryTable]
+    frames: tuple[tuple[SqlQueryStep, ...], ...]
+    sides: dict[int, pa.Table] = field(default_factory=dict)
+
+    def witnesses(self, tag: str | None) -> Witnesses:
+        """The input rows behind a tag string, frame references resolved (blocking)."""
+        grouped: dict[int, set[int]] = {}
+        pending, seen = [tag or ""], set()
+        while pending:
+            for token in pending.pop().split(","):
+                if not token or token in seen:
+                    continue
+                seen.add(token)
+                if token.startswith("w"):
+                    pending.extend(self._frame_rows(token))
+                else:
+                    number, _, offset = token.partition(":")
+                    grouped.setdefault(int(number), set()).add(int(offset))
+        return {k: tuple(sorted(v)) for k, v in sorted(grouped.items())}
+
+    def _frame_rows(self, reference: str) -> list[str]:
+        """Tags of the rows of frame ``w<n>:<partition>:<first>:<last>``."""
+        window, part, first, last = (int(x) for x in reference[1:].split(":"))
+        if window not in self.sides:
+            self.sides[window] = self.engine.query(self.frames[window], self.tables)
+        side = self.sides[window]
+        if last < max(first, 1):
+            return []
+        parts, positions = side.column("part"), side.column("pos")
+        mask = pc.and_(
+            pc.equal(parts, pa.scalar(part, parts.type)),
+            pc.and_(
+                pc.greater_equal(positions, pa.scalar(max(first, 1), positions.type)),
+                pc.less_equal(positions, pa.scalar(last, positions.type)),
+            ),
+        )
+        return [t for t in side.column("tag").filter(mask).to_pylist() if t]
 
 
 def run_tagged(request: TransformRequest, engine: Engine) -> TaggedRun:
@@ -51,7 +91,8 @@ def run_tagged(request: TransformRequest, engine: Engine) -> TaggedRun:
     tagged = tag_transform(
         query_steps(request.transform), inputs, tag_dialect(request.transform.engine)
     )
-    return TaggedRun(engine.query(tagged.steps, tables), tagged.origins)
+    table = engine.query(tagged.steps, tables)
+    return TaggedRun(table, tagged.origins, engine, tables, tagged.frames)
 
 
 def compared_columns(recorded: pa.Schema, result: pa.Schema, skip: Sequence[str]) -> list[str]:
