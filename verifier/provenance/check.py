@@ -36,18 +36,31 @@ def witness_rows(input_slice: TransformInputSlice, offsets: Sequence[int]) -> pa
     return table.sort_by(input_slice.vocab.offset)
 
 
+def witness_tables(request: TransformRequest, witnesses: Witnesses) -> dict[int, pa.Table]:
+    """Each input's witness rows (blocking)."""
+    return {
+        number: witness_rows(input_slice, witnesses.get(number, ()))
+        for number, input_slice in enumerate(request.inputs)
+    }
+
+
 def reproduces(
     request: TransformRequest,
     engine: Engine,
-    witnesses: Witnesses,
+    witnesses: Witnesses | dict[int, pa.Table],
     row: dict[str, Any],
     scratch: Path,
 ) -> bool:
-    """Whether the transform, on only the ``witnesses`` rows, outputs ``row`` (blocking)."""
+    """Whether the transform, on only the witness rows (offsets, or the rows themselves as
+    :func:`witness_tables` reads them), outputs ``row`` (blocking)."""
+    tables = {
+        number: rows if isinstance(rows, pa.Table) else witness_rows(request.inputs[number], rows)
+        for number, rows in witnesses.items()
+    }
     inputs = []
     for number, input_slice in enumerate(request.inputs):
-        rows = witness_rows(input_slice, witnesses.get(number, ()))
-        if rows.num_rows == 0:
+        rows = tables.get(number)
+        if rows is None or rows.num_rows == 0:
             inputs.append(dataclasses.replace(input_slice, data_paths=(), offset_interval=None))
             continue
         path = scratch / f"witness-{number}.parquet"

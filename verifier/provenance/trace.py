@@ -36,7 +36,7 @@ from verifier.engine.inputs import slice_paths
 from verifier.engine.registry import engine_named
 from verifier.engine.replay import replay_request
 from verifier.engine.transform import TransformRequest
-from verifier.provenance.check import reproduces
+from verifier.provenance.check import reproduces, witness_tables
 from verifier.provenance.errors import (
     ProvenanceCheckError,
     ProvenanceError,
@@ -81,6 +81,8 @@ class Tracer:
         self.options = options
         self._blocks: dict[DatasetId, list[_DataBlock]] = {}
         self._ingests: dict[Multihash, IngestInfo] = {}
+        self._values: dict[tuple[DatasetId, int], dict[str, Any]] = {}
+        """Witness rows already read (for the check), so they are not read again to show."""
 
     async def explain(self, dataset_id: DatasetId, offsets: Sequence[int]) -> list[RowProvenance]:
         """Why-provenance of the rows at ``offsets`` of a derivative dataset, each checked."""
@@ -197,8 +199,14 @@ class Tracer:
                         "it, so no witnesses can be given"
                     )
                 witnesses = await asyncio.to_thread(tagged.witnesses, tag)
+                tables = await asyncio.to_thread(witness_tables, request, witnesses)
+                for k, table in tables.items():
+                    offset_column = request.inputs[k].vocab.offset
+                    for values in table.to_pylist():
+                        key = (request.inputs[k].dataset_id, int(values[offset_column]))
+                        self._values[key] = values
                 ok = await asyncio.to_thread(
-                    _check, request, engine, witnesses, recorded, position, kept, scratch, offset
+                    _check, request, engine, tables, recorded, position, kept, scratch, offset
                 )
                 if not ok:
                     raise ProvenanceCheckError(
@@ -232,7 +240,9 @@ class Tracer:
             chosen = offsets[: self.options.max_rows]
             traced = await self._derived(dataset, alias, chosen, depth)
         rest = [o for o in offsets if o not in traced]
-        values = await asyncio.to_thread(_values_at, dataset, blocks, rest, state.vocab)
+        unread = [o for o in rest if (dataset_id, o) not in self._values]
+        values = await asyncio.to_thread(_values_at, dataset, blocks, unread, state.vocab)
+        values.update({o: self._values[(dataset_id, o)] for o in rest if o not in values})
         rows = dict(traced)
         for offset in rest:
             number = self._block_of(blocks, offset)
@@ -283,7 +293,7 @@ class Tracer:
 def _check(
     request: TransformRequest,
     engine: Any,
-    witnesses: Witnesses,
+    witnesses: dict[int, pa.Table],
     recorded: pa.Table,
     position: int,
     columns: list[str],
