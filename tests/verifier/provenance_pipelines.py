@@ -191,6 +191,43 @@ def derivatives(engine: str) -> dict[str, tuple[list[str], list[tuple[str | None
                 )
             ],
         ),
+        # several constructs in one transform (Spark's tests run few transforms): a left join, a
+        # window over it, then a filter, a GROUP BY and a DISTINCT under one UNION ALL
+        "combo": (
+            ["trades", "rates"],
+            [
+                (
+                    "j",
+                    f"SELECT t.event_time, t.symbol, t.price, r.rate FROM {t} t "
+                    f"LEFT JOIN {r} r ON t.symbol = r.symbol",
+                ),
+                (
+                    "w",
+                    "SELECT event_time, symbol, price, rate, sum(price) OVER (PARTITION BY symbol "
+                    "ORDER BY event_time) AS running FROM j",
+                ),
+                (
+                    None,
+                    "SELECT event_time, symbol, 'row' AS kind, running AS value FROM w "
+                    "WHERE price > 12 "
+                    "UNION ALL SELECT max(event_time) AS event_time, symbol, 'group' AS kind, "
+                    "sum(price) AS value FROM j GROUP BY symbol "
+                    "UNION ALL SELECT DISTINCT CAST('2024-01-01 00:00:00' AS TIMESTAMP) AS "
+                    f"event_time, symbol, 'distinct' AS kind, CAST(0 AS DOUBLE) AS value FROM {t}",
+                ),
+            ],
+        ),
+        "combo.top": (
+            ["combo", "rates"],
+            [
+                (
+                    None,
+                    f"SELECT c.event_time, c.symbol, c.value * r.rate AS scaled "
+                    f"FROM {_q(engine, 'combo')} c JOIN {r} r ON c.symbol = r.symbol "
+                    "WHERE c.kind = 'group'",
+                )
+            ],
+        ),
         # a construct the rewrite refuses (a subquery inside an expression)
         "subq": (
             ["trades", "rates"],
