@@ -40,12 +40,12 @@ class TagDialect:
     """Functions sqlglot does not know that are plain scalar built-ins of this engine (any other
     unknown function could be an aggregate or a generator, so the rewrite refuses it)."""
 
-    def parse(self, sql: str) -> exp.Expression:
+    def parse(self, sql: str) -> exp.Expr:
         import sqlglot
 
         return sqlglot.parse_one(sql, dialect=self.dialect)
 
-    def render(self, expression: exp.Expression) -> str:
+    def render(self, expression: exp.Expr) -> str:
         return expression.sql(dialect=self.dialect, normalize_functions="lower", identify=True)
 
     def input_tag(self, number: int, offset_column: str) -> exp.Expression:

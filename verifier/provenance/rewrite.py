@@ -121,9 +121,7 @@ class _Rewriter:
         )
         return self.d.render(select)
 
-    def _step(
-        self, sql: str, where: str
-    ) -> tuple[exp.Expression, list[str], dict[str, tuple[int, str]]]:
+    def _step(self, sql: str, where: str) -> tuple[exp.Expr, list[str], dict[str, tuple[int, str]]]:
         try:
             tree = self.d.parse(sql)
         except ParseError as err:
@@ -137,7 +135,7 @@ class _Rewriter:
             qualified = qualify(
                 tree,
                 dialect=self.d.dialect,
-                schema=MappingSchema(self.schemas, dialect=self.d.dialect),
+                schema=MappingSchema(dict[str, object](self.schemas), dialect=self.d.dialect),
                 quote_identifiers=True,
                 identify=True,
                 validate_qualify_columns=True,
@@ -157,7 +155,7 @@ class _Rewriter:
         self._tag_query(rewritten, sql, where, top=True)
         return rewritten, columns, origins
 
-    def _rename_tables(self, tree: exp.Expression) -> None:
+    def _rename_tables(self, tree: exp.Expr) -> None:
         """Points table references at the views here, keeping the name as the table's alias."""
         ctes = {self.key(c.alias) for c in tree.find_all(exp.CTE)}
         for table in list(tree.find_all(exp.Table)):
@@ -175,9 +173,7 @@ class _Rewriter:
 
     # --- where-provenance -------------------------------------------------------------------
 
-    def _origins(
-        self, query: exp.Expression, ctes: dict[str, exp.Expression]
-    ) -> dict[str, tuple[int, str]]:
+    def _origins(self, query: exp.Expr, ctes: dict[str, exp.Expr]) -> dict[str, tuple[int, str]]:
         ctes = {**ctes, **{c.alias: c.this for c in getattr(query, "ctes", [])}}
         if isinstance(query, exp.Subquery):
             return self._origins(query.this, ctes)
@@ -197,7 +193,7 @@ class _Rewriter:
         return origins
 
     def _origin_of(
-        self, source: exp.Expression, column: str, ctes: dict[str, exp.Expression]
+        self, source: exp.Expr, column: str, ctes: dict[str, exp.Expr]
     ) -> tuple[int, str] | None:
         if isinstance(source, exp.Subquery):
             return self._origins(source.this, ctes).get(column)
@@ -216,7 +212,7 @@ class _Rewriter:
 
     # --- tag flow ---------------------------------------------------------------------------
 
-    def _tag_query(self, query: exp.Expression, sql: str, where: str, top: bool = False) -> None:
+    def _tag_query(self, query: exp.Expr, sql: str, where: str, top: bool = False) -> None:
         for cte in getattr(query, "ctes", []):
             self._tag_query(cte.this, sql, where)
         if isinstance(query, exp.Subquery):
@@ -444,7 +440,7 @@ _KNOWN_GENERATORS = frozenset(
 )
 
 
-def _refuse_unsupported(tree: exp.Expression, sql: str, where: str, d: TagDialect) -> None:
+def _refuse_unsupported(tree: exp.Expr, sql: str, where: str, d: TagDialect) -> None:
     for cte in tree.find_all(exp.With):
         if cte.args.get("recursive"):
             raise _unsupported(cte, sql, where, "a recursive CTE", keyword="RECURSIVE")
@@ -473,7 +469,7 @@ def _refuse_unsupported(tree: exp.Expression, sql: str, where: str, d: TagDialec
 
 
 def _unsupported(
-    node: exp.Expression,
+    node: exp.Expr,
     sql: str,
     where: str,
     what: str,
@@ -488,7 +484,7 @@ def _unsupported(
 
 
 def _position(
-    node: exp.Expression, sql: str, keyword: str | None, back: str | None
+    node: exp.Expr, sql: str, keyword: str | None, back: str | None
 ) -> tuple[int, int] | None:
     start = None
     if keyword:
