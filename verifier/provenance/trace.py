@@ -44,6 +44,7 @@ from verifier.provenance.errors import (
 )
 from verifier.provenance.model import IngestInfo, RowProvenance
 from verifier.provenance.witness import (
+    TaggedRun,
     Witnesses,
     compared_columns,
     locate,
@@ -81,6 +82,8 @@ class Tracer:
         self.options = options
         self._blocks: dict[DatasetId, list[_DataBlock]] = {}
         self._ingests: dict[Multihash, IngestInfo] = {}
+        self._tagged: dict[Multihash, TaggedRun] = {}
+        """Tagged re-executions by block: a transaction is re-executed once per question."""
         self._values: dict[tuple[DatasetId, int], dict[str, Any]] = {}
         """Witness rows already read (for the check), so they are not read again to show."""
 
@@ -173,10 +176,13 @@ class Tracer:
                 dataset, block.hash, self._open_input, scratch / "replay"
             )
             engine = engine_named(request.transform.engine, alias)
-            try:
-                tagged = await asyncio.to_thread(run_tagged, request, engine)
-            except UnsupportedProvenanceError as err:
-                raise UnsupportedProvenanceError(f"{alias}: {err}") from err
+            tagged = self._tagged.get(block.hash)
+            if tagged is None:
+                try:
+                    tagged = await asyncio.to_thread(run_tagged, request, engine)
+                except UnsupportedProvenanceError as err:
+                    raise UnsupportedProvenanceError(f"{alias}: {err}") from err
+                self._tagged[block.hash] = tagged
             assert block.event.new_data is not None
             recorded = pq.read_table(slice_paths(dataset, [block.event.new_data.physical_hash])[0])
             skip = (request.vocab.offset, request.vocab.system_time)
