@@ -17,6 +17,8 @@ pytest_plugins: list[str] = [
     "tests.fixtures.ipfs",
     "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
+    "tests.fixtures.mosquitto",
+    "tests.fixtures.containers",
 ]
 
 FIXTURE_MARKERS = {

@@ -33,6 +33,7 @@ from protocol.model import (
     AddData,
     AddPushSource,
     MergeStrategyAppend,
+    ReadStepEsriShapefile,
     SetPollingSource,
     SourceCachingForever,
     SourceState,
@@ -154,10 +155,7 @@ async def ingest_push(
     if input_format is not None:
         source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    size = await asyncio.to_thread(_file_size, path)
-    if size is None:
-        raise IngestError(f"{path} is not a file")
-    if size == 0:
+    if await asyncio.to_thread(_empty_input, path, source.read):
         # nothing to read: answered without starting Spark
         return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
     async with transaction_dir(workspace.root) as work:
@@ -175,8 +173,13 @@ async def ingest_push(
         )
 
 
-def _file_size(path: Path) -> int | None:
-    return path.stat().st_size if path.is_file() else None
+def _empty_input(path: Path, read: object) -> bool:
+    """Whether the input holds nothing; refuses what is not a file (a shapefile may be a folder)."""
+    if path.is_dir() and isinstance(read, ReadStepEsriShapefile):
+        return False
+    if not path.is_file():
+        raise IngestError(f"{path} is not a file")
+    return path.stat().st_size == 0
 
 
 async def set_watermark(

@@ -7,6 +7,7 @@ first bad record and names its file, row (and line) and column (see ``odfd.inges
 ``Json`` and ``GeoJson`` documents (and ``NdGeoJson`` features) are first rewritten as one JSON
 object per line, as the reference does, with a GeoJSON feature's ``properties`` as columns and its
 ``geometry`` kept as a JSON string column named ``geometry`` (written as the reference writes it).
+``EsriShapefile`` records are rewritten the same way (see ``odfd.ingest.shapefile``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from odfd.ingest import bad_rows
 from odfd.ingest.encoding import check_utf8, is_utf8
 from odfd.ingest.errors import BadInputError, IngestError, UnsupportedError
 from odfd.ingest.schema import declared_schema
+from odfd.ingest.shapefile import shapefile_to_lines
 from protocol.model import (
     ReadStepCsv,
+    ReadStepEsriShapefile,
     ReadStepGeoJson,
     ReadStepJson,
     ReadStepNdGeoJson,
@@ -55,11 +58,15 @@ def reader_for(read_step: object, work_dir: Path) -> Reader:
         return JsonLinesReader(read_step, {}, convert=_GeoJsonConverter(), work_dir=work_dir)
     if isinstance(read_step, ReadStepNdGeoJson):
         return JsonLinesReader(read_step, {}, convert=_NdGeoJsonConverter(), work_dir=work_dir)
+    if isinstance(read_step, ReadStepEsriShapefile):
+        converter = _ShapefileConverter(read_step.sub_path, work_dir)
+        return JsonLinesReader(read_step, {}, convert=converter, work_dir=work_dir)
     if isinstance(read_step, ReadStepParquet):
         return ParquetReader(read_step)
     kind = type(read_step).__name__.removeprefix("ReadStep")
     raise UnsupportedError(
-        f"read step {kind} is not supported (Csv, Json, NdJson, GeoJson, NdGeoJson, Parquet)"
+        f"read step {kind} is not supported "
+        "(Csv, Json, NdJson, GeoJson, NdGeoJson, EsriShapefile, Parquet)"
     )
 
 
@@ -164,7 +171,8 @@ class JsonLinesReader(Reader):
         return self._converted[path]
 
     def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
-        if is_utf8(self.json_options.get("encoding", "UTF-8")):
+        text_input = self.convert is None or self.convert.text_input
+        if text_input and is_utf8(self.json_options.get("encoding", "UTF-8")):
             check_utf8(path)
         lines = self._lines_file(path)
         if lines.stat().st_size == 0:
@@ -239,9 +247,11 @@ def _json_options(step: ReadStepJson | ReadStepNdJson) -> dict[str, str]:
 
 
 class _Converter(ABC):
-    """Rewrites a JSON document as one JSON object per line."""
+    """Rewrites a JSON document (or a shapefile) as one JSON object per line."""
 
     record_unit = "record"
+    text_input = True
+    """Whether the input is text to check as UTF-8 before converting it."""
 
     @abstractmethod
     def to_lines(self, source: Path, target: Path) -> None: ...
@@ -303,6 +313,17 @@ class _NdGeoJsonConverter(_Converter):
                         yield _feature_record(feature, source, number)
 
         _write_lines(records(), target, source)
+
+
+@dataclass
+class _ShapefileConverter(_Converter):
+    sub_path: str | None
+    scratch: Path
+    record_unit = "feature"
+    text_input = False
+
+    def to_lines(self, source: Path, target: Path) -> None:
+        shapefile_to_lines(source, target, self.sub_path, self.scratch)
 
 
 def _feature_record(feature: Any, source: Path, number: int) -> dict[str, Any]:

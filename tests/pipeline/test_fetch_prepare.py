@@ -5,6 +5,8 @@ from __future__ import annotations
 import gzip
 import http.server
 import os
+import subprocess
+import sys
 import threading
 import zipfile
 from collections.abc import Iterator
@@ -21,7 +23,6 @@ from protocol.model import (
     EventTimeSourceFromMetadata,
     EventTimeSourceFromPath,
     EventTimeSourceFromSystemTime,
-    FetchStepContainer,
     FetchStepFilesGlob,
     FetchStepUrl,
     PrepStepDecompress,
@@ -200,9 +201,13 @@ def test_files_glob_takes_files_one_by_one_in_name_order(tmp_path: Path) -> None
         fetch(FetchStepFilesGlob(path=str(tmp_path / "*.json")), None, tmp_path, NOW)
 
 
-def test_container_and_other_fetch_steps_are_not_supported(tmp_path: Path) -> None:
-    with pytest.raises(UnsupportedError, match="fetch step Container is not supported"):
-        fetch(FetchStepContainer(image="ghcr.io/example/fetcher:1"), None, tmp_path, NOW)
+class FetchStepCarrierPigeon:
+    """A fetch step no fetcher is registered for."""
+
+
+def test_unknown_fetch_steps_and_url_schemes_are_not_supported(tmp_path: Path) -> None:
+    with pytest.raises(UnsupportedError, match="fetch step CarrierPigeon is not supported"):
+        fetch(FetchStepCarrierPigeon(), None, tmp_path, NOW)
     with pytest.raises(UnsupportedError, match="scheme 'ftp'"):
         fetch(FetchStepUrl(url="ftp://example.org/x.csv"), None, tmp_path, NOW)
 
@@ -257,3 +262,16 @@ def test_pipe_runs_a_command_and_reports_its_failure(tmp_path: Path) -> None:
             [PrepStepPipe(command=("sh", "-c", "echo boom >&2; exit 3"))], source, tmp_path / "work"
         )
     assert set((tmp_path / "work").iterdir()) == before  # a failed step leaves nothing behind
+
+
+def test_fetchers_load_their_client_libraries_only_when_used() -> None:
+    probe = (
+        "import sys, odfd.coordinator.ingest\n"
+        "from odfd.ingest.fetch.registry import fetcher_for\n"
+        "from protocol.model import FetchStepMqtt\n"
+        "before = 'paho' in sys.modules\n"
+        "fetcher_for(FetchStepMqtt)\n"
+        "print(before, 'paho' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.split() == ["False", "True"]

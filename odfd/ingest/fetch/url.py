@@ -1,73 +1,51 @@
-"""Fetch step of a polling source: get the next piece of external data, or learn there is none.
+"""FetchStep::Url: an HTTP(S) download or a local ``file://`` file.
 
-Source state (RFC-009) makes repeated pulls cheap: an HTTP source remembers its ``ETag`` (or
-``Last-Modified``) and asks the server to answer "not modified"; a file remembers its modification
-time; a glob remembers the last file it ingested and takes the next one by name.
+An HTTP source remembers its ``ETag`` (or ``Last-Modified``) and asks the server to answer "not
+modified"; a local file remembers its modification time.
 """
 
 from __future__ import annotations
 
-import glob as globlib
-import os
 import shutil
 import urllib.error
 import urllib.parse
 import urllib.request
 import uuid
-from dataclasses import dataclass
 from email.utils import format_datetime, parsedate_to_datetime
 from pathlib import Path
 
 from odfd.ingest.errors import FetchError, IngestError, UnsupportedError
-from odfd.ingest.event_time import event_time_from_path
+from odfd.ingest.fetch.base import (
+    CHUNK,
+    KIND_ETAG,
+    KIND_LAST_MODIFIED,
+    POLLING_SOURCE_NAME,
+    Fetched,
+)
 from odfd.ingest.template import render
 from protocol.errors import ParseError
 from protocol.model import (
-    EventTimeSourceFromMetadata,
     EventTimeSourceFromPath,
     EventTimeSourceFromSystemTime,
-    FetchStepFilesGlob,
     FetchStepUrl,
-    SourceOrdering,
     SourceState,
     Timestamp,
 )
 
-#: ``sourceName`` of the polling source's state, as the reference writes it.
-POLLING_SOURCE_NAME = "default"
-KIND_ETAG = "odf/etag"
-KIND_LAST_MODIFIED = "odf/last-modified"
-
 HTTP_TIMEOUT_SECONDS = 60
-_CHUNK = 1 << 20
 
 
-@dataclass(frozen=True, slots=True)
-class Fetched:
-    """New data was fetched."""
+class UrlFetcher:
+    """Fetches ``FetchStepUrl`` sources."""
 
-    path: Path
-    """The file to read; for local sources the original file (nothing is copied)."""
-    owned: bool
-    """Whether ``path`` is a temporary copy the caller should delete when done."""
-    source_state: SourceState | None
-    source_event_time: Timestamp | None
-    has_more: bool
-    """More data is waiting (a glob matched several new files); pull again to take the next."""
-
-
-def fetch(
-    step: object, prev_state: SourceState | None, work_dir: Path, system_time: Timestamp
-) -> Fetched | None:
-    """Fetches the next data of ``step``; ``None`` when the source has nothing new."""
-    if isinstance(step, FetchStepUrl):
+    def fetch(
+        self,
+        step: FetchStepUrl,
+        prev_state: SourceState | None,
+        work_dir: Path,
+        system_time: Timestamp,
+    ) -> Fetched | None:
         return _fetch_url(step, prev_state, work_dir, system_time)
-    if isinstance(step, FetchStepFilesGlob):
-        return _fetch_glob(step, prev_state, system_time)
-    kind = type(step).__name__.removeprefix("FetchStep")
-    raise UnsupportedError(
-        f"fetch step {kind} is not supported by odfd (supported: Url, FilesGlob)"
-    )
 
 
 def _fetch_url(
@@ -128,7 +106,7 @@ def _fetch_http(
             etag = response.headers.get("ETag")
             last_modified = response.headers.get("Last-Modified")
             with open(target, "wb") as out:
-                shutil.copyfileobj(response, out, _CHUNK)
+                shutil.copyfileobj(response, out, CHUNK)
     except urllib.error.HTTPError as err:
         if err.code == 304:
             return None
@@ -154,45 +132,6 @@ def _fetch_http(
     else:
         source_time = modified
     return Fetched(target, True, state, source_time, has_more=False)
-
-
-def _fetch_glob(
-    step: FetchStepFilesGlob, prev: SourceState | None, now: Timestamp
-) -> Fetched | None:
-    if isinstance(step.event_time, EventTimeSourceFromMetadata):
-        raise IngestError(
-            "fetch.filesGlob: event time cannot come fromMetadata; use fromPath or fromSystemTime"
-        )
-    pattern = render(step.path, "fetch.path")
-    files = [
-        Path(p)
-        for p in globlib.glob(os.path.expanduser(pattern), recursive=True)
-        if os.path.isfile(p)
-    ]
-    by_time = step.order == SourceOrdering.BY_EVENT_TIME
-    if by_time and not isinstance(step.event_time, EventTimeSourceFromPath):
-        raise IngestError("fetch.filesGlob: order ByEventTime needs eventTime fromPath")
-
-    def key(path: Path) -> tuple:
-        if by_time:
-            return (event_time_from_path(step.event_time, path.name), path.name)  # type: ignore[arg-type]  # by_time is true only for a FromPath event time
-        return (path.name,)
-
-    last_key = None
-    if prev is not None and prev.kind == KIND_ETAG:
-        last_key = key(Path(prev.value))
-    pending = sorted((f for f in files if last_key is None or key(f) > last_key), key=key)
-    if not pending:
-        if prev is not None:
-            return None
-        raise FetchError(f"fetch.filesGlob: no files match {pattern}")
-    first = pending[0]
-    if isinstance(step.event_time, EventTimeSourceFromPath):
-        source_time = event_time_from_path(step.event_time, first.name)
-    else:
-        source_time = now
-    state = SourceState(source_name=POLLING_SOURCE_NAME, kind=KIND_ETAG, value=first.name)
-    return Fetched(first, False, state, source_time, has_more=len(pending) > 1)
 
 
 def _parse_state_time(state: SourceState) -> Timestamp:
