@@ -26,7 +26,9 @@ from protocol.model import (
     DatasetKind,
     ExecuteTransform,
     FetchStepContainer,
+    FetchStepEthereumLogs,
     FetchStepFilesGlob,
+    FetchStepMqtt,
     FetchStepUrl,
 )
 from storage.dataset import Dataset
@@ -376,6 +378,12 @@ def _describe_fetch(fetch: object) -> str:
         return f"polling source: files {fetch.path}"
     if isinstance(fetch, FetchStepContainer):
         return f"polling source: container {fetch.image}"
+    if isinstance(fetch, FetchStepMqtt):
+        topics = ", ".join(t.path for t in fetch.topics)
+        return f"polling source: MQTT {fetch.host}:{fetch.port} topics {topics}"
+    if isinstance(fetch, FetchStepEthereumLogs):
+        chain = f" chain {fetch.chain_id}" if fetch.chain_id is not None else ""
+        return f"polling source: Ethereum logs{chain} from {fetch.node_url or 'a node'}"
     return f"polling source: {type(fetch).__name__}"
 
 
