@@ -266,8 +266,10 @@ def test_witnesses_in_datafusion(datafusion_pipeline: Path, case: Case) -> None:
 
 
 def test_witnesses_in_spark(spark_pipeline: Path) -> None:
-    """The combined transforms in Spark, the rows of one transaction answered in one pass."""
-    _check_cases(spark_pipeline, COMBO_CASES)
+    """The combined transforms in Spark, the rows of one transaction answered in one pass (each
+    row is still checked by its own Spark run, so the cases are the fewest covering every
+    construct: a filtered window row over the left join is enough once)."""
+    _check_cases(spark_pipeline, [c for c in COMBO_CASES if c.id != "combo-filter-window"])
 
 
 def test_root_rows_lead_to_their_ingest(datafusion_pipeline: Path) -> None:
