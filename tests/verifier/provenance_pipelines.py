@@ -32,6 +32,7 @@ from protocol.model import (
     SourceState,
     Timestamp,
 )
+from storage.dataset import Dataset
 from storage.workspace import Workspace
 
 T = 1_700_000_000_000
@@ -268,46 +269,51 @@ async def _root(
 ) -> None:
     snapshot = odf_yaml.load_snapshot(_ROOT.format(name=name, value=value).encode(), source=name)
     dataset = await workspace.create_from_snapshot(snapshot, system_time=Timestamp.of(2024, 1, 1))
-    offset = 0
     for number, (start, end) in enumerate(blocks):
-        part = rows[start:end]
-        table = pa.table(
-            {
-                "offset": pa.array(range(offset, offset + len(part)), pa.int64()),
-                "op": pa.array([0] * len(part), pa.int32()),
-                "system_time": pa.array([T] * len(part), pa.int64()).cast(MS_UTC),
-                "event_time": pa.array(
-                    [T + (offset + i + 1) * 1000 for i in range(len(part))], pa.int64()
-                ).cast(MS_UTC),
-                "symbol": [s for s, _ in part],
-                value: [v for _, v in part],
-            }
+        await append_rows(dataset, value, rows[start:end], staging, number)
+
+
+async def append_rows(dataset: Dataset, value: str, part: list, staging: Path, number: int) -> None:
+    """Commits ``part`` ((symbol, value) pairs) as the root's next AddData block, as upload
+    ``number`` of the dataset."""
+    state = await dataset.chain.state()
+    offset = 0 if state.last_offset is None else state.last_offset + 1
+    name = await dataset.alias()
+    table = pa.table(
+        {
+            "offset": pa.array(range(offset, offset + len(part)), pa.int64()),
+            "op": pa.array([0] * len(part), pa.int32()),
+            "system_time": pa.array([T] * len(part), pa.int64()).cast(MS_UTC),
+            "event_time": pa.array(
+                [T + (offset + i + 1) * 1000 for i in range(len(part))], pa.int64()
+            ).cast(MS_UTC),
+            "symbol": [s for s, _ in part],
+            value: [v for _, v in part],
+        }
+    )
+    path = staging / f"{name}-{number}.parquet"
+    pq.write_table(table, path)
+    if state.schema is None:
+        schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
+        await dataset.commit_event(
+            SetDataSchema(schema=schema), expected_head=state.head, system_time=SYSTEM_TIME
         )
-        path = staging / f"{name}-{number}.parquet"
-        pq.write_table(table, path)
         state = await dataset.chain.state()
-        if state.schema is None:
-            schema = arrow_schema.strip_encoding(arrow_schema.schema_from_arrow(table.schema))
-            await dataset.commit_event(
-                SetDataSchema(schema=schema), expected_head=state.head, system_time=SYSTEM_TIME
-            )
-            state = await dataset.chain.state()
-        event = AddData(
-            prev_offset=state.last_offset,
-            new_data=DataSlice(
-                logical_hash=logical_hash(table),
-                physical_hash=physical_hash_file(path),
-                offset_interval=OffsetInterval(start=offset, end=offset + len(part) - 1),
-                size=path.stat().st_size,
-            ),
-            new_source_state=SourceState(
-                source_name="upload", kind="odf/etag", value=f"{name}-{number}.ndjson"
-            ),
-        )
-        await dataset.commit_data(
-            event, data_file=path, expected_head=state.head, system_time=SYSTEM_TIME
-        )
-        offset += len(part)
+    event = AddData(
+        prev_offset=state.last_offset,
+        new_data=DataSlice(
+            logical_hash=logical_hash(table),
+            physical_hash=physical_hash_file(path),
+            offset_interval=OffsetInterval(start=offset, end=offset + len(part) - 1),
+            size=path.stat().st_size,
+        ),
+        new_source_state=SourceState(
+            source_name="upload", kind="odf/etag", value=f"{name}-{number}.ndjson"
+        ),
+    )
+    await dataset.commit_data(
+        event, data_file=path, expected_head=state.head, system_time=SYSTEM_TIME
+    )
 
 
 async def build(root: Path, engine: str, names: list[str] | None = None) -> None:

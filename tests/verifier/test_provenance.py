@@ -17,9 +17,11 @@ from typing import Any
 
 import pytest
 
+from odfd.coordinator.transform import update_derivative
 from protocol.identity import DatasetRef
+from protocol.model import Timestamp
 from storage.workspace import Workspace
-from tests.verifier.provenance_pipelines import build
+from tests.verifier.provenance_pipelines import append_rows, build
 from verifier.engine.registry import engine_named
 from verifier.engine.replay import replay_request
 from verifier.provenance.check import reproduces
@@ -367,3 +369,43 @@ def test_case_list_covers_every_construct() -> None:
     combo = " ".join(c.id for c in COMBO_CASES)  # what Spark runs
     for construct in ("left-join", "window", "filter", "group-by", "distinct", "inner-join"):
         assert construct in combo
+
+
+def test_rows_of_a_later_transaction(tmp_path: Path) -> None:
+    """A second transaction reads only the new input rows: its rows' witnesses are those, and its
+    offsets continue the dataset's."""
+    root = tmp_path / "ws"
+
+    async def scenario() -> tuple[list[RowProvenance], list[RowProvenance]]:
+        await build(root, "datafusion", ["proj", "grouped"])
+        async with await Workspace.open(root) as workspace:
+            trades = await workspace.get_dataset("trades")
+            rows = [("A", 30.0), ("D", 7.0)]  # offsets 8 and 9, upload 2
+            await append_rows(trades, "price", rows, root.parent / "ws-staging", 2)
+            for name in ("proj", "grouped"):
+                dataset = await workspace.get_dataset(name)
+                await update_derivative(workspace, dataset, system_time=Timestamp.of(2024, 4, 1))
+
+        async def act(workspace: Workspace, tracer: Tracer) -> tuple[list, list]:
+            proj = await workspace.resolve("proj")
+            grouped = await workspace.resolve("grouped")
+            (d_group,) = await tracer.select_offsets(grouped.id, "symbol = 'D'")
+            (a_group,) = await tracer.select_offsets(grouped.id, "symbol = 'A' AND n = 1")
+            return (
+                await tracer.explain(proj.id, [8, 9]),
+                await tracer.explain(grouped.id, [a_group, d_group]),
+            )
+
+        return await _with_tracer(root, act)
+
+    projected, grouped = asyncio.run(scenario())
+    assert [(r.offset, r.block_sequence) for r in projected] == [(8, 4), (9, 4)]
+    assert [[(w.dataset, w.offset) for w in r.inputs] for r in projected] == [
+        [("trades", 8)],
+        [("trades", 9)],
+    ]
+    assert projected[1].inputs[0].ingest is not None
+    assert projected[1].inputs[0].ingest.source_state["value"] == "trades-2.ndjson"  # type: ignore[index]
+    # the second transaction's group A holds only the new A row (offset 8), not rows 0-5
+    assert [[w.offset for w in r.inputs] for r in grouped] == [[8], [9]]
+    assert all(r.checked for r in projected + grouped)
