@@ -160,3 +160,16 @@ def test_where_provenance_follows_renames_through_steps_and_subqueries() -> None
 def test_tags_parse_into_sorted_offsets_per_input() -> None:
     assert parse_tags("0:3,1:7,0:1,0:3") == {0: (1, 3), 1: (7,)}
     assert parse_tags("") == {} and parse_tags(None) == {}
+
+
+def test_one_row_of_an_aggregation_builds_only_its_groups_tags() -> None:
+    query = 'SELECT max(event_time) AS event_time, symbol, sum(price) AS total FROM "alice/trades" GROUP BY symbol'
+    steps = [SqlQueryStep(query=query)]
+    focused = tag_transform(steps, [TRADES, RATES], DATAFUSION, {"symbol": "B", "total": 60.0})
+    assert focused.steps[-1].query.endswith(
+        'WHERE "alice/trades"."symbol" = \'B\' GROUP BY "alice/trades"."symbol"'
+    )
+    # a key that is not output, or not a plain literal, leaves the query whole
+    for focus in ({"total": 60.0}, {"symbol": object()}):
+        whole = tag_transform(steps, [TRADES, RATES], DATAFUSION, focus)
+        assert "WHERE" not in whole.steps[-1].query

@@ -19,8 +19,10 @@ read off the qualified query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from sqlglot import exp
 from sqlglot.errors import OptimizeError, ParseError
@@ -62,10 +64,17 @@ def raw_table(number: int) -> str:
 
 
 def tag_transform(
-    steps: Sequence[SqlQueryStep], inputs: Sequence[InputTable], dialect: TagDialect
+    steps: Sequence[SqlQueryStep],
+    inputs: Sequence[InputTable],
+    dialect: TagDialect,
+    focus: Mapping[str, Any] | None = None,
 ) -> TaggedTransform:
-    """The transform's steps rewritten to carry tags, preceded by one tagging step per input."""
-    return _Rewriter(dialect, inputs).run(steps)
+    """The transform's steps rewritten to carry tags, preceded by one tagging step per input.
+
+    ``focus`` (an output row's values by column) narrows a last step that is a ``GROUP BY`` of
+    columns it outputs to that row's group: the other groups' tags are never built. Only the
+    rows of that group are then in the result."""
+    return _Rewriter(dialect, inputs).run(steps, focus)
 
 
 class _Rewriter:
@@ -83,7 +92,9 @@ class _Rewriter:
     def key(self, name: str) -> str:
         return name.lower() if self.d.engine == "spark" else name
 
-    def run(self, steps: Sequence[SqlQueryStep]) -> TaggedTransform:
+    def run(
+        self, steps: Sequence[SqlQueryStep], focus: Mapping[str, Any] | None = None
+    ) -> TaggedTransform:
         out = self.out
         for number, table in enumerate(self.inputs):
             view = f"__odf_in_{number}"
@@ -95,6 +106,8 @@ class _Rewriter:
         for number, step in enumerate(steps, start=1):
             where = "query" if len(steps) == 1 else f"query step {number}"
             tree, columns, origins = self._step(step.query, where)
+            if focus is not None and number == len(steps):
+                _focus_group(tree, focus)
             alias = None
             if step.alias:
                 alias = f"__odf_step_{number}"
@@ -367,6 +380,31 @@ def _bounds(frame: exp.Window) -> tuple[tuple[str, int], tuple[str, int]] | None
     if start is None or end is None:
         return None
     return start, end
+
+
+def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> None:
+    """Adds ``key = value`` for each GROUP BY key of ``tree`` to its WHERE, when every key is
+    output as a column whose value ``focus`` gives as a plain literal (and no LIMIT picks
+    groups); filtering on group keys leaves that group's rows, hence its aggregates, intact."""
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") or tree.args.get("offset"):
+        return
+    group = tree.args.get("group")
+    if group is None or not group.expressions:
+        return
+    conditions: list[exp.Expression] = []
+    for key in group.expressions:
+        names = [p.alias_or_name for p in tree.expressions if p.unalias() == key]
+        if not names or names[0] not in focus:
+            return
+        value = focus[names[0]]
+        if value is None:
+            conditions.append(exp.Is(this=key.copy(), expression=exp.Null()))
+        elif isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
+            conditions.append(exp.EQ(this=key.copy(), expression=exp.convert(value)))
+        else:
+            return
+    for condition in conditions:
+        tree.where(condition, copy=False)
 
 
 def _sources(select: exp.Select) -> list[exp.Expression]:

@@ -84,8 +84,9 @@ class Tracer:
         self.options = options
         self._blocks: dict[DatasetId, list[_DataBlock]] = {}
         self._ingests: dict[Multihash, IngestInfo] = {}
-        self._tagged: dict[Multihash, TaggedRun] = {}
-        """Tagged re-executions by block: a transaction is re-executed once per question."""
+        self._tagged: dict[tuple[Multihash, int | None], TaggedRun] = {}
+        """Tagged re-executions by block (and row, when focused on one): a transaction is
+        re-executed once per question."""
         self._values: dict[tuple[DatasetId, int], dict[str, Any]] = {}
         """Witness rows already read (for the check), so they are not read again to show."""
 
@@ -178,19 +179,28 @@ class Tracer:
                 dataset, block.hash, self._open_input, scratch / "replay"
             )
             engine = engine_named(request.transform.engine, alias)
-            tagged = self._tagged.get(block.hash)
-            if tagged is None:
-                try:
-                    tagged = await asyncio.to_thread(run_tagged, request, engine)
-                except UnsupportedProvenanceError as err:
-                    raise UnsupportedProvenanceError(f"{alias}: {err}") from err
-                self._tagged[block.hash] = tagged
             assert block.event.new_data is not None
             recorded = pq.read_table(slice_paths(dataset, [block.event.new_data.physical_hash])[0])
             skip = (request.vocab.offset, request.vocab.system_time)
+            focus = None
+            if len(offsets) == 1:  # one row: an aggregation needs only its group's tags
+                focus = row_values(recorded, offsets[0] - block.start, recorded.schema.names)
+            cache_key = (block.hash, offsets[0] if focus is not None else None)
+            tagged = self._tagged.get(cache_key) or self._tagged.get((block.hash, None))
+            if tagged is None:
+                try:
+                    tagged = await asyncio.to_thread(run_tagged, request, engine, focus)
+                except UnsupportedProvenanceError as err:
+                    raise UnsupportedProvenanceError(f"{alias}: {err}") from err
+                self._tagged[cache_key] = tagged
             columns = compared_columns(recorded.schema, tagged.table.schema, skip)
             positions = [offset - block.start for offset in offsets]
             tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
+            if focus is not None and None in tags:  # a literal that did not match: no focus
+                tagged = await asyncio.to_thread(run_tagged, request, engine)
+                self._tagged[(block.hash, None)] = tagged
+                columns = compared_columns(recorded.schema, tagged.table.schema, skip)
+                tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
             input_ids = [i.dataset_id for i in request.inputs]
             where = {
                 out: f"{request.inputs[k].alias}.{column}"

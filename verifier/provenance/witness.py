@@ -73,8 +73,11 @@ class TaggedRun:
         return [t for t in side.column("tag").filter(mask).to_pylist() if t]
 
 
-def run_tagged(request: TransformRequest, engine: Engine) -> TaggedRun:
-    """Re-executes the transaction of ``request`` with tags (blocking)."""
+def run_tagged(
+    request: TransformRequest, engine: Engine, focus: dict[str, Any] | None = None
+) -> TaggedRun:
+    """Re-executes the transaction of ``request`` with tags (blocking); ``focus``: the one
+    output row asked about, so an aggregation builds the tags of its group only."""
     inputs: list[InputTable] = []
     tables: list[QueryTable] = []
     for number, slice_ in enumerate(request.inputs):
@@ -89,7 +92,7 @@ def run_tagged(request: TransformRequest, engine: Engine) -> TaggedRun:
         paths = slice_.data_paths if interval is not None else ()
         tables.append(QueryTable(raw_table(number), paths, slice_.schema))
     tagged = tag_transform(
-        query_steps(request.transform), inputs, tag_dialect(request.transform.engine)
+        query_steps(request.transform), inputs, tag_dialect(request.transform.engine), focus
     )
     table = engine.query(tagged.steps, tables)
     return TaggedRun(table, tagged.origins, engine, tables, tagged.frames)
