@@ -27,6 +27,7 @@ from odfd.server.config import ServerConfig
 from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
 from protocol.identity import DatasetAliasPattern
+from storage.s3_settings import S3Credentials, S3Settings, is_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
@@ -192,6 +193,25 @@ class DaemonConfig:
 
 
 @dataclass(frozen=True, slots=True)
+class S3Config:
+    """``[s3]``: how ``s3://`` and ``s3+http(s)://`` remotes are reached. Credentials come from
+    ``[s3.remotes."URL prefix"]`` (longest matching prefix), else the ``AWS_*`` variables, else
+    the AWS profile (``profile``, else ``$AWS_PROFILE``, else ``default``); none: unsigned."""
+
+    region: str = ""
+    """Region when neither the remote's entry, ``AWS_REGION`` nor the profile names one."""
+    profile: str = ""
+    retries: int = 3
+    """Retries of a failed request (connection errors, 5xx) before the operation fails."""
+    remotes: Mapping[str, S3Credentials] = field(default_factory=lambda: MappingProxyType({}))
+
+    def settings(self) -> S3Settings:
+        return S3Settings(
+            region=self.region, profile=self.profile, remotes=self.remotes, retries=self.retries
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class LogConfig:
     """``[log]``: structured logs on stderr."""
 
@@ -212,6 +232,7 @@ class NodeConfig:
     server: ServerConfig = field(default_factory=ServerConfig)
     spark: SparkSettings = field(default_factory=SparkSettings)
     ipfs: IpfsConfig = field(default_factory=IpfsConfig)
+    s3: S3Config = field(default_factory=S3Config)
     sync: SyncConfig = field(default_factory=SyncConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -305,6 +326,39 @@ def _str_table(value: Any, from_env: bool) -> Mapping[str, str]:
     return MappingProxyType(dict(value))
 
 
+def _str_or_empty(value: Any, from_env: bool) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"expected a string, got {value!r}")
+    return value
+
+
+_S3_REMOTE_KEYS = {f.name for f in fields(S3Credentials)}
+
+
+def _s3_remotes(value: Any, from_env: bool) -> Mapping[str, S3Credentials]:
+    """``{"s3+http://host:port/bucket/": {access_key_id = ..., secret_access_key = ...}}``."""
+    if not isinstance(value, dict):
+        raise ValueError("expected tables keyed by S3 URL prefix")
+    remotes = {}
+    for prefix, entry in value.items():
+        if not is_s3_url(prefix):
+            raise ValueError(f"{prefix!r} is not an s3://, s3+http:// or s3+https:// URL prefix")
+        if not isinstance(entry, dict) or not all(isinstance(v, str) for v in entry.values()):
+            raise ValueError(f"[s3.remotes.{prefix!r}] must be a table of strings")
+        unknown = sorted(set(entry) - _S3_REMOTE_KEYS)
+        if unknown:
+            raise ValueError(
+                f"[s3.remotes.{prefix!r}] unknown key(s) {', '.join(unknown)}; "
+                f"known: {', '.join(sorted(_S3_REMOTE_KEYS))}"
+            )
+        if bool(entry.get("access_key_id")) != bool(entry.get("secret_access_key")):
+            raise ValueError(
+                f"[s3.remotes.{prefix!r}] needs both access_key_id and secret_access_key"
+            )
+        remotes[prefix] = S3Credentials(**entry)
+    return MappingProxyType(remotes)
+
+
 def _signing_key(value: Any, from_env: bool) -> bytes:
     try:
         key = bytes.fromhex(_str()(value, from_env))
@@ -342,6 +396,15 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
+    "s3": (
+        S3Config,
+        {
+            "region": _str_or_empty,
+            "profile": _str_or_empty,
+            "retries": _int(0, 20),
+            "remotes": _s3_remotes,
+        },
+    ),
     "sync": (
         SyncConfig,
         {
@@ -394,7 +457,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     ),
     "metrics": (MetricsConfig, {"enabled": _bool}),
 }
-_FILE_ONLY = {("sync", "tokens")}
+_FILE_ONLY = {("sync", "tokens"), ("s3", "remotes")}
 _SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
 _OTHER_TABLES = {"workspace", "spark"}
 

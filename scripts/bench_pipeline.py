@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
 import subprocess
 import sys
@@ -202,6 +203,9 @@ async def bench(args: argparse.Namespace) -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
+CONNECT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED")
+
+
 class PlainSpark:
     """The query in a plain PySpark process of its own, run on request (see :func:`plain_worker`)."""
 
@@ -216,8 +220,10 @@ class PlainSpark:
             args.driver_memory,
             *paths,
         ]
+        # a classic JVM session, even when this process is a Spark Connect client
+        env = {k: v for k, v in os.environ.items() if k not in CONNECT_ENV}
         self._process = subprocess.Popen(
-            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+            command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env
         )
         if self._reply() != "ready":
             raise RuntimeError("the plain Spark process did not start")

@@ -15,6 +15,7 @@ from tests.daemon.processes import DaemonProcess
 pytest_plugins: list[str] = [
     "tests.fixtures.spark",
     "tests.fixtures.ipfs",
+    "tests.fixtures.seaweedfs",
     "tests.fixtures.small_fs",
     "tests.fixtures.workspace",
     "tests.fixtures.mosquitto",

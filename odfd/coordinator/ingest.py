@@ -120,21 +120,30 @@ async def ingest_polling(
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
             return IngestOutcome(alias, True, reason="the source has not changed")
-        created = await asyncio.to_thread(prepare, list(polling.prepare or ()), fetched.path, work)
-        path = created[-1] if created else fetched.path
-        source = _Source(polling.read, polling.preprocess, polling.merge)
-        return await _transaction(
-            dataset,
-            alias,
-            state,
-            source,
-            path,
-            work,
-            system_time=time,
-            source_event_time=fetched.source_event_time or time,
-            source_state=fetched.source_state,
-            has_more=fetched.has_more,
-        )
+        committed = False
+        try:
+            created = await asyncio.to_thread(
+                prepare, list(polling.prepare or ()), fetched.path, work
+            )
+            path = created[-1] if created else fetched.path
+            source = _Source(polling.read, polling.preprocess, polling.merge)
+            outcome = await _transaction(
+                dataset,
+                alias,
+                state,
+                source,
+                path,
+                work,
+                system_time=time,
+                source_event_time=fetched.source_event_time or time,
+                source_state=fetched.source_state,
+                has_more=fetched.has_more,
+            )
+            committed = True
+            return outcome
+        finally:
+            if fetched.receipt is not None:
+                await asyncio.to_thread(fetched.receipt.settle, committed)
 
 
 async def ingest_push(

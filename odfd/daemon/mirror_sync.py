@@ -95,6 +95,7 @@ class MirrorSyncer:
                 token=self.config.sync.token_for(mirror.source),
                 known=known,
                 limits=self.config.sync.limits(),
+                s3=self.config.s3.settings(),
             )
             # A signed dataset is pulled even when its head did not move: the owner's newer
             # signature of the same head is what tells a quiet source from a frozen one.

@@ -1,6 +1,6 @@
 """The cheap "has the source's head changed?" check a mirror makes before pulling.
 
-HTTP, ``file://`` and ``ipfs://`` sources: read ``refs/head`` (one small request). ``ipns://``
+HTTP, ``file://``, S3 and ``ipfs://`` sources: read ``refs/head`` (one small request). ``ipns://``
 sources: resolve the name first; the same CID as last time means the same content, so nothing is
 read from the gateway at all. When the head is new, its block is fetched (one more request),
 checked against its hash and decoded for its sequence number, which gives the mirror's lag in
@@ -21,6 +21,7 @@ from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
 from storage.ipfs_client import IpnsName
+from storage.s3_settings import S3Settings
 from storage.stores.http_limits import HttpLimits
 
 
@@ -40,6 +41,7 @@ async def probe_source(
     token: str | None,
     known: SourceHead | None,
     limits: HttpLimits | None = None,
+    s3: S3Settings | None = None,
 ) -> SourceHead:
     """The source's head now (``known`` is what the previous check saw)."""
     read_from, cid = remote, None
@@ -50,7 +52,7 @@ async def probe_source(
             return known
         read_from = parse_remote_url(f"ipfs://{cid}" + (f"/{subpath}" if subpath else ""))
     headers = smart.auth_headers(token) if token else None
-    async with open_source(read_from, session, ipfs, headers, limits) as source:
+    async with open_source(read_from, session, ipfs, headers, limits, s3) as source:
         head = await source.dataset.refs.get("head")
         if head is None:
             raise RemoteNotFoundError(f"{remote}: no dataset there (refs/head is missing)")

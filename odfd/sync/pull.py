@@ -78,6 +78,7 @@ from storage.catalog import Transfer
 from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, RefCasError, StorageError
 from storage.layout import HEAD_REF
+from storage.s3_settings import S3Settings
 from storage.stores.http import HttpObjectStore
 from storage.stores.http_limits import HttpLimits
 from storage.stores.localfs import LocalFsObjectStore
@@ -165,8 +166,16 @@ async def pull(
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
     try:
         async with _session(session, options.limits) as http:
-            ipfs = load_config(workspace.layout.config_path).ipfs.settings()
-            run = _PullRun(target, remote, options, progress, http, ipfs)
+            config = load_config(workspace.layout.config_path)
+            run = _PullRun(
+                target,
+                remote,
+                options,
+                progress,
+                http,
+                config.ipfs.settings(),
+                config.s3.settings(),
+            )
             deadline = asyncio.timeout(options.operation_timeout)
             try:
                 async with deadline:
@@ -230,6 +239,7 @@ class _PullRun:
         progress: Progress,
         session: aiohttp.ClientSession,
         ipfs: IpfsSettings,
+        s3: S3Settings,
     ) -> None:
         self.target = target
         self.remote = remote
@@ -237,6 +247,7 @@ class _PullRun:
         self.progress = progress
         self.session = session
         self.ipfs = ipfs
+        self.s3 = s3
         self.stash = BlockStash(target.dataset.blocks)
         self.fetcher = ObjectFetcher(
             target.dataset,
@@ -385,7 +396,7 @@ class _PullRun:
         local = self.target.head
         headers = smart.auth_headers(self.options.token) if self.options.token else None
         async with open_source(
-            self.remote, self.session, self.ipfs, headers, self.options.limits
+            self.remote, self.session, self.ipfs, headers, self.options.limits, self.s3
         ) as source:
             served = await source.dataset.refs.get("head")
             if served is None:

@@ -2,7 +2,9 @@
 
 - ``http(s)://``: Smart Transfer Protocol (metadata tarball, objects through the server's
   signed upload URLs, commit by the server), authorised by a bearer token;
-- ``file://``: a dataset folder, written like a pull writes (objects, blocks, ``head`` last);
+- ``file://``, ``s3://``, ``s3+http(s)://``: a dataset folder (on disk or under a bucket's key
+  prefix), written like a pull writes (objects, blocks, ``head`` last by compare-and-swap, a
+  conditional write on S3: of two racing pushes one wins, the other is told to push again);
 - ``ipns://[KEY]``: the dataset folder added to IPFS (UnixFS, CIDv1, raw leaves, ``info/``
   left out, as the reference publishes) and published under the IPNS key (default: a key named
   after the dataset, created on first push).
@@ -32,7 +34,7 @@ from odfd.sync.errors import (
 from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
 from odfd.sync.progress import Progress
-from odfd.sync.remote import open_source
+from odfd.sync.remote import open_s3_dataset, open_source
 from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from odfd.sync.target import PullTarget, commit, remember_remote
 from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, walk_remote_chain
@@ -115,8 +117,9 @@ async def push(
         try:
             if remote.scheme in ("http", "https"):
                 result = await _push_smart(target, remote, options, session, progress)
-            elif remote.scheme == "file":
-                result = await _push_folder(target, remote, options, progress)
+            elif remote.scheme in ("file", "s3"):
+                dest = await _destination(target, remote)
+                result = await _push_folder(target, remote, dest, options, progress)
             elif remote.scheme == "ipns":
                 result = await _push_ipns(target, remote, options, session)
                 remote = parse_remote_url(result.remote)
@@ -127,7 +130,7 @@ async def push(
                 )
         finally:
             progress.finish()
-    if result.new_remote_head == local.hash and remote.scheme in ("http", "https", "file"):
+    if result.new_remote_head == local.hash and remote.scheme in ("http", "https", "file", "s3"):
         result = replace(result, signed=await _send_signed_head(target, remote, options))
     if result.num_blocks or result.new_remote_head == local.hash:
         await remember_remote(target, remote, "push")
@@ -145,8 +148,8 @@ async def _send_signed_head(target: PullTarget, remote: RemoteUrl, options: Push
     document = await target.dataset.refs.get_signature(HEAD_REF)
     if document is None:
         return False
-    if remote.scheme == "file":
-        dest = Dataset.open_local(remote.path)
+    if remote.scheme in ("file", "s3"):
+        dest = await _destination(target, remote)
         held = await dest.refs.get_signature(HEAD_REF)
         if held is not None:
             try:
@@ -374,15 +377,27 @@ def _records(blocks: list[VerifiedBlock]) -> int:
     return total
 
 
-# --- file:// ------------------------------------------------------------------------------------
+# --- file:// and S3 -------------------------------------------------------------------------------
+
+
+async def _destination(target: PullTarget, remote: RemoteUrl) -> Dataset:
+    """The dataset folder a ``file://`` or S3 push writes into."""
+    dataset_id = target.record.id if target.record else None
+    if remote.scheme == "s3":
+        settings = load_config(target.workspace.layout.config_path).s3.settings()
+        return await open_s3_dataset(remote, settings, dataset_id)
+    layout = DatasetLayout(remote.path).create()
+    return Dataset.open_local(layout.root, dataset_id)
 
 
 async def _push_folder(
-    target: PullTarget, remote: RemoteUrl, options: PushOptions, progress: Progress
+    target: PullTarget,
+    remote: RemoteUrl,
+    dest: Dataset,
+    options: PushOptions,
+    progress: Progress,
 ) -> PushResult:
     """Write into a dataset folder as a pull would: objects, then blocks, then ``head``."""
-    layout = DatasetLayout(remote.path).create()
-    dest = Dataset.open_local(layout.root, target.record.id if target.record else None)
     remote_head = await dest.chain.head()
     common = await _compare(target, remote_head, dest.blocks.get_bytes, str(remote), options.force)
     outgoing = await _outgoing(target, common) or _Outgoing([], [])

@@ -3,7 +3,8 @@ importing any client (the CLI parses URLs before it knows whether it will talk t
 
 Schemes: ``http(s)://`` (Smart Transfer Protocol when the server offers it, else Simple),
 ``odf+http(s)://`` (Smart only, the reference's spelling), ``file://`` (a dataset folder),
-``ipfs://CID[/path]`` and ``ipns://NAME[/path]`` (a dataset published to IPFS).
+``ipfs://CID[/path]`` and ``ipns://NAME[/path]`` (a dataset published to IPFS), ``s3://bucket/prefix``
+and ``s3+http(s)://host[:port]/bucket/prefix`` (a dataset folder in an S3 bucket, read and written).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from urllib.parse import unquote, urlsplit
 from odfd.sync.errors import UnsupportedUrlError
 from protocol.errors import ParseError
 from protocol.identity import DatasetName
+from storage.s3_settings import S3Location, is_s3_url, parse_s3_url
 
-Scheme = Literal["http", "https", "file", "ipfs", "ipns"]
+Scheme = Literal["http", "https", "file", "ipfs", "ipns", "s3"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,11 @@ class RemoteUrl:
         """``(name, subpath)`` of an ``ipfs://`` / ``ipns://`` URL."""
         parts = urlsplit(self.text)
         return parts.netloc, parts.path.strip("/")
+
+    @property
+    def s3(self) -> S3Location:
+        """Bucket and key prefix of an ``s3://`` / ``s3+http(s)://`` URL."""
+        return parse_s3_url(self.text)
 
     def default_name(self) -> DatasetName | None:
         """The last path segment, if it is a valid dataset name (as the reference names a
@@ -73,8 +80,15 @@ def parse_remote_url(text: str) -> RemoteUrl:
         return RemoteUrl("file", f"file://{Path(unquote(parts.path)).resolve()}")
     if scheme in ("ipfs", "ipns"):
         return RemoteUrl(scheme, text.rstrip("/"))  # type: ignore[arg-type]  # scheme is one of the Scheme literals, checked above
+    if is_s3_url(text):
+        try:
+            location = parse_s3_url(text)
+        except ParseError as err:
+            raise UnsupportedUrlError(str(err)) from None
+        return RemoteUrl("s3", location.url.rstrip("/"))
     raise UnsupportedUrlError(
-        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs:// or ipns://"
+        f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs://, ipns://, "
+        "s3:// or s3+http(s)://"
     )
 
 

@@ -31,7 +31,7 @@ def check_name(name: str) -> str:
 
 def check_url(url: str) -> str:
     if not looks_like_url(url):
-        raise RepoError(f"{url!r} is not a URL (http(s)://, file://, ipfs://, ipns://)")
+        raise RepoError(f"{url!r} is not a URL (http(s)://, file://, ipfs://, ipns://, s3://)")
     parse_remote_url(url)
     return url
 

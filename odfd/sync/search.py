@@ -1,5 +1,6 @@
 """Finding datasets by name on named repositories (``odfd search``): an odfd node's JSON listing
-at ``/`` for ``http(s)://`` repositories, the dataset folders of a ``file://`` one."""
+at ``/`` for ``http(s)://`` repositories, the dataset folders of a ``file://`` one or under an S3
+repository's key prefix (each folder with a ``refs/head``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import aiohttp
 from odfd.sync.errors import SyncError
 from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import join
-from storage.layout import ALIAS_INFO, DatasetLayout
+from storage.layout import ALIAS_INFO, HEAD_REF, DatasetLayout
+from storage.s3_settings import S3Location, S3Settings
 
 LISTING_TIMEOUT = 30.0
 """Seconds a repository may take to send its listing."""
@@ -26,12 +28,16 @@ class Found:
     url: str
 
 
-async def search_repo(name: str, base: str, query: str) -> list[Found]:
+async def search_repo(
+    name: str, base: str, query: str, s3: S3Settings | None = None
+) -> list[Found]:
     remote = parse_remote_url(base)
     if remote.scheme in ("http", "https"):
         entries = await _http_listing(remote.http_base)
     elif remote.scheme == "file":
         entries = await asyncio.to_thread(_folder_listing, remote.path, base)
+    elif remote.scheme == "s3":
+        entries = await _s3_listing(remote.s3, s3, base)
     else:
         raise SyncError(f"repository {name} ({base}): searching {remote.scheme}:// is not possible")
     needle = query.lower()
@@ -61,6 +67,23 @@ async def _http_listing(base: str) -> list[tuple[str, str | None, str]]:
         for d in datasets
         if isinstance(d, dict) and "alias" in d
     ]
+
+
+async def _s3_listing(
+    location: S3Location, settings: S3Settings | None, base: str
+) -> list[tuple[str, str | None, str]]:
+    from storage.s3_client import S3Bucket  # obstore takes ~0.1 s to import: only when used
+
+    bucket = S3Bucket(location, settings)
+    found: list[tuple[str, str | None, str]] = []
+    for folder in sorted(await bucket.list_folders(location.prefix)):
+        name = folder[len(location.prefix) :].strip("/")
+        if await bucket.head(f"{folder}refs/{HEAD_REF}") is None:
+            continue
+        alias_file = await bucket.get(f"{folder}info/{ALIAS_INFO}")
+        alias = alias_file[0].decode("utf-8", "replace").strip() if alias_file else name
+        found.append((alias, None, join(base, name)))
+    return found
 
 
 def _folder_listing(root: Path, base: str) -> list[tuple[str, str | None, str]]:

@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from protocol.errors import ParseError
 from protocol.identity import Multicodec, Multihash
@@ -233,8 +233,7 @@ class LocalFsObjectStore(ObjectStore):
                 f = await asyncio.to_thread(open, staged, "xb")
                 with f:
                     async for chunk in chunks:
-                        digest.update(chunk)
-                        await asyncio.to_thread(_write_through, f, chunk)
+                        await asyncio.to_thread(_hash_and_write, digest, f, chunk)
                     await asyncio.to_thread(_flush_and_sync, f)
             except OSError as err:
                 if (full := disk_full(err, self.root)) is not None:
@@ -302,6 +301,13 @@ def _write_through(f: BinaryIO, chunk: bytes) -> None:
     is on disk in its staging folder (and a stall shows as a file that stopped growing)."""
     f.write(chunk)
     f.flush()
+
+
+def _hash_and_write(digest: Any, f: BinaryIO, chunk: bytes) -> None:
+    """Hashing a received chunk in the same worker thread as its write keeps the event loop free
+    (hashlib lets go of the GIL, so downloads go on while chunks are hashed)."""
+    digest.update(chunk)
+    _write_through(f, chunk)
 
 
 def _flush_and_sync(f: BinaryIO) -> None:

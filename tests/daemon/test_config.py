@@ -40,6 +40,7 @@ def test_example_documents_every_key_with_its_default() -> None:
     assert (
         example.spark,
         example.ipfs,
+        example.s3,
         example.sync,
         example.audit,
         example.daemon,
@@ -48,6 +49,7 @@ def test_example_documents_every_key_with_its_default() -> None:
     ) == (
         defaults.spark,
         defaults.ipfs,
+        defaults.s3,
         defaults.sync,
         defaults.audit,
         defaults.daemon,

@@ -164,7 +164,7 @@ async def test_a_node_limiting_ranges_gets_halves_and_pulls_resume_by_block(
     node.max_range = 2
     node.timestamps = False
     small = EthereumLogsFetcher(block_stride=5, records_per_slice=2)
-    monkeypatch.setitem(registry.FETCHERS, FetchStepEthereumLogs, small)
+    monkeypatch.setitem(registry._loaded, FetchStepEthereumLogs, small)  # the loaded instance
     dataset = await create(workspace, manifest(node, token, since))
 
     outcomes = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
+from typing import Any
 
 import paho.mqtt.client as mqtt
 import pytest
 from paho.mqtt import publish
 
+from odfd.coordinator import ingest
 from odfd.coordinator.ingest import pull_root
 from odfd.ingest.errors import FetchError
 from odfd.ingest.fetch import fetch
 from odfd.ingest.fetch.mqtt import KIND_MQTT_SESSION
 from protocol.model import FetchStepMqtt, MqttQos, MqttTopicSubscription, Timestamp
 from storage.dataset import Dataset
+from storage.errors import DiskFullError
 from storage.workspace import Workspace
 from tests.fixtures.mosquitto import PASSWORD, USERNAME, Broker
 from tests.pipeline.conftest import create, data_events, rows
@@ -123,6 +127,32 @@ async def test_first_poll_without_messages_keeps_the_session(
     assert await rows(dataset, "id") == [(1,)]
 
 
+async def test_messages_of_a_failed_ingest_are_delivered_again(
+    workspace: Workspace, mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = await create(workspace, _manifest(mosquitto, password=PASSWORD))
+    assert await _pull(workspace, dataset, 1) == (False, 0)  # the session
+    _publish(
+        mosquitto,
+        ("sensors/a", {"id": 1, "temp": 1.0}, False),
+        ("sensors/b", {"id": 2, "temp": 2.0}, False),
+    )
+    head = await dataset.chain.head()
+
+    async def disk_full(*_args: Any, **_kwargs: Any) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "commit_transaction", disk_full)
+        with pytest.raises(DiskFullError):
+            await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+    assert await dataset.chain.head() == head
+    # not acknowledged: the broker delivers both again to the same session
+    assert await _pull(workspace, dataset, 3) == (False, 2)
+    assert await _pull(workspace, dataset, 4) == (True, 0)  # acknowledged once committed
+    assert await rows(dataset, "id") == [(1,), (2,)]
+
+
 @pytest.mark.parametrize(
     ("password", "stop", "message"),
     [
@@ -168,6 +198,8 @@ def test_port_8883_connects_with_tls_and_checks_the_certificate(
     monkeypatch.setenv("SSL_CERT_FILE", str(ca))  # the test CA, as a user adds theirs
     first = fetch(step, None, tmp_path / "b", now)
     assert first is not None and first.path.read_text() == ""
+    assert first.receipt is not None
+    first.receipt.settle(committed=True)  # as the ingest does once it committed
     publish.single(
         "sensors/a",
         json.dumps({"id": 1, "temp": 2.0}),
@@ -180,3 +212,5 @@ def test_port_8883_connects_with_tls_and_checks_the_certificate(
     )
     second = fetch(step, first.source_state, tmp_path / "c", now)
     assert second is not None and second.path.read_text() == '{"id": 1, "temp": 2.0}\n'
+    assert second.receipt is not None
+    second.receipt.settle(committed=True)

@@ -2,8 +2,9 @@
 
 Read contract, for every store: a dataset folder (blocks, data, refs/head) is seeded, then read
 through the store under test: in memory, on the local disk, over HTTP from a real aiohttp server
-on loopback, and from a real IPFS node's gateway. Write contract, for the writable stores (memory,
-local disk): hashes are checked before anything is visible, deletes and compare-and-swap.
+on loopback, from a real IPFS node's gateway and from a real S3 server (SeaweedFS). Write contract,
+for the writable stores (memory, local disk, S3): hashes are checked before anything is visible,
+deletes and compare-and-swap.
 """
 
 from __future__ import annotations
@@ -21,12 +22,16 @@ from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.errors import HashMismatchError, ObjectNotFoundError, RefCasError
 from storage.ipfs_client import IpfsClient, IpfsGateway
+from storage.s3_client import S3Bucket
+from storage.s3_settings import parse_s3_url
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 from storage.stores.memory import MemoryNamedStore, MemoryObjectStore, MemoryRefStore
+from storage.stores.s3 import S3NamedStore, S3ObjectStore, S3RefStore
 from tests.fixtures.ipfs_node import LocalIpfsNode
+from tests.fixtures.seaweedfs import SeaweedServer
 
 BLOCKS = [b"block one", b"block two", os.urandom(300)]
 DATA = [os.urandom(3 * 1024 * 1024 + 5), b""]
@@ -53,7 +58,9 @@ def _write_folder(root: Path) -> None:
     (root / "refs" / "head").write_text(HEAD.to_multibase())
 
 
-@pytest.fixture(params=["memory", "localfs", "http", pytest.param("ipfs", marks=pytest.mark.ipfs)])
+@pytest.fixture(
+    params=["memory", "localfs", "http", pytest.param("ipfs", marks=pytest.mark.ipfs), "s3"]
+)
 async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[Seeded]:
     root = tmp_path / "dataset"
     _write_folder(root)
@@ -80,6 +87,16 @@ async def seeded(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterato
             client = HttpClient(session, f"http://127.0.0.1:{port}/ds")
             yield Seeded(lambda kind: HttpObjectStore(client, kind), HttpRefStore(client))
         await runner.cleanup()
+    elif request.param == "s3":
+        server: SeaweedServer = request.getfixturevalue("s3_server")
+        location = parse_s3_url(server.url(server.make_bucket(), "repo/ds"))
+        bucket = S3Bucket(location, server.settings())
+        for path in root.rglob("*"):
+            if path.is_file():
+                await bucket.put(location.key(str(path.relative_to(root))), path.read_bytes())
+        yield Seeded(
+            lambda kind: S3ObjectStore(bucket, location, kind.value), S3RefStore(bucket, location)
+        )
     else:
         node: LocalIpfsNode = request.getfixturevalue("ipfs_node")
         cid = await IpfsClient(node.api_multiaddr).add_directory(root)
@@ -134,10 +151,19 @@ class Writable:
     named: NamedStore
 
 
-@pytest.fixture(params=["memory", "localfs"])
+@pytest.fixture(params=["memory", "localfs", "s3"])
 def writable(request: pytest.FixtureRequest, tmp_path: Path) -> Writable:
     if request.param == "memory":
         return Writable(MemoryObjectStore(), MemoryRefStore(), MemoryNamedStore())
+    if request.param == "s3":
+        server: SeaweedServer = request.getfixturevalue("s3_server")
+        location = parse_s3_url(server.url(server.make_bucket(), "ds"))
+        bucket = S3Bucket(location, server.settings())
+        return Writable(
+            S3ObjectStore(bucket, location, "data"),
+            S3RefStore(bucket, location),
+            S3NamedStore(bucket, location),
+        )
     return Writable(
         LocalFsObjectStore(tmp_path / "objects"),
         LocalFsRefStore(tmp_path / "refs"),

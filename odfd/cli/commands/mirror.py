@@ -43,7 +43,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument(
         "source",
         metavar="SOURCE",
-        help="URL of the dataset (http(s)://, odf+http(s)://, file://, ipfs://, ipns://)",
+        help="URL of the dataset (http(s)://, odf+http(s)://, file://, ipfs://, ipns://, s3://, "
+        "s3+http(s)://)",
     )
     add.add_argument(
         "--as", dest="alias", metavar="ALIAS", help="local name (default: the URL's last segment)"

@@ -9,6 +9,7 @@ from odfd.cli import console
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.config import load_config
 from odfd.sync.errors import SyncError
 from odfd.sync.repos import RepoError
 from odfd.sync.search import search_repo
@@ -55,9 +56,10 @@ def _search(args: argparse.Namespace) -> int:
             unknown = [n for n in names if n not in repos]
             if unknown:
                 raise RepoError(f"no repository named {', '.join(unknown)} (`odfd repo list`)")
+            s3 = load_config(workspace.layout.config_path).s3.settings()
             for name in names:
                 try:
-                    found = await search_repo(name, repos[name], args.query)
+                    found = await search_repo(name, repos[name], args.query, s3)
                 except (SyncError, OdfError) as err:
                     console.warn(f"repository {name}: {err}")
                     failed += 1

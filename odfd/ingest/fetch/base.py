@@ -21,6 +21,16 @@ KIND_LAST_MODIFIED = "odf/last-modified"
 CHUNK = 1 << 20
 
 
+class Receipt(Protocol):
+    """What a source must be told once the transaction that took its data is settled: a source
+    that delivers at least once (MQTT) acknowledges only committed data, so a failed or killed
+    ingest loses nothing (the source delivers it again)."""
+
+    def settle(self, committed: bool) -> None:
+        """``committed``: the data is durably in the dataset; otherwise leave it for redelivery."""
+        ...
+
+
 @dataclass(frozen=True, slots=True)
 class Fetched:
     """New data was fetched."""
@@ -33,6 +43,8 @@ class Fetched:
     source_event_time: Timestamp | None
     has_more: bool
     """More data is waiting (a glob matched several new files); pull again to take the next."""
+    receipt: Receipt | None = None
+    """Called once the transaction is settled (sources that hold data until acknowledged)."""
 
 
 StepT_contra = TypeVar("StepT_contra", contravariant=True)

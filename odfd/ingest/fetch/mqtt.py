@@ -5,8 +5,11 @@ odfd is an MQTT client that connects only while it pulls, so it keeps a persiste
 QoS 1 and 2 messages of the subscribed topics for it (QoS 0 ones only if the broker is set up to),
 and a message acknowledged once is never delivered again. The session's client id is made on the
 first poll and kept in the source state, so the first poll always commits (even with no messages):
-a later poll must resume the same session. Messages are acknowledged as they arrive, as the
-reference does: if the ingest transaction then fails, the broker does not deliver them again.
+a later poll must resume the same session. QoS 1 and 2 messages are acknowledged only once the
+ingest transaction that took them has committed (the ``Receipt``; the connection stays open, kept
+alive by paho's network thread, while the transaction runs): if it fails or the process is killed,
+the broker delivers them again to the same session (the reference acknowledges on arrival and
+loses them). QoS 0 messages cannot be acknowledged: a failed ingest loses those, as MQTT intends.
 
 Retained messages: a new subscription receives each topic's retained message once, as the broker
 sends it; re-subscribing to an existing one does not resend it (retain handling 1). The source state
@@ -16,8 +19,8 @@ also keeps a digest of the last retained message taken per topic, so a broker th
 TLS: the step has no field for it, so port 8883 (IANA's port for MQTT over TLS) means TLS, with
 the broker's certificate checked against the system's CAs (``SSL_CERT_FILE`` adds others).
 
-A poll ends when the broker has sent nothing for ``IDLE_SECONDS`` (or after ``MAX_POLL_SECONDS``,
-then ``has_more`` asks for another pull). Each message's payload becomes one line of the fetched
+A poll ends when the broker has sent nothing for ``IDLE_SECONDS`` (or after ``MAX_POLL_SECONDS``
+or ``MAX_MESSAGES`` unacknowledged messages, then ``has_more`` asks for another pull). Each message's payload becomes one line of the fetched
 file (a multi-line JSON payload is compacted), for the read step (usually NdJson) to parse.
 """
 
@@ -53,6 +56,9 @@ MQTT_TLS_PORT = 8883
 CONNECT_TIMEOUT_SECONDS = 10.0
 IDLE_SECONDS = 1.0
 MAX_POLL_SECONDS = 60.0
+#: Receive Maximum the client announces: the broker sends at most this many unacknowledged
+#: QoS 1/2 messages, so a poll takes at most this many (MQTT v5's largest value).
+MAX_MESSAGES = 65535
 _KEEPALIVE_SECONDS = 30
 #: The largest session expiry interval MQTT v5 has: the session never expires.
 _SESSION_NEVER_EXPIRES = 0xFFFFFFFF
@@ -119,35 +125,73 @@ class MqttFetcher:
         where = f"fetch.mqtt: broker {step.host}:{step.port}"
         if not step.topics:
             raise IngestError("fetch.mqtt: the step subscribes to no topics")
-        poll, timed_out = _poll(step, session, where)
+        client, poll, more = _poll(step, session, where)
+        receipt = _Acknowledgement(client, poll.messages)
+        try:
+            out_topics = sorted(t.path for t in step.topics)
+            retained = dict(session.retained)
+            lines: list[bytes] = []
+            for message in poll.messages:
+                if message.retain:
+                    digest = hashlib.sha256(message.payload).hexdigest()
+                    if retained.get(message.topic) == digest:
+                        continue  # taken by an earlier poll; the broker lost the session, resent it
+                    retained[message.topic] = digest
+                lines.append(_line(message))
+            new = _Session(session.client_id, out_topics, retained)
+            if prev is not None and not lines and new == prev:
+                receipt.settle(committed=True)  # only repeats of what an earlier poll took
+                return None
+            work_dir.mkdir(parents=True, exist_ok=True)
+            target = work_dir / f"fetch-{uuid.uuid4().hex}.ndjson"
+            with open(target, "wb") as out:
+                for line in lines:
+                    out.write(line)
+        except BaseException:
+            receipt.settle(committed=False)
+            raise
+        receipt.keep_alive()
+        return Fetched(target, True, new.to_state(), None, has_more=more, receipt=receipt)
 
-        out_topics = sorted(t.path for t in step.topics)
-        retained = dict(session.retained)
-        lines: list[bytes] = []
-        for message in poll.messages:
-            if message.retain:
-                digest = hashlib.sha256(message.payload).hexdigest()
-                if retained.get(message.topic) == digest:
-                    continue  # taken by an earlier poll; the broker lost the session and resent it
-                retained[message.topic] = digest
-            lines.append(_line(message))
-        new = _Session(session.client_id, out_topics, retained)
-        if prev is not None and not lines and new == prev:
-            return None
 
-        work_dir.mkdir(parents=True, exist_ok=True)
-        target = work_dir / f"fetch-{uuid.uuid4().hex}.ndjson"
-        with open(target, "wb") as out:
-            for line in lines:
-                out.write(line)
-        return Fetched(target, True, new.to_state(), None, has_more=timed_out)
+class _Acknowledgement:
+    """Acknowledges a poll's messages once its transaction committed, then disconnects (the
+    broker keeps the session); without a commit it only disconnects, and the broker delivers the
+    unacknowledged messages again on the next poll."""
+
+    def __init__(self, client: mqtt.Client, messages: list[mqtt.MQTTMessage]) -> None:
+        self._client = client
+        self._messages = messages
+        self._threaded = False
+
+    def keep_alive(self) -> None:
+        """Hands the connection to paho's network thread (pings) while the transaction runs."""
+        self._client.loop_start()
+        self._threaded = True
+
+    def settle(self, committed: bool) -> None:
+        try:
+            if committed:
+                for message in self._messages:
+                    if message.qos > 0:
+                        self._client.ack(message.mid, message.qos)
+            self._client.disconnect()  # sent after the acknowledgements, on the same connection
+            if not self._threaded:
+                self._client.loop(_LOOP_STEP_SECONDS)
+        finally:
+            if self._threaded:
+                self._client.loop_stop()
 
 
-def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bool]:
-    """Connects, (re)subscribes, collects until the broker is idle, disconnects."""
+def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[mqtt.Client, _Poll, bool]:
+    """Connects, (re)subscribes, collects until the broker is idle; returns the client still
+    connected with nothing acknowledged (on an error: disconnected), and whether more may wait."""
     poll = _Poll()
     client = mqtt.Client(
-        CallbackAPIVersion.VERSION2, client_id=session.client_id, protocol=mqtt.MQTTv5
+        CallbackAPIVersion.VERSION2,
+        client_id=session.client_id,
+        protocol=mqtt.MQTTv5,
+        manual_ack=True,
     )
     if step.username is not None:
         password = render(step.password, "fetch.password") if step.password is not None else None
@@ -157,6 +201,7 @@ def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bo
     _wire(client, poll)
     props = Properties(PacketTypes.CONNECT)
     props.SessionExpiryInterval = _SESSION_NEVER_EXPIRES
+    props.ReceiveMaximum = MAX_MESSAGES
     try:
         client.connect(
             step.host, step.port, _KEEPALIVE_SECONDS, clean_start=False, properties=props
@@ -186,14 +231,15 @@ def _poll(step: FetchStepMqtt, session: _Session, where: str) -> tuple[_Poll, bo
         started = time.monotonic()
         poll.last_activity = started
         while time.monotonic() - poll.last_activity < IDLE_SECONDS:
-            if time.monotonic() - started > MAX_POLL_SECONDS:
-                return poll, True
+            if time.monotonic() - started > MAX_POLL_SECONDS or len(poll.messages) >= MAX_MESSAGES:
+                return client, poll, True
             _loop_once(client, poll, where)
-        return poll, False
-    finally:
+        return client, poll, False
+    except BaseException:
         if poll.disconnected is None:
             client.disconnect()
             client.loop(_LOOP_STEP_SECONDS)  # sends DISCONNECT, so the broker keeps the session
+        raise
 
 
 def _wire(client: mqtt.Client, poll: _Poll) -> None:
