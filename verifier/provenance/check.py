@@ -24,7 +24,8 @@ from verifier.provenance.witness import Witnesses, compared_columns
 
 
 def witness_rows(input_slice: TransformInputSlice, offsets: Sequence[int]) -> pa.Table:
-    """The rows of ``input_slice`` at ``offsets``, in offset order, in the input's schema.
+    """The rows of ``input_slice`` at ``offsets``, in offset order, as their slices store them
+    (the engine reads the witness file as it read the slices: same types, same precision).
 
     A slice holds consecutive offsets from its first one (the data layer checks it), so a row
     is taken by position; a file that does not line up is filtered by value instead."""
@@ -45,13 +46,13 @@ def witness_rows(input_slice: TransformInputSlice, offsets: Sequence[int]) -> pa
             if not here:
                 continue
             taken = file.read().take(pa.array([o - first for o in here], pa.int64()))
-        if taken.column(column).to_pylist() != here or taken.schema != schema:
-            data = ds.dataset(str(path), format="parquet", schema=schema)
+        if taken.column(column).to_pylist() != here:
+            data = ds.dataset(str(path), format="parquet")
             taken = data.to_table(filter=ds.field(column).isin(pa.array(here, pa.int64())))
         parts.append(taken)
     if not parts:
         return schema.empty_table()
-    return pa.concat_tables(parts).sort_by(column)
+    return pa.concat_tables(parts, promote_options="permissive").sort_by(column)
 
 
 def witness_tables(request: TransformRequest, witnesses: Witnesses) -> dict[int, pa.Table]:

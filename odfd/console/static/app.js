@@ -320,7 +320,7 @@ function ProvenanceRow({ row }) {
     ${row.checked ? html` <${Pill} kind="ok">checked<//>` : null}
     <div class="mono">${values.map(([k, v]) => `${k}=${v}`).join(", ")}</div>
     ${copies.length ? html`<div class="muted">columns: ${copies.map(([out, src]) => `${out} ← ${src}`).join(", ")}</div>` : null}
-    ${row.ingest ? html`<div class="muted ingest">ingested from ${row.ingest.source}${row.ingest.sourceState
+    ${row.ingest ? html`<div class="muted ingest">ingested: ${row.ingest.source}${row.ingest.sourceState
         ? ` (${row.ingest.sourceState.kind} ${row.ingest.sourceState.value})` : ""} at ${row.ingest.systemTime}</div>` : null}
     ${row.derived && !row.traced ? html`<div class="muted">not traced further</div>` : null}
     ${row.inputs && row.inputs.length ? html`<ul>${row.inputs.map((w) => html`<${ProvenanceRow} row=${w} />`)}</ul>` : null}
