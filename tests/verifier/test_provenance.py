@@ -409,3 +409,35 @@ def test_rows_of_a_later_transaction(tmp_path: Path) -> None:
     # the second transaction's group A holds only the new A row (offset 8), not rows 0-5
     assert [[w.offset for w in r.inputs] for r in grouped] == [[8], [9]]
     assert all(r.checked for r in projected + grouped)
+
+
+def test_slices_written_in_microseconds_under_a_millisecond_schema(tmp_path: Path) -> None:
+    """Witness rows are cut out of slices in the slices' own types (here microsecond timestamps,
+    as some writers store them), so the check re-runs on what the transaction read."""
+    from protocol.codec.yaml import load_snapshot
+    from tests.console.pipelines import derivative
+    from tests.replication.datagen import create_root
+
+    root = tmp_path / "ws"
+
+    async def scenario() -> RowProvenance:
+        async with await Workspace.init(root) as workspace:
+            await create_root(workspace, "cities", slices=2, rows=5, seed=3)
+            text = derivative(
+                "cities.upper", ["cities"], 'SELECT event_time, upper(value) AS v FROM "cities"'
+            )
+            dataset = await workspace.create_from_snapshot(
+                load_snapshot(text.replace("engine: spark", "engine: datafusion"), "cities.upper")
+            )
+            await update_derivative(workspace, dataset)
+
+        async def act(workspace: Workspace, tracer: Tracer) -> RowProvenance:
+            record = await workspace.resolve("cities.upper")
+            return (await tracer.explain(record.id, [7]))[0]
+
+        return await _with_tracer(root, act)
+
+    row = asyncio.run(scenario())
+    assert row.checked and [(w.dataset, w.offset) for w in row.inputs] == [("cities", 7)]
+    assert row.values is not None and row.inputs[0].values is not None
+    assert row.values["v"] == row.inputs[0].values["value"].upper()
