@@ -109,6 +109,11 @@ class SyncConfig:
     jitter: float = 0.1
     """Each delay is stretched or shrunk by up to this fraction, so mirrors spread out."""
     max_concurrent: int = 4
+    """Syncs running at once in all (the global cap)."""
+    max_per_peer: int = 2
+    """Syncs running at once from one peer (``host:port`` of the source, or the IPFS node)."""
+    peer_connections: int = 8
+    """HTTP connections open to one peer at once, shared by every sync and probe using it."""
     parallel_objects: int = 8
     backoff_initial: float = 30.0
     backoff_max: float = 3600.0
@@ -411,6 +416,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "default_interval": _positive_duration,
             "jitter": _fraction,
             "max_concurrent": _int(1),
+            "max_per_peer": _int(1),
+            "peer_connections": _int(1),
             "parallel_objects": _int(1),
             "backoff_initial": _positive_duration,
             "backoff_max": _positive_duration,

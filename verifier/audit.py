@@ -20,10 +20,12 @@ from typing import Any, Literal
 
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind, Timestamp
+from storage.catalog.audit_chains import AuditChainTable
 from storage.catalog.audit_files import KEY_FILE, AuditFileTable, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from verifier.audit_state import AuditState
+from verifier.chain_memory import VerifiedChain
 from verifier.data_layer import check_data
 from verifier.errors import VerifyUsageError
 from verifier.metadata_layer import MetadataOutcome, check_metadata
@@ -128,6 +130,7 @@ class _Audit:
         self._integrity: dict[tuple[DatasetId, RangeRequest], _Integrity] = {}
         self._in_progress: set[DatasetId] = set()
         self._files: AuditFileTable | None = None
+        self._chains: AuditChainTable | None = None
 
     async def audit(self, dataset_id: DatasetId, role: Role) -> DatasetReport:
         """All layers of one dataset (its upstream first, with ``recursive``)."""
@@ -186,7 +189,15 @@ class _Audit:
         key = (dataset_id, request)
         if key not in self._integrity:
             dataset, alias = await self._open(dataset_id)
-            metadata = await check_metadata(dataset, request, alias, self.progress)
+            remember = self.options.audit_state != "off"
+            known = await self._known_chain(dataset_id) if remember else None
+            metadata = await check_metadata(
+                dataset, request, alias, self.progress, remember=remember, known=known
+            )
+            if metadata.verified is not None:
+                await (await self._audit_chains()).save(
+                    dataset_id, metadata.verified.head, metadata.verified.to_bytes()
+                )
             if metadata.survey is None or metadata.result.status is not Status.OK:
                 data = LayerResult.cannot_verify(Layer.DATA, "metadata integrity did not pass")
             else:
@@ -201,10 +212,27 @@ class _Audit:
 
     async def _audit_files(self) -> AuditFileTable:
         if self._files is None:
-            key_path = self.workspace.layout.keys_dir / KEY_FILE
-            key = await asyncio.to_thread(load_or_create_key, key_path)
-            self._files = AuditFileTable(self.workspace.catalog, key)
+            self._files = AuditFileTable(self.workspace.catalog, await self._state_key())
         return self._files
+
+    async def _audit_chains(self) -> AuditChainTable:
+        if self._chains is None:
+            self._chains = AuditChainTable(self.workspace.catalog, await self._state_key())
+        return self._chains
+
+    async def _state_key(self) -> bytes:
+        key_path = self.workspace.layout.keys_dir / KEY_FILE
+        return await asyncio.to_thread(load_or_create_key, key_path)
+
+    async def _known_chain(self, dataset_id: DatasetId) -> VerifiedChain | None:
+        """What an earlier audit remembered of the chain (incremental audits only)."""
+        if self.options.audit_state != "incremental":
+            return None
+        row = await (await self._audit_chains()).load(dataset_id)
+        if row is None:
+            return None
+        known = VerifiedChain.from_bytes(row[1])
+        return known if known is not None and known.head == row[0] else None
 
     async def _load_state(self, dataset_id: DatasetId) -> AuditState | None:
         if self.options.audit_state == "off":

@@ -25,6 +25,8 @@ TEXT_FORMATS = FORMATS[:-1]
 class OutputError(OdfdError):
     """The result cannot be written as asked."""
 
+    exit_code = 2  # the output arguments are wrong, found before any engine starts
+
 
 def write_result(table: pa.Table, fmt: str, path: Path | None, out: TextIO | None = None) -> None:
     if fmt == "parquet":

@@ -25,7 +25,7 @@ def add_to(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
         "--yes",
         action="store_true",
         default=default,
-        help="do not ask for confirmation (delete, reset)",
+        help="do not ask for confirmation (delete, reset, compact, add --replace)",
     )
 
 

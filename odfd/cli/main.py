@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from odfd.cli import console, global_options
 from odfd.cli.failures import describe_os_error
+from odfd.cli.workspace_args import add_root_argument
 from odfd.config import unknown_environment
 from protocol.errors import OdfError
 
@@ -63,6 +64,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
+    "compact": (
+        "compact",
+        "merge small data slices into fewer files (rewrites history; asks first)",
+    ),
     "new": ("new", "write a manifest template for a new dataset"),
     "search": ("search", "find datasets by name here and on the named repositories"),
     "inspect": ("inspect", "lineage, schema and queries of a dataset"),
@@ -85,6 +90,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action=_VersionAction)
     global_options.add_to(parser, top_level=True)
+    add_root_argument(parser, top_level=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     for name, (module_name, summary) in COMMANDS.items():
         if command is None or name == command:
@@ -98,10 +104,12 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 
 def _command_in(argv: Sequence[str]) -> str | None:
     """The command ``argv`` runs (its first word after the top-level options), if it is one."""
-    for word in argv:
-        if word.startswith("-"):
-            continue
-        return word if word in COMMANDS else None
+    words = iter(argv)
+    for word in words:
+        if word == "--root":
+            next(words, None)  # its value is not the command
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
     return None
 
 

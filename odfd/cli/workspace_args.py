@@ -6,7 +6,6 @@ Imported by every command module when the parser is built, so it imports nothing
 from __future__ import annotations
 
 import argparse
-import asyncio
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -18,11 +17,13 @@ if TYPE_CHECKING:
 WORKSPACE_ENV = "ODFD_HOME"
 
 
-def add_root_argument(parser: argparse.ArgumentParser) -> None:
+def add_root_argument(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
+    """``--root DIR``, accepted before the command (``odfd --root DIR list``) and after it; below
+    the top level it defaults to "not given", so a ``--root`` before the command is kept."""
     parser.add_argument(
         "--root",
         type=Path,
-        default=None,
+        default=None if top_level else argparse.SUPPRESS,
         metavar="DIR",
         help=f"workspace folder (default: ${WORKSPACE_ENV}, else the nearest .odfd here or above)",
     )
@@ -41,5 +42,7 @@ def run_in_workspace(
         async with await Workspace.open(args.root) as workspace:
             load_config(workspace.layout.config_path)
             return await command(workspace)
+
+    import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from odfd.coordinator.commit import StagedFiles, commit_transaction, transaction_dir
+from odfd.coordinator.ingest_memo import NoOpMemo, input_hash, key_at, memo_applies
 from odfd.coordinator.schema import ingest_schema_event
 from odfd.ingest import bad_rows
 from odfd.ingest.errors import BadInputError, IngestError, SourceError
@@ -167,8 +168,18 @@ async def ingest_push(
     if await asyncio.to_thread(_empty_input, path, source.read):
         # nothing to read: answered without starting Spark
         return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
+    memo = None
+    if dataset.id is not None and memo_applies(
+        source.merge, source.preprocess, Vocab.of(state.vocab)
+    ):
+        memo = NoOpMemo(workspace.root, dataset.id)
+        digest = await input_hash(path)
+        if await memo.holds(key_at(state.head, digest, source_name, input_format)):
+            return IngestOutcome(
+                alias, True, reason="no new records (this file added nothing at this head before)"
+            )
     async with transaction_dir(workspace.root) as work:
-        return await _transaction(
+        outcome = await _transaction(
             dataset,
             alias,
             state,
@@ -180,6 +191,11 @@ async def ingest_push(
             source_state=None,
             has_more=False,
         )
+    if memo is not None:
+        # Not added now, or just added: either way the same file adds nothing at this head.
+        head = state.head if outcome.up_to_date else outcome.new_head
+        await memo.record(key_at(head, digest, source_name, input_format))
+    return outcome
 
 
 def _empty_input(path: Path, read: object) -> bool:

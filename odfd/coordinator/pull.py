@@ -7,15 +7,18 @@ replication layer; this module updates datasets from their own sources.)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from odfd.coordinator.compact import CompactionOptions, execute_compaction, plan_compaction
 from odfd.coordinator.ingest import pull_root, set_watermark
-from odfd.coordinator.transform import update_derivative
+from odfd.coordinator.retry import retry_lost_race
+from odfd.coordinator.transform import InputHistoryRewrittenError, update_derivative
 from odfd.errors import OdfdError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind, Timestamp
 from storage.dataset import Dataset
+from storage.errors import RefCasError
 from storage.workspace import Workspace
 
 
@@ -39,8 +42,15 @@ async def pull_local(
     fetch_uncacheable: bool = False,
     watermark: Timestamp | None = None,
     system_time: Timestamp | None = None,
+    on_retry: Callable[[str, RefCasError], None] | None = None,
+    reset_diverged: Callable[[str], None] | None = None,
 ) -> list[PullOutcome]:
-    """Updates the named datasets (and, with ``recursive``, everything upstream of them)."""
+    """Updates the named datasets (and, with ``recursive``, everything upstream of them). A
+    dataset whose transaction lost the race for its head to another writer is pulled once more
+    (``on_retry(alias, error)`` is told). With ``reset_diverged``, a derivative whose input's
+    history was rewritten (compacted, reset) is reset to its metadata and recomputed from the
+    start (``reset_diverged(alias)`` is told), as the reference's
+    ``--reset-derivatives-on-diverged-input``; without it that is an error."""
     targets = [(await workspace.resolve(ref)).id for ref in refs]
     if watermark is not None:
         return [
@@ -51,7 +61,25 @@ async def pull_local(
     outcomes = []
     for dataset_id in order:
         dataset = workspace.open_dataset(dataset_id)
-        outcomes.append(await _pull_one(workspace, dataset, fetch_uncacheable, system_time))
+        alias = await dataset.alias() or str(dataset_id)
+
+        def retrying(lost: RefCasError, alias: str = alias) -> None:
+            if on_retry is not None:
+                on_retry(alias, lost)
+
+        async def attempt(dataset: Dataset = dataset) -> PullOutcome:
+            try:
+                return await _pull_one(workspace, dataset, fetch_uncacheable, system_time)
+            except InputHistoryRewrittenError:
+                if reset_diverged is None:
+                    raise
+            name = await dataset.alias() or str(dataset.id)
+            plan = await plan_compaction(dataset, name, CompactionOptions(keep_metadata_only=True))
+            await execute_compaction(workspace.root, dataset, plan)
+            reset_diverged(name)
+            return await _pull_one(workspace, dataset, fetch_uncacheable, system_time)
+
+        outcomes.append(await retry_lost_race(attempt, retrying))
     return outcomes
 
 

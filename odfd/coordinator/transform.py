@@ -23,6 +23,7 @@ from protocol.model import (
 )
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.errors import ObjectNotFoundError
 from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
@@ -33,6 +34,11 @@ from verifier.engine.transform import TransformInputSlice, TransformRequest
 
 class TransformNotDefinedError(OdfdError):
     """The dataset is not derivative or has no ``SetTransform``."""
+
+
+class InputHistoryRewrittenError(OdfdError):
+    """An input's history no longer holds the block the last transaction read up to (it was
+    compacted or reset): the derivative's history cannot continue from it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +72,15 @@ async def update_derivative(
         if input_state.schema is None:
             return TransformOutcome(alias, True, reason=f"input {declared.alias} has no data yet")
         query_input = next_query_input(input_id, state, input_state)
+        last_read = query_input.prev_block_hash
+        if last_read is not None and not await _in_history(input_dataset, last_read):
+            raise InputHistoryRewrittenError(
+                f"{alias} last read input {declared.alias or input_id} up to block {last_read}, "
+                "which is no longer in that input's history (it was compacted or reset); pull it "
+                "with --reset-derivatives-on-diverged-input, or run `odfd compact "
+                f"--keep-metadata-only {alias}` and pull it again, to recompute it from the new "
+                "history"
+            )
         query_inputs.append(query_input)
         engine_inputs.append(
             await input_slice(input_dataset, query_input, declared.alias or str(input_id))
@@ -139,6 +154,18 @@ def next_query_input(
         prev_offset=prev_offset,
         new_offset=last_offset if last_offset != prev_offset else None,
     )
+
+
+async def _in_history(dataset: Dataset, block_hash: Multihash) -> bool:
+    """Whether ``block_hash`` is the head of ``dataset`` or one of its ancestors."""
+    try:
+        target = await dataset.chain.get_block(block_hash)
+    except ObjectNotFoundError:
+        return False
+    async for hash, block in dataset.chain.iter_blocks():
+        if block.sequence_number <= target.sequence_number:
+            return hash == block_hash
+    return False
 
 
 def _input_id(ref: object, alias: str) -> DatasetId:

@@ -48,12 +48,13 @@ class DerivativeUpdater:
         self.runner = JobRunner("transform", self._run, 1)
 
     async def _local_derivatives(self) -> list[DatasetRecord]:
-        """Local, non-mirrored derivative datasets."""
-        mirrored = {m.name.lower() for m in await MirrorTable(self.workspace.catalog).list()}
+        """Local, non-mirrored derivative datasets. Runs after every sync that moved a head:
+        it reads the derivatives and looks each up among the mirrors, never every mirror."""
+        mirrors = MirrorTable(self.workspace.catalog)
         return [
             record
-            for record in await self.workspace.list_datasets()
-            if record.kind is DatasetKind.DERIVATIVE and record.alias.lower() not in mirrored
+            for record in await self.workspace.catalog.list_datasets(DatasetKind.DERIVATIVE)
+            if await mirrors.get(record.alias) is None
         ]
 
     async def dependants(self, dataset_id: DatasetId) -> list[DatasetId]:

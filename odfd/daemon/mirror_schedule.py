@@ -1,7 +1,8 @@
 """Mirror bookkeeping of the daemon: one timer per active mirror, each sync attempt recorded.
 
 Timers start from the times stored in the catalog (so a restart resumes every schedule), at most
-``[sync] max_concurrent`` syncs run at once, an attempt is bounded by ``[sync] attempt_timeout``,
+``[sync] max_concurrent`` syncs run at once and at most ``[sync] max_per_peer`` from one peer
+(due mirrors of different peers take turns), an attempt is bounded by ``[sync] attempt_timeout``,
 and its record sets the mirror's next run (interval or exponential backoff, jittered), the
 metrics, and the ``Synced`` condition of the mirror's resource. What happens to a dataset that
 moved is the daemon's business: it hears of it through ``on_moved``.
@@ -15,6 +16,7 @@ import random
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -60,8 +62,15 @@ class MirrorSchedule:
         self.table = MirrorTable(workspace.catalog)
         self.session: aiohttp.ClientSession | None = None
         self._on_moved = on_moved
+        self._peers: dict[str, str] = {}
+        """Mirror name -> the peer it syncs from (what ``max_per_peer`` counts by)."""
         self.runner = JobRunner(
-            "sync", self._sync_job, config.sync.max_concurrent, on_change=self._queue_changed
+            "sync",
+            self._sync_job,
+            config.sync.max_concurrent,
+            on_change=self._queue_changed,
+            group_of=self._peer_of,
+            group_limit=config.sync.max_per_peer,
         )
 
     async def load(self, *, startup: bool = False) -> int:
@@ -70,6 +79,7 @@ class MirrorSchedule:
         records = await self.table.list()
         now = datetime.now(UTC)
         active = set()
+        self._peers = {record.name: peer_of(record.source) for record in records}
         for record in records:
             if record.paused:
                 self.runner.cancel(record.name)
@@ -94,6 +104,8 @@ class MirrorSchedule:
     async def changed(self, name: str) -> None:
         """A controller added, changed, paused or removed the mirror ``name``."""
         record = await self.table.get(name)
+        if record is not None:
+            self._peers[name] = peer_of(record.source)
         if record is None or record.paused:
             self.runner.cancel(name)
         elif not self.runner.is_busy(name):
@@ -115,6 +127,9 @@ class MirrorSchedule:
                 "at": _rfc3339(audit.finished_at),
             },
         )
+
+    def _peer_of(self, key: Hashable) -> str:
+        return self._peers.get(str(key), "")
 
     def _queue_changed(self, queued: int, running: int) -> None:
         self.metrics.queue_depth.set(queued)
@@ -272,6 +287,22 @@ def failed_report(
     )
     moved = new_head is not None and new_head != old_head
     return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]  # an attempt that ended early has no source report; SyncReport types it as present
+
+
+def peer_of(source: str) -> str:
+    """Whom a sync from ``source`` loads: ``host:port`` of an HTTP peer, the IPFS node for
+    ``ipfs://`` and ``ipns://`` (they are fetched through it), the local disk for ``file://``."""
+    parts = urlsplit(source)
+    scheme = parts.scheme.lower().removeprefix("odf+")
+    if scheme in ("http", "https"):
+        try:
+            port = parts.port or (443 if scheme == "https" else 80)
+        except ValueError:
+            port = 0  # a bad port: the sync reports it; any group will do until then
+        return f"{(parts.hostname or '').lower()}:{port}"
+    if scheme in ("ipfs", "ipns"):
+        return "ipfs"
+    return scheme
 
 
 def _rfc3339(at: datetime) -> str:

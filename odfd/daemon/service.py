@@ -70,6 +70,7 @@ STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
 _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
+_RECONCILE_UNSETTLED = "reconcile-unsettled"
 _RESIGN = "resign"
 
 
@@ -141,7 +142,9 @@ class Daemon:
         self._owns_spark = not spark_session.is_running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
-        self._session = aiohttp.ClientSession()
+        # Per-peer connection cap (aiohttp counts by host, port and TLS), shared by every sync.
+        connector = aiohttp.TCPConnector(limit_per_host=self.config.sync.peer_connections)
+        self._session = aiohttp.ClientSession(connector=connector)
         self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_admin()
@@ -318,8 +321,9 @@ class Daemon:
             if getattr(new, name) != getattr(self.config, name)
             and not (name == "server" and _same_server(new, self.config))
         ]
-        if new.sync.max_concurrent != self.config.sync.max_concurrent:
-            needs_restart.append("sync.max_concurrent")
+        for key in ("max_concurrent", "max_per_peer", "peer_connections"):
+            if getattr(new.sync, key) != getattr(self.config.sync, key):
+                needs_restart.append(f"sync.{key}")
         if new.audit.max_concurrent != self.config.audit.max_concurrent:
             needs_restart.append("audit.max_concurrent")
         self.config = new
@@ -352,7 +356,9 @@ class Daemon:
     async def _synced(self, dataset_id: DatasetId) -> None:
         """A sync moved a dataset's head."""
         await self._dataset_moved(dataset_id, "sync")
-        self.chores.run_now(_RECONCILE)  # resources may have waited for this dataset
+        # Resources may have waited for this dataset: only those not yet Ready, so a burst of
+        # syncs does not re-reconcile thousands of settled Mirror resources each.
+        self.chores.run_now(_RECONCILE_UNSETTLED)
 
     async def _dataset_moved(self, dataset_id: DatasetId, trigger: str) -> None:
         if self.config.audit.after_sync:
@@ -397,9 +403,9 @@ class Daemon:
         self.withheld.update(dataset_id for dataset_id, audit in latest.items() if audit.failing)
 
     async def _refresh_gauges(self) -> None:
-        self.metrics.datasets.set(len(await self.workspace.list_datasets()))
-        latest = await self.auditor.table.latest_all()
-        self.metrics.datasets_failing.set(sum(1 for audit in latest.values() if audit.failing))
+        """Counted in SQL: this runs after every audit, and a node may hold 10,000 datasets."""
+        self.metrics.datasets.set(await self.workspace.catalog.count_datasets())
+        self.metrics.datasets_failing.set(await self.auditor.table.count_failing())
 
     # --- controller hooks ------------------------------------------------------------------------
 
@@ -420,6 +426,8 @@ class Daemon:
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
+        elif key == _RECONCILE_UNSETTLED:
+            await self.reconciler.reconcile_all(unsettled_only=True)
         elif key == _RESIGN:
             if self.config.daemon.resign_interval > 0:
                 self.chores.schedule_at(

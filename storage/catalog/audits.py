@@ -107,6 +107,15 @@ class AuditTable:
         )
         return {record.dataset_id: record for record in map(_record, rows)}
 
+    async def count_failing(self) -> int:
+        """Datasets whose newest audit failed (``AuditRecord.failing``), counted in SQL."""
+        row = await self._sql.fetchone(
+            "SELECT count(*) FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY"
+            " dataset_id) AND status IN ('failed', 'error')"
+        )
+        assert row is not None  # count(*) always answers one row
+        return int(row[0])
+
     async def last_full(self) -> dict[DatasetId, datetime]:
         """When each dataset last had a full audit (the audit schedule resumes from it)."""
         rows = await self._sql.fetchall(

@@ -187,11 +187,19 @@ class Catalog:
         assert mine is not None and others is not None  # both always answer one row
         return int(mine[0]), int(others[0])
 
-    async def list_datasets(self) -> list[DatasetRecord]:
+    async def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
+        """Every dataset, or those of ``kind`` (a node mirroring thousands of root datasets asks
+        for its few derivatives without reading every row)."""
+        where, params = ("", ()) if kind is None else (" WHERE kind = ?", (_KIND_TO_TEXT[kind],))
         rows = await self.sql.fetchall(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets ORDER BY alias COLLATE NOCASE"
+            f"SELECT {_DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
         )
         return [_dataset(row) for row in rows]
+
+    async def count_datasets(self) -> int:
+        row = await self.sql.fetchone("SELECT count(*) FROM datasets")
+        assert row is not None  # count(*) always answers one row
+        return int(row[0])
 
     async def update_head(self, id: DatasetId, head: Multihash, head_sequence: int) -> None:
         changes = await self.sql.execute(

@@ -24,8 +24,14 @@ def from_text(text: str) -> datetime: ...
 @overload
 def from_text(text: None) -> None: ...
 def from_text(text: str | None) -> datetime | None:
-    """A NOT NULL column gives a ``datetime``, a nullable one ``datetime | None``."""
-    return None if text is None else datetime.strptime(text, _FORMAT).replace(tzinfo=UTC)
+    """A NOT NULL column gives a ``datetime``, a nullable one ``datetime | None``.
+
+    ``fromisoformat`` reads ``to_text``'s form some 50x faster than ``strptime``, which matters
+    when ``odfd status`` or the daemon's start reads 10,000 mirrors of several instants each."""
+    if text is None:
+        return None
+    moment = datetime.fromisoformat(text)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def hash_to_text(value: Multihash | None) -> str | None:

@@ -370,6 +370,25 @@ class MetadataChain:
         state = await self.state(block, use_current_head=False)
         return await self._move_head(expected_head, state)
 
+    async def replace_history(
+        self, blocks: Sequence[MetadataBlock], *, expected_head: Multihash
+    ) -> Multihash:
+        """Make ``blocks`` (a whole chain, ``Seed`` first) the history, replacing the one ending
+        at ``expected_head`` (``odfd compact``). The new chain is checked from its ``Seed`` by
+        the rules, every object it names must be stored, its blocks are stored, and only then
+        does head move, by compare-and-swap; the old blocks stay in the store, unreferenced."""
+        if not blocks or blocks[0].prev_block_hash is not None:
+            raise StorageError("replace_history needs a whole chain, starting at its Seed")
+        state = ChainState(self.dataset_id)
+        encoded: list[bytes] = []
+        for block in blocks:
+            hash, data = hash_block(block)
+            state.apply(hash, block)
+            await self._check_objects(hash, block)
+            encoded.append(data)
+        await self.blocks.put_many(encoded)
+        return await self._move_head(expected_head, state)
+
     async def _move_head(self, expected: Multihash | None, state: ChainState) -> Multihash:
         new_head = state.head
         assert new_head is not None  # state advanced by at least one block

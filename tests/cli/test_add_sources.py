@@ -102,6 +102,60 @@ def test_add_replace_refuses_a_dataset_another_reads(
     assert err.count("Deleted: ") == 3 and err.count("Added: ") == 3
 
 
+def test_add_replace_creates_the_new_datasets_before_deleting_the_old(
+    workspace_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A manifest that fails only when its dataset is created (here a transform on a root,
+    found by the workspace's checks) leaves every old dataset as it was, even those of the batch
+    already staged before it."""
+
+    def datasets() -> dict[str, str]:
+        return {
+            path: digest
+            for path, digest in fingerprint(workspace_root).items()
+            if path.startswith(("datasets/", "keys/"))
+        }
+
+    ids_before = _ids(capsys, workspace_root)
+    files_before = datasets()
+    broken = tmp_path / "derivatives.yaml"
+    broken.write_bytes(
+        (MANIFESTS / "derivatives.yaml")
+        .read_bytes()
+        .replace(
+            b"name: test.deriv.joined\n  kind: Derivative", b"name: test.deriv.joined\n  kind: Root"
+        )
+    )
+    url_csv = MANIFESTS / "root-url-csv.yaml"
+    code, _, err = run(
+        capsys, "add", "--root", str(workspace_root), "--replace", "-y", str(url_csv), str(broken)
+    )
+    assert code == 1
+    assert err.strip() == (
+        "error: cannot replace test.deriv.joined: dataset test.deriv.joined: metadata[0] "
+        "(SetTransform): only allowed on derivative datasets; nothing was changed"
+    )
+    assert _ids(capsys, workspace_root) == ids_before
+    assert datasets() == files_before
+
+    code, _, err = run(
+        capsys,
+        "add",
+        "--root",
+        str(workspace_root),
+        "--replace",
+        "-y",
+        str(url_csv),
+        str(MANIFESTS / "derivatives.yaml"),
+    )
+    assert code == 0, err
+    ids_after = _ids(capsys, workspace_root)
+    assert sorted(ids_after) == sorted(ids_before)
+    replaced = ["test.root.url-csv", "test.deriv.joined", "test.deriv.summary"]
+    assert all(ids_after[name] != ids_before[name] for name in replaced)
+    assert "replacing" not in " ".join(ids_after)
+
+
 def test_add_stdin(
     workspace_root: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

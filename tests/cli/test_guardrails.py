@@ -374,14 +374,14 @@ def test_sql_argument_errors_come_before_the_workspace_and_the_engine(
 ) -> None:
     nowhere = str(tmp_path / "no-workspace")  # reaching the workspace would be another error
     code, _, err = run(capsys, "sql", "--root", nowhere, "-o", "parquet", "SELECT 1")
-    assert code == 1 and _one_line(err) == (
+    assert code == 2 and _one_line(err) == (
         "error: --output-format parquet needs --output-path FILE"
     )
     code, _, err = run(capsys, "sql", "--root", nowhere, "-c", "SELECT 1", "SELECT 2")
-    assert code == 1 and "give one of QUERY, -c QUERY and --script FILE" in err
+    assert code == 2 and "give one of QUERY, -c QUERY and --script FILE" in err
     script = tmp_path / "empty.sql"
     script.write_text("-- nothing here\n;\n")
     code, _, err = run(capsys, "sql", "--root", nowhere, "--script", str(script))
-    assert code == 1 and _one_line(err) == f"error: {script}: holds no SQL statement"
+    assert code == 2 and _one_line(err) == f"error: {script}: holds no SQL statement"
     code, _, err = run(capsys, "tail", "--root", nowhere, "-o", "parquet", "x")
-    assert code == 1 and "needs --output-path FILE" in err
+    assert code == 2 and "needs --output-path FILE" in err

@@ -71,6 +71,8 @@ def test_commands_without_an_engine_load_none(root: Path, argv: list[str]) -> No
     assert "odfd" in loaded
     assert [name for name in loaded if name in ENGINE_MODULES] == []
     assert [name for name in loaded if name in CLIENT_MODULES] == []
+    if argv == ["--help"]:  # building the parser runs nothing: not even an event loop
+        assert "asyncio" not in loaded
 
 
 def test_each_commands_summary_is_its_own_help() -> None:

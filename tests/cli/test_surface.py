@@ -80,6 +80,21 @@ def test_global_options_before_or_after_the_command(
     code, _, err = run(capsys, "tail", "-v", "--root", str(workspace_root), "nosuch")
     assert code == 1 and err.startswith("Traceback")
     assert err.splitlines()[-1] == f"error: dataset nosuch is not in the workspace {workspace_root}"
+    # --root too, before the command (the value is not taken for the command) or after it
+    listed = [
+        run(capsys, *argv)
+        for argv in (
+            ("--root", str(workspace_root), "list", "-o", "json"),
+            (f"--root={workspace_root}", "list", "-o", "json"),
+            ("list", "-o", "json", "--root", str(workspace_root)),
+        )
+    ]
+    assert [code for code, _, _ in listed] == [0, 0, 0]
+    assert len({out for _, out, _ in listed}) == 1 and '"x"' in listed[0][1]
+    code, out, _ = run(
+        capsys, "--root", str(workspace_root), "new", "n", "--root", "--output-path", "-"
+    )
+    assert code == 0 and "kind: Root" in out  # `new --root` still means a root dataset
 
 
 def test_every_listing_command_takes_the_same_output_format_names() -> None:

@@ -121,13 +121,16 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
         }
 
         # An edited spec: a new generation, Pending until reconciled, then exactly the change.
+        assert await table.list_unsettled() == []  # all Ready: what a sync skips
         _write(folder, description="Events, deduplicated", every="1h")
         results = await apply_manifests(workspace, load_manifests([folder]))
         assert [(r.change, r.record.generation, r.record.status["phase"]) for r in results] == [
             ("configured", 2, "Pending"),
             ("configured", 2, "Pending"),
         ]
-        await Reconciler(workspace, SyncConfig()).reconcile_all()
+        assert {r.name for r in await table.list_unsettled()} == {"local.events", "remote.cities"}
+        await Reconciler(workspace, SyncConfig()).reconcile_all(unsettled_only=True)
+        assert await table.list_unsettled() == []
         updated = await workspace.resolve("local.events")
         assert updated.head_sequence == 3
         head_block = await workspace.open_dataset(updated.id).chain.get_block(updated.head)
@@ -138,6 +141,14 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
                 resource.status["phase"] == "Ready" and resource.status["observedGeneration"] == 2
             )
             assert resource_document(resource)["headers"]["generation"] == 2
+
+        # A settled resource's mirror edited behind its back (drift): the full pass puts it back.
+        mirrors = MirrorTable(workspace.catalog)
+        await mirrors.set_paused("remote.cities", True)
+        await Reconciler(workspace, SyncConfig()).reconcile_all(unsettled_only=True)
+        assert (await mirrors.require("remote.cities")).paused  # a sync's pass leaves it
+        await Reconciler(workspace, SyncConfig()).reconcile_all()
+        assert not (await mirrors.require("remote.cities")).paused
 
 
 async def test_failures_are_reported_in_status(tmp_path: Path) -> None:

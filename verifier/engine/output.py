@@ -171,12 +171,12 @@ def _write(
             pending.append(out)
             pending_rows += out.num_rows
             if pending_rows >= ROW_GROUP_ROWS:
-                writer = writer or _open_writer(out_path, schema)
+                writer = writer or open_slice_writer(out_path, schema)
                 writer.write_table(pa.Table.from_batches(pending, schema))
                 pending, pending_rows = [], 0
         if next_offset == start_offset:
             return None
-        writer = writer or _open_writer(out_path, schema)
+        writer = writer or open_slice_writer(out_path, schema)
         if pending:
             writer.write_table(pa.Table.from_batches(pending, schema))
         writer.close()
@@ -196,7 +196,7 @@ def _write(
     )
 
 
-def _open_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
+def open_slice_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
     path.parent.mkdir(parents=True, exist_ok=True)
     return pq.ParquetWriter(
         str(path),

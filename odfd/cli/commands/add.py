@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import sys
+import uuid
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
@@ -12,10 +13,10 @@ from odfd.cli.manifest_source import ManifestError, read_manifests
 from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import yaml as odf_yaml
-from protocol.identity import AccountName, DatasetAlias
+from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
 from protocol.model import DatasetSnapshot, SetTransform
 from storage.errors import DatasetExistsError, InvalidSnapshotError, StorageError
-from storage.snapshots import check_snapshot, dependency_order
+from storage.snapshots import check_snapshot, dependency_order, normalize_snapshot
 from storage.workspace import Workspace
 
 
@@ -34,8 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--replace",
         action="store_true",
-        help="delete an existing dataset of the same name first (asks unless -y; refused while "
-        "another dataset reads it)",
+        help="replace an existing dataset of the same name (asks unless -y; the new one is "
+        "created first, so a failing manifest changes nothing; refused while another dataset "
+        "reads it)",
     )
     parser.add_argument("--name", help="alias for the dataset (only with a single manifest)")
     parser.add_argument(
@@ -76,8 +78,8 @@ def _add(args: argparse.Namespace) -> int:
             raise ManifestError(f"Failed to add dataset {snapshot.name}: {error}") from None
 
     async def run(workspace: Workspace) -> int:
-        if args.replace:
-            await _delete_replaced(args, workspace, snapshots)
+        if args.replace and await _replace(args, workspace, snapshots):
+            return 0
         failures = 0
         for snapshot in _in_order(snapshots):
             try:
@@ -95,17 +97,20 @@ def _add(args: argparse.Namespace) -> int:
     return run_in_workspace(args, run)
 
 
-async def _delete_replaced(
+async def _replace(
     args: argparse.Namespace, workspace: Workspace, snapshots: list[DatasetSnapshot]
-) -> None:
-    """Deletes the existing datasets the batch names again, after checking that none is read by
-    a dataset the batch does not replace (it would be left reading a dataset that is gone)."""
+) -> bool:
+    """Replaces the existing datasets the batch names again; ``False`` when it names none (a
+    plain add then). The whole batch is created first under staging names, so a manifest that
+    fails leaves every old dataset as it was; only then are the old ones deleted (readers
+    first) and the new ones renamed into place. Refused, changing nothing, while a dataset the
+    batch does not replace reads one it does (it would be left reading a dataset that is gone)."""
     records = await workspace.list_datasets()
     by_name = {r.alias.lower(): r for r in records}
     wanted = {str(s.name).lower() for s in snapshots}
     doomed = [by_name[name] for name in sorted(wanted) if name in by_name]
     if not doomed:
-        return
+        return False
     await _check_inputs(workspace, snapshots, wanted)
     readers = await readers_of(workspace, records)
     blocked = blocked_by_readers(doomed, readers)
@@ -118,9 +123,53 @@ async def _delete_replaced(
             + " (replace or delete those too); nothing was changed"
         )
     confirm(args, f"Replace {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
+    staged = await _stage(workspace, snapshots)
     for record in downstream_first(doomed, readers):
         await workspace.delete_dataset(str(record.id))
         console.info(f"Deleted: {record.alias} ({record.id})")
+    for snapshot, dataset_id in staged:
+        await workspace.rename_dataset(str(dataset_id), snapshot.name)
+        console.info(f"Added: {snapshot.name} ({dataset_id})")
+    return True
+
+
+async def _stage(
+    workspace: Workspace, snapshots: list[DatasetSnapshot]
+) -> list[tuple[DatasetSnapshot, DatasetId]]:
+    """Creates the batch under staging names, inputs in the batch resolved to their new
+    datasets; on any failure removes what it created and raises, naming the manifest."""
+    new_ids: dict[str, DatasetId] = {}
+    staged: list[tuple[DatasetSnapshot, DatasetId]] = []
+
+    async def resolve(ref: DatasetRef) -> DatasetId | None:
+        if ref.alias is not None and str(ref.alias).lower() in new_ids:
+            return new_ids[str(ref.alias).lower()]
+        record = await workspace.try_resolve(ref)
+        return None if record is None else record.id
+
+    try:
+        for snapshot in _in_order(snapshots):
+            key = str(snapshot.name).lower()
+            if key in new_ids:
+                console.info(f"Skipped: {snapshot.name}: named twice in the manifests")
+                continue
+            try:
+                events = await normalize_snapshot(snapshot, resolve)
+                dataset = await workspace.create_dataset(
+                    f"{snapshot.name}-replacing-{uuid.uuid4().hex[:8]}", snapshot.kind, events
+                )
+            except StorageError as error:
+                raise StorageError(
+                    f"cannot replace {snapshot.name}: {error}; nothing was changed"
+                ) from None
+            assert dataset.id is not None  # created datasets have their id
+            new_ids[key] = dataset.id
+            staged.append((snapshot, dataset.id))
+    except BaseException:
+        for _, dataset_id in reversed(staged):
+            await workspace.delete_dataset(str(dataset_id))
+        raise
+    return staged
 
 
 async def _check_inputs(

@@ -15,9 +15,11 @@ from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.engine import configure_engine
-from odfd.coordinator.ingest import ingest_push
+from odfd.coordinator.ingest import IngestOutcome, ingest_push
+from odfd.coordinator.retry import retry_lost_race
 from odfd.ingest.formats import FORMATS
 from protocol.model import Timestamp
+from storage.errors import RefCasError
 from storage.workspace import Workspace
 
 
@@ -51,15 +53,25 @@ def _ingest(args: argparse.Namespace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
         for name in args.files:
             with _input_file(name, workspace.root) as path:
-                async with working(f"ingest {args.dataset}: {name}"):
-                    outcome = await ingest_push(
-                        workspace,
-                        dataset,
-                        path,
-                        source_name=args.source_name,
-                        event_time=args.event_time,
-                        input_format=args.input_format,
+
+                async def attempt(path: Path = path, name: str = name) -> IngestOutcome:
+                    async with working(f"ingest {args.dataset}: {name}"):
+                        return await ingest_push(
+                            workspace,
+                            dataset,
+                            path,
+                            source_name=args.source_name,
+                            event_time=args.event_time,
+                            input_format=args.input_format,
+                        )
+
+                def retrying(lost: RefCasError, name: str = name) -> None:
+                    console.info(
+                        f"Retrying: {args.dataset}: {name}: another write moved its head to "
+                        f"{lost.actual} first; ingesting again on top of it"
                     )
+
+                outcome = await retry_lost_race(attempt, retrying)
             if outcome.up_to_date:
                 console.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:

@@ -77,7 +77,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("new", help="write a manifest template for a new dataset")
     parser.add_argument("name", metavar="NAME", help="the dataset's name")
     kind = parser.add_mutually_exclusive_group(required=True)
-    kind.add_argument("--root", action="store_true", help="data comes from outside")
+    kind.add_argument("--root", dest="is_root", action="store_true", help="data comes from outside")
     kind.add_argument("--derivative", action="store_true", help="data is derived by a query")
     parser.add_argument(
         "--output-path",
@@ -90,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _new(args: argparse.Namespace) -> int:
     name = str(DatasetAlias.parse(args.name))
-    text = (_ROOT if args.root else _DERIVATIVE).format(name=name)
+    text = (_ROOT if args.is_root else _DERIVATIVE).format(name=name)
     if args.output_path is not None and str(args.output_path) == "-":
         sys.stdout.write(text)
         return 0

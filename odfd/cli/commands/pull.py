@@ -51,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="TIME",
         help="instead of ingesting, advance a root dataset's watermark to TIME (RFC 3339)",
     )
+    parser.add_argument(
+        "--reset-derivatives-on-diverged-input",
+        action="store_true",
+        help="recompute a derivative from the start when an input's history was rewritten "
+        "(compacted or reset) since it last read it, instead of failing",
+    )
     remote_pull.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_pull)
@@ -111,6 +117,20 @@ async def _pull_local(
             recursive=recursive,
             fetch_uncacheable=args.fetch_uncacheable,
             watermark=args.set_watermark,
+            on_retry=lambda alias, lost: console.info(
+                f"Retrying: {alias}: another write moved its head to {lost.actual} first; "
+                "pulling again on top of it"
+            ),
+            reset_diverged=(
+                (
+                    lambda alias: console.info(
+                        f"Reset: {alias}: an input's history was rewritten, so its data was "
+                        "dropped and is recomputed from the start"
+                    )
+                )
+                if args.reset_derivatives_on_diverged_input
+                else None
+            ),
         )
     for outcome in outcomes:
         verb = "Updated" if outcome.updated else "Skipped"

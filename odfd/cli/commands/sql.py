@@ -37,6 +37,8 @@ DEFAULT_ENGINE = "datafusion"
 class SqlArgumentError(OdfdError):
     """The query arguments contradict each other or name nothing to run."""
 
+    exit_code = 2  # an argument error, as argparse's own
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
