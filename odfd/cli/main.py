@@ -72,6 +72,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("search", "find datasets by name here and on the named repositories"),
     "inspect": ("inspect", "lineage, schema and queries of a dataset"),
     "ui": ("ui", "open the web console of this node"),
+    "provenance": (
+        "provenance",
+        "trace rows of a derivative dataset back to the input rows and ingests they came from",
+    ),
 }
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).

@@ -113,6 +113,7 @@ def add_console(app: web.Application, backend: NodeBackend) -> None:
         ("GET", "/ui/api/datasets/{dataset}/lineage", _lineage),
         ("GET", "/ui/api/datasets/{dataset}/history", _history),
         ("GET", "/ui/api/datasets/{dataset}/audits", _audits),
+        ("GET", "/ui/api/datasets/{dataset}/provenance", _provenance),
         ("POST", "/ui/api/sql", _sql),
         ("POST", "/ui/api/mirrors/{name}/sync", _sync_now),
         ("POST", "/ui/api/datasets/{dataset}/audit", _audit_now),
@@ -420,6 +421,25 @@ async def _sql(request: web.Request) -> web.Response:
     except OdfError as err:
         return _error(400, str(err))
     return _json({"columns": columns, "rows": rows, "truncated": truncated, "ms": ms})
+
+
+async def _provenance(request: web.Request) -> web.Response:
+    """Why the row at ``offset`` exists (``depth`` levels, default to the roots); re-executes
+    transforms like the SQL box runs queries, so it needs a read or admin token too."""
+    from odfd.console.provenance import row_provenance
+
+    state, _ = _parts(request)
+    if not state.config.may_read_private(request):
+        return _error(401, "provenance needs a read or admin token ([server] read_tokens)")
+    record = await _record(request)
+    if "offset" not in request.query:
+        return _error(400, "query parameter offset is required")
+    offset = _int(request, "offset", 0)
+    depth = _int(request, "depth", 0) or None
+    try:
+        return _json(await row_provenance(state.workspace, record.id, offset, depth))
+    except OdfError as err:
+        return _error(400, str(err))
 
 
 async def _action(request: web.Request, run: Any) -> web.Response:

@@ -62,6 +62,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         ["status"],
         ["tail", "match.scores"],
         ["engine", "status"],
+        ["provenance", "--help"],
     ],
 )
 def test_commands_without_an_engine_load_none(root: Path, argv: list[str]) -> None:

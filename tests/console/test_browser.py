@@ -414,3 +414,27 @@ async def test_audit_now_with_the_admin_token(node: Node) -> None:
     await _eventually("the audit asked for", audited, within=60)
     latest = (await audits.history(record.id, limit=1))[0]
     assert (latest.trigger, latest.scope, latest.status) == ("console", "integrity", "ok")
+
+
+async def test_row_detail_shows_its_provenance(node: Node) -> None:
+    def step(browser: Browser) -> None:
+        _fresh(browser, node.url + f"#/datasets/{MIDDLE}/data", READ)
+        browser.wait("latest rows", lambda: len(browser.find("#rows tbody tr")) == 20)
+        newest = browser.find("#rows tbody tr")[0]
+        offset = newest.find_elements(By.CSS_SELECTOR, "td")[0].text
+        newest.click()
+        browser.wait_for("#provenance-checked", timeout=120)
+        rows = browser.find("#row-detail .provenance-row")
+        assert rows[0].get_attribute("data-dataset") == MIDDLE
+        assert rows[0].get_attribute("data-offset") == offset
+        assert "checked" in rows[0].text and f"event_time ← {ROOT}.event_time" in rows[0].text
+        # a projection: one witness, the root's row at the same offset, with its ingest
+        witnesses = rows[1:]
+        assert [
+            (w.get_attribute("data-dataset"), w.get_attribute("data-offset")) for w in witnesses
+        ] == [(ROOT, offset)]
+        assert "ingested: committed without a declared source" in witnesses[0].text
+        assert browser.console_errors() == []
+        browser.screenshot("row-provenance")
+
+    await node.run(step)

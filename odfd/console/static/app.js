@@ -98,10 +98,10 @@ function statusPill(status) {
   return html`<${Pill} kind=${kind}>${status}<//>`;
 }
 
-function Table({ columns, rows, className }) {
+function Table({ columns, rows, className, onRow }) {
   return html`<table class=${`grid ${className || ""}`}>
     <thead><tr>${columns.map((c) => html`<th>${c}</th>`)}</tr></thead>
-    <tbody>${rows.map((row) => html`<tr>${row.map((v) => html`<td class="mono">${cell(v)}</td>`)}</tr>`)}</tbody>
+    <tbody>${rows.map((row) => html`<tr class=${onRow ? "clickable" : ""} onClick=${onRow ? () => onRow(row) : undefined}>${row.map((v) => html`<td class="mono">${cell(v)}</td>`)}</tr>`)}</tbody>
   </table>`;
 }
 
@@ -266,6 +266,7 @@ function DataTab({ alias }) {
   const [result, setResult] = useState(null);
   const [sqlError, setSqlError] = useState(null);
   const [running, setRunning] = useState(false);
+  const [selected, setSelected] = useState(null);
   const run = async (event) => {
     event.preventDefault();
     setRunning(true); setSqlError(null); setResult(null);
@@ -285,14 +286,45 @@ function DataTab({ alias }) {
       <${Table} columns=${result.columns} rows=${result.rows} /></div>` : null}
     <h2>Latest rows</h2>
     <${Error_} message=${error} />
+    ${selected !== null ? html`<${RowDetail} alias=${alias} offset=${selected} onClose=${() => setSelected(null)} />` : null}
     ${data ? html`<div id="rows">
-      ${data.rows.length ? html`<${Table} columns=${data.columns} rows=${data.rows} />` : html`<p class="muted">No rows.</p>`}
+      ${data.rows.length ? html`<p class="muted">Click a row for its provenance.</p><${Table} columns=${data.columns} rows=${data.rows}
+          onRow=${(row) => setSelected(row[Math.max(0, data.columns.indexOf("offset"))])} />` : html`<p class="muted">No rows.</p>`}
       <div class="pager">
         <button class="secondary" disabled=${offset === 0} onClick=${() => setOffset(Math.max(0, offset - limit))}>Newer</button>
         <span class="muted">${data.total ? `rows ${offset + 1}–${offset + data.rows.length} of ${data.total}, newest first` : ""}</span>
         <button class="secondary" disabled=${offset + limit >= data.total} onClick=${() => setOffset(offset + limit)}>Older</button>
       </div></div>` : html`<${Loading} />`}
   </div>`;
+}
+
+// A row's detail: why it exists (odfd provenance), each answer checked by re-execution.
+function RowDetail({ alias, offset, onClose }) {
+  const { data, error } = useApi(`datasets/${enc(alias)}/provenance?offset=${offset}`);
+  return html`<div class="card" id="row-detail">
+    <div class="pager"><b>Row ${offset} of ${alias}</b><button class="secondary" onClick=${onClose}>Close</button></div>
+    <${Error_} message=${error} />
+    ${data ? html`<p class="muted" id="provenance-checked">Witness rows below, checked by re-execution:
+        the transform, re-run on them alone, gives this row again.</p>
+      <ul class="provenance">${html`<${ProvenanceRow} row=${data.row} />`}</ul>`
+      : error ? null : html`<${Loading} />`}
+  </div>`;
+}
+
+function ProvenanceRow({ row }) {
+  const values = Object.entries(row.values || {}).filter(([k]) => !["offset", "op", "system_time"].includes(k));
+  const copies = Object.entries(row.columns || {});
+  return html`<li class="provenance-row" data-dataset=${row.dataset} data-offset=${row.offset}>
+    <a href=${datasetHref(row.dataset)}>${row.dataset}</a> offset ${row.offset}
+    <span class="muted"> · block ${row.block.sequenceNumber} ${shortHash(row.block.hash)}</span>
+    ${row.checked ? html` <${Pill} kind="ok">checked<//>` : null}
+    <div class="mono">${values.map(([k, v]) => `${k}=${v}`).join(", ")}</div>
+    ${copies.length ? html`<div class="muted">columns: ${copies.map(([out, src]) => `${out} ← ${src}`).join(", ")}</div>` : null}
+    ${row.ingest ? html`<div class="muted ingest">ingested: ${row.ingest.source}${row.ingest.sourceState
+        ? ` (${row.ingest.sourceState.kind} ${row.ingest.sourceState.value})` : ""} at ${row.ingest.systemTime}</div>` : null}
+    ${row.derived && !row.traced ? html`<div class="muted">not traced further</div>` : null}
+    ${row.inputs && row.inputs.length ? html`<ul>${row.inputs.map((w) => html`<${ProvenanceRow} row=${w} />`)}</ul>` : null}
+  </li>`;
 }
 
 function MetadataTab({ alias }) {
