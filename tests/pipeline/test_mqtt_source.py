@@ -153,6 +153,26 @@ async def test_messages_of_a_failed_ingest_are_delivered_again(
     assert await rows(dataset, "id") == [(1,), (2,)]
 
 
+async def test_a_message_sent_while_the_transaction_runs_is_taken_next_time(
+    workspace: Workspace, mosquitto: Broker, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dataset = await create(workspace, _manifest(mosquitto, password=PASSWORD))
+    assert await _pull(workspace, dataset, 1) == (False, 0)  # the session
+    _publish(mosquitto, ("sensors/a", {"id": 1, "temp": 1.0}, False))
+    commit = ingest.commit_transaction
+
+    async def commit_after_a_late_message(*args: Any, **kwargs: Any) -> Any:
+        # reaches odfd's still-open connection, after the fetched file was written
+        _publish(mosquitto, ("sensors/b", {"id": 2, "temp": 2.0}, False))
+        return await commit(*args, **kwargs)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(ingest, "commit_transaction", commit_after_a_late_message)
+        assert await _pull(workspace, dataset, 2) == (False, 1)
+    assert await _pull(workspace, dataset, 3) == (False, 1)  # not acknowledged with the first
+    assert await rows(dataset, "id") == [(1,), (2,)]
+
+
 @pytest.mark.parametrize(
     ("password", "stop", "message"),
     [

@@ -20,8 +20,9 @@ TLS: the step has no field for it, so port 8883 (IANA's port for MQTT over TLS) 
 the broker's certificate checked against the system's CAs (``SSL_CERT_FILE`` adds others).
 
 A poll ends when the broker has sent nothing for ``IDLE_SECONDS`` (or after ``MAX_POLL_SECONDS``
-or ``MAX_MESSAGES`` unacknowledged messages, then ``has_more`` asks for another pull). Each message's payload becomes one line of the fetched
-file (a multi-line JSON payload is compacted), for the read step (usually NdJson) to parse.
+or ``MAX_MESSAGES`` unacknowledged messages, then ``has_more`` asks for another pull). Each
+message's payload becomes one line of the fetched file (a multi-line JSON payload is compacted),
+for the read step (usually NdJson) to parse.
 """
 
 from __future__ import annotations
@@ -161,7 +162,10 @@ class _Acknowledgement:
 
     def __init__(self, client: mqtt.Client, messages: list[mqtt.MQTTMessage]) -> None:
         self._client = client
-        self._messages = messages
+        # A copy: the connection stays open while the transaction runs, and messages the broker
+        # sends meanwhile (appended by the callback) are not in the fetched file. Left
+        # unacknowledged, they are delivered again on the next poll.
+        self._messages = list(messages)
         self._threaded = False
 
     def keep_alive(self) -> None:
