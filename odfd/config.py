@@ -498,6 +498,7 @@ def is_duration(section: str, key: str) -> bool:
 OTHER_ENV = frozenset(
     {
         "ODFD_HOME",  # the workspace folder
+        "ODFD_NO_DAEMON",  # run engine commands in the CLI process, never in the daemon
         "ODFD_TOKEN",  # bearer token for pulls and pushes
         "ODFD_CACHE_DIR",  # where the Spark plugin jar is built
         "ODFD_JSIPFS",  # the IPFS node program

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
@@ -24,24 +26,37 @@ class _Settings:
 
 
 _settings = _Settings()
+"""The process's settings, set by a command run on the main thread."""
+#: A command run on another thread (a daemon runs several clients' commands at once, see
+#: ``odfd.daemon.commands``) keeps its own, seen by its tasks and ``asyncio.to_thread`` calls.
+_in_context: ContextVar[_Settings | None] = ContextVar("odfd_console", default=None)
 
 
 def configure(*, quiet: bool = False, verbose: bool = False, no_color: bool = False) -> None:
-    _settings.level = QUIET if quiet else VERBOSE if verbose else NORMAL
-    _settings.color = False if no_color else None
+    settings = _Settings(QUIET if quiet else VERBOSE if verbose else NORMAL)
+    settings.color = False if no_color else None
+    if threading.current_thread() is threading.main_thread():
+        _settings.level, _settings.color = settings.level, settings.color
+    else:
+        _in_context.set(settings)
+
+
+def _current() -> _Settings:
+    return _in_context.get() or _settings
 
 
 def is_quiet() -> bool:
-    return _settings.level == QUIET
+    return _current().level == QUIET
 
 
 def is_verbose() -> bool:
-    return _settings.level == VERBOSE
+    return _current().level == VERBOSE
 
 
 def use_color() -> bool:
-    if _settings.color is not None:
-        return _settings.color
+    settings = _current()
+    if settings.color is not None:
+        return settings.color
     if os.environ.get("NO_COLOR"):
         return False
     isatty = getattr(sys.stderr, "isatty", None)
@@ -50,13 +65,13 @@ def use_color() -> bool:
 
 def info(message: str) -> None:
     """A status line (``Added: …``, ``Skipped: …``); ``--quiet`` hides it."""
-    if _settings.level >= NORMAL:
+    if _current().level >= NORMAL:
         print(message, file=sys.stderr)
 
 
 def detail(message: str) -> None:
     """Extra detail only ``--verbose`` shows."""
-    if _settings.level >= VERBOSE:
+    if _current().level >= VERBOSE:
         print(message, file=sys.stderr)
 
 

@@ -13,7 +13,7 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from odfd.cli import console, global_options
 from odfd.cli.failures import describe_os_error
@@ -121,11 +121,28 @@ def _first_line(err: BaseException) -> str:
     return lines[0] if lines else type(err).__name__
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(
+    argv: Sequence[str] | None = None,
+    *,
+    forward: bool = True,
+    prepare: Callable[[argparse.Namespace], None] | None = None,
+) -> int:
+    """Runs ``odfd ARGV``. An engine command goes to the workspace's daemon when one runs it
+    (``odfd.cli.via_daemon``; not with ``forward=False``, which is how the daemon itself calls
+    this); ``prepare`` sees the parsed arguments before the command runs (the daemon makes the
+    client's relative paths absolute there)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
+    if forward and command is not None:
+        from odfd.cli import via_daemon
+
+        code = via_daemon.run(argv, command)
+        if code is not None:
+            return code
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
+    if prepare is not None:
+        prepare(args)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     console.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
     for name, guess in unknown_environment():

@@ -20,6 +20,7 @@ from typing import Any, Literal, Protocol
 from aiohttp import web
 
 from odfd.daemon.audits import Auditor
+from odfd.daemon.commands import CommandRunner
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
 from odfd.daemon.status import build_status
@@ -57,6 +58,7 @@ class AdminTarget(Protocol):
     mirrors: MirrorTable
     auditor: Auditor
     withheld: set[DatasetId]
+    commands: CommandRunner
 
     def runtime(self) -> dict[str, Any]: ...
 
@@ -85,6 +87,7 @@ class AdminApi:
             ("POST", "/mirrors/{name}/sync", json_handler(self.sync_now)),
             ("POST", "/audit/{dataset}", json_handler(self.audit_now)),
             ("POST", "/stop", json_handler(self.stop)),
+            *self.daemon.commands.routes(),
         ]
         for method, route, handler in routes:
             app.router.add_route(method, route, handler)
@@ -104,7 +107,7 @@ class AdminApi:
         return runner
 
     async def ping(self, request: web.Request) -> dict[str, Any]:
-        return {"pid": os.getpid()}
+        return {"pid": os.getpid(), **self.daemon.commands.ping()}
 
     async def status(self, request: web.Request) -> dict[str, Any]:
         daemon = self.daemon

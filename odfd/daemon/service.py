@@ -28,7 +28,7 @@ import json
 import logging
 import os
 import signal
-from collections.abc import Hashable
+from collections.abc import Coroutine, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -43,6 +43,7 @@ from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
+from odfd.daemon.commands import CommandRunner
 from odfd.daemon.console import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
@@ -106,12 +107,14 @@ class Daemon:
         self._state_written = False
         self._admin_listening = False
         self.engine_server: EngineServer | None = None
+        self._engine_is_remote = False
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
         self.mirror_schedule = MirrorSchedule(workspace, config, self.metrics, self._synced)
         self.syncs = self.mirror_schedule.runner
         self.mirrors = self.mirror_schedule.table
+        self.commands = CommandRunner()
         self.admin = AdminApi(self)
         self.auditor = Auditor(
             workspace, config, self.metrics, self._spark_gate, self._audit_finished
@@ -147,6 +150,7 @@ class Daemon:
         self._session = aiohttp.ClientSession(connector=connector)
         self.mirror_schedule.session = self._session
         await self._start_server()
+        self.commands.install()
         await self._start_admin()
         self._admin_listening = True
         try:
@@ -168,6 +172,11 @@ class Daemon:
         self._install_signals()
         await asyncio.to_thread(self._write_state_file)
         self._state_written = True
+        self.commands.ready = True
+        self._spawn(
+            asyncio.to_thread(self.commands.warm_up, self._engine_is_remote),
+            "warm-up",
+        )
         await self._refresh_gauges()
         log.info(
             "daemon started",
@@ -194,6 +203,7 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         deadline = loop.time() + grace
+        await self.commands.close(grace)
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
@@ -216,6 +226,7 @@ class Daemon:
         if self._owns_spark and spark_session.is_running():
             await asyncio.to_thread(spark_session.stop)
         await self._stop_engine_server()
+        self.commands.uninstall()
         self._executor.shutdown(wait=False, cancel_futures=True)
         os.close(self._lock_fd)
         self._lock_fd = None
@@ -232,6 +243,7 @@ class Daemon:
             address = await self.engine_server.start()
             settings = replace(settings, remote=address.url)
         spark_session.configure(settings, log_path=log_path)
+        self._engine_is_remote = settings.remote is not None
 
     async def _stop_engine_server(self) -> None:
         if self.engine_server is not None:
@@ -254,8 +266,12 @@ class Daemon:
         loop.add_signal_handler(signal.SIGHUP, self._reload_in_background)
 
     def _reload_in_background(self) -> None:
-        """SIGHUP: a reload task, referenced until it ends (the loop keeps only weak ones)."""
-        task = asyncio.create_task(self._reload_on_signal(), name="reload")
+        """SIGHUP: a reload task."""
+        self._spawn(self._reload_on_signal(), "reload")
+
+    def _spawn(self, work: Coroutine[Any, Any, None], name: str) -> None:
+        """A background task, referenced until it ends (the loop keeps only weak ones)."""
+        task = asyncio.create_task(work, name=name)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
 

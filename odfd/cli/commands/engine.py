@@ -35,13 +35,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _status(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
+        from odfd.cli import via_daemon
         from odfd.config import load_config
         from odfd.coordinator.engine import choose_engine
 
         config = load_config(workspace.layout.config_path)
         choice = choose_engine(workspace.root, config.spark)
         daemon = _daemon_engine(config.spark.remote, config.daemon.spark_connect, choice)
-        commands = {name: {"engine": choice.kind, "where": choice.where} for name in SPARK_COMMANDS}
+        route = via_daemon.route(workspace.root)
+        runs = {"runsIn": "daemon" if route.daemon else "this process", "runsWhy": route.reason}
+        commands: dict[str, dict[str, str]] = {
+            name: {"engine": choice.kind, "where": choice.where} for name in SPARK_COMMANDS
+        }
+        for name in via_daemon.FORWARDED:
+            commands.setdefault(name, {"engine": choice.kind, "where": choice.where}).update(runs)
         commands["daemon"] = daemon
         if args.output == "json":
             print(json.dumps({"reason": choice.reason, "commands": commands}, indent=2))
@@ -50,6 +57,8 @@ def _status(args: argparse.Namespace) -> int:
             engine = commands[name]
             print(f"{name:<8} {_describe(engine['engine'], engine['where'])}  ({purpose})")
         print(f"why: {choice.reason}")
+        where = "in the daemon" if route.daemon else "in their own process"
+        print(f"{', '.join(sorted(via_daemon.FORWARDED))} run {where}: {route.reason}")
         print("list, log, status, tail, ... use no engine")
         return 0
 
