@@ -1,4 +1,4 @@
-"""``--quiet``, ``--verbose``, ``--no-color``, ``--yes`` and ``--local``: accepted before the command (``odfd -q pull``)
+"""``--quiet``, ``--verbose``, ``--no-color``, ``--yes`` and ``--no-daemon``: accepted before the command (``odfd -q pull``)
 and after it (``odfd pull -q``), with the same meaning everywhere (see ``odfd.cli.console``)."""
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def add_to(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
         help="do not ask for confirmation (delete, reset, compact, add --replace)",
     )
     parser.add_argument(
-        "--local",
+        "--no-daemon",
         action="store_true",
         default=default,
         help="run an engine command (ingest, pull, verify, sql, provenance) in this process, "

@@ -11,7 +11,7 @@ command's code. Ctrl-C asks the daemon to interrupt the command as Ctrl-C would 
 
 Whenever the daemon cannot run a command exactly as this process would (no daemon, another
 version, a different ``ODFD_*`` environment, input from stdin, a full queue), the command runs
-here instead; ``-v`` says why. ``--local`` or ``ODFD_NO_DAEMON=1`` always run it here.
+here instead; ``-v`` says why. ``--no-daemon`` or ``ODFD_NO_DAEMON=1`` always run it here.
 
 Imported before any command module, so it imports only the standard library (``http.client``
 over the socket, no aiohttp).
@@ -35,7 +35,7 @@ from odfd import __version__
 #: Commands that start an engine and can run in the daemon.
 FORWARDED = frozenset({"ingest", "pull", "verify", "sql", "provenance"})
 #: The option and the variable that keep a command in this process.
-LOCAL_OPTION = "--local"
+LOCAL_OPTION = "--no-daemon"
 NO_DAEMON_ENV = "ODFD_NO_DAEMON"
 #: Bumped when the request or the frames change; a daemon speaking another one is not used.
 PROTOCOL = 1

@@ -104,5 +104,7 @@ def test_engine_status_prints_the_choice(tmp_path: Path) -> None:
     assert status["commands"]["sql"] == {
         "engine": "connect",
         "where": "sc://spark.example.org:15002",
+        "runsIn": "this process",
+        "runsWhy": "no daemon runs on this workspace",
     }
     assert status["reason"] == "ODFD_SPARK_REMOTE names a Spark Connect server"

@@ -1,10 +1,10 @@
 """Engine commands run by the workspace's daemon for a thin CLI (``odfd.cli.via_daemon``).
 
 One real ``odfd daemon`` with its own Spark Connect server runs on ``node``; ``twin`` is the same
-example without a daemon, whose commands run in their own process (``--local``) as a client of
+example without a daemon, whose commands run in their own process (``--no-daemon``) as a client of
 the node's Connect server (so no second JVM starts). Through the daemon a command prints the same
 bytes and exits with the same code as in its own process, and leaves the same data; errors stay
-one line; without a daemon, with ``--local`` or ``ODFD_NO_DAEMON=1``, or with a different
+one line; without a daemon, with ``--no-daemon`` or ``ODFD_NO_DAEMON=1``, or with a different
 environment, the command runs in its own process; Ctrl-C interrupts it in the daemon and moves
 no head.
 """
@@ -98,7 +98,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
 
 @pytest.fixture(scope="module")
 def twin(node: DaemonProcess) -> tuple[Path, dict[str, str]]:
-    """The example without a daemon, and the environment its local runs use (``--local`` is
+    """The example without a daemon, and the environment its local runs use (``--no-daemon`` is
     given on the command line)."""
     root = node.root.parent / "twin"
     init_workspace(root)
@@ -121,7 +121,7 @@ def test_commands_run_in_the_daemon_print_and_leave_what_a_local_run_does(
     ]
     for argv in steps:
         remote = run(*argv, root=node.root)
-        local = run("--local", *argv, root=twin_root, env=twin_env)
+        local = run("--no-daemon", *argv, root=twin_root, env=twin_env)
         assert remote.returncode == local.returncode == 0, remote.stderr + local.stderr
         # block hashes differ (dataset keys, system times); everything else is the same bytes
         assert HASH.sub("#", remote.stderr.decode()) == HASH.sub("#", local.stderr.decode())
@@ -136,7 +136,7 @@ def test_commands_run_in_the_daemon_print_and_leave_what_a_local_run_does(
         ("sql", "--engine", "spark", query, "-o", "csv"),
         ("sql", 'SELECT count(*) AS n FROM "match.leaderboard"', "-o", "json"),
     ):
-        remote, local = run(*argv, root=node.root), run("--local", *argv, root=node.root)
+        remote, local = run(*argv, root=node.root), run("--no-daemon", *argv, root=node.root)
         assert (remote.returncode, remote.stdout, remote.stderr) == (0, local.stdout, b"")
         assert remote.stdout.count(b"\n") > 1
     assert jobs(node) == before + len(steps) + 2
@@ -154,7 +154,7 @@ def test_errors_are_one_line_and_the_same_as_a_local_run(
         ("sql", "--engine", "nope", "SELECT 1"),  # argparse's usage error, printed by the daemon
     ):
         remote = run(*argv, root=node.root, cwd=tmp_path)
-        local = run("--local", *argv, root=node.root, cwd=tmp_path)
+        local = run("--no-daemon", *argv, root=node.root, cwd=tmp_path)
         assert remote.returncode != 0 and remote.stdout == b""
         assert (remote.returncode, remote.stdout, remote.stderr) == (
             local.returncode,
@@ -171,7 +171,8 @@ def test_opting_out_or_a_different_environment_runs_the_command_here(node: Daemo
     query = ("sql", "SELECT 1 AS one", "-o", "json", "-v")
     before = jobs(node)
     assert (
-        f"{LOCAL}: --local was given" in ok(run("--local", *query, root=node.root)).stderr.decode()
+        f"{LOCAL}: --no-daemon was given"
+        in ok(run("--no-daemon", *query, root=node.root)).stderr.decode()
     )
     opted = ok(run(*query, root=node.root, env={"ODFD_NO_DAEMON": "1"}))
     assert f"{LOCAL}: ODFD_NO_DAEMON is set" in opted.stderr.decode()
