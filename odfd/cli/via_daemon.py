@@ -19,14 +19,17 @@ over the socket, no aiohttp).
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
 import secrets
+import signal
 import socket
 import struct
 import sys
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -108,6 +111,9 @@ def run(argv: Sequence[str], command: str) -> int | None:
         else:
             try:
                 return session.run(argv, command, root)
+            except KeyboardInterrupt:  # before the daemon took it, or a second Ctrl-C
+                sys.stderr.write("interrupted\n")
+                return 130
             except _Lost as lost:
                 sys.stderr.write(f"error: {lost}\n")
                 return 1
@@ -272,16 +278,34 @@ class _Session:
             raise _Refused(payload.decode())
         if kind != ACCEPTED:
             raise _Refused(f"the daemon answered with an unknown frame {kind!r}")
-        try:
-            return self._relay(response)
-        except (OSError, http.client.HTTPException) as err:
-            raise _Lost(f"lost the daemon while it ran the command ({err})") from None
-        except KeyboardInterrupt:
-            self._cancel(job)
+        with self._ctrl_c_cancels(job):
             try:
-                return self._relay(response)  # its "interrupted" and exit code 130
-            except (OSError, http.client.HTTPException, KeyboardInterrupt):
-                return 130
+                return self._relay(response)
+            except (OSError, http.client.HTTPException) as err:
+                raise _Lost(f"lost the daemon while it ran the command ({err})") from None
+
+    @contextlib.contextmanager
+    def _ctrl_c_cancels(self, job: str) -> Iterator[None]:
+        """While the command runs, Ctrl-C asks the daemon to interrupt it and the relay goes on
+        (the socket read resumes after the handler), so the command's own "interrupted" and exit
+        code arrive; a second Ctrl-C stops waiting."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        asked = False
+
+        def on_sigint(signum: int, frame: object) -> None:
+            nonlocal asked
+            if asked:
+                raise KeyboardInterrupt
+            asked = True
+            self._cancel(job)
+
+        previous = signal.signal(signal.SIGINT, on_sigint)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     @staticmethod
     def _frame(response: http.client.HTTPResponse) -> tuple[bytes, bytes]:
@@ -315,6 +339,7 @@ class _Session:
             connection.close()
         except (OSError, http.client.HTTPException):
             self.close()  # the daemon cancels a command whose client went away
+            raise KeyboardInterrupt from None
 
 
 def _isatty(name: str) -> bool:
