@@ -7,8 +7,10 @@ printed beside today's way in the same run:
 * commands that need no engine (``--help``, ``list``, ``log``, ``status``, ``tail``), beside a
   process that imports every command module as the CLI did before it imported lazily;
 * Spark commands (``ingest`` of a small file, ``pull`` of the small Spark transform, ``verify
-  --recursive`` of it, ``sql``) with a running daemon (its Spark Connect server), beside the same
-  command on a workspace without a daemon (a JVM started by the command).
+  --recursive`` of it, ``sql``) with a running daemon, as a user types them (the daemon runs them
+  in its warm process), beside the same command in its own process as a client of the daemon's
+  Spark Connect server (``ODFD_NO_DAEMON=1``: how commands ran before they went to the daemon)
+  and on a workspace without a daemon (a JVM started by the command).
 
 Before each Spark run the datasets are recreated (untimed), so every run does the same work.
 Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5]``.
@@ -37,11 +39,13 @@ QUERY = "SELECT player, max(score) AS best FROM `match.scores` GROUP BY player"
 EAGER_IMPORTS = "from odfd.cli.main import build_parser; build_parser()"
 
 
-def odfd(root: Path, *args: str) -> float:
+def odfd(root: Path, *args: str, env: dict[str, str] | None = None) -> float:
     """Seconds one ``odfd ARGS`` process took (it must succeed)."""
     began = time.perf_counter()
     done = subprocess.run(
-        [str(ODFD), *args], env={**os.environ, "ODFD_HOME": str(root)}, capture_output=True
+        [str(ODFD), *args],
+        env={**os.environ, "ODFD_HOME": str(root), **(env or {})},
+        capture_output=True,
     )
     seconds = time.perf_counter() - began
     if done.returncode != 0:
@@ -120,29 +124,34 @@ def main() -> None:
     print(f"{'(python -c pass)':<28} {floor:7.2f}")
     daemon = start_daemon(warm)
     try:
-        print(f"\n{'command':<28} {'daemon':>7} {'no daemon':>10} {'ratio':>6}")
+        print(f"\n{'command':<28} {'daemon':>7} {'own process':>12} {'no daemon':>10} {'ratio':>6}")
+        modes = [  # (name, workspace, environment)
+            ("daemon", warm, {}),
+            ("own process, daemon's server", warm, {"ODFD_NO_DAEMON": "1"}),
+            ("no daemon", cold, {}),
+        ]
         steps = [
             ("ingest small file", ["ingest", "match.scores", str(SMALL_FILE)], 2.0),
             ("pull (Spark transform)", ["pull", "match.leaderboard"], 2.5),
             ("verify --recursive", ["verify", "--recursive", "match.leaderboard"], 2.5),
             ("sql --engine spark", ["sql", "--engine", "spark", QUERY], None),
         ]
-        times: dict[tuple[str, Path], list[float]] = {}
+        times: dict[tuple[str, str], list[float]] = {}
         for _ in range(args.repeat):
-            for root in (warm, cold):
+            for mode, root, env in modes:
                 reset(root)
                 for name, argv, _target in steps:
-                    seconds = odfd(root, *argv)
-                    times.setdefault((name, root), []).append(seconds)
-                    mode = "daemon" if root == warm else "no daemon"
+                    seconds = odfd(root, *argv, env=env)
+                    times.setdefault((name, mode), []).append(seconds)
                     print(f"  run: {name} ({mode}) {seconds:.2f} s", flush=True)
         for name, _argv, target in steps:
-            with_daemon = statistics.median(times[(name, warm)])
-            without = statistics.median(times[(name, cold)])
+            daemon_s, own_s, cold_s = (statistics.median(times[(name, m)]) for m, _, _ in modes)
             goal = f"  (target <= {target} s)" if target else ""
             print(
-                f"{name:<28} {with_daemon:7.2f} {without:10.2f} {with_daemon / without:5.2f}x{goal}"
+                f"{name:<28} {daemon_s:7.2f} {own_s:12.2f} {cold_s:10.2f} "
+                f"{daemon_s / own_s:5.2f}x{goal}"
             )
+        print("ratio: daemon / own process (a Spark Connect client process per command)")
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(120)
