@@ -283,24 +283,24 @@ class CommandRunner:
         self.ready = False
         """Set once the daemon has started: before that its engine is not configured."""
         self.jobs: dict[str, Job] = {}
-        self._installed: tuple[Any, ...] | None = None
 
     def install(self) -> None:
-        """Route ``sys.std*`` per job and note the jobs' event loops (once per process)."""
-        if self._installed is not None:
-            return
-        self._installed = (sys.stdout, sys.stderr, sys.stdin, asyncio.get_event_loop_policy())
-        sys.stdout = _Routed("stdout", sys.stdout)  # type: ignore[assignment]
-        sys.stderr = _Routed("stderr", sys.stderr)  # type: ignore[assignment]
-        sys.stdin = _Routed("stdin", sys.stdin)  # type: ignore[assignment]
-        asyncio.set_event_loop_policy(_JobLoopPolicy())
+        """Route ``sys.std*`` per job and note the jobs' event loops."""
+        for name in ("stdout", "stderr", "stdin"):
+            stream = getattr(sys, name)
+            if not isinstance(stream, _Routed):
+                setattr(sys, name, _Routed(name, stream))
+        if not isinstance(asyncio.get_event_loop_policy(), _JobLoopPolicy):
+            asyncio.set_event_loop_policy(_JobLoopPolicy())
 
     def uninstall(self) -> None:
-        if self._installed is None:
-            return
-        sys.stdout, sys.stderr, sys.stdin, policy = self._installed
-        asyncio.set_event_loop_policy(policy)
-        self._installed = None
+        """Undo ``install`` where nobody replaced its objects since (tests swap ``sys.std*``)."""
+        for name in ("stdout", "stderr", "stdin"):
+            stream = getattr(sys, name)
+            if isinstance(stream, _Routed):
+                setattr(sys, name, stream._own)
+        if isinstance(asyncio.get_event_loop_policy(), _JobLoopPolicy):
+            asyncio.set_event_loop_policy(None)
 
     def warm_up(self, spark: bool) -> None:
         """Blocking: what a client's first command would otherwise wait for here: the command

@@ -136,6 +136,32 @@ def test_commands_run_in_the_daemon_print_and_leave_what_a_local_run_does(
     assert jobs(node) == before + len(steps) + 2 + 2 + 2  # records, verify, sql
 
 
+_PROBE = """
+import json, sys
+from odfd.cli.main import main
+code = main(sys.argv[1:])
+print(json.dumps({"code": code, "loaded": sorted({n.split(".")[0] for n in sys.modules})}))
+"""
+
+
+def test_the_client_of_a_daemon_imports_no_engine_nor_aiohttp(node: DaemonProcess) -> None:
+    query = "SELECT count(*) AS n FROM `match.scores`"
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, "sql", "--engine", "spark", query, "-o", "json"]
+        + ["--root", str(node.root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
+    *result, report = done.stdout.strip().splitlines()
+    probe = json.loads(report)
+    assert probe["code"] == 0, done.stderr
+    assert json.loads("\n".join(result))[0]["n"] > 0
+    heavy = {"pyspark", "py4j", "datafusion", "pandas", "pyarrow", "grpc", "aiohttp"}
+    assert heavy & set(probe["loaded"]) == set()
+
+
 def test_errors_are_one_line_and_the_same_as_a_local_run(
     node: DaemonProcess, tmp_path: Path
 ) -> None:
