@@ -235,18 +235,24 @@ class Job:
             traceback.print_exc(file=self.stderr)
             code = 1
         finally:
-            with self.lock:
-                self.finished = True
-            if code is not None:
-                self.emit(EXIT, str(code).encode())
-            log.info(
-                "command for a client ended",
-                extra={
-                    "job": self.id,
-                    "exit_code": "refused" if code is None else code,
-                    "seconds": round(time.monotonic() - began, 3),
-                },
-            )
+            try:
+                self._finish(code, began)
+            except KeyboardInterrupt:  # a cancel that raced the end: the end still goes out
+                self._finish(code, began)
+
+    def _finish(self, code: int | None, began: float) -> None:
+        with self.lock:
+            self.finished = True
+        if code is not None:
+            self.emit(EXIT, str(code).encode())
+        log.info(
+            "command for a client ended",
+            extra={
+                "job": self.id,
+                "exit_code": "refused" if code is None else code,
+                "seconds": round(time.monotonic() - began, 3),
+            },
+        )
 
     def cancel(self) -> None:
         """Ctrl-C for the command: KeyboardInterrupt in its event loop (or its thread)."""
@@ -257,7 +263,7 @@ class Job:
             running = [loop for loop in self.loops if loop.is_running()]
             if running:
                 running[-1].call_soon_threadsafe(_interrupt)
-            elif self.thread.ident is not None:
+            elif not self.loops and self.thread.ident is not None:  # still parsing
                 ctypes.pythonapi.PyThreadState_SetAsyncExc(
                     ctypes.c_ulong(self.thread.ident), ctypes.py_object(KeyboardInterrupt)
                 )
@@ -398,6 +404,11 @@ class CommandRunner:
             except TimeoutError:
                 if request.transport is None or request.transport.is_closing():
                     job.cancel()  # the client went away (killed, or its socket closed)
+                    return
+                if job.thread is not None and not job.thread.is_alive() and job.frames.empty():
+                    # the thread died without its exit frame (it never should): end the client
+                    await response.write(FRAME_HEADER.pack(EXIT, 1) + b"1")
+                    await response.write_eof()
                     return
                 continue
             await response.write(frame)
