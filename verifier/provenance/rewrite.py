@@ -56,6 +56,9 @@ class TaggedTransform:
     frames: tuple[tuple[SqlQueryStep, ...], ...] = ()
     """For window ``n`` of a frame reference ``w<n>:<partition>:<first>:<last>`` in a tag, the
     steps whose result lists the rows its frames are cut from (``tag, part, pos``)."""
+    group_rows: tuple[tuple[int, dict[str, str]], ...] | None = None
+    """Set when the last step lists the input rows of the focused row's group instead of output
+    rows: per source of its GROUP BY, the input number and result column -> input column."""
 
 
 def raw_table(number: int) -> str:
@@ -73,7 +76,9 @@ def tag_transform(
 
     ``focus`` (an output row's values by column) narrows a last step that is a ``GROUP BY`` of
     columns it outputs to that row's group: the other groups' tags are never built. Only the
-    rows of that group are then in the result."""
+    rows of that group are then in the result. When that ``GROUP BY`` reads inputs directly,
+    the step lists the group's input rows themselves (``group_rows``): they are its witnesses,
+    and the answer needs no second read of the inputs to cut them out."""
     return _Rewriter(dialect, inputs).run(steps, focus)
 
 
@@ -103,11 +108,13 @@ class _Rewriter:
             self.input_of[view] = number
             out.append(SqlQueryStep(alias=view, query=self._tagging(number, table)))
         origins: dict[str, tuple[int, str]] = {}
+        group_rows = None
         for number, step in enumerate(steps, start=1):
             where = "query" if len(steps) == 1 else f"query step {number}"
             tree, columns, origins = self._step(step.query, where)
-            if focus is not None and number == len(steps):
-                _focus_group(tree, focus)
+            last = focus is not None and number == len(steps)
+            if last and isinstance(tree, exp.Select) and _focus_group(tree, focus or {}):
+                group_rows = self._list_group_rows(tree)
             alias = None
             if step.alias:
                 alias = f"__odf_step_{number}"
@@ -115,7 +122,33 @@ class _Rewriter:
                 self.schemas[alias] = {c: "TEXT" for c in columns}
                 self.view_origins[alias] = origins
             out.append(SqlQueryStep(alias=alias, query=self.d.render(tree)))
-        return TaggedTransform(tuple(out), origins, tuple(self.frames))
+        return TaggedTransform(tuple(out), origins, tuple(self.frames), group_rows)
+
+    def _list_group_rows(self, select: exp.Select) -> tuple[tuple[int, dict[str, str]], ...] | None:
+        """Turns a focused ``GROUP BY`` whose sources are all inputs into the listing of its
+        group's rows (every column of each source, before aggregating): the rows its aggregates
+        read, i.e. the witnesses its collected tags would name. ``None`` (and ``select`` kept)
+        for other sources (subqueries, CTEs, earlier steps), whose rows are not input rows."""
+        sources = _sources(select)
+        numbers = []
+        for source in sources:
+            if not isinstance(source, exp.Table) or source.name not in self.input_of:
+                return None
+            numbers.append(self.input_of[source.name])
+        listing: list[tuple[int, dict[str, str]]] = []
+        projections: list[exp.Expr] = []
+        for position, (source, number) in enumerate(zip(sources, numbers, strict=True)):
+            names: dict[str, str] = {}
+            for column in self.inputs[number].columns:
+                name = f"__odf_w{position}_{len(names)}"
+                names[name] = column
+                value = exp.column(column, table=source.alias_or_name, quoted=True)
+                projections.append(exp.alias_(value, name, quoted=True))
+            listing.append((number, names))
+        for clause in ("group", "having", "order", "distinct"):
+            select.set(clause, None)
+        select.set("expressions", projections)
+        return tuple(listing)
 
     def _tagging(self, number: int, table: InputTable) -> str:
         offset = exp.column(table.offset_column, quoted=True)
@@ -382,29 +415,31 @@ def _bounds(frame: exp.Window) -> tuple[tuple[str, int], tuple[str, int]] | None
     return start, end
 
 
-def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> None:
+def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
     """Adds ``key = value`` for each GROUP BY key of ``tree`` to its WHERE, when every key is
     output as a column whose value ``focus`` gives as a plain literal (and no LIMIT picks
-    groups); filtering on group keys leaves that group's rows, hence its aggregates, intact."""
+    groups); filtering on group keys leaves that group's rows, hence its aggregates, intact.
+    Whether it did."""
     if not isinstance(tree, exp.Select) or tree.args.get("limit") or tree.args.get("offset"):
-        return
+        return False
     group = tree.args.get("group")
     if group is None or not group.expressions:
-        return
+        return False
     conditions: list[exp.Expression] = []
     for key in group.expressions:
         names = [p.alias_or_name for p in tree.expressions if p.unalias() == key]
         if not names or names[0] not in focus:
-            return
+            return False
         value = focus[names[0]]
         if value is None:
             conditions.append(exp.Is(this=key.copy(), expression=exp.Null()))
         elif isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
             conditions.append(exp.EQ(this=key.copy(), expression=exp.convert(value)))
         else:
-            return
+            return False
     for condition in conditions:
         tree.where(condition, copy=False)
+    return True
 
 
 def _sources(select: exp.Select) -> list[exp.Expression]:
