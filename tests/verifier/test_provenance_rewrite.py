@@ -201,3 +201,25 @@ def test_one_row_of_an_aggregation_over_inputs_lists_its_groups_rows() -> None:
         f'SELECT {columns} FROM "__odf_in_0" AS "t" LEFT JOIN "__odf_in_1" AS "r" '
         'ON "t"."symbol" = "r"."symbol" WHERE "t"."price" > 1 AND "t"."symbol" = \'B\''
     )
+
+
+def test_one_row_of_a_window_query_keeps_only_its_partition() -> None:
+    """WHERE runs before windows: a key every window partitions by, output with the row's value,
+    narrows the query (and the frame side query) to that partition; a window over all rows, or
+    a row whose key is not output, leaves it whole."""
+    query = (
+        "SELECT event_time, symbol, price, sum(price) OVER (PARTITION BY symbol ORDER BY "
+        "event_time) AS running, lag(price) OVER (PARTITION BY symbol, price ORDER BY "
+        'event_time) AS prev FROM "alice/trades"'
+    )
+    focus = {"symbol": "A", "price": 3.0}
+    focused = tag_transform([SqlQueryStep(query=query)], [TRADES, RATES], DATAFUSION, focus)
+    narrowed = ' FROM "__odf_in_0" AS "alice/trades" WHERE "alice/trades"."symbol" = \'A\''
+    assert focused.focused and focused.group_rows is None
+    assert focused.steps[-1].query.endswith(narrowed)
+    assert [frame[-1].query.endswith(narrowed) for frame in focused.frames] == [True, True]
+    over_all = query.replace("PARTITION BY symbol, price ", "")
+    no_key = query.replace("SELECT event_time, symbol,", "SELECT event_time,")
+    for other in (over_all, no_key):
+        whole = tag_transform([SqlQueryStep(query=other)], [TRADES, RATES], DATAFUSION, focus)
+        assert not whole.focused and "WHERE" not in whole.steps[-1].query

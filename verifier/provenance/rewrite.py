@@ -56,6 +56,8 @@ class TaggedTransform:
     frames: tuple[tuple[SqlQueryStep, ...], ...] = ()
     """For window ``n`` of a frame reference ``w<n>:<partition>:<first>:<last>`` in a tag, the
     steps whose result lists the rows its frames are cut from (``tag, part, pos``)."""
+    focused: bool = False
+    """The last step was narrowed to the focused row's group or window partition."""
     group_rows: tuple[tuple[int, dict[str, str]], ...] | None = None
     """Set when the last step lists the input rows of the focused row's group instead of output
     rows: per source of its GROUP BY, the input number and result column -> input column."""
@@ -93,6 +95,7 @@ class _Rewriter:
         self.view_origins: dict[str, dict[str, tuple[int, str]]] = {}
         self.out: list[SqlQueryStep] = []
         self.frames: list[tuple[SqlQueryStep, ...]] = []
+        self.focused = False
 
     def key(self, name: str) -> str:
         return name.lower() if self.d.engine == "spark" else name
@@ -111,9 +114,10 @@ class _Rewriter:
         group_rows = None
         for number, step in enumerate(steps, start=1):
             where = "query" if len(steps) == 1 else f"query step {number}"
-            tree, columns, origins = self._step(step.query, where)
-            last = focus is not None and number == len(steps)
-            if last and isinstance(tree, exp.Select) and _focus_group(tree, focus or {}):
+            last = focus if number == len(steps) else None
+            tree, columns, origins = self._step(step.query, where, last)
+            if last is not None and isinstance(tree, exp.Select) and _focus_group(tree, last):
+                self.focused = True
                 group_rows = self._list_group_rows(tree)
             alias = None
             if step.alias:
@@ -122,7 +126,7 @@ class _Rewriter:
                 self.schemas[alias] = {c: "TEXT" for c in columns}
                 self.view_origins[alias] = origins
             out.append(SqlQueryStep(alias=alias, query=self.d.render(tree)))
-        return TaggedTransform(tuple(out), origins, tuple(self.frames), group_rows)
+        return TaggedTransform(tuple(out), origins, tuple(self.frames), self.focused, group_rows)
 
     def _list_group_rows(self, select: exp.Select) -> tuple[tuple[int, dict[str, str]], ...] | None:
         """Turns a focused ``GROUP BY`` whose sources are all inputs into the listing of its
@@ -167,7 +171,11 @@ class _Rewriter:
         )
         return self.d.render(select)
 
-    def _step(self, sql: str, where: str) -> tuple[exp.Expr, list[str], dict[str, tuple[int, str]]]:
+    def _step(
+        self, sql: str, where: str, focus: Mapping[str, Any] | None = None
+    ) -> tuple[exp.Expr, list[str], dict[str, tuple[int, str]]]:
+        """The step parsed, qualified and tagged; with ``focus``, a top-level window SELECT is
+        narrowed to the focused row's partition first (its frame side queries with it)."""
         try:
             tree = self.d.parse(sql)
         except ParseError as err:
@@ -198,6 +206,8 @@ class _Rewriter:
         columns = list(qualified.named_selects)
         origins = self._origins(qualified, {})
         rewritten = qualified.copy()
+        if focus is not None and _focus_partition(rewritten, focus):
+            self.focused = True
         self._tag_query(rewritten, sql, where, top=True)
         return rewritten, columns, origins
 
@@ -425,21 +435,48 @@ def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
     group = tree.args.get("group")
     if group is None or not group.expressions:
         return False
-    conditions: list[exp.Expression] = []
-    for key in group.expressions:
-        names = [p.alias_or_name for p in tree.expressions if p.unalias() == key]
-        if not names or names[0] not in focus:
-            return False
-        value = focus[names[0]]
-        if value is None:
-            conditions.append(exp.Is(this=key.copy(), expression=exp.Null()))
-        elif isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
-            conditions.append(exp.EQ(this=key.copy(), expression=exp.convert(value)))
-        else:
-            return False
+    conditions = [_key_condition(tree, key, focus) for key in group.expressions]
+    if any(c is None for c in conditions):
+        return False
     for condition in conditions:
         tree.where(condition, copy=False)
     return True
+
+
+def _focus_partition(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
+    """Adds ``key = value`` to the WHERE of a SELECT computing window functions, for each key
+    that every one of its windows partitions by and that is output as a column ``focus`` gives
+    a plain literal for (and no LIMIT picks rows): WHERE applies before windows, and a window's
+    values over a partition depend on that partition's rows only, so the row's partition (its
+    values, positions and frames) stays intact. Whether it added any."""
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") or tree.args.get("offset"):
+        return False
+    windows = [w for p in tree.expressions for w in p.find_all(exp.Window)]
+    if not windows:
+        return False
+    keys = list(windows[0].args.get("partition_by") or [])
+    for window in windows[1:]:
+        keys = [k for k in keys if k in (window.args.get("partition_by") or [])]
+    conditions = [c for c in (_key_condition(tree, k, focus) for k in keys) if c is not None]
+    for condition in conditions:
+        tree.where(condition, copy=False)
+    return bool(conditions)
+
+
+def _key_condition(
+    select: exp.Select, key: exp.Expression, focus: Mapping[str, Any]
+) -> exp.Expression | None:
+    """``key = value`` (``key IS NULL``) when ``select`` outputs ``key`` as a column whose value
+    ``focus`` gives as a plain literal."""
+    names = [p.alias_or_name for p in select.expressions if p.unalias() == key]
+    if not names or names[0] not in focus:
+        return None
+    value = focus[names[0]]
+    if value is None:
+        return exp.Is(this=key.copy(), expression=exp.Null())
+    if isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return exp.EQ(this=key.copy(), expression=exp.convert(value))
+    return None
 
 
 def _sources(select: exp.Select) -> list[exp.Expression]:

@@ -195,45 +195,57 @@ class Tracer:
                 if found is not None:
                     self._remember(request, found[1])
                     return {offsets[0]: answer.row(offsets[0], tagged, found[0])}
-                tagged = await self._tagged_run(answer, None, None)  # checked below, or refused
-            columns = compared_columns(recorded.schema, tagged.table.schema, skip)
-            positions = [offset - block.start for offset in offsets]
-            tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
-            if focus is not None and None in tags:  # a literal that did not match: no focus
-                tagged = await self._tagged_run(answer, None, None)
-                columns = compared_columns(recorded.schema, tagged.table.schema, skip)
-                tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
-            explained = {}
-            for offset, tag in zip(offsets, tags, strict=True):
-                if tag is None:
-                    raise ProvenanceCheckError(
-                        f"{answer.what(offset)}: re-executing its transaction with tags gives no "
-                        "row equal to it, so no witnesses can be given"
-                    )
-                witnesses = await asyncio.to_thread(tagged.witnesses, tag)
-                tables = await asyncio.to_thread(witness_tables, request, witnesses)
-                self._remember(request, tables)
-                if not await asyncio.to_thread(answer.check, offset, tables):
-                    raise ProvenanceCheckError(
-                        f"{answer.what(offset)}: the {sum(map(len, witnesses.values()))} witness "
-                        "row(s) found do not reproduce it when the transform re-runs on them "
-                        "alone; no answer is given rather than a wrong one"
-                    )
-                explained[offset] = answer.row(offset, tagged, witnesses)
+            elif tagged.focused:
+                try:
+                    return await self._from_tags(answer, tagged, offsets)
+                except ProvenanceCheckError:
+                    pass  # not found equal, or not checked, in the narrowed run
+            # the whole transaction tagged (a focused run's fallback): checked, or refused
+            return await self._from_tags(
+                answer, await self._tagged_run(answer, None, None), offsets
+            )
+
+    async def _from_tags(
+        self, answer: _Answer, tagged: TaggedRun, offsets: list[int]
+    ) -> dict[int, _Explained]:
+        """Each row's witnesses read off its tags in ``tagged``, cut out of the inputs, checked."""
+        request, recorded = answer.request, answer.recorded
+        skip = (request.vocab.offset, request.vocab.system_time)
+        columns = compared_columns(recorded.schema, tagged.table.schema, skip)
+        positions = [offset - answer.block.start for offset in offsets]
+        tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
+        explained = {}
+        for offset, tag in zip(offsets, tags, strict=True):
+            if tag is None:
+                raise ProvenanceCheckError(
+                    f"{answer.what(offset)}: re-executing its transaction with tags gives no "
+                    "row equal to it, so no witnesses can be given"
+                )
+            witnesses = await asyncio.to_thread(tagged.witnesses, tag)
+            tables = await asyncio.to_thread(witness_tables, request, witnesses)
+            if not await asyncio.to_thread(answer.check, offset, tables):
+                raise ProvenanceCheckError(
+                    f"{answer.what(offset)}: the {sum(map(len, witnesses.values()))} witness "
+                    "row(s) found do not reproduce it when the transform re-runs on them "
+                    "alone; no answer is given rather than a wrong one"
+                )
+            self._remember(request, tables)
+            explained[offset] = answer.row(offset, tagged, witnesses)
         return explained
 
     async def _tagged_run(
         self, answer: _Answer, offset: int | None, focus: dict[str, Any] | None
     ) -> TaggedRun:
-        """The transaction run with tags (focused on the row at ``offset``), once per question."""
-        key = (answer.block.hash, offset)
-        tagged = self._tagged.get(key) or self._tagged.get((answer.block.hash, None))
+        """The transaction run with tags (narrowed to the row at ``offset`` when it can be),
+        once per question: a run that was not narrowed serves every row of the transaction."""
+        whole = (answer.block.hash, None)
+        tagged = self._tagged.get((answer.block.hash, offset)) or self._tagged.get(whole)
         if tagged is None:
             try:
                 tagged = await asyncio.to_thread(run_tagged, answer.request, answer.engine, focus)
             except UnsupportedProvenanceError as err:
                 raise UnsupportedProvenanceError(f"{answer.alias}: {err}") from err
-            self._tagged[key] = tagged
+            self._tagged[(answer.block.hash, offset) if tagged.focused else whole] = tagged
         return tagged
 
     def _remember(self, request: TransformRequest, tables: dict[int, pa.Table]) -> None:

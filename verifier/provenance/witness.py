@@ -37,6 +37,8 @@ class TaggedRun:
     tables: list[QueryTable]
     frames: tuple[tuple[SqlQueryStep, ...], ...]
     sides: dict[int, pa.Table] = field(default_factory=dict)
+    focused: bool = False
+    """The run was narrowed to the focused row's group or partition (other rows are missing)."""
     group: dict[int, pa.Table] | None = None
     """Set when the run listed the input rows of the focused row's group (by input, once each,
     in offset order, as the engine read them) instead of tagging output rows."""
@@ -101,7 +103,9 @@ def run_tagged(
     group = None
     if tagged.group_rows is not None:
         group = _split_group(table, tagged.group_rows, inputs)
-    return TaggedRun(table, tagged.origins, engine, tables, tagged.frames, group=group)
+    return TaggedRun(
+        table, tagged.origins, engine, tables, tagged.frames, focused=tagged.focused, group=group
+    )
 
 
 def _split_group(
