@@ -3,7 +3,9 @@ dataset's rows to the ingest that added them.
 
 Rows are explained transaction by transaction: each ``ExecuteTransform`` holding a selected row is
 re-executed once with tags (``witness``), every selected row of it checked (``check``); then the
-witnesses of all rows of a dataset are explained together, one level further down.
+witnesses of all rows of a dataset are explained together, one level further down. A single row
+narrows that run to its group or window partition (``rewrite``); a group over inputs comes back
+as its input rows, which are checked as they are, without reading the inputs again.
 """
 
 from __future__ import annotations
@@ -185,7 +187,7 @@ class Tracer:
             kept = [c for c in recorded.schema.names if c not in skip]
             answer = _Answer(alias, block, request, engine, recorded, kept, scratch)
             focus = None
-            if len(offsets) == 1:  # one row: an aggregation needs only its group's rows
+            if len(offsets) == 1:  # one row: its group or window partition is enough
                 focus = row_values(recorded, offsets[0] - block.start, recorded.schema.names)
             tagged = await self._tagged_run(
                 answer, offsets[0] if focus is not None else None, focus
