@@ -390,6 +390,28 @@ def test_a_wrong_witness_set_fails_the_check(datafusion_pipeline: Path) -> None:
     assert _run(datafusion_pipeline, act) == (True, False)
 
 
+def test_a_narrowed_run_that_finds_nothing_falls_back_to_the_whole_run(
+    datafusion_pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group listing with no rows (as when a key literal compares unequal in the engine) is
+    not an answer: the whole transaction is tagged and the row answered from it."""
+    from verifier.provenance import witness
+
+    monkeypatch.setattr(witness, "_split_group", lambda *_: {})
+
+    async def act(workspace: Workspace, tracer: Tracer) -> RowProvenance:
+        record = await workspace.resolve("grouped")
+        (offset,) = await tracer.select_offsets(record.id, "symbol = 'B'")
+        return (await tracer.explain(record.id, [offset]))[0]
+
+    row = _run(datafusion_pipeline, act)
+    assert row.checked and [(w.dataset, w.offset) for w in row.inputs] == [
+        ("trades", 1),
+        ("trades", 3),
+        ("trades", 6),
+    ]
+
+
 def _folder(tmp: str, name: str) -> Path:
     path = Path(tmp) / name
     path.mkdir()

@@ -337,8 +337,7 @@ class _Answer:
 
     def check(self, offset: int, witnesses: dict[int, pa.Table]) -> bool:
         """Whether the transform, re-run on ``witnesses`` alone, gives the row again (blocking)."""
-        folder = self.scratch / f"check-{offset}"
-        folder.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix=f"check-{offset}-", dir=self.scratch))
         row = row_values(self.recorded, offset - self.block.start, self.kept)
         return reproduces(self.request, self.engine, witnesses, row, folder)
 
