@@ -1,7 +1,7 @@
 """The daemon holding 10,000 mirrors: idle cost, memory, and a burst of 2,000 due at once.
 
 Usage: python scripts/bench_daemon.py [--mirrors 10000] [--burst 2000] [--peers 4]
-           [--concurrency 8] [--per-peer 2] [--idle-window 30] [--dir DIR]
+           [--concurrency 4] [--per-peer 2] [--idle-window 30] [--dir DIR]
 
 Node A holds ``--burst`` small root datasets and is served by ``--peers`` ``odfd serve``
 processes (loopback peers, each its own ``host:port``). Node B (an ``odfd daemon`` process) has
@@ -213,7 +213,7 @@ def main() -> None:
     parser.add_argument("--mirrors", type=int, default=10_000)
     parser.add_argument("--burst", type=int, default=2_000)
     parser.add_argument("--peers", type=int, default=4)
-    parser.add_argument("--concurrency", type=int, default=8, help="[sync] max_concurrent")
+    parser.add_argument("--concurrency", type=int, default=4, help="[sync] max_concurrent")
     parser.add_argument("--per-peer", type=int, default=2, help="[sync] max_per_peer")
     parser.add_argument("--idle-window", type=float, default=30.0)
     parser.add_argument("--dir", type=Path)
@@ -229,7 +229,8 @@ def main() -> None:
         init_workspace(
             work / "b",
             f"\n[sync]\nmax_concurrent = {args.concurrency}\nmax_per_peer = {args.per_peer}\n"
-            'startup_spread = "0s"\n[audit]\nafter_sync = false\ninterval = "0s"\n',
+            'startup_spread = "0s"\n[audit]\nafter_sync = false\ninterval = "0s"\n'
+            "[daemon]\nspark_connect = false\n",
         )
         print(f"adding {args.mirrors} mirrors to {work / 'b'} ...", flush=True)
         names = asyncio.run(
