@@ -190,9 +190,16 @@ class S3ObjectStore(ObjectStore):
         to ``expected``. Small bodies go in one PUT once hashed; larger ones in a multipart upload
         whose parts are hashed while they go up (the check runs before it completes)."""
         hashing = _Hashing()
+        try:
+            await self._upload_hashed(key, aiter(chunks), expected, hashing)
+        finally:
+            await hashing.settle()
+
+    async def _upload_hashed(
+        self, key: str, source: AsyncIterator[bytes], expected: Multihash, hashing: _Hashing
+    ) -> None:
         head: list[bytes] = []
         held = 0
-        source = aiter(chunks)
         async for chunk in source:
             await hashing.add(chunk)
             head.append(chunk)
@@ -214,10 +221,7 @@ class S3ObjectStore(ObjectStore):
             # Raised inside the upload's body: the multipart upload is aborted, never completed.
             self._check(expected, await hashing.result())
 
-        try:
-            await self.bucket.put(key, parts())
-        finally:
-            await hashing.cancel()
+        await self.bucket.put(key, parts())
 
     async def delete(self, hash: Multihash) -> None:
         await self.bucket.delete(self.key_of(hash))
@@ -349,7 +353,7 @@ class _Hashing:
             self._pending = None
         return Multihash(code=Multicodec.SHA3_256, digest=self._digest.digest())
 
-    async def cancel(self) -> None:
+    async def settle(self) -> None:
         """Wait out a hash still running (an upload that failed half-way)."""
         if self._pending is not None:
             await asyncio.gather(self._pending, return_exceptions=True)
