@@ -350,6 +350,7 @@ class Daemon:
             await self._load_withheld()
         count = await self.mirror_schedule.load()
         await self.auditor.schedule_all()
+        gc.freeze()  # the reloaded mirrors' records and timers too (see start)
         if needs_restart:
             log.warning(
                 "reloaded; these settings take effect after a restart",

@@ -5,9 +5,12 @@ every committed change."""
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+from pathlib import Path
 
 import aiohttp
 
+from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 from tests.replication.conftest import ServeFactory
 from tests.replication.datagen import create_root
@@ -48,3 +51,28 @@ async def test_refs_head_is_served_while_a_catalog_transaction_is_open(
     await node_a.rename_dataset("cities", "towns")
     assert (await _get(f"{server.url}towns/refs/head")) == (200, head.to_multibase())
     assert (await _get(f"{server.url}cities/refs/head"))[0] == 404
+
+
+async def test_a_busy_catalog_is_waited_for_in_a_worker_thread(
+    node_a: Workspace, tmp_path: Path
+) -> None:
+    await create_root(node_a, "cities", slices=1, checkpoints=False)
+    # A copy of the catalog in rollback-journal mode, where a writer's exclusive lock makes
+    # readers "busy" (under WAL that takes another process recovering the log).
+    copy = tmp_path / "copy.sqlite"
+    with sqlite3.connect(node_a.catalog.path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    lock = sqlite3.connect(copy, isolation_level=None)
+    lock.execute("PRAGMA journal_mode = DELETE")
+    reader = await CatalogReader.open(copy)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        lookup = asyncio.create_task(reader.find_by_alias("cities"))
+        await asyncio.sleep(0.5)
+        assert not lookup.done()  # waiting in a worker thread; the loop runs on meanwhile
+        lock.execute("COMMIT")
+        record = await asyncio.wait_for(lookup, 15)
+        assert record is not None and record.alias == "cities"
+    finally:
+        lock.close()
+        await reader.close()
