@@ -113,9 +113,17 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
 
     local = asyncio.run(run_pipeline(tmp_path / "local"))
     through_connect = json.loads(remote.stdout)
+    # The server shares this filesystem (loopback, loopback master): every slice and collected
+    # result came back as files the server wrote into the workspace, not over gRPC.
+    assert through_connect.pop("staged") == 3 + 3 + 2
     assert through_connect == local
     assert local["verify"] == 0 and len(local["match.leaderboard logical hashes"]) == 3
     assert all("reproducible" in verdict for verdict in local["rejected"])
+    assert local["staging folders left"] == []
+    assert len(local["all types"]["batches"]) == 6 and local["all types"]["left"] == []
+    failed = local["failing query"]
+    assert failed["error"] == "ArithmeticException" and "CAST_OVERFLOW" in failed["message"]
+    assert failed["left"] == []
 
 
 def test_cli_commands_use_the_daemons_server_and_fail_in_one_line(daemon: DaemonProcess) -> None:
