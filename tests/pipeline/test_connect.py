@@ -113,10 +113,11 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
 
     local = asyncio.run(run_pipeline(tmp_path / "local"))
     through_connect = json.loads(remote.stdout)
-    # The server shares this filesystem (loopback, loopback master): every slice and collected
-    # result came back as files the server wrote into the workspace, not over gRPC.
-    assert through_connect.pop("staged") == 3 + 3 + 2
+    staged = through_connect.pop("staged")
     assert through_connect == local
+    # The server shares this filesystem (loopback, loopback master): the slices of 3 ingests,
+    # 3 transforms and verify's 3 replays, and both collections came back as files.
+    assert staged == 3 + 3 + 3 + 2
     assert local["verify"] == 0 and len(local["match.leaderboard logical hashes"]) == 3
     assert all("reproducible" in verdict for verdict in local["rejected"])
     assert local["staging folders left"] == []
