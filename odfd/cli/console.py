@@ -9,20 +9,22 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 from contextvars import ContextVar
-from dataclasses import dataclass
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 
 _RED, _YELLOW, _RESET = "\033[31m", "\033[33m", "\033[0m"
 
 
-@dataclass(slots=True)
 class _Settings:
-    level: int = NORMAL
-    color: bool | None = None
-    """``None``: colour when stderr is a terminal and ``$NO_COLOR`` is unset."""
+    """The three global options (a plain class: ``odfd --help`` imports no ``dataclasses``)."""
+
+    __slots__ = ("level", "color")
+
+    def __init__(self, level: int = NORMAL, color: bool | None = None) -> None:
+        self.level = level
+        self.color = color
+        """``None``: colour when stderr is a terminal and ``$NO_COLOR`` is unset."""
 
 
 _settings = _Settings()
@@ -33,6 +35,8 @@ _in_context: ContextVar[_Settings | None] = ContextVar("odfd_console", default=N
 
 
 def configure(*, quiet: bool = False, verbose: bool = False, no_color: bool = False) -> None:
+    import threading  # not at import: `odfd --help` configures nothing
+
     settings = _Settings(QUIET if quiet else VERBOSE if verbose else NORMAL)
     settings.color = False if no_color else None
     if threading.current_thread() is threading.main_thread():
