@@ -78,6 +78,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
+#: Commands that start an engine: run by the workspace's daemon when one runs (``odfd.cli.via_daemon``).
+DAEMON_COMMANDS = frozenset({"ingest", "pull", "verify", "sql", "provenance"})
+
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).
 VERBOSE_ENV = "ODFD_VERBOSE"
 
@@ -133,7 +136,7 @@ def main(
     client's relative paths absolute there)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
-    if forward and command is not None:
+    if forward and command in DAEMON_COMMANDS:
         from odfd.cli import via_daemon
 
         code = via_daemon.run(argv, command)

@@ -34,9 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odfd import __version__
+from odfd.cli.main import DAEMON_COMMANDS as FORWARDED
 
-#: Commands that start an engine and can run in the daemon.
-FORWARDED = frozenset({"ingest", "pull", "verify", "sql", "provenance"})
 #: The option and the variable that keep a command in this process.
 LOCAL_OPTION = "--no-daemon"
 NO_DAEMON_ENV = "ODFD_NO_DAEMON"
