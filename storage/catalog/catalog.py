@@ -24,25 +24,18 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import DatasetKind
 from storage.catalog.columns import from_text, hash_from_text, hash_to_text, now_text, to_text
 from storage.catalog.migrations import migrate
+from storage.catalog.records import (
+    DATASET_COLUMNS,
+    KIND_TO_TEXT,
+    DatasetRecord,
+    dataset_record,
+    list_datasets_query,
+)
 from storage.catalog.shared import SharedConnection
 from storage.errors import DatasetExistsError, DatasetNotFoundError
 
 RemoteAliasKind = Literal["pull", "push"]
 Direction = Literal["pull", "push"]
-
-_KIND_TO_TEXT = {DatasetKind.ROOT: "root", DatasetKind.DERIVATIVE: "derivative"}
-_TEXT_TO_KIND = {text: kind for kind, text in _KIND_TO_TEXT.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetRecord:
-    id: DatasetId
-    alias: str
-    kind: DatasetKind
-    head: Multihash | None
-    head_sequence: int | None
-    created_at: datetime
-    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +62,6 @@ class Transfer:
     bytes_done: int
     started_at: datetime
     updated_at: datetime
-
-
-_DATASET_COLUMNS = "id, alias, kind, head, head_sequence, created_at, updated_at"
-
-
-def _dataset(row: aiosqlite.Row) -> DatasetRecord:
-    return DatasetRecord(
-        id=DatasetId.parse(row[0]),
-        alias=row[1],
-        kind=_TEXT_TO_KIND[row[2]],
-        head=hash_from_text(row[3]),
-        head_sequence=row[4],
-        created_at=from_text(row[5]),
-        updated_at=from_text(row[6]),
-    )
 
 
 class Catalog:
@@ -147,11 +125,11 @@ class Catalog:
         async with self.sql.transaction():
             try:
                 await self.sql.execute(
-                    f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO datasets ({DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         str(id),
                         alias,
-                        _KIND_TO_TEXT[kind],
+                        KIND_TO_TEXT[kind],
                         hash_to_text(head),
                         head_sequence,
                         now,
@@ -168,15 +146,15 @@ class Catalog:
 
     async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
         row = await self.sql.fetchone(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
+            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
         )
-        return None if row is None else _dataset(row)
+        return None if row is None else dataset_record(row)
 
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
         row = await self.sql.fetchone(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
+            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
         )
-        return None if row is None else _dataset(row)
+        return None if row is None else dataset_record(row)
 
     async def change_marker(self) -> tuple[int, int]:
         """Differs whenever anything in the catalog may have changed since it was last read: rows
@@ -190,11 +168,8 @@ class Catalog:
     async def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
         """Every dataset, or those of ``kind`` (a node mirroring thousands of root datasets asks
         for its few derivatives without reading every row)."""
-        where, params = ("", ()) if kind is None else (" WHERE kind = ?", (_KIND_TO_TEXT[kind],))
-        rows = await self.sql.fetchall(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
-        )
-        return [_dataset(row) for row in rows]
+        rows = await self.sql.fetchall(*list_datasets_query(kind))
+        return [dataset_record(row) for row in rows]
 
     async def count_datasets(self) -> int:
         row = await self.sql.fetchone("SELECT count(*) FROM datasets")
@@ -240,14 +215,14 @@ class Catalog:
             await self.sql.execute("UPDATE datasets SET alias = id")
             for record, aliases in records:
                 await self.sql.execute(
-                    f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    f"INSERT INTO datasets ({DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (id) DO UPDATE SET alias = excluded.alias, kind = excluded.kind,"
                     " head = excluded.head, head_sequence = excluded.head_sequence,"
                     " updated_at = excluded.updated_at",
                     (
                         str(record.id),
                         record.alias,
-                        _KIND_TO_TEXT[record.kind],
+                        KIND_TO_TEXT[record.kind],
                         hash_to_text(record.head),
                         record.head_sequence,
                         to_text(record.created_at),
