@@ -469,7 +469,14 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "metrics": (MetricsConfig, {"enabled": _bool}),
 }
 _FILE_ONLY = {("sync", "tokens"), ("s3", "remotes")}
-_SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
+_SPARK_ENV_KEYS = (
+    "master",
+    "remote",
+    "driver_memory",
+    "local_dir",
+    "app_name",
+    "shared_filesystem",
+)
 _OTHER_TABLES = {"workspace", "spark"}
 
 

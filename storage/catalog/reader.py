@@ -1,61 +1,80 @@
-"""A synchronous view of the catalog for commands that only read it (``odfd list``): plain
-sqlite3 running the queries of :mod:`storage.catalog.records`, no aiosqlite and no event loop,
-which would cost such a command a third of its start-up.
+"""A read-only catalog connection of its own, for lookups that must not queue behind writers.
 
-It reads only a catalog already at this odfd's schema and never writes (``query_only``). Anything
-else — no file yet, an older schema that ``Catalog.open`` would migrate, a file SQLite cannot
-read — makes :func:`open_reader` answer ``None``; the caller then opens the workspace as every
-other command does, which migrates or reports the problem.
+The node's ``Catalog`` runs every statement of a process on one connection, one transaction at a
+time: while a sync holds ``BEGIN IMMEDIATE … COMMIT`` open across awaits, every other statement of
+the process waits for it. Serving a dataset needs only its row, and under WAL a second connection
+reads the last committed state without waiting for any writer; so the server resolves names
+through a ``CatalogReader`` and never shares a queue with the daemon's burst of syncs.
+
+Its lookups run on the event loop's own thread: one indexed read of a WAL snapshot (pages the
+catalog keeps hot) takes tens of microseconds and never waits for a writer, where a round trip
+through a worker thread costs two thread wake-ups, which on a loaded machine take longer than the
+lookup by three orders of magnitude (measured in an otherwise idle server at load 15 on 2 cores:
+p99 of 80–110 ms). When SQLite answers "busy" (another connection recovering the WAL, or
+holding the file in exclusive mode), the lookup waits for it in a worker thread instead.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
 from pathlib import Path
 
-from protocol.model import DatasetKind
-from storage.catalog.migrations import load_migrations
-from storage.catalog.records import DatasetRecord, dataset_record, list_datasets_query
+from protocol.identity import DatasetId
+from storage.catalog.records import DATASET_COLUMNS, DatasetRecord, dataset_record
 
-#: How long a read waits for another process's write (as ``Catalog.open`` sets it).
-BUSY_TIMEOUT_MS = 10000
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_BUSY_TIMEOUT = 10.0
+"""Seconds a lookup that found the catalog busy waits in its worker thread (as ``Catalog``)."""
 
 
 class CatalogReader:
-    """Read-only queries on one connection; ``close()`` it (or use ``with``)."""
+    """Lookups of dataset rows on a connection that can only read."""
 
-    def __init__(self, db: sqlite3.Connection) -> None:
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
         self._db = db
 
-    def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
-        return [dataset_record(row) for row in self._db.execute(*list_datasets_query(kind))]
+    @classmethod
+    async def open(cls, path: Path) -> CatalogReader:
+        """``path`` is an open catalog (its schema migrated, in WAL mode)."""
+        return cls(path, await asyncio.to_thread(_connect, path, 0.0))
 
-    def close(self) -> None:
+    async def close(self) -> None:
         self._db.close()
 
-    def __enter__(self) -> CatalogReader:
-        return self
+    async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
+        return await self._one(f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", str(id))
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    async def find_by_alias(self, alias: str) -> DatasetRecord | None:
+        return await self._one(f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", alias)
+
+    async def _one(self, sql: str, key: str) -> DatasetRecord | None:
+        try:
+            row = self._db.execute(sql, (key,)).fetchone()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) not in _BUSY:
+                raise
+            row = await asyncio.to_thread(_read_waiting, self.path, sql, key)
+        return None if row is None else dataset_record(row)
 
 
-def open_reader(path: Path) -> CatalogReader | None:
-    """A reader of the catalog at ``path``, or ``None`` when only ``Catalog.open`` may open it."""
-    if not path.is_file():
-        return None
+def _connect(path: Path, timeout: float) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
     try:
-        db = sqlite3.connect(path, isolation_level=None)
-    except sqlite3.Error:
-        return None
-    try:
-        db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db.row_factory = sqlite3.Row
         db.execute("PRAGMA query_only = ON")
-        (applied,) = db.execute("SELECT max(version) FROM schema_migrations").fetchone()
-    except sqlite3.Error:
+    except BaseException:
         db.close()
-        return None
-    if applied != len(load_migrations()):
+        raise
+    return db
+
+
+def _read_waiting(path: Path, sql: str, key: str) -> sqlite3.Row | None:
+    """One lookup on a connection of its own that waits out a busy catalog (blocking)."""
+    db = _connect(path, _BUSY_TIMEOUT)
+    try:
+        row: sqlite3.Row | None = db.execute(sql, (key,)).fetchone()
+        return row
+    finally:
         db.close()
-        return None
-    return CatalogReader(db)

@@ -1,6 +1,6 @@
-"""The ``datasets`` table's rows and the queries that read them, shared by the asynchronous
-:class:`storage.catalog.catalog.Catalog` and the synchronous
-:class:`storage.catalog.reader.CatalogReader` (one spelling of each query for both). Imports no
+"""The ``datasets`` table's rows and the queries that read them, shared by
+:class:`storage.catalog.catalog.Catalog`, the server's :mod:`storage.catalog.reader` and the
+CLI's :mod:`storage.catalog.sync_reader` (one spelling of each query for all). Imports no
 aiosqlite: a command that only reads the catalog needs no event loop."""
 
 from __future__ import annotations

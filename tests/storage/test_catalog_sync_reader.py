@@ -13,7 +13,7 @@ from protocol.identity import DatasetId
 from protocol.model import DatasetKind
 from storage.catalog import Catalog
 from storage.catalog.migrations import load_migrations, migrate
-from storage.catalog.reader import open_reader
+from storage.catalog.sync_reader import open_sync_reader
 from tests.storage.chain_builder import fake_hash
 
 
@@ -35,7 +35,7 @@ async def test_the_reader_lists_what_the_catalog_lists(tmp_path: Path) -> None:
     async with await _catalog_with_datasets(path) as catalog:
         expected = await catalog.list_datasets()
         roots = await catalog.list_datasets(DatasetKind.ROOT)
-        reader = open_reader(path)  # while the catalog is open: another process's view
+        reader = open_sync_reader(path)  # while the catalog is open: another process's view
         assert reader is not None
         with reader:
             assert reader.list_datasets() == expected
@@ -47,7 +47,7 @@ async def test_the_reader_lists_what_the_catalog_lists(tmp_path: Path) -> None:
 async def test_the_reader_never_writes(tmp_path: Path) -> None:
     path = tmp_path / "catalog.sqlite"
     await (await _catalog_with_datasets(path)).close()
-    reader = open_reader(path)
+    reader = open_sync_reader(path)
     assert reader is not None
     with reader:
         try:
@@ -64,23 +64,23 @@ async def test_a_catalog_the_reader_must_not_read_is_left_to_the_full_open(
     tmp_path: Path,
 ) -> None:
     missing = tmp_path / "none.sqlite"
-    assert open_reader(missing) is None
+    assert open_sync_reader(missing) is None
     assert not missing.exists()  # no empty catalog created
 
     garbage = tmp_path / "garbage.sqlite"
     garbage.write_bytes(b"not a database, not at all" * 100)
-    assert open_reader(garbage) is None
+    assert open_sync_reader(garbage) is None
 
     empty = tmp_path / "empty.sqlite"
     sqlite3.connect(empty).close()  # no schema_migrations table
-    assert open_reader(empty) is None
+    assert open_sync_reader(empty) is None
 
     older = tmp_path / "older.sqlite"  # written by an odfd without the newest migration
     async with aiosqlite.connect(older, isolation_level=None) as db:
         await migrate(db, load_migrations()[:-1])
-    assert open_reader(older) is None
+    assert open_sync_reader(older) is None
     async with await Catalog.open(older):  # the full open migrates it ...
         pass
-    reader = open_reader(older)  # ... and then the reader reads it
+    reader = open_sync_reader(older)  # ... and then the reader reads it
     assert reader is not None
     reader.close()
