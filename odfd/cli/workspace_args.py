@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from storage.catalog.reader import CatalogReader
+    from storage.catalog.sync_reader import SyncCatalogReader
     from storage.workspace import Workspace
 
 T = TypeVar("T")
@@ -51,7 +51,7 @@ def run_in_workspace(
     return asyncio.run(run())
 
 
-def read_in_workspace(args: argparse.Namespace, read: Callable[[CatalogReader], T]) -> T | None:
+def read_in_workspace(args: argparse.Namespace, read: Callable[[SyncCatalogReader], T]) -> T | None:
     """``read`` on a synchronous reader of the workspace's catalog, after the checks
     ``run_in_workspace`` makes (the workspace exists, dead processes' staging is swept,
     ``config.toml`` is valid), without an event loop: a command that only reads the catalog starts
@@ -60,12 +60,12 @@ def read_in_workspace(args: argparse.Namespace, read: Callable[[CatalogReader], 
     import sqlite3
 
     from odfd.config import load_config
-    from storage.catalog.reader import open_reader
+    from storage.catalog.sync_reader import open_sync_reader
     from storage.layout import existing_layout
     from storage.scratch import sweep_staging
 
     layout = existing_layout(args.root)
-    reader = open_reader(layout.catalog_path)
+    reader = open_sync_reader(layout.catalog_path)
     if reader is None:
         return None
     with reader:
