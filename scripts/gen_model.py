@@ -1300,10 +1300,8 @@ def main() -> int:
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(path)
-        elif not path.exists() or path.read_text() != text:
-            path.write_text(
-                text
-            )  # unchanged files keep their mtime, so their byte code stays valid
+        elif not path.exists() or path.read_text() != text:  # else its byte code stays valid
+            path.write_text(text)
     for path in stale:
         print(f"stale: {path.relative_to(ROOT)} (run scripts/gen_model.py)", file=sys.stderr)
     return 1 if stale else 0
