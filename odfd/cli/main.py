@@ -19,7 +19,6 @@ from collections.abc import Sequence
 from odfd.cli import console, global_options
 from odfd.cli.failures import describe_os_error
 from odfd.cli.workspace_args import add_root_argument
-from odfd.config import unknown_environment
 from protocol.errors import OdfError
 
 #: Command name -> (module under ``odfd.cli.commands`` exposing ``register(subparsers)``, summary).
@@ -129,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     console.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
+    from odfd.config import unknown_environment  # not for `--help`, which ends in parse_args
+
     for name, guess in unknown_environment():
         console.warn(
             f"ignoring unknown environment variable {name}"
