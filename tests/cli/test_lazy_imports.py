@@ -34,7 +34,6 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.sync.pull",
     "verifier.report",
     "verifier.engine.checkpoint",
-    "tarfile",
 )
 
 _PROBE = """

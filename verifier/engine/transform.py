@@ -164,7 +164,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             spill_dir=request.spill_dir,
         )
     watermarks = _input_watermarks(request)
-    # Spark's checkpoints (tar files) are imported here: a DataFusion pull never loads them.
+    # Spark's checkpoints are imported here: a DataFusion pull never loads them.
     from verifier.engine.checkpoint import write_checkpoint
 
     checkpoint = (
