@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
 CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
-#: Modules a DataFusion derivative's pull has no use for (engine, replication, ingest, compaction,
-#: verification report).
+#: Modules a DataFusion derivative's pull has no use for (Spark and its checkpoints, replication,
+#: ingest, compaction, the verification report).
 NOT_FOR_A_DATAFUSION_PULL = (
     "pyspark",
     "py4j",
@@ -33,6 +33,7 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.coordinator.compact",
     "odfd.sync.pull",
     "verifier.report",
+    "verifier.engine.checkpoint",
 )
 
 _PROBE = """
