@@ -33,7 +33,13 @@ from storage.errors import (
     WorkspaceError,
 )
 from storage.keys import KeyStore
-from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
+from storage.layout import (
+    HEAD_REF,
+    DatasetLayout,
+    WorkspaceLayout,
+    absolute_root,
+    existing_layout,
+)
 from storage.scratch import Scratch, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
@@ -78,7 +84,7 @@ class Workspace:
 
     @classmethod
     async def init(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(_absolute(root))
+        layout = WorkspaceLayout(absolute_root(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
         if layout.root.exists() and not layout.root.is_dir():
@@ -103,14 +109,7 @@ class Workspace:
 
     @classmethod
     async def open(cls, root: Path | None = None) -> Workspace:
-        layout = WorkspaceLayout(_absolute(root))
-        if not layout.config_path.is_file():
-            if root is None and not os.environ.get(WORKSPACE_ENV):
-                raise WorkspaceError(
-                    f"no odfd workspace in {Path.cwd()} or any folder above it "
-                    f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
-                )
-            raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
+        layout = existing_layout(root)
         workspace = cls(layout, await _open_catalog(layout))
         workspace.swept = sweep_staging(layout.staging_dir)
         return workspace
@@ -458,9 +457,3 @@ async def _remove_dataset_folder(layout: DatasetLayout) -> None:
     if layout.refs_dir.is_dir():
         fsync_dir(layout.refs_dir)
     shutil.rmtree(layout.root, ignore_errors=True)
-
-
-def _absolute(root: Path | None) -> Path:
-    """The workspace folder as an absolute path: every path derived from it may be handed to a
-    Spark server whose working folder is not ours (Spark Connect, cluster executors)."""
-    return (Path(root) if root is not None else WorkspaceLayout.default_root()).absolute()
