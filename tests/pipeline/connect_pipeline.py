@@ -165,7 +165,9 @@ def main(url: str, folder: str) -> None:
     from verifier.engine import session
     from verifier.engine.settings import SparkSettings
 
-    session.configure(SparkSettings(remote=url))
+    # The tests' server runs on this machine (loopback master and worker): it can write results
+    # into the workspace, so they come back as files, the way a cluster with a shared mount does.
+    session.configure(SparkSettings(remote=url, shared_filesystem=True))
     staged: list[int] = []
     try:
         with counting_staged_results(staged):
