@@ -89,7 +89,7 @@ async def run_pipeline(folder: Path) -> dict[str, Any]:
     summary["rejected"] = await asyncio.to_thread(_rejected_queries)
     summary["all types"] = await asyncio.to_thread(_collected, ALL_TYPES, folder)
     summary["failing query"] = await asyncio.to_thread(
-        _collected, "SELECT cast(id AS tinyint) AS t FROM range(1000)", folder
+        _collected, "SELECT cast(id AS tinyint) AS t FROM range(0, 1000, 1, 1)", folder
     )
     return summary
 

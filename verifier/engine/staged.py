@@ -98,7 +98,8 @@ def staged_batches(
 
     The staging folder is removed on exit, whether the write, the reading or the caller failed.
     """
-    folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
+    # Absolute: the server resolves a relative path against its own working folder.
+    folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent.absolute()))
     try:
         df.sparkSession.conf._set_all(configs=WRITE_CONF, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
         out = folder / "result"
