@@ -107,6 +107,9 @@ def _collected(query: str, folder: Path) -> dict[str, Any]:
     try:
         with ordered_batches(isolated_session().sql(query), spill_dir=str(work)) as (s, batches):
             table = pa.Table.from_batches(list(batches), s)
+        # Schema-level metadata is dropped: a classic collection has an empty map there, the
+        # Arrow schema made from Spark's none; slices are written with a fresh schema anyway.
+        table = table.replace_schema_metadata(None)
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table.combine_chunks())
