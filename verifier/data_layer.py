@@ -19,6 +19,8 @@ from pathlib import Path
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, SetDataSchema, SetVocab
 from storage.dataset import Dataset
+from storage.dataset_storage import LocalFiles
+from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.layout import object_name
 from storage.stores.base import ObjectStore
 from verifier.audit_state import AuditState, now_ns, stat_or_none
@@ -185,7 +187,7 @@ async def _submit(
     """The checks of one block's slice and checkpoint."""
     if event.new_data is not None:
         data = event.new_data
-        path = _path(dataset.data, data.physical_hash)
+        path = await _path(dataset.data, data.physical_hash)
         file = f"data/{object_name(data.physical_hash)}"
         expectation = SliceExpectation(
             data_slice=data,
@@ -199,7 +201,7 @@ async def _submit(
         await _submit_file(checks, state, slice_check, location, file, "slices", records)
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
-        path = _path(dataset.checkpoints, checkpoint.physical_hash)
+        path = await _path(dataset.checkpoints, checkpoint.physical_hash)
         file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
         object_check = ObjectCheck(
             path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint"
@@ -235,10 +237,15 @@ async def _submit_file(
     await checks.submit(task, location, file, counter, on_result)
 
 
-def _path(store: ObjectStore, hash: Multihash) -> Path:
-    path_of = getattr(store, "path_of", None)
-    if path_of is None:
+async def _path(store: ObjectStore, hash: Multihash) -> Path:
+    """The object's local file (a bucket's object fetched into the workspace's cache, streamed
+    and hash-checked); a missing (or, in a bucket, corrupt) object gives a path that does not exist, which the checks
+    report as missing."""
+    if not isinstance(store, LocalFiles):
         raise VerifyError(
             f"{store!r} is not on the local file system; the verifier reads files by path"
         )
-    return path_of(hash)
+    try:
+        return await store.local_file(hash)
+    except (ObjectNotFoundError, HashMismatchError):  # never cached: reported as missing
+        return store.path_of(hash)
