@@ -30,6 +30,7 @@ from tests.fixtures.seaweedfs import SECRET_KEY, SeaweedServer
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
 from tests.replication.conftest import ServeFactory
 from tests.replication.datagen import create_root, odfd_verify_integrity
+from tests.replication.test_cli import odfd
 from tests.replication.test_s3 import bucket_files, bucket_of
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.inputs import all_slices, slice_paths
@@ -65,7 +66,7 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
         await add_examples(node, "leaderboard")
         scores = await node.get_dataset("match.scores")
         board = await node.get_dataset("match.leaderboard")
-        for n in (1, 2, 3):
+        for n in (1, 2):  # two transactions: the second reads the first's checkpoint
             path = EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson"
             await ingest_push(node, scores, path, system_time=now())
             assert not (await update_derivative(node, board, system_time=now())).up_to_date
@@ -78,8 +79,14 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
             for table in tables
             for row in table.to_pylist()
         ]
-        assert places[:3] == [(1, 1, "alice"), (1, 2, "carol"), (1, 3, "bob")]
-        assert len(places) == 9
+        assert places == [
+            (1, 1, "alice"),
+            (1, 2, "carol"),
+            (1, 3, "bob"),
+            (2, 1, "carol"),  # a tie is broken by the player's name
+            (2, 2, "erin"),
+            (2, 3, "alice"),
+        ]
 
         # Everything is in the bucket, in the spec's layout; nothing in datasets/.
         assert local_dataset_folders(node) == []
@@ -88,7 +95,7 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
             prefix = f"{record.id.to_multibase()}/"
             assert keys[f"{prefix}refs/head"].decode() == object_name(record.head)
             assert f"{prefix}info/alias" in keys
-        assert sum(k.split("/")[1] == "checkpoints" for k in keys) >= 3  # Spark's checkpoints
+        assert sum(k.split("/")[1] == "checkpoints" for k in keys) >= 2  # Spark's checkpoints
 
         # verify: integrity of both, and the leaderboard's transforms replayed in Spark.
         report = await verify(
@@ -236,6 +243,8 @@ async def test_cache_is_content_addressed_bounded_and_checked(
 async def test_bad_storage_config_is_one_line_at_start(
     s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
 ) -> None:
+    """Refused credentials, a missing bucket and a malformed URL each stop the node at start with
+    one line (the CLI prints just that), before anything is read or written."""
     url = s3_server.url(s3_bucket, "node")
     with pytest.raises(S3StorageError) as denied:
         await s3_backed_node(tmp_path / "a", s3_server, url, secret="wrong-secret-000000")
@@ -246,6 +255,10 @@ async def test_bad_storage_config_is_one_line_at_start(
     with pytest.raises(S3StorageError, match=r"no such bucket") as absent:
         await s3_backed_node(tmp_path / "b", s3_server, missing)
     assert "\n" not in str(absent.value)
+    listed = await asyncio.to_thread(odfd, "list", "--root", str(tmp_path / "b"))
+    assert listed.returncode != 0 and listed.stdout == ""
+    [line] = listed.stderr.strip().splitlines()
+    assert "[storage] url" in line and "no such bucket" in line
     config = tmp_path / "c.toml"
     config.write_text('[storage]\nurl = "s3+http://127.0.0.1:1/Bad_Bucket/x"\n')
     with pytest.raises(ConfigError, match=r"storage.*url.*not a bucket name"):
