@@ -68,7 +68,7 @@ class DatasetStorage(Protocol):
 
     async def has_head(self, dataset_id: DatasetId) -> bool: ...
 
-    async def list(self) -> list[StoredDataset]:
+    async def scan(self) -> list[StoredDataset]:
         """Every dataset folder (with or without a head), sorted by location."""
 
     async def remove(self, dataset_id: DatasetId) -> None:

@@ -61,10 +61,10 @@ class LocalDatasetStorage:
     async def has_head(self, dataset_id: DatasetId) -> bool:
         return await asyncio.to_thread((self.layout(dataset_id).refs_dir / HEAD_REF).exists)
 
-    async def list(self) -> list[StoredDataset]:
-        return await asyncio.to_thread(self._list)
+    async def scan(self) -> list[StoredDataset]:
+        return await asyncio.to_thread(self._scan)
 
-    def _list(self) -> list[StoredDataset]:
+    def _scan(self) -> list[StoredDataset]:
         if not self.root.is_dir():
             return []
         found = []

@@ -92,7 +92,7 @@ class S3DatasetStorage:
         key = self.location_of(dataset_id).key(f"refs/{HEAD_REF}")
         return await self.bucket.head(key) is not None
 
-    async def list(self) -> list[StoredDataset]:
+    async def scan(self) -> list[StoredDataset]:
         found = []
         for folder in await self.bucket.list_folders(self.location.prefix):
             name = folder[len(self.location.prefix) :].strip("/")

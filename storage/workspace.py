@@ -358,7 +358,7 @@ class Workspace:
         entries: list[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]] = []
         skipped: list[tuple[str, str]] = []
         seen_aliases: dict[str, str] = {}
-        for stored in await self.storage.list():
+        for stored in await self.storage.scan():
             reason, entry = await self._inspect(stored)
             if entry is None:
                 skipped.append((stored.where, reason))

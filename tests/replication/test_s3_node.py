@@ -9,16 +9,19 @@ import asyncio
 import os
 from pathlib import Path
 
+import aiohttp
 import pyarrow.parquet as pq
 import pytest
 
 from odfd.config import ConfigError, load_config
 from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.transform import update_derivative
+from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.node_storage import open_workspace
 from odfd.sync.pull import pull
 from protocol.identity import Multihash
 from protocol.model import SetInfo, Timestamp
+from storage.catalog.mirrors import MirrorTable
 from storage.chain.validate import validate_chain
 from storage.errors import HashMismatchError, RefCasError
 from storage.layout import object_name
@@ -27,6 +30,7 @@ from storage.s3_storage import S3DatasetStorage, S3StorageError
 from storage.stores.s3 import S3ObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SECRET_KEY, SeaweedServer
+from tests.pipeline.conftest import create
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
 from tests.replication.conftest import ServeFactory
 from tests.replication.datagen import create_root, odfd_verify_integrity
@@ -120,14 +124,45 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
                 )
 
 
-async def test_repair_rebuilds_the_catalog_from_the_bucket(
+UPPER = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: cities.upper
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: cities
+      transform:
+        kind: Sql
+        engine: datafusion
+        query: SELECT event_time, upper(value) AS value FROM cities
+"""
+
+
+async def test_datafusion_transform_then_repair_from_the_bucket(
     s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
 ) -> None:
+    """A DataFusion derivative transformed twice on an S3 node and verified (its transactions
+    replayed); then the catalog file is deleted and ``repair`` rebuilds it from the bucket."""
     url = s3_server.url(s3_bucket, "datasets")
     root = tmp_path / "node"
     async with await s3_backed_node(root, s3_server, url) as node:
         writer = await create_root(node, "cities", slices=2)
         await create_root(node, "rivers", slices=1, seed=2)
+        upper = await create(node, UPPER)
+        assert not (await update_derivative(node, upper)).up_to_date
+        await writer.append(slices=1)
+        assert not (await update_derivative(node, upper)).up_to_date
+        values = [
+            row["value"]
+            for path in await slice_paths(upper, await all_slices(upper))
+            for row in pq.read_table(path).to_pylist()
+        ]
+        assert len(values) == 30 and all(v == v.upper() for v in values)
+        report = await verify(node, ["cities.upper"], VerifyOptions(jobs=1, scratch_dir=root / "v"))
+        assert report.exit_code == 0, report.dumps()
         before = {(r.alias, r.id, r.head, r.head_sequence) for r in await node.list_datasets()}
         await writer.dataset.set_remote_aliases("pull", ["https://example.org/cities"])
     for name in ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"):
@@ -145,34 +180,42 @@ async def test_repair_rebuilds_the_catalog_from_the_bucket(
         await odfd_verify_integrity(node, "cities")
         # Deleting goes through the bucket too: head first, then every key of the dataset.
         await node.delete_dataset("rivers")
-        assert [r.alias for r in (await node.repair()).registered] == ["cities"]
+        assert {r.alias for r in (await node.repair()).registered} == {"cities", "cities.upper"}
 
 
-async def test_pulls_commit_into_the_bucket(
+async def test_mirror_syncs_commit_into_the_bucket(
     s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
 ) -> None:
-    """A first pull is assembled locally and committed into the bucket (head last); the next
-    pull appends there, its new objects written through the cache."""
+    """The daemon's mirror of a dataset into an S3 node: the first sync is assembled locally and
+    committed into the bucket (head last), the next appends there, its new objects written
+    through the cache."""
     url = s3_server.url(s3_bucket, "mirror")
     async with (
         await Workspace.init(tmp_path / "source") as source,
         await s3_backed_node(tmp_path / "node", s3_server, url) as node,
     ):
         writer = await create_root(source, "cities", slices=2)
-        folder = source.layout.dataset(writer.dataset.id).root
-        first = await pull(node, folder.as_uri(), alias="cities")
-        assert local_dataset_folders(node) == []
-        head = await writer.append(slices=2)
-        again = await pull(node, folder.as_uri(), alias="cities")
-        assert (again.new_head, again.num_blocks) == (head, 2)
+        assert writer.dataset.id is not None
+        remote = source.layout.dataset(writer.dataset.id).root.as_uri()
+        config = load_config(node.layout.config_path)
+        record = await MirrorTable(node.catalog).add("cities", remote, [], 60.0)
+        async with aiohttp.ClientSession() as session:
+            first = await MirrorSyncer(node, config, session).sync(record)
+            assert first.attempt.outcome == "updated", first.attempt.error
+            assert local_dataset_folders(node) == []
+            head = await writer.append(slices=2)
+            again = await MirrorSyncer(node, config, session).sync(record)
+            assert again.attempt.outcome == "updated", again.attempt.error
         dataset = await node.get_dataset("cities")
-        assert await dataset.chain.head() == head != first.new_head
+        assert await dataset.chain.head() == head == (await node.resolve("cities")).head
         await validate_chain(
             dataset.chain, dataset_id=dataset.id, data=dataset.data, checkpoints=dataset.checkpoints
         )
         await odfd_verify_integrity(node, "cities")
         keys = await bucket_files(s3_server, url)
-        assert sum(f"{writer.dataset.id.to_multibase()}/data/" in k for k in keys) == 4  # type: ignore[union-attr]
+        assert sum(f"{writer.dataset.id.to_multibase()}/data/" in k for k in keys) == 4
+        cached = {p.name for p in (node.root / "cache" / "objects").iterdir()}
+        assert {k.rsplit("/", 1)[1] for k in keys if "/data/" in k} <= cached
 
 
 async def test_two_nodes_racing_on_one_dataset_one_head_wins(
