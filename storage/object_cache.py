@@ -37,12 +37,11 @@ class ObjectCache:
         *,
         max_bytes: int = DEFAULT_CACHE_BYTES,
         grace: float = DEFAULT_GRACE_SECONDS,
-        staging: Callable[[], Path] | None = None,
     ) -> None:
         self.root = root
         self.max_bytes = max_bytes
         self.grace = grace
-        self.store = LocalFsObjectStore(root, staging)
+        self.store = LocalFsObjectStore(root)
         self._fetching: dict[Multihash, asyncio.Future[Path]] = {}
 
     def __repr__(self) -> str:
@@ -51,7 +50,14 @@ class ObjectCache:
     def path_of(self, hash: Multihash) -> Path:
         return self.store.path_of(hash)
 
-    async def fetch(self, source: ObjectStore, hash: Multihash) -> Path:
+    def writer(self, staging: Callable[[], Path] | None) -> LocalFsObjectStore:
+        """The cache's objects, new ones written in ``staging()`` (the process's scratch folder,
+        which the next process sweeps after a crash) before being renamed into place."""
+        return self.store if staging is None else LocalFsObjectStore(self.root, staging)
+
+    async def fetch(
+        self, source: ObjectStore, hash: Multihash, staging: Callable[[], Path] | None = None
+    ) -> Path:
         """The cached file of ``hash``, downloaded from ``source`` (hash-checked on the way in)
         if not cached yet; one download per object however many ask at once."""
         path = self.path_of(hash)
@@ -63,7 +69,7 @@ class ObjectCache:
         future: asyncio.Future[Path] = asyncio.get_running_loop().create_future()
         self._fetching[hash] = future
         try:
-            await self.store.put_stream(source.iter_chunks(hash), expected=hash)
+            await self.writer(staging).put_stream(source.iter_chunks(hash), expected=hash)
             await self.evict()
             future.set_result(path)
         except BaseException as err:
@@ -74,17 +80,27 @@ class ObjectCache:
             del self._fetching[hash]
         return path
 
-    async def add_file(self, path: Path, expected: Multihash | None, *, move: bool) -> Path:
+    async def add_file(
+        self,
+        path: Path,
+        expected: Multihash | None,
+        *,
+        move: bool,
+        staging: Callable[[], Path] | None = None,
+    ) -> Path:
         """Put a local file into the cache (hash-checked); returns the entry."""
-        hash = await self.store.put_file(path, expected, move=move)
+        hash = await self.writer(staging).put_file(path, expected, move=move)
         await asyncio.to_thread(_touch, self.path_of(hash))
         await self.evict()
         return self.path_of(hash)
 
     async def add_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None
+        self,
+        chunks: AsyncIterable[bytes],
+        expected: Multihash | None,
+        staging: Callable[[], Path] | None = None,
     ) -> Multihash:
-        hash = await self.store.put_stream(chunks, expected)
+        hash = await self.writer(staging).put_stream(chunks, expected)
         await self.evict()
         return hash
 
@@ -97,9 +113,12 @@ class CachedObjectStore(ObjectStore):
     """A remote object store (a bucket's ``data/`` or ``checkpoints/``) whose objects are read
     through, and written through, the workspace's ``ObjectCache``."""
 
-    def __init__(self, remote: ObjectStore, cache: ObjectCache) -> None:
+    def __init__(
+        self, remote: ObjectStore, cache: ObjectCache, staging: Callable[[], Path] | None = None
+    ) -> None:
         self.remote = remote
         self.cache = cache
+        self.staging = staging
 
     def __repr__(self) -> str:
         return repr(self.remote)
@@ -108,7 +127,7 @@ class CachedObjectStore(ObjectStore):
         return self.cache.path_of(hash)
 
     async def local_file(self, hash: Multihash) -> Path:
-        return await self.cache.fetch(self.remote, hash)
+        return await self.cache.fetch(self.remote, hash, self.staging)
 
     async def contains(self, hash: Multihash) -> bool:
         return await self.remote.contains(hash)
@@ -137,14 +156,14 @@ class CachedObjectStore(ObjectStore):
         self, path: Path, expected: Multihash | None = None, *, move: bool = False
     ) -> Multihash:
         """Into the cache (hash-checked), then uploaded from there."""
-        cached = await self.cache.add_file(Path(path), expected, move=move)
+        cached = await self.cache.add_file(Path(path), expected, move=move, staging=self.staging)
         hash = Multihash.from_multibase(cached.name)
         return await self.remote.put_file(cached, hash)
 
     async def put_stream(
         self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
     ) -> Multihash:
-        hash = await self.cache.add_stream(chunks, expected)
+        hash = await self.cache.add_stream(chunks, expected, self.staging)
         return await self.remote.put_file(self.path_of(hash), hash)
 
     async def delete(self, hash: Multihash) -> None:

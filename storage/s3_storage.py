@@ -56,13 +56,15 @@ class S3DatasetStorage:
         saved_states: SavedStateStore | None = None,
         staging: Callable[[], Path] | None = None,
     ) -> Dataset:
-        """``staging`` is not used: new objects are staged by the cache."""
+        """Data and checkpoints through the cache (new ones staged in ``staging()``)."""
         location = self.location_of(dataset_id)
         return Dataset(
             blocks=S3ObjectStore(self.bucket, location, "blocks"),
-            data=CachedObjectStore(S3ObjectStore(self.bucket, location, "data"), self.cache),
+            data=CachedObjectStore(
+                S3ObjectStore(self.bucket, location, "data"), self.cache, staging
+            ),
             checkpoints=CachedObjectStore(
-                S3ObjectStore(self.bucket, location, "checkpoints"), self.cache
+                S3ObjectStore(self.bucket, location, "checkpoints"), self.cache, staging
             ),
             refs=S3RefStore(self.bucket, location),
             info=S3NamedStore(self.bucket, location),
