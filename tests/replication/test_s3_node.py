@@ -19,6 +19,7 @@ from odfd.coordinator.transform import update_derivative
 from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.node_storage import open_workspace
 from odfd.sync.pull import pull
+from odfd.sync.push import PushOptions, push
 from protocol.identity import Multihash
 from protocol.model import SetInfo, Timestamp
 from storage.catalog.mirrors import MirrorTable
@@ -32,7 +33,7 @@ from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SECRET_KEY, SeaweedServer
 from tests.pipeline.conftest import create
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
-from tests.replication.conftest import ServeFactory
+from tests.replication.conftest import PUSH_TOKEN, ServeFactory
 from tests.replication.datagen import create_root, odfd_verify_integrity
 from tests.replication.test_cli import odfd
 from tests.replication.test_s3 import bucket_files, bucket_of
@@ -216,6 +217,32 @@ async def test_mirror_syncs_commit_into_the_bucket(
         assert sum(f"{writer.dataset.id.to_multibase()}/data/" in k for k in keys) == 4
         cached = {p.name for p in (node.root / "cache" / "objects").iterdir()}
         assert {k.rsplit("/", 1)[1] for k in keys if "/data/" in k} <= cached
+
+
+async def test_pushes_to_an_s3_nodes_server_land_in_the_bucket(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path, serve: ServeFactory
+) -> None:
+    """Smart Transfer pushes into an S3 node: a new dataset is staged and committed into the
+    bucket; the next push uploads its objects through the signed URLs into the bucket."""
+    url = s3_server.url(s3_bucket, "pushed")
+    async with (
+        await Workspace.init(tmp_path / "source") as source,
+        await s3_backed_node(tmp_path / "node", s3_server, url) as node,
+    ):
+        writer = await create_root(source, "cities", slices=2)
+        server = await serve(node)
+        options = PushOptions(token=PUSH_TOKEN)
+        created = await push(source, "cities", server.url + "cities", options=options)
+        assert created.num_objects == 4  # two slices, two checkpoints
+        head = await writer.append(slices=1)
+        updated = await push(source, "cities", server.url + "cities", options=options)
+        assert (updated.num_blocks, updated.new_remote_head) == (1, head)
+        assert (await node.resolve("cities")).head == head
+        assert local_dataset_folders(node) == []
+        await odfd_verify_integrity(node, "cities")
+        keys = await bucket_files(s3_server, url)
+        assert writer.dataset.id is not None
+        assert keys[f"{writer.dataset.id.to_multibase()}/refs/head"] == object_name(head).encode()
 
 
 async def test_two_nodes_racing_on_one_dataset_one_head_wins(
