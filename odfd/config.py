@@ -20,16 +20,18 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
 from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
-from protocol.identity import DatasetAliasPattern
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
+
+if TYPE_CHECKING:
+    from protocol.identity import DatasetAliasPattern
 
 ENV_PREFIX = "ODFD_"
 
@@ -406,6 +408,8 @@ def _base_url(value: Any, from_env: bool) -> str:
 
 
 def _alias_patterns(value: Any, from_env: bool) -> tuple[DatasetAliasPattern, ...]:
+    from protocol.identity import DatasetAliasPattern  # here: most nodes set no pattern
+
     try:
         return tuple(DatasetAliasPattern.parse(text) for text in _str_list(value, from_env))
     except ParseError as err:
@@ -493,7 +497,14 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
     "metrics": (MetricsConfig, {"enabled": _bool}),
 }
 _FILE_ONLY = {("sync", "tokens"), ("s3", "remotes")}
-_SPARK_ENV_KEYS = ("master", "remote", "driver_memory", "local_dir", "app_name")
+_SPARK_ENV_KEYS = (
+    "master",
+    "remote",
+    "driver_memory",
+    "local_dir",
+    "app_name",
+    "shared_filesystem",
+)
 _OTHER_TABLES = {"workspace", "spark"}
 
 
@@ -551,14 +562,16 @@ def known_environment() -> frozenset[str]:
 def unknown_environment(env: Mapping[str, str] | None = None) -> list[tuple[str, str | None]]:
     """``ODFD_*`` variables odfd does not read (a typo would otherwise be silently ignored),
     each with the closest known name if there is one."""
-    import difflib
-
     env = os.environ if env is None else env
     known = known_environment()
+    unknown = sorted(name for name in env if name.startswith(ENV_PREFIX) and name not in known)
+    if not unknown:
+        return []
+    import difflib  # every command runs this check: only a typo pays for the suggestion
+
     return [
         (name, next(iter(difflib.get_close_matches(name, known, n=1, cutoff=0.75)), None))
-        for name in sorted(env)
-        if name.startswith(ENV_PREFIX) and name not in known
+        for name in unknown
     ]
 
 

@@ -451,13 +451,14 @@ def gen_model(s: SchemaSet) -> str:
     out += [
         "from __future__ import annotations",
         "",
-        "from dataclasses import dataclass",
+        "import builtins",
         "from typing import TypeAlias",
         "",
         f"from {ENUMS_MODULE} import (  # re-exported: here the model has every type",
         *(f"    {t.name} as {t.name}," for t in s.types.values() if isinstance(t, Enum)),
         ")",
         f"from protocol.identity import {', '.join(identity)}",
+        "from protocol.model.frozen import frozen_model",
         "from protocol.model.maps import FrozenMap, JsonValue",
         f"from {HAND_WRITTEN_MODULE} import (  # written by hand, re-exported: the model has every type",
         *(f"    {n} as {n}," for n in sorted(HAND_WRITTEN)),
@@ -468,12 +469,15 @@ def gen_model(s: SchemaSet) -> str:
     out += [
         "from protocol.model.timestamp import Timestamp",
         "",
+        "_setattr = object.__setattr__",
+        '"""How ``__init__`` sets a field of a frozen instance (``object`` may be a field\'s name)."""',
+        "",
     ]
     for t in s.types.values():
         if t.name in HAND_WRITTEN:
             continue
         if isinstance(t, Struct):
-            out += ["", "@dataclass(frozen=True, slots=True, kw_only=True)", f"class {t.name}:"]
+            out += ["", "@frozen_model", f"class {t.name}:"]
             out.append(f'    """{t.doc or t.name}"""')
             if t.fields:
                 out.append("")
@@ -486,6 +490,7 @@ def gen_model(s: SchemaSet) -> str:
                 )
                 if f.doc:
                     out.append(f'    """{f.doc}"""')
+            out += gen_methods(t)
             out.append("")
         elif isinstance(t, Map):
             out += [
@@ -524,6 +529,50 @@ def gen_model(s: SchemaSet) -> str:
         "",
     ]
     return "\n".join(out)
+
+
+def _tuple(owner: str, names: list[str]) -> str:
+    items = ", ".join(f"{owner}.{n}" for n in names)
+    return f"({items},)" if len(names) == 1 else f"({items})"
+
+
+def gen_methods(t: Struct) -> list[str]:
+    """The methods ``@dataclass(frozen=True, slots=True, kw_only=True)`` would compile with ``exec``
+    when the class is created (see ``protocol/model/frozen.py``), written out to load with the
+    module's byte code. Each behaves as the one it replaces (Python 3.11): a keyword-only
+    ``__init__`` setting every field through ``object.__setattr__``, ``__repr__`` as
+    ``Name(field=value, ...)``, ``__eq__`` comparing the field tuples of two instances of the same
+    class, ``__hash__`` hashing that tuple."""
+    names = [f.py_name for f in t.fields]
+    params = ", ".join(
+        f"{f.py_name}: {py_type(f.type)}"
+        if f.required
+        else f"{f.py_name}: {py_type(f.type)} | None = None"
+        for f in t.fields
+    )
+    mine, theirs = _tuple("self", names), _tuple("other", names)
+    obj = "builtins.object" if "object" in names else "object"  # a field may be called `object`
+    shown = ", ".join(f"{n}={{self.{n}!r}}" for n in names)
+    out = [""]
+    if names:
+        out.append(f"    def __init__(self, *, {params}) -> None:")
+        out += [f'        _setattr(self, "{n}", {n})' for n in names]
+    else:
+        out += ["    def __init__(self) -> None:", "        pass"]
+    out += [
+        "",
+        "    def __repr__(self) -> str:",
+        f'        return f"{{self.__class__.__qualname__}}({shown})"',
+        "",
+        f"    def __eq__(self, other: {obj}) -> bool:",
+        f"        if isinstance(other, {t.name}) and other.__class__ is self.__class__:",
+        f"            return {mine} == {theirs}",
+        "        return NotImplemented",
+        "",
+        "    def __hash__(self) -> int:",
+        f"        return hash({mine})",
+    ]
+    return out
 
 
 # ---- FlatBuffers -----------------------------------------------------------------------------------

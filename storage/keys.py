@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-
-from nacl.signing import SigningKey
+from typing import TYPE_CHECKING
 
 from protocol.identity import DatasetId
 from storage.atomic import fsync_dir
 from storage.errors import StorageError
 from storage.layout import dataset_dir_name
+
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 
 class KeyStore:
@@ -48,6 +50,8 @@ class KeyStore:
             raise StorageError(
                 f"key file {path} must hold a 32-byte ed25519 seed, has {len(seed)} bytes"
             )
+        from nacl.signing import SigningKey  # here: reading datasets needs no nacl
+
         return SigningKey(seed)
 
     def delete(self, dataset_id: DatasetId) -> None:

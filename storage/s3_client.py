@@ -147,7 +147,7 @@ class S3Bucket:
         returns the new etag. ``S3ConflictError`` if ``mode``'s precondition fails."""
         try:
             result = await obstore.put_async(
-                self.store, key, body, mode=mode, chunk_size=_PART_SIZE, max_concurrency=8
+                self.store, key, body, mode=mode, chunk_size=PART_SIZE, max_concurrency=8
             )
         except BaseError as err:
             raise self.error(err, key) from None
@@ -185,7 +185,7 @@ class S3Bucket:
         return [p.rstrip("/") + "/" for p in result["common_prefixes"]]
 
 
-_PART_SIZE = 8 << 20
+PART_SIZE = 8 << 20
 """Multipart upload part size: files larger than this go up in parallel parts."""
 
 

@@ -8,7 +8,6 @@ and ``s3+https://host[:port]/bucket/prefix`` (any S3-compatible server).
 
 from __future__ import annotations
 
-import configparser
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -168,6 +167,8 @@ class S3Settings:
 
 def _profile(name: str, env: Mapping[str, str]) -> dict[str, str]:
     """``name``'s keys from the shared credentials and config files (credentials win)."""
+    import configparser  # here: only an S3 profile needs it, every command reads the settings
+
     home = Path(env.get("HOME", "~")).expanduser()
     found: dict[str, str] = {}
     files = (

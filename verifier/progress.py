@@ -10,9 +10,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from verifier.report import Layer
+if TYPE_CHECKING:  # only annotations: a pull's status line need not load the report model
+    from verifier.report import Layer
 
 REDRAW_SECONDS = 0.2
 

@@ -9,18 +9,21 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import dataclass
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 
 _RED, _YELLOW, _RESET = "\033[31m", "\033[33m", "\033[0m"
 
 
-@dataclass(slots=True)
 class _Settings:
-    level: int = NORMAL
-    color: bool | None = None
-    """``None``: colour when stderr is a terminal and ``$NO_COLOR`` is unset."""
+    """The three global options (a plain class: ``odfd --help`` imports no ``dataclasses``)."""
+
+    __slots__ = ("level", "color")
+
+    def __init__(self) -> None:
+        self.level = NORMAL
+        self.color: bool | None = None
+        """``None``: colour when stderr is a terminal and ``$NO_COLOR`` is unset."""
 
 
 _settings = _Settings()

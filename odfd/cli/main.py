@@ -9,6 +9,7 @@ summary equal to its module's own ``help``).
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import sys
@@ -18,7 +19,6 @@ from collections.abc import Sequence
 from odfd.cli import console, global_options
 from odfd.cli.failures import describe_os_error
 from odfd.cli.workspace_args import add_root_argument
-from odfd.config import unknown_environment
 from protocol.errors import OdfError
 
 #: Command name -> (module under ``odfd.cli.commands`` exposing ``register(subparsers)``, summary).
@@ -128,6 +128,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     console.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
+    from odfd.config import unknown_environment  # not for `--help`, which ends in parse_args
+
     for name, guess in unknown_environment():
         console.warn(
             f"ignoring unknown environment variable {name}"
@@ -181,9 +183,25 @@ def quiet_dependency_warnings() -> None:
 
 
 def run() -> int:
-    """The `odfd` program: its warning policy, then the command."""
+    """The `odfd` program: its warning policy, then the command, then a quick exit."""
     quiet_dependency_warnings()
-    return main()
+    code = main()
+    freeze_for_exit()
+    return code
+
+
+def freeze_for_exit() -> None:
+    """Lets the interpreter's exit skip walking every object still alive.
+
+    While it frees the modules, the exiting interpreter walks all objects in cycles again and
+    again; after an engine command that is some 100,000 (pandas, Arrow, DataFusion, PySpark),
+    and the walks cost a short command about as much as its own work (~0.15 s of a small
+    DataFusion pull). The garbage there is now is collected (its finalizers run, as at any
+    exit); what is still alive is frozen, so the exit leaves it to the operating system. Only
+    the ``odfd`` program does this, right before it ends; never a process that goes on.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 class _VersionAction(argparse.Action):

@@ -3,6 +3,9 @@
 With ``recursive``, the datasets a derivative reads from are updated first, in dependency order,
 so one pull brings a whole pipeline up to date. (Pulling from remote repositories is handled by the
 replication layer; this module updates datasets from their own sources.)
+
+Ingest (:mod:`odfd.coordinator.ingest`, with the readers and fetchers it brings) and compaction are
+imported only by the branches that use them: a derivative's pull loads neither.
 """
 
 from __future__ import annotations
@@ -10,8 +13,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from odfd.coordinator.compact import CompactionOptions, execute_compaction, plan_compaction
-from odfd.coordinator.ingest import pull_root, set_watermark
 from odfd.coordinator.retry import retry_lost_race
 from odfd.coordinator.transform import InputHistoryRewrittenError, update_derivative
 from odfd.errors import OdfdError
@@ -73,6 +74,12 @@ async def pull_local(
             except InputHistoryRewrittenError:
                 if reset_diverged is None:
                     raise
+            from odfd.coordinator.compact import (
+                CompactionOptions,
+                execute_compaction,
+                plan_compaction,
+            )
+
             name = await dataset.alias() or str(dataset.id)
             plan = await plan_compaction(dataset, name, CompactionOptions(keep_metadata_only=True))
             await execute_compaction(workspace.root, dataset, plan)
@@ -100,6 +107,8 @@ async def _pull_one(
         )
     if state.polling_source is None:
         return PullOutcome(alias, False, 0, "no polling source (push data with `odfd ingest`)")
+    from odfd.coordinator.ingest import pull_root
+
     results = await pull_root(
         workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time
     )
@@ -123,6 +132,8 @@ async def _set_watermark(
     alias = await dataset.alias() or str(dataset_id)
     if state.kind is not DatasetKind.ROOT:
         raise PullError(f"{alias}: only a root dataset's watermark can be set by hand")
+    from odfd.coordinator.ingest import set_watermark
+
     outcome = await set_watermark(dataset, watermark, system_time=system_time)
     if outcome.up_to_date:
         return PullOutcome(alias, False, 0, f"up to date ({outcome.reason})")

@@ -89,7 +89,10 @@ class Reconciler:
         )
         order = {MIRROR_SCHEMA: 0, DATASET_SCHEMA: 1}
         records.sort(key=lambda r: (order.get(r.schema, 2), r.name.lower()))
-        mirrors = {} if unsettled_only else {m.name.lower(): m for m in await self.mirrors.list()}
+        # Settled Mirror resources are compared with their rows in memory; a node without any
+        # (mirrors added by ``odfd mirror add``) lists no mirrors at all.
+        compare = not unsettled_only and any(r.schema == MIRROR_SCHEMA for r in records)
+        mirrors = {m.name.lower(): m for m in await self.mirrors.list()} if compare else {}
         results = []
         for record in records:
             if _settled(record) and self._mirror_in_place(record, mirrors):

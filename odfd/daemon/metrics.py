@@ -81,5 +81,12 @@ class DaemonMetrics:
             registry=r,
         )
 
+        self.loop_lag = Histogram(
+            "odfd_event_loop_lag_seconds",
+            "How late the event loop ran a timer (what a request waited before being served).",
+            buckets=(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5),
+            registry=r,
+        )
+
     def exposition(self) -> bytes:
         return generate_latest(self.registry)

@@ -18,6 +18,7 @@ from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
 from odfd.server.state import STATE_KEY, ServerState
+from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 
 MAX_REQUEST_BYTES = 1 << 20
@@ -30,12 +31,25 @@ def create_app(
     """``console``: what the web console at ``/ui`` shows (default: the workspace alone)."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = ServerState.create(workspace, config)
+    app.cleanup_ctx.append(_catalog_reader)
     add_console(app, console or WorkspaceBackend(workspace))
     signed_head.add_routes(app)
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
     app.router.add_get(f"/{simple.DATASET}/push", handle_push, allow_head=False)
     return app
+
+
+async def _catalog_reader(app: web.Application) -> AsyncIterator[None]:
+    """Serving resolves names on a read-only connection of its own (``ServerState.reader``)."""
+    state = app[STATE_KEY]
+    reader = await CatalogReader.open(state.workspace.catalog.path)
+    state.reader = reader
+    try:
+        yield
+    finally:
+        state.reader = None
+        await reader.close()
 
 
 @dataclass(frozen=True, slots=True)

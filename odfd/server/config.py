@@ -19,10 +19,12 @@ import secrets
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from protocol.identity import DatasetAlias, DatasetAliasPattern
+from protocol.identity import DatasetAlias
 
 if TYPE_CHECKING:
     from aiohttp import web
+
+    from protocol.identity import DatasetAliasPattern
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,6 +13,7 @@ from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from storage.catalog import DatasetRecord
+from storage.catalog.reader import CatalogReader
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 
@@ -41,6 +42,9 @@ class ServerState:
     uploads: dict[str, UploadSession] = field(default_factory=dict)
     withheld: set[DatasetId] = field(default_factory=set)
     """Datasets not served (the daemon withholds those whose last audit failed)."""
+    reader: CatalogReader | None = None
+    """Resolves dataset names on a read-only connection of its own while the app runs, so
+    serving never waits behind another task's catalog transaction (a daemon's syncs)."""
 
     @classmethod
     def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
@@ -60,7 +64,7 @@ class ServerState:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
-        record = await self.workspace.try_resolve(ref)
+        record = await self._resolve(ref)
         if record is not None and not self.visible(record, request):
             return None
         if record is not None and record.id in self.withheld:
@@ -69,6 +73,13 @@ class ServerState:
                 "failed (it is served again once an audit passes)"
             )
         return record
+
+    async def _resolve(self, ref: DatasetRef) -> DatasetRecord | None:
+        if self.reader is None:
+            return await self.workspace.try_resolve(ref)
+        if ref.id is not None:
+            return await self.reader.get_dataset(ref.id)
+        return await self.reader.find_by_alias(str(ref.alias))
 
     async def require(self, path: str, request: web.Request | None = None) -> DatasetRecord:
         record = await self.find(path, request)

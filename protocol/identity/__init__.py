@@ -1,7 +1,11 @@
 """Identities: multihashes, dataset DIDs, and dataset names, aliases, references and patterns.
 
-Import from here; the modules behind it are an implementation detail.
+Import from here; the modules behind it are an implementation detail. The patterns load on first
+use (only the node's configuration and name matching need them; every command's start-up would pay
+for their classes and regular expressions).
 """
+
+from typing import TYPE_CHECKING, Any
 
 from protocol.identity.did import DatasetId, DidKey
 from protocol.identity.multibase import Multibase
@@ -15,15 +19,6 @@ from protocol.identity.names import (
     DatasetName,
     RepoName,
 )
-from protocol.identity.patterns import (
-    DatasetAliasPattern,
-    DatasetNamePattern,
-    DatasetPatternAmbiguous,
-    DatasetPatternRemote,
-    DatasetPushTarget,
-    DatasetRefAnyPattern,
-    DatasetRefPattern,
-)
 from protocol.identity.refs import (
     DatasetAliasAmbiguous,
     DatasetIdRemote,
@@ -33,6 +28,39 @@ from protocol.identity.refs import (
     DatasetUrl,
     IsRepo,
 )
+
+if TYPE_CHECKING:
+    from protocol.identity.patterns import (
+        DatasetAliasPattern,
+        DatasetNamePattern,
+        DatasetPatternAmbiguous,
+        DatasetPatternRemote,
+        DatasetPushTarget,
+        DatasetRefAnyPattern,
+        DatasetRefPattern,
+    )
+
+_PATTERNS = frozenset(
+    {
+        "DatasetAliasPattern",
+        "DatasetNamePattern",
+        "DatasetPatternAmbiguous",
+        "DatasetPatternRemote",
+        "DatasetPushTarget",
+        "DatasetRefAnyPattern",
+        "DatasetRefPattern",
+    }
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _PATTERNS:
+        from protocol.identity import patterns
+
+        globals().update({n: getattr(patterns, n) for n in _PATTERNS})
+        return globals()[name]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AccountName",

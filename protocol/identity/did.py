@@ -10,9 +10,10 @@ both parse from any final multibase.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Self
+from typing import TYPE_CHECKING, ClassVar, Self
 
-from nacl.signing import SigningKey
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 from protocol.errors import DecodeError
 from protocol.identity import multibase
@@ -55,6 +56,8 @@ class _Ed25519Did:
     @classmethod
     def new_generated(cls) -> tuple[SigningKey, Self]:
         """A fresh key pair from the OS CSPRNG and the identifier of its public key."""
+        from nacl.signing import SigningKey  # here: reading datasets needs no nacl
+
         key = SigningKey.generate()
         return key, cls(bytes(key.verify_key))
 

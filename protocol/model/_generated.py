@@ -7,7 +7,7 @@ Regenerate with: python scripts/gen_model.py
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import builtins
 from typing import TypeAlias
 
 from protocol.model._enums_generated import (  # re-exported: here the model has every type
@@ -21,6 +21,7 @@ from protocol.model._enums_generated import (  # re-exported: here the model has
     TimeUnit as TimeUnit,
 )
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
+from protocol.model.frozen import frozen_model
 from protocol.model.maps import FrozenMap, JsonValue
 from protocol.model.resource import (  # written by hand, re-exported: the model has every type
     AccountHandle as AccountHandle,
@@ -38,8 +39,11 @@ from protocol.model.resource import (  # written by hand, re-exported: the model
 from protocol.model.resource_names import AccountId, Did, ResourceName, TypeRef
 from protocol.model.timestamp import Timestamp
 
+_setattr = object.__setattr__
+"""How ``__init__`` sets a field of a frozen instance (``object`` may be a field's name)."""
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+
+@frozen_model
 class Account:
     """Registers an account in an predefined account provider."""
 
@@ -50,8 +54,24 @@ class Account:
     spec: AccountSpecInput
     """Specifies the desired state of the resource."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: AccountSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Account) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class AccountSpec:
     """Predefined account specification."""
 
@@ -68,8 +88,27 @@ class AccountSpec:
     password: Secret | None = None
     """Password for local authentication. Absent for SSO or DID-based accounts."""
 
+    def __init__(self, *, did: AccountId | None = None, account_type: AccountType | None = None, display_name: str | None = None, email: str, avatar_url: str | None = None, password: Secret | None = None) -> None:
+        _setattr(self, "did", did)
+        _setattr(self, "account_type", account_type)
+        _setattr(self, "display_name", display_name)
+        _setattr(self, "email", email)
+        _setattr(self, "avatar_url", avatar_url)
+        _setattr(self, "password", password)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(did={self.did!r}, account_type={self.account_type!r}, display_name={self.display_name!r}, email={self.email!r}, avatar_url={self.avatar_url!r}, password={self.password!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AccountSpec) and other.__class__ is self.__class__:
+            return (self.did, self.account_type, self.display_name, self.email, self.avatar_url, self.password) == (other.did, other.account_type, other.display_name, other.email, other.avatar_url, other.password)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.did, self.account_type, self.display_name, self.email, self.avatar_url, self.password))
+
+
+@frozen_model
 class AccountSpecInput:
     """Predefined account specification."""
 
@@ -86,8 +125,27 @@ class AccountSpecInput:
     password: Secret | None = None
     """Password for local authentication. Absent for SSO or DID-based accounts."""
 
+    def __init__(self, *, did: AccountId | None = None, account_type: AccountType | None = None, display_name: str | None = None, email: str, avatar_url: str | None = None, password: Secret | None = None) -> None:
+        _setattr(self, "did", did)
+        _setattr(self, "account_type", account_type)
+        _setattr(self, "display_name", display_name)
+        _setattr(self, "email", email)
+        _setattr(self, "avatar_url", avatar_url)
+        _setattr(self, "password", password)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(did={self.did!r}, account_type={self.account_type!r}, display_name={self.display_name!r}, email={self.email!r}, avatar_url={self.avatar_url!r}, password={self.password!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AccountSpecInput) and other.__class__ is self.__class__:
+            return (self.did, self.account_type, self.display_name, self.email, self.avatar_url, self.password) == (other.did, other.account_type, other.display_name, other.email, other.avatar_url, other.password)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.did, self.account_type, self.display_name, self.email, self.avatar_url, self.password))
+
+
+@frozen_model
 class AddData:
     """Indicates that data has been ingested into a root dataset."""
 
@@ -106,8 +164,28 @@ class AddData:
     extra: ExtraAttributes | None = None
     """ODF extensions."""
 
+    def __init__(self, *, prev_checkpoint: Multihash | None = None, prev_offset: int | None = None, new_data: DataSlice | None = None, new_checkpoint: Checkpoint | None = None, new_watermark: Timestamp | None = None, new_source_state: SourceState | None = None, extra: ExtraAttributes | None = None) -> None:
+        _setattr(self, "prev_checkpoint", prev_checkpoint)
+        _setattr(self, "prev_offset", prev_offset)
+        _setattr(self, "new_data", new_data)
+        _setattr(self, "new_checkpoint", new_checkpoint)
+        _setattr(self, "new_watermark", new_watermark)
+        _setattr(self, "new_source_state", new_source_state)
+        _setattr(self, "extra", extra)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(prev_checkpoint={self.prev_checkpoint!r}, prev_offset={self.prev_offset!r}, new_data={self.new_data!r}, new_checkpoint={self.new_checkpoint!r}, new_watermark={self.new_watermark!r}, new_source_state={self.new_source_state!r}, extra={self.extra!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AddData) and other.__class__ is self.__class__:
+            return (self.prev_checkpoint, self.prev_offset, self.new_data, self.new_checkpoint, self.new_watermark, self.new_source_state, self.extra) == (other.prev_checkpoint, other.prev_offset, other.new_data, other.new_checkpoint, other.new_watermark, other.new_source_state, other.extra)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.prev_checkpoint, self.prev_offset, self.new_data, self.new_checkpoint, self.new_watermark, self.new_source_state, self.extra))
+
+
+@frozen_model
 class AddPushSource:
     """Describes how to ingest data into a root dataset from a certain logical source."""
 
@@ -120,8 +198,25 @@ class AddPushSource:
     merge: MergeStrategy
     """Determines how newly-ingested data should be merged with existing history."""
 
+    def __init__(self, *, source_name: str, read: ReadStep, preprocess: Transform | None = None, merge: MergeStrategy) -> None:
+        _setattr(self, "source_name", source_name)
+        _setattr(self, "read", read)
+        _setattr(self, "preprocess", preprocess)
+        _setattr(self, "merge", merge)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source_name={self.source_name!r}, read={self.read!r}, preprocess={self.preprocess!r}, merge={self.merge!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AddPushSource) and other.__class__ is self.__class__:
+            return (self.source_name, self.read, self.preprocess, self.merge) == (other.source_name, other.read, other.preprocess, other.merge)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.source_name, self.read, self.preprocess, self.merge))
+
+
+@frozen_model
 class AttachmentEmbedded:
     """Embedded attachment item."""
 
@@ -130,16 +225,45 @@ class AttachmentEmbedded:
     content: str
     """Content of the attachment."""
 
+    def __init__(self, *, path: str, content: str) -> None:
+        _setattr(self, "path", path)
+        _setattr(self, "content", content)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(path={self.path!r}, content={self.content!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AttachmentEmbedded) and other.__class__ is self.__class__:
+            return (self.path, self.content) == (other.path, other.content)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.content))
+
+
+@frozen_model
 class AttachmentsEmbedded:
     """For attachments that are specified inline and are embedded in the metadata."""
 
     items: tuple[AttachmentEmbedded, ...]
     """List of embedded items."""
 
+    def __init__(self, *, items: tuple[AttachmentEmbedded, ...]) -> None:
+        _setattr(self, "items", items)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(items={self.items!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, AttachmentsEmbedded) and other.__class__ is self.__class__:
+            return (self.items,) == (other.items,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.items,))
+
+
+@frozen_model
 class Attribute:
     """A named attribute attached to a resource, used by auth policies for access control decisions."""
 
@@ -150,8 +274,24 @@ class Attribute:
     value: JsonValue
     """Value of the attribute."""
 
+    def __init__(self, *, object: ResourceHandle, name: str, value: JsonValue) -> None:
+        _setattr(self, "object", object)
+        _setattr(self, "name", name)
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(object={self.object!r}, name={self.name!r}, value={self.value!r})"
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if isinstance(other, Attribute) and other.__class__ is self.__class__:
+            return (self.object, self.name, self.value) == (other.object, other.name, other.value)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.object, self.name, self.value))
+
+
+@frozen_model
 class AttributeInput:
     """A named attribute attached to a resource, used by auth policies for access control decisions."""
 
@@ -162,8 +302,24 @@ class AttributeInput:
     value: JsonValue
     """Value of the attribute."""
 
+    def __init__(self, *, object: ResourceRef, name: str, value: JsonValue) -> None:
+        _setattr(self, "object", object)
+        _setattr(self, "name", name)
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(object={self.object!r}, name={self.name!r}, value={self.value!r})"
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if isinstance(other, AttributeInput) and other.__class__ is self.__class__:
+            return (self.object, self.name, self.value) == (other.object, other.name, other.value)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.object, self.name, self.value))
+
+
+@frozen_model
 class Checkpoint:
     """Describes a checkpoint produced by an engine"""
 
@@ -172,8 +328,23 @@ class Checkpoint:
     size: int
     """Size of checkpoint file in bytes."""
 
+    def __init__(self, *, physical_hash: Multihash, size: int) -> None:
+        _setattr(self, "physical_hash", physical_hash)
+        _setattr(self, "size", size)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(physical_hash={self.physical_hash!r}, size={self.size!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Checkpoint) and other.__class__ is self.__class__:
+            return (self.physical_hash, self.size) == (other.physical_hash, other.size)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.physical_hash, self.size))
+
+
+@frozen_model
 class CompactionParams:
     """Optional parameters to control ingestion behavior."""
 
@@ -182,8 +353,23 @@ class CompactionParams:
     max_slice_records: int | None = None
     """Target maximum number of records per compacted data slice."""
 
+    def __init__(self, *, max_slice_size: str | None = None, max_slice_records: int | None = None) -> None:
+        _setattr(self, "max_slice_size", max_slice_size)
+        _setattr(self, "max_slice_records", max_slice_records)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(max_slice_size={self.max_slice_size!r}, max_slice_records={self.max_slice_records!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, CompactionParams) and other.__class__ is self.__class__:
+            return (self.max_slice_size, self.max_slice_records) == (other.max_slice_size, other.max_slice_records)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.max_slice_size, self.max_slice_records))
+
+
+@frozen_model
 class DataField:
     """Represents a named field (column) in a root or nested struct schema"""
 
@@ -194,8 +380,24 @@ class DataField:
     extra: ExtraAttributes | None = None
     """ODF extensions"""
 
+    def __init__(self, *, name: str, type: DataType, extra: ExtraAttributes | None = None) -> None:
+        _setattr(self, "name", name)
+        _setattr(self, "type", type)
+        _setattr(self, "extra", extra)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, type={self.type!r}, extra={self.extra!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataField) and other.__class__ is self.__class__:
+            return (self.name, self.type, self.extra) == (other.name, other.type, other.extra)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.type, self.extra))
+
+
+@frozen_model
 class DataSchema:
     """This schema aims to be a human-friendly variant of Arrow. Arrow currently specifies only the [flatbuffer format](https://github.com/apache/arrow/blob/f9301c0ba8a7ed1b0b63275cfdd4c44c26b04675/format/Schema.fbs) which has many legacy to it and is not suited to be defined by humans, so we had to define our own schema format. While inspired by Arrow - this format makes a clear separation between logical data types and encoding (physical layout) of data in the chunks."""
 
@@ -204,8 +406,23 @@ class DataSchema:
     extra: ExtraAttributes | None = None
     """ODF extensions"""
 
+    def __init__(self, *, fields: tuple[DataField, ...], extra: ExtraAttributes | None = None) -> None:
+        _setattr(self, "fields", fields)
+        _setattr(self, "extra", extra)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(fields={self.fields!r}, extra={self.extra!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataSchema) and other.__class__ is self.__class__:
+            return (self.fields, self.extra) == (other.fields, other.extra)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.fields, self.extra))
+
+
+@frozen_model
 class DataSlice:
     """Describes a slice of data added to a dataset or produced via transformation"""
 
@@ -218,26 +435,85 @@ class DataSlice:
     size: int
     """Size of data file in bytes."""
 
+    def __init__(self, *, logical_hash: Multihash, physical_hash: Multihash, offset_interval: OffsetInterval, size: int) -> None:
+        _setattr(self, "logical_hash", logical_hash)
+        _setattr(self, "physical_hash", physical_hash)
+        _setattr(self, "offset_interval", offset_interval)
+        _setattr(self, "size", size)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(logical_hash={self.logical_hash!r}, physical_hash={self.physical_hash!r}, offset_interval={self.offset_interval!r}, size={self.size!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataSlice) and other.__class__ is self.__class__:
+            return (self.logical_hash, self.physical_hash, self.offset_interval, self.size) == (other.logical_hash, other.physical_hash, other.offset_interval, other.size)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.logical_hash, self.physical_hash, self.offset_interval, self.size))
+
+
+@frozen_model
 class DataTypeBinary:
     """A sequence of bytes. Used for arbitrary binary data."""
 
     fixed_length: int | None = None
     """Number of bytes per value for fixed-size binary. If omitted, the binary is variable-length."""
 
+    def __init__(self, *, fixed_length: int | None = None) -> None:
+        _setattr(self, "fixed_length", fixed_length)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(fixed_length={self.fixed_length!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeBinary) and other.__class__ is self.__class__:
+            return (self.fixed_length,) == (other.fixed_length,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.fixed_length,))
+
+
+@frozen_model
 class DataTypeBool:
     """A boolean value representing true or false."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeBool) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeDate:
     """A calendar date."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeDate) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeDecimal:
     """A fixed-point decimal number with a specified precision and scale."""
 
@@ -246,51 +522,178 @@ class DataTypeDecimal:
     scale: int
     """Number of digits after the decimal point. In certain situations, scale could be negative number. For negative scale, it is the number of padding 0 to the right of the digits."""
 
+    def __init__(self, *, precision: int, scale: int) -> None:
+        _setattr(self, "precision", precision)
+        _setattr(self, "scale", scale)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(precision={self.precision!r}, scale={self.scale!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeDecimal) and other.__class__ is self.__class__:
+            return (self.precision, self.scale) == (other.precision, other.scale)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.precision, self.scale))
+
+
+@frozen_model
 class DataTypeDuration:
     """An elapsed time interval with a specified time unit."""
 
     unit: TimeUnit | None = None
     """The unit of the duration measurement."""
 
+    def __init__(self, *, unit: TimeUnit | None = None) -> None:
+        _setattr(self, "unit", unit)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(unit={self.unit!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeDuration) and other.__class__ is self.__class__:
+            return (self.unit,) == (other.unit,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.unit,))
+
+
+@frozen_model
 class DataTypeFloat16:
     """A floating-point number."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeFloat16) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeFloat32:
     """A floating-point number."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeFloat32) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeFloat64:
     """A floating-point number."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeFloat64) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeInt16:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeInt16) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeInt32:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeInt32) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeInt64:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeInt64) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeInt8:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeInt8) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeList:
     """A list of values, all having the same data type."""
 
@@ -299,8 +702,23 @@ class DataTypeList:
     fixed_length: int | None = None
     """Number of list items per value for fixed-size lists. If omitted, the list is variable-length."""
 
+    def __init__(self, *, item_type: DataType, fixed_length: int | None = None) -> None:
+        _setattr(self, "item_type", item_type)
+        _setattr(self, "fixed_length", fixed_length)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(item_type={self.item_type!r}, fixed_length={self.fixed_length!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeList) and other.__class__ is self.__class__:
+            return (self.item_type, self.fixed_length) == (other.item_type, other.fixed_length)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.item_type, self.fixed_length))
+
+
+@frozen_model
 class DataTypeMap:
     """A map of key-value pairs, represented as a list of entries (structs with key and value fields)."""
 
@@ -311,42 +729,128 @@ class DataTypeMap:
     keys_sorted: bool | None = None
     """Set to true if the keys within each value are sorted."""
 
+    def __init__(self, *, key_type: DataType, value_type: DataType, keys_sorted: bool | None = None) -> None:
+        _setattr(self, "key_type", key_type)
+        _setattr(self, "value_type", value_type)
+        _setattr(self, "keys_sorted", keys_sorted)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(key_type={self.key_type!r}, value_type={self.value_type!r}, keys_sorted={self.keys_sorted!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeMap) and other.__class__ is self.__class__:
+            return (self.key_type, self.value_type, self.keys_sorted) == (other.key_type, other.value_type, other.keys_sorted)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.key_type, self.value_type, self.keys_sorted))
+
+
+@frozen_model
 class DataTypeNull:
     """A type representing the absence of a value (null)."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeNull) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeOption:
     """A type representing an optional (nullable) value of another data type."""
 
     inner: DataType
     """Inner data type for the optional value."""
 
+    def __init__(self, *, inner: DataType) -> None:
+        _setattr(self, "inner", inner)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(inner={self.inner!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeOption) and other.__class__ is self.__class__:
+            return (self.inner,) == (other.inner,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.inner,))
+
+
+@frozen_model
 class DataTypeString:
     """A Unicode string."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeString) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeStruct:
     """A collection of named fields, each with its own data type."""
 
     fields: tuple[DataField, ...]
     """Fields that make up the struct."""
 
+    def __init__(self, *, fields: tuple[DataField, ...]) -> None:
+        _setattr(self, "fields", fields)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(fields={self.fields!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeStruct) and other.__class__ is self.__class__:
+            return (self.fields,) == (other.fields,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.fields,))
+
+
+@frozen_model
 class DataTypeTime:
     """A time of day value, without a date, with a specified unit of granularity."""
 
     unit: TimeUnit | None = None
     """The unit of the time value."""
 
+    def __init__(self, *, unit: TimeUnit | None = None) -> None:
+        _setattr(self, "unit", unit)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(unit={self.unit!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeTime) and other.__class__ is self.__class__:
+            return (self.unit,) == (other.unit,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.unit,))
+
+
+@frozen_model
 class DataTypeTimestamp:
     """A point in time, represented as an offset from the Unix epoch in a specific timezone."""
 
@@ -355,28 +859,99 @@ class DataTypeTimestamp:
     timezone: str | None = None
     """The timezone is an optional string indicating the name of a timezone"""
 
+    def __init__(self, *, unit: TimeUnit | None = None, timezone: str | None = None) -> None:
+        _setattr(self, "unit", unit)
+        _setattr(self, "timezone", timezone)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(unit={self.unit!r}, timezone={self.timezone!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeTimestamp) and other.__class__ is self.__class__:
+            return (self.unit, self.timezone) == (other.unit, other.timezone)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.unit, self.timezone))
+
+
+@frozen_model
 class DataTypeUInt16:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeUInt16) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeUInt32:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeUInt32) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeUInt64:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeUInt64) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DataTypeUInt8:
     """An integer value."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DataTypeUInt8) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class Dataset:
     """Represents a desired state of a dataset."""
 
@@ -387,8 +962,24 @@ class Dataset:
     spec: DatasetSpecInput
     """Specifies the desired state of the resource."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: DatasetSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Dataset) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class DatasetSnapshot:
     """Represents a projection of the dataset metadata at a single point in time."""
 
@@ -399,8 +990,24 @@ class DatasetSnapshot:
     metadata: tuple[MetadataEvent, ...]
     """An array of metadata events that will be used to populate the chain. Here you can define polling and push sources, set licenses, add attachments etc."""
 
+    def __init__(self, *, name: DatasetAlias, kind: DatasetKind, metadata: tuple[MetadataEvent, ...]) -> None:
+        _setattr(self, "name", name)
+        _setattr(self, "kind", kind)
+        _setattr(self, "metadata", metadata)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, kind={self.kind!r}, metadata={self.metadata!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DatasetSnapshot) and other.__class__ is self.__class__:
+            return (self.name, self.kind, self.metadata) == (other.name, other.kind, other.metadata)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.kind, self.metadata))
+
+
+@frozen_model
 class DatasetSpec:
     """Represents a desired state of the dataset metadata."""
 
@@ -413,8 +1020,25 @@ class DatasetSpec:
     volume: ResourceHandle
     """Reference to a storage volume where dataset data will be stored. If omitted, the node's default storage is used."""
 
+    def __init__(self, *, did: DatasetId, kind: DatasetKind, metadata: tuple[MetadataEvent, ...], volume: ResourceHandle) -> None:
+        _setattr(self, "did", did)
+        _setattr(self, "kind", kind)
+        _setattr(self, "metadata", metadata)
+        _setattr(self, "volume", volume)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(did={self.did!r}, kind={self.kind!r}, metadata={self.metadata!r}, volume={self.volume!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DatasetSpec) and other.__class__ is self.__class__:
+            return (self.did, self.kind, self.metadata, self.volume) == (other.did, other.kind, other.metadata, other.volume)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.did, self.kind, self.metadata, self.volume))
+
+
+@frozen_model
 class DatasetSpecInput:
     """Represents a desired state of the dataset metadata."""
 
@@ -427,8 +1051,25 @@ class DatasetSpecInput:
     volume: PersistentVolumeRef | None = None
     """Reference to a storage volume where dataset data will be stored. If omitted, the node's default storage is used."""
 
+    def __init__(self, *, did: DatasetId | None = None, kind: DatasetKind, metadata: tuple[MetadataEvent, ...], volume: PersistentVolumeRef | None = None) -> None:
+        _setattr(self, "did", did)
+        _setattr(self, "kind", kind)
+        _setattr(self, "metadata", metadata)
+        _setattr(self, "volume", volume)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(did={self.did!r}, kind={self.kind!r}, metadata={self.metadata!r}, volume={self.volume!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DatasetSpecInput) and other.__class__ is self.__class__:
+            return (self.did, self.kind, self.metadata, self.volume) == (other.did, other.kind, other.metadata, other.volume)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.did, self.kind, self.metadata, self.volume))
+
+
+@frozen_model
 class DatasetVocabulary:
     """Specifies the mapping of system columns onto dataset schema."""
 
@@ -441,21 +1082,66 @@ class DatasetVocabulary:
     event_time_column: str | None = None
     """Name of the event time column."""
 
+    def __init__(self, *, offset_column: str | None = None, operation_type_column: str | None = None, system_time_column: str | None = None, event_time_column: str | None = None) -> None:
+        _setattr(self, "offset_column", offset_column)
+        _setattr(self, "operation_type_column", operation_type_column)
+        _setattr(self, "system_time_column", system_time_column)
+        _setattr(self, "event_time_column", event_time_column)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(offset_column={self.offset_column!r}, operation_type_column={self.operation_type_column!r}, system_time_column={self.system_time_column!r}, event_time_column={self.event_time_column!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DatasetVocabulary) and other.__class__ is self.__class__:
+            return (self.offset_column, self.operation_type_column, self.system_time_column, self.event_time_column) == (other.offset_column, other.operation_type_column, other.system_time_column, other.event_time_column)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.offset_column, self.operation_type_column, self.system_time_column, self.event_time_column))
+
+
+@frozen_model
 class DisablePollingSource:
     """Disables the previously defined polling source."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DisablePollingSource) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class DisablePushSource:
     """Disables the previously defined source."""
 
     source_name: str
     """Identifies the source to be disabled."""
 
+    def __init__(self, *, source_name: str) -> None:
+        _setattr(self, "source_name", source_name)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source_name={self.source_name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, DisablePushSource) and other.__class__ is self.__class__:
+            return (self.source_name,) == (other.source_name,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.source_name,))
+
+
+@frozen_model
 class EnvVar:
     """Defines an environment variable passed into some job."""
 
@@ -464,13 +1150,42 @@ class EnvVar:
     value: str | None = None
     """Value of the variable."""
 
+    def __init__(self, *, name: str, value: str | None = None) -> None:
+        _setattr(self, "name", name)
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EnvVar) and other.__class__ is self.__class__:
+            return (self.name, self.value) == (other.name, other.value)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.value))
+
+
+@frozen_model
 class EventTimeSourceFromMetadata:
     """Extracts event time from the source's metadata."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventTimeSourceFromMetadata) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class EventTimeSourceFromPath:
     """Extracts event time from the path component of the source."""
 
@@ -479,13 +1194,42 @@ class EventTimeSourceFromPath:
     timestamp_format: str | None = None
     """Format of the expected timestamp in java.text.SimpleDateFormat form."""
 
+    def __init__(self, *, pattern: str, timestamp_format: str | None = None) -> None:
+        _setattr(self, "pattern", pattern)
+        _setattr(self, "timestamp_format", timestamp_format)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(pattern={self.pattern!r}, timestamp_format={self.timestamp_format!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventTimeSourceFromPath) and other.__class__ is self.__class__:
+            return (self.pattern, self.timestamp_format) == (other.pattern, other.timestamp_format)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.pattern, self.timestamp_format))
+
+
+@frozen_model
 class EventTimeSourceFromSystemTime:
     """Assigns event time from the system time source."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, EventTimeSourceFromSystemTime) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class ExecuteTransform:
     """Indicates that derivative transformation has been performed."""
 
@@ -502,8 +1246,27 @@ class ExecuteTransform:
     new_watermark: Timestamp | None = None
     """Last watermark of the output data stream, if any. Initial blocks may not have watermarks, but once watermark is set - all subsequent blocks should either carry the same watermark or specify a new (greater) one. Thus, watermarks are monotonically non-decreasing."""
 
+    def __init__(self, *, query_inputs: tuple[ExecuteTransformInput, ...], prev_checkpoint: Multihash | None = None, prev_offset: int | None = None, new_data: DataSlice | None = None, new_checkpoint: Checkpoint | None = None, new_watermark: Timestamp | None = None) -> None:
+        _setattr(self, "query_inputs", query_inputs)
+        _setattr(self, "prev_checkpoint", prev_checkpoint)
+        _setattr(self, "prev_offset", prev_offset)
+        _setattr(self, "new_data", new_data)
+        _setattr(self, "new_checkpoint", new_checkpoint)
+        _setattr(self, "new_watermark", new_watermark)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(query_inputs={self.query_inputs!r}, prev_checkpoint={self.prev_checkpoint!r}, prev_offset={self.prev_offset!r}, new_data={self.new_data!r}, new_checkpoint={self.new_checkpoint!r}, new_watermark={self.new_watermark!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExecuteTransform) and other.__class__ is self.__class__:
+            return (self.query_inputs, self.prev_checkpoint, self.prev_offset, self.new_data, self.new_checkpoint, self.new_watermark) == (other.query_inputs, other.prev_checkpoint, other.prev_offset, other.new_data, other.new_checkpoint, other.new_watermark)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.query_inputs, self.prev_checkpoint, self.prev_offset, self.new_data, self.new_checkpoint, self.new_watermark))
+
+
+@frozen_model
 class ExecuteTransformInput:
     """Describes a slice of the input dataset used during a transformation"""
 
@@ -518,6 +1281,24 @@ class ExecuteTransformInput:
     new_offset: int | None = None
     """Offset of the last data record that will be incorporated into the derivative transformation, if any. When present, defines a half-open `(prevOffset, newOffset]` interval of data records that will be considered in this transaction."""
 
+    def __init__(self, *, dataset_id: DatasetId, prev_block_hash: Multihash | None = None, new_block_hash: Multihash | None = None, prev_offset: int | None = None, new_offset: int | None = None) -> None:
+        _setattr(self, "dataset_id", dataset_id)
+        _setattr(self, "prev_block_hash", prev_block_hash)
+        _setattr(self, "new_block_hash", new_block_hash)
+        _setattr(self, "prev_offset", prev_offset)
+        _setattr(self, "new_offset", new_offset)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dataset_id={self.dataset_id!r}, prev_block_hash={self.prev_block_hash!r}, new_block_hash={self.new_block_hash!r}, prev_offset={self.prev_offset!r}, new_offset={self.new_offset!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ExecuteTransformInput) and other.__class__ is self.__class__:
+            return (self.dataset_id, self.prev_block_hash, self.new_block_hash, self.prev_offset, self.new_offset) == (other.dataset_id, other.prev_block_hash, other.new_block_hash, other.prev_offset, other.new_offset)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.dataset_id, self.prev_block_hash, self.new_block_hash, self.prev_offset, self.new_offset))
+
 
 class ExtraAttributes(FrozenMap[JsonValue]):
     """Container for custom key-value extension attributes. Every key must be in the form of `<domain>/<path>` (e.g. `kamu.dev/archetype`) in order to fully disambiguate the value in the face of multiple extensions. Values may be any valid JSON including nested objects."""
@@ -525,7 +1306,7 @@ class ExtraAttributes(FrozenMap[JsonValue]):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_model
 class FetchStepContainer:
     """Runs the specified OCI container to fetch data from an arbitrary source."""
 
@@ -538,8 +1319,25 @@ class FetchStepContainer:
     env: tuple[EnvVar, ...] | None = None
     """Environment variables to propagate into or set in the container."""
 
+    def __init__(self, *, image: str, command: tuple[str, ...] | None = None, args: tuple[str, ...] | None = None, env: tuple[EnvVar, ...] | None = None) -> None:
+        _setattr(self, "image", image)
+        _setattr(self, "command", command)
+        _setattr(self, "args", args)
+        _setattr(self, "env", env)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(image={self.image!r}, command={self.command!r}, args={self.args!r}, env={self.env!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FetchStepContainer) and other.__class__ is self.__class__:
+            return (self.image, self.command, self.args, self.env) == (other.image, other.command, other.args, other.env)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.image, self.command, self.args, self.env))
+
+
+@frozen_model
 class FetchStepEthereumLogs:
     """Connects to an Ethereum node to stream transaction logs."""
 
@@ -552,8 +1350,25 @@ class FetchStepEthereumLogs:
     signature: str | None = None
     """Solidity log event signature to use for decoding. Using this field adds `event` to the output containing decoded log as JSON."""
 
+    def __init__(self, *, chain_id: int | None = None, node_url: str | None = None, filter: str | None = None, signature: str | None = None) -> None:
+        _setattr(self, "chain_id", chain_id)
+        _setattr(self, "node_url", node_url)
+        _setattr(self, "filter", filter)
+        _setattr(self, "signature", signature)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(chain_id={self.chain_id!r}, node_url={self.node_url!r}, filter={self.filter!r}, signature={self.signature!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FetchStepEthereumLogs) and other.__class__ is self.__class__:
+            return (self.chain_id, self.node_url, self.filter, self.signature) == (other.chain_id, other.node_url, other.filter, other.signature)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.chain_id, self.node_url, self.filter, self.signature))
+
+
+@frozen_model
 class FetchStepFilesGlob:
     """Uses glob operator to match files on the local file system."""
 
@@ -566,8 +1381,25 @@ class FetchStepFilesGlob:
     order: SourceOrdering | None = None
     """Specifies how input files should be ordered before ingestion."""
 
+    def __init__(self, *, path: str, event_time: EventTimeSource | None = None, cache: SourceCaching | None = None, order: SourceOrdering | None = None) -> None:
+        _setattr(self, "path", path)
+        _setattr(self, "event_time", event_time)
+        _setattr(self, "cache", cache)
+        _setattr(self, "order", order)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(path={self.path!r}, event_time={self.event_time!r}, cache={self.cache!r}, order={self.order!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FetchStepFilesGlob) and other.__class__ is self.__class__:
+            return (self.path, self.event_time, self.cache, self.order) == (other.path, other.event_time, other.cache, other.order)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.event_time, self.cache, self.order))
+
+
+@frozen_model
 class FetchStepMqtt:
     """Connects to an MQTT broker to fetch events from the specified topic."""
 
@@ -582,8 +1414,26 @@ class FetchStepMqtt:
     topics: tuple[MqttTopicSubscription, ...]
     """List of topic subscription parameters."""
 
+    def __init__(self, *, host: str, port: int, username: str | None = None, password: str | None = None, topics: tuple[MqttTopicSubscription, ...]) -> None:
+        _setattr(self, "host", host)
+        _setattr(self, "port", port)
+        _setattr(self, "username", username)
+        _setattr(self, "password", password)
+        _setattr(self, "topics", topics)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r}, username={self.username!r}, password={self.password!r}, topics={self.topics!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FetchStepMqtt) and other.__class__ is self.__class__:
+            return (self.host, self.port, self.username, self.password, self.topics) == (other.host, other.port, other.username, other.password, other.topics)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.host, self.port, self.username, self.password, self.topics))
+
+
+@frozen_model
 class FetchStepUrl:
     """Pulls data from one of the supported sources by its URL."""
 
@@ -596,16 +1446,47 @@ class FetchStepUrl:
     headers: tuple[RequestHeader, ...] | None = None
     """Headers to pass during the request (e.g. HTTP Authorization)"""
 
+    def __init__(self, *, url: str, event_time: EventTimeSource | None = None, cache: SourceCaching | None = None, headers: tuple[RequestHeader, ...] | None = None) -> None:
+        _setattr(self, "url", url)
+        _setattr(self, "event_time", event_time)
+        _setattr(self, "cache", cache)
+        _setattr(self, "headers", headers)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(url={self.url!r}, event_time={self.event_time!r}, cache={self.cache!r}, headers={self.headers!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, FetchStepUrl) and other.__class__ is self.__class__:
+            return (self.url, self.event_time, self.cache, self.headers) == (other.url, other.event_time, other.cache, other.headers)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.event_time, self.cache, self.headers))
+
+
+@frozen_model
 class IngestParams:
     """Optional parameters to control ingestion behavior."""
 
     target_slice_records: int | None = None
     """Target number of records to ingest per data slice."""
 
+    def __init__(self, *, target_slice_records: int | None = None) -> None:
+        _setattr(self, "target_slice_records", target_slice_records)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(target_slice_records={self.target_slice_records!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngestParams) and other.__class__ is self.__class__:
+            return (self.target_slice_records,) == (other.target_slice_records,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.target_slice_records,))
+
+
+@frozen_model
 class IngressBufferMemory:
     """An in-memory buffer."""
 
@@ -614,8 +1495,23 @@ class IngressBufferMemory:
     overflow_policy: str | None = None
     """Policy applied when the buffer is full."""
 
+    def __init__(self, *, buffer_size: int | None = None, overflow_policy: str | None = None) -> None:
+        _setattr(self, "buffer_size", buffer_size)
+        _setattr(self, "overflow_policy", overflow_policy)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(buffer_size={self.buffer_size!r}, overflow_policy={self.overflow_policy!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressBufferMemory) and other.__class__ is self.__class__:
+            return (self.buffer_size, self.overflow_policy) == (other.buffer_size, other.overflow_policy)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.buffer_size, self.overflow_policy))
+
+
+@frozen_model
 class IngressContainer:
     """Runs the specified OCI container to fetch data from an arbitrary source."""
 
@@ -628,8 +1524,25 @@ class IngressContainer:
     env: tuple[EnvVar, ...] | None = None
     """Environment variables to propagate into or set in the container."""
 
+    def __init__(self, *, image: str, command: tuple[str, ...] | None = None, args: tuple[str, ...] | None = None, env: tuple[EnvVar, ...] | None = None) -> None:
+        _setattr(self, "image", image)
+        _setattr(self, "command", command)
+        _setattr(self, "args", args)
+        _setattr(self, "env", env)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(image={self.image!r}, command={self.command!r}, args={self.args!r}, env={self.env!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressContainer) and other.__class__ is self.__class__:
+            return (self.image, self.command, self.args, self.env) == (other.image, other.command, other.args, other.env)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.image, self.command, self.args, self.env))
+
+
+@frozen_model
 class IngressEvmLogs:
     """Connects to an EVM (Ethereum) node to stream transaction logs."""
 
@@ -642,8 +1555,25 @@ class IngressEvmLogs:
     signature: str | None = None
     """Solidity log event signature to use for decoding. Using this field adds `event` to the output containing decoded log as JSON."""
 
+    def __init__(self, *, chain_id: int | None = None, node_url: str | None = None, filter: str | None = None, signature: str | None = None) -> None:
+        _setattr(self, "chain_id", chain_id)
+        _setattr(self, "node_url", node_url)
+        _setattr(self, "filter", filter)
+        _setattr(self, "signature", signature)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(chain_id={self.chain_id!r}, node_url={self.node_url!r}, filter={self.filter!r}, signature={self.signature!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressEvmLogs) and other.__class__ is self.__class__:
+            return (self.chain_id, self.node_url, self.filter, self.signature) == (other.chain_id, other.node_url, other.filter, other.signature)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.chain_id, self.node_url, self.filter, self.signature))
+
+
+@frozen_model
 class IngressFilesGlob:
     """Uses glob operator to match files on the local file system."""
 
@@ -656,8 +1586,25 @@ class IngressFilesGlob:
     order: SourceOrdering | None = None
     """Specifies how input files should be ordered before ingestion."""
 
+    def __init__(self, *, path: str, event_time: EventTimeSource | None = None, cache: SourceCaching | None = None, order: SourceOrdering | None = None) -> None:
+        _setattr(self, "path", path)
+        _setattr(self, "event_time", event_time)
+        _setattr(self, "cache", cache)
+        _setattr(self, "order", order)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(path={self.path!r}, event_time={self.event_time!r}, cache={self.cache!r}, order={self.order!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressFilesGlob) and other.__class__ is self.__class__:
+            return (self.path, self.event_time, self.cache, self.order) == (other.path, other.event_time, other.cache, other.order)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.event_time, self.cache, self.order))
+
+
+@frozen_model
 class IngressMqtt:
     """Connects to an MQTT broker to fetch events from the specified topic."""
 
@@ -672,16 +1619,48 @@ class IngressMqtt:
     topics: tuple[MqttTopicSubscription, ...]
     """List of topic subscription parameters."""
 
+    def __init__(self, *, host: str, port: int, username: str | None = None, password: str | None = None, topics: tuple[MqttTopicSubscription, ...]) -> None:
+        _setattr(self, "host", host)
+        _setattr(self, "port", port)
+        _setattr(self, "username", username)
+        _setattr(self, "password", password)
+        _setattr(self, "topics", topics)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(host={self.host!r}, port={self.port!r}, username={self.username!r}, password={self.password!r}, topics={self.topics!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressMqtt) and other.__class__ is self.__class__:
+            return (self.host, self.port, self.username, self.password, self.topics) == (other.host, other.port, other.username, other.password, other.topics)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.host, self.port, self.username, self.password, self.topics))
+
+
+@frozen_model
 class IngressRestEndpoint:
     """Exposes a REST HTTP endpoint that accepts pushed data records."""
 
     buffer: IngressBuffer | None = None
     """Buffer configuration for holding records until they are ingested."""
 
+    def __init__(self, *, buffer: IngressBuffer | None = None) -> None:
+        _setattr(self, "buffer", buffer)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(buffer={self.buffer!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressRestEndpoint) and other.__class__ is self.__class__:
+            return (self.buffer,) == (other.buffer,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.buffer,))
+
+
+@frozen_model
 class IngressUrl:
     """Pulls data from one of the supported sources by its URL."""
 
@@ -694,29 +1673,88 @@ class IngressUrl:
     headers: tuple[RequestHeader, ...] | None = None
     """Headers to pass during the request (e.g. HTTP Authorization)"""
 
+    def __init__(self, *, url: str, event_time: EventTimeSource | None = None, cache: SourceCaching | None = None, headers: tuple[RequestHeader, ...] | None = None) -> None:
+        _setattr(self, "url", url)
+        _setattr(self, "event_time", event_time)
+        _setattr(self, "cache", cache)
+        _setattr(self, "headers", headers)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(url={self.url!r}, event_time={self.event_time!r}, cache={self.cache!r}, headers={self.headers!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, IngressUrl) and other.__class__ is self.__class__:
+            return (self.url, self.event_time, self.cache, self.headers) == (other.url, other.event_time, other.cache, other.headers)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.url, self.event_time, self.cache, self.headers))
+
+
+@frozen_model
 class MergeStrategyAppend:
     """Append merge strategy."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MergeStrategyAppend) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class MergeStrategyChangelogStream:
     """Changelog stream merge strategy."""
 
     primary_key: tuple[str, ...]
     """Names of the columns that uniquely identify the record throughout its lifetime"""
 
+    def __init__(self, *, primary_key: tuple[str, ...]) -> None:
+        _setattr(self, "primary_key", primary_key)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(primary_key={self.primary_key!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MergeStrategyChangelogStream) and other.__class__ is self.__class__:
+            return (self.primary_key,) == (other.primary_key,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.primary_key,))
+
+
+@frozen_model
 class MergeStrategyLedger:
     """Ledger merge strategy."""
 
     primary_key: tuple[str, ...]
     """Names of the columns that uniquely identify the record throughout its lifetime"""
 
+    def __init__(self, *, primary_key: tuple[str, ...]) -> None:
+        _setattr(self, "primary_key", primary_key)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(primary_key={self.primary_key!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MergeStrategyLedger) and other.__class__ is self.__class__:
+            return (self.primary_key,) == (other.primary_key,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.primary_key,))
+
+
+@frozen_model
 class MergeStrategySnapshot:
     """Snapshot merge strategy."""
 
@@ -725,16 +1763,45 @@ class MergeStrategySnapshot:
     compare_columns: tuple[str, ...] | None = None
     """Names of the columns to compared to determine if a row has changed between two snapshots."""
 
+    def __init__(self, *, primary_key: tuple[str, ...], compare_columns: tuple[str, ...] | None = None) -> None:
+        _setattr(self, "primary_key", primary_key)
+        _setattr(self, "compare_columns", compare_columns)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(primary_key={self.primary_key!r}, compare_columns={self.compare_columns!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MergeStrategySnapshot) and other.__class__ is self.__class__:
+            return (self.primary_key, self.compare_columns) == (other.primary_key, other.compare_columns)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.primary_key, self.compare_columns))
+
+
+@frozen_model
 class MergeStrategyUpsertStream:
     """Upsert stream merge strategy."""
 
     primary_key: tuple[str, ...]
     """Names of the columns that uniquely identify the record throughout its lifetime"""
 
+    def __init__(self, *, primary_key: tuple[str, ...]) -> None:
+        _setattr(self, "primary_key", primary_key)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(primary_key={self.primary_key!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MergeStrategyUpsertStream) and other.__class__ is self.__class__:
+            return (self.primary_key,) == (other.primary_key,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.primary_key,))
+
+
+@frozen_model
 class MetadataBlock:
     """An individual block in the metadata chain that captures the history of modifications of a dataset."""
 
@@ -747,8 +1814,25 @@ class MetadataBlock:
     event: MetadataEvent
     """Event data."""
 
+    def __init__(self, *, system_time: Timestamp, prev_block_hash: Multihash | None = None, sequence_number: int, event: MetadataEvent) -> None:
+        _setattr(self, "system_time", system_time)
+        _setattr(self, "prev_block_hash", prev_block_hash)
+        _setattr(self, "sequence_number", sequence_number)
+        _setattr(self, "event", event)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(system_time={self.system_time!r}, prev_block_hash={self.prev_block_hash!r}, sequence_number={self.sequence_number!r}, event={self.event!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MetadataBlock) and other.__class__ is self.__class__:
+            return (self.system_time, self.prev_block_hash, self.sequence_number, self.event) == (other.system_time, other.prev_block_hash, other.sequence_number, other.event)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.system_time, self.prev_block_hash, self.sequence_number, self.event))
+
+
+@frozen_model
 class MqttTopicSubscription:
     """MQTT topic subscription parameters."""
 
@@ -757,8 +1841,23 @@ class MqttTopicSubscription:
     qos: MqttQos | None = None
     """Quality of service class."""
 
+    def __init__(self, *, path: str, qos: MqttQos | None = None) -> None:
+        _setattr(self, "path", path)
+        _setattr(self, "qos", qos)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(path={self.path!r}, qos={self.qos!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, MqttTopicSubscription) and other.__class__ is self.__class__:
+            return (self.path, self.qos) == (other.path, other.qos)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.path, self.qos))
+
+
+@frozen_model
 class OffsetInterval:
     """Describes a range of data as a closed arithmetic interval of offsets"""
 
@@ -767,8 +1866,23 @@ class OffsetInterval:
     end: int
     """End of the closed interval [start; end]."""
 
+    def __init__(self, *, start: int, end: int) -> None:
+        _setattr(self, "start", start)
+        _setattr(self, "end", end)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(start={self.start!r}, end={self.end!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, OffsetInterval) and other.__class__ is self.__class__:
+            return (self.start, self.end) == (other.start, other.end)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.start, self.end))
+
+
+@frozen_model
 class PersistentVolumeRef:
     """Reference to a `PersistentVolume`."""
 
@@ -779,8 +1893,24 @@ class PersistentVolumeRef:
     name: ResourceName | None = None
     """Name of the resource."""
 
+    def __init__(self, *, account: AccountRef | None = None, id: str | None = None, name: ResourceName | None = None) -> None:
+        _setattr(self, "account", account)
+        _setattr(self, "id", id)
+        _setattr(self, "name", name)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(account={self.account!r}, id={self.id!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PersistentVolumeRef) and other.__class__ is self.__class__:
+            return (self.account, self.id, self.name) == (other.account, other.id, other.name)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.account, self.id, self.name))
+
+
+@frozen_model
 class PrepStepDecompress:
     """Pulls data from one of the supported sources by its URL."""
 
@@ -789,16 +1919,45 @@ class PrepStepDecompress:
     sub_path: str | None = None
     """Path to a data file within a multi-file archive. Can contain glob patterns."""
 
+    def __init__(self, *, format: CompressionFormat, sub_path: str | None = None) -> None:
+        _setattr(self, "format", format)
+        _setattr(self, "sub_path", sub_path)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(format={self.format!r}, sub_path={self.sub_path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PrepStepDecompress) and other.__class__ is self.__class__:
+            return (self.format, self.sub_path) == (other.format, other.sub_path)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.format, self.sub_path))
+
+
+@frozen_model
 class PrepStepPipe:
     """Executes external command to process the data using piped input/output."""
 
     command: tuple[str, ...]
     """Command to execute and its arguments."""
 
+    def __init__(self, *, command: tuple[str, ...]) -> None:
+        _setattr(self, "command", command)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(command={self.command!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, PrepStepPipe) and other.__class__ is self.__class__:
+            return (self.command,) == (other.command,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.command,))
+
+
+@frozen_model
 class ReadStepCsv:
     """Reader for comma-separated files."""
 
@@ -825,8 +1984,32 @@ class ReadStepCsv:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, separator: str | None = None, encoding: str | None = None, quote: str | None = None, escape: str | None = None, header: bool | None = None, infer_schema: bool | None = None, null_value: str | None = None, date_format: str | None = None, timestamp_format: str | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "separator", separator)
+        _setattr(self, "encoding", encoding)
+        _setattr(self, "quote", quote)
+        _setattr(self, "escape", escape)
+        _setattr(self, "header", header)
+        _setattr(self, "infer_schema", infer_schema)
+        _setattr(self, "null_value", null_value)
+        _setattr(self, "date_format", date_format)
+        _setattr(self, "timestamp_format", timestamp_format)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, separator={self.separator!r}, encoding={self.encoding!r}, quote={self.quote!r}, escape={self.escape!r}, header={self.header!r}, infer_schema={self.infer_schema!r}, null_value={self.null_value!r}, date_format={self.date_format!r}, timestamp_format={self.timestamp_format!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepCsv) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.separator, self.encoding, self.quote, self.escape, self.header, self.infer_schema, self.null_value, self.date_format, self.timestamp_format, self.schema) == (other.ddl_schema, other.separator, other.encoding, other.quote, other.escape, other.header, other.infer_schema, other.null_value, other.date_format, other.timestamp_format, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.separator, self.encoding, self.quote, self.escape, self.header, self.infer_schema, self.null_value, self.date_format, self.timestamp_format, self.schema))
+
+
+@frozen_model
 class ReadStepEsriShapefile:
     """Reader for ESRI Shapefile format."""
 
@@ -837,8 +2020,24 @@ class ReadStepEsriShapefile:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, sub_path: str | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "sub_path", sub_path)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, sub_path={self.sub_path!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepEsriShapefile) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.sub_path, self.schema) == (other.ddl_schema, other.sub_path, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.sub_path, self.schema))
+
+
+@frozen_model
 class ReadStepGeoJson:
     """Reader for GeoJSON files. It expects one `FeatureCollection` object in the root and will create a record per each `Feature` inside it extracting the properties into individual columns and leaving the feature geometry in its own column."""
 
@@ -847,8 +2046,23 @@ class ReadStepGeoJson:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepGeoJson) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.schema) == (other.ddl_schema, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.schema))
+
+
+@frozen_model
 class ReadStepJson:
     """Reader for JSON files that contain an array of objects within them."""
 
@@ -865,8 +2079,27 @@ class ReadStepJson:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, sub_path: str | None = None, ddl_schema: tuple[str, ...] | None = None, date_format: str | None = None, encoding: str | None = None, timestamp_format: str | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "sub_path", sub_path)
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "date_format", date_format)
+        _setattr(self, "encoding", encoding)
+        _setattr(self, "timestamp_format", timestamp_format)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(sub_path={self.sub_path!r}, ddl_schema={self.ddl_schema!r}, date_format={self.date_format!r}, encoding={self.encoding!r}, timestamp_format={self.timestamp_format!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepJson) and other.__class__ is self.__class__:
+            return (self.sub_path, self.ddl_schema, self.date_format, self.encoding, self.timestamp_format, self.schema) == (other.sub_path, other.ddl_schema, other.date_format, other.encoding, other.timestamp_format, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.sub_path, self.ddl_schema, self.date_format, self.encoding, self.timestamp_format, self.schema))
+
+
+@frozen_model
 class ReadStepNdGeoJson:
     """Reader for Newline-delimited GeoJSON files. It is similar to `GeoJson` format but instead of `FeatureCollection` object in the root it expects every individual feature object to appear on its own line."""
 
@@ -875,8 +2108,23 @@ class ReadStepNdGeoJson:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepNdGeoJson) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.schema) == (other.ddl_schema, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.schema))
+
+
+@frozen_model
 class ReadStepNdJson:
     """Reader for files containing multiple newline-delimited JSON objects with the same schema."""
 
@@ -891,8 +2139,26 @@ class ReadStepNdJson:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, date_format: str | None = None, encoding: str | None = None, timestamp_format: str | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "date_format", date_format)
+        _setattr(self, "encoding", encoding)
+        _setattr(self, "timestamp_format", timestamp_format)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, date_format={self.date_format!r}, encoding={self.encoding!r}, timestamp_format={self.timestamp_format!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepNdJson) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.date_format, self.encoding, self.timestamp_format, self.schema) == (other.ddl_schema, other.date_format, other.encoding, other.timestamp_format, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.date_format, self.encoding, self.timestamp_format, self.schema))
+
+
+@frozen_model
 class ReadStepParquet:
     """Reader for Apache Parquet format."""
 
@@ -901,8 +2167,23 @@ class ReadStepParquet:
     schema: DataSchema | None = None
     """Schema used to coerce values into more appropriate data types."""
 
+    def __init__(self, *, ddl_schema: tuple[str, ...] | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "ddl_schema", ddl_schema)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(ddl_schema={self.ddl_schema!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ReadStepParquet) and other.__class__ is self.__class__:
+            return (self.ddl_schema, self.schema) == (other.ddl_schema, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.ddl_schema, self.schema))
+
+
+@frozen_model
 class Relation:
     """A directed relationship between two resources, optionally carrying a typed value."""
 
@@ -915,8 +2196,25 @@ class Relation:
     object: ResourceHandle
     """The resource that is the target of the relation."""
 
+    def __init__(self, *, subject: ResourceHandle, relation: str, value: JsonValue | None = None, object: ResourceHandle) -> None:
+        _setattr(self, "subject", subject)
+        _setattr(self, "relation", relation)
+        _setattr(self, "value", value)
+        _setattr(self, "object", object)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subject={self.subject!r}, relation={self.relation!r}, value={self.value!r}, object={self.object!r})"
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if isinstance(other, Relation) and other.__class__ is self.__class__:
+            return (self.subject, self.relation, self.value, self.object) == (other.subject, other.relation, other.value, other.object)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.subject, self.relation, self.value, self.object))
+
+
+@frozen_model
 class RelationInput:
     """A directed relationship between two resources, optionally carrying a typed value."""
 
@@ -929,8 +2227,25 @@ class RelationInput:
     object: ResourceRef
     """The resource that is the target of the relation."""
 
+    def __init__(self, *, subject: ResourceRef, relation: str, value: JsonValue | None = None, object: ResourceRef) -> None:
+        _setattr(self, "subject", subject)
+        _setattr(self, "relation", relation)
+        _setattr(self, "value", value)
+        _setattr(self, "object", object)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(subject={self.subject!r}, relation={self.relation!r}, value={self.value!r}, object={self.object!r})"
+
+    def __eq__(self, other: builtins.object) -> bool:
+        if isinstance(other, RelationInput) and other.__class__ is self.__class__:
+            return (self.subject, self.relation, self.value, self.object) == (other.subject, other.relation, other.value, other.object)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.subject, self.relation, self.value, self.object))
+
+
+@frozen_model
 class Relations:
     """Specified relations between resources on which auth policies act upon."""
 
@@ -941,8 +2256,24 @@ class Relations:
     spec: RelationsSpecInput
     """Specifies the desired state of the resource."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: RelationsSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Relations) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class RelationsSpec:
     """Specifies resource attributes and relations between resources on which auth policies act upon."""
 
@@ -951,8 +2282,23 @@ class RelationsSpec:
     attributes: tuple[Attribute, ...]
     """Resource attributes."""
 
+    def __init__(self, *, relations: tuple[Relation, ...], attributes: tuple[Attribute, ...]) -> None:
+        _setattr(self, "relations", relations)
+        _setattr(self, "attributes", attributes)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(relations={self.relations!r}, attributes={self.attributes!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RelationsSpec) and other.__class__ is self.__class__:
+            return (self.relations, self.attributes) == (other.relations, other.attributes)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.relations, self.attributes))
+
+
+@frozen_model
 class RelationsSpecInput:
     """Specifies resource attributes and relations between resources on which auth policies act upon."""
 
@@ -961,8 +2307,23 @@ class RelationsSpecInput:
     attributes: tuple[AttributeInput, ...] | None = None
     """Resource attributes."""
 
+    def __init__(self, *, relations: tuple[RelationInput, ...] | None = None, attributes: tuple[AttributeInput, ...] | None = None) -> None:
+        _setattr(self, "relations", relations)
+        _setattr(self, "attributes", attributes)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(relations={self.relations!r}, attributes={self.attributes!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RelationsSpecInput) and other.__class__ is self.__class__:
+            return (self.relations, self.attributes) == (other.relations, other.attributes)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.relations, self.attributes))
+
+
+@frozen_model
 class RequestHeader:
     """Defines a header (e.g. HTTP) to be passed into some request."""
 
@@ -971,8 +2332,23 @@ class RequestHeader:
     value: str
     """Value of the header."""
 
+    def __init__(self, *, name: str, value: str) -> None:
+        _setattr(self, "name", name)
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, RequestHeader) and other.__class__ is self.__class__:
+            return (self.name, self.value) == (other.name, other.value)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.value))
+
+
+@frozen_model
 class ResourceHandle:
     """Lint to another resolved resource."""
 
@@ -987,8 +2363,26 @@ class ResourceHandle:
     name: ResourceName
     """Name of a resource."""
 
+    def __init__(self, *, account: AccountHandle, type: str, id: str, did: Did | None = None, name: ResourceName) -> None:
+        _setattr(self, "account", account)
+        _setattr(self, "type", type)
+        _setattr(self, "id", id)
+        _setattr(self, "did", did)
+        _setattr(self, "name", name)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(account={self.account!r}, type={self.type!r}, id={self.id!r}, did={self.did!r}, name={self.name!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ResourceHandle) and other.__class__ is self.__class__:
+            return (self.account, self.type, self.id, self.did, self.name) == (other.account, other.type, other.id, other.did, other.name)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.account, self.type, self.id, self.did, self.name))
+
+
+@frozen_model
 class Secret:
     """Individual secret in raw or encrypted form."""
 
@@ -997,8 +2391,23 @@ class Secret:
     content_encoding: str | None = None
     """Represents the encoding of the value. Typically will be `jwe` after a raw secret gets encrypted."""
 
+    def __init__(self, *, value: str, content_encoding: str | None = None) -> None:
+        _setattr(self, "value", value)
+        _setattr(self, "content_encoding", content_encoding)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r}, content_encoding={self.content_encoding!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Secret) and other.__class__ is self.__class__:
+            return (self.value, self.content_encoding) == (other.value, other.content_encoding)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.value, self.content_encoding))
+
+
+@frozen_model
 class SecretSet:
     """Defines a set of secrets stored and managed by the ODF node."""
 
@@ -1009,21 +2418,65 @@ class SecretSet:
     spec: SecretSetSpecInput
     """Specifies the desired state of the secret set."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: SecretSetSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SecretSet) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class SecretSetSpec:
     """Defines a set of secrets stored and managed by the ODF node and accessible via embedded sercets provider."""
 
     secrets: Secrets
     """Key value pairs of secrets."""
 
+    def __init__(self, *, secrets: Secrets) -> None:
+        _setattr(self, "secrets", secrets)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(secrets={self.secrets!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SecretSetSpec) and other.__class__ is self.__class__:
+            return (self.secrets,) == (other.secrets,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.secrets,))
+
+
+@frozen_model
 class SecretSetSpecInput:
     """Defines a set of secrets stored and managed by the ODF node and accessible via embedded sercets provider."""
 
     secrets: Secrets
     """Key value pairs of secrets."""
+
+    def __init__(self, *, secrets: Secrets) -> None:
+        _setattr(self, "secrets", secrets)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(secrets={self.secrets!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SecretSetSpecInput) and other.__class__ is self.__class__:
+            return (self.secrets,) == (other.secrets,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.secrets,))
 
 
 class Secrets(FrozenMap[Secret]):
@@ -1032,7 +2485,7 @@ class Secrets(FrozenMap[Secret]):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_model
 class Seed:
     """Establishes the identity of the dataset. Always the first metadata event in the chain."""
 
@@ -1041,16 +2494,45 @@ class Seed:
     dataset_kind: DatasetKind
     """Type of the dataset."""
 
+    def __init__(self, *, dataset_id: DatasetId, dataset_kind: DatasetKind) -> None:
+        _setattr(self, "dataset_id", dataset_id)
+        _setattr(self, "dataset_kind", dataset_kind)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dataset_id={self.dataset_id!r}, dataset_kind={self.dataset_kind!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Seed) and other.__class__ is self.__class__:
+            return (self.dataset_id, self.dataset_kind) == (other.dataset_id, other.dataset_kind)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.dataset_id, self.dataset_kind))
+
+
+@frozen_model
 class SetAttachments:
     """Associates a set of files with this dataset."""
 
     attachments: Attachments
     """One of the supported attachment sources."""
 
+    def __init__(self, *, attachments: Attachments) -> None:
+        _setattr(self, "attachments", attachments)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(attachments={self.attachments!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetAttachments) and other.__class__ is self.__class__:
+            return (self.attachments,) == (other.attachments,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.attachments,))
+
+
+@frozen_model
 class SetDataSchema:
     """Specifies the complete schema of Data Slices added to the Dataset following this event."""
 
@@ -1059,8 +2541,23 @@ class SetDataSchema:
     schema: DataSchema | None = None
     """Defines the logical schema of the data files that follow this event. Will become a required field after migration."""
 
+    def __init__(self, *, raw_arrow_schema: bytes | None = None, schema: DataSchema | None = None) -> None:
+        _setattr(self, "raw_arrow_schema", raw_arrow_schema)
+        _setattr(self, "schema", schema)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(raw_arrow_schema={self.raw_arrow_schema!r}, schema={self.schema!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetDataSchema) and other.__class__ is self.__class__:
+            return (self.raw_arrow_schema, self.schema) == (other.raw_arrow_schema, other.schema)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.raw_arrow_schema, self.schema))
+
+
+@frozen_model
 class SetInfo:
     """Provides basic human-readable information about a dataset."""
 
@@ -1069,8 +2566,23 @@ class SetInfo:
     keywords: tuple[str, ...] | None = None
     """Keywords, search terms, or tags used to describe the dataset."""
 
+    def __init__(self, *, description: str | None = None, keywords: tuple[str, ...] | None = None) -> None:
+        _setattr(self, "description", description)
+        _setattr(self, "keywords", keywords)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(description={self.description!r}, keywords={self.keywords!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetInfo) and other.__class__ is self.__class__:
+            return (self.description, self.keywords) == (other.description, other.keywords)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.description, self.keywords))
+
+
+@frozen_model
 class SetLicense:
     """Defines a license that applies to this dataset."""
 
@@ -1083,8 +2595,25 @@ class SetLicense:
     website_url: str
     """URL where licensing terms can be found."""
 
+    def __init__(self, *, short_name: str, name: str, spdx_id: str | None = None, website_url: str) -> None:
+        _setattr(self, "short_name", short_name)
+        _setattr(self, "name", name)
+        _setattr(self, "spdx_id", spdx_id)
+        _setattr(self, "website_url", website_url)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(short_name={self.short_name!r}, name={self.name!r}, spdx_id={self.spdx_id!r}, website_url={self.website_url!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetLicense) and other.__class__ is self.__class__:
+            return (self.short_name, self.name, self.spdx_id, self.website_url) == (other.short_name, other.name, other.spdx_id, other.website_url)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.short_name, self.name, self.spdx_id, self.website_url))
+
+
+@frozen_model
 class SetPollingSource:
     """Contains information on how externally-hosted data can be ingested into the root dataset."""
 
@@ -1099,8 +2628,26 @@ class SetPollingSource:
     merge: MergeStrategy
     """Determines how newly-ingested data should be merged with existing history."""
 
+    def __init__(self, *, fetch: FetchStep, prepare: tuple[PrepStep, ...] | None = None, read: ReadStep, preprocess: Transform | None = None, merge: MergeStrategy) -> None:
+        _setattr(self, "fetch", fetch)
+        _setattr(self, "prepare", prepare)
+        _setattr(self, "read", read)
+        _setattr(self, "preprocess", preprocess)
+        _setattr(self, "merge", merge)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(fetch={self.fetch!r}, prepare={self.prepare!r}, read={self.read!r}, preprocess={self.preprocess!r}, merge={self.merge!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetPollingSource) and other.__class__ is self.__class__:
+            return (self.fetch, self.prepare, self.read, self.preprocess, self.merge) == (other.fetch, other.prepare, other.read, other.preprocess, other.merge)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.fetch, self.prepare, self.read, self.preprocess, self.merge))
+
+
+@frozen_model
 class SetTransform:
     """Defines a transformation that produces data in a derivative dataset."""
 
@@ -1109,8 +2656,23 @@ class SetTransform:
     transform: Transform
     """Transformation that will be applied to produce new data."""
 
+    def __init__(self, *, inputs: tuple[TransformInput, ...], transform: Transform) -> None:
+        _setattr(self, "inputs", inputs)
+        _setattr(self, "transform", transform)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(inputs={self.inputs!r}, transform={self.transform!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetTransform) and other.__class__ is self.__class__:
+            return (self.inputs, self.transform) == (other.inputs, other.transform)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.inputs, self.transform))
+
+
+@frozen_model
 class SetVocab:
     """Lets you manipulate names of the system columns to avoid conflicts."""
 
@@ -1123,8 +2685,25 @@ class SetVocab:
     event_time_column: str | None = None
     """Name of the event time column."""
 
+    def __init__(self, *, offset_column: str | None = None, operation_type_column: str | None = None, system_time_column: str | None = None, event_time_column: str | None = None) -> None:
+        _setattr(self, "offset_column", offset_column)
+        _setattr(self, "operation_type_column", operation_type_column)
+        _setattr(self, "system_time_column", system_time_column)
+        _setattr(self, "event_time_column", event_time_column)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(offset_column={self.offset_column!r}, operation_type_column={self.operation_type_column!r}, system_time_column={self.system_time_column!r}, event_time_column={self.event_time_column!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SetVocab) and other.__class__ is self.__class__:
+            return (self.offset_column, self.operation_type_column, self.system_time_column, self.event_time_column) == (other.offset_column, other.operation_type_column, other.system_time_column, other.event_time_column)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.offset_column, self.operation_type_column, self.system_time_column, self.event_time_column))
+
+
+@frozen_model
 class Source:
     """Defines an external source of data for ingestion."""
 
@@ -1135,13 +2714,43 @@ class Source:
     spec: SourceSpecInput
     """Specifies the desired state of the resource."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: SourceSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Source) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class SourceCachingForever:
     """After source was processed once it will never be ingested again."""
 
+    def __init__(self) -> None:
+        pass
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}()"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceCachingForever) and other.__class__ is self.__class__:
+            return () == ()
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(())
+
+
+@frozen_model
 class SourceSpec:
     """Specifies an external source of data for ingestion."""
 
@@ -1160,8 +2769,28 @@ class SourceSpec:
     vocab: DatasetVocabulary | None = None
     """Defines the mapping of system fields to dataset column names."""
 
+    def __init__(self, *, config: ValueRefs | None = None, ingress: Ingress | None = None, prepare: tuple[PrepStep, ...] | None = None, read: ReadStep, preprocess: Transform | None = None, merge: MergeStrategy | None = None, vocab: DatasetVocabulary | None = None) -> None:
+        _setattr(self, "config", config)
+        _setattr(self, "ingress", ingress)
+        _setattr(self, "prepare", prepare)
+        _setattr(self, "read", read)
+        _setattr(self, "preprocess", preprocess)
+        _setattr(self, "merge", merge)
+        _setattr(self, "vocab", vocab)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(config={self.config!r}, ingress={self.ingress!r}, prepare={self.prepare!r}, read={self.read!r}, preprocess={self.preprocess!r}, merge={self.merge!r}, vocab={self.vocab!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceSpec) and other.__class__ is self.__class__:
+            return (self.config, self.ingress, self.prepare, self.read, self.preprocess, self.merge, self.vocab) == (other.config, other.ingress, other.prepare, other.read, other.preprocess, other.merge, other.vocab)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.config, self.ingress, self.prepare, self.read, self.preprocess, self.merge, self.vocab))
+
+
+@frozen_model
 class SourceSpecInput:
     """Specifies an external source of data for ingestion."""
 
@@ -1180,8 +2809,28 @@ class SourceSpecInput:
     vocab: DatasetVocabulary | None = None
     """Defines the mapping of system fields to dataset column names."""
 
+    def __init__(self, *, config: ValueRefs | None = None, ingress: Ingress | None = None, prepare: tuple[PrepStep, ...] | None = None, read: ReadStep, preprocess: Transform | None = None, merge: MergeStrategy | None = None, vocab: DatasetVocabulary | None = None) -> None:
+        _setattr(self, "config", config)
+        _setattr(self, "ingress", ingress)
+        _setattr(self, "prepare", prepare)
+        _setattr(self, "read", read)
+        _setattr(self, "preprocess", preprocess)
+        _setattr(self, "merge", merge)
+        _setattr(self, "vocab", vocab)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(config={self.config!r}, ingress={self.ingress!r}, prepare={self.prepare!r}, read={self.read!r}, preprocess={self.preprocess!r}, merge={self.merge!r}, vocab={self.vocab!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceSpecInput) and other.__class__ is self.__class__:
+            return (self.config, self.ingress, self.prepare, self.read, self.preprocess, self.merge, self.vocab) == (other.config, other.ingress, other.prepare, other.read, other.preprocess, other.merge, other.vocab)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.config, self.ingress, self.prepare, self.read, self.preprocess, self.merge, self.vocab))
+
+
+@frozen_model
 class SourceState:
     """The state of the source the data was added from to allow fast resuming."""
 
@@ -1192,8 +2841,24 @@ class SourceState:
     value: str
     """Opaque value representing the state."""
 
+    def __init__(self, *, source_name: str, kind: str, value: str) -> None:
+        _setattr(self, "source_name", source_name)
+        _setattr(self, "kind", kind)
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(source_name={self.source_name!r}, kind={self.kind!r}, value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SourceState) and other.__class__ is self.__class__:
+            return (self.source_name, self.kind, self.value) == (other.source_name, other.kind, other.value)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.source_name, self.kind, self.value))
+
+
+@frozen_model
 class SqlQueryStep:
     """Defines a query in a multi-step SQL transformation."""
 
@@ -1202,8 +2867,23 @@ class SqlQueryStep:
     query: str
     """SQL query the result of which will be exposed under the alias."""
 
+    def __init__(self, *, alias: str | None = None, query: str) -> None:
+        _setattr(self, "alias", alias)
+        _setattr(self, "query", query)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(alias={self.alias!r}, query={self.query!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SqlQueryStep) and other.__class__ is self.__class__:
+            return (self.alias, self.query) == (other.alias, other.query)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.alias, self.query))
+
+
+@frozen_model
 class TemporalTable:
     """Temporary Flink-specific extension for creating temporal tables from streams."""
 
@@ -1212,8 +2892,23 @@ class TemporalTable:
     primary_key: tuple[str, ...]
     """Column names used as the primary key for creating a table."""
 
+    def __init__(self, *, name: str, primary_key: tuple[str, ...]) -> None:
+        _setattr(self, "name", name)
+        _setattr(self, "primary_key", primary_key)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(name={self.name!r}, primary_key={self.primary_key!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TemporalTable) and other.__class__ is self.__class__:
+            return (self.name, self.primary_key) == (other.name, other.primary_key)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.name, self.primary_key))
+
+
+@frozen_model
 class TransformInput:
     """Describes a derivative transformation input"""
 
@@ -1222,8 +2917,23 @@ class TransformInput:
     alias: str | None = None
     """An alias under which this input will be available in queries. Will be populated from `datasetRef` if not provided before resolving it to DatasetId."""
 
+    def __init__(self, *, dataset_ref: DatasetRef, alias: str | None = None) -> None:
+        _setattr(self, "dataset_ref", dataset_ref)
+        _setattr(self, "alias", alias)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(dataset_ref={self.dataset_ref!r}, alias={self.alias!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TransformInput) and other.__class__ is self.__class__:
+            return (self.dataset_ref, self.alias) == (other.dataset_ref, other.alias)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.dataset_ref, self.alias))
+
+
+@frozen_model
 class TransformSql:
     """Transform using one of the SQL dialects."""
 
@@ -1238,8 +2948,26 @@ class TransformSql:
     temporal_tables: tuple[TemporalTable, ...] | None = None
     """Temporary Flink-specific extension for creating temporal tables from streams."""
 
+    def __init__(self, *, engine: str, version: str | None = None, query: str | None = None, queries: tuple[SqlQueryStep, ...] | None = None, temporal_tables: tuple[TemporalTable, ...] | None = None) -> None:
+        _setattr(self, "engine", engine)
+        _setattr(self, "version", version)
+        _setattr(self, "query", query)
+        _setattr(self, "queries", queries)
+        _setattr(self, "temporal_tables", temporal_tables)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(engine={self.engine!r}, version={self.version!r}, query={self.query!r}, queries={self.queries!r}, temporal_tables={self.temporal_tables!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, TransformSql) and other.__class__ is self.__class__:
+            return (self.engine, self.version, self.query, self.queries, self.temporal_tables) == (other.engine, other.version, other.query, other.queries, other.temporal_tables)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.engine, self.version, self.query, self.queries, self.temporal_tables))
+
+
+@frozen_model
 class ValueHandle:
     """Reference to a value within a `VariableSet` or a `SecretSet`."""
 
@@ -1254,8 +2982,26 @@ class ValueHandle:
     path: str | None = None
     """JSON path to a value within a `VariableSet` or a `SecretSet`."""
 
+    def __init__(self, *, account: AccountHandle, type: str, id: str, name: ResourceName, path: str | None = None) -> None:
+        _setattr(self, "account", account)
+        _setattr(self, "type", type)
+        _setattr(self, "id", id)
+        _setattr(self, "name", name)
+        _setattr(self, "path", path)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(account={self.account!r}, type={self.type!r}, id={self.id!r}, name={self.name!r}, path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueHandle) and other.__class__ is self.__class__:
+            return (self.account, self.type, self.id, self.name, self.path) == (other.account, other.type, other.id, other.name, other.path)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.account, self.type, self.id, self.name, self.path))
+
+
+@frozen_model
 class ValueRef:
     """Reference to a value within a `VariableSet` or a `SecretSet`."""
 
@@ -1270,6 +3016,24 @@ class ValueRef:
     path: str | None = None
     """JSON path to a value within a `VariableSet` or a `SecretSet`."""
 
+    def __init__(self, *, account: AccountRef | None = None, type: TypeRef, id: str | None = None, name: ResourceName | None = None, path: str | None = None) -> None:
+        _setattr(self, "account", account)
+        _setattr(self, "type", type)
+        _setattr(self, "id", id)
+        _setattr(self, "name", name)
+        _setattr(self, "path", path)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(account={self.account!r}, type={self.type!r}, id={self.id!r}, name={self.name!r}, path={self.path!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, ValueRef) and other.__class__ is self.__class__:
+            return (self.account, self.type, self.id, self.name, self.path) == (other.account, other.type, other.id, other.name, other.path)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.account, self.type, self.id, self.name, self.path))
+
 
 class ValueRefs(FrozenMap[ValueRef]):
     """Container for key-value variables. Every key must be a string. Values shoud reference fields in `SecretSet`s and `VariableSet`s."""
@@ -1277,15 +3041,29 @@ class ValueRefs(FrozenMap[ValueRef]):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_model
 class Variable:
     """Individual variable."""
 
     value: str
     """A value in raw or encoded form."""
 
+    def __init__(self, *, value: str) -> None:
+        _setattr(self, "value", value)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(value={self.value!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Variable) and other.__class__ is self.__class__:
+            return (self.value,) == (other.value,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.value,))
+
+
+@frozen_model
 class VariableSet:
     """Defines a set of variables stored and managed by the ODF node."""
 
@@ -1296,21 +3074,65 @@ class VariableSet:
     spec: VariableSetSpecInput
     """Specifies the desired state of the variable set."""
 
+    def __init__(self, *, schema: str, headers: ResourceHeadersInput, spec: VariableSetSpecInput) -> None:
+        _setattr(self, "schema", schema)
+        _setattr(self, "headers", headers)
+        _setattr(self, "spec", spec)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(schema={self.schema!r}, headers={self.headers!r}, spec={self.spec!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, VariableSet) and other.__class__ is self.__class__:
+            return (self.schema, self.headers, self.spec) == (other.schema, other.headers, other.spec)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.schema, self.headers, self.spec))
+
+
+@frozen_model
 class VariableSetSpec:
     """Defines a set of variables stored and managed by the ODF node and accessible via embedded variables provider."""
 
     variables: Variables
     """Key value pairs of variables."""
 
+    def __init__(self, *, variables: Variables) -> None:
+        _setattr(self, "variables", variables)
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(variables={self.variables!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, VariableSetSpec) and other.__class__ is self.__class__:
+            return (self.variables,) == (other.variables,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.variables,))
+
+
+@frozen_model
 class VariableSetSpecInput:
     """Defines a set of variables stored and managed by the ODF node and accessible via embedded variables provider."""
 
     variables: Variables
     """Key value pairs of variables."""
+
+    def __init__(self, *, variables: Variables) -> None:
+        _setattr(self, "variables", variables)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(variables={self.variables!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, VariableSetSpecInput) and other.__class__ is self.__class__:
+            return (self.variables,) == (other.variables,)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.variables,))
 
 
 class Variables(FrozenMap[Variable]):
@@ -1319,7 +3141,7 @@ class Variables(FrozenMap[Variable]):
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_model
 class Watermark:
     """Represents a watermark in the event stream."""
 
@@ -1327,6 +3149,21 @@ class Watermark:
     """Moment in processing time when watermark was emitted."""
     event_time: Timestamp
     """Moment in event time which watermark has reached."""
+
+    def __init__(self, *, system_time: Timestamp, event_time: Timestamp) -> None:
+        _setattr(self, "system_time", system_time)
+        _setattr(self, "event_time", event_time)
+
+    def __repr__(self) -> str:
+        return f"{self.__class__.__qualname__}(system_time={self.system_time!r}, event_time={self.event_time!r})"
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Watermark) and other.__class__ is self.__class__:
+            return (self.system_time, self.event_time) == (other.system_time, other.event_time)
+        return NotImplemented
+
+    def __hash__(self) -> int:
+        return hash((self.system_time, self.event_time))
 
 
 Attachments: TypeAlias = AttachmentsEmbedded

@@ -23,15 +23,15 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
-
-from nacl.exceptions import BadSignatureError
-from nacl.signing import SigningKey, VerifyKey
+from typing import TYPE_CHECKING, Any
 
 from protocol.errors import DecodeError, ParseError
 from protocol.identity import DatasetId, Multibase, Multihash
 from protocol.identity import multibase as mb
 from protocol.model.timestamp import Timestamp
+
+if TYPE_CHECKING:
+    from nacl.signing import SigningKey
 
 SIGNATURE_REF = "head.sig"
 """File name in a dataset's ``refs/`` folder and the sibling path of ``refs/head`` it is served at."""
@@ -143,6 +143,9 @@ def parse_signed_head(data: bytes, where: str) -> SignedHead:
         raise SignedHeadError(f"{where}: sequenceNumber must be an integer >= 0")
     signature = _signature(value["signature"], where)
     message = signed_message(dataset_id, head, sequence_number, signed_at)
+    from nacl.exceptions import BadSignatureError  # here: reading datasets needs no nacl
+    from nacl.signing import VerifyKey
+
     try:
         VerifyKey(dataset_id.public_key).verify(message, signature)
     except BadSignatureError:

@@ -71,10 +71,10 @@ class Transfer:
     updated_at: datetime
 
 
-_DATASET_COLUMNS = "id, alias, kind, head, head_sequence, created_at, updated_at"
+DATASET_COLUMNS = "id, alias, kind, head, head_sequence, created_at, updated_at"
 
 
-def _dataset(row: aiosqlite.Row) -> DatasetRecord:
+def dataset_record(row: aiosqlite.Row) -> DatasetRecord:
     return DatasetRecord(
         id=DatasetId.parse(row[0]),
         alias=row[1],
@@ -147,7 +147,7 @@ class Catalog:
         async with self.sql.transaction():
             try:
                 await self.sql.execute(
-                    f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    f"INSERT INTO datasets ({DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     (
                         str(id),
                         alias,
@@ -168,15 +168,15 @@ class Catalog:
 
     async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
         row = await self.sql.fetchone(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
+            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
         )
-        return None if row is None else _dataset(row)
+        return None if row is None else dataset_record(row)
 
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
         row = await self.sql.fetchone(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
+            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
         )
-        return None if row is None else _dataset(row)
+        return None if row is None else dataset_record(row)
 
     async def change_marker(self) -> tuple[int, int]:
         """Differs whenever anything in the catalog may have changed since it was last read: rows
@@ -192,9 +192,9 @@ class Catalog:
         for its few derivatives without reading every row)."""
         where, params = ("", ()) if kind is None else (" WHERE kind = ?", (_KIND_TO_TEXT[kind],))
         rows = await self.sql.fetchall(
-            f"SELECT {_DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
+            f"SELECT {DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
         )
-        return [_dataset(row) for row in rows]
+        return [dataset_record(row) for row in rows]
 
     async def count_datasets(self) -> int:
         row = await self.sql.fetchone("SELECT count(*) FROM datasets")
@@ -240,7 +240,7 @@ class Catalog:
             await self.sql.execute("UPDATE datasets SET alias = id")
             for record, aliases in records:
                 await self.sql.execute(
-                    f"INSERT INTO datasets ({_DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                    f"INSERT INTO datasets ({DATASET_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
                     " ON CONFLICT (id) DO UPDATE SET alias = excluded.alias, kind = excluded.kind,"
                     " head = excluded.head, head_sequence = excluded.head_sequence,"
                     " updated_at = excluded.updated_at",

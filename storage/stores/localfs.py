@@ -41,6 +41,7 @@ INLINE_IO_LIMIT = 256 * 1024
 _PUT_THREADS = 4
 _PARALLEL_PUT_MIN = 16
 _FILE_CHUNK = 1 << 20
+_COPY_CHUNK = 8 << 20
 
 
 def hash_file(path: Path) -> tuple[Multihash, int]:
@@ -192,38 +193,43 @@ class LocalFsObjectStore(ObjectStore):
         return await asyncio.to_thread(self._put_file_blocking, Path(path), expected, move)
 
     def _put_file_blocking(self, path: Path, expected: Multihash | None, move: bool) -> Multihash:
+        if move:
+            return self._move_file(path, expected)
+        if expected is not None and self.path_of(expected).exists():
+            return expected
+        self._ensure_root()
+        staged = staging_path(self._stage_dir())
+        try:
+            # One read: the bytes are hashed as they are written, so what is stored is what was
+            # checked even if the source changes meanwhile.
+            digest = hashlib.sha3_256()
+            with open(path, "rb", buffering=0) as src, open(staged, "xb", buffering=0) as dst:
+                while chunk := src.read(_COPY_CHUNK):
+                    digest.update(chunk)
+                    _write_all(dst, chunk)
+                os.fsync(dst.fileno())
+        except OSError as err:
+            staged.unlink(missing_ok=True)
+            if (full := disk_full(err, self.root)) is not None:
+                raise full from None
+            raise
+        try:
+            hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
+            self._check(expected, hash)
+            self._publish(staged, self.path_of(hash))
+        finally:
+            staged.unlink(missing_ok=True)
+        return hash
+
+    def _move_file(self, path: Path, expected: Multihash | None) -> Multihash:
         hash, _ = hash_file(path)
         self._check(expected, hash)
         target = self.path_of(hash)
         if target.exists():
-            if move:
-                path.unlink()
+            path.unlink()
             return hash
         self._ensure_root()
-        if move:
-            move_file_atomic(path, target)
-        else:
-            staged = staging_path(self._stage_dir())
-            try:
-                with open(path, "rb") as src, open(staged, "xb") as dst:
-                    while chunk := src.read(_FILE_CHUNK):
-                        dst.write(chunk)
-                    dst.flush()
-                    os.fsync(dst.fileno())
-            except OSError as err:
-                staged.unlink(missing_ok=True)
-                if (full := disk_full(err, self.root)) is not None:
-                    raise full from None
-                raise
-            try:
-                # The source may have changed while we copied: hash what we wrote.
-                copied, _ = hash_file(staged)
-                if copied != hash:
-                    raise HashMismatchError(f"copy of {path}", hash, copied)
-                self._install(staged, target)
-            finally:
-                staged.unlink(missing_ok=True)
-            fsync_dir(self.root)
+        move_file_atomic(path, target)
         return hash
 
     async def put_stream(
@@ -234,11 +240,11 @@ class LocalFsObjectStore(ObjectStore):
         digest = hashlib.sha3_256()
         try:
             try:
-                f = await asyncio.to_thread(open, staged, "xb")
+                f = await asyncio.to_thread(open, staged, "xb", buffering=0)
                 with f:
                     async for chunk in chunks:
                         await asyncio.to_thread(_hash_and_write, digest, f, chunk)
-                    await asyncio.to_thread(_flush_and_sync, f)
+                    await asyncio.to_thread(os.fsync, f.fileno())
             except OSError as err:
                 if (full := disk_full(err, self.root)) is not None:
                     raise full from None
@@ -300,23 +306,20 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(parts)
 
 
-def _write_through(f: BinaryIO, chunk: bytes) -> None:
-    """Each chunk reaches the file at once, not Python's buffer: what a killed pull had received
-    is on disk in its staging folder (and a stall shows as a file that stopped growing)."""
-    f.write(chunk)
-    f.flush()
+def _write_all(f: BinaryIO, chunk: bytes) -> None:
+    """Unbuffered: each chunk reaches the file at once, not Python's buffer, so what a killed
+    pull had received is on disk in its staging folder (and a stall shows as a file that
+    stopped growing)."""
+    view = memoryview(chunk)
+    while view:
+        view = view[f.write(view) or 0 :]
 
 
 def _hash_and_write(digest: Any, f: BinaryIO, chunk: bytes) -> None:
     """Hashing a received chunk in the same worker thread as its write keeps the event loop free
     (hashlib lets go of the GIL, so downloads go on while chunks are hashed)."""
     digest.update(chunk)
-    _write_through(f, chunk)
-
-
-def _flush_and_sync(f: BinaryIO) -> None:
-    f.flush()
-    os.fsync(f.fileno())
+    _write_all(f, chunk)
 
 
 class LocalFsRefStore(RefStore):

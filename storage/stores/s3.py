@@ -16,7 +16,7 @@ import hashlib
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multicodec, Multihash
@@ -29,7 +29,7 @@ from storage.errors import (
     StorageError,
 )
 from storage.layout import object_name
-from storage.s3_client import S3Bucket, S3ConflictError
+from storage.s3_client import PART_SIZE, S3Bucket, S3ConflictError
 from storage.s3_settings import S3Location
 from storage.stores.base import NamedStore, ObjectStore, RefStore
 from storage.stores.localfs import hash_file
@@ -151,12 +151,14 @@ class S3ObjectStore(ObjectStore):
     async def put_file(
         self, path: Path, expected: Multihash | None = None, *, move: bool = False
     ) -> Multihash:
+        """Read in part-sized pieces straight from the file (one thread hop per part), each piece
+        hashed in another thread while obstore uploads the ones before it."""
         path = Path(path)
         if expected is None:
             expected = (await asyncio.to_thread(hash_file, path))[0]
         key = self.key_of(expected)
         if await self.bucket.head(key) is None:
-            file = await asyncio.to_thread(open, path, "rb")
+            file = await asyncio.to_thread(open, path, "rb", buffering=0)
             with file:
                 await self._upload(key, _read_file(file), expected)
         if move:
@@ -172,11 +174,11 @@ class S3ObjectStore(ObjectStore):
         # The name is known only once every byte is hashed: spool to a local file first.
         spool = await asyncio.to_thread(tempfile.TemporaryFile)
         with spool:
-            digest = hashlib.sha3_256()
+            hashing = _Hashing()
             async for chunk in chunks:
-                await _hash(digest, chunk)
+                await hashing.add(chunk)
                 await asyncio.to_thread(spool.write, chunk)
-            hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
+            hash = await hashing.result()
             await asyncio.to_thread(spool.seek, 0)
             key = self.key_of(hash)
             if await self.bucket.head(key) is None:
@@ -185,20 +187,28 @@ class S3ObjectStore(ObjectStore):
 
     async def _upload(self, key: str, chunks: AsyncIterable[bytes], expected: Multihash) -> None:
         """Upload ``chunks`` to ``key``, failing before the upload completes if they do not hash
-        to ``expected``. Small bodies go in one PUT, larger ones in a multipart upload."""
-        digest = hashlib.sha3_256()
+        to ``expected``. Small bodies go in one PUT once hashed; larger ones in a multipart upload
+        whose parts are hashed while they go up (the check runs before it completes)."""
+        hashing = _Hashing()
+        try:
+            await self._upload_hashed(key, aiter(chunks), expected, hashing)
+        finally:
+            await hashing.settle()
+
+    async def _upload_hashed(
+        self, key: str, source: AsyncIterator[bytes], expected: Multihash, hashing: _Hashing
+    ) -> None:
         head: list[bytes] = []
         held = 0
-        source = aiter(chunks)
         async for chunk in source:
-            await _hash(digest, chunk)
+            await hashing.add(chunk)
             head.append(chunk)
             held += len(chunk)
             if held > SINGLE_PUT_LIMIT:
                 break
         else:
-            self._check(expected, Multihash(code=Multicodec.SHA3_256, digest=digest.digest()))
-            await self.bucket.put(key, b"".join(head))
+            self._check(expected, await hashing.result())
+            await self.bucket.put(key, head[0] if len(head) == 1 else b"".join(head))
             return
 
         async def parts() -> AsyncIterator[bytes]:
@@ -206,10 +216,10 @@ class S3ObjectStore(ObjectStore):
                 yield chunk
             head.clear()
             async for chunk in source:
-                await _hash(digest, chunk)
+                await hashing.add(chunk)
                 yield chunk
             # Raised inside the upload's body: the multipart upload is aborted, never completed.
-            self._check(expected, Multihash(code=Multicodec.SHA3_256, digest=digest.digest()))
+            self._check(expected, await hashing.result())
 
         await self.bucket.put(key, parts())
 
@@ -320,15 +330,37 @@ def _check_name(name: str) -> None:
         raise StorageError(f"invalid ref or info file name {name!r}")
 
 
-async def _hash(digest: Any, chunk: bytes) -> None:
-    """Large chunks are hashed in a worker thread (hashlib lets go of the GIL), so hashing runs
-    beside the uploads instead of stalling the event loop."""
-    if len(chunk) >= _THREAD_HASH_MIN:
-        await asyncio.to_thread(digest.update, chunk)
-    else:
-        digest.update(chunk)
+class _Hashing:
+    """SHA3-256 of a body fed chunk by chunk: large chunks are hashed in a worker thread
+    (hashlib lets go of the GIL) while the caller goes on, each after the one before."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha3_256()
+        self._pending: asyncio.Future[None] | None = None
+
+    async def add(self, chunk: bytes) -> None:
+        if self._pending is not None:
+            await self._pending
+            self._pending = None
+        if len(chunk) >= _THREAD_HASH_MIN:
+            self._pending = asyncio.ensure_future(asyncio.to_thread(self._digest.update, chunk))
+        else:
+            self._digest.update(chunk)
+
+    async def result(self) -> Multihash:
+        if self._pending is not None:
+            await self._pending
+            self._pending = None
+        return Multihash(code=Multicodec.SHA3_256, digest=self._digest.digest())
+
+    async def settle(self) -> None:
+        """Wait out a hash still running (an upload that failed half-way)."""
+        if self._pending is not None:
+            await asyncio.gather(self._pending, return_exceptions=True)
+            self._pending = None
 
 
 async def _read_file(file: BinaryIO) -> AsyncIterator[bytes]:
-    while chunk := await asyncio.to_thread(file.read, _FILE_CHUNK):
+    """The file in pieces of one upload part: a thread hop per part, not per megabyte."""
+    while chunk := await asyncio.to_thread(file.read, PART_SIZE):
         yield chunk

@@ -1,10 +1,13 @@
 """Commands that need no engine load none: ``--help``, ``list``, ``log``, ``status`` and ``tail``
 import neither Spark (pyspark, py4j) nor DataFusion, nor pandas (Spark Connect's companion), nor
-the HTTP and IPFS clients (aiohttp, ipfshttpclient: only a daemon's socket or a remote needs them)."""
+the HTTP and IPFS clients (aiohttp, ipfshttpclient: only a daemon's socket or a remote needs them).
+A pull of a DataFusion derivative loads DataFusion and nothing it does not run: no Spark, no
+ingest readers or fetchers, no compaction, no verification report."""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import subprocess
 import sys
@@ -19,6 +22,19 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
 CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
+#: Modules a DataFusion derivative's pull has no use for (engine, replication, ingest, compaction,
+#: verification report).
+NOT_FOR_A_DATAFUSION_PULL = (
+    "pyspark",
+    "py4j",
+    *CLIENT_MODULES,
+    "odfd.ingest",
+    "odfd.coordinator.ingest",
+    "odfd.coordinator.compact",
+    "odfd.sync.pull",
+    "verifier.report",
+)
+
 _PROBE = """
 import json, sys
 from odfd.cli.main import main
@@ -26,18 +42,23 @@ try:
     code = main(sys.argv[1:])
 except SystemExit as done:
     code = done.code
-loaded = sorted({name.split(".")[0] for name in sys.modules})
-print(json.dumps({"code": code, "loaded": loaded}), file=sys.stderr)
+print(json.dumps({"code": code, "loaded": sorted(sys.modules)}), file=sys.stderr)
 """
 
 
-def _loaded(*argv: str) -> list[str]:
+def _modules(*argv: str) -> list[str]:
+    """Every module ``odfd ARGV`` has imported by the time it ends."""
     done = subprocess.run(
         [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, cwd=REPO, timeout=120
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
-    return report["loaded"]
+    return list(report["loaded"])
+
+
+def _loaded(*argv: str) -> list[str]:
+    """The top-level packages ``odfd ARGV`` imported."""
+    return sorted({name.split(".")[0] for name in _modules(*argv)})
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +107,51 @@ def test_the_workspace_variable_is_storages() -> None:
     from storage.layout import WORKSPACE_ENV as STORAGE_WORKSPACE_ENV
 
     assert WORKSPACE_ENV == STORAGE_WORKSPACE_ENV
+
+
+DOUBLED = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: doubled
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: nums
+      transform:
+        kind: Sql
+        engine: datafusion
+        query: SELECT event_time, value * 2 AS doubled FROM nums
+"""
+
+
+def test_a_datafusion_pull_loads_only_what_it_runs(tmp_path: Path) -> None:
+    from storage.workspace import Workspace
+    from tests.verifier.builders import root_with_slices
+
+    root = tmp_path / "ws"
+
+    async def build() -> None:
+        async with await Workspace.init(root) as workspace:
+            await root_with_slices(workspace, "nums", [[1, 2, 3]])
+
+    asyncio.run(build())
+    (tmp_path / "doubled.yaml").write_text(DOUBLED)
+    added = subprocess.run(
+        [sys.executable, "-m", "odfd", "add", str(tmp_path / "doubled.yaml"), "--root", str(root)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert added.returncode == 0, added.stderr
+
+    modules = _modules("pull", "doubled", "--root", str(root))
+    assert "datafusion" in modules
+    assert "verifier.engine.datafusion_engine" in modules
+    unneeded = [
+        name
+        for name in modules
+        if any(name == lazy or name.startswith(lazy + ".") for lazy in NOT_FOR_A_DATAFUSION_PULL)
+    ]
+    assert unneeded == []

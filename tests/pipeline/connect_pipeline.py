@@ -10,10 +10,15 @@ Usage: ``python -m tests.pipeline.connect_pipeline SC_URL FOLDER``.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+
+import pyarrow as pa
 
 from odfd.cli.commands.sql import run_query
 from odfd.coordinator.ingest import ingest_push
@@ -24,14 +29,31 @@ from protocol.model import Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
+from verifier.engine.collect import ordered_batches
 from verifier.engine.determinism import NonDeterministicQueryError, check_deterministic
 from verifier.engine.inputs import all_slices
 from verifier.engine.session import isolated_session
+from verifier.engine.staged import STAGING_PREFIX
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "leaderboard"
 CREATED_AT = Timestamp.of(2000, 1, 1)
 QUERY = "SELECT player, sum(score) AS total FROM `match.scores` GROUP BY player ORDER BY player"
 NOT_REPRODUCIBLE = ("SELECT rand() AS r", "SELECT uuid() AS u", "SELECT now() AS t")
+#: A result with every type a staged Connect result carries (and nulls, nesting, 3 partitions).
+ALL_TYPES = """
+SELECT id, cast(id % 100 AS tinyint) AS b, cast(id % 1000 AS smallint) AS s, cast(id AS int) AS i,
+  cast(id AS float) / 3 AS f, cast(id AS double) / 7 AS d, cast(id AS decimal(10, 2)) AS dec,
+  cast(id AS decimal(30, 5)) AS big_dec, cast(id AS string) AS str,
+  cast(cast(id AS string) AS binary) AS bin, id % 2 = 0 AS bool,
+  date_add(date'1500-01-01', cast(id AS int)) AS dt,
+  timestamp'0001-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id / 1000) AS ts,
+  cast(timestamp'2020-01-01 00:00:00' AS timestamp_ntz) AS ntz,
+  array(id, id + 1) AS arr, array(id, NULL) AS arr_nulls, map('k', id) AS m,
+  named_struct('a', id, 'b', cast(id AS string)) AS st,
+  array(named_struct('x', map(cast(id AS string), array(id)))) AS deep,
+  CASE WHEN id % 3 = 0 THEN NULL ELSE id END AS some_null
+FROM range(0, 200000, 1, 3)
+"""
 
 
 async def run_pipeline(folder: Path) -> dict[str, Any]:
@@ -59,11 +81,44 @@ async def run_pipeline(folder: Path) -> dict[str, Any]:
         summary: dict[str, Any] = {"sql": table.to_pylist(), "verify": report.exit_code}
         for dataset in (scores, board):
             alias = await dataset.alias()
-            summary[f"{alias} logical hashes"] = [
-                await _logical_hash(dataset, h) for h in await all_slices(dataset)
-            ]
+            slices = await all_slices(dataset)
+            summary[f"{alias} logical hashes"] = [await _logical_hash(dataset, h) for h in slices]
+            # Slice files are the same bytes too: same batches into the same Parquet writer.
+            summary[f"{alias} physical hashes"] = [str(h) for h in slices]
+        summary["staging folders left"] = await asyncio.to_thread(_staging_left, folder)
     summary["rejected"] = await asyncio.to_thread(_rejected_queries)
+    summary["all types"] = await asyncio.to_thread(_collected, ALL_TYPES, folder)
+    summary["failing query"] = await asyncio.to_thread(
+        _collected, "SELECT cast(id AS tinyint) AS t FROM range(1000)", folder
+    )
     return summary
+
+
+def _staging_left(folder: Path) -> list[str]:
+    return [str(p) for p in folder.rglob(f"{STAGING_PREFIX}*")]
+
+
+def _collected(query: str, folder: Path) -> dict[str, Any]:
+    """What collecting ``query``'s result gives (schema, batch sizes, a digest of the values),
+    or the error it raises; and whether a staged result was left behind."""
+    work = folder / "collect"
+    work.mkdir(exist_ok=True)
+    outcome: dict[str, Any]
+    try:
+        with ordered_batches(isolated_session().sql(query), spill_dir=str(work)) as (s, batches):
+            table = pa.Table.from_batches(list(batches), s)
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table.combine_chunks())
+        outcome = {
+            "schema": str(table.schema),
+            "batches": [len(chunk) for chunk in table.column(0).chunks],
+            "digest": hashlib.sha256(sink.getvalue().to_pybytes()).hexdigest(),
+        }
+    except Exception as err:  # noqa: BLE001  # the error itself is the result compared
+        outcome = {"error": type(err).__name__, "message": str(err).splitlines()[0]}
+    outcome["left"] = sorted(p.name for p in work.iterdir())
+    return outcome
 
 
 async def _logical_hash(dataset: Any, physical: Any) -> str:
@@ -85,13 +140,37 @@ def _rejected_queries() -> list[str]:
     return verdicts
 
 
+@contextmanager
+def counting_staged_results(counter: list[int]) -> Iterator[None]:
+    """Counts the results a Connect server hands over as files (the real path, observed)."""
+    from verifier.engine import collect
+
+    real = collect.staged_batches
+
+    @contextmanager
+    def counted(*args: Any) -> Iterator[Any]:
+        counter.append(1)
+        with real(*args) as batches:
+            yield batches
+
+    collect.staged_batches = counted  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        collect.staged_batches = real
+
+
 def main(url: str, folder: str) -> None:
+    """Prints the summary, and how many results came back as staged files (``"staged"``)."""
     from verifier.engine import session
     from verifier.engine.settings import SparkSettings
 
     session.configure(SparkSettings(remote=url))
+    staged: list[int] = []
     try:
-        print(json.dumps(asyncio.run(run_pipeline(Path(folder)))))
+        with counting_staged_results(staged):
+            summary = asyncio.run(run_pipeline(Path(folder)))
+        print(json.dumps({**summary, "staged": len(staged)}))
     finally:
         session.stop()
 

@@ -113,9 +113,18 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
 
     local = asyncio.run(run_pipeline(tmp_path / "local"))
     through_connect = json.loads(remote.stdout)
+    staged = through_connect.pop("staged")
     assert through_connect == local
+    # The server shares this filesystem (loopback, loopback master): the slices of 3 ingests,
+    # 3 transforms and verify's 3 replays, and both collections came back as files.
+    assert staged == 3 + 3 + 3 + 2
     assert local["verify"] == 0 and len(local["match.leaderboard logical hashes"]) == 3
     assert all("reproducible" in verdict for verdict in local["rejected"])
+    assert local["staging folders left"] == []
+    assert len(local["all types"]["batches"]) == 6 and local["all types"]["left"] == []
+    failed = local["failing query"]
+    assert failed["error"] == "ArithmeticException" and "CAST_OVERFLOW" in failed["message"]
+    assert failed["left"] == []
 
 
 def test_cli_commands_use_the_daemons_server_and_fail_in_one_line(daemon: DaemonProcess) -> None:

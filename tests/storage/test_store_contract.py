@@ -29,7 +29,7 @@ from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
 from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 from storage.stores.memory import MemoryNamedStore, MemoryObjectStore, MemoryRefStore
-from storage.stores.s3 import S3NamedStore, S3ObjectStore, S3RefStore
+from storage.stores.s3 import SINGLE_PUT_LIMIT, S3NamedStore, S3ObjectStore, S3RefStore
 from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.fixtures.seaweedfs import SeaweedServer
 
@@ -186,6 +186,13 @@ async def test_every_put_names_the_object_by_its_hash(writable: Writable, tmp_pa
     source.write_bytes(payload)
     assert await store.put_file(source, expected=hash, move=True) == hash
     assert not source.exists()
+    large = tmp_path / "large.bin"  # a multipart upload on S3, read from the file in parts
+    large.write_bytes(os.urandom(SINGLE_PUT_LIMIT + (3 << 20)))
+    large_hash = Multihash.from_digest_sha3_256(large.read_bytes())
+    assert await store.put_file(large, expected=large_hash) == large_hash
+    assert await store.put_file(large) == large_hash
+    assert await store.get_bytes(large_hash) == large.read_bytes()
+    await store.delete(large_hash)
     others = [b"a", b"b", b""]
     assert await store.put_many(others) == [Multihash.from_digest_sha3_256(o) for o in others]
     listed = [h async for h in store.iter_hashes()]
@@ -204,6 +211,11 @@ async def test_a_wrong_expected_hash_stores_nothing(writable: Writable, tmp_path
     with pytest.raises(HashMismatchError):
         await store.put_file(source, expected=wrong, move=True)
     assert source.exists()
+    # Large enough for a multipart upload on S3: it is aborted, never completed.
+    large = tmp_path / "large.bin"
+    large.write_bytes(os.urandom(SINGLE_PUT_LIMIT + (3 << 20)))
+    with pytest.raises(HashMismatchError):
+        await store.put_file(large, expected=wrong)
     assert [h async for h in store.iter_hashes()] == []
     assert not await store.contains(Multihash.from_digest_sha3_256(b"payload"))
 

@@ -12,22 +12,27 @@ import dataclasses
 import tempfile
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pyarrow.compute as pc
 import pytest
 
 from odfd.coordinator.transform import update_derivative
 from protocol.identity import DatasetRef
 from protocol.model import Timestamp
 from storage.workspace import Workspace
-from tests.verifier.provenance_pipelines import append_rows, build
+from tests.verifier.provenance_pipelines import T, append_rows, build
 from verifier.engine.registry import engine_named
 from verifier.engine.replay import replay_request
-from verifier.provenance.check import reproduces
+from verifier.engine.transform import TransformRequest
+from verifier.provenance.check import as_stored, reproduces
+from verifier.provenance.dialects import TAG
 from verifier.provenance.errors import ProvenanceError
 from verifier.provenance.model import RowProvenance
 from verifier.provenance.trace import TraceOptions, Tracer
+from verifier.provenance.witness import run_tagged
 
 #: A witness: (dataset, offset) for a root's row, (dataset, predicate) for a derivative's.
 Witness = tuple[str, int | str]
@@ -274,6 +279,58 @@ def test_witnesses_in_spark(spark_pipeline: Path) -> None:
     _check_cases(spark_pipeline, [c for c in COMBO_CASES if c.id != "combo-filter-window"])
 
 
+def test_one_row_narrows_the_tagged_run_in_spark(spark_pipeline: Path) -> None:
+    """One row's question in Spark: a GROUP BY over a left join lists its group's input rows
+    (each once, in the slices' types) and Spark reproduces the row from them; a running sum is
+    tagged over the row's partition only. The combo transaction's inputs, other queries: no
+    extra Spark transforms are built."""
+
+    async def act(workspace: Workspace, tracer: Tracer) -> None:
+        record = await workspace.resolve("combo")
+        dataset = workspace.open_dataset(record.id)
+        block = (await dataset.chain.state()).last_data_block
+        assert block is not None
+        engine = engine_named("spark")
+        with tempfile.TemporaryDirectory() as tmp:
+            request = await replay_request(dataset, block, tracer._open_input, Path(tmp) / "r")
+
+            def asking(query: str) -> TransformRequest:
+                return dataclasses.replace(
+                    request,
+                    transform=dataclasses.replace(request.transform, query=query, queries=None),
+                )
+
+            grouped = asking(
+                "SELECT max(t.event_time) AS event_time, t.symbol, sum(t.price * r.rate) AS value "
+                "FROM `trades` t LEFT JOIN `rates` r ON t.symbol = r.symbol GROUP BY t.symbol"
+            )
+            run = await asyncio.to_thread(run_tagged, grouped, engine, {"symbol": "B"})
+            assert run.focused and run.group is not None
+            offsets = {k: rows.column("offset").to_pylist() for k, rows in run.group.items()}
+            assert offsets == {0: [1, 3, 6], 1: [1]}
+            tables = {k: as_stored(grouped.inputs[k], rows) for k, rows in run.group.items()}
+            assert all(t is not None for t in tables.values())
+            row = {"event_time": _at(7), "symbol": "B", "value": (20.0 + 19.0 + 21.0) * 3.0}
+            folder = _folder(tmp, "group")
+            assert await asyncio.to_thread(reproduces, grouped, engine, tables, row, folder)
+
+            windowed = asking(
+                "SELECT event_time, symbol, price, sum(price) OVER (PARTITION BY symbol "
+                "ORDER BY event_time) AS running FROM `trades`"
+            )
+            run = await asyncio.to_thread(run_tagged, windowed, engine, {"symbol": "A"})
+            assert run.focused and set(run.table.column("symbol").to_pylist()) == {"A"}
+            (tag,) = run.table.filter(pc.equal(run.table.column("running"), 33.0))[TAG]
+            assert await asyncio.to_thread(run.witnesses, tag.as_py()) == {0: (0, 2, 4)}
+
+    _run(spark_pipeline, act)
+
+
+def _at(seconds: int) -> datetime:
+    """The event time of ``trades``' rows (offset ``n`` is ``n + 1`` seconds after T)."""
+    return datetime.fromtimestamp(T / 1000 + seconds, tz=UTC)
+
+
 def test_root_rows_lead_to_their_ingest(datafusion_pipeline: Path) -> None:
     async def act(workspace: Workspace, tracer: Tracer) -> RowProvenance:
         record = await workspace.resolve("steps")
@@ -331,6 +388,28 @@ def test_a_wrong_witness_set_fails_the_check(datafusion_pipeline: Path) -> None:
         return right, wrong
 
     assert _run(datafusion_pipeline, act) == (True, False)
+
+
+def test_a_narrowed_run_that_finds_nothing_falls_back_to_the_whole_run(
+    datafusion_pipeline: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group listing with no rows (as when a key literal compares unequal in the engine) is
+    not an answer: the whole transaction is tagged and the row answered from it."""
+    from verifier.provenance import witness
+
+    monkeypatch.setattr(witness, "_split_group", lambda *_: {})
+
+    async def act(workspace: Workspace, tracer: Tracer) -> RowProvenance:
+        record = await workspace.resolve("grouped")
+        (offset,) = await tracer.select_offsets(record.id, "symbol = 'B'")
+        return (await tracer.explain(record.id, [offset]))[0]
+
+    row = _run(datafusion_pipeline, act)
+    assert row.checked and [(w.dataset, w.offset) for w in row.inputs] == [
+        ("trades", 1),
+        ("trades", 3),
+        ("trades", 6),
+    ]
 
 
 def _folder(tmp: str, name: str) -> Path:

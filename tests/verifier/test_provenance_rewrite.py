@@ -165,11 +165,61 @@ def test_tags_parse_into_sorted_offsets_per_input() -> None:
 def test_one_row_of_an_aggregation_builds_only_its_groups_tags() -> None:
     query = 'SELECT max(event_time) AS event_time, symbol, sum(price) AS total FROM "alice/trades" GROUP BY symbol'
     steps = [SqlQueryStep(query=query)]
-    focused = tag_transform(steps, [TRADES, RATES], DATAFUSION, {"symbol": "B", "total": 60.0})
-    assert focused.steps[-1].query.endswith(
-        'WHERE "alice/trades"."symbol" = \'B\' GROUP BY "alice/trades"."symbol"'
+    focus = {"symbol": "B", "total": 60.0}
+    # over a subquery: the group's tags, built for that group only
+    nested = query.replace('"alice/trades"', '(SELECT * FROM "alice/trades") AS t')
+    focused = tag_transform([SqlQueryStep(query=nested)], [TRADES, RATES], DATAFUSION, focus)
+    assert focused.group_rows is None
+    assert focused.steps[-1].query.endswith('WHERE "t"."symbol" = \'B\' GROUP BY "t"."symbol"'), (
+        focused.steps[-1].query
     )
     # a key that is not output, or not a plain literal, leaves the query whole
-    for focus in ({"total": 60.0}, {"symbol": object()}):
-        whole = tag_transform(steps, [TRADES, RATES], DATAFUSION, focus)
-        assert "WHERE" not in whole.steps[-1].query
+    for other in ({"total": 60.0}, {"symbol": object()}):
+        whole = tag_transform(steps, [TRADES, RATES], DATAFUSION, other)
+        assert "WHERE" not in whole.steps[-1].query and whole.group_rows is None
+
+
+def test_one_row_of_an_aggregation_over_inputs_lists_its_groups_rows() -> None:
+    """A focused GROUP BY reading inputs directly lists the group's input rows (its witnesses)
+    instead of aggregating: every column of each side, named per side."""
+    query = (
+        'SELECT t.symbol, sum(t.price * r.rate) AS total FROM "alice/trades" AS t '
+        "LEFT JOIN rates AS r ON t.symbol = r.symbol WHERE t.price > 1 "
+        "GROUP BY t.symbol HAVING count(*) > 1 ORDER BY t.symbol"
+    )
+    focused = tag_transform(
+        [SqlQueryStep(query=query)], [TRADES, RATES], DATAFUSION, {"symbol": "B"}
+    )
+    listed = [(f"__odf_w0_{j}", c) for j, c in enumerate(TRADES.columns)]
+    listed += [(f"__odf_w1_{j}", c) for j, c in enumerate(RATES.columns)]
+    assert focused.group_rows == ((0, dict(listed[:6])), (1, dict(listed[6:])))
+    sides = ['"t"'] * 6 + ['"r"'] * 6
+    columns = ", ".join(
+        f'{side}."{column}" AS "{name}"' for side, (name, column) in zip(sides, listed, strict=True)
+    )
+    assert focused.steps[-1].query == (
+        f'SELECT {columns} FROM "__odf_in_0" AS "t" LEFT JOIN "__odf_in_1" AS "r" '
+        'ON "t"."symbol" = "r"."symbol" WHERE "t"."price" > 1 AND "t"."symbol" = \'B\''
+    )
+
+
+def test_one_row_of_a_window_query_keeps_only_its_partition() -> None:
+    """WHERE runs before windows: a key every window partitions by, output with the row's value,
+    narrows the query (and the frame side query) to that partition; a window over all rows, or
+    a row whose key is not output, leaves it whole."""
+    query = (
+        "SELECT event_time, symbol, price, sum(price) OVER (PARTITION BY symbol ORDER BY "
+        "event_time) AS running, lag(price) OVER (PARTITION BY symbol, price ORDER BY "
+        'event_time) AS prev FROM "alice/trades"'
+    )
+    focus = {"symbol": "A", "price": 3.0}
+    focused = tag_transform([SqlQueryStep(query=query)], [TRADES, RATES], DATAFUSION, focus)
+    narrowed = ' FROM "__odf_in_0" AS "alice/trades" WHERE "alice/trades"."symbol" = \'A\''
+    assert focused.focused and focused.group_rows is None
+    assert focused.steps[-1].query.endswith(narrowed)
+    assert [frame[-1].query.endswith(narrowed) for frame in focused.frames] == [True, True]
+    over_all = query.replace("PARTITION BY symbol, price ", "")
+    no_key = query.replace("SELECT event_time, symbol,", "SELECT event_time,")
+    for other in (over_all, no_key):
+        whole = tag_transform([SqlQueryStep(query=other)], [TRADES, RATES], DATAFUSION, focus)
+        assert not whole.focused and "WHERE" not in whole.steps[-1].query

@@ -12,7 +12,9 @@ This relies on PySpark's own Arrow collection entry points (``collectAsArrowToPy
 socket serializer) — the same calls ``toArrow()`` makes — isolated in this module and pinned by the
 ``pyspark`` version range in ``pyproject.toml``.
 
-Through Spark Connect there is no JVM in the process: the server streams the result as Arrow
+Through Spark Connect there is no JVM in the process. When the server shares the workspace's
+filesystem and the caller names a work folder, the server writes the result there and it is read
+back from disk (``verifier.engine.staged``). Otherwise the server streams the result as Arrow
 batches already in partition order (it holds back early partitions itself), so they are passed
 on as they arrive, which bounds memory the same way (the client's ``to_table_as_iterator``, the
 streaming half of ``toArrow()``).
@@ -24,12 +26,17 @@ import os
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from verifier.engine.session import shares_filesystem
+from verifier.engine.staged import can_stage, staged_batches
+
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 #: How many bytes of out-of-order batches are kept in memory before spilling to disk.
 DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
@@ -37,10 +44,14 @@ DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
 
 def arrow_schema_of(df: DataFrame) -> pa.Schema:
     """The Arrow schema Spark uses when it sends ``df``'s rows to Python."""
+    return _to_arrow(df.schema)
+
+
+def _to_arrow(schema: StructType) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
     return to_arrow_schema(
-        df.schema, error_on_duplicated_field_names_in_struct=True, timestamp_utc=True
+        schema, error_on_duplicated_field_names_in_struct=True, timestamp_utc=True
     )
 
 
@@ -50,9 +61,16 @@ def ordered_batches(
 ) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
     """Yields ``(schema, batches)``: every row of ``df`` in partition order, then row order.
 
-    The iterator must be consumed inside the ``with`` block; spill files are removed on exit.
+    The iterator must be consumed inside the ``with`` block; spill files (and a Connect server's
+    staged result, written under ``spill_dir``) are removed on exit.
     """
     if type(df).__module__.startswith("pyspark.sql.connect"):
+        spark_schema = df.schema if spill_dir is not None and shares_filesystem() else None
+        if spill_dir is not None and spark_schema is not None and can_stage(spark_schema):
+            schema = _to_arrow(spark_schema)
+            with staged_batches(df, schema, Path(spill_dir)) as batches:
+                yield schema, batches
+            return
         with _connect_batches(df) as result:
             yield result
         return

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
@@ -159,8 +160,7 @@ def _write(
     max_event_time = None
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
-    writer: pq.ParquetWriter | None = None
-    try:
+    with _RowGroupWriter(out_path, schema) as writer:
         for batch in batches:
             if batch.num_rows == 0:
                 continue
@@ -171,19 +171,13 @@ def _write(
             pending.append(out)
             pending_rows += out.num_rows
             if pending_rows >= ROW_GROUP_ROWS:
-                writer = writer or open_slice_writer(out_path, schema)
-                writer.write_table(pa.Table.from_batches(pending, schema))
+                writer.write(pa.Table.from_batches(pending, schema))
                 pending, pending_rows = [], 0
         if next_offset == start_offset:
             return None
-        writer = writer or open_slice_writer(out_path, schema)
         if pending:
-            writer.write_table(pa.Table.from_batches(pending, schema))
-        writer.close()
-        writer = None
-    finally:
-        if writer is not None:
-            writer.close()
+            writer.write(pa.Table.from_batches(pending, schema))
+        writer.finish()
     return WrittenSlice(
         path=out_path,
         num_records=next_offset - start_offset,
@@ -194,6 +188,51 @@ def _write(
         physical_hash=physical_hash_file(out_path),
         max_event_time=max_event_time,
     )
+
+
+class _RowGroupWriter:
+    """Writes row groups on a thread of its own, one at a time, while the caller converts and
+    hashes the next batches: Parquet encoding and SHA-3 both release the GIL, so a big slice
+    takes about the longer of the two instead of their sum. Opens the file on the first write."""
+
+    def __init__(self, path: Path, schema: pa.Schema) -> None:
+        self._path = path
+        self._schema = schema
+        self._writer: pq.ParquetWriter | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="odfd-slice-writer")
+        self._running: Future[None] | None = None
+
+    def __enter__(self) -> _RowGroupWriter:
+        return self
+
+    def write(self, table: pa.Table) -> None:
+        self._wait()
+        self._running = self._thread.submit(self._write, table)
+
+    def finish(self) -> None:
+        """Waits for the last row group and closes the file (raising what the writes raised)."""
+        self._wait()
+        if self._writer is None:
+            self._writer = open_slice_writer(self._path, self._schema)
+        self._writer.close()
+        self._writer = None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._running is not None:
+            wait([self._running])
+        self._thread.shutdown()
+        if self._writer is not None:
+            self._writer.close()
+
+    def _write(self, table: pa.Table) -> None:
+        if self._writer is None:
+            self._writer = open_slice_writer(self._path, self._schema)
+        self._writer.write_table(table)
+
+    def _wait(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            running.result()
 
 
 def open_slice_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:

@@ -44,6 +44,7 @@ _lock = threading.Lock()
 _settings: SparkSettings | None = None
 _session: SparkSession | None = None
 _log_path: Path | None = None
+_shared_filesystem = False
 
 
 def configure(settings: SparkSettings, log_path: Path | None = None) -> None:
@@ -103,6 +104,12 @@ def is_connect(session: SparkSession) -> bool:
     return type(session).__module__.startswith("pyspark.sql.connect")
 
 
+def shares_filesystem() -> bool:
+    """Whether the process's Spark Connect server writes files where this process reads them
+    (``SparkSettings.shared_filesystem``, decided when the session started)."""
+    return _session is not None and _shared_filesystem
+
+
 def is_running() -> bool:
     return _session is not None
 
@@ -118,7 +125,7 @@ def stop() -> None:
 
 def _start(settings: SparkSettings) -> SparkSession:
     if settings.remote is not None:
-        return _start_connect(settings.remote)
+        return _start_connect(settings)
     from pyspark.sql import SparkSession
 
     # Spark errors are turned into odfd's own; PySpark would also log each one as JSON.
@@ -187,10 +194,13 @@ def _jvm_stderr_to(log_path: Path | None) -> Iterator[None]:
         os.close(saved)
 
 
-def _start_connect(url: str) -> SparkSession:
+def _start_connect(settings: SparkSettings) -> SparkSession:
     """The process's default Connect session, after checking the server runs odfd's settings."""
+    global _shared_filesystem
+    url = settings.remote or ""
     parts = urlsplit(url)
-    if not _reachable(parts.hostname or "localhost", parts.port or 15002):
+    host = parts.hostname or "localhost"
+    if not _reachable(host, parts.port or 15002):
         raise EngineStartError(
             f"cannot reach the Spark Connect server at {_display(url)} (nothing listens there)"
         )
@@ -205,7 +215,36 @@ def _start_connect(url: str) -> SparkSession:
             f"({', '.join(mismatched)}); start it as README's 'Spark on a cluster' shows"
         )
     apply_determinism(session)
+    _shared_filesystem = (
+        settings.shared_filesystem
+        if settings.shared_filesystem is not None
+        else server_on_this_machine(url, session.conf.get("spark.master", "") or "")
+    )
     return session
+
+
+def server_on_this_machine(url: str, server_master: str) -> bool:
+    """Whether a Connect server at ``url`` running ``server_master`` works on this machine's
+    filesystem: the server on loopback, and a ``local`` master or a standalone master on loopback
+    (only workers on this machine can reach one)."""
+    host = urlsplit(url).hostname or "localhost"
+    if not _is_loopback(host):
+        return False
+    if server_master.startswith("local"):
+        return True
+    parts = urlsplit(server_master)
+    return parts.scheme == "spark" and _is_loopback(parts.hostname or "")
+
+
+def _is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _connect_session(url: str) -> SparkSession:

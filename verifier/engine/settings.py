@@ -101,7 +101,9 @@ RUNTIME: Mapping[str, str] = MappingProxyType(
     }
 )
 
-_KNOWN_KEYS = frozenset({"master", "remote", "driver_memory", "local_dir", "app_name", "conf"})
+_KNOWN_KEYS = frozenset(
+    {"master", "remote", "driver_memory", "local_dir", "app_name", "conf", "shared_filesystem"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +118,11 @@ class SparkSettings:
     ``remote`` (``sc://host:port``) makes the engine a Spark Connect client of that server instead
     of starting a JVM in the process; ``master`` and the memory settings then belong to the
     server (and to a local server odfd starts itself, see ``verifier.engine.connect_server``).
+
+    ``shared_filesystem`` says whether that server and its executors can write into the
+    workspace under the same paths; then results come back as files instead of over gRPC
+    (``verifier.engine.staged``). ``None`` (the default) decides from where the server runs: on
+    loopback with a local or loopback master, yes; anywhere else, no.
     """
 
     master: str = "local[*]"
@@ -124,6 +131,7 @@ class SparkSettings:
     local_dir: str | None = None
     app_name: str = "odfd"
     conf: Mapping[str, str] = field(default_factory=dict)
+    shared_filesystem: bool | None = None
 
     @classmethod
     def from_config(cls, table: Mapping[str, object] | None) -> SparkSettings:
@@ -140,6 +148,8 @@ class SparkSettings:
                 if not isinstance(value, str) or not value:
                     raise SparkConfigError(f"config [spark].{key}: expected a non-empty string")
                 values[key] = value
+        if "shared_filesystem" in table:
+            values["shared_filesystem"] = _flag(table["shared_filesystem"])
         conf = table.get("conf", {})
         if not isinstance(conf, Mapping) or not all(
             isinstance(k, str) and isinstance(v, (str, int, float, bool)) for k, v in conf.items()
@@ -214,6 +224,17 @@ _OWNED_KEYS = frozenset(
 
 def _joined(first: str, rest: str | None, separator: str) -> str:
     return f"{first}{separator}{rest}" if rest else first
+
+
+def _flag(value: object) -> bool:
+    """A boolean setting: a TOML boolean, or ``true``/``false`` from an environment variable."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    raise SparkConfigError(
+        f"config [spark].shared_filesystem: expected true or false, got {value!r}"
+    )
 
 
 def _conf_value(value: str | int | float | bool) -> str:

@@ -55,6 +55,20 @@ def witness_rows(input_slice: TransformInputSlice, offsets: Sequence[int]) -> pa
     return pa.concat_tables(parts, promote_options="permissive").sort_by(column)
 
 
+def as_stored(input_slice: TransformInputSlice, rows: pa.Table) -> pa.Table | None:
+    """``rows`` of ``input_slice`` as an engine returned them, in the columns and types its
+    slice files store (what :func:`witness_rows` would cut out of them); ``None`` when they do
+    not convert exactly (the rows are then cut out of the slices instead)."""
+    if not input_slice.data_paths:
+        return None
+    stored = pq.read_schema(input_slice.data_paths[0])
+    try:
+        columns = [rows.column(f.name).cast(f.type) for f in stored]
+    except (KeyError, pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        return None
+    return pa.Table.from_arrays(columns, schema=stored)
+
+
 def witness_tables(request: TransformRequest, witnesses: Witnesses) -> dict[int, pa.Table]:
     """Each input's witness rows (blocking)."""
     return {

@@ -56,6 +56,11 @@ class TaggedTransform:
     frames: tuple[tuple[SqlQueryStep, ...], ...] = ()
     """For window ``n`` of a frame reference ``w<n>:<partition>:<first>:<last>`` in a tag, the
     steps whose result lists the rows its frames are cut from (``tag, part, pos``)."""
+    focused: bool = False
+    """The last step was narrowed to the focused row's group or window partition."""
+    group_rows: tuple[tuple[int, dict[str, str]], ...] | None = None
+    """Set when the last step lists the input rows of the focused row's group instead of output
+    rows: per source of its GROUP BY, the input number and result column -> input column."""
 
 
 def raw_table(number: int) -> str:
@@ -73,7 +78,9 @@ def tag_transform(
 
     ``focus`` (an output row's values by column) narrows a last step that is a ``GROUP BY`` of
     columns it outputs to that row's group: the other groups' tags are never built. Only the
-    rows of that group are then in the result."""
+    rows of that group are then in the result. When that ``GROUP BY`` reads inputs directly,
+    the step lists the group's input rows themselves (``group_rows``): they are its witnesses,
+    and the answer needs no second read of the inputs to cut them out."""
     return _Rewriter(dialect, inputs).run(steps, focus)
 
 
@@ -88,6 +95,7 @@ class _Rewriter:
         self.view_origins: dict[str, dict[str, tuple[int, str]]] = {}
         self.out: list[SqlQueryStep] = []
         self.frames: list[tuple[SqlQueryStep, ...]] = []
+        self.focused = False
 
     def key(self, name: str) -> str:
         return name.lower() if self.d.engine == "spark" else name
@@ -103,11 +111,14 @@ class _Rewriter:
             self.input_of[view] = number
             out.append(SqlQueryStep(alias=view, query=self._tagging(number, table)))
         origins: dict[str, tuple[int, str]] = {}
+        group_rows = None
         for number, step in enumerate(steps, start=1):
             where = "query" if len(steps) == 1 else f"query step {number}"
-            tree, columns, origins = self._step(step.query, where)
-            if focus is not None and number == len(steps):
-                _focus_group(tree, focus)
+            last = focus if number == len(steps) else None
+            tree, columns, origins = self._step(step.query, where, last)
+            if last is not None and isinstance(tree, exp.Select) and _focus_group(tree, last):
+                self.focused = True
+                group_rows = self._list_group_rows(tree)
             alias = None
             if step.alias:
                 alias = f"__odf_step_{number}"
@@ -115,7 +126,33 @@ class _Rewriter:
                 self.schemas[alias] = {c: "TEXT" for c in columns}
                 self.view_origins[alias] = origins
             out.append(SqlQueryStep(alias=alias, query=self.d.render(tree)))
-        return TaggedTransform(tuple(out), origins, tuple(self.frames))
+        return TaggedTransform(tuple(out), origins, tuple(self.frames), self.focused, group_rows)
+
+    def _list_group_rows(self, select: exp.Select) -> tuple[tuple[int, dict[str, str]], ...] | None:
+        """Turns a focused ``GROUP BY`` whose sources are all inputs into the listing of its
+        group's rows (every column of each source, before aggregating): the rows its aggregates
+        read, i.e. the witnesses its collected tags would name. ``None`` (and ``select`` kept)
+        for other sources (subqueries, CTEs, earlier steps), whose rows are not input rows."""
+        sources = _sources(select)
+        numbers = []
+        for source in sources:
+            if not isinstance(source, exp.Table) or source.name not in self.input_of:
+                return None
+            numbers.append(self.input_of[source.name])
+        listing: list[tuple[int, dict[str, str]]] = []
+        projections: list[exp.Expr] = []
+        for position, (source, number) in enumerate(zip(sources, numbers, strict=True)):
+            names: dict[str, str] = {}
+            for column in self.inputs[number].columns:
+                name = f"__odf_w{position}_{len(names)}"
+                names[name] = column
+                value = exp.column(column, table=source.alias_or_name, quoted=True)
+                projections.append(exp.alias_(value, name, quoted=True))
+            listing.append((number, names))
+        for clause in ("group", "having", "order", "distinct"):
+            select.set(clause, None)
+        select.set("expressions", projections)
+        return tuple(listing)
 
     def _tagging(self, number: int, table: InputTable) -> str:
         offset = exp.column(table.offset_column, quoted=True)
@@ -134,7 +171,11 @@ class _Rewriter:
         )
         return self.d.render(select)
 
-    def _step(self, sql: str, where: str) -> tuple[exp.Expr, list[str], dict[str, tuple[int, str]]]:
+    def _step(
+        self, sql: str, where: str, focus: Mapping[str, Any] | None = None
+    ) -> tuple[exp.Expr, list[str], dict[str, tuple[int, str]]]:
+        """The step parsed, qualified and tagged; with ``focus``, a top-level window SELECT is
+        narrowed to the focused row's partition first (its frame side queries with it)."""
         try:
             tree = self.d.parse(sql)
         except ParseError as err:
@@ -165,6 +206,8 @@ class _Rewriter:
         columns = list(qualified.named_selects)
         origins = self._origins(qualified, {})
         rewritten = qualified.copy()
+        if focus is not None and _focus_partition(rewritten, focus):
+            self.focused = True
         self._tag_query(rewritten, sql, where, top=True)
         return rewritten, columns, origins
 
@@ -382,29 +425,58 @@ def _bounds(frame: exp.Window) -> tuple[tuple[str, int], tuple[str, int]] | None
     return start, end
 
 
-def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> None:
+def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
     """Adds ``key = value`` for each GROUP BY key of ``tree`` to its WHERE, when every key is
     output as a column whose value ``focus`` gives as a plain literal (and no LIMIT picks
-    groups); filtering on group keys leaves that group's rows, hence its aggregates, intact."""
+    groups); filtering on group keys leaves that group's rows, hence its aggregates, intact.
+    Whether it did."""
     if not isinstance(tree, exp.Select) or tree.args.get("limit") or tree.args.get("offset"):
-        return
+        return False
     group = tree.args.get("group")
     if group is None or not group.expressions:
-        return
-    conditions: list[exp.Expression] = []
-    for key in group.expressions:
-        names = [p.alias_or_name for p in tree.expressions if p.unalias() == key]
-        if not names or names[0] not in focus:
-            return
-        value = focus[names[0]]
-        if value is None:
-            conditions.append(exp.Is(this=key.copy(), expression=exp.Null()))
-        elif isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
-            conditions.append(exp.EQ(this=key.copy(), expression=exp.convert(value)))
-        else:
-            return
+        return False
+    conditions = [_key_condition(tree, key, focus) for key in group.expressions]
+    if any(c is None for c in conditions):
+        return False
     for condition in conditions:
         tree.where(condition, copy=False)
+    return True
+
+
+def _focus_partition(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
+    """Adds ``key = value`` to the WHERE of a SELECT computing window functions, for each key
+    that every one of its windows partitions by and that is output as a column ``focus`` gives
+    a plain literal for (and no LIMIT picks rows): WHERE applies before windows, and a window's
+    values over a partition depend on that partition's rows only, so the row's partition (its
+    values, positions and frames) stays intact. Whether it added any."""
+    if not isinstance(tree, exp.Select) or tree.args.get("limit") or tree.args.get("offset"):
+        return False
+    windows = [w for p in tree.expressions for w in p.find_all(exp.Window)]
+    if not windows:
+        return False
+    keys = list(windows[0].args.get("partition_by") or [])
+    for window in windows[1:]:
+        keys = [k for k in keys if k in (window.args.get("partition_by") or [])]
+    conditions = [c for c in (_key_condition(tree, k, focus) for k in keys) if c is not None]
+    for condition in conditions:
+        tree.where(condition, copy=False)
+    return bool(conditions)
+
+
+def _key_condition(
+    select: exp.Select, key: exp.Expression, focus: Mapping[str, Any]
+) -> exp.Expression | None:
+    """``key = value`` (``key IS NULL``) when ``select`` outputs ``key`` as a column whose value
+    ``focus`` gives as a plain literal."""
+    names = [p.alias_or_name for p in select.expressions if p.unalias() == key]
+    if not names or names[0] not in focus:
+        return None
+    value = focus[names[0]]
+    if value is None:
+        return exp.Is(this=key.copy(), expression=exp.Null())
+    if isinstance(value, (str, int)) or (isinstance(value, float) and math.isfinite(value)):
+        return exp.EQ(this=key.copy(), expression=exp.convert(value))
+    return None
 
 
 def _sources(select: exp.Select) -> list[exp.Expression]:

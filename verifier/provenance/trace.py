@@ -3,7 +3,9 @@ dataset's rows to the ingest that added them.
 
 Rows are explained transaction by transaction: each ``ExecuteTransform`` holding a selected row is
 re-executed once with tags (``witness``), every selected row of it checked (``check``); then the
-witnesses of all rows of a dataset are explained together, one level further down.
+witnesses of all rows of a dataset are explained together, one level further down. A single row
+narrows that run to its group or window partition (``rewrite``); a group over inputs comes back
+as its input rows, which are checked as they are, without reading the inputs again.
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ from verifier.engine.inputs import slice_paths
 from verifier.engine.registry import engine_named
 from verifier.engine.replay import replay_request
 from verifier.engine.transform import TransformRequest
-from verifier.provenance.check import reproduces, witness_tables
+from verifier.provenance.check import as_stored, reproduces, witness_tables
 from verifier.provenance.errors import (
     ProvenanceCheckError,
     ProvenanceError,
@@ -169,7 +171,7 @@ class Tracer:
 
     async def _explain_block(
         self, dataset: Dataset, alias: str, block: _DataBlock, offsets: list[int]
-    ) -> dict[int, tuple[RowProvenance, list[DatasetId], Witnesses]]:
+    ) -> dict[int, _Explained]:
         scratch_root = self.options.scratch_dir
         if scratch_root is not None:
             scratch_root.mkdir(parents=True, exist_ok=True)
@@ -183,69 +185,78 @@ class Tracer:
             path = (await slice_paths(dataset, [block.event.new_data.physical_hash]))[0]
             recorded = pq.read_table(path)
             skip = (request.vocab.offset, request.vocab.system_time)
-            focus = None
-            if len(offsets) == 1:  # one row: an aggregation needs only its group's tags
-                focus = row_values(recorded, offsets[0] - block.start, recorded.schema.names)
-            cache_key = (block.hash, offsets[0] if focus is not None else None)
-            tagged = self._tagged.get(cache_key) or self._tagged.get((block.hash, None))
-            if tagged is None:
-                try:
-                    tagged = await asyncio.to_thread(run_tagged, request, engine, focus)
-                except UnsupportedProvenanceError as err:
-                    raise UnsupportedProvenanceError(f"{alias}: {err}") from err
-                self._tagged[cache_key] = tagged
-            columns = compared_columns(recorded.schema, tagged.table.schema, skip)
-            positions = [offset - block.start for offset in offsets]
-            tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
-            if focus is not None and None in tags:  # a literal that did not match: no focus
-                tagged = await asyncio.to_thread(run_tagged, request, engine)
-                self._tagged[(block.hash, None)] = tagged
-                columns = compared_columns(recorded.schema, tagged.table.schema, skip)
-                tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
-            input_ids = [i.dataset_id for i in request.inputs]
-            where = {
-                out: f"{request.inputs[k].alias}.{column}"
-                for out, (k, column) in tagged.origins.items()
-            }
-            shown = list(recorded.schema.names)
             kept = [c for c in recorded.schema.names if c not in skip]
-            explained = {}
-            for offset, position, tag in zip(offsets, positions, tags, strict=True):
-                what = f"{alias} offset {offset} (block #{block.sequence})"
-                if tag is None:
-                    raise ProvenanceCheckError(
-                        f"{what}: re-executing its transaction with tags gives no row equal to "
-                        "it, so no witnesses can be given"
-                    )
-                witnesses = await asyncio.to_thread(tagged.witnesses, tag)
-                tables = await asyncio.to_thread(witness_tables, request, witnesses)
-                for k, table in tables.items():
-                    offset_column = request.inputs[k].vocab.offset
-                    for values in table.to_pylist():
-                        key = (request.inputs[k].dataset_id, int(values[offset_column]))
-                        self._values[key] = values
-                ok = await asyncio.to_thread(
-                    _check, request, engine, tables, recorded, position, kept, scratch, offset
+            answer = _Answer(alias, block, request, engine, recorded, kept, scratch)
+            focus = None
+            if len(offsets) == 1:  # one row: its group or window partition is enough
+                focus = row_values(recorded, offsets[0] - block.start, recorded.schema.names)
+            tagged = await self._tagged_run(
+                answer, offsets[0] if focus is not None else None, focus
+            )
+            if tagged.group is not None:
+                found = await asyncio.to_thread(answer.from_group, offsets[0], tagged.group)
+                if found is not None:
+                    self._remember(request, found[1])
+                    return {offsets[0]: answer.row(offsets[0], tagged, found[0])}
+            elif tagged.focused:
+                try:
+                    return await self._from_tags(answer, tagged, offsets)
+                except ProvenanceCheckError:
+                    pass  # not found equal, or not checked, in the narrowed run
+            # the whole transaction tagged (a focused run's fallback): checked, or refused
+            return await self._from_tags(
+                answer, await self._tagged_run(answer, None, None), offsets
+            )
+
+    async def _from_tags(
+        self, answer: _Answer, tagged: TaggedRun, offsets: list[int]
+    ) -> dict[int, _Explained]:
+        """Each row's witnesses read off its tags in ``tagged``, cut out of the inputs, checked."""
+        request, recorded = answer.request, answer.recorded
+        skip = (request.vocab.offset, request.vocab.system_time)
+        columns = compared_columns(recorded.schema, tagged.table.schema, skip)
+        positions = [offset - answer.block.start for offset in offsets]
+        tags = await asyncio.to_thread(locate, tagged.table, recorded, positions, columns)
+        explained = {}
+        for offset, tag in zip(offsets, tags, strict=True):
+            if tag is None:
+                raise ProvenanceCheckError(
+                    f"{answer.what(offset)}: re-executing its transaction with tags gives no "
+                    "row equal to it, so no witnesses can be given"
                 )
-                if not ok:
-                    raise ProvenanceCheckError(
-                        f"{what}: the {sum(map(len, witnesses.values()))} witness row(s) found do "
-                        "not reproduce it when the transform re-runs on them alone; no answer "
-                        "is given rather than a wrong one"
-                    )
-                row = RowProvenance(
-                    dataset=alias,
-                    offset=offset,
-                    block_sequence=block.sequence,
-                    block_hash=str(block.hash),
-                    values=row_values(recorded, position, shown),
-                    derived=True,
-                    columns=where,
-                    checked=True,
-                    traced=True,
+            witnesses = await asyncio.to_thread(tagged.witnesses, tag)
+            tables = await asyncio.to_thread(witness_tables, request, witnesses)
+            if not await asyncio.to_thread(answer.check, offset, tables):
+                raise ProvenanceCheckError(
+                    f"{answer.what(offset)}: the {sum(map(len, witnesses.values()))} witness "
+                    "row(s) found do not reproduce it when the transform re-runs on them "
+                    "alone; no answer is given rather than a wrong one"
                 )
-                explained[offset] = (row, input_ids, witnesses)
+            self._remember(request, tables)
+            explained[offset] = answer.row(offset, tagged, witnesses)
         return explained
+
+    async def _tagged_run(
+        self, answer: _Answer, offset: int | None, focus: dict[str, Any] | None
+    ) -> TaggedRun:
+        """The transaction run with tags (narrowed to the row at ``offset`` when it can be),
+        once per question: a run that was not narrowed serves every row of the transaction."""
+        whole = (answer.block.hash, None)
+        tagged = self._tagged.get((answer.block.hash, offset)) or self._tagged.get(whole)
+        if tagged is None:
+            try:
+                tagged = await asyncio.to_thread(run_tagged, answer.request, answer.engine, focus)
+            except UnsupportedProvenanceError as err:
+                raise UnsupportedProvenanceError(f"{answer.alias}: {err}") from err
+            self._tagged[(answer.block.hash, offset) if tagged.focused else whole] = tagged
+        return tagged
+
+    def _remember(self, request: TransformRequest, tables: dict[int, pa.Table]) -> None:
+        """Keeps the witness rows read for a check, so they are not read again to be shown."""
+        for k, table in tables.items():
+            offset_column = request.inputs[k].vocab.offset
+            for values in table.to_pylist():
+                self._values[(request.inputs[k].dataset_id, int(values[offset_column]))] = values
 
     async def _rows_of(
         self, dataset_id: DatasetId, offsets: list[int], depth: int | None
@@ -313,19 +324,68 @@ class Tracer:
         return number
 
 
-def _check(
-    request: TransformRequest,
-    engine: Any,
-    witnesses: dict[int, pa.Table],
-    recorded: pa.Table,
-    position: int,
-    columns: list[str],
-    scratch: Path,
-    offset: int,
-) -> bool:
-    folder = scratch / f"check-{offset}"
-    folder.mkdir(parents=True, exist_ok=True)
-    return reproduces(request, engine, witnesses, row_values(recorded, position, columns), folder)
+@dataclass(frozen=True, slots=True)
+class _Answer:
+    """What answering for rows of one transaction needs: its request, engine and output slice."""
+
+    alias: str
+    block: _DataBlock
+    request: TransformRequest
+    engine: Any
+    recorded: pa.Table
+    kept: list[str]
+    """The output columns a re-execution must reproduce (offset and system time aside)."""
+    scratch: Path
+
+    def what(self, offset: int) -> str:
+        return f"{self.alias} offset {offset} (block #{self.block.sequence})"
+
+    def check(self, offset: int, witnesses: dict[int, pa.Table]) -> bool:
+        """Whether the transform, re-run on ``witnesses`` alone, gives the row again (blocking)."""
+        folder = Path(tempfile.mkdtemp(prefix=f"check-{offset}-", dir=self.scratch))
+        row = row_values(self.recorded, offset - self.block.start, self.kept)
+        return reproduces(self.request, self.engine, witnesses, row, folder)
+
+    def from_group(
+        self, offset: int, group: dict[int, pa.Table]
+    ) -> tuple[Witnesses, dict[int, pa.Table]] | None:
+        """The witnesses of the row at ``offset`` and their rows, from a tagged run that listed
+        its group's input rows, if the check passes on them (blocking)."""
+        witnesses = {
+            k: tuple(rows.column(self.request.inputs[k].vocab.offset).to_pylist())
+            for k, rows in sorted(group.items())
+            if rows.num_rows
+        }
+        if not witnesses:
+            return None  # a key literal that matched nothing
+        stored = {k: as_stored(self.request.inputs[k], group[k]) for k in witnesses}
+        tables = {k: rows for k, rows in stored.items() if rows is not None}
+        if len(tables) < len(stored):
+            tables = witness_tables(self.request, witnesses)
+        return (witnesses, tables) if self.check(offset, tables) else None
+
+    def row(self, offset: int, tagged: TaggedRun, witnesses: Witnesses) -> _Explained:
+        request = self.request
+        where = {
+            out: f"{request.inputs[k].alias}.{column}"
+            for out, (k, column) in tagged.origins.items()
+        }
+        row = RowProvenance(
+            dataset=self.alias,
+            offset=offset,
+            block_sequence=self.block.sequence,
+            block_hash=str(self.block.hash),
+            values=row_values(self.recorded, offset - self.block.start, self.recorded.schema.names),
+            derived=True,
+            columns=where,
+            checked=True,
+            traced=True,
+        )
+        return row, [i.dataset_id for i in request.inputs], witnesses
+
+
+#: A checked row, the ids of its transaction's inputs and its witnesses among them.
+_Explained = tuple[RowProvenance, list[DatasetId], Witnesses]
 
 
 def _values_at(

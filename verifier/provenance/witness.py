@@ -37,6 +37,11 @@ class TaggedRun:
     tables: list[QueryTable]
     frames: tuple[tuple[SqlQueryStep, ...], ...]
     sides: dict[int, pa.Table] = field(default_factory=dict)
+    focused: bool = False
+    """The run was narrowed to the focused row's group or partition (other rows are missing)."""
+    group: dict[int, pa.Table] | None = None
+    """Set when the run listed the input rows of the focused row's group (by input, once each,
+    in offset order, as the engine read them) instead of tagging output rows."""
 
     def witnesses(self, tag: str | None) -> Witnesses:
         """The input rows behind a tag string, frame references resolved (blocking)."""
@@ -95,7 +100,34 @@ def run_tagged(
         query_steps(request.transform), inputs, tag_dialect(request.transform.engine), focus
     )
     table = engine.query(tagged.steps, tables)
-    return TaggedRun(table, tagged.origins, engine, tables, tagged.frames)
+    group = None
+    if tagged.group_rows is not None:
+        group = _split_group(table, tagged.group_rows, inputs)
+    return TaggedRun(
+        table, tagged.origins, engine, tables, tagged.frames, focused=tagged.focused, group=group
+    )
+
+
+def _split_group(
+    table: pa.Table, listing: Sequence[tuple[int, dict[str, str]]], inputs: Sequence[InputTable]
+) -> dict[int, pa.Table]:
+    """Each input's rows in a group listing: its sources' columns, a left join's missing side
+    dropped, a row joined several times kept once, in offset order."""
+    parts: dict[int, list[pa.Table]] = {}
+    for number, names in listing:
+        rows = table.select(list(names)).rename_columns(list(names.values()))
+        rows = rows.filter(pc.is_valid(rows.column(inputs[number].offset_column)))
+        parts.setdefault(number, []).append(rows)
+    group = {}
+    for number, found in parts.items():
+        column = inputs[number].offset_column
+        rows = pa.concat_tables(found).sort_by(column)
+        offsets = rows.column(column).combine_chunks()
+        if len(offsets) > 1:
+            repeated = pc.equal(offsets.slice(1), offsets.slice(0, len(offsets) - 1))
+            rows = rows.filter(pa.concat_arrays([pa.array([True]), pc.invert(repeated)]))
+        group[number] = rows
+    return group
 
 
 def compared_columns(recorded: pa.Schema, result: pa.Schema, skip: Sequence[str]) -> list[str]:

@@ -10,7 +10,6 @@ from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.model import AddData, ExecuteTransform
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
-from verifier.progress import format_bytes
 
 _COLUMNS = [
     ("Name", "alias"),
@@ -54,6 +53,8 @@ def _list(args: argparse.Namespace) -> int:
                 row["head_short"] = None if row["head"] is None else row["head"][-8:]
                 row["updated_short"] = row["updated"][:19].replace("T", " ")
                 if args.wide:
+                    from verifier.progress import format_bytes  # only here: the verifier's report
+
                     row["size_short"] = format_bytes(row["size"])
         write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)
         return 0

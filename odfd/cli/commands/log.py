@@ -11,8 +11,6 @@ from typing import Any
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from protocol.codec import json as odf_json
-from protocol.codec import yaml as odf_yaml
 from protocol.identity import Multihash
 from protocol.model import (
     KIND_NAMES,
@@ -97,6 +95,8 @@ def _log(args: argparse.Namespace) -> int:
             elif args.output == "table":
                 sys.stdout.write(summary_line(hash, block) + "\n")
             else:
+                from protocol.codec import json as odf_json  # the summary lines need no codec
+
                 entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
                 if args.output == "ndjson":
                     sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
@@ -139,4 +139,6 @@ def _what(event: object) -> str:
 
 
 def _yaml(hash: object, block: MetadataBlock) -> str:
+    from protocol.codec import yaml as odf_yaml  # the summary lines need no codec
+
     return f"---\n# Block: {hash}\n{odf_yaml.dump_block(block)}\n"

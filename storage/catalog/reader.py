@@ -1,0 +1,80 @@
+"""A read-only catalog connection of its own, for lookups that must not queue behind writers.
+
+The node's ``Catalog`` runs every statement of a process on one connection, one transaction at a
+time: while a sync holds ``BEGIN IMMEDIATE … COMMIT`` open across awaits, every other statement of
+the process waits for it. Serving a dataset needs only its row, and under WAL a second connection
+reads the last committed state without waiting for any writer; so the server resolves names
+through a ``CatalogReader`` and never shares a queue with the daemon's burst of syncs.
+
+Its lookups run on the event loop's own thread: one indexed read of a WAL snapshot (pages the
+catalog keeps hot) takes tens of microseconds and never waits for a writer, where a round trip
+through a worker thread costs two thread wake-ups, which on a loaded machine take longer than the
+lookup by three orders of magnitude (measured in an otherwise idle server at load 15 on 2 cores:
+p99 of 80–110 ms). When SQLite answers "busy" (another connection recovering the WAL, or
+holding the file in exclusive mode), the lookup waits for it in a worker thread instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+from protocol.identity import DatasetId
+from storage.catalog.catalog import DATASET_COLUMNS, DatasetRecord, dataset_record
+
+_BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+_BUSY_TIMEOUT = 10.0
+"""Seconds a lookup that found the catalog busy waits in its worker thread (as ``Catalog``)."""
+
+
+class CatalogReader:
+    """Lookups of dataset rows on a connection that can only read."""
+
+    def __init__(self, path: Path, db: sqlite3.Connection) -> None:
+        self.path = path
+        self._db = db
+
+    @classmethod
+    async def open(cls, path: Path) -> CatalogReader:
+        """``path`` is an open catalog (its schema migrated, in WAL mode)."""
+        return cls(path, await asyncio.to_thread(_connect, path, 0.0))
+
+    async def close(self) -> None:
+        self._db.close()
+
+    async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
+        return await self._one(f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", str(id))
+
+    async def find_by_alias(self, alias: str) -> DatasetRecord | None:
+        return await self._one(f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", alias)
+
+    async def _one(self, sql: str, key: str) -> DatasetRecord | None:
+        try:
+            row = self._db.execute(sql, (key,)).fetchone()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) not in _BUSY:
+                raise
+            row = await asyncio.to_thread(_read_waiting, self.path, sql, key)
+        return None if row is None else dataset_record(row)
+
+
+def _connect(path: Path, timeout: float) -> sqlite3.Connection:
+    db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
+    try:
+        db.row_factory = sqlite3.Row
+        db.execute("PRAGMA query_only = ON")
+    except BaseException:
+        db.close()
+        raise
+    return db
+
+
+def _read_waiting(path: Path, sql: str, key: str) -> sqlite3.Row | None:
+    """One lookup on a connection of its own that waits out a busy catalog (blocking)."""
+    db = _connect(path, _BUSY_TIMEOUT)
+    try:
+        row: sqlite3.Row | None = db.execute(sql, (key,)).fetchone()
+        return row
+    finally:
+        db.close()

@@ -1,0 +1,78 @@
+"""Serving resolves dataset names on a read-only catalog connection of its own, so a read never
+waits behind a catalog transaction another task holds open (a daemon's syncs), and still sees
+every committed change."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import aiohttp
+
+from storage.catalog.reader import CatalogReader
+from storage.workspace import Workspace
+from tests.replication.conftest import ServeFactory
+from tests.replication.datagen import create_root
+
+
+async def _get(url: str) -> tuple[int, str]:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        return response.status, await response.text()
+
+
+async def test_refs_head_is_served_while_a_catalog_transaction_is_open(
+    node_a: Workspace, serve: ServeFactory
+) -> None:
+    writer = await create_root(node_a, "cities", slices=1, checkpoints=False)
+    head = await writer.dataset.chain.head()
+    assert head is not None
+    server = await serve(node_a)
+    held, release = asyncio.Event(), asyncio.Event()
+
+    async def hold_transaction() -> None:
+        async with node_a.catalog.transaction():
+            await node_a.catalog.sql.execute("UPDATE datasets SET updated_at = updated_at")
+            held.set()
+            await release.wait()
+
+    holder = asyncio.create_task(hold_transaction())
+    try:
+        await held.wait()
+        # On the shared connection this request would wait until the transaction ends.
+        async with asyncio.timeout(5):
+            status, body = await _get(f"{server.url}cities/refs/head")
+        assert (status, body) == (200, head.to_multibase())
+        assert not holder.done()
+    finally:
+        release.set()
+        await holder
+
+    await node_a.rename_dataset("cities", "towns")
+    assert (await _get(f"{server.url}towns/refs/head")) == (200, head.to_multibase())
+    assert (await _get(f"{server.url}cities/refs/head"))[0] == 404
+
+
+async def test_a_busy_catalog_is_waited_for_in_a_worker_thread(
+    node_a: Workspace, tmp_path: Path
+) -> None:
+    await create_root(node_a, "cities", slices=1, checkpoints=False)
+    # A copy of the catalog in rollback-journal mode, where a writer's exclusive lock makes
+    # readers "busy" (under WAL that takes another process recovering the log).
+    copy = tmp_path / "copy.sqlite"
+    with sqlite3.connect(node_a.catalog.path) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    lock = sqlite3.connect(copy, isolation_level=None)
+    lock.execute("PRAGMA journal_mode = DELETE")
+    reader = await CatalogReader.open(copy)
+    try:
+        lock.execute("BEGIN EXCLUSIVE")
+        lookup = asyncio.create_task(reader.find_by_alias("cities"))
+        await asyncio.sleep(0.5)
+        assert not lookup.done()  # waiting in a worker thread; the loop runs on meanwhile
+        lock.execute("COMMIT")
+        record = await asyncio.wait_for(lookup, 15)
+        assert record is not None and record.alias == "cities"
+    finally:
+        lock.close()
+        await reader.close()
