@@ -60,7 +60,7 @@ def local_dataset_folders(workspace: Workspace) -> list[str]:
     )
 
 
-@pytest.mark.spark
+@pytest.mark.usefixtures("spark")  # the session shared by the suite, with the test settings
 async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
     s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path, serve: ServeFactory
 ) -> None:
