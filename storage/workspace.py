@@ -34,7 +34,13 @@ from storage.errors import (
     WorkspaceError,
 )
 from storage.keys import KeyStore
-from storage.layout import HEAD_REF, WORKSPACE_ENV, DatasetLayout, WorkspaceLayout
+from storage.layout import (
+    HEAD_REF,
+    DatasetLayout,
+    WorkspaceLayout,
+    absolute_root,
+    existing_layout,
+)
 from storage.local_storage import LocalDatasetStorage
 from storage.scratch import Scratch, sweep_staging
 from storage.signing import HeadSigner
@@ -90,7 +96,7 @@ class Workspace:
     @classmethod
     async def init(cls, root: Path | None = None) -> Workspace:
         """A new workspace (its datasets in its ``datasets/`` folder until configured)."""
-        layout = WorkspaceLayout(_absolute(root))
+        layout = WorkspaceLayout(absolute_root(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
         if layout.root.exists() and not layout.root.is_dir():
@@ -119,14 +125,7 @@ class Workspace:
     ) -> Workspace:
         """The workspace at ``root``; ``storage`` gives its dataset storage from its layout
         (the node reads ``[storage]`` of its config; default: the ``datasets/`` folder)."""
-        layout = WorkspaceLayout(_absolute(root))
-        if not layout.config_path.is_file():
-            if root is None and not os.environ.get(WORKSPACE_ENV):
-                raise WorkspaceError(
-                    f"no odfd workspace in {Path.cwd()} or any folder above it "
-                    f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
-                )
-            raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
+        layout = existing_layout(root)
         chosen = storage(layout) if storage is not None else None
         workspace = cls(layout, await _open_catalog(layout), chosen)
         workspace.swept = sweep_staging(layout.staging_dir)
@@ -459,9 +458,3 @@ def _move_catalog_aside(path: Path, broken: Path) -> None:
     os.replace(path, broken)
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-def _absolute(root: Path | None) -> Path:
-    """The workspace folder as an absolute path: every path derived from it may be handed to a
-    Spark server whose working folder is not ours (Spark Connect, cluster executors)."""
-    return (Path(root) if root is not None else WorkspaceLayout.default_root()).absolute()

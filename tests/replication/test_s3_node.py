@@ -325,9 +325,9 @@ async def test_bad_storage_config_is_one_line_at_start(
     with pytest.raises(S3StorageError, match=r"no such bucket") as absent:
         await s3_backed_node(tmp_path / "b", s3_server, missing)
     assert "\n" not in str(absent.value)
-    listed = await asyncio.to_thread(odfd, "list", "--root", str(tmp_path / "b"))
-    assert listed.returncode != 0 and listed.stdout == ""
-    [line] = listed.stderr.strip().splitlines()
+    repaired = await asyncio.to_thread(odfd, "repair", "--root", str(tmp_path / "b"))
+    assert repaired.returncode != 0 and repaired.stdout == ""
+    [line] = repaired.stderr.strip().splitlines()
     assert "[storage] url" in line and "no such bucket" in line
     config = tmp_path / "c.toml"
     config.write_text('[storage]\nurl = "s3+http://127.0.0.1:1/Bad_Bucket/x"\n')

@@ -177,6 +177,13 @@ def test_one_row_of_an_aggregation_builds_only_its_groups_tags() -> None:
     for other in ({"total": 60.0}, {"symbol": object()}):
         whole = tag_transform(steps, [TRADES, RATES], DATAFUSION, other)
         assert "WHERE" not in whole.steps[-1].query and whole.group_rows is None
+    # so do several groupings (a ROLLUP row's group is not the rows of its keys' values)
+    spark = query.replace('"alice/trades"', "`alice/trades`")
+    listed = tag_transform([SqlQueryStep(query=spark)], [TRADES, RATES], SPARK, focus)
+    assert listed.focused and listed.group_rows is not None
+    rollup = spark.replace("GROUP BY symbol", "GROUP BY symbol WITH ROLLUP")
+    whole = tag_transform([SqlQueryStep(query=rollup)], [TRADES, RATES], SPARK, focus)
+    assert not whole.focused and "WHERE" not in whole.steps[-1].query
 
 
 def test_one_row_of_an_aggregation_over_inputs_lists_its_groups_rows() -> None:

@@ -435,6 +435,8 @@ def _focus_group(tree: exp.Expr, focus: Mapping[str, Any]) -> bool:
     group = tree.args.get("group")
     if group is None or not group.expressions:
         return False
+    if any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals", "all")):
+        return False  # several groupings: a row's group is not its keys' rows
     conditions = [_key_condition(tree, key, focus) for key in group.expressions]
     if any(c is None for c in conditions):
         return False
