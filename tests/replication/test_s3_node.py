@@ -182,6 +182,20 @@ async def test_datafusion_transform_then_repair_from_the_bucket(
         # Deleting goes through the bucket too: head first, then every key of the dataset.
         await node.delete_dataset("rivers")
         assert {r.alias for r in (await node.repair()).registered} == {"cities", "cities.upper"}
+        # A data object changed in the bucket (not in the cache) is a physical-hash finding.
+        slice_hash = (await all_slices(node.open_dataset((await node.resolve("cities")).id)))[0]
+        key = next(
+            k for k in await bucket_files(s3_server, url) if k.endswith(object_name(slice_hash))
+        )
+        bucket = bucket_of(s3_server, url)
+        await bucket.put(bucket.location.prefix + key, b"tampered")
+        assert isinstance(node.storage, S3DatasetStorage)
+        node.storage.cache.path_of(slice_hash).unlink(missing_ok=True)
+        report = await verify(
+            node, ["cities"], VerifyOptions(integrity_only=True, scratch_dir=root / "v2")
+        )
+        found = [(f.rule, f.file) for d in report.datasets for x in d.layers for f in x.findings]
+        assert found == [("physical-hash", f"data/{object_name(slice_hash)}")], report.dumps()
 
 
 async def test_mirror_syncs_commit_into_the_bucket(
