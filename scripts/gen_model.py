@@ -1300,7 +1300,7 @@ def main() -> int:
         if args.check:
             if not path.exists() or path.read_text() != text:
                 stale.append(path)
-        else:
+        elif not path.exists() or path.read_text() != text:  # else its byte code stays valid
             path.write_text(text)
     for path in stale:
         print(f"stale: {path.relative_to(ROOT)} (run scripts/gen_model.py)", file=sys.stderr)

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.identity import DatasetId, Multihash
+from storage.errors import WorkspaceError
 
 HEAD_REF = "head"
 ALIAS_INFO = "alias"
@@ -126,3 +127,23 @@ class WorkspaceLayout:
 
     def key_path(self, dataset_id: DatasetId) -> Path:
         return self.keys_dir / f"{dataset_dir_name(dataset_id)}.key"
+
+
+def absolute_root(root: Path | None) -> Path:
+    """The workspace folder as an absolute path: every path derived from it may be handed to a
+    Spark server whose working folder is not ours (Spark Connect, cluster executors)."""
+    return (Path(root) if root is not None else WorkspaceLayout.default_root()).absolute()
+
+
+def existing_layout(root: Path | None) -> WorkspaceLayout:
+    """The layout of the workspace ``root`` names (else ``$ODFD_HOME``, else the nearest enclosing
+    one), or a ``WorkspaceError`` saying there is none and how to make one."""
+    layout = WorkspaceLayout(absolute_root(root))
+    if not layout.config_path.is_file():
+        if root is None and not os.environ.get(WORKSPACE_ENV):
+            raise WorkspaceError(
+                f"no odfd workspace in {Path.cwd()} or any folder above it "
+                f"(run `odfd init` to create one here, or pass --root DIR / set {WORKSPACE_ENV})"
+            )
+        raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
+    return layout

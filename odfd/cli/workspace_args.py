@@ -8,10 +8,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from storage.catalog.sync_reader import SyncCatalogReader
     from storage.workspace import Workspace
+
+T = TypeVar("T")
 
 #: ``storage.layout.WORKSPACE_ENV``, spelled out so that building the parser imports no storage code.
 WORKSPACE_ENV = "ODFD_HOME"
@@ -30,19 +33,49 @@ def add_root_argument(parser: argparse.ArgumentParser, *, top_level: bool = Fals
 
 
 def run_in_workspace(
-    args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
+    args: argparse.Namespace,
+    command: Callable[[Workspace], Awaitable[int]],
+    *,
+    check_storage: bool = True,
 ) -> int:
     """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
     one), check its ``config.toml`` (every command refuses a broken one, not only those that read
-    the setting in question), run ``command`` in it, close it."""
+    the setting in question) and, with ``check_storage``, that its dataset storage (a bucket)
+    can be used, run ``command`` in it, close it."""
     from odfd.config import load_config
-    from storage.workspace import Workspace
+    from odfd.node_storage import open_workspace
 
     async def run() -> int:
-        async with await Workspace.open(args.root) as workspace:
+        async with await open_workspace(args.root, check=check_storage) as workspace:
             load_config(workspace.layout.config_path)
             return await command(workspace)
 
     import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())
+
+
+def read_in_workspace(args: argparse.Namespace, read: Callable[[SyncCatalogReader], T]) -> T | None:
+    """``read`` on a synchronous reader of the workspace's catalog, after the checks
+    ``run_in_workspace`` makes (the workspace exists, dead processes' staging is swept,
+    ``config.toml`` is valid), without an event loop: a command that only reads the catalog starts
+    in half the time. ``None`` when the catalog needs ``run_in_workspace`` (a schema to migrate, a
+    file SQLite cannot read: it reports that); nothing has been written then."""
+    import sqlite3
+
+    from odfd.config import load_config
+    from storage.catalog.sync_reader import open_sync_reader
+    from storage.layout import existing_layout
+    from storage.scratch import sweep_staging
+
+    layout = existing_layout(args.root)
+    reader = open_sync_reader(layout.catalog_path)
+    if reader is None:
+        return None
+    with reader:
+        sweep_staging(layout.staging_dir)
+        load_config(layout.config_path)
+        try:
+            return read(reader)
+        except sqlite3.Error:
+            return None

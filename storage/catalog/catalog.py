@@ -24,25 +24,18 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import DatasetKind
 from storage.catalog.columns import from_text, hash_from_text, hash_to_text, now_text, to_text
 from storage.catalog.migrations import migrate
+from storage.catalog.records import (
+    DATASET_COLUMNS,
+    KIND_TO_TEXT,
+    DatasetRecord,
+    dataset_record,
+    list_datasets_query,
+)
 from storage.catalog.shared import SharedConnection
 from storage.errors import DatasetExistsError, DatasetNotFoundError
 
 RemoteAliasKind = Literal["pull", "push"]
 Direction = Literal["pull", "push"]
-
-_KIND_TO_TEXT = {DatasetKind.ROOT: "root", DatasetKind.DERIVATIVE: "derivative"}
-_TEXT_TO_KIND = {text: kind for kind, text in _KIND_TO_TEXT.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class DatasetRecord:
-    id: DatasetId
-    alias: str
-    kind: DatasetKind
-    head: Multihash | None
-    head_sequence: int | None
-    created_at: datetime
-    updated_at: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,21 +62,6 @@ class Transfer:
     bytes_done: int
     started_at: datetime
     updated_at: datetime
-
-
-DATASET_COLUMNS = "id, alias, kind, head, head_sequence, created_at, updated_at"
-
-
-def dataset_record(row: aiosqlite.Row) -> DatasetRecord:
-    return DatasetRecord(
-        id=DatasetId.parse(row[0]),
-        alias=row[1],
-        kind=_TEXT_TO_KIND[row[2]],
-        head=hash_from_text(row[3]),
-        head_sequence=row[4],
-        created_at=from_text(row[5]),
-        updated_at=from_text(row[6]),
-    )
 
 
 class Catalog:
@@ -151,7 +129,7 @@ class Catalog:
                     (
                         str(id),
                         alias,
-                        _KIND_TO_TEXT[kind],
+                        KIND_TO_TEXT[kind],
                         hash_to_text(head),
                         head_sequence,
                         now,
@@ -190,10 +168,7 @@ class Catalog:
     async def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
         """Every dataset, or those of ``kind`` (a node mirroring thousands of root datasets asks
         for its few derivatives without reading every row)."""
-        where, params = ("", ()) if kind is None else (" WHERE kind = ?", (_KIND_TO_TEXT[kind],))
-        rows = await self.sql.fetchall(
-            f"SELECT {DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
-        )
+        rows = await self.sql.fetchall(*list_datasets_query(kind))
         return [dataset_record(row) for row in rows]
 
     async def count_datasets(self) -> int:
@@ -247,7 +222,7 @@ class Catalog:
                     (
                         str(record.id),
                         record.alias,
-                        _KIND_TO_TEXT[record.kind],
+                        KIND_TO_TEXT[record.kind],
                         hash_to_text(record.head),
                         record.head_sequence,
                         to_text(record.created_at),

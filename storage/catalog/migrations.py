@@ -11,10 +11,12 @@ import re
 import sqlite3
 from dataclasses import dataclass
 from importlib import resources
-
-import aiosqlite
+from typing import TYPE_CHECKING
 
 from storage.errors import StorageError
+
+if TYPE_CHECKING:
+    import aiosqlite
 
 _NAME = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
 

@@ -21,7 +21,7 @@ import sqlite3
 from pathlib import Path
 
 from protocol.identity import DatasetId
-from storage.catalog.catalog import DATASET_COLUMNS, DatasetRecord, dataset_record
+from storage.catalog.records import DATASET_COLUMNS, DatasetRecord, dataset_record
 
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _BUSY_TIMEOUT = 10.0

@@ -22,8 +22,8 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
 CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
-#: Modules a DataFusion derivative's pull has no use for (engine, replication, ingest, compaction,
-#: verification report).
+#: Modules a DataFusion derivative's pull has no use for (Spark and its checkpoints, replication,
+#: ingest, compaction, the verification report).
 NOT_FOR_A_DATAFUSION_PULL = (
     "pyspark",
     "py4j",
@@ -33,6 +33,7 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.coordinator.compact",
     "odfd.sync.pull",
     "verifier.report",
+    "verifier.engine.checkpoint",
 )
 
 _PROBE = """
@@ -92,8 +93,18 @@ def test_commands_without_an_engine_load_none(root: Path, argv: list[str]) -> No
     assert "odfd" in loaded
     assert [name for name in loaded if name in ENGINE_MODULES] == []
     assert [name for name in loaded if name in CLIENT_MODULES] == []
-    if argv == ["--help"]:  # building the parser runs nothing: not even an event loop
-        assert "asyncio" not in loaded
+    assert [name for name in loaded if name in NOT_LOADED.get(argv[0], ())] == []
+
+
+#: What else a command must not load, beyond engines and clients (start-up cost, issue 14).
+NOT_LOADED = {
+    # building the parser runs nothing: no event loop, not even the config or dataclasses
+    "--help": ("asyncio", "dataclasses", "tomllib", "storage"),
+    # the catalog read with plain sqlite3: no event loop (asyncio loads ssl, sockets, logging)
+    "list": ("asyncio", "aiosqlite", "ssl", "nacl", "yaml"),
+    # summary lines decode blocks but print no YAML and check no signature
+    "log": ("nacl", "yaml"),
+}
 
 
 def test_each_commands_summary_is_its_own_help() -> None:

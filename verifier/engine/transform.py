@@ -30,7 +30,6 @@ import pyarrow as pa
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
 from verifier.engine.cancel import jobs_of_task
-from verifier.engine.checkpoint import WrittenCheckpoint, read_checkpoint, write_checkpoint
 from verifier.engine.columns import Vocab, col, quote
 from verifier.engine.determinism import check_deterministic
 from verifier.engine.failures import describe, spark_failures
@@ -40,6 +39,8 @@ from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from verifier.engine.checkpoint import WrittenCheckpoint
 
 SUPPORTED_ENGINE = "spark"
 _OUTPUT_VIEW = "__output__"
@@ -163,6 +164,9 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             spill_dir=request.spill_dir,
         )
     watermarks = _input_watermarks(request)
+    # Spark's checkpoints are imported here: a DataFusion pull never loads them.
+    from verifier.engine.checkpoint import write_checkpoint
+
     checkpoint = (
         write_checkpoint(watermarks, request.out_dir / "checkpoint.tar") if watermarks else None
     )
@@ -266,6 +270,8 @@ def _prepare_output(result: DataFrame, vocab: Vocab, dataset: str) -> DataFrame:
 
 def _input_watermarks(request: TransformRequest) -> dict[DatasetId, Timestamp]:
     """Each input's watermark: the latest one it declared in this interval, else the checkpoint's."""
+    from verifier.engine.checkpoint import read_checkpoint
+
     previous = read_checkpoint(request.prev_checkpoint) if request.prev_checkpoint else {}
     watermarks: dict[DatasetId, Timestamp] = {}
     for input_slice in request.inputs:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
 from protocol.model import AddData, ExecuteTransform
-from storage.catalog import DatasetRecord
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from storage.catalog import DatasetRecord
+    from storage.workspace import Workspace
 
 _COLUMNS = [
     ("Name", "alias"),
@@ -41,6 +43,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
+    if not args.wide:  # the catalog alone: read without an event loop
+        records = read_in_workspace(args, lambda catalog: catalog.list_datasets())
+        if records is not None:
+            _write(args, [_row(record) for record in records])
+            return 0
+
     async def run(workspace: Workspace) -> int:
         rows = []
         for record in await workspace.list_datasets():
@@ -48,18 +56,22 @@ def _list(args: argparse.Namespace) -> int:
             if args.wide:
                 row.update(await _details(workspace, record))
             rows.append(row)
-        if args.output == "table":
-            for row in rows:
-                row["head_short"] = None if row["head"] is None else row["head"][-8:]
-                row["updated_short"] = row["updated"][:19].replace("T", " ")
-                if args.wide:
-                    from verifier.progress import format_bytes  # only here: the verifier's report
-
-                    row["size_short"] = format_bytes(row["size"])
-        write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)
+        _write(args, rows)
         return 0
 
     return run_in_workspace(args, run)
+
+
+def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
+    if args.output == "table":
+        for row in rows:
+            row["head_short"] = None if row["head"] is None else row["head"][-8:]
+            row["updated_short"] = row["updated"][:19].replace("T", " ")
+            if args.wide:
+                from verifier.progress import format_bytes  # only here: the verifier's report
+
+                row["size_short"] = format_bytes(row["size"])
+    write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)
 
 
 def _row(r: DatasetRecord) -> dict[str, Any]:
