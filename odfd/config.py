@@ -26,7 +26,7 @@ from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
 from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
-from storage.s3_settings import S3Credentials, S3Settings, is_s3_url
+from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
@@ -219,6 +219,20 @@ class S3Config:
 
 
 @dataclass(frozen=True, slots=True)
+class StorageConfig:
+    """``[storage]``: where the node keeps its datasets (the catalog, keys and cache stay in the
+    workspace folder)."""
+
+    url: str = ""
+    """``""``: the workspace's ``datasets/`` folder; else a bucket and key prefix
+    (``s3://bucket/prefix``, ``s3+http(s)://host:port/bucket/prefix``), reached with the ``[s3]``
+    credentials."""
+    cache_mb: int = 10240
+    """Bound of the local cache of a bucket's data slices and checkpoints, in MiB (soft: objects
+    used in the last 10 minutes stay)."""
+
+
+@dataclass(frozen=True, slots=True)
 class LogConfig:
     """``[log]``: structured logs on stderr."""
 
@@ -240,6 +254,7 @@ class NodeConfig:
     spark: SparkSettings = field(default_factory=SparkSettings)
     ipfs: IpfsConfig = field(default_factory=IpfsConfig)
     s3: S3Config = field(default_factory=S3Config)
+    storage: StorageConfig = field(default_factory=StorageConfig)
     sync: SyncConfig = field(default_factory=SyncConfig)
     audit: AuditConfig = field(default_factory=AuditConfig)
     daemon: DaemonConfig = field(default_factory=DaemonConfig)
@@ -366,6 +381,18 @@ def _s3_remotes(value: Any, from_env: bool) -> Mapping[str, S3Credentials]:
     return MappingProxyType(remotes)
 
 
+def _storage_url(value: Any, from_env: bool) -> str:
+    text = _str_or_empty(value, from_env)
+    if text:
+        try:
+            parse_s3_url(text)
+        except ParseError as err:
+            raise ValueError(
+                f"{err} (leave it empty for the workspace's datasets/ folder)"
+            ) from None
+    return text
+
+
 def _signing_key(value: Any, from_env: bool) -> bytes:
     try:
         key = bytes.fromhex(_str()(value, from_env))
@@ -414,6 +441,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "remotes": _s3_remotes,
         },
     ),
+    "storage": (StorageConfig, {"url": _storage_url, "cache_mb": _int(1)}),
     "sync": (
         SyncConfig,
         {
@@ -575,6 +603,11 @@ def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Node
             section, kind, readers, _table(document, section, where), where, env
         )
     values["spark"] = _load_spark(_table(document, "spark", where), where, env)
+    if values["storage"].url and values["ipfs"].pin:
+        raise ConfigError(
+            f"{where}: [ipfs] pin adds dataset folders to IPFS, but [storage] url keeps the "
+            "datasets in a bucket; set one of them off"
+        )
     return NodeConfig(**values)
 
 

@@ -13,7 +13,8 @@
 With ``--connect`` odfd runs as a Spark Connect client of a local Connect server (started by the
 script with the same master and driver memory; ``verifier.engine.connect_server``), as CLI
 commands do when a daemon runs; plain Spark stays a classic PySpark process. Target: ingest
-<= 1.2x through Connect.
+<= 1.2x through Connect. ``--shared-filesystem true`` has the server write results into the
+workspace instead of streaming them over gRPC (``verifier.engine.staged``).
 
 Spark start-up is excluded (one warm-up run of each kind first). Each timing is the median of
 ``--repeat`` runs. Usage: ``.venv/bin/python scripts/bench_pipeline.py [--csv-mb 1024] [--connect]``.
@@ -134,8 +135,13 @@ async def bench(args: argparse.Namespace) -> None:
         server = LocalConnectServer(settings, free_port(), work / "spark-connect.log")
         server.start()
         server.wait_ready()
-        settings = SparkSettings(remote=server.address.url)
-        print(f"odfd runs through Spark Connect ({server.address.display})", flush=True)
+        settings = SparkSettings(
+            remote=server.address.url, shared_filesystem=args.shared_filesystem == "true"
+        )
+        session.configure(settings)
+        session.get_spark()
+        how = "results as files" if session.shares_filesystem() else "results over gRPC"
+        print(f"odfd runs through Spark Connect ({server.address.display}; {how})", flush=True)
     session.configure(settings)
     session.get_spark()
     async with await Workspace.init(work / "ws") as ws:
@@ -305,6 +311,12 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the scratch folder")
     parser.add_argument(
         "--connect", action="store_true", help="run odfd through a local Spark Connect server"
+    )
+    parser.add_argument(
+        "--shared-filesystem",
+        choices=("true", "false"),
+        default="false",
+        help="with --connect: [spark] shared_filesystem (true: results come back as files)",
     )
     parser.add_argument("--plain-worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("paths", nargs="*", help=argparse.SUPPRESS)

@@ -18,7 +18,6 @@ folder at once.
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,10 +25,8 @@ from typing import Literal
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId
-from storage.atomic import fsync_dir
 from storage.catalog import DatasetRecord
 from storage.chain import validate_chain
-from storage.dataset import Dataset
 from storage.errors import StorageError
 from storage.layout import HEAD_REF, DatasetLayout
 from storage.workspace import Workspace
@@ -77,8 +74,8 @@ async def recover_folder(
     workspace: Workspace, dataset_id: DatasetId, *, remove_incomplete: bool = True
 ) -> OrphanAction:
     """Adopt, remove or leave the folder of ``dataset_id`` (which the catalog does not hold)."""
-    layout = workspace.layout.dataset(dataset_id)
-    dataset = Dataset.open_local(layout.root, dataset_id)
+    layout = DatasetLayout(Path(workspace.storage.where(dataset_id)))
+    dataset = workspace.storage.open(dataset_id)
     try:
         head = await dataset.chain.head()
     except StorageError as err:
@@ -86,7 +83,7 @@ async def recover_folder(
     if head is None:
         if not remove_incomplete:
             return OrphanAction(layout.root, "left", f"no refs/{HEAD_REF}")
-        _remove(layout)
+        await workspace.storage.remove(dataset_id)
         return OrphanAction(
             layout.root, "removed", f"no refs/{HEAD_REF} (an unfinished create, pull or delete)"
         )
@@ -139,8 +136,3 @@ def _last_change(root: Path) -> float:
         except FileNotFoundError:
             continue
     return newest
-
-
-def _remove(layout: DatasetLayout) -> None:
-    shutil.rmtree(layout.root, ignore_errors=True)
-    fsync_dir(layout.root.parent)

@@ -10,15 +10,15 @@ import asyncio
 import os
 import shutil
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef, Multihash
 from protocol.model import DatasetKind, DatasetSnapshot, MetadataEvent, Seed, Timestamp
 from protocol.transfer.signed_head import SignedHead, SignedHeadError, parse_signed_head
-from storage.atomic import fsync_dir, staging_path, write_file_atomic
+from storage.atomic import staging_path, write_file_atomic
 from storage.catalog import Catalog, DatasetRecord
 from storage.catalog.chain_states import ChainStateTable
 from storage.catalog.signed_heads import SignedHeadTable
@@ -26,6 +26,7 @@ from storage.chain import validate_chain
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState
 from storage.dataset import Dataset, RemoteAliasKind
+from storage.dataset_storage import DatasetStorage, StoredDataset
 from storage.errors import (
     DatasetExistsError,
     DatasetNotFoundError,
@@ -40,6 +41,7 @@ from storage.layout import (
     absolute_root,
     existing_layout,
 )
+from storage.local_storage import LocalDatasetStorage
 from storage.scratch import Scratch, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
@@ -52,20 +54,29 @@ version = 1
 """
 
 
+StorageFactory = Callable[[WorkspaceLayout], DatasetStorage]
+"""Gives a workspace's dataset storage from its layout (the node reads its configuration)."""
+
+
 @dataclass(frozen=True, slots=True)
 class RepairReport:
     registered: list[DatasetRecord]
-    skipped: list[tuple[Path, str]]
-    """Folders that are not (complete) datasets, with the reason."""
+    skipped: list[tuple[str, str]]
+    """Dataset folders (or bucket prefixes) that are not complete datasets, with the reason."""
 
 
 class Workspace:
     """Use ``await Workspace.init(root)`` / ``await Workspace.open(root)``, then ``close()``
     (or ``async with``)."""
 
-    def __init__(self, layout: WorkspaceLayout, catalog: Catalog) -> None:
+    def __init__(
+        self, layout: WorkspaceLayout, catalog: Catalog, storage: DatasetStorage | None = None
+    ) -> None:
         self.layout = layout
         self.catalog = catalog
+        self.storage: DatasetStorage = storage or LocalDatasetStorage(layout.datasets_dir)
+        """Where the datasets are (``storage.dataset_storage``): the ``datasets/`` folder, or a
+        bucket (``[storage] url``)."""
         self.keys = KeyStore(layout.keys_dir)
         self.chain_states = ChainStateTable(catalog)
         """Saved chain states (a cache in the catalog); give it to datasets opened outside
@@ -84,6 +95,7 @@ class Workspace:
 
     @classmethod
     async def init(cls, root: Path | None = None) -> Workspace:
+        """A new workspace (its datasets in its ``datasets/`` folder until configured)."""
         layout = WorkspaceLayout(absolute_root(root))
         if layout.config_path.exists():
             raise WorkspaceError(f"{layout.root} is already an odfd workspace")
@@ -108,9 +120,14 @@ class Workspace:
         return cls(layout, catalog)
 
     @classmethod
-    async def open(cls, root: Path | None = None) -> Workspace:
+    async def open(
+        cls, root: Path | None = None, storage: StorageFactory | None = None
+    ) -> Workspace:
+        """The workspace at ``root``; ``storage`` gives its dataset storage from its layout
+        (the node reads ``[storage]`` of its config; default: the ``datasets/`` folder)."""
         layout = existing_layout(root)
-        workspace = cls(layout, await _open_catalog(layout))
+        chosen = storage(layout) if storage is not None else None
+        workspace = cls(layout, await _open_catalog(layout), chosen)
         workspace.swept = sweep_staging(layout.staging_dir)
         return workspace
 
@@ -148,8 +165,7 @@ class Workspace:
             await self.catalog.update_head(dataset_id, head, sequence_number)
             await self.signer.sign(dataset_id, dataset.refs, head, sequence_number)
 
-        dataset = Dataset.open_local(
-            self.layout.dataset(dataset_id).root,
+        dataset = self.storage.open(
             dataset_id,
             on_head_moved=record_head,
             saved_states=self.chain_states,
@@ -191,11 +207,11 @@ class Workspace:
         if await self.catalog.find_by_alias(alias_text) is not None:
             raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
         key, dataset_id = DatasetId.new_generated()
-        layout = self.layout.dataset(dataset_id)
         self.keys.save(dataset_id, key)
         try:
-            dataset = Dataset.open_local(
-                layout.create().root, dataset_id, saved_states=self.chain_states
+            await self.storage.prepare(dataset_id)
+            dataset = self.storage.open(
+                dataset_id, saved_states=self.chain_states, staging=self.scratch.folder
             )
             await dataset.set_alias(alias_text)
             seed = Seed(dataset_id=dataset_id, dataset_kind=kind)
@@ -209,7 +225,7 @@ class Workspace:
                 dataset_id, dataset.refs, result.new_head, result.block.sequence_number
             )
         except BaseException:
-            await _remove_dataset_folder(layout)
+            await self.storage.remove(dataset_id)
             self.keys.delete(dataset_id)
             raise
         return self.open_dataset(dataset_id)
@@ -246,13 +262,12 @@ class Workspace:
         """Remove the dataset's folder, key and catalog entry. ``refs/head`` goes first, so a
         crash mid-way leaves a headless folder that every listing ignores."""
         record = await self.resolve(ref)
-        layout = self.layout.dataset(record.id)
         dependants = await self._dependants(record.id)
         if dependants:
             raise StorageError(
                 f"dataset {record.alias} is an input of {', '.join(dependants)}; delete those first"
             )
-        await _remove_dataset_folder(layout)
+        await self.storage.remove(record.id)
         self.keys.delete(record.id)
         await self.catalog.remove_dataset(record.id)
         await self.chain_states.delete(record.id)
@@ -291,14 +306,13 @@ class Workspace:
             raise DatasetExistsError(f"dataset {dataset_id} is already in {self.root}")
         if await self.catalog.find_by_alias(alias_text) is not None:
             raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
-        target = self.layout.dataset(dataset_id)
-        if target.root.exists():
-            if (target.refs_dir / HEAD_REF).exists():
+        if await self.storage.exists(dataset_id):
+            if await self.storage.has_head(dataset_id):
                 raise DatasetExistsError(
-                    f"{target.root} already holds dataset {dataset_id} "
+                    f"{self.storage.where(dataset_id)} already holds dataset {dataset_id} "
                     "(not in the catalog: run `odfd repair`)"
                 )
-            await _remove_dataset_folder(target)  # leftovers of an unfinished create or delete
+            await self.storage.remove(dataset_id)  # leftovers of an unfinished create or delete
         staging = DatasetLayout(staging_path(self.scratch.folder())).create()
         try:
             copy = Dataset.open_local(staging.root, dataset_id)
@@ -326,8 +340,7 @@ class Workspace:
             if document is not None and _signed_by(document, dataset_id, str(path)):
                 await copy.refs.set_signature(HEAD_REF, document)
             await copy.refs.set(HEAD_REF, head, expected=None)
-            os.rename(staging.root, target.root)
-            fsync_dir(self.layout.datasets_dir)
+            await self.storage.adopt(staging, dataset_id)
         except BaseException:
             shutil.rmtree(staging.root, ignore_errors=True)
             raise
@@ -339,27 +352,23 @@ class Workspace:
         return self.open_dataset(dataset_id)
 
     async def repair(self) -> RepairReport:
-        """Rebuild the catalog's datasets and remote aliases from the dataset folders."""
+        """Rebuild the catalog's datasets and remote aliases from the dataset folders (or the
+        bucket's dataset prefixes)."""
         entries: list[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]] = []
-        skipped: list[tuple[Path, str]] = []
-        seen_aliases: dict[str, Path] = {}
-        folders = (
-            sorted(self.layout.datasets_dir.iterdir()) if self.layout.datasets_dir.is_dir() else []
-        )
-        for folder in folders:
-            if folder.name.startswith("."):
-                continue
-            reason, entry = await self._inspect(folder)
+        skipped: list[tuple[str, str]] = []
+        seen_aliases: dict[str, str] = {}
+        for stored in await self.storage.scan():
+            reason, entry = await self._inspect(stored)
             if entry is None:
-                skipped.append((folder, reason))
+                skipped.append((stored.where, reason))
                 continue
             key = entry[0].alias.lower()
             if key in seen_aliases:
                 skipped.append(
-                    (folder, f"alias {entry[0].alias} is also used by {seen_aliases[key]}")
+                    (stored.where, f"alias {entry[0].alias} is also used by {seen_aliases[key]}")
                 )
                 continue
-            seen_aliases[key] = folder
+            seen_aliases[key] = stored.where
             entries.append(entry)
         await self.catalog.replace_datasets(entries)
         for record, _ in entries:
@@ -372,7 +381,7 @@ class Workspace:
         behind (a crash between the head move and the signing)."""
         dataset = self.open_dataset(dataset_id)
         document = await dataset.refs.get_signature(HEAD_REF)
-        where = str(self.layout.dataset(dataset_id).refs_dir / f"{HEAD_REF}.sig")
+        where = self.storage.where(dataset_id, f"refs/{HEAD_REF}.sig")
         signed = None
         if document is not None:
             try:
@@ -385,13 +394,12 @@ class Workspace:
             await self.sign_head(dataset_id)
 
     async def _inspect(
-        self, folder: Path
+        self, stored: StoredDataset
     ) -> tuple[str, tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]] | None]:
-        try:
-            expected_id = DatasetId.from_multibase(folder.name)
-        except ParseError:
+        expected_id = stored.dataset_id
+        if expected_id is None:
             return "folder name is not a dataset id", None
-        dataset = Dataset.open_local(folder, expected_id)
+        dataset = self.storage.open(expected_id)
         try:
             head = await dataset.chain.head()
             if head is None:
@@ -450,10 +458,3 @@ def _move_catalog_aside(path: Path, broken: Path) -> None:
     os.replace(path, broken)
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
-
-
-async def _remove_dataset_folder(layout: DatasetLayout) -> None:
-    (layout.refs_dir / HEAD_REF).unlink(missing_ok=True)
-    if layout.refs_dir.is_dir():
-        fsync_dir(layout.refs_dir)
-    shutil.rmtree(layout.root, ignore_errors=True)

@@ -19,13 +19,15 @@ from pathlib import Path
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, SetDataSchema, SetVocab
 from storage.dataset import Dataset
+from storage.dataset_storage import LocalFiles
+from storage.errors import HashMismatchError, ObjectNotFoundError
 from storage.layout import object_name
 from storage.stores.base import ObjectStore
 from verifier.audit_state import AuditState, now_ns, stat_or_none
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import arrow_schema_of
 from verifier.errors import VerifyError
-from verifier.file_checks import FileCheck, SliceExpectation
+from verifier.file_checks import FileCheck, SliceExpectation, fetched_hash_mismatch
 from verifier.metadata_layer import ChainSurvey
 from verifier.progress import Progress
 from verifier.report import BlockLocation, Finding, Layer, LayerRecorder, LayerResult
@@ -76,7 +78,7 @@ class _Checks:
             result = await self._runner.run(task)
         finally:
             self._slots.release()
-        self._record(result, block, file, counter)
+        self.record(result, block, file, counter)
         if on_result is not None:
             on_result(result)
 
@@ -88,7 +90,8 @@ class _Checks:
             self._recorder.count("records", records)
         self._progress.advance(blocks=1, bytes=size)
 
-    def _record(self, result: FileCheck, block: BlockLocation, file: str, counter: str) -> None:
+    def record(self, result: FileCheck, block: BlockLocation, file: str, counter: str) -> None:
+        """Records a result found without running a check (an object that failed its fetch)."""
         self._recorder.count(counter)
         self._progress.advance(blocks=1)
         if result.records:
@@ -185,26 +188,45 @@ async def _submit(
     """The checks of one block's slice and checkpoint."""
     if event.new_data is not None:
         data = event.new_data
-        path = _path(dataset.data, data.physical_hash)
         file = f"data/{object_name(data.physical_hash)}"
-        expectation = SliceExpectation(
-            data_slice=data,
-            vocab=vocab,
-            declared_columns=None if declared is None else declared.columns,
-            declared_in=None if declared is None else declared.where,
-        )
-        interval = data.offset_interval
-        records = interval.end - interval.start + 1
-        slice_check = SliceCheck(path, data.physical_hash, data.size, expectation)
-        await _submit_file(checks, state, slice_check, location, file, "slices", records)
+        path = await _path(dataset.data, data.physical_hash, "event.newData")
+        if isinstance(path, FileCheck):
+            _record_fetch_failure(checks, state, path, location, file, "slices")
+        else:
+            expectation = SliceExpectation(
+                data_slice=data,
+                vocab=vocab,
+                declared_columns=None if declared is None else declared.columns,
+                declared_in=None if declared is None else declared.where,
+            )
+            interval = data.offset_interval
+            records = interval.end - interval.start + 1
+            slice_check = SliceCheck(path, data.physical_hash, data.size, expectation)
+            await _submit_file(checks, state, slice_check, location, file, "slices", records)
     if event.new_checkpoint is not None:
         checkpoint = event.new_checkpoint
-        path = _path(dataset.checkpoints, checkpoint.physical_hash)
         file = f"checkpoints/{object_name(checkpoint.physical_hash)}"
-        object_check = ObjectCheck(
-            path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint"
-        )
-        await _submit_file(checks, state, object_check, location, file, "checkpoints", 0)
+        path = await _path(dataset.checkpoints, checkpoint.physical_hash, "event.newCheckpoint")
+        if isinstance(path, FileCheck):
+            _record_fetch_failure(checks, state, path, location, file, "checkpoints")
+        else:
+            object_check = ObjectCheck(
+                path, checkpoint.physical_hash, checkpoint.size, "event.newCheckpoint"
+            )
+            await _submit_file(checks, state, object_check, location, file, "checkpoints", 0)
+
+
+def _record_fetch_failure(
+    checks: _Checks,
+    state: AuditState | None,
+    result: FileCheck,
+    location: BlockLocation,
+    file: str,
+    counter: str,
+) -> None:
+    checks.record(result, location, file, counter)
+    if state is not None:
+        state.failed(file)
 
 
 async def _submit_file(
@@ -235,10 +257,17 @@ async def _submit_file(
     await checks.submit(task, location, file, counter, on_result)
 
 
-def _path(store: ObjectStore, hash: Multihash) -> Path:
-    path_of = getattr(store, "path_of", None)
-    if path_of is None:
+async def _path(store: ObjectStore, hash: Multihash, field: str) -> Path | FileCheck:
+    """The object's local file (a bucket's object is fetched into the workspace's cache, streamed
+    and hash-checked). A missing object gives a path that does not exist, which the checks report
+    as missing; a bucket's object whose bytes hash to something else gives that finding."""
+    if not isinstance(store, LocalFiles):
         raise VerifyError(
             f"{store!r} is not on the local file system; the verifier reads files by path"
         )
-    return path_of(hash)
+    try:
+        return await store.local_file(hash)
+    except ObjectNotFoundError:
+        return store.path_of(hash)
+    except HashMismatchError as err:
+        return fetched_hash_mismatch(field, err.expected, err.actual)

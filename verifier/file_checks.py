@@ -90,6 +90,15 @@ class FileCheck:
     records: int = 0
 
 
+def fetched_hash_mismatch(field: str, expected: Multihash, actual: Multihash) -> FileCheck:
+    """An object whose bytes, fetched from a bucket, hashed to ``actual``: the finding a local
+    file with those bytes gives (such bytes never enter the workspace's cache)."""
+    message = f"the object's bytes hash to {actual}"
+    return FileCheck(
+        (_failed("physical-hash", f"{field}.physicalHash", message, expected, actual),)
+    )
+
+
 def check_object(
     path: Path, expected_hash: Multihash, expected_size: int, field: str, on_bytes: OnBytes
 ) -> FileCheck:

@@ -31,6 +31,7 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform, MetadataBlock
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.dataset_storage import local_file
 from storage.errors import ObjectNotFoundError
 from storage.layout import object_name
 from verifier.engine.checkpoint import CheckpointError
@@ -322,13 +323,12 @@ async def _sample(
     *,
     ignore_offsets: bool = False,
 ) -> dict[str, Any]:
-    path_of = getattr(dataset.data, "path_of", None)
     try:
-        if path_of is None or not await dataset.data.contains(recorded):
+        if not await dataset.data.contains(recorded):
             raise ObjectNotFoundError(str(dataset.data), recorded)
         return await asyncio.to_thread(
             sample_differences,
-            path_of(recorded),
+            await local_file(dataset.data, recorded),
             recomputed,
             request.vocab.offset,
             settings.sample_rows,

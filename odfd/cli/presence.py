@@ -16,10 +16,11 @@ class DataMissingError(StorageError):
     """A dataset's folder or data files are missing from the workspace."""
 
 
-def require_files(workspace: Workspace, record: DatasetRecord, view: DatasetView) -> None:
-    folder = workspace.layout.dataset(record.id).root
+async def require_files(workspace: Workspace, record: DatasetRecord, view: DatasetView) -> None:
+    folder = workspace.storage.where(record.id)
     if record.head is not None and view.head is None:
-        state = "is missing" if not folder.exists() else "has no readable head"
+        exists = await workspace.storage.exists(record.id)
+        state = "is missing" if not exists else "has no readable head"
         raise DataMissingError(
             f"dataset {record.alias}: its folder {folder} {state}, though the catalog records "
             f"block #{record.head_sequence}; restore the folder, or run `odfd repair` to drop "

@@ -33,16 +33,20 @@ def add_root_argument(parser: argparse.ArgumentParser, *, top_level: bool = Fals
 
 
 def run_in_workspace(
-    args: argparse.Namespace, command: Callable[[Workspace], Awaitable[int]]
+    args: argparse.Namespace,
+    command: Callable[[Workspace], Awaitable[int]],
+    *,
+    check_storage: bool = True,
 ) -> int:
     """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
     one), check its ``config.toml`` (every command refuses a broken one, not only those that read
-    the setting in question), run ``command`` in it, close it."""
+    the setting in question) and, with ``check_storage``, that its dataset storage (a bucket)
+    can be used, run ``command`` in it, close it."""
     from odfd.config import load_config
-    from storage.workspace import Workspace
+    from odfd.node_storage import open_workspace
 
     async def run() -> int:
-        async with await Workspace.open(args.root) as workspace:
+        async with await open_workspace(args.root, check=check_storage) as workspace:
             load_config(workspace.layout.config_path)
             return await command(workspace)
 

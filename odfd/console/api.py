@@ -280,7 +280,7 @@ async def _data(request: web.Request) -> web.Response:
             f"dataset {record.alias}: {len(missing)} of its {len(hashes)} data slice(s) are "
             f"missing on this node (first: {missing[0]}); pull it again",
         )
-    paths = slice_paths(dataset, hashes)
+    paths = await slice_paths(dataset, hashes)
     columns, rows, total = await asyncio.to_thread(_latest_rows, list(paths), offset, limit)
     return _json({"columns": columns, "rows": rows, "offset": offset, "total": total})
 

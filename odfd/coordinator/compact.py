@@ -41,7 +41,7 @@ from protocol.model import (
     OffsetInterval,
 )
 from storage.dataset import Dataset
-from storage.stores.localfs import local_path
+from storage.dataset_storage import local_file
 from verifier.engine.columns import Vocab
 from verifier.engine.output import ROW_GROUP_ROWS, open_slice_writer
 
@@ -185,9 +185,8 @@ async def execute_compaction(
         for index, item in enumerate(plan.items):
             if isinstance(item, _Run):
                 out = work / f"merged-{index}.parquet"
-                new_data = await asyncio.to_thread(
-                    _merge_run, dataset, item, out, plan.offset_column
-                )
+                sources = await _run_sources(dataset, item)
+                new_data = await asyncio.to_thread(_merge_run, sources, out, plan.offset_column)
                 await dataset.data.put_file(out, expected=new_data.physical_hash, move=True)
                 merged[index] = _merged_block(item, new_data)
         blocks: list[MetadataBlock] = []
@@ -226,13 +225,20 @@ def _merged_block(run: _Run, new_data: DataSlice) -> MetadataBlock:
     )
 
 
-def _merge_run(dataset: Dataset, run: _Run, out: Path, offset_column: str) -> DataSlice:
-    """Write the run's slices, in order, as one file; read it back against what was written."""
+async def _run_sources(dataset: Dataset, run: _Run) -> list[tuple[Path, OffsetInterval]]:
+    """The local file and offsets of each slice of the run, in order."""
     sources: list[tuple[Path, OffsetInterval]] = []
     for block in run.blocks:
         assert isinstance(block.event, AddData) and block.event.new_data is not None
         data = block.event.new_data
-        sources.append((local_path(dataset.data, data.physical_hash), data.offset_interval))
+        sources.append((await local_file(dataset.data, data.physical_hash), data.offset_interval))
+    return sources
+
+
+def _merge_run(
+    sources: list[tuple[Path, OffsetInterval]], out: Path, offset_column: str
+) -> DataSlice:
+    """Write the run's slices, in order, as one file; read it back against what was written."""
     schema = pq.read_schema(sources[0][0])
     digest = FileDigest(schema)
     writer = open_slice_writer(out, schema)

@@ -246,7 +246,9 @@ async def _transaction(
     has_more: bool,
 ) -> IngestOutcome:
     needs_history = not isinstance(source.merge, MergeStrategyAppend)
-    history = slice_paths(dataset, await all_slices(dataset, state.head)) if needs_history else ()
+    history = (
+        await slice_paths(dataset, await all_slices(dataset, state.head)) if needs_history else ()
+    )
     vocab = Vocab.of(state.vocab)
     inferred = getattr(source.read, "schema", None) is None and not getattr(
         source.read, "ddl_schema", None

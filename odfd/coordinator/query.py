@@ -85,7 +85,7 @@ async def dataset_view(
         return DatasetView(alias, None, (), None, Vocab())
     state = await dataset.chain.state(head)
     schema = arrow_schema_of(state.schema) if state.schema is not None else None
-    paths = slice_paths(dataset, await all_slices(dataset, head))
+    paths = await slice_paths(dataset, await all_slices(dataset, head))
     return DatasetView(alias, head, paths, schema, Vocab.of(state.vocab))
 
 

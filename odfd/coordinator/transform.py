@@ -23,8 +23,8 @@ from protocol.model import (
 )
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.dataset_storage import local_file
 from storage.errors import ObjectNotFoundError
-from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
@@ -100,7 +100,7 @@ async def update_derivative(
             system_time=time,
             next_offset=0 if state.last_offset is None else state.last_offset + 1,
             inputs=tuple(engine_inputs),
-            prev_checkpoint=local_path(dataset.checkpoints, state.last_checkpoint)
+            prev_checkpoint=await local_file(dataset.checkpoints, state.last_checkpoint)
             if state.last_checkpoint
             else None,
             out_dir=work,

@@ -59,6 +59,7 @@ from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.resources import kind_of
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
+from odfd.node_storage import open_workspace
 from odfd.server.app import create_app
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
@@ -522,7 +523,7 @@ async def run_daemon(
     root: Path | None, *, port: int | None = None, address: str | None = None
 ) -> None:
     """``odfd daemon``: open the workspace, check the configuration, run until stopped."""
-    async with await Workspace.open(root) as workspace:
+    async with await open_workspace(root) as workspace:
         config = load_config(workspace.layout.config_path)
         overrides = {
             key: value for key, value in (("address", address), ("port", port)) if value is not None

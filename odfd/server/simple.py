@@ -22,7 +22,9 @@ from odfd.sync.objects import ObjectRef, bounded, store_for
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
+from storage.dataset_storage import LocalFiles
 from storage.errors import HashMismatchError, ObjectNotFoundError
+from storage.stores.base import ObjectStore
 from storage.stores.localfs import LocalFsObjectStore
 
 DATASET = r"{dataset:[^/]+(?:/[^/]+)?}"
@@ -106,8 +108,40 @@ async def get_object(request: web.Request) -> web.StreamResponse:
         ObjectKind.DATA: dataset.data,
         ObjectKind.CHECKPOINT: dataset.checkpoints,
     }[kind]
-    assert isinstance(store, LocalFsObjectStore)  # a node serves its own folders
-    return await _send_file(request, store.path_of(hash), hash)
+    if isinstance(store, LocalFsObjectStore):
+        return await _send_file(request, store.path_of(hash), hash)
+    if isinstance(store, LocalFiles) and await asyncio.to_thread(store.path_of(hash).is_file):
+        return await _send_file(request, store.path_of(hash), hash)  # in the node's cache
+    return await _send_stream(request, store, hash)
+
+
+async def _send_stream(
+    request: web.Request, store: ObjectStore, hash: Multihash
+) -> web.StreamResponse:
+    """An object of a store that is not a local folder (a bucket), streamed through; a range
+    request gets the whole object (HTTP lets a server ignore ``Range``)."""
+    try:
+        size = await store.size(hash)
+    except ObjectNotFoundError:
+        raise web.HTTPNotFound(text=f"no object {hash}") from None
+    etag = f'"{hash.to_multibase()}"'
+    headers = {
+        "ETag": etag,
+        "Content-Type": "application/octet-stream",
+        "Cache-Control": "public, max-age=31536000, immutable",
+    }
+    if request.headers.get("If-None-Match") == etag:
+        return web.Response(status=304, headers=headers)
+    if request.method == "HEAD":
+        headers["Content-Length"] = str(size)
+        return web.Response(headers=headers)
+    response = web.StreamResponse(headers=headers)
+    response.content_length = size
+    await response.prepare(request)
+    async for chunk in store.iter_chunks(hash, _CHUNK):
+        await response.write(chunk)
+    await response.write_eof()
+    return response
 
 
 def _parse_range(header: str, size: int) -> tuple[int, int] | None:

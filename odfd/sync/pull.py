@@ -76,12 +76,12 @@ from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
 from storage.catalog import Transfer
 from storage.crashpoints import crash_point
+from storage.dataset_storage import LocalFiles
 from storage.errors import ChainRuleError, RefCasError, StorageError
 from storage.layout import HEAD_REF
 from storage.s3_settings import S3Settings
 from storage.stores.http import HttpObjectStore
 from storage.stores.http_limits import HttpLimits
-from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 
@@ -526,7 +526,7 @@ class _PullRun:
 
     def _path_of(self, hash: Multihash) -> Path:
         store = self.target.dataset.data
-        assert isinstance(store, LocalFsObjectStore)  # pulls go into local dataset folders
+        assert isinstance(store, LocalFiles)  # a folder, or a bucket through the cache
         return store.path_of(hash)
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:

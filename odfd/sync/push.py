@@ -46,6 +46,7 @@ from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
+from storage.dataset_storage import local_file
 from storage.errors import RefCasError
 from storage.ipfs_client import (
     IpfsClient,
@@ -55,7 +56,6 @@ from storage.ipfs_client import (
     IpnsName,
 )
 from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name
-from storage.stores.localfs import LocalFsObjectStore
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 
@@ -329,9 +329,8 @@ async def _upload_all(
             return
         file = strategy.object_file
         store = dataset.data if file.object_type == "DataSlice" else dataset.checkpoints
-        assert isinstance(store, LocalFsObjectStore)  # pushing from the workspace
-        path = store.path_of(file.physical_hash)
         async with limit:
+            path = await local_file(store, file.physical_hash)
             await _upload(session, path, file, strategy.upload_to)
         progress.add_bytes(file.size)
         progress.object_done()
@@ -439,6 +438,11 @@ async def _push_ipns(
     if subpath:
         raise UnsupportedUrlError(f"{remote}: one dataset per IPNS key; no sub-path allowed")
     assert target.record is not None  # pushes start from a workspace dataset
+    if target.dataset.layout is None:
+        raise UnsupportedUrlError(
+            f"{remote}: an IPNS push adds the dataset's folder to IPFS, but this node keeps "
+            f"{target.alias} in a bucket ([storage] url)"
+        )
     key = await _ipns_key(
         client, name or f"{IPNS_KEY_PREFIX}{dataset_dir_name(target.record.id)}", create=not name
     )

@@ -25,7 +25,6 @@ from odfd.sync.remote_url import RemoteUrl
 from odfd.sync.walk import WalkResult
 from protocol.identity import DatasetAlias, DatasetId, Multihash
 from protocol.model import Seed
-from storage.atomic import fsync_dir
 from storage.catalog import DatasetRecord
 from storage.chain.metadata_chain import check_block_objects
 from storage.chain.rules import ChainState
@@ -202,8 +201,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     )
     head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
     await staged.set_alias(target.alias)
-    final = workspace.layout.dataset(dataset_id)
-    if final.root.exists():
+    if await workspace.storage.exists(dataset_id):
         # Left by a pull killed between the rename and the catalog: settle it now.
         action = await recover_folder(workspace, dataset_id)
         target.recovered.append(action.describe())
@@ -216,8 +214,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
             raise SyncError(f"{action.describe()}; pull again to bring it up to date")
         if action.action == "left":
             raise DatasetExistsError(f"{action.describe()} (run `odfd repair` to see why)")
-    await asyncio.to_thread(_move_into_place, staging, final, dataset_id)
-    await asyncio.to_thread(fsync_dir, workspace.layout.datasets_dir)
+    await workspace.storage.adopt(DatasetLayout(staging), dataset_id)
     seq = walk.new_blocks[-1].block.sequence_number
     state_kind = first.event.dataset_kind
     target.record = await workspace.catalog.add_dataset(
@@ -239,23 +236,6 @@ async def remember_remote(
         refs = [*refs, remote.text]
         await target.dataset.set_remote_aliases(kind, refs)
         await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)
-
-
-def _move_into_place(staging: Path, final: DatasetLayout, dataset_id: DatasetId) -> None:
-    """Renames a staged dataset to its folder, replacing leftovers of an unfinished one."""
-    if final.root.exists():
-        if (final.refs_dir / HEAD_REF).exists():
-            raise DatasetExistsError(
-                f"{final.root} already holds dataset {dataset_id} "
-                "(not in the catalog: run `odfd repair`)"
-            )
-        shutil.rmtree(final.root)
-    try:
-        os.rename(staging, final.root)
-    except OSError as err:  # another pull or push put the dataset in place first
-        raise DatasetExistsError(
-            f"{final.root} appeared while committing dataset {dataset_id}: {err}"
-        ) from None
 
 
 async def discard_staging(target: PullTarget) -> None:

@@ -84,6 +84,10 @@ class LocalFsObjectStore(ObjectStore):
     def path_of(self, hash: Multihash) -> Path:
         return self.root / object_name(hash)
 
+    async def local_file(self, hash: Multihash) -> Path:
+        """The object's file (whether it exists is the reader's to find out)."""
+        return self.path_of(hash)
+
     async def contains(self, hash: Multihash) -> bool:
         # A small read like get_bytes' (module docstring): pulls ask this for every block.
         return os.path.isfile(self._prefix + object_name(hash))  # noqa: ASYNC240 (a stat, inline by design)

@@ -115,8 +115,8 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
     through_connect = json.loads(remote.stdout)
     staged = through_connect.pop("staged")
     assert through_connect == local
-    # The server shares this filesystem (loopback, loopback master): the slices of 3 ingests,
-    # 3 transforms and verify's 3 replays, and both collections came back as files.
+    # With shared_filesystem the slices of 3 ingests, 3 transforms and verify's 3 replays, and
+    # both collections came back as files the server wrote into the workspace.
     assert staged == 3 + 3 + 3 + 2
     assert local["verify"] == 0 and len(local["match.leaderboard logical hashes"]) == 3
     assert all("reproducible" in verdict for verdict in local["rejected"])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
-from verifier.engine.session import isolated_session, server_on_this_machine
+from verifier.engine.session import isolated_session
 from verifier.engine.settings import DETERMINISM, STARTUP, SparkConfigError, SparkSettings
 
 
@@ -46,29 +46,11 @@ def test_the_plugin_jar_joins_the_operators_class_path_and_jars() -> None:
 
 
 def test_shared_filesystem_is_a_flag_from_config_or_environment() -> None:
-    assert SparkSettings.from_config(None).shared_filesystem is None
+    assert SparkSettings.from_config(None).shared_filesystem is False
     assert SparkSettings.from_config({"shared_filesystem": True}).shared_filesystem is True
     assert SparkSettings.from_config({"shared_filesystem": "false"}).shared_filesystem is False
     with pytest.raises(SparkConfigError, match=r"shared_filesystem: expected true or false"):
         SparkSettings.from_config({"shared_filesystem": "yes"})
-
-
-@pytest.mark.parametrize(
-    ("url", "master", "shared"),
-    [
-        ("sc://localhost:15002/;token=t", "local[*]", True),
-        ("sc://127.0.0.1:15002", "local-cluster[2, 1, 1024]", True),
-        ("sc://[::1]:15002", "spark://127.0.0.1:7077", True),
-        ("sc://localhost:15002", "spark://spark-master:7077", False),
-        ("sc://localhost:15002", "yarn", False),
-        ("sc://spark-connect.example.org:15002", "local[*]", False),
-        ("sc://10.0.0.5:15002", "spark://127.0.0.1:7077", False),
-    ],
-)
-def test_a_connect_server_shares_the_filesystem_when_it_and_its_executors_are_local(
-    url: str, master: str, shared: bool
-) -> None:
-    assert server_on_this_machine(url, master) is shared
 
 
 @pytest.mark.parametrize(

@@ -296,7 +296,10 @@ async def test_repair_rebuilds_the_catalog_from_folders(tmp_path: Path) -> None:
         after = {(r.id, r.alias, r.kind, r.head, r.head_sequence) for r in await ws.list_datasets()}
         assert await ws.catalog.get_remote("origin") == "https://example.org/repo"
     assert after == {entry for entry in before if entry[0] != victim}
-    assert {folder.name for folder, _ in report.skipped} == {victim.to_multibase(), "not-a-dataset"}
+    assert {Path(folder).name for folder, _ in report.skipped} == {
+        victim.to_multibase(),
+        "not-a-dataset",
+    }
 
     for name in ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"):
         (root / name).unlink(missing_ok=True)

@@ -9,6 +9,7 @@ a recorded one.
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,8 @@ from protocol.model import (
     Watermark,
 )
 from storage.dataset import Dataset
+from storage.dataset_storage import local_files
+from storage.errors import ObjectNotFoundError, StorageError
 from verifier.engine.columns import Vocab
 from verifier.engine.transform import TransformInputSlice
 from verifier.errors import VerifierError
@@ -67,15 +70,22 @@ async def all_slices(dataset: Dataset, head: Multihash | None = None) -> list[Mu
     return list((await interval_contents(dataset, head or await dataset.chain.head(), None)).slices)
 
 
-def slice_paths(
+async def slice_paths(
     dataset: Dataset, hashes: tuple[Multihash, ...] | list[Multihash]
 ) -> tuple[Path, ...]:
-    """Local files of data slices (the engine reads them by path)."""
-    path_of = getattr(dataset.data, "path_of", None)
-    if path_of is None:
-        raise InputError(f"{dataset}: data slices are not on the local file system")
-    paths = tuple(path_of(h) for h in hashes)
-    missing = [str(h) for h, p in zip(hashes, paths, strict=True) if not p.is_file()]
+    """Local files of data slices (the engine reads them by path; a bucket's come through the
+    workspace's cache)."""
+    try:
+        paths = tuple(await local_files(dataset.data, list(hashes)))
+    except ObjectNotFoundError as err:
+        raise InputError(
+            f"{dataset}: data slice {err.hash} is missing; pull the dataset again"
+        ) from None
+    except StorageError as err:
+        raise InputError(f"{dataset}: {err}") from None
+    missing = [
+        str(h) for h, p in zip(hashes, paths, strict=True) if not await asyncio.to_thread(p.is_file)
+    ]
     if missing:
         raise InputError(
             f"{dataset}: data slice(s) {', '.join(missing)} are missing; pull the dataset again"
@@ -101,7 +111,7 @@ async def input_slice(
         alias=alias,
         vocab=Vocab.of(state.vocab if state else None),
         schema=arrow_schema_of(state.schema) if state and state.schema else None,
-        data_paths=slice_paths(dataset, contents.slices) if interval else (),
+        data_paths=await slice_paths(dataset, contents.slices) if interval else (),
         offset_interval=interval,
         explicit_watermarks=contents.watermarks,
     )

@@ -15,6 +15,8 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform
 from storage.chain.rules import ChainState
 from storage.dataset import Dataset
+from storage.dataset_storage import local_file
+from storage.errors import StorageError
 from verifier.engine.columns import Vocab
 from verifier.engine.inputs import input_slice
 from verifier.engine.transform import TransformRequest, validate_transform
@@ -66,12 +68,12 @@ async def replay_request(
         inputs.append(
             await input_slice(input_dataset, query_input, aliases[query_input.dataset_id])
         )
-    checkpoints_path = getattr(dataset.checkpoints, "path_of", None)
     prev_checkpoint = None
     if event.prev_checkpoint is not None:
-        if checkpoints_path is None:
-            raise ReplayError(f"{where}: its previous checkpoint is not on the local file system")
-        prev_checkpoint = checkpoints_path(event.prev_checkpoint)
+        try:
+            prev_checkpoint = await local_file(dataset.checkpoints, event.prev_checkpoint)
+        except StorageError as err:
+            raise ReplayError(f"{where}: its previous checkpoint cannot be read: {err}") from None
     return TransformRequest(
         dataset_alias=await dataset.alias() or str(dataset.id),
         transform=validate_transform(before.transform.transform, where, engine=None),

@@ -106,7 +106,7 @@ def is_connect(session: SparkSession) -> bool:
 
 def shares_filesystem() -> bool:
     """Whether the process's Spark Connect server writes files where this process reads them
-    (``SparkSettings.shared_filesystem``, decided when the session started)."""
+    (``SparkSettings.shared_filesystem``)."""
     return _session is not None and _shared_filesystem
 
 
@@ -199,8 +199,7 @@ def _start_connect(settings: SparkSettings) -> SparkSession:
     global _shared_filesystem
     url = settings.remote or ""
     parts = urlsplit(url)
-    host = parts.hostname or "localhost"
-    if not _reachable(host, parts.port or 15002):
+    if not _reachable(parts.hostname or "localhost", parts.port or 15002):
         raise EngineStartError(
             f"cannot reach the Spark Connect server at {_display(url)} (nothing listens there)"
         )
@@ -215,36 +214,8 @@ def _start_connect(settings: SparkSettings) -> SparkSession:
             f"({', '.join(mismatched)}); start it as README's 'Spark on a cluster' shows"
         )
     apply_determinism(session)
-    _shared_filesystem = (
-        settings.shared_filesystem
-        if settings.shared_filesystem is not None
-        else server_on_this_machine(url, session.conf.get("spark.master", "") or "")
-    )
+    _shared_filesystem = settings.shared_filesystem
     return session
-
-
-def server_on_this_machine(url: str, server_master: str) -> bool:
-    """Whether a Connect server at ``url`` running ``server_master`` works on this machine's
-    filesystem: the server on loopback, and a ``local`` master or a standalone master on loopback
-    (only workers on this machine can reach one)."""
-    host = urlsplit(url).hostname or "localhost"
-    if not _is_loopback(host):
-        return False
-    if server_master.startswith("local"):
-        return True
-    parts = urlsplit(server_master)
-    return parts.scheme == "spark" and _is_loopback(parts.hostname or "")
-
-
-def _is_loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
 
 
 def _connect_session(url: str) -> SparkSession:

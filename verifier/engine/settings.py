@@ -119,10 +119,11 @@ class SparkSettings:
     of starting a JVM in the process; ``master`` and the memory settings then belong to the
     server (and to a local server odfd starts itself, see ``verifier.engine.connect_server``).
 
-    ``shared_filesystem`` says whether that server and its executors can write into the
-    workspace under the same paths; then results come back as files instead of over gRPC
-    (``verifier.engine.staged``). ``None`` (the default) decides from where the server runs: on
-    loopback with a local or loopback master, yes; anywhere else, no.
+    ``shared_filesystem`` says that server's executors can write into the workspace under the
+    same paths: results then come back as Parquet files they write in parallel, instead of
+    through the server's one gRPC stream (``verifier.engine.staged``). Off by default: on one
+    machine the stream is faster (the files cost Spark more to write than Arrow batches, and the
+    client can only start once the last one is written).
     """
 
     master: str = "local[*]"
@@ -131,7 +132,7 @@ class SparkSettings:
     local_dir: str | None = None
     app_name: str = "odfd"
     conf: Mapping[str, str] = field(default_factory=dict)
-    shared_filesystem: bool | None = None
+    shared_filesystem: bool = False
 
     @classmethod
     def from_config(cls, table: Mapping[str, object] | None) -> SparkSettings:

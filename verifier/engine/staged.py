@@ -1,10 +1,12 @@
 """A Spark Connect result written by the server into the workspace and read back from disk.
 
-Through Spark Connect every record of a result otherwise crosses gRPC as Arrow batches, which
-costs a big ingest about as much again as Spark's own work. When the server sees the same
-filesystem as odfd (``verifier.engine.session.shares_filesystem``), it writes the result as
-Parquet (a standard DataFrame write) into a staging folder under the transaction's work folder,
-and the client reads the files memory-mapped.
+Through Spark Connect every record of a result otherwise crosses the server's one gRPC stream
+as Arrow batches. When the server's executors see the same filesystem as odfd
+(``[spark] shared_filesystem``, for a cluster with a shared mount), they write the result as
+Parquet (a standard DataFrame write, in parallel) into a staging folder under the transaction's
+work folder, and the client reads the files memory-mapped. On one machine the stream is faster
+(Spark writes Parquet more slowly than it makes Arrow batches, and reading can only start after
+the last file is written), hence off by default.
 
 Spark writes one ``part-NNNNN`` file per non-empty partition, numbered by partition, so reading
 them in that order gives the rows in partition order, then row order — the order a collection
@@ -96,11 +98,12 @@ def staged_batches(
 
     The staging folder is removed on exit, whether the write, the reading or the caller failed.
     """
-    folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent))
+    # Absolute: the server resolves a relative path against its own working folder.
+    folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent.absolute()))
     try:
         df.sparkSession.conf._set_all(configs=WRITE_CONF, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
         out = folder / "result"
-        df.write.option("compression", "none").option("maxRecordsPerFile", "0").parquet(str(out))
+        df.write.option("compression", "snappy").option("maxRecordsPerFile", "0").parquet(str(out))
         yield _read_parts(_part_files(out), schema)
     finally:
         shutil.rmtree(folder, ignore_errors=True)

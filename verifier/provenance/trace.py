@@ -119,7 +119,7 @@ class Tracer:
         state = await dataset.chain.state()
         offset = Vocab.of(state.vocab).offset
         schema = arrow_schema_of(state.schema) if state.schema is not None else None
-        paths = slice_paths(dataset, await all_slices(dataset))
+        paths = await slice_paths(dataset, await all_slices(dataset))
         query = (
             f"SELECT {quote_identifier(offset)} FROM {quote_identifier(alias)} "
             f"WHERE {predicate} ORDER BY {quote_identifier(offset)}"
@@ -182,7 +182,8 @@ class Tracer:
             )
             engine = engine_named(request.transform.engine, alias)
             assert block.event.new_data is not None
-            recorded = pq.read_table(slice_paths(dataset, [block.event.new_data.physical_hash])[0])
+            path = (await slice_paths(dataset, [block.event.new_data.physical_hash]))[0]
+            recorded = pq.read_table(path)
             skip = (request.vocab.offset, request.vocab.system_time)
             kept = [c for c in recorded.schema.names if c not in skip]
             answer = _Answer(alias, block, request, engine, recorded, kept, scratch)
@@ -270,6 +271,10 @@ class Tracer:
             traced = await self._derived(dataset, alias, chosen, depth)
         rest = [o for o in offsets if o not in traced]
         unread = [o for o in rest if (dataset_id, o) not in self._values]
+        if unread:  # local files of every slice, for the thread below to read
+            await slice_paths(
+                dataset, [b.event.new_data.physical_hash for b in blocks if b.event.new_data]
+            )
         values = await asyncio.to_thread(_values_at, dataset, blocks, unread, state.vocab)
         values.update({o: self._values[(dataset_id, o)] for o in rest if o not in values})
         rows = dict(traced)
@@ -400,7 +405,7 @@ def _values_at(
             by_slice.setdefault(data.physical_hash, []).append(offset)
     values: dict[int, dict[str, Any]] = {}
     for hash, wanted in by_slice.items():
-        path = slice_paths(dataset, [hash])[0]
+        path = dataset.data.path_of(hash)  # type: ignore[attr-defined]  # fetched by the caller
         table = ds.dataset(str(path), format="parquet").to_table(
             filter=ds.field(offset_column).isin(pa.array(wanted, pa.int64()))
         )

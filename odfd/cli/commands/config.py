@@ -51,7 +51,7 @@ def _list(args: argparse.Namespace) -> int:
         write_records(rows, args.output, [("Key", "key"), ("Value", "shown"), ("Source", "source")])
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_workspace(args, run, check_storage=False)
 
 
 def _get(args: argparse.Namespace) -> int:
@@ -65,7 +65,7 @@ def _get(args: argparse.Namespace) -> int:
             sys.stdout.write(_text(value) + "\n")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_workspace(args, run, check_storage=False)
 
 
 def _set(args: argparse.Namespace) -> int:
@@ -78,7 +78,7 @@ def _set(args: argparse.Namespace) -> int:
             console.info(f"Set: {args.key} = {_text(value)}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_workspace(args, run, check_storage=False)
 
 
 def _text(value: object) -> str:

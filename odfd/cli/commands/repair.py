@@ -9,7 +9,7 @@ import sys
 from odfd.cli import console
 from odfd.cli.workspace_args import add_root_argument
 from storage.layout import WorkspaceLayout
-from storage.workspace import Workspace, reset_catalog
+from storage.workspace import reset_catalog
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _repair(args: argparse.Namespace) -> int:
     async def run() -> int:
+        from odfd.node_storage import open_workspace
+
         layout = WorkspaceLayout(
             args.root if args.root is not None else WorkspaceLayout.default_root()
         )
@@ -27,7 +29,7 @@ def _repair(args: argparse.Namespace) -> int:
             broken = await reset_catalog(layout)
             if broken is not None:
                 print(f"Catalog was unreadable; moved it to {broken}", file=sys.stderr)
-        async with await Workspace.open(args.root) as workspace:
+        async with await open_workspace(args.root) as workspace:
             report = await workspace.repair()
         for record in report.registered:
             print(f"Registered: {record.alias} ({record.id}) at block #{record.head_sequence}")

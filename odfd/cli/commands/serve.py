@@ -14,7 +14,6 @@ from odfd.cli.workspace_args import add_root_argument
 from odfd.config import load_config
 from odfd.errors import OdfdError
 from odfd.server.app import serve
-from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -31,7 +30,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _serve(args: argparse.Namespace) -> int:
     async def run() -> None:
-        async with await Workspace.open(args.root) as workspace:
+        from odfd.node_storage import open_workspace
+
+        async with await open_workspace(args.root) as workspace:
             config = load_config(workspace.layout.config_path).server
             if args.address is not None:
                 config = replace(config, address=args.address)

@@ -57,7 +57,7 @@ def _tail(args: argparse.Namespace) -> int:
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
         view = await dataset_view(dataset, pinned_block=block, pinned_time=time)
-        require_files(workspace, record, view)
+        await require_files(workspace, record, view)
         records = last_records(view.paths, view.schema, args.num_records + args.skip_records)
         if args.skip_records:
             records = records.slice(0, max(records.num_rows - args.skip_records, 0))

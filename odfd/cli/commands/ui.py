@@ -14,7 +14,6 @@ from odfd.cli.workspace_args import add_root_argument
 from odfd.config import load_config
 from odfd.daemon.admin_client import AdminClient
 from odfd.server.app import running
-from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +34,9 @@ def _open(url: str, args: argparse.Namespace) -> None:
 
 def _ui(args: argparse.Namespace) -> int:
     async def run() -> None:
-        async with await Workspace.open(args.root) as workspace:
+        from odfd.node_storage import open_workspace
+
+        async with await open_workspace(args.root) as workspace:
             client = await AdminClient.connect(workspace.layout)
             if client is not None:
                 status = await client.request("GET", "/status")
