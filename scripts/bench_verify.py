@@ -109,7 +109,7 @@ async def build_root(root: Path, total_mb: int, files: int) -> tuple[str, list[P
     rows = max(total_mb * 1_000_000 // 22 // files, 1)  # ~22 bytes a row once compressed
     async with await Workspace.init(root) as workspace:
         dataset = await workspace.create_dataset("sensors", DatasetKind.ROOT, system_time=T0)
-        staging = root / "staging"
+        staging = root.parent / f"{root.name}-slices"  # outside the workspace's own staging
         staging.mkdir()
         offset = 0
         for n in range(files):
