@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 
 from odfd.cli import console, global_options
 from odfd.cli.failures import describe_os_error
+from odfd.cli.forwarding import DAEMON_COMMANDS
 from odfd.cli.workspace_args import add_root_argument
 from protocol.errors import OdfError
 
@@ -78,8 +79,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
 }
 
-#: Commands that start an engine: run by the workspace's daemon when one runs (``odfd.cli.via_daemon``).
-DAEMON_COMMANDS = frozenset({"ingest", "pull", "verify", "sql", "provenance"})
 
 #: Environment variable that turns on ``-v`` (tracebacks and engine detail on errors).
 VERBOSE_ENV = "ODFD_VERBOSE"

@@ -34,7 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odfd import __version__
-from odfd.cli.main import DAEMON_COMMANDS as FORWARDED
+from odfd.cli.forwarding import DAEMON_COMMANDS as FORWARDED
+from protocol.errors import OdfError
 
 #: The option and the variable that keep a command in this process.
 LOCAL_OPTION = "--no-daemon"
@@ -107,6 +108,8 @@ def run(argv: Sequence[str], command: str) -> int | None:
             session = _Session.open(root)
         except OSError as err:
             reason = f"no daemon answers on this workspace ({err.strerror or err})"
+        except OdfError as err:  # e.g. a bad setting: the command itself reports it
+            reason = f"the workspace's configuration does not load ({err})"
         else:
             try:
                 return session.run(argv, command, root)

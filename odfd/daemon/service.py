@@ -29,6 +29,7 @@ import json
 import logging
 import os
 import signal
+import threading
 from collections.abc import Coroutine, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
@@ -176,10 +177,14 @@ class Daemon:
         await asyncio.to_thread(self._write_state_file)
         self._state_written = True
         self.commands.ready = True
-        self._in_background(
-            asyncio.to_thread(self.commands.warm_up, self._engine_is_remote),
-            "warm-up",
-        )
+        # A daemon thread: a shutdown during the warm-up (its Connect client may be retrying a
+        # server being stopped) must not wait for it, as the loop's executor would.
+        threading.Thread(
+            target=self.commands.warm_up,
+            args=(self._engine_is_remote,),
+            name="odfd-warm-up",
+            daemon=True,
+        ).start()
         await self._refresh_gauges()
         self._in_background(watch_loop_lag(self.metrics.loop_lag), "loop-lag")
         # What start-up loaded (modules, 10,000 mirrors' records and timers) lives as long as
