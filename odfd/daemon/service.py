@@ -236,7 +236,7 @@ class Daemon:
             await asyncio.to_thread(self._state_path.unlink, missing_ok=True)
         if self._admin_listening:
             await asyncio.to_thread(self.admin_path.unlink, missing_ok=True)
-        if spark_session.is_running():  # ours, or a client of our server: before it stops
+        if self._owns_spark and spark_session.is_running():  # ours (never a host process's)
             await asyncio.to_thread(spark_session.stop)
         await self._stop_engine_server()
         self.commands.uninstall()

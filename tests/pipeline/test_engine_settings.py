@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +82,27 @@ def test_isolated_sessions_carry_the_determinism_settings(spark) -> None:
         assert fresh.sparkContext.getConf().get(key) == value, key
     session.createDataFrame([(1,)], "x int").createTempView("only_here")
     assert "only_here" not in [t.name for t in fresh.catalog.listTables()]
+
+
+def test_releasing_a_session_whose_server_is_gone_does_not_wait_on_retries() -> None:
+    """A collected Connect session is released once; the client's own retries (minutes against
+    a dead server) once held a daemon's exit past its shutdown timeout."""
+    script = (
+        "import os, socket, time\n"
+        "os.environ['SPARK_CONNECT_MODE_ENABLED'] = '1'\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
+        "from verifier.engine import session\n"
+        "connect = session._connect_session(f'sc://127.0.0.1:{port}')\n"
+        "session._release(connect.client)\n"
+        "print('released')\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=Path(__file__).parents[2],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "released"

@@ -230,9 +230,12 @@ def _connect_session(url: str) -> SparkSession:
 
 
 def _release(client: object) -> None:
-    """Frees a collected session's server state and channel."""
+    """Frees a collected session's server state and channel, in one attempt: the server may be
+    gone (crashed, or stopped first at shutdown), and the client's retries would otherwise hold
+    up whoever collected the session, such as an exit, for minutes."""
     from pyspark.errors import PySparkException
 
+    client.set_retry_policies([])  # type: ignore[attr-defined]  # untyped Spark Connect client API
     try:
         client.release_session()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
     except PySparkException as err:
