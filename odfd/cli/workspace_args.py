@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
     from storage.catalog.sync_reader import SyncCatalogReader
+    from storage.layout import WorkspaceLayout
     from storage.workspace import Workspace
 
 T = TypeVar("T")
@@ -55,12 +56,19 @@ def run_in_workspace(
     return asyncio.run(run())
 
 
-def read_in_workspace(args: argparse.Namespace, read: Callable[[SyncCatalogReader], T]) -> T | None:
-    """``read`` on a synchronous reader of the workspace's catalog, after the checks
-    ``run_in_workspace`` makes (the workspace exists, dead processes' staging is swept,
-    ``config.toml`` is valid), without an event loop: a command that only reads the catalog starts
-    in half the time. ``None`` when the catalog needs ``run_in_workspace`` (a schema to migrate, a
-    file SQLite cannot read: it reports that); nothing has been written then."""
+def read_in_workspace(
+    args: argparse.Namespace,
+    read: Callable[[SyncCatalogReader, WorkspaceLayout], T],
+    *,
+    datasets_on_disk: bool = False,
+) -> T | None:
+    """``read`` on a synchronous reader of the workspace's catalog (and its layout), after the
+    checks ``run_in_workspace`` makes (the workspace exists, dead processes' staging is swept,
+    ``config.toml`` is valid), without an event loop: a command that only reads starts in half the
+    time. ``None`` when the command must use ``run_in_workspace``: the catalog needs it (a schema
+    to migrate, a file SQLite cannot read: it reports that), or ``datasets_on_disk`` asks for
+    dataset folders on this machine and ``[storage] url`` keeps them in a bucket. Nothing has been
+    written then."""
     import sqlite3
 
     from odfd.config import load_config
@@ -74,8 +82,10 @@ def read_in_workspace(args: argparse.Namespace, read: Callable[[SyncCatalogReade
         return None
     with reader:
         sweep_staging(layout.staging_dir)
-        load_config(layout.config_path)
+        config = load_config(layout.config_path)
+        if datasets_on_disk and config.storage.url:
+            return None
         try:
-            return read(reader)
+            return read(reader, layout)
         except sqlite3.Error:
             return None

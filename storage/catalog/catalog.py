@@ -28,6 +28,8 @@ from storage.catalog.records import (
     DATASET_COLUMNS,
     KIND_TO_TEXT,
     DatasetRecord,
+    dataset_by_alias_query,
+    dataset_by_id_query,
     dataset_record,
     list_datasets_query,
 )
@@ -145,15 +147,11 @@ class Catalog:
         return record
 
     async def get_dataset(self, id: DatasetId) -> DatasetRecord | None:
-        row = await self.sql.fetchone(
-            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
-        )
+        row = await self.sql.fetchone(*dataset_by_id_query(id))
         return None if row is None else dataset_record(row)
 
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
-        row = await self.sql.fetchone(
-            f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)
-        )
+        row = await self.sql.fetchone(*dataset_by_alias_query(alias))
         return None if row is None else dataset_record(row)
 
     async def change_marker(self) -> tuple[int, int]:

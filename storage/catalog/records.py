@@ -49,3 +49,11 @@ def list_datasets_query(kind: DatasetKind | None = None) -> tuple[str, tuple[str
     """Every dataset by alias, or those of ``kind``: the SQL and its parameters."""
     where, params = ("", ()) if kind is None else (" WHERE kind = ?", (KIND_TO_TEXT[kind],))
     return f"SELECT {DATASET_COLUMNS} FROM datasets{where} ORDER BY alias COLLATE NOCASE", params
+
+
+def dataset_by_id_query(id: DatasetId) -> tuple[str, tuple[str, ...]]:
+    return f"SELECT {DATASET_COLUMNS} FROM datasets WHERE id = ?", (str(id),)
+
+
+def dataset_by_alias_query(alias: str) -> tuple[str, tuple[str, ...]]:
+    return f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", (alias,)

@@ -1,4 +1,4 @@
-"""A synchronous view of the catalog for commands that only read it (``odfd list``): plain
+"""A synchronous view of the catalog for commands that only read it (``odfd list``, ``odfd log``): plain
 sqlite3 running the queries of :mod:`storage.catalog.records`, no aiosqlite and no event loop,
 which would cost such a command a third of its start-up (the server's lookups use
 :mod:`storage.catalog.reader`, which lives on the daemon's loop).
@@ -14,9 +14,16 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from protocol.identity import DatasetRef
 from protocol.model import DatasetKind
 from storage.catalog.migrations import load_migrations
-from storage.catalog.records import DatasetRecord, dataset_record, list_datasets_query
+from storage.catalog.records import (
+    DatasetRecord,
+    dataset_by_alias_query,
+    dataset_by_id_query,
+    dataset_record,
+    list_datasets_query,
+)
 
 #: How long a read waits for another process's write (as ``Catalog.open`` sets it).
 BUSY_TIMEOUT_MS = 10000
@@ -30,6 +37,17 @@ class SyncCatalogReader:
 
     def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
         return [dataset_record(row) for row in self._db.execute(*list_datasets_query(kind))]
+
+    def find_dataset(self, ref: str) -> DatasetRecord | None:
+        """The dataset ``ref`` names (id or alias), as ``Workspace.try_resolve`` finds it."""
+        parsed = DatasetRef.parse(ref)
+        query = (
+            dataset_by_id_query(parsed.id)
+            if parsed.id is not None
+            else dataset_by_alias_query(str(parsed.alias))
+        )
+        row = self._db.execute(*query).fetchone()
+        return None if row is None else dataset_record(row)
 
     def close(self) -> None:
         self._db.close()

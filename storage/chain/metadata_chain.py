@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 from collections import ChainMap, OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Container, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
 
 from protocol.codec.flatbuffers import (
     block_hash,
@@ -32,8 +32,9 @@ from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState, SavedStateError, SavedStateStore
 from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
-from storage.layout import HEAD_REF
+from storage.layout import HEAD_REF, DatasetLayout, object_name
 from storage.stores.base import ObjectStore, RefStore
+from storage.stores.ref_file import read_ref_file
 
 _log = logging.getLogger(__name__)
 
@@ -114,9 +115,7 @@ class MetadataChain:
         hash = start if start is not None else await self.head()
         child: tuple[Multihash, int] | None = None
         while hash is not None and hash != stop_at:
-            block = _decode_verified(hash, await self._get_linked(hash, child))
-            if child is not None and block.sequence_number >= child[1]:
-                raise _not_decreasing(hash, block, child)
+            block = _parent_block(hash, await self._get_linked(hash, child), child)
             yield hash, block
             child = (hash, block.sequence_number)
             hash = block.prev_block_hash
@@ -132,9 +131,7 @@ class MetadataChain:
         hash: Multihash | None = start
         child: tuple[Multihash, int] | None = None
         while hash is not None and hash != stop_at:
-            block = _decode_verified(hash, await self._get_linked(hash, child))
-            if child is not None and block.sequence_number >= child[1]:
-                raise _not_decreasing(hash, block, child)
+            block = _parent_block(hash, await self._get_linked(hash, child), child)
             blocks.append((hash, block))
             child = (hash, block.sequence_number)
             hash = block.prev_block_hash
@@ -453,6 +450,25 @@ async def _check_object(
         )
 
 
+def iter_blocks_on_disk(layout: DatasetLayout) -> Iterator[tuple[Multihash, MetadataBlock]]:
+    """``MetadataChain.iter_blocks()`` of a dataset folder on this machine, read without an event
+    loop (``odfd log`` starts in half the time), with the same checks: each block re-hashed, its
+    link stored and sequence numbers decreasing."""
+    hash = read_ref_file(layout.refs_dir / HEAD_REF)
+    child: tuple[Multihash, int] | None = None
+    while hash is not None:
+        try:
+            data = (layout.blocks_dir / object_name(hash)).read_bytes()
+        except FileNotFoundError:
+            if child is None:
+                raise ObjectNotFoundError(str(layout.blocks_dir), hash) from None
+            raise _missing_block(hash, child) from None
+        block = _parent_block(hash, data, child)
+        yield hash, block
+        child = (hash, block.sequence_number)
+        hash = block.prev_block_hash
+
+
 def _missing_block(hash: Multihash, child: tuple[Multihash, int | None]) -> ChainRuleError:
     """A broken link: ``child`` (hash, sequence number) names ``hash``, which is not stored."""
     return ChainRuleError(
@@ -489,6 +505,16 @@ def _endless_links(
         sequence_number=0,
         block_hash=last,
     )
+
+
+def _parent_block(
+    hash: Multihash, data: bytes, child: tuple[Multihash, int] | None
+) -> MetadataBlock:
+    """Walking back, the block ``hash`` (stored as ``data``) that ``child`` links to, checked."""
+    block = _decode_verified(hash, data)
+    if child is not None and block.sequence_number >= child[1]:
+        raise _not_decreasing(hash, block, child)
+    return block
 
 
 def _decode_verified(hash: Multihash, data: bytes) -> MetadataBlock:

@@ -27,7 +27,6 @@ from storage.atomic import (
     write_staged,
 )
 from storage.errors import (
-    CorruptRefError,
     HashMismatchError,
     ObjectNotFoundError,
     RefCasError,
@@ -36,6 +35,7 @@ from storage.errors import (
 )
 from storage.layout import object_name
 from storage.stores.base import NamedStore, ObjectStore, RefStore
+from storage.stores.ref_file import read_ref_file
 
 INLINE_IO_LIMIT = 256 * 1024
 _PUT_THREADS = 4
@@ -340,17 +340,7 @@ class LocalFsRefStore(RefStore):
         return self._read(name)
 
     def _read(self, name: str) -> Multihash | None:
-        path = self.root / name
-        try:
-            text = path.read_bytes().decode("utf-8").strip()
-        except FileNotFoundError:
-            return None
-        except UnicodeDecodeError:
-            raise CorruptRefError(f"ref {path} is not UTF-8 text") from None
-        try:
-            return Multihash.from_multibase(text)
-        except ParseError as err:
-            raise CorruptRefError(f"ref {path} does not hold a multihash: {err}") from None
+        return read_ref_file(self.root / name)
 
     async def set(self, name: str, new: Multihash, *, expected: Multihash | None) -> None:
         _check_simple_name(name, "ref")

@@ -102,8 +102,9 @@ NOT_LOADED = {
     "--help": ("asyncio", "dataclasses", "tomllib", "storage"),
     # the catalog read with plain sqlite3: no event loop (asyncio loads ssl, sockets, logging)
     "list": ("asyncio", "aiosqlite", "ssl", "nacl", "yaml"),
-    # summary lines decode blocks but print no YAML and check no signature
-    "log": ("nacl", "yaml"),
+    # the dataset's folder read as files, the catalog with plain sqlite3; summary lines decode
+    # blocks but print no YAML and check no signature
+    "log": ("asyncio", "aiosqlite", "ssl", "nacl", "yaml"),
 }
 
 

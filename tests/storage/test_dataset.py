@@ -20,14 +20,16 @@ from protocol.model import (
     SetInfo,
 )
 from storage.chain import validate_chain
+from storage.chain.metadata_chain import iter_blocks_on_disk
 from storage.dataset import Dataset
 from storage.errors import (
     ChainRuleError,
+    CorruptRefError,
     HashMismatchError,
     RefCasError,
     SizeMismatchError,
 )
-from storage.layout import object_name
+from storage.layout import DatasetLayout, object_name
 from storage.stores.localfs import hash_file
 from tests.storage.chain_builder import fake_hash, schema
 
@@ -190,6 +192,33 @@ async def test_corrupt_and_missing_blocks_are_reported(tmp_path: Path) -> None:
     with pytest.raises(ChainRuleError, match=r"\[missing-block\]") as caught:
         await validate_chain(Dataset.open_local(tmp_path).chain)
     assert caught.value.block_hash == blocks[1]
+
+
+async def test_the_walk_on_disk_reads_what_the_chain_reads_with_the_same_checks(
+    tmp_path: Path,
+) -> None:
+    dataset = await new_dataset(tmp_path)
+    head = await dataset.chain.head()
+    for n in range(3):
+        head = (
+            await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)
+        ).new_head
+    layout = DatasetLayout(tmp_path)
+    walked = list(iter_blocks_on_disk(layout))
+    assert walked == [item async for item in dataset.chain.iter_blocks()]
+    assert [block.sequence_number for _, block in walked] == [3, 2, 1, 0]
+    victim = layout.blocks_dir / object_name(walked[2][0])
+    original = victim.read_bytes()
+    victim.write_bytes(original[:-1] + bytes([original[-1] ^ 1]))
+    with pytest.raises(HashMismatchError, match=str(walked[2][0])):
+        list(iter_blocks_on_disk(layout))
+    victim.unlink()
+    with pytest.raises(ChainRuleError, match=r"\[missing-block\]") as caught:
+        list(iter_blocks_on_disk(layout))
+    assert caught.value.block_hash == walked[1][0]
+    (layout.refs_dir / "head").write_text("not a hash")
+    with pytest.raises(CorruptRefError, match="does not hold a multihash"):
+        list(iter_blocks_on_disk(layout))
 
 
 async def test_forward_iteration_spans_segments_in_order(tmp_path: Path) -> None:

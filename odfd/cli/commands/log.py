@@ -6,11 +6,11 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
 from protocol.identity import Multihash
 from protocol.model import (
     KIND_NAMES,
@@ -24,7 +24,11 @@ from protocol.model import (
     SetLicense,
     kind_name,
 )
-from storage.workspace import Workspace
+from storage.chain.metadata_chain import iter_blocks_on_disk
+from storage.errors import DatasetNotFoundError
+
+if TYPE_CHECKING:
+    from storage.workspace import Workspace
 
 _GROUPS = {
     "data": {"AddData", "ExecuteTransform"},
@@ -78,35 +82,71 @@ def kind_name_of(event_type: type) -> str:
 
 
 def _log(args: argparse.Namespace) -> int:
-    kinds = args.filter
+    located = read_in_workspace(
+        args,
+        lambda catalog, layout: (catalog.find_dataset(args.dataset), layout),
+        datasets_on_disk=True,
+    )
+    if located is not None:  # the dataset's folder, read without an event loop
+        record, layout = located
+        if record is None:
+            raise DatasetNotFoundError(
+                f"dataset {args.dataset} is not in the workspace {layout.root}"
+            )
+        printer = _Printer(args)
+        for hash, block in iter_blocks_on_disk(layout.dataset(record.id)):
+            if not printer.show(hash, block):
+                break
+        printer.finish()
+        return 0
 
     async def run(workspace: Workspace) -> int:
         dataset = await workspace.get_dataset(args.dataset)
-        shown: list[Multihash] = []
-        entries: list[dict[str, Any]] = []
+        printer = _Printer(args)
         async for hash, block in dataset.chain.iter_blocks():
-            if args.limit is not None and len(shown) >= args.limit:
+            if not printer.show(hash, block):
                 break
-            if kinds is not None and kind_name(block.event).lower() not in kinds:
-                continue
-            shown.append(hash)
-            if args.output == "yaml":
-                sys.stdout.write(_yaml(hash, block))
-            elif args.output == "table":
-                sys.stdout.write(summary_line(hash, block) + "\n")
-            else:
-                from protocol.codec import json as odf_json  # the summary lines need no codec
-
-                entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
-                if args.output == "ndjson":
-                    sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
-                else:
-                    entries.append(entry)
-        if args.output == "json":
-            print(json.dumps(entries, indent=2, ensure_ascii=False))
+        printer.finish()
         return 0
 
     return run_in_workspace(args, run)
+
+
+class _Printer:
+    """Writes the blocks a ``log`` walk meets, newest first, as ``--output``, ``--filter`` and
+    ``--limit`` say."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.output: str = args.output
+        self.kinds: set[str] | None = args.filter
+        self.limit: int | None = args.limit
+        self.shown = 0
+        self.entries: list[dict[str, Any]] = []
+
+    def show(self, hash: Multihash, block: MetadataBlock) -> bool:
+        """Writes ``block`` if the filter keeps it; ``False`` once the limit is reached."""
+        if self.limit is not None and self.shown >= self.limit:
+            return False
+        if self.kinds is not None and kind_name(block.event).lower() not in self.kinds:
+            return True
+        self.shown += 1
+        if self.output == "yaml":
+            sys.stdout.write(_yaml(hash, block))
+        elif self.output == "table":
+            sys.stdout.write(summary_line(hash, block) + "\n")
+        else:
+            from protocol.codec import json as odf_json  # the summary lines need no codec
+
+            entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
+            if self.output == "ndjson":
+                sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
+            else:
+                self.entries.append(entry)
+        return True
+
+    def finish(self) -> None:
+        if self.output == "json":
+            print(json.dumps(self.entries, indent=2, ensure_ascii=False))
 
 
 def summary_line(hash: Multihash, block: MetadataBlock) -> str:
