@@ -23,7 +23,8 @@ from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_sync import describe_error
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
-from storage.catalog.audits import AuditRecord, AuditTable, Scope
+from storage.catalog.audit_records import AuditRecord, Scope
+from storage.catalog.audits import AuditTable
 from storage.crashpoints import crash_point
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify

@@ -32,7 +32,8 @@ from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
-from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.catalog.mirror_records import MirrorRecord
+from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.snapshots import normalize_snapshot
 from storage.workspace import Workspace

@@ -27,14 +27,9 @@ from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, r
 from odfd.daemon.resources import AUDITED, SYNCED
 from odfd.daemon.time import backoff_delay, jittered
 from protocol.identity import DatasetId, Multihash
-from storage.catalog.audits import AuditRecord
-from storage.catalog.mirrors import (
-    AttemptBookkeeping,
-    MirrorRecord,
-    MirrorTable,
-    Outcome,
-    SyncAttempt,
-)
+from storage.catalog.audit_records import AuditRecord
+from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
+from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 

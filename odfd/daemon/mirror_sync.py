@@ -25,7 +25,7 @@ from odfd.sync.push import PushOptions, push
 from odfd.sync.remote_url import parse_remote_url
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
-from storage.catalog.mirrors import MirrorRecord, Outcome, SyncAttempt, TargetState
+from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt, TargetState
 from storage.ipfs_client import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
 from storage.workspace import Workspace
 

@@ -65,7 +65,7 @@ from odfd.server.app import create_app
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
-from storage.catalog.audits import AuditRecord
+from storage.catalog.audit_records import AuditRecord
 from storage.workspace import Workspace
 from verifier.engine import session as spark_session
 

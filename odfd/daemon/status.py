@@ -1,25 +1,68 @@
 """What ``odfd status`` and the admin API's ``GET /status`` report: every dataset with its head,
 last sync and last audit, every mirror with its schedule and lag behind its source, and, when a
-daemon runs, its queues. Built from the catalog, so it works whether or not a daemon runs."""
+daemon runs, its queues. Built from the catalog, so it works whether or not a daemon runs; the
+command without a daemon reads the rows with plain sqlite3 (no event loop to start)."""
 
 from __future__ import annotations
 
-import asyncio
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfd.config import format_duration, load_config
 from odfd.daemon.trust_status import trust_entry, trust_text
-from storage.catalog.audits import AuditTable
-from storage.catalog.mirrors import MirrorTable
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from protocol.identity import DatasetId
+    from storage.catalog.audit_records import AuditRecord
+    from storage.catalog.mirror_records import MirrorRecord, SyncAttempt
+    from storage.catalog.records import DatasetRecord
+    from storage.catalog.signed_head_records import SeenSignedHead
+    from storage.catalog.sync_reader import SyncCatalogReader
+    from storage.workspace import Workspace
+
+_COMPOSED_ON_THE_LOOP = 500
+"""Entries above which the daemon composes a status on a worker thread: 10,000 mirrors take most
+of a second of CPU, and requests being served get their turns meanwhile."""
 
 
-async def _let_others_run(n: int) -> None:
-    """A status of 10,000 mirrors takes most of a second of CPU on the daemon's loop: every
-    500 entries, requests being served get their turn."""
-    if n % 500 == 499:
-        await asyncio.sleep(0)
+@dataclass(frozen=True, slots=True)
+class StatusRows:
+    """The catalog rows a status is composed from."""
+
+    datasets: list[DatasetRecord]
+    signed_heads: dict[DatasetId, SeenSignedHead]
+    freeze_bounds: dict[str, float]
+    mirrors: list[MirrorRecord]
+    attempts: dict[str, SyncAttempt]
+    audits: dict[DatasetId, AuditRecord]
+
+
+async def read_status_rows(workspace: Workspace) -> StatusRows:
+    from storage.catalog.audits import AuditTable
+    from storage.catalog.mirrors import MirrorTable
+
+    mirrors = MirrorTable(workspace.catalog)
+    return StatusRows(
+        datasets=await workspace.list_datasets(),
+        signed_heads=await workspace.signed_heads.all(),
+        freeze_bounds=await workspace.signed_heads.freeze_bounds(),
+        mirrors=await mirrors.list(),
+        attempts=await mirrors.latest_attempts(),
+        audits=await AuditTable(workspace.catalog).latest_all(),
+    )
+
+
+def read_status_rows_now(catalog: SyncCatalogReader) -> StatusRows:
+    """:func:`read_status_rows` without an event loop."""
+    return StatusRows(
+        datasets=catalog.list_datasets(),
+        signed_heads=catalog.signed_heads(),
+        freeze_bounds=catalog.freeze_bounds(),
+        mirrors=catalog.mirrors(),
+        attempts=catalog.latest_attempts(),
+        audits=catalog.latest_audits(),
+    )
 
 
 def _time(moment: datetime | None) -> str | None:
@@ -33,23 +76,35 @@ async def build_status(
     withheld: set[str] | None = None,
     freeze_after: float | None = None,
 ) -> dict[str, Any]:
-    """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
-    daemon; without one, the schedule stored in the catalog is shown. ``freeze_after`` defaults
-    to ``[sync] freeze_after``; a mirror's own bound wins."""
+    """:func:`compose_status` of the workspace's catalog as it is now."""
+    import asyncio
+
+    rows = await read_status_rows(workspace)
     if freeze_after is None:
         freeze_after = load_config(workspace.layout.config_path).sync.freeze_after
-    signed_heads = await workspace.signed_heads.all()
-    bounds = await workspace.signed_heads.freeze_bounds()
-    mirrors_table = MirrorTable(workspace.catalog)
-    mirrors = await mirrors_table.list()
-    attempts = await mirrors_table.latest_attempts()
-    audits = await AuditTable(workspace.catalog).latest_all()
+    arguments = (rows, freeze_after, daemon, next_runs, withheld)
+    if len(rows.datasets) + len(rows.mirrors) > _COMPOSED_ON_THE_LOOP:
+        return await asyncio.to_thread(compose_status, *arguments)
+    return compose_status(*arguments)
+
+
+def compose_status(
+    rows: StatusRows,
+    freeze_after: float,
+    daemon: dict[str, Any] | None = None,
+    next_runs: dict[str, datetime] | None = None,
+    withheld: set[str] | None = None,
+) -> dict[str, Any]:
+    """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
+    daemon; without one, the schedule stored in the catalog is shown. ``freeze_after`` is
+    ``[sync] freeze_after``; a mirror's own bound wins."""
+    signed_heads, bounds, mirrors = rows.signed_heads, rows.freeze_bounds, rows.mirrors
+    attempts, audits = rows.attempts, rows.audits
     by_alias = {m.name.lower(): m for m in mirrors}
     datasets_out = []
     sequences: dict[str, int | None] = {}
     trust_by_alias: dict[str, dict[str, Any]] = {}
-    for n, record in enumerate(await workspace.list_datasets()):
-        await _let_others_run(n)
+    for record in rows.datasets:
         sequences[record.alias.lower()] = record.head_sequence
         mirror = by_alias.get(record.alias.lower())
         attempt = attempts.get(mirror.name) if mirror else None
@@ -88,8 +143,7 @@ async def build_status(
             }
         )
     mirrors_out = []
-    for n, mirror in enumerate(mirrors):
-        await _let_others_run(n)
+    for mirror in mirrors:
         attempt = attempts.get(mirror.name)
         due = (next_runs or {}).get(mirror.name, mirror.next_run_at)
         mirrors_out.append(

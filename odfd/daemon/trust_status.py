@@ -9,7 +9,7 @@ from typing import Any
 
 from odfd.config import format_duration
 from protocol.identity import Multihash
-from storage.catalog.signed_heads import SeenSignedHead
+from storage.catalog.signed_head_records import SeenSignedHead
 
 
 def trust_entry(

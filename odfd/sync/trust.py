@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from odfd.sync.errors import SyncError
 from protocol.identity import DatasetId, Multihash
 from protocol.transfer.signed_head import SignedHead, SignedHeadError, parse_signed_head
-from storage.catalog.signed_heads import SeenSignedHead
+from storage.catalog.signed_head_records import SeenSignedHead
 from storage.dataset import Dataset
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace

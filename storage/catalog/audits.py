@@ -6,57 +6,18 @@ reason) until a later audit passes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Literal
 
-import aiosqlite
-
-from protocol.identity import DatasetId, Multihash
+from protocol.identity import DatasetId
+from storage.catalog.audit_records import (
+    AUDIT_COLUMNS,
+    LATEST_AUDITS_QUERY,
+    AuditRecord,
+    Scope,
+    audit_record,
+)
 from storage.catalog.catalog import Catalog
-from storage.catalog.columns import from_text, hash_from_text, hash_to_text, to_text
-
-Scope = Literal["integrity", "full"]
-AuditStatus = Literal["ok", "failed", "cannot-verify", "not-re-executable", "skipped", "error"]
-
-
-@dataclass(frozen=True, slots=True)
-class AuditRecord:
-    dataset_id: DatasetId
-    alias: str
-    scope: Scope
-    trigger: str
-    head: Multihash | None
-    started_at: datetime
-    finished_at: datetime
-    status: AuditStatus
-    summary: str
-    report: str | None = None
-    """The verifier's JSON report (``None`` when the audit could not run)."""
-    id: int | None = None
-
-    @property
-    def failing(self) -> bool:
-        return self.status in ("failed", "error")
-
-
-_COLUMNS = "id, dataset_id, alias, scope, trigger, head, started_at, finished_at, status, summary"
-
-
-def _record(row: aiosqlite.Row, report: str | None = None) -> AuditRecord:
-    return AuditRecord(
-        id=row[0],
-        dataset_id=DatasetId.parse(row[1]),
-        alias=row[2],
-        scope=row[3],
-        trigger=row[4],
-        head=hash_from_text(row[5]),
-        started_at=from_text(row[6]),
-        finished_at=from_text(row[7]),
-        status=row[8],
-        summary=row[9],
-        report=report,
-    )
+from storage.catalog.columns import from_text, hash_to_text, to_text
 
 
 class AuditTable:
@@ -95,17 +56,15 @@ class AuditTable:
             ("AND scope = ?", (str(dataset_id), scope)) if scope else ("", (str(dataset_id),))
         )
         row = await self._sql.fetchone(
-            f"SELECT {_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1",
+            f"SELECT {AUDIT_COLUMNS} FROM audits WHERE dataset_id = ? {where} ORDER BY id DESC LIMIT 1",
             args,
         )
-        return None if row is None else _record(row)
+        return None if row is None else audit_record(row)
 
     async def latest_all(self) -> dict[DatasetId, AuditRecord]:
         """Each dataset's newest audit."""
-        rows = await self._sql.fetchall(
-            f"SELECT {_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)"
-        )
-        return {record.dataset_id: record for record in map(_record, rows)}
+        rows = await self._sql.fetchall(LATEST_AUDITS_QUERY)
+        return {record.dataset_id: record for record in map(audit_record, rows)}
 
     async def count_failing(self) -> int:
         """Datasets whose newest audit failed (``AuditRecord.failing``), counted in SQL."""
@@ -125,7 +84,7 @@ class AuditTable:
 
     async def history(self, dataset_id: DatasetId, *, limit: int = 20) -> list[AuditRecord]:
         rows = await self._sql.fetchall(
-            f"SELECT {_COLUMNS}, report FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
+            f"SELECT {AUDIT_COLUMNS}, report FROM audits WHERE dataset_id = ? ORDER BY id DESC LIMIT ?",
             (str(dataset_id), limit),
         )
-        return [_record(row, row[10]) for row in rows]
+        return [audit_record(row, row[10]) for row in rows]

@@ -11,19 +11,26 @@ import asyncio
 import builtins
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
-from types import MappingProxyType
-from typing import Any, Literal
 
 import aiosqlite
 
-from protocol.identity import DatasetId, Multihash
+from protocol.identity import Multihash
 from storage.catalog.catalog import Catalog
-from storage.catalog.columns import from_text, hash_from_text, hash_to_text, now_text, to_text
+from storage.catalog.columns import hash_to_text, now_text, to_text
+from storage.catalog.mirror_records import (
+    ATTEMPT_COLUMNS,
+    LATEST_ATTEMPTS_QUERY,
+    LIST_MIRRORS_QUERY,
+    MIRROR_COLUMNS,
+    MirrorRecord,
+    SyncAttempt,
+    TargetState,
+    mirror_record,
+    sync_attempt,
+)
 from storage.errors import StorageError
-
-Outcome = Literal["unchanged", "updated", "failed", "cancelled"]
 
 
 class MirrorExistsError(StorageError):
@@ -32,62 +39,6 @@ class MirrorExistsError(StorageError):
 
 class MirrorNotFoundError(StorageError, LookupError):
     """No mirror of that name is configured."""
-
-
-@dataclass(frozen=True, slots=True)
-class TargetState:
-    """What the last push to one target achieved."""
-
-    head: Multihash | None = None
-    """Local head the target was last brought to."""
-    remote: str | None = None
-    """The URL it resolved to (``ipns://`` alone becomes ``ipns://<key id>``)."""
-    error: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class MirrorRecord:
-    name: str
-    source: str
-    targets: tuple[str, ...]
-    interval: float
-    paused: bool
-    resource_id: str | None
-    created_at: datetime
-    updated_at: datetime
-    next_run_at: datetime | None = None
-    consecutive_failures: int = 0
-    last_attempt_at: datetime | None = None
-    last_success_at: datetime | None = None
-    last_error: str | None = None
-    source_head: Multihash | None = None
-    source_sequence: int | None = None
-    source_cid: str | None = None
-    pinned_cid: str | None = None
-    target_state: Mapping[str, TargetState] = field(default_factory=lambda: MappingProxyType({}))
-
-
-@dataclass(frozen=True, slots=True)
-class SyncAttempt:
-    mirror: str
-    source: str
-    dataset_id: DatasetId | None
-    started_at: datetime
-    finished_at: datetime
-    outcome: Outcome
-    old_head: Multihash | None = None
-    new_head: Multihash | None = None
-    source_head: Multihash | None = None
-    blocks: int = 0
-    objects: int = 0
-    bytes: int = 0
-    pushes: tuple[Mapping[str, Any], ...] = ()
-    error: str | None = None
-    id: int | None = None
-
-    @property
-    def duration(self) -> float:
-        return (self.finished_at - self.started_at).total_seconds()
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,70 +65,7 @@ def _targets_json(state: Mapping[str, TargetState]) -> str:
     )
 
 
-def _targets_of(text: str) -> Mapping[str, TargetState]:
-    return MappingProxyType(
-        {
-            target: TargetState(hash_from_text(v.get("head")), v.get("remote"), v.get("error"))
-            for target, v in json.loads(text).items()
-        }
-    )
-
-
 _ROWS_PER_TURN = 500
-_MIRROR_COLUMNS = (
-    "name, source, targets, interval_seconds, paused, resource_id, created_at, updated_at,"
-    " next_run_at, consecutive_failures, last_attempt_at, last_success_at, last_error,"
-    " source_head, source_sequence, source_cid, pinned_cid, target_state"
-)
-
-
-def _mirror(row: aiosqlite.Row) -> MirrorRecord:
-    return MirrorRecord(
-        name=row[0],
-        source=row[1],
-        targets=tuple(json.loads(row[2])),
-        interval=row[3],
-        paused=bool(row[4]),
-        resource_id=row[5],
-        created_at=from_text(row[6]),
-        updated_at=from_text(row[7]),
-        next_run_at=from_text(row[8]),
-        consecutive_failures=row[9],
-        last_attempt_at=from_text(row[10]),
-        last_success_at=from_text(row[11]),
-        last_error=row[12],
-        source_head=hash_from_text(row[13]),
-        source_sequence=row[14],
-        source_cid=row[15],
-        pinned_cid=row[16],
-        target_state=_targets_of(row[17]),
-    )
-
-
-_ATTEMPT_COLUMNS = (
-    "id, mirror, source, dataset_id, started_at, finished_at, outcome, old_head, new_head,"
-    " source_head, blocks, objects, bytes, pushes, error"
-)
-
-
-def _attempt(row: aiosqlite.Row) -> SyncAttempt:
-    return SyncAttempt(
-        id=row[0],
-        mirror=row[1],
-        source=row[2],
-        dataset_id=None if row[3] is None else DatasetId.parse(row[3]),
-        started_at=from_text(row[4]),
-        finished_at=from_text(row[5]),
-        outcome=row[6],
-        old_head=hash_from_text(row[7]),
-        new_head=hash_from_text(row[8]),
-        source_head=hash_from_text(row[9]),
-        blocks=row[10],
-        objects=row[11],
-        bytes=row[12],
-        pushes=tuple(json.loads(row[13])),
-        error=row[14],
-    )
 
 
 class MirrorTable:
@@ -239,9 +127,9 @@ class MirrorTable:
 
     async def get(self, name: str) -> MirrorRecord | None:
         row = await self._sql.fetchone(
-            f"SELECT {_MIRROR_COLUMNS} FROM mirrors WHERE name = ?", (name,)
+            f"SELECT {MIRROR_COLUMNS} FROM mirrors WHERE name = ?", (name,)
         )
-        return None if row is None else _mirror(row)
+        return None if row is None else mirror_record(row)
 
     async def require(self, name: str) -> MirrorRecord:
         record = await self.get(name)
@@ -252,14 +140,12 @@ class MirrorTable:
     async def list(self) -> list[MirrorRecord]:
         """Every mirror; parsed a few hundred rows per turn of the event loop, so a node with
         10,000 mirrors keeps serving while it lists them (a daemon's reload)."""
-        rows = await self._sql.fetchall(
-            f"SELECT {_MIRROR_COLUMNS} FROM mirrors ORDER BY name COLLATE NOCASE"
-        )
+        rows = await self._sql.fetchall(LIST_MIRRORS_QUERY)
         records: list[MirrorRecord] = []
         for start in range(0, len(rows), _ROWS_PER_TURN):
             if start:
                 await asyncio.sleep(0)
-            records.extend(_mirror(row) for row in rows[start : start + _ROWS_PER_TURN])
+            records.extend(mirror_record(row) for row in rows[start : start + _ROWS_PER_TURN])
         return records
 
     async def remove(self, name: str) -> MirrorRecord:
@@ -339,17 +225,14 @@ class MirrorTable:
         """Newest first; of one mirror, or of all."""
         where, args = ("WHERE mirror = ?", (name, limit)) if name is not None else ("", (limit,))
         rows = await self._sql.fetchall(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM sync_attempts {where} ORDER BY id DESC LIMIT ?", args
+            f"SELECT {ATTEMPT_COLUMNS} FROM sync_attempts {where} ORDER BY id DESC LIMIT ?", args
         )
-        return [_attempt(row) for row in rows]
+        return [sync_attempt(row) for row in rows]
 
     async def latest_attempts(self) -> dict[str, SyncAttempt]:
         """Each mirror's newest attempt, by mirror name."""
-        rows = await self._sql.fetchall(
-            f"SELECT {_ATTEMPT_COLUMNS} FROM sync_attempts"
-            " WHERE id IN (SELECT max(id) FROM sync_attempts GROUP BY mirror)"
-        )
-        return {attempt.mirror: attempt for attempt in map(_attempt, rows)}
+        rows = await self._sql.fetchall(LATEST_ATTEMPTS_QUERY)
+        return {attempt.mirror: attempt for attempt in map(sync_attempt, rows)}
 
     async def prune_attempts(self, before: datetime) -> int:
         changes = await self._sql.execute(

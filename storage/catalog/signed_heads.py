@@ -8,24 +8,17 @@ a trusted value.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from datetime import datetime
-from functools import lru_cache
-from typing import Any
-
 from protocol.identity import DatasetId
-from protocol.transfer.signed_head import SignedHead, parse_signed_head
+from protocol.transfer.signed_head import SignedHead
 from storage.catalog.catalog import Catalog
-from storage.catalog.columns import from_text, now_text
-
-
-@dataclass(frozen=True, slots=True)
-class SeenSignedHead:
-    signed: SignedHead
-    source: str | None
-    """The URL it was pulled from; ``None`` when this node signed it."""
-    received_at: datetime
+from storage.catalog.columns import now_text
+from storage.catalog.signed_head_records import (
+    ALL_SIGNED_HEADS_QUERY,
+    FREEZE_BOUNDS_QUERY,
+    SeenSignedHead,
+    freeze_bounds,
+    seen_signed_head,
+)
 
 
 class SignedHeadTable:
@@ -37,14 +30,15 @@ class SignedHeadTable:
             "SELECT document, source, received_at FROM signed_heads WHERE dataset_id = ?",
             (str(dataset_id),),
         )
-        return None if row is None else _seen(row, f"catalog signed head of {dataset_id}")
+        return (
+            None if row is None else seen_signed_head(row, f"catalog signed head of {dataset_id}")
+        )
 
     async def all(self) -> dict[DatasetId, SeenSignedHead]:
-        rows = await self._sql.fetchall(
-            "SELECT document, source, received_at, dataset_id FROM signed_heads"
-        )
+        rows = await self._sql.fetchall(ALL_SIGNED_HEADS_QUERY)
         return {
-            DatasetId.parse(row[3]): _seen(row, f"catalog signed head of {row[3]}") for row in rows
+            DatasetId.parse(row[3]): seen_signed_head(row, f"catalog signed head of {row[3]}")
+            for row in rows
         }
 
     async def record(self, signed: SignedHead, source: str | None) -> bool:
@@ -89,21 +83,4 @@ class SignedHeadTable:
 
     async def freeze_bounds(self) -> dict[str, float]:
         """Mirror name (lower case) -> its own freeze bound in seconds."""
-        rows = await self._sql.fetchall("SELECT mirror, freeze_seconds FROM mirror_freeze_bounds")
-        return {str(row[0]).lower(): float(row[1]) for row in rows}
-
-
-def _seen(row: Sequence[Any], where: str) -> SeenSignedHead:
-    document, source, received_at = row[0], row[1], row[2]
-    data = document if isinstance(document, bytes) else str(document).encode("utf-8")
-    received = from_text(received_at)
-    assert received is not None  # NOT NULL column
-    return SeenSignedHead(_parse(data, where), source, received)
-
-
-@lru_cache(maxsize=1 << 14)
-def _parse(data: bytes, where: str) -> SignedHead:
-    """``parse_signed_head``, remembered: the same bytes always verify the same way, and
-    ``odfd status`` on a node of 10,000 signed mirrors would check 10,000 signatures each time.
-    A document that fails raises each time (exceptions are not cached)."""
-    return parse_signed_head(data, where)
+        return freeze_bounds(await self._sql.fetchall(FREEZE_BOUNDS_QUERY))

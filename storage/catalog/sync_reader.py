@@ -1,4 +1,4 @@
-"""A synchronous view of the catalog for commands that only read it (``odfd list``, ``odfd log``): plain
+"""A synchronous view of the catalog for commands that only read it (``odfd list``, ``log``, ``status``): plain
 sqlite3 running the queries of :mod:`storage.catalog.records`, no aiosqlite and no event loop,
 which would cost such a command a third of its start-up (the server's lookups use
 :mod:`storage.catalog.reader`, which lives on the daemon's loop).
@@ -14,15 +14,31 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from protocol.identity import DatasetRef
+from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
+from storage.catalog.audit_records import LATEST_AUDITS_QUERY, AuditRecord, audit_record
 from storage.catalog.migrations import load_migrations
+from storage.catalog.mirror_records import (
+    LATEST_ATTEMPTS_QUERY,
+    LIST_MIRRORS_QUERY,
+    MirrorRecord,
+    SyncAttempt,
+    mirror_record,
+    sync_attempt,
+)
 from storage.catalog.records import (
     DatasetRecord,
     dataset_by_alias_query,
     dataset_by_id_query,
     dataset_record,
     list_datasets_query,
+)
+from storage.catalog.signed_head_records import (
+    ALL_SIGNED_HEADS_QUERY,
+    FREEZE_BOUNDS_QUERY,
+    SeenSignedHead,
+    freeze_bounds,
+    seen_signed_head,
 )
 
 #: How long a read waits for another process's write (as ``Catalog.open`` sets it).
@@ -48,6 +64,28 @@ class SyncCatalogReader:
         )
         row = self._db.execute(*query).fetchone()
         return None if row is None else dataset_record(row)
+
+    def signed_heads(self) -> dict[DatasetId, SeenSignedHead]:
+        return {
+            DatasetId.parse(row[3]): seen_signed_head(row, f"catalog signed head of {row[3]}")
+            for row in self._db.execute(ALL_SIGNED_HEADS_QUERY)
+        }
+
+    def freeze_bounds(self) -> dict[str, float]:
+        return freeze_bounds(self._db.execute(FREEZE_BOUNDS_QUERY).fetchall())
+
+    def mirrors(self) -> list[MirrorRecord]:
+        return [mirror_record(row) for row in self._db.execute(LIST_MIRRORS_QUERY)]
+
+    def latest_attempts(self) -> dict[str, SyncAttempt]:
+        """Each mirror's newest attempt, by mirror name."""
+        attempts = map(sync_attempt, self._db.execute(LATEST_ATTEMPTS_QUERY))
+        return {attempt.mirror: attempt for attempt in attempts}
+
+    def latest_audits(self) -> dict[DatasetId, AuditRecord]:
+        """Each dataset's newest audit."""
+        audits = map(audit_record, self._db.execute(LATEST_AUDITS_QUERY))
+        return {audit.dataset_id: audit for audit in audits}
 
     def close(self) -> None:
         self._db.close()

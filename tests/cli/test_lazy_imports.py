@@ -105,6 +105,8 @@ NOT_LOADED = {
     # the dataset's folder read as files, the catalog with plain sqlite3; summary lines decode
     # blocks but print no YAML and check no signature
     "log": ("asyncio", "aiosqlite", "ssl", "nacl", "yaml"),
+    # no daemon: the catalog's rows read with plain sqlite3, no HTTP client
+    "status": ("asyncio", "aiosqlite", "ssl", "aiohttp", "yaml"),
 }
 
 

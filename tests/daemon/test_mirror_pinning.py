@@ -11,7 +11,8 @@ import pytest
 
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
-from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.catalog.mirror_records import MirrorRecord
+from storage.catalog.mirrors import MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode, NodePorts

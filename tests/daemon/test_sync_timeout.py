@@ -14,7 +14,8 @@ from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.service import Daemon
 from storage.catalog.audits import AuditTable
-from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.catalog.mirror_records import MirrorRecord
+from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_SPARK_CONFIG
 from tests.replication.datagen import create_root

@@ -7,13 +7,18 @@ from __future__ import annotations
 import json
 import shutil
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
 import pytest
 
-from odfd.daemon.status import build_status, render_status
+from odfd.daemon.status import (
+    build_status,
+    read_status_rows,
+    read_status_rows_now,
+    render_status,
+)
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
@@ -26,7 +31,11 @@ from odfd.sync.trust import (
 from protocol.identity import DatasetId
 from protocol.model.timestamp import Timestamp
 from protocol.transfer.signed_head import SignedHead, parse_signed_head, sign_head
-from storage.catalog.mirrors import MirrorTable
+from storage.catalog.audit_records import AuditRecord
+from storage.catalog.audits import AuditTable
+from storage.catalog.mirror_records import SyncAttempt
+from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
+from storage.catalog.sync_reader import open_sync_reader
 from storage.ipfs_client import IpfsClient
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
@@ -227,6 +236,35 @@ async def test_freeze_is_reported_after_the_mirrors_bound(
     assert (await build_status(node_a, freeze_after=1.0))["datasets"][0]["trust"]["state"] == (
         "signed"
     )
+
+
+async def test_status_without_an_event_loop_reads_the_rows_the_daemon_reads(
+    node_a: Workspace, node_b: Workspace, serve: ServeFactory
+) -> None:
+    await create_root(node_a, "cities", slices=1)
+    server = await serve(node_a)
+    url = server.url + "cities"
+    result = await pull(node_b, url)
+    mirrors = MirrorTable(node_b.catalog)
+    await mirrors.add("cities", url, [], 300.0)
+    await node_b.signed_heads.set_freeze_bound("cities", 3 * 86400.0)
+    record = await node_b.resolve("cities")
+    now = datetime.now(UTC)
+    await mirrors.finish_attempt(
+        SyncAttempt("cities", url, record.id, now, now, "updated", new_head=record.head, blocks=3),
+        AttemptBookkeeping(now, 0, None, record.head, record.head_sequence, None, None, {}),
+    )
+    await AuditTable(node_b.catalog).add(
+        AuditRecord(record.id, "cities", "full", "test", record.head, now, now, "ok", "fine"),
+        keep=5,
+    )
+    reader = open_sync_reader(node_b.layout.catalog_path)
+    assert reader is not None
+    with reader:
+        rows = read_status_rows_now(reader)
+    assert rows == await read_status_rows(node_b)
+    assert result.num_blocks and len(rows.signed_heads) == len(rows.attempts) == 1
+    assert len(rows.audits) == len(rows.mirrors) == len(rows.freeze_bounds) == 1
 
 
 async def test_smart_push_hands_the_signature_to_a_server_that_serves_it(

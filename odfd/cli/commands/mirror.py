@@ -16,7 +16,8 @@ from odfd.errors import OdfdError
 from odfd.sync.remote_url import parse_remote_url
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
-from storage.catalog.mirrors import MirrorRecord, MirrorTable
+from storage.catalog.mirror_records import MirrorRecord
+from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 

@@ -5,11 +5,17 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING, Any
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.daemon.admin_client import AdminClient
-from odfd.daemon.status import build_status, render_status
-from storage.workspace import Workspace
+from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
+from odfd.config import load_config
+from odfd.daemon.admin_client import AdminClient, socket_path
+from odfd.daemon.status import build_status, compose_status, read_status_rows_now, render_status
+
+if TYPE_CHECKING:
+    from storage.catalog.sync_reader import SyncCatalogReader
+    from storage.layout import WorkspaceLayout
+    from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,10 +28,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        client = await AdminClient.connect(workspace.layout)
-        status = await client.request("GET", "/status") if client else await build_status(workspace)
-        print(json.dumps(status, indent=2) if args.output == "json" else render_status(status))
-        return 0
+    status = read_in_workspace(args, _without_daemon)
+    if status is None:  # a daemon's socket (it reports its queues too), or the workspace path
 
-    return run_in_workspace(args, run)
+        async def run(workspace: Workspace) -> int:
+            client = await AdminClient.connect(workspace.layout)
+            found = await client.request("GET", "/status") if client else None
+            _print(args, found if found is not None else await build_status(workspace))
+            return 0
+
+        return run_in_workspace(args, run)
+    _print(args, status)
+    return 0
+
+
+def _without_daemon(catalog: SyncCatalogReader, layout: WorkspaceLayout) -> dict[str, Any] | None:
+    """The status read without an event loop, unless a daemon's socket is there to ask."""
+    config = load_config(layout.config_path)
+    if socket_path(layout, config.daemon.admin_socket).exists():
+        return None
+    return compose_status(read_status_rows_now(catalog), config.sync.freeze_after)
+
+
+def _print(args: argparse.Namespace, status: dict[str, Any]) -> None:
+    print(json.dumps(status, indent=2) if args.output == "json" else render_status(status))
