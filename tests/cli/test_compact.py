@@ -18,23 +18,13 @@ from protocol.model import AddData, ExecuteTransform, Timestamp
 from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from tests.cli.helpers import fingerprint, run
-from tests.verifier.builders import T0, root_with_slices, slice_table, write_slice
-
-DERIVATIVE = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: doubled
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: nums
-      transform:
-        kind: Sql
-        engine: datafusion
-        query: SELECT event_time, value * 2 AS doubled FROM nums
-"""
+from tests.verifier.builders import (
+    DOUBLED_SNAPSHOT,
+    T0,
+    root_with_slices,
+    slice_table,
+    write_slice,
+)
 
 SLICES = [[1, 2], [3], [4, 5], [6]]
 
@@ -102,7 +92,7 @@ def test_compaction_merges_slices_verifies_and_the_derivative_follows(
     ws = tmp_path / "ws"
     _root(ws)
     manifest = tmp_path / "doubled.yaml"
-    manifest.write_text(DERIVATIVE)
+    manifest.write_text(DOUBLED_SNAPSHOT)
     assert run(capsys, "-q", "add", "--root", str(ws), str(manifest))[0] == 0
     code, _, err = run(capsys, "pull", "--root", str(ws), "doubled")
     assert code == 0, err
@@ -143,7 +133,7 @@ def test_a_derivative_reading_rewritten_input_history_is_told_the_fix_or_reset(
     ws = tmp_path / "ws"
     _root(ws)
     manifest = tmp_path / "doubled.yaml"
-    manifest.write_text(DERIVATIVE)
+    manifest.write_text(DOUBLED_SNAPSHOT)
     assert run(capsys, "-q", "add", "--root", str(ws), str(manifest))[0] == 0
     assert run(capsys, "pull", "--root", str(ws), "doubled")[0] == 0
 
@@ -186,7 +176,7 @@ def test_refusals_change_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[s
     ws = tmp_path / "ws"
     _root(ws)
     manifest = tmp_path / "doubled.yaml"
-    manifest.write_text(DERIVATIVE)
+    manifest.write_text(DOUBLED_SNAPSHOT)
     assert run(capsys, "-q", "add", "--root", str(ws), str(manifest))[0] == 0
     assert run(capsys, "pull", "--root", str(ws), "doubled")[0] == 0
     before = fingerprint(ws)

@@ -123,26 +123,9 @@ def test_the_workspace_variable_is_storages() -> None:
     assert WORKSPACE_ENV == STORAGE_WORKSPACE_ENV
 
 
-DOUBLED = """\
-kind: DatasetSnapshot
-version: 1
-content:
-  name: doubled
-  kind: Derivative
-  metadata:
-    - kind: SetTransform
-      inputs:
-        - datasetRef: nums
-      transform:
-        kind: Sql
-        engine: datafusion
-        query: SELECT event_time, value * 2 AS doubled FROM nums
-"""
-
-
 def test_a_datafusion_pull_loads_only_what_it_runs(tmp_path: Path) -> None:
     from storage.workspace import Workspace
-    from tests.verifier.builders import root_with_slices
+    from tests.verifier.builders import DOUBLED_SNAPSHOT, root_with_slices
 
     root = tmp_path / "ws"
 
@@ -151,7 +134,7 @@ def test_a_datafusion_pull_loads_only_what_it_runs(tmp_path: Path) -> None:
             await root_with_slices(workspace, "nums", [[1, 2, 3]])
 
     asyncio.run(build())
-    (tmp_path / "doubled.yaml").write_text(DOUBLED)
+    (tmp_path / "doubled.yaml").write_text(DOUBLED_SNAPSHOT)
     added = subprocess.run(
         [sys.executable, "-m", "odfd", "add", str(tmp_path / "doubled.yaml"), "--root", str(root)],
         capture_output=True,

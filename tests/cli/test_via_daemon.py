@@ -26,12 +26,16 @@ from typing import Any
 import pytest
 
 from odfd.coordinator.engine import live_server
-from tests.daemon.processes import DaemonProcess, init_workspace, wait_for
+from tests.daemon.processes import (
+    DaemonProcess,
+    daemon_with_connect,
+    init_workspace,
+    wait_for,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "leaderboard"
 DATA = EXAMPLE / "data"
-START_TIMEOUT = 300
 LOCAL = "running here, not in the daemon"
 HASH = re.compile(r"\b[fz][0-9a-zA-Z]{40,}\b")
 
@@ -76,14 +80,8 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     root = tmp_path_factory.mktemp("via-daemon") / "node"
     init_workspace(root, '\n[daemon]\nshutdown_timeout = "5s"\n')
     ok(run("add", str(EXAMPLE), root=root))
-    process = DaemonProcess(
-        root, root.parent / "daemon.log", extra_env={"ODFD_DAEMON_SPARK_CONNECT": "true"}
-    )
-    process.start(timeout=START_TIMEOUT)
-    try:
+    with daemon_with_connect(root) as process:
         yield process
-    finally:
-        process.stop()
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -263,3 +264,20 @@ class ServeProcess:
         if self.process is not None and self.process.poll() is None:
             self.process.send_signal(signal.SIGKILL)
             self.process.wait(timeout=10)
+
+
+#: Seconds a daemon that owns a Spark Connect server may take to start (a JVM on a busy machine).
+CONNECT_START_TIMEOUT = 300
+
+
+@contextmanager
+def daemon_with_connect(root: Path) -> Iterator[DaemonProcess]:
+    """A daemon on the workspace at ``root`` owning its Spark Connect server, stopped on exit."""
+    process = DaemonProcess(
+        root, root.parent / "daemon.log", extra_env={"ODFD_DAEMON_SPARK_CONNECT": "true"}
+    )
+    process.start(timeout=CONNECT_START_TIMEOUT)
+    try:
+        yield process
+    finally:
+        process.stop()

@@ -22,7 +22,14 @@ import pyspark
 import pytest
 
 from odfd.coordinator.engine import SERVER_RECORD, live_server
-from tests.daemon.processes import DaemonProcess, init_workspace, odfd, wait_for
+from tests.daemon.processes import (
+    CONNECT_START_TIMEOUT,
+    DaemonProcess,
+    daemon_with_connect,
+    init_workspace,
+    odfd,
+    wait_for,
+)
 from tests.pipeline.connect_pipeline import run_pipeline
 from verifier.engine.connect_server import free_port
 
@@ -31,7 +38,6 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "examples" / "leaderboard" / "data"
 SPARK_HOME = Path(pyspark.__file__).parent
-START_TIMEOUT = 300
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +68,7 @@ def master(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
                 "Successfully registered with master"
                 in (folder / "1.log").read_text(errors="replace")
             ),
-            START_TIMEOUT,
+            CONNECT_START_TIMEOUT,
             detail=lambda: (folder / "1.log").read_text(errors="replace")[-2000:],
         )
         yield url
@@ -81,14 +87,8 @@ def daemon(master: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Da
         '[spark.conf]\n"spark.executor.memory" = "1g"\n'
         '[daemon]\nshutdown_timeout = "5s"\n',
     )
-    process = DaemonProcess(
-        root, root.parent / "daemon.log", extra_env={"ODFD_DAEMON_SPARK_CONNECT": "true"}
-    )
-    process.start(timeout=START_TIMEOUT)
-    try:
+    with daemon_with_connect(root) as process:
         yield process
-    finally:
-        process.stop()
 
 
 def _record(root: Path) -> dict[str, int]:
@@ -160,7 +160,7 @@ def test_the_server_is_restarted_after_a_crash(daemon: DaemonProcess) -> None:
         record = live_server(daemon.root)
         return record if record is not None and record.server_pid != crashed["serverPid"] else None
 
-    record = wait_for("the restarted Spark Connect server", restarted, START_TIMEOUT)
+    record = wait_for("the restarted Spark Connect server", restarted, CONNECT_START_TIMEOUT)
     assert record.address.port == crashed["port"]
     out = odfd(
         "sql", "SELECT 40 + 2 AS answer", "--engine", "spark", "-o", "json", root=daemon.root
@@ -180,7 +180,7 @@ def test_the_server_stops_with_the_daemon(daemon: DaemonProcess) -> None:
 
 
 def test_a_killed_daemon_leaves_no_server(daemon: DaemonProcess) -> None:
-    daemon.start(timeout=START_TIMEOUT)
+    daemon.start(timeout=CONNECT_START_TIMEOUT)
     server_pid = wait_for(
         "the Spark Connect server", lambda: live_server(daemon.root), 300
     ).server_pid

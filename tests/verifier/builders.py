@@ -42,6 +42,23 @@ from storage.workspace import Workspace
 T0 = Timestamp.of(2024, 1, 1)
 MS = pa.timestamp("ms", tz="UTC")
 
+DOUBLED_SNAPSHOT = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: doubled
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: nums
+      transform:
+        kind: Sql
+        engine: datafusion
+        query: SELECT event_time, value * 2 AS doubled FROM nums
+"""
+"""A DataFusion derivative of a ``root_with_slices`` dataset named ``nums``."""
+
 
 def slice_table(
     start: int,
