@@ -197,7 +197,7 @@ async def bench(args: argparse.Namespace) -> None:
             plain.close()
         transform, direct = statistics.median(transform_times), statistics.median(plain_times)
         print(
-            f"transform: filter/aggregate over {rows:,} rows -> {outcome.num_records:,} rows: odfd {transform:.2f} s, "
+            f"transform: filter/aggregate over {rows:,} rows -> {transformed.num_records:,} rows: odfd {transform:.2f} s, "
             f"plain Spark {direct:.2f} s, ratio {transform / direct:.2f}x (target <= 1.5x)"
         )
     session.stop()

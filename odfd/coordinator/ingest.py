@@ -356,7 +356,8 @@ def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
             infer_event_time=plan.infer,
         )
         return write_slice(
-            records,
+            records.df,
+            merge_keys=records.merge_keys,
             vocab=plan.vocab,
             start_offset=plan.start_offset,
             system_time=plan.system_time,

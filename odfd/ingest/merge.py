@@ -36,6 +36,8 @@ class Merged:
 
     df: DataFrame
     sort_keys: list[Column]
+    by_event_time: bool = False
+    """``sort_keys`` are the event time alone (then the input position)."""
 
 
 def merge(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:
@@ -49,7 +51,7 @@ def merge(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -
 
 def merge_append(_: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:
     _reject_system_columns(new, vocab, allow_op=False)
-    return Merged(_with_op(new, vocab, Op.APPEND), _event_time_order(vocab))
+    return Merged(_with_op(new, vocab, Op.APPEND), _event_time_order(vocab), by_event_time=True)
 
 
 def merge_ledger(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:
@@ -59,7 +61,7 @@ def merge_ledger(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: V
     if prev is not None:
         seen = prev.select(*[col(c) for c in pk]).distinct()
         new = new.join(seen, on=_join_on(new, seen, pk), how="left_anti")
-    return Merged(_with_op(new, vocab, Op.APPEND), _event_time_order(vocab))
+    return Merged(_with_op(new, vocab, Op.APPEND), _event_time_order(vocab), by_event_time=True)
 
 
 def merge_snapshot(strategy: Any, prev: DataFrame | None, new: DataFrame, vocab: Vocab) -> Merged:

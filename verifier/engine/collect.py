@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
+from verifier.engine.run_merge import SortedRuns
 from verifier.engine.session import shares_filesystem
 from verifier.engine.staged import can_stage, staged_batches
 
@@ -101,6 +102,26 @@ def ordered_batches(
 
 
 @contextmanager
+def merged_batches(
+    df: DataFrame,
+    first: str,
+    second: str,
+    spill_dir: str | None = None,
+    memory_budget: int = DEFAULT_MEMORY_BUDGET,
+) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+    """:func:`ordered_batches` of a ``df`` Spark sorted within partitions by the integer columns
+    ``first`` and ``second``: every row in the order a global sort by both gives, without
+    ``second`` (``verifier.engine.run_merge``)."""
+    with (
+        ordered_batches(df, spill_dir, memory_budget) as (schema, batches),
+        _spool(spill_dir, memory_budget) as spool,
+    ):
+        runs = SortedRuns(first, second, spool)
+        runs.add_all(batches)
+        yield schema.remove(schema.get_field_index(second)), runs.merged()
+
+
+@contextmanager
 def _connect_batches(df: DataFrame) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
     # Private Spark Connect API (the typed surface has no streaming Arrow reader).
     client = df.sparkSession.client  # type: ignore[operator]
@@ -142,6 +163,7 @@ class _Spool:
         self._writer: pa.ipc.RecordBatchFileWriter | None = None
         self._sink: pa.NativeFile | None = None
         self._reader_source: pa.MemoryMappedFile | None = None
+        self._reader: pa.ipc.RecordBatchFileReader | None = None
         self.count = 0
         self.schema: pa.Schema | None = None
 
@@ -165,16 +187,20 @@ class _Spool:
         self._writer.write_batch(batch)
 
     def read_in(self, order: list[int]) -> Iterator[pa.RecordBatch]:
-        reader = self._finish_spill_file()
         for index in order:
-            batch = self._in_memory.pop(index, None)
-            if batch is None:
-                batch = reader.get_batch(self._file_index[index])  # type: ignore[union-attr]  # a spilled batch implies the spill file's reader is open
-            yield batch
+            yield self.get(index)
 
-    def _finish_spill_file(self) -> pa.ipc.RecordBatchFileReader | None:
-        if self._writer is None or self._sink is None or self._path is None:
-            return None
+    def get(self, index: int) -> pa.RecordBatch:
+        """The batch that arrived as ``index``; once (an in-memory batch is let go)."""
+        batch = self._in_memory.pop(index, None)
+        if batch is not None:
+            return batch
+        if self._reader is None:
+            self._reader = self._finish_spill_file()
+        return self._reader.get_batch(self._file_index[index])
+
+    def _finish_spill_file(self) -> pa.ipc.RecordBatchFileReader:
+        assert self._writer is not None and self._sink is not None and self._path is not None
         self._writer.close()
         self._writer = None
         self._sink.close()

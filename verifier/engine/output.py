@@ -26,7 +26,7 @@ import pyarrow.parquet as pq
 from protocol.hashing import FileDigest, physical_hash_file
 from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
-from verifier.engine.collect import ordered_batches
+from verifier.engine.collect import merged_batches, ordered_batches
 from verifier.engine.columns import Vocab
 from verifier.errors import VerifierError
 
@@ -114,13 +114,21 @@ def write_slice(
     out_path: Path,
     spill_dir: str | None = None,
     required: frozenset[str] = frozenset(),
+    merge_keys: tuple[str, str] | None = None,
 ) -> tuple[pa.Schema, WrittenSlice | None]:
     """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
 
     Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
     A null in a ``required`` column raises :class:`NullValuesError` before anything is kept.
+    With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
+    here (:func:`verifier.engine.collect.merged_batches`); the second key is not written.
     """
-    with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
+    collected = (
+        ordered_batches(df, spill_dir=spill_dir)
+        if merge_keys is None
+        else merged_batches(df, *merge_keys, spill_dir=spill_dir)
+    )
+    with collected as (result_schema, batches):
         return write_batches(
             result_schema,
             batches,

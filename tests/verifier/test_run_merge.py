@@ -1,0 +1,106 @@
+"""Merging partitions Spark sorted one by one gives exactly the rows of a global sort."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from verifier.engine import run_merge
+from verifier.engine.run_merge import RunMergeError, SortedRuns
+
+
+class ListStore:
+    def __init__(self) -> None:
+        self.batches: list[pa.RecordBatch | None] = []
+
+    def add(self, batch: pa.RecordBatch) -> None:
+        self.batches.append(batch)
+
+    def get(self, index: int) -> pa.RecordBatch:
+        batch = self.batches[index]
+        assert batch is not None, f"batch {index} asked for twice"
+        self.batches[index] = None
+        return batch
+
+
+def partitions_as_batches(
+    times: list[int], partitions: int, batch_rows: int, time_type: pa.DataType
+) -> Iterator[pa.RecordBatch]:
+    """Rows cut into ``partitions`` in input order, each sorted by (time, position) as
+    ``sortWithinPartitions`` leaves it, sent as batches of ``batch_rows``."""
+    position = np.arange(len(times), dtype=np.int64)
+    for part in np.array_split(np.arange(len(times)), partitions):
+        t = np.asarray(times, dtype=np.int64)[part]
+        order = np.lexsort((position[part], t))
+        table = pa.table(
+            {
+                "event_time": pa.array(t[order]).cast(
+                    pa.int32() if time_type == pa.date32() else pa.int64()
+                ).view(time_type),
+                "value": pa.array([f"row {i}" for i in position[part][order]]),
+                "__order": pa.array(position[part][order]),
+            }
+        )
+        yield from table.to_batches(max_chunksize=batch_rows)
+
+
+def merged(batches: Iterator[pa.RecordBatch]) -> tuple[pa.Table, int]:
+    runs = SortedRuns("event_time", "__order", ListStore())
+    runs.add_all(batches)
+    out = list(runs.merged())
+    assert all(b.num_rows == run_merge.OUTPUT_BATCH_ROWS for b in out[:-1])
+    return pa.Table.from_batches(out) if out else pa.table({}), runs.runs
+
+
+def expected(times: list[int]) -> list[str]:
+    return [f"row {i}" for i in sorted(range(len(times)), key=lambda i: (times[i], i))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    times=st.lists(st.integers(-5, 40), min_size=1, max_size=400),
+    partitions=st.integers(1, 9),
+    batch_rows=st.integers(1, 50),
+    window=st.integers(1, 64),
+)
+def test_any_partitioning_merges_to_the_global_sort(
+    times: list[int], partitions: int, batch_rows: int, window: int
+) -> None:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(run_merge, "MERGE_WINDOW_ROWS", window)
+        patch.setattr(run_merge, "MIN_WINDOW_ROWS", 1)
+        patch.setattr(run_merge, "OUTPUT_BATCH_ROWS", 32)
+        table, _ = merged(
+            partitions_as_batches(times, partitions, batch_rows, pa.timestamp("us", "UTC"))
+        )
+    assert table.column_names == ["event_time", "value"]
+    assert table["value"].to_pylist() == expected(times)
+    assert table["event_time"].type == pa.timestamp("us", "UTC")
+
+
+def test_partitions_that_continue_one_another_are_one_run_passed_through() -> None:
+    times = list(range(10_000))
+    table, runs = merged(partitions_as_batches(times, 7, 999, pa.date32()))
+    assert runs == 1
+    assert table["value"].to_pylist() == expected(times)
+
+
+def test_equal_times_are_ordered_by_input_position_across_runs() -> None:
+    times = [3] * 5000 + [1] * 5000  # the second half's rows go first
+    table, runs = merged(partitions_as_batches(times, 4, 700, pa.timestamp("ms", "UTC")))
+    assert runs == 2
+    assert table["value"].to_pylist() == expected(times)
+
+
+def test_a_null_or_non_integer_key_is_refused() -> None:
+    batch = pa.record_batch({"event_time": pa.array([1, None]), "__order": pa.array([0, 1])})
+    with pytest.raises(RunMergeError, match="'event_time' holds nulls"):
+        SortedRuns("event_time", "__order", ListStore()).add_all([batch])
+    batch = pa.record_batch({"event_time": pa.array(["a"]), "__order": pa.array([0])})
+    with pytest.raises(RunMergeError, match="not an integer"):
+        SortedRuns("event_time", "__order", ListStore()).add_all([batch])
