@@ -39,9 +39,9 @@ def partitions_as_batches(
         order = np.lexsort((position[part], t))
         table = pa.table(
             {
-                "event_time": pa.array(t[order]).cast(
-                    pa.int32() if time_type == pa.date32() else pa.int64()
-                ).view(time_type),
+                "event_time": pa.array(t[order])
+                .cast(pa.int32() if time_type == pa.date32() else pa.int64())
+                .view(time_type),
                 "value": pa.array([f"row {i}" for i in position[part][order]]),
                 "__order": pa.array(position[part][order]),
             }
