@@ -11,7 +11,7 @@ whole for its physical hash. Column order of a slice: ``offset, op, system_time`
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import date, datetime
@@ -168,23 +168,25 @@ def _write(
     max_event_time = None
     pending: list[pa.RecordBatch] = []
     pending_rows = 0
-    with _RowGroupWriter(out_path, schema) as writer:
+    with _RowGroupWriter(out_path, schema) as writer, _InTurn("odfd-slice-hash") as hashing:
         for batch in batches:
             if batch.num_rows == 0:
                 continue
             out = _to_slice_batch(batch, schema, vocab, next_offset, system_time)
             next_offset += out.num_rows
-            digest.update(out)
             max_event_time = _max_event_time(out, vocab, max_event_time)
             pending.append(out)
             pending_rows += out.num_rows
             if pending_rows >= ROW_GROUP_ROWS:
+                hashing.submit(_hash_all, digest, pending)
                 writer.write(pa.Table.from_batches(pending, schema))
                 pending, pending_rows = [], 0
         if next_offset == start_offset:
             return None
         if pending:
+            hashing.submit(_hash_all, digest, pending)
             writer.write(pa.Table.from_batches(pending, schema))
+        hashing.wait()
         writer.finish()
     return WrittenSlice(
         path=out_path,
@@ -198,37 +200,65 @@ def _write(
     )
 
 
+def _hash_all(digest: FileDigest, batches: list[pa.RecordBatch]) -> None:
+    for batch in batches:
+        digest.update(batch)
+
+
+class _InTurn:
+    """Runs calls one after another on a thread of its own while the caller goes on: each call
+    first waits for the one before (so the caller is at most one call ahead) and raises what that
+    one raised. Parquet encoding, SHA-3 and the driver's merge all release the GIL, so a big slice
+    takes about the longest of them instead of their sum."""
+
+    def __init__(self, name: str) -> None:
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix=name)
+        self._running: Future[None] | None = None
+
+    def __enter__(self) -> _InTurn:
+        return self
+
+    def submit(self, call: Callable[..., None], *args: object) -> None:
+        self.wait()
+        self._running = self._thread.submit(call, *args)
+
+    def wait(self) -> None:
+        running, self._running = self._running, None
+        if running is not None:
+            running.result()
+
+    def __exit__(self, *exc: object) -> None:
+        if self._running is not None:
+            wait([self._running])
+        self._thread.shutdown()
+
+
 class _RowGroupWriter:
-    """Writes row groups on a thread of its own, one at a time, while the caller converts and
-    hashes the next batches: Parquet encoding and SHA-3 both release the GIL, so a big slice
-    takes about the longer of the two instead of their sum. Opens the file on the first write."""
+    """Writes row groups in turn on a thread of its own (:class:`_InTurn`) while the caller
+    converts and hashes the next batches. Opens the file on the first write."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self._path = path
         self._schema = schema
         self._writer: pq.ParquetWriter | None = None
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="odfd-slice-writer")
-        self._running: Future[None] | None = None
+        self._turns = _InTurn("odfd-slice-writer")
 
     def __enter__(self) -> _RowGroupWriter:
         return self
 
     def write(self, table: pa.Table) -> None:
-        self._wait()
-        self._running = self._thread.submit(self._write, table)
+        self._turns.submit(self._write, table)
 
     def finish(self) -> None:
         """Waits for the last row group and closes the file (raising what the writes raised)."""
-        self._wait()
+        self._turns.wait()
         if self._writer is None:
             self._writer = open_slice_writer(self._path, self._schema)
         self._writer.close()
         self._writer = None
 
     def __exit__(self, *exc: object) -> None:
-        if self._running is not None:
-            wait([self._running])
-        self._thread.shutdown()
+        self._turns.__exit__(*exc)
         if self._writer is not None:
             self._writer.close()
 
@@ -236,11 +266,6 @@ class _RowGroupWriter:
         if self._writer is None:
             self._writer = open_slice_writer(self._path, self._schema)
         self._writer.write_table(table)
-
-    def _wait(self) -> None:
-        running, self._running = self._running, None
-        if running is not None:
-            running.result()
 
 
 def open_slice_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
