@@ -180,7 +180,9 @@ async def bench(args: argparse.Namespace) -> None:
             f"{plain_ingest:.1f} s, ratio {ingest / plain_ingest:.2f}x"
             + (" (through Spark Connect; target <= 1.2x)" if args.connect else "")
             + "\n  runs in order, odfd / plain: "
-            + ", ".join(f"{a:.1f} / {b:.1f}" for a, b in zip(ingest_times, plain_ingest_times))
+            + ", ".join(
+                f"{a:.1f} / {b:.1f}" for a, b in zip(ingest_times, plain_ingest_times, strict=True)
+            )
         )
 
         root = await ws.get_dataset("readings0")
