@@ -16,6 +16,10 @@ commands do when a daemon runs; plain Spark stays a classic PySpark process. Tar
 <= 1.2x through Connect. ``--shared-filesystem true`` has the server write results into the
 workspace instead of streaming them over gRPC (``verifier.engine.staged``).
 
+``--time-ordered`` generates a CSV already in event-time order (one sorted run, which odfd writes
+while Spark still reads it) instead of the default's sorted runs that overlap (merged after Spark
+has read everything; ``verifier.engine.run_merge``).
+
 Spark start-up is excluded (one warm-up run of each kind first). Each timing is the median of
 ``--repeat`` runs. Usage: ``.venv/bin/python scripts/bench_pipeline.py [--csv-mb 1024] [--connect]``.
 """
@@ -73,16 +77,26 @@ def aggregate(name: str, input: str) -> str:
 
 
 def generate_csv(
-    path: Path, target_bytes: int, chunk_rows: int = ROWS_PER_CHUNK, seed: int = 7
+    path: Path,
+    target_bytes: int,
+    chunk_rows: int = ROWS_PER_CHUNK,
+    seed: int = 7,
+    time_ordered: bool = False,
 ) -> int:
-    """Writes a sensor-readings CSV of at least ``target_bytes``; returns the number of rows."""
+    """Writes a sensor-readings CSV of at least ``target_bytes``; returns the number of rows.
+
+    Each chunk of rows is in event-time order over the whole year, so the file is several sorted
+    runs; ``time_ordered`` gives each chunk the next day instead (one run, as appended logs are).
+    """
     rng = np.random.default_rng(seed)
     start = np.datetime64("2024-01-01T00:00:00", "ms")
     rows = 0
     with pacsv.CSVWriter(str(path), _schema()) as writer:
         while rows == 0 or path.stat().st_size < target_bytes:
             n = chunk_rows
-            millis = np.sort(rng.integers(0, 365 * 86_400_000, n)) + (start.astype("int64"))
+            span = 86_400_000 if time_ordered else 365 * 86_400_000
+            first = (rows // chunk_rows) * span if time_ordered else 0
+            millis = np.sort(rng.integers(first, first + span, n)) + (start.astype("int64"))
             table = pa.table(
                 {
                     "event_time": pa.array(millis.astype("datetime64[ms]")).cast(
@@ -122,7 +136,7 @@ async def bench(args: argparse.Namespace) -> None:
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-", dir=args.dir))
     csv = work / "readings.csv"
     print(f"generating a CSV of >= {args.csv_mb} MB in {work} ...", flush=True)
-    rows = generate_csv(csv, args.csv_mb * 1024 * 1024)
+    rows = generate_csv(csv, args.csv_mb * 1024 * 1024, time_ordered=args.time_ordered)
     size_mb = csv.stat().st_size / 1024 / 1024
     small = work / "small.csv"
     generate_csv(small, 1, chunk_rows=10_000)
@@ -308,6 +322,11 @@ def main() -> None:
     )
     parser.add_argument(
         "--repeat", type=int, default=3, help="runs per timing (median is reported)"
+    )
+    parser.add_argument(
+        "--time-ordered",
+        action="store_true",
+        help="a CSV in event-time order throughout (default: sorted runs of 1M rows, each over a year)",
     )
     parser.add_argument("--master", default="local[*]")
     parser.add_argument("--driver-memory", default="4g")

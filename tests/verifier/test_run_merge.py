@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from verifier.engine import run_merge
-from verifier.engine.run_merge import RunMergeError, SortedRuns
+from verifier.engine.run_merge import RunMergeError, RunsOverlap, SortedRuns
 
 
 class ListStore:
@@ -50,8 +50,7 @@ def partitions_as_batches(
 
 
 def merged(batches: Iterator[pa.RecordBatch]) -> tuple[pa.Table, int]:
-    runs = SortedRuns("event_time", "__order", ListStore())
-    runs.add_all(batches)
+    runs = SortedRuns("event_time", "__order", batches, ListStore())
     out = list(runs.merged())
     assert all(b.num_rows == run_merge.OUTPUT_BATCH_ROWS for b in out[:-1])
     return pa.Table.from_batches(out) if out else pa.table({}), runs.runs
@@ -100,7 +99,38 @@ def test_equal_times_are_ordered_by_input_position_across_runs() -> None:
 def test_a_null_or_non_integer_key_is_refused() -> None:
     batch = pa.record_batch({"event_time": pa.array([1, None]), "__order": pa.array([0, 1])})
     with pytest.raises(RunMergeError, match="'event_time' holds nulls"):
-        SortedRuns("event_time", "__order", ListStore()).add_all([batch])
+        list(SortedRuns("event_time", "__order", [batch], ListStore()).merged())
     batch = pa.record_batch({"event_time": pa.array(["a"]), "__order": pa.array([0])})
     with pytest.raises(RunMergeError, match="not an integer"):
-        SortedRuns("event_time", "__order", ListStore()).add_all([batch])
+        list(SortedRuns("event_time", "__order", [batch], ListStore()).streamed())
+
+
+def test_one_run_streams_as_it_arrives_and_more_runs_start_again_merged(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(run_merge, "OUTPUT_BATCH_ROWS", 100)
+    source = partitions_as_batches(list(range(5000)), 5, 300, pa.timestamp("us", "UTC"))
+    arrived = 0
+
+    def counted() -> Iterator[pa.RecordBatch]:
+        nonlocal arrived
+        for batch in source:
+            arrived += batch.num_rows
+            yield batch
+
+    streamed = SortedRuns("event_time", "__order", counted(), ListStore()).streamed()
+    first = next(streamed)
+    assert first.num_rows == 100 and arrived == 300  # passed on before the rest arrived
+    rest = pa.Table.from_batches([first, *streamed])
+    assert rest["value"].to_pylist() == expected(list(range(5000)))
+    times = [5, 4, 3, 2, 1, 0] * 900
+    runs = SortedRuns(
+        "event_time",
+        "__order",
+        partitions_as_batches(times, 3, 500, pa.timestamp("us", "UTC")),
+        ListStore(),
+    )
+    with pytest.raises(RunsOverlap):
+        list(runs.streamed())
+    table = pa.Table.from_batches(list(runs.merged()))
+    assert runs.runs == 3 and table["value"].to_pylist() == expected(times)

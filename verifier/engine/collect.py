@@ -108,17 +108,18 @@ def merged_batches(
     second: str,
     spill_dir: str | None = None,
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
-) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
+) -> Iterator[tuple[pa.Schema, SortedRuns]]:
     """:func:`ordered_batches` of a ``df`` Spark sorted within partitions by the integer columns
-    ``first`` and ``second``: every row in the order a global sort by both gives, without
-    ``second`` (``verifier.engine.run_merge``)."""
+    ``first`` and ``second``, as :class:`~verifier.engine.run_merge.SortedRuns` that give every
+    row in the order a global sort by both gives, without ``second``."""
     with (
         ordered_batches(df, spill_dir, memory_budget) as (schema, batches),
         _spool(spill_dir, memory_budget) as spool,
     ):
-        runs = SortedRuns(first, second, spool)
-        runs.add_all(batches)
-        yield schema.remove(schema.get_field_index(second)), runs.merged()
+        yield (
+            schema.remove(schema.get_field_index(second)),
+            SortedRuns(first, second, batches, spool),
+        )
 
 
 @contextmanager

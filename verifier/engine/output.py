@@ -10,6 +10,7 @@ whole for its physical hash. Column order of a slice: ``offset, op, system_time`
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -28,6 +29,7 @@ from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
 from verifier.engine.collect import merged_batches, ordered_batches
 from verifier.engine.columns import Vocab
+from verifier.engine.run_merge import RunsOverlap
 from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
@@ -123,21 +125,22 @@ def write_slice(
     With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
     here (:func:`verifier.engine.collect.merged_batches`); the second key is not written.
     """
-    collected = (
-        ordered_batches(df, spill_dir=spill_dir)
-        if merge_keys is None
-        else merged_batches(df, *merge_keys, spill_dir=spill_dir)
+    write = functools.partial(
+        write_batches,
+        vocab=vocab,
+        start_offset=start_offset,
+        system_time=system_time,
+        out_path=out_path,
+        required=required,
     )
-    with collected as (result_schema, batches):
-        return write_batches(
-            result_schema,
-            batches,
-            vocab=vocab,
-            start_offset=start_offset,
-            system_time=system_time,
-            out_path=out_path,
-            required=required,
-        )
+    if merge_keys is not None:
+        with merged_batches(df, *merge_keys, spill_dir=spill_dir) as (result_schema, runs):
+            try:
+                return write(result_schema, runs.streamed())
+            except RunsOverlap:
+                return write(result_schema, runs.merged())
+    with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
+        return write(result_schema, batches)
 
 
 def write_batches(

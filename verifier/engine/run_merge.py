@@ -4,9 +4,12 @@ Why: an ingest orders its records by event time, then input position. Sorted by 
 global sort: a sampling pass over the input, a shuffle of every record and the sort, about twice
 the cost of the rest of the ingest. Instead Spark sorts each partition on its own (no shuffle)
 and the driver merges them here: partitions arrive in partition order, each a sorted run, and
-consecutive partitions often continue one another (data appended in time order), so most inputs
-are one run and pass straight through. Several runs are merged by windows of a bounded number of
-rows, from the spool the batches were kept in (``verifier.engine.collect``).
+consecutive partitions often continue one another (data appended in time order). Such a result
+is one run: :meth:`SortedRuns.streamed` passes its batches on as they arrive, so the slice is
+written and hashed while Spark still reads. At the first row that goes before its predecessor it
+raises :class:`RunsOverlap` (the caller starts again) and :meth:`SortedRuns.merged` merges the
+runs by windows of a bounded number of rows, from the spool every batch was kept in
+(``verifier.engine.collect``).
 
 The keys are integers without nulls (a timestamp's or date's value, a row position), compared as
 Spark's ascending sort compares them; together they are unique, so the order is total and the
@@ -40,6 +43,11 @@ class BatchStore(Protocol):
         """The batch kept as ``index``; each is asked for once."""
 
 
+class RunsOverlap(Exception):
+    """The result is more than one sorted run: what :meth:`SortedRuns.streamed` gave so far is
+    to be dropped, and :meth:`SortedRuns.merged` gives the result in order."""
+
+
 class RunMergeError(ValueError):
     """A key column holds nulls or a type that is not an integer, timestamp or date."""
 
@@ -71,18 +79,37 @@ class _Run:
 
 
 class SortedRuns:
-    """Collects a result's batches (each sorted by ``(first, second)``), finds where sorted runs
-    begin, and yields every row in key order, without the ``second`` key column."""
+    """A result's ``batches`` (each sorted by ``(first, second)``) in key order, without the
+    ``second`` key column: streamed while they form one run, else merged."""
 
-    def __init__(self, first: str, second: str, store: BatchStore) -> None:
+    def __init__(
+        self, first: str, second: str, batches: Iterable[pa.RecordBatch], store: BatchStore
+    ) -> None:
         self.first, self.second = first, second
+        self._source = iter(batches)
         self._store = store
         self._count = 0
         self._run_starts: list[int] = []
         self._last: tuple[int, int] | None = None
 
-    def add_all(self, batches: Iterable[pa.RecordBatch]) -> None:
-        for batch in batches:
+    def streamed(self) -> Iterator[pa.RecordBatch]:
+        """The batches as they arrive (each kept as well) while they form one run; raises
+        :class:`RunsOverlap`, once every batch is kept, where a second run begins."""
+
+        def one_run() -> Iterator[pa.RecordBatch]:
+            for batch in self._source:
+                if batch.num_rows == 0:
+                    continue
+                self._add(batch)
+                if len(self._run_starts) > 1:
+                    self._add_rest()
+                    raise RunsOverlap(f"the result is {len(self._run_starts)} or more sorted runs")
+                yield self._without_second(batch)
+
+        return _rebatched(one_run())
+
+    def _add_rest(self) -> None:
+        for batch in self._source:
             if batch.num_rows:
                 self._add(batch)
 
@@ -108,7 +135,9 @@ class SortedRuns:
         return len(self._run_starts)
 
     def merged(self) -> Iterator[pa.RecordBatch]:
-        """Every row collected, in key order, in batches of :data:`OUTPUT_BATCH_ROWS`."""
+        """Every row, in key order, in batches of :data:`OUTPUT_BATCH_ROWS` (after keeping the
+        batches :meth:`streamed` did not reach)."""
+        self._add_rest()
         bounds = [*self._run_starts, self._count]
         runs = [_Run(start, end) for start, end in zip(bounds, bounds[1:], strict=False)]
         if len(runs) <= 1:
