@@ -76,3 +76,42 @@ def test_system_column_clash_is_rejected(spark, tmp_path: Path) -> None:
             system_time=SYSTEM_TIME,
             out_path=tmp_path / "x.parquet",
         )
+
+
+@pytest.mark.parametrize(
+    "event_time",
+    [
+        "timestamp_micros((id * 7919 % 1000) * 1000000)",  # partitions overlap: runs merged
+        "timestamp_micros(id * 1000)",  # partitions continue one another: one run, streamed
+    ],
+)
+def test_partitions_sorted_alone_and_merged_equal_a_global_sort(
+    spark, tmp_path: Path, event_time: str
+) -> None:
+    df = spark.sql(
+        f"SELECT 0 AS op, {event_time} AS event_time, id AS v, "
+        "monotonically_increasing_id() AS __order FROM range(0, 30000, 1, 4)"
+    )
+    written = {}
+    for name, ordered, merge_keys in [
+        ("global", df.orderBy("event_time", "__order").drop("__order"), None),
+        (
+            "merged",
+            df.sortWithinPartitions("event_time", "__order"),
+            ("event_time", "__order"),
+        ),
+    ]:
+        schema, written[name] = write_slice(
+            ordered,
+            vocab=Vocab(),
+            start_offset=0,
+            system_time=SYSTEM_TIME,
+            out_path=tmp_path / f"{name}.parquet",
+            merge_keys=merge_keys,
+        )
+        assert "__order" not in schema.names
+    merged, global_ = written["merged"], written["global"]
+    assert merged is not None and global_ is not None
+    assert pq.read_table(merged.path) == pq.read_table(global_.path)
+    assert merged.logical_hash == global_.logical_hash
+    assert merged.num_records == 30000
