@@ -175,13 +175,19 @@ async def test_block_naming_a_missing_object_is_refused(tmp_path: Path) -> None:
     assert len(os.listdir(tmp_path / "blocks")) == 2
 
 
-async def test_corrupt_and_missing_blocks_are_reported(tmp_path: Path) -> None:
-    dataset = await new_dataset(tmp_path)
+async def seed_and_infos(root: Path, infos: int) -> Dataset:
+    """A dataset at ``root``: its ``Seed`` and ``infos`` ``SetInfo`` blocks."""
+    dataset = await new_dataset(root)
     head = await dataset.chain.head()
-    for n in range(3):
+    for n in range(infos):
         head = (
             await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)
         ).new_head
+    return dataset
+
+
+async def test_corrupt_and_missing_blocks_are_reported(tmp_path: Path) -> None:
+    dataset = await seed_and_infos(tmp_path, 3)
     blocks = [h async for h, _ in dataset.chain.iter_blocks()]
     victim = tmp_path / "blocks" / object_name(blocks[2])
     original = victim.read_bytes()
@@ -197,12 +203,7 @@ async def test_corrupt_and_missing_blocks_are_reported(tmp_path: Path) -> None:
 async def test_the_walk_on_disk_reads_what_the_chain_reads_with_the_same_checks(
     tmp_path: Path,
 ) -> None:
-    dataset = await new_dataset(tmp_path)
-    head = await dataset.chain.head()
-    for n in range(3):
-        head = (
-            await dataset.commit_event(SetInfo(description=str(n)), expected_head=head)
-        ).new_head
+    dataset = await seed_and_infos(tmp_path, 3)
     layout = DatasetLayout(tmp_path)
     walked = list(iter_blocks_on_disk(layout))
     assert walked == [item async for item in dataset.chain.iter_blocks()]
