@@ -11,21 +11,23 @@ whole for its physical hash. Column order of a slice: ``offset, op, system_time`
 from __future__ import annotations
 
 import functools
+import hashlib
+import io
 import os
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from protocol.hashing import FileDigest, physical_hash_file
-from protocol.identity import Multihash
+from protocol.hashing import FileDigest
+from protocol.identity import Multicodec, Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
 from verifier.engine.collect import merged_batches, ordered_batches
 from verifier.engine.columns import Vocab
@@ -190,7 +192,7 @@ def _write(
             hashing.submit(_hash_all, digest, pending)
             writer.write(pa.Table.from_batches(pending, schema))
         hashing.wait()
-        writer.finish()
+        physical_hash = writer.finish()
     return WrittenSlice(
         path=out_path,
         num_records=next_offset - start_offset,
@@ -198,7 +200,7 @@ def _write(
         offset_start=start_offset,
         offset_end=next_offset - 1,
         logical_hash=digest.finalize(),
-        physical_hash=physical_hash_file(out_path),
+        physical_hash=physical_hash,
         max_event_time=max_event_time,
     )
 
@@ -238,11 +240,13 @@ class _InTurn:
 
 class _RowGroupWriter:
     """Writes row groups in turn on a thread of its own (:class:`_InTurn`) while the caller
-    converts and hashes the next batches. Opens the file on the first write."""
+    converts and hashes the next batches, hashing the file's bytes as they are written (so the
+    physical hash costs no second read). Opens the file on the first write."""
 
     def __init__(self, path: Path, schema: pa.Schema) -> None:
         self._path = path
         self._schema = schema
+        self._sink: _HashedFile | None = None
         self._writer: pq.ParquetWriter | None = None
         self._turns = _InTurn("odfd-slice-writer")
 
@@ -252,29 +256,73 @@ class _RowGroupWriter:
     def write(self, table: pa.Table) -> None:
         self._turns.submit(self._write, table)
 
-    def finish(self) -> None:
-        """Waits for the last row group and closes the file (raising what the writes raised)."""
+    def finish(self) -> Multihash:
+        """Waits for the last row group and closes the file (raising what the writes raised);
+        the file's physical hash."""
         self._turns.wait()
-        if self._writer is None:
-            self._writer = open_slice_writer(self._path, self._schema)
-        self._writer.close()
-        self._writer = None
+        writer, sink = self._open()
+        writer.close()
+        sink.close()
+        self._writer = self._sink = None
+        return sink.physical_hash()
 
     def __exit__(self, *exc: object) -> None:
         self._turns.__exit__(*exc)
         if self._writer is not None:
             self._writer.close()
+        if self._sink is not None:
+            self._sink.close()
 
     def _write(self, table: pa.Table) -> None:
-        if self._writer is None:
-            self._writer = open_slice_writer(self._path, self._schema)
-        self._writer.write_table(table)
+        self._open()[0].write_table(table)
+
+    def _open(self) -> tuple[pq.ParquetWriter, _HashedFile]:
+        if self._writer is None or self._sink is None:
+            self._path.parent.mkdir(parents=True, exist_ok=True)
+            self._sink = _HashedFile(self._path)
+            self._writer = open_slice_writer(self._sink, self._schema)
+        return self._writer, self._sink
 
 
-def open_slice_writer(path: Path, schema: pa.Schema) -> pq.ParquetWriter:
-    path.parent.mkdir(parents=True, exist_ok=True)
+class _HashedFile(io.RawIOBase):
+    """A file being written whose bytes are SHA3-256 hashed on their way to it."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self._file = open(path, "wb")
+        self._hasher = hashlib.sha3_256()
+        self._position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        view = memoryview(data).cast("B")
+        self._hasher.update(view)
+        self._file.write(view)
+        self._position += len(view)
+        return len(view)
+
+    def tell(self) -> int:
+        return self._position
+
+    def flush(self) -> None:
+        self._file.flush()
+
+    def close(self) -> None:
+        super().close()  # flushes first
+        self._file.close()
+
+    def physical_hash(self) -> Multihash:
+        return Multihash(Multicodec.SHA3_256, self._hasher.digest())
+
+
+def open_slice_writer(where: Path | io.RawIOBase, schema: pa.Schema) -> pq.ParquetWriter:
+    """A slice's Parquet writer, at a path (its folder made) or into an open file."""
+    if isinstance(where, Path):
+        where.parent.mkdir(parents=True, exist_ok=True)
     return pq.ParquetWriter(
-        str(path),
+        str(where) if isinstance(where, Path) else where,
         schema,
         compression="snappy",
         data_page_version="1.0",
