@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
+    from odfd.config import NodeConfig
     from storage.catalog.sync_reader import SyncCatalogReader
     from storage.layout import WorkspaceLayout
     from storage.workspace import Workspace
@@ -58,17 +59,15 @@ def run_in_workspace(
 
 def read_in_workspace(
     args: argparse.Namespace,
-    read: Callable[[SyncCatalogReader, WorkspaceLayout], T],
-    *,
-    datasets_on_disk: bool = False,
+    read: Callable[[SyncCatalogReader, WorkspaceLayout, NodeConfig], T | None],
 ) -> T | None:
-    """``read`` on a synchronous reader of the workspace's catalog (and its layout), after the
-    checks ``run_in_workspace`` makes (the workspace exists, dead processes' staging is swept,
-    ``config.toml`` is valid), without an event loop: a command that only reads starts in half the
-    time. ``None`` when the command must use ``run_in_workspace``: the catalog needs it (a schema
-    to migrate, a file SQLite cannot read: it reports that), or ``datasets_on_disk`` asks for
-    dataset folders on this machine and ``[storage] url`` keeps them in a bucket. Nothing has been
-    written then."""
+    """``read`` on a synchronous reader of the workspace's catalog (with its layout and
+    configuration), after the checks ``run_in_workspace`` makes (the workspace exists, dead
+    processes' staging is swept, ``config.toml`` is valid), without an event loop: a command that
+    only reads starts in half the time. ``None`` when the command must use ``run_in_workspace``:
+    the catalog needs it (a schema to migrate, a file SQLite cannot read: it reports that), or
+    ``read`` answers ``None`` (what it needs is elsewhere: a bucket, a running daemon). Nothing has
+    been written then."""
     import sqlite3
 
     from odfd.config import load_config
@@ -83,9 +82,7 @@ def read_in_workspace(
     with reader:
         sweep_staging(layout.staging_dir)
         config = load_config(layout.config_path)
-        if datasets_on_disk and config.storage.url:
-            return None
         try:
-            return read(reader, layout)
+            return read(reader, layout, config)
         except sqlite3.Error:
             return None

@@ -3,7 +3,7 @@
 ``logical_hash`` / ``RecordsDigest`` / ``logical_hash_parquet`` compute ``DataSlice.logicalHash``
 (multicodec ``arrow0-sha3-256``; ``FileDigest`` while writing a file, ``exact_batches`` when
 reading one, in the reference's batches); ``physical_hash_file`` / ``physical_hash_bytes`` compute
-``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``).
+``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``; ``PhysicalHasher`` while writing).
 """
 
 from protocol.hashing.errors import (
@@ -12,7 +12,7 @@ from protocol.hashing.errors import (
     SchemaMismatchError,
     UnsupportedDataTypeError,
 )
-from protocol.hashing.physical import physical_hash_bytes, physical_hash_file
+from protocol.hashing.physical import PhysicalHasher, physical_hash_bytes, physical_hash_file
 from protocol.hashing.records_digest import (
     PARQUET_BATCH_ROWS,
     FileDigest,
@@ -27,6 +27,7 @@ __all__ = [
     "DataFileError",
     "FileDigest",
     "HashingError",
+    "PhysicalHasher",
     "RecordsDigest",
     "SchemaMismatchError",
     "UnsupportedDataTypeError",

@@ -12,6 +12,19 @@ _CHUNK_SIZE = 1 << 20
 """Read size for streaming a file: large enough that per-read overhead is negligible."""
 
 
+class PhysicalHasher:
+    """The physical hash of bytes fed in order: a file's while it is written or read."""
+
+    def __init__(self) -> None:
+        self._hasher = hashlib.sha3_256()
+
+    def update(self, data: bytes | bytearray | memoryview) -> None:
+        self._hasher.update(data)
+
+    def multihash(self) -> Multihash:
+        return Multihash(Multicodec.SHA3_256, self._hasher.digest())
+
+
 def physical_hash_bytes(data: bytes | bytearray | memoryview) -> Multihash:
     """The SHA3-256 multihash of ``data``."""
     return Multihash(Multicodec.SHA3_256, hashlib.sha3_256(data).digest())
@@ -19,7 +32,7 @@ def physical_hash_bytes(data: bytes | bytearray | memoryview) -> Multihash:
 
 def physical_hash_file(path: str | os.PathLike[str]) -> Multihash:
     """The SHA3-256 multihash of a file's bytes, read in fixed-size chunks (bounded memory)."""
-    hasher = hashlib.sha3_256()
+    hasher = PhysicalHasher()
     buffer = bytearray(_CHUNK_SIZE)
     view = memoryview(buffer)
     try:
@@ -28,4 +41,4 @@ def physical_hash_file(path: str | os.PathLike[str]) -> Multihash:
                 hasher.update(view[:count])
     except OSError as error:
         raise DataFileError(f"cannot read {os.fspath(path)}: {error.strerror or error}") from error
-    return Multihash(Multicodec.SHA3_256, hasher.digest())
+    return hasher.multihash()

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
@@ -59,3 +59,8 @@ def audit_record(row: Sequence[Any], report: str | None = None) -> AuditRecord:
 
 LATEST_AUDITS_QUERY = f"SELECT {AUDIT_COLUMNS} FROM audits WHERE id IN (SELECT max(id) FROM audits GROUP BY dataset_id)"
 """Each dataset's newest audit."""
+
+
+def latest_audits(rows: Iterable[Sequence[Any]]) -> dict[DatasetId, AuditRecord]:
+    """Each dataset's newest audit, from :data:`LATEST_AUDITS_QUERY`'s rows."""
+    return {record.dataset_id: record for record in map(audit_record, rows)}

@@ -15,6 +15,7 @@ from storage.catalog.audit_records import (
     AuditRecord,
     Scope,
     audit_record,
+    latest_audits,
 )
 from storage.catalog.catalog import Catalog
 from storage.catalog.columns import from_text, hash_to_text, to_text
@@ -63,8 +64,7 @@ class AuditTable:
 
     async def latest_all(self) -> dict[DatasetId, AuditRecord]:
         """Each dataset's newest audit."""
-        rows = await self._sql.fetchall(LATEST_AUDITS_QUERY)
-        return {record.dataset_id: record for record in map(audit_record, rows)}
+        return latest_audits(await self._sql.fetchall(LATEST_AUDITS_QUERY))
 
     async def count_failing(self) -> int:
         """Datasets whose newest audit failed (``AuditRecord.failing``), counted in SQL."""

@@ -6,7 +6,7 @@ daemon starts without them)."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from types import MappingProxyType
@@ -145,3 +145,8 @@ LATEST_ATTEMPTS_QUERY = (
     " WHERE id IN (SELECT max(id) FROM sync_attempts GROUP BY mirror)"
 )
 """Each mirror's newest attempt."""
+
+
+def latest_attempts(rows: Iterable[Sequence[Any]]) -> dict[str, SyncAttempt]:
+    """Each mirror's newest attempt, by mirror name, from :data:`LATEST_ATTEMPTS_QUERY`'s rows."""
+    return {attempt.mirror: attempt for attempt in map(sync_attempt, rows)}

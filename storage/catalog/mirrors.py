@@ -27,6 +27,7 @@ from storage.catalog.mirror_records import (
     MirrorRecord,
     SyncAttempt,
     TargetState,
+    latest_attempts,
     mirror_record,
     sync_attempt,
 )
@@ -231,8 +232,7 @@ class MirrorTable:
 
     async def latest_attempts(self) -> dict[str, SyncAttempt]:
         """Each mirror's newest attempt, by mirror name."""
-        rows = await self._sql.fetchall(LATEST_ATTEMPTS_QUERY)
-        return {attempt.mirror: attempt for attempt in map(sync_attempt, rows)}
+        return latest_attempts(await self._sql.fetchall(LATEST_ATTEMPTS_QUERY))
 
     async def prune_attempts(self, before: datetime) -> int:
         changes = await self._sql.execute(

@@ -5,12 +5,13 @@ is read."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from protocol.identity import DatasetId
 from storage.catalog.columns import from_text
 
 if TYPE_CHECKING:
@@ -30,7 +31,15 @@ ALL_SIGNED_HEADS_QUERY = "SELECT document, source, received_at, dataset_id FROM 
 FREEZE_BOUNDS_QUERY = "SELECT mirror, freeze_seconds FROM mirror_freeze_bounds"
 
 
-def freeze_bounds(rows: Sequence[Sequence[Any]]) -> dict[str, float]:
+def signed_heads(rows: Iterable[Sequence[Any]]) -> dict[DatasetId, SeenSignedHead]:
+    """Each dataset's signed head, from :data:`ALL_SIGNED_HEADS_QUERY`'s rows."""
+    return {
+        DatasetId.parse(row[3]): seen_signed_head(row, f"catalog signed head of {row[3]}")
+        for row in rows
+    }
+
+
+def freeze_bounds(rows: Iterable[Sequence[Any]]) -> dict[str, float]:
     """Mirror name (lower case) -> its own freeze bound in seconds, from :data:`FREEZE_BOUNDS_QUERY`."""
     return {str(row[0]).lower(): float(row[1]) for row in rows}
 

@@ -18,6 +18,7 @@ from storage.catalog.signed_head_records import (
     SeenSignedHead,
     freeze_bounds,
     seen_signed_head,
+    signed_heads,
 )
 
 
@@ -35,11 +36,7 @@ class SignedHeadTable:
         )
 
     async def all(self) -> dict[DatasetId, SeenSignedHead]:
-        rows = await self._sql.fetchall(ALL_SIGNED_HEADS_QUERY)
-        return {
-            DatasetId.parse(row[3]): seen_signed_head(row, f"catalog signed head of {row[3]}")
-            for row in rows
-        }
+        return signed_heads(await self._sql.fetchall(ALL_SIGNED_HEADS_QUERY))
 
     async def record(self, signed: SignedHead, source: str | None) -> bool:
         """Remember ``signed`` unless a newer (or equally new) one is already recorded; returns

@@ -1,7 +1,8 @@
-"""A synchronous view of the catalog for commands that only read it (``odfd list``, ``log``, ``status``): plain
-sqlite3 running the queries of :mod:`storage.catalog.records`, no aiosqlite and no event loop,
-which would cost such a command a third of its start-up (the server's lookups use
-:mod:`storage.catalog.reader`, which lives on the daemon's loop).
+"""A synchronous view of the catalog for commands that only read it (``odfd list``, ``log``,
+``status``): plain sqlite3 running the queries of the record modules (``storage.catalog.records``
+and its siblings), no aiosqlite and no event loop, which would cost such a command a third of its
+start-up (the server's lookups use :mod:`storage.catalog.reader`, which lives on the daemon's
+loop).
 
 It reads only a catalog already at this odfd's schema and never writes (``query_only``). Anything
 else — no file yet, an older schema that ``Catalog.open`` would migrate, a file SQLite cannot
@@ -16,15 +17,15 @@ from pathlib import Path
 
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind
-from storage.catalog.audit_records import LATEST_AUDITS_QUERY, AuditRecord, audit_record
+from storage.catalog.audit_records import LATEST_AUDITS_QUERY, AuditRecord, latest_audits
 from storage.catalog.migrations import load_migrations
 from storage.catalog.mirror_records import (
     LATEST_ATTEMPTS_QUERY,
     LIST_MIRRORS_QUERY,
     MirrorRecord,
     SyncAttempt,
+    latest_attempts,
     mirror_record,
-    sync_attempt,
 )
 from storage.catalog.records import (
     DatasetRecord,
@@ -38,7 +39,7 @@ from storage.catalog.signed_head_records import (
     FREEZE_BOUNDS_QUERY,
     SeenSignedHead,
     freeze_bounds,
-    seen_signed_head,
+    signed_heads,
 )
 
 #: How long a read waits for another process's write (as ``Catalog.open`` sets it).
@@ -66,10 +67,7 @@ class SyncCatalogReader:
         return None if row is None else dataset_record(row)
 
     def signed_heads(self) -> dict[DatasetId, SeenSignedHead]:
-        return {
-            DatasetId.parse(row[3]): seen_signed_head(row, f"catalog signed head of {row[3]}")
-            for row in self._db.execute(ALL_SIGNED_HEADS_QUERY)
-        }
+        return signed_heads(self._db.execute(ALL_SIGNED_HEADS_QUERY))
 
     def freeze_bounds(self) -> dict[str, float]:
         return freeze_bounds(self._db.execute(FREEZE_BOUNDS_QUERY).fetchall())
@@ -79,13 +77,11 @@ class SyncCatalogReader:
 
     def latest_attempts(self) -> dict[str, SyncAttempt]:
         """Each mirror's newest attempt, by mirror name."""
-        attempts = map(sync_attempt, self._db.execute(LATEST_ATTEMPTS_QUERY))
-        return {attempt.mirror: attempt for attempt in attempts}
+        return latest_attempts(self._db.execute(LATEST_ATTEMPTS_QUERY))
 
     def latest_audits(self) -> dict[DatasetId, AuditRecord]:
         """Each dataset's newest audit."""
-        audits = map(audit_record, self._db.execute(LATEST_AUDITS_QUERY))
-        return {audit.dataset_id: audit for audit in audits}
+        return latest_audits(self._db.execute(LATEST_AUDITS_QUERY))
 
     def close(self) -> None:
         self._db.close()

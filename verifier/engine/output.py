@@ -11,7 +11,6 @@ whole for its physical hash. Column order of a slice: ``offset, op, system_time`
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -26,8 +25,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from protocol.hashing import FileDigest
-from protocol.identity import Multicodec, Multihash
+from protocol.hashing import FileDigest, PhysicalHasher
+from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
 from verifier.engine.collect import merged_batches, ordered_batches
 from verifier.engine.columns import Vocab
@@ -290,7 +289,7 @@ class _HashedFile(io.RawIOBase):
     def __init__(self, path: Path) -> None:
         super().__init__()
         self._file = open(path, "wb")
-        self._hasher = hashlib.sha3_256()
+        self._hasher = PhysicalHasher()
         self._position = 0
 
     def writable(self) -> bool:
@@ -314,7 +313,7 @@ class _HashedFile(io.RawIOBase):
         self._file.close()
 
     def physical_hash(self) -> Multihash:
-        return Multihash(Multicodec.SHA3_256, self._hasher.digest())
+        return self._hasher.multihash()
 
 
 def open_slice_writer(where: Path | io.RawIOBase, schema: pa.Schema) -> pq.ParquetWriter:

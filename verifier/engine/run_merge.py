@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Protocol
 
 import numpy as np
@@ -122,7 +123,7 @@ class SortedRuns:
             (first[1:] < first[:-1]) | ((first[1:] == first[:-1]) & (second[1:] < second[:-1]))
         )
         cuts = [0, *(descents + 1).tolist(), batch.num_rows]
-        for begin, end in zip(cuts, cuts[1:], strict=False):
+        for begin, end in pairwise(cuts):
             head = (int(first[begin]), int(second[begin]))
             if self._last is None or head < self._last:
                 self._run_starts.append(self._count)
@@ -139,7 +140,7 @@ class SortedRuns:
         batches :meth:`streamed` did not reach)."""
         self._add_rest()
         bounds = [*self._run_starts, self._count]
-        runs = [_Run(start, end) for start, end in zip(bounds, bounds[1:], strict=False)]
+        runs = [_Run(start, end) for start, end in pairwise(bounds)]
         if len(runs) <= 1:
             batches = (self._store.get(i) for i in range(self._count))
             yield from _rebatched(self._without_second(b) for b in batches)

@@ -44,7 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     if not args.wide:  # the catalog alone: read without an event loop
-        records = read_in_workspace(args, lambda catalog, _: catalog.list_datasets())
+        records = read_in_workspace(args, lambda catalog, _, __: catalog.list_datasets())
         if records is not None:
             _write(args, [_row(record) for record in records])
             return 0

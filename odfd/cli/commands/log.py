@@ -84,10 +84,11 @@ def kind_name_of(event_type: type) -> str:
 def _log(args: argparse.Namespace) -> int:
     located = read_in_workspace(
         args,
-        lambda catalog, layout: (catalog.find_dataset(args.dataset), layout),
-        datasets_on_disk=True,
+        lambda catalog, layout, config: (
+            None if config.storage.url else (catalog.find_dataset(args.dataset), layout)
+        ),
     )
-    if located is not None:  # the dataset's folder, read without an event loop
+    if located is not None:  # the dataset's folder on this machine, read without an event loop
         record, layout = located
         if record is None:
             raise DatasetNotFoundError(

@@ -8,11 +8,11 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
-from odfd.config import load_config
 from odfd.daemon.admin_client import AdminClient, socket_path
 from odfd.daemon.status import build_status, compose_status, read_status_rows_now, render_status
 
 if TYPE_CHECKING:
+    from odfd.config import NodeConfig
     from storage.catalog.sync_reader import SyncCatalogReader
     from storage.layout import WorkspaceLayout
     from storage.workspace import Workspace
@@ -33,8 +33,10 @@ def _status(args: argparse.Namespace) -> int:
 
         async def run(workspace: Workspace) -> int:
             client = await AdminClient.connect(workspace.layout)
-            found = await client.request("GET", "/status") if client else None
-            _print(args, found if found is not None else await build_status(workspace))
+            _print(
+                args,
+                await client.request("GET", "/status") if client else await build_status(workspace),
+            )
             return 0
 
         return run_in_workspace(args, run)
@@ -42,9 +44,10 @@ def _status(args: argparse.Namespace) -> int:
     return 0
 
 
-def _without_daemon(catalog: SyncCatalogReader, layout: WorkspaceLayout) -> dict[str, Any] | None:
+def _without_daemon(
+    catalog: SyncCatalogReader, layout: WorkspaceLayout, config: NodeConfig
+) -> dict[str, Any] | None:
     """The status read without an event loop, unless a daemon's socket is there to ask."""
-    config = load_config(layout.config_path)
     if socket_path(layout, config.daemon.admin_socket).exists():
         return None
     return compose_status(read_status_rows_now(catalog), config.sync.freeze_after)
