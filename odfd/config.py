@@ -12,9 +12,11 @@ a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
+import secrets
 import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -23,15 +25,14 @@ from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
-from odfd.server.config import ServerConfig
-from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
+from storage.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
 
 if TYPE_CHECKING:
-    from protocol.identity import DatasetAliasPattern
+    from protocol.identity import DatasetAlias, DatasetAliasPattern
 
 ENV_PREFIX = "ODFD_"
 
@@ -84,6 +85,54 @@ def format_duration(seconds: float) -> str:
 
 
 # --- sections -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """``[server]``: the node's HTTP server (``odfd serve``, the daemon)::
+
+    [server]
+    address = "127.0.0.1"
+    port = 8080
+    push_tokens = ["…"]          # bearer tokens allowed to push; none: pushes refused
+    url_signing_key = "…"        # hex; HMAC key of signed object URLs (default: random per start)
+    url_ttl_seconds = 900        # how long a signed object URL stays valid
+    base_url = "https://…/"      # the public URL of this server, if behind a proxy
+    private = ["internal.%"]     # alias patterns of datasets served only to a read or admin token
+    read_tokens = ["…"]          # bearer tokens that may read private datasets
+    admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
+    """
+
+    address: str = "127.0.0.1"
+    port: int = 8080
+    push_tokens: frozenset[str] = frozenset()
+    url_signing_key: bytes = field(default_factory=lambda: secrets.token_bytes(32))
+    url_ttl_seconds: int = 900
+    base_url: str | None = None
+    private: tuple[DatasetAliasPattern, ...] = ()
+    read_tokens: frozenset[str] = frozenset()
+    admin_tokens: frozenset[str] = frozenset()
+
+    def is_private(self, alias: str) -> bool:
+        if not self.private:
+            return False
+        parsed = _alias(alias)
+        return any(pattern.matches(parsed) for pattern in self.private)
+
+    def may_read_private(self, token: str | None) -> bool:
+        """Read and admin tokens see private datasets."""
+        return token is not None and (token in self.read_tokens or token in self.admin_tokens)
+
+    def is_admin(self, token: str | None) -> bool:
+        return token is not None and token in self.admin_tokens
+
+
+@functools.lru_cache(maxsize=65536)
+def _alias(text: str) -> DatasetAlias:
+    """Parsed once: listings check every dataset against the private patterns."""
+    from protocol.identity import DatasetAlias
+
+    return DatasetAlias.parse(text)
 
 
 @dataclass(frozen=True, slots=True)

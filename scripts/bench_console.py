@@ -28,12 +28,12 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from odfd.config import ServerConfig
 from odfd.console.api import CONSOLE_KEY
 from odfd.server.app import running
-from odfd.server.config import ServerConfig
 from protocol.codec.yaml import load_snapshot
 from storage.workspace import Workspace
-from tests.console.pipelines import derivative
+from tests.console.pipelines import console_of, derivative
 from tests.replication.datagen import create_root
 
 TARGET_MS = 200.0
@@ -73,7 +73,10 @@ async def _time(http: aiohttp.ClientSession, url: str) -> float:
 
 async def _measure(root: Path, repeat: int, sample_root: str, sample_derived: str) -> None:
     config = ServerConfig(address="127.0.0.1", port=0)
-    async with await Workspace.open(root) as workspace, running(workspace, config) as server:
+    async with (
+        await Workspace.open(root) as workspace,
+        running(workspace, config, mounts=[console_of(workspace)]) as server,
+    ):
         base = server.url
         pages = {
             "listing GET / (baseline)": "",

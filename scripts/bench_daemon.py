@@ -158,7 +158,7 @@ async def _probe_for(url: str, seconds: float) -> list[float]:
 
 
 async def _admin_and_metrics(root: Path, server_url: str) -> str:
-    client = await AdminClient.require(WorkspaceLayout(root))
+    client = await AdminClient.require(WorkspaceLayout(root), None)
     started = time.perf_counter()
     await client.request("GET", "/status")
     status_ms = (time.perf_counter() - started) * 1000

@@ -33,8 +33,8 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from odfd.config import ServerConfig
 from odfd.server.app import create_app
-from odfd.server.config import ServerConfig
 from odfd.sync.data_checks import read_slice_facts
 from odfd.sync.pull import PullOptions, pull
 from storage.workspace import Workspace

@@ -16,8 +16,8 @@ import sys
 import warnings
 from collections.abc import Callable, Sequence
 
+from odfd.app.failures import describe_os_error
 from odfd.cli import console, global_options
-from odfd.cli.failures import describe_os_error
 from odfd.cli.forwarding import DAEMON_COMMANDS
 from odfd.cli.workspace_args import add_root_argument
 from protocol.errors import OdfError

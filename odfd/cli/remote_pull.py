@@ -12,12 +12,13 @@ import sys
 from typing import TYPE_CHECKING
 
 from odfd.cli import console
-from odfd.config import load_config, parse_duration
+from odfd.config import parse_duration
 from odfd.sync.errors import SyncError
 from odfd.sync.remote_url import looks_like_url
 from storage.workspace import Workspace
 
 if TYPE_CHECKING:
+    from odfd.app.node import Node
     from odfd.sync.pull import PullOptions
 
 TOKEN_ENV = "ODFD_TOKEN"
@@ -91,12 +92,12 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
+def pull_options(node: Node, args: argparse.Namespace) -> PullOptions:
     """The options of ``args``, time-outs defaulting to the workspace's ``[sync]`` settings."""
     from odfd.sync.pull import PullOptions
 
-    sync = load_config(workspace.layout.config_path).sync
-    limits = sync.limits()
+    transport = node.transport
+    limits = transport.limits
     changes = {
         "connect": args.connect_timeout,
         "first_byte": args.first_byte_timeout,
@@ -111,7 +112,9 @@ def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
         token=args.token,
         protocol=args.protocol,
         limits=limits,
-        operation_timeout=args.timeout if args.timeout is not None else sync.pull_timeout(),
+        operation_timeout=args.timeout if args.timeout is not None else transport.operation_timeout,
+        ipfs=transport.ipfs,
+        s3=transport.s3,
         allow_unsigned=args.allow_unsigned,
     )
 
@@ -132,12 +135,13 @@ async def has_remote(workspace: Workspace, ref: str) -> bool:
     return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
 
 
-async def run(workspace: Workspace, args: argparse.Namespace) -> int:
+async def run(node: Node, args: argparse.Namespace) -> int:
     from odfd.sync.progress import Progress
     from odfd.sync.pull import pull, pull_from_remotes
     from storage.orphans import recover_orphans
 
-    options = pull_options(workspace, args)
+    workspace = node.workspace
+    options = pull_options(node, args)
     for action in await recover_orphans(workspace):
         console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:

@@ -222,9 +222,9 @@ def _socket_path(root: Path) -> Path:
 
 
 def _configured_socket(config_path: Path) -> str | None:
-    from odfd.config import load_config
+    from odfd.app.node import read_config
 
-    return load_config(config_path).daemon.admin_socket
+    return read_config(config_path).daemon.admin_socket
 
 
 def _connection(path: Path) -> _UnixConnection:

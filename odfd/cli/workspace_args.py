@@ -1,4 +1,4 @@
-"""The ``--root`` option every workspace command takes, and running a command in a workspace.
+"""The ``--root`` option every workspace command takes, and building the command's node from it.
 
 Imported by every command module when the parser is built, so it imports nothing heavy itself.
 """
@@ -11,10 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 if TYPE_CHECKING:
-    from odfd.config import NodeConfig
+    from odfd.app.node import Node, NodeView
     from storage.catalog.sync_reader import SyncCatalogReader
-    from storage.layout import WorkspaceLayout
-    from storage.workspace import Workspace
 
 T = TypeVar("T")
 
@@ -34,43 +32,41 @@ def add_root_argument(parser: argparse.ArgumentParser, *, top_level: bool = Fals
     )
 
 
-def run_in_workspace(
+def run_in_node(
     args: argparse.Namespace,
-    command: Callable[[Workspace], Awaitable[int]],
+    command: Callable[[Node], Awaitable[T]],
     *,
     check_storage: bool = True,
-) -> int:
-    """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
-    one), check its ``config.toml`` (every command refuses a broken one, not only those that read
-    the setting in question) and, with ``check_storage``, that its dataset storage (a bucket)
-    can be used, run ``command`` in it, close it."""
-    from odfd.config import load_config
-    from odfd.node_storage import open_workspace
+) -> T:
+    """Build the node of the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest
+    enclosing one): its ``config.toml`` is parsed (every command refuses a broken one, not only
+    those that read the setting in question) and, with ``check_storage``, its dataset storage (a
+    bucket) checked usable; run ``command`` on it, close it."""
+    from odfd.app.node import open_node
 
-    async def run() -> int:
-        async with await open_workspace(args.root, check=check_storage) as workspace:
-            load_config(workspace.layout.config_path)
-            return await command(workspace)
+    async def run() -> T:
+        async with await open_node(args.root, check_storage=check_storage) as node:
+            return await command(node)
 
     import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())
 
 
-def read_in_workspace(
+def read_in_node(
     args: argparse.Namespace,
-    read: Callable[[SyncCatalogReader, WorkspaceLayout, NodeConfig], T | None],
+    read: Callable[[SyncCatalogReader, NodeView], T | None],
 ) -> T | None:
-    """``read`` on a synchronous reader of the workspace's catalog (with its layout and
-    configuration), after the checks ``run_in_workspace`` makes (the workspace exists, dead
+    """``read`` on a synchronous reader of the workspace's catalog (with the node's layout and
+    configuration), after the checks ``run_in_node`` makes (the workspace exists, dead
     processes' staging is swept, ``config.toml`` is valid), without an event loop: a command that
-    only reads starts in half the time. ``None`` when the command must use ``run_in_workspace``:
+    only reads starts in half the time. ``None`` when the command must use ``run_in_node``:
     the catalog needs it (a schema to migrate, a file SQLite cannot read: it reports that), or
     ``read`` answers ``None`` (what it needs is elsewhere: a bucket, a running daemon). Nothing has
     been written then."""
     import sqlite3
 
-    from odfd.config import load_config
+    from odfd.app.node import view_node
     from storage.catalog.sync_reader import open_sync_reader
     from storage.layout import existing_layout
     from storage.scratch import sweep_staging
@@ -81,8 +77,8 @@ def read_in_workspace(
         return None
     with reader:
         sweep_staging(layout.staging_dir)
-        config = load_config(layout.config_path)
+        node = view_node(args.root)
         try:
-            return read(reader, layout, config)
+            return read(reader, node)
         except sqlite3.Error:
             return None

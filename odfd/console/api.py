@@ -95,6 +95,11 @@ def _first_conversion() -> None:
     pa.array([0], pa.timestamp("ms", tz="UTC")).to_pylist()
 
 
+def console_mount(backend: NodeBackend) -> Callable[[web.Application], None]:
+    """Mounts the console for ``backend`` on a server's app (``odfd.server.app.create_app``)."""
+    return lambda app: add_console(app, backend)
+
+
 def add_console(app: web.Application, backend: NodeBackend) -> None:
     console = Console(backend)
     app[CONSOLE_KEY] = console
@@ -408,7 +413,7 @@ async def _sql(request: web.Request) -> web.Response:
     refused = _check_same_origin(request)
     if refused is not None:
         return refused
-    if not state.config.may_read_private(request):
+    if not state.reads_private(request):
         return _error(401, "the SQL box needs a read or admin token ([server] read_tokens)")
     query = (await _body(request)).get("query")
     if not isinstance(query, str) or not query.strip():
@@ -429,7 +434,7 @@ async def _provenance(request: web.Request) -> web.Response:
     from odfd.console.provenance import row_provenance
 
     state, _ = _parts(request)
-    if not state.config.may_read_private(request):
+    if not state.reads_private(request):
         return _error(401, "provenance needs a read or admin token ([server] read_tokens)")
     record = await _record(request)
     if "offset" not in request.query:
@@ -447,7 +452,7 @@ async def _action(request: web.Request, run: Any) -> web.Response:
     refused = _check_same_origin(request)
     if refused is not None:
         return refused
-    if not state.config.is_admin(request):
+    if not state.is_admin(request):
         return _error(401, "this action needs an admin token ([server] admin_tokens)")
     try:
         return _json(await run())

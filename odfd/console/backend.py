@@ -1,12 +1,13 @@
 """What the console asks of the process serving it. Under ``odfd serve`` and ``odfd ui`` only the
-workspace is there (what the catalog knows, no actions); a daemon adds its live queues and
-schedule, metrics and the actions (``odfd.daemon.console``). Both sit behind ``NodeBackend``."""
+node is there (what its catalog knows, no actions); a daemon adds its live queues and schedule,
+metrics and the actions (``odfd.daemon.console_backend``). Both sit behind ``NodeBackend``."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, Protocol
 
+from odfd.config import NodeConfig
 from odfd.errors import OdfdError
 from storage.workspace import Workspace
 
@@ -16,7 +17,13 @@ class ActionUnavailableError(OdfdError):
 
 
 class NodeBackend(Protocol):
-    workspace: Workspace
+    @property
+    def workspace(self) -> Workspace: ...
+
+    @property
+    def config(self) -> NodeConfig:
+        """The node's configuration as the process serving the console loaded it."""
+        ...
 
     def runtime(self) -> dict[str, Any] | None:
         """The daemon's part of ``odfd status`` (queues, pid), ``None`` without a daemon."""
@@ -40,10 +47,19 @@ class NodeBackend(Protocol):
 
 
 class WorkspaceBackend:
-    """A workspace with no daemon."""
+    """A node with no daemon."""
 
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
+    def __init__(self, workspace: Workspace, config: NodeConfig) -> None:
+        self._workspace = workspace
+        self._config = config
+
+    @property
+    def workspace(self) -> Workspace:
+        return self._workspace
+
+    @property
+    def config(self) -> NodeConfig:
+        return self._config
 
     def runtime(self) -> dict[str, Any] | None:
         return None

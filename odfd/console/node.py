@@ -10,7 +10,6 @@ from typing import Any
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
-from odfd.config import load_config
 from odfd.console.backend import NodeBackend
 from odfd.console.view import CatalogView
 from odfd.server.state import ServerState
@@ -26,7 +25,7 @@ async def node_info(
 ) -> dict[str, Any]:
     status = await view.status()
     visible = [r for r in await view.records() if state.visible(r, request)]
-    config = await asyncio.to_thread(load_config, state.workspace.layout.config_path)
+    config = backend.config
     served = [r.alias for r in visible if r.id not in state.withheld]
     return {
         "workspace": str(state.workspace.root),
@@ -46,8 +45,8 @@ async def node_info(
         ],
         "metrics": _metrics(backend.metrics()),
         "tokens": {
-            "read": state.config.may_read_private(request),
-            "admin": state.config.is_admin(request),
+            "read": state.reads_private(request),
+            "admin": state.is_admin(request),
         },
     }
 

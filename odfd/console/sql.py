@@ -13,11 +13,9 @@ from decimal import Decimal
 from typing import Any
 
 from odfd.cli.commands.sql import run_query
-from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.query import dataset_view
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
-from verifier.engine import session as spark_session
 
 
 def json_cell(value: Any) -> Any:
@@ -45,8 +43,6 @@ async def run_sql(
 ) -> tuple[list[str], list[list[Any]], bool, float]:
     """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
     started = time.perf_counter()
-    if not spark_session.is_running():  # a daemon configured it already
-        configure_engine(workspace.layout.config_path)
     lowered = query.lower()
     views = []
     for record in await workspace.list_datasets():

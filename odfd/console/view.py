@@ -10,8 +10,8 @@ import copy
 from datetime import datetime
 from typing import Any
 
+from odfd.app.status import build_status
 from odfd.console.backend import NodeBackend
-from odfd.daemon.status import build_status
 from storage.catalog import DatasetRecord
 
 
@@ -33,7 +33,9 @@ class CatalogView:
             return
         # Read after taking the marker: a change made meanwhile shows in the next marker.
         self._records = await self.workspace.list_datasets()
-        self._status = await build_status(self.workspace)
+        self._status = await build_status(
+            self.workspace, freeze_after=self.backend.config.sync.freeze_after
+        )
         self._marker = marker
 
     async def records(self) -> list[DatasetRecord]:

@@ -24,7 +24,6 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from odfd.config import load_config
 from verifier.engine import session
 from verifier.engine.connect_server import ServerAddress, is_listening
 from verifier.engine.settings import SparkSettings
@@ -123,11 +122,11 @@ def choose_engine(root: Path, settings: SparkSettings) -> EngineChoice:
     )
 
 
-def configure_engine(config_path: Path) -> SparkSettings:
-    """Reads ``[spark]`` from ``config_path``, picks the engine (see the module docstring) and
-    sets up the (not yet started) Spark session; returns the settings it will use."""
-    root = config_path.parent
-    choice = choose_engine(root, load_config(config_path).spark)
+def configure_engine(root: Path, settings: SparkSettings) -> SparkSettings:
+    """Picks the engine for the workspace at ``root`` from its ``[spark]`` ``settings`` (see the
+    module docstring) and sets up the (not yet started) Spark session; returns the settings it
+    will use. Called once per process, by the node (``odfd.app.node.Engines``)."""
+    choice = choose_engine(root, settings)
     session.configure(choice.settings, log_path=root / LOG_DIR / SPARK_LOG)
     return choice.settings
 

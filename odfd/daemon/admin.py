@@ -3,7 +3,7 @@ the node's user can talk to it), used by ``odfd mirror``, ``apply``, ``status`` 
 ``daemon reload|stop|audit``. ``AdminApi`` serves it for a running daemon;
 ``odfd.daemon.admin_client`` talks to it.
 
-``GET /status`` (``odfd.daemon.status``), ``GET /metrics``, ``POST /reload`` (config and mirror
+``GET /status`` (``odfd.app.status``), ``GET /metrics``, ``POST /reload`` (config and mirror
 schedule), ``POST /reconcile`` (resources, answers with each one's phase), ``POST
 /mirrors/{name}/sync`` (now), ``POST /audit/{dataset}?scope=full|integrity``, ``POST /stop``.
 """
@@ -19,11 +19,12 @@ from typing import Any, Literal, Protocol
 
 from aiohttp import web
 
+from odfd.app.status import build_status
+from odfd.config import NodeConfig
 from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import CONTENT_TYPE, DaemonMetrics
-from odfd.daemon.status import build_status
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import DatasetId, DatasetRef
@@ -53,6 +54,7 @@ class AdminTarget(Protocol):
     """What the admin API reads and drives of a running daemon (``odfd.daemon.service.Daemon``)."""
 
     workspace: Workspace
+    config: NodeConfig
     metrics: DaemonMetrics
     syncs: JobRunner
     mirrors: MirrorTable
@@ -113,7 +115,13 @@ class AdminApi:
         daemon = self.daemon
         next_runs = {str(k): v for k, v in daemon.syncs.scheduled().items()}
         withheld = {str(d) for d in daemon.withheld}
-        return await build_status(daemon.workspace, daemon.runtime(), next_runs, withheld)
+        return await build_status(
+            daemon.workspace,
+            daemon.runtime(),
+            next_runs,
+            withheld,
+            freeze_after=daemon.config.sync.freeze_after,
+        )
 
     async def metrics(self, request: web.Request) -> web.Response:
         """Also served at ``/metrics`` of the node's HTTP server when ``[metrics] enabled``."""

@@ -10,7 +10,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from odfd.config import load_config
 from odfd.errors import OdfdError
 from storage.layout import WorkspaceLayout
 
@@ -40,15 +39,16 @@ def socket_path(layout: WorkspaceLayout, configured: str | None) -> Path:
 
 
 class AdminClient:
-    """Talks to a running daemon. ``await AdminClient.connect(layout)`` gives ``None`` when no
-    daemon listens for that workspace."""
+    """Talks to a running daemon. ``await AdminClient.connect(layout, configured)`` gives
+    ``None`` when no daemon listens for that workspace (``configured``: the node's ``[daemon]
+    admin_socket``)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
 
     @classmethod
-    async def connect(cls, layout: WorkspaceLayout) -> AdminClient | None:
-        path = socket_path(layout, load_config(layout.config_path).daemon.admin_socket)
+    async def connect(cls, layout: WorkspaceLayout, configured: str | None) -> AdminClient | None:
+        path = socket_path(layout, configured)
         if not path.exists():
             return None
         import aiohttp  # only once a daemon's socket exists: `odfd status` without one skips it
@@ -61,8 +61,8 @@ class AdminClient:
         return client
 
     @classmethod
-    async def require(cls, layout: WorkspaceLayout) -> AdminClient:
-        client = await cls.connect(layout)
+    async def require(cls, layout: WorkspaceLayout, configured: str | None) -> AdminClient:
+        client = await cls.connect(layout, configured)
         if client is None:
             raise DaemonNotRunningError(
                 f"no daemon is running on {layout.root} (start one with `odfd daemon`)"

@@ -108,6 +108,8 @@ class MirrorSyncer:
                     token=self.config.sync.token_for(mirror.source),
                     limits=self.config.sync.limits(),
                     operation_timeout=self.config.sync.pull_timeout(),
+                    ipfs=self.config.ipfs.settings(),
+                    s3=self.config.s3.settings(),
                 )
                 pulled = await pull(
                     self.workspace,
@@ -170,7 +172,10 @@ class MirrorSyncer:
         if state is not None and state.head == head and state.error is None:
             return state, {"target": target, "blocks": 0, "skipped": True}
         options = PushOptions(
-            token=self.config.sync.token_for(target), parallel=self.config.sync.parallel_objects
+            token=self.config.sync.token_for(target),
+            parallel=self.config.sync.parallel_objects,
+            ipfs=self.config.ipfs.settings(),
+            s3=self.config.s3.settings(),
         )
         try:
             result = await push(self.workspace, mirror.name, target, options=options)

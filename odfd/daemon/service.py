@@ -30,7 +30,7 @@ import logging
 import os
 import signal
 import threading
-from collections.abc import Coroutine, Hashable
+from collections.abc import Callable, Coroutine, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
@@ -40,13 +40,15 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
-from odfd.config import NodeConfig, load_config
+from odfd.app.node import Node
+from odfd.config import NodeConfig
+from odfd.console.api import console_mount
 from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
-from odfd.daemon.console import DaemonBackend
+from odfd.daemon.console_backend import DaemonBackend
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.engine_server import EngineServer
@@ -60,13 +62,11 @@ from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.resources import kind_of
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.node_storage import open_workspace
 from odfd.server.app import create_app
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
-from storage.workspace import Workspace
 from verifier.engine import session as spark_session
 
 log = logging.getLogger("odfd.daemon")
@@ -86,16 +86,20 @@ class DaemonError(OdfdError):
 class Daemon:
     def __init__(
         self,
-        workspace: Workspace,
-        config: NodeConfig,
+        node: Node,
         *,
         server_overrides: dict[str, Any] | None = None,
+        reconfigure: Callable[[], Node] | None = None,
     ) -> None:
-        """``server_overrides`` (command-line ``address`` / ``port``) win over the file, also on reload."""
-        self.workspace = workspace
+        """``server_overrides`` (command-line ``address`` / ``port``) win over the file, also on
+        reload; ``reconfigure`` builds the node a reload swaps in (default: ``node.reconfigured``,
+        ``config.toml`` read again)."""
+        self.node = node
+        """The node the daemon and the commands it runs for clients work on."""
+        self.workspace = workspace = node.workspace
+        self._reconfigure = reconfigure or node.reconfigured
         self._server_overrides = server_overrides or {}
-        config = replace(config, server=replace(config.server, **self._server_overrides))
-        self.config = config
+        self.config = config = self._effective(node.config)
         self.metrics = DaemonMetrics()
         self.started_at = datetime.now(UTC)
         self.server_url: str | None = None
@@ -257,6 +261,7 @@ class Daemon:
             address = await self.engine_server.start()
             settings = replace(settings, remote=address.url)
         spark_session.configure(settings, log_path=log_path)
+        self.node.engines.adopt(settings)
         self._engine_is_remote = settings.remote is not None
 
     async def _stop_engine_server(self) -> None:
@@ -305,7 +310,9 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(self.workspace, self.config.server, console=DaemonBackend(self))
+        app = create_app(
+            self.workspace, self.config.server, mounts=[console_mount(DaemonBackend(self))]
+        )
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
@@ -334,12 +341,15 @@ class Daemon:
 
     # --- configuration --------------------------------------------------------------------------
 
+    def _effective(self, config: NodeConfig) -> NodeConfig:
+        return replace(config, server=replace(config.server, **self._server_overrides))
+
     async def reload(self) -> dict[str, Any]:
-        """Re-read ``config.toml`` (settings that need a restart are reported, not applied) and
-        the mirror list."""
+        """A node with ``config.toml`` read again, swapped in (settings that need a restart are
+        reported, not applied), and the mirror list read again."""
         try:
-            new = load_config(self.workspace.layout.config_path)
-            new = replace(new, server=replace(new.server, **self._server_overrides))
+            node = self._reconfigure()
+            new = self._effective(node.config)
         except OdfError as err:
             log.error(
                 "reload refused: the configuration is invalid; keeping the current one",
@@ -357,7 +367,7 @@ class Daemon:
                 needs_restart.append(f"sync.{key}")
         if new.audit.max_concurrent != self.config.audit.max_concurrent:
             needs_restart.append("audit.max_concurrent")
-        self.config = new
+        self.node, self.config = node, new
         self.auditor.config = new
         self.mirror_schedule.config = new
         self.reconciler.sync = new.sync
@@ -525,14 +535,16 @@ def _same_server(a: NodeConfig, b: NodeConfig) -> bool:
 
 
 async def run_daemon(
-    root: Path | None, *, port: int | None = None, address: str | None = None
+    node: Node,
+    *,
+    port: int | None = None,
+    address: str | None = None,
+    reconfigure: Callable[[], Node] | None = None,
 ) -> None:
-    """``odfd daemon``: open the workspace, check the configuration, run until stopped."""
-    async with await open_workspace(root) as workspace:
-        config = load_config(workspace.layout.config_path)
-        overrides = {
-            key: value for key, value in (("address", address), ("port", port)) if value is not None
-        }
-        configure_logging(config.log)
-        daemon = Daemon(workspace, config, server_overrides=overrides)
-        await daemon.run()
+    """``odfd daemon``: run on ``node`` until stopped."""
+    overrides = {
+        key: value for key, value in (("address", address), ("port", port)) if value is not None
+    }
+    configure_logging(node.config.log)
+    daemon = Daemon(node, server_overrides=overrides, reconfigure=reconfigure)
+    await daemon.run()

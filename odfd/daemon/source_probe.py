@@ -15,12 +15,12 @@ import aiohttp
 
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
-from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.remote import open_source
 from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
 from storage.ipfs_client import IpnsName
+from storage.ipfs_settings import IpfsSettings
 from storage.s3_settings import S3Settings
 from storage.stores.http_limits import HttpLimits
 

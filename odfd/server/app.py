@@ -1,20 +1,20 @@
 """Building and running the server: ``create_app`` for embedding (the daemon, tests) and
-``serve`` for ``odfd serve``."""
+``running`` for a server in the caller's event loop (``odfd serve``, ``odfd ui``).
+
+What else the node serves (the web console at ``/ui``) is mounted by the caller: the server
+knows the transfer protocols only, and nothing above it.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aiohttp import web
 
-from odfd.console.api import add_console
-from odfd.console.backend import NodeBackend, WorkspaceBackend
+from odfd.config import ServerConfig
 from odfd.server import signed_head, simple
-from odfd.server.config import ServerConfig
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
 from odfd.server.state import STATE_KEY, ServerState
@@ -24,15 +24,20 @@ from storage.workspace import Workspace
 MAX_REQUEST_BYTES = 1 << 20
 """Request bodies outside uploads (which stream) are small."""
 
+Mount = Callable[[web.Application], None]
+"""Adds routes of a layer above the server to its app (``odfd.console.api.console_mount``)."""
+
 
 def create_app(
-    workspace: Workspace, config: ServerConfig, *, console: NodeBackend | None = None
+    workspace: Workspace, config: ServerConfig, *, mounts: Sequence[Mount] = ()
 ) -> web.Application:
-    """``console``: what the web console at ``/ui`` shows (default: the workspace alone)."""
+    """The transfer protocols (Simple and Smart), ``refs/head.sig`` and the listing, plus what
+    ``mounts`` add."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES)
     app[STATE_KEY] = ServerState.create(workspace, config)
     app.cleanup_ctx.append(_catalog_reader)
-    add_console(app, console or WorkspaceBackend(workspace))
+    for mount in mounts:
+        mount(app)
     signed_head.add_routes(app)
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
@@ -59,9 +64,12 @@ class RunningServer:
 
 
 @asynccontextmanager
-async def running(workspace: Workspace, config: ServerConfig) -> AsyncIterator[RunningServer]:
+async def running(
+    workspace: Workspace, config: ServerConfig, *, mounts: Sequence[Mount] = ()
+) -> AsyncIterator[RunningServer]:
     """Serve in this event loop until the block exits (port 0 picks a free port)."""
-    runner = web.AppRunner(create_app(workspace, config), access_log=None, shutdown_timeout=5.0)
+    app = create_app(workspace, config, mounts=mounts)
+    runner = web.AppRunner(app, access_log=None, shutdown_timeout=5.0)
     await runner.setup()
     site = web.TCPSite(runner, config.address, config.port)
     await site.start()
@@ -71,21 +79,3 @@ async def running(workspace: Workspace, config: ServerConfig) -> AsyncIterator[R
         yield RunningServer(f"http://{host}:{port}/", runner)
     finally:
         await runner.cleanup()
-
-
-async def serve(
-    workspace: Workspace, config: ServerConfig, *, ready: asyncio.Event | None = None
-) -> None:
-    """Serve until cancelled (Ctrl-C)."""
-    logging.basicConfig(
-        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
-    async with running(workspace, config) as server:
-        print(
-            f"serving {len(await workspace.list_datasets())} dataset(s) at {server.url} "
-            f"(console: {server.url}ui/)",
-            flush=True,
-        )
-        if ready is not None:
-            ready.set()
-        await asyncio.Event().wait()

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from aiohttp import web
 
-from odfd.server.config import ServerConfig, bearer_token
+from odfd.config import ServerConfig
 from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
@@ -54,7 +54,14 @@ class ServerState:
         """A private dataset (``[server] private``) exists only for read and admin tokens."""
         if not self.config.is_private(record.alias):
             return True
-        return request is not None and self.config.may_read_private(request)
+        return self.reads_private(request)
+
+    def reads_private(self, request: web.Request | None) -> bool:
+        """Whether ``request`` carries a read or admin token (private datasets exist for it)."""
+        return request is not None and self.config.may_read_private(bearer_token(request))
+
+    def is_admin(self, request: web.Request) -> bool:
+        return self.config.is_admin(bearer_token(request))
 
     async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
         """``None`` when nothing has that name (or it is private and ``request`` has no token that
@@ -99,3 +106,8 @@ class ServerState:
 
     def is_push_token(self, request: web.Request) -> bool:
         return bearer_token(request) in self.config.push_tokens
+
+
+def bearer_token(request: web.Request) -> str | None:
+    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import aiohttp
 
-from odfd.config import load_config
 from odfd.sync import smart_client as smart
 from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import (
@@ -35,7 +34,6 @@ from odfd.sync.errors import (
     RemoteNotFoundError,
     SyncError,
 )
-from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.objects import (
     ObjectFetcher,
     ObjectRef,
@@ -78,6 +76,7 @@ from storage.catalog import Transfer
 from storage.crashpoints import crash_point
 from storage.dataset_storage import LocalFiles
 from storage.errors import ChainRuleError, RefCasError, StorageError
+from storage.ipfs_settings import IpfsSettings
 from storage.layout import HEAD_REF
 from storage.s3_settings import S3Settings
 from storage.stores.http import HttpObjectStore
@@ -105,6 +104,10 @@ class PullOptions:
     """Give up on the whole pull after this many seconds (``None``: no limit)."""
     allow_unsigned: bool = False
     """Accept a missing or invalid signed head (``odfd.sync.trust``); ``force`` also does."""
+    ipfs: IpfsSettings = IpfsSettings()
+    """The IPFS node ``ipfs://`` and ``ipns://`` remotes are read through."""
+    s3: S3Settings = S3Settings()
+    """Credentials and retries for ``s3://`` remotes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,16 +169,7 @@ async def pull(
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
     try:
         async with _session(session, options.limits) as http:
-            config = load_config(workspace.layout.config_path)
-            run = _PullRun(
-                target,
-                remote,
-                options,
-                progress,
-                http,
-                config.ipfs.settings(),
-                config.s3.settings(),
-            )
+            run = _PullRun(target, remote, options, progress, http, options.ipfs, options.s3)
             deadline = asyncio.timeout(options.operation_timeout)
             try:
                 async with deadline:

@@ -22,7 +22,6 @@ from pathlib import Path
 
 import aiohttp
 
-from odfd.config import load_config
 from odfd.sync import smart_client as smart
 from odfd.sync.errors import (
     ChainPoint,
@@ -31,7 +30,6 @@ from odfd.sync.errors import (
     SyncError,
     UnsupportedUrlError,
 )
-from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.objects import DEFAULT_RETRIES, ObjectFetcher, ObjectRef, objects_of, store_source
 from odfd.sync.progress import Progress
 from odfd.sync.remote import open_s3_dataset, open_source
@@ -55,7 +53,9 @@ from storage.ipfs_client import (
     IpfsTimeoutError,
     IpnsName,
 )
+from storage.ipfs_settings import IpfsSettings
 from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name
+from storage.s3_settings import S3Settings
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 
@@ -68,6 +68,10 @@ class PushOptions:
     force: bool = False
     token: str | None = None
     parallel: int = 8
+    ipfs: IpfsSettings = IpfsSettings()
+    """The IPFS node an ``ipns://`` push adds the dataset to."""
+    s3: S3Settings = S3Settings()
+    """Credentials and retries for ``s3://`` remotes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,7 +122,7 @@ async def push(
             if remote.scheme in ("http", "https"):
                 result = await _push_smart(target, remote, options, session, progress)
             elif remote.scheme in ("file", "s3"):
-                dest = await _destination(target, remote)
+                dest = await _destination(target, remote, options.s3)
                 result = await _push_folder(target, remote, dest, options, progress)
             elif remote.scheme == "ipns":
                 result = await _push_ipns(target, remote, options, session)
@@ -149,7 +153,7 @@ async def _send_signed_head(target: PullTarget, remote: RemoteUrl, options: Push
     if document is None:
         return False
     if remote.scheme in ("file", "s3"):
-        dest = await _destination(target, remote)
+        dest = await _destination(target, remote, options.s3)
         held = await dest.refs.get_signature(HEAD_REF)
         if held is not None:
             try:
@@ -379,12 +383,11 @@ def _records(blocks: list[VerifiedBlock]) -> int:
 # --- file:// and S3 -------------------------------------------------------------------------------
 
 
-async def _destination(target: PullTarget, remote: RemoteUrl) -> Dataset:
+async def _destination(target: PullTarget, remote: RemoteUrl, s3: S3Settings) -> Dataset:
     """The dataset folder a ``file://`` or S3 push writes into."""
     dataset_id = target.record.id if target.record else None
     if remote.scheme == "s3":
-        settings = load_config(target.workspace.layout.config_path).s3.settings()
-        return await open_s3_dataset(remote, settings, dataset_id)
+        return await open_s3_dataset(remote, s3, dataset_id)
     layout = DatasetLayout(remote.path).create()
     return Dataset.open_local(layout.root, dataset_id)
 
@@ -432,7 +435,7 @@ async def _push_folder(
 async def _push_ipns(
     target: PullTarget, remote: RemoteUrl, options: PushOptions, session: aiohttp.ClientSession
 ) -> PushResult:
-    settings = load_config(target.workspace.layout.config_path).ipfs.settings()
+    settings = options.ipfs
     client = settings.client()
     name, subpath = remote.ipfs_root
     if subpath:

@@ -11,13 +11,13 @@ import aiohttp
 from multiformats import CID
 
 from odfd.sync.errors import RemoteNotFoundError, UnsupportedUrlError
-from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.remote_url import RemoteUrl
 from protocol.errors import ParseError
 from protocol.identity import DatasetId
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.ipfs_client import IpfsGateway, IpnsName, parse_cid
+from storage.ipfs_settings import IpfsSettings
 from storage.s3_settings import S3Settings
 from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
 from storage.stores.http_limits import HttpLimits

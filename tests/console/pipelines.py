@@ -6,10 +6,20 @@ from __future__ import annotations
 
 import asyncio
 
+from odfd.config import load_config
+from odfd.console.api import console_mount
+from odfd.console.backend import WorkspaceBackend
+from odfd.server.app import Mount
 from protocol.codec.yaml import load_snapshot
 from protocol.identity import DatasetId
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root
+
+
+def console_of(workspace: Workspace) -> Mount:
+    """The web console of ``workspace`` without a daemon, as ``odfd serve`` mounts it."""
+    return console_mount(WorkspaceBackend(workspace, load_config(workspace.layout.config_path)))
+
 
 ROOT = "cities"
 MIDDLE = "cities.values"

@@ -10,12 +10,11 @@ from dataclasses import dataclass, replace
 import aiohttp
 import pytest
 
-from odfd.config import ConfigError, load_config
+from odfd.config import ConfigError, ServerConfig, load_config
 from odfd.server.app import running
-from odfd.server.config import ServerConfig
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
-from tests.console.pipelines import MIDDLE, ROOT, TOP, three_levels
+from tests.console.pipelines import MIDDLE, ROOT, TOP, console_of, three_levels
 from tests.replication.datagen import create_root
 
 READ, ADMIN = "read-token", "admin-token"
@@ -61,7 +60,10 @@ async def _serve(workspace: Workspace) -> AsyncIterator[Node]:
         read_tokens=frozenset({READ}),
         admin_tokens=frozenset({ADMIN}),
     )
-    async with running(workspace, config) as server, aiohttp.ClientSession() as http:
+    async with (
+        running(workspace, config, mounts=[console_of(workspace)]) as server,
+        aiohttp.ClientSession() as http,
+    ):
         yield Node(server.url, http, workspace)
 
 

@@ -17,6 +17,7 @@ import pytest
 import pytest_asyncio
 from selenium.webdriver.common.by import By
 
+from odfd.app.node import Node as OdfdNode
 from odfd.config import load_config
 from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
@@ -105,8 +106,7 @@ async def node(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Async
             await update_derivative(workspace, dataset)
         await create_root(workspace, SECRET, slices=1, rows=5)
         daemon = Daemon(
-            workspace,
-            load_config(config_path),
+            OdfdNode(workspace, load_config(config_path)),
             server_overrides={"address": "127.0.0.1", "port": 0},
         )
         await daemon.start()

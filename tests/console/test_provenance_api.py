@@ -9,9 +9,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.config import ServerConfig
 from odfd.server.app import running
-from odfd.server.config import ServerConfig
 from storage.workspace import Workspace
+from tests.console.pipelines import console_of
 from tests.verifier.provenance_pipelines import build
 
 READ = "read-token"
@@ -24,7 +25,7 @@ async def console(tmp_path: Path) -> AsyncIterator[tuple[str, aiohttp.ClientSess
     config = ServerConfig(address="127.0.0.1", port=0, read_tokens=frozenset({READ}))
     async with (
         await Workspace.open(root) as workspace,
-        running(workspace, config) as server,
+        running(workspace, config, mounts=[console_of(workspace)]) as server,
         aiohttp.ClientSession() as http,
     ):
         yield server.url + "ui/api/datasets/", http

@@ -182,7 +182,7 @@ class DaemonProcess:
         from storage.layout import WorkspaceLayout
 
         async def call() -> Any:
-            client = await AdminClient.require(WorkspaceLayout(self.root))
+            client = await AdminClient.require(WorkspaceLayout(self.root), None)
             return await client.request(method, path, **params)
 
         return asyncio.run(call())

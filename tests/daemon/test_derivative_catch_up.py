@@ -11,6 +11,7 @@ from typing import TypeVar
 
 import pytest
 
+from odfd.app.node import Node
 from odfd.config import load_config
 from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
@@ -107,7 +108,8 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
         assert (await pull(node, url, alias="cities")).new_head == source_head
 
         daemon = Daemon(
-            node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0}
+            Node(node, load_config(config_path)),
+            server_overrides={"address": "127.0.0.1", "port": 0},
         )
         await daemon.start()
         try:

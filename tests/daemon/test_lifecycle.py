@@ -9,6 +9,7 @@ import socket
 
 import pytest
 
+from odfd.app.node import Node
 from odfd.config import load_config
 from odfd.daemon.service import LOCK_FILE, STATE_FILE, Daemon, DaemonError
 from storage.workspace import Workspace
@@ -20,7 +21,9 @@ async def test_a_start_up_that_fails_half_way_leaves_nothing_behind(workspace: W
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        daemon = Daemon(workspace, config, server_overrides={"address": "127.0.0.1", "port": port})
+        daemon = Daemon(
+            Node(workspace, config), server_overrides={"address": "127.0.0.1", "port": port}
+        )
         with pytest.raises(DaemonError, match="cannot listen"):
             await daemon.run()
     session = daemon._session
@@ -43,7 +46,9 @@ async def test_a_daemon_refused_the_lock_touches_nothing_of_the_running_one(
     state.write_text("{}")  # what the running daemon wrote
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        daemon = Daemon(workspace, config, server_overrides={"address": "127.0.0.1", "port": 0})
+        daemon = Daemon(
+            Node(workspace, config), server_overrides={"address": "127.0.0.1", "port": 0}
+        )
         with pytest.raises(DaemonError, match="another odfd daemon is running"):
             await daemon.run()
     finally:

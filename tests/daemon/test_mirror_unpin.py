@@ -10,6 +10,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.app.node import Node
 from odfd.cli.main import main
 from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport, release_pin
@@ -153,7 +154,8 @@ async def test_daemon_releases_the_pin_of_a_mirror_removed_during_its_sync(
 
         monkeypatch.setattr(MirrorSyncer, "sync", sync_then_removed)
         daemon = Daemon(
-            node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0}
+            Node(node, load_config(config_path)),
+            server_overrides={"address": "127.0.0.1", "port": 0},
         )
         await daemon.start()
         try:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from odfd.app.node import Node
 from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.service import Daemon
@@ -59,7 +60,8 @@ async def test_head_moved_by_a_timed_out_sync_is_audited(
 
         monkeypatch.setattr(MirrorSyncer, "sync", pull_then_hang)
         daemon = Daemon(
-            node, load_config(config_path), server_overrides={"address": "127.0.0.1", "port": 0}
+            Node(node, load_config(config_path)),
+            server_overrides={"address": "127.0.0.1", "port": 0},
         )
         await daemon.start()
         try:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from odfd.config import ServerConfig
 from odfd.server.app import RunningServer, running
-from odfd.server.config import ServerConfig
 from storage.workspace import Workspace
 
 PUSH_TOKEN = "s3cret-push-token"

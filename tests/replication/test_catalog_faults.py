@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from odfd.daemon.status import build_status
+from odfd.app.status import build_status
 from odfd.sync.pull import pull
 from odfd.sync.trust import RollbackError
 from protocol.identity import Multihash

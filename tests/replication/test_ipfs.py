@@ -11,17 +11,24 @@ import socket
 
 import pytest
 
+from odfd.config import load_config
 from odfd.sync.errors import UnsupportedUrlError
-from odfd.sync.pull import pull
-from odfd.sync.push import IPNS_KEY_PREFIX, push
+from odfd.sync.pull import PullOptions, pull
+from odfd.sync.push import IPNS_KEY_PREFIX, PushOptions, push
 from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
 from storage.ipfs_client import IpfsClient, IpfsUnavailableError, IpnsName
+from storage.ipfs_settings import IpfsSettings
 from storage.layout import dataset_dir_name
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
 
 pytestmark = pytest.mark.ipfs
+
+
+def ipfs_of(workspace: Workspace) -> IpfsSettings:
+    """The IPFS node of the workspace's configuration (``ODFD_IPFS_*`` override it)."""
+    return load_config(workspace.layout.config_path).ipfs.settings()
 
 
 @pytest.fixture
@@ -36,7 +43,7 @@ async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(
 ) -> None:
     writer = await create_root(node_a, "cities", slices=3)
     record = await node_a.resolve("cities")
-    pushed = await push(node_a, "cities", "ipns://")
+    pushed = await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs_of(node_a)))
     assert pushed.num_blocks == 5 and pushed.remote.startswith("ipns://k51")
     key_name = f"{IPNS_KEY_PREFIX}{dataset_dir_name(record.id)}"
     key = {k.name: k for k in await use_ipfs.key_list()}[key_name]
@@ -51,7 +58,9 @@ async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(
         "refs",
     }
 
-    by_name = await pull(node_b, pushed.remote, alias="cities")
+    by_name = await pull(
+        node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs_of(node_b))
+    )
     assert (
         by_name.protocol == "simple"
         and by_name.new_head == record.head
@@ -61,15 +70,19 @@ async def test_push_to_ipns_then_pull_by_ipns_and_ipfs(
     await odfd_verify_integrity(node_b, "cities")
 
     async with await Workspace.init(tmp_path / "node-c") as node_c:
-        by_cid = await pull(node_c, f"ipfs://{cid}", alias="snapshot")
+        by_cid = await pull(
+            node_c, f"ipfs://{cid}", alias="snapshot", options=PullOptions(ipfs=ipfs_of(node_c))
+        )
         assert by_cid.new_head == record.head
         await verify_integrity(await node_c.get_dataset("snapshot"))
         await odfd_verify_integrity(node_c, "snapshot")
 
     head = await writer.append(slices=1)
-    again = await push(node_a, "cities", pushed.remote)
+    again = await push(node_a, "cities", pushed.remote, options=PushOptions(ipfs=ipfs_of(node_a)))
     assert again.num_blocks == 1 and again.old_remote_head == record.head
-    incremental = await pull(node_b, pushed.remote, alias="cities")
+    incremental = await pull(
+        node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs_of(node_b))
+    )
     assert (incremental.num_blocks, incremental.num_objects, incremental.new_head) == (1, 2, head)
     assert IpnsName.parse(pushed.remote.removeprefix("ipns://")) == key.id
 
@@ -78,7 +91,10 @@ async def test_ipfs_url_cannot_be_pushed_to(node_a: Workspace, use_ipfs: IpfsCli
     await create_root(node_a, "cities", slices=0)
     with pytest.raises(UnsupportedUrlError, match="ipns://"):
         await push(
-            node_a, "cities", "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi"
+            node_a,
+            "cities",
+            "ipfs://bafybeigdyrzt5sfp7udm7hu76uh7y26nf3efuylqabf3oclgtqy55fbzdi",
+            options=PushOptions(ipfs=ipfs_of(node_a)),
         )
 
 
@@ -93,12 +109,13 @@ async def test_unreachable_ipfs_node_fails_clearly(
     await create_root(node_a, "cities", slices=1)
     head = (await node_a.resolve("cities")).head
     with pytest.raises(IpfsUnavailableError, match=str(port)):
-        await push(node_a, "cities", "ipns://")
+        await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs_of(node_a)))
     with pytest.raises(IpfsUnavailableError, match=str(port)):
         await pull(
             node_b,
             "ipns://k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq",
             alias="x",
+            options=PullOptions(ipfs=ipfs_of(node_b)),
         )
     assert (await node_a.resolve("cities")).head == head
     assert await node_b.list_datasets() == []

@@ -10,9 +10,9 @@ import pytest
 
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, pull
-from odfd.sync.push import push
-from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
+from odfd.sync.push import PushOptions, push
 from storage.ipfs_client import IpfsUnavailableError
+from storage.ipfs_settings import IpfsSettings
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 from tests.daemon.processes import ServeProcess
@@ -57,29 +57,27 @@ async def test_peer_killed_mid_transfer_then_back(
 
 @pytest.mark.ipfs
 async def test_ipfs_node_dies_and_returns(
-    node_a: Workspace, node_b: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    node_a: Workspace, node_b: Workspace, tmp_path: Path
 ) -> None:
     node = start_node(tmp_path / "ipfs", die_with_parent=True)
     try:
-        monkeypatch.setenv(IPFS_API_ENV, node.api_multiaddr)
-        monkeypatch.setenv(IPFS_GATEWAY_ENV, node.gateway_url)
+        ipfs = IpfsSettings(node.api_multiaddr, node.gateway_url)
         writer = await create_root(node_a, "cities", slices=2)
-        pushed = await push(node_a, "cities", "ipns://")
+        pushed = await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
         stop_node(node)
 
         with pytest.raises(IpfsUnavailableError, match="127.0.0.1"):
-            await pull(node_b, pushed.remote, alias="cities")
+            await pull(node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs))
         assert await node_b.list_datasets() == []
         await writer.append(slices=1)
         with pytest.raises(IpfsUnavailableError):
-            await push(node_a, "cities", "ipns://")
+            await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
 
         node = start_node(tmp_path / "ipfs", die_with_parent=True)  # same repo: same keys
-        monkeypatch.setenv(IPFS_API_ENV, node.api_multiaddr)
-        monkeypatch.setenv(IPFS_GATEWAY_ENV, node.gateway_url)
-        again = await push(node_a, "cities", "ipns://")
+        ipfs = IpfsSettings(node.api_multiaddr, node.gateway_url)
+        again = await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
         assert again.remote == pushed.remote  # the dataset's IPNS name survived the restart
-        result = await pull(node_b, pushed.remote, alias="cities")
+        result = await pull(node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs))
         assert result.trust == "signed"
         assert (await node_b.resolve("cities")).head == (await node_a.resolve("cities")).head
         await verify_integrity(await node_b.get_dataset("cities"))

@@ -8,8 +8,8 @@ from collections.abc import Awaitable, Callable
 import pytest
 from aiohttp import web
 
+from odfd.config import ServerConfig
 from odfd.server.app import create_app
-from odfd.server.config import ServerConfig
 from odfd.sync.pull import PullOptions, pull
 from storage.errors import StorageError
 from storage.workspace import Workspace

@@ -13,11 +13,11 @@ import aiohttp
 import pyarrow.parquet as pq
 import pytest
 
+from odfd.app.node import open_node
 from odfd.config import ConfigError, load_config
 from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.transform import update_derivative
 from odfd.daemon.mirror_sync import MirrorSyncer
-from odfd.node_storage import open_workspace
 from odfd.sync.pull import pull
 from odfd.sync.push import PushOptions, push
 from protocol.identity import Multihash
@@ -50,7 +50,7 @@ async def s3_backed_node(
     text = f'{server.config_toml(secret=secret)}\n[storage]\nurl = "{url}"\n'
     await asyncio.to_thread(config.write_text, config.read_text() + "\n" + text)
     await workspace.close()
-    return await open_workspace(path)
+    return (await open_node(path)).workspace
 
 
 def local_dataset_folders(workspace: Workspace) -> list[str]:
@@ -168,7 +168,7 @@ async def test_datafusion_transform_then_repair_from_the_bucket(
         await writer.dataset.set_remote_aliases("pull", ["https://example.org/cities"])
     for name in ("catalog.sqlite", "catalog.sqlite-wal", "catalog.sqlite-shm"):
         (root / name).unlink(missing_ok=True)
-    async with await open_workspace(root) as node:
+    async with (await open_node(root)).workspace as node:
         assert await node.list_datasets() == []
         report = await node.repair()
         assert not report.skipped

@@ -13,7 +13,7 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from odfd.daemon.status import (
+from odfd.app.status import (
     build_status,
     read_status_rows,
     read_status_rows_now,
@@ -21,7 +21,6 @@ from odfd.daemon.status import (
 )
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
 from odfd.sync.trust import (
     ForkError,
     InvalidSignatureError,
@@ -37,6 +36,7 @@ from storage.catalog.mirror_records import SyncAttempt
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.catalog.sync_reader import open_sync_reader
 from storage.ipfs_client import IpfsClient
+from storage.ipfs_settings import IpfsSettings
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode
@@ -363,13 +363,12 @@ async def test_ipns_push_publishes_the_signature(
     node_a: Workspace,
     node_b: Workspace,
     ipfs_node: LocalIpfsNode,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(IPFS_API_ENV, ipfs_node.api_multiaddr)
-    monkeypatch.setenv(IPFS_GATEWAY_ENV, ipfs_node.gateway_url)
+    ipfs = IpfsSettings(ipfs_node.api_multiaddr, ipfs_node.gateway_url)
+    pushing, pulling = PushOptions(ipfs=ipfs), PullOptions(ipfs=ipfs)
     await create_root(node_a, "cities", slices=1)
-    pushed = await push(node_a, "cities", "ipns://")
-    result = await pull(node_b, pushed.remote, alias="cities")
+    pushed = await push(node_a, "cities", "ipns://", options=pushing)
+    result = await pull(node_b, pushed.remote, alias="cities", options=pulling)
     assert result.trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     # A stale publication (the folder's previous CID) after B saw a newer statement is a rollback.
@@ -377,12 +376,12 @@ async def test_ipns_push_publishes_the_signature(
     old_cid = await client.name_resolve(pushed.remote.removeprefix("ipns://"))
     record = await node_a.resolve("cities")
     await node_a.sign_head(record.id)  # a heartbeat, published again under the same name
-    again = await push(node_a, "cities", "ipns://")
+    again = await push(node_a, "cities", "ipns://", options=pushing)
     assert (
         again.remote == pushed.remote
         and await client.name_resolve(pushed.remote.removeprefix("ipns://")) != old_cid
     )
-    assert (await pull(node_b, pushed.remote, alias="cities")).trust == "signed"
+    assert (await pull(node_b, pushed.remote, alias="cities", options=pulling)).trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     with pytest.raises(RollbackError):
-        await pull(node_b, f"ipfs://{old_cid}", alias="cities")
+        await pull(node_b, f"ipfs://{old_cid}", alias="cities", options=pulling)

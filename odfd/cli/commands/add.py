@@ -6,18 +6,22 @@ import argparse
 import dataclasses
 import sys
 import uuid
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
 from odfd.cli.manifest_source import ManifestError, read_manifests
 from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
 from protocol.model import DatasetSnapshot, SetTransform
 from storage.errors import DatasetExistsError, InvalidSnapshotError, StorageError
 from storage.snapshots import check_snapshot, dependency_order, normalize_snapshot
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,7 +81,8 @@ def _add(args: argparse.Namespace) -> int:
         except InvalidSnapshotError as error:
             raise ManifestError(f"Failed to add dataset {snapshot.name}: {error}") from None
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         if args.replace and await _replace(args, workspace, snapshots):
             return 0
         failures = 0
@@ -94,7 +99,7 @@ def _add(args: argparse.Namespace) -> int:
             console.info(f"Added: {snapshot.name} ({dataset.id})")
         return 1 if failures else 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _replace(

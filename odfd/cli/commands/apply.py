@@ -7,13 +7,15 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.config import load_config
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.controllers import Reconciler
 from odfd.daemon.resources import apply_manifests, kind_of, load_manifests
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _apply(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         manifests = load_manifests(args.paths)
         results = await apply_manifests(workspace, manifests)
         for result in results:
@@ -44,14 +47,14 @@ def _apply(args: argparse.Namespace) -> int:
                 f"{kind_of(record.schema)}/{record.name} {result.change} (generation {record.generation})",
                 file=sys.stderr,
             )
-        client = await AdminClient.connect(workspace.layout)
+        client = await AdminClient.connect(workspace.layout, node.config.daemon.admin_socket)
         if client is not None:
             answer = await client.request("POST", "/reconcile")
             phases = {
                 (r["kind"], r["name"]): (r["phase"], r["message"]) for r in answer["resources"]
             }
         else:
-            reconciler = Reconciler(workspace, load_config(workspace.layout.config_path).sync)
+            reconciler = Reconciler(workspace, node.config.sync)
             phases = {
                 (kind_of(r.resource.schema), r.resource.name): (r.phase, r.message)
                 for r in await reconciler.reconcile_all()
@@ -67,4 +70,4 @@ def _apply(args: argparse.Namespace) -> int:
                 )
         return 1 if failed else 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

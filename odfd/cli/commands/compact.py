@@ -15,12 +15,13 @@ from typing import TYPE_CHECKING
 from odfd.cli import console
 from odfd.cli.confirm import confirm
 from odfd.cli.readers import downstream_first, readers_of
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
 if TYPE_CHECKING:
+    from odfd.app.node import Node
     from odfd.coordinator.compact import CompactionPlan
 
 
@@ -84,7 +85,8 @@ def _compact(args: argparse.Namespace) -> int:
     )
     reset = CompactionOptions(keep_metadata_only=True)
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         targets = [await workspace.resolve(name) for name in args.datasets]
         plans: dict[DatasetId, CompactionPlan] = {}
         for record in targets:
@@ -138,7 +140,7 @@ def _compact(args: argparse.Namespace) -> int:
                 )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _refuse_copy(workspace: Workspace, record: DatasetRecord) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from odfd import config_edit
+from odfd.app import config_edit
 from odfd.cli import console
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from storage.workspace import Workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -41,8 +44,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        rows = config_edit.effective(workspace.layout.config_path)
+    async def run(node: Node) -> int:
+        rows = config_edit.effective(node.config, node.layout.config_path)
         if not args.with_defaults:
             rows = [row for row in rows if row["source"] != "default"]
         if args.output == "table":
@@ -51,12 +54,12 @@ def _list(args: argparse.Namespace) -> int:
         write_records(rows, args.output, [("Key", "key"), ("Value", "shown"), ("Source", "source")])
         return 0
 
-    return run_in_workspace(args, run, check_storage=False)
+    return run_in_node(args, run, check_storage=False)
 
 
 def _get(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        value = config_edit.get(workspace.layout.config_path, args.key)
+    async def run(node: Node) -> int:
+        value = config_edit.get(node.config, args.key)
         if args.output == "json":
             print(json.dumps(value))
         elif args.output == "yaml":
@@ -65,20 +68,19 @@ def _get(args: argparse.Namespace) -> int:
             sys.stdout.write(_text(value) + "\n")
         return 0
 
-    return run_in_workspace(args, run, check_storage=False)
+    return run_in_node(args, run, check_storage=False)
 
 
 def _set(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        config_edit.set_value(workspace.layout.config_path, args.key, args.value)
+    async def run(node: Node) -> int:
+        value = config_edit.set_value(node.layout.config_path, args.key, args.value)
         if args.value is None:
             console.info(f"Removed: {args.key} (its default applies)")
         else:
-            value = config_edit.get(workspace.layout.config_path, args.key)
             console.info(f"Set: {args.key} = {_text(value)}")
         return 0
 
-    return run_in_workspace(args, run, check_storage=False)
+    return run_in_node(args, run, check_storage=False)
 
 
 def _text(value: object) -> str:

@@ -7,10 +7,15 @@ import argparse
 import asyncio
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument
+from odfd.app.node import view_node
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.daemon.admin_client import AdminClient
 from storage.layout import WorkspaceLayout
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,7 +53,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _run(args: argparse.Namespace) -> int:
     from odfd.daemon.service import run_daemon  # the daemon's imports are only paid by the daemon
 
-    asyncio.run(run_daemon(args.root, port=args.port, address=args.address))
+    async def run(node: Node) -> None:
+        await run_daemon(node, port=args.port, address=args.address, reconfigure=node.reconfigured)
+
+    run_in_node(args, run)
     return 0
 
 
@@ -57,7 +65,12 @@ def _action(args: argparse.Namespace) -> int:
         layout = WorkspaceLayout(
             args.root if args.root is not None else WorkspaceLayout.default_root()
         )
-        client = await AdminClient.require(layout)
+        configured = (
+            view_node(args.root).config.daemon.admin_socket
+            if layout.config_path.is_file()
+            else None
+        )
+        client = await AdminClient.require(layout, configured)
         if args.path is None:
             scope = "integrity" if args.integrity else "full"
             answer = await client.request("POST", f"/audit/{args.dataset}", scope=scope)

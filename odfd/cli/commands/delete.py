@@ -8,15 +8,19 @@ are deleted with it only with ``--recursive``; the list is shown and confirmed f
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
 from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
 from storage.errors import DatasetNotFoundError, StorageError
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +41,8 @@ def _delete(args: argparse.Namespace) -> int:
     if bool(args.datasets) == bool(args.all):
         raise StorageError("name the datasets to delete, or pass --all (not both)")
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         records = await workspace.list_datasets()
         chosen = records if args.all else await _resolve_all(workspace, args.datasets)
         readers = await readers_of(workspace, records)
@@ -60,7 +65,7 @@ def _delete(args: argparse.Namespace) -> int:
             console.info(f"Deleted: {record.alias} ({record.id})")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRecord]:

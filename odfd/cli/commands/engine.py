@@ -6,11 +6,11 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 
 if TYPE_CHECKING:
+    from odfd.app.node import Node
     from odfd.coordinator.engine import EngineChoice
-    from storage.workspace import Workspace
 
 #: Commands that run Spark, and what for (transforms naming DataFusion run in-process instead).
 SPARK_COMMANDS = {
@@ -34,12 +34,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         from odfd.cli import via_daemon
-        from odfd.config import load_config
         from odfd.coordinator.engine import choose_engine
 
-        config = load_config(workspace.layout.config_path)
+        config = node.config
         choice = choose_engine(workspace.root, config.spark)
         daemon = _daemon_engine(config.spark.remote, config.daemon.spark_connect, choice)
         route = via_daemon.route(workspace.root)
@@ -62,7 +62,7 @@ def _status(args: argparse.Namespace) -> int:
         print("list, log, status, tail, ... use no engine")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _daemon_engine(remote: str | None, own_server: bool, choice: EngineChoice) -> dict[str, str]:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.daemon.resources import (
     RECONCILE_ERROR,
     ManifestError,
@@ -19,7 +20,9 @@ from odfd.daemon.resources import (
 )
 from protocol.codec.yaml_emitter import dump
 from storage.catalog.resources import ResourceRecord, ResourceTable
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -32,7 +35,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _get(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         schema = schema_of_kind(args.kind)
         table = ResourceTable(workspace.catalog)
         if args.name is not None:
@@ -53,7 +57,7 @@ def _get(args: argparse.Namespace) -> int:
             _table(records)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _table(records: list[ResourceRecord]) -> None:

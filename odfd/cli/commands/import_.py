@@ -5,9 +5,12 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from storage.workspace import Workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -22,7 +25,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _import(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         dataset = await workspace.import_dataset(args.path, args.name)
         record = await workspace.resolve(str(dataset.id))
         print(
@@ -31,4 +35,4 @@ def _import(args: argparse.Namespace) -> int:
         )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

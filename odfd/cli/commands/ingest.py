@@ -9,18 +9,20 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.status_line import working
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.ingest import IngestOutcome, ingest_push
 from odfd.coordinator.retry import retry_lost_race
 from odfd.ingest.formats import FORMATS
 from protocol.model import Timestamp
 from storage.errors import RefCasError
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -48,8 +50,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _ingest(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        configure_engine(workspace.layout.config_path)
+    async def run(node: Node) -> int:
+        workspace = node.workspace
+        node.engines.configure()
         dataset = await workspace.get_dataset(args.dataset)
         for name in args.files:
             with _input_file(name, workspace.root) as path:
@@ -80,7 +83,7 @@ def _ingest(args: argparse.Namespace) -> int:
                 )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 @contextmanager

@@ -7,8 +7,9 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.console.details import schema_document, transform_history
 from odfd.console.lineage import LineageError, build_lineage
 from odfd.console.lineage_formats import FORMATS, render
@@ -16,6 +17,9 @@ from protocol.identity import DatasetRef
 from storage.catalog import DatasetRecord
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,12 +57,13 @@ def _emit(text: str, path: Path | None) -> None:
 
 
 def _lineage(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         graph = await build_lineage(workspace, args.dataset, downstream=args.downstream)
         _emit(render(graph, args.output_format, downstream=args.downstream), args.output_path)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _dataset(workspace: Workspace, ref: str) -> tuple[DatasetRecord, Dataset]:
@@ -69,7 +74,8 @@ async def _dataset(workspace: Workspace, ref: str) -> tuple[DatasetRecord, Datas
 
 
 def _schema(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record, dataset = await _dataset(workspace, args.dataset)
         document = await schema_document(dataset)
         if document["arrow"] is None:
@@ -88,11 +94,12 @@ def _schema(args: argparse.Namespace) -> int:
             _emit("\n".join(lines), None)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _query(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record, dataset = await _dataset(workspace, args.dataset)
         steps = await transform_history(dataset)
         if args.output_format == "json":
@@ -125,4 +132,4 @@ def _query(args: argparse.Namespace) -> int:
         _emit("\n".join(lines).rstrip("\n"), None)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

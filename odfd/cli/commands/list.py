@@ -6,10 +6,11 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
 from protocol.model import AddData, ExecuteTransform
 
 if TYPE_CHECKING:
+    from odfd.app.node import Node
     from storage.catalog import DatasetRecord
     from storage.workspace import Workspace
 
@@ -44,12 +45,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _list(args: argparse.Namespace) -> int:
     if not args.wide:  # the catalog alone: read without an event loop
-        records = read_in_workspace(args, lambda catalog, _, __: catalog.list_datasets())
+        records = read_in_node(args, lambda catalog, _: catalog.list_datasets())
         if records is not None:
             _write(args, [_row(record) for record in records])
             return 0
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         rows = []
         for record in await workspace.list_datasets():
             row = _row(record)
@@ -59,7 +61,7 @@ def _list(args: argparse.Namespace) -> int:
         _write(args, rows)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:

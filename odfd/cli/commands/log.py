@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
-from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
 from protocol.identity import Multihash
 from protocol.model import (
     KIND_NAMES,
@@ -28,7 +28,7 @@ from storage.chain.metadata_chain import iter_blocks_on_disk
 from storage.errors import DatasetNotFoundError
 
 if TYPE_CHECKING:
-    from storage.workspace import Workspace
+    from odfd.app.node import Node
 
 _GROUPS = {
     "data": {"AddData", "ExecuteTransform"},
@@ -82,10 +82,10 @@ def kind_name_of(event_type: type) -> str:
 
 
 def _log(args: argparse.Namespace) -> int:
-    located = read_in_workspace(
+    located = read_in_node(
         args,
-        lambda catalog, layout, config: (
-            None if config.storage.url else (catalog.find_dataset(args.dataset), layout)
+        lambda catalog, node: (
+            None if node.config.storage.url else (catalog.find_dataset(args.dataset), node.layout)
         ),
     )
     if located is not None:  # the dataset's folder on this machine, read without an event loop
@@ -101,7 +101,8 @@ def _log(args: argparse.Namespace) -> int:
         printer.finish()
         return 0
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         dataset = await workspace.get_dataset(args.dataset)
         printer = _Printer(args)
         async for hash, block in dataset.chain.iter_blocks():
@@ -110,7 +111,7 @@ def _log(args: argparse.Namespace) -> int:
         printer.finish()
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 class _Printer:

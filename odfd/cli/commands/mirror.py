@@ -7,9 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.config import format_duration, load_config, parse_duration
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+from odfd.config import format_duration, parse_duration
 from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.mirror_sync import PinReleaseError, release_pin
 from odfd.errors import OdfdError
@@ -20,6 +21,9 @@ from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 class MirrorUsageError(OdfdError):
@@ -90,8 +94,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         add_root_argument(action)
 
 
-async def _notify(workspace: Workspace) -> bool:
-    client = await AdminClient.connect(workspace.layout)
+async def _notify(node: Node) -> bool:
+    client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
     if client is None:
         return False
     await client.request("POST", "/reload")
@@ -103,7 +107,8 @@ def _told(notified: bool) -> str:
 
 
 def _add(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         source = parse_remote_url(args.source)
         for target in args.targets:
             parse_remote_url(target)
@@ -121,13 +126,13 @@ def _add(args: argparse.Namespace) -> int:
                 f"dataset {alias} already exists and is not pulled from {source}; "
                 "choose another name with --as"
             )
-        interval = args.every or load_config(workspace.layout.config_path).sync.default_interval
+        interval = args.every or node.config.sync.default_interval
         record = await MirrorTable(workspace.catalog).add(
             alias, source.text, args.targets, interval
         )
         if args.freeze_after is not None:
             await workspace.signed_heads.set_freeze_bound(record.name, args.freeze_after)
-        notified = await _notify(workspace)
+        notified = await _notify(node)
         print(
             f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
             + (f", pushing to {', '.join(record.targets)}" if record.targets else "")
@@ -136,11 +141,12 @@ def _add(args: argparse.Namespace) -> int:
         )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         table = MirrorTable(workspace.catalog)
         mirrors = await table.list()
         attempts = await table.latest_attempts()
@@ -169,7 +175,7 @@ def _list(args: argparse.Namespace) -> int:
                 print(f"{'':<28} error: {m.last_error}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
@@ -199,31 +205,32 @@ async def _unmanaged(workspace: Workspace, name: str, verb: str) -> MirrorRecord
 
 
 def _remove(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await MirrorTable(workspace.catalog).require(args.name)
         if record.resource_id is not None:
             await ResourceTable(workspace.catalog).delete(record.resource_id)
         # The row as it was deleted: a sync finishing meanwhile may have pinned a newer CID.
         removed = await MirrorTable(workspace.catalog).remove(record.name)
         await workspace.signed_heads.set_freeze_bound(record.name, None)
-        notified = await _notify(workspace)
+        notified = await _notify(node)
         extra = " and its Mirror resource" if record.resource_id else ""
         print(
             f"Removed mirror {record.name}{extra}; the dataset stays ({_told(notified)})",
             file=sys.stderr,
         )
         if removed.pinned_cid is not None:
-            await _release_pin(workspace, removed.pinned_cid)
+            await _release_pin(node, removed.pinned_cid)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
-async def _release_pin(workspace: Workspace, cid: str) -> None:
+async def _release_pin(node: Node, cid: str) -> None:
     """After the removal, so that an unreachable IPFS node never keeps a mirror alive: a pin that
     cannot be released is reported with the command that releases it."""
     try:
-        await release_pin(load_config(workspace.layout.config_path).ipfs, cid)
+        await release_pin(node.config.ipfs, cid)
     except PinReleaseError as err:
         print(f"warning: {err}", file=sys.stderr)
     except OdfError as err:  # config.toml unreadable; the message names the file and the key
@@ -235,17 +242,18 @@ async def _release_pin(workspace: Workspace, cid: str) -> None:
 
 
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await _unmanaged(workspace, args.name, "set spec.paused")
         await MirrorTable(workspace.catalog).set_paused(record.name, paused)
-        notified = await _notify(workspace)
+        notified = await _notify(node)
         print(
             f"{'Paused' if paused else 'Resumed'} mirror {record.name} ({_told(notified)})",
             file=sys.stderr,
         )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _pause(args: argparse.Namespace) -> int:
@@ -257,11 +265,12 @@ def _resume(args: argparse.Namespace) -> int:
 
 
 def _sync(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await MirrorTable(workspace.catalog).require(args.name)
-        client = await AdminClient.require(workspace.layout)
+        client = await AdminClient.require(workspace.layout, node.config.daemon.admin_socket)
         await client.request("POST", f"/mirrors/{record.name}/sync")
         print(f"Sync of {record.name} queued (see `odfd mirror list`)", file=sys.stderr)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

@@ -6,12 +6,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from odfd.cli import console
 from odfd.cli.arguments import non_negative_int, positive_int
 from odfd.cli.output import add_output_format
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 HELP = "trace rows of a derivative dataset back to the input rows and ingests they came from"
 
@@ -68,14 +71,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _provenance(args: argparse.Namespace) -> int:
     from odfd.coordinator.commit import RUN_DIR
-    from odfd.coordinator.engine import configure_engine
     from protocol.identity import DatasetId, DatasetRef
     from storage.dataset import Dataset
-    from storage.workspace import Workspace
     from verifier.provenance.trace import TraceOptions, Tracer
 
-    async def run(workspace: Workspace) -> int:
-        configure_engine(workspace.layout.config_path)
+    async def run(node: Node) -> int:
+        workspace = node.workspace
+        node.engines.configure()
         record = await workspace.resolve(args.dataset)
 
         async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
@@ -105,7 +107,7 @@ def _provenance(args: argparse.Namespace) -> int:
         console.info(f"{len(rows)} row(s) traced, each checked by re-execution")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def render_tree(row: Any, prefix: str = "", last: bool = True, top: bool = True) -> list[str]:

@@ -9,11 +9,11 @@ inputs first. URLs, and datasets that were pulled from a remote, are replication
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console, remote_pull
 from odfd.cli.status_line import working
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.coordinator.engine import configure_engine
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.pull import pull_local
 from odfd.sync.errors import SyncError
 from odfd.sync.remote_url import looks_like_url
@@ -22,6 +22,9 @@ from protocol.errors import ParseError
 from protocol.model import Timestamp
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -66,15 +69,16 @@ def _pull(args: argparse.Namespace) -> int:
     if bool(args.datasets) == bool(args.all):
         raise SyncError("name the datasets to pull, or pass --all (not both)")
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         if args.all:
-            return await _pull_all(workspace, args)
+            return await _pull_all(node, args)
         args.datasets = [await _expanded(workspace, ref) for ref in args.datasets]
         if await remote_pull.is_remote_pull(workspace, args):
-            return await remote_pull.run(workspace, args)
-        return await _pull_local(workspace, args, args.datasets, recursive=args.recursive)
+            return await remote_pull.run(node, args)
+        return await _pull_local(node, args, args.datasets, recursive=args.recursive)
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _expanded(workspace: Workspace, ref: str) -> str:
@@ -89,9 +93,10 @@ async def _expanded(workspace: Workspace, ref: str) -> str:
     return await expand(workspace, ref)
 
 
-async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
+async def _pull_all(node: Node, args: argparse.Namespace) -> int:
     """Datasets that came from a remote are synced first, then every other one is brought up to
     date from its source, upstream first, so derivatives see what their inputs just gained."""
+    workspace = node.workspace
     replicated: list[DatasetRecord] = []
     local: list[DatasetRecord] = []
     for record in await workspace.list_datasets():
@@ -100,16 +105,17 @@ async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
         )
     if replicated:
         args.datasets = [str(r.id) for r in replicated]
-        await remote_pull.run(workspace, args)
+        await remote_pull.run(node, args)
     if local:
-        await _pull_local(workspace, args, [str(r.id) for r in local], recursive=True)
+        await _pull_local(node, args, [str(r.id) for r in local], recursive=True)
     return 0
 
 
 async def _pull_local(
-    workspace: Workspace, args: argparse.Namespace, refs: list[str], *, recursive: bool
+    node: Node, args: argparse.Namespace, refs: list[str], *, recursive: bool
 ) -> int:
-    configure_engine(workspace.layout.config_path)
+    workspace = node.workspace
+    node.engines.configure()
     async with working(f"pull {', '.join(refs)}"):
         outcomes = await pull_local(
             workspace,

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import argparse
 import os
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.remote_pull import TOKEN_ENV
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.progress import Progress
 from odfd.sync.push import PushOptions, push
 from odfd.sync.remote_url import looks_like_url
@@ -23,6 +24,9 @@ from odfd.sync.repos import RepoError, expand, join
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -71,7 +75,8 @@ def _split_targets(args: argparse.Namespace) -> tuple[list[str], str | None]:
 def _push(args: argparse.Namespace) -> int:
     refs, to = _split_targets(args)
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         records = (
             await workspace.list_datasets()
             if args.all
@@ -80,7 +85,13 @@ def _push(args: argparse.Namespace) -> int:
         if args.recursive:
             records = await _with_inputs(workspace, records)
         plan = await _destinations(workspace, records, to, several=len(records) > 1)
-        options = PushOptions(force=args.force, token=args.token, parallel=args.parallel)
+        options = PushOptions(
+            force=args.force,
+            token=args.token,
+            parallel=args.parallel,
+            ipfs=node.transport.ipfs,
+            s3=node.transport.s3,
+        )
         for record, urls in plan:
             for url in urls:
                 result = await push(
@@ -94,7 +105,7 @@ def _push(args: argparse.Namespace) -> int:
                 console.info(f"{verb}: {result.alias}: {result.describe()}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:

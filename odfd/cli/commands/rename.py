@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from storage.workspace import Workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -18,9 +21,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _rename(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await workspace.rename_dataset(args.dataset, args.new_name)
         console.info(f"Renamed: {args.dataset} -> {record.alias}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

@@ -20,7 +20,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _repair(args: argparse.Namespace) -> int:
     async def run() -> int:
-        from odfd.node_storage import open_workspace
+        from odfd.app.node import open_node
 
         layout = WorkspaceLayout(
             args.root if args.root is not None else WorkspaceLayout.default_root()
@@ -29,8 +29,8 @@ def _repair(args: argparse.Namespace) -> int:
             broken = await reset_catalog(layout)
             if broken is not None:
                 print(f"Catalog was unreadable; moved it to {broken}", file=sys.stderr)
-        async with await open_workspace(args.root) as workspace:
-            report = await workspace.repair()
+        async with await open_node(args.root) as node:
+            report = await node.workspace.repair()
         for record in report.registered:
             print(f"Registered: {record.alias} ({record.id}) at block #{record.head_sequence}")
         for folder, reason in report.skipped:

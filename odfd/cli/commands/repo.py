@@ -5,16 +5,20 @@ add|list|delete`` (the remotes a dataset pulls from and pushes to, kept in its
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import RepoError, check_name, check_url, expand
 from storage.catalog import DatasetRecord
 from storage.catalog.catalog import RemoteAliasKind
 from storage.errors import DatasetExistsError
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 _KINDS: tuple[RemoteAliasKind, ...] = ("pull", "push")
 
@@ -75,7 +79,8 @@ def _direction(parser: argparse.ArgumentParser) -> None:
 def _add(args: argparse.Namespace) -> int:
     name, url = check_name(args.name), check_url(args.url)
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         try:
             await workspace.catalog.add_remote(name, url)
         except DatasetExistsError:
@@ -85,23 +90,25 @@ def _add(args: argparse.Namespace) -> int:
         console.info(f"Added: {name} -> {url}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _list(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         rows = [{"name": n, "url": u} for n, u in await workspace.catalog.list_remotes()]
         write_records(rows, args.output, [("Name", "name"), ("URL", "url")])
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _delete(args: argparse.Namespace) -> int:
     if bool(args.names) == bool(args.all):
         raise RepoError("name the repositories to delete, or pass --all (not both)")
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         known = dict(await workspace.catalog.list_remotes())
         names = list(known) if args.all else args.names
         unknown = [n for n in names if n not in known]
@@ -112,7 +119,7 @@ def _delete(args: argparse.Namespace) -> int:
             console.info(f"Deleted: {name}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _kind(args: argparse.Namespace) -> RemoteAliasKind:
@@ -128,7 +135,8 @@ async def _set(
 
 
 def _alias_add(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await workspace.resolve(args.dataset)
         url = check_url(await expand(workspace, args.remote))
         kind = _kind(args)
@@ -141,11 +149,12 @@ def _alias_add(args: argparse.Namespace) -> int:
         console.info(f"Added: {record.alias} {kind} {remote}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _alias_list(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         records = (
             [await workspace.resolve(args.dataset)]
             if args.dataset
@@ -163,14 +172,15 @@ def _alias_list(args: argparse.Namespace) -> int:
         )
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _alias_delete(args: argparse.Namespace) -> int:
     if (args.remote is None) == (not args.all):
         raise RepoError("name the remote to delete, or pass --all (not both)")
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await workspace.resolve(args.dataset)
         aliases = await workspace.open_dataset(record.id).remote_aliases()
         kinds = _KINDS if args.all and not (args.pull or args.push) else (_kind(args),)
@@ -189,4 +199,4 @@ def _alias_delete(args: argparse.Namespace) -> int:
         console.info(f"Deleted: {record.alias} {kind} {remote}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

@@ -9,14 +9,18 @@ dataset no longer has.
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from storage.errors import StorageError
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -37,7 +41,8 @@ def _multihash(text: str) -> Multihash:
 
 
 def _reset(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await workspace.resolve(args.dataset)
         dataset = workspace.open_dataset(record.id)
         head = await dataset.chain.head()
@@ -66,7 +71,7 @@ def _reset(args: argparse.Namespace) -> int:
         console.info(f"Reset: {record.alias} to {args.hash} ({dropped} block(s) dropped)")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _readers(workspace: Workspace, dataset_id: object) -> list[str]:

@@ -4,17 +4,19 @@ repositories (``odfd repo add``)."""
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.config import load_config
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.errors import SyncError
 from odfd.sync.repos import RepoError
 from odfd.sync.search import search_repo
 from protocol.errors import OdfError
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,7 +37,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _search(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         needle = args.query.lower()
         rows: list[dict[str, str | None]] = []
         if args.repo is None:
@@ -56,7 +59,7 @@ def _search(args: argparse.Namespace) -> int:
             unknown = [n for n in names if n not in repos]
             if unknown:
                 raise RepoError(f"no repository named {', '.join(unknown)} (`odfd repo list`)")
-            s3 = load_config(workspace.layout.config_path).s3.settings()
+            s3 = node.transport.s3
             for name in names:
                 try:
                     found = await search_repo(name, repos[name], args.query, s3)
@@ -76,4 +79,4 @@ def _search(args: argparse.Namespace) -> int:
         )
         return 1 if failed else 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

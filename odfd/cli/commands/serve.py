@@ -1,5 +1,6 @@
 """``odfd serve``: serve the workspace's datasets over HTTP (Simple and Smart Transfer
-Protocols, signed object URLs, a JSON listing at ``/``) until interrupted."""
+Protocols, signed object URLs, a JSON listing at ``/``, the web console at ``/ui``) until
+interrupted."""
 
 from __future__ import annotations
 
@@ -8,12 +9,14 @@ import asyncio
 import errno
 import os
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from odfd.cli.failures import describe_os_error
-from odfd.cli.workspace_args import add_root_argument
-from odfd.config import load_config
+from odfd.app.failures import describe_os_error
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import OdfdError
-from odfd.server.app import serve
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,30 +32,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    async def run() -> None:
-        from odfd.node_storage import open_workspace
+    async def run(node: Node) -> None:
+        import logging
 
-        async with await open_workspace(args.root) as workspace:
-            config = load_config(workspace.layout.config_path).server
-            if args.address is not None:
-                config = replace(config, address=args.address)
-            if args.port is not None:
-                config = replace(config, port=args.port)
-            try:
-                await serve(workspace, config)
-            except OSError as err:
-                if err.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
-                    raise
-                reason = (
-                    f"{os.strerror(err.errno)} (ports below 1024 need privileges; pick another --port)"
-                    if err.errno == errno.EACCES
-                    else describe_os_error(OSError(err.errno, os.strerror(err.errno)))
+        from odfd.console.api import console_mount
+        from odfd.console.backend import WorkspaceBackend
+        from odfd.server.app import running
+
+        config = node.config.server
+        if args.address is not None:
+            config = replace(config, address=args.address)
+        if args.port is not None:
+            config = replace(config, port=args.port)
+        logging.basicConfig(
+            level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        )
+        console = console_mount(WorkspaceBackend(node.workspace, node.config))
+        try:
+            async with running(node.workspace, config, mounts=[console]) as server:
+                print(
+                    f"serving {len(await node.workspace.list_datasets())} dataset(s) at "
+                    f"{server.url} (console: {server.url}ui/)",
+                    flush=True,
                 )
-                raise ServeError(
-                    f"cannot listen on {config.address}:{config.port}: {reason}"
-                ) from None
+                await asyncio.Event().wait()
+        except OSError as err:
+            if err.errno not in (errno.EADDRINUSE, errno.EADDRNOTAVAIL, errno.EACCES):
+                raise
+            reason = (
+                f"{os.strerror(err.errno)} (ports below 1024 need privileges; pick another --port)"
+                if err.errno == errno.EACCES
+                else describe_os_error(OSError(err.errno, os.strerror(err.errno)))
+            )
+            raise ServeError(f"cannot listen on {config.address}:{config.port}: {reason}") from None
 
-    asyncio.run(run())
+    run_in_node(args, run)
     return 0
 
 

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
@@ -20,8 +21,7 @@ from odfd.cli import console
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.coordinator.engine import configure_engine
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -30,6 +30,9 @@ from protocol.model import SqlQueryStep, Timestamp
 from storage.workspace import Workspace
 from verifier.engine.base import QueryTable
 from verifier.engine.registry import ENGINE_NAMES, engine_named
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 DEFAULT_ENGINE = "datafusion"
 
@@ -94,9 +97,10 @@ def _sql(args: argparse.Namespace) -> int:
     if statements is not None and len(statements) > 1 and args.output_path is not None:
         raise SqlArgumentError("--output-path takes the result of a single statement")
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         if args.engine == "spark":
-            configure_engine(workspace.layout.config_path)
+            node.engines.configure()
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
@@ -107,7 +111,7 @@ def _sql(args: argparse.Namespace) -> int:
             return 0
         return await _shell(workspace, args, block, time)
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 async def _query(

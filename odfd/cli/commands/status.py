@@ -7,15 +7,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from odfd.cli.workspace_args import add_root_argument, read_in_workspace, run_in_workspace
+from odfd.app.status import build_status, compose_status, read_status_rows_now, render_status
+from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
 from odfd.daemon.admin_client import AdminClient, socket_path
-from odfd.daemon.status import build_status, compose_status, read_status_rows_now, render_status
 
 if TYPE_CHECKING:
-    from odfd.config import NodeConfig
+    from odfd.app.node import Node, NodeView
     from storage.catalog.sync_reader import SyncCatalogReader
-    from storage.layout import WorkspaceLayout
-    from storage.workspace import Workspace
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -28,29 +26,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _status(args: argparse.Namespace) -> int:
-    status = read_in_workspace(args, _without_daemon)
+    status = read_in_node(args, _without_daemon)
     if status is None:  # a daemon's socket (it reports its queues too), or the workspace path
 
-        async def run(workspace: Workspace) -> int:
-            client = await AdminClient.connect(workspace.layout)
-            _print(
-                args,
-                await client.request("GET", "/status") if client else await build_status(workspace),
+        async def run(node: Node) -> int:
+            client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
+            status = (
+                await client.request("GET", "/status")
+                if client
+                else await build_status(node.workspace, freeze_after=node.config.sync.freeze_after)
             )
+            _print(args, status)
             return 0
 
-        return run_in_workspace(args, run)
+        return run_in_node(args, run)
     _print(args, status)
     return 0
 
 
-def _without_daemon(
-    catalog: SyncCatalogReader, layout: WorkspaceLayout, config: NodeConfig
-) -> dict[str, Any] | None:
+def _without_daemon(catalog: SyncCatalogReader, node: NodeView) -> dict[str, Any] | None:
     """The status read without an event loop, unless a daemon's socket is there to ask."""
-    if socket_path(layout, config.daemon.admin_socket).exists():
+    if socket_path(node.layout, node.config.daemon.admin_socket).exists():
         return None
-    return compose_status(read_status_rows_now(catalog), config.sync.freeze_after)
+    return compose_status(read_status_rows_now(catalog), node.config.sync.freeze_after)
 
 
 def _print(args: argparse.Namespace, status: dict[str, Any]) -> None:

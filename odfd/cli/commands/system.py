@@ -6,16 +6,19 @@ import argparse
 import platform
 import sys
 from importlib import metadata
+from typing import TYPE_CHECKING
 
+from odfd.app.diagnose import run_checks
 from odfd.cli import console
 from odfd.cli.output import add_output_format, write_records
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.config import load_config, parse_duration
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+from odfd.config import parse_duration
 from odfd.coordinator import leftovers
-from odfd.diagnose import run_checks
 from storage.orphans import recover_orphans
-from storage.workspace import Workspace
 from verifier.progress import format_bytes
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -61,7 +64,8 @@ def _duration(text: str) -> float:
 
 
 def _gc(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         found = (
             await leftovers.run_scratch(workspace, args.older_than)
             + await leftovers.unreferenced_objects(workspace, args.older_than)
@@ -79,12 +83,12 @@ def _gc(args: argparse.Namespace) -> int:
         console.info(f"{verb} {len(found)} leftover(s), {total}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _diagnose(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        checks = await run_checks(workspace)
+    async def run(node: Node) -> int:
+        checks = await run_checks(node)
         rows = [
             {"check": c.name, "ok": c.ok, "required": c.required, "detail": c.detail, "fix": c.fix}
             for c in checks
@@ -99,12 +103,13 @@ def _diagnose(args: argparse.Namespace) -> int:
         )
         return 0 if all(c.ok or not c.required for c in checks) else 1
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _info(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
-        config = load_config(workspace.layout.config_path)
+    async def run(node: Node) -> int:
+        workspace = node.workspace
+        config = node.config
         info = {
             "odfd": _version("odfd"),
             "python": platform.python_version(),
@@ -124,7 +129,7 @@ def _info(args: argparse.Namespace) -> int:
             write_records([info], args.output, [])
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def _version(package: str) -> str:

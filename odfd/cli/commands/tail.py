@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -12,9 +13,11 @@ from odfd.cli.arguments import non_negative_int, positive_int
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.presence import require_files
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.query import AsOf, dataset_view, resolve_as_of
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -50,7 +53,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _tail(args: argparse.Namespace) -> int:
     check_output_args(args.output, args.output_path)
 
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         record = await workspace.resolve(args.dataset)
         dataset = workspace.open_dataset(record.id)
         block = time = None
@@ -64,7 +68,7 @@ def _tail(args: argparse.Namespace) -> int:
         write_result(records, args.output, args.output_path)
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)
 
 
 def last_records(paths: tuple, schema: pa.Schema | None, n: int) -> pa.Table:

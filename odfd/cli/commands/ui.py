@@ -9,11 +9,12 @@ import asyncio
 import secrets
 import webbrowser
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument
-from odfd.config import load_config
-from odfd.daemon.admin_client import AdminClient
-from odfd.server.app import running
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -33,30 +34,33 @@ def _open(url: str, args: argparse.Namespace) -> None:
 
 
 def _ui(args: argparse.Namespace) -> int:
-    async def run() -> None:
-        from odfd.node_storage import open_workspace
+    async def run(node: Node) -> None:
+        from odfd.console.api import console_mount
+        from odfd.console.backend import WorkspaceBackend
+        from odfd.daemon.admin_client import AdminClient
+        from odfd.server.app import running
 
-        async with await open_workspace(args.root) as workspace:
-            client = await AdminClient.connect(workspace.layout)
-            if client is not None:
-                status = await client.request("GET", "/status")
-                _open(f"{status['daemon']['serverUrl']}ui/", args)
-                return
-            token = secrets.token_urlsafe(24)
-            server = load_config(workspace.layout.config_path).server
-            config = replace(
-                server,
-                address="127.0.0.1",
-                port=args.port,
-                read_tokens=server.read_tokens | {token},
-            )
-            async with running(workspace, config) as served:
-                _open(f"{served.url}ui/#token={token}", args)
-                print("serving the console until interrupted (Ctrl-C)", flush=True)
-                await asyncio.Event().wait()
+        client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
+        if client is not None:
+            status = await client.request("GET", "/status")
+            _open(f"{status['daemon']['serverUrl']}ui/", args)
+            return
+        token = secrets.token_urlsafe(24)
+        server = node.config.server
+        config = replace(
+            server,
+            address="127.0.0.1",
+            port=args.port,
+            read_tokens=server.read_tokens | {token},
+        )
+        console = console_mount(WorkspaceBackend(node.workspace, node.config))
+        async with running(node.workspace, config, mounts=[console]) as served:
+            _open(f"{served.url}ui/#token={token}", args)
+            print("serving the console until interrupted (Ctrl-C)", flush=True)
+            await asyncio.Event().wait()
 
     try:
-        asyncio.run(run())
+        run_in_node(args, run)
     except KeyboardInterrupt:
         pass
     return 0

@@ -10,19 +10,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
 
 from odfd.cli.arguments import positive_int
-from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.engine import configure_engine
 from protocol.errors import ParseError
 from storage.errors import DatasetNotFoundError
-from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
 from verifier.engine.registry import ENGINE_NAMES
 from verifier.progress import progress_for
 from verifier.report_text import render_text
 from verifier.selection import BlockSelector, RangeRequest, parse_block_selector
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 EXIT_CANNOT_VERIFY = 2
 
@@ -108,9 +110,10 @@ def _selector(text: str) -> BlockSelector:
 
 
 def _verify(args: argparse.Namespace) -> int:
-    async def run(workspace: Workspace) -> int:
+    async def run(node: Node) -> int:
+        workspace = node.workspace
         if not args.integrity_only:
-            configure_engine(workspace.layout.config_path)
+            node.engines.configure()
         options = VerifyOptions(
             recursive=args.recursive,
             integrity_only=args.integrity_only,
@@ -129,4 +132,4 @@ def _verify(args: argparse.Namespace) -> int:
         sys.stdout.write(report.dumps() + "\n" if args.output == "json" else render_text(report))
         return report.exit_code
 
-    return run_in_workspace(args, run)
+    return run_in_node(args, run)

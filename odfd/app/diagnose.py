@@ -14,7 +14,8 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from odfd.config import ConfigError, NodeConfig, load_config, unknown_environment
+from odfd.app.node import Node
+from odfd.config import NodeConfig, unknown_environment
 from odfd.coordinator import leftovers
 from protocol.errors import ParseError
 from storage.ipfs_client import IpfsClient, IpfsError, IpfsUnavailableError
@@ -34,33 +35,22 @@ class Check:
     """Optional parts (IPFS, only for ipfs:// and ipns://) do not fail the diagnosis."""
 
 
-async def run_checks(workspace: Workspace) -> list[Check]:
-    checks = [_config(workspace), _environment(), await asyncio.to_thread(_java), _spark()]
-    config = _loaded(workspace)
-    checks += [
+async def run_checks(node: Node) -> list[Check]:
+    """The checks of ``node``, whose configuration was valid: a node is never built from an
+    invalid one (``odfd`` reports that instead, naming the key)."""
+    workspace = node.workspace
+    checks = [
+        Check("config", True, str(workspace.layout.config_path)),
+        _environment(),
+        await asyncio.to_thread(_java),
+        _spark(),
         await _catalog(workspace),
         await _folders(workspace),
         _disk(workspace),
         await _leftovers(workspace),
+        await _ipfs(node.config),
     ]
-    if config is not None:
-        checks.append(await _ipfs(config))
     return checks
-
-
-def _loaded(workspace: Workspace) -> NodeConfig | None:
-    try:
-        return load_config(workspace.layout.config_path)
-    except ConfigError:
-        return None
-
-
-def _config(workspace: Workspace) -> Check:
-    try:
-        load_config(workspace.layout.config_path)
-    except ConfigError as err:
-        return Check("config", False, str(err), "fix or remove the named setting")
-    return Check("config", True, str(workspace.layout.config_path))
 
 
 def _environment() -> Check:

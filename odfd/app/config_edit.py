@@ -17,13 +17,13 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
+from odfd.app.node import read_config
 from odfd.config import (
     ENV_PREFIX,
     ConfigError,
     NodeConfig,
     format_duration,
     is_duration,
-    load_config,
     setting_default,
     setting_keys,
 )
@@ -45,9 +45,9 @@ def _split(key: str) -> tuple[str, str]:
     return section, name
 
 
-def effective(config_path: Path) -> list[dict[str, Any]]:
-    """Every scalar setting: its value and where it comes from (default, the file, a variable)."""
-    config = load_config(config_path)
+def effective(config: NodeConfig, config_path: Path) -> list[dict[str, Any]]:
+    """Every scalar setting of ``config`` (read from ``config_path``): its value and where it
+    comes from (default, the file, a variable)."""
     document = _document(config_path)
     rows = []
     for key in setting_keys():
@@ -74,14 +74,14 @@ def _shown(config: NodeConfig, section: str, name: str) -> Any:
     return value
 
 
-def get(config_path: Path, key: str) -> Any:
+def get(config: NodeConfig, key: str) -> Any:
     section, name = _split(key)
-    return _shown(load_config(config_path), section, name)
+    return _shown(config, section, name)
 
 
-def set_value(config_path: Path, key: str, text: str | None) -> None:
+def set_value(config_path: Path, key: str, text: str | None) -> Any:
     """Sets ``key`` to ``text`` as one would type it in an environment variable (``None``: remove
-    the key, so its default applies)."""
+    the key, so its default applies); the value in effect afterwards."""
     section, name = _split(key)
     source = config_path.read_text(encoding="utf-8") if config_path.is_file() else ""
     literal = None if text is None else _toml_literal(section, name, text)
@@ -93,12 +93,13 @@ def set_value(config_path: Path, key: str, text: str | None) -> None:
         tmp.write(updated)
     try:
         try:
-            load_config(Path(tmp.name), env=env)
+            read_config(Path(tmp.name), env=env)
         except ConfigError as err:
             raise ConfigError(str(err).replace(tmp.name, str(config_path))) from None
         os.replace(tmp.name, config_path)
     finally:
         Path(tmp.name).unlink(missing_ok=True)
+    return _shown(read_config(config_path), section, name)
 
 
 def _toml_literal(section: str, name: str, text: str) -> str:

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from odfd.config import format_duration, load_config
-from odfd.daemon.trust_status import trust_entry, trust_text
+from odfd.app.trust_status import trust_entry, trust_text
+from odfd.config import SyncConfig, format_duration
 
 if TYPE_CHECKING:
     from protocol.identity import DatasetId
@@ -76,12 +76,13 @@ async def build_status(
     withheld: set[str] | None = None,
     freeze_after: float | None = None,
 ) -> dict[str, Any]:
-    """:func:`compose_status` of the workspace's catalog as it is now."""
+    """:func:`compose_status` of the workspace's catalog as it is now; ``freeze_after`` is the
+    node's ``[sync] freeze_after`` (``None``: its default)."""
     import asyncio
 
     rows = await read_status_rows(workspace)
     if freeze_after is None:
-        freeze_after = load_config(workspace.layout.config_path).sync.freeze_after
+        freeze_after = SyncConfig().freeze_after
     arguments = (rows, freeze_after, daemon, next_runs, withheld)
     if len(rows.datasets) + len(rows.mirrors) > _COMPOSED_ON_THE_LOOP:
         return await asyncio.to_thread(compose_status, *arguments)

@@ -1,14 +1,17 @@
-"""The console's view of a running daemon: its queues and in-memory schedule, metrics, and the
-actions (sync a mirror now, audit a dataset now) the admin API also offers."""
+"""The daemon's backend of the web console: its queues and in-memory schedule, metrics, the
+configuration it runs with, and the actions (sync a mirror now, audit a dataset now) the admin
+API also offers."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
+from odfd.config import NodeConfig
 from odfd.daemon.admin import AdminTarget
 from odfd.errors import OdfdError
 from protocol.identity import DatasetRef
+from storage.workspace import Workspace
 
 
 class ConsoleActionError(OdfdError):
@@ -18,7 +21,15 @@ class ConsoleActionError(OdfdError):
 class DaemonBackend:
     def __init__(self, daemon: AdminTarget) -> None:
         self.daemon = daemon
-        self.workspace = daemon.workspace
+
+    @property
+    def workspace(self) -> Workspace:
+        return self.daemon.workspace
+
+    @property
+    def config(self) -> NodeConfig:
+        """What the daemon loaded last (a reload swaps it)."""
+        return self.daemon.config
 
     def runtime(self) -> dict[str, Any] | None:
         return self.daemon.runtime()

@@ -1,0 +1,206 @@
+"""The composition root: one :class:`Node` per process, built from the workspace's configuration.
+
+A node is the workspace (catalog, keys, dataset storage: the ``datasets/`` folder or the bucket
+``[storage] url`` names), its parsed configuration, the settings of its transports (HTTP limits,
+IPFS, S3, tokens) and its engines, configured once when first needed. ``config.toml`` is read here
+and nowhere else: everything below the CLI receives what it needs from the node. The daemon's
+reload asks :meth:`Node.reconfigured` for a new node over the same workspace and swaps it in.
+
+A bucket is checked once when the node opens, so a wrong credential or a missing bucket is one
+line at start, not a failure half-way through a command. Importing this module is cheap (the
+thin client of a daemon reads the admin socket's place through it).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from odfd.config import NodeConfig, load_config
+
+if TYPE_CHECKING:
+    from storage.dataset_storage import DatasetStorage
+    from storage.ipfs_settings import IpfsSettings
+    from storage.keys import KeyStore
+    from storage.layout import WorkspaceLayout
+    from storage.s3_settings import S3Settings
+    from storage.stores.http_limits import HttpLimits
+    from storage.workspace import Workspace
+    from verifier.engine.settings import SparkSettings
+
+CACHE_FOLDER = ("cache", "objects")
+
+
+def read_config(path: Path, env: Mapping[str, str] | None = None) -> NodeConfig:
+    """The configuration in ``path`` with ``env`` (default: the process's) overriding it: the one
+    place ``config.toml`` is parsed (``odfd config`` validates an edited file through it too)."""
+    return load_config(path, env)
+
+
+def config_digest(path: Path) -> str:
+    """A fingerprint of ``config.toml`` as it is on disk (a daemon that loaded another one does
+    not run a client's command: the client would read the file as it is now)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return ""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """What a command that only reads the catalog needs (no event loop, no engine)."""
+
+    layout: WorkspaceLayout
+    config: NodeConfig
+
+
+@dataclass(frozen=True, slots=True)
+class TransportSettings:
+    """How the node reaches remotes: HTTP limits, time-outs, bearer tokens, IPFS and S3."""
+
+    limits: HttpLimits
+    operation_timeout: float | None
+    """A whole pull running longer is abandoned; ``None``: no limit."""
+    tokens: Mapping[str, str]
+    """URL prefix -> bearer token (the longest matching prefix wins)."""
+    ipfs: IpfsSettings
+    s3: S3Settings
+
+    @classmethod
+    def of(cls, config: NodeConfig) -> TransportSettings:
+        return cls(
+            limits=config.sync.limits(),
+            operation_timeout=config.sync.pull_timeout(),
+            tokens=config.sync.tokens,
+            ipfs=config.ipfs.settings(),
+            s3=config.s3.settings(),
+        )
+
+    def token_for(self, url: str) -> str | None:
+        best = max(
+            (prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None
+        )
+        return None if best is None else self.tokens[best]
+
+
+class Engines:
+    """The node's engines, configured from its ``[spark]`` settings once, when a use case first
+    needs one (a command that only reads the catalog never pays for them)."""
+
+    def __init__(self, root: Path, spark: SparkSettings) -> None:
+        self._root = root
+        self._spark = spark
+        self._chosen: SparkSettings | None = None
+
+    def configure(self) -> SparkSettings:
+        """Sets the process's Spark session up (not started); the settings it will use."""
+        if self._chosen is None:
+            from odfd.coordinator.engine import configure_engine
+
+            self._chosen = configure_engine(self._root, self._spark)
+        return self._chosen
+
+    def adopt(self, settings: SparkSettings) -> None:
+        """The process configured its engine itself (the daemon, around its own Connect server)."""
+        self._chosen = settings
+
+
+class Node:
+    """One node: its workspace, configuration, transports and engines. Use cases take it as
+    their first argument; ``async with`` closes the workspace."""
+
+    def __init__(
+        self,
+        workspace: Workspace,
+        config: NodeConfig,
+        *,
+        engines: Engines | None = None,
+        digest: str | None = None,
+    ) -> None:
+        self.workspace = workspace
+        self.config = config
+        self.engines = engines or Engines(workspace.root, config.spark)
+        self.digest = config_digest(workspace.layout.config_path) if digest is None else digest
+        """The fingerprint of the ``config.toml`` this node was built from."""
+        self.transport = TransportSettings.of(config)
+
+    @property
+    def root(self) -> Path:
+        return self.workspace.root
+
+    @property
+    def layout(self) -> WorkspaceLayout:
+        return self.workspace.layout
+
+    @property
+    def keys(self) -> KeyStore:
+        """The node's identity keys (one ed25519 key per dataset it owns)."""
+        return self.workspace.keys
+
+    def reconfigured(self) -> Node:
+        """A node over the same workspace and engines with ``config.toml`` read again (raises
+        ``ConfigError`` when it is invalid: the caller keeps this one)."""
+        path = self.layout.config_path
+        digest = config_digest(path)
+        return Node(self.workspace, read_config(path), engines=self.engines, digest=digest)
+
+    async def close(self) -> None:
+        await self.workspace.close()
+
+    async def __aenter__(self) -> Node:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+
+def storage_of(config: NodeConfig, layout: WorkspaceLayout) -> DatasetStorage:
+    """The dataset storage ``config`` names for the workspace at ``layout``."""
+    if not config.storage.url:
+        from storage.local_storage import LocalDatasetStorage
+
+        return LocalDatasetStorage(layout.datasets_dir)
+    # Only nodes on a bucket import the S3 client (obstore costs ~0.1 s to import).
+    from storage.object_cache import ObjectCache
+    from storage.s3_client import S3Bucket
+    from storage.s3_settings import parse_s3_url
+    from storage.s3_storage import S3DatasetStorage
+
+    location = parse_s3_url(config.storage.url)  # checked when the configuration was read
+    cache = ObjectCache(
+        layout.root.joinpath(*CACHE_FOLDER), max_bytes=config.storage.cache_mb << 20
+    )
+    return S3DatasetStorage(S3Bucket(location, config.s3.settings()), location, cache)
+
+
+async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
+    """The node of the workspace at ``root`` (see ``Workspace.open``) on the storage its
+    configuration names, checked usable (``StorageError`` naming ``[storage] url`` otherwise)
+    unless not ``check_storage`` (``odfd config`` must be able to fix a wrong bucket)."""
+    from storage.layout import existing_layout
+    from storage.workspace import Workspace
+
+    layout = existing_layout(root)  # a missing workspace is reported before a bad config.toml
+    digest = config_digest(layout.config_path)
+    config = read_config(layout.config_path)
+    workspace = await Workspace.open(root, storage=lambda found: storage_of(config, found))
+    node = Node(workspace, config, digest=digest)
+    if not check_storage:
+        return node
+    try:
+        await workspace.storage.check()
+    except BaseException:
+        await node.close()
+        raise
+    return node
+
+
+def view_node(root: Path | None) -> NodeView:
+    """The layout and configuration of the workspace at ``root``, without opening its catalog."""
+    from storage.layout import existing_layout
+
+    layout = existing_layout(root)
+    return NodeView(layout, read_config(layout.config_path))
