@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -31,7 +30,7 @@ from protocol.identity import DatasetAlias, DatasetId
 from storage.catalog import DatasetRecord
 from storage.chain import validate_chain
 from storage.errors import StorageError
-from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name
+from storage.layout import HEAD_REF, DatasetLayout, dataset_dir_name, unknown_dataset_folders
 from storage.scratch import try_lock_folder
 from storage.workspace import Workspace
 
@@ -51,19 +50,6 @@ class OrphanAction:
         return f"{self.action} dataset folder {self.folder.name}: {self.detail}"
 
 
-def orphan_folders(datasets_dir: Path, known: Iterable[str]) -> list[Path]:
-    """Folders of ``datasets_dir`` named like a dataset but not among ``known`` folder names
-    (cheap: one listing, no parsing of known names), sorted."""
-    if not datasets_dir.is_dir():
-        return []
-    names = set(known)
-    return sorted(
-        Path(entry.path)
-        for entry in os.scandir(datasets_dir)
-        if not entry.name.startswith(".") and entry.name not in names and entry.is_dir()
-    )
-
-
 async def recover_orphans(
     workspace: Workspace, *, min_age: float = ORPHAN_MIN_AGE
 ) -> list[OrphanAction]:
@@ -71,7 +57,7 @@ async def recover_orphans(
     changed for ``min_age`` seconds)."""
     known = [dataset_dir_name(record.id) for record in await workspace.list_datasets()]
     actions = []
-    for path in orphan_folders(workspace.layout.datasets_dir, known):
+    for path in unknown_dataset_folders(workspace.layout.datasets_dir, known):
         try:
             dataset_id = DatasetId.from_multibase(path.name)
         except ParseError:

@@ -86,8 +86,7 @@ def read_in_workspace(
 
     from odfd.config import load_config
     from storage.catalog.sync_reader import open_sync_reader
-    from storage.layout import dataset_dir_name, existing_layout
-    from storage.orphans import orphan_folders
+    from storage.layout import dataset_dir_name, existing_layout, unknown_dataset_folders
     from storage.scratch import sweep_staging
 
     layout = existing_layout(args.root)
@@ -98,7 +97,7 @@ def read_in_workspace(
         sweep_staging(layout.staging_dir)
         config = load_config(layout.config_path)
         known = (dataset_dir_name(record.id) for record in reader.list_datasets())
-        if orphan_folders(layout.datasets_dir, known):
+        if unknown_dataset_folders(layout.datasets_dir, known):
             return None  # settled, and said so, on the way through the workspace
         try:
             return read(reader, layout, config)
