@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, TypeVar
 if TYPE_CHECKING:
     from odfd.app.node import Node, NodeView
     from storage.catalog.sync_reader import SyncCatalogReader
+    from storage.workspace import Workspace
 
 T = TypeVar("T")
 
@@ -37,20 +38,34 @@ def run_in_node(
     command: Callable[[Node], Awaitable[T]],
     *,
     check_storage: bool = True,
+    settle_orphans: bool = True,
 ) -> T:
     """Build the node of the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest
     enclosing one): its ``config.toml`` is parsed (every command refuses a broken one, not only
     those that read the setting in question) and, with ``check_storage``, its dataset storage (a
-    bucket) checked usable; run ``command`` on it, close it."""
+    bucket) checked usable; settle what a killed process left between a dataset folder and the
+    catalog (``storage.orphans``: one line each, unless not ``settle_orphans``); run ``command``
+    on the node, close it."""
     from odfd.app.node import open_node
 
     async def run() -> T:
         async with await open_node(args.root, check_storage=check_storage) as node:
+            if settle_orphans:
+                await report_orphans(node.workspace)
             return await command(node)
 
     import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())
+
+
+async def report_orphans(workspace: Workspace) -> None:
+    """Settles orphan dataset folders (``storage.orphans``), one line on stderr for each."""
+    from odfd.cli import console
+    from storage.orphans import recover_orphans
+
+    for action in await recover_orphans(workspace):
+        console.info(f"Recovered: {action.describe()}")
 
 
 def read_in_node(
@@ -68,7 +83,7 @@ def read_in_node(
 
     from odfd.app.node import view_node
     from storage.catalog.sync_reader import open_sync_reader
-    from storage.layout import existing_layout
+    from storage.layout import dataset_dir_name, existing_layout, unknown_dataset_folders
     from storage.scratch import sweep_staging
 
     layout = existing_layout(args.root)
@@ -78,6 +93,9 @@ def read_in_node(
     with reader:
         sweep_staging(layout.staging_dir)
         node = view_node(args.root)
+        known = (dataset_dir_name(record.id) for record in reader.list_datasets())
+        if unknown_dataset_folders(layout.datasets_dir, known):
+            return None  # settled, and said so, on the way through the workspace
         try:
             return read(reader, node)
         except sqlite3.Error:
