@@ -1,5 +1,5 @@
 """``--quiet``, ``--verbose``, ``--no-color``, ``--yes`` and ``--no-daemon``: accepted before the command (``odfd -q pull``)
-and after it (``odfd pull -q``), with the same meaning everywhere (see ``odfd.cli.console``)."""
+and after it (``odfd pull -q``), with the same meaning everywhere (see ``odfd.cli.terminal``)."""
 
 from __future__ import annotations
 

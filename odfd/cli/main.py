@@ -17,7 +17,7 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from odfd.app.failures import describe_os_error
-from odfd.cli import console, global_options
+from odfd.cli import global_options, terminal
 from odfd.cli.forwarding import DAEMON_COMMANDS
 from odfd.cli.workspace_args import add_root_argument
 from protocol.errors import OdfError
@@ -146,11 +146,11 @@ def main(
     if prepare is not None:
         prepare(args)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
-    console.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
+    terminal.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
     from odfd.config import unknown_environment  # not for `--help`, which ends in parse_args
 
     for name, guess in unknown_environment():
-        console.warn(
+        terminal.warn(
             f"ignoring unknown environment variable {name}"
             + (f" (did you mean {guess}?)" if guess else "")
         )
@@ -161,7 +161,7 @@ def main(
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        console.error(str(err))
+        terminal.error(str(err))
         return getattr(err, "exit_code", 1)
     except OSError as err:
         if isinstance(err, BrokenPipeError):
@@ -170,7 +170,7 @@ def main(
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        console.error(describe_os_error(err))
+        terminal.error(describe_os_error(err))
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
@@ -183,7 +183,7 @@ def main(
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        console.error(f"Spark failed: {_first_line(err)}")
+        terminal.error(f"Spark failed: {_first_line(err)}")
         return 1
 
 

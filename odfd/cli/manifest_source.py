@@ -12,17 +12,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from odfd.errors import OdfdError
+from odfd.errors import ManifestError
 
 if TYPE_CHECKING:
     import aiohttp
 
 MAX_MANIFEST_BYTES = 1 << 20
 FETCH_TIMEOUT_SECONDS = 30.0
-
-
-class ManifestError(OdfdError):
-    """A manifest cannot be read (file, URL or standard input)."""
 
 
 @dataclass(frozen=True)

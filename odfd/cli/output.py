@@ -2,7 +2,7 @@
 same names everywhere — ``table`` (aligned columns for people), ``csv``, ``json`` (one array),
 ``ndjson`` (one object a line), ``yaml`` — and ``parquet`` for data (``odfd.cli.data_output``).
 
-Results go to stdout; status lines go to stderr (``odfd.cli.console``), so piping a result into
+Results go to stdout; status lines go to stderr (``odfd.cli.terminal``), so piping a result into
 another program never mixes the two.
 """
 

@@ -11,7 +11,7 @@ import os
 import sys
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.config import parse_duration
 from odfd.sync.errors import SyncError
 from odfd.sync.remote_url import looks_like_url
@@ -154,11 +154,11 @@ async def run(node: Node, args: argparse.Namespace) -> int:
             results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
         for result in results:
             for note in result.recovered:
-                console.info(f"Recovered: {note}")
+                terminal.info(f"Recovered: {note}")
             verb = "Updated" if result.updated else "Skipped"
-            console.info(
+            terminal.info(
                 f"{verb}: {result.alias} from {result.remote}: {result.describe()} [{result.trust}]"
             )
             if result.trust_note:
-                console.info(f"note: {result.trust_note}")
+                terminal.info(f"note: {result.trust_note}")
     return 0

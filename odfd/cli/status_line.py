@@ -15,7 +15,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TextIO
 
-from odfd.cli import console
+from odfd.cli import terminal
 from verifier.progress import NoProgress, format_duration, progress_for
 
 REDRAW_SECONDS = 0.5
@@ -26,7 +26,7 @@ _SPINNER = "|/-\\"
 async def working(label: str, stream: TextIO | None = None) -> AsyncIterator[None]:
     """While the body runs, ``label · 12s`` on ``stream`` (stderr by default) if it is a terminal."""
     out = sys.stderr if stream is None else stream
-    if console.is_quiet() or isinstance(progress_for(out), NoProgress):
+    if terminal.is_quiet() or isinstance(progress_for(out), NoProgress):
         yield
         return
     width = 0

@@ -61,11 +61,11 @@ def run_in_node(
 
 async def report_orphans(workspace: Workspace) -> None:
     """Settles orphan dataset folders (``storage.orphans``), one line on stderr for each."""
-    from odfd.cli import console
+    from odfd.cli import terminal
     from storage.orphans import recover_orphans
 
     for action in await recover_orphans(workspace):
-        console.info(f"Recovered: {action.describe()}")
+        terminal.info(f"Recovered: {action.describe()}")
 
 
 def read_in_node(

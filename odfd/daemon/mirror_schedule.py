@@ -20,11 +20,11 @@ from urllib.parse import urlsplit
 
 import aiohttp
 
+from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
-from odfd.daemon.resources import AUDITED, SYNCED
 from odfd.daemon.time import backoff_delay, jittered
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord

@@ -40,7 +40,9 @@ from typing import Any
 import aiohttp
 from aiohttp import web
 
+from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
+from odfd.app.resources import kind_of
 from odfd.config import NodeConfig
 from odfd.console.api import console_mount
 from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
@@ -49,7 +51,6 @@ from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.console_backend import DaemonBackend
-from odfd.daemon.controllers import Reconciler
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.engine_server import EngineServer
 from odfd.daemon.heartbeat import resign_owned
@@ -59,7 +60,6 @@ from odfd.daemon.loop_lag import watch_loop_lag
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.recovery import recover_workspace
-from odfd.daemon.resources import kind_of
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
 from odfd.server.app import create_app

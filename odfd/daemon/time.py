@@ -3,12 +3,7 @@
 from __future__ import annotations
 
 import random
-from datetime import UTC, datetime, timedelta
-
-
-def utc_now_text() -> str:
-    """Now as RFC 3339 UTC with a ``Z`` (how resources and reports spell instants)."""
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+from datetime import timedelta
 
 
 def jittered(seconds: float, jitter: float) -> timedelta:

@@ -17,7 +17,7 @@ from aiohttp import web
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version
-from odfd.sync.errors import ProtocolError
+from odfd.sync.errors import TransferFlowError
 from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.errors import OdfError
 from protocol.identity import Multihash
@@ -94,7 +94,7 @@ async def handle_pull(request: web.Request) -> web.StreamResponse:
     channel = ServerChannel(ws, f"pull of {record.alias}")
     try:
         await _pull_flow(channel, state, request, dataset_path, dataset, str(record.id))
-    except ProtocolError as err:
+    except TransferFlowError as err:
         log.info("%s", err)
     except OdfError as err:
         log.error("pull of %s failed: %s", record.alias, err)

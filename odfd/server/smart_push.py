@@ -22,7 +22,7 @@ from aiohttp import web
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
-from odfd.sync.errors import ChainPoint, CorruptSourceError, ProtocolError, SyncError
+from odfd.sync.errors import ChainPoint, CorruptSourceError, SyncError, TransferFlowError
 from odfd.sync.objects import ObjectRef, missing_objects, objects_of
 from odfd.sync.target import PullTarget, commit, discard_staging, needs_reset
 from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, match_linked_run
@@ -87,7 +87,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
             await channel.send(refusal.as_result(error=refusal.error))
         else:
             await channel.close_with_error(refusal.error)
-    except ProtocolError as err:
+    except TransferFlowError as err:
         log.info("%s", err)
     except OdfError as err:
         log.error("push to %s failed: %s", target.alias, err)
@@ -222,7 +222,7 @@ class _PushSession:
                 m.DatasetPushObjectsTransferRequest.from_json, "DatasetPushObjectsTransferRequest"
             )
             if request is None:
-                raise ProtocolError(
+                raise TransferFlowError(
                     f"{self.channel.where}: the client left before uploading objects"
                 )
             await self._check_collisions(walk)
@@ -273,7 +273,7 @@ class _PushSession:
                 await self.channel.send(m.DatasetPushObjectsUploadProgressRequest())
                 continue
             if progress is None:
-                raise ProtocolError(f"{self.channel.where}: the client left while uploading")
+                raise TransferFlowError(f"{self.channel.where}: the client left while uploading")
             if progress.complete:
                 return
 

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from aiohttp import WSMsgType, web
 
-from odfd.sync.errors import ProtocolError
+from odfd.sync.errors import TransferFlowError
 from protocol.transfer.smart import messages as m
 
 MAX_MESSAGE_BYTES = 1 << 30
@@ -62,14 +62,14 @@ class ServerChannel:
         if frame.type in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED):
             return None
         if frame.type != WSMsgType.TEXT:
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{self.where}: expected {what} as a text frame, got {frame.type.name}"
             )
         value = m.decode_json(frame.data, f"{self.where}: {what}")
         try:
             return parse(value)
         except m.MessageError as err:
-            raise ProtocolError(f"{self.where}: malformed {what}: {err}") from None
+            raise TransferFlowError(f"{self.where}: malformed {what}: {err}") from None
 
     async def close_with_error(self, error: m.TransferError) -> None:
         await self.ws.close(code=m.CLOSE_CODE_ERROR, message=close_reason(error))

@@ -29,7 +29,7 @@ class RemoteNotFoundError(SyncError, LookupError):
     """The remote has no dataset at that address."""
 
 
-class ProtocolError(SyncError):
+class TransferFlowError(SyncError):
     """The peer broke the Smart Transfer Protocol's message flow."""
 
 

@@ -265,7 +265,7 @@ class _PullRun:
             raise
         except (
             RemoteUnavailableError,
-            smart.ProtocolError,
+            smart.TransferFlowError,
             TimeoutError,
             aiohttp.ClientError,
         ) as err:

@@ -19,9 +19,9 @@ import aiohttp
 from odfd.sync.errors import (
     AccessDeniedError,
     CorruptSourceError,
-    ProtocolError,
     RemoteNotFoundError,
     SyncError,
+    TransferFlowError,
 )
 from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
@@ -75,7 +75,7 @@ class SmartChannel:
         try:
             await self.ws.send_str(m.encode(message))
         except (aiohttp.ClientError, ConnectionError) as err:
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{self.where}: sending {type(message).__name__} failed: {err}"
             ) from None
 
@@ -90,7 +90,7 @@ class SmartChannel:
         try:
             frame = await future
         except TimeoutError:
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{self.where}: the peer stalled: no {what} within {self.receive_timeout:g} s "
                 "(first_byte_timeout)"
             ) from None
@@ -101,7 +101,7 @@ class SmartChannel:
             try:
                 return parse(value)
             except m.MessageError as err:
-                raise ProtocolError(f"{self.where}: malformed {what}: {err}") from None
+                raise TransferFlowError(f"{self.where}: malformed {what}: {err}") from None
         if frame.type in (
             aiohttp.WSMsgType.CLOSE,
             aiohttp.WSMsgType.CLOSING,
@@ -110,15 +110,15 @@ class SmartChannel:
             error = m.decode_error(frame.extra or "") if isinstance(frame.extra, str) else None
             if error is not None:
                 raise RemoteTransferError(self.where, error)
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{self.where}: the server closed the connection while we awaited {what}"
                 + (f" ({frame.extra})" if frame.extra else "")
             )
         if frame.type == aiohttp.WSMsgType.ERROR:
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{self.where}: connection failed while awaiting {what}: {frame.data}"
             )
-        raise ProtocolError(
+        raise TransferFlowError(
             f"{self.where}: expected a text frame with {what}, got {frame.type.name}"
         )
 
@@ -226,7 +226,7 @@ async def pull_object_urls(
     }
     for file in files:
         if (file.object_type, file.physical_hash) not in urls:
-            raise ProtocolError(
+            raise TransferFlowError(
                 f"{channel.where}: no download URL for {file.object_type} {file.physical_hash}"
             )
         url = urls[(file.object_type, file.physical_hash)].url

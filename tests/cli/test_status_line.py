@@ -8,7 +8,8 @@ import io
 
 import pytest
 
-from odfd.cli import console, status_line
+from odfd.cli import status_line
+from odfd.cli import terminal as term
 
 
 class Terminal(io.StringIO):
@@ -23,7 +24,7 @@ async def _work(stream: io.StringIO, seconds: float) -> None:
 
 def test_a_terminal_sees_a_redrawn_line_that_is_cleared(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(status_line, "REDRAW_SECONDS", 0.05)
-    monkeypatch.setattr(console._settings, "level", console.NORMAL)
+    monkeypatch.setattr(term._settings, "level", term.NORMAL)
     terminal = Terminal()
     asyncio.run(_work(terminal, 0.3))
     frames = terminal.getvalue().split("\r")
@@ -35,7 +36,7 @@ def test_a_terminal_sees_a_redrawn_line_that_is_cleared(monkeypatch: pytest.Monk
 
 
 def test_an_error_in_the_work_still_clears_the_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(console._settings, "level", console.NORMAL)
+    monkeypatch.setattr(term._settings, "level", term.NORMAL)
     terminal = Terminal()
 
     async def failing() -> None:
@@ -49,11 +50,11 @@ def test_an_error_in_the_work_still_clears_the_line(monkeypatch: pytest.MonkeyPa
 
 
 def test_nothing_on_a_pipe_or_with_quiet(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(console._settings, "level", console.NORMAL)
+    monkeypatch.setattr(term._settings, "level", term.NORMAL)
     pipe = io.StringIO()
     asyncio.run(_work(pipe, 0.05))
     assert pipe.getvalue() == ""
-    monkeypatch.setattr(console._settings, "level", console.QUIET)
+    monkeypatch.setattr(term._settings, "level", term.QUIET)
     terminal = Terminal()
     asyncio.run(_work(terminal, 0.05))
     assert terminal.getvalue() == ""

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from odfd.config import SyncConfig
-from odfd.daemon.controllers import Reconciler
-from odfd.daemon.resources import (
+from odfd.app.controllers import Reconciler
+from odfd.app.resources import (
     RECONCILE_ERROR,
-    ManifestError,
     apply_manifests,
     dataset_resource,
     load_manifests,
     resource_document,
 )
+from odfd.config import SyncConfig
+from odfd.errors import ManifestError
 from protocol.codec.yaml_emitter import dump
 from protocol.identity import AccountName, DatasetId
 from protocol.model import DatasetKind, ResourcePhase, SetInfo

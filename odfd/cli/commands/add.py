@@ -8,11 +8,12 @@ import sys
 import uuid
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.confirm import confirm
-from odfd.cli.manifest_source import ManifestError, read_manifests
+from odfd.cli.manifest_source import read_manifests
 from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_node
+from odfd.errors import ManifestError
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
 from protocol.model import DatasetSnapshot, SetTransform
@@ -90,13 +91,13 @@ def _add(args: argparse.Namespace) -> int:
             try:
                 dataset = await workspace.create_from_snapshot(snapshot)
             except DatasetExistsError:
-                console.info(f"Skipped: {snapshot.name}: already exists")
+                terminal.info(f"Skipped: {snapshot.name}: already exists")
                 continue
             except StorageError as error:
                 failures += 1
                 print(f"Failed: {snapshot.name}: {error}", file=sys.stderr)
                 continue
-            console.info(f"Added: {snapshot.name} ({dataset.id})")
+            terminal.info(f"Added: {snapshot.name} ({dataset.id})")
         return 1 if failures else 0
 
     return run_in_node(args, run)
@@ -131,10 +132,10 @@ async def _replace(
     staged = await _stage(workspace, snapshots)
     for record in downstream_first(doomed, readers):
         await workspace.delete_dataset(str(record.id))
-        console.info(f"Deleted: {record.alias} ({record.id})")
+        terminal.info(f"Deleted: {record.alias} ({record.id})")
     for snapshot, dataset_id in staged:
         await workspace.rename_dataset(str(dataset_id), snapshot.name)
-        console.info(f"Added: {snapshot.name} ({dataset_id})")
+        terminal.info(f"Added: {snapshot.name} ({dataset_id})")
     return True
 
 
@@ -156,7 +157,7 @@ async def _stage(
         for snapshot in _in_order(snapshots):
             key = str(snapshot.name).lower()
             if key in new_ids:
-                console.info(f"Skipped: {snapshot.name}: named twice in the manifests")
+                terminal.info(f"Skipped: {snapshot.name}: named twice in the manifests")
                 continue
             try:
                 events = await normalize_snapshot(snapshot, resolve)

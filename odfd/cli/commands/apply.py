@@ -9,10 +9,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.controllers import Reconciler
+from odfd.app.resources import apply_manifests, kind_of, load_manifests
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.daemon.admin_client import AdminClient
-from odfd.daemon.controllers import Reconciler
-from odfd.daemon.resources import apply_manifests, kind_of, load_manifests
 
 if TYPE_CHECKING:
     from odfd.app.node import Node

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.confirm import confirm
 from odfd.cli.readers import downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_node
@@ -95,7 +95,7 @@ def _compact(args: argparse.Namespace) -> int:
                     workspace.open_dataset(record.id), record.alias, options
                 )
             except NothingToCompactError as err:
-                console.info(f"Skipped: {err}")
+                terminal.info(f"Skipped: {err}")
         if not plans:
             return 0
         records = await workspace.list_datasets()
@@ -129,12 +129,12 @@ def _compact(args: argparse.Namespace) -> int:
                 workspace.root, workspace.open_dataset(record.id), plan
             )
             if record.id in reset_ids:
-                console.info(
+                terminal.info(
                     f"Reset: {record.alias} to its metadata ({plan.dropped_blocks} data block(s) "
                     f"dropped); `odfd pull {record.alias}` recomputes it"
                 )
             else:
-                console.info(
+                terminal.info(
                     f"Compacted: {record.alias} {result.old_blocks} → {result.new_blocks} "
                     f"blocks, head {result.new_head}"
                 )

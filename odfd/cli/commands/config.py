@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from odfd.app import config_edit
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 
@@ -78,9 +78,9 @@ def _set(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         value = config_edit.set_value(node.layout.config_path, args.key, args.value)
         if args.value is None:
-            console.info(f"Removed: {args.key} (its default applies)")
+            terminal.info(f"Removed: {args.key} (its default applies)")
         else:
-            console.info(f"Set: {args.key} = {_text(value)}")
+            terminal.info(f"Set: {args.key} = {_text(value)}")
         return 0
 
     return run_in_node(args, run, check_storage=False)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.confirm import confirm
 from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_node
@@ -57,12 +57,12 @@ def _delete(args: argparse.Namespace) -> int:
                 + " (delete those too with --recursive); nothing was deleted"
             )
         if not doomed:
-            console.info("Nothing to delete")
+            terminal.info("Nothing to delete")
             return 0
         confirm(args, f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
         for record in downstream_first(doomed, readers):
             await workspace.delete_dataset(str(record.id))
-            console.info(f"Deleted: {record.alias} ({record.id})")
+            terminal.info(f"Deleted: {record.alias} ({record.id})")
         return 0
 
     return run_in_node(args, run)

@@ -10,14 +10,14 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.daemon.resources import (
+from odfd.app.resources import (
     RECONCILE_ERROR,
-    ManifestError,
     kind_of,
     resource_document,
     schema_of_kind,
 )
+from odfd.cli.workspace_args import add_root_argument, run_in_node
+from odfd.errors import ManifestError
 from protocol.codec.yaml_emitter import dump
 from storage.catalog.resources import ResourceRecord, ResourceTable
 

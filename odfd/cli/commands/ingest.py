@@ -11,7 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.commit import RUN_DIR
@@ -69,16 +69,16 @@ def _ingest(args: argparse.Namespace) -> int:
                         )
 
                 def retrying(lost: RefCasError, name: str = name) -> None:
-                    console.info(
+                    terminal.info(
                         f"Retrying: {args.dataset}: {name}: another write moved its head to "
                         f"{lost.actual} first; ingesting again on top of it"
                     )
 
                 outcome = await retry_lost_race(attempt, retrying)
             if outcome.up_to_date:
-                console.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
+                terminal.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:
-                console.info(
+                terminal.info(
                     f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}"
                 )
         return 0

@@ -7,7 +7,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument
 from storage.errors import WorkspaceError
 from storage.layout import DEFAULT_WORKSPACE_DIR, WORKSPACE_ENV, WorkspaceLayout
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _init(args: argparse.Namespace) -> int:
     existing = args.root if args.root is not None else WorkspaceLayout.default_root()
     if args.exists_ok and (existing / "config.toml").is_file():
-        console.info(f"An odfd workspace exists already in {existing}")
+        terminal.info(f"An odfd workspace exists already in {existing}")
         return 0
     if args.root is None and not os.environ.get(WORKSPACE_ENV):
         enclosing = WorkspaceLayout.enclosing(Path.cwd())

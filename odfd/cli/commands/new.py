@@ -8,7 +8,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.errors import OdfdError
 from protocol.identity import DatasetAlias
 
@@ -100,5 +100,5 @@ def _new(args: argparse.Namespace) -> int:
             out.write(text)
     except FileExistsError:
         raise NewError(f"{path} exists already; pick another --output-path") from None
-    console.info(f"Written: {path} (add it with `odfd add {path}`)")
+    terminal.info(f"Written: {path} (add it with `odfd add {path}`)")
     return 0

@@ -8,7 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.arguments import non_negative_int, positive_int
 from odfd.cli.output import add_output_format
 from odfd.cli.workspace_args import add_root_argument, run_in_node
@@ -92,10 +92,12 @@ def _provenance(args: argparse.Namespace) -> int:
         if args.where is not None:
             offsets = await tracer.select_offsets(record.id, args.where)
             if not offsets:
-                console.warn(f"no row of {record.alias} matches {args.where}")
+                terminal.warn(f"no row of {record.alias} matches {args.where}")
                 return 1
             if len(offsets) > args.limit:
-                console.info(f"{len(offsets)} rows match; tracing the first {args.limit} (--limit)")
+                terminal.info(
+                    f"{len(offsets)} rows match; tracing the first {args.limit} (--limit)"
+                )
                 offsets = offsets[: args.limit]
         rows = await tracer.explain(record.id, offsets)
         if args.output == "json":
@@ -104,7 +106,7 @@ def _provenance(args: argparse.Namespace) -> int:
         else:
             for row in rows:
                 sys.stdout.write("\n".join(render_tree(row)) + "\n")
-        console.info(f"{len(rows)} row(s) traced, each checked by re-execution")
+        terminal.info(f"{len(rows)} row(s) traced, each checked by re-execution")
         return 0
 
     return run_in_node(args, run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console, remote_pull
+from odfd.cli import remote_pull, terminal
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.coordinator.pull import pull_local
@@ -123,13 +123,13 @@ async def _pull_local(
             recursive=recursive,
             fetch_uncacheable=args.fetch_uncacheable,
             watermark=args.set_watermark,
-            on_retry=lambda alias, lost: console.info(
+            on_retry=lambda alias, lost: terminal.info(
                 f"Retrying: {alias}: another write moved its head to {lost.actual} first; "
                 "pulling again on top of it"
             ),
             reset_diverged=(
                 (
-                    lambda alias: console.info(
+                    lambda alias: terminal.info(
                         f"Reset: {alias}: an input's history was rewritten, so its data was "
                         "dropped and is recomputed from the start"
                     )
@@ -140,5 +140,5 @@ async def _pull_local(
         )
     for outcome in outcomes:
         verb = "Updated" if outcome.updated else "Skipped"
-        console.info(f"{verb}: {outcome.dataset}: {outcome.message}")
+        terminal.info(f"{verb}: {outcome.dataset}: {outcome.message}")
     return 0

@@ -14,7 +14,7 @@ import argparse
 import os
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.progress import Progress
@@ -102,7 +102,7 @@ def _push(args: argparse.Namespace) -> int:
                     progress=Progress(f"push {record.alias}"),
                 )
                 verb = "Pushed" if result.updated else "Skipped"
-                console.info(f"{verb}: {result.alias}: {result.describe()}")
+                terminal.info(f"{verb}: {result.alias}: {result.describe()}")
         return 0
 
     return run_in_node(args, run)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 
 if TYPE_CHECKING:
@@ -24,7 +24,7 @@ def _rename(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
         record = await workspace.rename_dataset(args.dataset, args.new_name)
-        console.info(f"Renamed: {args.dataset} -> {record.alias}")
+        terminal.info(f"Renamed: {args.dataset} -> {record.alias}")
         return 0
 
     return run_in_node(args, run)

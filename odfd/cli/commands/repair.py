@@ -6,7 +6,7 @@ import argparse
 import asyncio
 import sys
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument
 from storage.layout import WorkspaceLayout
 from storage.workspace import reset_catalog
@@ -34,7 +34,7 @@ def _repair(args: argparse.Namespace) -> int:
         for record in report.registered:
             print(f"Registered: {record.alias} ({record.id}) at block #{record.head_sequence}")
         for folder, reason in report.skipped:
-            console.info(f"Skipped: {folder}: {reason}")
+            terminal.info(f"Skipped: {folder}: {reason}")
         return 0
 
     return asyncio.run(run())

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.remote_url import parse_remote_url
@@ -87,7 +87,7 @@ def _add(args: argparse.Namespace) -> int:
             raise RepoError(
                 f"a repository named {name} exists already (`odfd repo list`)"
             ) from None
-        console.info(f"Added: {name} -> {url}")
+        terminal.info(f"Added: {name} -> {url}")
         return 0
 
     return run_in_node(args, run)
@@ -116,7 +116,7 @@ def _delete(args: argparse.Namespace) -> int:
             raise RepoError(f"no repository named {', '.join(unknown)}; nothing was deleted")
         for name in names:
             await workspace.catalog.remove_remote(name)
-            console.info(f"Deleted: {name}")
+            terminal.info(f"Deleted: {name}")
         return 0
 
     return run_in_node(args, run)
@@ -143,10 +143,10 @@ def _alias_add(args: argparse.Namespace) -> int:
         refs = (await workspace.open_dataset(record.id).remote_aliases())[kind]
         remote = parse_remote_url(url).text
         if remote in refs:
-            console.info(f"Skipped: {record.alias} already {kind}s {remote}")
+            terminal.info(f"Skipped: {record.alias} already {kind}s {remote}")
             return 0
         await _set(workspace, record, kind, [*refs, remote])
-        console.info(f"Added: {record.alias} {kind} {remote}")
+        terminal.info(f"Added: {record.alias} {kind} {remote}")
         return 0
 
     return run_in_node(args, run)
@@ -187,7 +187,7 @@ def _alias_delete(args: argparse.Namespace) -> int:
         if args.all:
             for kind in kinds:
                 await _set(workspace, record, kind, [])
-            console.info(f"Deleted: every {'/'.join(kinds)} remote of {record.alias}")
+            terminal.info(f"Deleted: every {'/'.join(kinds)} remote of {record.alias}")
             return 0
         remote = parse_remote_url(await expand(workspace, args.remote)).text
         kind = kinds[0]
@@ -196,7 +196,7 @@ def _alias_delete(args: argparse.Namespace) -> int:
                 f"{record.alias} has no {kind} remote {remote} (`odfd repo alias list`)"
             )
         await _set(workspace, record, kind, [r for r in aliases[kind] if r != remote])
-        console.info(f"Deleted: {record.alias} {kind} {remote}")
+        terminal.info(f"Deleted: {record.alias} {kind} {remote}")
         return 0
 
     return run_in_node(args, run)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.confirm import confirm
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.errors import ParseError
@@ -59,7 +59,7 @@ def _reset(args: argparse.Namespace) -> int:
                 f"(`odfd log {record.alias}` lists it); nothing was changed"
             )
         if dropped == 0:
-            console.info(f"Skipped: {record.alias} is at {args.hash} already")
+            terminal.info(f"Skipped: {record.alias} is at {args.hash} already")
             return 0
         readers = await _readers(workspace, record.id)
         warning = f" ({', '.join(readers)} read it)" if readers else ""
@@ -68,7 +68,7 @@ def _reset(args: argparse.Namespace) -> int:
             f"Reset {record.alias} to {args.hash}, dropping its last {dropped} block(s){warning}?",
         )
         await dataset.chain.reset_to(args.hash, expected_head=head)
-        console.info(f"Reset: {record.alias} to {args.hash} ({dropped} block(s) dropped)")
+        terminal.info(f"Reset: {record.alias} to {args.hash} ({dropped} block(s) dropped)")
         return 0
 
     return run_in_node(args, run)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
@@ -64,7 +64,7 @@ def _search(args: argparse.Namespace) -> int:
                 try:
                     found = await search_repo(name, repos[name], args.query, s3)
                 except (SyncError, OdfError) as err:
-                    console.warn(f"repository {name}: {err}")
+                    terminal.warn(f"repository {name}: {err}")
                     failed += 1
                     continue
                 rows += [

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
@@ -139,13 +139,13 @@ async def _shell(
     history = history_file(workspace.root)
     with contextlib.suppress(OSError):
         readline.read_history_file(history)
-    console.info("odfd SQL shell: end statements with ;  leave with \\q or Ctrl-D")
+    terminal.info("odfd SQL shell: end statements with ;  leave with \\q or Ctrl-D")
     try:
         for statement in shell_statements(input):
             try:
                 table = await _query(workspace, statement, block, time, args.engine)
             except OdfError as err:
-                console.error(str(err))
+                terminal.error(str(err))
                 continue
             write_result(table, args.output, None)
     finally:

@@ -9,7 +9,7 @@ from importlib import metadata
 from typing import TYPE_CHECKING
 
 from odfd.app.diagnose import run_checks
-from odfd.cli import console
+from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.config import parse_duration
@@ -75,12 +75,12 @@ def _gc(args: argparse.Namespace) -> int:
         if not args.dry_run:
             await leftovers.remove(found)
             for action in await recover_orphans(workspace, min_age=args.older_than):
-                console.info(f"Recovered: {action.describe()}")
+                terminal.info(f"Recovered: {action.describe()}")
         rows = [{"kind": f.kind, "path": str(f.path), "size": f.size} for f in found]
         write_records(rows, args.output, [("Kind", "kind"), ("Size", "size"), ("Path", "path")])
         verb = "Would remove" if args.dry_run else "Removed"
         total = format_bytes(sum(f.size for f in found))
-        console.info(f"{verb} {len(found)} leftover(s), {total}")
+        terminal.info(f"{verb} {len(found)} leftover(s), {total}")
         return 0
 
     return run_in_node(args, run, settle_orphans=False)  # gc settles them itself

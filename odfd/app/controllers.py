@@ -19,15 +19,15 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from odfd.config import SyncConfig
-from odfd.daemon.resources import (
+from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
     RECONCILE_ERROR,
     MirrorSpec,
     dataset_resource,
+    utc_now_text,
 )
-from odfd.daemon.time import utc_now_text
+from odfd.config import SyncConfig
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef

@@ -19,11 +19,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from odfd.config import format_duration, parse_duration
-from odfd.errors import OdfdError
+from odfd.errors import ManifestError
 from odfd.sync.remote_url import parse_remote_url
 from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
@@ -70,8 +71,9 @@ _MAX_ACCOUNT_SEED = 32
 MANIFEST_SUFFIXES = (".yaml", ".yml", ".json")
 
 
-class ManifestError(OdfdError):
-    """A resource manifest is invalid; the message names the file, document and field."""
+def utc_now_text() -> str:
+    """Now as RFC 3339 UTC with a ``Z`` (how resources and reports spell instants)."""
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 def kind_of(schema: str) -> str:
