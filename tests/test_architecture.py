@@ -1,5 +1,8 @@
 """The layering of the code, read from the source with ``ast``: imports only point down
-protocol → storage → verifier → odfd, and no module imports itself back through others.
+protocol → storage → verifier → odfd, inside ``odfd/`` down its own layers (the CLI above the
+daemon, the daemon above the web console, the console above the servers, those above the
+application layer, that above the domain services, configuration and errors at the bottom), and
+no module imports itself back through others.
 
 Every import counts, at module level or inside a function, ``TYPE_CHECKING`` blocks included: a
 lazy or typing-only import still ties the two modules together.
@@ -9,12 +12,25 @@ from __future__ import annotations
 
 import ast
 import functools
+import gc
 from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 LAYERS = ("protocol", "storage", "verifier", "odfd")
 """Bottom first: a module may import its own layer and the ones before it."""
+
+ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
+    ("odfd", "odfd.config", "odfd.errors"),
+    ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
+    ("odfd.app",),
+    ("odfd.server",),
+    ("odfd.console",),
+    ("odfd.daemon",),
+    ("odfd.cli", "odfd.__main__"),
+)
+"""The layers inside ``odfd/``, bottom first (``docs/architecture.md``): each entry names the
+packages or modules of one layer; a module belongs to the longest name it starts with."""
 
 
 def _module_name(path: Path) -> str:
@@ -63,10 +79,17 @@ def _graph() -> dict[str, dict[str, int]]:
     modules = _modules()
     known = set(modules)
     graph: dict[str, dict[str, int]] = {}
-    for module, path in modules.items():
-        edges = graph.setdefault(module, {})
-        for target, line in _imported(module, path, known):
-            edges.setdefault(target, line)
+    # CPython 3.11's AST constructor fails ("recursion depth mismatch") when a garbage
+    # collection runs finalizers of earlier tests' objects in the middle of a parse.
+    gc.collect()
+    gc.disable()
+    try:
+        for module, path in modules.items():
+            edges = graph.setdefault(module, {})
+            for target, line in _imported(module, path, known):
+                edges.setdefault(target, line)
+    finally:
+        gc.enable()
     return graph
 
 
@@ -82,6 +105,35 @@ def test_imports_only_point_down_the_layers() -> None:
         if _layer(target) > _layer(module)
     ]
     assert upward == [], "upward imports:\n" + "\n".join(upward)
+
+
+def _odfd_layer(module: str) -> int:
+    best = (-1, -1)
+    for rank, names in enumerate(ODFD_LAYERS):
+        for name in names:
+            if module == name or module.startswith(name + "."):
+                best = max(best, (len(name), rank))
+    return best[1]
+
+
+def test_every_odfd_module_has_a_layer() -> None:
+    """A new top-level module or package of ``odfd/`` is placed in a layer, not left outside."""
+    bottom = set(ODFD_LAYERS[0])
+    unplaced = sorted(
+        m for m in _graph() if m.split(".")[0] == "odfd" and _odfd_layer(m) == 0 and m not in bottom
+    )
+    assert unplaced == [], "odfd modules outside the layers: " + ", ".join(unplaced)
+
+
+def test_imports_inside_odfd_only_point_down_its_layers() -> None:
+    upward = [
+        f"{module} (line {line}) imports {target}"
+        for module, edges in _graph().items()
+        if module.split(".")[0] == "odfd"
+        for target, line in edges.items()
+        if target.split(".")[0] == "odfd" and _odfd_layer(target) > _odfd_layer(module)
+    ]
+    assert upward == [], "upward imports inside odfd:\n" + "\n".join(upward)
 
 
 def test_no_import_circles() -> None:
@@ -114,3 +166,13 @@ def test_the_check_sees_imports() -> None:
     assert "storage.ipfs_client" in graph["storage.stores.ipfs"]
     assert "protocol.model._enums_generated" in graph["protocol.model.resource"]
     assert all(_layer(m) == 0 for m in graph["protocol.model._generated"])
+    assert "odfd.app.node" in graph["odfd.cli.workspace_args"]  # an import inside a function
+    assert (
+        _odfd_layer("odfd.cli.main")
+        > _odfd_layer("odfd.daemon.service")
+        > _odfd_layer("odfd.console.api")
+        > _odfd_layer("odfd.server.app")
+        > _odfd_layer("odfd.app.node")
+        > _odfd_layer("odfd.sync.pull")
+        > _odfd_layer("odfd.config")
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 
 from odfd.errors import OdfdError
 
@@ -26,3 +27,8 @@ def confirm(args: argparse.Namespace, question: str) -> None:
     answer = sys.stdin.readline().strip().lower()
     if answer not in ("y", "yes"):
         raise NotConfirmedError("cancelled; nothing was changed")
+
+
+def confirmer(args: argparse.Namespace) -> Callable[[str], None]:
+    """``confirm`` for ``args``, as the application layer asks it (``odfd.app.events.Confirm``)."""
+    return lambda question: confirm(args, question)

@@ -17,8 +17,8 @@ import warnings
 from collections.abc import Callable, Sequence
 
 from odfd.app.failures import describe_os_error
+from odfd.app.forwarding import FORWARDED
 from odfd.cli import global_options, terminal
-from odfd.cli.forwarding import DAEMON_COMMANDS
 from odfd.cli.workspace_args import add_root_argument
 from protocol.errors import OdfError
 
@@ -135,7 +135,7 @@ def main(
     client's relative paths absolute there)."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
-    if forward and command in DAEMON_COMMANDS:
+    if forward and command in FORWARDED:
         from odfd.cli import via_daemon
 
         code = via_daemon.run(argv, command)
@@ -185,6 +185,12 @@ def main(
             traceback.print_exception(err, file=sys.stderr)
         terminal.error(f"Spark failed: {_first_line(err)}")
         return 1
+
+
+def warm_up(commands: frozenset[str]) -> None:
+    """Imports what running ``commands`` needs (a daemon does this once, for its clients)."""
+    for command in sorted(commands):
+        build_parser(command)
 
 
 def quiet_dependency_warnings() -> None:

@@ -26,7 +26,6 @@ import os
 import secrets
 import signal
 import socket
-import struct
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
@@ -34,43 +33,26 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odfd import __version__
-from odfd.cli.forwarding import DAEMON_COMMANDS as FORWARDED
+from odfd.app.forwarding import (
+    ACCEPTED,
+    EXIT,
+    FORWARDED,
+    FRAME_HEADER,
+    NO_DAEMON_ENV,
+    PROTOCOL,
+    REFUSED,
+    RUN_PATH,
+    STDERR,
+    STDOUT,
+    env_difference,
+    relevant_env,
+)
 from protocol.errors import OdfError
 
-#: The option and the variable that keep a command in this process.
+#: The option that keeps a command in this process (``NO_DAEMON_ENV`` does too).
 LOCAL_OPTION = "--no-daemon"
-NO_DAEMON_ENV = "ODFD_NO_DAEMON"
-#: Bumped when the request or the frames change; a daemon speaking another one is not used.
-PROTOCOL = 1
-RUN_PATH = "/run"
-#: ``ODFD_*`` variables that do not change what a command does (they are sent as arguments or
-#: only steer the daemon itself); every other one must be equal in the CLI and the daemon.
-IGNORED_ENV = ("ODFD_HOME", "ODFD_VERBOSE", NO_DAEMON_ENV)
-IGNORED_ENV_PREFIX = "ODFD_DAEMON_"
-#: Other variables a command reads (colour, time zone, locale of printed numbers and times).
-COMPARED_ENV = ("NO_COLOR", "TZ", "LANG", "LC_ALL")
-
-#: Frames from the daemon: kind (1 byte) + length (4 bytes, big-endian) + payload.
-FRAME_HEADER = struct.Struct(">cI")
-ACCEPTED, REFUSED, STDOUT, STDERR, EXIT = b"a", b"r", b"o", b"e", b"x"
 #: Seconds to wait for the daemon to accept the request (not for the command: that may run long).
 CONNECT_TIMEOUT = 5.0
-
-
-def relevant_env(env: Mapping[str, str]) -> dict[str, str]:
-    """The variables that must be equal in the CLI and the daemon for a command to behave alike."""
-    return {
-        name: value
-        for name, value in env.items()
-        if (name.startswith("ODFD_") and name not in IGNORED_ENV)
-        and not name.startswith(IGNORED_ENV_PREFIX)
-        or name in COMPARED_ENV
-    }
-
-
-def env_difference(ours: Mapping[str, str], theirs: Mapping[str, str]) -> list[str]:
-    """Names of the variables set differently on the two sides."""
-    return sorted(n for n in ours.keys() | theirs.keys() if ours.get(n) != theirs.get(n))
 
 
 @dataclass(frozen=True, slots=True)

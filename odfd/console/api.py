@@ -409,7 +409,7 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 
 async def _sql(request: web.Request) -> web.Response:
-    state, _ = _parts(request)
+    state, console = _parts(request)
     refused = _check_same_origin(request)
     if refused is not None:
         return refused
@@ -421,7 +421,7 @@ async def _sql(request: web.Request) -> web.Response:
     limit = 1000
     try:
         columns, rows, truncated, ms = await run_sql(
-            state.workspace, query, limit, lambda r: state.visible(r, request)
+            console.backend.node, query, limit, lambda r: state.visible(r, request)
         )
     except OdfError as err:
         return _error(400, str(err))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Protocol
 
+from odfd.app.node import Node
 from odfd.config import NodeConfig
 from odfd.errors import OdfdError
 from storage.workspace import Workspace
@@ -17,6 +18,11 @@ class ActionUnavailableError(OdfdError):
 
 
 class NodeBackend(Protocol):
+    @property
+    def node(self) -> Node:
+        """The node the serving process built (the daemon's current one)."""
+        ...
+
     @property
     def workspace(self) -> Workspace: ...
 
@@ -49,17 +55,20 @@ class NodeBackend(Protocol):
 class WorkspaceBackend:
     """A node with no daemon."""
 
-    def __init__(self, workspace: Workspace, config: NodeConfig) -> None:
-        self._workspace = workspace
-        self._config = config
+    def __init__(self, node: Node) -> None:
+        self._node = node
+
+    @property
+    def node(self) -> Node:
+        return self._node
 
     @property
     def workspace(self) -> Workspace:
-        return self._workspace
+        return self._node.workspace
 
     @property
     def config(self) -> NodeConfig:
-        return self._config
+        return self._node.config
 
     def runtime(self) -> dict[str, Any] | None:
         return None

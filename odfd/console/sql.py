@@ -4,7 +4,6 @@ cut to a page and made JSON-safe."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import math
 import time
@@ -13,10 +12,9 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from odfd.cli.commands.sql import DEFAULT_ENGINE, run_query
-from odfd.coordinator.query import dataset_view
+from odfd.app.node import Node
+from odfd.app.query import DEFAULT_ENGINE, query
 from storage.catalog import DatasetRecord
-from storage.workspace import Workspace
 
 SQL_BOX_ENGINE = DEFAULT_ENGINE
 """The engine the SQL box runs in: the one ``odfd sql`` uses unless told otherwise."""
@@ -40,19 +38,14 @@ def json_cell(value: Any) -> Any:
 
 
 async def run_sql(
-    workspace: Workspace,
-    query: str,
+    node: Node,
+    sql: str,
     limit: int,
     visible: Callable[[DatasetRecord], bool],
 ) -> tuple[list[str], list[list[Any]], bool, float]:
     """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
     started = time.perf_counter()
-    lowered = query.lower()
-    views = []
-    for record in await workspace.list_datasets():
-        if visible(record) and record.alias.lower() in lowered:
-            views.append(await dataset_view(workspace.open_dataset(record.id)))
-    table = await asyncio.to_thread(run_query, query, views, SQL_BOX_ENGINE)
+    table = await query(node, sql, engine=SQL_BOX_ENGINE, visible=visible)
     truncated = table.num_rows > limit
     table = table.slice(0, limit)
     columns = table.column_names

@@ -19,6 +19,7 @@ from typing import Any, Literal, Protocol
 
 from aiohttp import web
 
+from odfd.app.node import Node
 from odfd.app.status import build_status
 from odfd.config import NodeConfig
 from odfd.daemon.audits import Auditor
@@ -54,6 +55,7 @@ class AdminTarget(Protocol):
     """What the admin API reads and drives of a running daemon (``odfd.daemon.service.Daemon``)."""
 
     workspace: Workspace
+    node: Node
     config: NodeConfig
     metrics: DaemonMetrics
     syncs: JobRunner

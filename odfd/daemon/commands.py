@@ -41,15 +41,17 @@ from typing import Any, TextIO
 from aiohttp import web
 
 from odfd import __version__
-from odfd.cli import via_daemon
-from odfd.cli.via_daemon import (
+from odfd.app.forwarding import (
     ACCEPTED,
     EXIT,
+    FORWARDED,
     FRAME_HEADER,
     PROTOCOL,
     REFUSED,
+    RUN_PATH,
     STDERR,
     STDOUT,
+    CommandLine,
     env_difference,
     relevant_env,
 )
@@ -167,6 +169,7 @@ class Job:
     tty: dict[str, bool]
     encodings: dict[str, list[str]]
     loop: asyncio.AbstractEventLoop
+    command_line: CommandLine
     frames: asyncio.Queue[bytes] = field(default_factory=asyncio.Queue)
     loops: list[asyncio.AbstractEventLoop] = field(default_factory=list)
     thread: threading.Thread | None = None
@@ -220,9 +223,7 @@ class Job:
         began = time.monotonic()
         code: int | None = 1
         try:
-            from odfd.cli.main import main
-
-            code = main(self.argv, forward=False, prepare=self.prepare)
+            code = self.command_line.main(self.argv, forward=False, prepare=self.prepare)
         except Refused as refused:
             self._put(REFUSED, str(refused).encode())
             code = None
@@ -285,7 +286,9 @@ def _exit_code(done: SystemExit, stderr: TextIO) -> int:
 class CommandRunner:
     """The ``/run`` routes of the admin API and the jobs they started."""
 
-    def __init__(self) -> None:
+    def __init__(self, command_line: CommandLine | None = None) -> None:
+        self.command_line = command_line
+        """The CLI the jobs run (handed down by ``odfd daemon``); ``None``: none are run."""
         self.ready = False
         """Set once the daemon has started: before that its engine is not configured."""
         self.jobs: dict[str, Job] = {}
@@ -311,11 +314,9 @@ class CommandRunner:
     def warm_up(self, spark: bool) -> None:
         """Blocking: what a client's first command would otherwise wait for here: the command
         modules, and (``spark``: the engine is a Connect server) the Spark Connect client."""
-        from odfd.cli.main import build_parser
-
         try:
-            for command in sorted(via_daemon.FORWARDED):
-                build_parser(command)
+            if self.command_line is not None:
+                self.command_line.warm_up(FORWARDED)
             if spark:
                 from verifier.engine import session
 
@@ -336,8 +337,8 @@ class CommandRunner:
 
     def routes(self) -> list[tuple[str, str, Callable[[web.Request], Any]]]:
         return [
-            ("POST", via_daemon.RUN_PATH, self.run),
-            ("POST", via_daemon.RUN_PATH + "/{job}/cancel", self.cancel),
+            ("POST", RUN_PATH, self.run),
+            ("POST", RUN_PATH + "/{job}/cancel", self.cancel),
         ]
 
     def ping(self) -> dict[str, Any]:
@@ -356,8 +357,14 @@ class CommandRunner:
         body = await request.json()
         response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
         await response.prepare(request)
-        reason = self._refusal(body)
-        if reason is not None:
+        command_line = self.command_line
+        reason = (
+            "the daemon was started without the command line: it runs no commands"
+            if command_line is None
+            else self._refusal(body)
+        )
+        if reason is not None or command_line is None:
+            reason = reason or ""
             await response.write(FRAME_HEADER.pack(REFUSED, len(reason.encode())) + reason.encode())
             await response.write_eof()
             return response
@@ -370,6 +377,7 @@ class CommandRunner:
             tty={k: bool(v) for k, v in body.get("tty", {}).items()},
             encodings=body.get("encodings", {}),
             loop=asyncio.get_running_loop(),
+            command_line=command_line,
         )
         self.jobs[job.id] = job
         job.thread = threading.Thread(
@@ -421,7 +429,7 @@ class CommandRunner:
             return f"the daemon runs odfd {__version__} (protocol {PROTOCOL})"
         if not self.ready:
             return "the daemon is still starting"
-        if body.get("command") not in via_daemon.FORWARDED:
+        if body.get("command") not in FORWARDED:
             return f"the daemon does not run `odfd {body.get('command')}`"
         differ = env_difference(body.get("env", {}), relevant_env(os.environ))
         if differ:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from odfd.app.node import Node
 from odfd.config import NodeConfig
 from odfd.daemon.admin import AdminTarget
 from odfd.errors import OdfdError
@@ -21,6 +22,10 @@ class ConsoleActionError(OdfdError):
 class DaemonBackend:
     def __init__(self, daemon: AdminTarget) -> None:
         self.daemon = daemon
+
+    @property
+    def node(self) -> Node:
+        return self.daemon.node
 
     @property
     def workspace(self) -> Workspace:

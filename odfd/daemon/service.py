@@ -41,6 +41,7 @@ import aiohttp
 from aiohttp import web
 
 from odfd.app.controllers import Reconciler
+from odfd.app.forwarding import CommandLine
 from odfd.app.node import Node
 from odfd.app.resources import kind_of
 from odfd.config import NodeConfig
@@ -90,10 +91,12 @@ class Daemon:
         *,
         server_overrides: dict[str, Any] | None = None,
         reconfigure: Callable[[], Node] | None = None,
+        command_line: CommandLine | None = None,
     ) -> None:
         """``server_overrides`` (command-line ``address`` / ``port``) win over the file, also on
         reload; ``reconfigure`` builds the node a reload swaps in (default: ``node.reconfigured``,
-        ``config.toml`` read again)."""
+        ``config.toml`` read again); ``command_line`` runs the engine commands of thin clients
+        (``odfd daemon`` hands the CLI down; without it clients run their commands themselves)."""
         self.node = node
         """The node the daemon and the commands it runs for clients work on."""
         self.workspace = workspace = node.workspace
@@ -122,7 +125,7 @@ class Daemon:
         self.mirror_schedule = MirrorSchedule(workspace, config, self.metrics, self._synced)
         self.syncs = self.mirror_schedule.runner
         self.mirrors = self.mirror_schedule.table
-        self.commands = CommandRunner()
+        self.commands = CommandRunner(command_line)
         self.admin = AdminApi(self)
         self.auditor = Auditor(
             workspace, config, self.metrics, self._spark_gate, self._audit_finished
@@ -540,11 +543,14 @@ async def run_daemon(
     port: int | None = None,
     address: str | None = None,
     reconfigure: Callable[[], Node] | None = None,
+    command_line: CommandLine | None = None,
 ) -> None:
     """``odfd daemon``: run on ``node`` until stopped."""
     overrides = {
         key: value for key, value in (("address", address), ("port", port)) if value is not None
     }
     configure_logging(node.config.log)
-    daemon = Daemon(node, server_overrides=overrides, reconfigure=reconfigure)
+    daemon = Daemon(
+        node, server_overrides=overrides, reconfigure=reconfigure, command_line=command_line
+    )
     await daemon.run()

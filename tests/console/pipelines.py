@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from odfd.app.node import Node
 from odfd.config import load_config
 from odfd.console.api import console_mount
 from odfd.console.backend import WorkspaceBackend
@@ -18,7 +19,8 @@ from tests.replication.datagen import create_root
 
 def console_of(workspace: Workspace) -> Mount:
     """The web console of ``workspace`` without a daemon, as ``odfd serve`` mounts it."""
-    return console_mount(WorkspaceBackend(workspace, load_config(workspace.layout.config_path)))
+    node = Node(workspace, load_config(workspace.layout.config_path))
+    return console_mount(WorkspaceBackend(node))
 
 
 ROOT = "cities"

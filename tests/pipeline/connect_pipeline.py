@@ -20,7 +20,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from odfd.cli.commands.sql import run_query
+from odfd.app.query import run_query
 from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.query import dataset_view
 from odfd.coordinator.transform import update_derivative

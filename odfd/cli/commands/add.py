@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
-import uuid
 from typing import TYPE_CHECKING
 
-from odfd.cli import terminal
-from odfd.cli.confirm import confirm
+from odfd.cli.confirm import confirmer
 from odfd.cli.manifest_source import read_manifests
-from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import ManifestError
-from protocol.codec import yaml as odf_yaml
-from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
-from protocol.model import DatasetSnapshot, SetTransform
-from storage.errors import DatasetExistsError, InvalidSnapshotError, StorageError
-from storage.snapshots import check_snapshot, dependency_order, normalize_snapshot
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
+    from protocol.model import DatasetSnapshot
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -53,6 +45,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
+    from odfd.app.datasets import add_datasets, renamed_snapshots
+    from protocol.codec import yaml as odf_yaml
+
     if not args.files and not args.stdin:
         raise ManifestError("name manifest files, folders or URLs, or pass --stdin")
     snapshots: list[DatasetSnapshot] = []
@@ -63,154 +58,30 @@ def _add(args: argparse.Namespace) -> int:
                 f"{manifest.source}: holds no DatasetSnapshot (it is empty or only comments)"
             )
         snapshots.extend(loaded)
-    if args.name is not None:
-        if len(snapshots) != 1:
-            raise ManifestError("--name can only be used when adding a single manifest")
-        snapshots = [_renamed(snapshots[0], DatasetAlias.parse(args.name))]
-    if args.account is not None:
-        account = AccountName.parse(args.account)
-        snapshots = [
-            s
-            if s.name.account_name is not None
-            else _renamed(s, DatasetAlias(account, s.name.dataset_name))
-            for s in snapshots
-        ]
-
-    for snapshot in snapshots:  # a batch with an invalid manifest adds nothing
-        try:
-            check_snapshot(snapshot)
-        except InvalidSnapshotError as error:
-            raise ManifestError(f"Failed to add dataset {snapshot.name}: {error}") from None
+    snapshots = renamed_snapshots(snapshots, name=args.name, account=args.account)
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        if args.replace and await _replace(args, workspace, snapshots):
-            return 0
-        failures = 0
-        for snapshot in _in_order(snapshots):
-            try:
-                dataset = await workspace.create_from_snapshot(snapshot)
-            except DatasetExistsError:
-                terminal.info(f"Skipped: {snapshot.name}: already exists")
-                continue
-            except StorageError as error:
-                failures += 1
-                print(f"Failed: {snapshot.name}: {error}", file=sys.stderr)
-                continue
-            terminal.info(f"Added: {snapshot.name} ({dataset.id})")
-        return 1 if failures else 0
+        result = await add_datasets(
+            node, snapshots, replace=args.replace, confirm=confirmer(args), sink=_Printer()
+        )
+        return 1 if result.failed else 0
 
     return run_in_node(args, run)
 
 
-async def _replace(
-    args: argparse.Namespace, workspace: Workspace, snapshots: list[DatasetSnapshot]
-) -> bool:
-    """Replaces the existing datasets the batch names again; ``False`` when it names none (a
-    plain add then). The whole batch is created first under staging names, so a manifest that
-    fails leaves every old dataset as it was; only then are the old ones deleted (readers
-    first) and the new ones renamed into place. Refused, changing nothing, while a dataset the
-    batch does not replace reads one it does (it would be left reading a dataset that is gone)."""
-    records = await workspace.list_datasets()
-    by_name = {r.alias.lower(): r for r in records}
-    wanted = {str(s.name).lower() for s in snapshots}
-    doomed = [by_name[name] for name in sorted(wanted) if name in by_name]
-    if not doomed:
-        return False
-    await _check_inputs(workspace, snapshots, wanted)
-    readers = await readers_of(workspace, records)
-    blocked = blocked_by_readers(doomed, readers)
-    if blocked:
-        raise StorageError(
-            "; ".join(
-                f"cannot replace {alias}: it is an input of {', '.join(names)}"
-                for alias, names in blocked.items()
-            )
-            + " (replace or delete those too); nothing was changed"
-        )
-    confirm(args, f"Replace {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
-    staged = await _stage(workspace, snapshots)
-    for record in downstream_first(doomed, readers):
-        await workspace.delete_dataset(str(record.id))
-        terminal.info(f"Deleted: {record.alias} ({record.id})")
-    for snapshot, dataset_id in staged:
-        await workspace.rename_dataset(str(dataset_id), snapshot.name)
-        terminal.info(f"Added: {snapshot.name} ({dataset_id})")
-    return True
+class _Printer:
+    """The add's events as status lines (a failed manifest is printed even with ``--quiet``)."""
 
+    def emit(self, event: Event) -> None:
+        from odfd.app import datasets
+        from odfd.cli import terminal
 
-async def _stage(
-    workspace: Workspace, snapshots: list[DatasetSnapshot]
-) -> list[tuple[DatasetSnapshot, DatasetId]]:
-    """Creates the batch under staging names, inputs in the batch resolved to their new
-    datasets; on any failure removes what it created and raises, naming the manifest."""
-    new_ids: dict[str, DatasetId] = {}
-    staged: list[tuple[DatasetSnapshot, DatasetId]] = []
-
-    async def resolve(ref: DatasetRef) -> DatasetId | None:
-        if ref.alias is not None and str(ref.alias).lower() in new_ids:
-            return new_ids[str(ref.alias).lower()]
-        record = await workspace.try_resolve(ref)
-        return None if record is None else record.id
-
-    try:
-        for snapshot in _in_order(snapshots):
-            key = str(snapshot.name).lower()
-            if key in new_ids:
-                terminal.info(f"Skipped: {snapshot.name}: named twice in the manifests")
-                continue
-            try:
-                events = await normalize_snapshot(snapshot, resolve)
-                dataset = await workspace.create_dataset(
-                    f"{snapshot.name}-replacing-{uuid.uuid4().hex[:8]}", snapshot.kind, events
-                )
-            except StorageError as error:
-                raise StorageError(
-                    f"cannot replace {snapshot.name}: {error}; nothing was changed"
-                ) from None
-            assert dataset.id is not None  # created datasets have their id
-            new_ids[key] = dataset.id
-            staged.append((snapshot, dataset.id))
-    except BaseException:
-        for _, dataset_id in reversed(staged):
-            await workspace.delete_dataset(str(dataset_id))
-        raise
-    return staged
-
-
-async def _check_inputs(
-    workspace: Workspace, snapshots: list[DatasetSnapshot], batch: set[str]
-) -> None:
-    """Every input a transform of the batch reads exists here or comes with the batch: otherwise
-    its add would fail after the dataset it replaces was already deleted."""
-    for snapshot in snapshots:
-        for event in snapshot.metadata:
-            if not isinstance(event, SetTransform):
-                continue
-            for entry in event.inputs:
-                ref = entry.dataset_ref
-                if ref.alias is not None and str(ref.alias).lower() in batch:
-                    continue
-                if await workspace.try_resolve(ref) is None:
-                    raise StorageError(
-                        f"cannot replace {snapshot.name}: its input {ref} is neither in the "
-                        "workspace nor in the manifests; nothing was changed"
-                    )
-
-
-def _in_order(snapshots: list[DatasetSnapshot]) -> list[DatasetSnapshot]:
-    """Dependencies first; a later manifest naming a dataset again comes after, to be reported
-    as already existing rather than dropped."""
-    first: dict[str, DatasetSnapshot] = {}
-    again: list[DatasetSnapshot] = []
-    for snapshot in snapshots:
-        key = str(snapshot.name).lower()
-        if key in first:
-            again.append(snapshot)
-        else:
-            first[key] = snapshot
-    return [*dependency_order(list(first.values())), *again]
-
-
-def _renamed(snapshot: DatasetSnapshot, alias: DatasetAlias) -> DatasetSnapshot:
-    return dataclasses.replace(snapshot, name=alias)
+        match event:
+            case datasets.DatasetAdded(alias=alias, dataset_id=dataset_id):
+                terminal.info(f"Added: {alias} ({dataset_id})")
+            case datasets.DatasetSkipped(alias=alias, reason=reason):
+                terminal.info(f"Skipped: {alias}: {reason}")
+            case datasets.DatasetNotAdded(alias=alias, error=error):
+                print(f"Failed: {alias}: {error}", file=sys.stderr)
+            case datasets.DatasetDeleted(alias=alias, dataset_id=dataset_id):
+                terminal.info(f"Deleted: {alias} ({dataset_id})")

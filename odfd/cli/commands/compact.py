@@ -13,16 +13,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
-from odfd.cli.confirm import confirm
-from odfd.cli.readers import downstream_first, readers_of
+from odfd.cli.confirm import confirmer
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from protocol.identity import DatasetId
-from storage.catalog import DatasetRecord
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
-    from odfd.coordinator.compact import CompactionPlan
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -69,13 +65,11 @@ def _positive(text: str) -> int:
 
 
 def _compact(args: argparse.Namespace) -> int:
+    from odfd.app.history import compact_datasets
     from odfd.coordinator.compact import (
         DEFAULT_MAX_SLICE_RECORDS,
         DEFAULT_MAX_SLICE_SIZE,
         CompactionOptions,
-        NothingToCompactError,
-        execute_compaction,
-        plan_compaction,
     )
 
     options = CompactionOptions(
@@ -83,102 +77,27 @@ def _compact(args: argparse.Namespace) -> int:
         max_slice_records=args.max_slice_records or DEFAULT_MAX_SLICE_RECORDS,
         keep_metadata_only=args.keep_metadata_only,
     )
-    reset = CompactionOptions(keep_metadata_only=True)
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        targets = [await workspace.resolve(name) for name in args.datasets]
-        plans: dict[DatasetId, CompactionPlan] = {}
-        for record in targets:
-            try:
-                plans[record.id] = await plan_compaction(
-                    workspace.open_dataset(record.id), record.alias, options
-                )
-            except NothingToCompactError as err:
-                terminal.info(f"Skipped: {err}")
-        if not plans:
-            return 0
-        records = await workspace.list_datasets()
-        readers = await readers_of(workspace, records)
-        compacted = [r for r in targets if r.id in plans]
-        downstream = _downstream(compacted, readers)
-        for record in downstream:
-            try:
-                plans[record.id] = await plan_compaction(
-                    workspace.open_dataset(record.id), record.alias, reset
-                )
-            except NothingToCompactError:
-                continue
-        for record in [*compacted, *downstream]:
-            if record.id in plans:
-                await _refuse_copy(workspace, record)
-        question = "; ".join(_describe(r, plans[r.id]) for r in compacted)
-        dropped = [r.alias for r in downstream if r.id in plans]
-        if dropped:
-            question += (
-                f"; derivative(s) {', '.join(dropped)} read it, so their data will be dropped "
-                "and recomputed from the new history on their next `odfd pull`"
-            )
-        confirm(args, f"{question}. This rewrites history. Go on?")
-        reset_ids = {r.id for r in downstream}
-        for record in downstream_first([*compacted, *downstream], readers):
-            plan = plans.get(record.id)
-            if plan is None:
-                continue
-            result = await execute_compaction(
-                workspace.root, workspace.open_dataset(record.id), plan
-            )
-            if record.id in reset_ids:
-                terminal.info(
-                    f"Reset: {record.alias} to its metadata ({plan.dropped_blocks} data block(s) "
-                    f"dropped); `odfd pull {record.alias}` recomputes it"
-                )
-            else:
-                terminal.info(
-                    f"Compacted: {record.alias} {result.old_blocks} → {result.new_blocks} "
-                    f"blocks, head {result.new_head}"
-                )
+        await compact_datasets(
+            node, args.datasets, options, confirm=confirmer(args), sink=_Printer()
+        )
         return 0
 
     return run_in_node(args, run)
 
 
-async def _refuse_copy(workspace: Workspace, record: DatasetRecord) -> None:
-    """A dataset pulled from a remote is a copy of another node's history: rewriting it here
-    would make it diverge from its source (its next pull refused, or with --force undone)."""
-    from odfd.coordinator.compact import CompactionError
+class _Printer:
+    def emit(self, event: Event) -> None:
+        from odfd.app import history
 
-    sources = (await workspace.open_dataset(record.id).remote_aliases())["pull"]
-    if sources:
-        raise CompactionError(
-            f"{record.alias} is a copy pulled from {sources[0]}: rewriting its history here would "
-            "make it diverge from its source; compact it where it is published; nothing was "
-            "changed"
-        )
-
-
-def _describe(record: DatasetRecord, plan: CompactionPlan) -> str:
-    if plan.dropped_blocks:
-        return (
-            f"Drop the {plan.dropped_blocks} data block(s) of {record.alias}, keeping its metadata"
-        )
-    return (
-        f"Compact {record.alias}: merge {plan.merged_slices} slices into {plan.merged_runs} "
-        f"({plan.old_blocks} → {plan.new_blocks} blocks)"
-    )
-
-
-def _downstream(
-    targets: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    """Every dataset reading a target, directly or through others (targets excluded)."""
-    target_ids = {r.id for r in targets}
-    found: dict[DatasetId, DatasetRecord] = {}
-    pending = list(targets)
-    while pending:
-        record = pending.pop()
-        for reader in readers.get(record.id, []):
-            if reader.id not in target_ids and reader.id not in found:
-                found[reader.id] = reader
-                pending.append(reader)
-    return list(found.values())
+        match event:
+            case history.CompactionSkipped(reason=reason):
+                terminal.info(f"Skipped: {reason}")
+            case history.ReaderReset(alias=alias, dropped_blocks=dropped):
+                terminal.info(
+                    f"Reset: {alias} to its metadata ({dropped} data block(s) "
+                    f"dropped); `odfd pull {alias}` recomputes it"
+                )
+            case history.Compacted(alias=alias, old_blocks=old, new_blocks=new, head=head):
+                terminal.info(f"Compacted: {alias} {old} → {new} blocks, head {head}")

@@ -11,15 +11,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
-from odfd.cli.confirm import confirm
-from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
+from odfd.cli.confirm import confirmer
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from protocol.identity import DatasetId
-from storage.catalog import DatasetRecord
-from storage.errors import DatasetNotFoundError, StorageError
-from storage.workspace import Workspace
+from storage.errors import StorageError
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
 
 
@@ -38,60 +35,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _delete(args: argparse.Namespace) -> int:
+    from odfd.app.datasets import delete_datasets
+
     if bool(args.datasets) == bool(args.all):
         raise StorageError("name the datasets to delete, or pass --all (not both)")
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        records = await workspace.list_datasets()
-        chosen = records if args.all else await _resolve_all(workspace, args.datasets)
-        readers = await readers_of(workspace, records)
-        doomed = _with_downstream(chosen, readers) if args.recursive else chosen
-        blocked = blocked_by_readers(doomed, readers)
-        if blocked:
-            raise StorageError(
-                "; ".join(
-                    f"dataset {alias} is an input of {', '.join(names)}"
-                    for alias, names in blocked.items()
-                )
-                + " (delete those too with --recursive); nothing was deleted"
-            )
-        if not doomed:
+        deleted = await delete_datasets(
+            node,
+            None if args.all else args.datasets,
+            recursive=args.recursive,
+            confirm=confirmer(args),
+            sink=_Printer(),
+        )
+        if not deleted:
             terminal.info("Nothing to delete")
-            return 0
-        confirm(args, f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
-        for record in downstream_first(doomed, readers):
-            await workspace.delete_dataset(str(record.id))
-            terminal.info(f"Deleted: {record.alias} ({record.id})")
         return 0
 
     return run_in_node(args, run)
 
 
-async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRecord]:
-    found: dict[DatasetId, DatasetRecord] = {}
-    missing = []
-    for ref in refs:
-        record = await workspace.try_resolve(ref)
-        if record is None:
-            missing.append(ref)
-        else:
-            found.setdefault(record.id, record)
-    if missing:
-        raise DatasetNotFoundError(
-            f"no dataset {', '.join(missing)} in the workspace {workspace.root}; nothing was deleted"
-        )
-    return list(found.values())
+class _Printer:
+    def emit(self, event: Event) -> None:
+        from odfd.app.datasets import DatasetDeleted
 
-
-def _with_downstream(
-    chosen: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    result = {r.id: r for r in chosen}
-    todo = list(chosen)
-    while todo:
-        for reader in readers.get(todo.pop().id, []):
-            if reader.id not in result:
-                result[reader.id] = reader
-                todo.append(reader)
-    return list(result.values())
+        if isinstance(event, DatasetDeleted):
+            terminal.info(f"Deleted: {event.alias} ({event.dataset_id})")

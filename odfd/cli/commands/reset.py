@@ -12,12 +12,10 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
-from odfd.cli.confirm import confirm
+from odfd.cli.confirm import confirmer
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from protocol.errors import ParseError
 from protocol.identity import Multihash
-from storage.errors import StorageError
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -41,45 +39,16 @@ def _multihash(text: str) -> Multihash:
 
 
 def _reset(args: argparse.Namespace) -> int:
+    from odfd.app.history import reset_dataset
+
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await workspace.resolve(args.dataset)
-        dataset = workspace.open_dataset(record.id)
-        head = await dataset.chain.head()
-        if head is None:
-            raise StorageError(f"dataset {record.alias} has no blocks")
-        dropped = 0
-        async for hash, _ in dataset.chain.iter_blocks(head):
-            if hash == args.hash:
-                break
-            dropped += 1
-        else:
-            raise StorageError(
-                f"block {args.hash} is not in the history of {record.alias} "
-                f"(`odfd log {record.alias}` lists it); nothing was changed"
+        result = await reset_dataset(node, args.dataset, args.hash, confirmer(args))
+        if result.dropped:
+            terminal.info(
+                f"Reset: {result.alias} to {args.hash} ({result.dropped} block(s) dropped)"
             )
-        if dropped == 0:
-            terminal.info(f"Skipped: {record.alias} is at {args.hash} already")
-            return 0
-        readers = await _readers(workspace, record.id)
-        warning = f" ({', '.join(readers)} read it)" if readers else ""
-        confirm(
-            args,
-            f"Reset {record.alias} to {args.hash}, dropping its last {dropped} block(s){warning}?",
-        )
-        await dataset.chain.reset_to(args.hash, expected_head=head)
-        terminal.info(f"Reset: {record.alias} to {args.hash} ({dropped} block(s) dropped)")
+        else:
+            terminal.info(f"Skipped: {result.alias} is at {args.hash} already")
         return 0
 
     return run_in_node(args, run)
-
-
-async def _readers(workspace: Workspace, dataset_id: object) -> list[str]:
-    names = []
-    for record in await workspace.list_datasets():
-        if record.head is None or record.id == dataset_id:
-            continue
-        state = await workspace.open_dataset(record.id).chain.state()
-        if dataset_id in state.transform_input_ids:
-            names.append(record.alias)
-    return names

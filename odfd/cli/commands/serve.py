@@ -47,7 +47,7 @@ def _serve(args: argparse.Namespace) -> int:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-        console = console_mount(WorkspaceBackend(node.workspace, node.config))
+        console = console_mount(WorkspaceBackend(node))
         try:
             async with running(node.workspace, config, mounts=[console]) as server:
                 print(

@@ -9,32 +9,26 @@ with double quotes (``SELECT * FROM "alice/trades"``, case-sensitive) and starts
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
+from odfd.app.query import DEFAULT_ENGINE, query
 from odfd.cli import terminal
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
+from odfd.coordinator.query import AsOf, resolve_as_of
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import Multihash
-from protocol.model import SqlQueryStep, Timestamp
-from storage.workspace import Workspace
-from verifier.engine.base import QueryTable
-from verifier.engine.registry import ENGINE_NAMES, engine_named
+from protocol.model import Timestamp
+from verifier.engine.registry import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-
-DEFAULT_ENGINE = "datafusion"
 
 
 class SqlArgumentError(OdfdError):
@@ -98,52 +92,33 @@ def _sql(args: argparse.Namespace) -> int:
         raise SqlArgumentError("--output-path takes the result of a single statement")
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        if args.engine == "spark":
-            node.engines.configure()
         block = time = None
         if args.as_of:
-            block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
+            block, time = await resolve_as_of(node.workspace, AsOf.parse(args.as_of))
         if statements is not None:
             for statement in statements:
-                table = await _query(workspace, statement, block, time, args.engine)
+                table = await query(node, statement, engine=args.engine, block=block, time=time)
                 write_result(table, args.output, args.output_path)
             return 0
-        return await _shell(workspace, args, block, time)
+        return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
 
 
-async def _query(
-    workspace: Workspace,
-    query: str,
-    block: Multihash | None,
-    time: Timestamp | None,
-    engine: str,
-) -> pa.Table:
-    views = []
-    lowered = query.lower()
-    for record in await workspace.list_datasets():
-        if record.alias.lower() in lowered:
-            dataset = workspace.open_dataset(record.id)
-            views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
-    return await asyncio.to_thread(run_query, query, views, engine)
-
-
 async def _shell(
-    workspace: Workspace, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
+    node: Node, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
 ) -> int:
     """The interactive shell: a failed statement prints its error and the shell goes on."""
     import readline
 
-    history = history_file(workspace.root)
+    history = history_file(node.root)
     with contextlib.suppress(OSError):
         readline.read_history_file(history)
     terminal.info("odfd SQL shell: end statements with ;  leave with \\q or Ctrl-D")
     try:
         for statement in shell_statements(input):
             try:
-                table = await _query(workspace, statement, block, time, args.engine)
+                table = await query(node, statement, engine=args.engine, block=block, time=time)
             except OdfError as err:
                 terminal.error(str(err))
                 continue
@@ -160,11 +135,3 @@ def _read_script(path: Path) -> str:
     except (OSError, UnicodeDecodeError) as err:
         reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
         raise SqlArgumentError(f"cannot read the script {path}: {reason}") from None
-
-
-def run_query(query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
-    """Runs ``query`` in ``engine`` with each dataset registered under its alias; blocking."""
-    tables = [  # a dataset that did not exist yet (AS OF) is no table at all
-        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
-    ]
-    return engine_named(engine).query([SqlQueryStep(query=query)], tables)

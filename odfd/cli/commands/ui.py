@@ -53,7 +53,7 @@ def _ui(args: argparse.Namespace) -> int:
             port=args.port,
             read_tokens=server.read_tokens | {token},
         )
-        console = console_mount(WorkspaceBackend(node.workspace, node.config))
+        console = console_mount(WorkspaceBackend(node))
         async with running(node.workspace, config, mounts=[console]) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)

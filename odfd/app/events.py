@@ -1,0 +1,37 @@
+"""Progress events of use cases: what a use case reports while it works (a dataset added, a
+pull retried), for whoever called it to show: the CLI prints them as status lines, a server may
+log or stream them. Events are frozen dataclasses of plain values, so each has a stable JSON form
+(``to_json``: its fields and its ``event`` name)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from typing import Any, ClassVar, Protocol
+
+
+class Event:
+    """Base of the events; a subclass is a frozen dataclass naming itself in ``name``."""
+
+    name: ClassVar[str]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"event": self.name, **dataclasses.asdict(self)}  # type: ignore[call-overload]  # subclasses are dataclasses
+
+
+class EventSink(Protocol):
+    """Receives a use case's events, in order, on the caller's thread."""
+
+    def emit(self, event: Event) -> None: ...
+
+
+class NoEvents:
+    """A sink that drops every event (callers that only want the result)."""
+
+    def emit(self, event: Event) -> None:
+        pass
+
+
+Confirm = Callable[[str], None]
+"""Asked before a destructive step with the question; returns when the user agreed, raises
+otherwise (the CLI asks on a terminal or takes ``-y``)."""

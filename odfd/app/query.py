@@ -1,0 +1,69 @@
+"""SQL over the node's datasets (``odfd sql``, the console's SQL box): each dataset a query
+names is a table under its alias, pinned to a block or a time when asked, run in the engine the
+caller chose (DataFusion by default, in-process; Spark through the node's configured session)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from odfd.coordinator.query import DatasetView, dataset_view
+from protocol.model import SqlQueryStep
+from verifier.engine.base import QueryTable
+from verifier.engine.registry import engine_named
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from odfd.app.node import Node
+    from protocol.identity import Multihash
+    from protocol.model import Timestamp
+    from storage.catalog import DatasetRecord
+
+DEFAULT_ENGINE = "datafusion"
+
+
+async def query(
+    node: Node,
+    sql: str,
+    *,
+    engine: str = DEFAULT_ENGINE,
+    block: Multihash | None = None,
+    time: Timestamp | None = None,
+    visible: Callable[[DatasetRecord], bool] | None = None,
+) -> pa.Table:
+    """The result of ``sql`` over the datasets it names (of those ``visible`` allows), as of
+    ``block`` or ``time`` when given."""
+    if engine != DEFAULT_ENGINE:
+        node.engines.configure()
+    views = await referenced_views(node, sql, block=block, time=time, visible=visible)
+    return await asyncio.to_thread(run_query, sql, views, engine)
+
+
+async def referenced_views(
+    node: Node,
+    sql: str,
+    *,
+    block: Multihash | None = None,
+    time: Timestamp | None = None,
+    visible: Callable[[DatasetRecord], bool] | None = None,
+) -> list[DatasetView]:
+    """The views of the datasets whose alias the query's text holds (an alias that is not a
+    table of the query costs a registration, nothing more)."""
+    workspace = node.workspace
+    lowered = sql.lower()
+    views = []
+    for record in await workspace.list_datasets():
+        if (visible is None or visible(record)) and record.alias.lower() in lowered:
+            dataset = workspace.open_dataset(record.id)
+            views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
+    return views
+
+
+def run_query(sql: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
+    """Runs ``sql`` in ``engine`` with each dataset registered under its alias; blocking."""
+    tables = [  # a dataset that did not exist yet (AS OF) is no table at all
+        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
+    ]
+    return engine_named(engine).query([SqlQueryStep(query=sql)], tables)
