@@ -14,10 +14,9 @@ from typing import TYPE_CHECKING
 from odfd.cli import terminal
 from odfd.config import parse_duration
 from odfd.sync.errors import SyncError
-from odfd.sync.remote_url import looks_like_url
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
     from odfd.sync.pull import PullOptions
 
@@ -119,46 +118,43 @@ def pull_options(node: Node, args: argparse.Namespace) -> PullOptions:
     )
 
 
-async def is_remote_pull(workspace: Workspace, args: argparse.Namespace) -> bool:
-    """URLs, ``--as``/``--force``, or datasets that have a pull remote are replication pulls."""
-    if args.as_alias is not None or args.force:
-        return True
-    for ref in args.datasets:
-        if looks_like_url(ref) or await has_remote(workspace, ref):
-            return True
-    return False
-
-
-async def has_remote(workspace: Workspace, ref: str) -> bool:
-    """Whether ``ref`` names a dataset with a pull remote (``odfd pull`` replicates it)."""
-    record = await workspace.try_resolve(ref)
-    return record is not None and bool(await workspace.catalog.remote_aliases(record.id, "pull"))
-
-
 async def run(node: Node, args: argparse.Namespace) -> int:
+    from odfd.app.pull import replicate
     from odfd.sync.progress import Progress
-    from odfd.sync.pull import pull, pull_from_remotes
 
-    workspace = node.workspace
     options = pull_options(node, args)
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2
-    for ref in args.datasets:
-        progress = Progress(f"pull {ref}")
-        if looks_like_url(ref):
-            results = [
-                await pull(workspace, ref, alias=args.as_alias, options=options, progress=progress)
-            ]
-        else:
-            results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
-        for result in results:
-            for note in result.recovered:
-                terminal.info(f"Recovered: {note}")
-            verb = "Updated" if result.updated else "Skipped"
-            terminal.info(
-                f"{verb}: {result.alias} from {result.remote}: {result.describe()} [{result.trust}]"
-            )
-            if result.trust_note:
-                terminal.info(f"note: {result.trust_note}")
+    await replicate(
+        node, args.datasets, options, as_alias=args.as_alias, sink=Printer(), progress=Progress
+    )
     return 0
+
+
+class Printer:
+    """A pull's events as status lines."""
+
+    def emit(self, event: Event) -> None:
+        from odfd.app import pull
+
+        match event:
+            case pull.Recovered(what=what):
+                terminal.info(f"Recovered: {what}")
+            case pull.Replicated() as done:
+                verb = "Updated" if done.updated else "Skipped"
+                terminal.info(
+                    f"{verb}: {done.alias} from {done.remote}: {done.description} [{done.trust}]"
+                )
+                if done.trust_note:
+                    terminal.info(f"note: {done.trust_note}")
+            case pull.PullRetrying(alias=alias, head=head):
+                terminal.info(
+                    f"Retrying: {alias}: another write moved its head to {head} first; "
+                    "pulling again on top of it"
+                )
+            case pull.DerivativeReset(alias=alias):
+                terminal.info(
+                    f"Reset: {alias}: an input's history was rewritten, so its data was "
+                    "dropped and is recomputed from the start"
+                )

@@ -9,25 +9,17 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
+from odfd.app.mirrors import MirrorRequest, add_mirror, remove_mirror, set_paused
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.config import format_duration, parse_duration
 from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.mirror_sync import PinReleaseError, release_pin
-from odfd.errors import OdfdError
-from odfd.sync.remote_url import parse_remote_url
 from protocol.errors import OdfError
-from protocol.identity import DatasetAlias
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable
-from storage.catalog.resources import ResourceTable
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-
-
-class MirrorUsageError(OdfdError):
-    exit_code = 2
 
 
 def _duration(text: str) -> float:
@@ -108,30 +100,14 @@ def _told(notified: bool) -> str:
 
 def _add(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        source = parse_remote_url(args.source)
-        for target in args.targets:
-            parse_remote_url(target)
-        alias = args.alias or (str(source.default_name()) if source.default_name() else None)
-        if alias is None:
-            raise MirrorUsageError(
-                f"cannot name the dataset mirrored from {source}: give one with --as ALIAS"
-            )
-        alias = str(DatasetAlias.parse(alias))
-        existing = await workspace.catalog.find_by_alias(alias)
-        if existing is not None and source.text not in await workspace.catalog.remote_aliases(
-            existing.id, "pull"
-        ):
-            raise MirrorUsageError(
-                f"dataset {alias} already exists and is not pulled from {source}; "
-                "choose another name with --as"
-            )
-        interval = args.every or node.config.sync.default_interval
-        record = await MirrorTable(workspace.catalog).add(
-            alias, source.text, args.targets, interval
+        request = MirrorRequest(
+            source=args.source,
+            alias=args.alias,
+            targets=tuple(args.targets),
+            every=args.every,
+            freeze_after=args.freeze_after,
         )
-        if args.freeze_after is not None:
-            await workspace.signed_heads.set_freeze_bound(record.name, args.freeze_after)
+        record = await add_mirror(node, request)
         notified = await _notify(node)
         print(
             f"Mirroring {record.source} as {record.name} every {format_duration(record.interval)}"
@@ -194,25 +170,9 @@ def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
     }
 
 
-async def _unmanaged(workspace: Workspace, name: str, verb: str) -> MirrorRecord:
-    record = await MirrorTable(workspace.catalog).require(name)
-    if record.resource_id is not None:
-        raise MirrorUsageError(
-            f"mirror {record.name} is managed by a Mirror resource: {verb} it in its manifest "
-            "and run `odfd apply`"
-        )
-    return record
-
-
 def _remove(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await MirrorTable(workspace.catalog).require(args.name)
-        if record.resource_id is not None:
-            await ResourceTable(workspace.catalog).delete(record.resource_id)
-        # The row as it was deleted: a sync finishing meanwhile may have pinned a newer CID.
-        removed = await MirrorTable(workspace.catalog).remove(record.name)
-        await workspace.signed_heads.set_freeze_bound(record.name, None)
+        record, removed = await remove_mirror(node, args.name)
         notified = await _notify(node)
         extra = " and its Mirror resource" if record.resource_id else ""
         print(
@@ -243,9 +203,7 @@ async def _release_pin(node: Node, cid: str) -> None:
 
 def _set_paused(args: argparse.Namespace, paused: bool) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await _unmanaged(workspace, args.name, "set spec.paused")
-        await MirrorTable(workspace.catalog).set_paused(record.name, paused)
+        record = await set_paused(node, args.name, paused)
         notified = await _notify(node)
         print(
             f"{'Paused' if paused else 'Resumed'} mirror {record.name} ({_told(notified)})",

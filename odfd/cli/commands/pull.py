@@ -14,14 +14,8 @@ from typing import TYPE_CHECKING
 from odfd.cli import remote_pull, terminal
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.pull import pull_local
 from odfd.sync.errors import SyncError
-from odfd.sync.remote_url import looks_like_url
-from odfd.sync.repos import expand
-from protocol.errors import ParseError
 from protocol.model import Timestamp
-from storage.catalog import DatasetRecord
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -70,74 +64,37 @@ def _pull(args: argparse.Namespace) -> int:
         raise SyncError("name the datasets to pull, or pass --all (not both)")
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
+        from odfd.app import pull
+
         if args.all:
-            return await _pull_all(node, args)
-        args.datasets = [await _expanded(workspace, ref) for ref in args.datasets]
-        if await remote_pull.is_remote_pull(workspace, args):
+            replicated, local = await pull.split_for_all(node)
+            if replicated:
+                args.datasets = [str(r.id) for r in replicated]
+                await remote_pull.run(node, args)
+            if local:
+                await _pull_local(node, args, [str(r.id) for r in local], recursive=True)
+            return 0
+        args.datasets = [await pull.expanded(node, ref) for ref in args.datasets]
+        if await pull.is_replication(node, args.datasets, as_alias=args.as_alias, force=args.force):
             return await remote_pull.run(node, args)
         return await _pull_local(node, args, args.datasets, recursive=args.recursive)
 
     return run_in_node(args, run)
 
 
-async def _expanded(workspace: Workspace, ref: str) -> str:
-    """A local dataset stays as it is; ``REPO/NAME`` of a named repository becomes its URL."""
-    if looks_like_url(ref):
-        return ref
-    try:
-        if await workspace.try_resolve(ref) is not None:
-            return ref
-    except ParseError:
-        pass  # not a dataset reference: maybe REPO/NAME
-    return await expand(workspace, ref)
-
-
-async def _pull_all(node: Node, args: argparse.Namespace) -> int:
-    """Datasets that came from a remote are synced first, then every other one is brought up to
-    date from its source, upstream first, so derivatives see what their inputs just gained."""
-    workspace = node.workspace
-    replicated: list[DatasetRecord] = []
-    local: list[DatasetRecord] = []
-    for record in await workspace.list_datasets():
-        (replicated if await remote_pull.has_remote(workspace, str(record.id)) else local).append(
-            record
-        )
-    if replicated:
-        args.datasets = [str(r.id) for r in replicated]
-        await remote_pull.run(node, args)
-    if local:
-        await _pull_local(node, args, [str(r.id) for r in local], recursive=True)
-    return 0
-
-
 async def _pull_local(
     node: Node, args: argparse.Namespace, refs: list[str], *, recursive: bool
 ) -> int:
-    workspace = node.workspace
-    node.engines.configure()
+    from odfd.app.pull import LocalPull, pull_local
+
+    how = LocalPull(
+        recursive=recursive,
+        fetch_uncacheable=args.fetch_uncacheable,
+        watermark=args.set_watermark,
+        reset_diverged=args.reset_derivatives_on_diverged_input,
+    )
     async with working(f"pull {', '.join(refs)}"):
-        outcomes = await pull_local(
-            workspace,
-            refs,
-            recursive=recursive,
-            fetch_uncacheable=args.fetch_uncacheable,
-            watermark=args.set_watermark,
-            on_retry=lambda alias, lost: terminal.info(
-                f"Retrying: {alias}: another write moved its head to {lost.actual} first; "
-                "pulling again on top of it"
-            ),
-            reset_diverged=(
-                (
-                    lambda alias: terminal.info(
-                        f"Reset: {alias}: an input's history was rewritten, so its data was "
-                        "dropped and is recomputed from the start"
-                    )
-                )
-                if args.reset_derivatives_on_diverged_input
-                else None
-            ),
-        )
+        outcomes = await pull_local(node, refs, how, remote_pull.Printer())
     for outcome in outcomes:
         verb = "Updated" if outcome.updated else "Skipped"
         terminal.info(f"{verb}: {outcome.dataset}: {outcome.message}")

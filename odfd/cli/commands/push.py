@@ -18,14 +18,11 @@ from odfd.cli import terminal
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.progress import Progress
-from odfd.sync.push import PushOptions, push
 from odfd.sync.remote_url import looks_like_url
-from odfd.sync.repos import RepoError, expand, join
-from protocol.identity import DatasetId
-from storage.catalog import DatasetRecord
-from storage.workspace import Workspace
+from odfd.sync.repos import RepoError
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
 
 
@@ -76,74 +73,26 @@ def _push(args: argparse.Namespace) -> int:
     refs, to = _split_targets(args)
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        records = (
-            await workspace.list_datasets()
-            if args.all
-            else [await workspace.resolve(ref) for ref in refs]
-        )
-        if args.recursive:
-            records = await _with_inputs(workspace, records)
-        plan = await _destinations(workspace, records, to, several=len(records) > 1)
-        options = PushOptions(
+        from odfd.app.push import PushRequest, push_datasets
+
+        request = PushRequest(
+            refs=None if args.all else refs,
+            to=to,
+            recursive=args.recursive,
             force=args.force,
             token=args.token,
             parallel=args.parallel,
-            ipfs=node.transport.ipfs,
-            s3=node.transport.s3,
         )
-        for record, urls in plan:
-            for url in urls:
-                result = await push(
-                    workspace,
-                    str(record.id),
-                    url,
-                    options=options,
-                    progress=Progress(f"push {record.alias}"),
-                )
-                verb = "Pushed" if result.updated else "Skipped"
-                terminal.info(f"{verb}: {result.alias}: {result.describe()}")
+        await push_datasets(node, request, _Printer(), Progress)
         return 0
 
     return run_in_node(args, run)
 
 
-async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:
-    """``records`` and everything they read, inputs before their readers."""
-    ordered: dict[DatasetId, DatasetRecord] = {}
+class _Printer:
+    def emit(self, event: Event) -> None:
+        from odfd.app.push import Pushed
 
-    async def visit(record: DatasetRecord) -> None:
-        if record.id in ordered:
-            return
-        state = await workspace.open_dataset(record.id).chain.state()
-        for input_id in state.transform_input_ids:
-            upstream = await workspace.catalog.get_dataset(input_id)
-            if upstream is not None:
-                await visit(upstream)
-        ordered[record.id] = record
-
-    for record in records:
-        await visit(record)
-    return list(ordered.values())
-
-
-async def _destinations(
-    workspace: Workspace, records: list[DatasetRecord], to: str | None, *, several: bool
-) -> list[tuple[DatasetRecord, list[str]]]:
-    plan = []
-    missing = []
-    base = None if to is None else await expand(workspace, to)
-    for record in records:
-        if base is not None:
-            plan.append((record, [join(base, record.alias) if several else base]))
-            continue
-        urls = (await workspace.open_dataset(record.id).remote_aliases())["push"]
-        if not urls:
-            missing.append(record.alias)
-        plan.append((record, urls))
-    if missing:
-        raise RepoError(
-            f"no push remote for {', '.join(missing)}: give --to URL|REPO, or add one with "
-            "`odfd repo alias add DATASET URL --push`; nothing was pushed"
-        )
-    return plan
+        if isinstance(event, Pushed):
+            verb = "Pushed" if event.updated else "Skipped"
+            terminal.info(f"{verb}: {event.alias}: {event.description}")

@@ -10,12 +10,9 @@ from odfd.cli import terminal
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.sync.errors import SyncError
-from odfd.sync.repos import RepoError
-from odfd.sync.search import search_repo
-from protocol.errors import OdfError
 
 if TYPE_CHECKING:
+    from odfd.app.events import Event
     from odfd.app.node import Node
 
 
@@ -38,38 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _search(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        needle = args.query.lower()
-        rows: list[dict[str, str | None]] = []
-        if args.repo is None:
-            for record in await workspace.list_datasets():
-                if needle in record.alias.lower():
-                    rows.append(
-                        {
-                            "repo": "(local)",
-                            "alias": record.alias,
-                            "kind": record.kind.value,
-                            "url": str(record.id),
-                        }
-                    )
-        failed = 0
-        if not args.local:
-            repos = dict(await workspace.catalog.list_remotes())
-            names = args.repo if args.repo is not None else list(repos)
-            unknown = [n for n in names if n not in repos]
-            if unknown:
-                raise RepoError(f"no repository named {', '.join(unknown)} (`odfd repo list`)")
-            s3 = node.transport.s3
-            for name in names:
-                try:
-                    found = await search_repo(name, repos[name], args.query, s3)
-                except (SyncError, OdfError) as err:
-                    terminal.warn(f"repository {name}: {err}")
-                    failed += 1
-                    continue
-                rows += [
-                    {"repo": f.repo, "alias": f.alias, "kind": f.kind, "url": f.url} for f in found
-                ]
+        from odfd.app.search import search
+
+        found, failed = await search(
+            node, args.query, local_only=args.local, repos=args.repo, sink=_Printer()
+        )
+        rows = [{"repo": f.repo, "alias": f.alias, "kind": f.kind, "url": f.url} for f in found]
         if args.max_results is not None:
             rows = rows[: args.max_results]
         write_records(
@@ -80,3 +51,11 @@ def _search(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     return run_in_node(args, run)
+
+
+class _Printer:
+    def emit(self, event: Event) -> None:
+        from odfd.app.search import RepoSearchFailed
+
+        if isinstance(event, RepoSearchFailed):
+            terminal.warn(f"repository {event.repo}: {event.error}")

@@ -1,0 +1,87 @@
+"""Mirror management: the datasets this node keeps in sync with a remote source. The catalog
+holds the mirror list, so these work whether or not the daemon runs (the caller tells a running
+one to reload it); a mirror managed by a ``Mirror`` resource changes through its manifest."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from odfd.errors import OdfdError
+from odfd.sync.remote_url import parse_remote_url
+from protocol.identity import DatasetAlias
+from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resources import ResourceTable
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from storage.catalog.mirror_records import MirrorRecord
+
+
+class MirrorUsageError(OdfdError):
+    exit_code = 2
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorRequest:
+    source: str
+    alias: str | None = None
+    """Local name (default: the URL's last segment)."""
+    targets: tuple[str, ...] = ()
+    """Where the dataset is pushed after each sync."""
+    every: float | None = None
+    """Seconds between syncs (default: ``[sync] default_interval``)."""
+    freeze_after: float | None = None
+
+
+async def add_mirror(node: Node, request: MirrorRequest) -> MirrorRecord:
+    workspace = node.workspace
+    source = parse_remote_url(request.source)
+    for target in request.targets:
+        parse_remote_url(target)
+    alias = request.alias or (str(source.default_name()) if source.default_name() else None)
+    if alias is None:
+        raise MirrorUsageError(
+            f"cannot name the dataset mirrored from {source}: give one with --as ALIAS"
+        )
+    alias = str(DatasetAlias.parse(alias))
+    existing = await workspace.catalog.find_by_alias(alias)
+    if existing is not None and source.text not in await workspace.catalog.remote_aliases(
+        existing.id, "pull"
+    ):
+        raise MirrorUsageError(
+            f"dataset {alias} already exists and is not pulled from {source}; "
+            "choose another name with --as"
+        )
+    interval = request.every or node.config.sync.default_interval
+    record = await MirrorTable(workspace.catalog).add(
+        alias, source.text, list(request.targets), interval
+    )
+    if request.freeze_after is not None:
+        await workspace.signed_heads.set_freeze_bound(record.name, request.freeze_after)
+    return record
+
+
+async def remove_mirror(node: Node, name: str) -> tuple[MirrorRecord, MirrorRecord]:
+    """Stops mirroring (the dataset stays; a managing resource goes too): the mirror as it was
+    found, and its row as it was deleted (a sync finishing meanwhile may have pinned a newer
+    CID, which the caller releases)."""
+    workspace = node.workspace
+    record = await MirrorTable(workspace.catalog).require(name)
+    if record.resource_id is not None:
+        await ResourceTable(workspace.catalog).delete(record.resource_id)
+    removed = await MirrorTable(workspace.catalog).remove(record.name)
+    await workspace.signed_heads.set_freeze_bound(record.name, None)
+    return record, removed
+
+
+async def set_paused(node: Node, name: str, paused: bool) -> MirrorRecord:
+    table = MirrorTable(node.workspace.catalog)
+    record = await table.require(name)
+    if record.resource_id is not None:
+        raise MirrorUsageError(
+            f"mirror {record.name} is managed by a Mirror resource: set spec.paused it in its "
+            "manifest and run `odfd apply`"
+        )
+    await table.set_paused(record.name, paused)
+    return record

@@ -1,0 +1,114 @@
+"""``push``: publish datasets to remotes (Smart Transfer to a node, a ``file://`` folder, S3,
+``ipns://``). Every destination is worked out before the first push, so a dataset without one
+stops the command before anything moved; ``recursive`` also pushes what a derivative reads,
+inputs first."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from odfd.app.events import Event, EventSink
+from odfd.sync.repos import RepoError, expand, join
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from odfd.sync.progress import Progress
+    from protocol.identity import DatasetId
+    from storage.catalog import DatasetRecord
+    from storage.workspace import Workspace
+
+
+@dataclass(frozen=True, slots=True)
+class Pushed(Event):
+    """One dataset pushed to one remote (``updated``: the remote's head moved)."""
+
+    name: ClassVar[str] = "pushed"
+    alias: str
+    updated: bool
+    description: str
+
+
+@dataclass(frozen=True, slots=True)
+class PushRequest:
+    refs: list[str] | None
+    """The datasets (``None``: every one)."""
+    to: str | None
+    """A URL or named repository; ``None``: each dataset's recorded push remotes."""
+    recursive: bool = False
+    force: bool = False
+    token: str | None = None
+    parallel: int = 8
+
+
+async def push_datasets(
+    node: Node,
+    request: PushRequest,
+    sink: EventSink,
+    progress: Callable[[str], Progress] | None = None,
+) -> None:
+    from odfd.sync.push import PushOptions, push
+
+    workspace = node.workspace
+    records = (
+        await workspace.list_datasets()
+        if request.refs is None
+        else [await workspace.resolve(ref) for ref in request.refs]
+    )
+    if request.recursive:
+        records = await _with_inputs(workspace, records)
+    plan = await _destinations(workspace, records, request.to, several=len(records) > 1)
+    options = PushOptions(
+        force=request.force,
+        token=request.token,
+        parallel=request.parallel,
+        ipfs=node.transport.ipfs,
+        s3=node.transport.s3,
+    )
+    for record, urls in plan:
+        for url in urls:
+            shown = None if progress is None else progress(f"push {record.alias}")
+            result = await push(workspace, str(record.id), url, options=options, progress=shown)
+            sink.emit(Pushed(result.alias, result.updated, result.describe()))
+
+
+async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:
+    """``records`` and everything they read, inputs before their readers."""
+    ordered: dict[DatasetId, DatasetRecord] = {}
+
+    async def visit(record: DatasetRecord) -> None:
+        if record.id in ordered:
+            return
+        state = await workspace.open_dataset(record.id).chain.state()
+        for input_id in state.transform_input_ids:
+            upstream = await workspace.catalog.get_dataset(input_id)
+            if upstream is not None:
+                await visit(upstream)
+        ordered[record.id] = record
+
+    for record in records:
+        await visit(record)
+    return list(ordered.values())
+
+
+async def _destinations(
+    workspace: Workspace, records: list[DatasetRecord], to: str | None, *, several: bool
+) -> list[tuple[DatasetRecord, list[str]]]:
+    plan = []
+    missing = []
+    base = None if to is None else await expand(workspace, to)
+    for record in records:
+        if base is not None:
+            plan.append((record, [join(base, record.alias) if several else base]))
+            continue
+        urls = (await workspace.open_dataset(record.id).remote_aliases())["push"]
+        if not urls:
+            missing.append(record.alias)
+        plan.append((record, urls))
+    if missing:
+        raise RepoError(
+            f"no push remote for {', '.join(missing)}: give --to URL|REPO, or add one with "
+            "`odfd repo alias add DATASET URL --push`; nothing was pushed"
+        )
+    return plan
