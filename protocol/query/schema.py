@@ -28,6 +28,8 @@ from protocol.codec import yaml as odf_yaml
 from protocol.codec.tree import to_tree
 from protocol.model import DataSchema
 from protocol.query.errors import RenderError
+from protocol.query.parquet_schema import format_json as parquet_json
+from protocol.query.parquet_schema import format_text as parquet_text
 from protocol.query.request import SchemaFormat
 
 _UNIT_NAMES = {"s": "Second", "ms": "Millisecond", "us": "Microsecond", "ns": "Nanosecond"}
@@ -51,12 +53,10 @@ def render_schema(schema: pa.Schema, schema_format: SchemaFormat) -> Any:
         return to_tree(odf)
     if schema_format is SchemaFormat.ODF_YAML:
         return odf_yaml.dumps(odf)
-    from protocol.query import parquet_schema
-
     arrow = schema_to_arrow(odf)
     if schema_format is SchemaFormat.PARQUET:
-        return parquet_schema.format_text(arrow)
-    return parquet_schema.format_json(arrow)
+        return parquet_text(arrow)
+    return parquet_json(arrow)
 
 
 def arrow_json(schema: pa.Schema) -> dict[str, Any]:

@@ -141,26 +141,52 @@ def _is_list(kind: pa.DataType) -> bool:
 
 
 def _decimals(array: pa.Array) -> pa.LargeStringArray:
-    """The exact value with ``scale`` decimals; a negative scale appends zeros."""
+    """arrow-rs's text: the exact value with ``scale`` decimals (a negative scale appends
+    zeros). Arrow C++'s cast gives the same text except in scientific notation and for values
+    with more digits than the precision, which arrow-rs cuts to the precision; those are redone
+    from the stored integers."""
+    kind = array.type
     texts = array.cast(pa.string())
-    odd = pc.fill_null(pc.match_substring(texts, "E"), False)
+    digits = pc.subtract(
+        pc.utf8_length(texts),
+        pc.add(
+            pc.cast(pc.starts_with(texts, "-"), pa.int32()),
+            pc.cast(pc.match_substring(texts, "."), pa.int32()),
+        ),
+    )
+    odd = pc.fill_null(
+        pc.or_(pc.match_substring(texts, "E"), pc.greater(digits, kind.precision)), False
+    )
     if pc.any(odd).as_py():
-        scale = array.type.scale
-        values = array.filter(odd).to_pylist()
-        redone = pa.array([_decimal_text(value, scale) for value in values], pa.string())
-        texts = pc.replace_with_mask(texts, odd, redone)
+        rows = np.flatnonzero(np.asarray(odd.to_numpy(zero_copy_only=False), dtype=bool))
+        redone = [
+            decimal_text(_unscaled(array, int(row)), kind.precision, kind.scale) for row in rows
+        ]
+        texts = pc.replace_with_mask(texts, odd, pa.array(redone, pa.string()))
     return with_nulls(quoted(texts), validity(array))
 
 
-def _decimal_text(value: object, scale: int) -> str:
-    """arrow-rs's text of a decimal whose Arrow C++ text is in scientific notation."""
-    from decimal import Decimal
+def _unscaled(array: pa.Array, row: int) -> int:
+    width = array.type.byte_width
+    start = (array.offset + row) * width
+    data = array.buffers()[1].to_pybytes()[start : start + width]
+    return int.from_bytes(data, "little", signed=True)
 
-    assert isinstance(value, Decimal)
-    if scale >= 0:
-        return format(value, "f")
-    unscaled = int(value.scaleb(scale))
-    return f"{unscaled}{'0' * -scale}"
+
+def decimal_text(unscaled: int, precision: int, scale: int) -> str:
+    """arrow-rs's ``format_decimal_str``: the digits (cut to ``precision``) with the point
+    ``scale`` places from the right, or ``|scale|`` zeros appended."""
+    text = str(unscaled)
+    sign = "-" if text.startswith("-") else ""
+    rest = text[len(sign) :]
+    text = text[: min(precision, len(rest)) + len(sign)]
+    if scale == 0:
+        return text
+    if scale < 0:
+        return text + "0" * -scale
+    if len(rest) > scale:
+        return f"{text[: len(text) - scale]}.{text[len(text) - scale :]}"
+    return f"{sign}0.{rest.rjust(scale, '0')}"
 
 
 def _hex(array: pa.Array) -> pa.LargeStringArray:
