@@ -73,10 +73,10 @@ class DataWriter:
 
     def write(self, batch: pa.RecordBatch) -> Rendered:
         """The text of ``batch``'s rows (for JsonSoA nothing until ``finish``)."""
-        out = self._open()
         if self.data_format is DataFormat.JSON_SOA:
             self._collect(batch)
-            return out
+            return Rendered()
+        out = self._open()
         for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
             out.extend(self._rows(batch.slice(start, ROWS_PER_CHUNK)))
         return out

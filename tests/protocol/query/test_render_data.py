@@ -210,9 +210,15 @@ def test_empty_results() -> None:
 
 
 def test_json_soa_max_size() -> None:
-    """json.rs test_json_soa_max_size: JsonSoA cannot stream, so it is capped."""
+    """json.rs test_json_soa_max_size: JsonSoA cannot stream, so it is capped; nothing of it is
+    written before the end, so the cap can still be answered with an error."""
     with pytest.raises(DataTooLargeError):
         _write([_sample_batch()], DataFormat.JSON_SOA, soa_limit=10)
+    writer = DataWriter(DataFormat.JSON_SOA, soa_limit=2_000)
+    assert writer.write(_sample_batch()).wire == []
+    with pytest.raises(DataTooLargeError):
+        for _ in range(10):
+            assert writer.write(_sample_batch()).wire == []
 
 
 def test_data_formats_of_the_api_server() -> None:
