@@ -31,7 +31,6 @@ from protocol.query.render.text import (
     from_matrix,
     join,
     map_values,
-    quoted,
     validity,
     with_nulls,
 )
@@ -49,7 +48,7 @@ def render_temporal(array: pa.Array) -> pa.LargeStringArray:
     if pa.types.is_timestamp(kind):
         texts = _timestamps(array, kind.unit, kind.tz)
     elif pa.types.is_date32(kind):
-        texts = _dates_of(_ints(array))
+        texts = join(['"', _dates_of(_ints(array)), '"'])
     elif pa.types.is_date64(kind):
         seconds, nanos = _split(_ints(array), 1_000)
         texts = _datetimes(seconds, nanos, time=True, per_second=1_000)
@@ -61,7 +60,7 @@ def render_temporal(array: pa.Array) -> pa.LargeStringArray:
         return map_values(array, _interval_text, valid)
     else:
         raise TypeError(f"{kind} is not a temporal type")
-    return with_nulls(quoted(texts), valid)
+    return with_nulls(texts, valid)
 
 
 def _ints(array: pa.Array) -> np.ndarray:
@@ -171,17 +170,29 @@ def _datetimes(
     per_second: int = 1_000_000_000,
     offsets: np.ndarray | None = None,
 ) -> pa.LargeStringArray:
-    """``YYYY-MM-DD[THH:MM:SS[.fff]][Z|+HH:MM]`` of local seconds since the epoch: each part is
+    """``"YYYY-MM-DD[THH:MM:SS[.fff]][Z|+HH:MM]"`` of local seconds since the epoch: each part is
     taken from a small table of texts (the days present, the seconds of a day, three-digit
-    groups) and the parts are joined row by row."""
+    groups) and the parts are joined row by row, quotes included."""
     days = np.floor_divide(seconds, _SECONDS_PER_DAY)
-    pieces: list[pa.Array | str] = [_dates_of(days)]
+    pieces: list[pa.Array | str] = ['"', _dates_of(days)]
     if time:
         of_day = seconds - days * _SECONDS_PER_DAY
         pieces += ["T", _clock_texts().take(pa.array(of_day)), _fractions(nanos, per_second)]
     if offsets is not None:
         pieces.append(_offset_texts(offsets))
-    return join(pieces)
+    pieces.append('"')
+    return join(_merged(pieces))
+
+
+def _merged(pieces: list[pa.Array | str]) -> list[pa.Array | str]:
+    """Adjacent constant texts as one."""
+    merged: list[pa.Array | str] = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    return merged
 
 
 def _dates_of(days: np.ndarray) -> pa.Array:
@@ -244,12 +255,11 @@ def _three_digits() -> pa.LargeStringArray:
     return pa.array([f"{value:03d}" for value in range(1000)], TEXT)
 
 
-def _fractions(nanos: np.ndarray, per_second: int) -> pa.Array:
+def _fractions(nanos: np.ndarray, per_second: int) -> pa.Array | str:
     """chrono's automatic fraction of a second: none, 3, 6 or 9 digits, whichever shows the
     value exactly."""
-    rows = len(nanos)
     if per_second == 1 or not nanos.any():
-        return pa.nulls(rows, TEXT).fill_null("")
+        return ""
     groups = _three_digits()
     millis = groups.take(pa.array(nanos // 1_000_000))
     fraction = pc.if_else(pa.array(nanos == 0), "", join([".", millis]))
@@ -262,10 +272,10 @@ def _fractions(nanos: np.ndarray, per_second: int) -> pa.Array:
     return fraction
 
 
-def _offset_texts(offsets: np.ndarray) -> pa.Array:
+def _offset_texts(offsets: np.ndarray) -> pa.Array | str:
     """``Z`` for a zero offset, else ``+HH:MM`` (seconds rounded to the nearest minute)."""
     if not offsets.any():
-        return pa.nulls(len(offsets), TEXT).fill_null("Z")
+        return "Z"
     distinct, index = np.unique(offsets, return_inverse=True)
     texts = []
     for offset in distinct.tolist():
@@ -282,14 +292,15 @@ def _times(array: pa.Array, unit: str) -> pa.LargeStringArray:
     per_second = _UNITS_PER_SECOND[unit]
     inside = (raw >= 0) & (raw < _SECONDS_PER_DAY * per_second)
     seconds, nanos = _split(np.where(inside, raw, 0), per_second)
-    texts = join([_clock_texts().take(pa.array(seconds)), _fractions(nanos, per_second)])
+    clock = _clock_texts().take(pa.array(seconds))
+    texts = join(_merged(['"', clock, _fractions(nanos, per_second), '"']))
     valid = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
     outside = np.flatnonzero(~inside & valid)
     if outside.size:
         bits = "32" if pa.types.is_time32(array.type) else "64"
         errors = [
-            f"ERROR: Cast error: Failed to convert {int(raw[row])} to temporal for "
-            f"Time{bits}({_UNIT_NAMES[unit]})"
+            f'"ERROR: Cast error: Failed to convert {int(raw[row])} to temporal for '
+            f'Time{bits}({_UNIT_NAMES[unit]})"'
             for row in outside
         ]
         mask = np.zeros(len(raw), dtype=bool)
@@ -311,12 +322,12 @@ def _durations(array: pa.Array, unit: str) -> pa.LargeStringArray:
     has_fraction = pa.array(fraction > 0)
     fraction_text = pc.if_else(has_fraction, join([".", digits]), pa.scalar("", TEXT))
     sign = pc.if_else(pa.array(negative), pa.scalar("-", TEXT), pa.scalar("", TEXT))
-    texts = join([sign, "PT", pa.array(seconds).cast(pa.string()), fraction_text, "S"])
+    texts = join(['"', sign, "PT", pa.array(seconds).cast(pa.string()), fraction_text, 'S"'])
     zero = pa.array(magnitude == 0)
-    texts = pc.if_else(zero, pa.scalar("P0D", TEXT), texts)
+    texts = pc.if_else(zero, pa.scalar('"P0D"', TEXT), texts)
     invalid = _invalid_durations(raw, unit)
     if invalid.any():
-        texts = pc.if_else(pa.array(invalid), pa.scalar("<invalid>", TEXT), texts)
+        texts = pc.if_else(pa.array(invalid), pa.scalar('"<invalid>"', TEXT), texts)
     return with_nulls(texts, None)
 
 
