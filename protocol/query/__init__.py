@@ -4,7 +4,8 @@ byte-compatible with the reference's api-server (``/query``, ``/verify``).
 - ``request``: ``QueryRequest`` (POST body, GET query string), ``DatasetState``, the enums.
 - ``response``: ``QueryResponseWriter`` streams an answer from Arrow batches; ``output_hash``.
 - ``proof``: ``Commitment``, ``Proof``, ``SubQuery``, ``ResponseSigner``, ``json_hash``.
-- ``verify``: ``VerifyRequest``, ``check_commitment``, ``check_output``, ``VerifyResponse`` and
+- ``verify``: ``VerifyRequest``, ``check_commitment``, ``check_output``, ``check_answer`` (a saved
+  answer on its own), ``VerifyResponse`` and
   the typed outcomes (``InputHashMismatch``, ``SubQueriesHashMismatch``, ``BadSignature``,
   ``OutputMismatch``, ``DatasetNotFound``, ``DatasetBlockNotFound``).
 - ``canonical_json``, ``floats``, ``json_text``: the encodings underneath.
@@ -53,6 +54,7 @@ from protocol.query.verify import (
     ValidationError,
     VerifyRequest,
     VerifyResponse,
+    check_answer,
     check_commitment,
     check_output,
 )
@@ -86,6 +88,7 @@ __all__ = [
     "ValidationError",
     "VerifyRequest",
     "VerifyResponse",
+    "check_answer",
     "check_commitment",
     "check_output",
     "json_hash",

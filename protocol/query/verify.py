@@ -68,6 +68,14 @@ class VerifyRequest:
             "proof": self.proof.to_json(),
         }
 
+    @classmethod
+    def from_answer(cls, answer: Any) -> VerifyRequest:
+        """The verify request of a saved answer (a ``/query`` body with a proof): the answer
+        without its output."""
+        if not isinstance(answer, dict) or "output" not in answer:
+            raise RequestError("", "an answer is a JSON object with an `output`")
+        return cls.from_json({key: value for key, value in answer.items() if key != "output"})
+
 
 @dataclass(frozen=True, slots=True)
 class ValidationError:
@@ -210,6 +218,14 @@ def check_commitment(request: VerifyRequest) -> ValidationError | None:
     if reason is not None:
         return BadSignature.because(reason)
     return None
+
+
+def check_answer(answer: Any) -> ValidationError | None:
+    """Check a saved answer on its own, as a client does before relying on it: the
+    commitment and signature, and the hash of the output it carries (taken, like the
+    reference's client checks, over the output as read from its JSON text)."""
+    request = VerifyRequest.from_answer(answer)
+    return check_commitment(request) or check_output(request, json_hash(answer["output"]))
 
 
 def check_output(request: VerifyRequest, actual: Multihash) -> OutputMismatch | None:

@@ -33,6 +33,7 @@ from protocol.query import (
     SubQueriesHashMismatch,
     VerifyRequest,
     VerifyResponse,
+    check_answer,
     check_commitment,
     check_output,
     json_hash,
@@ -431,3 +432,16 @@ def _base58_decode(text: str) -> bytes:
     for char in text:
         number = number * 58 + alphabet.index(char)
     return number.to_bytes((number.bit_length() + 7) // 8, "big")
+
+
+def test_saved_answers_are_checked_on_their_own() -> None:
+    """A client holding an answer checks its hashes and signature without any node (the steps
+    test_data_query_handler_success takes after receiving one)."""
+    assert check_answer(PROOF_ONLY) is None
+    assert check_answer(WITH_SCHEMA) is None
+    forged = json.loads(json.dumps(PROOF_ONLY))
+    forged["output"]["data"][0]["population"] = 201
+    assert isinstance(check_answer(forged), OutputMismatch)
+    forged = json.loads(json.dumps(PROOF_ONLY))
+    forged["input"]["limit"] = 1
+    assert isinstance(check_answer(forged), InputHashMismatch)
