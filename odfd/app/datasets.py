@@ -12,6 +12,7 @@ import uuid
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from odfd.app.dataset_rows import dataset_row
 from odfd.app.events import Confirm, Event, EventSink
 from odfd.app.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.errors import ManifestError
@@ -319,19 +320,6 @@ async def import_dataset(node: Node, path: Path, name: str | None) -> DatasetRec
     """Copies a dataset folder (e.g. written by kamu) in after validating its chain."""
     dataset = await node.workspace.import_dataset(path, name)
     return await node.workspace.resolve(str(dataset.id))
-
-
-def dataset_row(record: DatasetRecord) -> dict[str, Any]:
-    """A dataset as ``odfd list`` reports it (from the catalog alone)."""
-    return {
-        "id": str(record.id),
-        "alias": record.alias,
-        "kind": record.kind.value,
-        "head": None if record.head is None else str(record.head),
-        "blocks": None if record.head_sequence is None else record.head_sequence + 1,
-        "created": record.created_at.isoformat().replace("+00:00", "Z"),
-        "updated": record.updated_at.isoformat().replace("+00:00", "Z"),
-    }
 
 
 async def list_datasets(node: Node, *, wide: bool) -> list[dict[str, Any]]:

@@ -26,9 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _import(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        dataset = await workspace.import_dataset(args.path, args.name)
-        record = await workspace.resolve(str(dataset.id))
+        from odfd.app.datasets import import_dataset
+
+        record = await import_dataset(node, args.path, args.name)
         print(
             f"Imported: {record.alias} ({record.id}), {record.head_sequence + 1} blocks",  # type: ignore[operator]  # an imported dataset has a head
             file=sys.stderr,

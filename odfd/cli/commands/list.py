@@ -5,14 +5,12 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.dataset_rows import dataset_row
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
-from protocol.model import AddData, ExecuteTransform
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from storage.catalog import DatasetRecord
-    from storage.workspace import Workspace
 
 _COLUMNS = [
     ("Name", "alias"),
@@ -47,18 +45,13 @@ def _list(args: argparse.Namespace) -> int:
     if not args.wide:  # the catalog alone: read without an event loop
         records = read_in_node(args, lambda catalog, _: catalog.list_datasets())
         if records is not None:
-            _write(args, [_row(record) for record in records])
+            _write(args, [dataset_row(record) for record in records])
             return 0
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        rows = []
-        for record in await workspace.list_datasets():
-            row = _row(record)
-            if args.wide:
-                row.update(await _details(workspace, record))
-            rows.append(row)
-        _write(args, rows)
+        from odfd.app.datasets import list_datasets
+
+        _write(args, await list_datasets(node, wide=args.wide))
         return 0
 
     return run_in_node(args, run)
@@ -74,31 +67,3 @@ def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
 
                 row["size_short"] = format_bytes(row["size"])
     write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)
-
-
-def _row(r: DatasetRecord) -> dict[str, Any]:
-    return {
-        "id": str(r.id),
-        "alias": r.alias,
-        "kind": r.kind.value,
-        "head": None if r.head is None else str(r.head),
-        "blocks": None if r.head_sequence is None else r.head_sequence + 1,
-        "created": r.created_at.isoformat().replace("+00:00", "Z"),
-        "updated": r.updated_at.isoformat().replace("+00:00", "Z"),
-    }
-
-
-async def _details(workspace: Workspace, record: DatasetRecord) -> dict[str, Any]:
-    dataset = workspace.open_dataset(record.id)
-    state = await dataset.chain.state()
-    size = 0
-    async for _, block in dataset.chain.iter_blocks():
-        event = block.event
-        if isinstance(event, (AddData, ExecuteTransform)) and event.new_data is not None:
-            size += event.new_data.size
-    watermark = state.last_watermark
-    return {
-        "records": 0 if state.last_offset is None else state.last_offset + 1,
-        "size": size,
-        "watermark": None if watermark is None else watermark.to_rfc3339(),
-    }

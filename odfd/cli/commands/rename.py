@@ -22,8 +22,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _rename(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await workspace.rename_dataset(args.dataset, args.new_name)
+        from odfd.app.datasets import rename_dataset
+
+        record = await rename_dataset(node, args.dataset, args.new_name)
         terminal.info(f"Renamed: {args.dataset} -> {record.alias}")
         return 0
 
