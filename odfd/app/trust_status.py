@@ -36,13 +36,3 @@ def trust_entry(
         "ageSeconds": round(age, 3),
         "freezeAfter": format_duration(freeze_after) if freeze_after > 0 else None,
     }
-
-
-def trust_text(entry: dict[str, Any]) -> str:
-    """A short column: ``unsigned``, ``signed``, ``signed*`` (head beyond the signed head) or
-    ``FROZEN 2d`` (time since the newest signed head)."""
-    if entry["state"] == "unsigned":
-        return "unsigned"
-    if entry["state"] == "frozen":
-        return f"FROZEN {format_duration(int(entry['ageSeconds']))}"
-    return "signed" if entry["headIsSigned"] else "signed*"

@@ -17,8 +17,8 @@ from odfd.app.status import (
     build_status,
     read_status_rows,
     read_status_rows_now,
-    render_status,
 )
+from odfd.cli.status_text import render_status
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.trust import (

@@ -7,7 +7,8 @@ import argparse
 import json
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.status import build_status, compose_status, read_status_rows_now, render_status
+from odfd.app.status import build_status, compose_status, read_status_rows_now
+from odfd.cli.status_text import render_status
 from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
 from odfd.daemon.admin_client import AdminClient, socket_path
 
