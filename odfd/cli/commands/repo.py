@@ -7,20 +7,15 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from odfd.app import repos
 from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.sync.remote_url import parse_remote_url
-from odfd.sync.repos import RepoError, check_name, check_url, expand
-from storage.catalog import DatasetRecord
+from odfd.sync.repos import RepoError, check_name, check_url
 from storage.catalog.catalog import RemoteAliasKind
-from storage.errors import DatasetExistsError
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-
-_KINDS: tuple[RemoteAliasKind, ...] = ("pull", "push")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -77,16 +72,10 @@ def _direction(parser: argparse.ArgumentParser) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    name, url = check_name(args.name), check_url(args.url)
+    check_name(args.name), check_url(args.url)  # argument errors before the workspace opens
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        try:
-            await workspace.catalog.add_remote(name, url)
-        except DatasetExistsError:
-            raise RepoError(
-                f"a repository named {name} exists already (`odfd repo list`)"
-            ) from None
+        name, url = await repos.add_repo(node, args.name, args.url)
         terminal.info(f"Added: {name} -> {url}")
         return 0
 
@@ -95,8 +84,7 @@ def _add(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        rows = [{"name": n, "url": u} for n, u in await workspace.catalog.list_remotes()]
+        rows = [{"name": n, "url": u} for n, u in await repos.list_repos(node)]
         write_records(rows, args.output, [("Name", "name"), ("URL", "url")])
         return 0
 
@@ -108,14 +96,7 @@ def _delete(args: argparse.Namespace) -> int:
         raise RepoError("name the repositories to delete, or pass --all (not both)")
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        known = dict(await workspace.catalog.list_remotes())
-        names = list(known) if args.all else args.names
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise RepoError(f"no repository named {', '.join(unknown)}; nothing was deleted")
-        for name in names:
-            await workspace.catalog.remove_remote(name)
+        for name in await repos.delete_repos(node, None if args.all else args.names):
             terminal.info(f"Deleted: {name}")
         return 0
 
@@ -126,27 +107,14 @@ def _kind(args: argparse.Namespace) -> RemoteAliasKind:
     return "push" if args.push else "pull"
 
 
-async def _set(
-    workspace: Workspace, record: DatasetRecord, kind: RemoteAliasKind, refs: list[str]
-) -> None:
-    """Both places the reference's layout and odfd keep remote aliases in."""
-    await workspace.open_dataset(record.id).set_remote_aliases(kind, refs)
-    await workspace.catalog.set_remote_aliases(record.id, kind, refs)
-
-
 def _alias_add(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await workspace.resolve(args.dataset)
-        url = check_url(await expand(workspace, args.remote))
         kind = _kind(args)
-        refs = (await workspace.open_dataset(record.id).remote_aliases())[kind]
-        remote = parse_remote_url(url).text
-        if remote in refs:
+        record, remote, added = await repos.add_alias(node, args.dataset, args.remote, kind)
+        if added:
+            terminal.info(f"Added: {record.alias} {kind} {remote}")
+        else:
             terminal.info(f"Skipped: {record.alias} already {kind}s {remote}")
-            return 0
-        await _set(workspace, record, kind, [*refs, remote])
-        terminal.info(f"Added: {record.alias} {kind} {remote}")
         return 0
 
     return run_in_node(args, run)
@@ -154,19 +122,10 @@ def _alias_add(args: argparse.Namespace) -> int:
 
 def _alias_list(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        records = (
-            [await workspace.resolve(args.dataset)]
-            if args.dataset
-            else await workspace.list_datasets()
-        )
-        rows = []
-        for record in records:
-            aliases = await workspace.open_dataset(record.id).remote_aliases()
-            for kind in _KINDS:
-                rows += [
-                    {"dataset": record.alias, "kind": kind, "remote": ref} for ref in aliases[kind]
-                ]
+        rows = [
+            {"dataset": alias, "kind": kind, "remote": remote}
+            for alias, kind, remote in await repos.list_aliases(node, args.dataset)
+        ]
         write_records(
             rows, args.output, [("Dataset", "dataset"), ("Kind", "kind"), ("Remote", "remote")]
         )
@@ -180,23 +139,14 @@ def _alias_delete(args: argparse.Namespace) -> int:
         raise RepoError("name the remote to delete, or pass --all (not both)")
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await workspace.resolve(args.dataset)
-        aliases = await workspace.open_dataset(record.id).remote_aliases()
-        kinds = _KINDS if args.all and not (args.pull or args.push) else (_kind(args),)
-        if args.all:
-            for kind in kinds:
-                await _set(workspace, record, kind, [])
+        kinds = repos.KINDS if args.all and not (args.pull or args.push) else (_kind(args),)
+        record, remote = await repos.delete_alias(
+            node, args.dataset, None if args.all else args.remote, kinds
+        )
+        if remote is None:
             terminal.info(f"Deleted: every {'/'.join(kinds)} remote of {record.alias}")
-            return 0
-        remote = parse_remote_url(await expand(workspace, args.remote)).text
-        kind = kinds[0]
-        if remote not in aliases[kind]:
-            raise RepoError(
-                f"{record.alias} has no {kind} remote {remote} (`odfd repo alias list`)"
-            )
-        await _set(workspace, record, kind, [r for r in aliases[kind] if r != remote])
-        terminal.info(f"Deleted: {record.alias} {kind} {remote}")
+        else:
+            terminal.info(f"Deleted: {record.alias} {kinds[0]} {remote}")
         return 0
 
     return run_in_node(args, run)
