@@ -275,17 +275,18 @@ async def read_forward(
     recent: list[tuple[Multihash, bytes]] = []
     count = 0
     hash: Multihash | None = head
-    child: BlockPosition | None = None
+    child: Multihash | None = None
+    """The last block read, which links to ``hash`` (its number is not read)."""
     newest: ChainBlock | None = None
     while hash is not None and hash not in after:
         if newest is not None and count > newest.block.sequence_number:
             assert child is not None  # set with newest
-            yield BrokenSequence(child.hash, None, 0, hash, newest.position)
+            yield BrokenSequence(child, None, 0, hash, newest.position)
             return
         try:
             data = await source.get_bytes(hash)
         except ObjectNotFoundError as err:
-            yield MissingBlock(hash, child, err.store)
+            yield MissingBlock(hash, _unnumbered(child), err.store)
             return
         if newest is None:
             first = check_block(hash, data)
@@ -301,10 +302,9 @@ async def read_forward(
         try:
             link = peek_prev_block_hash(data)
         except DecodeError as err:
-            yield MalformedBlock(hash, child, str(err))
+            yield MalformedBlock(hash, _unnumbered(child), str(err))
             return
-        child = BlockPosition(hash, None)
-        hash = link
+        child, hash = hash, link
     base = hash
     if count <= segment:
         assert newest is not None  # head is not in after, so it was read
@@ -326,3 +326,7 @@ async def read_forward(
             return
         for item in reversed(stretch):
             yield item
+
+
+def _unnumbered(hash: Multihash | None) -> BlockPosition | None:
+    return None if hash is None else BlockPosition(hash, None)
