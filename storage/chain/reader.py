@@ -95,8 +95,8 @@ class MalformedBlock(ChainFault):
 
 @dataclass(frozen=True, slots=True)
 class BrokenLink(ChainFault):
-    """Blocks in hand (``check_run``) whose order is not their links: the child names ``named``,
-    yet the block given before it is ``hash``."""
+    """Blocks in hand (``check_run``) out of link order: the child's ``prevBlockHash`` names
+    ``named``, but the next block given is ``hash``."""
 
     named: Multihash | None
 
