@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from odfd.app.dataset_rows import dataset_row
 from odfd.app.events import Confirm, Event, EventSink
-from odfd.app.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.errors import ManifestError
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddData, DatasetSnapshot, ExecuteTransform, SetTransform
@@ -144,8 +143,8 @@ async def _replace(
     if not doomed:
         return False
     await _check_inputs(workspace, snapshots, wanted)
-    readers = await readers_of(workspace, records)
-    blocked = blocked_by_readers(doomed, readers)
+    graph = await workspace.graph(records)
+    blocked = graph.blocked_by_readers(doomed)
     if blocked:
         raise StorageError(
             "; ".join(
@@ -156,7 +155,7 @@ async def _replace(
         )
     confirm(f"Replace {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
     staged = await _stage(workspace, snapshots, sink)
-    for record in downstream_first(doomed, readers):
+    for record in graph.downstream_first(doomed):
         await workspace.delete_dataset(str(record.id))
         sink.emit(DatasetDeleted(record.alias, str(record.id)))
     for snapshot, dataset_id in staged:
@@ -259,9 +258,9 @@ async def delete_datasets(
     workspace = node.workspace
     records = await workspace.list_datasets()
     chosen = records if refs is None else await _resolve_all(workspace, refs)
-    readers = await readers_of(workspace, records)
-    doomed = _with_downstream(chosen, readers) if recursive else chosen
-    blocked = blocked_by_readers(doomed, readers)
+    graph = await workspace.graph(records)
+    doomed = [*chosen, *graph.downstream_of(chosen)] if recursive else chosen
+    blocked = graph.blocked_by_readers(doomed)
     if blocked:
         raise StorageError(
             "; ".join(
@@ -273,7 +272,7 @@ async def delete_datasets(
     if not doomed:
         return 0
     confirm(f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
-    for record in downstream_first(doomed, readers):
+    for record in graph.downstream_first(doomed):
         await workspace.delete_dataset(str(record.id))
         sink.emit(DatasetDeleted(record.alias, str(record.id)))
     return len(doomed)
@@ -293,19 +292,6 @@ async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRec
             f"no dataset {', '.join(missing)} in the workspace {workspace.root}; nothing was deleted"
         )
     return list(found.values())
-
-
-def _with_downstream(
-    chosen: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    result = {r.id: r for r in chosen}
-    todo = list(chosen)
-    while todo:
-        for reader in readers.get(todo.pop().id, []):
-            if reader.id not in result:
-                result[reader.id] = reader
-                todo.append(reader)
-    return list(result.values())
 
 
 # --- rename, import, list ---------------------------------------------------------------------------

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Confirm, Event, EventSink
-from odfd.app.readers import downstream_first, readers_of
 from storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -51,22 +50,15 @@ async def reset_dataset(node: Node, ref: str, block: Multihash, confirm: Confirm
         )
     if dropped == 0:
         return ResetResult(record.alias, 0)
-    readers = await _readers(workspace, record.id)
+    readers = [
+        reader.alias
+        for reader in (await workspace.graph()).readers_of(record.id)
+        if reader.id != record.id
+    ]
     warning = f" ({', '.join(readers)} read it)" if readers else ""
     confirm(f"Reset {record.alias} to {block}, dropping its last {dropped} block(s){warning}?")
     await dataset.chain.reset_to(block, expected_head=head)
     return ResetResult(record.alias, dropped)
-
-
-async def _readers(workspace: Workspace, dataset_id: DatasetId) -> list[str]:
-    names = []
-    for record in await workspace.list_datasets():
-        if record.head is None or record.id == dataset_id:
-            continue
-        state = await workspace.open_dataset(record.id).chain.state()
-        if dataset_id in state.transform_input_ids:
-            names.append(record.alias)
-    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,9 +115,9 @@ async def compact_datasets(
             sink.emit(CompactionSkipped(str(err)))
     if not plans:
         return
-    readers = await readers_of(workspace, await workspace.list_datasets())
+    graph = await workspace.graph(await workspace.list_datasets())
     compacted = [r for r in targets if r.id in plans]
-    downstream = _downstream(compacted, readers)
+    downstream = graph.downstream_of(compacted)
     for record in downstream:
         try:
             plans[record.id] = await plan_compaction(
@@ -145,7 +137,7 @@ async def compact_datasets(
         )
     confirm(f"{question}. This rewrites history. Go on?")
     reset_ids = {r.id for r in downstream}
-    for record in downstream_first([*compacted, *downstream], readers):
+    for record in graph.downstream_first([*compacted, *downstream]):
         plan = plans.get(record.id)
         if plan is None:
             continue
@@ -181,19 +173,3 @@ def _describe(record: DatasetRecord, plan: CompactionPlan) -> str:
         f"Compact {record.alias}: merge {plan.merged_slices} slices into {plan.merged_runs} "
         f"({plan.old_blocks} → {plan.new_blocks} blocks)"
     )
-
-
-def _downstream(
-    targets: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    """Every dataset reading a target, directly or through others (targets excluded)."""
-    target_ids = {r.id for r in targets}
-    found: dict[DatasetId, DatasetRecord] = {}
-    pending = list(targets)
-    while pending:
-        record = pending.pop()
-        for reader in readers.get(record.id, []):
-            if reader.id not in target_ids and reader.id not in found:
-                found[reader.id] = reader
-                pending.append(reader)
-    return list(found.values())
