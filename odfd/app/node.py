@@ -13,7 +13,6 @@ thin client of a daemon reads the admin socket's place through it).
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,15 +39,6 @@ def read_config(path: Path, env: Mapping[str, str] | None = None) -> NodeConfig:
     return load_config(path, env)
 
 
-def config_digest(path: Path) -> str:
-    """A fingerprint of ``config.toml`` as it is on disk (a daemon that loaded another one does
-    not run a client's command: the client would read the file as it is now)."""
-    try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
-    except FileNotFoundError:
-        return ""
-
-
 @dataclass(frozen=True, slots=True)
 class NodeView:
     """What a command that only reads the catalog needs (no event loop, no engine)."""
@@ -65,7 +55,7 @@ class TransportSettings:
     operation_timeout: float | None
     """A whole pull running longer is abandoned; ``None``: no limit."""
     tokens: Mapping[str, str]
-    """URL prefix -> bearer token (the longest matching prefix wins)."""
+    """URL prefix -> bearer token (the longest matching prefix wins: ``SyncConfig.token_for``)."""
     ipfs: IpfsSettings
     s3: S3Settings
 
@@ -78,12 +68,6 @@ class TransportSettings:
             ipfs=config.ipfs.settings(),
             s3=config.s3.settings(),
         )
-
-    def token_for(self, url: str) -> str | None:
-        best = max(
-            (prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None
-        )
-        return None if best is None else self.tokens[best]
 
 
 class Engines:
@@ -118,13 +102,10 @@ class Node:
         config: NodeConfig,
         *,
         engines: Engines | None = None,
-        digest: str | None = None,
     ) -> None:
         self.workspace = workspace
         self.config = config
         self.engines = engines or Engines(workspace.root, config.spark)
-        self.digest = config_digest(workspace.layout.config_path) if digest is None else digest
-        """The fingerprint of the ``config.toml`` this node was built from."""
         self.transport = TransportSettings.of(config)
 
     @property
@@ -143,9 +124,7 @@ class Node:
     def reconfigured(self) -> Node:
         """A node over the same workspace and engines with ``config.toml`` read again (raises
         ``ConfigError`` when it is invalid: the caller keeps this one)."""
-        path = self.layout.config_path
-        digest = config_digest(path)
-        return Node(self.workspace, read_config(path), engines=self.engines, digest=digest)
+        return Node(self.workspace, read_config(self.layout.config_path), engines=self.engines)
 
     async def close(self) -> None:
         await self.workspace.close()
@@ -184,10 +163,9 @@ async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
     from storage.workspace import Workspace
 
     layout = existing_layout(root)  # a missing workspace is reported before a bad config.toml
-    digest = config_digest(layout.config_path)
     config = read_config(layout.config_path)
     workspace = await Workspace.open(root, storage=lambda found: storage_of(config, found))
-    node = Node(workspace, config, digest=digest)
+    node = Node(workspace, config)
     if not check_storage:
         return node
     try:
