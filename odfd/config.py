@@ -28,7 +28,7 @@ from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, Ipfs
 from protocol.errors import ParseError
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
-from verifier.engine.settings import SparkConfigError, SparkSettings
+from verifier.engine.spark.settings import SparkConfigError, SparkSettings
 
 if TYPE_CHECKING:
     from protocol.identity import DatasetAliasPattern

@@ -13,11 +13,10 @@ from decimal import Decimal
 from typing import Any
 
 from odfd.cli.commands.sql import run_query
-from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.query import dataset_view
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
-from verifier.engine import session as spark_session
+from verifier.engine.registry import Engines
 
 
 def json_cell(value: Any) -> Any:
@@ -39,20 +38,19 @@ def json_cell(value: Any) -> Any:
 
 async def run_sql(
     workspace: Workspace,
+    engines: Engines,
     query: str,
     limit: int,
     visible: Callable[[DatasetRecord], bool],
 ) -> tuple[list[str], list[list[Any]], bool, float]:
     """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
     started = time.perf_counter()
-    if not spark_session.is_running():  # a daemon configured it already
-        configure_engine(workspace.layout.config_path)
     lowered = query.lower()
     views = []
     for record in await workspace.list_datasets():
         if visible(record) and record.alias.lower() in lowered:
             views.append(await dataset_view(workspace.open_dataset(record.id)))
-    table = await asyncio.to_thread(run_query, query, views)
+    table = await asyncio.to_thread(run_query, engines, query, views)
     truncated = table.num_rows > limit
     table = table.slice(0, limit)
     columns = table.column_names

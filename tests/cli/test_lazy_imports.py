@@ -33,7 +33,7 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.coordinator.compact",
     "odfd.sync.pull",
     "verifier.report",
-    "verifier.engine.checkpoint",
+    "verifier.engine.spark.checkpoint",
 )
 
 _PROBE = """
@@ -145,7 +145,7 @@ def test_a_datafusion_pull_loads_only_what_it_runs(tmp_path: Path) -> None:
 
     modules = _modules("pull", "doubled", "--root", str(root))
     assert "datafusion" in modules
-    assert "verifier.engine.datafusion_engine" in modules
+    assert "verifier.engine.datafusion.engine" in modules
     unneeded = [
         name
         for name in modules
