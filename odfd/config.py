@@ -505,7 +505,9 @@ _SPARK_ENV_KEYS = (
     "app_name",
     "shared_filesystem",
 )
-_OTHER_TABLES = {"workspace", "spark"}
+#: The table of the Spark engine's settings (``SparkSettings``, read by the engine's own parser).
+_SPARK_TABLE = "spark"
+_OTHER_TABLES = {"workspace", _SPARK_TABLE}
 
 
 # --- single settings (``odfd config``) ------------------------------------------------------------
@@ -523,7 +525,7 @@ def setting_keys() -> list[str]:
 
 
 def setting_default(section: str, key: str) -> Any:
-    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    kind = SparkSettings if section == _SPARK_TABLE else _SECTIONS[section][0]
     return getattr(kind(), key)
 
 

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
 CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
-#: Modules a DataFusion derivative's pull has no use for (Spark and its checkpoints, replication,
+#: Modules a DataFusion derivative's pull has no use for (Spark, its engine and checkpoints, replication,
 #: ingest, compaction, the verification report).
 NOT_FOR_A_DATAFUSION_PULL = (
     "pyspark",
@@ -34,6 +34,7 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.sync.pull",
     "verifier.report",
     "verifier.engine.spark.checkpoint",
+    "verifier.engine.spark.engine",
 )
 
 _PROBE = """

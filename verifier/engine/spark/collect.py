@@ -17,7 +17,7 @@ Through Spark Connect there is no JVM in the process. When the server shares the
 filesystem and the caller names a work folder, the server writes the result there and it is read
 back from disk (``verifier.engine.spark.staged``). Otherwise the server streams the result as Arrow
 batches already in partition order (it holds back early partitions itself), so they are passed
-on as they arrive, which bounds memory the same way (the client's ``to_table_as_iterator``, the
+on as they arrive, which bounds memory the same way (``internals.connect_arrow_stream``, the
 streaming half of ``toArrow()``).
 """
 

@@ -20,7 +20,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.engine.spark.internals import spark_home
+from verifier.engine.spark.internals import CONNECT_MODE_ENV, spark_home
 from verifier.engine.spark.jvm_plugin import plugin_jar
 from verifier.engine.spark.settings import SparkSettings
 from verifier.errors import VerifierError
@@ -107,7 +107,7 @@ class LocalConnectServer:
         argv.append("spark-internal")
         env = dict(os.environ, SPARK_HOME=str(home))
         env.pop("SPARK_REMOTE", None)
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        env.pop(CONNECT_MODE_ENV, None)
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = self.address.token or ""
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(

@@ -33,7 +33,8 @@ def write_slice(
     """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
 
     Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
-    A null in a ``required`` column raises :class:`NullValuesError` before anything is kept.
+    A null in a ``required`` column raises :class:`~verifier.engine.output.NullValuesError`
+    before anything is kept.
     With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
     here (:func:`verifier.engine.spark.collect.merged_batches`); the second key is not written.
     """

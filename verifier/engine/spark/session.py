@@ -5,11 +5,11 @@ query and verification shares its SparkContext. Each transaction works in its ow
 :func:`isolated_session` (a ``newSession()`` of the shared one) so that temporary views of
 concurrent transactions cannot collide, with the determinism settings re-applied to it.
 
-With ``remote`` set (``[spark] remote``, or the daemon's own server found by the coordinator) the
+With ``remote`` set (``[spark] remote``, or the daemon's own server found by ``choice``) the
 process starts no JVM: it is a Spark Connect client, each isolated session is a server-side session
 of its own, and the server must run odfd's plugin and start-up settings (checked on first use).
 A process is one or the other: PySpark's functions build classic or Connect columns depending on
-``SPARK_CONNECT_MODE_ENABLED``, which :func:`get_spark` sets for Connect.
+``internals.CONNECT_MODE_ENV``, which :func:`get_spark` sets for Connect.
 
 The process's engine objects (``verifier.engine.spark.engine.SparkEngine``) configure it; nothing
 else calls :func:`configure`.
