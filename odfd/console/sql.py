@@ -1,5 +1,6 @@
 """The console's SQL box: a query over the datasets a request may see, through the same query
-function as ``odfd sql``, with the result cut to a page and made JSON-safe."""
+function and engine as ``odfd sql`` (DataFusion: names quoted with double quotes), with the result
+cut to a page and made JSON-safe."""
 
 from __future__ import annotations
 
@@ -12,11 +13,14 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from odfd.cli.commands.sql import run_query
+from odfd.cli.commands.sql import DEFAULT_ENGINE, run_query
 from odfd.coordinator.query import dataset_view
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 from verifier.engine.registry import Engines
+
+SQL_BOX_ENGINE = DEFAULT_ENGINE
+"""The engine the SQL box runs in: the one ``odfd sql`` uses unless told otherwise."""
 
 
 def json_cell(value: Any) -> Any:
@@ -50,7 +54,7 @@ async def run_sql(
     for record in await workspace.list_datasets():
         if visible(record) and record.alias.lower() in lowered:
             views.append(await dataset_view(workspace.open_dataset(record.id)))
-    table = await asyncio.to_thread(run_query, engines, query, views)
+    table = await asyncio.to_thread(run_query, engines, query, views, SQL_BOX_ENGINE)
     truncated = table.num_rows > limit
     table = table.slice(0, limit)
     columns = table.column_names
