@@ -35,7 +35,6 @@ def _imported(module: str, path: Path, known: set[str]) -> Iterator[tuple[str, i
     """Our modules that ``module`` imports (the longest known prefix of each name), with lines."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -48,6 +47,8 @@ def _imported(module: str, path: Path, known: set[str]) -> Iterator[tuple[str, i
                 f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
                 for alias in node.names
             ]
+        else:
+            continue
         for name in names:
             parts = name.split(".")
             for end in range(len(parts), 0, -1):
@@ -140,6 +141,8 @@ def test_only_the_engine_packages_import_the_engines_libraries() -> None:
                 names = [alias.name for alias in node.names]
             elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
                 names = [node.module]
+            else:
+                continue
             found += [
                 f"{module} (line {node.lineno}) imports {name}"
                 for name in names
@@ -192,6 +195,7 @@ def test_the_engine_checks_see_what_they_look_for() -> None:
     branch = ast.parse(
         'if engine.name == "Spark":\n    pass\nmatch x:\n    case "datafusion": pass'
     )
-    compare, match = (n for n in ast.walk(branch) if isinstance(n, (ast.Compare, ast.MatchValue)))
+    compare = next(n for n in ast.walk(branch) if isinstance(n, ast.Compare))
+    match = next(n for n in ast.walk(branch) if isinstance(n, ast.MatchValue))
     assert _engine_names(compare.comparators[0]) == ["Spark"]
-    assert _engine_names(match.value) == ["datafusion"]  # type: ignore[attr-defined]
+    assert _engine_names(match.value) == ["datafusion"]

@@ -31,7 +31,7 @@ from tests.daemon.processes import (
 )
 from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.connect_pipeline import run_pipeline
-from verifier.engine.spark.choice import SERVER_RECORD, live_server
+from verifier.engine.spark.choice import SERVER_RECORD, ServerRecord, live_server
 from verifier.engine.spark.connect_server import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -157,7 +157,7 @@ def test_the_server_is_restarted_after_a_crash(daemon: DaemonProcess) -> None:
     crashed = _record(daemon.root)
     os.kill(crashed["serverPid"], signal.SIGKILL)
 
-    def restarted() -> object:
+    def restarted() -> ServerRecord | None:
         record = live_server(daemon.root)
         return record if record is not None and record.server_pid != crashed["serverPid"] else None
 

@@ -17,6 +17,7 @@ from protocol.model import ExecuteTransform, Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_ENGINES
+from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import CREATED_AT, rows
 from verifier.engine.replay import replay_request
 from verifier.engine.spark.transform import execute_transform
@@ -135,7 +136,7 @@ async def test_currency_conversion_incrementally_equals_one_big_run_and_replays(
             result = execute_transform(request)
             assert result.new_data.logical_hash == block.event.new_data.logical_hash
             assert result.new_watermark == block.event.new_watermark
-            recorded = pq.read_table(cad.data.path_of(block.event.new_data.physical_hash))
+            recorded = pq.read_table(object_path(cad.data, block.event.new_data.physical_hash))
             assert pq.read_table(result.new_data.path).equals(recorded)
     finally:
         for workspace in (incremental, again, batch):
