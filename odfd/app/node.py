@@ -2,7 +2,8 @@
 
 A node is the workspace (catalog, keys, dataset storage: the ``datasets/`` folder or the bucket
 ``[storage] url`` names), its parsed configuration, the settings of its transports (HTTP limits,
-IPFS, S3, tokens) and its engines, configured once when first needed. ``config.toml`` is read here
+IPFS, S3, tokens) and its engines (``verifier.engine.registry.Engines``, built once when first
+needed). ``config.toml`` is read here
 and nowhere else: everything below the CLI receives what it needs from the node. The daemon's
 reload asks :meth:`Node.reconfigured` for a new node over the same workspace and swaps it in.
 
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from storage.s3_settings import S3Settings
     from storage.stores.http_limits import HttpLimits
     from storage.workspace import Workspace
-    from verifier.engine.settings import SparkSettings
+    from verifier.engine.registry import Engines
 
 CACHE_FOLDER = ("cache", "objects")
 
@@ -70,28 +71,6 @@ class TransportSettings:
         )
 
 
-class Engines:
-    """The node's engines, configured from its ``[spark]`` settings once, when a use case first
-    needs one (a command that only reads the catalog never pays for them)."""
-
-    def __init__(self, root: Path, spark: SparkSettings) -> None:
-        self._root = root
-        self._spark = spark
-        self._chosen: SparkSettings | None = None
-
-    def configure(self) -> SparkSettings:
-        """Sets the process's Spark session up (not started); the settings it will use."""
-        if self._chosen is None:
-            from odfd.coordinator.engine import configure_engine
-
-            self._chosen = configure_engine(self._root, self._spark)
-        return self._chosen
-
-    def adopt(self, settings: SparkSettings) -> None:
-        """The process configured its engine itself (the daemon, around its own Connect server)."""
-        self._chosen = settings
-
-
 class Node:
     """One node: its workspace, configuration, transports and engines. Use cases take it as
     their first argument; ``async with`` closes the workspace."""
@@ -105,8 +84,18 @@ class Node:
     ) -> None:
         self.workspace = workspace
         self.config = config
-        self.engines = engines or Engines(workspace.root, config.spark)
+        self._engines = engines
         self.transport = TransportSettings.of(config)
+
+    @property
+    def engines(self) -> Engines:
+        """The node's engines (``verifier.engine.registry``), built from ``[spark]`` once, when a
+        use case first asks: a command that only reads the catalog never loads them."""
+        if self._engines is None:
+            from verifier.engine.registry import Engines
+
+            self._engines = Engines(self.config.spark, workspace_root=self.workspace.root)
+        return self._engines
 
     @property
     def root(self) -> Path:
@@ -124,7 +113,7 @@ class Node:
     def reconfigured(self) -> Node:
         """A node over the same workspace and engines with ``config.toml`` read again (raises
         ``ConfigError`` when it is invalid: the caller keeps this one)."""
-        return Node(self.workspace, read_config(self.layout.config_path), engines=self.engines)
+        return Node(self.workspace, read_config(self.layout.config_path), engines=self._engines)
 
     async def close(self) -> None:
         await self.workspace.close()

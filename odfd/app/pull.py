@@ -123,14 +123,13 @@ async def pull_local(
     """Updates the datasets from their sources (and, ``recursive``, everything upstream first)."""
     from odfd.coordinator.pull import pull_local as coordinate
 
-    node.engines.configure()
-
     def reset(alias: str) -> None:
         sink.emit(DerivativeReset(alias))
 
     return await coordinate(
         node.workspace,
         refs,
+        engines=node.engines,
         recursive=how.recursive,
         fetch_uncacheable=how.fetch_uncacheable,
         watermark=how.watermark,

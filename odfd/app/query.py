@@ -10,8 +10,7 @@ from typing import TYPE_CHECKING
 
 from odfd.coordinator.query import DatasetView, dataset_view
 from protocol.model import SqlQueryStep
-from verifier.engine.base import QueryTable
-from verifier.engine.registry import engine_named
+from verifier.engine.contract import QueryTable
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -20,6 +19,7 @@ if TYPE_CHECKING:
     from protocol.identity import Multihash
     from protocol.model import Timestamp
     from storage.catalog import DatasetRecord
+    from verifier.engine.registry import Engines
 
 DEFAULT_ENGINE = "datafusion"
 
@@ -35,10 +35,8 @@ async def query(
 ) -> pa.Table:
     """The result of ``sql`` over the datasets it names (of those ``visible`` allows), as of
     ``block`` or ``time`` when given."""
-    if engine != DEFAULT_ENGINE:
-        node.engines.configure()
     views = await referenced_views(node, sql, block=block, time=time, visible=visible)
-    return await asyncio.to_thread(run_query, sql, views, engine)
+    return await asyncio.to_thread(run_query, node.engines, sql, views, engine)
 
 
 async def referenced_views(
@@ -61,9 +59,12 @@ async def referenced_views(
     return views
 
 
-def run_query(sql: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
-    """Runs ``sql`` in ``engine`` with each dataset registered under its alias; blocking."""
+def run_query(
+    engines: Engines, sql: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE
+) -> pa.Table:
+    """Runs ``sql`` in the engine named ``engine`` with each dataset registered under its alias;
+    blocking."""
     tables = [  # a dataset that did not exist yet (AS OF) is no table at all
         QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
     ]
-    return engine_named(engine).query([SqlQueryStep(query=sql)], tables)
+    return engines.named(engine).query([SqlQueryStep(query=sql)], tables)

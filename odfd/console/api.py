@@ -441,7 +441,7 @@ async def _provenance(request: web.Request) -> web.Response:
     transforms like the SQL box runs queries, so it needs a read or admin token too."""
     from odfd.console.provenance import row_provenance
 
-    state, _ = _parts(request)
+    state, console = _parts(request)
     if not state.reads_private(request):
         return _error(401, "provenance needs a read or admin token ([server] read_tokens)")
     record = await _record(request)
@@ -450,13 +450,17 @@ async def _provenance(request: web.Request) -> web.Response:
     offset = _int(request, "offset", 0)
     depth = _int(request, "depth", 0) or None
     try:
-        return _json(await row_provenance(state.workspace, record.id, offset, depth))
+        return _json(
+            await row_provenance(
+                state.workspace, console.backend.node.engines, record.id, offset, depth
+            )
+        )
     except OdfError as err:
         return _error(400, str(err))
 
 
 async def _action(request: web.Request, run: Any) -> web.Response:
-    state, _ = _parts(request)
+    state, console = _parts(request)
     refused = _check_same_origin(request)
     if refused is not None:
         return refused

@@ -10,7 +10,7 @@ from odfd.cli.workspace_args import add_root_argument, run_in_node
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from odfd.coordinator.engine import EngineChoice
+    from verifier.engine.spark.choice import EngineChoice
 
 #: Commands that run Spark, and what for (transforms naming DataFusion run in-process instead).
 SPARK_COMMANDS = {
@@ -37,7 +37,7 @@ def _status(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
         from odfd.cli import via_daemon
-        from odfd.coordinator.engine import choose_engine
+        from verifier.engine.spark.choice import choose_engine
 
         config = node.config
         choice = choose_engine(workspace.root, config.spark)

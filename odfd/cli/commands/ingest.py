@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _ingest(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
-        node.engines.configure()
+        engines = node.engines
         dataset = await workspace.get_dataset(args.dataset)
         for name in args.files:
             with _input_file(name, workspace.root) as path:
@@ -63,6 +63,7 @@ def _ingest(args: argparse.Namespace) -> int:
                             workspace,
                             dataset,
                             path,
+                            engines=engines,
                             source_name=args.source_name,
                             event_time=args.event_time,
                             input_format=args.input_format,

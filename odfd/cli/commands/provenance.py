@@ -77,7 +77,7 @@ def _provenance(args: argparse.Namespace) -> int:
 
     async def run(node: Node) -> int:
         workspace = node.workspace
-        node.engines.configure()
+        engines = node.engines
         record = await workspace.resolve(args.dataset)
 
         async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
@@ -87,7 +87,7 @@ def _provenance(args: argparse.Namespace) -> int:
         options = TraceOptions(
             depth=args.depth, max_rows=args.max_rows, scratch_dir=workspace.root / RUN_DIR
         )
-        tracer = Tracer(open_dataset, options)
+        tracer = Tracer(open_dataset, engines, options)
         offsets = list(args.offset or [])
         if args.where is not None:
             offsets = await tracer.select_offsets(record.id, args.where)

@@ -112,8 +112,6 @@ def _selector(text: str) -> BlockSelector:
 def _verify(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
-        if not args.integrity_only:
-            node.engines.configure()
         options = VerifyOptions(
             recursive=args.recursive,
             integrity_only=args.integrity_only,
@@ -125,7 +123,13 @@ def _verify(args: argparse.Namespace) -> int:
             audit_state="full" if args.full else "incremental",
         )
         try:
-            report = await verify(workspace, args.datasets, options, progress_for(sys.stderr))
+            report = await verify(
+                workspace,
+                args.datasets,
+                options,
+                progress_for(sys.stderr),
+                engines=node.engines,
+            )
         except DatasetNotFoundError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_CANNOT_VERIFY

@@ -1,7 +1,7 @@
-"""Chooses and configures the process's Spark engine for a workspace.
+"""Which Spark a workspace's commands use: a Connect server, or a JVM of their own.
 
 The ``[spark]`` table of ``config.toml`` holds the operator's choices (see
-``verifier.engine.settings.SparkSettings``)::
+``verifier.engine.spark.settings.SparkSettings``)::
 
     [spark]
     master = "local[*]"          # or spark://host:7077, ...
@@ -14,7 +14,8 @@ The ``[spark]`` table of ``config.toml`` holds the operator's choices (see
 Which engine a command uses, in order: ``[spark] remote`` (or ``ODFD_SPARK_REMOTE``); else the
 Spark Connect server of a daemon running on the same workspace (it records itself in
 ``engine.json``); else a JVM started in the process with ``master``. Spark's own logs go to
-``logs/`` in the workspace, never to the terminal.
+``logs/`` in the workspace, never to the terminal. The Spark engine makes this choice when it is
+first used (``verifier.engine.spark.engine``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from verifier.engine import session
-from verifier.engine.connect_server import ServerAddress, is_listening
-from verifier.engine.settings import SparkSettings
+from verifier.engine.spark.connect_server import ServerAddress, is_listening
+from verifier.engine.spark.settings import SparkSettings
 
 #: Written by a daemon while its Spark Connect server runs (mode 0600: the URL holds its token).
 SERVER_RECORD = "engine.json"
@@ -99,13 +99,14 @@ def live_server(root: Path) -> ServerRecord | None:
     return record
 
 
-def choose_engine(root: Path, settings: SparkSettings) -> EngineChoice:
-    """The engine commands on the workspace at ``root`` use, given its ``[spark]`` settings."""
+def choose_engine(root: Path | None, settings: SparkSettings) -> EngineChoice:
+    """The engine commands on the workspace at ``root`` use, given its ``[spark]`` settings
+    (without a workspace: the settings as they are)."""
     if settings.remote is not None:
         where = settings.remote.split("/;", 1)[0]
         source = "ODFD_SPARK_REMOTE" if "ODFD_SPARK_REMOTE" in os.environ else "[spark] remote"
         return EngineChoice(settings, "connect", where, f"{source} names a Spark Connect server")
-    record = live_server(root)
+    record = None if root is None else live_server(root)
     if record is not None:
         return EngineChoice(
             replace(settings, remote=record.address.url),
@@ -120,15 +121,6 @@ def choose_engine(root: Path, settings: SparkSettings) -> EngineChoice:
         "no Spark Connect server is configured or run by a daemon on this workspace: "
         "each command starts its own JVM",
     )
-
-
-def configure_engine(root: Path, settings: SparkSettings) -> SparkSettings:
-    """Picks the engine for the workspace at ``root`` from its ``[spark]`` ``settings`` (see the
-    module docstring) and sets up the (not yet started) Spark session; returns the settings it
-    will use. Called once per process, by the node (``odfd.app.node.Engines``)."""
-    choice = choose_engine(root, settings)
-    session.configure(choice.settings, log_path=root / LOG_DIR / SPARK_LOG)
-    return choice.settings
 
 
 def _pid_alive(pid: int) -> bool:
