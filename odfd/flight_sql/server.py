@@ -282,13 +282,15 @@ class FlightSqlServer(flight.FlightServerBase):
                     yield batch
             if not sent:
                 yield pa.RecordBatch.from_pylist([], stream.schema)
-        finally:
+        finally:  # the client's answer is complete: the query is released behind it
             pending.cancel()
             closing = asyncio.run_coroutine_threadsafe(stream.close(), self._loop)
-            try:
-                closing.result(timeout=30)
-            except Exception:  # the client's answer is settled; log, never mask it
-                log.exception("closing a Flight SQL query failed")
+            closing.add_done_callback(_log_failure)
+
+
+def _log_failure(done: concurrent.futures.Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("closing a Flight SQL query failed", exc_info=done.exception())
 
 
 def _caller(context: flight.ServerCallContext) -> Caller:

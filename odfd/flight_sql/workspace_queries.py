@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
@@ -43,6 +44,10 @@ from verifier.engine.datafusion_engine import StreamingQuery
 from verifier.engine.failures import QueryExecutionError
 
 T = TypeVar("T")
+_PlanKey = tuple[bool, str, tuple[tuple[str, str], ...]]
+
+_KEPT_PLANS = 64
+"""Planned queries kept for their execution (each holds a session and a scratch folder)."""
 
 _UNKNOWN_TABLE = re.compile(r"table '(?:[^'.]*\.)?(?:[^'.]*\.)?([^']*)' not found")
 
@@ -60,6 +65,7 @@ class WorkspaceQueries:
         self._workspace = workspace
         self._is_private = is_private
         self._views: dict[DatasetId, _Cached] = {}
+        self._planned: OrderedDict[_PlanKey, StreamingQuery] = OrderedDict()
 
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
         views = [await self._view(record) for record in await self._readable(subject)]
@@ -67,17 +73,24 @@ class WorkspaceQueries:
 
     async def plan(self, subject: Subject, sql: str) -> PlannedQuery:
         views = await self._views_for(subject, sql, {})
-        schema = await asyncio.to_thread(_planned_schema, sql, views)
+        query = await asyncio.to_thread(_streaming_query, sql, views)
         pinned = {view.alias: str(view.head) for view in views if view.head is not None}
-        return PlannedQuery(sql, schema, MappingProxyType(pinned))
+        # Kept for the execution that usually follows (GetFlightInfo, then DoGet), which then
+        # plans nothing again; the oldest unclaimed plans go.
+        self._planned[_plan_key(subject, sql, pinned)] = query
+        while len(self._planned) > _KEPT_PLANS:
+            await asyncio.to_thread(self._planned.popitem(last=False)[1].close)
+        return PlannedQuery(sql, query.schema, MappingProxyType(pinned))
 
     async def execute(
         self, subject: Subject, sql: str, pinned: Mapping[str, str], *, time_limit: float
     ) -> _Stream:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_limit
-        views = await self._views_for(subject, sql, pinned)
-        streaming = await asyncio.to_thread(_streaming_query, sql, views)
+        streaming = self._planned.pop(_plan_key(subject, sql, pinned), None)
+        if streaming is None:
+            views = await self._views_for(subject, sql, pinned)
+            streaming = await asyncio.to_thread(_streaming_query, sql, views)
         stream = _Stream(streaming, time_limit, deadline - loop.time())
         try:
             await stream.start()
@@ -177,10 +190,8 @@ def _block_hash(text: str) -> Multihash:
         raise InvalidQueryError(f"the query pins {text!r}, which is no block hash") from None
 
 
-def _planned_schema(sql: str, views: Sequence[DatasetView]) -> pa.Schema:
-    query = _streaming_query(sql, views)
-    query.close()
-    return query.schema
+def _plan_key(subject: Subject, sql: str, pinned: Mapping[str, str]) -> _PlanKey:
+    return (subject.may_read_private, sql, tuple(sorted(pinned.items())))
 
 
 def _streaming_query(sql: str, views: Sequence[DatasetView]) -> StreamingQuery:

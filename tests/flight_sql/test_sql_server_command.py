@@ -46,9 +46,13 @@ def test_odfd_sql_server_serves_until_interrupted(tmp_path: Path) -> None:
     )
     try:
         assert process.stderr is not None
-        line = process.stderr.readline()
-        found = re.search(r"listening on (grpc://127\.0\.0\.1:\d+)", line)
-        assert found, line
+        seen = []
+        for line in process.stderr:  # gRPC may log lines of its own first
+            seen.append(line)
+            found = re.search(r"listening on (grpc://127\.0\.0\.1:\d+)", line)
+            if found:
+                break
+        assert found, "".join(seen)
         url = found.group(1)
         with kamu.connect(url) as con:
             assert con.query("select sum(value) as total from nums")["total"].tolist() == [6]

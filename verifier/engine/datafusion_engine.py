@@ -68,6 +68,9 @@ SETTINGS = {
     "datafusion.execution.parquet.schema_force_view_types": "false",
 }
 
+#: A streamed result travels in larger batches: fewer messages for a client to take apart.
+STREAMING_SETTINGS = {"datafusion.execution.batch_size": "65536"}
+
 _VOLATILE = re.compile(
     r"\b(random|uuid|now|current_date|current_time|current_timestamp|localtime|localtimestamp)\("
 )
@@ -137,7 +140,7 @@ class StreamingQuery:
         self._scratch = tempfile.TemporaryDirectory(prefix="odfd-datafusion-stream-")
         folder = Path(self._scratch.name)
         try:
-            ctx = new_context()
+            ctx = new_context(STREAMING_SETTINGS)
             for number, table in enumerate(tables):
                 _register_files(ctx, table.name, table.paths, table.schema, folder / str(number))
             self._frame: DataFrame | None = _run_steps(ctx, steps, "", deterministic=False)
@@ -178,14 +181,14 @@ class StreamingQuery:
         self._scratch.cleanup()
 
 
-def new_context() -> SessionContext:
-    """A session with :data:`SETTINGS`, tables in catalog ``odf`` schema ``odf`` as the
-    reference's."""
+def new_context(overrides: dict[str, str] | None = None) -> SessionContext:
+    """A session with :data:`SETTINGS` (and ``overrides`` of those that do not decide what a
+    query answers), tables in catalog ``odf`` schema ``odf`` as the reference's."""
     from datafusion import SessionConfig, SessionContext
 
     config = SessionConfig().with_information_schema(True)
     config = config.with_default_catalog_and_schema("odf", "odf")
-    for key, value in SETTINGS.items():
+    for key, value in {**SETTINGS, **(overrides or {})}.items():
         config = config.set(key, value)
     return SessionContext(config)
 
