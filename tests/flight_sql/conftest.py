@@ -136,10 +136,17 @@ class Node:
     queries: OpenQueries
 
 
+@dataclass
+class _Running:
+    node: Node | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    stop: asyncio.Event | None = None
+
+
 @pytest.fixture(scope="package")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     root = tmp_path_factory.mktemp("flight-sql") / "ws"
-    started: dict[str, object] = {}
+    running = _Running()
     ready = threading.Event()
 
     async def serve() -> None:
@@ -152,19 +159,20 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             queries = OpenQueries(
                 WorkspaceQueries(workspace, lambda alias: alias.startswith("secret."))
             )
-            tokens = {
-                "read_tokens": frozenset({READ_TOKEN}),
-                "admin_tokens": frozenset({ADMIN_TOKEN}),
-            }
-            main = await endpoint.start(queries, address="127.0.0.1", port=0, **tokens)
+            read, admin = frozenset({READ_TOKEN}), frozenset({ADMIN_TOKEN})
+            main = await endpoint.start(
+                queries, address="127.0.0.1", port=0, read_tokens=read, admin_tokens=admin
+            )
             strict = await endpoint.start(
-                queries, address="127.0.0.1", port=0, time_limit=STRICT_TIME_LIMIT, **tokens
+                queries,
+                address="127.0.0.1",
+                port=0,
+                read_tokens=read,
+                admin_tokens=admin,
+                time_limit=STRICT_TIME_LIMIT,
             )
-            started.update(
-                node=Node(main.url, strict.url, root, queries),
-                stop=stop,
-                loop=asyncio.get_running_loop(),
-            )
+            running.node = Node(main.url, strict.url, root, queries)
+            running.loop, running.stop = asyncio.get_running_loop(), stop
             ready.set()
             try:
                 await stop.wait()
@@ -181,10 +189,10 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     thread = threading.Thread(target=run, name="flight-sql-node")
     thread.start()
     ready.wait(120)
-    assert "node" in started, "the test node did not start"
+    assert running.node is not None, "the test node did not start"
     try:
-        yield started["node"]  # type: ignore[misc]
+        yield running.node
     finally:
-        loop: asyncio.AbstractEventLoop = started["loop"]  # type: ignore[assignment]
-        loop.call_soon_threadsafe(started["stop"].set)  # type: ignore[union-attr]
+        assert running.loop is not None and running.stop is not None
+        running.loop.call_soon_threadsafe(running.stop.set)
         thread.join(60)
