@@ -38,8 +38,8 @@ from bench_engines import root_with, trades_table
 from odfd.coordinator.query import dataset_view
 from protocol.model import SqlQueryStep
 from storage.workspace import Workspace
-from verifier.engine.base import QueryTable
-from verifier.engine.datafusion_engine import DataFusionEngine
+from verifier.engine.contract import QueryTable
+from verifier.engine.datafusion.engine import DataFusionEngine
 
 LARGE = "big.trades"
 SMALL = "few.trades"

@@ -38,10 +38,10 @@ from protocol.identity import DatasetId, Multihash
 from protocol.model import SqlQueryStep
 from storage.catalog.records import DatasetRecord
 from storage.workspace import Workspace
-from verifier.engine import transform
-from verifier.engine.base import QueryTable
-from verifier.engine.datafusion_engine import StreamingQuery
-from verifier.engine.failures import QueryExecutionError
+from verifier.engine import errors as engine_errors
+from verifier.engine.contract import QueryTable
+from verifier.engine.datafusion.engine import StreamingQuery
+from verifier.engine.errors import QueryExecutionError
 
 T = TypeVar("T")
 _PlanKey = tuple[bool, str, tuple[tuple[str, str], ...]]
@@ -198,7 +198,7 @@ def _streaming_query(sql: str, views: Sequence[DatasetView]) -> StreamingQuery:
     tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
     try:
         return StreamingQuery([SqlQueryStep(query=sql)], tables)
-    except transform.InvalidQueryError as err:
+    except engine_errors.InvalidQueryError as err:
         unknown = _UNKNOWN_TABLE.search(str(err))
         if unknown:
             raise UnknownTableError(
@@ -206,7 +206,7 @@ def _streaming_query(sql: str, views: Sequence[DatasetView]) -> StreamingQuery:
                 'case-sensitive; quote them, e.g. "alice/trades")'
             ) from None
         raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None
-    except transform.TransformError as err:  # a table's files cannot be read
+    except engine_errors.TransformError as err:  # a table's files cannot be read
         raise DataUnavailableError(str(err)) from None
 
 

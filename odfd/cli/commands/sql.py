@@ -83,7 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _sql(args: argparse.Namespace) -> int:
     if args.query == sql_server.WORD:
-        return sql_server.run(args)
+        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
     if args.address is not None or args.port is not None:
         raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
     # Every argument error comes before the workspace is opened or Spark starts.

@@ -45,7 +45,8 @@ class SqlServerArgumentError(OdfdError):
     exit_code = 2  # an argument error, as argparse's own
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, default_engine: str) -> int:
+    """Serves until interrupted; ``default_engine`` is ``odfd sql``'s, the one served."""
     given = [
         option
         for option, value in (
@@ -55,9 +56,9 @@ def run(args: argparse.Namespace) -> int:
         )
         if value is not None
     ]
-    if given or args.engine != "datafusion":
+    if given or args.engine != default_engine:
         raise SqlServerArgumentError(
-            f"`odfd sql {WORD}` serves every dataset in DataFusion; it takes no "
+            f"`odfd sql {WORD}` serves every dataset in {default_engine}; it takes no "
             f"{', '.join(given) or '--engine ' + args.engine}"
         )
 
