@@ -101,6 +101,8 @@ class ServerConfig:
     private = ["internal.%"]     # alias patterns of datasets served only to a read or admin token
     read_tokens = ["…"]          # bearer tokens that may read private datasets
     admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
+    flight_sql_port = 50050      # the daemon also serves Flight SQL here (default: off)
+    query_timeout = "10m"        # how long a query may keep the engine busy producing its result
     """
 
     address: str = "127.0.0.1"
@@ -112,6 +114,10 @@ class ServerConfig:
     private: tuple[DatasetAliasPattern, ...] = ()
     read_tokens: frozenset[str] = frozenset()
     admin_tokens: frozenset[str] = frozenset()
+    flight_sql_port: int | None = None
+    """Port of the daemon's Flight SQL server on ``address`` (0: any free port; ``None``: off)."""
+    query_timeout: float = 600.0
+    """Seconds a query may keep the engine busy producing its result before it is stopped."""
 
     def is_private(self, alias: str) -> bool:
         if not self.private:
@@ -504,6 +510,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "private": _alias_patterns,
             "read_tokens": _str_list,
             "admin_tokens": _str_list,
+            "flight_sql_port": _int(0, 65535),
+            "query_timeout": _positive_duration,
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),

@@ -14,6 +14,9 @@ from typing import Any, Protocol
 #: Commands that start an engine: run by the workspace's daemon when one runs.
 FORWARDED = frozenset({"ingest", "pull", "verify", "sql", "provenance"})
 
+#: Sub-commands of those that serve from the calling process, never in the daemon.
+LOCAL_SUBCOMMANDS = frozenset({("sql", "server")})
+
 #: Bumped when the request or the frames change; a daemon speaking another one is not used.
 PROTOCOL = 1
 RUN_PATH = "/run"
@@ -48,6 +51,14 @@ class CommandLine(Protocol):
     def warm_up(self, commands: frozenset[str]) -> None:
         """Loads what running ``commands`` needs, before a client's first one waits for it."""
         ...
+
+
+def serves_here(command: str, argv: Sequence[str]) -> bool:
+    """Whether ``odfd ARGV`` (whose command is ``command``) is a server of its own that stays in
+    this process although the daemon runs its command (``odfd sql server``)."""
+    words = list(argv)
+    after = words[words.index(command) + 1 :] if command in words else []
+    return any((command, word) in LOCAL_SUBCOMMANDS for word in after)
 
 
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:

@@ -46,6 +46,7 @@ from odfd.app.forwarding import (
     STDOUT,
     env_difference,
     relevant_env,
+    serves_here,
 )
 from protocol.errors import OdfError
 
@@ -75,7 +76,7 @@ def opted_out(argv: Sequence[str], env: Mapping[str, str] = os.environ) -> str |
 def run(argv: Sequence[str], command: str) -> int | None:
     """Runs ``odfd ARGV`` (whose command is ``command``) in the workspace's daemon and returns its
     exit code, or ``None`` when it must run in this process instead."""
-    if command not in FORWARDED:
+    if command not in FORWARDED or serves_here(command, argv):
         return None
     options = _options(argv)
     verbose = bool({"-v", "--verbose"} & set(options)) or os.environ.get(
