@@ -24,7 +24,7 @@ ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("odfd", "odfd.config", "odfd.errors"),
     ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
     ("odfd.app",),
-    ("odfd.server",),
+    ("odfd.server", "odfd.flight_sql"),
     ("odfd.console",),
     ("odfd.daemon",),
     ("odfd.cli", "odfd.__main__"),
