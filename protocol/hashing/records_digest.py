@@ -14,6 +14,9 @@ this follows that crate's code (not its README where they differ):
   stops any further nulls from applying below it. It depends on which rows share a batch, so for
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
   reference; :func:`logical_hash_parquet` therefore reads in the reference's batch size.
+
+Given an executor, a digest hashes its leaf columns side by side on the executor's threads, each
+column's blocks in order (``lanes``); ``finalize`` waits for them.
 """
 
 from __future__ import annotations
@@ -22,7 +25,9 @@ import hashlib
 import os
 import struct
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
@@ -31,7 +36,8 @@ import pyarrow.types as pat
 
 from protocol.hashing.data_types import encode_data_type, logical_schema, logical_type
 from protocol.hashing.errors import DataFileError, SchemaMismatchError, UnsupportedDataTypeError
-from protocol.hashing.value_stream import encode, validity_mask
+from protocol.hashing.lanes import Lanes
+from protocol.hashing.value_stream import dictionary_encodable, encode, validity_mask
 from protocol.identity import Multicodec, Multihash
 
 PARQUET_BATCH_ROWS = 10_000
@@ -39,6 +45,10 @@ PARQUET_BATCH_ROWS = 10_000
 
 _BLOCK_ROWS = 1 << 18
 """Rows encoded at once within a batch: bounds the temporary buffers of wide or nested values."""
+
+_PENDING_BATCHES = 3
+"""Batches a digest with an executor may hold before ``update`` waits: enough to keep every
+column's lane busy while the next batch is read, few enough to bound memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +99,18 @@ class RecordsDigest:
     ``large_string`` and the like, nor on whether an array without nulls has a validity bitmap.
     """
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, executor: Executor | None = None) -> None:
         self._schema = logical_schema(schema)
         self._schema_hasher = hashlib.sha3_256()
         self._leaves: list[_Leaf] = []
         self._signature = _signature(self._schema)
         self._accepted_schemas: list[pa.Schema] = [schema]
         self._add_fields(self._schema, level=0, prefix="")
+        self._lanes = (
+            None
+            if executor is None
+            else Lanes(executor, len(self._leaves), _PENDING_BATCHES * max(len(self._leaves), 1))
+        )
 
     @property
     def schema(self) -> pa.Schema:
@@ -116,11 +131,22 @@ class RecordsDigest:
                 self._leaves.append(_Leaf(path, hasher))
 
     def update(self, batch: pa.RecordBatch) -> None:
-        """Hash the rows of ``batch``, which must have this digest's schema (as hashed)."""
+        """Hash the rows of ``batch``, which must have this digest's schema (as hashed).
+
+        With an executor the hashing goes on in the background (``finalize`` waits for it);
+        ``batch`` must not be changed meanwhile.
+        """
         self._check_schema(batch.schema)
-        leaves = iter(self._leaves)
-        for column, field in zip(batch.columns, self._schema, strict=True):
-            self._update_column(_to_logical(column, field.name), None, leaves)
+        for lane, (leaf, array, valid) in enumerate(self._leaf_columns(batch)):
+            for start in range(0, len(array), _BLOCK_ROWS):
+                block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
+                task = partial(
+                    _hash_block, leaf.hasher, array.slice(start, _BLOCK_ROWS), block_valid
+                )
+                if self._lanes is None:
+                    task()
+                else:
+                    self._lanes.submit(lane, task)
 
     def _check_schema(self, schema: pa.Schema) -> None:
         if any(schema.equals(seen) for seen in self._accepted_schemas):
@@ -132,30 +158,48 @@ class RecordsDigest:
             )
         self._accepted_schemas.append(schema)
 
-    def _update_column(
-        self, array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf]
-    ) -> None:
-        if pat.is_struct(array.type):
-            combined = _combine(parent, _Nulls.of(array))
-            for index in range(array.type.num_fields):
-                self._update_column(array.field(index), combined, leaves)
-            return
-        leaf = next(leaves)
-        nulls = _combine(parent, _Nulls.of(array))
-        valid = nulls.valid if nulls is not None and nulls.null_count else None
-        for start in range(0, len(array), _BLOCK_ROWS):
-            block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
-            block = array.slice(start, _BLOCK_ROWS)
-            data = encode(block, block_valid, with_offsets=False).data
-            # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
-            leaf.hasher.update(data)  # type: ignore[arg-type]
+    def _leaf_columns(
+        self, batch: pa.RecordBatch
+    ) -> list[tuple[_Leaf, pa.Array, np.ndarray | None]]:
+        """Each leaf column of ``batch`` as hashed, with the validity its values are hashed under
+        (``None``: all valid), in schema order."""
+        columns: list[tuple[_Leaf, pa.Array, np.ndarray | None]] = []
+        leaves = iter(self._leaves)
+
+        def walk(array: pa.Array, parent: _Nulls | None) -> None:
+            if isinstance(array, pa.ExtensionArray):
+                array = array.storage
+            if pat.is_struct(array.type):
+                combined = _combine(parent, _Nulls.of(array))
+                for index in range(array.type.num_fields):
+                    walk(array.field(index), combined)
+                return
+            leaf = next(leaves)
+            if not dictionary_encodable(array):
+                array = _to_logical(array, leaf.path)
+            nulls = _combine(parent, _Nulls.of(array))
+            columns.append(
+                (leaf, array, nulls.valid if nulls is not None and nulls.null_count else None)
+            )
+
+        for column in batch.columns:
+            walk(column, None)
+        return columns
 
     def finalize(self) -> Multihash:
         """The hash of everything fed so far; the digest can keep being updated afterwards."""
+        if self._lanes is not None:
+            self._lanes.wait()
         hasher = self._schema_hasher.copy()
         for leaf in self._leaves:
             hasher.update(leaf.hasher.digest())
         return Multihash(Multicodec.ARROW0_SHA3_256, hasher.digest())
+
+
+def _hash_block(hasher: hashlib._Hash, array: pa.Array, valid: np.ndarray | None) -> None:
+    data = encode(array, valid, with_offsets=False).data
+    # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
+    hasher.update(data)  # type: ignore[arg-type]
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes | None]]:
