@@ -10,12 +10,18 @@ are enough for this work to use every core.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Executor
 
 Task = Callable[[], None]
+
+
+def available_cores() -> int:
+    """The cores this process may run on: how many threads hashing keeps busy by default."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 class Lanes:

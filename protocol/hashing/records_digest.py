@@ -13,7 +13,7 @@ this follows that crate's code (not its README where they differ):
   have nulls in a batch, a value is null only where both are; a combination that leaves no nulls
   stops any further nulls from applying below it. It depends on which rows share a batch, so for
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
-  reference; :func:`logical_hash_parquet` therefore reads in the reference's batch size.
+  reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
 
 Given an executor, a digest hashes its leaf columns side by side on the executor's threads, each
 column's blocks in order (``lanes``); ``finalize`` waits for them.
@@ -22,7 +22,6 @@ column's blocks in order (``lanes``); ``finalize`` waits for them.
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Executor
@@ -31,11 +30,10 @@ from functools import partial
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pyarrow.types as pat
 
 from protocol.hashing.data_types import encode_data_type, logical_schema, logical_type
-from protocol.hashing.errors import DataFileError, SchemaMismatchError, UnsupportedDataTypeError
+from protocol.hashing.errors import SchemaMismatchError, UnsupportedDataTypeError
 from protocol.hashing.lanes import Lanes
 from protocol.hashing.value_stream import dictionary_encodable, encode, validity_mask
 from protocol.identity import Multicodec, Multihash
@@ -258,37 +256,6 @@ def logical_hash(
 def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield first
     yield from rest
-
-
-def logical_hash_parquet(path: str | os.PathLike[str]) -> Multihash:
-    """The logical hash of a Parquet file, streamed a batch at a time (bounded memory).
-
-    Batches are cut every :data:`PARQUET_BATCH_ROWS` rows across row groups, as the reference
-    reads the file, so that even batch-dependent data (see the module docstring) hashes alike.
-    (pyarrow cuts them so today without documenting it; ``exact_batches`` keeps it so.)
-    """
-    where = os.fspath(path)
-    try:
-        file = pq.ParquetFile(where)
-    except FileNotFoundError as error:
-        raise DataFileError(f"cannot read {where}: no such file") from error
-    except OSError as error:
-        raise DataFileError(f"cannot read {where}: {error}") from error
-    except pa.ArrowInvalid as error:
-        raise DataFileError(f"{where} is not a Parquet file: {error}") from error
-    with file:
-        try:
-            digest = RecordsDigest(file.schema_arrow)
-        except UnsupportedDataTypeError as error:
-            raise UnsupportedDataTypeError(
-                error.column, error.data_type, f"{error.reason} (in {where})"
-            ) from error
-        try:
-            for batch in exact_batches(file.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
-                digest.update(batch)
-        except (pa.ArrowInvalid, OSError) as error:
-            raise DataFileError(f"cannot read {where}: {error}") from error
-    return digest.finalize()
 
 
 def exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

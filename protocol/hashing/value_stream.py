@@ -245,21 +245,25 @@ def _dictionary_records(array: pa.Array, valid: np.ndarray | None, with_offsets:
         ],
     )
     index_array = array.indices
-    index_type = np.dtype(index_array.type.to_pandas_dtype())
-    indices = np.frombuffer(
-        index_array.buffers()[1],
-        dtype=index_type,
-        count=len(array),
-        offset=index_array.offset * index_type.itemsize,
-    )
     own = validity_mask(array)
-    if own is not None or valid is not None:
-        indices = indices.astype(np.int64)
+    if own is None and valid is None:
+        taken = records.take(index_array)
+    else:
+        index_type = np.dtype(
+            f"{'i' if pat.is_signed_integer(index_array.type) else 'u'}"
+            f"{index_array.type.bit_width // 8}"
+        )
+        indices = np.frombuffer(
+            index_array.buffers()[1],
+            dtype=index_type,
+            count=len(array),
+            offset=index_array.offset * index_type.itemsize,
+        ).astype(np.int64)
         if own is not None:
             indices = np.where(own, indices, empty)
         if valid is not None:
             indices = np.where(valid, indices, null)
-    taken = records.take(pa.array(indices))
+        taken = records.take(_indices(indices))
     taken_offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64, count=len(array) + 1)
     data = memoryview(taken.buffers()[2])[taken_offsets[0] : taken_offsets[-1]]
     return Records(data, taken_offsets - taken_offsets[0] if with_offsets else None)
@@ -317,14 +321,23 @@ def _length_prefixed(
     else:
         order[0::2] = np.where(valid, np.arange(n, dtype=np.int64), 2 * n)
         order[1::2] = np.where(valid, np.arange(n, 2 * n, dtype=np.int64), 2 * n + 1)
-    joined = source.take(pa.array(order))
+    joined = source.take(_indices(order))
     joined_offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=2 * n + 1)
     data = memoryview(joined.buffers()[2])[joined_offsets[0] : joined_offsets[-1]]
     return Records(data, joined_offsets[0::2] - joined_offsets[0] if with_offsets else None)
 
 
-_MARKERS = pa.array([b"\x00", b""], pa.large_binary())
-"""The null marker and an empty body, taken in place of a null value's header and body."""
+_MARKERS = pa.Array.from_buffers(
+    pa.large_binary(), 2, [None, pa.py_buffer(np.array([0, 1, 1], np.int64)), pa.py_buffer(b"\x00")]
+)
+"""The null marker and an empty body, taken in place of a null value's header and body (built
+from buffers: ``pa.array`` of Python objects would import pandas)."""
+
+
+def _indices(values: np.ndarray) -> pa.Array:
+    """``values`` as an Arrow array, zero-copy (``pa.array`` would look for pandas first)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
 
 
 def _bytes(data: np.ndarray | memoryview) -> np.ndarray:

@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from protocol.hashing import (
+    PARQUET_BATCH_ROWS,
     DataFileError,
     FileDigest,
     RecordsDigest,
@@ -18,7 +19,6 @@ from protocol.hashing import (
     logical_hash,
     logical_hash_parquet,
 )
-from protocol.hashing.records_digest import PARQUET_BATCH_ROWS
 from tests.protocol.hashing.hashing_datagen import CASES
 
 # Cases whose hash cannot depend on batch boundaries (no struct with nulls at two levels).
