@@ -8,7 +8,7 @@ of a file's hashes from one read of its bytes.
   with plain pages is read plainly.
 - Batches are the reference's (:data:`PARQUET_BATCH_ROWS`, re-cut exactly) where the hash depends
   on them (struct columns, see ``records_digest``), else :data:`FLAT_BATCH_ROWS`: fewer, larger
-  batches cut the per-batch work of decoding and hashing.
+  batches cut the per-batch work of decoding and hashing (and the hand-offs between threads).
 - :func:`hash_parquet_file` reads a file once into memory (up to :data:`IN_MEMORY_BYTES`) and
   hashes its bytes on the executor while the main thread decodes its records, whose columns are
   hashed on the executor too; a larger file is read twice, both passes at once, in bounded memory.
@@ -31,11 +31,14 @@ from protocol.hashing.physical import physical_hash_bytes, physical_hash_file
 from protocol.hashing.records_digest import PARQUET_BATCH_ROWS, RecordsDigest, exact_batches
 from protocol.identity import Multihash
 
-FLAT_BATCH_ROWS = 1 << 16
+FLAT_BATCH_ROWS = 1 << 17
 """Rows per batch for schemas whose logical hash does not depend on batch boundaries."""
 
 IN_MEMORY_BYTES = 256 << 20
 """Largest file read once into memory for both hashes; larger ones are streamed twice."""
+
+STREAM_BUFFER_BYTES = 1 << 20
+"""Read buffer per column chunk of a file streamed from disk: pages decode as they arrive."""
 
 _INDEX_BYTES_PER_VALUE = 4
 """A dictionary-encoded page holds bit-packed indices (at most ~2.5 bytes a value for a million
@@ -44,15 +47,20 @@ distinct values); a plain page of strings at least a 4-byte length per value."""
 Source: TypeAlias = "str | pa.NativeFile"
 
 
-def open_parquet(source: Source) -> pq.ParquetFile:
+def open_parquet(source: Source, buffer_size: int = 0) -> pq.ParquetFile:
     """``source`` opened for hashing (see the module docstring); raises ``OSError`` or
-    ``pa.ArrowException`` when it is not a readable Parquet file."""
-    plain = pq.ParquetFile(source, pre_buffer=False)
+    ``pa.ArrowException`` when it is not a readable Parquet file. ``buffer_size`` > 0 streams
+    each column chunk through a read buffer of that size (bounded memory for a file on disk)."""
+    plain = pq.ParquetFile(source, buffer_size=buffer_size, pre_buffer=False)
     columns = dictionary_columns(plain)
     if not columns:
         return plain
     return pq.ParquetFile(
-        source, metadata=plain.metadata, pre_buffer=False, read_dictionary=columns
+        source,
+        metadata=plain.metadata,
+        buffer_size=buffer_size,
+        pre_buffer=False,
+        read_dictionary=columns,
     )
 
 
@@ -119,7 +127,7 @@ def logical_hash_parquet(
 
 def _logical_hash(source: Source, where: str, executor: Executor | None) -> Multihash:
     try:
-        file = open_parquet(source)
+        file = open_parquet(source, STREAM_BUFFER_BYTES if isinstance(source, str) else 0)
     except FileNotFoundError as error:
         raise DataFileError(f"cannot read {where}: no such file") from error
     except OSError as error:

@@ -15,8 +15,9 @@ this follows that crate's code (not its README where they differ):
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
   reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
 
-Given an executor, a digest hashes its leaf columns side by side on the executor's threads, each
-column's blocks in order (``lanes``); ``finalize`` waits for them.
+Given an executor, a digest SHA3s its leaf columns' records side by side on the executor's
+threads, each column's in order (``lanes``), while the caller goes on decoding and encoding;
+``finalize`` waits for them.
 """
 
 from __future__ import annotations
@@ -131,20 +132,19 @@ class RecordsDigest:
     def update(self, batch: pa.RecordBatch) -> None:
         """Hash the rows of ``batch``, which must have this digest's schema (as hashed).
 
-        With an executor the hashing goes on in the background (``finalize`` waits for it);
-        ``batch`` must not be changed meanwhile.
+        The values are encoded on the calling thread; with an executor, SHA3 runs on its
+        threads (``finalize`` waits for it), else here.
         """
         self._check_schema(batch.schema)
         for lane, (leaf, array, valid) in enumerate(self._leaf_columns(batch)):
             for start in range(0, len(array), _BLOCK_ROWS):
                 block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
-                task = partial(
-                    _hash_block, leaf.hasher, array.slice(start, _BLOCK_ROWS), block_valid
-                )
+                records = encode(array.slice(start, _BLOCK_ROWS), block_valid, False).data
+                data = records.data if isinstance(records, np.ndarray) else records
                 if self._lanes is None:
-                    task()
+                    leaf.hasher.update(data)
                 else:
-                    self._lanes.submit(lane, task)
+                    self._lanes.submit(lane, partial(leaf.hasher.update, data))
 
     def _check_schema(self, schema: pa.Schema) -> None:
         if any(schema.equals(seen) for seen in self._accepted_schemas):
@@ -192,12 +192,6 @@ class RecordsDigest:
         for leaf in self._leaves:
             hasher.update(leaf.hasher.digest())
         return Multihash(Multicodec.ARROW0_SHA3_256, hasher.digest())
-
-
-def _hash_block(hasher: hashlib._Hash, array: pa.Array, valid: np.ndarray | None) -> None:
-    data = encode(array, valid, with_offsets=False).data
-    # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
-    hasher.update(data)  # type: ignore[arg-type]
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes | None]]:

@@ -3,6 +3,7 @@ and batch-dependent logical hashes are still computed in the reference's batches
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +46,10 @@ def nested_slice(path: Path) -> DataSlice:
 
 def run(path: Path, recorded: DataSlice) -> FileCheck:
     expectation = SliceExpectation(recorded, Vocab(), None)
-    return check_slice(path, recorded.physical_hash, recorded.size, expectation, lambda n: None)
+    with ThreadPoolExecutor(2) as hashing:
+        return check_slice(
+            path, recorded.physical_hash, recorded.size, expectation, lambda n: None, hashing
+        )
 
 
 @pytest.mark.parametrize("in_memory", [True, False])
