@@ -52,13 +52,14 @@ class S3Bucket:
     def __init__(self, location: S3Location, settings: S3Settings | None = None) -> None:
         settings = settings or S3Settings()
         self.location = location
-        self.where = f"{location.endpoint or 's3:/'}/{location.bucket}"
+        endpoint = settings.endpoint_for(location)
+        self.where = f"{endpoint or 's3:/'}/{location.bucket}"
         self.store = S3Store(
             location.bucket,
             config=settings.resolve(location),  # type: ignore[arg-type]  # keys of S3Config
             client_options={
-                "allow_http": location.endpoint is not None
-                and location.endpoint.startswith("http:"),
+                # plain HTTP exactly when the endpoint says so (MinIO, SeaweedFS on a laptop)
+                "allow_http": endpoint is not None and endpoint.startswith("http:"),
                 "connect_timeout": timedelta(seconds=settings.connect_timeout),
             },
             retry_config={

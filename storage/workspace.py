@@ -42,7 +42,7 @@ from storage.layout import (
     existing_layout,
 )
 from storage.local_storage import LocalDatasetStorage
-from storage.scratch import Scratch, sweep_staging
+from storage.scratch import Scratch, holding_folder, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
 from storage.stores.localfs import local_path
@@ -230,6 +230,12 @@ class Workspace:
             raise
         return self.open_dataset(dataset_id)
 
+    def _local_folder(self, dataset_id: DatasetId) -> Path | None:
+        """The dataset's folder when the datasets are folders here (``None``: a bucket)."""
+        if isinstance(self.storage, LocalDatasetStorage):
+            return self.storage.layout(dataset_id).root
+        return None
+
     async def create_from_snapshot(
         self, snapshot: DatasetSnapshot, *, system_time: Timestamp | None = None
     ) -> Dataset:
@@ -314,40 +320,43 @@ class Workspace:
                 )
             await self.storage.remove(dataset_id)  # leftovers of an unfinished create or delete
         staging = DatasetLayout(staging_path(self.scratch.folder())).create()
-        try:
-            copy = Dataset.open_local(staging.root, dataset_id)
-            async for hash, block in source.chain.iter_blocks(head):
-                await copy.blocks.put_bytes(await source.blocks.get_bytes(hash), expected=hash)
-                event = block.event
-                new_data = getattr(event, "new_data", None)
-                new_checkpoint = getattr(event, "new_checkpoint", None)
-                if new_data is not None:
-                    await copy.data.put_file(
-                        local_path(source.data, new_data.physical_hash),
-                        expected=new_data.physical_hash,
-                    )
-                if new_checkpoint is not None:
-                    await copy.checkpoints.put_file(
-                        local_path(source.checkpoints, new_checkpoint.physical_hash),
-                        expected=new_checkpoint.physical_hash,
-                    )
-            await copy.set_alias(alias_text)
-            aliases = await source.remote_aliases()
+        with holding_folder(staging.root):  # the same folder once renamed into place
+            try:
+                copy = Dataset.open_local(staging.root, dataset_id)
+                async for hash, block in source.chain.iter_blocks(head):
+                    await copy.blocks.put_bytes(await source.blocks.get_bytes(hash), expected=hash)
+                    event = block.event
+                    new_data = getattr(event, "new_data", None)
+                    new_checkpoint = getattr(event, "new_checkpoint", None)
+                    if new_data is not None:
+                        await copy.data.put_file(
+                            local_path(source.data, new_data.physical_hash),
+                            expected=new_data.physical_hash,
+                        )
+                    if new_checkpoint is not None:
+                        await copy.checkpoints.put_file(
+                            local_path(source.checkpoints, new_checkpoint.physical_hash),
+                            expected=new_checkpoint.physical_hash,
+                        )
+                await copy.set_alias(alias_text)
+                aliases = await source.remote_aliases()
+                for alias_kind, refs in aliases.items():
+                    if refs:
+                        await copy.set_remote_aliases(alias_kind, refs)
+                document = await source.refs.get_signature(HEAD_REF)
+                if document is not None and _signed_by(document, dataset_id, str(path)):
+                    await copy.refs.set_signature(HEAD_REF, document)
+                await copy.refs.set(HEAD_REF, head, expected=None)
+                await self.storage.adopt(staging, dataset_id)
+            except BaseException:
+                shutil.rmtree(staging.root, ignore_errors=True)
+                raise
+            await self.catalog.add_dataset(
+                dataset_id, alias_text, kind, head, state.sequence_number
+            )
+            await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
             for alias_kind, refs in aliases.items():
-                if refs:
-                    await copy.set_remote_aliases(alias_kind, refs)
-            document = await source.refs.get_signature(HEAD_REF)
-            if document is not None and _signed_by(document, dataset_id, str(path)):
-                await copy.refs.set_signature(HEAD_REF, document)
-            await copy.refs.set(HEAD_REF, head, expected=None)
-            await self.storage.adopt(staging, dataset_id)
-        except BaseException:
-            shutil.rmtree(staging.root, ignore_errors=True)
-            raise
-        await self.catalog.add_dataset(dataset_id, alias_text, kind, head, state.sequence_number)
-        await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
-        for alias_kind, refs in aliases.items():
-            await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
+                await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
         await self.restore_signed_head(dataset_id)
         return self.open_dataset(dataset_id)
 

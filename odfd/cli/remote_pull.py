@@ -135,11 +135,8 @@ async def has_remote(workspace: Workspace, ref: str) -> bool:
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     from odfd.sync.progress import Progress
     from odfd.sync.pull import pull, pull_from_remotes
-    from storage.orphans import recover_orphans
 
     options = pull_options(workspace, args)
-    for action in await recover_orphans(workspace):
-        console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2

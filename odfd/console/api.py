@@ -32,7 +32,7 @@ from odfd.console.details import (
 )
 from odfd.console.lineage import InputIndex, build_lineage
 from odfd.console.node import node_info
-from odfd.console.sql import json_cell, run_sql
+from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql
 from odfd.console.view import CatalogView
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
@@ -420,7 +420,15 @@ async def _sql(request: web.Request) -> web.Response:
         )
     except OdfError as err:
         return _error(400, str(err))
-    return _json({"columns": columns, "rows": rows, "truncated": truncated, "ms": ms})
+    return _json(
+        {
+            "columns": columns,
+            "rows": rows,
+            "truncated": truncated,
+            "ms": ms,
+            "engine": SQL_BOX_ENGINE,
+        }
+    )
 
 
 async def _provenance(request: web.Request) -> web.Response:

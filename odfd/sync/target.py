@@ -204,6 +204,16 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     if await workspace.storage.exists(dataset_id):
         # Left by a pull killed between the rename and the catalog: settle it now.
         action = await recover_folder(workspace, dataset_id)
+        if action is None:
+            if (existing := await workspace.catalog.get_dataset(dataset_id)) is not None:
+                raise DatasetExistsError(
+                    f"dataset {dataset_id} is already in the workspace as {existing.alias}; "
+                    f"pull into it with --as {existing.alias}"
+                )
+            raise SyncError(
+                f"another process is putting dataset {dataset_id} in place in "
+                f"{workspace.root}; pull again when it is done"
+            )
         target.recovered.append(action.describe())
         if action.record is not None and action.record.head == head:
             await discard_staging(target)  # the folder on disk is this very pull's result

@@ -163,6 +163,12 @@ async def test_actions_and_sql_need_tokens_and_the_same_origin(node: Node) -> No
     assert status == 401 and "read or admin token" in body["error"]
     status, body = await node.post("ui/api/sql", {"query": " "}, READ)
     assert status == 400 and "query" in body["error"]
+    # The SQL box speaks `odfd sql`'s dialect: DataFusion, names in double quotes.
+    status, body = await node.post(
+        "ui/api/sql", {"query": f'SELECT "offset" FROM "{ROOT}" ORDER BY "offset" LIMIT 2'}, READ
+    )
+    assert status == 200 and body["engine"] == "datafusion"
+    assert body["rows"] == [[0], [1]]
 
 
 async def test_pages_and_assets_are_served_locally(node: Node) -> None:

@@ -241,6 +241,19 @@ async def test_sql_box_shows_rows(node: Node) -> None:
         browser.wait("latest rows", lambda: len(browser.find("#rows tbody tr")) == 20)
         assert browser.find("#rows tbody tr td")[0].text == "19"  # newest offset first
         box = browser.wait_for("#sql-query")
+        # The box starts with a query in the dialect it runs in (DataFusion, as `odfd sql`):
+        # run as it is, it answers with the newest rows.
+        default = box.get_attribute("value")
+        assert default == f'SELECT * FROM "{ROOT}" ORDER BY "offset" DESC LIMIT 10'
+        assert "DataFusion" in browser.texts("#sql-help")[0]
+        browser.find("#sql-run")[0].click()
+        browser.wait_for("#sql-result tbody tr", timeout=60)
+        assert [r.split(" ")[0] for r in browser.texts("#sql-result tbody tr")][:3] == [
+            "19",
+            "18",
+            "17",
+        ]
+        assert "(datafusion)" in browser.texts("#sql-result p.muted")[0]
         box.clear()
         box.send_keys(f"SELECT offset, value FROM {ROOT} WHERE offset < 3 ORDER BY offset")
         browser.find("#sql-run")[0].click()

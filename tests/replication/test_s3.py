@@ -14,6 +14,7 @@ import pytest
 
 from odfd.config import NodeConfig, load_config
 from odfd.daemon.mirror_sync import MirrorSyncer
+from odfd.node_storage import open_workspace
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import pull, pull_from_remotes
@@ -27,6 +28,7 @@ from storage.errors import RefCasError
 from storage.layout import object_name
 from storage.s3_client import S3AccessDeniedError, S3Bucket, S3BucketNotFoundError
 from storage.s3_settings import parse_s3_url
+from storage.s3_storage import S3DatasetStorage
 from storage.stores.remote import RemoteUnavailableError
 from storage.stores.s3 import S3RefStore, s3_dataset
 from storage.workspace import Workspace
@@ -365,3 +367,108 @@ def test_the_commands_with_aws_variables(
     pulled = odfd("pull", "hub/cities", "--root", str(root_b), env=env)
     assert pulled.returncode == 0, pulled.stderr
     assert "cities" in odfd("list", "--root", str(root_b)).stdout
+
+
+# --- s3:// on a server the AWS conventions name ------------------------------------------------
+
+
+def test_s3_urls_reach_the_endpoint_of_the_aws_variables(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+) -> None:
+    """``s3://bucket/prefix`` with ``AWS_ENDPOINT_URL`` pointing at a plain-http server (MinIO,
+    SeaweedFS, LocalStack: the AWS CLI's convention) is pushed to, searched and pulled from
+    there, and ``AWS_ENDPOINT_URL_S3`` goes before ``AWS_ENDPOINT_URL`` as for the AWS CLI."""
+    root_a, root_b = tmp_path / "a", tmp_path / "b"
+
+    async def prepare() -> None:
+        async with await Workspace.init(root_a) as node_a:
+            await create_root(node_a, "cities", slices=1)
+        await (await Workspace.init(root_b)).close()
+
+    asyncio.run(prepare())
+    base = f"s3://{s3_bucket}/hub"
+    keys = {"AWS_ACCESS_KEY_ID": ACCESS_KEY, "AWS_SECRET_ACCESS_KEY": SECRET_KEY}
+    env = {**keys, "AWS_ENDPOINT_URL": s3_server.endpoint}
+    pushed = odfd("push", "cities", f"{base}/cities", "--root", str(root_a), env=env)
+    assert pushed.returncode == 0, pushed.stderr
+    assert "cities" in {
+        key.split("/")[0]
+        for key in asyncio.run(bucket_files(s3_server, s3_server.url(s3_bucket, "hub")))
+    }
+    assert odfd("repo", "add", "hub", base, "--root", str(root_b), env=env).returncode == 0
+    found = odfd("search", "cit", "--repo", "hub", "-o", "json", "--root", str(root_b), env=env)
+    assert found.returncode == 0, found.stderr
+    assert [(r["alias"], r["url"]) for r in json.loads(found.stdout)] == [
+        ("cities", f"{base}/cities")
+    ]
+    # The S3 variable wins over the general one (which names a port nothing listens on).
+    specific = {
+        **keys,
+        "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+        "AWS_ENDPOINT_URL_S3": s3_server.endpoint,
+    }
+    pulled = odfd("pull", f"{base}/cities", "--root", str(root_b), env=specific)
+    assert pulled.returncode == 0, pulled.stderr
+    assert "cities" in odfd("list", "--root", str(root_b)).stdout
+    unreachable = odfd(
+        "pull",
+        f"{base}/cities",
+        "--as",
+        "again",
+        "--root",
+        str(root_b),
+        env={**keys, "AWS_ENDPOINT_URL": "http://127.0.0.1:9"},
+    )
+    assert unreachable.returncode == 1 and "http://127.0.0.1:9/" in unreachable.stderr, (
+        unreachable.stderr
+    )
+
+
+async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
+    s3_server: SeaweedServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An AWS profile's ``endpoint_url`` (``AWS_PROFILE``, ``~/.aws/config``) takes ``s3://``
+    URLs to that server: a daemon's mirror from one bucket into another, and a node whose
+    datasets live in a third."""
+    aws = tmp_path / "aws"
+    aws.mkdir()
+    (aws / "config").write_text(f"[profile seaweed]\nendpoint_url = {s3_server.endpoint}\n")
+    (aws / "credentials").write_text(
+        f"[seaweed]\naws_access_key_id = {ACCESS_KEY}\naws_secret_access_key = {SECRET_KEY}\n"
+    )
+    for name in ("AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3", "AWS_ENDPOINT", "AWS_ACCESS_KEY_ID"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(aws / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(aws / "credentials"))
+    monkeypatch.setenv("AWS_PROFILE", "seaweed")
+    source, target, storage = (s3_server.make_bucket() for _ in range(3))
+    source_url, target_url = f"s3://{source}/cities", f"s3://{target}/mirror/cities"
+    async with (
+        await Workspace.init(tmp_path / "a") as node_a,
+        await Workspace.init(tmp_path / "m") as mirror_node,
+    ):
+        writer = await create_root(node_a, "cities", slices=2)
+        head = await writer.dataset.chain.head()
+        await push(node_a, "cities", source_url)
+        record = await MirrorTable(mirror_node.catalog).add(
+            "cities", source_url, [target_url], 60.0
+        )
+        async with aiohttp.ClientSession() as session:
+            report = await MirrorSyncer(mirror_node, NodeConfig(), session).sync(record)
+        assert report.attempt.outcome == "updated", report.attempt.error
+        mirrored = s3_server.url(target, "mirror/cities")
+        assert (
+            await S3RefStore(bucket_of(s3_server, mirrored), parse_s3_url(mirrored)).get("head")
+            == head
+        )
+
+    root = tmp_path / "bucket-node"
+    async with await Workspace.init(root) as fresh:
+        config = fresh.layout.config_path
+        text = f'{config.read_text()}\n[storage]\nurl = "s3://{storage}/node"\n'
+        await asyncio.to_thread(config.write_text, text)
+    async with await open_workspace(root) as node:
+        assert isinstance(node.storage, S3DatasetStorage)
+        assert (await pull(node, source_url)).new_head == head
+    stored = await bucket_files(s3_server, s3_server.url(storage, "node"))
+    assert any(key.endswith("refs/head") for key in stored), sorted(stored)
