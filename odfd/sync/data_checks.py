@@ -12,7 +12,10 @@ every data file a pull brings (or finds already stored by an interrupted pull) i
 
 Parquet keeps its schema in a footer at the end of the file, so the logical hash starts once the
 file's last byte arrived; each file is checked in a worker thread as soon as it is stored, while
-the other downloads go on.
+the other downloads go on. The check reads the file as the verifier does
+(``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns undecoded, large
+batches where the hash allows), its value stream built by whole-column kernels that release the
+GIL, so checks on several threads use several cores beside the downloads.
 """
 
 from __future__ import annotations
@@ -23,21 +26,20 @@ from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from odfd.sync.errors import CorruptSourceError
 from odfd.sync.walk import VerifiedBlock
 from protocol.hashing import (
-    PARQUET_BATCH_ROWS,
     RecordsDigest,
     UnsupportedDataTypeError,
-    exact_batches,
+    hashing_batches,
+    open_parquet,
 )
+from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
 
 DEFAULT_OFFSET_COLUMN = "offset"
-_BUFFER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +60,7 @@ class SliceFileError(Exception):
 def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
     """Read ``path`` once (blocking: run it in a thread)."""
     try:
-        parquet = pq.ParquetFile(str(path), buffer_size=_BUFFER_BYTES, pre_buffer=False)
+        parquet = open_parquet(str(path), STREAM_BUFFER_BYTES)
     except (OSError, pa.ArrowException) as err:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
@@ -71,7 +73,7 @@ def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
             digest = None
         rows, first, last = 0, None, None
         try:
-            for batch in exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+            for batch in hashing_batches(parquet):
                 if digest is not None:
                     digest.update(batch)
                 if batch.num_rows:
