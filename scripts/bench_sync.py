@@ -30,19 +30,17 @@ import tarfile
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import aiohttp
 from aiohttp import web
 
-from protocol.hashing import available_cores
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _baselines import DURABILITY, checks_alone, fsync_tree, load
 
 from odfd.server.app import create_app
 from odfd.server.config import ServerConfig
-from odfd.sync.data_checks import read_slice_facts
 from odfd.sync.pull import PullOptions, pull
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root
@@ -123,47 +121,13 @@ def dataset_files(dataset_root: Path) -> set[str]:
     }
 
 
-def load() -> str:
-    return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
-def fsync_tree(root: Path) -> None:
-    """fsync every file, then every folder, under ``root`` (what odfd does per stored object)."""
-    for folder, _, names in os.walk(root):
-        for name in names:
-            fd = os.open(os.path.join(folder, name), os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    for folder, _, _ in os.walk(root):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-
-
-def syncfs(root: Path) -> None:
-    """One ``syncfs(2)`` of the file system holding ``root``: everything written becomes durable."""
-    import ctypes
-
-    libc = ctypes.CDLL(None, use_errno=True)
-    fd = os.open(root, os.O_RDONLY)
-    try:
-        if libc.syncfs(fd) != 0:
-            raise OSError(ctypes.get_errno(), "syncfs failed")
-    finally:
-        os.close(fd)
-
-
 async def durable_tar_pull(
     session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path, repeat: int
 ) -> dict[str, tuple[float, int, str]]:
     """Best-of-``repeat`` tar stream baselines, made durable per file and by one syncfs."""
     best: dict[str, tuple[float, int, str]] = {}
     for run in range(repeat):
-        for way, sync in (("fsync per file", fsync_tree), ("one syncfs", syncfs)):
+        for way, sync in DURABILITY.items():
             target = dest.parent / f"{dest.name}-{run}-{way.replace(' ', '-')}"
             seconds, size = await tar_pull(session, base, paths, target, sync)
             if way not in best or seconds < best[way][0]:
@@ -201,14 +165,6 @@ async def tar_pull(
         if sync is not None:
             await asyncio.to_thread(sync, dest)
     return time.perf_counter() - started, size
-
-
-def checks_alone(files: list[Path]) -> float:
-    """The pull's data checks of ``files`` with nothing else running, on every core."""
-    started = time.perf_counter()
-    with ThreadPoolExecutor(available_cores()) as pool:
-        list(pool.map(lambda path: read_slice_facts(path, "offset"), files))
-    return time.perf_counter() - started
 
 
 async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[float, int, int]:
@@ -291,7 +247,7 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                         "data checks alone",
                         checks,
                         checks / tar_full,
-                        f"{len(files)} files read once, on {available_cores()} threads, best of "
+                        f"{len(files)} files read once, on every core, best of "
                         f"{args.repeat} (part of each full pull)  [{load()}]",
                     )
                 )
