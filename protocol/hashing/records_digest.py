@@ -156,32 +156,13 @@ class RecordsDigest:
             )
         self._accepted_schemas.append(schema)
 
-    def _leaf_columns(
-        self, batch: pa.RecordBatch
-    ) -> list[tuple[_Leaf, pa.Array, np.ndarray | None]]:
+    def _leaf_columns(self, batch: pa.RecordBatch) -> list[_LeafColumn]:
         """Each leaf column of ``batch`` as hashed, with the validity its values are hashed under
         (``None``: all valid), in schema order."""
-        columns: list[tuple[_Leaf, pa.Array, np.ndarray | None]] = []
+        columns: list[_LeafColumn] = []
         leaves = iter(self._leaves)
-
-        def walk(array: pa.Array, parent: _Nulls | None) -> None:
-            if isinstance(array, pa.ExtensionArray):
-                array = array.storage
-            if pat.is_struct(array.type):
-                combined = _combine(parent, _Nulls.of(array))
-                for index in range(array.type.num_fields):
-                    walk(array.field(index), combined)
-                return
-            leaf = next(leaves)
-            if not dictionary_encodable(array):
-                array = _to_logical(array, leaf.path)
-            nulls = _combine(parent, _Nulls.of(array))
-            columns.append(
-                (leaf, array, nulls.valid if nulls is not None and nulls.null_count else None)
-            )
-
         for column in batch.columns:
-            walk(column, None)
+            _collect_leaves(column, None, leaves, columns)
         return columns
 
     def finalize(self) -> Multihash:
@@ -192,6 +173,29 @@ class RecordsDigest:
         for leaf in self._leaves:
             hasher.update(leaf.hasher.digest())
         return Multihash(Multicodec.ARROW0_SHA3_256, hasher.digest())
+
+
+_LeafColumn = tuple[_Leaf, pa.Array, "np.ndarray | None"]
+
+
+def _collect_leaves(
+    array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf], into: list[_LeafColumn]
+) -> None:
+    """Appends the leaf columns under ``array`` to ``into`` (a plain recursive function: a
+    recursive closure would be a reference cycle keeping each batch's arrays alive until the
+    garbage collector runs)."""
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if pat.is_struct(array.type):
+        combined = _combine(parent, _Nulls.of(array))
+        for index in range(array.type.num_fields):
+            _collect_leaves(array.field(index), combined, leaves, into)
+        return
+    leaf = next(leaves)
+    if not dictionary_encodable(array):
+        array = _to_logical(array, leaf.path)
+    nulls = _combine(parent, _Nulls.of(array))
+    into.append((leaf, array, nulls.valid if nulls is not None and nulls.null_count else None))
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes | None]]:
