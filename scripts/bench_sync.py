@@ -282,13 +282,13 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     smart_full = next(r for r in rows if r[0] == "smart pull, full")
     smart_incr = next(r for r in rows if r[0] == "smart pull, incremental")
     simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
-    checks = next(r for r in rows if r[0] == "data checks alone")
+    checks_row = next(r for r in rows if r[0] == "data checks alone")
     print()
     print(
         f"target smart full pull <= 1.3x the durable tar stream: {smart_full[2]:.2f}x -> "
         f"{'met' if smart_full[2] <= 1.3 else 'MISSED'}"
     )
-    larger = max(smart_full[1] / smart_full[2], checks[1])
+    larger = max(smart_full[1] / smart_full[2], checks_row[1])
     print(
         f"target smart full pull <= 1.2x max(copy alone, checks alone) = {larger:.3f} s: "
         f"{smart_full[1] / larger:.2f}x -> {'met' if smart_full[1] <= 1.2 * larger else 'MISSED'}"

@@ -144,7 +144,7 @@ def logical_stream_bytes(path: Path) -> int:
     for batch in pq.ParquetFile(path).iter_batches(batch_size=65_536):
         for column in batch.columns:
             data = encode(column, None, with_offsets=False).data
-            total += memoryview(data).nbytes
+            total += data.nbytes
     return total
 
 
