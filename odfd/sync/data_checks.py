@@ -15,12 +15,15 @@ file's last byte arrived; each file is checked in a worker thread as soon as it 
 the other downloads go on. The check reads the file as the verifier does
 (``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns undecoded, large
 batches where the hash allows), its value stream built by whole-column kernels that release the
-GIL, so checks on several threads use several cores beside the downloads.
+GIL. Checks run on one thread per core, no more: more would only queue for the cores and the GIL
+that the event loop's downloads need, and a pull costs the larger of its copy and its checks
+only while both go on at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,7 @@ from odfd.sync.walk import VerifiedBlock
 from protocol.hashing import (
     RecordsDigest,
     UnsupportedDataTypeError,
+    available_cores,
     hashing_batches,
     open_parquet,
 )
@@ -106,6 +110,7 @@ class DataChecks:
         self._claims: list[_Claim] = []
         self._columns: dict[Multihash, str] = {}
         self._facts: dict[Multihash, asyncio.Future[SliceFacts]] = {}
+        self._threads: ThreadPoolExecutor | None = None
 
     def plan(self, blocks: list[VerifiedBlock], vocab: SetVocab | None) -> None:
         """Note what each new block says about its data file (offset column as of that block)."""
@@ -121,8 +126,12 @@ class DataChecks:
     def start(self, hash: Multihash, path: Path) -> None:
         """Begin reading a stored file in a worker thread (no-op if not a planned data file)."""
         if hash in self._columns and hash not in self._facts:
-            self._facts[hash] = asyncio.ensure_future(
-                asyncio.to_thread(read_slice_facts, path, self._columns[hash])
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(
+                    available_cores(), thread_name_prefix="odfd-pull-check"
+                )
+            self._facts[hash] = asyncio.get_running_loop().run_in_executor(
+                self._threads, read_slice_facts, path, self._columns[hash]
             )
 
     async def verify(self, path_of: dict[Multihash, Path]) -> None:
@@ -139,11 +148,18 @@ class DataChecks:
                     f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
                 ) from None
             self._compare(claim, facts)
+        self._close()
 
     def cancel(self) -> None:
         for future in self._facts.values():
             future.cancel()
         self._facts.clear()
+        self._close()
+
+    def _close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
 
     def _name(self, claim: _Claim) -> str:
         return f"{claim.block.hash} (#{claim.block.block.sequence_number})"
