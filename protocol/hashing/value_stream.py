@@ -24,6 +24,7 @@ null-combining rule (see ``records_digest``) can make such a value count as vali
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import cast
 
@@ -307,24 +308,41 @@ def _length_prefixed(
     headers = pa.Array.from_buffers(
         pa.large_binary(),
         n,
-        [
-            None,
-            pa.py_buffer(np.arange(0, (n + 1) * _LENGTH_SIZE, _LENGTH_SIZE, dtype=np.int64)),
-            pa.py_buffer(lengths.astype(_LE_U64)),
-        ],
+        [None, pa.py_buffer(_header_offsets(n)), pa.py_buffer(lengths.astype(_LE_U64))],
     )
     source = pa.concat_arrays([headers, bodies, _MARKERS])
-    order = np.empty(2 * n, dtype=np.int64)
-    if valid is None:
-        order[0::2] = np.arange(n, dtype=np.int64)
-        order[1::2] = np.arange(n, 2 * n, dtype=np.int64)
-    else:
-        order[0::2] = np.where(valid, np.arange(n, dtype=np.int64), 2 * n)
-        order[1::2] = np.where(valid, np.arange(n, 2 * n, dtype=np.int64), 2 * n + 1)
+    order = _interleaved(n)
+    if valid is not None:
+        # A null value takes the null marker (at 2n) for its header and the empty body (2n + 1).
+        order = np.where(np.repeat(valid, 2), order, _null_order(n))
     joined = source.take(_indices(order))
     joined_offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=2 * n + 1)
     data = memoryview(joined.buffers()[2])[joined_offsets[0] : joined_offsets[-1]]
     return Records(data, joined_offsets[0::2] - joined_offsets[0] if with_offsets else None)
+
+
+@functools.lru_cache(maxsize=4)
+def _header_offsets(n: int) -> np.ndarray:
+    """Offsets of ``n`` u64 headers in one buffer (the same for every block of ``n`` values)."""
+    offsets = np.arange(0, (n + 1) * _LENGTH_SIZE, _LENGTH_SIZE, dtype=np.int64)
+    offsets.flags.writeable = False
+    return offsets
+
+
+@functools.lru_cache(maxsize=4)
+def _interleaved(n: int) -> np.ndarray:
+    """``0, n, 1, n + 1, ...``: each value's header (at ``i``) then its body (at ``n + i``)."""
+    order = np.arange(2 * n, dtype=np.int64).reshape(2, n).T.reshape(-1)
+    order.flags.writeable = False
+    return order
+
+
+@functools.lru_cache(maxsize=4)
+def _null_order(n: int) -> np.ndarray:
+    """``2n, 2n + 1, 2n, ...``: every value as a null, the marker then the empty body."""
+    order = np.tile(np.array([2 * n, 2 * n + 1], dtype=np.int64), n)
+    order.flags.writeable = False
+    return order
 
 
 _MARKERS = pa.Array.from_buffers(
