@@ -9,13 +9,13 @@ Node A (a separate ``odfd``-app server process, as in production) holds a root d
 pulls it fully by each protocol, then node A appends 10 blocks (one with a new data file) and
 node B pulls again (incremental). The baseline for each pull is a GET of one uncompressed tar
 of exactly the files that pull brings (blocks, data, refs), extracted to disk by ``tarfile`` and
-made durable as odfd makes what it stores (odfd fsyncs every object): printed both with an fsync
-per file and with one ``syncfs`` at the end, each the best of ``--repeat`` runs; the ratios use
-the faster. Every pull reads each new data file once before its head moves (record count,
-offsets, logical hash: ``odfd.sync.data_checks``), overlapping the downloads; those checks
-alone (on every core, as a pull runs them) are timed too. Targets: smart full pull <= 1.3x the
-durable tar stream, and <= 1.2x max(copy alone, checks alone); incremental pulls under 1 s. The
-load average is printed beside each figure.
+made durable: printed both with an fsync per file (as odfd makes each object it stores durable)
+and with one ``syncfs`` at the end, each the best of ``--repeat`` runs; the table's ratios use
+the faster, the targets are printed against both. Every pull reads each new data file once
+before its head moves (record count, offsets, logical hash: ``odfd.sync.data_checks``),
+overlapping the downloads; those checks alone (on every core, as a pull runs them) are timed
+too. Targets: smart full pull <= 1.3x the durable tar stream, and <= 1.2x max(copy alone,
+checks alone); incremental pulls under 1 s. The load average is printed beside each figure.
 """
 
 from __future__ import annotations
@@ -284,15 +284,19 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
     checks_row = next(r for r in rows if r[0] == "data checks alone")
     print()
-    print(
-        f"target smart full pull <= 1.3x the durable tar stream: {smart_full[2]:.2f}x -> "
-        f"{'met' if smart_full[2] <= 1.3 else 'MISSED'}"
-    )
-    larger = max(smart_full[1] / smart_full[2], checks_row[1])
-    print(
-        f"target smart full pull <= 1.2x max(copy alone, checks alone) = {larger:.3f} s: "
-        f"{smart_full[1] / larger:.2f}x -> {'met' if smart_full[1] <= 1.2 * larger else 'MISSED'}"
-    )
+    for way in DURABILITY:
+        copy = next(r[1] for r in rows if r[0] == f"tar stream, {way}")
+        ratio = smart_full[1] / copy
+        print(
+            f"target smart full pull <= 1.3x the tar stream made durable by {way}: "
+            f"{ratio:.2f}x -> {'met' if ratio <= 1.3 else 'MISSED'}"
+        )
+        larger = max(copy, checks_row[1])
+        print(
+            f"target smart full pull <= 1.2x max(copy alone ({way}), checks alone) = "
+            f"{larger:.3f} s: {smart_full[1] / larger:.2f}x -> "
+            f"{'met' if smart_full[1] <= 1.2 * larger else 'MISSED'}"
+        )
     for name, row in (("smart", smart_incr), ("simple", simple_incr)):
         print(
             f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}"
