@@ -137,6 +137,7 @@ async def _settle(
     record = await workspace.catalog.add_dataset(
         dataset_id, alias, state.kind, head, state.sequence_number
     )
+    await workspace.index_inputs(dataset_id, state)
     for kind, refs in aliases.items():
         if refs:
             await workspace.catalog.set_remote_aliases(dataset_id, kind, refs)

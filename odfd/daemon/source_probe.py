@@ -3,8 +3,8 @@
 HTTP, ``file://``, S3 and ``ipfs://`` sources: read ``refs/head`` (one small request). ``ipns://``
 sources: resolve the name first; the same CID as last time means the same content, so nothing is
 read from the gateway at all. When the head is new, its block is fetched (one more request),
-checked against its hash and decoded for its sequence number, which gives the mirror's lag in
-blocks without walking the chain.
+checked against its hash and decoded for its sequence number (``storage.chain.reader``), which
+gives the mirror's lag in blocks without walking the chain.
 """
 
 from __future__ import annotations
@@ -18,8 +18,8 @@ from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
 from odfd.sync.ipfs_settings import IpfsSettings
 from odfd.sync.remote import open_source
 from odfd.sync.remote_url import RemoteUrl, parse_remote_url
-from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.identity import Multihash
+from storage.chain.reader import ChainBlock, HashMismatch, MalformedBlock, check_block
 from storage.ipfs_client import IpnsName
 from storage.s3_settings import S3Settings
 from storage.stores.http_limits import HttpLimits
@@ -59,6 +59,10 @@ async def probe_source(
         if known is not None and known.head == head and known.sequence_number is not None:
             return SourceHead(head, known.sequence_number, cid)
         data = await source.dataset.blocks.get_bytes(head)
-    if block_hash(data) != head:
+    checked = check_block(head, data)
+    if isinstance(checked, HashMismatch):
         raise CorruptSourceError(f"{remote}: head block {head} does not hash to its name")
-    return SourceHead(head, decode_block(data).sequence_number, cid)
+    if isinstance(checked, MalformedBlock):
+        raise CorruptSourceError(f"{remote}: head block {head} does not decode: {checked.reason}")
+    assert isinstance(checked, ChainBlock)  # one block alone has no link to break
+    return SourceHead(head, checked.block.sequence_number, cid)

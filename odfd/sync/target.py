@@ -230,6 +230,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     target.record = await workspace.catalog.add_dataset(
         dataset_id, target.alias, state_kind, head, seq
     )
+    await workspace.index_inputs(dataset_id, await staged.chain.state(head, use_current_head=False))
     target.dataset = workspace.open_dataset(dataset_id)
     return head, seq
 
