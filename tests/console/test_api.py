@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import aiohttp
 import pytest
@@ -28,7 +29,8 @@ class Node:
     http: aiohttp.ClientSession
     workspace: Workspace
 
-    async def get(self, path: str, token: str | None = None) -> tuple[int, object]:
+    async def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        """The status and the decoded JSON body (or the text of any other body)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with self.http.get(self.url + path, headers=headers) as response:
             body = await (
@@ -38,7 +40,7 @@ class Node:
 
     async def post(
         self, path: str, body: object, token: str | None = None, **headers: str
-    ) -> tuple[int, object]:
+    ) -> tuple[int, Any]:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         async with self.http.post(self.url + path, json=body, headers=headers) as response:

@@ -161,7 +161,7 @@ async def test_system_gc_and_orphans(node_a: Workspace, node_b: Workspace) -> No
     # folder nobody holds, a stale staged ref, a dead process's staging folder, and a live one.
     orphan = await create_root(node_a, "orphan", slices=1)
     orphan_head = await orphan.dataset.chain.head()
-    orphan_root = node_a.layout.dataset(orphan.dataset.id).root  # type: ignore[arg-type]
+    orphan_root = node_a.layout.dataset(orphan.dataset_id).root
     os.rename(orphan_root, datasets / orphan_root.name)
     _age(datasets / orphan_root.name)
     _, headless_id = DatasetId.new_generated()
@@ -234,7 +234,7 @@ async def test_a_folder_being_put_in_place_is_left_to_its_owner(
     rename and its catalog row) is not adopted by a command that happens to open the
     workspace; once the lock is free, the next command adopts it."""
     orphan = await create_root(node_a, "orphan", slices=1)
-    source = node_a.layout.dataset(orphan.dataset.id).root  # type: ignore[arg-type]
+    source = node_a.layout.dataset(orphan.dataset_id).root
     placed = node_b.layout.datasets_dir / source.name
     os.rename(source, placed)
     fd = try_lock_folder(placed)

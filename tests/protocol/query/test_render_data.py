@@ -85,7 +85,7 @@ def _sample_batch() -> pa.RecordBatch:
 
 DECIMAL_MAX = "5789604461865809771178549250434395392663499233282028201972879200395656481996"
 
-SAMPLE_ROWS = [
+SAMPLE_ROWS: list[dict[str, object]] = [
     {
         "bin": "666f6f",
         "bin_fixed": "0102",
@@ -317,7 +317,7 @@ def _expected_timestamp(value: int, per_second: int, zone: str | None) -> str:
         from zoneinfo import ZoneInfo
 
         when = dt.datetime.fromtimestamp(min(seconds, 4_102_444_799), dt.UTC)
-        offset = int(when.astimezone(ZoneInfo(zone)).utcoffset().total_seconds())  # type: ignore[union-attr]
+        offset = int(when.astimezone(ZoneInfo(zone)).utcoffset().total_seconds())
     local = dt.datetime(1970, 1, 1) + dt.timedelta(seconds=seconds + offset)
     text = f"{local.year:04d}" + local.strftime("-%m-%dT%H:%M:%S")
     if nanos:
