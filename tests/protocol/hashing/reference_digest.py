@@ -104,7 +104,8 @@ def update_array(hasher: hashlib._Hash, array: pa.Array, parent: Nulls | None) -
     """``ArrayDigestV0::update``: every value's record, or a zero byte where the combined
     validity says null."""
     nulls = combine(parent, own_nulls(array))
-    buffers = [None if buffer is None else buffer.to_pybytes() for buffer in _own_buffers(array)]
+    # An absent buffer (no validity bitmap, no string data) reads as empty.
+    buffers = [b"" if buffer is None else buffer.to_pybytes() for buffer in _own_buffers(array)]
     for i in range(len(array)):
         if nulls is not None and not nulls.valid[i]:
             hasher.update(b"\x00")
@@ -122,9 +123,7 @@ def _own_buffers(array: pa.Array) -> list[pa.Buffer | None]:
     return array.buffers()[:3]
 
 
-def _update_value(
-    hasher: hashlib._Hash, array: pa.Array, buffers: list[bytes | None], i: int
-) -> None:
+def _update_value(hasher: hashlib._Hash, array: pa.Array, buffers: list[bytes], i: int) -> None:
     data_type = array.type
     slot = array.offset + i
     if pat.is_boolean(data_type):
@@ -156,7 +155,7 @@ def _update_value(
         hasher.update(buffers[1][slot * width : (slot + 1) * width])
 
 
-def _view_value(buffers: list[bytes | None], slot: int) -> bytes:
+def _view_value(buffers: list[bytes], slot: int) -> bytes:
     """A binary view's bytes: inline up to 12 bytes, else in the data buffer it names."""
     view = buffers[1][slot * 16 : (slot + 1) * 16]
     (length,) = struct.unpack_from("<i", view, 0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 
 import pytest
 
@@ -29,7 +30,7 @@ def test_each_lane_runs_its_tasks_in_order_while_lanes_run_side_by_side() -> Non
         lanes = Lanes(pool, 3, max_pending=6)
         for step in range(20):
             for lane in range(3):
-                lanes.submit(lane, lambda lane=lane, step=step: task(lane, step))
+                lanes.submit(lane, partial(task, lane, step))
         lanes.wait()
     assert all(steps == list(range(20)) for steps in seen.values())
     assert running["most"] > 1
@@ -37,10 +38,14 @@ def test_each_lane_runs_its_tasks_in_order_while_lanes_run_side_by_side() -> Non
 
 def test_submit_waits_while_max_pending_tasks_are_unfinished() -> None:
     release = threading.Event()
+
+    def hold() -> None:
+        release.wait()
+
     with ThreadPoolExecutor(max_workers=2) as pool:
         lanes = Lanes(pool, 2, max_pending=2)
-        lanes.submit(0, release.wait)
-        lanes.submit(1, release.wait)
+        lanes.submit(0, hold)
+        lanes.submit(1, hold)
         third = threading.Thread(target=lanes.submit, args=(0, lambda: None))
         third.start()
         third.join(0.2)

@@ -163,7 +163,7 @@ def _strings(
 ) -> pa.Array:
     """Printable ASCII of random lengths, or all of one length (the matrix fast path)."""
     lengths = np.full(n, rng.integers(0, 9)) if rng.random() < 0.3 else rng.integers(0, 30, n)
-    offsets = np.zeros(n + 1, offset_type)
+    offsets: np.ndarray = np.zeros(n + 1, offset_type)
     np.cumsum(lengths, out=offsets[1:])
     data = rng.integers(32, 127, int(offsets[-1]), dtype=np.uint8)
     return pa.Array.from_buffers(
