@@ -28,7 +28,7 @@ from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, Ipfs
 from protocol.errors import ParseError
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
-from verifier.engine.settings import SparkConfigError, SparkSettings
+from verifier.engine.spark.settings import SparkConfigError, SparkSettings
 
 if TYPE_CHECKING:
     from protocol.identity import DatasetAliasPattern
@@ -531,7 +531,9 @@ _SPARK_ENV_KEYS = (
     "app_name",
     "shared_filesystem",
 )
-_OTHER_TABLES = {"workspace", "spark"}
+#: The table of the Spark engine's settings (``SparkSettings``, read by the engine's own parser).
+_SPARK_TABLE = "spark"
+_OTHER_TABLES = {"workspace", _SPARK_TABLE}
 
 
 # --- single settings (``odfd config``) ------------------------------------------------------------
@@ -549,7 +551,7 @@ def setting_keys() -> list[str]:
 
 
 def setting_default(section: str, key: str) -> Any:
-    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    kind = SparkSettings if section == _SPARK_TABLE else _SECTIONS[section][0]
     return getattr(kind(), key)
 
 

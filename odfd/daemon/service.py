@@ -41,7 +41,6 @@ import aiohttp
 from aiohttp import web
 
 from odfd.config import NodeConfig, load_config
-from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
@@ -67,7 +66,7 @@ from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
 from storage.workspace import Workspace
-from verifier.engine import session as spark_session
+from verifier.engine.registry import Engines
 
 log = logging.getLogger("odfd.daemon")
 
@@ -102,6 +101,9 @@ class Daemon:
         self.admin_path = socket_path(workspace.layout, config.daemon.admin_socket)
         self.withheld: set[DatasetId] = set()
         self._spark_gate = asyncio.Semaphore(config.daemon.spark_jobs)
+        self.engines = Engines(config.spark, workspace_root=workspace.root)
+        """The daemon's engines: Spark on its own Connect server (``engine_server``), which they
+        find recorded in the workspace as the workspace's commands do."""
         self._stopping = asyncio.Event()
         self._runners: list[web.AppRunner] = []
         self._lock_fd: int | None = None
@@ -121,10 +123,10 @@ class Daemon:
         self.commands = CommandRunner()
         self.admin = AdminApi(self)
         self.auditor = Auditor(
-            workspace, config, self.metrics, self._spark_gate, self._audit_finished
+            workspace, config, self.engines, self.metrics, self._spark_gate, self._audit_finished
         )
         self.derivatives = DerivativeUpdater(
-            workspace, self.metrics, self._spark_gate, self._transformed
+            workspace, self.engines, self.metrics, self._spark_gate, self._transformed
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
@@ -146,7 +148,7 @@ class Daemon:
         self._take_lock()
         loop = asyncio.get_running_loop()
         loop.set_default_executor(self._executor)
-        self._owns_spark = not spark_session.is_running()
+        self._owns_spark = not self.engines.running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
         # Per-peer connection cap (aiohttp counts by host, port and TLS), shared by every sync.
@@ -181,7 +183,7 @@ class Daemon:
         # server being stopped) must not wait for it, as the loop's executor would.
         threading.Thread(
             target=self.commands.warm_up,
-            args=(self._engine_is_remote,),
+            args=(self.engines if self._engine_is_remote else None,),
             name="odfd-warm-up",
             daemon=True,
         ).start()
@@ -236,8 +238,8 @@ class Daemon:
             await asyncio.to_thread(self._state_path.unlink, missing_ok=True)
         if self._admin_listening:
             await asyncio.to_thread(self.admin_path.unlink, missing_ok=True)
-        if self._owns_spark and spark_session.is_running():  # ours (never a host process's)
-            await asyncio.to_thread(spark_session.stop)
+        if self._owns_spark and self.engines.running():  # ours (never a host process's)
+            await asyncio.to_thread(self.engines.stop)
         await self._stop_engine_server()
         self.commands.uninstall()
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -247,17 +249,15 @@ class Daemon:
         log.info("daemon stopped")
 
     async def _configure_engine(self) -> None:
-        """Spark for the daemon's work: a remote server, its own Connect server, or a local JVM."""
+        """Spark for the daemon's work: a remote server, its own Connect server (recorded in the
+        workspace, where its engines find it), or a local JVM."""
         settings = self.config.spark
-        log_path = self.workspace.root / LOG_DIR / SPARK_LOG
         if settings.remote is None and self.config.daemon.spark_connect and self._owns_spark:
             self.engine_server = EngineServer(
                 self.workspace.root, settings, self.config.daemon.spark_connect_port
             )
-            address = await self.engine_server.start()
-            settings = replace(settings, remote=address.url)
-        spark_session.configure(settings, log_path=log_path)
-        self._engine_is_remote = settings.remote is not None
+            await self.engine_server.start()
+        self._engine_is_remote = settings.remote is not None or self.engine_server is not None
 
     async def _stop_engine_server(self) -> None:
         if self.engine_server is not None:

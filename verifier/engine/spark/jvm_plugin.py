@@ -32,6 +32,8 @@ def plugin_jar(cache_dir: Path | None = None) -> Path:
     """The plugin jar for the installed PySpark, compiled into the cache if not already there."""
     import pyspark
 
+    from verifier.engine.spark.internals import spark_home
+
     sources = sorted(_SOURCES.rglob("*.java"))
     digest = hashlib.sha256(pyspark.__version__.encode())
     for source in sources:
@@ -43,7 +45,7 @@ def plugin_jar(cache_dir: Path | None = None) -> Path:
     if not jar.is_file():
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            _build(sources, Path(pyspark.__file__).parent / "jars", jar)
+            _build(sources, spark_home() / "jars", jar)
         except OSError as err:
             raise PluginBuildError(
                 f"cannot build odfd's Spark plugin in {folder} ({err.strerror or err}); "

@@ -13,7 +13,7 @@ logical hash:
   how many cores or executors there are;
 * odfd's shuffle manager makes every reduce task read map outputs in map order, so aggregations
   and joins see their input in the same order on one machine or on a cluster (see
-  ``verifier.engine.settings``, which also fixes shuffle partitioning and SQL semantics), and
+  ``verifier.engine.spark.settings``, which also fixes shuffle partitioning and SQL semantics), and
   queries using random or clock functions are rejected;
 * output rows get offsets in the order they are collected (partition by partition), and the
   system time is the request's, not the clock's.
@@ -21,28 +21,31 @@ logical hash:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-
 from protocol.identity import DatasetId
-from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
-from verifier.engine.cancel import jobs_of_task
-from verifier.engine.columns import Vocab, col, quote
-from verifier.engine.determinism import check_deterministic
-from verifier.engine.failures import describe, spark_failures
-from verifier.engine.output import WrittenSlice, write_slice
-from verifier.engine.session import isolated_session
-from verifier.errors import VerifierError
+from protocol.model import Timestamp, TransformSql
+from verifier.engine.columns import Vocab
+from verifier.engine.contract import (
+    TransformInputSlice,
+    TransformRequest,
+    TransformResult,
+    query_steps,
+    validate_transform,
+)
+from verifier.engine.errors import InvalidQueryError, TransformError
+from verifier.engine.spark.cancel import jobs_of_task
+from verifier.engine.spark.columns import col, quote
+from verifier.engine.spark.determinism import check_deterministic
+from verifier.engine.spark.failures import describe, spark_failures
+from verifier.engine.spark.internals import from_arrow_schema
+from verifier.engine.spark.output import write_slice
+from verifier.engine.spark.session import isolated_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-    from verifier.engine.checkpoint import WrittenCheckpoint
-
-SUPPORTED_ENGINE = "spark"
+ENGINE_NAME = "spark"
 _OUTPUT_VIEW = "__output__"
 
 #: Largest input partition. Part of the engine's contract: changing it changes how aggregations
@@ -57,96 +60,9 @@ _INPUT_READ_CONF = {
 }
 
 
-class TransformError(VerifierError):
-    """The transform cannot run or its result is not a valid slice."""
-
-
-class UnsupportedTransformError(TransformError):
-    """The transform needs an engine or a feature odfd does not have."""
-
-
-class InvalidQueryError(TransformError):
-    """Spark rejected a query of the transform (syntax, unknown table or column, types...)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TransformInputSlice:
-    """What one input contributes to a transaction."""
-
-    dataset_id: DatasetId
-    alias: str
-    vocab: Vocab
-    schema: pa.Schema | None
-    """The input's data schema (from its SetDataSchema); ``None`` if it has never had data."""
-    data_paths: tuple[Path, ...]
-    """Slice files holding the offsets below, oldest first."""
-    offset_interval: tuple[int, int] | None
-    """Closed offset interval to read, ``None`` when no new records arrived."""
-    explicit_watermarks: tuple[Watermark, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class TransformRequest:
-    dataset_alias: str
-    transform: TransformSql
-    vocab: Vocab
-    system_time: Timestamp
-    next_offset: int
-    inputs: tuple[TransformInputSlice, ...]
-    prev_checkpoint: Path | None
-    out_dir: Path
-    """Where the data and checkpoint files are written (the caller moves them into the dataset)."""
-    prev_watermark: Timestamp | None = None
-    spill_dir: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TransformResult:
-    schema: pa.Schema
-    new_data: WrittenSlice | None
-    new_watermark: Timestamp | None
-    new_checkpoint: WrittenCheckpoint | None
-
-
-def query_steps(transform: TransformSql) -> tuple[SqlQueryStep, ...]:
-    """The ordered query steps of a transform (``query`` is shorthand for one unnamed step)."""
-    if transform.queries:
-        return tuple(transform.queries)
-    if transform.query:
-        return (SqlQueryStep(query=transform.query),)
-    raise TransformError("the transform has neither `query` nor `queries`")
-
-
-def validate_transform(
-    transform: object, dataset: str, engine: str | None = SUPPORTED_ENGINE
-) -> TransformSql:
-    """Checks the transform is something odfd's engines run (and, unless ``engine`` is ``None``,
-    that it names that engine); returns it typed."""
-    if not isinstance(transform, TransformSql):
-        raise UnsupportedTransformError(
-            f"{dataset}: transform kind {type(transform).__name__} is not supported"
-        )
-    if engine is not None and transform.engine.lower() != engine:
-        raise UnsupportedTransformError(
-            f"{dataset}: the transform uses engine '{transform.engine}', but this engine runs "
-            f"only '{engine}' transforms"
-        )
-    if transform.temporal_tables:
-        names = ", ".join(t.name for t in transform.temporal_tables)
-        raise UnsupportedTransformError(
-            f"{dataset}: temporal tables ({names}) are a Flink feature that odfd's engines cannot run"
-        )
-    steps = query_steps(transform)
-    if steps[-1].alias:
-        raise TransformError(
-            f"{dataset}: the last query step must have no alias (it is the output)"
-        )
-    return transform
-
-
 def execute_transform(request: TransformRequest) -> TransformResult:
     """Runs the transaction and writes its slice and checkpoint under ``request.out_dir``."""
-    transform = validate_transform(request.transform, request.dataset_alias)
+    transform = validate_transform(request.transform, request.dataset_alias, engine=ENGINE_NAME)
     spark = transform_session()
     with jobs_of_task(spark), spark_failures(f"{request.dataset_alias}: the transform"):
         for input_slice in request.inputs:
@@ -165,7 +81,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
         )
     watermarks = _input_watermarks(request)
     # Spark's checkpoints are imported here: a DataFusion pull never loads them.
-    from verifier.engine.checkpoint import write_checkpoint
+    from verifier.engine.spark.checkpoint import write_checkpoint
 
     checkpoint = (
         write_checkpoint(watermarks, request.out_dir / "checkpoint.tar") if watermarks else None
@@ -187,7 +103,6 @@ def input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: 
     Slices written before columns were added lack them: they read as nulls.
     """
     from pyspark.sql import functions as F
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     if input_slice.schema is None:
         raise TransformError(f"{dataset}: input '{input_slice.alias}' has no data schema yet")
@@ -270,7 +185,7 @@ def _prepare_output(result: DataFrame, vocab: Vocab, dataset: str) -> DataFrame:
 
 def _input_watermarks(request: TransformRequest) -> dict[DatasetId, Timestamp]:
     """Each input's watermark: the latest one it declared in this interval, else the checkpoint's."""
-    from verifier.engine.checkpoint import read_checkpoint
+    from verifier.engine.spark.checkpoint import read_checkpoint
 
     previous = read_checkpoint(request.prev_checkpoint) if request.prev_checkpoint else {}
     watermarks: dict[DatasetId, Timestamp] = {}

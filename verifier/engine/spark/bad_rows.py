@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odfd.ingest.errors import BadInputError
-from verifier.engine.columns import col
-from verifier.engine.session import isolated_session
+from verifier.engine.errors import BadInputError
+from verifier.engine.spark.columns import col
+from verifier.engine.spark.session import isolated_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

@@ -5,11 +5,14 @@ query and verification shares its SparkContext. Each transaction works in its ow
 :func:`isolated_session` (a ``newSession()`` of the shared one) so that temporary views of
 concurrent transactions cannot collide, with the determinism settings re-applied to it.
 
-With ``remote`` set (``[spark] remote``, or the daemon's own server found by the coordinator) the
+With ``remote`` set (``[spark] remote``, or the daemon's own server found by ``choice``) the
 process starts no JVM: it is a Spark Connect client, each isolated session is a server-side session
 of its own, and the server must run odfd's plugin and start-up settings (checked on first use).
 A process is one or the other: PySpark's functions build classic or Connect columns depending on
-``SPARK_CONNECT_MODE_ENABLED``, which :func:`get_spark` sets for Connect.
+``internals.CONNECT_MODE_ENV``, which :func:`get_spark` sets for Connect.
+
+The process's engine objects (``verifier.engine.spark.engine.SparkEngine``) configure it; nothing
+else calls :func:`configure`.
 """
 
 from __future__ import annotations
@@ -27,17 +30,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from verifier.engine.jvm_plugin import plugin_jar
-from verifier.engine.settings import DETERMINISM, STARTUP, SparkSettings
-from verifier.errors import VerifierError
+from verifier.engine.errors import EngineStartError
+from verifier.engine.spark import internals
+from verifier.engine.spark.jvm_plugin import plugin_jar
+from verifier.engine.spark.settings import DETERMINISM, STARTUP, SparkSettings
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-
-
-class EngineStartError(VerifierError):
-    """Spark could not be started, or was asked to restart with different settings."""
-
 
 _CLASSIC_CLIENT_ONLY = "spark.sql.execution.arrow.pyspark."
 _lock = threading.Lock()
@@ -89,19 +88,14 @@ def isolated_session() -> SparkSession:
 
 
 def apply_determinism(session: SparkSession) -> None:
-    if is_connect(session):
+    if internals.is_connect(session):
         # The `arrow.pyspark` settings steer a classic client's collection; Connect always
         # sends Arrow and refuses them.
         pins = {k: v for k, v in DETERMINISM.items() if not k.startswith(_CLASSIC_CLIENT_ONLY)}
-        session.conf._set_all(configs=pins, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
+        internals.set_confs(session, pins)
         return
     for key, value in DETERMINISM.items():
         session.conf.set(key, value)
-
-
-def is_connect(session: SparkSession) -> bool:
-    """Whether ``session`` is a Spark Connect client session (not a JVM in this process)."""
-    return type(session).__module__.startswith("pyspark.sql.connect")
 
 
 def shares_filesystem() -> bool:
@@ -203,7 +197,7 @@ def _start_connect(settings: SparkSettings) -> SparkSession:
         raise EngineStartError(
             f"cannot reach the Spark Connect server at {_display(url)} (nothing listens there)"
         )
-    os.environ["SPARK_CONNECT_MODE_ENABLED"] = "1"
+    os.environ[internals.CONNECT_MODE_ENV] = "1"
     logging.getLogger("SQLQueryContextLogger").setLevel(logging.CRITICAL)
     session = _connect_session(url)
     mismatched = sorted(k for k, v in STARTUP.items() if session.conf.get(k, None) != v)
@@ -220,13 +214,11 @@ def _start_connect(settings: SparkSettings) -> SparkSession:
 
 def _connect_session(url: str) -> SparkSession:
     """A new server-side session, released when the client object is collected."""
-    from pyspark.sql.connect.session import SparkSession as ConnectSession
-
-    session = ConnectSession(connection=url)
+    session = internals.new_connect_session(url)
     # Not at exit: a server that is gone would hold the exit up with retries, and it forgets
     # idle sessions by itself.
-    weakref.finalize(session, _release, session.client).atexit = False
-    return session  # type: ignore[return-value]  # a Connect session stands in for the classic SparkSession type
+    weakref.finalize(session, _release, internals.connect_client(session)).atexit = False
+    return session
 
 
 def _release(client: object) -> None:
@@ -235,12 +227,10 @@ def _release(client: object) -> None:
     up whoever collected the session, such as an exit, for minutes."""
     from pyspark.errors import PySparkException
 
-    client.set_retry_policies([])  # type: ignore[attr-defined]  # untyped Spark Connect client API
     try:
-        client.release_session()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
+        internals.release_connect_client(client)
     except PySparkException as err:
         logging.getLogger(__name__).debug("releasing a Spark Connect session failed: %s", err)
-    client.close()  # type: ignore[attr-defined]  # private Spark Connect client API, untyped
 
 
 def _reachable(host: str, port: int) -> bool:

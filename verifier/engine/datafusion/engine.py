@@ -7,7 +7,7 @@ It follows the ODF engine contract as the reference DataFusion engine implements
   offset order (its slice files are read one after the other, oldest first);
 * each named query step becomes a view, the unnamed last one is the result;
 * the result must not carry ``offset`` or ``system_time`` and must have an event-time column of a
-  date or timestamp type; it is then written by the same code as Spark's results
+  date or timestamp type; it is then written by the same code as every engine's results
   (:func:`verifier.engine.output.write_batches`): offsets from the next offset in result order,
   ``op`` (0 unless the query sets it) and ``system_time`` added, timestamps as milliseconds in UTC,
   columns ``offset, op, system_time, event_time``, then the rest;
@@ -34,18 +34,21 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from protocol.model import SqlQueryStep, Timestamp
-from verifier.engine.base import QueryTable, step_name
-from verifier.engine.determinism import NonDeterministicQueryError
-from verifier.engine.failures import QueryExecutionError
-from verifier.engine.output import write_batches
-from verifier.engine.transform import (
-    InvalidQueryError,
-    TransformError,
+from verifier.engine.contract import (
+    QueryTable,
     TransformRequest,
     TransformResult,
     query_steps,
+    step_name,
     validate_transform,
 )
+from verifier.engine.errors import (
+    InvalidQueryError,
+    NonDeterministicQueryError,
+    QueryExecutionError,
+    TransformError,
+)
+from verifier.engine.output import write_batches
 
 if TYPE_CHECKING:
     from datafusion import DataFrame, SessionContext
@@ -78,6 +81,18 @@ _OP_TYPES = (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint
 
 class DataFusionEngine:
     name = ENGINE_NAME
+    sql_dialect = "datafusion"
+    running = False
+    """It runs inside each call: nothing outlives one."""
+
+    def quote_identifier(self, name: str) -> str:
+        return quote_identifier(name)
+
+    def start(self) -> None:
+        """Nothing to start: a session is made per call."""
+
+    def stop(self) -> None:
+        """Nothing to stop."""
 
     def run_transform(self, request: TransformRequest) -> TransformResult:
         what = request.dataset_alias

@@ -2,7 +2,10 @@
 
 A query can fail while it runs — a value that does not cast, an arithmetic overflow under ANSI
 rules, a file that cannot be read. Those are problems with the user's data or query, reported as
-:class:`QueryExecutionError` with Spark's own explanation; anything else still propagates as is.
+:class:`~verifier.engine.errors.QueryExecutionError` with Spark's own explanation. Whatever else
+of Spark's (PySpark, py4j, gRPC) leaves the engine becomes an
+:class:`~verifier.engine.errors.EngineFailureError` (:func:`engine_failures`), so callers never
+catch Spark's own exception types.
 """
 
 from __future__ import annotations
@@ -10,11 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from verifier.errors import VerifierError
+from verifier.engine.errors import EngineFailureError, QueryExecutionError
 
-
-class QueryExecutionError(VerifierError):
-    """Spark accepted a query but failed while running it."""
+#: Where the exceptions of Spark's Python client come from.
+_SPARK_PACKAGES = ("pyspark", "py4j", "grpc")
 
 
 def spark_error_types() -> tuple[type[BaseException], ...]:
@@ -46,3 +48,20 @@ def spark_failures(what: str) -> Iterator[None]:
         yield
     except spark_error_types() as err:
         raise QueryExecutionError(f"{what} failed: {describe(err)}") from err
+
+
+@contextmanager
+def engine_failures() -> Iterator[None]:
+    """Re-raises an exception of Spark's client libraries leaving the block as
+    :class:`EngineFailureError` (odfd's own errors pass through)."""
+    try:
+        yield
+    except Exception as err:
+        if not type(err).__module__.startswith(_SPARK_PACKAGES):
+            raise
+        raise EngineFailureError("Spark", _first_line(err)) from err
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__

@@ -9,7 +9,7 @@ is one run: :meth:`SortedRuns.streamed` passes its batches on as they arrive, so
 written and hashed while Spark still reads. At the first row that goes before its predecessor it
 raises :class:`RunsOverlap` (the caller starts again) and :meth:`SortedRuns.merged` merges the
 runs by windows of a bounded number of rows, from the spool every batch was kept in
-(``verifier.engine.collect``).
+(``verifier.engine.spark.collect``).
 
 The keys are integers without nulls (a timestamp's or date's value, a row position), compared as
 Spark's ascending sort compares them; together they are unique, so the order is total and the
@@ -35,7 +35,7 @@ OUTPUT_BATCH_ROWS = 65536
 
 
 class BatchStore(Protocol):
-    """Where the batches wait until all have arrived (``verifier.engine.collect``'s spool)."""
+    """Where the batches wait until all have arrived (``verifier.engine.spark.collect``'s spool)."""
 
     def add(self, batch: pa.RecordBatch) -> None:
         """Keeps ``batch`` as the next index (0, 1, ...)."""

@@ -30,7 +30,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from verifier.engine.settings import DETERMINISM
+from verifier.engine.spark import internals
+from verifier.engine.spark.settings import DETERMINISM
 from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
@@ -101,7 +102,7 @@ def staged_batches(
     # Absolute: the server resolves a relative path against its own working folder.
     folder = Path(tempfile.mkdtemp(prefix=STAGING_PREFIX, dir=parent.absolute()))
     try:
-        df.sparkSession.conf._set_all(configs=WRITE_CONF, silent=False)  # type: ignore[attr-defined]  # private Spark Connect API: sets several confs in one round trip
+        internals.set_confs(df.sparkSession, WRITE_CONF)
         out = folder / "result"
         df.write.option("compression", "snappy").option("maxRecordsPerFile", "0").parquet(str(out))
         yield _read_parts(_part_files(out), schema)

@@ -17,8 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from odfd.ingest.errors import MergeError
-from verifier.engine.columns import Op, Vocab, col, quote
+from verifier.engine.columns import Op, Vocab
+from verifier.engine.errors import MergeError
+from verifier.engine.spark.columns import col, quote
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame

@@ -4,9 +4,9 @@ The read data is visible to the query as the table ``input`` (as in the referenc
 multi-step ``queries`` work as in transforms. Unlike a transform, a preprocess query may read the
 clock (e.g. to stamp an ingestion time): root data is not re-derived by verifiers.
 
-``engine: spark`` runs in the ingest's Spark session. Any other engine odfd has (DataFusion) runs
-on the read data written to a Parquet file, in order, and its result is read back into Spark for
-the merge step. Without a preprocess step and without a declared schema,
+A preprocess step naming Spark runs in the ingest's Spark session. Any other engine odfd has
+(DataFusion) runs its raw query (``Engine.query``) on the read data written to a Parquet file, in
+order, and its result is read back into Spark for the merge step. Without a preprocess step and without a declared schema,
 :func:`preprocess_default` renames columns that clash with system columns, as the reference's
 default preprocessing does.
 """
@@ -20,12 +20,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from protocol.errors import OdfError
-from protocol.model import MergeStrategyChangelogStream, MergeStrategyUpsertStream
-from verifier.engine.base import QueryTable
-from verifier.engine.collect import ordered_batches
-from verifier.engine.columns import Vocab, col
-from verifier.engine.registry import engine_for
-from verifier.engine.transform import query_steps, run_queries
+from protocol.model import MergeStrategyChangelogStream, MergeStrategyUpsertStream, TransformSql
+from verifier.engine.columns import Vocab
+from verifier.engine.contract import Engine, QueryTable, query_steps
+from verifier.engine.spark.collect import ordered_batches
+from verifier.engine.spark.columns import col
+from verifier.engine.spark.transform import run_queries
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -34,12 +34,17 @@ INPUT_VIEW = "input"
 
 
 def preprocess(
-    spark: SparkSession, transform: object, data: DataFrame, dataset: str, work: Path
+    spark: SparkSession,
+    sql: TransformSql,
+    engine: Engine | None,
+    data: DataFrame,
+    dataset: str,
+    work: Path,
 ) -> DataFrame:
-    """``data`` reshaped by the preprocess ``transform``; ``work`` holds intermediate files."""
+    """``data`` reshaped by the preprocess query ``sql``: in ``spark`` itself (``engine``
+    ``None``), else in ``engine``; ``work`` holds intermediate files."""
     what = f"{dataset}: preprocess"
-    sql, engine = engine_for(transform, what)
-    if engine.name == "spark":
+    if engine is None:
         data.createOrReplaceTempView(INPUT_VIEW)
         return run_queries(spark, sql, what, require_deterministic=False)
     read_path = work / "preprocess-input.parquet"

@@ -9,7 +9,7 @@ Three kinds of settings live here:
   engine version bump. They are applied to every session the engine hands out and cannot be
   overridden from the node's configuration.
 * :data:`STARTUP` holds the determinism settings that Spark only accepts when the SparkContext
-  starts, chief among them odfd's shuffle manager (``verifier.engine.jvm_plugin``), which makes
+  starts, chief among them odfd's shuffle manager (``verifier.engine.spark.jvm_plugin``), which makes
   reduce tasks read map outputs in map order; without it the order an aggregation or join sees
   its input in depends on which executor's output arrives first.
 * :class:`SparkSettings` holds what a node operator may choose (where Spark runs, how much memory
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
+from verifier.engine.spark.jvm_plugin import SHUFFLE_MANAGER
 from verifier.errors import VerifierError
 
 
@@ -50,7 +50,7 @@ DETERMINISM: Mapping[str, str] = MappingProxyType(
         # Join strategy must not depend on size estimates (broadcast joins change output order).
         "spark.sql.autoBroadcastJoinThreshold": "-1",
         # How files are split into input partitions (transforms narrow this further, see
-        # verifier.engine.transform), and never merged into fewer partitions afterwards.
+        # verifier.engine.spark.transform), and never merged into fewer partitions afterwards.
         "spark.sql.files.maxPartitionBytes": "134217728",
         "spark.sql.files.openCostInBytes": "4194304",
         "spark.sql.files.maxPartitionNum": "1000000000",
@@ -117,11 +117,11 @@ class SparkSettings:
 
     ``remote`` (``sc://host:port``) makes the engine a Spark Connect client of that server instead
     of starting a JVM in the process; ``master`` and the memory settings then belong to the
-    server (and to a local server odfd starts itself, see ``verifier.engine.connect_server``).
+    server (and to a local server odfd starts itself, see ``verifier.engine.spark.connect_server``).
 
     ``shared_filesystem`` says that server's executors can write into the workspace under the
     same paths: results then come back as Parquet files they write in parallel, instead of
-    through the server's one gRPC stream (``verifier.engine.staged``). Off by default: on one
+    through the server's one gRPC stream (``verifier.engine.spark.staged``). Off by default: on one
     machine the stream is faster (the files cost Spark more to write than Arrow batches, and the
     client can only start once the last one is written).
     """
@@ -190,7 +190,7 @@ class SparkSettings:
         starts) and into ``spark.jars``, which ships it to a cluster's executors.
         """
         self.validate()
-        # Results reach Python streamed and spilled to disk (verifier.engine.collect), so Spark's
+        # Results reach Python streamed and spilled to disk (verifier.engine.spark.collect), so Spark's
         # 1 GiB cap on collected results would only stop slices larger than that. An operator
         # may still set a cap.
         conf = {"spark.driver.maxResultSize": "0", **self.conf}

@@ -10,7 +10,8 @@ from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from odfd.ingest.errors import IngestError
+from verifier.engine.errors import IngestError
+from verifier.engine.spark.internals import from_arrow_schema
 
 if TYPE_CHECKING:
     from pyspark.sql.types import StructType
@@ -73,8 +74,6 @@ def arrow_schema_of(data_schema: Any) -> pa.Schema:
 
 
 def spark_schema_of_arrow(schema: pa.Schema) -> StructType:
-    from pyspark.sql.pandas.types import from_arrow_schema
-
     try:
         return from_arrow_schema(schema)
     except (TypeError, ValueError) as err:

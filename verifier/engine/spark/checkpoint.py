@@ -12,32 +12,17 @@ import io
 import os
 import tarfile
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from protocol.errors import ParseError
 from protocol.hashing import physical_hash_file
-from protocol.identity import DatasetId, Multihash
-from protocol.model import Checkpoint, Timestamp
-from verifier.errors import VerifierError
+from protocol.identity import DatasetId
+from protocol.model import Timestamp
+from verifier.engine.contract import WrittenCheckpoint
+from verifier.engine.errors import CheckpointError
 
 _SUFFIX = ".watermark"
 _MAX_MEMBER_BYTES = 1024
-
-
-class CheckpointError(VerifierError):
-    """A checkpoint file is not one this engine wrote."""
-
-
-@dataclass(frozen=True, slots=True)
-class WrittenCheckpoint:
-    path: Path
-    physical_hash: Multihash
-    size: int
-
-    def as_checkpoint(self) -> Checkpoint:
-        """The ``newCheckpoint`` of the block that commits this checkpoint."""
-        return Checkpoint(physical_hash=self.physical_hash, size=self.size)
 
 
 def _member_name(dataset_id: DatasetId) -> str:

@@ -9,14 +9,15 @@ also works on cluster masters whose executors cannot see the driver's disk, and 
 record batches to the logical hash.
 
 This relies on PySpark's own Arrow collection entry points (``collectAsArrowToPython`` and its
-socket serializer) — the same calls ``toArrow()`` makes — isolated in this module and pinned by the
-``pyspark`` version range in ``pyproject.toml``.
+socket serializer) — the same calls ``toArrow()`` makes — through
+:mod:`verifier.engine.spark.internals`, and is pinned by the ``pyspark`` version range in
+``pyproject.toml``.
 
 Through Spark Connect there is no JVM in the process. When the server shares the workspace's
 filesystem and the caller names a work folder, the server writes the result there and it is read
-back from disk (``verifier.engine.staged``). Otherwise the server streams the result as Arrow
+back from disk (``verifier.engine.spark.staged``). Otherwise the server streams the result as Arrow
 batches already in partition order (it holds back early partitions itself), so they are passed
-on as they arrive, which bounds memory the same way (the client's ``to_table_as_iterator``, the
+on as they arrive, which bounds memory the same way (``internals.connect_arrow_stream``, the
 streaming half of ``toArrow()``).
 """
 
@@ -27,17 +28,17 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from verifier.engine.run_merge import SortedRuns
-from verifier.engine.session import shares_filesystem
-from verifier.engine.staged import can_stage, staged_batches
+from verifier.engine.spark import internals
+from verifier.engine.spark.run_merge import SortedRuns
+from verifier.engine.spark.session import shares_filesystem
+from verifier.engine.spark.staged import can_stage, staged_batches
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
-    from pyspark.sql.types import StructType
 
 #: How many bytes of out-of-order batches are kept in memory before spilling to disk.
 DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
@@ -45,15 +46,7 @@ DEFAULT_MEMORY_BUDGET = 256 * 1024 * 1024
 
 def arrow_schema_of(df: DataFrame) -> pa.Schema:
     """The Arrow schema Spark uses when it sends ``df``'s rows to Python."""
-    return _to_arrow(df.schema)
-
-
-def _to_arrow(schema: StructType) -> pa.Schema:
-    from pyspark.sql.pandas.types import to_arrow_schema
-
-    return to_arrow_schema(
-        schema, error_on_duplicated_field_names_in_struct=True, timestamp_utc=True
-    )
+    return internals.to_arrow_schema(df.schema)
 
 
 @contextmanager
@@ -65,33 +58,25 @@ def ordered_batches(
     The iterator must be consumed inside the ``with`` block; spill files (and a Connect server's
     staged result, written under ``spill_dir``) are removed on exit.
     """
-    if type(df).__module__.startswith("pyspark.sql.connect"):
+    if internals.is_connect(df):
         spark_schema = df.schema if spill_dir is not None and shares_filesystem() else None
         if spill_dir is not None and spark_schema is not None and can_stage(spark_schema):
-            schema = _to_arrow(spark_schema)
+            schema = internals.to_arrow_schema(spark_schema)
             with staged_batches(df, schema, Path(spill_dir)) as batches:
                 yield schema, batches
             return
         with _connect_batches(df) as result:
             yield result
         return
-    from pyspark.errors.exceptions.captured import unwrap_spark_exception
-    from pyspark.sql.pandas.serializers import ArrowCollectSerializer
-    from pyspark.util import _load_from_socket
-
     schema = arrow_schema_of(df)
     with _spool(spill_dir, memory_budget) as spool:
-        port, secret, server = df._jdf.collectAsArrowToPython()
         order: list[int] = []
-        try:
-            for item in _load_from_socket((port, secret), ArrowCollectSerializer()):
+        with internals.arrow_collection(df) as items:
+            for item in items:
                 if isinstance(item, pa.RecordBatch):
                     spool.add(item)
                 else:
                     order = list(item)
-        finally:
-            with unwrap_spark_exception():
-                server.getResult()
         if len(order) != spool.count:
             raise RuntimeError(
                 f"Spark sent {spool.count} Arrow batches but an order for {len(order)}"
@@ -110,7 +95,7 @@ def merged_batches(
     memory_budget: int = DEFAULT_MEMORY_BUDGET,
 ) -> Iterator[tuple[pa.Schema, SortedRuns]]:
     """:func:`ordered_batches` of a ``df`` Spark sorted within partitions by the integer columns
-    ``first`` and ``second``, as :class:`~verifier.engine.run_merge.SortedRuns` that give every
+    ``first`` and ``second``, as :class:`~verifier.engine.spark.run_merge.SortedRuns` that give every
     row in the order a global sort by both gives, without ``second``."""
     with (
         ordered_batches(df, spill_dir, memory_budget) as (schema, batches),
@@ -124,26 +109,22 @@ def merged_batches(
 
 @contextmanager
 def _connect_batches(df: DataFrame) -> Iterator[tuple[pa.Schema, Iterator[pa.RecordBatch]]]:
-    # Private Spark Connect API (the typed surface has no streaming Arrow reader).
-    client = df.sparkSession.client  # type: ignore[operator]
-    plan: Any = df._plan
-    stream = client.to_table_as_iterator(plan.to_proto(client), plan.observations)
-    batches = (
-        batch
-        for item in stream
-        if isinstance(item, pa.Table)
-        for batch in item.to_batches()
-        if batch.num_rows
-    )
-    try:
-        first = next(batches, None)
-        if first is None:
-            yield arrow_schema_of(df), iter(())
-        else:
-            yield first.schema, _chain(first, batches)
-    finally:
-        batches.close()
-        stream.close()
+    with internals.connect_arrow_stream(df) as stream:
+        batches = (
+            batch
+            for item in stream
+            if isinstance(item, pa.Table)
+            for batch in item.to_batches()
+            if batch.num_rows
+        )
+        try:
+            first = next(batches, None)
+            if first is None:
+                yield arrow_schema_of(df), iter(())
+            else:
+                yield first.schema, _chain(first, batches)
+        finally:
+            batches.close()
 
 
 def _chain(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

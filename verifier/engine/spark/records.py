@@ -13,10 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from odfd.ingest.errors import IngestError
-from odfd.ingest.merge import ORDER_COLUMN, merge
 from protocol.model import Timestamp
-from verifier.engine.columns import Vocab, col
+from verifier.engine.columns import Vocab
+from verifier.engine.errors import IngestError
+from verifier.engine.spark.columns import col
+from verifier.engine.spark.merge import ORDER_COLUMN, merge
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -29,7 +30,7 @@ class NewRecords:
     merge_keys: tuple[str, str] | None = None
     """Set when ``df`` is sorted by these two columns (the event time and the input position,
     kept as its last column) within each partition only: the driver merges the partitions
-    (``verifier.engine.run_merge``), which costs far less than Spark's global sort."""
+    (``verifier.engine.spark.run_merge``), which costs far less than Spark's global sort."""
 
 
 def new_records(

@@ -3,7 +3,8 @@
 The server ships in the pyspark package (``jars/spark-connect_*.jar``; its main class is
 ``org.apache.spark.sql.connect.service.SparkConnectServer``, which ``bin/spark-submit`` runs like
 Spark's own ``sbin/start-connect-server.sh``, absent from the wheel). Keeping one warm JVM per node
-spares each command Spark's start-up; the daemon owns one (``odfd.daemon.engine_server``). It
+spares each command Spark's start-up; the daemon owns one (``odfd.daemon.engine_server``), and
+records it for the workspace's commands (``verifier.engine.spark.choice``). It
 listens on loopback only and requires a random bearer token, so only whoever can read the
 workspace's ``engine.json`` (mode 0600) can use it.
 """
@@ -19,8 +20,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.engine.jvm_plugin import plugin_jar
-from verifier.engine.settings import SparkSettings
+from verifier.engine.spark.internals import CONNECT_MODE_ENV, spark_home
+from verifier.engine.spark.jvm_plugin import plugin_jar
+from verifier.engine.spark.settings import SparkSettings
 from verifier.errors import VerifierError
 
 MAIN_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -89,9 +91,7 @@ class LocalConnectServer:
 
     def start(self) -> None:
         """Launches the JVM (returns at once; :meth:`wait_ready` waits for it to listen)."""
-        import pyspark
-
-        home = Path(pyspark.__file__).parent
+        home = spark_home()
         conf = self.settings.spark_conf(plugin_jar())
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log4j = self.log_path.with_suffix(".log4j2.properties")
@@ -107,7 +107,7 @@ class LocalConnectServer:
         argv.append("spark-internal")
         env = dict(os.environ, SPARK_HOME=str(home))
         env.pop("SPARK_REMOTE", None)
-        env.pop("SPARK_CONNECT_MODE_ENABLED", None)
+        env.pop(CONNECT_MODE_ENV, None)
         env["SPARK_CONNECT_AUTHENTICATE_TOKEN"] = self.address.token or ""
         with open(self.log_path, "ab") as log:
             self._process = subprocess.Popen(

@@ -16,7 +16,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from verifier.errors import VerifierError
+from verifier.engine.errors import NonDeterministicQueryError
+from verifier.engine.spark import internals
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -45,18 +46,13 @@ NONDETERMINISTIC_FUNCTIONS = (
 _RANDOM = re.compile(r"\b(" + "|".join(NONDETERMINISTIC_FUNCTIONS) + r")\(", re.IGNORECASE)
 
 
-class NonDeterministicQueryError(VerifierError):
-    """A transform query uses a function whose result is not reproducible."""
-
-
 def check_deterministic(df: DataFrame, what: str) -> None:
     """Raises :class:`NonDeterministicQueryError` naming ``what`` (e.g. the query step)."""
-    if type(df).__module__.startswith("pyspark.sql.connect"):
-        tree = analyzed_plan_text(df)
+    if internals.is_connect(df):
+        tree = internals.connect_analyzed_plan_text(df)
         deterministic = _RANDOM.search(tree) is None
     else:
-        plan = df._jdf.queryExecution().analyzed()
-        tree, deterministic = plan.treeString(), plan.deterministic()
+        tree, deterministic = internals.analyzed_plan(df)
     if not deterministic:
         raise NonDeterministicQueryError(
             f"{what} is not deterministic (it uses a random or generated value such as rand(), "
@@ -68,11 +64,3 @@ def check_deterministic(df: DataFrame, what: str) -> None:
             f"{what} uses {match.group(1)}(), whose value depends on when or where it runs; "
             "a derivative dataset must be reproducible (use the input's event time instead)"
         )
-
-
-def analyzed_plan_text(df: DataFrame) -> str:
-    """The analyzed logical plan of a Spark Connect DataFrame, as Spark prints it."""
-    # Private Spark Connect API; DataFrame.__getattr__ makes mypy read it as a Column.
-    text: str = df._explain_string(extended=True)  # type: ignore[operator]
-    _, _, rest = text.partition("== Analyzed Logical Plan ==")
-    return rest.partition("== Optimized Logical Plan ==")[0]
