@@ -455,6 +455,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "private": _alias_patterns,
             "read_tokens": _str_list,
             "admin_tokens": _str_list,
+            "flight_sql_port": _int(0, 65535),
+            "query_timeout": _positive_duration,
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),

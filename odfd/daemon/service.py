@@ -35,7 +35,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
@@ -67,6 +67,9 @@ from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
 from storage.workspace import Workspace
 from verifier.engine.registry import Engines
+
+if TYPE_CHECKING:
+    from odfd.flight_sql.endpoint import FlightSqlEndpoint
 
 log = logging.getLogger("odfd.daemon")
 
@@ -113,6 +116,7 @@ class Daemon:
         self._state_written = False
         self._admin_listening = False
         self.engine_server: EngineServer | None = None
+        self.flight_sql: FlightSqlEndpoint | None = None
         self._engine_is_remote = False
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
@@ -156,6 +160,7 @@ class Daemon:
         self._session = aiohttp.ClientSession(connector=connector)
         self.mirror_schedule.session = self._session
         await self._start_server()
+        await self._start_flight_sql()
         self.commands.install()
         await self._start_admin()
         self._admin_listening = True
@@ -198,6 +203,7 @@ class Daemon:
             extra={
                 "workspace": str(self.workspace.root),
                 "server": self.server_url,
+                "flight_sql": self.flight_sql.url if self.flight_sql is not None else None,
                 "admin": str(self.admin_path),
                 "pid": os.getpid(),
             },
@@ -218,6 +224,9 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         deadline = loop.time() + grace
+        if self.flight_sql is not None:
+            await self.flight_sql.stop()
+            self.flight_sql = None
         await self.commands.close(grace)
         for task in list(self._background):
             task.cancel()
@@ -328,6 +337,16 @@ class Daemon:
             else self.config.server.address
         )
         self.server_url = f"http://{host}:{port}/"
+
+    async def _start_flight_sql(self) -> None:
+        """Arrow Flight SQL on ``[server] flight_sql_port``, when one is set."""
+        server = self.config.server
+        if server.flight_sql_port is not None:
+            from odfd.flight_sql import workspace_queries
+
+            self.flight_sql = await workspace_queries.serve(
+                self.workspace, server, address=server.address, port=server.flight_sql_port
+            )
 
     async def _start_admin(self) -> None:
         self._runners.append(await self.admin.start(self.admin_path))

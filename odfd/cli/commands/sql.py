@@ -3,7 +3,8 @@
 Each dataset is a table named by its alias. DataFusion's dialect, as ``kamu sql``, quotes names
 with double quotes (``SELECT * FROM "alice/trades"``, case-sensitive) and starts no JVM;
 ``--engine spark`` uses Spark SQL, which quotes with backticks (``SELECT * FROM `alice/trades```).
-``--as-of`` pins every dataset to what the node knew at a block or a time.
+``--as-of`` pins every dataset to what the node knew at a block or a time. ``odfd sql server``
+serves the same tables over Arrow Flight SQL (:mod:`odfd.cli.commands.sql_server`).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from odfd.cli import console
+from odfd.cli.commands import sql_server
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
@@ -47,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a shell when no query is given",
         description="Runs a query (QUERY, -c, or --script FILE with ;-separated statements). "
         "With none on a terminal, opens an interactive shell (multi-line statements end with ;, "
-        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script.",
+        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script. "
+        f"`odfd sql {sql_server.WORD} [--address A] [--port P]` serves the datasets over Arrow "
+        "Flight SQL (kamu.connect, ADBC, JDBC) until interrupted.",
     )
     parser.add_argument(
         "--engine",
@@ -72,11 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--as-of", metavar="BLOCK|TIME", help="query the datasets as of a block hash or time"
     )
+    sql_server.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_sql)
 
 
 def _sql(args: argparse.Namespace) -> int:
+    if args.query == sql_server.WORD:
+        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+    if args.address is not None or args.port is not None:
+        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
     if len(given) + (args.script is not None) > 1:
