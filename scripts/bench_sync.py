@@ -1,17 +1,21 @@
 """Pull a large dataset over loopback by the Simple and Smart Transfer Protocols and compare each
 with streaming the same bytes as one tar over HTTP, all measured in this one run.
 
-Usage: python scripts/bench_sync.py [--slices 1000] [--blocks-per-slice 10] [--rows 400] [--dir DIR]
+Usage: python scripts/bench_sync.py [--slices 1000] [--blocks-per-slice 10] [--rows 400]
+    [--repeat 3] [--dir DIR]
 
 Node A (a separate ``odfd``-app server process, as in production) holds a root dataset of
 ``slices x blocks-per-slice`` blocks (default 10,000) and ``slices`` Parquet data files. Node B
 pulls it fully by each protocol, then node A appends 10 blocks (one with a new data file) and
 node B pulls again (incremental). The baseline for each pull is a GET of one uncompressed tar
-of exactly the files that pull brings (blocks, data, refs), extracted to disk by ``tarfile``
-(no fsync; odfd fsyncs every object it stores). Every pull reads each new data file once
-before its head moves (record count, offsets, logical hash: ``odfd.sync.data_checks``); the
-cost of those reads alone is printed too. Targets: smart full pull <= 1.3x the tar stream;
-incremental pulls under 1 s.
+of exactly the files that pull brings (blocks, data, refs), extracted to disk by ``tarfile`` and
+made durable: printed both with an fsync per file (as odfd makes each object it stores durable)
+and with one ``syncfs`` at the end, each the best of ``--repeat`` runs; the table's ratios use
+the faster, the targets are printed against both. Every pull reads each new data file once
+before its head moves (record count, offsets, logical hash: ``odfd.sync.data_checks``),
+overlapping the downloads; those checks alone (on every core, as a pull runs them) are timed
+too. Targets: smart full pull <= 1.3x the durable tar stream, and <= 1.2x max(copy alone,
+checks alone); incremental pulls under 1 s. The load average is printed beside each figure.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import sys
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import aiohttp
@@ -33,9 +37,10 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _baselines import DURABILITY, checks_alone, fsync_tree, load
+
 from odfd.config import ServerConfig
 from odfd.server.app import create_app
-from odfd.sync.data_checks import read_slice_facts
 from odfd.sync.pull import PullOptions, pull
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root
@@ -116,8 +121,27 @@ def dataset_files(dataset_root: Path) -> set[str]:
     }
 
 
+async def durable_tar_pull(
+    session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path, repeat: int
+) -> dict[str, tuple[float, int, str]]:
+    """Best-of-``repeat`` tar stream baselines, made durable per file and by one syncfs."""
+    best: dict[str, tuple[float, int, str]] = {}
+    for run in range(repeat):
+        for way, sync in DURABILITY.items():
+            target = dest.parent / f"{dest.name}-{run}-{way.replace(' ', '-')}"
+            seconds, size = await tar_pull(session, base, paths, target, sync)
+            if way not in best or seconds < best[way][0]:
+                best[way] = (seconds, size, load())
+            await asyncio.to_thread(shutil.rmtree, target, True)
+    return best
+
+
 async def tar_pull(
-    session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
+    session: aiohttp.ClientSession,
+    base: str,
+    paths: list[str],
+    dest: Path,
+    sync: Callable[[Path], None] | None = None,
 ) -> tuple[float, int]:
     listing = dest.with_suffix(".list")
     await asyncio.to_thread(dest.mkdir, parents=True, exist_ok=True)
@@ -138,6 +162,8 @@ async def tar_pull(
                 size += len(chunk)
                 await asyncio.to_thread(pipe.write, chunk)
         await extractor
+        if sync is not None:
+            await asyncio.to_thread(sync, dest)
     return time.perf_counter() - started, size
 
 
@@ -186,15 +212,20 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             rows: list[tuple[str, float, float, str]] = []
             async with aiohttp.ClientSession() as session:
                 full_files = sorted(dataset_files(dataset_root))
-                tar_full, tar_bytes = await tar_pull(session, base, full_files, work / "tar-full")
-                rows.append(
-                    (
-                        "tar stream, full",
-                        tar_full,
-                        1.0,
-                        f"{len(full_files)} files, {tar_bytes / 2**20:.1f} MiB",
-                    )
+                baselines = await durable_tar_pull(
+                    session, base, full_files, work / "tar-full", args.repeat
                 )
+                for way, (seconds, size, at) in baselines.items():
+                    rows.append(
+                        (
+                            f"tar stream, {way}",
+                            seconds,
+                            1.0,
+                            f"{len(full_files)} files, {size / 2**20:.1f} MiB, best of "
+                            f"{args.repeat}  [{at}]",
+                        )
+                    )
+                tar_full = min(seconds for seconds, _, _ in baselines.values())
                 clients = {}
                 for protocol in ("simple", "smart"):
                     clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
@@ -204,21 +235,20 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                             f"{protocol} pull, full",
                             seconds,
                             seconds / tar_full,
-                            f"{blocks} blocks, {objects} objects",
+                            f"{blocks} blocks, {objects} objects  [{load()}]",
                         )
                     )
-                started = time.perf_counter()
                 files = sorted((dataset_root / "data").iterdir())
-                await asyncio.to_thread(
-                    lambda: [read_slice_facts(path, "offset") for path in files]
+                checks = min(
+                    [await asyncio.to_thread(checks_alone, files) for _ in range(args.repeat)]
                 )
-                checks = time.perf_counter() - started
                 rows.append(
                     (
                         "data checks alone",
                         checks,
                         checks / tar_full,
-                        f"{len(files)} files read once, one thread (part of each full pull)",
+                        f"{len(files)} files read once, on every core, best of "
+                        f"{args.repeat} (part of each full pull)  [{load()}]",
                     )
                 )
                 before = dataset_files(dataset_root)
@@ -226,7 +256,9 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                 new_files = sorted(dataset_files(dataset_root) - before) + [
                     str((dataset_root / "refs" / "head").relative_to(dataset_root.parent))
                 ]
-                tar_incr, _ = await tar_pull(session, base, new_files, work / "tar-incremental")
+                tar_incr, _ = await tar_pull(
+                    session, base, new_files, work / "tar-incremental", fsync_tree
+                )
                 rows.append(("tar stream, incremental", tar_incr, 1.0, f"{len(new_files)} files"))
                 for protocol in ("simple", "smart"):
                     seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
@@ -250,11 +282,21 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
     smart_full = next(r for r in rows if r[0] == "smart pull, full")
     smart_incr = next(r for r in rows if r[0] == "smart pull, incremental")
     simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
+    checks_row = next(r for r in rows if r[0] == "data checks alone")
     print()
-    print(
-        f"target smart full pull <= 1.3x tar stream: {smart_full[2]:.2f}x -> "
-        f"{'met' if smart_full[2] <= 1.3 else 'MISSED'}"
-    )
+    for way in DURABILITY:
+        copy = next(r[1] for r in rows if r[0] == f"tar stream, {way}")
+        ratio = smart_full[1] / copy
+        print(
+            f"target smart full pull <= 1.3x the tar stream made durable by {way}: "
+            f"{ratio:.2f}x -> {'met' if ratio <= 1.3 else 'MISSED'}"
+        )
+        larger = max(copy, checks_row[1])
+        print(
+            f"target smart full pull <= 1.2x max(copy alone ({way}), checks alone) = "
+            f"{larger:.3f} s: {smart_full[1] / larger:.2f}x -> "
+            f"{'met' if smart_full[1] <= 1.2 * larger else 'MISSED'}"
+        )
     for name, row in (("smart", smart_incr), ("simple", simple_incr)):
         print(
             f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}"
@@ -274,6 +316,7 @@ def main() -> None:
         "--blocks-per-slice", type=int, default=10, help="blocks per data file (default 10)"
     )
     parser.add_argument("--rows", type=int, default=400, help="rows per data file (default 400)")
+    parser.add_argument("--repeat", type=int, default=3, help="baseline runs (best kept)")
     parser.add_argument(
         "--dir", type=Path, help="work folder (default: a temporary one, removed after)"
     )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from protocol.hashing import available_cores
 from protocol.identity import DatasetId, DatasetRef
 from protocol.model import DatasetKind, Timestamp
 from storage.catalog.audit_chains import AuditChainTable
@@ -47,7 +47,7 @@ from verifier.workers import CheckRunner
 
 def default_jobs() -> int:
     """All cores this process may run on."""
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    return available_cores()
 
 
 AuditStateMode = Literal["off", "full", "incremental"]

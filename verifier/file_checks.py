@@ -1,20 +1,20 @@
 """Blocking checks of one data or checkpoint file against what its block records.
 
 A data slice is read once (:func:`check_slice`): its bytes go into one buffer that feeds both the
-physical hash (on a helper thread: ``hashlib`` releases the GIL) and the Parquet decoder, whose
-record batches stream into the logical hash and the vectorised column checks (in the reference's
-:data:`PARQUET_BATCH_ROWS` when the hash depends on batch cuts, else in larger batches). Slices larger than :data:`IN_MEMORY_BYTES` are instead streamed twice in bounded memory —
-the physical hash in fixed-size chunks, the content through a small read buffer — so a worker's
-memory is bounded by that constant, never by the size of the data. Checks are plain functions of
-picklable arguments returning a picklable ``FileCheck``, so they run in threads or worker
-processes alike (``verifier.workers``).
+physical hash and the Parquet decoder, whose record batches stream into the logical hash and the
+vectorised column checks (batches as ``protocol.hashing.hashing_batches`` cuts them). The calling
+thread decodes; the physical hash and the logical hash's columns run on the ``hashing`` executor's
+threads, side by side (SHA3, Arrow and NumPy release the GIL). Slices larger than
+:data:`IN_MEMORY_BYTES` are instead streamed twice at once in bounded memory — the physical hash
+in fixed-size chunks, the content through a small read buffer — so a check's memory is bounded by
+that constant, never by the size of the data.
 """
 
 from __future__ import annotations
 
 import hashlib
-import threading
 from collections.abc import Callable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,11 +24,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from protocol.hashing import (
-    PARQUET_BATCH_ROWS,
     RecordsDigest,
     UnsupportedDataTypeError,
-    exact_batches,
+    hashing_batches,
+    open_parquet,
 )
+from protocol.hashing.parquet_files import IN_MEMORY_BYTES, STREAM_BUFFER_BYTES
 from protocol.identity import Multicodec, Multihash
 from protocol.model import DataSlice
 from verifier.engine.columns import Op, Vocab
@@ -37,14 +38,9 @@ from verifier.report import Status
 CHUNK_BYTES = 1 << 20
 """Read size of the physical hash."""
 
-PARQUET_BUFFER_BYTES = 1 << 20
-"""Read buffer per column chunk: Parquet pages are decoded as they stream in."""
-
-FLAT_BATCH_ROWS = 1 << 16
-"""Rows per batch for schemas whose logical hash does not depend on batch boundaries."""
-
-IN_MEMORY_BYTES = 256 << 20
-"""Largest slice read once into memory for both hashes; larger ones are streamed twice."""
+INLINE_BYTES = 1 << 20
+"""Slices up to this size are hashed on the thread that reads them: handing a few small blocks
+to the hashing threads costs more than hashing them (the new files of an incremental audit)."""
 
 #: Types the system columns may have: what the spec says (uint64 / uint8) and what the
 #: reference and our pipeline write (int64 / int32).
@@ -140,21 +136,8 @@ def _sha3_buffer(data: memoryview) -> Multihash:
     return Multihash(Multicodec.SHA3_256, hashlib.sha3_256(data).digest())
 
 
-class _BackgroundHash(threading.Thread):
-    """The physical hash of an in-memory file, computed while the main thread decodes it."""
-
-    def __init__(self, data: memoryview) -> None:
-        super().__init__(name="odfd-physical-hash", daemon=True)
-        self._data = data
-        self.result: Multihash | None = None
-
-    def run(self) -> None:
-        self.result = _sha3_buffer(self._data)
-
-    def digest(self) -> Multihash:
-        self.join()
-        assert self.result is not None  # run() cannot fail on a buffer
-        return self.result
+def _ignore(count: int) -> None:
+    """Progress of a second pass over a file, already counted by the first."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,16 +158,13 @@ def check_slice(
     expected_size: int,
     expected: SliceExpectation,
     on_bytes: OnBytes,
+    hashing: Executor,
 ) -> FileCheck:
     """A data slice's size, physical hash and content, from one read of its bytes."""
     field = _DATA
     try:
         size = path.stat().st_size
-        if size > IN_MEMORY_BYTES:
-            streamed = check_object(path, expected_hash, expected_size, field, lambda n: None)
-            content = check_slice_content(path, expected, on_bytes)
-            return FileCheck(streamed.problems + content.problems, content.records)
-        data = memoryview(path.read_bytes())
+        data = None if size > IN_MEMORY_BYTES else memoryview(path.read_bytes())
     except FileNotFoundError:
         return FileCheck(
             (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
@@ -193,18 +173,27 @@ def check_slice(
         return FileCheck(
             (_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),)
         )
+    if data is None:
+        streamed = hashing.submit(check_object, path, expected_hash, expected_size, field, _ignore)
+        content = check_slice_content(path, expected, on_bytes, hashing)
+        return FileCheck(streamed.result().problems + content.problems, content.records)
     problems: list[Problem] = []
-    hashing: _BackgroundHash | None = None
-    if len(data) != expected_size:
+    sized = len(data) == expected_size
+    if not sized:
         message = f"the file is {len(data)} bytes, the block records {expected_size}"
         problems.append(_failed("size", f"{field}.size", message, expected_size, len(data)))
-    else:
-        hashing = _BackgroundHash(data)
-        hashing.start()
-    try:
-        content = _scan_parquet(pa.BufferReader(pa.py_buffer(data)), len(data), expected, on_bytes)
-    finally:
-        actual = None if hashing is None else hashing.digest()
+    inline = len(data) <= INLINE_BYTES
+    physical = hashing.submit(_sha3_buffer, data) if sized and not inline else None
+    content = _scan_parquet(
+        pa.BufferReader(pa.py_buffer(data)),
+        len(data),
+        expected,
+        on_bytes,
+        None if inline else hashing,
+    )
+    actual = physical.result() if physical is not None else None
+    if sized and inline:
+        actual = _sha3_buffer(data)
     if actual is not None and actual != expected_hash:
         message = f"the file's bytes hash to {actual}"
         problems.append(
@@ -213,7 +202,9 @@ def check_slice(
     return FileCheck((*problems, *content.problems), content.records)
 
 
-def check_slice_content(path: Path, expected: SliceExpectation, on_bytes: OnBytes) -> FileCheck:
+def check_slice_content(
+    path: Path, expected: SliceExpectation, on_bytes: OnBytes, hashing: Executor
+) -> FileCheck:
     """Re-reads a slice: logical hash, record count, offsets, system columns, declared schema.
 
     A missing file is the physical check's finding, not this one's.
@@ -222,32 +213,38 @@ def check_slice_content(path: Path, expected: SliceExpectation, on_bytes: OnByte
         size = path.stat().st_size
     except FileNotFoundError:
         return FileCheck(())
-    return _scan_parquet(str(path), size, expected, on_bytes)
+    return _scan_parquet(str(path), size, expected, on_bytes, hashing)
 
 
 def _scan_parquet(
-    source: str | pa.BufferReader, size: int, expected: SliceExpectation, on_bytes: OnBytes
+    source: str | pa.BufferReader,
+    size: int,
+    expected: SliceExpectation,
+    on_bytes: OnBytes,
+    hashing: Executor | None,
 ) -> FileCheck:
     try:
-        parquet = pq.ParquetFile(source, buffer_size=PARQUET_BUFFER_BYTES, pre_buffer=False)
+        parquet = open_parquet(source, STREAM_BUFFER_BYTES if isinstance(source, str) else 0)
         schema = parquet.schema_arrow
     except FileNotFoundError:
         return FileCheck(())
     except _READ_ERRORS as err:
         return FileCheck((_failed("unreadable", _DATA, f"not a readable Parquet file: {err}"),))
     with parquet:
-        return _Scan(schema, expected).run(parquet, size, on_bytes)
+        return _Scan(schema, expected, hashing).run(parquet, size, on_bytes)
 
 
 class _Scan:
     """One pass over a slice's records feeding the logical hash and the column checks."""
 
-    def __init__(self, schema: pa.Schema, expected: SliceExpectation) -> None:
+    def __init__(
+        self, schema: pa.Schema, expected: SliceExpectation, hashing: Executor | None
+    ) -> None:
         self.expected = expected
         self.problems = [*_schema_problems(schema, expected)]
         self.digest: RecordsDigest | None = None
         try:
-            self.digest = RecordsDigest(schema)
+            self.digest = RecordsDigest(schema, hashing)
         except UnsupportedDataTypeError as err:
             self._cannot_hash(err)
         self.columns = _ColumnChecks(
@@ -260,19 +257,11 @@ class _Scan:
         )
         self.digest = None
 
-    def _batches(self, parquet: pq.ParquetFile) -> Iterator[pa.RecordBatch]:
-        """The reference's batches where the hash depends on them (struct columns), else larger
-        ones: fewer, bigger batches halve the per-batch overhead of decoding and hashing."""
-        if any(pa.types.is_struct(field.type) for field in parquet.schema_arrow):
-            batches = parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS, use_threads=False)
-            return exact_batches(batches)
-        return parquet.iter_batches(batch_size=FLAT_BATCH_ROWS, use_threads=False)
-
     def run(self, parquet: pq.ParquetFile, size: int, on_bytes: OnBytes) -> FileCheck:
         total_rows = max(parquet.metadata.num_rows, 1)
         rows = 0
         try:
-            for batch in self._batches(parquet):
+            for batch in hashing_batches(parquet):
                 if self.digest is not None:
                     try:
                         self.digest.update(batch)

@@ -12,32 +12,38 @@ every data file a pull brings (or finds already stored by an interrupted pull) i
 
 Parquet keeps its schema in a footer at the end of the file, so the logical hash starts once the
 file's last byte arrived; each file is checked in a worker thread as soon as it is stored, while
-the other downloads go on.
+the other downloads go on. The check reads the file as the verifier does
+(``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns undecoded, large
+batches where the hash allows), its value stream built by whole-column kernels that release the
+GIL. Checks run on one thread per core, no more: more would only queue for the cores and the GIL
+that the event loop's downloads need, and a pull costs the larger of its copy and its checks
+only while both go on at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from odfd.sync.errors import CorruptSourceError
 from odfd.sync.walk import VerifiedBlock
 from protocol.hashing import (
-    PARQUET_BATCH_ROWS,
     RecordsDigest,
     UnsupportedDataTypeError,
-    exact_batches,
+    available_cores,
+    hashing_batches,
+    open_parquet,
 )
+from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
 
 DEFAULT_OFFSET_COLUMN = "offset"
-_BUFFER_BYTES = 1 << 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,7 +64,7 @@ class SliceFileError(Exception):
 def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
     """Read ``path`` once (blocking: run it in a thread)."""
     try:
-        parquet = pq.ParquetFile(str(path), buffer_size=_BUFFER_BYTES, pre_buffer=False)
+        parquet = open_parquet(str(path), STREAM_BUFFER_BYTES)
     except (OSError, pa.ArrowException) as err:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
@@ -71,7 +77,7 @@ def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
             digest = None
         rows, first, last = 0, None, None
         try:
-            for batch in exact_batches(parquet.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
+            for batch in hashing_batches(parquet):
                 if digest is not None:
                     digest.update(batch)
                 if batch.num_rows:
@@ -104,6 +110,7 @@ class DataChecks:
         self._claims: list[_Claim] = []
         self._columns: dict[Multihash, str] = {}
         self._facts: dict[Multihash, asyncio.Future[SliceFacts]] = {}
+        self._threads: ThreadPoolExecutor | None = None
 
     def plan(self, blocks: list[VerifiedBlock], vocab: SetVocab | None) -> None:
         """Note what each new block says about its data file (offset column as of that block)."""
@@ -119,8 +126,12 @@ class DataChecks:
     def start(self, hash: Multihash, path: Path) -> None:
         """Begin reading a stored file in a worker thread (no-op if not a planned data file)."""
         if hash in self._columns and hash not in self._facts:
-            self._facts[hash] = asyncio.ensure_future(
-                asyncio.to_thread(read_slice_facts, path, self._columns[hash])
+            if self._threads is None:
+                self._threads = ThreadPoolExecutor(
+                    available_cores(), thread_name_prefix="odfd-pull-check"
+                )
+            self._facts[hash] = asyncio.get_running_loop().run_in_executor(
+                self._threads, read_slice_facts, path, self._columns[hash]
             )
 
     async def verify(self, path_of: dict[Multihash, Path]) -> None:
@@ -137,11 +148,18 @@ class DataChecks:
                     f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
                 ) from None
             self._compare(claim, facts)
+        self._close()
 
     def cancel(self) -> None:
         for future in self._facts.values():
             future.cancel()
         self._facts.clear()
+        self._close()
+
+    def _close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+            self._threads = None
 
     def _name(self, claim: _Claim) -> str:
         return f"{claim.block.hash} (#{claim.block.block.sequence_number})"

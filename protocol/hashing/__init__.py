@@ -1,9 +1,11 @@
 """Data hashes: the logical hash of tabular data (arrow-digest) and the physical hash of files.
 
 ``logical_hash`` / ``RecordsDigest`` / ``logical_hash_parquet`` compute ``DataSlice.logicalHash``
-(multicodec ``arrow0-sha3-256``; ``FileDigest`` while writing a file, ``exact_batches`` when
-reading one, in the reference's batches); ``physical_hash_file`` / ``physical_hash_bytes`` compute
-``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``; ``PhysicalHasher`` while writing).
+(multicodec ``arrow0-sha3-256``; ``FileDigest`` while writing a file; ``open_parquet`` and
+``hashing_batches`` read one as the hash needs); ``physical_hash_file`` / ``physical_hash_bytes``
+compute ``DataSlice.physicalHash`` and checkpoint hashes (``sha3-256``; ``PhysicalHasher`` while
+writing); ``hash_parquet_file`` computes both from one read. Given an executor, the hashes run on
+its threads, several columns at once.
 """
 
 from protocol.hashing.errors import (
@@ -12,6 +14,14 @@ from protocol.hashing.errors import (
     SchemaMismatchError,
     UnsupportedDataTypeError,
 )
+from protocol.hashing.lanes import available_cores
+from protocol.hashing.parquet_files import (
+    FileHashes,
+    hash_parquet_file,
+    hashing_batches,
+    logical_hash_parquet,
+    open_parquet,
+)
 from protocol.hashing.physical import PhysicalHasher, physical_hash_bytes, physical_hash_file
 from protocol.hashing.records_digest import (
     PARQUET_BATCH_ROWS,
@@ -19,21 +29,25 @@ from protocol.hashing.records_digest import (
     RecordsDigest,
     exact_batches,
     logical_hash,
-    logical_hash_parquet,
 )
 
 __all__ = [
     "PARQUET_BATCH_ROWS",
     "DataFileError",
     "FileDigest",
+    "FileHashes",
     "HashingError",
     "PhysicalHasher",
     "RecordsDigest",
     "SchemaMismatchError",
     "UnsupportedDataTypeError",
+    "available_cores",
     "exact_batches",
+    "hash_parquet_file",
+    "hashing_batches",
     "logical_hash",
     "logical_hash_parquet",
+    "open_parquet",
     "physical_hash_bytes",
     "physical_hash_file",
 ]

@@ -13,25 +13,30 @@ this follows that crate's code (not its README where they differ):
   have nulls in a batch, a value is null only where both are; a combination that leaves no nulls
   stops any further nulls from applying below it. It depends on which rows share a batch, so for
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
-  reference; :func:`logical_hash_parquet` therefore reads in the reference's batch size.
+  reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
+
+Given an executor, a digest SHA3s its leaf columns' records side by side on the executor's
+threads, each column's in order (``lanes``), while the caller goes on decoding and encoding;
+``finalize`` waits for them.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
 import struct
 from collections.abc import Iterable, Iterator
+from concurrent.futures import Executor
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 import pyarrow.types as pat
 
 from protocol.hashing.data_types import encode_data_type, logical_schema, logical_type
-from protocol.hashing.errors import DataFileError, SchemaMismatchError, UnsupportedDataTypeError
-from protocol.hashing.value_stream import encode, validity_mask
+from protocol.hashing.errors import SchemaMismatchError, UnsupportedDataTypeError
+from protocol.hashing.lanes import Lanes
+from protocol.hashing.value_stream import dictionary_encodable, encode, validity_mask
 from protocol.identity import Multicodec, Multihash
 
 PARQUET_BATCH_ROWS = 10_000
@@ -39,6 +44,10 @@ PARQUET_BATCH_ROWS = 10_000
 
 _BLOCK_ROWS = 1 << 18
 """Rows encoded at once within a batch: bounds the temporary buffers of wide or nested values."""
+
+_PENDING_BATCHES = 3
+"""Batches a digest with an executor may hold before ``update`` waits: enough to keep every
+column's lane busy while the next batch is read, few enough to bound memory."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,13 +98,18 @@ class RecordsDigest:
     ``large_string`` and the like, nor on whether an array without nulls has a validity bitmap.
     """
 
-    def __init__(self, schema: pa.Schema) -> None:
+    def __init__(self, schema: pa.Schema, executor: Executor | None = None) -> None:
         self._schema = logical_schema(schema)
         self._schema_hasher = hashlib.sha3_256()
         self._leaves: list[_Leaf] = []
         self._signature = _signature(self._schema)
         self._accepted_schemas: list[pa.Schema] = [schema]
         self._add_fields(self._schema, level=0, prefix="")
+        self._lanes = (
+            None
+            if executor is None
+            else Lanes(executor, len(self._leaves), _PENDING_BATCHES * max(len(self._leaves), 1))
+        )
 
     @property
     def schema(self) -> pa.Schema:
@@ -116,11 +130,21 @@ class RecordsDigest:
                 self._leaves.append(_Leaf(path, hasher))
 
     def update(self, batch: pa.RecordBatch) -> None:
-        """Hash the rows of ``batch``, which must have this digest's schema (as hashed)."""
+        """Hash the rows of ``batch``, which must have this digest's schema (as hashed).
+
+        The values are encoded on the calling thread; with an executor, SHA3 runs on its
+        threads (``finalize`` waits for it), else here.
+        """
         self._check_schema(batch.schema)
-        leaves = iter(self._leaves)
-        for column, field in zip(batch.columns, self._schema, strict=True):
-            self._update_column(_to_logical(column, field.name), None, leaves)
+        for lane, (leaf, array, valid) in enumerate(self._leaf_columns(batch)):
+            for start in range(0, len(array), _BLOCK_ROWS):
+                block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
+                records = encode(array.slice(start, _BLOCK_ROWS), block_valid, False).data
+                data = records.data if isinstance(records, np.ndarray) else records
+                if self._lanes is None:
+                    leaf.hasher.update(data)
+                else:
+                    self._lanes.submit(lane, partial(leaf.hasher.update, data))
 
     def _check_schema(self, schema: pa.Schema) -> None:
         if any(schema.equals(seen) for seen in self._accepted_schemas):
@@ -132,30 +156,46 @@ class RecordsDigest:
             )
         self._accepted_schemas.append(schema)
 
-    def _update_column(
-        self, array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf]
-    ) -> None:
-        if pat.is_struct(array.type):
-            combined = _combine(parent, _Nulls.of(array))
-            for index in range(array.type.num_fields):
-                self._update_column(array.field(index), combined, leaves)
-            return
-        leaf = next(leaves)
-        nulls = _combine(parent, _Nulls.of(array))
-        valid = nulls.valid if nulls is not None and nulls.null_count else None
-        for start in range(0, len(array), _BLOCK_ROWS):
-            block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
-            block = array.slice(start, _BLOCK_ROWS)
-            data = encode(block, block_valid, with_offsets=False).data
-            # numpy's stubs declare ndarray.__buffer__ only for Python >= 3.12.
-            leaf.hasher.update(data)  # type: ignore[arg-type]
+    def _leaf_columns(self, batch: pa.RecordBatch) -> list[_LeafColumn]:
+        """Each leaf column of ``batch`` as hashed, with the validity its values are hashed under
+        (``None``: all valid), in schema order."""
+        columns: list[_LeafColumn] = []
+        leaves = iter(self._leaves)
+        for column in batch.columns:
+            _collect_leaves(column, None, leaves, columns)
+        return columns
 
     def finalize(self) -> Multihash:
         """The hash of everything fed so far; the digest can keep being updated afterwards."""
+        if self._lanes is not None:
+            self._lanes.wait()
         hasher = self._schema_hasher.copy()
         for leaf in self._leaves:
             hasher.update(leaf.hasher.digest())
         return Multihash(Multicodec.ARROW0_SHA3_256, hasher.digest())
+
+
+_LeafColumn = tuple[_Leaf, pa.Array, "np.ndarray | None"]
+
+
+def _collect_leaves(
+    array: pa.Array, parent: _Nulls | None, leaves: Iterator[_Leaf], into: list[_LeafColumn]
+) -> None:
+    """Appends the leaf columns under ``array`` to ``into`` (a plain recursive function: a
+    recursive closure would be a reference cycle keeping each batch's arrays alive until the
+    garbage collector runs)."""
+    if isinstance(array, pa.ExtensionArray):
+        array = array.storage
+    if pat.is_struct(array.type):
+        combined = _combine(parent, _Nulls.of(array))
+        for index in range(array.type.num_fields):
+            _collect_leaves(array.field(index), combined, leaves, into)
+        return
+    leaf = next(leaves)
+    if not dictionary_encodable(array):
+        array = _to_logical(array, leaf.path)
+    nulls = _combine(parent, _Nulls.of(array))
+    into.append((leaf, array, nulls.valid if nulls is not None and nulls.null_count else None))
 
 
 def _signature(schema: pa.Schema) -> list[tuple[str, int, bytes | None]]:
@@ -214,37 +254,6 @@ def logical_hash(
 def _prepend(first: pa.RecordBatch, rest: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     yield first
     yield from rest
-
-
-def logical_hash_parquet(path: str | os.PathLike[str]) -> Multihash:
-    """The logical hash of a Parquet file, streamed a batch at a time (bounded memory).
-
-    Batches are cut every :data:`PARQUET_BATCH_ROWS` rows across row groups, as the reference
-    reads the file, so that even batch-dependent data (see the module docstring) hashes alike.
-    (pyarrow cuts them so today without documenting it; ``exact_batches`` keeps it so.)
-    """
-    where = os.fspath(path)
-    try:
-        file = pq.ParquetFile(where)
-    except FileNotFoundError as error:
-        raise DataFileError(f"cannot read {where}: no such file") from error
-    except OSError as error:
-        raise DataFileError(f"cannot read {where}: {error}") from error
-    except pa.ArrowInvalid as error:
-        raise DataFileError(f"{where} is not a Parquet file: {error}") from error
-    with file:
-        try:
-            digest = RecordsDigest(file.schema_arrow)
-        except UnsupportedDataTypeError as error:
-            raise UnsupportedDataTypeError(
-                error.column, error.data_type, f"{error.reason} (in {where})"
-            ) from error
-        try:
-            for batch in exact_batches(file.iter_batches(batch_size=PARQUET_BATCH_ROWS)):
-                digest.update(batch)
-        except (pa.ArrowInvalid, OSError) as error:
-            raise DataFileError(f"cannot read {where}: {error}") from error
-    return digest.finalize()
 
 
 def exact_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:

@@ -10,9 +10,13 @@ Every value contributes one *record*, in row order:
 - a null: a single zero byte, whatever the type.
 
 Records are assembled for a whole chunk with NumPy and Arrow kernels, never a Python loop per
-value: fixed-width records are a byte matrix compressed by a mask, and variable-length records are
-a header array and a body array interleaved by one ``take``. A list needs the boundaries of its
-items' records to cut its bodies, so encoders return record offsets when asked for them.
+value, and without copies where the layout allows: fixed-width values without nulls are hashed
+straight from the Arrow buffer; with nulls, one Arrow ``filter`` over the bytes keeps a whole
+value where it is valid and the first (zeroed) byte where it is null. Strings of one length form
+a byte matrix; other strings interleave a header array and a body array by one ``take``; a
+dictionary column takes its values' records by index, one ``take`` of whole records. A list
+needs the boundaries of its items' records to cut its bodies, so encoders return record offsets
+when asked for them.
 
 Values under a null are read from the buffers exactly as arrow-digest reads them, because its
 null-combining rule (see ``records_digest``) can make such a value count as valid.
@@ -20,11 +24,13 @@ null-combining rule (see ``records_digest``) can make such a value count as vali
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import cast
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.types as pat
 
 _NULL_MARKER_SIZE = 1
@@ -46,38 +52,59 @@ def validity_mask(array: pa.Array) -> np.ndarray | None:
     """The array's own validity as booleans, or ``None`` when it has no nulls."""
     if array.null_count == 0:
         return None
-    mask: np.ndarray = array.is_valid().to_numpy(zero_copy_only=False)
-    return mask
+    bitmap = array.buffers()[0]
+    if bitmap is None:  # a null-type or union array: no bitmap, yet nulls
+        mask: np.ndarray = array.is_valid().to_numpy(zero_copy_only=False)
+        return mask
+    n, first = len(array), array.offset
+    packed = np.frombuffer(bitmap, dtype=_U8, count=(first + n + 7) // 8)
+    return np.unpackbits(packed, count=first + n, bitorder="little")[first:].view(np.bool_)
 
 
-def encode(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
-    """The records of ``array``'s values; ``valid`` (``None``: all valid) decides which are null.
-
-    ``array`` must have a type :func:`protocol.hashing.data_types.encode_data_type` accepts.
-    """
-    data_type = array.type
-    n = len(array)
-    if n == 0:
-        return Records(np.empty(0, _U8), np.zeros(1, np.int64) if with_offsets else None)
-    if pat.is_boolean(data_type):
-        return _boolean_records(array, valid, with_offsets)
-    if pat.is_fixed_size_binary(data_type):
-        width = data_type.byte_width
-        values = _value_matrix(array, width)
-        header = np.broadcast_to(np.array([width], _LE_U64).view(_U8), (n, _LENGTH_SIZE))
-        return _fixed_records(np.hstack([header, values]), valid, with_offsets)
-    if (
+def is_binary_like(data_type: pa.DataType) -> bool:
+    """Types whose values are byte strings of any length (their records are length-prefixed)."""
+    return bool(
         pat.is_binary(data_type)
         or pat.is_string(data_type)
         or pat.is_large_binary(data_type)
         or pat.is_large_string(data_type)
         or pat.is_binary_view(data_type)
         or pat.is_string_view(data_type)
-    ):
+    )
+
+
+def encode(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
+    """The records of ``array``'s values; ``valid`` (``None``: all valid) decides which are null.
+
+    ``array`` must have a type :func:`protocol.hashing.data_types.encode_data_type` accepts, or
+    be a dictionary array of binary-like values (see :func:`dictionary_encodable`).
+    """
+    data_type = array.type
+    n = len(array)
+    if n == 0:
+        return Records(np.empty(0, _U8), np.zeros(1, np.int64) if with_offsets else None)
+    if pat.is_dictionary(data_type):
+        return _dictionary_records(array, valid, with_offsets)
+    if pat.is_boolean(data_type):
+        return _boolean_records(array, valid, with_offsets)
+    if pat.is_fixed_size_binary(data_type):
+        width = data_type.byte_width
+        return _fixed_records(_prefixed_matrix(_value_matrix(array, width)), valid, with_offsets)
+    if is_binary_like(data_type):
         return _binary_records(array, valid, with_offsets)
     if pat.is_list(data_type) or pat.is_large_list(data_type) or pat.is_fixed_size_list(data_type):
         return _list_records(array, valid, with_offsets)
     return _fixed_records(_value_matrix(array, data_type.bit_width // 8), valid, with_offsets)
+
+
+def dictionary_encodable(array: pa.Array) -> bool:
+    """Whether ``array`` is a dictionary that :func:`encode` hashes as its decoded values
+    without decoding them: binary-like values, none of them null."""
+    return (
+        pat.is_dictionary(array.type)
+        and is_binary_like(array.type.value_type)
+        and array.dictionary.null_count == 0
+    )
 
 
 def _value_matrix(array: pa.Array, width: int) -> np.ndarray:
@@ -88,25 +115,54 @@ def _value_matrix(array: pa.Array, width: int) -> np.ndarray:
     ).reshape(n, width)
 
 
+def _prefixed_matrix(values: np.ndarray) -> np.ndarray:
+    """Rows of equal-length byte strings, each preceded by its length as u64."""
+    n, width = values.shape
+    matrix = np.empty((n, _LENGTH_SIZE + width), dtype=_U8)
+    matrix[:, :_LENGTH_SIZE] = np.array([width], _LE_U64).view(_U8)
+    matrix[:, _LENGTH_SIZE:] = values
+    return matrix
+
+
 def _fixed_records(matrix: np.ndarray, valid: np.ndarray | None, with_offsets: bool) -> Records:
     """Records of equal width (one matrix row each); a null row shrinks to one zero byte."""
     n, width = matrix.shape
     if valid is None:
         offsets = np.arange(0, (n + 1) * width, width, dtype=np.int64) if with_offsets else None
         return Records(np.ascontiguousarray(matrix).reshape(-1), offsets)
-    null = ~valid
-    values = np.where(valid[:, None], matrix, np.uint8(0))
-    if width > _NULL_MARKER_SIZE:
-        keep = np.ones((n, width), dtype=bool)
-        keep[null, _NULL_MARKER_SIZE:] = False
-        data = values[keep]
+    values = np.array(matrix, dtype=_U8, order="C")
+    values[:, 0] *= valid  # a null row's first byte becomes its null marker
+    if width == _NULL_MARKER_SIZE:
+        data: np.ndarray | memoryview = values.reshape(-1)
     else:
-        data = values.reshape(-1)
+        data = _filter_bytes(values.reshape(-1), _kept_bytes(valid, width))
     offsets = None
     if with_offsets:
-        sizes = np.where(valid, width, _NULL_MARKER_SIZE)
-        offsets = _cumulative(sizes)
+        offsets = _cumulative(np.where(valid, width, _NULL_MARKER_SIZE))
     return Records(data, offsets)
+
+
+def _kept_bytes(valid: np.ndarray, width: int) -> np.ndarray:
+    """A bitmap (LSB first) over the bytes of ``n`` rows of ``width``: a valid row's bytes are
+    all kept, a null row's first byte only."""
+    if width % 8 == 0:
+        # Each row covers whole bitmap bytes: 0xff.. for a valid row, 0x01 0x00.. for a null one.
+        kept = np.zeros(width // 8, _U8)
+        kept[0] = 1
+        return np.where(valid[:, None], np.uint8(0xFF), kept).reshape(-1)
+    keep = np.empty((len(valid), width), dtype=np.bool_)
+    keep[:, 0] = True
+    keep[:, 1:] = valid[:, None]
+    return np.packbits(keep.reshape(-1), bitorder="little")
+
+
+def _filter_bytes(data: np.ndarray, kept: np.ndarray) -> memoryview:
+    """The bytes of ``data`` whose bit in ``kept`` is set, in order (one Arrow kernel)."""
+    n = len(data)
+    values = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(data)])
+    selection = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(kept)])
+    result = pc.filter(values, selection)
+    return memoryview(result.buffers()[1])[result.offset : result.offset + len(result)]
 
 
 def _boolean_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
@@ -122,7 +178,7 @@ def _boolean_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bo
     bits = np.unpackbits(packed, bitorder="little")[start : start + n]
     data = bits + np.uint8(1)
     if valid is not None:
-        data = np.where(valid, data, np.uint8(0))
+        data *= valid
     offsets = np.arange(n + 1, dtype=np.int64) if with_offsets else None
     return Records(data, offsets)
 
@@ -130,10 +186,15 @@ def _boolean_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bo
 def _binary_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
     """Each value as its u64 length then its bytes."""
     value_offsets, data = _raw_values(array)
-    bodies = pa.Array.from_buffers(
-        pa.large_binary(), len(array), [None, pa.py_buffer(value_offsets), data]
-    )
-    return _length_prefixed(np.diff(value_offsets), bodies, valid, with_offsets)
+    n = len(array)
+    lengths = np.diff(value_offsets)
+    if lengths.min() == lengths.max():
+        # All of one length (codes, identifiers, hashes): the records form a byte matrix.
+        width = int(lengths[0])
+        values = np.frombuffer(data, dtype=_U8, count=n * width).reshape(n, width)
+        return _fixed_records(_prefixed_matrix(values), valid, with_offsets)
+    bodies = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(value_offsets), data])
+    return _length_prefixed(lengths, bodies, valid, with_offsets)
 
 
 def _raw_values(array: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
@@ -156,10 +217,57 @@ def _raw_values(array: pa.Array) -> tuple[np.ndarray, pa.Buffer]:
         dtype=offset_type,
         count=n + 1,
         offset=array.offset * np.dtype(offset_type).itemsize,
-    ).astype(np.int64)
+    )
     first, last = int(offsets[0]), int(offsets[-1])
     data = buffers[2].slice(first, last - first) if buffers[2] is not None else pa.py_buffer(b"")
-    return offsets - first, data
+    return np.subtract(offsets, first, dtype=np.int64), data
+
+
+def _dictionary_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
+    """A dictionary array's records, taken whole from its encoded dictionary by index.
+
+    Decoding would give an own-null slot an empty value, which the combining rule can make
+    count (see ``records_digest``); such a slot takes an empty value's record here too.
+    """
+    dictionary = array.dictionary
+    entries = encode(dictionary, None, with_offsets=True)
+    entry_offsets = cast(np.ndarray, entries.offsets)
+    end = int(entry_offsets[-1])
+    empty, null = len(dictionary), len(dictionary) + 1
+    records = pa.Array.from_buffers(
+        pa.large_binary(),
+        len(dictionary) + 2,
+        [
+            None,
+            pa.py_buffer(
+                np.concatenate([entry_offsets, [end + _LENGTH_SIZE, end + _LENGTH_SIZE + 1]])
+            ),
+            pa.py_buffer(np.concatenate([_bytes(entries.data), np.zeros(_LENGTH_SIZE + 1, _U8)])),
+        ],
+    )
+    index_array = array.indices
+    own = validity_mask(array)
+    if own is None and valid is None:
+        taken = records.take(index_array)
+    else:
+        index_type = np.dtype(
+            f"{'i' if pat.is_signed_integer(index_array.type) else 'u'}"
+            f"{index_array.type.bit_width // 8}"
+        )
+        indices = np.frombuffer(
+            index_array.buffers()[1],
+            dtype=index_type,
+            count=len(array),
+            offset=index_array.offset * index_type.itemsize,
+        ).astype(np.int64)
+        if own is not None:
+            indices = np.where(own, indices, empty)
+        if valid is not None:
+            indices = np.where(valid, indices, null)
+        taken = records.take(_indices(indices))
+    taken_offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64, count=len(array) + 1)
+    data = memoryview(taken.buffers()[2])[taken_offsets[0] : taken_offsets[-1]]
+    return Records(data, taken_offsets - taken_offsets[0] if with_offsets else None)
 
 
 def _list_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
@@ -191,31 +299,68 @@ def _list_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool)
 def _length_prefixed(
     lengths: np.ndarray, bodies: pa.Array, valid: np.ndarray | None, with_offsets: bool
 ) -> Records:
-    """Interleave ``u64 length`` headers with ``bodies`` (``large_binary``, offset zero).
+    """Interleave ``u64 length`` headers with ``bodies`` (``large_binary``): one ``take`` from
+    the headers, the bodies and two extra values, the null marker and an empty body.
 
-    A null value's record is its header alone, the one-byte null marker: its body is skipped.
+    A null value's record is the null marker alone: its header and body are not taken.
     """
     n = len(bodies)
-    length_matrix = lengths.astype(_LE_U64).view(_U8).reshape(n, _LENGTH_SIZE)
-    headers = _fixed_records(length_matrix, valid, with_offsets=True)
-    header_array = pa.Array.from_buffers(
+    headers = pa.Array.from_buffers(
         pa.large_binary(),
         n,
-        [None, pa.py_buffer(cast(np.ndarray, headers.offsets)), pa.py_buffer(headers.data)],
+        [None, pa.py_buffer(_header_offsets(n)), pa.py_buffer(lengths.astype(_LE_U64))],
     )
+    source = pa.concat_arrays([headers, bodies, _MARKERS])
+    order = _interleaved(n)
     if valid is not None:
-        bodies = pa.Array.from_buffers(
-            pa.large_binary(),
-            n,
-            [pa.py_buffer(np.packbits(valid, bitorder="little")), *bodies.buffers()[1:3]],
-        )
-    order = np.empty(2 * n, dtype=np.int64)
-    order[0::2] = np.arange(n, dtype=np.int64)
-    order[1::2] = np.arange(n, 2 * n, dtype=np.int64)
-    joined = pa.concat_arrays([header_array, bodies]).take(pa.array(order))
+        # A null value takes the null marker (at 2n) for its header and the empty body (2n + 1).
+        order = np.where(np.repeat(valid, 2), order, _null_order(n))
+    joined = source.take(_indices(order))
     joined_offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=2 * n + 1)
     data = memoryview(joined.buffers()[2])[joined_offsets[0] : joined_offsets[-1]]
     return Records(data, joined_offsets[0::2] - joined_offsets[0] if with_offsets else None)
+
+
+@functools.lru_cache(maxsize=4)
+def _header_offsets(n: int) -> np.ndarray:
+    """Offsets of ``n`` u64 headers in one buffer (the same for every block of ``n`` values)."""
+    offsets = np.arange(0, (n + 1) * _LENGTH_SIZE, _LENGTH_SIZE, dtype=np.int64)
+    offsets.flags.writeable = False
+    return offsets
+
+
+@functools.lru_cache(maxsize=4)
+def _interleaved(n: int) -> np.ndarray:
+    """``0, n, 1, n + 1, ...``: each value's header (at ``i``) then its body (at ``n + i``)."""
+    order = np.arange(2 * n, dtype=np.int64).reshape(2, n).T.reshape(-1)
+    order.flags.writeable = False
+    return order
+
+
+@functools.lru_cache(maxsize=4)
+def _null_order(n: int) -> np.ndarray:
+    """``2n, 2n + 1, 2n, ...``: every value as a null, the marker then the empty body."""
+    order = np.tile(np.array([2 * n, 2 * n + 1], dtype=np.int64), n)
+    order.flags.writeable = False
+    return order
+
+
+_MARKERS = pa.Array.from_buffers(
+    pa.large_binary(), 2, [None, pa.py_buffer(np.array([0, 1, 1], np.int64)), pa.py_buffer(b"\x00")]
+)
+"""The null marker and an empty body, taken in place of a null value's header and body (built
+from buffers: ``pa.array`` of Python objects would import pandas)."""
+
+
+def _indices(values: np.ndarray) -> pa.Array:
+    """``values`` as an Arrow array, zero-copy (``pa.array`` would look for pandas first)."""
+    values = np.ascontiguousarray(values, dtype=np.int64)
+    return pa.Array.from_buffers(pa.int64(), len(values), [None, pa.py_buffer(values)])
+
+
+def _bytes(data: np.ndarray | memoryview) -> np.ndarray:
+    """Records' bytes as a NumPy byte array (Arrow buffers export signed chars), zero-copy."""
+    return np.frombuffer(data, dtype=_U8)
 
 
 def _cumulative(sizes: np.ndarray) -> np.ndarray:

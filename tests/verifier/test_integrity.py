@@ -26,7 +26,6 @@ from tests.verifier.builders import (
     slice_table,
     write_slice,
 )
-from verifier import workers
 from verifier.audit import VerifyOptions, verify
 from verifier.errors import VerifyUsageError
 from verifier.report import DatasetReport, Finding, LayerResult, Status
@@ -71,14 +70,13 @@ async def test_an_honest_root_dataset_verifies_and_every_file_is_counted(
 
 
 async def test_a_flipped_byte_in_a_data_file_fails_data_integrity_naming_block_and_file(
-    workspace: Workspace, monkeypatch: pytest.MonkeyPatch
+    workspace: Workspace,
 ) -> None:
-    monkeypatch.setattr(workers, "INLINE_BYTES", 0)  # even these small files go to processes
     dataset = await root_with_slices(workspace, "readings", [[1, 2, 3], [4, 5, 6]])
     (_, first), (hash, second) = await data_blocks(dataset)
     path = data_file(dataset, second)
     flip_byte(path, path.stat().st_size // 2)
-    entry = await audit(workspace, "readings", jobs=2)  # checked in worker processes
+    entry = await audit(workspace, "readings", jobs=2)
     assert entry.metadata.status is Status.OK
     assert entry.data.status is Status.FAILED
     [finding] = only(entry.data, "physical-hash")

@@ -3,6 +3,7 @@ and batch-dependent logical hashes are still computed in the reference's batches
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -45,26 +46,36 @@ def nested_slice(path: Path) -> DataSlice:
 
 def run(path: Path, recorded: DataSlice) -> FileCheck:
     expectation = SliceExpectation(recorded, Vocab(), None)
-    return check_slice(path, recorded.physical_hash, recorded.size, expectation, lambda n: None)
+    with ThreadPoolExecutor(2) as hashing:
+        return check_slice(
+            path, recorded.physical_hash, recorded.size, expectation, lambda n: None, hashing
+        )
 
 
-@pytest.mark.parametrize("in_memory", [True, False])
+def read_as(mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``inline``: read once, hashed on the reading thread; ``threads``: read once, hashed on
+    the hashing threads; ``streamed``: read twice at once."""
+    if mode != "inline":
+        monkeypatch.setattr(file_checks, "INLINE_BYTES", 0)
+    if mode == "streamed":
+        monkeypatch.setattr(file_checks, "IN_MEMORY_BYTES", 0)
+
+
+@pytest.mark.parametrize("mode", ["inline", "threads", "streamed"])
 def test_a_batch_dependent_slice_verifies_read_once_or_streamed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
     recorded = nested_slice(tmp_path / "s.parquet")
-    if not in_memory:
-        monkeypatch.setattr(file_checks, "IN_MEMORY_BYTES", 0)
+    read_as(mode, monkeypatch)
     result = run(tmp_path / "s.parquet", recorded)
     assert result.problems == () and result.records == ROWS
 
 
-@pytest.mark.parametrize("in_memory", [True, False])
+@pytest.mark.parametrize("mode", ["inline", "threads", "streamed"])
 def test_a_flipped_byte_and_a_wrong_size_are_reported_either_way(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
 ) -> None:
-    if not in_memory:
-        monkeypatch.setattr(file_checks, "IN_MEMORY_BYTES", 0)
+    read_as(mode, monkeypatch)
     path = tmp_path / "s.parquet"
     recorded = nested_slice(path)
     flip_byte(path, 4)  # inside the first page header or data: the bytes change, the size not

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -11,14 +12,19 @@ import pyarrow.parquet as pq
 import pytest
 
 from protocol.hashing import (
+    PARQUET_BATCH_ROWS,
     DataFileError,
     FileDigest,
+    FileHashes,
     RecordsDigest,
     SchemaMismatchError,
+    hash_parquet_file,
     logical_hash,
     logical_hash_parquet,
+    open_parquet,
+    parquet_files,
+    physical_hash_file,
 )
-from protocol.hashing.records_digest import PARQUET_BATCH_ROWS
 from tests.protocol.hashing.hashing_datagen import CASES
 
 # Cases whose hash cannot depend on batch boundaries (no struct with nulls at two levels).
@@ -255,3 +261,35 @@ def test_file_digest_of_written_batches_equals_the_hash_of_the_file(tmp_path) ->
     assert logical_hash(written, table.schema) != logical_hash_parquet(
         path
     )  # why FileDigest exists
+
+
+@pytest.mark.parametrize("in_memory", [True, False])
+def test_dictionary_pages_are_read_undecoded_and_both_hashes_come_from_one_read(
+    tmp_path, monkeypatch: pytest.MonkeyPatch, in_memory: bool
+) -> None:
+    """A string column whose pages are all dictionary-encoded is read as a dictionary, one with
+    plain pages (the writer's dictionary outgrew its page) plainly; the hashes are the table's."""
+    n = 30_000
+    table = pa.table(
+        {
+            "offset": pa.array(np.arange(n, dtype=np.int64)),
+            "repeated": pa.array((["alpha", "beta", None, "gamma"] * n)[:n]),
+            "unique": pa.array([f"value-{i:08d}" for i in range(n)]),
+        }
+    )
+    path = tmp_path / "slice.parquet"
+    pq.write_table(table, path, dictionary_pagesize_limit=16 << 10)
+    parquet = open_parquet(str(path))
+    assert pa.types.is_dictionary(parquet.schema_arrow.field("repeated").type)
+    assert not pa.types.is_dictionary(parquet.schema_arrow.field("unique").type)
+    if not in_memory:
+        monkeypatch.setattr(parquet_files, "IN_MEMORY_BYTES", 0)
+    assert logical_hash_parquet(path) == logical_hash(table)
+    with ThreadPoolExecutor(2) as pool:
+        hashes = hash_parquet_file(path, pool)
+    assert hashes == FileHashes(logical_hash(table), physical_hash_file(path))
+
+
+def test_hash_parquet_file_names_a_missing_file(tmp_path) -> None:
+    with ThreadPoolExecutor(1) as pool, pytest.raises(DataFileError, match="missing.parquet"):
+        hash_parquet_file(tmp_path / "missing.parquet", pool)
