@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
 from odfd.server.config import ServerConfig
-from odfd.sync.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from protocol.errors import ParseError
+from storage.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.settings import SparkConfigError, SparkSettings
@@ -150,12 +150,6 @@ class SyncConfig:
 
     def pull_timeout(self) -> float | None:
         return self.operation_timeout or None
-
-    def token_for(self, url: str) -> str | None:
-        best = max(
-            (prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None
-        )
-        return None if best is None else self.tokens[best]
 
 
 @dataclass(frozen=True, slots=True)

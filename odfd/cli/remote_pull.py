@@ -12,9 +12,9 @@ import sys
 from typing import TYPE_CHECKING
 
 from odfd.cli import console
-from odfd.config import load_config, parse_duration
+from odfd.config import NodeConfig, load_config, parse_duration
 from odfd.sync.errors import SyncError
-from odfd.sync.remote_url import looks_like_url
+from odfd.sync.transport.url import looks_like_url
 from storage.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -91,11 +91,11 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def pull_options(workspace: Workspace, args: argparse.Namespace) -> PullOptions:
-    """The options of ``args``, time-outs defaulting to the workspace's ``[sync]`` settings."""
+def pull_options(config: NodeConfig, args: argparse.Namespace) -> PullOptions:
+    """The options of ``args``, time-outs defaulting to the node's ``[sync]`` settings."""
     from odfd.sync.pull import PullOptions
 
-    sync = load_config(workspace.layout.config_path).sync
+    sync = config.sync
     limits = sync.limits()
     changes = {
         "connect": args.connect_timeout,
@@ -135,9 +135,12 @@ async def has_remote(workspace: Workspace, ref: str) -> bool:
 async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     from odfd.sync.progress import Progress
     from odfd.sync.pull import pull, pull_from_remotes
+    from odfd.sync.transport.settings import TransportSettings
     from storage.orphans import recover_orphans
 
-    options = pull_options(workspace, args)
+    config = load_config(workspace.layout.config_path)
+    options = pull_options(config, args)
+    settings = TransportSettings.from_config(config)
     for action in await recover_orphans(workspace):
         console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:
@@ -147,10 +150,19 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
         progress = Progress(f"pull {ref}")
         if looks_like_url(ref):
             results = [
-                await pull(workspace, ref, alias=args.as_alias, options=options, progress=progress)
+                await pull(
+                    workspace,
+                    ref,
+                    alias=args.as_alias,
+                    options=options,
+                    progress=progress,
+                    settings=settings,
+                )
             ]
         else:
-            results = await pull_from_remotes(workspace, ref, options=options, progress=progress)
+            results = await pull_from_remotes(
+                workspace, ref, options=options, progress=progress, settings=settings
+            )
         for result in results:
             for note in result.recovered:
                 console.info(f"Recovered: {note}")

@@ -16,7 +16,6 @@ import random
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -26,6 +25,7 @@ from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
 from odfd.daemon.resources import AUDITED, SYNCED
 from odfd.daemon.time import backoff_delay, jittered
+from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
@@ -74,7 +74,7 @@ class MirrorSchedule:
         records = await self.table.list()
         now = datetime.now(UTC)
         active = set()
-        self._peers = {record.name: peer_of(record.source) for record in records}
+        self._peers = {record.name: peer_key(record.source) for record in records}
         for record in records:
             if record.paused:
                 self.runner.cancel(record.name)
@@ -100,7 +100,7 @@ class MirrorSchedule:
         """A controller added, changed, paused or removed the mirror ``name``."""
         record = await self.table.get(name)
         if record is not None:
-            self._peers[name] = peer_of(record.source)
+            self._peers[name] = peer_key(record.source)
         if record is None or record.paused:
             self.runner.cancel(name)
         elif not self.runner.is_busy(name):
@@ -282,22 +282,6 @@ def failed_report(
     )
     moved = new_head is not None and new_head != old_head
     return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]  # an attempt that ended early has no source report; SyncReport types it as present
-
-
-def peer_of(source: str) -> str:
-    """Whom a sync from ``source`` loads: ``host:port`` of an HTTP peer, the IPFS node for
-    ``ipfs://`` and ``ipns://`` (they are fetched through it), the local disk for ``file://``."""
-    parts = urlsplit(source)
-    scheme = parts.scheme.lower().removeprefix("odf+")
-    if scheme in ("http", "https"):
-        try:
-            port = parts.port or (443 if scheme == "https" else 80)
-        except ValueError:
-            port = 0  # a bad port: the sync reports it; any group will do until then
-        return f"{(parts.hostname or '').lower()}:{port}"
-    if scheme in ("ipfs", "ipns"):
-        return "ipfs"
-    return scheme
 
 
 def _rfc3339(at: datetime) -> str:

@@ -11,7 +11,7 @@ import pytest
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import push
-from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
+from odfd.sync.transport.settings import TransportSettings
 from storage.ipfs_client import IpfsUnavailableError
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
@@ -57,29 +57,27 @@ async def test_peer_killed_mid_transfer_then_back(
 
 @pytest.mark.ipfs
 async def test_ipfs_node_dies_and_returns(
-    node_a: Workspace, node_b: Workspace, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    node_a: Workspace, node_b: Workspace, tmp_path: Path
 ) -> None:
     node = start_node(tmp_path / "ipfs", die_with_parent=True)
     try:
-        monkeypatch.setenv(IPFS_API_ENV, node.api_multiaddr)
-        monkeypatch.setenv(IPFS_GATEWAY_ENV, node.gateway_url)
+        via = TransportSettings(ipfs=node.settings())
         writer = await create_root(node_a, "cities", slices=2)
-        pushed = await push(node_a, "cities", "ipns://")
+        pushed = await push(node_a, "cities", "ipns://", settings=via)
         stop_node(node)
 
         with pytest.raises(IpfsUnavailableError, match="127.0.0.1"):
-            await pull(node_b, pushed.remote, alias="cities")
+            await pull(node_b, pushed.remote, alias="cities", settings=via)
         assert await node_b.list_datasets() == []
         await writer.append(slices=1)
         with pytest.raises(IpfsUnavailableError):
-            await push(node_a, "cities", "ipns://")
+            await push(node_a, "cities", "ipns://", settings=via)
 
         node = start_node(tmp_path / "ipfs", die_with_parent=True)  # same repo: same keys
-        monkeypatch.setenv(IPFS_API_ENV, node.api_multiaddr)
-        monkeypatch.setenv(IPFS_GATEWAY_ENV, node.gateway_url)
-        again = await push(node_a, "cities", "ipns://")
+        via = TransportSettings(ipfs=node.settings())
+        again = await push(node_a, "cities", "ipns://", settings=via)
         assert again.remote == pushed.remote  # the dataset's IPNS name survived the restart
-        result = await pull(node_b, pushed.remote, alias="cities")
+        result = await pull(node_b, pushed.remote, alias="cities", settings=via)
         assert result.trust == "signed"
         assert (await node_b.resolve("cities")).head == (await node_a.resolve("cities")).head
         await verify_integrity(await node_b.get_dataset("cities"))

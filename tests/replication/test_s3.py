@@ -21,6 +21,7 @@ from odfd.sync.pull import pull, pull_from_remotes
 from odfd.sync.push import PushOptions, push
 from odfd.sync.repos import expand
 from odfd.sync.search import search_repo
+from odfd.sync.transport.settings import TransportSettings
 from protocol.identity import Multihash
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.validate import validate_chain
@@ -44,6 +45,11 @@ async def s3_node(path: Path, server: SeaweedServer, *, secret: str | None = Non
     config = workspace.layout.config_path
     await asyncio.to_thread(config.write_text, config.read_text() + "\n" + text)
     return workspace
+
+
+def via(workspace: Workspace) -> TransportSettings:
+    """The transport settings the node's configuration gives, as its ``Node`` builds them."""
+    return TransportSettings.from_config(load_config(workspace.layout.config_path))
 
 
 def bucket_of(server: SeaweedServer, url: str) -> S3Bucket:
@@ -77,7 +83,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         await s3_node(tmp_path / "b", s3_server) as node_b,
     ):
         writer = await create_root(node_a, "cities", slices=3, empty_blocks=1)
-        pushed = await push(node_a, "cities", url)
+        pushed = await push(node_a, "cities", url, settings=via(node_a))
         assert (pushed.num_blocks, pushed.num_objects, pushed.signed) == (8, 6, True)
         source = node_a.layout.dataset(writer.dataset.id).root
         # The bucket holds the spec's layout, with the same keys and bytes as the folder.
@@ -87,7 +93,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         )
         assert stored["info/alias"] == b"cities"
 
-        first = await pull(node_b, url)
+        first = await pull(node_b, url, settings=via(node_b))
         assert (first.num_blocks, first.num_objects) == (8, 6)
         copy = await node_b.get_dataset("cities")
         assert copy.id == writer.dataset.id
@@ -96,13 +102,13 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         await odfd_verify_integrity(node_b, "cities")
 
         new_head = await writer.append(slices=2)
-        again = await push(node_a, "cities", url)
+        again = await push(node_a, "cities", url, settings=via(node_a))
         assert (again.num_blocks, again.num_objects) == (2, 4)
-        second = await pull(node_b, url)
+        second = await pull(node_b, url, settings=via(node_b))
         assert (second.num_blocks, second.num_objects, second.new_head) == (2, 4, new_head)
         assert folder_files(node_b.layout.dataset(copy.id).root) == folder_files(source)
-        assert (await pull(node_b, url)).num_blocks == 0
-        assert (await push(node_a, "cities", url)).num_blocks == 0
+        assert (await pull(node_b, url, settings=via(node_b))).num_blocks == 0
+        assert (await push(node_a, "cities", url, settings=via(node_a))).num_blocks == 0
 
 
 async def test_refs_head_moves_by_conditional_writes_exactly_one_racer_wins(
@@ -141,8 +147,8 @@ async def test_concurrent_pushes_leave_one_valid_head(
         await s3_node(tmp_path / "d", s3_server) as node_d,
     ):
         writer_b = await create_root(node_b, "cities", slices=1)
-        await push(node_b, "cities", url)
-        await pull(node_c, url)
+        await push(node_b, "cities", url, settings=via(node_b))
+        await pull(node_c, url, settings=via(node_c))
         writer_c = type(writer_b)(
             await node_c.get_dataset("cities"),
             writer_b.rng,
@@ -153,7 +159,9 @@ async def test_concurrent_pushes_leave_one_valid_head(
         head_b = await writer_b.append(slices=2)
         head_c = await writer_c.append(slices=1)
         results = await asyncio.gather(
-            push(node_b, "cities", url), push(node_c, "cities", url), return_exceptions=True
+            push(node_b, "cities", url, settings=via(node_b)),
+            push(node_c, "cities", url, settings=via(node_c)),
+            return_exceptions=True,
         )
         winners = [r for r in results if not isinstance(r, BaseException)]
         losers = [r for r in results if isinstance(r, BaseException)]
@@ -171,13 +179,15 @@ async def test_concurrent_pushes_leave_one_valid_head(
             stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints
         )
         # A fresh pull verifies (it goes to the owner's signed head, node b's last signed one).
-        await pull(node_d, url)
+        await pull(node_d, url, settings=via(node_d))
         await odfd_verify_integrity(node_d, "cities")
         loser = node_c if remote_head == head_b else node_b
         loser_head = head_c if loser is node_c else head_b
         assert (await loser.resolve("cities")).head == loser_head
         # The loser may replace the bucket's history on purpose.
-        forced = await push(loser, "cities", url, options=PushOptions(force=True))
+        forced = await push(
+            loser, "cities", url, options=PushOptions(force=True), settings=via(loser)
+        )
         assert forced.new_remote_head == loser_head == await stored.chain.head()
         await validate_chain(
             stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints
@@ -195,8 +205,8 @@ async def test_search_and_pull_from_a_repository_over_a_bucket_prefix(
         writers = {}
         for seed, name in enumerate(("cities", "rivers"), start=1):
             writers[name] = await create_root(node_a, name, slices=1, seed=seed)
-            await push(node_a, name, f"{base}/{name}")
-        settings = load_config(node_b.layout.config_path).s3.settings()
+            await push(node_a, name, f"{base}/{name}", settings=via(node_a))
+        settings = via(node_b)
         found = await search_repo("hub", base, "", settings)
         assert [(f.alias, f.url) for f in found] == [
             ("cities", f"{base}/cities"),
@@ -205,12 +215,14 @@ async def test_search_and_pull_from_a_repository_over_a_bucket_prefix(
         assert [f.alias for f in await search_repo("hub", base, "riv", settings)] == ["rivers"]
         await node_b.catalog.add_remote("hub", base)
         for name in ("cities", "rivers"):
-            await pull(node_b, await expand(node_b, f"hub/{name}"))
+            await pull(node_b, await expand(node_b, f"hub/{name}"), settings=via(node_b))
         head = await writers["rivers"].append(slices=1)
-        await push(node_a, "rivers", f"{base}/rivers")
+        await push(node_a, "rivers", f"{base}/rivers", settings=via(node_a))
         # `odfd pull --all` syncs every dataset from its recorded remote.
         results = [
-            r for name in ("cities", "rivers") for r in await pull_from_remotes(node_b, name)
+            r
+            for name in ("cities", "rivers")
+            for r in await pull_from_remotes(node_b, name, settings=via(node_b))
         ]
         assert [r.num_blocks for r in results] == [0, 1]
         assert (await node_b.resolve("rivers")).head == head
@@ -226,7 +238,7 @@ async def test_daemon_mirrors_from_a_bucket_and_into_another(
         await s3_node(tmp_path / "m", s3_server) as mirror_node,
     ):
         writer = await create_root(node_a, "cities", slices=2)
-        await push(node_a, "cities", source_url)
+        await push(node_a, "cities", source_url, settings=via(node_a))
         config = replace(NodeConfig(), s3=load_config(mirror_node.layout.config_path).s3)
         record = await MirrorTable(mirror_node.catalog).add(
             "cities", source_url, [target_url], 60.0
@@ -235,7 +247,7 @@ async def test_daemon_mirrors_from_a_bucket_and_into_another(
             report = await MirrorSyncer(mirror_node, config, session).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
             head = await writer.append(slices=1)
-            await push(node_a, "cities", source_url)
+            await push(node_a, "cities", source_url, settings=via(node_a))
             report = await MirrorSyncer(mirror_node, config, session).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
         assert (await mirror_node.resolve("cities")).head == head
@@ -262,22 +274,27 @@ async def test_wrong_credentials_missing_bucket_and_empty_prefix_change_nothing(
         await create_root(node_a, "cities", slices=1)
         await create_root(wrong, "cities", slices=1)
         with pytest.raises(S3AccessDeniedError, match="access denied") as denied:
-            await push(wrong, "cities", url)
+            await push(wrong, "cities", url, settings=via(wrong))
         assert "not-the-secret" not in str(denied.value) and "\n" not in str(denied.value)
         assert await bucket_files(s3_server, url) == {}
 
-        await push(node_a, "cities", url)
+        await push(node_a, "cities", url, settings=via(node_a))
         before = await bucket_files(s3_server, url)
         with pytest.raises(S3AccessDeniedError):
-            await pull(wrong, url, alias="other")
+            await pull(wrong, url, alias="other", settings=via(wrong))
         assert await wrong.try_resolve("other") is None
 
         missing = s3_server.url("no-such-bucket", "cities")
-        for attempt in (pull(node_a, missing, alias="x"), push(node_a, "cities", missing)):
+        for attempt in (
+            pull(node_a, missing, alias="x", settings=via(node_a)),
+            push(node_a, "cities", missing, settings=via(node_a)),
+        ):
             with pytest.raises(S3BucketNotFoundError, match="no-such-bucket: no such bucket"):
                 await attempt
         with pytest.raises(RemoteNotFoundError, match="no dataset there"):
-            await pull(node_a, s3_server.url(s3_bucket, "nothing-here"), alias="x")
+            await pull(
+                node_a, s3_server.url(s3_bucket, "nothing-here"), alias="x", settings=via(node_a)
+            )
         assert [r.alias for r in await node_a.list_datasets()] == ["cities"]
         assert not [p for p in node_a.layout.datasets_dir.iterdir() if p.name.startswith(".")]
         assert await bucket_files(s3_server, url) == before
@@ -293,7 +310,7 @@ async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
         await s3_node(tmp_path / "b", s3_server) as node_b,
     ):
         writer = await create_root(node_a, "cities", slices=2)
-        await push(node_a, "cities", url)
+        await push(node_a, "cities", url, settings=via(node_a))
         folder = node_a.layout.dataset(writer.dataset.id)
         head = await writer.dataset.chain.head()
         if lose == "blocks":
@@ -304,7 +321,7 @@ async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
         bucket = bucket_of(s3_server, url)
         await bucket.delete(bucket.location.key(f"{lose}/{object_name(victim)}"))
         with pytest.raises(CorruptSourceError, match=str(victim)):
-            await pull(node_b, url)
+            await pull(node_b, url, settings=via(node_b))
         assert await node_b.list_datasets() == []
         assert not any(node_b.layout.datasets_dir.iterdir())
 
@@ -326,13 +343,19 @@ async def test_server_killed_mid_upload_then_the_next_push_completes(
     ):
         writer = await create_root(node_a, "cities", slices=4, rows=20_000)
         with pytest.raises(RemoteUnavailableError, match="cannot be reached"):
-            await push(node_a, "cities", url, progress=KillAfterFirstBytes("push", enabled=False))
+            await push(
+                node_a,
+                "cities",
+                url,
+                progress=KillAfterFirstBytes("push", enabled=False),
+                settings=via(node_a),
+            )
         server.start()
         stored = await bucket_files(server, url)
         assert not any(k.startswith(("refs/", "blocks/")) for k in stored), sorted(stored)
-        pushed = await push(node_a, "cities", url)
+        pushed = await push(node_a, "cities", url, settings=via(node_a))
         assert pushed.new_remote_head == await writer.dataset.chain.head()
-        await pull(node_b, url)
+        await pull(node_b, url, settings=via(node_b))
         await odfd_verify_integrity(node_b, "cities")
 
 
@@ -449,7 +472,7 @@ async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
     ):
         writer = await create_root(node_a, "cities", slices=2)
         head = await writer.dataset.chain.head()
-        await push(node_a, "cities", source_url)
+        await push(node_a, "cities", source_url, settings=via(node_a))
         record = await MirrorTable(mirror_node.catalog).add(
             "cities", source_url, [target_url], 60.0
         )
@@ -469,6 +492,6 @@ async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
         await asyncio.to_thread(config.write_text, text)
     async with await open_workspace(root) as node:
         assert isinstance(node.storage, S3DatasetStorage)
-        assert (await pull(node, source_url)).new_head == head
+        assert (await pull(node, source_url, settings=via(node))).new_head == head
     stored = await bucket_files(s3_server, s3_server.url(storage, "node"))
     assert any(key.endswith("refs/head") for key in stored), sorted(stored)

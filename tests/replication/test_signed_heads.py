@@ -21,7 +21,7 @@ from odfd.daemon.status import (
 )
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote import IPFS_API_ENV, IPFS_GATEWAY_ENV
+from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.trust import (
     ForkError,
     InvalidSignatureError,
@@ -363,13 +363,11 @@ async def test_ipns_push_publishes_the_signature(
     node_a: Workspace,
     node_b: Workspace,
     ipfs_node: LocalIpfsNode,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setenv(IPFS_API_ENV, ipfs_node.api_multiaddr)
-    monkeypatch.setenv(IPFS_GATEWAY_ENV, ipfs_node.gateway_url)
+    via = TransportSettings(ipfs=ipfs_node.settings())
     await create_root(node_a, "cities", slices=1)
-    pushed = await push(node_a, "cities", "ipns://")
-    result = await pull(node_b, pushed.remote, alias="cities")
+    pushed = await push(node_a, "cities", "ipns://", settings=via)
+    result = await pull(node_b, pushed.remote, alias="cities", settings=via)
     assert result.trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     # A stale publication (the folder's previous CID) after B saw a newer statement is a rollback.
@@ -377,12 +375,12 @@ async def test_ipns_push_publishes_the_signature(
     old_cid = await client.name_resolve(pushed.remote.removeprefix("ipns://"))
     record = await node_a.resolve("cities")
     await node_a.sign_head(record.id)  # a heartbeat, published again under the same name
-    again = await push(node_a, "cities", "ipns://")
+    again = await push(node_a, "cities", "ipns://", settings=via)
     assert (
         again.remote == pushed.remote
         and await client.name_resolve(pushed.remote.removeprefix("ipns://")) != old_cid
     )
-    assert (await pull(node_b, pushed.remote, alias="cities")).trust == "signed"
+    assert (await pull(node_b, pushed.remote, alias="cities", settings=via)).trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     with pytest.raises(RollbackError):
-        await pull(node_b, f"ipfs://{old_cid}", alias="cities")
+        await pull(node_b, f"ipfs://{old_cid}", alias="cities", settings=via)

@@ -13,7 +13,7 @@ from odfd.config import format_duration, load_config, parse_duration
 from odfd.daemon.admin_client import AdminClient
 from odfd.daemon.mirror_sync import PinReleaseError, release_pin
 from odfd.errors import OdfdError
-from odfd.sync.remote_url import parse_remote_url
+from odfd.sync.transport.url import parse_remote
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
 from storage.catalog.mirror_records import MirrorRecord
@@ -104,27 +104,25 @@ def _told(notified: bool) -> str:
 
 def _add(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
-        source = parse_remote_url(args.source)
+        source = parse_remote(args.source)
         for target in args.targets:
-            parse_remote_url(target)
+            parse_remote(target)
         alias = args.alias or (str(source.default_name()) if source.default_name() else None)
         if alias is None:
             raise MirrorUsageError(
-                f"cannot name the dataset mirrored from {source}: give one with --as ALIAS"
+                f"cannot name the dataset mirrored from {source.url}: give one with --as ALIAS"
             )
         alias = str(DatasetAlias.parse(alias))
         existing = await workspace.catalog.find_by_alias(alias)
-        if existing is not None and source.text not in await workspace.catalog.remote_aliases(
+        if existing is not None and source.url not in await workspace.catalog.remote_aliases(
             existing.id, "pull"
         ):
             raise MirrorUsageError(
-                f"dataset {alias} already exists and is not pulled from {source}; "
+                f"dataset {alias} already exists and is not pulled from {source.url}; "
                 "choose another name with --as"
             )
         interval = args.every or load_config(workspace.layout.config_path).sync.default_interval
-        record = await MirrorTable(workspace.catalog).add(
-            alias, source.text, args.targets, interval
-        )
+        record = await MirrorTable(workspace.catalog).add(alias, source.url, args.targets, interval)
         if args.freeze_after is not None:
             await workspace.signed_heads.set_freeze_bound(record.name, args.freeze_after)
         notified = await _notify(workspace)

@@ -16,8 +16,8 @@ from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.engine import configure_engine
 from odfd.coordinator.pull import pull_local
 from odfd.sync.errors import SyncError
-from odfd.sync.remote_url import looks_like_url
 from odfd.sync.repos import expand
+from odfd.sync.transport.url import looks_like_url
 from protocol.errors import ParseError
 from protocol.model import Timestamp
 from storage.catalog import DatasetRecord

@@ -16,10 +16,12 @@ import os
 from odfd.cli import console
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
+from odfd.config import load_config
 from odfd.sync.progress import Progress
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote_url import looks_like_url
 from odfd.sync.repos import RepoError, expand, join
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import looks_like_url
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
@@ -81,6 +83,7 @@ def _push(args: argparse.Namespace) -> int:
             records = await _with_inputs(workspace, records)
         plan = await _destinations(workspace, records, to, several=len(records) > 1)
         options = PushOptions(force=args.force, token=args.token, parallel=args.parallel)
+        settings = TransportSettings.from_config(load_config(workspace.layout.config_path))
         for record, urls in plan:
             for url in urls:
                 result = await push(
@@ -89,6 +92,7 @@ def _push(args: argparse.Namespace) -> int:
                     url,
                     options=options,
                     progress=Progress(f"push {record.alias}"),
+                    settings=settings,
                 )
                 verb = "Pushed" if result.updated else "Skipped"
                 console.info(f"{verb}: {result.alias}: {result.describe()}")

@@ -9,8 +9,8 @@ import argparse
 from odfd.cli import console
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import RepoError, check_name, check_url, expand
+from odfd.sync.transport.url import canonical_url
 from storage.catalog import DatasetRecord
 from storage.catalog.catalog import RemoteAliasKind
 from storage.errors import DatasetExistsError
@@ -133,7 +133,7 @@ def _alias_add(args: argparse.Namespace) -> int:
         url = check_url(await expand(workspace, args.remote))
         kind = _kind(args)
         refs = (await workspace.open_dataset(record.id).remote_aliases())[kind]
-        remote = parse_remote_url(url).text
+        remote = canonical_url(url)
         if remote in refs:
             console.info(f"Skipped: {record.alias} already {kind}s {remote}")
             return 0
@@ -179,7 +179,7 @@ def _alias_delete(args: argparse.Namespace) -> int:
                 await _set(workspace, record, kind, [])
             console.info(f"Deleted: every {'/'.join(kinds)} remote of {record.alias}")
             return 0
-        remote = parse_remote_url(await expand(workspace, args.remote)).text
+        remote = canonical_url(await expand(workspace, args.remote))
         kind = kinds[0]
         if remote not in aliases[kind]:
             raise RepoError(

@@ -13,6 +13,7 @@ from odfd.config import load_config
 from odfd.sync.errors import SyncError
 from odfd.sync.repos import RepoError
 from odfd.sync.search import search_repo
+from odfd.sync.transport.settings import TransportSettings
 from protocol.errors import OdfError
 from storage.workspace import Workspace
 
@@ -56,10 +57,10 @@ def _search(args: argparse.Namespace) -> int:
             unknown = [n for n in names if n not in repos]
             if unknown:
                 raise RepoError(f"no repository named {', '.join(unknown)} (`odfd repo list`)")
-            s3 = load_config(workspace.layout.config_path).s3.settings()
+            settings = TransportSettings.from_config(load_config(workspace.layout.config_path))
             for name in names:
                 try:
-                    found = await search_repo(name, repos[name], args.query, s3)
+                    found = await search_repo(name, repos[name], args.query, settings)
                 except (SyncError, OdfError) as err:
                     console.warn(f"repository {name}: {err}")
                     failed += 1
