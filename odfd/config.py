@@ -326,9 +326,35 @@ def _str(*choices: str) -> Reader:
     return read
 
 
+LIST_FORMS = 'a,b or an array such as ["a", "b"]'
+"""How a list setting may be written in an ``ODFD_*`` variable or ``odfd config set``."""
+
+
+def parse_list_text(text: str) -> list[str]:
+    """A list of strings typed as text: ``a,b`` or a TOML/JSON array (``["a", "b"]``).
+
+    Text that is neither (an array that does not parse, brackets or quotes inside a comma list)
+    is refused rather than guessed at: ``'["a","b"]'`` read as one comma item would silently
+    make a single entry holding the brackets.
+    """
+    stripped = text.strip()
+    if stripped.startswith("["):
+        try:
+            items = tomllib.loads(f"value = {stripped}")["value"]
+        except tomllib.TOMLDecodeError:
+            raise ValueError(f"{text!r} is not an array of strings (use {LIST_FORMS})") from None
+        if not isinstance(items, list) or not all(isinstance(item, str) for item in items):
+            raise ValueError(f"{text!r} is not an array of strings (use {LIST_FORMS})")
+        return items
+    items = [item.strip() for item in stripped.split(",") if item.strip()]
+    if any(mark in item for item in items for mark in "[]\"'"):
+        raise ValueError(f"{text!r} is ambiguous (use {LIST_FORMS})")
+    return items
+
+
 def _str_list(value: Any, from_env: bool) -> list[str]:
     if from_env and isinstance(value, str):
-        value = [item.strip() for item in value.split(",") if item.strip()]
+        value = parse_list_text(value)
     if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
         raise ValueError(f"expected a list of non-empty strings, got {value!r}")
     return value

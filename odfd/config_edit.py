@@ -24,6 +24,7 @@ from odfd.config import (
     format_duration,
     is_duration,
     load_config,
+    parse_list_text,
     setting_default,
     setting_keys,
 )
@@ -120,7 +121,10 @@ def _toml_literal(section: str, name: str, text: str) -> str:
         except ValueError:
             raise ConfigError(f"{section}.{name}: expected a number, got {text!r}") from None
     if isinstance(default, (frozenset, list, tuple)):
-        return json.dumps([item.strip() for item in text.split(",") if item.strip()])
+        try:
+            return json.dumps(parse_list_text(text))
+        except ValueError as err:
+            raise ConfigError(f"{section}.{name}: {err}") from None
     return json.dumps(text)
 
 

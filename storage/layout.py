@@ -7,6 +7,7 @@ Names follow the reference implementation exactly (folder names, base16 multibas
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -147,3 +148,17 @@ def existing_layout(root: Path | None) -> WorkspaceLayout:
             )
         raise WorkspaceError(f"no odfd workspace at {layout.root} (run `odfd init`)")
     return layout
+
+
+def unknown_dataset_folders(datasets_dir: Path, known: Iterable[str]) -> list[Path]:
+    """Folders of ``datasets_dir`` that are not among the ``known`` datasets' folder names: the
+    orphans ``storage.orphans`` settles (cheap: one listing; light enough for the catalog-only
+    commands to check before they answer), sorted."""
+    if not datasets_dir.is_dir():
+        return []
+    names = set(known)
+    return sorted(
+        Path(entry.path)
+        for entry in os.scandir(datasets_dir)
+        if not entry.name.startswith(".") and entry.name not in names and entry.is_dir()
+    )

@@ -15,6 +15,8 @@ import os
 import secrets
 import shutil
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 PULL_PREFIX = ".pull-"
@@ -31,6 +33,22 @@ def try_lock_folder(folder: Path) -> int | None:
         os.close(fd)
         return None
     return fd
+
+
+@contextmanager
+def holding_folder(folder: Path | None) -> Iterator[None]:
+    """Holds ``folder``'s exclusive ``flock`` (waiting for it) while a dataset is put in place
+    there and its catalog row written, so a recovery never adopts it half-way
+    (``storage.orphans``); ``None``: nothing to hold (a bucket)."""
+    if folder is None:
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # a recovery holds it only to look: never for long
+        yield
+    finally:
+        os.close(fd)
 
 
 def remove_if_unlocked(folder: Path) -> bool:

@@ -21,6 +21,7 @@ from protocol.transfer.signed_head import SignedHead, SignedHeadError, parse_sig
 from storage.atomic import staging_path, write_file_atomic
 from storage.catalog import Catalog, DatasetRecord
 from storage.catalog.chain_states import ChainStateTable
+from storage.catalog.dataset_inputs import DatasetInputsTable
 from storage.catalog.signed_heads import SignedHeadTable
 from storage.chain import validate_chain
 from storage.chain.rules import ChainState
@@ -33,6 +34,7 @@ from storage.errors import (
     StorageError,
     WorkspaceError,
 )
+from storage.graph import DatasetGraph, load_graph
 from storage.keys import KeyStore
 from storage.layout import (
     HEAD_REF,
@@ -42,7 +44,7 @@ from storage.layout import (
     existing_layout,
 )
 from storage.local_storage import LocalDatasetStorage
-from storage.scratch import Scratch, sweep_staging
+from storage.scratch import Scratch, holding_folder, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
 from storage.stores.localfs import local_path
@@ -85,6 +87,8 @@ class Workspace:
         """This process's folder for temporary files (``staging=`` of datasets it writes)."""
         self.swept: list[Path] = []
         """What ``open`` removed from the staging folder (left by processes that died)."""
+        self.dataset_inputs = DatasetInputsTable(catalog)
+        """Each derivative's inputs: the index behind ``graph()``."""
         self.signed_heads = SignedHeadTable(catalog)
         self.signer = HeadSigner(self.keys, self.signed_heads)
         """Signs the head of every dataset whose key this node holds, whenever it moves."""
@@ -163,6 +167,9 @@ class Workspace:
 
         async def record_head(head: Multihash, sequence_number: int) -> None:
             await self.catalog.update_head(dataset_id, head, sequence_number)
+            await self.index_inputs(
+                dataset_id, await dataset.chain.state(head, use_current_head=False)
+            )
             await self.signer.sign(dataset_id, dataset.refs, head, sequence_number)
 
         dataset = self.storage.open(
@@ -190,6 +197,22 @@ class Workspace:
 
     async def list_datasets(self) -> list[DatasetRecord]:
         return await self.catalog.list_datasets()
+
+    async def graph(self, records: list[DatasetRecord] | None = None) -> DatasetGraph:
+        """Which dataset reads which (``storage.graph``), from the catalog's index; ``records``
+        (the catalog's datasets, if the caller has just listed them) spares listing them again."""
+        listed = records if records is not None else await self.catalog.list_datasets()
+        return await load_graph(listed, self.dataset_inputs, self._inputs_at, where=str(self.root))
+
+    async def _inputs_at(self, dataset_id: DatasetId, head: Multihash) -> tuple[DatasetId, ...]:
+        state = await self.open_dataset(dataset_id).chain.state(head, use_current_head=False)
+        return state.transform_input_ids
+
+    async def index_inputs(self, dataset_id: DatasetId, state: ChainState) -> None:
+        """Record a derivative's inputs at the head of ``state`` in the graph's index (called
+        wherever a dataset enters the catalog or its head moves; a root has none)."""
+        if state.kind is DatasetKind.DERIVATIVE and state.head is not None:
+            await self.dataset_inputs.record(dataset_id, state.head, state.transform_input_ids)
 
     # --- creating -------------------------------------------------------------------------------
 
@@ -221,6 +244,9 @@ class Workspace:
             await self.catalog.add_dataset(
                 dataset_id, alias_text, kind, result.new_head, result.block.sequence_number
             )
+            await self.index_inputs(
+                dataset_id, await dataset.chain.state(result.new_head, use_current_head=False)
+            )
             await self.signer.sign(
                 dataset_id, dataset.refs, result.new_head, result.block.sequence_number
             )
@@ -229,6 +255,12 @@ class Workspace:
             self.keys.delete(dataset_id)
             raise
         return self.open_dataset(dataset_id)
+
+    def _local_folder(self, dataset_id: DatasetId) -> Path | None:
+        """The dataset's folder when the datasets are folders here (``None``: a bucket)."""
+        if isinstance(self.storage, LocalDatasetStorage):
+            return self.storage.layout(dataset_id).root
+        return None
 
     async def create_from_snapshot(
         self, snapshot: DatasetSnapshot, *, system_time: Timestamp | None = None
@@ -262,7 +294,11 @@ class Workspace:
         """Remove the dataset's folder, key and catalog entry. ``refs/head`` goes first, so a
         crash mid-way leaves a headless folder that every listing ignores."""
         record = await self.resolve(ref)
-        dependants = await self._dependants(record.id)
+        dependants = [
+            reader.alias
+            for reader in (await self.graph()).readers_of(record.id)
+            if reader.id != record.id
+        ]
         if dependants:
             raise StorageError(
                 f"dataset {record.alias} is an input of {', '.join(dependants)}; delete those first"
@@ -272,15 +308,6 @@ class Workspace:
         await self.catalog.remove_dataset(record.id)
         await self.chain_states.delete(record.id)
         return record
-
-    async def _dependants(self, dataset_id: DatasetId) -> list[str]:
-        names = []
-        for record in await self.catalog.list_datasets():
-            if record.kind is DatasetKind.DERIVATIVE and record.id != dataset_id:
-                state = await self.open_dataset(record.id).chain.state()
-                if dataset_id in state.transform_input_ids:
-                    names.append(record.alias)
-        return names
 
     # --- importing and repairing ----------------------------------------------------------------
 
@@ -314,51 +341,56 @@ class Workspace:
                 )
             await self.storage.remove(dataset_id)  # leftovers of an unfinished create or delete
         staging = DatasetLayout(staging_path(self.scratch.folder())).create()
-        try:
-            copy = Dataset.open_local(staging.root, dataset_id)
-            async for hash, block in source.chain.iter_blocks(head):
-                await copy.blocks.put_bytes(await source.blocks.get_bytes(hash), expected=hash)
-                event = block.event
-                new_data = getattr(event, "new_data", None)
-                new_checkpoint = getattr(event, "new_checkpoint", None)
-                if new_data is not None:
-                    await copy.data.put_file(
-                        local_path(source.data, new_data.physical_hash),
-                        expected=new_data.physical_hash,
-                    )
-                if new_checkpoint is not None:
-                    await copy.checkpoints.put_file(
-                        local_path(source.checkpoints, new_checkpoint.physical_hash),
-                        expected=new_checkpoint.physical_hash,
-                    )
-            await copy.set_alias(alias_text)
-            aliases = await source.remote_aliases()
+        with holding_folder(staging.root):  # the same folder once renamed into place
+            try:
+                copy = Dataset.open_local(staging.root, dataset_id)
+                async for hash, block in source.chain.iter_blocks(head):
+                    await copy.blocks.put_bytes(await source.blocks.get_bytes(hash), expected=hash)
+                    event = block.event
+                    new_data = getattr(event, "new_data", None)
+                    new_checkpoint = getattr(event, "new_checkpoint", None)
+                    if new_data is not None:
+                        await copy.data.put_file(
+                            local_path(source.data, new_data.physical_hash),
+                            expected=new_data.physical_hash,
+                        )
+                    if new_checkpoint is not None:
+                        await copy.checkpoints.put_file(
+                            local_path(source.checkpoints, new_checkpoint.physical_hash),
+                            expected=new_checkpoint.physical_hash,
+                        )
+                await copy.set_alias(alias_text)
+                aliases = await source.remote_aliases()
+                for alias_kind, refs in aliases.items():
+                    if refs:
+                        await copy.set_remote_aliases(alias_kind, refs)
+                document = await source.refs.get_signature(HEAD_REF)
+                if document is not None and _signed_by(document, dataset_id, str(path)):
+                    await copy.refs.set_signature(HEAD_REF, document)
+                await copy.refs.set(HEAD_REF, head, expected=None)
+                await self.storage.adopt(staging, dataset_id)
+            except BaseException:
+                shutil.rmtree(staging.root, ignore_errors=True)
+                raise
+            await self.catalog.add_dataset(
+                dataset_id, alias_text, kind, head, state.sequence_number
+            )
+            await self.index_inputs(dataset_id, state)
+            await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
             for alias_kind, refs in aliases.items():
-                if refs:
-                    await copy.set_remote_aliases(alias_kind, refs)
-            document = await source.refs.get_signature(HEAD_REF)
-            if document is not None and _signed_by(document, dataset_id, str(path)):
-                await copy.refs.set_signature(HEAD_REF, document)
-            await copy.refs.set(HEAD_REF, head, expected=None)
-            await self.storage.adopt(staging, dataset_id)
-        except BaseException:
-            shutil.rmtree(staging.root, ignore_errors=True)
-            raise
-        await self.catalog.add_dataset(dataset_id, alias_text, kind, head, state.sequence_number)
-        await self.chain_states.save(dataset_id, head, SavedState.of(state).to_bytes())
-        for alias_kind, refs in aliases.items():
-            await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
+                await self.catalog.set_remote_aliases(dataset_id, alias_kind, refs)
         await self.restore_signed_head(dataset_id)
         return self.open_dataset(dataset_id)
 
     async def repair(self) -> RepairReport:
-        """Rebuild the catalog's datasets and remote aliases from the dataset folders (or the
-        bucket's dataset prefixes)."""
+        """Rebuild the catalog's datasets, remote aliases and the graph's index of inputs from
+        the dataset folders (or the bucket's dataset prefixes)."""
         entries: list[tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]]] = []
+        inputs: list[tuple[DatasetId, Multihash, tuple[DatasetId, ...]]] = []
         skipped: list[tuple[str, str]] = []
         seen_aliases: dict[str, str] = {}
         for stored in await self.storage.scan():
-            reason, entry = await self._inspect(stored)
+            reason, entry, state = await self._inspect(stored)
             if entry is None:
                 skipped.append((stored.where, reason))
                 continue
@@ -370,7 +402,11 @@ class Workspace:
                 continue
             seen_aliases[key] = stored.where
             entries.append(entry)
+            if state is not None and state.head is not None:
+                if state.kind is DatasetKind.DERIVATIVE:
+                    inputs.append((entry[0].id, state.head, state.transform_input_ids))
         await self.catalog.replace_datasets(entries)
+        await self.dataset_inputs.replace(inputs)
         for record, _ in entries:
             await self.restore_signed_head(record.id)
         return RepairReport([record for record, _ in entries], skipped)
@@ -395,28 +431,31 @@ class Workspace:
 
     async def _inspect(
         self, stored: StoredDataset
-    ) -> tuple[str, tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]] | None]:
+    ) -> tuple[
+        str, tuple[DatasetRecord, dict[RemoteAliasKind, list[str]]] | None, ChainState | None
+    ]:
+        """Why the stored dataset cannot be registered, or its record, remote aliases and state."""
         expected_id = stored.dataset_id
         if expected_id is None:
-            return "folder name is not a dataset id", None
+            return "folder name is not a dataset id", None, None
         dataset = self.storage.open(expected_id)
         try:
             head = await dataset.chain.head()
             if head is None:
-                return f"no refs/{HEAD_REF} (an unfinished create or delete)", None
+                return f"no refs/{HEAD_REF} (an unfinished create or delete)", None, None
             state: ChainState = await validate_chain(dataset.chain, head, dataset_id=expected_id)
             alias = await dataset.alias()
             aliases = await dataset.remote_aliases()
         except StorageError as err:
-            return f"invalid: {err}", None
+            return f"invalid: {err}", None, None
         if alias is None:
-            return "no info/alias", None
+            return "no info/alias", None, None
         now = datetime.now(UTC)
         assert state.kind is not None  # a validated chain starts with a Seed
         record = DatasetRecord(
             expected_id, alias, state.kind, head, state.sequence_number, now, now
         )
-        return "", (record, aliases)
+        return "", (record, aliases), state
 
 
 async def _open_catalog(layout: WorkspaceLayout) -> Catalog:

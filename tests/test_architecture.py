@@ -35,7 +35,6 @@ def _imported(module: str, path: Path, known: set[str]) -> Iterator[tuple[str, i
     """Our modules that ``module`` imports (the longest known prefix of each name), with lines."""
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
@@ -48,6 +47,8 @@ def _imported(module: str, path: Path, known: set[str]) -> Iterator[tuple[str, i
                 f"{base}.{alias.name}" if f"{base}.{alias.name}" in known else base
                 for alias in node.names
             ]
+        else:
+            continue
         for name in names:
             parts = name.split(".")
             for end in range(len(parts), 0, -1):

@@ -1,9 +1,10 @@
 """Layer 1, metadata integrity: every block hashes to its name, the links reach the ``Seed``
 unbroken, and every chain rule holds.
 
-Two passes. The first walks back from ``head`` reading raw block files, so a missing, truncated
-or edited block is reported by its name and the sequence number it must have (its child's minus
-one) before anything trusts its content; on the way it sizes the work of the other layers. The
+Two passes. The first walks back from ``head`` through the verified chain reader
+(``storage.chain.reader``), so a missing, truncated or edited block is reported by its name and
+the sequence number it must have (its child's minus one) before anything trusts its content; on
+the way it sizes the work of the other layers. The
 second applies the rules every append obeys (``storage.chain.rules``), oldest block first.
 Memory stays bounded however long the chain is, but for the block stamps an audit that remembers
 keeps (one small record per block).
@@ -20,13 +21,23 @@ import dataclasses
 import os
 import time
 from collections.abc import Callable
+from contextlib import aclosing
 from dataclasses import dataclass
 from pathlib import Path
 
-from protocol.codec.flatbuffers import block_hash, decode_block
 from protocol.errors import DecodeError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, DatasetKind, ExecuteTransform, MetadataBlock, Seed
+from storage.chain.reader import (
+    BlockPosition,
+    BlockSource,
+    BrokenSequence,
+    ChainFault,
+    HashMismatch,
+    MalformedBlock,
+    MissingBlock,
+    read_back,
+)
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState, SavedStateError
 from storage.dataset import Dataset
@@ -174,9 +185,75 @@ class _Walked:
     """What to remember, but its ``state`` (filled in by the rules pass): ``None`` if nothing new."""
 
 
+class _StampedFiles:
+    """Block files read through ``path_of``, off the event loop, each with its ``stat`` and the
+    time of the read taken just before (so a file changed during the audit is seen as fresh)."""
+
+    def __init__(self, path_of: Callable[[Multihash], Path]) -> None:
+        self._path_of = path_of
+        self.read: dict[Multihash, tuple[os.stat_result, int]] = {}
+
+    async def get_bytes(self, hash: Multihash) -> bytes:
+        read_at = now_ns()
+        try:
+            data, stat = await asyncio.to_thread(_read_with_stat, self._path_of(hash))
+        except FileNotFoundError:
+            raise ObjectNotFoundError("blocks", hash) from None
+        self.read[hash] = (stat, read_at)
+        return data
+
+
 def _read_with_stat(path: Path) -> tuple[bytes, os.stat_result]:
     with path.open("rb") as file:
         return file.read(), os.fstat(file.fileno())
+
+
+def _finding(fault: ChainFault) -> Finding:
+    """A fault of the chain reader as this layer reports it: against the block file at fault,
+    numbered as its child says it must be."""
+    child = fault.child
+    here = BlockLocation(
+        None if child is None or child.sequence_number is None else child.sequence_number - 1,
+        fault.hash,
+    )
+    file = block_file(fault.hash)
+    match fault:
+        case MissingBlock():
+            named_by = HEAD_FILE if child is None else f"prevBlockHash of {_location(child)}"
+            return Finding(
+                Status.FAILED,
+                "missing-block",
+                f"{named_by} names block {fault.hash}, which is not stored",
+                block=here,
+                file=file,
+                field=None if child is None else "prevBlockHash",
+            )
+        case HashMismatch():
+            return Finding(
+                Status.FAILED,
+                "block-hash",
+                f"the block file's {fault.size} bytes hash to {fault.actual}, not to its name",
+                block=here,
+                file=file,
+                expected=str(fault.hash),
+                actual=str(fault.actual),
+            )
+        case MalformedBlock():
+            return Finding(Status.FAILED, "block-malformed", fault.reason, block=here, file=file)
+        case BrokenSequence() if child is not None:
+            return Finding(
+                Status.FAILED,
+                "sequence-number",
+                f"sequenceNumber is {fault.sequence_number}, but the block is the previous "
+                f"block of {_location(child)}: sequence numbers must decrease walking back",
+                block=BlockLocation(fault.sequence_number, fault.hash),
+                file=file,
+            )
+    return Finding(Status.FAILED, "chain", f"the chain does not link at block {fault.hash}")
+
+
+def _location(position: BlockPosition) -> BlockLocation:
+    return BlockLocation(position.sequence_number, position.hash)
 
 
 async def _walk(
@@ -188,9 +265,10 @@ async def _walk(
     known: VerifiedChain | None,
     path_of: Callable[[Multihash], Path] | None,
 ) -> _Walked | None:
-    """Back from ``head`` to the ``Seed``, or to ``known``'s head if it is an ancestor. With
-    ``path_of`` each block file is stamped; blocks too fresh to stamp (see ``RACY_NS``) and all
-    blocks after them are left out of what is remembered, so the next audit reads them again."""
+    """Back from ``head`` to the ``Seed``, or to ``known``'s head if it is an ancestor, through
+    the chain reader. With ``path_of`` each block file is stamped; blocks too fresh to stamp (see
+    ``RACY_NS``) and all blocks after them are left out of what is remembered, so the next audit
+    reads them again."""
     try:
         head = await dataset.chain.head()
     except CorruptRefError as err:
@@ -214,80 +292,36 @@ async def _walk(
     stamps: list[BlockStamp] = []
     cut: MetadataBlock | None = None
     """The oldest block too fresh to stamp."""
-    resumed: VerifiedChain | None = None
-    child: BlockLocation | None = None
     head_location: BlockLocation | None = None
     kind: DatasetKind | None = None
-    hash: Multihash | None = head
-    while hash is not None:
-        if known is not None and hash == known.head:
-            resumed = known
-            break
-        expected_number = None if child is None else child.sequence_number - 1  # type: ignore[operator]  # blocks decoded here always carry a sequence number
-        here = BlockLocation(expected_number, hash)
-        stat: os.stat_result | None = None
-        try:
-            if path_of is None:
-                data = await dataset.blocks.get_bytes(hash)
-            else:
-                read_at = now_ns()
-                try:
-                    data, stat = await asyncio.to_thread(_read_with_stat, path_of(hash))
-                except FileNotFoundError:
-                    raise ObjectNotFoundError("blocks", hash) from None
-        except ObjectNotFoundError:
-            named_by = f"{HEAD_FILE}" if child is None else f"prevBlockHash of {child}"
-            recorder.add(
-                Finding(
-                    Status.FAILED,
-                    "missing-block",
-                    f"{named_by} names block {hash}, which is not stored",
-                    block=here,
-                    file=block_file(hash),
-                    field=None if child is None else "prevBlockHash",
-                )
-            )
-            return None
-        actual = block_hash(data)
-        if actual != hash:
-            recorder.add(
-                Finding(
-                    Status.FAILED,
-                    "block-hash",
-                    f"the block file's {len(data)} bytes hash to {actual}, not to its name",
-                    block=here,
-                    file=block_file(hash),
-                    expected=str(hash),
-                    actual=str(actual),
-                )
-            )
-            return None
-        try:
-            block = decode_block(data)
-        except DecodeError as err:
-            recorder.add(
-                Finding(
-                    Status.FAILED, "block-malformed", str(err), block=here, file=block_file(hash)
-                )
-            )
-            return None
-        recorder.count("blocks")
-        progress.advance(blocks=1)
-        here = BlockLocation(block.sequence_number, hash)
-        head_location = head_location or here
-        if resolver.observe(block.sequence_number, hash):
-            if stat is not None and stat.st_mtime_ns >= read_at - RACY_NS:
-                fresh.merge(tally)
-                fresh.add(block)
-                tally, stamps, cut = _Tally(), [], block
-            else:
-                tally.add(block)
-                if stat is not None:
-                    stamps.append(BlockStamp.of(hash, stat))
-        if isinstance(block.event, Seed):
-            kind = block.event.dataset_kind
-        child = here
-        hash = block.prev_block_hash
+    files = None if path_of is None else _StampedFiles(path_of)
+    source: BlockSource = dataset.blocks if files is None else files
+    stop_at = None if known is None else known.head
+    resumed = known if head == stop_at else None
+    async with aclosing(read_back(source, head, stop_at=stop_at)) as items:
+        async for item in items:
+            if isinstance(item, ChainFault):
+                recorder.add(_finding(item))
+                return None
+            block = item.block
+            recorder.count("blocks")
+            progress.advance(blocks=1)
+            here = BlockLocation(block.sequence_number, item.hash)
+            head_location = head_location or here
+            stamped = None if files is None else files.read.pop(item.hash)
+            if resolver.observe(block.sequence_number, item.hash):
+                if stamped is not None and stamped[0].st_mtime_ns >= stamped[1] - RACY_NS:
+                    fresh.merge(tally)
+                    fresh.add(block)
+                    tally, stamps, cut = _Tally(), [], block
+                else:
+                    tally.add(block)
+                    if stamped is not None:
+                        stamps.append(BlockStamp.of(item.hash, stamped[0]))
+            if isinstance(block.event, Seed):
+                kind = block.event.dataset_kind
+            if block.prev_block_hash is not None and block.prev_block_hash == stop_at:
+                resumed = known
     if resumed is not None:
         kind = resumed.kind
         head_location = head_location or BlockLocation(resumed.sequence_number, resumed.head)

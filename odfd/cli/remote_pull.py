@@ -136,13 +136,10 @@ async def run(workspace: Workspace, args: argparse.Namespace) -> int:
     from odfd.sync.progress import Progress
     from odfd.sync.pull import pull, pull_from_remotes
     from odfd.sync.transport.settings import TransportSettings
-    from storage.orphans import recover_orphans
 
     config = load_config(workspace.layout.config_path)
     options = pull_options(config, args)
     settings = TransportSettings.from_config(config)
-    for action in await recover_orphans(workspace):
-        console.info(f"Recovered: {action.describe()}")
     if args.as_alias is not None and len(args.datasets) != 1:
         print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
         return 2

@@ -39,22 +39,36 @@ def run_in_workspace(
     command: Callable[[Workspace], Awaitable[int]],
     *,
     check_storage: bool = True,
+    settle_orphans: bool = True,
 ) -> int:
     """Open the workspace named by ``--root`` (else ``$ODFD_HOME``, else the nearest enclosing
     one), check its ``config.toml`` (every command refuses a broken one, not only those that read
     the setting in question) and, with ``check_storage``, that its dataset storage (a bucket)
-    can be used, run ``command`` in it, close it."""
+    can be used, settle what a killed process left between a dataset folder and the catalog
+    (``storage.orphans``: one line each, unless not ``settle_orphans``), run ``command`` in it,
+    close it."""
     from odfd.config import load_config
     from odfd.node_storage import open_workspace
 
     async def run() -> int:
         async with await open_workspace(args.root, check=check_storage) as workspace:
             load_config(workspace.layout.config_path)
+            if settle_orphans:
+                await report_orphans(workspace)
             return await command(workspace)
 
     import asyncio  # not at import: `odfd --help` builds the parser and runs nothing
 
     return asyncio.run(run())
+
+
+async def report_orphans(workspace: Workspace) -> None:
+    """Settles orphan dataset folders (``storage.orphans``), one line on stderr for each."""
+    from odfd.cli import console
+    from storage.orphans import recover_orphans
+
+    for action in await recover_orphans(workspace):
+        console.info(f"Recovered: {action.describe()}")
 
 
 def read_in_workspace(
@@ -72,7 +86,7 @@ def read_in_workspace(
 
     from odfd.config import load_config
     from storage.catalog.sync_reader import open_sync_reader
-    from storage.layout import existing_layout
+    from storage.layout import dataset_dir_name, existing_layout, unknown_dataset_folders
     from storage.scratch import sweep_staging
 
     layout = existing_layout(args.root)
@@ -82,6 +96,9 @@ def read_in_workspace(
     with reader:
         sweep_staging(layout.staging_dir)
         config = load_config(layout.config_path)
+        known = (dataset_dir_name(record.id) for record in reader.list_datasets())
+        if unknown_dataset_folders(layout.datasets_dir, known):
+            return None  # settled, and said so, on the way through the workspace
         try:
             return read(reader, layout, config)
         except sqlite3.Error:

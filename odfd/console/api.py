@@ -30,9 +30,9 @@ from odfd.console.details import (
     schema_document,
     transform_history,
 )
-from odfd.console.lineage import InputIndex, build_lineage
+from odfd.console.lineage import build_lineage
 from odfd.console.node import node_info
-from odfd.console.sql import json_cell, run_sql
+from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql
 from odfd.console.view import CatalogView
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
@@ -55,26 +55,27 @@ class Console:
         self.backend = backend
         self.view = CatalogView(backend)
         self.summaries = SummaryCache()
-        self.inputs = InputIndex(backend.workspace)
         self._warming: asyncio.Task[None] | None = None
 
     async def warm(self) -> None:
-        """Reads what the first pages need (the catalog, the first page's summaries, every
-        derivative's inputs) so that the first visitor after a start does not wait for it."""
+        """Reads what the first pages need (the catalog, the first page's summaries, the dataset
+        graph) so that the first visitor after a start does not wait for it."""
         await asyncio.to_thread(_first_conversion)
         records = await self.view.records()
         await self.view.status()
         workspace = self.backend.workspace
-        for index, record in enumerate(records):
+        for record in records[:PAGE]:
             try:
-                if index < PAGE:
-                    await self.summaries.get(workspace.open_dataset(record.id), record)
-                await self.inputs.inputs(record)
+                await self.summaries.get(workspace.open_dataset(record.id), record)
             except OdfError as err:  # its page will say what is wrong with it
                 log.warning(
                     "console warm-up skipped a dataset",
                     extra={"dataset": record.alias, "error": str(err)},
                 )
+        try:
+            await workspace.graph(records)  # indexes the inputs of any derivative not indexed yet
+        except OdfError as err:  # a lineage page will say what is wrong
+            log.warning("console warm-up skipped the dataset graph", extra={"error": str(err)})
 
     async def warmed(self) -> None:
         """Returns once the warm-up started with the server is over."""
@@ -332,7 +333,6 @@ async def _lineage(request: web.Request) -> web.Response:
         downstream=True,
         visible=lambda r: state.visible(r, request),
         listed=await console.view.records(),
-        index=console.inputs,
     )
     return _json(graph.to_json())
 
@@ -420,7 +420,15 @@ async def _sql(request: web.Request) -> web.Response:
         )
     except OdfError as err:
         return _error(400, str(err))
-    return _json({"columns": columns, "rows": rows, "truncated": truncated, "ms": ms})
+    return _json(
+        {
+            "columns": columns,
+            "rows": rows,
+            "truncated": truncated,
+            "ms": ms,
+            "engine": SQL_BOX_ENGINE,
+        }
+    )
 
 
 async def _provenance(request: web.Request) -> web.Response:

@@ -1,6 +1,6 @@
 """A dataset's lineage: the graph of its inputs (recursively) and, on request, of the datasets
-that read it. Built from each chain's ``SetTransform`` (through the saved chain state), so it
-needs no engine and works on any workspace."""
+that read it. Built from the workspace's dataset graph (``storage.graph``: the catalog's index of
+each derivative's inputs), so it needs no engine and reads no chain."""
 
 from __future__ import annotations
 
@@ -8,8 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from odfd.errors import OdfdError
-from protocol.identity import DatasetId, DatasetRef, Multihash
-from protocol.model import DatasetKind
+from protocol.identity import DatasetRef
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
@@ -60,25 +59,6 @@ def _node(record: DatasetRecord) -> LineageNode:
     return LineageNode(str(record.id), record.alias, record.kind.value, head)
 
 
-class InputIndex:
-    """Each derivative's inputs by (dataset, head): a chain is read again only after its head
-    moved (the console keeps one for the life of the server)."""
-
-    def __init__(self, workspace: Workspace) -> None:
-        self.workspace = workspace
-        self._entries: dict[DatasetId, tuple[Multihash | None, tuple[DatasetId, ...]]] = {}
-
-    async def inputs(self, record: DatasetRecord) -> tuple[DatasetId, ...]:
-        if record.kind is not DatasetKind.DERIVATIVE or record.head is None:
-            return ()
-        cached = self._entries.get(record.id)
-        if cached is not None and cached[0] == record.head:
-            return cached[1]
-        state = await self.workspace.open_dataset(record.id).chain.state(record.head)
-        self._entries[record.id] = (record.head, state.transform_input_ids)
-        return state.transform_input_ids
-
-
 async def build_lineage(
     workspace: Workspace,
     ref: str,
@@ -86,55 +66,25 @@ async def build_lineage(
     downstream: bool = False,
     visible: Visible | None = None,
     listed: list[DatasetRecord] | None = None,
-    index: InputIndex | None = None,
 ) -> LineageGraph:
     """Every input of ``ref``, recursively; with ``downstream`` also every dataset reading it,
-    recursively. Datasets ``visible`` rejects are left out as if they did not exist. ``listed``
-    (the workspace's datasets) and ``index`` let a caller reuse what it already read."""
-    show = visible or (lambda record: True)
-    everything = listed if listed is not None else await workspace.list_datasets()
-    records = {record.id: record for record in everything if show(record)}
+    recursively (the workspace's dataset graph). Datasets ``visible`` rejects are left out as if
+    they did not exist. ``listed`` (the workspace's datasets) lets a caller reuse what it read."""
+    graph = await workspace.graph(listed)
+    if visible is not None:
+        graph = graph.only(visible)
     start = await workspace.try_resolve(DatasetRef.parse(ref))
-    if start is None or start.id not in records:
+    if start is None or start.id not in graph.records:
         raise LineageError(f"no dataset {ref} in the workspace at {workspace.root}")
-    start = records[start.id]
-    graph = LineageGraph(str(start.id))
-    graph.nodes[str(start.id)] = _node(start)
-    inputs_index = index or InputIndex(workspace)
-
-    async def inputs(dataset_id: DatasetId) -> tuple[DatasetId, ...]:
-        return await inputs_index.inputs(records[dataset_id])
-
-    pending = [start.id]
-    seen = {start.id}
-    while pending:
-        current = pending.pop()
-        for input_id in await inputs(current):
-            key = str(input_id)
-            graph.edges.append((key, str(current)))
-            if input_id in seen:
-                continue
-            seen.add(input_id)
-            record = records.get(input_id)
-            if record is None:
-                graph.nodes[key] = LineageNode(key, key, "Missing", None)
-                continue
-            graph.nodes[key] = _node(record)
-            pending.append(input_id)
-    if downstream:
-        readers: dict[DatasetId, list[DatasetId]] = {}
-        for dataset_id in records:
-            for input_id in await inputs(dataset_id):
-                readers.setdefault(input_id, []).append(dataset_id)
-        pending, done = [start.id], {start.id}
-        while pending:
-            current = pending.pop()
-            for reader in readers.get(current, []):
-                edge = (str(current), str(reader))
-                if edge not in graph.edges:
-                    graph.edges.append(edge)
-                graph.nodes.setdefault(str(reader), _node(records[reader]))
-                if reader not in done:
-                    done.add(reader)
-                    pending.append(reader)
-    return graph
+    lineage = LineageGraph(str(start.id))
+    lineage.nodes[str(start.id)] = _node(graph.records[start.id])
+    for source, target in graph.lineage(start.id, downstream=downstream):
+        lineage.edges.append((str(source), str(target)))
+        for dataset_id in (source, target):
+            key = str(dataset_id)
+            if key not in lineage.nodes:
+                record = graph.records.get(dataset_id)
+                lineage.nodes[key] = (
+                    LineageNode(key, key, "Missing", None) if record is None else _node(record)
+                )
+    return lineage

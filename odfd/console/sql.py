@@ -1,5 +1,6 @@
 """The console's SQL box: a query over the datasets a request may see, through the same query
-function as ``odfd sql``, with the result cut to a page and made JSON-safe."""
+function and engine as ``odfd sql`` (DataFusion: names quoted with double quotes), with the result
+cut to a page and made JSON-safe."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
-from odfd.cli.commands.sql import run_query
-from odfd.coordinator.engine import configure_engine
+from odfd.cli.commands.sql import DEFAULT_ENGINE, run_query
 from odfd.coordinator.query import dataset_view
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
-from verifier.engine import session as spark_session
+
+SQL_BOX_ENGINE = DEFAULT_ENGINE
+"""The engine the SQL box runs in: the one ``odfd sql`` uses unless told otherwise."""
 
 
 def json_cell(value: Any) -> Any:
@@ -45,14 +47,12 @@ async def run_sql(
 ) -> tuple[list[str], list[list[Any]], bool, float]:
     """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
     started = time.perf_counter()
-    if not spark_session.is_running():  # a daemon configured it already
-        configure_engine(workspace.layout.config_path)
     lowered = query.lower()
     views = []
     for record in await workspace.list_datasets():
         if visible(record) and record.alias.lower() in lowered:
             views.append(await dataset_view(workspace.open_dataset(record.id)))
-    table = await asyncio.to_thread(run_query, query, views)
+    table = await asyncio.to_thread(run_query, query, views, SQL_BOX_ENGINE)
     truncated = table.num_rows > limit
     table = table.slice(0, limit)
     columns = table.column_names

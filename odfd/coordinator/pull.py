@@ -20,6 +20,7 @@ from protocol.identity import DatasetId
 from protocol.model import DatasetKind, Timestamp
 from storage.dataset import Dataset
 from storage.errors import RefCasError
+from storage.graph import DependencyCycleError
 from storage.workspace import Workspace
 
 
@@ -142,22 +143,7 @@ async def _set_watermark(
 
 async def _upstream_order(workspace: Workspace, targets: list[DatasetId]) -> list[DatasetId]:
     """The targets and everything they read from, each after all of its inputs."""
-    order: list[DatasetId] = []
-    visiting: set[DatasetId] = set()
-
-    async def visit(dataset_id: DatasetId) -> None:
-        if dataset_id in order:
-            return
-        if dataset_id in visiting:
-            raise PullError(f"dataset {dataset_id} depends on itself through its inputs")
-        visiting.add(dataset_id)
-        state = await workspace.open_dataset(dataset_id).chain.state()
-        for input_id in state.transform_input_ids:
-            await workspace.resolve(str(input_id))
-            await visit(input_id)
-        visiting.discard(dataset_id)
-        order.append(dataset_id)
-
-    for target in targets:
-        await visit(target)
-    return order
+    try:
+        return (await workspace.graph()).upstream_order(targets)
+    except DependencyCycleError as err:
+        raise PullError(str(err)) from None

@@ -58,13 +58,10 @@ class DerivativeUpdater:
         ]
 
     async def dependants(self, dataset_id: DatasetId) -> list[DatasetId]:
-        """Local, non-mirrored derivative datasets that read ``dataset_id``."""
-        found = []
-        for record in await self._local_derivatives():
-            state = await self.workspace.open_dataset(record.id).chain.state()
-            if dataset_id in state.transform_input_ids:
-                found.append(record.id)
-        return found
+        """Local, non-mirrored derivative datasets that read ``dataset_id``: their graph (the
+        catalog's index of their inputs; no chain is read)."""
+        graph = await self.workspace.graph(await self._local_derivatives())
+        return [reader.id for reader in graph.readers_of(dataset_id)]
 
     async def catch_up(self) -> list[DatasetId]:
         """Queue every derivative whose inputs moved past what its last ``ExecuteTransform``

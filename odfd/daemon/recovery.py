@@ -60,6 +60,8 @@ async def recover_workspace(workspace: Workspace) -> list[str]:
 
 async def _adopt(workspace: Workspace, dataset_id: DatasetId) -> str | None:
     action = await recover_folder(workspace, dataset_id, remove_incomplete=False)
+    if action is None:
+        return None  # being put in place by another process, or in the catalog by now
     if action.record is None:
         if action.detail != f"no refs/{HEAD_REF}":  # an unfinished create or delete: ignored
             log.warning(

@@ -206,6 +206,16 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     if await workspace.storage.exists(dataset_id):
         # Left by a pull killed between the rename and the catalog: settle it now.
         action = await recover_folder(workspace, dataset_id)
+        if action is None:
+            if (existing := await workspace.catalog.get_dataset(dataset_id)) is not None:
+                raise DatasetExistsError(
+                    f"dataset {dataset_id} is already in the workspace as {existing.alias}; "
+                    f"pull into it with --as {existing.alias}"
+                )
+            raise SyncError(
+                f"another process is putting dataset {dataset_id} in place in "
+                f"{workspace.root}; pull again when it is done"
+            )
         target.recovered.append(action.describe())
         if action.record is not None and action.record.head == head:
             await discard_staging(target)  # the folder on disk is this very pull's result
@@ -222,6 +232,7 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     target.record = await workspace.catalog.add_dataset(
         dataset_id, target.alias, state_kind, head, seq
     )
+    await workspace.index_inputs(dataset_id, await staged.chain.state(head, use_current_head=False))
     target.dataset = workspace.open_dataset(dataset_id)
     return head, seq
 

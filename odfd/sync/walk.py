@@ -1,9 +1,11 @@
 """Walking a remote chain back to the last block both sides share, verifying every block.
 
-A block is accepted only if its bytes hash to the name it was asked for and decode, and if it
-links exactly to the block after it: ``prevBlockHash`` names the next block walked and sequence
-numbers drop by one down to a seed at 0. The head's sequence number therefore bounds the walk:
-an endless or cyclic chain cannot pass, and ``MAX_CHAIN_LENGTH`` bounds the head itself.
+Blocks are read through the verified chain reader (``storage.chain.reader``, strict): a block is
+accepted only if its bytes hash to the name it was asked for and decode, and if it links exactly
+to the block after it: ``prevBlockHash`` names the next block walked and sequence numbers drop by
+one down to a seed at 0. The head's sequence number therefore bounds the walk: an endless or
+cyclic chain cannot pass, and ``MAX_CHAIN_LENGTH`` bounds the head itself. A fault the reader
+finds is reported as the remote's: ``CorruptSourceError``.
 
 The fork point is found in the same pass: a cursor walks the local chain down in step with the
 remote one, and the first remote block that equals the local block at the same sequence number
@@ -13,14 +15,25 @@ is the last shared block. Everything newer on the remote side is what a pull bri
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass
 
 from odfd.sync.errors import ChainPoint, CorruptSourceError
-from protocol.codec.flatbuffers import block_hash, decode_block, peek_prev_block_hash
-from protocol.errors import DecodeError
+from protocol.codec.flatbuffers import peek_prev_block_hash
 from protocol.identity import DatasetId, Multihash
 from protocol.model import MetadataBlock, Seed
 from storage.chain import MetadataChain
+from storage.chain.reader import (
+    BrokenLink,
+    BrokenSequence,
+    ChainBlock,
+    ChainFault,
+    HashMismatch,
+    MalformedBlock,
+    MissingBlock,
+    check_run,
+    read_back,
+)
 from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
 
@@ -69,45 +82,56 @@ class WalkResult:
         return bool(self.new_blocks) and local_ahead
 
 
-def verify_block(hash: Multihash, data: bytes, where: str) -> MetadataBlock:
-    """Decode a block whose bytes must hash to ``hash``; ``CorruptSourceError`` otherwise."""
-    actual = block_hash(data)
-    if actual != hash:
-        raise CorruptSourceError(f"{where}: block {hash} has bytes that hash to {actual}")
-    try:
-        return decode_block(data)
-    except DecodeError as err:
-        raise CorruptSourceError(f"{where}: block {hash} does not decode: {err}") from None
-
-
-def check_link(
-    child: VerifiedBlock | None,
-    hash: Multihash,
-    block: MetadataBlock,
-    where: str,
-    max_blocks: int = MAX_CHAIN_LENGTH,
-) -> None:
-    """``block`` (named ``hash``) must be the block right before ``child`` (newest first)."""
-    seq = block.sequence_number
-    if child is None:
-        if seq < 0 or seq >= max_blocks:
-            raise CorruptSourceError(
-                f"{where}: head block {hash} has sequence number {seq}: a chain of "
-                f"{seq + 1} blocks is over the limit of {max_blocks}"
+def _corrupt(fault: ChainFault, where: str) -> CorruptSourceError:
+    """What a remote chain's fault tells the user: the remote is not to be trusted."""
+    child = fault.child
+    match fault:
+        case HashMismatch():
+            problem = f"block {fault.hash} has bytes that hash to {fault.actual}"
+        case MalformedBlock():
+            problem = f"block {fault.hash} does not decode: {fault.reason}"
+        case MissingBlock():
+            linked = (
+                "the head is"
+                if child is None
+                else f"block {child.hash} (#{child.sequence_number}) links to"
             )
-    elif seq != child.block.sequence_number - 1:
-        raise CorruptSourceError(
-            f"{where}: block {hash} has sequence number {seq} but block {child.hash} "
-            f"(#{child.block.sequence_number}) links to it: the chain does not link"
-        )
-    if (seq == 0) != (block.prev_block_hash is None):
-        raise CorruptSourceError(
-            f"{where}: block {hash} (#{seq}) "
-            + (
+            problem = (
+                f"{linked} block {fault.hash}, which the remote does not serve: "
+                "the chain does not link"
+            )
+        case BrokenLink() if child is not None:
+            problem = (
+                f"block {child.hash} links to {fault.named}, "
+                f"but the block before it in the tarball is {fault.hash}"
+            )
+        case BrokenSequence() if (
+            child is not None
+            and child.sequence_number is not None
+            and fault.sequence_number != child.sequence_number - 1
+        ):
+            problem = (
+                f"block {fault.hash} has sequence number {fault.sequence_number} but block "
+                f"{child.hash} (#{child.sequence_number}) links to it: the chain does not link"
+            )
+        case BrokenSequence():
+            problem = f"block {fault.hash} (#{fault.sequence_number}) " + (
                 "is first but has a prevBlockHash"
-                if seq == 0
+                if fault.sequence_number == 0
                 else "has no prevBlockHash but is not block #0"
             )
+        case _:
+            problem = f"the chain does not link at block {fault.hash}"
+    return CorruptSourceError(f"{where}: {problem}")
+
+
+def _check_length(head: ChainBlock, where: str, max_blocks: int) -> None:
+    """The head's sequence number bounds the walk; ``max_blocks`` bounds the head."""
+    seq = head.block.sequence_number
+    if seq < 0 or seq >= max_blocks:
+        raise CorruptSourceError(
+            f"{where}: head block {head.hash} has sequence number {seq}: a chain of "
+            f"{seq + 1} blocks is over the limit of {max_blocks}"
         )
 
 
@@ -184,6 +208,21 @@ FetchBlock = Callable[[Multihash], Awaitable[bytes]]
 """Reads a remote block's bytes by hash; ``ObjectNotFoundError`` if the remote lacks it."""
 
 
+class _RemoteBlocks:
+    """A remote's blocks, read from the local store first when an interrupted pull stashed them
+    there; ``fetched`` says whether the last block came from the remote."""
+
+    def __init__(self, fetch: FetchBlock, stash: BlockStash) -> None:
+        self._fetch = fetch
+        self._stash = stash
+        self.fetched = False
+
+    async def get_bytes(self, hash: Multihash) -> bytes:
+        data = await self._stash.local_bytes(hash)
+        self.fetched = data is None
+        return await self._fetch(hash) if data is None else data
+
+
 async def walk_remote_chain(
     remote_head: Multihash,
     fetch: FetchBlock,
@@ -199,38 +238,23 @@ async def walk_remote_chain(
     Blocks already in the local store (from an interrupted pull) are read locally.
     """
     newest_first: list[VerifiedBlock] = []
-    hash: Multihash | None = remote_head
-    child: VerifiedBlock | None = None
     common: ChainPoint | None = None
-    while hash is not None:
-        data = await stash.local_bytes(hash)
-        fetched = data is None
-        if data is None:
-            try:
-                data = await fetch(hash)
-            except ObjectNotFoundError:
-                linked = (
-                    f"block {child.hash} (#{child.block.sequence_number}) links to"
-                    if child
-                    else "the head is"
-                )
-                raise CorruptSourceError(
-                    f"{where}: {linked} block {hash}, which the remote does not "
-                    "serve: the chain does not link"
-                ) from None
-        block = verify_block(hash, data, where)
-        check_link(child, hash, block, where, max_blocks)
-        if await cursor.hash_at(block.sequence_number) == hash:
-            common = ChainPoint(hash, block.sequence_number)
-            break
-        if fetched:
-            await stash.add(hash, data)
-        item = VerifiedBlock(hash, block)
-        newest_first.append(item)
-        if on_block is not None:
-            on_block(1)
-        child = item
-        hash = block.prev_block_hash
+    source = _RemoteBlocks(fetch, stash)
+    async with aclosing(read_back(source, remote_head, strict=True)) as items:
+        async for item in items:
+            if isinstance(item, ChainFault):
+                raise _corrupt(item, where)
+            if not newest_first:
+                _check_length(item, where, max_blocks)
+            sequence_number = item.block.sequence_number
+            if await cursor.hash_at(sequence_number) == item.hash:
+                common = ChainPoint(item.hash, sequence_number)
+                break
+            if source.fetched:
+                await stash.add(item.hash, item.data)
+            newest_first.append(VerifiedBlock(item.hash, item.block))
+            if on_block is not None:
+                on_block(1)
     await stash.flush()
     newest_first.reverse()
     remote = ChainPoint(
@@ -257,17 +281,12 @@ async def match_linked_run(
     """Verify a run of blocks received oldest first (Smart Transfer Protocol tarball) that must
     continue ``begin_after`` (``None``: start at the seed), and find the last shared block."""
     verified: list[VerifiedBlock] = []
-    child: VerifiedBlock | None = None
-    for hash, data in reversed(blocks):
-        block = verify_block(hash, data, where)
-        if child is not None and child.block.prev_block_hash != hash:
-            raise CorruptSourceError(
-                f"{where}: block {child.hash} links to {child.block.prev_block_hash}, "
-                f"but the block before it in the tarball is {hash}"
-            )
-        check_link(child, hash, block, where, max_blocks)
-        child = VerifiedBlock(hash, block)
-        verified.append(child)
+    for checked in check_run(reversed(blocks), strict=True):
+        if isinstance(checked, ChainFault):
+            raise _corrupt(checked, where)
+        if not verified:
+            _check_length(checked, where, max_blocks)
+        verified.append(VerifiedBlock(checked.hash, checked.block))
     if verified:
         oldest = verified[-1].block
         expected_prev = begin_after.hash if begin_after is not None else None

@@ -28,6 +28,7 @@ from protocol.identity.refs import (
     DatasetUrl,
     IsRepo,
 )
+from protocol.identity.signature import Signature
 
 if TYPE_CHECKING:
     from protocol.identity.patterns import (
@@ -88,4 +89,5 @@ __all__ = [
     "Multicodec",
     "Multihash",
     "RepoName",
+    "Signature",
 ]

@@ -17,29 +17,35 @@ import logging
 import sqlite3
 from collections import ChainMap, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
+from contextlib import aclosing
 
-from protocol.codec.flatbuffers import (
-    block_hash,
-    decode_block,
-    hash_block,
-    is_block_hash,
-    peek_prev_block_hash,
-)
+from protocol.codec.flatbuffers import hash_block
 from protocol.errors import DecodeError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
+from storage.chain.reader import (
+    FORWARD_SEGMENT,
+    BlockPosition,
+    BrokenLink,
+    BrokenSequence,
+    ChainFault,
+    HashMismatch,
+    MalformedBlock,
+    MissingBlock,
+    check_block,
+    read_back,
+    read_back_from_folder,
+    read_forward,
+)
 from storage.chain.rules import ChainState
 from storage.chain.saved_state import SavedState, SavedStateError, SavedStateStore
 from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
-from storage.layout import HEAD_REF, DatasetLayout, object_name
+from storage.layout import HEAD_REF, DatasetLayout
 from storage.stores.base import ObjectStore, RefStore
 from storage.stores.ref_file import read_ref_file
 
 _log = logging.getLogger(__name__)
-
-FORWARD_SEGMENT = 1024
-"""Blocks held in memory at once by ``iter_blocks_forward``."""
 
 HeadListener = Callable[[Multihash, int], Awaitable[None]]
 
@@ -94,50 +100,25 @@ class MetadataChain:
 
     async def get_block(self, hash: Multihash) -> MetadataBlock:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""
-        return _decode_verified(hash, await self.blocks.get_bytes(hash))
-
-    async def _get_linked(
-        self, hash: Multihash, child: tuple[Multihash, int | None] | None
-    ) -> bytes:
-        """Bytes of ``hash``; a missing block named by ``child`` (hash, sequence number) is a
-        broken chain, reported against the child."""
-        try:
-            return await self.blocks.get_bytes(hash)
-        except ObjectNotFoundError:
-            if child is None:
-                raise
-            raise _missing_block(hash, child) from None
+        item = check_block(hash, await self.blocks.get_bytes(hash))
+        if isinstance(item, ChainFault):
+            raise fault_error(item)
+        return item.block
 
     async def iter_blocks(
         self, start: Multihash | None = None, stop_at: Multihash | None = None
     ) -> AsyncIterator[tuple[Multihash, MetadataBlock]]:
         """Blocks newest first from ``start`` (default: head) down to, excluding, ``stop_at``."""
-        hash = start if start is not None else await self.head()
-        child: tuple[Multihash, int] | None = None
-        while hash is not None and hash != stop_at:
-            block = _parent_block(hash, await self._get_linked(hash, child), child)
-            yield hash, block
-            child = (hash, block.sequence_number)
-            hash = block.prev_block_hash
-        if stop_at is not None and hash != stop_at:
+        start = start if start is not None else await self.head()
+        reached = start == stop_at
+        async with aclosing(read_back(self.blocks, start, stop_at=stop_at)) as items:
+            async for item in items:
+                if isinstance(item, ChainFault):
+                    raise fault_error(item)
+                yield item.hash, item.block
+                reached = item.block.prev_block_hash == stop_at
+        if stop_at is not None and not reached:
             raise StorageError(f"block {stop_at} is not an ancestor of {start}")
-
-    async def _read_segment(
-        self, start: Multihash, stop_at: Multihash | None
-    ) -> list[tuple[Multihash, MetadataBlock]]:
-        """``iter_blocks(start, stop_at)`` as a list: a bounded segment, read without an
-        async-generator step per block (validation reads every block of a chain this way)."""
-        blocks: list[tuple[Multihash, MetadataBlock]] = []
-        hash: Multihash | None = start
-        child: tuple[Multihash, int] | None = None
-        while hash is not None and hash != stop_at:
-            block = _parent_block(hash, await self._get_linked(hash, child), child)
-            blocks.append((hash, block))
-            child = (hash, block.sequence_number)
-            hash = block.prev_block_hash
-        if stop_at is not None and hash != stop_at:
-            raise StorageError(f"block {stop_at} is not an ancestor of {start}")
-        return blocks
 
     async def iter_blocks_forward(
         self,
@@ -147,49 +128,16 @@ class MetadataChain:
         segment: int = FORWARD_SEGMENT,
     ) -> AsyncIterator[tuple[Multihash, MetadataBlock]]:
         """Blocks oldest first up to ``head`` (default: the current head): from the ``Seed``, or
-        from the block after the newest ancestor of ``head`` that is in ``after``.
-
-        Memory stays bounded however long the chain is: a first backward pass reads only each
-        block's link and keeps every ``segment``-th hash; then each segment is decoded backward
-        and yielded forward. Runs of up to ``segment`` blocks are read once. The backward pass
-        takes at most as many steps as the head's sequence number says there are blocks: links
-        that go on past that (a cycle, or a corrupt block) raise ``ChainRuleError``.
+        from the block after the newest ancestor of ``head`` that is in ``after``
+        (``storage.chain.reader.read_forward``: memory bounded however long the chain is; links
+        that go on past the ``Seed`` the head's sequence number implies raise ``ChainRuleError``).
         """
         head = head if head is not None else await self.head()
-        if head is None or head in after:
-            return
-        anchors: list[Multihash] = []
-        recent: list[tuple[Multihash, bytes]] = []
-        count = 0
-        hash: Multihash | None = head
-        child: tuple[Multihash, int | None] | None = None
-        head_block: MetadataBlock | None = None
-        while hash is not None and hash not in after:
-            if head_block is not None and count > head_block.sequence_number:
-                assert child is not None  # set with head_block
-                raise _endless_links(child[0], hash, head, head_block.sequence_number)
-            data = await self._get_linked(hash, child)
-            if head_block is None:
-                head_block = _decode_verified(hash, data)
-            if count % segment == 0:
-                anchors.append(hash)
-            if count < segment:
-                recent.append((hash, data))
-            count += 1
-            child = (hash, None)
-            hash = peek_prev_block_hash(data)
-        base = hash
-        if count <= segment:
-            for hash, data in reversed(recent[1:]):
-                yield hash, _decode_verified(hash, data)
-            assert head_block is not None  # count > 0: head is not in after
-            yield head, head_block
-            return
-        recent.clear()
-        for i in range(len(anchors) - 1, -1, -1):
-            stop = anchors[i + 1] if i + 1 < len(anchors) else base
-            for item in reversed(await self._read_segment(anchors[i], stop)):
-                yield item
+        async with aclosing(read_forward(self.blocks, head, after=after, segment=segment)) as items:
+            async for item in items:
+                if isinstance(item, ChainFault):
+                    raise fault_error(item)
+                yield item.hash, item.block
 
     # --- state ----------------------------------------------------------------------------------
 
@@ -452,72 +400,64 @@ async def _check_object(
 
 def iter_blocks_on_disk(layout: DatasetLayout) -> Iterator[tuple[Multihash, MetadataBlock]]:
     """``MetadataChain.iter_blocks()`` of a dataset folder on this machine, read without an event
-    loop (``odfd log`` starts in half the time), with the same checks: each block re-hashed, its
-    link stored and sequence numbers decreasing."""
-    hash = read_ref_file(layout.refs_dir / HEAD_REF)
-    child: tuple[Multihash, int] | None = None
-    while hash is not None:
-        try:
-            data = (layout.blocks_dir / object_name(hash)).read_bytes()
-        except FileNotFoundError:
-            if child is None:
-                raise ObjectNotFoundError(str(layout.blocks_dir), hash) from None
-            raise _missing_block(hash, child) from None
-        block = _parent_block(hash, data, child)
-        yield hash, block
-        child = (hash, block.sequence_number)
-        hash = block.prev_block_hash
+    loop (``odfd log`` starts in half the time), with the same checks and errors."""
+    head = read_ref_file(layout.refs_dir / HEAD_REF)
+    for item in read_back_from_folder(layout.blocks_dir, head):
+        if isinstance(item, ChainFault):
+            raise fault_error(item)
+        yield item.hash, item.block
 
 
-def _missing_block(hash: Multihash, child: tuple[Multihash, int | None]) -> ChainRuleError:
-    """A broken link: ``child`` (hash, sequence number) names ``hash``, which is not stored."""
-    return ChainRuleError(
-        "missing-block",
-        f"prevBlockHash names block {hash}, which is not stored",
-        sequence_number=child[1],
-        block_hash=child[0],
-    )
-
-
-def _not_decreasing(
-    hash: Multihash, block: MetadataBlock, child: tuple[Multihash, int]
-) -> ChainRuleError:
-    """Walking back, ``block`` is the parent of ``child`` (hash, sequence number) but does not
-    have a smaller sequence number."""
-    return ChainRuleError(
-        "sequence-number",
-        f"block {hash} has sequenceNumber {block.sequence_number} but is the "
-        f"previous block of {child[0]} (#{child[1]}): sequence numbers must decrease walking back",
-        sequence_number=block.sequence_number,
-        block_hash=hash,
-    )
-
-
-def _endless_links(
-    last: Multihash, next: Multihash, head: Multihash, head_sequence_number: int
-) -> ChainRuleError:
-    """Walking back from ``head``, ``last`` should be the ``Seed`` (#0) yet still links on."""
-    return ChainRuleError(
-        "sequence-number",
-        f"block {last} is {head_sequence_number} blocks below head {head} "
-        f"(#{head_sequence_number}), so it must be #0, but its prevBlockHash names {next}: the "
-        "links do not end at the Seed (a cycle or a corrupt block)",
-        sequence_number=0,
-        block_hash=last,
-    )
-
-
-def _parent_block(
-    hash: Multihash, data: bytes, child: tuple[Multihash, int] | None
-) -> MetadataBlock:
-    """Walking back, the block ``hash`` (stored as ``data``) that ``child`` links to, checked."""
-    block = _decode_verified(hash, data)
-    if child is not None and block.sequence_number >= child[1]:
-        raise _not_decreasing(hash, block, child)
-    return block
-
-
-def _decode_verified(hash: Multihash, data: bytes) -> MetadataBlock:
-    if not is_block_hash(hash, data):
-        raise HashMismatchError(f"block file {hash}", hash, block_hash(data))
-    return decode_block(data)
+def fault_error(fault: ChainFault) -> StorageError | DecodeError:
+    """A fault met reading a local chain as the error the chain raises: a missing head block as
+    ``ObjectNotFoundError``, a missing parent or a misplaced one as ``ChainRuleError`` against the
+    block that names it, a corrupt block file as ``HashMismatchError`` or ``DecodeError``."""
+    child = fault.child
+    match fault:
+        case MissingBlock() if child is not None:
+            return ChainRuleError(
+                "missing-block",
+                f"prevBlockHash names block {fault.hash}, which is not stored",
+                sequence_number=child.sequence_number,
+                block_hash=child.hash,
+            )
+        case MissingBlock():
+            return ObjectNotFoundError(fault.store, fault.hash)
+        case HashMismatch():
+            return HashMismatchError(f"block file {fault.hash}", fault.hash, fault.actual)
+        case MalformedBlock():
+            return DecodeError(fault.reason)
+        case BrokenSequence(counted_from=BlockPosition() as head):
+            return ChainRuleError(
+                "sequence-number",
+                f"block {fault.hash} is {head.sequence_number} blocks below head {head.hash} "
+                f"(#{head.sequence_number}), so it must be #0, but its prevBlockHash names "
+                f"{fault.prev_block_hash}: the links do not end at the Seed (a cycle or a "
+                "corrupt block)",
+                sequence_number=0,
+                block_hash=fault.hash,
+            )
+        case BrokenSequence() if child is not None:
+            return ChainRuleError(
+                "sequence-number",
+                f"block {fault.hash} has sequenceNumber {fault.sequence_number} but is the "
+                f"previous block of {child.hash} (#{child.sequence_number}): sequence numbers "
+                "must decrease walking back",
+                sequence_number=fault.sequence_number,
+                block_hash=fault.hash,
+            )
+        case BrokenSequence():
+            return ChainRuleError(
+                "sequence-number",
+                "only block #0 has no prevBlockHash",
+                sequence_number=fault.sequence_number,
+                block_hash=fault.hash,
+            )
+        case BrokenLink():
+            return ChainRuleError(
+                "hash-link",
+                f"prevBlockHash names {fault.named}, not block {fault.hash}",
+                sequence_number=None if child is None else child.sequence_number,
+                block_hash=None if child is None else child.hash,
+            )
+    raise AssertionError(f"unknown chain fault {fault!r}")

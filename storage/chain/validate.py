@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from contextlib import aclosing
+
 from protocol.identity import DatasetId, Multihash
-from storage.chain.metadata_chain import MetadataChain, check_block_objects
+from storage.chain.metadata_chain import MetadataChain, check_block_objects, fault_error
+from storage.chain.reader import ChainFault, read_forward
 from storage.chain.rules import ChainState
 from storage.stores.base import ObjectStore
 
@@ -25,8 +28,13 @@ async def validate_chain(
     """
     state = ChainState(dataset_id if dataset_id is not None else chain.dataset_id)
     check_objects = data is not None or checkpoints is not None
-    async for hash, block in chain.iter_blocks_forward(head):
-        state.apply(hash, block)
-        if check_objects:
-            await check_block_objects(hash, block, data, checkpoints)
+    head = head if head is not None else await chain.head()
+    # Straight from the reader: one async-generator step per block less than iter_blocks_forward.
+    async with aclosing(read_forward(chain.blocks, head)) as items:
+        async for item in items:
+            if isinstance(item, ChainFault):
+                raise fault_error(item)
+            state.apply(item.hash, item.block)
+            if check_objects:
+                await check_block_objects(item.hash, item.block, data, checkpoints)
     return state

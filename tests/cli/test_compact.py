@@ -44,6 +44,7 @@ def _append(ws: Path, values: list[int], n: int) -> None:
         async with await Workspace.open(ws) as workspace:
             dataset = await workspace.get_dataset("nums")
             state = await dataset.chain.state()
+            assert state.last_offset is not None
             start = state.last_offset + 1
             time = Timestamp(T0.epoch_nanos + (n + 1) * 60_000_000_000)
             path = ws / "staging" / f"extra-{n}.parquet"
@@ -232,6 +233,7 @@ def test_checkpoints_and_watermarks_carry_over_and_a_watermark_block_splits_runs
         async with await Workspace.init(ws) as workspace:
             dataset = await root_with_slices(workspace, "nums", [[1], [2], [3]], checkpoints=True)
             state = await dataset.chain.state()
+            assert state.head is not None
             last = (await dataset.chain.get_block(state.head)).event
             mark = AddData(
                 prev_checkpoint=state.last_checkpoint,

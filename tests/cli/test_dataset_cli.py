@@ -52,14 +52,18 @@ def test_log_yaml_hashes_back_to_the_block_names(
     assert len(documents) == 6
     sequence = []
     for n, document in enumerate(documents):
-        expected = re.search(r"^# Block: (\S+)$", document, re.M)[1]  # type: ignore[index]
+        block_line = re.search(r"^# Block: (\S+)$", document, re.M)
+        assert block_line is not None
+        expected = block_line[1]
         file = tmp_path / f"block{n}.yaml"
         file.write_text(document)
         code, hashed, err = run(capsys, "block", "hash", str(file))
         assert code == 0, err
         assert hashed.strip().splitlines()[-1] == expected
         assert (root / "datasets").rglob(f"blocks/{expected}")
-        sequence.append(int(re.search(r"sequenceNumber: (\d+)", document)[1]))  # type: ignore[index]
+        number = re.search(r"sequenceNumber: (\d+)", document)
+        assert number is not None
+        sequence.append(int(number[1]))
     assert sequence == [5, 4, 3, 2, 1, 0]
 
 

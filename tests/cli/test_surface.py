@@ -3,6 +3,7 @@ completions, ``config``, ``system``; and answers that need no engine never start
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
@@ -113,9 +114,10 @@ def test_every_listing_command_takes_the_same_output_format_names() -> None:
         sub = parser
         for word in path:
             sub = next(
-                a for a in sub._actions if a.__class__.__name__ == "_SubParsersAction"
+                a for a in sub._actions if isinstance(a, argparse._SubParsersAction)
             ).choices[word]
         (option,) = [a for a in sub._actions if "--output-format" in a.option_strings]
+        assert option.choices is not None
         assert {"-o", "--output-format", "--output"} <= set(option.option_strings), path
         assert set(option.choices) == formats, path
 

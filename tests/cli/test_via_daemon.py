@@ -228,9 +228,9 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon_and_commits_nothing(
     node: DaemonProcess, tmp_path: Path
 ) -> None:
     big = tmp_path / "big.ndjson"
-    with big.open("w") as out:
+    with big.open("w") as file:
         for n in range(400_000):
-            out.write(
+            file.write(
                 f'{{"match_time": "2024-06-01T18:00:00Z", "match_id": {n}, '
                 f'"player": "p{n % 97}", "score": {n % 1000}}}\n'
             )

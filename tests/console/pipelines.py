@@ -67,7 +67,7 @@ async def three_levels(workspace: Workspace, *, slices: int = 3) -> dict[str, Da
         )
     )
     assert middle.id is not None and top.id is not None
-    return {ROOT: writer.dataset.id, MIDDLE: middle.id, TOP: top.id}
+    return {ROOT: writer.dataset_id, MIDDLE: middle.id, TOP: top.id}
 
 
 async def wide(workspace: Workspace, roots: int) -> str:

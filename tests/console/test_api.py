@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from typing import Any
 
 import aiohttp
 import pytest
@@ -28,7 +29,8 @@ class Node:
     http: aiohttp.ClientSession
     workspace: Workspace
 
-    async def get(self, path: str, token: str | None = None) -> tuple[int, object]:
+    async def get(self, path: str, token: str | None = None) -> tuple[int, Any]:
+        """The status and the decoded JSON body (or the text of any other body)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         async with self.http.get(self.url + path, headers=headers) as response:
             body = await (
@@ -38,7 +40,7 @@ class Node:
 
     async def post(
         self, path: str, body: object, token: str | None = None, **headers: str
-    ) -> tuple[int, object]:
+    ) -> tuple[int, Any]:
         if token:
             headers["Authorization"] = f"Bearer {token}"
         async with self.http.post(self.url + path, json=body, headers=headers) as response:
@@ -163,6 +165,12 @@ async def test_actions_and_sql_need_tokens_and_the_same_origin(node: Node) -> No
     assert status == 401 and "read or admin token" in body["error"]
     status, body = await node.post("ui/api/sql", {"query": " "}, READ)
     assert status == 400 and "query" in body["error"]
+    # The SQL box speaks `odfd sql`'s dialect: DataFusion, names in double quotes.
+    status, body = await node.post(
+        "ui/api/sql", {"query": f'SELECT "offset" FROM "{ROOT}" ORDER BY "offset" LIMIT 2'}, READ
+    )
+    assert status == 200 and body["engine"] == "datafusion"
+    assert body["rows"] == [[0], [1]]
 
 
 async def test_pages_and_assets_are_served_locally(node: Node) -> None:

@@ -22,7 +22,8 @@ from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
 from odfd.sync.pull import pull
 from protocol.codec.yaml import load_snapshot
-from storage.catalog.audits import AuditRecord, AuditTable
+from storage.catalog.audit_records import AuditRecord
+from storage.catalog.audits import AuditTable
 from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
 from tests.console.browser import Browser
@@ -90,7 +91,7 @@ async def node(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Async
         await Workspace.init(base / "node") as workspace,
     ):
         writer = await create_root(source, ROOT, slices=2, rows=10, seed=5)
-        url = source.layout.dataset(writer.dataset.id).root.as_uri()
+        url = source.layout.dataset(writer.dataset_id).root.as_uri()
         config_path = workspace.layout.config_path
         config_path.write_text(config_path.read_text() + CONFIG)
         await MirrorTable(workspace.catalog).add(ROOT, url, [], 3600.0)
@@ -167,7 +168,7 @@ async def test_lineage_leads_from_a_derivative_to_its_input(node: Node) -> None:
     def step(browser: Browser) -> None:
         _fresh(browser, node.url + f"#/datasets/{TOP}/lineage")
         browser.wait("the graph", lambda: len(browser.find("svg#lineage .lineage-node")) == 3)
-        assert sorted(browser.attributes("svg#lineage .lineage-node", "data-alias")) == [
+        assert sorted(browser.attributes("svg#lineage .lineage-node", "data-alias"), key=str) == [
             ROOT,
             TOP,
             MIDDLE,
@@ -241,6 +242,19 @@ async def test_sql_box_shows_rows(node: Node) -> None:
         browser.wait("latest rows", lambda: len(browser.find("#rows tbody tr")) == 20)
         assert browser.find("#rows tbody tr td")[0].text == "19"  # newest offset first
         box = browser.wait_for("#sql-query")
+        # The box starts with a query in the dialect it runs in (DataFusion, as `odfd sql`):
+        # run as it is, it answers with the newest rows.
+        default = box.get_attribute("value")
+        assert default == f'SELECT * FROM "{ROOT}" ORDER BY "offset" DESC LIMIT 10'
+        assert "DataFusion" in browser.texts("#sql-help")[0]
+        browser.find("#sql-run")[0].click()
+        browser.wait_for("#sql-result tbody tr", timeout=60)
+        assert [r.split(" ")[0] for r in browser.texts("#sql-result tbody tr")][:3] == [
+            "19",
+            "18",
+            "17",
+        ]
+        assert "(datafusion)" in browser.texts("#sql-result p.muted")[0]
         box.clear()
         box.send_keys(f"SELECT offset, value FROM {ROOT} WHERE offset < 3 ORDER BY offset")
         browser.find("#sql-run")[0].click()

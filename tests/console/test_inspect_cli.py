@@ -28,6 +28,14 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, 
     return root, asyncio.run(build())
 
 
+def _number(element: ET.Element | None, name: str) -> float:
+    """A numeric attribute of an SVG element (both must be there)."""
+    assert element is not None
+    value = element.get(name)
+    assert value is not None
+    return float(value)
+
+
 def _run(capsys: pytest.CaptureFixture[str], root: Path, *args: str) -> tuple[int, str, str]:
     code = main(["inspect", *args, "--root", str(root)])
     out, err = capsys.readouterr()
@@ -78,7 +86,7 @@ def test_lineage_dot_json_and_html(pipeline, capsys) -> None:
     assert set(nodes) == {ROOT, MIDDLE, TOP}
     assert len(list(svg.iter(f"{SVG}path"))) == 1 + 2  # the arrow marker and two edges
     # Laid out in layers: each input left of the dataset that reads it.
-    x = {alias: float(g.find(f"{SVG}rect").get("x")) for alias, g in nodes.items()}
+    x = {alias: _number(g.find(f"{SVG}rect"), "x") for alias, g in nodes.items()}
     assert x[ROOT] < x[MIDDLE] < x[TOP]
 
 
@@ -134,6 +142,6 @@ def test_wide_graph_of_200_inputs_stays_readable(tmp_path: Path, capsys) -> None
     _, out, _ = _run(capsys, root, "lineage", alias, "-o", "html")
     svg = ET.fromstring(out[out.index("<svg") : out.index("</svg>") + 6])
     # Two columns (inputs, then the derivative), the inputs stacked in one column.
-    xs = {float(r.get("x")) for r in svg.iter(f"{SVG}rect")}
+    xs = {_number(r, "x") for r in svg.iter(f"{SVG}rect")}
     assert len(xs) == 2
     assert len(list(svg.iter(f"{SVG}g"))) == 201

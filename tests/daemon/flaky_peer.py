@@ -16,6 +16,7 @@ import random
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 import aiohttp
@@ -72,9 +73,9 @@ class FlakyPeer:
         return web.Response(status=upstream.status, body=body, headers=headers)
 
 
-def _forwarded(headers: object) -> dict[str, str]:
+def _forwarded(headers: Mapping[str, str]) -> dict[str, str]:
     keep = ("range", "if-none-match", "if-range", "authorization")
-    return {k: v for k, v in headers.items() if k.lower() in keep}  # type: ignore[attr-defined]
+    return {k: v for k, v in headers.items() if k.lower() in keep}
 
 
 async def serve(upstream: str, port_file: Path, fail_rate: float, seed: int) -> None:

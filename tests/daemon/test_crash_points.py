@@ -61,8 +61,8 @@ async def _check_folders(root: Path, history: set[Multihash]) -> None:
         )
 
 
-def _catalog(root: Path) -> dict[str, tuple[str, str | None]]:
-    """alias -> (head in the catalog, head of its latest audit)."""
+def _catalog(root: Path) -> dict[str, tuple[str, str | None, str | None]]:
+    """alias -> (head in the catalog, head of its latest audit, its signed head)."""
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
         heads = dict(db.execute("SELECT alias, head FROM datasets").fetchall())
         audits = dict(

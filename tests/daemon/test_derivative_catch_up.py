@@ -85,21 +85,21 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
         await Workspace.init(tmp_path / "b") as node,
     ):
         writer = await create_root(source, "cities", slices=2, rows=10, seed=7)
-        url = source.layout.dataset(writer.dataset.id).root.as_uri()
+        url = source.layout.dataset(writer.dataset_id).root.as_uri()
         config_path = node.layout.config_path
         config_path.write_text(config_path.read_text() + DAEMON_CONFIG)
 
         # The mirror's first sync and the derivative's first transaction.
         await MirrorTable(node.catalog).add("cities", url, [], 3600.0)
         mirrored = await pull(node, url, alias="cities")
+        mirrored_id = mirrored.dataset_id
+        assert mirrored_id is not None
         derivative = await node.create_from_snapshot(load_snapshot(DERIVATIVE, "derivative"))
         derivative_id = derivative.id
         assert derivative_id is not None
         first = await update_derivative(node, derivative)
         assert not first.up_to_date and first.num_records == 20
-        assert (
-            _consumed(await _state(node, derivative_id), mirrored.dataset_id) == mirrored.new_head
-        )
+        assert _consumed(await _state(node, derivative_id), mirrored_id) == mirrored.new_head
 
         # New data at the source; a sync pulls it, and the daemon goes down before anything
         # else hears of it (what a sync cancelled after its head move leaves behind).
@@ -114,7 +114,7 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
 
             async def caught_up() -> ChainState | None:
                 state = await _state(node, derivative_id)
-                return state if _consumed(state, mirrored.dataset_id) == source_head else None
+                return state if _consumed(state, mirrored_id) == source_head else None
 
             state = await _eventually("the derivative to consume the new input head", caught_up, 90)
             attempts = await _eventually(
@@ -134,6 +134,6 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
         assert spark_session.is_running()  # the daemon leaves a session it did not start alone
 
         # The transaction read exactly the input blocks after the previous one.
-        last = state.transform_inputs[mirrored.dataset_id]
+        last = state.transform_inputs[mirrored_id]
         assert (last.prev_block_hash, last.new_block_hash) == (mirrored.new_head, source_head)
         assert (last.prev_offset, last.new_offset) == (19, 29)

@@ -11,7 +11,7 @@ import pytest
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.metrics import DaemonMetrics
 from protocol.codec.yaml import load_snapshot
-from protocol.identity import DatasetId
+from protocol.identity import DatasetId, Multihash
 from protocol.model import ExecuteTransform, ExecuteTransformInput, Timestamp
 from storage.catalog.mirrors import MirrorTable
 from storage.dataset import Dataset
@@ -26,7 +26,7 @@ def _derivative(name: str) -> str:
 
 
 async def _consume(
-    derivative: Dataset, input_id: DatasetId, head: object, last_offset: int
+    derivative: Dataset, input_id: DatasetId, head: Multihash | None, last_offset: int
 ) -> None:
     """An ``ExecuteTransform`` that consumed the input up to ``head`` (and wrote nothing)."""
     event = ExecuteTransform(
@@ -70,6 +70,7 @@ async def test_catch_up_queues_exactly_the_derivatives_behind_their_inputs(
     head = await broken.chain.head()
     assert head is not None
     (broken.layout.blocks_dir / object_name(head)).unlink()
+    assert broken.id is not None
     await workspace.chain_states.delete(broken.id)
     with caplog.at_level(logging.WARNING, logger="odfd.daemon.derivatives"):
         assert await updater.catch_up() == [datasets["current"].id]

@@ -11,10 +11,12 @@ from odfd.daemon.time import backoff_delay
 
 
 async def test_bounded_concurrency_and_deduplication() -> None:
-    running, peak, runs = 0, 0, []
+    running, peak = 0, 0
+    runs: list[int] = []
     release = asyncio.Event()
 
     async def job(key: Hashable) -> None:
+        assert isinstance(key, int)  # the keys run below
         nonlocal running, peak
         running += 1
         peak = max(peak, running)

@@ -44,11 +44,11 @@ async def test_pin_follows_the_head_after_a_failed_pin(
     dead = replace(live, ipfs=replace(live.ipfs, api=dead_api))
     async with await Workspace.init(tmp_path / "a") as source:
         writer = await create_root(source, "cities", slices=2, seed=5)
-        source_folder = source.layout.dataset(writer.dataset.id).root
+        source_folder = source.layout.dataset(writer.dataset_id).root
         record = await MirrorTable(workspace.catalog).add(
             "cities", source_folder.as_uri(), [], 60.0
         )
-        folder = workspace.layout.dataset(writer.dataset.id).root
+        folder = workspace.layout.dataset(writer.dataset_id).root
         async with aiohttp.ClientSession() as session:
             first = await MirrorSyncer(workspace, live, session).sync(record)
             assert first.attempt.outcome == "updated" and first.pinned_cid is not None

@@ -89,7 +89,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SourceNode]:
     async def make() -> tuple[DatasetId, dict[str, Any]]:
         async with await Workspace.init(root) as workspace:
             writer = await create_root(workspace, ALIAS, slices=3, rows=20, seed=11)
-            return writer.dataset.id, _writer_state(writer)
+            return writer.dataset_id, _writer_state(writer)
 
     dataset_id, state = asyncio.run(make())
     daemon = DaemonProcess(root, root.parent / "a.log").start()

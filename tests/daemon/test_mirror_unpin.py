@@ -14,6 +14,7 @@ from odfd.cli.main import main
 from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport, release_pin
 from odfd.daemon.service import Daemon
+from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
 from storage.workspace import Workspace
@@ -39,7 +40,7 @@ async def _mirror_and_pin(tmp_path: Path, node: LocalIpfsNode) -> tuple[Path, st
         await Workspace.init(root) as workspace,
     ):
         writer = await create_root(source, ALIAS, slices=2, seed=9)
-        url = source.layout.dataset(writer.dataset.id).root.as_uri()
+        url = source.layout.dataset(writer.dataset_id).root.as_uri()
         config_path = workspace.layout.config_path
         config_path.write_text(
             config_path.read_text() + _ipfs_config(node.api_multiaddr, node.gateway_url)
@@ -128,7 +129,7 @@ async def test_daemon_releases_the_pin_of_a_mirror_removed_during_its_sync(
         await Workspace.init(tmp_path / "b") as node,
     ):
         writer = await create_root(source, ALIAS, slices=1, seed=4)
-        url = source.layout.dataset(writer.dataset.id).root.as_uri()
+        url = source.layout.dataset(writer.dataset_id).root.as_uri()
         config_path = node.layout.config_path
         config_path.write_text(
             config_path.read_text()
@@ -140,8 +141,8 @@ async def test_daemon_releases_the_pin_of_a_mirror_removed_during_its_sync(
         made: list[str] = []
         sync = MirrorSyncer.sync
 
-        async def sync_then_removed(self: MirrorSyncer, mirror: object) -> SyncReport:
-            report = await sync(self, mirror)  # type: ignore[arg-type]
+        async def sync_then_removed(self: MirrorSyncer, mirror: MirrorRecord) -> SyncReport:
+            report = await sync(self, mirror)
             assert (
                 report.pinned_cid is not None
                 and parse_cid(report.pinned_cid) in await ipfs.pin_ls()

@@ -132,7 +132,7 @@ async def test_apply_reconcile_and_reapply(tmp_path: Path) -> None:
         await Reconciler(workspace, SyncConfig()).reconcile_all(unsettled_only=True)
         assert await table.list_unsettled() == []
         updated = await workspace.resolve("local.events")
-        assert updated.head_sequence == 3
+        assert updated.head_sequence == 3 and updated.head is not None
         head_block = await workspace.open_dataset(updated.id).chain.get_block(updated.head)
         assert head_block.event == SetInfo(description="Events, deduplicated")
         assert (await MirrorTable(workspace.catalog).require("remote.cities")).interval == 3600

@@ -46,7 +46,7 @@ async def test_head_moved_by_a_timed_out_sync_is_audited(
     ):
         writer = await create_root(source, ALIAS, slices=2, seed=6)
         source_head = await writer.dataset.chain.head()
-        url = source.layout.dataset(writer.dataset.id).root.as_uri()
+        url = source.layout.dataset(writer.dataset_id).root.as_uri()
         config_path = node.layout.config_path
         config_path.write_text(config_path.read_text() + DAEMON_CONFIG)
         await MirrorTable(node.catalog).add(ALIAS, url, [], 3600.0)
@@ -80,9 +80,9 @@ async def test_head_moved_by_a_timed_out_sync_is_audited(
         assert (attempt.old_head, attempt.new_head, attempt.dataset_id) == (
             None,
             source_head,
-            writer.dataset.id,
+            writer.dataset_id,
         )
-        audit = audits[writer.dataset.id]
+        audit = audits[writer.dataset_id]
         assert (audit.trigger, audit.scope, audit.status, audit.head) == (
             "sync",
             "integrity",

@@ -12,6 +12,7 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import AddData, ExecuteTransform, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from verifier.engine.inputs import all_slices
 
 #: System time of datasets created by tests, before any system time the tests ingest at.
@@ -26,7 +27,7 @@ async def create(workspace: Workspace, manifest: str) -> Dataset:
 
 async def read_all(dataset: Dataset) -> pa.Table:
     """Every record of the dataset, oldest slice first."""
-    paths = [dataset.data.path_of(h) for h in await all_slices(dataset)]
+    paths = [object_path(dataset.data, h) for h in await all_slices(dataset)]
     return pa.concat_tables([pq.read_table(p) for p in paths]) if paths else pa.table({})
 
 

@@ -146,12 +146,12 @@ def counting_staged_results(counter: list[int]) -> Iterator[None]:
     real = collect.staged_batches
 
     @contextmanager
-    def counted(*args: Any) -> Iterator[Any]:
+    def counted(df: Any, schema: pa.Schema, parent: Path) -> Iterator[Iterator[pa.RecordBatch]]:
         counter.append(1)
-        with real(*args) as batches:
+        with real(df, schema, parent) as batches:
             yield batches
 
-    collect.staged_batches = counted  # type: ignore[assignment]
+    collect.staged_batches = counted
     try:
         yield
     finally:

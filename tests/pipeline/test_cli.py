@@ -113,6 +113,7 @@ async def _head_of(root: Path, alias: str) -> tuple[object, Timestamp]:
     async with await Workspace.open(root) as workspace:
         chain = (await workspace.get_dataset(alias)).chain
         head = await chain.head()
+        assert head is not None
         return head, (await chain.get_block(head)).system_time
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from odfd.coordinator.engine import SERVER_RECORD, live_server
+from odfd.coordinator.engine import SERVER_RECORD, ServerRecord, live_server
 from tests.daemon.processes import (
     CONNECT_START_TIMEOUT,
     DaemonProcess,
@@ -156,7 +156,7 @@ def test_the_server_is_restarted_after_a_crash(daemon: DaemonProcess) -> None:
     crashed = _record(daemon.root)
     os.kill(crashed["serverPid"], signal.SIGKILL)
 
-    def restarted() -> object:
+    def restarted() -> ServerRecord | None:
         record = live_server(daemon.root)
         return record if record is not None and record.server_pid != crashed["serverPid"] else None
 

@@ -51,6 +51,7 @@ def _odfd_killed_at(point: str, root: Path, *args: str) -> None:
 async def _signed_head_matches(workspace: Workspace, alias: str) -> bool:
     """Whether the newest signed head is the dataset's head (``refs/head``)."""
     dataset = await workspace.get_dataset(alias)
+    assert dataset.id is not None
     seen = await workspace.signed_heads.get(dataset.id)
     return seen is not None and seen.signed.head == await dataset.chain.head()
 

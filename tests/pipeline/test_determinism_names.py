@@ -8,6 +8,8 @@ Spark upgrade adding one fails this test instead of letting a random function in
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from py4j.protocol import Py4JJavaError
 
@@ -16,8 +18,9 @@ from verifier.engine.determinism import _TIME_OR_ENV, NONDETERMINISTIC_FUNCTIONS
 pytestmark = pytest.mark.spark
 
 
-def _scala_list(seq: object) -> list[object]:
-    iterator = seq.iterator()  # type: ignore[attr-defined]
+def _scala_list(seq: Any) -> list[Any]:
+    """The items of a Scala ``Seq`` (a py4j proxy, untyped)."""
+    iterator = seq.iterator()
     items = []
     while iterator.hasNext():
         items.append(iterator.next())
@@ -25,7 +28,7 @@ def _scala_list(seq: object) -> list[object]:
 
 
 def test_every_nondeterministic_builtin_is_looked_for(spark: object) -> None:
-    jvm = spark._jvm  # type: ignore[attr-defined]
+    jvm = spark._jvm  # type: ignore[attr-defined]  # the fixture's SparkSession, typed object
     registry = jvm.org.apache.spark.sql.catalyst.analysis.FunctionRegistry.builtin()
     loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
     marker = loader.loadClass("org.apache.spark.sql.catalyst.expressions.Nondeterministic")

@@ -12,6 +12,7 @@ import pytest
 
 from odfd.coordinator.ingest import ingest_push
 from protocol.errors import OdfError
+from storage.stores.localfs import LocalFsObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
 from tests.fixtures.small_fs import SmallFs, grow
@@ -43,7 +44,8 @@ async def test_ingest_into_a_full_disk(small_fs: SmallFs, tmp_path: Path) -> Non
             await ingest_push(workspace, dataset, source)
         assert await dataset.chain.head() == head
         assert (await workspace.resolve("big")).head == head
-        assert [p for p in dataset.data.root.iterdir()] == []  # type: ignore[attr-defined]
+        assert isinstance(dataset.data, LocalFsObjectStore)
+        assert [p for p in dataset.data.root.iterdir()] == []
         assert list((workspace.root / "run").glob("*")) == []
         assert shutil.disk_usage(mount).used <= used_before + 64 * 1024  # space freed
 

@@ -63,7 +63,7 @@ async def node() -> AsyncIterator[EvmNode]:
     await runner.setup()
     site = web.TCPSite(runner, "127.0.0.1", 0)
     await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    port = site._server.sockets[0].getsockname()[1]
     evm.url = f"http://127.0.0.1:{port}/"
     try:
         yield evm

@@ -29,6 +29,7 @@ from protocol.hashing import logical_hash_parquet, physical_hash_file
 from protocol.model import ExecuteTransform
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import data_blocks, rewrite_chain
 
 pytestmark = pytest.mark.spark
@@ -161,7 +162,7 @@ MANIFESTS = {
 DERIVATIVES = ["alice/readings", "bob/readings.sited", "bob/region.stats", "carol/hot.regions"]
 
 
-def _ndjson(path: Path, rows: list[dict]) -> str:
+def _ndjson(path: Path, rows: list[dict[str, object]]) -> str:
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     return str(path)
 
@@ -209,7 +210,7 @@ def test_multi_tenant_pipeline_runs_incrementally_and_verifies(
     root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     t = "2024-06-01T10:0{}:00Z".format
-    ingests = [
+    ingests: list[tuple[str, list[dict[str, object]]]] = [
         (
             "alice/sensors.north",
             [
@@ -271,7 +272,7 @@ def test_multi_tenant_pipeline_runs_incrementally_and_verifies(
         assert repro["status"] == "ok" and repro["checked"]["transactions"] == 1, alias
 
     # a second transaction sees only the new slices
-    more = [
+    more: list[tuple[str, list[dict[str, object]]]] = [
         ("alice/sensors.north", [{"event_time": t(5), "sensor": "n3", "temp": 25.0}]),
         ("alice/sensor-sites", [{"event_time": t(5), "sensor": "n3", "region": "east"}]),
     ]
@@ -310,7 +311,8 @@ async def _forge(root: Path, alias: str) -> float:
             (h, b) for h, b in await data_blocks(dataset) if isinstance(b.event, ExecuteTransform)
         ]
         _, block = transactions[0]
-        recorded = pq.read_table(dataset.data.path_of(block.event.new_data.physical_hash))
+        assert isinstance(block.event, ExecuteTransform) and block.event.new_data is not None
+        recorded = pq.read_table(object_path(dataset.data, block.event.new_data.physical_hash))
         index = recorded.schema.get_field_index("avg_temp")
         values = recorded.column(index).to_pylist()
         forged = recorded.set_column(

@@ -16,6 +16,7 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import ExecuteTransform, Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import CREATED_AT, rows
 from verifier.engine.replay import replay_request
 from verifier.engine.transform import execute_transform
@@ -124,7 +125,7 @@ async def test_currency_conversion_incrementally_equals_one_big_run_and_replays(
             result = execute_transform(request)
             assert result.new_data.logical_hash == block.event.new_data.logical_hash
             assert result.new_watermark == block.event.new_watermark
-            recorded = pq.read_table(cad.data.path_of(block.event.new_data.physical_hash))
+            recorded = pq.read_table(object_path(cad.data, block.event.new_data.physical_hash))
             assert pq.read_table(result.new_data.path).equals(recorded)
     finally:
         for workspace in (incremental, again, batch):

@@ -27,6 +27,7 @@ from protocol.model import (
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.fixtures.manifests import push_source, root_snapshot
+from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import create, data_events, rows, write
 from verifier.engine.inputs import all_slices
 
@@ -57,7 +58,7 @@ async def ingest(
 
 
 async def last_slice(dataset: Dataset) -> Path:
-    return dataset.data.path_of((await all_slices(dataset))[-1])
+    return object_path(dataset.data, (await all_slices(dataset))[-1])
 
 
 async def repetition(dataset: Dataset) -> dict[str, str]:

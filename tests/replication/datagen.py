@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from protocol.hashing import logical_hash, logical_hash_parquet, physical_hash_bytes
-from protocol.identity import Multihash
+from protocol.identity import DatasetId, Multihash
 from protocol.model import (
     AddData,
     Checkpoint,
@@ -77,6 +77,12 @@ class DatasetWriter:
     next_offset: int = 0
     last_checkpoint: Multihash | None = None
     watermark_step: int = 0
+
+    @property
+    def dataset_id(self) -> DatasetId:
+        """The dataset's id (a dataset made by ``create_root`` has one)."""
+        assert self.dataset.id is not None
+        return self.dataset.id
 
     async def events(
         self, *, slices: int, rows: int = 10, empty_blocks: int = 0, checkpoints: bool = True

@@ -166,9 +166,10 @@ class Repo:
         return hash, data, decode_block(data)
 
     def interval(
-        self, head: str, tail: str | None, ignore_missing_tail: bool
+        self, head: str | None, tail: str | None, ignore_missing_tail: bool
     ) -> list[tuple[str, bytes, MetadataBlock]]:
-        """Blocks after ``tail`` up to ``head``, oldest first (``iter_blocks_interval``)."""
+        """Blocks after ``tail`` up to ``head`` (none in an empty repo), oldest first
+        (``iter_blocks_interval``)."""
         newest_first = []
         hash: str | None = head
         while hash is not None and hash != tail:
@@ -351,11 +352,11 @@ async def client_pull(
                 file = check_object_file(strategy["object_file"])
                 url = check_transfer_url(strategy["download_from"])
                 headers = {row["name"]: row["value"] for row in url["headers"]}
-                async with session.get(url["url"], headers=headers) as response:
-                    assert response.status == 200
+                async with session.get(url["url"], headers=headers) as download:
+                    assert download.status == 200
                     path = repo.object_path(file)
                     path.parent.mkdir(parents=True, exist_ok=True)
-                    path.write_bytes(await response.read())
+                    path.write_bytes(await download.read())
         new_head = repo.append(blocks, force)
         return {"result": "Updated", "new_head": new_head, "num_blocks": len(blocks)}
 

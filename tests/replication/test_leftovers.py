@@ -5,6 +5,7 @@ clean up or adopt by itself; ``odfd system gc`` removes what interrupted runs le
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sys
@@ -16,6 +17,7 @@ import pytest
 from aiohttp import web
 
 from protocol.identity import DatasetId
+from storage.scratch import try_lock_folder
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root, verify_integrity
 from tests.replication.test_wild_peers import Peer, peer, remote_head, stray_files
@@ -159,7 +161,7 @@ async def test_system_gc_and_orphans(node_a: Workspace, node_b: Workspace) -> No
     # folder nobody holds, a stale staged ref, a dead process's staging folder, and a live one.
     orphan = await create_root(node_a, "orphan", slices=1)
     orphan_head = await orphan.dataset.chain.head()
-    orphan_root = node_a.layout.dataset(orphan.dataset.id).root  # type: ignore[arg-type]
+    orphan_root = node_a.layout.dataset(orphan.dataset_id).root
     os.rename(orphan_root, datasets / orphan_root.name)
     _age(datasets / orphan_root.name)
     _, headless_id = DatasetId.new_generated()
@@ -195,3 +197,68 @@ async def test_system_gc_and_orphans(node_a: Workspace, node_b: Workspace) -> No
         "system", "gc", "--older-than", "60s", "--root", str(node_b.root)
     )
     assert code == 0 and "Removed 0 leftover(s)" in err, err
+
+
+async def test_after_a_kill_at_the_rename_every_command_sees_the_same_datasets(
+    node_b: Workspace, peer: Peer
+) -> None:
+    """Whatever command opens the workspace first after the kill settles the folder and says so
+    in one line; from then on `list`, `log` and `verify` agree (issue: a complete folder that
+    only the next pull of the same URL adopted)."""
+    root = str(node_b.root)
+    code, err = await run_odfd(
+        "pull", peer.url, "--as", "copy", "--root", root, code=KILL_AT_RENAME
+    )
+    assert code == -signal.SIGKILL, err
+    head = await remote_head(peer)
+    [folder] = [p for p in node_b.layout.datasets_dir.iterdir()]
+
+    code, out, err = await run_odfd_out("list", "--root", root, "-o", "json")
+    assert code == 0, err
+    assert (
+        f"Recovered: adopted dataset folder {folder.name}: a complete, valid dataset not in the "
+        f"catalog, now copy at {head}" in err
+    ), err
+    assert [row["alias"] for row in json.loads(out)] == ["copy"]
+    for command in (("list",), ("log", "copy"), ("verify", "copy", "--integrity")):
+        code, out, err = await run_odfd_out(*command, "--root", root)
+        assert code == 0, err
+        assert "Recovered" not in err  # said once, by the command that settled it
+    assert (await node_b.resolve("copy")).head == head
+
+
+async def test_a_folder_being_put_in_place_is_left_to_its_owner(
+    node_a: Workspace, node_b: Workspace
+) -> None:
+    """A complete folder whose lock another process holds (a create, import or pull between its
+    rename and its catalog row) is not adopted by a command that happens to open the
+    workspace; once the lock is free, the next command adopts it."""
+    orphan = await create_root(node_a, "orphan", slices=1)
+    source = node_a.layout.dataset(orphan.dataset_id).root
+    placed = node_b.layout.datasets_dir / source.name
+    os.rename(source, placed)
+    fd = try_lock_folder(placed)
+    assert fd is not None
+    try:
+        code, out, err = await run_odfd_out("list", "--root", str(node_b.root), "-o", "json")
+        assert code == 0 and json.loads(out) == [] and "Recovered" not in err, err
+    finally:
+        os.close(fd)
+    code, out, err = await run_odfd_out("list", "--root", str(node_b.root), "-o", "json")
+    assert code == 0 and [row["alias"] for row in json.loads(out)] == ["orphan"], err
+    assert f"Recovered: adopted dataset folder {placed.name}" in err
+
+
+async def test_a_young_headless_folder_is_left_an_old_one_removed(node_b: Workspace) -> None:
+    """A folder without a head is no dataset: no command shows it; one that has not changed for
+    a minute (an unfinished create, pull or delete) is removed by the next command."""
+    _, young_id = DatasetId.new_generated()
+    young = node_b.layout.dataset(young_id).create().root
+    _, old_id = DatasetId.new_generated()
+    old = node_b.layout.dataset(old_id).create().root
+    _age(old)
+    code, _, err = await run_odfd_out("list", "--root", str(node_b.root))
+    assert code == 0, err
+    assert young.exists() and not old.exists()
+    assert f"Recovered: removed dataset folder {old.name}: no refs/head" in err
+    assert young.name not in err

@@ -12,8 +12,9 @@ import gzip
 import io
 import random
 import tarfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pytest
 from aiohttp import WSMsgType, web
@@ -22,7 +23,7 @@ from odfd.sync.errors import CorruptSourceError
 from odfd.sync.pull import PullOptions, pull
 from protocol.codec.flatbuffers import decode_block, hash_block
 from protocol.identity import Multihash
-from protocol.model import MetadataBlock
+from protocol.model import MetadataBlock, MetadataEvent
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
@@ -37,7 +38,7 @@ class Liar:
     root: Path
     head: Multihash | None = None
     blocks: dict[Multihash, bytes] = dataclasses.field(default_factory=dict)
-    objects: dict[str, Callable[[web.Request], web.StreamResponse]] = dataclasses.field(
+    objects: dict[str, Callable[[web.Request], Awaitable[web.StreamResponse]]] = dataclasses.field(
         default_factory=dict
     )
     tarball: Callable[[list[tuple[Multihash, bytes]]], bytes] | None = None
@@ -74,7 +75,7 @@ class Liar:
 
     async def chain(self) -> list[tuple[Multihash, bytes]]:
         """Oldest first, following the (possibly overridden) links from the served head."""
-        items = []
+        items: list[tuple[Multihash, bytes]] = []
         hash: Multihash | None = self.head or await self.dataset().chain.head()
         while hash is not None and len(items) < 10_000:
             path = self.root / "blocks" / str(hash)
@@ -142,21 +143,32 @@ def snapshot(workspace: Workspace) -> set[tuple[str, bytes]]:
 
 
 async def assert_fails_cleanly(
-    workspace: Workspace, url: str, match: str, **options: object
+    workspace: Workspace, url: str, match: str, options: PullOptions | None = None
 ) -> None:
     before_files = snapshot(workspace)
     before = await workspace.list_datasets()
     for protocol in ("simple", "smart"):
         with pytest.raises(CorruptSourceError, match=match):
             await pull(
-                workspace, url, alias="copy", options=PullOptions(protocol=protocol, **options)
+                workspace,
+                url,
+                alias="copy",
+                options=dataclasses.replace(options or PullOptions(), protocol=protocol),
             )
         assert await workspace.list_datasets() == before
         assert snapshot(workspace) == before_files
 
 
-def reblock(data: bytes, **changes: object) -> tuple[Multihash, bytes]:
-    return hash_block(dataclasses.replace(decode_block(data), **changes))  # type: ignore[arg-type]
+class BlockChanges(TypedDict, total=False):
+    """The fields of a served block that a lie may change."""
+
+    prev_block_hash: Multihash
+    sequence_number: int
+    event: MetadataEvent
+
+
+def reblock(data: bytes, **changes: Unpack[BlockChanges]) -> tuple[Multihash, bytes]:
+    return hash_block(dataclasses.replace(decode_block(data), **changes))
 
 
 async def test_honest_liar_server_is_pullable(
@@ -245,7 +257,7 @@ async def test_cyclic_chain_is_refused(node_b: Workspace, liar_server: tuple[Lia
 
 async def test_long_chain_over_the_limit(node_b: Workspace, liar_server: tuple[Liar, str]) -> None:
     liar, url = liar_server
-    await assert_fails_cleanly(node_b, url, "over the limit", max_blocks=3)
+    await assert_fails_cleanly(node_b, url, "over the limit", PullOptions(max_blocks=3))
 
 
 async def test_object_far_larger_than_advertised(

@@ -85,7 +85,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         writer = await create_root(node_a, "cities", slices=3, empty_blocks=1)
         pushed = await push(node_a, "cities", url, settings=via(node_a))
         assert (pushed.num_blocks, pushed.num_objects, pushed.signed) == (8, 6, True)
-        source = node_a.layout.dataset(writer.dataset.id).root
+        source = node_a.layout.dataset(writer.dataset_id).root
         # The bucket holds the spec's layout, with the same keys and bytes as the folder.
         stored = await bucket_files(s3_server, url)
         assert {k: v for k, v in stored.items() if not k.startswith("info")} == folder_files(
@@ -96,7 +96,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         first = await pull(node_b, url, settings=via(node_b))
         assert (first.num_blocks, first.num_objects) == (8, 6)
         copy = await node_b.get_dataset("cities")
-        assert copy.id == writer.dataset.id
+        assert copy.id == writer.dataset_id
         assert folder_files(node_b.layout.dataset(copy.id).root) == folder_files(source)
         assert await verify_integrity(copy) == await verify_integrity(writer.dataset)
         await odfd_verify_integrity(node_b, "cities")
@@ -311,8 +311,9 @@ async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
     ):
         writer = await create_root(node_a, "cities", slices=2)
         await push(node_a, "cities", url, settings=via(node_a))
-        folder = node_a.layout.dataset(writer.dataset.id)
+        folder = node_a.layout.dataset(writer.dataset_id)
         head = await writer.dataset.chain.head()
+        assert head is not None
         if lose == "blocks":
             victim = (await writer.dataset.chain.get_block(head)).prev_block_hash
         else:

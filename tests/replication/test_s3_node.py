@@ -31,6 +31,7 @@ from storage.s3_storage import S3DatasetStorage, S3StorageError
 from storage.stores.s3 import S3ObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SECRET_KEY, SeaweedServer
+from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import create
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
 from tests.replication.conftest import PUSH_TOKEN, ServeFactory
@@ -98,6 +99,7 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
         keys = await bucket_files(s3_server, url)
         for record in await node.list_datasets():
             prefix = f"{record.id.to_multibase()}/"
+            assert record.head is not None
             assert keys[f"{prefix}refs/head"].decode() == object_name(record.head)
             assert f"{prefix}info/alias" in keys
         assert sum(k.split("/")[1] == "checkpoints" for k in keys) >= 2  # Spark's checkpoints
@@ -118,10 +120,8 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
             await odfd_verify_integrity(local, "match.leaderboard")
             for hash in await all_slices(copy):
                 assert (
-                    copy.data.path_of(hash).read_bytes()
-                    == keys[  # type: ignore[attr-defined]
-                        f"{board.id.to_multibase()}/data/{object_name(hash)}"  # type: ignore[union-attr]
-                    ]
+                    object_path(copy.data, hash).read_bytes()
+                    == keys[f"{board.id.to_multibase()}/data/{object_name(hash)}"]
                 )
 
 
@@ -170,8 +170,8 @@ async def test_datafusion_transform_then_repair_from_the_bucket(
         (root / name).unlink(missing_ok=True)
     async with await open_workspace(root) as node:
         assert await node.list_datasets() == []
-        report = await node.repair()
-        assert not report.skipped
+        repaired = await node.repair()
+        assert not repaired.skipped
         after = {(r.alias, r.id, r.head, r.head_sequence) for r in await node.list_datasets()}
         assert after == before
         record = await node.resolve("cities")

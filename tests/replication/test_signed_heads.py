@@ -84,9 +84,10 @@ async def test_pull_over_http_verifies_and_keeps_the_signature(
     url = server.url + "cities"
     result = await pull(node_b, url, options=PullOptions(protocol=protocol))
     assert result.trust == "signed" and result.protocol == protocol
+    assert result.dataset_id is not None
     owner = await signed_of(node_a, "cities")
     assert await signed_of(node_b, "cities") == owner  # B now serves the owner's statement
-    seen = await node_b.signed_heads.get(result.dataset_id)  # type: ignore[arg-type]
+    seen = await node_b.signed_heads.get(result.dataset_id)
     assert seen is not None and seen.signed == owner and seen.source == url
 
     await writer.append(slices=1)
@@ -95,7 +96,7 @@ async def test_pull_over_http_verifies_and_keeps_the_signature(
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
 
     # A heartbeat (same head, newer signature) reaches the mirror without any block moving.
-    beat = await node_a.sign_head(result.dataset_id)  # type: ignore[arg-type]
+    beat = await node_a.sign_head(result.dataset_id)
     idle = await pull(node_b, url, options=PullOptions(protocol=protocol))
     assert not idle.updated and await signed_of(node_b, "cities") == beat
 
@@ -180,7 +181,8 @@ async def test_missing_and_invalid_signatures_after_signed(
 
     # Key rotation: a valid signature by another key, naming its own id, is refused clearly.
     other_key, other_id = DatasetId.new_generated()
-    rotated = sign_head(other_key, other_id, record.head, 2, Timestamp.now())  # type: ignore[arg-type]
+    assert record.head is not None
+    rotated = sign_head(other_key, other_id, record.head, 2, Timestamp.now())
     sig_path(node_c, record.id).write_bytes(rotated.document())
     with pytest.raises(InvalidSignatureError, match="key rotation is not supported"):
         await pull(node_b, url_c)
@@ -192,13 +194,14 @@ async def test_unsigned_datasets_still_replicate_and_show_unsigned(
     """A dataset whose owner never signs (as the reference publishes them)."""
     writer = await create_root(node_a, "cities", slices=1)
     record = await node_a.resolve("cities")
+    assert record.head_sequence is not None
     folder = tmp_path / "reference-folder"
     shutil.copytree(node_a.layout.dataset(record.id).root, folder)
     (folder / "refs" / "head.sig").unlink()
     await node_c.import_dataset(folder, "cities")  # C holds no key: it never signs
     server = await serve(node_c)
     result = await pull(node_b, server.url + "cities")
-    assert result.trust == "unsigned" and result.num_blocks == record.head_sequence + 1  # type: ignore[operator]
+    assert result.trust == "unsigned" and result.num_blocks == record.head_sequence + 1
     assert await signed_of(node_b, "cities") is None
     assert await node_b.signed_heads.get(record.id) is None
     del writer

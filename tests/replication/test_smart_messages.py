@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -21,7 +22,7 @@ H2 = Multihash.from_digest_sha3_256(b"two")
 DID = DatasetId.new_seeded(b"\1" * 32)
 
 
-def wire(message: object) -> object:
+def wire(message: object) -> Any:
     return json.loads(m.encode(message))
 
 

@@ -40,7 +40,8 @@ def test_http_urls_speak_smart_unless_told_otherwise() -> None:
     assert only.smart is not None and only.smart.required
     assert only.smart.http_base == "https://node.example/trades/"
     assert only.url == "odf+https://node.example/trades"  # recorded as given
-    assert parse_remote("http://node.example/x", protocol="smart").smart.required  # type: ignore[union-attr]
+    forced = parse_remote("http://node.example/x", protocol="smart").smart
+    assert forced is not None and forced.required
 
     simple = parse_remote("http://node.example/x", protocol="simple", limits=HttpLimits(5.0))
     assert type(simple) is SimpleHttpTransport and simple.smart is None

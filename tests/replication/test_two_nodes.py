@@ -43,7 +43,7 @@ async def test_pull_and_incremental_pull(
     assert first.num_objects == 8  # 4 data files + 4 checkpoints
     source = await node_a.get_dataset("cities")
     copy = await node_b.get_dataset("cities")
-    assert copy.id == source.id
+    assert copy.id is not None and copy.id == source.id
     assert await copy.chain.head() == await source.chain.head()
     assert await verify_integrity(copy) == await verify_integrity(source)
     await odfd_verify_integrity(node_b, "cities")
@@ -153,6 +153,7 @@ async def test_push_creates_then_updates_a_dataset(
     options = PushOptions(token=PUSH_TOKEN)
     created = await push(node_b, "cities", url, options=options)
     source = await node_b.get_dataset("cities")
+    assert source.id is not None
     assert created.num_blocks == 6 and created.num_objects == 4
     assert (await node_a.resolve("cities")).head == await source.chain.head()
     await verify_integrity(await node_a.get_dataset("cities"))

@@ -12,6 +12,7 @@ import dataclasses
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import aiohttp
 import pytest
@@ -63,7 +64,8 @@ async def peer(node_a: Workspace) -> AsyncIterator[Peer]:
         response = await handler(request)
         if not current.chunked or not isinstance(response, web.Response) or not response.body:
             return response
-        return await _two_chunks(request, bytes(response.body))  # type: ignore[arg-type]
+        assert isinstance(response.body, bytes)
+        return await _two_chunks(request, response.body)
 
     app = liar.app()
     app.middlewares.append(behave)
@@ -138,7 +140,14 @@ async def test_chunked_answers_with_pauses_are_read_whole(
         await node_b.delete_dataset("copy")
 
 
-async def _rewrite_newest_add_data(peer: Peer, **changes: object) -> None:
+class _SliceChanges(TypedDict, total=False):
+    """The fields of the newest data slice that a lie may change."""
+
+    logical_hash: Multihash
+    offset_interval: OffsetInterval
+
+
+async def _rewrite_newest_add_data(peer: Peer, **changes: Unpack[_SliceChanges]) -> None:
     chain = await peer.liar.chain()
     hash, data = chain[-1]
     block = decode_block(data)

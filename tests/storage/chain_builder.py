@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+from typing import TypedDict, Unpack
 
 from protocol.codec.flatbuffers import hash_block
 from protocol.identity import DatasetId, DatasetRef, Multicodec, Multihash
@@ -56,6 +57,14 @@ def data_slice(start: int, end: int, label: str = "") -> DataSlice:
     )
 
 
+def _slice(start: int | None, end: int | None) -> DataSlice | None:
+    """The slice of offsets ``start`` to ``end``, if the event has data."""
+    if start is None:
+        return None
+    assert end is not None, "a slice needs its last offset too"
+    return data_slice(start, end)
+
+
 def add_data(
     prev_offset: int | None,
     start: int | None = None,
@@ -67,7 +76,7 @@ def add_data(
 ) -> AddData:
     return AddData(
         prev_offset=prev_offset,
-        new_data=None if start is None else data_slice(start, end),  # type: ignore[arg-type]
+        new_data=_slice(start, end),
         prev_checkpoint=prev_checkpoint,
         new_checkpoint=checkpoint,
         new_watermark=watermark,
@@ -93,9 +102,17 @@ def execute(
     return ExecuteTransform(
         query_inputs=tuple(inputs),
         prev_offset=prev_offset,
-        new_data=None if start is None else data_slice(start, end),  # type: ignore[arg-type]
+        new_data=_slice(start, end),
         new_watermark=watermark,
     )
+
+
+class BlockOverrides(TypedDict, total=False):
+    """Fields of a block set by hand instead of the ones that would continue the chain."""
+
+    system_time: Timestamp
+    prev_block_hash: Multihash | None
+    sequence_number: int
 
 
 class ChainBuilder:
@@ -111,7 +128,7 @@ class ChainBuilder:
         return self.blocks[-1][0]
 
     def next_block(
-        self, event: MetadataEvent, **overrides: object
+        self, event: MetadataEvent, **overrides: Unpack[BlockOverrides]
     ) -> tuple[Multihash, MetadataBlock]:
         """The block that would follow the chain, with any field overridden."""
         block = MetadataBlock(
@@ -120,10 +137,10 @@ class ChainBuilder:
             sequence_number=len(self.blocks),
             event=event,
         )
-        block = dataclasses.replace(block, **overrides)  # type: ignore[arg-type]
+        block = dataclasses.replace(block, **overrides)
         return hash_block(block)[0], block
 
-    def add(self, event: MetadataEvent, **overrides: object) -> Multihash:
+    def add(self, event: MetadataEvent, **overrides: Unpack[BlockOverrides]) -> Multihash:
         item = self.next_block(event, **overrides)
         self.blocks.append(item)
         return item[0]

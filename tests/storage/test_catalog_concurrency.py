@@ -16,7 +16,8 @@ import pytest
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind
 from storage.catalog import Catalog
-from storage.catalog.audits import AuditRecord, AuditTable
+from storage.catalog.audit_records import AuditRecord
+from storage.catalog.audits import AuditTable
 from storage.catalog.mirrors import MirrorTable
 from tests.storage.chain_builder import fake_hash
 

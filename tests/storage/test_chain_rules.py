@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Unpack
+
 import pytest
 
 from protocol.identity import DatasetId, DatasetRef
@@ -21,6 +23,7 @@ from protocol.model import (
     FetchStepEthereumLogs,
     FetchStepUrl,
     MergeStrategyAppend,
+    MetadataEvent,
     ReadStepNdJson,
     Seed,
     SetDataSchema,
@@ -39,6 +42,7 @@ from storage.chain.rules import ChainState
 from storage.errors import ChainRuleError
 from tests.storage.chain_builder import (
     T0,
+    BlockOverrides,
     ChainBuilder,
     add_data,
     execute,
@@ -56,11 +60,11 @@ def replay(chain: ChainBuilder) -> ChainState:
 
 
 def assert_breaks(
-    chain: ChainBuilder, rule: str, event: object, **overrides: object
+    chain: ChainBuilder, rule: str, event: MetadataEvent, **overrides: Unpack[BlockOverrides]
 ) -> ChainRuleError:
     state = replay(chain)
     before = (state.head, state.sequence_number, state.last_offset, state.schema)
-    hash, block = chain.next_block(event, **overrides)  # type: ignore[arg-type]
+    hash, block = chain.next_block(event, **overrides)
     with pytest.raises(ChainRuleError) as caught:
         state.apply(hash, block)
     error = caught.value

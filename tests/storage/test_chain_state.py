@@ -7,6 +7,7 @@ chain from its ``Seed`` (``ChainState.apply`` block by block), computed independ
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 import sqlite3
@@ -26,6 +27,7 @@ from protocol.model import (
     DisablePushSource,
     ExecuteTransformInput,
     FetchStepUrl,
+    MergeStrategy,
     MergeStrategyAppend,
     MergeStrategyLedger,
     MetadataBlock,
@@ -63,7 +65,7 @@ def ts(seconds: int) -> Timestamp:
     return Timestamp(T0.epoch_nanos + seconds * 1_000_000_000)
 
 
-def push_source(name: str, merge: object = None) -> AddPushSource:
+def push_source(name: str, merge: MergeStrategy | None = None) -> AddPushSource:
     return AddPushSource(
         source_name=name, read=ReadStepNdJson(), merge=merge or MergeStrategyAppend()
     )
@@ -210,6 +212,7 @@ class CountingReads:
             self.count += 1
             return await get_bytes(hash)
 
+        # Wraps the method on this one store: the observed reads are the real ones.
         chain.blocks.get_bytes = counted  # type: ignore[method-assign]
 
 
@@ -248,28 +251,18 @@ async def test_a_saved_state_that_does_not_describe_the_chain_is_refused() -> No
     at_schema = SavedState.of(states[schema_at])
     before_schema = SavedState.of(states[schema_at - 1])
     broken = {
-        "head labelled with the next block": SavedState(
-            **{
-                **_fields(before_schema),
-                "head": at_schema.head,
-                "sequence_number": at_schema.sequence_number,
-            }
+        "head labelled with the next block": dataclasses.replace(
+            before_schema, head=at_schema.head, sequence_number=at_schema.sequence_number
         ),
-        "wrong sequence number": SavedState(**{**_fields(at_schema), "sequence_number": 3}),
-        "schema names a data block": SavedState(
-            **{**_fields(SavedState.of(states[-1])), "schema": SavedState.of(states[-1]).last_data}
+        "wrong sequence number": dataclasses.replace(at_schema, sequence_number=3),
+        "schema names a data block": dataclasses.replace(
+            SavedState.of(states[-1]), schema=SavedState.of(states[-1]).last_data
         ),
-        "another dataset": SavedState(
-            **{**_fields(at_schema), "dataset_id": DatasetId.new_generated()[1]}
-        ),
+        "another dataset": dataclasses.replace(at_schema, dataset_id=DatasetId.new_generated()[1]),
     }
     for saved in broken.values():
         with pytest.raises(SavedStateError, match="saved chain state of"):
             await saved.restore(read)
-
-
-def _fields(saved: SavedState) -> dict[str, object]:
-    return {name: getattr(saved, name) for name in SavedState.__slots__}
 
 
 @pytest.mark.parametrize(
@@ -348,7 +341,7 @@ async def test_a_bad_saved_state_falls_back_to_the_chain(tmp_path: Path, damage:
             data = (await saved_state(workspace, other.id)).to_bytes()
         elif damage == "missing blocks":
             other_saved = await saved_state(workspace, other.id)
-            data = SavedState(**{**_fields(other_saved), "dataset_id": dataset.id}).to_bytes()
+            data = dataclasses.replace(other_saved, dataset_id=id_of(dataset)).to_bytes()
         elif damage == "forked head":
             # A valid state of a fork whose blocks are in the store but are not the chain.
             fork_state = await dataset.chain.state(good.seed, use_current_head=False)
@@ -363,7 +356,7 @@ async def test_a_bad_saved_state_falls_back_to_the_chain(tmp_path: Path, damage:
             fork_state.apply(fork_hash, fork_block)
             data = SavedState.of(fork_state).to_bytes()
         elif damage == "wrong role":
-            data = SavedState(**{**_fields(good), "schema": good.push_sources[0]}).to_bytes()
+            data = dataclasses.replace(good, schema=good.push_sources[0]).to_bytes()
         else:
             data = json.dumps({"text": True}).encode()
         await workspace.chain_states.save(id_of(dataset), head, data)

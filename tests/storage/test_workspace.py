@@ -108,6 +108,7 @@ async def test_every_test_manifest_is_added_and_normalized(workspace: Workspace)
     assert len({b.system_time for b in root_events}) == 1
     polling = root_events[1].event
     assert isinstance(polling, SetPollingSource)
+    assert polling.preprocess is not None and polling.preprocess.queries is not None
     assert polling.preprocess.queries[0].query.startswith("SELECT reported")
     for record in records.values():
         dataset = workspace.open_dataset(record.id)
@@ -317,7 +318,9 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
     path = tmp_path / "c.sqlite"
     async with await Catalog.open(path) as catalog:
         async with catalog.connection.execute("PRAGMA journal_mode") as cursor:
-            assert (await cursor.fetchone())[0] == "wal"
+            row = await cursor.fetchone()
+            assert row is not None
+            assert row[0] == "wal"
         _, dataset_id = DatasetId.new_generated()
         await catalog.add_dataset(dataset_id, "a", DatasetKind.ROOT, fake_hash("h"), 0)
         await catalog.record_remote_head(dataset_id, "https://r", fake_hash("remote"))

@@ -162,6 +162,7 @@ async def derivative_with_engine(
     """A derivative of ``source`` whose transform runs ``query`` in ``engine``, with one
     transaction over all of ``source``'s data (its slice copies the source's records)."""
     source_state = await source.chain.state()
+    assert source.id is not None and source_state.last_offset is not None
     transform = SetTransform(
         inputs=(TransformInput(dataset_ref=DatasetRef(source.id), alias="src"),),
         transform=TransformSql(engine=engine, queries=(SqlQueryStep(query=query),)),

@@ -15,6 +15,7 @@ from protocol.errors import ParseError
 from protocol.identity import Multibase, Multihash
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     data_blocks,
     derivative_with_engine,
@@ -85,6 +86,7 @@ async def test_cross_engine_re_executes_a_foreign_transform_for_information(
     assert report.exit_code == 3
     [check] = other.reproducibility.cross_engine.checks
     assert check.result == "differ" and "different records" in check.message, check.sample
+    assert check.sample is not None
     # compared without offsets: records 1 and 2 are in both, only the ends differ
     assert [r["value"] for r in check.sample["recordedOnly"]] == [0]
     assert [r["value"] for r in check.sample["recomputedOnly"]] == [3]
@@ -126,6 +128,7 @@ async def test_an_input_named_later_as_a_target_is_reported_once_as_a_target(
         ("derived", Role.TARGET),
     ]
     assert report.datasets[0].reproducibility.status is Status.SKIPPED
+    assert report.datasets[0].reproducibility.reason is not None
     assert "root dataset" in report.datasets[0].reproducibility.reason
 
 
@@ -144,7 +147,7 @@ async def test_integrity_only_skips_re_execution(workspace: Workspace) -> None:
 async def test_the_json_report_has_the_documented_shape(workspace: Workspace) -> None:
     dataset = await root_with_slices(workspace, "source", [[1, 2], [3]], checkpoints=True)
     hash, block = (await data_blocks(dataset))[1]
-    flip_byte(dataset.data.path_of(block.event.new_data.physical_hash), 20)  # type: ignore[attr-defined]
+    flip_byte(object_path(dataset.data, block.event.new_data.physical_hash), 20)
     report = json.loads((await verify(workspace, ["source"], VerifyOptions(jobs=2))).dumps())
     assert set(report) == {
         "kind",
@@ -236,7 +239,7 @@ def test_cli_exit_codes_and_text_report(tmp_path: Path, capsys: pytest.CaptureFi
         broken = await root_with_slices(workspace, "broken", [[1, 2], [3]])
         await derivative_with_engine(workspace, "foreign", healthy, "flink")
         hash, block = (await data_blocks(broken))[1]
-        path = broken.data.path_of(block.event.new_data.physical_hash)  # type: ignore[attr-defined]
+        path = object_path(broken.data, block.event.new_data.physical_hash)
         flip_byte(path, 30)
         flipped.update(block=f"block #{block.sequence_number} {hash}", file=f"data/{path.name}")
 
@@ -300,10 +303,12 @@ async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
     from datetime import UTC, datetime
 
     from odfd.daemon.audits import summarize
-    from storage.catalog.audits import AuditRecord, AuditTable
+    from storage.catalog.audit_records import AuditRecord
+    from storage.catalog.audits import AuditTable
 
     source = await root_with_slices(workspace, "source", [[1]])
     derived = await derivative_with_engine(workspace, "derived", source, "RisingWave")
+    assert derived.id is not None
     report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
     summary = summarize(report, derived.id)
     assert summary.startswith("reproducibility not-re-executable: block #3 ")

@@ -13,6 +13,7 @@ from storage.catalog.audit_chains import AuditChainTable
 from storage.catalog.audit_files import KEY_FILE, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     T0,
     blocks_oldest_first,
@@ -83,7 +84,7 @@ async def test_only_blocks_after_the_remembered_head_are_read(workspace: Workspa
     assert (await audit(workspace, "incremental")).metadata.checked["blocks"] == 1
     head = await dataset.chain.head()
     assert head is not None
-    os.utime(dataset.blocks.path_of(head), ns=(OLD_NS, OLD_NS))  # type: ignore[attr-defined]
+    os.utime(object_path(dataset.blocks, head), ns=(OLD_NS, OLD_NS))
     assert (await audit(workspace, "incremental")).metadata.checked["blocks"] == 1
     assert (await audit(workspace, "incremental")).metadata.checked == {"unchanged": blocks + 1}
 
@@ -106,7 +107,7 @@ async def test_a_changed_old_block_file_is_caught_by_an_incremental_audit(
 ) -> None:
     dataset, _ = await remembered(workspace)
     (old_hash, _), *_ = await blocks_oldest_first(dataset)
-    path = dataset.blocks.path_of(old_hash)  # type: ignore[attr-defined]
+    path = object_path(dataset.blocks, old_hash)
     flip_byte(path, path.stat().st_size - 3)
     os.utime(path, ns=(OLD_NS, OLD_NS))  # size and mtime as before: only ctime tells
     entry = await audit(workspace, "incremental")

@@ -12,6 +12,7 @@ import pytest
 from storage.catalog.audit_files import KEY_FILE, AuditFileTable, FileStamp, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import data_blocks, flip_byte, root_with_slices
 from verifier.audit import AuditStateMode, VerifyOptions, verify
 from verifier.report import DatasetReport, Status
@@ -41,7 +42,7 @@ async def audited_dataset(workspace: Workspace) -> tuple[Dataset, list[Path]]:
 
 async def first_slice(dataset: Dataset) -> Path:
     (_, block), *_ = await data_blocks(dataset)
-    return dataset.data.path_of(block.event.new_data.physical_hash)  # type: ignore[attr-defined]
+    return object_path(dataset.data, block.event.new_data.physical_hash)
 
 
 async def test_an_incremental_audit_reads_only_what_changed(workspace: Workspace) -> None:
@@ -85,6 +86,7 @@ async def test_a_file_tampered_with_under_an_identical_stat_is_caught_by_the_nex
     # new stat as such a change would, sealed as the node itself would seal it.
     key = load_or_create_key(workspace.layout.keys_dir / KEY_FILE)
     table = AuditFileTable(workspace.catalog, key)
+    assert dataset.id is not None
     stamps = await table.load(dataset.id)
     file = f"data/{path.name}"
     await table.save(dataset.id, [FileStamp.of(file, path.stat(), stamps[file].physical_hash)])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import pyarrow as pa
 import pytest
@@ -14,6 +15,7 @@ from protocol.model import AddData, Timestamp
 from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     blocks_oldest_first,
     data_blocks,
@@ -30,8 +32,16 @@ from verifier.report import DatasetReport, Finding, LayerResult, Status
 from verifier.selection import BlockSelector, RangeRequest
 
 
-async def audit(workspace: Workspace, alias: str, **options: object) -> DatasetReport:
-    report = await verify(workspace, [alias], VerifyOptions(**{"jobs": 1, **options}))  # type: ignore[arg-type]
+class _AuditOptions(TypedDict, total=False):
+    jobs: int
+    block_range: RangeRequest
+
+
+async def audit(
+    workspace: Workspace, alias: str, **options: Unpack[_AuditOptions]
+) -> DatasetReport:
+    options.setdefault("jobs", 1)
+    report = await verify(workspace, [alias], VerifyOptions(**options))
     [entry] = [d for d in report.datasets if d.alias == alias]
     return entry
 
@@ -41,7 +51,7 @@ def only(layer: LayerResult, rule: str) -> list[Finding]:
 
 
 def data_file(dataset: Dataset, block) -> Path:
-    return dataset.data.path_of(block.event.new_data.physical_hash)  # type: ignore[attr-defined]
+    return object_path(dataset.data, block.event.new_data.physical_hash)
 
 
 async def test_an_honest_root_dataset_verifies_and_every_file_is_counted(
@@ -103,7 +113,7 @@ async def test_a_truncated_block_fails_metadata_integrity_and_nothing_else_is_tr
     dataset = await root_with_slices(workspace, "readings", [[1], [2], [3]])
     blocks = await blocks_oldest_first(dataset)
     hash, block = blocks[3]
-    path = dataset.blocks.path_of(hash)  # type: ignore[attr-defined]
+    path = object_path(dataset.blocks, hash)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
     report = await verify(workspace, ["readings"], VerifyOptions(jobs=1))
     [entry] = report.datasets
@@ -120,10 +130,11 @@ async def test_a_block_whose_event_was_edited_in_place_no_longer_matches_its_nam
 ) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1, 2], [3, 4]])
     hash, block = (await data_blocks(dataset))[0]
+    assert isinstance(block.event, AddData)
     edited = dataclasses.replace(
         block, event=dataclasses.replace(block.event, new_watermark=Timestamp.of(2030, 1, 1))
     )
-    dataset.blocks.path_of(hash).write_bytes(encode_block(edited))  # type: ignore[attr-defined]
+    object_path(dataset.blocks, hash).write_bytes(encode_block(edited))
     entry = await audit(workspace, "readings")
     [finding] = entry.metadata.findings
     assert finding.rule == "block-hash" and finding.block.hash == hash
@@ -135,6 +146,7 @@ async def test_an_edited_event_in_a_rehashed_chain_breaks_a_chain_rule(
 ) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1, 2], [3, 4], [5]])
     _, block = (await data_blocks(dataset))[1]
+    assert isinstance(block.event, AddData)
     forged = dataclasses.replace(block, event=dataclasses.replace(block.event, prev_offset=0))
     new_hashes = await rewrite_chain(dataset, {block.sequence_number: forged})
     entry = await audit(workspace, "readings")
@@ -152,6 +164,7 @@ async def test_a_forged_logical_hash_in_a_rehashed_chain_fails_data_integrity(
 ) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1, 2], [3, 4]])
     (_, first), (_, second) = await data_blocks(dataset)
+    assert isinstance(second.event, AddData) and second.event.new_data is not None
     forged_slice = dataclasses.replace(
         second.event.new_data, logical_hash=first.event.new_data.logical_hash
     )
@@ -175,7 +188,7 @@ async def test_a_missing_block_is_reported_against_the_block_linking_to_it(
 ) -> None:
     dataset = await root_with_slices(workspace, "readings", [[1], [2], [3]])
     blocks = await blocks_oldest_first(dataset)
-    os.remove(dataset.blocks.path_of(blocks[2][0]))  # type: ignore[attr-defined]
+    os.remove(object_path(dataset.blocks, blocks[2][0]))
     entry = await audit(workspace, "readings")
     [finding] = entry.metadata.findings
     assert finding.rule == "missing-block" and finding.field == "prevBlockHash"
@@ -187,8 +200,8 @@ async def test_missing_and_corrupt_files_and_checkpoints(workspace: Workspace) -
     dataset = await root_with_slices(workspace, "readings", [[1], [2], [3]], checkpoints=True)
     (h0, b0), (h1, b1), (h2, b2) = await data_blocks(dataset)
     os.remove(data_file(dataset, b0))
-    os.remove(dataset.checkpoints.path_of(b1.event.new_checkpoint.physical_hash))  # type: ignore[attr-defined]
-    flip_byte(dataset.checkpoints.path_of(b2.event.new_checkpoint.physical_hash), 3)  # type: ignore[attr-defined]
+    os.remove(object_path(dataset.checkpoints, b1.event.new_checkpoint.physical_hash))
+    flip_byte(object_path(dataset.checkpoints, b2.event.new_checkpoint.physical_hash), 3)
     entry = await audit(workspace, "readings")
     found = {(f.block.hash, f.rule, f.file.split("/")[0], f.field) for f in entry.data.findings}
     assert found == {

@@ -20,8 +20,9 @@ import pyarrow.compute as pc
 import pytest
 
 from odfd.coordinator.transform import update_derivative
-from protocol.identity import DatasetRef
+from protocol.identity import DatasetId, DatasetRef
 from protocol.model import Timestamp
+from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.verifier.provenance_pipelines import T, append_rows, build
 from verifier.engine.registry import engine_named
@@ -192,7 +193,7 @@ COMBO_CASES = [
 async def _with_tracer(root: Path, act: Callable[[Workspace, Tracer], Awaitable[Any]]) -> Any:
     async with await Workspace.open(root) as workspace:
 
-        async def open_dataset(dataset_id):  # type: ignore[no-untyped-def]
+        async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
             record = await workspace.resolve(DatasetRef(dataset_id))
             return workspace.open_dataset(dataset_id), str(record.alias)
 
@@ -353,7 +354,7 @@ def test_root_rows_lead_to_their_ingest(datafusion_pipeline: Path) -> None:
 
 def test_depth_one_stops_at_the_direct_inputs(datafusion_pipeline: Path) -> None:
     async def act(workspace: Workspace, _: Tracer) -> RowProvenance:
-        async def open_dataset(dataset_id):  # type: ignore[no-untyped-def]
+        async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
             record = await workspace.resolve(DatasetRef(dataset_id))
             return workspace.open_dataset(dataset_id), str(record.alias)
 
@@ -484,7 +485,8 @@ def test_rows_of_a_later_transaction(tmp_path: Path) -> None:
         [("trades", 9)],
     ]
     assert projected[1].inputs[0].ingest is not None
-    assert projected[1].inputs[0].ingest.source_state["value"] == "trades-2.ndjson"  # type: ignore[index]
+    assert projected[1].inputs[0].ingest.source_state is not None
+    assert projected[1].inputs[0].ingest.source_state["value"] == "trades-2.ndjson"
     # the second transaction's group A holds only the new A row (offset 8), not rows 0-5
     assert [[w.offset for w in r.inputs] for r in grouped] == [[8], [9]]
     assert all(r.checked for r in projected + grouped)

@@ -16,6 +16,7 @@ from protocol.hashing import logical_hash_parquet, physical_hash_file
 from protocol.model import ExecuteTransform
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     data_blocks,
     derivative_with_engine,
@@ -67,7 +68,7 @@ async def test_a_replica_made_by_copying_folders_verifies_in_all_three_layers(
         ops = set()
         for _, block in await data_blocks(thousands):
             ops |= set(
-                pq.read_table(thousands.data.path_of(block.event.new_data.physical_hash))
+                pq.read_table(object_path(thousands.data, block.event.new_data.physical_hash))
                 .column("op")
                 .to_pylist()
             )
@@ -83,7 +84,8 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
         (h, b) for h, b in await data_blocks(dataset) if isinstance(b.event, ExecuteTransform)
     ]
     _, block = transactions[1]
-    recorded = pq.read_table(dataset.data.path_of(block.event.new_data.physical_hash))
+    assert isinstance(block.event, ExecuteTransform) and block.event.new_data is not None
+    recorded = pq.read_table(object_path(dataset.data, block.event.new_data.physical_hash))
     population = recorded.column("population").to_pylist()
     forged_population = [population[0] + 1, *population[1:]]
     forged_table = recorded.set_column(
@@ -125,6 +127,7 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
         block.event.new_data.logical_hash
     )  # re-execution gives the original records
     interval = block.event.new_data.offset_interval
+    assert finding.details is not None
     assert finding.details["offsetInterval"] == {"start": interval.start, "end": interval.end}
     sample = finding.details["sample"]
     [forged_row] = sample["recordedOnly"]
@@ -143,7 +146,7 @@ async def test_a_tampered_input_makes_re_execution_impossible_not_a_pass(
 ) -> None:
     cities = await pipeline_workspace.get_dataset("cities")
     _, block = (await data_blocks(cities))[0]
-    flip_byte(cities.data.path_of(block.event.new_data.physical_hash), 40)
+    flip_byte(object_path(cities.data, block.event.new_data.physical_hash), 40)
     report = await verify(pipeline_workspace, ["cities.thousands"], VerifyOptions(jobs=2))
     source, target = report.datasets
     assert (source.alias, source.role, source.data.status) == ("cities", Role.INPUT, Status.FAILED)
@@ -170,6 +173,7 @@ async def test_an_input_missing_from_the_workspace_cannot_be_verified(
         target = report.datasets[-1]
         assert [target.metadata.status, target.data.status] == [Status.OK, Status.OK]
         assert target.reproducibility.status is Status.CANNOT_VERIFY
+        assert target.reproducibility.reason is not None
         assert f"input {cities_id} is not in this workspace" in target.reproducibility.reason
         assert report.exit_code == 2
 

@@ -10,7 +10,6 @@ import uuid
 from odfd.cli import console
 from odfd.cli.confirm import confirm
 from odfd.cli.manifest_source import ManifestError, read_manifests
-from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.codec import yaml as odf_yaml
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
@@ -112,8 +111,8 @@ async def _replace(
     if not doomed:
         return False
     await _check_inputs(workspace, snapshots, wanted)
-    readers = await readers_of(workspace, records)
-    blocked = blocked_by_readers(doomed, readers)
+    graph = await workspace.graph(records)
+    blocked = graph.blocked_by_readers(doomed)
     if blocked:
         raise StorageError(
             "; ".join(
@@ -124,7 +123,7 @@ async def _replace(
         )
     confirm(args, f"Replace {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
     staged = await _stage(workspace, snapshots)
-    for record in downstream_first(doomed, readers):
+    for record in graph.downstream_first(doomed):
         await workspace.delete_dataset(str(record.id))
         console.info(f"Deleted: {record.alias} ({record.id})")
     for snapshot, dataset_id in staged:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
-from odfd.cli.readers import downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
@@ -97,9 +96,9 @@ def _compact(args: argparse.Namespace) -> int:
         if not plans:
             return 0
         records = await workspace.list_datasets()
-        readers = await readers_of(workspace, records)
+        graph = await workspace.graph(records)
         compacted = [r for r in targets if r.id in plans]
-        downstream = _downstream(compacted, readers)
+        downstream = graph.downstream_of(compacted)
         for record in downstream:
             try:
                 plans[record.id] = await plan_compaction(
@@ -119,7 +118,7 @@ def _compact(args: argparse.Namespace) -> int:
             )
         confirm(args, f"{question}. This rewrites history. Go on?")
         reset_ids = {r.id for r in downstream}
-        for record in downstream_first([*compacted, *downstream], readers):
+        for record in graph.downstream_first([*compacted, *downstream]):
             plan = plans.get(record.id)
             if plan is None:
                 continue
@@ -164,19 +163,3 @@ def _describe(record: DatasetRecord, plan: CompactionPlan) -> str:
         f"Compact {record.alias}: merge {plan.merged_slices} slices into {plan.merged_runs} "
         f"({plan.old_blocks} → {plan.new_blocks} blocks)"
     )
-
-
-def _downstream(
-    targets: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    """Every dataset reading a target, directly or through others (targets excluded)."""
-    target_ids = {r.id for r in targets}
-    found: dict[DatasetId, DatasetRecord] = {}
-    pending = list(targets)
-    while pending:
-        record = pending.pop()
-        for reader in readers.get(record.id, []):
-            if reader.id not in target_ids and reader.id not in found:
-                found[reader.id] = reader
-                pending.append(reader)
-    return list(found.values())

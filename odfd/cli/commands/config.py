@@ -34,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     set_ = actions.add_parser("set", help="change a setting in config.toml (no VALUE: remove it)")
     set_.add_argument("key", metavar="KEY", help="section.key, e.g. server.port")
     set_.add_argument(
-        "value", nargs="?", metavar="VALUE", help="as in an ODFD_* variable (lists: a,b)"
+        "value",
+        nargs="?",
+        metavar="VALUE",
+        help='as in an ODFD_* variable (lists: a,b or ["a", "b"])',
     )
     add_root_argument(set_)
     set_.set_defaults(func=_set)
@@ -87,5 +90,5 @@ def _text(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, list):
-        return ",".join(map(str, value))
+        return json.dumps(value)  # a list reads as one, never as a string: ["a"], not a
     return str(value)

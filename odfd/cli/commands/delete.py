@@ -11,7 +11,6 @@ import argparse
 
 from odfd.cli import console
 from odfd.cli.confirm import confirm
-from odfd.cli.readers import blocked_by_readers, downstream_first, readers_of
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
@@ -40,9 +39,9 @@ def _delete(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         records = await workspace.list_datasets()
         chosen = records if args.all else await _resolve_all(workspace, args.datasets)
-        readers = await readers_of(workspace, records)
-        doomed = _with_downstream(chosen, readers) if args.recursive else chosen
-        blocked = blocked_by_readers(doomed, readers)
+        graph = await workspace.graph(records)
+        doomed = [*chosen, *graph.downstream_of(chosen)] if args.recursive else chosen
+        blocked = graph.blocked_by_readers(doomed)
         if blocked:
             raise StorageError(
                 "; ".join(
@@ -55,7 +54,7 @@ def _delete(args: argparse.Namespace) -> int:
             console.info("Nothing to delete")
             return 0
         confirm(args, f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
-        for record in downstream_first(doomed, readers):
+        for record in graph.downstream_first(doomed):
             await workspace.delete_dataset(str(record.id))
             console.info(f"Deleted: {record.alias} ({record.id})")
         return 0
@@ -77,16 +76,3 @@ async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRec
             f"no dataset {', '.join(missing)} in the workspace {workspace.root}; nothing was deleted"
         )
     return list(found.values())
-
-
-def _with_downstream(
-    chosen: list[DatasetRecord], readers: dict[DatasetId, list[DatasetRecord]]
-) -> list[DatasetRecord]:
-    result = {r.id: r for r in chosen}
-    todo = list(chosen)
-    while todo:
-        for reader in readers.get(todo.pop().id, []):
-            if reader.id not in result:
-                result[reader.id] = reader
-                todo.append(reader)
-    return list(result.values())

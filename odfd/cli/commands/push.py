@@ -22,7 +22,6 @@ from odfd.sync.push import PushOptions, push
 from odfd.sync.repos import RepoError, expand, join
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import looks_like_url
-from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
@@ -102,22 +101,10 @@ def _push(args: argparse.Namespace) -> int:
 
 
 async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:
-    """``records`` and everything they read, inputs before their readers."""
-    ordered: dict[DatasetId, DatasetRecord] = {}
-
-    async def visit(record: DatasetRecord) -> None:
-        if record.id in ordered:
-            return
-        state = await workspace.open_dataset(record.id).chain.state()
-        for input_id in state.transform_input_ids:
-            upstream = await workspace.catalog.get_dataset(input_id)
-            if upstream is not None:
-                await visit(upstream)
-        ordered[record.id] = record
-
-    for record in records:
-        await visit(record)
-    return list(ordered.values())
+    """``records`` and everything they read that is here, inputs before their readers."""
+    graph = await workspace.graph()
+    order = graph.upstream_order([r.id for r in records], skip_missing=True)
+    return [graph.records[dataset_id] for dataset_id in order]
 
 
 async def _destinations(

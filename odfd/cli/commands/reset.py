@@ -56,7 +56,11 @@ def _reset(args: argparse.Namespace) -> int:
         if dropped == 0:
             console.info(f"Skipped: {record.alias} is at {args.hash} already")
             return 0
-        readers = await _readers(workspace, record.id)
+        readers = [
+            reader.alias
+            for reader in (await workspace.graph()).readers_of(record.id)
+            if reader.id != record.id
+        ]
         warning = f" ({', '.join(readers)} read it)" if readers else ""
         confirm(
             args,
@@ -67,14 +71,3 @@ def _reset(args: argparse.Namespace) -> int:
         return 0
 
     return run_in_workspace(args, run)
-
-
-async def _readers(workspace: Workspace, dataset_id: object) -> list[str]:
-    names = []
-    for record in await workspace.list_datasets():
-        if record.head is None or record.id == dataset_id:
-            continue
-        state = await workspace.open_dataset(record.id).chain.state()
-        if dataset_id in state.transform_input_ids:
-            names.append(record.alias)
-    return names

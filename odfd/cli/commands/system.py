@@ -79,7 +79,7 @@ def _gc(args: argparse.Namespace) -> int:
         console.info(f"{verb} {len(found)} leftover(s), {total}")
         return 0
 
-    return run_in_workspace(args, run)
+    return run_in_workspace(args, run, settle_orphans=False)  # gc settles them itself
 
 
 def _diagnose(args: argparse.Namespace) -> int:
@@ -99,7 +99,7 @@ def _diagnose(args: argparse.Namespace) -> int:
         )
         return 0 if all(c.ok or not c.required for c in checks) else 1
 
-    return run_in_workspace(args, run)
+    return run_in_workspace(args, run, settle_orphans=False)  # diagnose changes nothing
 
 
 def _info(args: argparse.Namespace) -> int:

@@ -261,8 +261,9 @@ function DataTab({ alias }) {
   const [offset, setOffset] = useState(0);
   const limit = 50;
   const { data, error } = useApi(`datasets/${enc(alias)}/data?offset=${offset}&limit=${limit}`);
-  const quoted = "`" + alias.replace(/`/g, "``") + "`";
-  const [sql, setSql] = useState(`SELECT * FROM ${quoted} ORDER BY offset DESC LIMIT 10`);
+  // DataFusion SQL, as `odfd sql` runs it: names are quoted with double quotes.
+  const quoted = '"' + alias.replace(/"/g, '""') + '"';
+  const [sql, setSql] = useState(`SELECT * FROM ${quoted} ORDER BY "offset" DESC LIMIT 10`);
   const [result, setResult] = useState(null);
   const [sqlError, setSqlError] = useState(null);
   const [running, setRunning] = useState(false);
@@ -279,10 +280,10 @@ function DataTab({ alias }) {
     <form onSubmit=${run} class="card">
       <textarea id="sql-query" value=${sql} onInput=${(e) => setSql(e.target.value)}></textarea>
       <div class="pager"><button type="submit" id="sql-run" disabled=${running}>${running ? "Running…" : "Run"}</button>
-        <span class="muted">Runs through the node's query engine; needs a read or admin token.</span></div>
+        <span class="muted" id="sql-help">DataFusion SQL, as <code>odfd sql</code> runs it: quote names with "double quotes". Needs a read or admin token.</span></div>
     </form>
     <${Error_} message=${sqlError} />
-    ${result ? html`<div id="sql-result"><p class="muted">${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.ms} ms</p>
+    ${result ? html`<div id="sql-result"><p class="muted">${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.ms} ms (${result.engine})</p>
       <${Table} columns=${result.columns} rows=${result.rows} /></div>` : null}
     <h2>Latest rows</h2>
     <${Error_} message=${error} />

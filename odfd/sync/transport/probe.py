@@ -1,13 +1,13 @@
 """The cheap "has the head changed?" check a mirror makes before pulling: read ``refs/head``
 (one small request); only when it is new, fetch its block (one more), check it against its hash
-and decode it for its sequence number, which gives the mirror's lag in blocks without walking
-the chain."""
+and decode it for its sequence number (``storage.chain.reader``), which gives the mirror's lag in
+blocks without walking the chain."""
 
 from __future__ import annotations
 
 from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
 from odfd.sync.transport.base import RemoteView, SourceHead
-from protocol.codec.flatbuffers import block_hash, decode_block
+from storage.chain.reader import ChainBlock, HashMismatch, MalformedBlock, check_block
 
 
 async def read_head(
@@ -20,7 +20,10 @@ async def read_head(
         raise RemoteNotFoundError(f"{where}: no dataset there (refs/head is missing)")
     if known is not None and known.head == head and known.sequence_number is not None:
         return SourceHead(head, known.sequence_number, cid)
-    data = await view.block(head)
-    if block_hash(data) != head:
+    checked = check_block(head, await view.block(head))
+    if isinstance(checked, HashMismatch):
         raise CorruptSourceError(f"{where}: head block {head} does not hash to its name")
-    return SourceHead(head, decode_block(data).sequence_number, cid)
+    if isinstance(checked, MalformedBlock):
+        raise CorruptSourceError(f"{where}: head block {head} does not decode: {checked.reason}")
+    assert isinstance(checked, ChainBlock)  # one block alone has no link to break
+    return SourceHead(head, checked.block.sequence_number, cid)

@@ -23,6 +23,7 @@ from protocol.model import (
     FetchStepFilesGlob,
     MergeStrategyLedger,
     MetadataBlock,
+    MetadataEvent,
     OffsetInterval,
     PrepStepDecompress,
     ReadStepGeoJson,
@@ -95,7 +96,7 @@ def execute_transform() -> ExecuteTransform:
     )
 
 
-def stability_events() -> list[tuple[object, str]]:
+def stability_events() -> list[tuple[MetadataEvent, str]]:
     """``get_test_events`` of test_serde_flatbuffers.rs with the SHA3-256 of each wrapped block."""
     return [
         (AddData(), "a93874702479f83ddff1e7a660ca78085def333c86501b0d895fa3aec79c7189"),
@@ -174,7 +175,7 @@ def stability_events() -> list[tuple[object, str]]:
     ]
 
 
-def wrap(event: object, sequence_number: int = 117) -> MetadataBlock:
+def wrap(event: MetadataEvent, sequence_number: int = 117) -> MetadataBlock:
     """``wrap_into_block`` of the reference's tests."""
     return MetadataBlock(
         system_time=NOON_2020,

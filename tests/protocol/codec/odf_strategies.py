@@ -31,7 +31,7 @@ MAX_DEPTH = 3
 texts = st.text(
     alphabet=st.one_of(
         st.sampled_from(list(string.ascii_letters + string.digits + " -:#'\"\n\t{}[],&*!|>%@`?.~")),
-        st.characters(blacklist_categories=("Cs",)),
+        st.characters(blacklist_categories=["Cs"]),
     ),
     max_size=12,
 )
@@ -86,6 +86,12 @@ def _annotation(ann: str, owner: str, field: str, depth: int) -> st.SearchStrate
     return of_type(ann, depth + 1)
 
 
+def _annotation_text(field: dataclasses.Field[object]) -> str:
+    """The field's annotation as written: the generated model postpones annotations."""
+    assert isinstance(field.type, str)
+    return field.type
+
+
 def _is_leaf_variant(cls: type) -> bool:
     return all(
         f.type.endswith(" | None") or f.type in _LEAVES or f.type in ("int", "bool")
@@ -103,7 +109,10 @@ def of_type(name: str, depth: int = 0) -> st.SearchStrategy:
     cls = getattr(generated, name)
     if isinstance(cls, type) and issubclass(cls, enum.Enum):
         return st.sampled_from(list(cls))
-    kwargs = {f.name: _annotation(f.type, name, f.name, depth) for f in dataclasses.fields(cls)}
+    kwargs = {
+        f.name: _annotation(_annotation_text(f), name, f.name, depth)
+        for f in dataclasses.fields(cls)
+    }
     return st.builds(cls, **kwargs)
 
 

@@ -59,7 +59,7 @@ def _value(kind: str) -> st.SearchStrategy:
 
 
 @st.composite
-def tables(draw: st.DrawFn) -> tuple[list[tuple[int, str]], list[bool], list[object]]:
+def tables(draw: st.DrawFn) -> tuple[list[tuple[int, str]], list[bool], list[int | Timestamp]]:
     kinds = draw(st.lists(st.sampled_from(_KINDS), max_size=8))
     slots, slot = [], 0
     for _ in kinds:
@@ -79,7 +79,9 @@ def _objects(builder: Builder, prefix: bytes) -> list[int]:
 @settings(max_examples=400, deadline=None)
 @given(table=tables(), prefix=st.binary(max_size=11), copies=st.integers(1, 3))
 def test_table_writes_what_the_field_methods_write(
-    table: tuple[list[tuple[int, str]], list[bool], list[object]], prefix: bytes, copies: int
+    table: tuple[list[tuple[int, str]], list[bool], list[int | Timestamp]],
+    prefix: bytes,
+    copies: int,
 ) -> None:
     fields, present, values = table
     by_hand, fast = Builder(), Builder()
@@ -92,8 +94,10 @@ def test_table_writes_what_the_field_methods_write(
             if not is_present:
                 continue
             if kind == OFFSET:
+                assert isinstance(value, int)
                 by_hand.add_offset(slot, hand_objects[value])
             elif kind == TIMESTAMP:
+                assert isinstance(value, Timestamp)
                 by_hand.add_timestamp(slot, value)
             else:
                 by_hand.add_scalar(slot, packer(kind), struct.calcsize("<" + kind), value)
@@ -101,8 +105,10 @@ def test_table_writes_what_the_field_methods_write(
         groups: list[tuple[object, ...]] = []  # per field, in field order
         for (_, kind), value in zip(fields, values, strict=True):
             if kind == OFFSET:
+                assert isinstance(value, int)
                 groups.append((fast_objects[value],))
             elif kind == TIMESTAMP:
+                assert isinstance(value, Timestamp)
                 groups.append(value.to_fb_parts())
             else:
                 groups.append((value,))

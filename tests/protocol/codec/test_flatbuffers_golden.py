@@ -10,7 +10,7 @@ from protocol.codec.fb_builder import Builder, packer
 from protocol.codec.fb_reader import Reader
 from protocol.codec.flatbuffers import block_hash, decode_block, encode_block
 from protocol.errors import DecodeError
-from protocol.model import SetDataSchema
+from protocol.model import MetadataEvent, SetDataSchema
 from tests.protocol.codec.odf_golden import (
     LEGACY_SET_DATA_SCHEMA,
     SET_DATA_SCHEMA_HASH,
@@ -30,7 +30,7 @@ CASES = [
 @pytest.mark.parametrize(
     ("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES]
 )
-def test_block_hash_matches_reference(event: object, expected: str) -> None:
+def test_block_hash_matches_reference(event: MetadataEvent, expected: str) -> None:
     data = encode_block(wrap(event))
     assert hashlib.sha3_256(data).hexdigest() == expected
     assert block_hash(data).digest.hex() == expected
@@ -39,7 +39,7 @@ def test_block_hash_matches_reference(event: object, expected: str) -> None:
 @pytest.mark.parametrize(
     ("event", "expected"), CASES, ids=[f"{type(e).__name__}-{h[:8]}" for e, h in CASES]
 )
-def test_block_round_trips(event: object, expected: str) -> None:
+def test_block_round_trips(event: MetadataEvent, expected: str) -> None:
     block = wrap(event)
     decoded = decode_block(encode_block(block))
     assert decoded == block
@@ -48,8 +48,11 @@ def test_block_round_trips(event: object, expected: str) -> None:
 
 def test_extended_schema_survives_round_trip() -> None:
     decoded = decode_block(encode_block(wrap(SetDataSchema(schema=extended_schema()))))
+    assert isinstance(decoded.event, SetDataSchema)
     assert decoded.event.schema == extended_schema()
-    assert decoded.event.schema.fields[0].extra["arrow.apache.org/bufferEncoding"] == {
+    extra = decoded.event.schema.fields[0].extra
+    assert extra is not None
+    assert extra["arrow.apache.org/bufferEncoding"] == {
         "kind": "View",
         "offsetBitWidth": 32,
     }

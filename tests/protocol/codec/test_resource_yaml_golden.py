@@ -13,6 +13,7 @@ from protocol.codec import yaml as yaml_codec
 from protocol.errors import DecodeError
 from protocol.identity import AccountName, DatasetId
 from protocol.model import (
+    JsonValue,
     ResourcePhase,
     Secret,
     Secrets,
@@ -260,7 +261,7 @@ CANONICAL = text("""
 
 def test_canonical() -> None:
     new_year = Timestamp.of(2026, 1, 1)
-    entries = {"string": "foo", "nested": {"a": "x", "b": "y"}}
+    entries: dict[str, JsonValue] = {"string": "foo", "nested": {"a": "x", "b": "y"}}
     expected = Resource(
         schema=SECRET_SET,
         headers=ResourceHeaders(

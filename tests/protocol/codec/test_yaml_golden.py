@@ -24,6 +24,7 @@ from protocol.model import (
     FetchStepUrl,
     MergeStrategySnapshot,
     MetadataBlock,
+    MetadataEvent,
     PrepStepDecompress,
     ReadStepCsv,
     ReadStepNdJson,
@@ -53,7 +54,7 @@ def text(value: str) -> str:
     return textwrap.dedent(value).lstrip("\n")
 
 
-def block(event: object, sequence_number: int) -> MetadataBlock:
+def block(event: MetadataEvent, sequence_number: int) -> MetadataBlock:
     return MetadataBlock(
         system_time=NOON_2020,
         prev_block_hash=sha3(b"prev"),

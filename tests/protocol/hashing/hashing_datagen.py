@@ -100,8 +100,8 @@ def fixed_width(seed: int = 1) -> Case:
         ("ts_us_offset", "us", "+01:00"),
         ("ts_ns_named", "ns", "America/New_York"),
     ]:
-        values = rng.integers(0, 2**40, n, dtype=np.int64)
-        columns[name] = pa.array(values, pa.timestamp(unit, zone), mask=_mask(rng, n, 0.2))
+        ticks = rng.integers(0, 2**40, n, dtype=np.int64)
+        columns[name] = pa.array(ticks, pa.timestamp(unit, zone), mask=_mask(rng, n, 0.2))
     table = pa.table(columns)
     return table.schema, _split(table, 700)
 

@@ -175,6 +175,7 @@ def test_alias_ordering_puts_single_tenant_first_like_the_reference() -> None:
 
 def test_aliases_refuse_plain_strings_as_components() -> None:
     with pytest.raises(TypeError, match="dataset_name must be a DatasetName"):
+        # A plain str on purpose: the constructor must refuse it.
         DatasetAlias(None, "name")  # type: ignore[arg-type]
 
 

@@ -8,6 +8,7 @@ import copy
 import dataclasses
 import inspect
 import pickle
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -28,7 +29,7 @@ CLASSES = sorted(
 )
 
 
-def _reference(cls: type) -> type:
+def _reference(cls: type) -> type[Any]:
     """``cls`` as the standard library's frozen dataclass: same name, fields, types and defaults."""
     spec = [
         (f.name, f.type)
@@ -66,6 +67,7 @@ def _in_blocks() -> list[type]:
 
 def _as_reference(value: object) -> object:
     cls = type(value)
+    assert dataclasses.is_dataclass(cls)
     return REFERENCES[cls](**{f.name: getattr(value, f.name) for f in dataclasses.fields(cls)})
 
 
@@ -78,7 +80,7 @@ def test_every_class_of_the_model_is_compared() -> None:
 
 
 @pytest.mark.parametrize("cls", CLASSES, ids=lambda cls: cls.__name__)
-def test_the_constructor_takes_the_dataclass_arguments(cls: type) -> None:
+def test_the_constructor_takes_the_dataclass_arguments(cls: type[Any]) -> None:
     mine = inspect.signature(cls).parameters
     theirs = inspect.signature(REFERENCES[cls]).parameters
     assert [(p.name, p.kind, p.default, p.annotation) for p in mine.values()] == [

@@ -49,6 +49,7 @@ def test_hand_written_resource_classes_must_match_their_schemas(
     """The generator takes the RFC-018 envelope from protocol/model/resource.py instead of generating
     it; a schema change that the hand-written class does not follow stops generation."""
     spec = importlib.util.spec_from_file_location("gen_model", ROOT / "scripts" / "gen_model.py")
+    assert spec is not None
     gen_model = importlib.util.module_from_spec(spec)
     monkeypatch.setitem(sys.modules, "gen_model", gen_model)  # its dataclasses look their module up
     spec.loader.exec_module(gen_model)

@@ -25,11 +25,12 @@ from protocol.model import (
     DataTypeStruct,
     DataTypeTimestamp,
     ExtraAttributes,
+    JsonValue,
     TimeUnit,
 )
 
 
-def _extra(**entries: object) -> ExtraAttributes:
+def _extra(**entries: JsonValue) -> ExtraAttributes:
     return ExtraAttributes({f"arrow.apache.org/{key}": value for key, value in entries.items()})
 
 
@@ -220,13 +221,11 @@ def test_encoding_aliases_are_accepted() -> None:
 def test_strip_encoding_keeps_other_attributes() -> None:
     odf = schema_from_arrow(pa.schema([pa.field("s", pa.large_string())]))
     field = odf.fields[0]
-    tagged = DataSchema(
-        fields=(
-            DataField(
-                name="s", type=field.type, extra=field.extra.with_entries(**{"kamu.dev/x": 1})
-            ),
-        )
-    )
+    assert field.extra is not None
+    extra = field.extra.with_entries(**{"kamu.dev/x": 1})
+    # with_entries keeps the map's class; its return hint says only FrozenMap.
+    assert isinstance(extra, ExtraAttributes)
+    tagged = DataSchema(fields=(DataField(name="s", type=field.type, extra=extra),))
     stripped = strip_encoding(tagged)
     assert stripped.fields[0].extra == ExtraAttributes({"kamu.dev/x": 1})
     assert strip_encoding(odf).fields[0].extra is None

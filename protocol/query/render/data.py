@@ -1,0 +1,181 @@
+"""The ``data`` of an answer, written batch by batch in JsonAoS, JsonSoA or JsonAoA.
+
+The reference writes rows with its own record writers, reads the text back into a JSON value and
+writes that value again; so objects come out with sorted keys (a repeated column name keeps its
+last value), and its data writers skip empty batches but JsonSoA takes its columns from the
+first batch it sees (``{}`` when there is none). The writer here produces those bytes directly,
+in the wire form (what the client receives), the canonical form (what is hashed) or both, one
+bounded chunk of rows at a time: nothing holds the whole result twice, except JsonSoA, which
+cannot be streamed and is capped like the reference's (``DataTooLargeError``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from protocol.query.errors import DataTooLargeError
+from protocol.query.render.columns import (
+    Style,
+    differs_by_style,
+    object_key,
+    object_layout,
+    render_column,
+)
+from protocol.query.render.text import constant, data_bytes, join
+from protocol.query.request import DataFormat
+
+ROWS_PER_CHUNK = 16_384
+"""Rows rendered at once: bounds the temporary arrays whatever the batch size."""
+MAX_SOA_BYTES = 100_000_000
+"""The reference's limit on a JsonSoA answer."""
+
+Bytes = bytes | memoryview
+
+
+@dataclass(slots=True)
+class Rendered:
+    """Pieces of the data's text in each form asked for, in order."""
+
+    wire: list[Bytes] = field(default_factory=list)
+    canonical: list[Bytes] = field(default_factory=list)
+
+    def extend(self, other: Rendered) -> None:
+        self.wire.extend(other.wire)
+        self.canonical.extend(other.canonical)
+
+
+class DataWriter:
+    """Writes one answer's ``data`` value; ``wire`` and ``canonical`` say which forms."""
+
+    def __init__(
+        self,
+        data_format: DataFormat,
+        *,
+        wire: bool = True,
+        canonical: bool = False,
+        soa_limit: int = MAX_SOA_BYTES,
+    ) -> None:
+        self.data_format = data_format
+        self._styles: list[tuple[str, Style]] = []
+        arrays = data_format is DataFormat.JSON_AOA
+        if wire:
+            self._styles.append(("wire", Style(canonical=False, struct_arrays=arrays)))
+        if canonical:
+            self._styles.append(("canonical", Style(canonical=True, struct_arrays=arrays)))
+        self._soa_limit = soa_limit
+        self._opened = False
+        self._first_row = True
+        self._columns: list[str] | None = None
+        self._soa: dict[str, list[list[Bytes]]] = {name: [] for name, _ in self._styles}
+        self._soa_size = 0
+
+    def write(self, batch: pa.RecordBatch) -> Rendered:
+        """The text of ``batch``'s rows (for JsonSoA nothing until ``finish``)."""
+        if self.data_format is DataFormat.JSON_SOA:
+            self._collect(batch)
+            return Rendered()
+        out = self._open()
+        for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
+            out.extend(self._rows(batch.slice(start, ROWS_PER_CHUNK)))
+        return out
+
+    def finish(self) -> Rendered:
+        """The closing text (all of it, for JsonSoA)."""
+        out = self._open()
+        if self.data_format is not DataFormat.JSON_SOA:
+            for name, _ in self._styles:
+                getattr(out, name).append(b"]")
+            return out
+        names = self._columns or []
+        order = object_layout(names)
+        for name, style in self._styles:
+            pieces = getattr(out, name)
+            for position, index in enumerate(order):
+                key = object_key(names[index], style).encode()
+                pieces.append((b"," if position else b"") + key + b"[")
+                column = self._soa[name][index]
+                for number, chunk in enumerate(column):
+                    pieces.append(chunk[1:] if number == 0 else chunk)
+                pieces.append(b"]")
+            pieces.append(b"}")
+        return out
+
+    def _open(self) -> Rendered:
+        out = Rendered()
+        if not self._opened:
+            self._opened = True
+            opening = b"{" if self.data_format is DataFormat.JSON_SOA else b"["
+            for name, _ in self._styles:
+                getattr(out, name).append(opening)
+        return out
+
+    def _rows(self, chunk: pa.RecordBatch) -> Rendered:
+        out = Rendered()
+        if chunk.num_rows == 0:
+            return out
+        texts = self._texts(chunk)
+        names = chunk.schema.names
+        for name, style in self._styles:
+            columns = texts[name]
+            pieces: list[pa.Array | str]
+            if self.data_format is DataFormat.JSON_AOA:
+                pieces = [",["]
+                for index, column in enumerate(columns):
+                    pieces += [",", column] if index else [column]
+                pieces.append("]")
+            else:
+                pieces = [",{"]
+                for position, index in enumerate(object_layout(names)):
+                    pieces += [("," if position else "") + object_key(names[index], style)]
+                    pieces.append(columns[index])
+                pieces.append("}")
+            rows = _join_rows(pieces, chunk.num_rows)
+            body = data_bytes(rows)
+            getattr(out, name).append(body[1:] if self._first_row else body)
+        self._first_row = False
+        return out
+
+    def _texts(self, chunk: pa.RecordBatch) -> dict[str, list[pa.Array]]:
+        """Each column's texts per form; columns the forms write alike are rendered once."""
+        texts: dict[str, list[pa.Array]] = {name: [] for name, _ in self._styles}
+        for column in chunk.columns:
+            shared = (
+                None if differs_by_style(column.type) else render_column(column, self._styles[0][1])
+            )
+            for name, style in self._styles:
+                texts[name].append(shared if shared is not None else render_column(column, style))
+        return texts
+
+    def _collect(self, batch: pa.RecordBatch) -> None:
+        if self._columns is None:
+            self._columns = list(batch.schema.names)
+            for name, _ in self._styles:
+                self._soa[name] = [[] for _ in self._columns]
+        for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
+            texts = self._texts(batch.slice(start, ROWS_PER_CHUNK))
+            for name, _ in self._styles:
+                for index, column in enumerate(texts[name]):
+                    body = bytes(data_bytes(join([",", column])))
+                    self._soa[name][index].append(body)
+                    if name == self._styles[0][0]:
+                        self._soa_size += len(body)
+            if self._soa_size >= self._soa_limit:
+                raise DataTooLargeError(
+                    f"the answer is larger than {self._soa_limit} bytes, the limit of JsonSoA "
+                    "(which cannot be streamed); ask for JsonAoS or JsonAoA, or fewer rows"
+                )
+
+
+def _join_rows(pieces: list[pa.Array | str], rows: int) -> pa.Array:
+    """Row-wise concatenation, adjacent constant texts merged first."""
+    merged: list[pa.Array | str] = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return constant(merged[0], rows)  # a batch without columns
+    return join(merged)

@@ -1,0 +1,162 @@
+"""Float columns as the reference answers them, vectorized (the rules are in
+``protocol.query.floats``).
+
+Arrow's float-to-text cast gives the shortest digits fast, and its layout differs from
+serde_json's only in a few places (``123`` for ``123.0``; fixed or scientific notation for first-
+digit exponents -6 and 10..15). So the texts are Arrow's, read back into digits and exponents with
+Arrow string kernels, put through the reference's re-read on whole numpy arrays (the values it
+changes get new texts), and patched where the layouts differ. Canonical texts (Rust ``{:e}``) are
+assembled from the digits with the same kernels.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from protocol.query.floats import F32_FIXED_EXPONENTS, F64_FIXED_EXPONENTS, POW10, wire_text
+from protocol.query.render.text import NULL, TEXT, constant, digit_count, join, with_nulls
+
+_POW10 = np.array(POW10, dtype=np.float64)
+_POW10_INT = np.array([10**i for i in range(20)], dtype=np.uint64)
+
+
+class Decomposed:
+    """Magnitudes as ``0.d1..dL x 10**(E+1)``: the digits as an integer ``digits`` (no trailing
+    zeros), their count ``length`` and the first digit's exponent ``exponent``."""
+
+    __slots__ = ("digits", "exponent", "length")
+
+    def __init__(self, digits: np.ndarray, length: np.ndarray, exponent: np.ndarray) -> None:
+        self.digits = digits
+        self.length = length
+        self.exponent = exponent
+
+    def update(self, rows: np.ndarray, other: Decomposed) -> None:
+        self.digits[rows] = other.digits
+        self.length[rows] = other.length
+        self.exponent[rows] = other.exponent
+
+
+def render_floats(array: pa.Array, *, canonical: bool) -> pa.LargeStringArray:
+    """JSON texts of a float16/32/64 column as the reference's answer holds them: ``null`` for
+    nulls, NaN and infinities."""
+    rows = len(array)
+    single = not pa.types.is_float64(array.type)
+    numbers = np.asarray(array.cast(pa.float64()).to_numpy(zero_copy_only=False), np.float64)
+    live = np.isfinite(numbers)
+    if array.null_count:
+        live &= np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
+    if not live.any():
+        return constant(NULL, rows)
+    everything = bool(live.all())
+    rendered = _render(numbers if everything else numbers[live], single, canonical)
+    if everything:
+        return rendered
+    return with_nulls(pc.replace_with_mask(constant(NULL, rows), pa.array(live), rendered), None)
+
+
+def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStringArray:
+    """Texts of finite values after the reference's write and re-read."""
+    texts = _texts(numbers, single)
+    parts = decompose(pc.utf8_ltrim(texts, characters="-"))
+    fixed = F32_FIXED_EXPONENTS if single else F64_FIXED_EXPONENTS
+    magnitudes = np.abs(numbers)
+    reread = np.where(magnitudes == 0, 0.0, _from_parts(parts, fixed))
+    # a value the reader cannot hold makes the reference fail; keep it as it is
+    reread = np.copysign(np.where(np.isinf(reread), magnitudes, reread), numbers)
+    changed = np.flatnonzero(reread != numbers) if not single else np.arange(len(numbers))
+    if changed.size:
+        again = _texts(reread[changed], False)
+        texts = pc.replace_with_mask(texts, _mask(len(numbers), changed), again)
+        parts.update(changed, decompose(pc.utf8_ltrim(again, characters="-")))
+    if canonical:
+        return _canonical(np.signbit(reread), parts)
+    return _wire(texts, reread, parts)
+
+
+def _texts(numbers: np.ndarray, single: bool) -> pa.StringArray:
+    """Arrow's shortest texts (float32's own shortest digits for a float32 column)."""
+    texts = pa.array(numbers, pa.float32() if single else pa.float64()).cast(pa.string())
+    assert isinstance(texts, pa.StringArray)
+    return texts
+
+
+def _mask(rows: int, chosen: np.ndarray) -> pa.BooleanArray:
+    mask = np.zeros(rows, dtype=bool)
+    mask[chosen] = True
+    return pa.array(mask)
+
+
+def decompose(texts: pa.Array) -> Decomposed:
+    """Digits and exponents of unsigned decimal texts (``123``, ``0.00012``, ``1.5e+300``)."""
+    pieces = pc.split_pattern(texts, "e", max_splits=1)
+    starts = pieces.offsets.to_numpy()[:-1]
+    values = pieces.flatten()
+    mantissas = values.take(pa.array(starts))
+    written = np.zeros(len(texts), dtype=np.int64)
+    with_exponent = np.asarray(pc.list_value_length(pieces).to_numpy(), dtype=np.int64) == 2
+    if with_exponent.any():
+        exponents = values.take(pa.array(starts[with_exponent] + 1))
+        unsigned = pc.utf8_ltrim(exponents, characters="+")
+        written[with_exponent] = unsigned.cast(pa.int64()).to_numpy()
+    dot = np.asarray(pc.find_substring(mantissas, ".").to_numpy(), dtype=np.int64)
+    size = np.asarray(pc.binary_length(mantissas).to_numpy(), dtype=np.int64)
+    fraction = np.where(dot >= 0, size - dot - 1, 0)
+    digits = pc.replace_substring(mantissas, ".", "").cast(pa.uint64()).to_numpy()
+    digits = np.array(digits, dtype=np.uint64)
+    trailing = np.zeros(len(texts), dtype=np.int64)
+    for _ in range(19):
+        zeros = (digits % 10 == 0) & (digits != 0)
+        if not zeros.any():
+            break
+        digits[zeros] //= 10
+        trailing += zeros
+    length = digit_count(digits).astype(np.int64)
+    return Decomposed(digits, length, written - fraction + trailing + length - 1)
+
+
+def _from_parts(parts: Decomposed, fixed: range) -> np.ndarray:
+    """serde_json's default reading of the float writer's text of each decomposed value: the
+    digits as an integer (with the ``.0`` of fixed-notation integers), then one multiplication
+    or division by a power of ten."""
+    exponent, length = parts.exponent, parts.length
+    integer = (exponent >= fixed.start) & (exponent < fixed.stop) & (exponent >= length - 1)
+    scale = np.where(integer, exponent - length + 2, 0)
+    significand = parts.digits * _POW10_INT[np.clip(scale, 0, 19)]
+    power = np.where(integer, -1, exponent - length + 1)
+    result = significand.astype(np.float64)
+    with np.errstate(over="ignore"):
+        up = power >= 0
+        result[up] *= _POW10[np.minimum(power[up], 308)]
+        down = (power < 0) & (power >= -308)
+        result[down] /= _POW10[-power[down]]
+        tiny = power < -308
+        result[tiny] = result[tiny] / 1e308 / _POW10[np.minimum(-(power[tiny] + 308), 308)]
+    return np.asarray(result, dtype=np.float64)
+
+
+def _wire(texts: pa.StringArray, numbers: np.ndarray, parts: Decomposed) -> pa.LargeStringArray:
+    """serde_json's layout from Arrow's: fixed notation for first-digit exponents -5..=15, with
+    ``.0`` on integers; ``d.ddde+N`` / ``d.ddde-N`` beyond."""
+    plain = pc.invert(pc.or_(pc.match_substring(texts, "."), pc.match_substring(texts, "e")))
+    result = pc.if_else(plain, pc.binary_join_element_wise(texts, ".0", ""), texts)
+    exponent = parts.exponent
+    differ = np.flatnonzero((exponent == -6) | ((exponent >= 10) & (exponent <= 15)))
+    if differ.size:
+        redone = pa.array([wire_text(float(numbers[row])) for row in differ], pa.string())
+        result = pc.replace_with_mask(result, _mask(len(numbers), differ), redone)
+    return with_nulls(result.cast(TEXT), None)
+
+
+def _canonical(negative: np.ndarray, parts: Decomposed) -> pa.LargeStringArray:
+    """canonical_json's texts, Rust ``{:e}``: ``d.dddE<exp>`` (``0E0`` for zero)."""
+    length = parts.length
+    scale = _POW10_INT[length - 1]
+    first = pa.array(parts.digits // scale).cast(pa.string())
+    rest = pc.utf8_slice_codeunits(pa.array(scale + parts.digits % scale).cast(pa.string()), 1)
+    mantissa = pc.if_else(pa.array(length > 1), join([first, ".", rest]), first)
+    sign = pc.if_else(pa.array(negative), pa.scalar("-"), pa.scalar(""))
+    exponent = pa.array(parts.exponent).cast(pa.string())
+    return join([sign, mantissa, "E", exponent])

@@ -1,0 +1,151 @@
+"""Building columns of JSON texts with numpy and Arrow compute, without a Python loop per value.
+
+Every renderer returns a ``pa.LargeStringArray`` with one JSON text per row (``null`` rows hold
+the text ``null``), so rows and containers can be assembled with Arrow's element-wise joins and
+their bytes taken straight from the array's data buffer.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+TEXT = pa.large_string()
+NULL = "null"
+
+_ASCII_ZERO = 48
+
+_NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
+"""What serde_json escapes in a string: quotes, backslashes and control characters."""
+_NEEDS_ASCII_ESCAPE = r"[^\x20-\x21\x23-\x5b\x5d-\x7e]"
+"""What canonical JSON escapes besides: everything outside printable ASCII too."""
+
+
+def constant(text: str, length: int) -> pa.LargeStringArray:
+    """``length`` copies of ``text`` (a null type column, an all-null column)."""
+    encoded = text.encode()
+    data = np.frombuffer(encoded * length, dtype=np.uint8) if length else np.empty(0, np.uint8)
+    offsets = np.arange(length + 1, dtype=np.int64) * len(encoded)
+    return _from_buffers(length, offsets, data)
+
+
+def from_matrix(matrix: np.ndarray, lengths: np.ndarray) -> pa.LargeStringArray:
+    """Row ``i`` is ``matrix[i, :lengths[i]]`` (ASCII bytes): fixed-layout texts built by column
+    arithmetic become an Arrow array with one copy."""
+    rows, width = matrix.shape
+    lengths = lengths.astype(np.int64, copy=False)
+    offsets = np.zeros(rows + 1, dtype=np.int64)
+    np.cumsum(lengths, out=offsets[1:])
+    keep = np.arange(width, dtype=np.int64)[None, :] < lengths[:, None]
+    return _from_buffers(rows, offsets, matrix[keep])
+
+
+def _from_buffers(rows: int, offsets: np.ndarray, data: np.ndarray) -> pa.LargeStringArray:
+    array = pa.Array.from_buffers(
+        TEXT, rows, [None, pa.py_buffer(offsets), pa.py_buffer(np.ascontiguousarray(data))]
+    )
+    assert isinstance(array, pa.LargeStringArray)
+    return array
+
+
+def put_digits(
+    matrix: np.ndarray, rows: np.ndarray, start: np.ndarray, value: np.ndarray, count: np.ndarray
+) -> None:
+    """Write the ``count`` low decimal digits of ``value`` (zero-padded) at column ``start`` of
+    each of ``rows``; ``count`` may differ per row (at most 19)."""
+    if rows.size == 0:
+        return
+    value = value.astype(np.uint64, copy=True)
+    width = int(count.max()) if count.size else 0
+    flat = matrix.reshape(-1)
+    stride = matrix.shape[1]
+    for place in range(width):
+        position = start + count - 1 - place
+        digit = (value % 10).astype(np.uint8) + _ASCII_ZERO
+        value //= 10
+        live = place < count
+        flat[(rows * stride + position)[live]] = digit[live]
+
+
+def digit_count(value: np.ndarray) -> np.ndarray:
+    """Decimal digits of each non-negative integer (0 has one)."""
+    powers = np.array([10**i for i in range(1, 20)], dtype=np.uint64)
+    return np.searchsorted(powers, value.astype(np.uint64), side="right") + 1
+
+
+def with_nulls(texts: pa.Array, valid: pa.Array | None) -> pa.LargeStringArray:
+    """``texts`` where ``valid`` holds, the text ``null`` elsewhere (and where ``texts`` is null)."""
+    if valid is not None:
+        texts = pc.if_else(valid, texts, pa.scalar(NULL, TEXT))
+    result = pc.fill_null(texts, pa.scalar(NULL, TEXT)) if texts.null_count else texts
+    return _as_text(result)
+
+
+def validity(array: pa.Array) -> pa.Array | None:
+    """The array's own validity as a boolean array, ``None`` when nothing is null."""
+    if array.null_count == 0:
+        return None
+    return pc.is_valid(array)
+
+
+def quoted(texts: pa.Array) -> pa.LargeStringArray:
+    """``"text"`` for texts known to need no escaping (hex digits, dates, decimals)."""
+    return join(['"', texts, '"'])
+
+
+def json_strings(strings: pa.Array, *, ascii_only: bool) -> pa.LargeStringArray:
+    """Each string as a JSON string literal, escaped as serde_json (``ascii_only=False``) or
+    canonical JSON (``ascii_only=True``) escapes it; nulls stay null."""
+    strings = _as_text(strings.cast(TEXT) if strings.type != TEXT else strings)
+    pattern = _NEEDS_ASCII_ESCAPE if ascii_only else _NEEDS_ESCAPE
+    needs = pc.fill_null(pc.match_substring_regex(strings, pattern), False)
+    result = quoted(strings)
+    if pc.any(needs).as_py():
+        escaped = [
+            json.dumps(value, ensure_ascii=ascii_only)
+            for value in strings.filter(needs).to_pylist()
+        ]
+        result = pc.replace_with_mask(result, needs, pa.array(escaped, TEXT))
+    return _as_text(result)
+
+
+def join(pieces: list[pa.Array | str]) -> pa.LargeStringArray:
+    """Row-wise concatenation of text columns and constant texts."""
+    arguments = [
+        pa.scalar(piece, TEXT) if isinstance(piece, str) else _as_text(piece) for piece in pieces
+    ]
+    return _as_text(pc.binary_join_element_wise(*arguments, pa.scalar("", TEXT)))
+
+
+def map_values(
+    array: pa.Array, render: Callable[[object], str], valid: pa.Array | None = None
+) -> pa.LargeStringArray:
+    """A per-value Python fallback for rare types and rare values."""
+    texts = [NULL if value is None else render(value) for value in array.to_pylist()]
+    return with_nulls(pa.array(texts, TEXT), valid)
+
+
+def data_bytes(texts: pa.Array) -> memoryview:
+    """The concatenated bytes of all rows of a text column (zero-copy)."""
+    texts = _as_text(texts)
+    offsets = np.frombuffer(
+        texts.buffers()[1], dtype=np.int64, count=len(texts) + 1, offset=texts.offset * 8
+    )
+    start, end = int(offsets[0]), int(offsets[-1])
+    data = texts.buffers()[2]
+    if data is None or end == start:
+        return memoryview(b"")
+    return memoryview(data)[start:end]
+
+
+def _as_text(array: pa.Array | pa.ChunkedArray) -> pa.LargeStringArray:
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    if array.type != TEXT:
+        array = array.cast(TEXT)
+    assert isinstance(array, pa.LargeStringArray)
+    return array
