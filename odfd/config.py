@@ -28,7 +28,7 @@ from protocol.errors import ParseError
 from storage.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
-from verifier.engine.settings import SparkConfigError, SparkSettings
+from verifier.engine.spark.settings import SparkConfigError, SparkSettings
 
 if TYPE_CHECKING:
     from protocol.identity import DatasetAliasPattern
@@ -449,6 +449,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "private": _alias_patterns,
             "read_tokens": _str_list,
             "admin_tokens": _str_list,
+            "flight_sql_port": _int(0, 65535),
+            "query_timeout": _positive_duration,
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
@@ -525,7 +527,9 @@ _SPARK_ENV_KEYS = (
     "app_name",
     "shared_filesystem",
 )
-_OTHER_TABLES = {"workspace", "spark"}
+#: The table of the Spark engine's settings (``SparkSettings``, read by the engine's own parser).
+_SPARK_TABLE = "spark"
+_OTHER_TABLES = {"workspace", _SPARK_TABLE}
 
 
 # --- single settings (``odfd config``) ------------------------------------------------------------
@@ -543,7 +547,7 @@ def setting_keys() -> list[str]:
 
 
 def setting_default(section: str, key: str) -> Any:
-    kind = SparkSettings if section == "spark" else _SECTIONS[section][0]
+    kind = SparkSettings if section == _SPARK_TABLE else _SECTIONS[section][0]
     return getattr(kind(), key)
 
 

@@ -73,7 +73,7 @@ def _environment() -> Check:
 
 def java_version() -> tuple[str, int] | None:
     """``(java path, major version)``, or ``None`` without a runnable ``java``."""
-    from verifier.engine.session import java_path
+    from verifier.engine.spark.session import java_path
 
     java = java_path()
     if java is None:

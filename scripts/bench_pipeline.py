@@ -11,14 +11,14 @@
    .parquet(...)``, result collected as Arrow), timed alternately with odfd. Target: <= 1.5x.
 
 With ``--connect`` odfd runs as a Spark Connect client of a local Connect server (started by the
-script with the same master and driver memory; ``verifier.engine.connect_server``), as CLI
+script with the same master and driver memory; ``verifier.engine.spark.connect_server``), as CLI
 commands do when a daemon runs; plain Spark stays a classic PySpark process. Target: ingest
 <= 1.2x through Connect. ``--shared-filesystem true`` has the server write results into the
-workspace instead of streaming them over gRPC (``verifier.engine.staged``).
+workspace instead of streaming them over gRPC (``verifier.engine.spark.staged``).
 
 ``--time-ordered`` generates a CSV already in event-time order (one sorted run, which odfd writes
 while Spark still reads it) instead of the default's sorted runs that overlap (merged after Spark
-has read everything; ``verifier.engine.run_merge``).
+has read everything; ``verifier.engine.spark.run_merge``).
 
 Spark start-up is excluded (one warm-up run of each kind first). Each timing is the median of
 ``--repeat`` runs. Usage: ``.venv/bin/python scripts/bench_pipeline.py [--csv-mb 1024] [--connect]``.
@@ -50,10 +50,11 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import Timestamp
 from storage.stores.localfs import local_path
 from storage.workspace import Workspace
-from verifier.engine import session
-from verifier.engine.connect_server import LocalConnectServer, free_port
 from verifier.engine.inputs import all_slices
-from verifier.engine.settings import SparkSettings
+from verifier.engine.registry import Engines
+from verifier.engine.spark import session
+from verifier.engine.spark.connect_server import LocalConnectServer, free_port
+from verifier.engine.spark.settings import SparkSettings
 
 COLUMNS = {
     "event_time": "timestamp",
@@ -152,12 +153,11 @@ async def bench(args: argparse.Namespace) -> None:
         settings = SparkSettings(
             remote=server.address.url, shared_filesystem=args.shared_filesystem == "true"
         )
-        session.configure(settings)
-        session.get_spark()
+    engines = Engines(settings)
+    engines.start()
+    if server is not None:
         how = "results as files" if session.shares_filesystem() else "results over gRPC"
         print(f"odfd runs through Spark Connect ({server.address.display}; {how})", flush=True)
-    session.configure(settings)
-    session.get_spark()
     async with await Workspace.init(work / "ws") as ws:
         clock = iter(Timestamp.of(2030, 1, 1, 0, m) for m in range(60))
 
@@ -168,9 +168,9 @@ async def bench(args: argparse.Namespace) -> None:
 
         # Warm-up: start Spark and JIT the paths once on small data.
         warm = await dataset(csv_root_snapshot("warmup", COLUMNS))
-        await ingest_push(ws, warm, small, system_time=next(clock))
+        await ingest_push(ws, warm, small, engines=engines, system_time=next(clock))
         warm_agg = await dataset(aggregate("warmup.agg", "warmup"))
-        await update_derivative(ws, warm_agg, system_time=next(clock))
+        await update_derivative(ws, warm_agg, engines=engines, system_time=next(clock))
 
         plain = PlainSpark([str(small)], args)
         ingest_times, plain_ingest_times = [], []
@@ -178,7 +178,7 @@ async def bench(args: argparse.Namespace) -> None:
             for n in range(args.repeat):
                 root = await dataset(csv_root_snapshot(f"readings{n}", COLUMNS))
                 began = time.perf_counter()
-                outcome = await ingest_push(ws, root, csv, system_time=next(clock))
+                outcome = await ingest_push(ws, root, csv, engines=engines, system_time=next(clock))
                 ingest_times.append(time.perf_counter() - began)
                 assert outcome.num_records == rows, outcome
                 plain_ingest_times.append(plain.ingest(csv, work / f"plain-{n}.parquet"))
@@ -206,7 +206,9 @@ async def bench(args: argparse.Namespace) -> None:
             for n in range(args.repeat):
                 derivative = await dataset(aggregate(f"agg{n}", "readings0"))
                 began = time.perf_counter()
-                transformed = await update_derivative(ws, derivative, system_time=next(clock))
+                transformed = await update_derivative(
+                    ws, derivative, engines=engines, system_time=next(clock)
+                )
                 transform_times.append(time.perf_counter() - began)
                 seconds, plain_rows = plain.run()
                 plain_times.append(seconds)
@@ -218,7 +220,7 @@ async def bench(args: argparse.Namespace) -> None:
             f"transform: filter/aggregate over {rows:,} rows -> {transformed.num_records:,} rows: odfd {transform:.2f} s, "
             f"plain Spark {direct:.2f} s, ratio {transform / direct:.2f}x (target <= 1.5x)"
         )
-    session.stop()
+    engines.stop()
     if server is not None:
         server.stop()
     if not args.keep:

@@ -47,7 +47,7 @@ from protocol.model import (
 )
 from storage.dataset import Dataset
 from storage.workspace import Workspace
-from verifier.engine.registry import engine_named
+from verifier.engine.registry import Engines
 from verifier.engine.replay import replay_request
 from verifier.provenance.trace import TraceOptions, Tracer
 
@@ -72,6 +72,10 @@ content:
 """
 
 
+#: The engines of this process (Spark with its default settings).
+ENGINES = Engines()
+
+
 def _derivative(name: str, engine: str, query: str) -> str:
     quoted = query.replace('"', '\\"')
     return f"""\
@@ -92,7 +96,7 @@ content:
 
 
 def queries(engine: str) -> dict[str, str]:
-    table = "`sensors`" if engine == "spark" else '"sensors"'
+    table = ENGINES.named(engine).quote_identifier("sensors")
     return {
         "map": f"SELECT event_time, sensor, reading * 2 AS doubled FROM {table} WHERE reading > 0",
         "agg": f"SELECT max(event_time) AS event_time, sensor, sum(reading) AS total, "
@@ -155,7 +159,9 @@ async def build(root: Path, rows: int, slices: int, engine: str) -> None:
                 odf_yaml.load_snapshot(_derivative(name, engine, query).encode(), source=name),
                 system_time=T0,
             )
-            await update_derivative(workspace, derived, system_time=Timestamp.of(2024, 2, 1))
+            await update_derivative(
+                workspace, derived, engines=ENGINES, system_time=Timestamp.of(2024, 2, 1)
+            )
 
 
 async def measure(root: Path, name: str, repeat: int) -> tuple[float, float, int, int]:
@@ -182,11 +188,13 @@ async def measure(root: Path, name: str, repeat: int) -> tuple[float, float, int
                 request = await replay_request(
                     dataset, state.last_data_block, open_input, Path(tmp) / "out"
                 )
-                engine = engine_named(request.transform.engine)
+                engine = ENGINES.named(request.transform.engine)
                 await asyncio.to_thread(engine.run_transform, request)
                 replay.append(time.perf_counter() - started)
             started = time.perf_counter()
-            tracer = Tracer(open_dataset, TraceOptions(depth=1, scratch_dir=root / "scratch"))
+            tracer = Tracer(
+                open_dataset, ENGINES, TraceOptions(depth=1, scratch_dir=root / "scratch")
+            )
             (answer_row,) = await tracer.explain(record.id, [row])
             answer.append(time.perf_counter() - started)
             assert answer_row.checked

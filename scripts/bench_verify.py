@@ -52,6 +52,7 @@ from protocol.model import (
 from storage.stores.localfs import local_path
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, default_jobs, verify
+from verifier.engine.registry import Engines
 from verifier.selection import RangeRequest
 
 REEXECUTION_TARGET = 1.2
@@ -163,7 +164,7 @@ from verifier.audit import VerifyOptions, verify
 async def main():
     async with await Workspace.open(Path(sys.argv[1])) as workspace:
         started, cpu = time.perf_counter(), time.process_time()
-        report = await verify(workspace, ["sensors"], VerifyOptions(jobs=int(sys.argv[2]), integrity_only=True))
+        report = await verify(workspace, ["sensors"], VerifyOptions(jobs=int(sys.argv[2]), integrity_only=True), engines=Engines())
         seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     entry = report.datasets[0]
     assert report.exit_code == 0, report.dumps()
@@ -256,6 +257,7 @@ async def bench_incremental(work: Path, blocks: int, new_blocks: int, jobs: int)
             workspace,
             ["sensors"],
             VerifyOptions(jobs=jobs, integrity_only=True, audit_state="full"),
+            engines=Engines(),
         )
         full_seconds = time.perf_counter() - started
         assert full.exit_code == 0, full.dumps()
@@ -265,6 +267,7 @@ async def bench_incremental(work: Path, blocks: int, new_blocks: int, jobs: int)
             workspace,
             ["sensors"],
             VerifyOptions(jobs=jobs, integrity_only=True, audit_state="incremental"),
+            engines=Engines(),
         )
         seconds = time.perf_counter() - started
     assert report.exit_code == 0, report.dumps()
@@ -321,10 +324,9 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
     from odfd.coordinator.ingest import ingest_push
     from odfd.coordinator.transform import update_derivative
     from protocol.codec import yaml as odf_yaml
-    from verifier.engine import session
-    from verifier.engine.settings import SparkSettings
+    from verifier.engine.spark.settings import SparkSettings
 
-    session.configure(
+    engines = Engines(
         SparkSettings(master="local[*]", driver_memory="2g", app_name="odfd-bench-verify")
     )
     rng = np.random.default_rng(11)
@@ -339,10 +341,13 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
         sequence_numbers: list[int] = []
         for day in range(1, repeat + 2):  # day 1 warms Spark up and is not measured
             await ingest_push(
-                workspace, readings, write_csv(work / f"day{day}.csv", rows, day, rng)
+                workspace,
+                readings,
+                write_csv(work / f"day{day}.csv", rows, day, rng),
+                engines=engines,
             )
             started = time.perf_counter()
-            outcome = await update_derivative(workspace, hourly)
+            outcome = await update_derivative(workspace, hourly, engines=engines)
             elapsed = time.perf_counter() - started
             if day > 1:
                 originals.append(elapsed)
@@ -350,7 +355,7 @@ async def bench_reexecution(work: Path, rows: int, repeat: int) -> None:
         replays: list[float] = []
         for number in sequence_numbers:
             options = VerifyOptions(block_range=RangeRequest(number, number), jobs=default_jobs())
-            report = await verify(workspace, ["readings.hourly"], options)
+            report = await verify(workspace, ["readings.hourly"], options, engines=engines)
             assert report.exit_code == 0, report.dumps()
             replays.append(report.datasets[-1].reproducibility.duration_seconds)
     original, replay = min(originals), min(replays)

@@ -211,3 +211,87 @@ if kind == "Checkpoint": pass
 """
     assert list(_scheme_tests(ast.parse(ignored))) == []
     assert _exempt("odfd.sync.transport.url") and not _exempt("odfd.sync.pull")
+
+
+#: Where each engine lives: only these packages may use its library, or tell engines apart by name.
+ENGINE_PACKAGES = ("verifier.engine.spark", "verifier.engine.datafusion")
+ENGINE_LIBRARIES = ("pyspark", "py4j", "datafusion")
+
+
+def _in_engine_package(module: str) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in ENGINE_PACKAGES)
+
+
+def _outside_engine_packages() -> Iterator[tuple[str, ast.Module]]:
+    for module, path in _modules().items():
+        if not _in_engine_package(module):
+            yield module, ast.parse(path.read_text(), str(path))
+
+
+def test_only_the_engine_packages_import_the_engines_libraries() -> None:
+    found = []
+    for module, tree in _outside_engine_packages():
+        for node in ast.walk(tree):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                names = [node.module]
+            else:
+                continue
+            found += [
+                f"{module} (line {node.lineno}) imports {name}"
+                for name in names
+                if name.split(".")[0] in ENGINE_LIBRARIES
+            ]
+    assert found == [], "engine libraries imported outside the engine packages:\n" + "\n".join(
+        found
+    )
+
+
+def _engine_names(node: ast.AST) -> list[str]:
+    """The engine names a comparison operand spells out (a string, or a tuple/list/set of them)."""
+    from verifier.engine.registry import ENGINE_NAMES
+
+    values = node.elts if isinstance(node, (ast.Tuple, ast.List, ast.Set)) else [node]
+    return [
+        v.value
+        for v in values
+        if isinstance(v, ast.Constant)
+        and isinstance(v.value, str)
+        and v.value.lower() in ENGINE_NAMES
+    ]
+
+
+def test_no_caller_branches_on_an_engines_name() -> None:
+    """What differs between engines is a property of the engine (``verifier.engine.contract``),
+    never ``if engine == "spark"`` in a caller."""
+    found = []
+    for module, tree in _outside_engine_packages():
+        for node in ast.walk(tree):
+            operands: list[ast.AST] = []
+            if isinstance(node, ast.Compare):
+                operands = [node.left, *node.comparators]
+            elif isinstance(node, ast.MatchValue):
+                operands = [node.value]
+            for name in (n for operand in operands for n in _engine_names(operand)):
+                found.append(f"{module} (line {getattr(node, 'lineno', '?')}) tests for {name!r}")
+    assert found == [], "callers branching on an engine's name:\n" + "\n".join(found)
+
+
+def test_the_engine_checks_see_what_they_look_for() -> None:
+    """Not vacuous: the engine packages do import their libraries and name themselves."""
+    spark_engine = ast.parse((ROOT / "verifier/engine/spark/transform.py").read_text())
+    imported = {
+        node.module
+        for node in ast.walk(spark_engine)
+        if isinstance(node, ast.ImportFrom) and node.module
+    }
+    assert any(name.startswith("pyspark") for name in imported)
+    branch = ast.parse(
+        'if engine.name == "Spark":\n    pass\nmatch x:\n    case "datafusion": pass'
+    )
+    compare = next(n for n in ast.walk(branch) if isinstance(n, ast.Compare))
+    match = next(n for n in ast.walk(branch) if isinstance(n, ast.MatchValue))
+    assert _engine_names(compare.comparators[0]) == ["Spark"]
+    assert _engine_names(match.value) == ["datafusion"]

@@ -27,6 +27,7 @@ from storage.workspace import Workspace
 from verifier.audit_state import AuditState
 from verifier.chain_memory import VerifiedChain
 from verifier.data_layer import check_data
+from verifier.engine.registry import Engines
 from verifier.errors import VerifyUsageError
 from verifier.metadata_layer import MetadataOutcome, check_metadata
 from verifier.progress import NoProgress, Progress
@@ -86,8 +87,11 @@ async def verify(
     refs: Sequence[DatasetRef | str],
     options: VerifyOptions | None = None,
     progress: Progress | None = None,
+    *,
+    engines: Engines,
 ) -> VerifyReport:
-    """Audits the datasets ``refs`` name (``DatasetNotFoundError`` if one is unknown)."""
+    """Audits the datasets ``refs`` name (``DatasetNotFoundError`` if one is unknown);
+    transforms are re-executed in ``engines``."""
     options = options or VerifyOptions()
     if options.jobs < 1:
         raise VerifyUsageError(f"jobs must be at least 1, not {options.jobs}")
@@ -100,7 +104,7 @@ async def verify(
             targets.append(record.id)
     progress = progress or NoProgress()
     async with CheckRunner(options.jobs, progress) as runner:
-        audit = _Audit(workspace, options, progress, runner)
+        audit = _Audit(workspace, options, engines, progress, runner)
         for dataset_id in targets:
             await audit.audit(dataset_id, Role.TARGET)
     return VerifyReport(started, Timestamp.now(), options.to_json(), tuple(audit.reports.values()))
@@ -118,10 +122,16 @@ class _Integrity:
 
 class _Audit:
     def __init__(
-        self, workspace: Workspace, options: VerifyOptions, progress: Progress, runner: CheckRunner
+        self,
+        workspace: Workspace,
+        options: VerifyOptions,
+        engines: Engines,
+        progress: Progress,
+        runner: CheckRunner,
     ) -> None:
         self.workspace = workspace
         self.options = options
+        self.engines = engines
         self.progress = progress
         self.runner = runner
         self.reports: dict[DatasetId, DatasetReport] = {}
@@ -272,7 +282,10 @@ class _Audit:
             )
         dataset, _ = await self._open(dataset_id)
         settings = ReplaySettings(
-            self.options.sample_rows, self.options.scratch_dir, self.options.cross_engine
+            self.engines,
+            self.options.sample_rows,
+            self.options.scratch_dir,
+            self.options.cross_engine,
         )
         return await check_reproducibility(
             dataset, survey, alias, self._open_input, settings, self.progress

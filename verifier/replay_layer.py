@@ -34,16 +34,17 @@ from storage.dataset import Dataset
 from storage.dataset_storage import local_file
 from storage.errors import ObjectNotFoundError
 from storage.layout import object_name
-from verifier.engine.checkpoint import CheckpointError
-from verifier.engine.determinism import NonDeterministicQueryError
-from verifier.engine.registry import EngineNotAvailableError, engine_named
-from verifier.engine.replay import replay_request
-from verifier.engine.transform import (
+from verifier.engine.contract import TransformRequest, TransformResult
+from verifier.engine.errors import (
+    CheckpointError,
+    EngineFailureError,
+    EngineNotAvailableError,
     InvalidQueryError,
-    TransformRequest,
-    TransformResult,
+    NonDeterministicQueryError,
     UnsupportedTransformError,
 )
+from verifier.engine.registry import Engines
+from verifier.engine.replay import replay_request
 from verifier.metadata_layer import ChainSurvey
 from verifier.progress import Progress
 from verifier.report import (
@@ -63,6 +64,8 @@ OpenInput = Callable[[DatasetId], Awaitable[Dataset]]
 
 @dataclass(frozen=True, slots=True)
 class ReplaySettings:
+    engines: Engines
+    """The process's engines: each transaction runs in the one its transform names."""
     sample_rows: int
     """Rows of each side shown when a transaction does not reproduce."""
     scratch_dir: Path | None
@@ -139,7 +142,7 @@ async def _replay_natively(
 ) -> None:
     """Re-executes the transaction with the engine its transform names, and compares."""
     try:
-        engine = engine_named(request.transform.engine, request.dataset_alias)
+        engine = settings.engines.named(request.transform.engine, request.dataset_alias)
         result = await asyncio.to_thread(engine.run_transform, request)
     except EngineNotAvailableError as err:
         recorder.add(
@@ -188,7 +191,7 @@ async def _replay_cross_engine(
         spill_dir=str(out_dir),
     )
     try:
-        engine = engine_named(engine_name, request.dataset_alias)
+        engine = settings.engines.named(engine_name, request.dataset_alias)
         result = await asyncio.to_thread(engine.run_transform, cross)
     except Exception as err:
         if _cannot_verify_rule(err) is None:
@@ -328,6 +331,7 @@ async def _sample(
             raise ObjectNotFoundError(str(dataset.data), recorded)
         return await asyncio.to_thread(
             sample_differences,
+            settings.engines,
             await local_file(dataset.data, recorded),
             recomputed,
             request.vocab.offset,
@@ -366,23 +370,12 @@ def _cannot_verify_rule(err: Exception) -> str | None:
     for kind, rule in _CANNOT_VERIFY_RULES:
         if isinstance(err, kind):
             return rule
-    return "re-execution" if _is_spark_error(err) else None
+    return None
 
 
 def _explain(err: Exception) -> str:
     if isinstance(err, InvalidQueryError):
         return f"{err} (the engine that wrote this data accepted the query; this one does not)"
-    if isinstance(err, OdfError):
-        return str(err)
-    return f"Spark failed re-executing the transaction: {_first_line(err)}"
-
-
-def _is_spark_error(err: Exception) -> bool:
-    """Errors raised from Spark's JVM or PySpark, which have no common base class with ours."""
-    module = type(err).__module__
-    return module.startswith(("pyspark", "py4j"))
-
-
-def _first_line(err: Exception) -> str:
-    text = str(err).strip()
-    return text.splitlines()[0] if text else type(err).__name__
+    if isinstance(err, EngineFailureError):
+        return f"{err.engine} failed re-executing the transaction: {err.reason}"
+    return str(err)

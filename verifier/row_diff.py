@@ -1,9 +1,9 @@
 """A small sample of the records that differ between a recorded slice and its re-execution.
 
 When a transaction does not reproduce, the logical hash only says *that* the records differ; an
-auditor wants to see *how*. Both files are read in DataFusion (in-process, no JVM, streaming over
-large slices) and compared as multisets of whole records, in both directions (``EXCEPT ALL``),
-keeping the first few by offset.
+auditor wants to see *how*. Both files are read by :data:`ENGINE` (in-process, no JVM, streaming
+over large slices) and compared as multisets of whole records, in both directions
+(``EXCEPT ALL``), keeping the first few by offset.
 """
 
 from __future__ import annotations
@@ -18,8 +18,13 @@ from typing import Any
 
 import pyarrow as pa
 
-from verifier.engine.datafusion_engine import new_context, quote_identifier
+from protocol.model import SqlQueryStep
+from verifier.engine.contract import Engine, QueryTable
+from verifier.engine.registry import Engines
 from verifier.errors import VerifierError
+
+#: The engine the files are compared in: DataFusion runs in the process.
+ENGINE = "datafusion"
 
 
 class RowDiffError(VerifierError):
@@ -27,7 +32,12 @@ class RowDiffError(VerifierError):
 
 
 def sample_differences(
-    recorded: Path, recomputed: Path, offset_column: str, limit: int, ignore_offsets: bool = False
+    engines: Engines,
+    recorded: Path,
+    recomputed: Path,
+    offset_column: str,
+    limit: int,
+    ignore_offsets: bool = False,
 ) -> dict[str, Any]:
     """``{"recordedOnly": [...], "recomputedOnly": [...]}``: up to ``limit`` rows each, by offset.
 
@@ -35,11 +45,15 @@ def sample_differences(
     and the first rows of each are shown. ``ignore_offsets`` compares the records without their
     offsets (the same records in another order then show no difference).
     """
+    engine = engines.named(ENGINE)
+    tables = (
+        QueryTable("recorded", (recorded,), None),
+        QueryTable("recomputed", (recomputed,), None),
+    )
+    quote_identifier = engine.quote_identifier
     try:
-        ctx = new_context()
-        ctx.register_parquet("recorded", str(recorded), file_extension="")
-        ctx.register_parquet("recomputed", str(recomputed), file_extension="")
-        left, right = ctx.table("recorded").schema(), ctx.table("recomputed").schema()
+        left = _run(engine, "SELECT * FROM recorded LIMIT 0", tables).schema
+        right = _run(engine, "SELECT * FROM recomputed LIMIT 0", tables).schema
         sample: dict[str, Any] = {"limit": limit}
         if _describe(left) != _describe(right):
             sample["columnsDiffer"] = {"recorded": _describe(left), "recomputed": _describe(right)}
@@ -65,14 +79,18 @@ def sample_differences(
                 if offset_column in schema.names and not ignore_offsets
                 else ""
             )
-            rows = ctx.sql(f"SELECT * FROM ({query}){order} LIMIT {limit}").to_arrow_table()
+            rows = _run(engine, f"SELECT * FROM ({query}){order} LIMIT {limit}", tables)
             sample[key] = [
                 {name: json_value(value) for name, value in row.items()} for row in rows.to_pylist()
             ]
-    except Exception as err:  # DataFusion's errors share no type
+    except Exception as err:  # the engine's failure to read or compare, whatever its type
         lines = str(err).strip().splitlines()
         raise RowDiffError(lines[0] if lines else type(err).__name__) from err
     return sample
+
+
+def _run(engine: Engine, query: str, tables: tuple[QueryTable, ...]) -> pa.Table:
+    return engine.query([SqlQueryStep(query=query)], tables)
 
 
 def _describe(schema: pa.Schema) -> str:

@@ -35,6 +35,7 @@ from pathlib import Path
 
 from odfd import __version__
 from odfd.cli.forwarding import DAEMON_COMMANDS as FORWARDED
+from odfd.cli.forwarding import serves_here
 from protocol.errors import OdfError
 
 #: The option and the variable that keep a command in this process.
@@ -93,7 +94,7 @@ def opted_out(argv: Sequence[str], env: Mapping[str, str] = os.environ) -> str |
 def run(argv: Sequence[str], command: str) -> int | None:
     """Runs ``odfd ARGV`` (whose command is ``command``) in the workspace's daemon and returns its
     exit code, or ``None`` when it must run in this process instead."""
-    if command not in FORWARDED:
+    if command not in FORWARDED or serves_here(command, argv):
         return None
     options = _options(argv)
     verbose = bool({"-v", "--verbose"} & set(options)) or os.environ.get(

@@ -404,7 +404,7 @@ async def _body(request: web.Request) -> dict[str, Any]:
 
 
 async def _sql(request: web.Request) -> web.Response:
-    state, _ = _parts(request)
+    state, console = _parts(request)
     refused = _check_same_origin(request)
     if refused is not None:
         return refused
@@ -416,7 +416,11 @@ async def _sql(request: web.Request) -> web.Response:
     limit = 1000
     try:
         columns, rows, truncated, ms = await run_sql(
-            state.workspace, query, limit, lambda r: state.visible(r, request)
+            state.workspace,
+            console.backend.engines,
+            query,
+            limit,
+            lambda r: state.visible(r, request),
         )
     except OdfError as err:
         return _error(400, str(err))
@@ -436,7 +440,7 @@ async def _provenance(request: web.Request) -> web.Response:
     transforms like the SQL box runs queries, so it needs a read or admin token too."""
     from odfd.console.provenance import row_provenance
 
-    state, _ = _parts(request)
+    state, console = _parts(request)
     if not state.config.may_read_private(request):
         return _error(401, "provenance needs a read or admin token ([server] read_tokens)")
     record = await _record(request)
@@ -445,13 +449,15 @@ async def _provenance(request: web.Request) -> web.Response:
     offset = _int(request, "offset", 0)
     depth = _int(request, "depth", 0) or None
     try:
-        return _json(await row_provenance(state.workspace, record.id, offset, depth))
+        return _json(
+            await row_provenance(state.workspace, console.backend.engines, record.id, offset, depth)
+        )
     except OdfError as err:
         return _error(400, str(err))
 
 
 async def _action(request: web.Request, run: Any) -> web.Response:
-    state, _ = _parts(request)
+    state, console = _parts(request)
     refused = _check_same_origin(request)
     if refused is not None:
         return refused

@@ -4,11 +4,13 @@ schedule, metrics and the actions (``odfd.daemon.console``). Both sit behind ``N
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
 from typing import Any, Protocol
 
 from odfd.errors import OdfdError
 from storage.workspace import Workspace
+from verifier.engine.registry import Engines
 
 
 class ActionUnavailableError(OdfdError):
@@ -17,6 +19,11 @@ class ActionUnavailableError(OdfdError):
 
 class NodeBackend(Protocol):
     workspace: Workspace
+
+    @property
+    def engines(self) -> Engines:
+        """The process's engines (the SQL box's queries, provenance's re-executions)."""
+        ...
 
     def runtime(self) -> dict[str, Any] | None:
         """The daemon's part of ``odfd status`` (queues, pid), ``None`` without a daemon."""
@@ -44,6 +51,12 @@ class WorkspaceBackend:
 
     def __init__(self, workspace: Workspace) -> None:
         self.workspace = workspace
+
+    @functools.cached_property
+    def engines(self) -> Engines:
+        from odfd.coordinator.engine import open_engines
+
+        return open_engines(self.workspace.layout.config_path)
 
     def runtime(self) -> dict[str, Any] | None:
         return None

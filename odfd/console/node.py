@@ -16,7 +16,7 @@ from odfd.console.view import CatalogView
 from odfd.server.state import ServerState
 from protocol.errors import OdfError
 from storage.ipfs_client import IpfsClient
-from verifier.engine import session as spark_session
+from verifier.engine.spark import session as spark_session
 
 IPFS_TIMEOUT = 2.0
 

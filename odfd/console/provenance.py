@@ -8,6 +8,7 @@ from typing import Any
 from protocol.identity import DatasetId, DatasetRef
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from verifier.engine.registry import Engines
 from verifier.provenance.trace import TraceOptions, Tracer
 
 #: Witness rows of one dataset the console traces further at each level (the page lists them).
@@ -15,7 +16,7 @@ CONSOLE_MAX_ROWS = 100
 
 
 async def row_provenance(
-    workspace: Workspace, dataset_id: DatasetId, offset: int, depth: int | None
+    workspace: Workspace, engines: Engines, dataset_id: DatasetId, offset: int, depth: int | None
 ) -> dict[str, Any]:
     """The JSON answer for the row at ``offset`` (raises the provenance errors, one line each)."""
 
@@ -23,6 +24,6 @@ async def row_provenance(
         record = await workspace.resolve(DatasetRef(input_id))
         return workspace.open_dataset(input_id), str(record.alias)
 
-    tracer = Tracer(open_dataset, TraceOptions(depth=depth, max_rows=CONSOLE_MAX_ROWS))
+    tracer = Tracer(open_dataset, engines, TraceOptions(depth=depth, max_rows=CONSOLE_MAX_ROWS))
     (row,) = await tracer.explain(dataset_id, [offset])
     return {"checkedByReExecution": True, "row": row.to_json()}

@@ -17,6 +17,7 @@ from odfd.cli.commands.sql import DEFAULT_ENGINE, run_query
 from odfd.coordinator.query import dataset_view
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
+from verifier.engine.registry import Engines
 
 SQL_BOX_ENGINE = DEFAULT_ENGINE
 """The engine the SQL box runs in: the one ``odfd sql`` uses unless told otherwise."""
@@ -41,6 +42,7 @@ def json_cell(value: Any) -> Any:
 
 async def run_sql(
     workspace: Workspace,
+    engines: Engines,
     query: str,
     limit: int,
     visible: Callable[[DatasetRecord], bool],
@@ -52,7 +54,7 @@ async def run_sql(
     for record in await workspace.list_datasets():
         if visible(record) and record.alias.lower() in lowered:
             views.append(await dataset_view(workspace.open_dataset(record.id)))
-    table = await asyncio.to_thread(run_query, query, views, SQL_BOX_ENGINE)
+    table = await asyncio.to_thread(run_query, engines, query, views, SQL_BOX_ENGINE)
     truncated = table.num_rows > limit
     table = table.slice(0, limit)
     columns = table.column_names

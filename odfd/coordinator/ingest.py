@@ -1,7 +1,7 @@
 """Updating a root dataset: one ingest transaction from a polling or a push source.
 
-A transaction fetches (polling sources only), prepares, reads, preprocesses and merges the new
-data in Spark, writes the slice, and commits an ``AddData`` (RFC-014 fields: previous offset and
+A transaction fetches (polling sources only) and prepares the new data, has the ingest engine
+read, preprocess and merge it and write the slice (``IngestEngine.ingest``), and commits an ``AddData`` (RFC-014 fields: previous offset and
 checkpoint, the slice, the watermark, the source state) — preceded by a ``SetDataSchema`` when
 the slice's schema is new. If anything fails before the commit, the dataset is unchanged.
 
@@ -12,7 +12,9 @@ The watermark of a root dataset is the greatest event time seen so far, unless s
 from __future__ import annotations
 
 import asyncio
+import functools
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,15 +22,11 @@ from typing import Any
 from odfd.coordinator.commit import StagedFiles, commit_transaction, transaction_dir
 from odfd.coordinator.ingest_memo import NoOpMemo, input_hash, key_at, memo_applies
 from odfd.coordinator.schema import ingest_schema_event
-from odfd.ingest import bad_rows
-from odfd.ingest.errors import BadInputError, IngestError, SourceError
+from odfd.ingest.errors import IngestError, SourceError
 from odfd.ingest.fetch import POLLING_SOURCE_NAME, fetch
 from odfd.ingest.formats import read_step_for
 from odfd.ingest.prepare import prepare
-from odfd.ingest.preprocess import preprocess, preprocess_default
-from odfd.ingest.read import reader_for
-from odfd.ingest.records import new_records
-from odfd.ingest.schema import declared_required
+from odfd.ingest.read import read_input
 from protocol.identity import Multihash
 from protocol.model import (
     AddData,
@@ -44,10 +42,10 @@ from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
-from verifier.engine.failures import describe, spark_error_types
+from verifier.engine.contract import IngestEngine, IngestRequest, IngestResult
 from verifier.engine.inputs import all_slices, arrow_schema_of, slice_paths
-from verifier.engine.output import NullValuesError, WrittenSlice, write_slice
-from verifier.engine.session import isolated_session
+from verifier.engine.output import WrittenSlice
+from verifier.engine.registry import Engines
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,17 +74,24 @@ async def pull_root(
     workspace: Workspace,
     dataset: Dataset,
     *,
+    engines: Engines,
     fetch_uncacheable: bool = False,
     system_time: Timestamp | None = None,
 ) -> list[IngestOutcome]:
     """Ingests from the polling source until it has nothing more (a glob may hold many files)."""
     outcomes = [
         await ingest_polling(
-            workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time
+            workspace,
+            dataset,
+            engines=engines,
+            fetch_uncacheable=fetch_uncacheable,
+            system_time=system_time,
         )
     ]
     while outcomes[-1].has_more and not outcomes[-1].up_to_date:
-        outcomes.append(await ingest_polling(workspace, dataset, system_time=system_time))
+        outcomes.append(
+            await ingest_polling(workspace, dataset, engines=engines, system_time=system_time)
+        )
     return outcomes
 
 
@@ -94,6 +99,7 @@ async def ingest_polling(
     workspace: Workspace,
     dataset: Dataset,
     *,
+    engines: Engines,
     fetch_uncacheable: bool = False,
     system_time: Timestamp | None = None,
 ) -> IngestOutcome:
@@ -129,6 +135,7 @@ async def ingest_polling(
             path = created[-1] if created else fetched.path
             source = _Source(polling.read, polling.preprocess, polling.merge)
             outcome = await _transaction(
+                engines,
                 dataset,
                 alias,
                 state,
@@ -152,6 +159,7 @@ async def ingest_push(
     dataset: Dataset,
     path: Path,
     *,
+    engines: Engines,
     source_name: str | None = None,
     event_time: Timestamp | None = None,
     system_time: Timestamp | None = None,
@@ -180,6 +188,7 @@ async def ingest_push(
             )
     async with transaction_dir(workspace.root) as work:
         outcome = await _transaction(
+            engines,
             dataset,
             alias,
             state,
@@ -233,6 +242,7 @@ async def set_watermark(
 
 
 async def _transaction(
+    engines: Engines,
     dataset: Dataset,
     alias: str,
     state: ChainState,
@@ -249,28 +259,30 @@ async def _transaction(
     history = (
         await slice_paths(dataset, await all_slices(dataset, state.head)) if needs_history else ()
     )
-    vocab = Vocab.of(state.vocab)
-    inferred = getattr(source.read, "schema", None) is None and not getattr(
-        source.read, "ddl_schema", None
+    preprocess, preprocess_engine = (
+        engines.for_transform(source.preprocess, f"{alias}: preprocess")
+        if source.preprocess is not None
+        else (None, None)
     )
-    plan = _Plan(
-        alias=alias,
-        source=source,
-        vocab=vocab,
+    request = functools.partial(
+        IngestRequest,
+        dataset_alias=alias,
+        read=source.read,
+        preprocess=preprocess,
+        preprocess_engine=preprocess_engine,
+        merge=source.merge,
+        vocab=Vocab.of(state.vocab),
+        dataset_schema=arrow_schema_of(state.schema) if state.schema is not None else None,
         history=history,
         start_offset=0 if state.last_offset is None else state.last_offset + 1,
         system_time=system_time,
         source_event_time=source_event_time,
-        infer=inferred and source.preprocess is None,
-        required=_required_columns(state, source, vocab),
         out_path=work / f"slice-{uuid.uuid4().hex}.parquet",
         work=work,
     )
-    staged = await asyncio.to_thread(_stage, plan, path)
-    if staged is None:
-        slice_schema, written = None, None
-    else:
-        slice_schema, written = staged
+    staged = await asyncio.to_thread(_stage, engines.for_ingest(), request, source.read, path, work)
+    slice_schema = None if staged is None else staged.schema
+    written = None if staged is None else staged.new_data
 
     events: list[Any] = []
     if slice_schema is not None:
@@ -314,81 +326,16 @@ async def _transaction(
     )
 
 
-@dataclass(frozen=True, slots=True)
-class _Plan:
-    alias: str
-    source: _Source
-    vocab: Vocab
-    history: tuple[Path, ...]
-    start_offset: int
-    system_time: Timestamp
-    source_event_time: Timestamp
-    infer: bool
-    required: frozenset[str]
-    out_path: Path
-    work: Path
-
-
-def _stage(plan: _Plan, path: Path) -> tuple[Any, WrittenSlice | None] | None:
-    """The Spark part of a transaction: read, preprocess, merge, order, write. Blocking."""
-    path = path.absolute()  # Spark may run in another folder (a Connect server, executors)
-    spark = isolated_session()
-    reader = reader_for(plan.source.read, plan.work)
-    try:
-        data = reader.read(spark, path)
-        if data is None:
-            return None
-        if plan.source.preprocess is not None:
-            data = preprocess(spark, plan.source.preprocess, data, plan.alias, plan.work)
-        elif plan.infer:
-            data = preprocess_default(data, plan.source.merge, plan.vocab)
-        prev = (
-            spark.read.option("mergeSchema", "true").parquet(*map(str, plan.history))
-            if plan.history
-            else None
-        )
-        records = new_records(
-            data,
-            prev=prev,
-            merge_strategy=plan.source.merge,
-            vocab=plan.vocab,
-            source_event_time=plan.source_event_time,
-            infer_event_time=plan.infer,
-        )
-        return write_slice(
-            records.df,
-            merge_keys=records.merge_keys,
-            vocab=plan.vocab,
-            start_offset=plan.start_offset,
-            system_time=plan.system_time,
-            out_path=plan.out_path,
-            spill_dir=str(plan.work),
-            required=plan.required,
-        )
-    except NullValuesError as err:
-        raise BadInputError(
-            f"{plan.alias}: {path}: {err}", path=str(path), column=err.column
-        ) from None
-    except spark_error_types() as err:
-        if bad_rows.looks_like_bad_input(err):
-            diagnosis = reader.diagnose(spark, path)
-            if diagnosis is not None:
-                raise diagnosis from None
-        raise IngestError(f"{plan.alias}: ingesting {path} failed: {describe(err)}") from err
-    finally:
-        reader.cleanup()
-
-
-def _required_columns(state: ChainState, source: _Source, vocab: Vocab) -> frozenset[str]:
-    """Data columns a new slice must not hold nulls in, decided as the reference does.
-
-    Once the dataset has a schema, its columns keep their nullability (the reference coerces the
-    new data to it and never rewrites the schema). Before that: the event-time column (always
-    filled) and whatever the read schema declares required.
-    """
-    if state.schema is not None:
-        return frozenset(f.name for f in arrow_schema_of(state.schema) if not f.nullable)
-    return declared_required(source.read) | {vocab.event_time}
+def _stage(
+    engine: IngestEngine,
+    request: Callable[..., IngestRequest],
+    read: object,
+    path: Path,
+    work: Path,
+) -> IngestResult | None:
+    """The engine's part of a transaction, on ``path`` made ready for reading. Blocking."""
+    with read_input(read, path, work) as input:
+        return engine.ingest(request(input=input))
 
 
 def _watermark(previous: Timestamp | None, written: WrittenSlice | None) -> Timestamp | None:

@@ -22,6 +22,7 @@ from storage.dataset import Dataset
 from storage.errors import RefCasError
 from storage.graph import DependencyCycleError
 from storage.workspace import Workspace
+from verifier.engine.registry import Engines
 
 
 class PullError(OdfdError):
@@ -40,6 +41,7 @@ async def pull_local(
     workspace: Workspace,
     refs: Sequence[str],
     *,
+    engines: Engines,
     recursive: bool = False,
     fetch_uncacheable: bool = False,
     watermark: Timestamp | None = None,
@@ -71,7 +73,7 @@ async def pull_local(
 
         async def attempt(dataset: Dataset = dataset) -> PullOutcome:
             try:
-                return await _pull_one(workspace, dataset, fetch_uncacheable, system_time)
+                return await _pull_one(workspace, dataset, engines, fetch_uncacheable, system_time)
             except InputHistoryRewrittenError:
                 if reset_diverged is None:
                     raise
@@ -85,19 +87,25 @@ async def pull_local(
             plan = await plan_compaction(dataset, name, CompactionOptions(keep_metadata_only=True))
             await execute_compaction(workspace.root, dataset, plan)
             reset_diverged(name)
-            return await _pull_one(workspace, dataset, fetch_uncacheable, system_time)
+            return await _pull_one(workspace, dataset, engines, fetch_uncacheable, system_time)
 
         outcomes.append(await retry_lost_race(attempt, retrying))
     return outcomes
 
 
 async def _pull_one(
-    workspace: Workspace, dataset: Dataset, fetch_uncacheable: bool, system_time: Timestamp | None
+    workspace: Workspace,
+    dataset: Dataset,
+    engines: Engines,
+    fetch_uncacheable: bool,
+    system_time: Timestamp | None,
 ) -> PullOutcome:
     alias = await dataset.alias() or str(dataset.id)
     state = await dataset.chain.state()
     if state.kind is DatasetKind.DERIVATIVE:
-        outcome = await update_derivative(workspace, dataset, system_time=system_time)
+        outcome = await update_derivative(
+            workspace, dataset, engines=engines, system_time=system_time
+        )
         if outcome.up_to_date:
             return PullOutcome(alias, False, 0, f"up to date ({outcome.reason})")
         return PullOutcome(
@@ -111,7 +119,11 @@ async def _pull_one(
     from odfd.coordinator.ingest import pull_root
 
     results = await pull_root(
-        workspace, dataset, fetch_uncacheable=fetch_uncacheable, system_time=system_time
+        workspace,
+        dataset,
+        engines=engines,
+        fetch_uncacheable=fetch_uncacheable,
+        system_time=system_time,
     )
     committed = [r for r in results if not r.up_to_date]
     if not committed:

@@ -27,9 +27,9 @@ from storage.dataset_storage import local_file
 from storage.errors import ObjectNotFoundError
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
+from verifier.engine.contract import TransformInputSlice, TransformRequest
 from verifier.engine.inputs import input_slice
-from verifier.engine.registry import engine_for
-from verifier.engine.transform import TransformInputSlice, TransformRequest
+from verifier.engine.registry import Engines
 
 
 class TransformNotDefinedError(OdfdError):
@@ -54,14 +54,19 @@ class TransformOutcome:
 
 
 async def update_derivative(
-    workspace: Workspace, dataset: Dataset, *, system_time: Timestamp | None = None
+    workspace: Workspace,
+    dataset: Dataset,
+    *,
+    engines: Engines,
+    system_time: Timestamp | None = None,
 ) -> TransformOutcome:
-    """Runs the next transaction of ``dataset``'s transform, if its inputs have anything new."""
+    """Runs the next transaction of ``dataset``'s transform, if its inputs have anything new, in
+    the engine the transform names."""
     alias = await dataset.alias() or str(dataset.id)
     state = await dataset.chain.state()
     if state.transform is None:
         raise TransformNotDefinedError(f"{alias} has no transform (it is not a derivative dataset)")
-    transform, engine = engine_for(state.transform.transform, alias)
+    transform, engine = engines.for_transform(state.transform.transform, alias)
 
     query_inputs: list[ExecuteTransformInput] = []
     engine_inputs: list[TransformInputSlice] = []

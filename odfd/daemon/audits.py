@@ -29,6 +29,7 @@ from storage.crashpoints import crash_point
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.cancel import cancellable_jobs
+from verifier.engine.registry import Engines
 from verifier.report import Role, Status, VerifyReport
 
 log = logging.getLogger(__name__)
@@ -55,12 +56,14 @@ class Auditor:
         self,
         workspace: Workspace,
         config: NodeConfig,
+        engines: Engines,
         metrics: DaemonMetrics,
         spark_gate: asyncio.Semaphore,
         on_result: ResultListener,
     ) -> None:
         self.workspace = workspace
         self.config = config
+        self.engines = engines
         self.metrics = metrics
         self.table = AuditTable(workspace.catalog)
         self._spark_gate = spark_gate
@@ -127,7 +130,9 @@ class Auditor:
                 self._spark_gate if needs_spark else nullcontext(),
                 cancellable_jobs(f"audit-{record.alias}"),
             ):
-                report = await verify(self.workspace, [DatasetRef(key)], options)
+                report = await verify(
+                    self.workspace, [DatasetRef(key)], options, engines=self.engines
+                )
             status = next(
                 (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
             )

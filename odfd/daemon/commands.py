@@ -36,7 +36,7 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from aiohttp import web
 
@@ -53,6 +53,9 @@ from odfd.cli.via_daemon import (
     env_difference,
     relevant_env,
 )
+
+if TYPE_CHECKING:
+    from verifier.engine.registry import Engines
 
 log = logging.getLogger(__name__)
 
@@ -308,18 +311,16 @@ class CommandRunner:
         if isinstance(asyncio.get_event_loop_policy(), _JobLoopPolicy):
             asyncio.set_event_loop_policy(None)
 
-    def warm_up(self, spark: bool) -> None:
+    def warm_up(self, engines: Engines | None) -> None:
         """Blocking: what a client's first command would otherwise wait for here: the command
-        modules, and (``spark``: the engine is a Connect server) the Spark Connect client."""
+        modules, and (``engines`` given: they run on a server) the engines' clients."""
         from odfd.cli.main import build_parser
 
         try:
             for command in sorted(via_daemon.FORWARDED):
                 build_parser(command)
-            if spark:
-                from verifier.engine import session
-
-                session.get_spark()
+            if engines is not None:
+                engines.start()
         except Exception as err:  # noqa: BLE001 - the first command meets (and reports) it
             log.warning("warming up for CLI commands failed", extra={"error": str(err)})
 

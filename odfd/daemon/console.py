@@ -19,6 +19,7 @@ class DaemonBackend:
     def __init__(self, daemon: AdminTarget) -> None:
         self.daemon = daemon
         self.workspace = daemon.workspace
+        self.engines = daemon.engines
 
     def runtime(self) -> dict[str, Any] | None:
         return self.daemon.runtime()

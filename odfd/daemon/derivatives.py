@@ -29,6 +29,7 @@ from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
 from storage.workspace import Workspace
 from verifier.engine.cancel import cancellable_jobs
+from verifier.engine.registry import Engines
 
 log = logging.getLogger(__name__)
 
@@ -37,11 +38,13 @@ class DerivativeUpdater:
     def __init__(
         self,
         workspace: Workspace,
+        engines: Engines,
         metrics: DaemonMetrics,
         spark_gate: asyncio.Semaphore,
         on_updated: Callable[[DatasetId], Awaitable[None]],
     ) -> None:
         self.workspace = workspace
+        self.engines = engines
         self.metrics = metrics
         self._spark_gate = spark_gate
         self._on_updated = on_updated
@@ -123,7 +126,9 @@ class DerivativeUpdater:
             return
         try:
             async with self._spark_gate, cancellable_jobs(f"transform-{record.alias}"):
-                outcome = await update_derivative(self.workspace, self.workspace.open_dataset(key))
+                outcome = await update_derivative(
+                    self.workspace, self.workspace.open_dataset(key), engines=self.engines
+                )
         except Exception as err:  # noqa: BLE001 - logged and counted; retried when an input moves or by catch_up
             self.metrics.transforms.labels("failed").inc()
             log.error(

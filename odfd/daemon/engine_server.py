@@ -2,7 +2,7 @@
 
 Started before the daemon's services (``[daemon] spark_connect``, unless ``[spark] remote`` names
 a server), recorded in the workspace's ``engine.json`` for CLI commands to find
-(``odfd.coordinator.engine``), watched and restarted on the same port and token if it dies (so
+(``verifier.engine.spark.choice``), watched and restarted on the same port and token if it dies (so
 the daemon's configured engine stays valid; its next session connects to the new JVM), and
 stopped at shutdown.
 """
@@ -14,7 +14,8 @@ import logging
 import os
 from pathlib import Path
 
-from odfd.coordinator.engine import (
+from protocol.errors import OdfError
+from verifier.engine.spark.choice import (
     CONNECT_LOG,
     LOG_DIR,
     SERVER_RECORD,
@@ -22,14 +23,13 @@ from odfd.coordinator.engine import (
     remove_server_record,
     write_server_record,
 )
-from protocol.errors import OdfError
-from verifier.engine.connect_server import (
+from verifier.engine.spark.connect_server import (
     MAIN_CLASS,
     LocalConnectServer,
     ServerAddress,
     free_port,
 )
-from verifier.engine.settings import SparkSettings
+from verifier.engine.spark.settings import SparkSettings
 
 log = logging.getLogger("odfd.daemon.engine")
 

@@ -35,13 +35,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 from aiohttp import web
 
 from odfd.config import NodeConfig, load_config
-from odfd.coordinator.engine import LOG_DIR, SPARK_LOG
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
 from odfd.daemon.audits import Auditor
@@ -67,7 +66,10 @@ from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
 from storage.workspace import Workspace
-from verifier.engine import session as spark_session
+from verifier.engine.registry import Engines
+
+if TYPE_CHECKING:
+    from odfd.flight_sql.endpoint import FlightSqlEndpoint
 
 log = logging.getLogger("odfd.daemon")
 
@@ -102,6 +104,9 @@ class Daemon:
         self.admin_path = socket_path(workspace.layout, config.daemon.admin_socket)
         self.withheld: set[DatasetId] = set()
         self._spark_gate = asyncio.Semaphore(config.daemon.spark_jobs)
+        self.engines = Engines(config.spark, workspace_root=workspace.root)
+        """The daemon's engines: Spark on its own Connect server (``engine_server``), which they
+        find recorded in the workspace as the workspace's commands do."""
         self._stopping = asyncio.Event()
         self._runners: list[web.AppRunner] = []
         self._lock_fd: int | None = None
@@ -111,6 +116,7 @@ class Daemon:
         self._state_written = False
         self._admin_listening = False
         self.engine_server: EngineServer | None = None
+        self.flight_sql: FlightSqlEndpoint | None = None
         self._engine_is_remote = False
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
@@ -121,10 +127,10 @@ class Daemon:
         self.commands = CommandRunner()
         self.admin = AdminApi(self)
         self.auditor = Auditor(
-            workspace, config, self.metrics, self._spark_gate, self._audit_finished
+            workspace, config, self.engines, self.metrics, self._spark_gate, self._audit_finished
         )
         self.derivatives = DerivativeUpdater(
-            workspace, self.metrics, self._spark_gate, self._transformed
+            workspace, self.engines, self.metrics, self._spark_gate, self._transformed
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
@@ -146,7 +152,7 @@ class Daemon:
         self._take_lock()
         loop = asyncio.get_running_loop()
         loop.set_default_executor(self._executor)
-        self._owns_spark = not spark_session.is_running()
+        self._owns_spark = not self.engines.running()
         for message in await recover_workspace(self.workspace):
             log.info("recovery", extra={"fix": message})
         # Per-peer connection cap (aiohttp counts by host, port and TLS), shared by every sync.
@@ -154,6 +160,7 @@ class Daemon:
         self._session = aiohttp.ClientSession(connector=connector)
         self.mirror_schedule.session = self._session
         await self._start_server()
+        await self._start_flight_sql()
         self.commands.install()
         await self._start_admin()
         self._admin_listening = True
@@ -181,7 +188,7 @@ class Daemon:
         # server being stopped) must not wait for it, as the loop's executor would.
         threading.Thread(
             target=self.commands.warm_up,
-            args=(self._engine_is_remote,),
+            args=(self.engines if self._engine_is_remote else None,),
             name="odfd-warm-up",
             daemon=True,
         ).start()
@@ -196,6 +203,7 @@ class Daemon:
             extra={
                 "workspace": str(self.workspace.root),
                 "server": self.server_url,
+                "flight_sql": self.flight_sql.url if self.flight_sql is not None else None,
                 "admin": str(self.admin_path),
                 "pid": os.getpid(),
             },
@@ -216,6 +224,9 @@ class Daemon:
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             loop.remove_signal_handler(sig)
         deadline = loop.time() + grace
+        if self.flight_sql is not None:
+            await self.flight_sql.stop()
+            self.flight_sql = None
         await self.commands.close(grace)
         for task in list(self._background):
             task.cancel()
@@ -236,8 +247,8 @@ class Daemon:
             await asyncio.to_thread(self._state_path.unlink, missing_ok=True)
         if self._admin_listening:
             await asyncio.to_thread(self.admin_path.unlink, missing_ok=True)
-        if self._owns_spark and spark_session.is_running():  # ours (never a host process's)
-            await asyncio.to_thread(spark_session.stop)
+        if self._owns_spark and self.engines.running():  # ours (never a host process's)
+            await asyncio.to_thread(self.engines.stop)
         await self._stop_engine_server()
         self.commands.uninstall()
         self._executor.shutdown(wait=False, cancel_futures=True)
@@ -247,17 +258,15 @@ class Daemon:
         log.info("daemon stopped")
 
     async def _configure_engine(self) -> None:
-        """Spark for the daemon's work: a remote server, its own Connect server, or a local JVM."""
+        """Spark for the daemon's work: a remote server, its own Connect server (recorded in the
+        workspace, where its engines find it), or a local JVM."""
         settings = self.config.spark
-        log_path = self.workspace.root / LOG_DIR / SPARK_LOG
         if settings.remote is None and self.config.daemon.spark_connect and self._owns_spark:
             self.engine_server = EngineServer(
                 self.workspace.root, settings, self.config.daemon.spark_connect_port
             )
-            address = await self.engine_server.start()
-            settings = replace(settings, remote=address.url)
-        spark_session.configure(settings, log_path=log_path)
-        self._engine_is_remote = settings.remote is not None
+            await self.engine_server.start()
+        self._engine_is_remote = settings.remote is not None or self.engine_server is not None
 
     async def _stop_engine_server(self) -> None:
         if self.engine_server is not None:
@@ -328,6 +337,16 @@ class Daemon:
             else self.config.server.address
         )
         self.server_url = f"http://{host}:{port}/"
+
+    async def _start_flight_sql(self) -> None:
+        """Arrow Flight SQL on ``[server] flight_sql_port``, when one is set."""
+        server = self.config.server
+        if server.flight_sql_port is not None:
+            from odfd.flight_sql import workspace_queries
+
+            self.flight_sql = await workspace_queries.serve(
+                self.workspace, server, address=server.address, port=server.flight_sql_port
+            )
 
     async def _start_admin(self) -> None:
         self._runners.append(await self.admin.start(self.admin_path))

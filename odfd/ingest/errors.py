@@ -1,16 +1,24 @@
-"""Errors of the ingest pipeline; each message names the source, file, record or field at fault."""
+"""The errors an ingest raises; each message names the source, file, record or field at fault.
+
+Fetching, preparing and choosing a source are odfd's own steps (their errors are defined here);
+reading, preprocessing and merging run in the engine, whose errors share the base
+:class:`~verifier.engine.errors.IngestError` and are listed here too, so a caller catches any
+ingest failure from this one module.
+"""
 
 from __future__ import annotations
 
-from odfd.errors import OdfdError
+from verifier.engine.errors import BadInputError, IngestError, MergeError, UnsupportedError
 
-
-class IngestError(OdfdError):
-    """Ingest could not complete; the dataset is left as it was."""
-
-
-class UnsupportedError(IngestError):
-    """The source uses a step, format or option odfd cannot run."""
+__all__ = [
+    "BadInputError",
+    "FetchError",
+    "IngestError",
+    "MergeError",
+    "PrepareError",
+    "SourceError",
+    "UnsupportedError",
+]
 
 
 class FetchError(IngestError):
@@ -19,29 +27,6 @@ class FetchError(IngestError):
 
 class PrepareError(IngestError):
     """A prepare step (decompress, pipe) failed."""
-
-
-class BadInputError(IngestError):
-    """The input data is malformed: names the file, the row and the column."""
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        path: str | None = None,
-        line: int | None = None,
-        record: int | None = None,
-        column: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.path = path
-        self.line = line
-        self.record = record
-        self.column = column
-
-
-class MergeError(IngestError):
-    """New data cannot be merged with the dataset's history under its merge strategy."""
 
 
 class SourceError(IngestError):

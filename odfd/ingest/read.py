@@ -1,13 +1,12 @@
-"""Read step: a prepared file into a Spark DataFrame, with the declared schema applied.
+"""Read step, odfd's half: the input file made ready for the engine that reads it.
 
-Readers parse in Spark's FAILFAST mode, so a malformed record stops the ingest instead of being
-dropped or silently nulled. When that happens :meth:`Reader.diagnose` re-reads the file to find the
-first bad record and names its file, row (and line) and column (see ``odfd.ingest.bad_rows``).
-
-``Json`` and ``GeoJson`` documents (and ``NdGeoJson`` features) are first rewritten as one JSON
-object per line, as the reference does, with a GeoJSON feature's ``properties`` as columns and its
-``geometry`` kept as a JSON string column named ``geometry`` (written as the reference writes it).
-``EsriShapefile`` records are rewritten the same way (see ``odfd.ingest.shapefile``).
+Text read as UTF-8 is checked first (``odfd.ingest.encoding``: engines would replace bad bytes
+without a word). ``Json`` and ``GeoJson`` documents (and ``NdGeoJson`` features) are rewritten as
+one JSON object per line, as the reference does, with a GeoJSON feature's ``properties`` as
+columns and its ``geometry`` kept as a JSON string column named ``geometry`` (written as the
+reference writes it); ``EsriShapefile`` records are rewritten the same way (see
+``odfd.ingest.shapefile``). The engine then reads CSV, JSON lines or Parquet with the declared
+schema (``verifier.engine.spark.read``).
 """
 
 from __future__ import annotations
@@ -15,14 +14,14 @@ from __future__ import annotations
 import json
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from odfd.ingest import bad_rows
 from odfd.ingest.encoding import check_utf8, is_utf8
-from odfd.ingest.errors import BadInputError, IngestError, UnsupportedError
-from odfd.ingest.schema import declared_schema
+from odfd.ingest.errors import BadInputError
 from protocol.model import (
     ReadStepCsv,
     ReadStepEsriShapefile,
@@ -30,219 +29,49 @@ from protocol.model import (
     ReadStepJson,
     ReadStepNdGeoJson,
     ReadStepNdJson,
-    ReadStepParquet,
 )
-from verifier.engine.columns import col
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
-
-RFC3339 = "rfc3339"
+from verifier.engine.contract import IngestInput
 
 
-def reader_for(read_step: object, work_dir: Path) -> Reader:
-    if isinstance(read_step, ReadStepCsv):
-        return CsvReader(read_step)
-    if isinstance(read_step, ReadStepNdJson):
-        return JsonLinesReader(read_step, _json_options(read_step))
+@contextmanager
+def read_input(read_step: object, path: Path, work: Path) -> Iterator[IngestInput]:
+    """``path`` (absolute) as the engine is to read it under ``read_step``; a file converted
+    into ``work`` is removed on exit."""
+    path = path.absolute()  # the engine may run in another folder (a Connect server, executors)
+    converter = _converter_for(read_step, work)
+    if _is_text(read_step, converter):
+        check_utf8(path, header=isinstance(read_step, ReadStepCsv) and bool(read_step.header))
+    if converter is None:
+        yield IngestInput(path, path)
+        return
+    work.mkdir(parents=True, exist_ok=True)
+    lines = work / f"read-{uuid.uuid4().hex}.ndjson"
+    try:
+        converter.to_lines(path, lines)
+        yield IngestInput(lines, path, converter.record_unit)
+    finally:
+        lines.unlink(missing_ok=True)
+
+
+def _converter_for(read_step: object, work: Path) -> _Converter | None:
     if isinstance(read_step, ReadStepJson):
-        return JsonLinesReader(
-            read_step,
-            _json_options(read_step),
-            convert=_JsonArrayConverter(read_step.sub_path),
-            work_dir=work_dir,
-        )
+        return _JsonArrayConverter(read_step.sub_path)
     if isinstance(read_step, ReadStepGeoJson):
-        return JsonLinesReader(read_step, {}, convert=_GeoJsonConverter(), work_dir=work_dir)
+        return _GeoJsonConverter()
     if isinstance(read_step, ReadStepNdGeoJson):
-        return JsonLinesReader(read_step, {}, convert=_NdGeoJsonConverter(), work_dir=work_dir)
+        return _NdGeoJsonConverter()
     if isinstance(read_step, ReadStepEsriShapefile):
-        converter = _ShapefileConverter(read_step.sub_path, work_dir)
-        return JsonLinesReader(read_step, {}, convert=converter, work_dir=work_dir)
-    if isinstance(read_step, ReadStepParquet):
-        return ParquetReader(read_step)
-    kind = type(read_step).__name__.removeprefix("ReadStep")
-    raise UnsupportedError(
-        f"read step {kind} is not supported "
-        "(Csv, Json, NdJson, GeoJson, NdGeoJson, EsriShapefile, Parquet)"
-    )
+        return _ShapefileConverter(read_step.sub_path, work)
+    return None
 
 
-class Reader(ABC):
-    """Reads one file; knows how to explain why it could not."""
-
-    schema: StructType | None
-
-    @abstractmethod
-    def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
-        """The file's records; ``None`` for an empty file with nothing declared about its columns."""
-
-    @abstractmethod
-    def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
-        """The first malformed record of ``path``, if the file has one."""
-
-    def cleanup(self) -> None:  # noqa: B027 (a hook, not abstract: most readers create no files)
-        """Removes temporary files the reader created (none by default)."""
-
-
-def _empty(spark: SparkSession, schema: StructType | None) -> DataFrame | None:
-    return None if schema is None else spark.createDataFrame([], schema)
-
-
-@dataclass
-class CsvReader(Reader):
-    step: ReadStepCsv
-
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
-        for name in ("separator", "quote", "escape"):
-            value = getattr(self.step, name)
-            if value is not None and len(value) > 1:
-                raise UnsupportedError(f"read.{name} must be a single character, got {value!r}")
-
-    @property
-    def header(self) -> bool:
-        return bool(self.step.header)
-
-    @property
-    def null_value(self) -> str:
-        return self.step.null_value if self.step.null_value is not None else ""
-
-    def options(self) -> dict[str, str]:
-        step = self.step
-        options = {
-            "sep": step.separator if step.separator is not None else ",",
-            "encoding": _encoding(step.encoding),
-            "quote": step.quote if step.quote is not None else '"',
-            "escape": step.escape if step.escape is not None else "\\",
-            "header": "true" if step.header else "false",
-            "inferSchema": "true" if (step.infer_schema and self.schema is None) else "false",
-            "nullValue": self.null_value,
-            "multiLine": "false",
-        }
-        if step.date_format and step.date_format != RFC3339:
-            options["dateFormat"] = step.date_format
-        if step.timestamp_format and step.timestamp_format != RFC3339:
-            options["timestampFormat"] = step.timestamp_format
-        return options
-
-    def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
-        if path.stat().st_size == 0:
-            return _empty(spark, self.schema)
-        if is_utf8(self.options()["encoding"]):
-            check_utf8(path, header=self.header)
-        reader = spark.read.options(**self.options(), mode="FAILFAST")
-        if self.schema is not None:
-            reader = reader.schema(self.schema)
-        df = reader.csv(str(path))
-        return _wide_integers(df) if self.options()["inferSchema"] == "true" else df
-
-    def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
-        if self.schema is None:
-            return None
-        return bad_rows.diagnose_csv(
-            spark, path, self.schema, self.options(), self.header, self.null_value
-        )
-
-
-@dataclass
-class JsonLinesReader(Reader):
-    step: Any
-    json_options: dict[str, str]
-    convert: _Converter | None = None
-    work_dir: Path | None = None
-    _converted: dict[Path, Path] = field(default_factory=dict)
-
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
-
-    def _lines_file(self, path: Path) -> Path:
-        if self.convert is None:
-            return path
-        if path not in self._converted:
-            if self.work_dir is None:
-                raise IngestError("a JSON reader needs a work directory for its conversion")
-            self.work_dir.mkdir(parents=True, exist_ok=True)
-            target = self.work_dir / f"read-{uuid.uuid4().hex}.ndjson"
-            self._converted[path] = target
-            self.convert.to_lines(path, target)
-        return self._converted[path]
-
-    def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
-        text_input = self.convert is None or self.convert.text_input
-        if text_input and is_utf8(self.json_options.get("encoding", "UTF-8")):
-            check_utf8(path)
-        lines = self._lines_file(path)
-        if lines.stat().st_size == 0:
-            return _empty(spark, self.schema)
-        reader = spark.read.options(**self.json_options, mode="FAILFAST")
-        if self.schema is not None:
-            reader = reader.schema(self.schema)
-        return reader.json(str(lines))
-
-    def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
-        if self.schema is None:
-            return None
-        lines = self._lines_file(path)
-        record_unit = self.convert.record_unit if self.convert else None
-        return bad_rows.diagnose_json_lines(
-            spark, lines, self.schema, self.json_options, source=path, record_unit=record_unit
-        )
-
-    def cleanup(self) -> None:
-        for target in self._converted.values():
-            target.unlink(missing_ok=True)
-        self._converted.clear()
-
-
-@dataclass
-class ParquetReader(Reader):
-    step: ReadStepParquet
-
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
-
-    def read(self, spark: SparkSession, path: Path) -> DataFrame | None:
-        df = spark.read.parquet(str(path))
-        if self.schema is None:
-            return df
-        return bad_rows.apply_schema(df, self.schema, path)
-
-    def diagnose(self, spark: SparkSession, path: Path) -> BadInputError | None:
-        if self.schema is None:
-            return None
-        return bad_rows.diagnose_casts(spark, path, self.schema)
-
-
-def _wide_integers(df: DataFrame) -> DataFrame:
-    """Inferred integer columns as Int64, as the reference infers them (Spark picks Int32 when
-    the values fit)."""
-    from pyspark.sql.types import IntegerType, LongType
-
-    if not any(isinstance(f.dataType, IntegerType) for f in df.schema.fields):
-        return df
-    return df.select(
-        *[
-            col(f.name).cast(LongType()) if isinstance(f.dataType, IntegerType) else col(f.name)
-            for f in df.schema.fields
-        ]
-    )
-
-
-def _encoding(value: str | None) -> str:
-    if value is None or value.lower().replace("-", "") == "utf8":
-        return "UTF-8"
-    return value
-
-
-def _json_options(step: ReadStepJson | ReadStepNdJson) -> dict[str, str]:
-    options = {"encoding": _encoding(step.encoding)}
-    if step.date_format and step.date_format != RFC3339:
-        options["dateFormat"] = step.date_format
-    if step.timestamp_format and step.timestamp_format != RFC3339:
-        options["timestampFormat"] = step.timestamp_format
-    return options
+def _is_text(read_step: object, converter: _Converter | None) -> bool:
+    """Whether the input is text the engine (or the converter) reads as UTF-8."""
+    if converter is not None and not converter.text_input:
+        return False
+    if isinstance(read_step, (ReadStepCsv, ReadStepJson, ReadStepNdJson)):
+        return is_utf8(read_step.encoding or "UTF-8")
+    return converter is not None
 
 
 class _Converter(ABC):

@@ -10,6 +10,8 @@ base_url = "https://…/"      # the public URL of this server, if behind a prox
 private = ["internal.%"]     # alias patterns of datasets served only to a read or admin token
 read_tokens = ["…"]          # bearer tokens that may read private datasets
 admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
+flight_sql_port = 50050      # the daemon also serves Flight SQL here (default: it does not)
+query_timeout = "10m"        # how long a query may keep the engine busy producing its result
 """
 
 from __future__ import annotations
@@ -38,6 +40,10 @@ class ServerConfig:
     private: tuple[DatasetAliasPattern, ...] = ()
     read_tokens: frozenset[str] = frozenset()
     admin_tokens: frozenset[str] = frozenset()
+    flight_sql_port: int | None = None
+    """Port of the daemon's Flight SQL server on ``address`` (0: any free port; ``None``: off)."""
+    query_timeout: float = 600.0
+    """Seconds a query may keep the engine busy producing its result before it is stopped."""
 
     def is_private(self, alias: str) -> bool:
         if not self.private:

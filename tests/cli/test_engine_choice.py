@@ -14,15 +14,15 @@ from pathlib import Path
 import pytest
 
 from odfd.config import ConfigError, load_config
-from odfd.coordinator.engine import (
+from verifier.engine.spark.choice import (
     SERVER_RECORD,
     ServerRecord,
     choose_engine,
     live_server,
     write_server_record,
 )
-from verifier.engine.connect_server import ServerAddress
-from verifier.engine.settings import SparkSettings
+from verifier.engine.spark.connect_server import ServerAddress
+from verifier.engine.spark.settings import SparkSettings
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -16,8 +16,8 @@ from protocol.model import SetInfo, Timestamp
 from storage.errors import RefCasError
 from storage.workspace import Workspace
 from tests.cli.helpers import MANIFESTS, fingerprint, run
-from verifier.engine.session import _start_failure
-from verifier.engine.settings import SparkSettings
+from verifier.engine.spark.session import _start_failure
+from verifier.engine.spark.settings import SparkSettings
 
 
 def _one_line(err: str) -> str:

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
 CLIENT_MODULES = ("aiohttp", "ipfshttpclient", "requests")
 
-#: Modules a DataFusion derivative's pull has no use for (Spark and its checkpoints, replication,
+#: Modules a DataFusion derivative's pull has no use for (Spark, its engine and checkpoints, replication,
 #: ingest, compaction, the verification report).
 NOT_FOR_A_DATAFUSION_PULL = (
     "pyspark",
@@ -33,7 +33,8 @@ NOT_FOR_A_DATAFUSION_PULL = (
     "odfd.coordinator.compact",
     "odfd.sync.pull",
     "verifier.report",
-    "verifier.engine.checkpoint",
+    "verifier.engine.spark.checkpoint",
+    "verifier.engine.spark.engine",
 )
 
 _PROBE = """
@@ -145,7 +146,7 @@ def test_a_datafusion_pull_loads_only_what_it_runs(tmp_path: Path) -> None:
 
     modules = _modules("pull", "doubled", "--root", str(root))
     assert "datafusion" in modules
-    assert "verifier.engine.datafusion_engine" in modules
+    assert "verifier.engine.datafusion.engine" in modules
     unneeded = [
         name
         for name in modules

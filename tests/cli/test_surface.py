@@ -40,7 +40,7 @@ def test_an_empty_stdin_ingest_answers_without_spark(workspace_root: Path) -> No
         "import sys\n"
         "from odfd.cli.main import main\n"
         f"code = main(['ingest', '--root', {str(workspace_root)!r}, 'test.root.push-json', '--source-name', 'api', '-'])\n"
-        "from verifier.engine import session\n"
+        "from verifier.engine.spark import session\n"
         "print(code, session.is_running())\n",
     )
     assert lines[-1] == "0 False"

@@ -25,13 +25,13 @@ from typing import Any
 
 import pytest
 
-from odfd.coordinator.engine import live_server
 from tests.daemon.processes import (
     DaemonProcess,
     daemon_with_connect,
     init_workspace,
     wait_for,
 )
+from verifier.engine.spark.choice import live_server
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "leaderboard"

@@ -28,7 +28,7 @@ from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
 from tests.console.browser import Browser
 from tests.console.pipelines import MIDDLE, ROOT, TOP, derivative
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.replication.datagen import create_root
 
 pytestmark = [pytest.mark.spark, pytest.mark.asyncio(loop_scope="module")]
@@ -103,7 +103,7 @@ async def node(spark: object, tmp_path_factory: pytest.TempPathFactory) -> Async
             dataset = await workspace.create_from_snapshot(
                 load_snapshot(derivative(name, inputs, query), name)
             )
-            await update_derivative(workspace, dataset)
+            await update_derivative(workspace, dataset, engines=TEST_ENGINES)
         await create_root(workspace, SECRET, slices=1, rows=5)
         daemon = Daemon(
             workspace,

@@ -21,9 +21,9 @@ from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
 from storage.workspace import Workspace
 from tests.fixtures.manifests import derivative_snapshot
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.replication.datagen import create_root
-from verifier.engine import session as spark_session
+from verifier.engine.spark import session as spark_session
 
 pytestmark = pytest.mark.spark
 
@@ -97,7 +97,7 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
         derivative = await node.create_from_snapshot(load_snapshot(DERIVATIVE, "derivative"))
         derivative_id = derivative.id
         assert derivative_id is not None
-        first = await update_derivative(node, derivative)
+        first = await update_derivative(node, derivative, engines=TEST_ENGINES)
         assert not first.up_to_date and first.num_records == 20
         assert _consumed(await _state(node, derivative_id), mirrored_id) == mirrored.new_head
 

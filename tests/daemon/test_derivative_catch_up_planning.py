@@ -18,6 +18,7 @@ from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.workspace import Workspace
 from tests.fixtures.manifests import derivative_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.replication.datagen import create_root
 
 
@@ -54,7 +55,7 @@ async def test_catch_up_queues_exactly_the_derivatives_behind_their_inputs(
         "mirrored", "http://example.invalid/mirrored", [], 60.0
     )
     updater = DerivativeUpdater(
-        workspace, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0)
+        workspace, TEST_ENGINES, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0)
     )
 
     # Never transformed while its input has blocks: queued. Consumed the input's head: not.

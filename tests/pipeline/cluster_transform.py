@@ -16,10 +16,11 @@ import pyarrow.parquet as pq
 
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql
-from verifier.engine import session
 from verifier.engine.columns import Vocab
-from verifier.engine.settings import SparkSettings
-from verifier.engine.transform import TransformInputSlice, TransformRequest, execute_transform
+from verifier.engine.contract import TransformInputSlice, TransformRequest
+from verifier.engine.spark import session
+from verifier.engine.spark.settings import SparkSettings
+from verifier.engine.spark.transform import execute_transform
 
 
 def request_from_json(text: str) -> TransformRequest:

@@ -1,9 +1,9 @@
 """The leaderboard pipeline (ingest, transforms, ``sql``, ``verify``) with fixed system times,
 summarised as JSON, so a run through Spark Connect can be compared with a local session's.
 
-In-process, :func:`run_pipeline` uses whatever engine the process has (the tests' local session).
-As a script it becomes a Spark Connect client of the given server first — a process is one or the
-other, so the Connect run needs its own process.
+In-process, :func:`run_pipeline` runs in the engines it is given (the tests' local session). As a
+script it runs in engines that are a Spark Connect client of the given server — a process is one
+or the other, so the Connect run needs its own process.
 Usage: ``python -m tests.pipeline.connect_pipeline SC_URL FOLDER``.
 """
 
@@ -29,11 +29,13 @@ from protocol.model import Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
-from verifier.engine.collect import ordered_batches
-from verifier.engine.determinism import NonDeterministicQueryError, check_deterministic
+from verifier.engine.errors import NonDeterministicQueryError
 from verifier.engine.inputs import all_slices
-from verifier.engine.session import isolated_session
-from verifier.engine.staged import STAGING_PREFIX
+from verifier.engine.registry import Engines
+from verifier.engine.spark.collect import ordered_batches
+from verifier.engine.spark.determinism import check_deterministic
+from verifier.engine.spark.session import isolated_session
+from verifier.engine.spark.staged import STAGING_PREFIX
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "leaderboard"
 CREATED_AT = Timestamp.of(2000, 1, 1)
@@ -56,7 +58,7 @@ FROM range(0, 200000, 1, 3)
 """
 
 
-async def run_pipeline(folder: Path) -> dict[str, Any]:
+async def run_pipeline(folder: Path, engines: Engines) -> dict[str, Any]:
     """Runs the pipeline in a new workspace under ``folder``; what the engine produced."""
     async with await Workspace.init(folder / "workspace") as workspace:
         snapshots = []
@@ -72,11 +74,16 @@ async def run_pipeline(folder: Path) -> dict[str, Any]:
                 scores,
                 EXAMPLE / "data" / f"{n}.ndjson",
                 system_time=Timestamp.of(2024, 6, n, 1),
+                engines=engines,
             )
-            await update_derivative(workspace, board, system_time=Timestamp.of(2024, 6, n, 2))
+            await update_derivative(
+                workspace, board, system_time=Timestamp.of(2024, 6, n, 2), engines=engines
+            )
         views = [await dataset_view(scores)]
-        table = await asyncio.to_thread(run_query, QUERY, views, "spark")
-        report = await verify(workspace, ["match.leaderboard"], VerifyOptions(recursive=True))
+        table = await asyncio.to_thread(run_query, engines, QUERY, views, "spark")
+        report = await verify(
+            workspace, ["match.leaderboard"], VerifyOptions(recursive=True), engines=engines
+        )
         # Block hashes differ between workspaces (new dataset keys); the data must not.
         summary: dict[str, Any] = {"sql": table.to_pylist(), "verify": report.exit_code}
         for dataset in (scores, board):
@@ -141,7 +148,7 @@ def _rejected_queries() -> list[str]:
 @contextmanager
 def counting_staged_results(counter: list[int]) -> Iterator[None]:
     """Counts the results a Connect server hands over as files (the real path, observed)."""
-    from verifier.engine import collect
+    from verifier.engine.spark import collect
 
     real = collect.staged_batches
 
@@ -160,19 +167,19 @@ def counting_staged_results(counter: list[int]) -> Iterator[None]:
 
 def main(url: str, folder: str) -> None:
     """Prints the summary, and how many results came back as staged files (``"staged"``)."""
-    from verifier.engine import session
-    from verifier.engine.settings import SparkSettings
+    from verifier.engine.spark.settings import SparkSettings
 
     # The tests' server runs on this machine (loopback master and worker): it can write results
     # into the workspace, so they come back as files, the way a cluster with a shared mount does.
-    session.configure(SparkSettings(remote=url, shared_filesystem=True))
+    engines = Engines(SparkSettings(remote=url, shared_filesystem=True))
     staged: list[int] = []
     try:
+        engines.start()
         with counting_staged_results(staged):
-            summary = asyncio.run(run_pipeline(Path(folder)))
+            summary = asyncio.run(run_pipeline(Path(folder), engines))
         print(json.dumps({**summary, "staged": len(staged)}))
     finally:
-        session.stop()
+        engines.stop()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ import pytest
 
 from protocol.identity import DatasetId
 from protocol.model import Timestamp
-from verifier.engine.checkpoint import CheckpointError, read_checkpoint, write_checkpoint
+from verifier.engine.errors import CheckpointError
+from verifier.engine.spark.checkpoint import read_checkpoint, write_checkpoint
 
 A = DatasetId.new_seeded(b"a")
 B = DatasetId.new_seeded(b"b")

@@ -21,9 +21,9 @@ from protocol.identity import DatasetId
 from protocol.model import Timestamp
 from tests.pipeline.cluster_transform import request_from_json
 from verifier.engine.columns import Vocab
-from verifier.engine.transform import (
+from verifier.engine.contract import TransformInputSlice
+from verifier.engine.spark.transform import (
     INPUT_SPLIT_BYTES,
-    TransformInputSlice,
     execute_transform,
     input_frame,
     transform_session,

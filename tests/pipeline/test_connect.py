@@ -21,7 +21,6 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from odfd.coordinator.engine import SERVER_RECORD, ServerRecord, live_server
 from tests.daemon.processes import (
     CONNECT_START_TIMEOUT,
     DaemonProcess,
@@ -30,8 +29,10 @@ from tests.daemon.processes import (
     odfd,
     wait_for,
 )
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.connect_pipeline import run_pipeline
-from verifier.engine.connect_server import free_port
+from verifier.engine.spark.choice import SERVER_RECORD, ServerRecord, live_server
+from verifier.engine.spark.connect_server import free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -111,7 +112,7 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
     assert remote.returncode == 0, remote.stderr
     import asyncio
 
-    local = asyncio.run(run_pipeline(tmp_path / "local"))
+    local = asyncio.run(run_pipeline(tmp_path / "local", TEST_ENGINES))
     through_connect = json.loads(remote.stdout)
     staged = through_connect.pop("staged")
     assert through_connect == local

@@ -12,6 +12,7 @@ from odfd.ingest.errors import FetchError, IngestError
 from odfd.ingest.fetch import container, fetch
 from protocol.model import EnvVar, FetchStepContainer, SourceState, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows
 from verifier.audit import VerifyOptions, verify
 
@@ -58,13 +59,19 @@ async def test_container_source_pages_through_its_etag(
     dataset = await create(workspace, MANIFEST)
 
     monkeypatch.setenv("SOURCE_VERSION", "1")
-    [first] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))
+    [first] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 1), engines=TEST_ENGINES
+    )
     assert (first.up_to_date, first.num_records) == (False, 1)
-    [same] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+    [same] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 2), engines=TEST_ENGINES
+    )
     assert same.up_to_date and same.reason == "the source has not changed"
 
     monkeypatch.setenv("SOURCE_VERSION", "3")  # two more pages: the container asks for a rerun
-    outcomes = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 3))
+    outcomes = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 3), engines=TEST_ENGINES
+    )
     assert [(o.num_records, o.has_more) for o in outcomes] == [(1, True), (1, False)]
 
     assert await rows(dataset, "version", "batch", "greeting") == [
@@ -73,7 +80,7 @@ async def test_container_source_pages_through_its_etag(
     assert [e.new_source_state for e in await data_events(dataset)] == [
         SourceState(source_name="default", kind="odf/etag", value=v) for v in ("1", "2", "3")
     ]
-    report = await verify(workspace, ["pages"], VerifyOptions(jobs=1))
+    report = await verify(workspace, ["pages"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
     assert report.exit_code == 0, report.dumps(None)
 
 
@@ -91,7 +98,7 @@ async def test_an_image_that_exits_non_zero_commits_nothing(
     head = await dataset.chain.head()
     monkeypatch.setenv("SOURCE_VERSION", "1")
     with pytest.raises(FetchError) as caught:
-        await pull_root(workspace, dataset)
+        await pull_root(workspace, dataset, engines=TEST_ENGINES)
     assert str(caught.value) == (
         f"fetch.container: image {container_image} exited with status 3: upstream said 503"
     )

@@ -22,7 +22,7 @@ from storage.crashpoints import ENV
 from storage.workspace import Workspace
 from tests.daemon.processes import REPO
 from tests.fixtures.manifests import derivative_snapshot, root_snapshot
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.pipeline.conftest import create, rows
 from verifier.audit import VerifyOptions, verify
 
@@ -95,9 +95,11 @@ async def test_ingest_and_transform_killed_at_crash_points(tmp_path: Path) -> No
         before = await doubled.chain.head()
         assert (await workspace.resolve("doubled")).head == before  # nothing visible moved
         assert await rows(doubled, "id2") == []
-        outcome = await update_derivative(workspace, doubled)
+        outcome = await update_derivative(workspace, doubled, engines=TEST_ENGINES)
         assert not outcome.up_to_date, outcome.reason
         assert sorted(v for (v,) in await rows(doubled, "id2")) == [2 * i for i in range(200)]
         assert await _signed_head_matches(workspace, "doubled")
-        report = await verify(workspace, ["nums", "doubled"], VerifyOptions(integrity_only=True))
+        report = await verify(
+            workspace, ["nums", "doubled"], VerifyOptions(integrity_only=True), engines=TEST_ENGINES
+        )
         assert report.exit_code == 0, report.dumps(None)

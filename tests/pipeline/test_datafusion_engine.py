@@ -15,19 +15,18 @@ import pytest
 
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
-from verifier.engine.base import QueryTable
 from verifier.engine.columns import Vocab
-from verifier.engine.datafusion_engine import DataFusionEngine
-from verifier.engine.determinism import NonDeterministicQueryError
-from verifier.engine.failures import QueryExecutionError
-from verifier.engine.output import TIMESTAMP_MS_UTC, write_batches
-from verifier.engine.registry import EngineNotAvailableError, engine_named
-from verifier.engine.transform import (
+from verifier.engine.contract import QueryTable, TransformInputSlice, TransformRequest
+from verifier.engine.datafusion.engine import DataFusionEngine
+from verifier.engine.errors import (
+    EngineNotAvailableError,
     InvalidQueryError,
+    NonDeterministicQueryError,
+    QueryExecutionError,
     TransformError,
-    TransformInputSlice,
-    TransformRequest,
 )
+from verifier.engine.output import TIMESTAMP_MS_UTC, write_batches
+from verifier.engine.registry import Engines
 
 T0 = Timestamp.of(2024, 1, 1)
 SYSTEM_TIME = Timestamp.of(2024, 3, 1)
@@ -243,9 +242,10 @@ def test_bad_queries_fail_with_one_clear_line(
 
 
 def test_engines_are_chosen_by_name_case_insensitively() -> None:
-    assert engine_named("DataFusion").name == "datafusion"
+    engines = Engines()
+    assert engines.named("DataFusion").name == "datafusion"
     with pytest.raises(EngineNotAvailableError, match="engine 'flink', which odfd cannot run") as e:
-        engine_named("flink", "bob/flinky")
+        engines.named("flink", "bob/flinky")
     assert e.value.engine == "flink" and str(e.value).startswith("bob/flinky: ")
 
 
@@ -261,7 +261,7 @@ def test_raw_query_reads_files_as_one_table_with_schema_evolution(trades, tmp_pa
 
 @pytest.mark.spark
 def test_datafusion_and_spark_agree_on_a_join(spark, trades, rates, tmp_path: Path) -> None:
-    from verifier.engine.spark_engine import SparkEngine
+    from tests.fixtures.spark import TEST_ENGINES
 
     query = (
         "SELECT t.event_time, t.symbol, t.price * r.rate AS value FROM {trades} t "
@@ -284,7 +284,7 @@ def test_datafusion_and_spark_agree_on_a_join(spark, trades, rates, tmp_path: Pa
     request = dataclasses.replace(
         request, transform=dataclasses.replace(request.transform, engine="spark")
     )
-    theirs = SparkEngine().run_transform(request)
+    theirs = TEST_ENGINES.named("spark").run_transform(request)
     assert ours.new_data is not None and theirs.new_data is not None
     assert ours.schema == theirs.schema
 

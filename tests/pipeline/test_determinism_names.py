@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from py4j.protocol import Py4JJavaError
 
-from verifier.engine.determinism import _TIME_OR_ENV, NONDETERMINISTIC_FUNCTIONS
+from verifier.engine.spark.determinism import _TIME_OR_ENV, NONDETERMINISTIC_FUNCTIONS
 
 pytestmark = pytest.mark.spark
 

@@ -16,6 +16,7 @@ from storage.stores.localfs import LocalFsObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
 from tests.fixtures.small_fs import SmallFs, grow
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, rows
 
 pytestmark = pytest.mark.spark
@@ -41,7 +42,7 @@ async def test_ingest_into_a_full_disk(small_fs: SmallFs, tmp_path: Path) -> Non
         head = await dataset.chain.head()
         used_before = shutil.disk_usage(mount).used
         with pytest.raises(OdfError, match="(?i)no space left on device"):
-            await ingest_push(workspace, dataset, source)
+            await ingest_push(workspace, dataset, source, engines=TEST_ENGINES)
         assert await dataset.chain.head() == head
         assert (await workspace.resolve("big")).head == head
         assert isinstance(dataset.data, LocalFsObjectStore)
@@ -50,5 +51,5 @@ async def test_ingest_into_a_full_disk(small_fs: SmallFs, tmp_path: Path) -> Non
         assert shutil.disk_usage(mount).used <= used_before + 64 * 1024  # space freed
 
         grow(mount, "64m")
-        await ingest_push(workspace, dataset, source)
+        await ingest_push(workspace, dataset, source, engines=TEST_ENGINES)
         assert len(await rows(dataset, "id")) == 40_000

@@ -10,9 +10,10 @@ import pytest
 
 from protocol.hashing import logical_hash, physical_hash_file
 from protocol.model import Timestamp
-from verifier.engine.collect import ordered_batches
 from verifier.engine.columns import Vocab
-from verifier.engine.output import OutputSchemaError, write_slice
+from verifier.engine.output import OutputSchemaError
+from verifier.engine.spark.collect import ordered_batches
+from verifier.engine.spark.output import write_slice
 
 pytestmark = pytest.mark.spark
 

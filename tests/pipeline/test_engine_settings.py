@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from verifier.engine.jvm_plugin import SHUFFLE_MANAGER
-from verifier.engine.session import isolated_session
-from verifier.engine.settings import DETERMINISM, STARTUP, SparkConfigError, SparkSettings
+from verifier.engine.spark.jvm_plugin import SHUFFLE_MANAGER
+from verifier.engine.spark.session import isolated_session
+from verifier.engine.spark.settings import DETERMINISM, STARTUP, SparkConfigError, SparkSettings
 
 
 def test_settings_from_config_table() -> None:
@@ -91,7 +91,7 @@ def test_releasing_a_session_whose_server_is_gone_does_not_wait_on_retries() -> 
         "import os, socket, time\n"
         "os.environ['SPARK_CONNECT_MODE_ENABLED'] = '1'\n"
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
-        "from verifier.engine import session\n"
+        "from verifier.engine.spark import session\n"
         "connect = session._connect_session(f'sc://127.0.0.1:{port}')\n"
         "session._release(connect.client)\n"
         "print('released')\n"

@@ -11,19 +11,18 @@ import pytest
 
 from protocol.identity import DatasetId
 from protocol.model import SqlQueryStep, TemporalTable, Timestamp, TransformSql, Watermark
-from verifier.engine.checkpoint import read_checkpoint
 from verifier.engine.columns import Vocab
-from verifier.engine.determinism import NonDeterministicQueryError
-from verifier.engine.failures import QueryExecutionError
-from verifier.engine.output import write_slice
-from verifier.engine.transform import (
+from verifier.engine.contract import TransformInputSlice, TransformRequest
+from verifier.engine.errors import (
     InvalidQueryError,
+    NonDeterministicQueryError,
+    QueryExecutionError,
     TransformError,
-    TransformInputSlice,
-    TransformRequest,
     UnsupportedTransformError,
-    execute_transform,
 )
+from verifier.engine.spark.checkpoint import read_checkpoint
+from verifier.engine.spark.output import write_slice
+from verifier.engine.spark.transform import execute_transform
 
 pytestmark = pytest.mark.spark
 

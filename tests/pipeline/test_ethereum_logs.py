@@ -23,6 +23,7 @@ from odfd.ingest.fetch import registry
 from odfd.ingest.fetch.ethereum import EthereumLogsFetcher
 from protocol.model import FetchStepEthereumLogs, SourceState, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, read_all, rows
 from tests.pipeline.evm_node import EvmNode
 from verifier.audit import VerifyOptions, verify
@@ -108,15 +109,23 @@ async def test_first_poll_nothing_new_new_blocks_then_new_logs_and_verify(
     second_block = mint(node, token, 2, 3, "héllo")
     dataset = await create(workspace, manifest(node, token, since))
 
-    [first] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))
+    [first] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 1), engines=TEST_ENGINES
+    )
     assert first.num_records == 2
-    [same] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+    [same] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 2), engines=TEST_ENGINES
+    )
     assert same.up_to_date and same.reason == "the source has not changed"
     node.mine(2)  # blocks without logs: scanned and remembered, nothing to add
-    [empty] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 3))
+    [empty] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 3), engines=TEST_ENGINES
+    )
     assert not empty.up_to_date and empty.num_records == 0
     third_block = mint(node, token, 3, 1, "again")
-    [third] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 4))
+    [third] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 4), engines=TEST_ENGINES
+    )
     assert third.num_records == 1
 
     assert await rows(dataset, "offset", "block_number", "log_index", "address", "topic0") == [
@@ -149,7 +158,7 @@ async def test_first_poll_nothing_new_new_blocks_then_new_logs_and_verify(
     assert states[-1] == SourceState(
         source_name="default", kind="odf/etag", value=f"{third_block}@{block['hash'][2:]}"
     )
-    report = await verify(workspace, ["mints"], VerifyOptions())
+    report = await verify(workspace, ["mints"], VerifyOptions(), engines=TEST_ENGINES)
     assert report.exit_code == 0
 
 
@@ -167,7 +176,9 @@ async def test_a_node_limiting_ranges_gets_halves_and_pulls_resume_by_block(
     monkeypatch.setitem(registry._loaded, FetchStepEthereumLogs, small)  # the loaded instance
     dataset = await create(workspace, manifest(node, token, since))
 
-    outcomes = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))
+    outcomes = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 1), engines=TEST_ENGINES
+    )
     assert [o.num_records for o in outcomes] == [2, 1]
     assert [o.has_more for o in outcomes] == [True, False]
     assert await rows(dataset, "block_number", "block_timestamp") == [(b, None) for b in blocks]
@@ -206,7 +217,7 @@ async def test_a_broken_node_fails_in_one_line_and_commits_nothing(
     dataset = await create(workspace, manifest(node, token, since, chain_id))
     head = await dataset.chain.head()
     with pytest.raises(IngestError) as err:
-        await pull_root(workspace, dataset)
+        await pull_root(workspace, dataset, engines=TEST_ENGINES)
     assert expected in str(err.value) and "\n" not in str(err.value)
     assert isinstance(err.value, FetchError) or broken in ("wrong chain", "websocket url")
     assert await dataset.chain.head() == head

@@ -18,6 +18,7 @@ import pytest
 from odfd.coordinator.ingest import ingest_push
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, rows, write
 
 pytestmark = pytest.mark.spark
@@ -48,13 +49,17 @@ async def test_a_ledger_answers_a_repeated_file_from_its_hash(
     dataset = await create(workspace, root_snapshot("ledger", READ, LEDGER))
     first = write(tmp_path / "1.csv", "event_time,id,value\n2024-01-01T00:00:00Z,1,a\n")
     dupes = write(tmp_path / "2.csv", "event_time,id,value\n2024-01-02T00:00:00Z,1,z\n")
-    assert not (await ingest_push(workspace, dataset, first)).up_to_date
-    assert (await ingest_push(workspace, dataset, first)).reason == MEMO
-    outcome = await ingest_push(workspace, dataset, dupes)  # new bytes: the engine decides
+    assert not (await ingest_push(workspace, dataset, first, engines=TEST_ENGINES)).up_to_date
+    assert (await ingest_push(workspace, dataset, first, engines=TEST_ENGINES)).reason == MEMO
+    outcome = await ingest_push(
+        workspace, dataset, dupes, engines=TEST_ENGINES
+    )  # new bytes: the engine decides
     assert outcome.up_to_date and outcome.reason == "no new records"
-    assert (await ingest_push(workspace, dataset, dupes)).reason == MEMO
+    assert (await ingest_push(workspace, dataset, dupes, engines=TEST_ENGINES)).reason == MEMO
 
-    assert (await ingest_push(workspace, dataset, first)).reason == MEMO  # both remembered
+    assert (
+        await ingest_push(workspace, dataset, first, engines=TEST_ENGINES)
+    ).reason == MEMO  # both remembered
     assert await rows(dataset, "id", "value") == [(1, "a")]
 
     # In a new process the repeated file starts no engine at all.
@@ -65,7 +70,7 @@ async def test_a_ledger_answers_a_repeated_file_from_its_hash(
             "-c",
             "from odfd.cli.main import main\n"
             f"code = main(['ingest', '--root', {str(workspace.root)!r}, 'ledger', {str(first)!r}])\n"
-            "from verifier.engine import session\n"
+            "from verifier.engine.spark import session\n"
             "print(code, session.is_running())\n",
         ],
         capture_output=True,
@@ -84,6 +89,8 @@ async def test_a_snapshot_answers_the_file_it_was_just_set_to(
     dataset = await create(workspace, root_snapshot("snap", READ, SNAPSHOT))
     state = write(tmp_path / "s.csv", "event_time,id,value\n2024-01-01T00:00:00Z,1,a\n")
     changed = write(tmp_path / "t.csv", "event_time,id,value\n2024-01-01T00:00:00Z,1,b\n")
-    assert not (await ingest_push(workspace, dataset, state)).up_to_date
-    assert (await ingest_push(workspace, dataset, state)).reason == MEMO
-    assert (await ingest_push(workspace, dataset, changed)).num_records == 2  # -C, +C
+    assert not (await ingest_push(workspace, dataset, state, engines=TEST_ENGINES)).up_to_date
+    assert (await ingest_push(workspace, dataset, state, engines=TEST_ENGINES)).reason == MEMO
+    assert (
+        await ingest_push(workspace, dataset, changed, engines=TEST_ENGINES)
+    ).num_records == 2  # -C, +C

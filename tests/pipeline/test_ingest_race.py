@@ -22,7 +22,7 @@ from protocol.model import Timestamp
 from storage.errors import RefCasError
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.pipeline.conftest import create, rows, write
 
 READ = """        kind: Csv
@@ -53,7 +53,7 @@ async def test_the_loser_of_two_concurrent_ingests_retries_once_and_both_land(
         async def attempt() -> object:
             nonlocal attempts
             attempts += 1
-            return await ingest_push(workspace, dataset, path)
+            return await ingest_push(workspace, dataset, path, engines=TEST_ENGINES)
 
         await retry_lost_race(attempt, lost.append)
 

@@ -9,10 +9,11 @@ import time
 import pytest
 from pyspark.sql import SparkSession
 
-from verifier.engine import session as engine_session
-from verifier.engine.cancel import cancellable_jobs, jobs_of_task
-from verifier.engine.failures import spark_error_types
-from verifier.engine.session import isolated_session
+from verifier.engine.cancel import cancellable_jobs
+from verifier.engine.spark import session as engine_session
+from verifier.engine.spark.cancel import jobs_of_task
+from verifier.engine.spark.failures import spark_error_types
+from verifier.engine.spark.session import isolated_session
 
 
 def _active_jobs(group: str | None = None) -> set[int]:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.engine.jvm_plugin import SHUFFLE_MANAGER, PluginBuildError, plugin_jar
+from verifier.engine.spark.jvm_plugin import SHUFFLE_MANAGER, PluginBuildError, plugin_jar
 
 
 def test_the_jar_is_built_once_and_holds_the_shuffle_manager(tmp_path: Path) -> None:

@@ -12,6 +12,7 @@ from odfd.ingest.errors import MergeError
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows, write
 
 pytestmark = pytest.mark.spark
@@ -48,7 +49,12 @@ async def test_snapshot_emits_appends_retractions_and_corrections(
     async def push(day: int, text: str):
         path = write(tmp_path / f"cities-{day}.csv", "city,population\n" + text)
         return await ingest_push(
-            workspace, dataset, path, event_time=ts(day), system_time=ts(day + 10)
+            workspace,
+            dataset,
+            path,
+            event_time=ts(day),
+            system_time=ts(day + 10),
+            engines=TEST_ENGINES,
         )
 
     await push(1, "a,1000\nc,3000\nb,2000\n")
@@ -93,7 +99,10 @@ async def test_snapshot_rejects_duplicate_keys_and_leaves_the_dataset_as_it_was(
     head = await dataset.chain.head()
     with pytest.raises(MergeError, match=r"primary key \(city='a'\) appears 2 times"):
         await ingest_push(
-            workspace, dataset, write(tmp_path / "dup.csv", "city,population\na,1\na,2\n")
+            workspace,
+            dataset,
+            write(tmp_path / "dup.csv", "city,population\na,1\na,2\n"),
+            engines=TEST_ENGINES,
         )
     assert await dataset.chain.head() == head
 
@@ -121,9 +130,9 @@ async def test_ledger_appends_only_unseen_keys(workspace: Workspace, tmp_path: P
         tmp_path / "2.csv",
         "event_time,id,value\n2024-01-02T00:00:00Z,2,b\n2024-01-05T00:00:00Z,5,e\n2024-01-03T00:00:00Z,3,c\n2024-01-04T00:00:00Z,4,d\n",
     )
-    await ingest_push(workspace, dataset, first)
-    await ingest_push(workspace, dataset, second)
-    assert (await ingest_push(workspace, dataset, second)).up_to_date
+    await ingest_push(workspace, dataset, first, engines=TEST_ENGINES)
+    await ingest_push(workspace, dataset, second, engines=TEST_ENGINES)
+    assert (await ingest_push(workspace, dataset, second, engines=TEST_ENGINES)).up_to_date
     assert await rows(dataset, "offset", "op", "event_time", "id", "value") == [
         (0, A, dt(1), 1, "a"),
         (1, A, dt(2), 2, "b"),
@@ -151,10 +160,18 @@ async def test_append_orders_by_event_time_then_input_order(
         '{"event_time": "2024-01-02T00:00:00Z", "value": "z"}',
     ]
     await ingest_push(
-        workspace, dataset, write(tmp_path / "1.ndjson", "\n".join(lines) + "\n"), event_time=ts(9)
+        workspace,
+        dataset,
+        write(tmp_path / "1.ndjson", "\n".join(lines) + "\n"),
+        event_time=ts(9),
+        engines=TEST_ENGINES,
     )
     await ingest_push(
-        workspace, dataset, write(tmp_path / "2.ndjson", lines[0] + "\n"), event_time=ts(9)
+        workspace,
+        dataset,
+        write(tmp_path / "2.ndjson", lines[0] + "\n"),
+        event_time=ts(9),
+        engines=TEST_ENGINES,
     )
     assert await rows(dataset, "offset", "op", "event_time", "value") == [
         (0, A, dt(1), "y"),
@@ -191,22 +208,32 @@ async def test_changelog_stream_is_taken_as_is_after_validation(
         dataset,
         write(tmp_path / "1.csv", "op,id,value\n0,2,b\n0,1,a\n"),
         event_time=ts(1),
+        engines=TEST_ENGINES,
     )
     await ingest_push(
         workspace,
         dataset,
         write(tmp_path / "2.csv", "op,id,value\n1,2,b\n2,1,a\n3,1,a2\n0,2,b2\n"),
         event_time=ts(2),
+        engines=TEST_ENGINES,
     )
     head = await dataset.chain.head()
     with pytest.raises(
         MergeError, match=r"correct-to \(\+C\) not preceded by a correct-from.*id=7"
     ):
         await ingest_push(
-            workspace, dataset, write(tmp_path / "3.csv", "op,id,value\n0,6,f\n3,7,g\n")
+            workspace,
+            dataset,
+            write(tmp_path / "3.csv", "op,id,value\n0,6,f\n3,7,g\n"),
+            engines=TEST_ENGINES,
         )
     with pytest.raises(MergeError, match="unknown operation type"):
-        await ingest_push(workspace, dataset, write(tmp_path / "4.csv", "op,id,value\n9,6,f\n"))
+        await ingest_push(
+            workspace,
+            dataset,
+            write(tmp_path / "4.csv", "op,id,value\n9,6,f\n"),
+            engines=TEST_ENGINES,
+        )
     assert await dataset.chain.head() == head
     assert await rows(dataset, "offset", "op", "id", "value") == [
         (0, A, 1, "a"),
@@ -228,18 +255,21 @@ async def test_upsert_stream_becomes_a_changelog(workspace: Workspace, tmp_path:
         dataset,
         write(tmp_path / "1.csv", "op,id,value\n0,1,a\n0,2,b\n0,1,a-draft\n0,1,a\n"),
         event_time=ts(1),
+        engines=TEST_ENGINES,
     )
     await ingest_push(
         workspace,
         dataset,
         write(tmp_path / "2.csv", "op,id,value\n0,1,a2\n1,2,x\n0,3,c\n1,9,nothing\n"),
         event_time=ts(2),
+        engines=TEST_ENGINES,
     )
     repeat = await ingest_push(
         workspace,
         dataset,
         write(tmp_path / "3.csv", "op,id,value\n0,1,a2\n1,2,b\n"),
         event_time=ts(3),
+        engines=TEST_ENGINES,
     )
     assert repeat.up_to_date
     assert await rows(dataset, "offset", "op", "event_time", "id", "value") == [

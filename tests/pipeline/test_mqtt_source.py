@@ -21,6 +21,7 @@ from storage.dataset import Dataset
 from storage.errors import DiskFullError
 from storage.workspace import Workspace
 from tests.fixtures.mosquitto import PASSWORD, USERNAME, Broker
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows
 from verifier.audit import VerifyOptions, verify
 
@@ -78,7 +79,9 @@ def _publish(broker: Broker, *messages: tuple[str, object, bool]) -> None:
 
 
 async def _pull(workspace: Workspace, dataset: Dataset, day: int) -> tuple[bool, int]:
-    [outcome] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, day))
+    [outcome] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, day), engines=TEST_ENGINES
+    )
     return outcome.up_to_date, outcome.num_records
 
 
@@ -113,7 +116,7 @@ async def test_mqtt_source_takes_each_message_once(
     states = [e.new_source_state for e in await data_events(dataset)]
     assert all(s is not None and s.kind == KIND_MQTT_SESSION for s in states)
     assert len({json.loads(s.value)["clientId"] for s in states if s}) == 1  # one session
-    report = await verify(workspace, ["sensors"], VerifyOptions(jobs=1))
+    report = await verify(workspace, ["sensors"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
     assert report.exit_code == 0, report.dumps(None)
 
 
@@ -145,7 +148,9 @@ async def test_messages_of_a_failed_ingest_are_delivered_again(
     with monkeypatch.context() as patch:
         patch.setattr(ingest, "commit_transaction", disk_full)
         with pytest.raises(DiskFullError):
-            await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+            await pull_root(
+                workspace, dataset, system_time=Timestamp.of(2024, 7, 2), engines=TEST_ENGINES
+            )
     assert await dataset.chain.head() == head
     # not acknowledged: the broker delivers both again to the same session
     assert await _pull(workspace, dataset, 3) == (False, 2)
@@ -189,7 +194,7 @@ async def test_mqtt_failures_name_the_broker_and_commit_nothing(
     if stop:
         mosquitto.stop()
     with pytest.raises(FetchError) as caught:
-        await pull_root(workspace, dataset)
+        await pull_root(workspace, dataset, engines=TEST_ENGINES)
     text = str(caught.value)
     assert "\n" not in text
     assert text == f"fetch.mqtt: broker {mosquitto.host}:{mosquitto.port} {message}"

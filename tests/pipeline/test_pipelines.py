@@ -16,10 +16,11 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import ExecuteTransform, Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import CREATED_AT, rows
 from verifier.engine.replay import replay_request
-from verifier.engine.transform import execute_transform
+from verifier.engine.spark.transform import execute_transform
 
 pytestmark = pytest.mark.spark
 
@@ -68,13 +69,23 @@ async def currency_pipeline(
     for days in batches:
         for day in days:
             shutil.copy(source / "rates" / f"{day}.csv", rates_dir)
-        await pull_root(workspace, rates, system_time=now())
+        await pull_root(workspace, rates, system_time=now(), engines=TEST_ENGINES)
         for day in days:
-            await ingest_push(workspace, us, source / "trades-us" / f"{day}.csv", system_time=now())
             await ingest_push(
-                workspace, eu, source / "trades-eu" / f"{day}.ndjson", system_time=now()
+                workspace,
+                us,
+                source / "trades-us" / f"{day}.csv",
+                system_time=now(),
+                engines=TEST_ENGINES,
             )
-        outcome = await update_derivative(workspace, cad, system_time=now())
+            await ingest_push(
+                workspace,
+                eu,
+                source / "trades-eu" / f"{day}.ndjson",
+                system_time=now(),
+                engines=TEST_ENGINES,
+            )
+        outcome = await update_derivative(workspace, cad, system_time=now(), engines=TEST_ENGINES)
         assert not outcome.up_to_date
     return workspace
 
@@ -138,14 +149,22 @@ async def test_leaderboard_with_watermarks_and_up_to_date_detection(workspace: W
     board = await workspace.get_dataset("match.leaderboard")
     now = clock()
     assert (
-        await update_derivative(workspace, board, system_time=now())
+        await update_derivative(workspace, board, system_time=now(), engines=TEST_ENGINES)
     ).reason == "input scores has no data yet"
     for n in (1, 2, 3):
         await ingest_push(
-            workspace, scores, EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson", system_time=now()
+            workspace,
+            scores,
+            EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson",
+            system_time=now(),
+            engines=TEST_ENGINES,
         )
-        assert not (await update_derivative(workspace, board, system_time=now())).up_to_date
-    assert (await update_derivative(workspace, board, system_time=now())).up_to_date
+        assert not (
+            await update_derivative(workspace, board, system_time=now(), engines=TEST_ENGINES)
+        ).up_to_date
+    assert (
+        await update_derivative(workspace, board, system_time=now(), engines=TEST_ENGINES)
+    ).up_to_date
     assert await rows(board, "offset", "match_id", "place", "player", "score") == [
         (0, 1, 1, "alice", 100),
         (1, 1, 2, "carol", 95),

@@ -14,6 +14,7 @@ from odfd.coordinator.ingest import ingest_push, pull_root
 from odfd.ingest.errors import SourceError
 from protocol.model import SourceState, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows, write
 
 pytestmark = pytest.mark.spark
@@ -93,12 +94,18 @@ content:
 """,
     )
     _Server.version = 1
-    [first] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+    [first] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 2), engines=TEST_ENGINES
+    )
     assert first.num_records == 2
-    [unchanged] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 3))
+    [unchanged] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 3), engines=TEST_ENGINES
+    )
     assert unchanged.up_to_date and unchanged.reason == "the source has not changed"
     _Server.version = 2
-    [second] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 4))
+    [second] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 4), engines=TEST_ENGINES
+    )
     assert second.num_records == 2
     assert _Server.requests[-3:] == [None, '"v1"', '"v1"']
     assert await rows(dataset, "offset", "op", "id", "name") == [
@@ -148,11 +155,23 @@ content:
     with pytest.raises(
         SourceError, match=r"several push sources \(csv, json\); choose one with --source-name"
     ):
-        await ingest_push(workspace, dataset, write(tmp_path / "a.csv", "1\n"))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "a.csv", "1\n"), engines=TEST_ENGINES
+        )
     with pytest.raises(SourceError, match="has no polling source"):
-        await pull_root(workspace, dataset)
-    await ingest_push(workspace, dataset, write(tmp_path / "a.csv", "1\n"), source_name="csv")
+        await pull_root(workspace, dataset, engines=TEST_ENGINES)
     await ingest_push(
-        workspace, dataset, write(tmp_path / "b.json", '{"id": 2}\n'), source_name="json"
+        workspace,
+        dataset,
+        write(tmp_path / "a.csv", "1\n"),
+        source_name="csv",
+        engines=TEST_ENGINES,
+    )
+    await ingest_push(
+        workspace,
+        dataset,
+        write(tmp_path / "b.json", '{"id": 2}\n'),
+        source_name="json",
+        engines=TEST_ENGINES,
     )
     assert await rows(dataset, "offset", "id") == [(0, 1), (1, 2)]

@@ -15,8 +15,9 @@ from odfd.ingest.errors import BadInputError, IngestError
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, rows, write
-from verifier.engine.transform import InvalidQueryError
+from verifier.engine.errors import InvalidQueryError
 
 pytestmark = pytest.mark.spark
 
@@ -45,7 +46,7 @@ schema:
 """
     dataset = await create(workspace, root_snapshot("csv", read))
     text = "02.01.2024 10:30;02.01.2024;'Smith; John';12.50\n03.01.2024 08:00;03.01.2024;'O|'Brien';N/A\n"
-    await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text))
+    await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text), engines=TEST_ENGINES)
     assert await rows(dataset, "event_time", "day", "name", "amount") == [
         (
             datetime(2024, 1, 2, 10, 30, tzinfo=UTC),
@@ -62,7 +63,10 @@ async def test_csv_without_schema_reads_text_and_parses_event_time(
 ) -> None:
     dataset = await create(workspace, root_snapshot("raw", "kind: Csv\nheader: true"))
     await ingest_push(
-        workspace, dataset, write(tmp_path / "in.csv", "event_time,n\n2024-01-05T01:02:03Z,7\n")
+        workspace,
+        dataset,
+        write(tmp_path / "in.csv", "event_time,n\n2024-01-05T01:02:03Z,7\n"),
+        engines=TEST_ENGINES,
     )
     assert await rows(dataset, "event_time", "n") == [
         (datetime(2024, 1, 5, 1, 2, 3, tzinfo=UTC), "7")
@@ -93,6 +97,7 @@ ddlSchema:
         dataset,
         write(tmp_path / "in.csv", "kyiv,3000\ntiny,1\nlviv,700\n"),
         event_time=EVENT_TIME,
+        engines=TEST_ENGINES,
     )
     assert await rows(dataset, "city", "population") == [("KYIV", 3_000_000), ("LVIV", 700_000)]
 
@@ -111,7 +116,11 @@ async def test_a_bad_datafusion_preprocess_query_fails_naming_the_dataset(
     dataset = await create(workspace, manifest)
     with pytest.raises(InvalidQueryError, match=r"^ddl: preprocess: query is invalid: .*nope"):
         await ingest_push(
-            workspace, dataset, write(tmp_path / "in.csv", "kyiv\n"), event_time=EVENT_TIME
+            workspace,
+            dataset,
+            write(tmp_path / "in.csv", "kyiv\n"),
+            event_time=EVENT_TIME,
+            engines=TEST_ENGINES,
         )
     assert (await dataset.chain.state()).last_offset is None  # nothing committed
 
@@ -130,11 +139,17 @@ schema:
     dataset = await create(workspace, root_snapshot("json", read))
     document = {"result": {"items": [{"id": 1, "tags": ["a", "b"]}, {"id": 2, "tags": []}]}}
     await ingest_push(
-        workspace, dataset, write(tmp_path / "in.json", json.dumps(document)), event_time=EVENT_TIME
+        workspace,
+        dataset,
+        write(tmp_path / "in.json", json.dumps(document)),
+        event_time=EVENT_TIME,
+        engines=TEST_ENGINES,
     )
     assert await rows(dataset, "id", "tags") == [(1, ["a", "b"]), (2, [])]
     with pytest.raises(BadInputError, match="sub-path result.items not found"):
-        await ingest_push(workspace, dataset, write(tmp_path / "bad.json", '{"result": {}}'))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "bad.json", '{"result": {}}'), engines=TEST_ENGINES
+        )
 
 
 async def test_geojson_and_ndgeojson(workspace: Workspace, tmp_path: Path) -> None:
@@ -165,6 +180,7 @@ schema:
         geo,
         write(tmp_path / "in.geojson", json.dumps(collection)),
         event_time=EVENT_TIME,
+        engines=TEST_ENGINES,
     )
     nd = await create(workspace, root_snapshot("ndgeo", "kind: NdGeoJson\n" + read))
     await ingest_push(
@@ -172,6 +188,7 @@ schema:
         nd,
         write(tmp_path / "in.ndgeojson", "\n".join(map(json.dumps, features))),
         event_time=EVENT_TIME,
+        engines=TEST_ENGINES,
     )
     expected = [
         ("a", '{"coordinates":[1.0,2.0],"type":"Point"}'),
@@ -184,6 +201,7 @@ schema:
             workspace,
             nd,
             write(tmp_path / "bad.ndgeojson", json.dumps(features[0]) + '\n{"type": "Point"}\n'),
+            engines=TEST_ENGINES,
         )
 
 
@@ -202,7 +220,9 @@ schema:
         pa.table({"label": ["x", "y"], "id": pa.array([1, 2], pa.int32()), "ignored": [0, 0]}),
         tmp_path / "in.parquet",
     )
-    await ingest_push(workspace, dataset, tmp_path / "in.parquet", event_time=EVENT_TIME)
+    await ingest_push(
+        workspace, dataset, tmp_path / "in.parquet", event_time=EVENT_TIME, engines=TEST_ENGINES
+    )
     assert await rows(dataset, "id", "label") == [(1, "x"), (2, "y")]
     head = await dataset.chain.head()
     pq.write_table(
@@ -212,7 +232,7 @@ schema:
         BadInputError,
         match=r"bad\.parquet: malformed row 3, column 'id': value 'three' is not a valid BIGINT",
     ):
-        await ingest_push(workspace, dataset, tmp_path / "bad.parquet")
+        await ingest_push(workspace, dataset, tmp_path / "bad.parquet", engines=TEST_ENGINES)
     assert await dataset.chain.head() == head
 
 
@@ -255,10 +275,13 @@ async def test_malformed_csv_names_file_row_and_column(
         workspace,
         dataset,
         write(tmp_path / "ok.csv", "event_time,station,reading\n2024-01-01T00:00:00Z,z,0\n"),
+        engines=TEST_ENGINES,
     )
     head = await dataset.chain.head()
     with pytest.raises(BadInputError, match=message) as caught:
-        await ingest_push(workspace, dataset, write(tmp_path / "in.csv", text))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "in.csv", text), engines=TEST_ENGINES
+        )
     assert caught.value.path == str(tmp_path / "in.csv")
     assert await dataset.chain.head() == head
     assert await rows(dataset, "station") == [("z",)]
@@ -277,7 +300,9 @@ async def test_malformed_row_of_a_file_spark_splits_is_counted_from_the_start(
         BadInputError,
         match=r"big\.csv: malformed row 200001 \(line 200002\), column 'reading': value 'x7' is not a valid INT$",
     ) as caught:
-        await ingest_push(workspace, dataset, write(tmp_path / "big.csv", text))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "big.csv", text), engines=TEST_ENGINES
+        )
     assert (caught.value.line, caught.value.record, caught.value.column) == (
         200_002,
         200_001,
@@ -305,9 +330,15 @@ schema:
             workspace,
             dataset,
             write(tmp_path / "in.ndjson", '{"id": 1}\n\n{"id": "two", "name": "b"}\n'),
+            engines=TEST_ENGINES,
         )
     with pytest.raises(BadInputError, match=r"malformed row 1 \(line 1\): is not valid JSON"):
-        await ingest_push(workspace, dataset, write(tmp_path / "broken.ndjson", '{"id": 1,\n'))
+        await ingest_push(
+            workspace,
+            dataset,
+            write(tmp_path / "broken.ndjson", '{"id": 1,\n'),
+            engines=TEST_ENGINES,
+        )
     assert await dataset.chain.head() == head
 
 
@@ -324,4 +355,6 @@ schema:
         IngestError,
         match="event time column 'event_time' must be a TIMESTAMP or DATE, found BIGINT",
     ):
-        await ingest_push(workspace, dataset, write(tmp_path / "in.csv", "1\n"))
+        await ingest_push(
+            workspace, dataset, write(tmp_path / "in.csv", "1\n"), engines=TEST_ENGINES
+        )

@@ -27,6 +27,7 @@ from protocol.model import (
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.fixtures.manifests import push_source, root_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import create, data_events, rows, write
 from verifier.engine.inputs import all_slices
@@ -53,7 +54,12 @@ async def ingest(
     workspace: Workspace, dataset: Dataset, path: Path, text: str, time: Timestamp = T1
 ) -> None:
     await ingest_push(
-        workspace, dataset, write(path, text), event_time=SOURCE_TIME, system_time=time
+        workspace,
+        dataset,
+        write(path, text),
+        event_time=SOURCE_TIME,
+        system_time=time,
+        engines=TEST_ENGINES,
     )
 
 

@@ -21,6 +21,7 @@ from odfd.ingest.shapefile import rust_float, shapefile_to_lines
 from protocol.model import SourceState, Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
+from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows
 from verifier.audit import VerifyOptions, verify
 
@@ -220,15 +221,21 @@ content:
         kind: Append
 """,
     )
-    [first] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 1))
+    [first] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 1), engines=TEST_ENGINES
+    )
     assert first.num_records == 2
-    [again] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 2))
+    [again] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 2), engines=TEST_ENGINES
+    )
     assert again.up_to_date
     zip_folder(
         write_cities(tmp_path / "b", "cities", [("Odesa", 30.72, 46.48)]).parent,
         inbox / "2024-02.zip",
     )
-    [second] = await pull_root(workspace, dataset, system_time=Timestamp.of(2024, 7, 3))
+    [second] = await pull_root(
+        workspace, dataset, system_time=Timestamp.of(2024, 7, 3), engines=TEST_ENGINES
+    )
     assert second.num_records == 1
     assert await rows(dataset, "offset", "name", "pop", "geometry") == [
         (0, "Kyiv", 4000.0, '{"type":"Point","coordinates":[30.5,50.45]}'),
@@ -239,7 +246,7 @@ content:
         SourceState(source_name="default", kind="odf/etag", value="2024-01.zip"),
         SourceState(source_name="default", kind="odf/etag", value="2024-02.zip"),
     ]
-    report = await verify(workspace, ["cities"], VerifyOptions())
+    report = await verify(workspace, ["cities"], VerifyOptions(), engines=TEST_ENGINES)
     assert report.exit_code == 0
 
 
@@ -247,7 +254,9 @@ content:
 async def test_a_folder_pushed_with_inferred_columns(workspace: Workspace, tmp_path: Path) -> None:
     folder = write_cities(tmp_path / "upload", "cities", [("Kyiv", 30.5, 50.45)]).parent
     dataset = await create(workspace, root_snapshot("pushed", "kind: EsriShapefile"))
-    outcome = await ingest_push(workspace, dataset, folder, event_time=Timestamp.of(2024, 1, 1))
+    outcome = await ingest_push(
+        workspace, dataset, folder, event_time=Timestamp.of(2024, 1, 1), engines=TEST_ENGINES
+    )
     assert outcome.num_records == 1
     assert await rows(dataset, "geometry", "name", "pop") == [
         ('{"type":"Point","coordinates":[30.5,50.45]}', "Kyiv", 4000.0)
@@ -271,6 +280,8 @@ async def test_bad_shapefiles_fail_in_one_line_and_commit_nothing(
     dataset = await create(workspace, root_snapshot("bad", read))
     head = await dataset.chain.head()
     with pytest.raises(BadInputError) as err:
-        await ingest_push(workspace, dataset, archive, event_time=Timestamp.of(2024, 1, 1))
+        await ingest_push(
+            workspace, dataset, archive, event_time=Timestamp.of(2024, 1, 1), engines=TEST_ENGINES
+        )
     assert expected in str(err.value) and "\n" not in str(err.value)
     assert await dataset.chain.head() == head

@@ -33,6 +33,7 @@ from storage.chain import validate_chain
 from storage.dataset import Dataset
 from storage.stores.localfs import LocalFsObjectStore, hash_file
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from verifier.audit import VerifyOptions, verify
 
 T0 = Timestamp.of(2024, 1, 1)
@@ -213,5 +214,6 @@ async def odfd_verify_integrity(workspace: Workspace, alias: str) -> None:
         workspace,
         [alias],
         VerifyOptions(integrity_only=True, jobs=2, scratch_dir=workspace.root / "run"),
+        engines=TEST_ENGINES,
     )
     assert report.exit_code == 0, report.dumps()

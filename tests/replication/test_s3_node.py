@@ -31,6 +31,7 @@ from storage.s3_storage import S3DatasetStorage, S3StorageError
 from storage.stores.s3 import S3ObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import SECRET_KEY, SeaweedServer
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import create
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
@@ -74,8 +75,10 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
         board = await node.get_dataset("match.leaderboard")
         for n in (1, 2):  # two transactions: the second reads the first's checkpoint
             path = EXAMPLES / "leaderboard" / "data" / f"{n}.ndjson"
-            await ingest_push(node, scores, path, system_time=now())
-            assert not (await update_derivative(node, board, system_time=now())).up_to_date
+            await ingest_push(node, scores, path, system_time=now(), engines=TEST_ENGINES)
+            assert not (
+                await update_derivative(node, board, system_time=now(), engines=TEST_ENGINES)
+            ).up_to_date
         tables = [
             await asyncio.to_thread(pq.read_table, p)
             for p in await slice_paths(board, await all_slices(board))
@@ -106,7 +109,10 @@ async def test_leaderboard_on_an_s3_node_served_to_a_local_node(
 
         # verify: integrity of both, and the leaderboard's transforms replayed in Spark.
         report = await verify(
-            node, ["match.leaderboard"], VerifyOptions(jobs=1, scratch_dir=tmp_path / "v")
+            node,
+            ["match.leaderboard"],
+            VerifyOptions(jobs=1, scratch_dir=tmp_path / "v"),
+            engines=TEST_ENGINES,
         )
         assert report.exit_code == 0, report.dumps()
         await odfd_verify_integrity(node, "match.scores")
@@ -153,16 +159,21 @@ async def test_datafusion_transform_then_repair_from_the_bucket(
         writer = await create_root(node, "cities", slices=2)
         await create_root(node, "rivers", slices=1, seed=2)
         upper = await create(node, UPPER)
-        assert not (await update_derivative(node, upper)).up_to_date
+        assert not (await update_derivative(node, upper, engines=TEST_ENGINES)).up_to_date
         await writer.append(slices=1)
-        assert not (await update_derivative(node, upper)).up_to_date
+        assert not (await update_derivative(node, upper, engines=TEST_ENGINES)).up_to_date
         values = [
             row["value"]
             for path in await slice_paths(upper, await all_slices(upper))
             for row in pq.read_table(path).to_pylist()
         ]
         assert len(values) == 30 and all(v == v.upper() for v in values)
-        report = await verify(node, ["cities.upper"], VerifyOptions(jobs=1, scratch_dir=root / "v"))
+        report = await verify(
+            node,
+            ["cities.upper"],
+            VerifyOptions(jobs=1, scratch_dir=root / "v"),
+            engines=TEST_ENGINES,
+        )
         assert report.exit_code == 0, report.dumps()
         before = {(r.alias, r.id, r.head, r.head_sequence) for r in await node.list_datasets()}
         await writer.dataset.set_remote_aliases("pull", ["https://example.org/cities"])
@@ -192,7 +203,10 @@ async def test_datafusion_transform_then_repair_from_the_bucket(
         assert isinstance(node.storage, S3DatasetStorage)
         node.storage.cache.path_of(slice_hash).unlink(missing_ok=True)
         report = await verify(
-            node, ["cities"], VerifyOptions(integrity_only=True, scratch_dir=root / "v2")
+            node,
+            ["cities"],
+            VerifyOptions(integrity_only=True, scratch_dir=root / "v2"),
+            engines=TEST_ENGINES,
         )
         found = [(f.rule, f.file) for d in report.datasets for x in d.layers for f in x.findings]
         assert found == [("physical-hash", f"data/{object_name(slice_hash)}")], report.dumps()

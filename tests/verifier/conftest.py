@@ -28,7 +28,7 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 
 CREATED_AT = Timestamp.of(2024, 1, 1)
 
@@ -181,10 +181,13 @@ async def build(root: Path, files: Path) -> None:
                 path,
                 event_time=Timestamp.of(2024, 2, day),
                 system_time=now(),
+                engines=TEST_ENGINES,
             )
 
         async def transform(alias: str) -> None:
-            outcome = await update_derivative(workspace, datasets[alias], system_time=now())
+            outcome = await update_derivative(
+                workspace, datasets[alias], system_time=now(), engines=TEST_ENGINES
+            )
             assert not outcome.up_to_date, outcome.reason
 
         for day, cities in enumerate(CITIES, start=1):

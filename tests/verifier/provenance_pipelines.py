@@ -34,6 +34,7 @@ from protocol.model import (
 )
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 
 T = 1_700_000_000_000
 SYSTEM_TIME = Timestamp.of(2024, 3, 1)
@@ -332,5 +333,7 @@ async def build(root: Path, engine: str, names: list[str] | None = None) -> None
                 odf_yaml.load_snapshot(text.encode(), source=name),
                 system_time=Timestamp.of(2024, 1, 1),
             )
-            outcome = await update_derivative(workspace, dataset, system_time=SYSTEM_TIME)
+            outcome = await update_derivative(
+                workspace, dataset, system_time=SYSTEM_TIME, engines=TEST_ENGINES
+            )
             assert not outcome.up_to_date, (name, outcome.reason)

@@ -14,7 +14,7 @@ from odfd.cli.main import main
 from protocol.errors import ParseError
 from protocol.identity import Multibase, Multihash
 from storage.workspace import Workspace
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     data_blocks,
@@ -33,7 +33,7 @@ async def test_a_transform_in_an_engine_odfd_lacks_is_not_re_executable_its_inpu
 ) -> None:
     source = await root_with_slices(workspace, "source", [[1, 2], [3]])
     await derivative_with_engine(workspace, "derived", source, "flink")
-    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
     assert [(d.alias, d.role) for d in report.datasets] == [
         ("source", Role.INPUT),
         ("derived", Role.TARGET),
@@ -62,7 +62,7 @@ async def test_cross_engine_re_executes_a_foreign_transform_for_information(
     await derivative_with_engine(workspace, "same", source, "flink", query=shifted)
     await derivative_with_engine(workspace, "other", source, "FLINK")
     options = VerifyOptions(jobs=1, cross_engine="datafusion")
-    same = (await verify(workspace, ["same"], options)).datasets[-1]
+    same = (await verify(workspace, ["same"], options, engines=TEST_ENGINES)).datasets[-1]
     assert same.reproducibility.status is Status.NOT_REEXECUTABLE
     cross = same.reproducibility.cross_engine
     assert cross is not None and cross.engine == "datafusion"
@@ -73,14 +73,16 @@ async def test_cross_engine_re_executes_a_foreign_transform_for_information(
     reordered = shifted + " ORDER BY value DESC"
     await derivative_with_engine(workspace, "reordered", source, "flink", query=reordered)
     [check] = (
-        (await verify(workspace, ["reordered"], options)).datasets[-1].reproducibility.cross_engine
+        (await verify(workspace, ["reordered"], options, engines=TEST_ENGINES))
+        .datasets[-1]
+        .reproducibility.cross_engine
     ).checks
     assert (check.result, check.message) == (
         "agree",
         "datafusion gives the recorded 3 record(s), in another order",
     )
 
-    report = await verify(workspace, ["other"], options)
+    report = await verify(workspace, ["other"], options, engines=TEST_ENGINES)
     other = report.datasets[-1]
     assert other.reproducibility.status is Status.NOT_REEXECUTABLE  # a difference is no failure
     assert report.exit_code == 3
@@ -105,7 +107,10 @@ async def test_recursive_audits_upstream_in_every_layer_once(workspace: Workspac
     await derivative_with_engine(workspace, "first", source, "flink")
     await derivative_with_engine(workspace, "second", source, "flink")
     report = await verify(
-        workspace, ["first", "second", "first"], VerifyOptions(jobs=1, recursive=True)
+        workspace,
+        ["first", "second", "first"],
+        VerifyOptions(jobs=1, recursive=True),
+        engines=TEST_ENGINES,
     )
     assert [(d.alias, d.role) for d in report.datasets] == [
         ("source", Role.UPSTREAM),
@@ -121,7 +126,10 @@ async def test_an_input_named_later_as_a_target_is_reported_once_as_a_target(
     source = await root_with_slices(workspace, "source", [[1]])
     await derivative_with_engine(workspace, "derived", source, "flink")
     report = await verify(
-        workspace, ["derived", "source"], VerifyOptions(jobs=1, recursive=recursive)
+        workspace,
+        ["derived", "source"],
+        VerifyOptions(jobs=1, recursive=recursive),
+        engines=TEST_ENGINES,
     )
     assert [(d.alias, d.role) for d in report.datasets] == [
         ("source", Role.TARGET),
@@ -135,7 +143,9 @@ async def test_an_input_named_later_as_a_target_is_reported_once_as_a_target(
 async def test_integrity_only_skips_re_execution(workspace: Workspace) -> None:
     source = await root_with_slices(workspace, "source", [[1]])
     await derivative_with_engine(workspace, "derived", source, "flink")
-    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1, integrity_only=True))
+    report = await verify(
+        workspace, ["derived"], VerifyOptions(jobs=1, integrity_only=True), engines=TEST_ENGINES
+    )
     [derived] = report.datasets  # inputs are only needed before re-executing
     assert (
         derived.reproducibility.status is Status.SKIPPED
@@ -148,7 +158,9 @@ async def test_the_json_report_has_the_documented_shape(workspace: Workspace) ->
     dataset = await root_with_slices(workspace, "source", [[1, 2], [3]], checkpoints=True)
     hash, block = (await data_blocks(dataset))[1]
     flip_byte(object_path(dataset.data, block.event.new_data.physical_hash), 20)
-    report = json.loads((await verify(workspace, ["source"], VerifyOptions(jobs=2))).dumps())
+    report = json.loads(
+        (await verify(workspace, ["source"], VerifyOptions(jobs=2), engines=TEST_ENGINES)).dumps()
+    )
     assert set(report) == {
         "kind",
         "version",
@@ -309,7 +321,7 @@ async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
     source = await root_with_slices(workspace, "source", [[1]])
     derived = await derivative_with_engine(workspace, "derived", source, "RisingWave")
     assert derived.id is not None
-    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+    report = await verify(workspace, ["derived"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
     summary = summarize(report, derived.id)
     assert summary.startswith("reproducibility not-re-executable: block #3 ")
     assert summary.endswith("[engine-not-available] not re-executable here: engine RisingWave")
@@ -336,7 +348,7 @@ async def test_a_foreign_engine_dataset_replicates_to_a_peer_and_verifies_there(
         for alias in ("source", "derived"):
             await push(workspace, alias, f"file://{tmp_path / 'export' / alias}")
             await pull(peer, f"file://{tmp_path / 'export' / alias}", alias=alias)
-        report = await verify(peer, ["derived"], VerifyOptions(jobs=1))
+        report = await verify(peer, ["derived"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
         derived = report.datasets[-1]
         assert [derived.metadata.status, derived.data.status] == [Status.OK, Status.OK]
         assert derived.reproducibility.status is Status.NOT_REEXECUTABLE

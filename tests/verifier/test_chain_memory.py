@@ -13,6 +13,7 @@ from storage.catalog.audit_chains import AuditChainTable
 from storage.catalog.audit_files import KEY_FILE, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     T0,
@@ -32,7 +33,9 @@ OLD_NS = (time.time_ns() - 3600 * 10**9) // 10**9 * 10**9
 
 
 async def audit(workspace: Workspace, mode: AuditStateMode) -> DatasetReport:
-    report = await verify(workspace, ["readings"], VerifyOptions(jobs=1, audit_state=mode))
+    report = await verify(
+        workspace, ["readings"], VerifyOptions(jobs=1, audit_state=mode), engines=TEST_ENGINES
+    )
     [entry] = report.datasets
     return entry
 

@@ -12,6 +12,7 @@ import pytest
 from storage.catalog.audit_files import KEY_FILE, AuditFileTable, FileStamp, load_or_create_key
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.verifier.builders import data_blocks, flip_byte, root_with_slices
 from verifier.audit import AuditStateMode, VerifyOptions, verify
@@ -22,7 +23,9 @@ OLD_NS = (time.time_ns() - 3600 * 10**9) // 10**9 * 10**9
 
 
 async def audit(workspace: Workspace, mode: AuditStateMode) -> DatasetReport:
-    report = await verify(workspace, ["readings"], VerifyOptions(jobs=1, audit_state=mode))
+    report = await verify(
+        workspace, ["readings"], VerifyOptions(jobs=1, audit_state=mode), engines=TEST_ENGINES
+    )
     [entry] = report.datasets
     return entry
 

@@ -15,6 +15,7 @@ from protocol.model import AddData, Timestamp
 from storage.dataset import Dataset
 from storage.layout import object_name
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     blocks_oldest_first,
@@ -41,7 +42,7 @@ async def audit(
     workspace: Workspace, alias: str, **options: Unpack[_AuditOptions]
 ) -> DatasetReport:
     options.setdefault("jobs", 1)
-    report = await verify(workspace, [alias], VerifyOptions(**options))
+    report = await verify(workspace, [alias], VerifyOptions(**options), engines=TEST_ENGINES)
     [entry] = [d for d in report.datasets if d.alias == alias]
     return entry
 
@@ -58,7 +59,7 @@ async def test_an_honest_root_dataset_verifies_and_every_file_is_counted(
     workspace: Workspace,
 ) -> None:
     await root_with_slices(workspace, "readings", [[1, 2, 3], [4, 5], [6]], checkpoints=True)
-    report = await verify(workspace, ["readings"], VerifyOptions(jobs=2))
+    report = await verify(workspace, ["readings"], VerifyOptions(jobs=2), engines=TEST_ENGINES)
     [entry] = report.datasets
     assert entry.metadata.status is Status.OK and entry.metadata.checked == {"blocks": 5}
     assert entry.data.status is Status.OK
@@ -115,7 +116,7 @@ async def test_a_truncated_block_fails_metadata_integrity_and_nothing_else_is_tr
     hash, block = blocks[3]
     path = object_path(dataset.blocks, hash)
     path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
-    report = await verify(workspace, ["readings"], VerifyOptions(jobs=1))
+    report = await verify(workspace, ["readings"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
     [entry] = report.datasets
     [finding] = entry.metadata.findings
     assert finding.rule == "block-hash" and finding.status is Status.FAILED

@@ -24,10 +24,10 @@ from protocol.identity import DatasetId, DatasetRef
 from protocol.model import Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.fixtures.spark import TEST_ENGINES
 from tests.verifier.provenance_pipelines import T, append_rows, build
-from verifier.engine.registry import engine_named
+from verifier.engine.contract import TransformRequest
 from verifier.engine.replay import replay_request
-from verifier.engine.transform import TransformRequest
 from verifier.provenance.check import as_stored, reproduces
 from verifier.provenance.dialects import TAG
 from verifier.provenance.errors import ProvenanceError
@@ -197,7 +197,7 @@ async def _with_tracer(root: Path, act: Callable[[Workspace, Tracer], Awaitable[
             record = await workspace.resolve(DatasetRef(dataset_id))
             return workspace.open_dataset(dataset_id), str(record.alias)
 
-        return await act(workspace, Tracer(open_dataset, TraceOptions(depth=None)))
+        return await act(workspace, Tracer(open_dataset, TEST_ENGINES, TraceOptions(depth=None)))
 
 
 def _run(root: Path, act: Callable[[Workspace, Tracer], Awaitable[Any]]) -> Any:
@@ -291,7 +291,7 @@ def test_one_row_narrows_the_tagged_run_in_spark(spark_pipeline: Path) -> None:
         dataset = workspace.open_dataset(record.id)
         block = (await dataset.chain.state()).last_data_block
         assert block is not None
-        engine = engine_named("spark")
+        engine = TEST_ENGINES.named("spark")
         with tempfile.TemporaryDirectory() as tmp:
             request = await replay_request(dataset, block, tracer._open_input, Path(tmp) / "r")
 
@@ -358,7 +358,7 @@ def test_depth_one_stops_at_the_direct_inputs(datafusion_pipeline: Path) -> None
             record = await workspace.resolve(DatasetRef(dataset_id))
             return workspace.open_dataset(dataset_id), str(record.alias)
 
-        tracer = Tracer(open_dataset, TraceOptions(depth=1))
+        tracer = Tracer(open_dataset, TEST_ENGINES, TraceOptions(depth=1))
         record = await workspace.resolve("top")
         return (await tracer.explain(record.id, [0]))[0]
 
@@ -383,7 +383,7 @@ def test_a_wrong_witness_set_fails_the_check(datafusion_pipeline: Path) -> None:
         assert block is not None
         with tempfile.TemporaryDirectory() as tmp:
             request = await replay_request(dataset, block, tracer._open_input, Path(tmp) / "r")
-            engine = engine_named("datafusion")
+            engine = TEST_ENGINES.named("datafusion")
             right = reproduces(request, engine, {0: (1, 3, 6)}, row, _folder(tmp, "a"))
             wrong = reproduces(request, engine, {0: (1, 3)}, row, _folder(tmp, "b"))
         return right, wrong
@@ -464,7 +464,9 @@ def test_rows_of_a_later_transaction(tmp_path: Path) -> None:
             await append_rows(trades, "price", rows, root.parent / "ws-staging", 2)
             for name in ("proj", "grouped"):
                 dataset = await workspace.get_dataset(name)
-                await update_derivative(workspace, dataset, system_time=Timestamp.of(2024, 4, 1))
+                await update_derivative(
+                    workspace, dataset, system_time=Timestamp.of(2024, 4, 1), engines=TEST_ENGINES
+                )
 
         async def act(workspace: Workspace, tracer: Tracer) -> tuple[list, list]:
             proj = await workspace.resolve("proj")
@@ -510,7 +512,7 @@ def test_slices_written_in_microseconds_under_a_millisecond_schema(tmp_path: Pat
             dataset = await workspace.create_from_snapshot(
                 load_snapshot(text.replace("engine: spark", "engine: datafusion"), "cities.upper")
             )
-            await update_derivative(workspace, dataset)
+            await update_derivative(workspace, dataset, engines=TEST_ENGINES)
 
         async def act(workspace: Workspace, tracer: Tracer) -> RowProvenance:
             record = await workspace.resolve("cities.upper")

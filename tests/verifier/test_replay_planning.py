@@ -27,8 +27,8 @@ from storage.chain.rules import ChainState
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.verifier.builders import T0, schema_event, slice_table, write_slice
+from verifier.engine.contract import TransformRequest
 from verifier.engine.replay import ReplayError, replay_request
-from verifier.engine.transform import TransformRequest
 
 SLICES = 12
 

@@ -15,7 +15,7 @@ from odfd.cli.main import main
 from protocol.hashing import logical_hash_parquet, physical_hash_file
 from protocol.model import ExecuteTransform
 from storage.workspace import Workspace
-from tests.fixtures.spark import TEST_SPARK_CONFIG
+from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
 from tests.fixtures.workspace import object_path
 from tests.verifier.builders import (
     data_blocks,
@@ -38,7 +38,9 @@ async def test_a_replica_made_by_copying_folders_verifies_in_all_three_layers(
         for folder in (pipeline_template / "datasets").iterdir():
             shutil.copytree(folder, replica.layout.datasets_dir / folder.name)
         assert not (await replica.repair()).skipped
-        report = await verify(replica, list(DERIVATIVES), VerifyOptions(recursive=True, jobs=2))
+        report = await verify(
+            replica, list(DERIVATIVES), VerifyOptions(recursive=True, jobs=2), engines=TEST_ENGINES
+        )
 
         assert report.exit_code == 0, report.dumps()
         order = [d.alias for d in report.datasets]
@@ -108,7 +110,9 @@ async def test_a_rewritten_chain_with_altered_derivative_data_is_caught_only_by_
     )
     new_hashes = await rewrite_chain(dataset, {block.sequence_number: forged})
 
-    report = await verify(workspace, ["cities.thousands"], VerifyOptions(jobs=2, sample_rows=3))
+    report = await verify(
+        workspace, ["cities.thousands"], VerifyOptions(jobs=2, sample_rows=3), engines=TEST_ENGINES
+    )
     entry = report.datasets[-1]
     assert entry.alias == "cities.thousands"
     assert (
@@ -147,7 +151,9 @@ async def test_a_tampered_input_makes_re_execution_impossible_not_a_pass(
     cities = await pipeline_workspace.get_dataset("cities")
     _, block = (await data_blocks(cities))[0]
     flip_byte(object_path(cities.data, block.event.new_data.physical_hash), 40)
-    report = await verify(pipeline_workspace, ["cities.thousands"], VerifyOptions(jobs=2))
+    report = await verify(
+        pipeline_workspace, ["cities.thousands"], VerifyOptions(jobs=2), engines=TEST_ENGINES
+    )
     source, target = report.datasets
     assert (source.alias, source.role, source.data.status) == ("cities", Role.INPUT, Status.FAILED)
     assert target.reproducibility.status is Status.CANNOT_VERIFY
@@ -169,7 +175,9 @@ async def test_an_input_missing_from_the_workspace_cannot_be_verified(
             folder = template.layout.dataset(dataset_id).root
             shutil.copytree(folder, partial.layout.datasets_dir / folder.name)
         await partial.repair()
-        report = await verify(partial, ["orders.located"], VerifyOptions(jobs=2, recursive=True))
+        report = await verify(
+            partial, ["orders.located"], VerifyOptions(jobs=2, recursive=True), engines=TEST_ENGINES
+        )
         target = report.datasets[-1]
         assert [target.metadata.status, target.data.status] == [Status.OK, Status.OK]
         assert target.reproducibility.status is Status.CANNOT_VERIFY
@@ -222,7 +230,7 @@ async def test_transactions_this_spark_cannot_reproduce_are_not_verified(
     async with await Workspace.init(tmp_path / "ws") as workspace:
         source = await root_with_slices(workspace, "source", [[1, 2]])
         await derivative_with_engine(workspace, "derived", source, "spark", query=query)
-        report = await verify(workspace, ["derived"], VerifyOptions(jobs=1))
+        report = await verify(workspace, ["derived"], VerifyOptions(jobs=1), engines=TEST_ENGINES)
         derived = report.datasets[-1]
         assert derived.reproducibility.status is Status.CANNOT_VERIFY
         [finding] = derived.reproducibility.findings

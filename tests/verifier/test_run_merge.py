@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from verifier.engine import run_merge
-from verifier.engine.run_merge import RunMergeError, RunsOverlap, SortedRuns
+from verifier.engine.spark import run_merge
+from verifier.engine.spark.run_merge import RunMergeError, RunsOverlap, SortedRuns
 
 
 class ListStore:

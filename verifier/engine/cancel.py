@@ -1,86 +1,72 @@
-"""Cancelling the Spark jobs of an asyncio task that gets cancelled.
+"""Cancelling the engine work of an asyncio task that gets cancelled.
 
-Spark work runs in worker threads (``asyncio.to_thread``), which a cancelled task cannot stop: the
-thread would keep its Spark job running to the end. So a task that starts Spark work opens
-``cancellable_jobs()``; ``to_thread`` copies the task's context into the thread, where
-``jobs_of_task(session)`` puts every job the thread starts into the task's job group (Spark
-Classic: ``setJobGroup`` with interrupt-on-cancel; Spark Connect, which has no job groups: an
-operation tag on the session). When the task is cancelled, ``cancellable_jobs`` cancels that group
-before the cancellation goes on, and the thread's Spark call fails at once.
+Engine work runs in worker threads (``asyncio.to_thread``), which a cancelled task cannot stop:
+the thread would keep its engine job running to the end. So a task that starts engine work opens
+``cancellable_jobs()``; ``to_thread`` copies the task's context into the thread, where the engine
+joins the work it starts to the task's :class:`CancelScope` and says how to cancel it (Spark:
+``verifier.engine.spark.cancel.jobs_of_task``). When the task is cancelled, the scope cancels that
+work before the cancellation goes on, and the thread's engine call fails at once.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from contextvars import ContextVar
-from typing import TYPE_CHECKING
 
-from verifier.engine import session as engine_session
 
-if TYPE_CHECKING:  # Spark is imported when work starts, not with the modules that name it
-    from pyspark.sql import SparkSession
+class CancelScope:
+    """The engine work of one task: what to call to cancel each piece still running."""
 
-_GROUP: ContextVar[str | None] = ContextVar("odfd_spark_job_group", default=None)
-_connect_sessions: dict[str, list[SparkSession]] = {}
-_lock = threading.Lock()
+    def __init__(self, name: str) -> None:
+        self.name = name
+        """Unique; engines name their job groups or tags after it."""
+        self._cancels: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+
+    def on_cancel(self, cancel: Callable[[], None]) -> Callable[[], None]:
+        """Calls ``cancel`` if the task is cancelled; returns what forgets it (the work ended)."""
+        with self._lock:
+            key = next(self._ids)
+            self._cancels[key] = cancel
+
+        def forget() -> None:
+            with self._lock:
+                self._cancels.pop(key, None)
+
+        return forget
+
+    def cancel(self) -> None:
+        """Cancels the work still running (blocking: call from a thread)."""
+        with self._lock:
+            cancels = list(self._cancels.values())
+        for cancel in cancels:
+            cancel()
+
+
+_SCOPE: ContextVar[CancelScope | None] = ContextVar("odfd_engine_cancel_scope", default=None)
+
+
+def current_scope() -> CancelScope | None:
+    """The scope of the task this code runs for (its worker threads included), if it has one."""
+    return _SCOPE.get()
 
 
 @asynccontextmanager
 async def cancellable_jobs(what: str) -> AsyncIterator[str]:
-    """Spark jobs started inside the block (from threads it starts) form one group, named after
-    ``what``; cancelling the block cancels them. Yields the group's name."""
-    group = f"odfd-{what}-{uuid.uuid4().hex[:12]}"
-    token = _GROUP.set(group)
+    """Engine work started inside the block (from threads it starts) forms one scope, named after
+    ``what``; cancelling the block cancels it. Yields the scope's name."""
+    scope = CancelScope(f"odfd-{what}-{uuid.uuid4().hex[:12]}")
+    token = _SCOPE.set(scope)
     try:
-        yield group
+        yield scope.name
     except asyncio.CancelledError:
-        await asyncio.shield(asyncio.to_thread(cancel_group, group))
+        await asyncio.shield(asyncio.to_thread(scope.cancel))
         raise
     finally:
-        _GROUP.reset(token)
-
-
-@contextmanager
-def jobs_of_task(session: SparkSession) -> Iterator[None]:
-    """In a worker thread: the jobs this thread starts on ``session`` join the group of the task
-    that started the thread (no group outside ``cancellable_jobs``)."""
-    group = _GROUP.get()
-    if group is None:
-        yield
-        return
-    if engine_session.is_connect(session):
-        with _lock:
-            _connect_sessions.setdefault(group, []).append(session)
-        session.addTag(group)
-        try:
-            yield
-        finally:
-            session.removeTag(group)
-            with _lock:
-                _connect_sessions[group].remove(session)
-        return
-    context = session.sparkContext
-    context.setJobGroup(group, f"odfd {group}", interruptOnCancel=True)
-    try:
-        yield
-    finally:
-        # PySpark has no clearJobGroup; the JVM side clears this thread's group (pool threads
-        # are reused, and the next job must not join a finished task's group).
-        context._jsc.clearJobGroup()
-
-
-def cancel_group(group: str) -> None:
-    """Cancels the running and waiting jobs of ``group`` (blocking: call from a thread)."""
-    if not engine_session.is_running():
-        return
-    with _lock:
-        connect = list(_connect_sessions.get(group, ()))
-    for session in connect:
-        session.interruptTag(group)
-    spark = engine_session.get_spark()
-    if not engine_session.is_connect(spark):
-        spark.sparkContext.cancelJobGroup(group)
+        _SCOPE.reset(token)

@@ -1,13 +1,10 @@
-"""Names of the system columns and small helpers for referring to columns safely in Spark."""
+"""The system columns a dataset's vocabulary names, and the operation types of its ``op`` column."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from pyspark.sql import Column
+from typing import Any
 
 
 class Op(IntEnum):
@@ -44,15 +41,3 @@ class Vocab:
     @property
     def system_columns(self) -> tuple[str, str, str, str]:
         return (self.offset, self.op, self.system_time, self.event_time)
-
-
-def quote(name: str) -> str:
-    """A column name as a Spark SQL identifier (dots and spaces kept literal)."""
-    return "`" + name.replace("`", "``") + "`"
-
-
-def col(name: str) -> Column:
-    """A top-level column by its exact name; ``F.col("a.b")`` would mean a struct field."""
-    from pyspark.sql import functions as F
-
-    return F.col(quote(name))

@@ -27,7 +27,7 @@ from storage.dataset import Dataset
 from storage.dataset_storage import local_files
 from storage.errors import ObjectNotFoundError, StorageError
 from verifier.engine.columns import Vocab
-from verifier.engine.transform import TransformInputSlice
+from verifier.engine.contract import TransformInputSlice
 from verifier.errors import VerifierError
 
 

@@ -1,7 +1,8 @@
 """Turns a query result into one data slice: system columns, offsets, one Parquet file, its hashes.
 
-The DataFrame handed in holds ``op`` and the data columns, already in their final order. Here,
-on the driver, each Arrow batch gets the ``offset`` column (consecutive from the transaction's
+Every engine's output takes this path. The result's batches hold ``op`` and the data columns,
+already in their final order, and arrive in the order the engine produced the rows. Here each
+Arrow batch gets the ``offset`` column (consecutive from the transaction's
 first offset, in the order the rows arrive) and the ``system_time`` column (the block's system
 time), timestamps are normalised to milliseconds in UTC as the reference writes them, and the
 batch goes both into the Parquet writer and into the logical hash. The file is then hashed as a
@@ -10,7 +11,6 @@ whole for its physical hash. Column order of a slice: ``offset, op, system_time`
 
 from __future__ import annotations
 
-import functools
 import io
 import os
 from collections.abc import Callable, Iterator
@@ -18,7 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import date, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -28,13 +28,8 @@ import pyarrow.parquet as pq
 from protocol.hashing import FileDigest, PhysicalHasher
 from protocol.identity import Multihash
 from protocol.model import DataSlice, OffsetInterval, Timestamp
-from verifier.engine.collect import merged_batches, ordered_batches
 from verifier.engine.columns import Vocab
-from verifier.engine.run_merge import RunsOverlap
 from verifier.errors import VerifierError
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
 
 TIMESTAMP_MS_UTC = pa.timestamp("ms", tz="UTC")
 OP_TYPE = pa.int32()
@@ -106,42 +101,6 @@ def slice_schema(
         nullable = result_field.name not in required
         fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable))
     return pa.schema(fields)
-
-
-def write_slice(
-    df: DataFrame,
-    *,
-    vocab: Vocab,
-    start_offset: int,
-    system_time: Timestamp,
-    out_path: Path,
-    spill_dir: str | None = None,
-    required: frozenset[str] = frozenset(),
-    merge_keys: tuple[str, str] | None = None,
-) -> tuple[pa.Schema, WrittenSlice | None]:
-    """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
-
-    Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
-    A null in a ``required`` column raises :class:`NullValuesError` before anything is kept.
-    With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
-    here (:func:`verifier.engine.collect.merged_batches`); the second key is not written.
-    """
-    write = functools.partial(
-        write_batches,
-        vocab=vocab,
-        start_offset=start_offset,
-        system_time=system_time,
-        out_path=out_path,
-        required=required,
-    )
-    if merge_keys is not None:
-        with merged_batches(df, *merge_keys, spill_dir=spill_dir) as (result_schema, runs):
-            try:
-                return write(result_schema, runs.streamed())
-            except RunsOverlap:
-                return write(result_schema, runs.merged())
-    with ordered_batches(df, spill_dir=spill_dir) as (result_schema, batches):
-        return write(result_schema, batches)
 
 
 def write_batches(

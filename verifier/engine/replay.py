@@ -18,8 +18,8 @@ from storage.dataset import Dataset
 from storage.dataset_storage import local_file
 from storage.errors import StorageError
 from verifier.engine.columns import Vocab
+from verifier.engine.contract import TransformRequest, validate_transform
 from verifier.engine.inputs import input_slice
-from verifier.engine.transform import TransformRequest, validate_transform
 from verifier.errors import VerifierError
 
 
@@ -76,7 +76,7 @@ async def replay_request(
             raise ReplayError(f"{where}: its previous checkpoint cannot be read: {err}") from None
     return TransformRequest(
         dataset_alias=await dataset.alias() or str(dataset.id),
-        transform=validate_transform(before.transform.transform, where, engine=None),
+        transform=validate_transform(before.transform.transform, where),
         vocab=Vocab.of(before.vocab),
         system_time=block.system_time,
         next_offset=0 if event.prev_offset is None else event.prev_offset + 1,

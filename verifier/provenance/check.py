@@ -18,8 +18,7 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
-from verifier.engine.base import Engine
-from verifier.engine.transform import TransformInputSlice, TransformRequest
+from verifier.engine.contract import Engine, TransformInputSlice, TransformRequest
 from verifier.provenance.witness import Witnesses, compared_columns
 
 

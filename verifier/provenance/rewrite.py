@@ -98,7 +98,7 @@ class _Rewriter:
         self.focused = False
 
     def key(self, name: str) -> str:
-        return name.lower() if self.d.engine == "spark" else name
+        return name.lower() if self.d.case_insensitive else name
 
     def run(
         self, steps: Sequence[SqlQueryStep], focus: Mapping[str, Any] | None = None

@@ -34,12 +34,11 @@ from protocol.model import (
     FetchStepUrl,
 )
 from storage.dataset import Dataset
-from verifier.engine.base import QueryTable
 from verifier.engine.columns import Vocab
+from verifier.engine.contract import Engine, QueryTable, TransformRequest
 from verifier.engine.inputs import slice_paths
-from verifier.engine.registry import engine_named
+from verifier.engine.registry import Engines
 from verifier.engine.replay import replay_request
-from verifier.engine.transform import TransformRequest
 from verifier.provenance.check import as_stored, reproduces, witness_tables
 from verifier.provenance.errors import (
     ProvenanceCheckError,
@@ -55,6 +54,9 @@ from verifier.provenance.witness import (
     row_values,
     run_tagged,
 )
+
+#: The engine ``--where`` predicates are written for (in-process: no JVM to choose rows).
+SELECT_ENGINE = "datafusion"
 
 #: Opens a dataset of the workspace by id: the dataset and the alias to show it by.
 OpenDataset = Callable[[DatasetId], Awaitable[tuple[Dataset, str]]]
@@ -81,8 +83,10 @@ class _DataBlock:
 class Tracer:
     """Answers provenance questions about the datasets ``open_dataset`` can open."""
 
-    def __init__(self, open_dataset: OpenDataset, options: TraceOptions) -> None:
+    def __init__(self, open_dataset: OpenDataset, engines: Engines, options: TraceOptions) -> None:
+        """Transactions are re-executed in ``engines`` (each in the one its transform names)."""
         self.open_dataset = open_dataset
+        self.engines = engines
         self.options = options
         self._blocks: dict[DatasetId, list[_DataBlock]] = {}
         self._ingests: dict[Multihash, IngestInfo] = {}
@@ -111,9 +115,12 @@ class Tracer:
         return [found[offset] for offset in offsets]
 
     async def select_offsets(self, dataset_id: DatasetId, predicate: str) -> list[int]:
-        """Offsets of the dataset's rows matching a DataFusion SQL ``predicate``, in order."""
-        from verifier.engine.datafusion_engine import DataFusionEngine, quote_identifier
+        """Offsets of the dataset's rows matching a SQL ``predicate`` in the dialect of
+        :data:`SELECT_ENGINE`, in order."""
         from verifier.engine.inputs import all_slices, arrow_schema_of
+
+        engine = self.engines.named(SELECT_ENGINE)
+        quote_identifier = engine.quote_identifier
 
         dataset, alias = await self.open_dataset(dataset_id)
         state = await dataset.chain.state()
@@ -128,7 +135,7 @@ class Tracer:
 
         try:
             table = await asyncio.to_thread(
-                DataFusionEngine().query,
+                engine.query,
                 [SqlQueryStep(query=query)],
                 [QueryTable(alias, paths, schema)],
             )
@@ -180,7 +187,7 @@ class Tracer:
             request = await replay_request(
                 dataset, block.hash, self._open_input, scratch / "replay"
             )
-            engine = engine_named(request.transform.engine, alias)
+            engine = self.engines.named(request.transform.engine, alias)
             assert block.event.new_data is not None
             path = (await slice_paths(dataset, [block.event.new_data.physical_hash]))[0]
             recorded = pq.read_table(path)
@@ -331,7 +338,7 @@ class _Answer:
     alias: str
     block: _DataBlock
     request: TransformRequest
-    engine: Any
+    engine: Engine
     recorded: pa.Table
     kept: list[str]
     """The output columns a re-execution must reproduce (offset and system time aside)."""

@@ -16,8 +16,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from protocol.model import SqlQueryStep
-from verifier.engine.base import Engine, QueryTable
-from verifier.engine.transform import TransformRequest, query_steps
+from verifier.engine.contract import Engine, QueryTable, TransformRequest, query_steps
 from verifier.provenance.dialects import TAG, tag_dialect
 from verifier.provenance.errors import ProvenanceError
 from verifier.provenance.rewrite import InputTable, raw_table, tag_transform
@@ -97,7 +96,7 @@ def run_tagged(
         paths = slice_.data_paths if interval is not None else ()
         tables.append(QueryTable(raw_table(number), paths, slice_.schema))
     tagged = tag_transform(
-        query_steps(request.transform), inputs, tag_dialect(request.transform.engine), focus
+        query_steps(request.transform), inputs, tag_dialect(engine.sql_dialect), focus
     )
     table = engine.query(tagged.steps, tables)
     group = None

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 
 if TYPE_CHECKING:
-    from odfd.coordinator.engine import EngineChoice
     from storage.workspace import Workspace
+    from verifier.engine.spark.choice import EngineChoice
 
 #: Commands that run Spark, and what for (transforms naming DataFusion run in-process instead).
 SPARK_COMMANDS = {
@@ -37,7 +37,7 @@ def _status(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
         from odfd.cli import via_daemon
         from odfd.config import load_config
-        from odfd.coordinator.engine import choose_engine
+        from verifier.engine.spark.choice import choose_engine
 
         config = load_config(workspace.layout.config_path)
         choice = choose_engine(workspace.root, config.spark)

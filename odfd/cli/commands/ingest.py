@@ -14,7 +14,7 @@ from odfd.cli import console
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.engine import open_engines
 from odfd.coordinator.ingest import IngestOutcome, ingest_push
 from odfd.coordinator.retry import retry_lost_race
 from odfd.ingest.formats import FORMATS
@@ -49,7 +49,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _ingest(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
-        configure_engine(workspace.layout.config_path)
+        engines = open_engines(workspace.layout.config_path)
         dataset = await workspace.get_dataset(args.dataset)
         for name in args.files:
             with _input_file(name, workspace.root) as path:
@@ -60,6 +60,7 @@ def _ingest(args: argparse.Namespace) -> int:
                             workspace,
                             dataset,
                             path,
+                            engines=engines,
                             source_name=args.source_name,
                             event_time=args.event_time,
                             input_format=args.input_format,

@@ -68,14 +68,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _provenance(args: argparse.Namespace) -> int:
     from odfd.coordinator.commit import RUN_DIR
-    from odfd.coordinator.engine import configure_engine
+    from odfd.coordinator.engine import open_engines
     from protocol.identity import DatasetId, DatasetRef
     from storage.dataset import Dataset
     from storage.workspace import Workspace
     from verifier.provenance.trace import TraceOptions, Tracer
 
     async def run(workspace: Workspace) -> int:
-        configure_engine(workspace.layout.config_path)
+        engines = open_engines(workspace.layout.config_path)
         record = await workspace.resolve(args.dataset)
 
         async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
@@ -85,7 +85,7 @@ def _provenance(args: argparse.Namespace) -> int:
         options = TraceOptions(
             depth=args.depth, max_rows=args.max_rows, scratch_dir=workspace.root / RUN_DIR
         )
-        tracer = Tracer(open_dataset, options)
+        tracer = Tracer(open_dataset, engines, options)
         offsets = list(args.offset or [])
         if args.where is not None:
             offsets = await tracer.select_offsets(record.id, args.where)

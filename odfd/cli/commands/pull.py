@@ -13,7 +13,7 @@ import argparse
 from odfd.cli import console, remote_pull
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.engine import open_engines
 from odfd.coordinator.pull import pull_local
 from odfd.sync.errors import SyncError
 from odfd.sync.repos import expand
@@ -109,11 +109,12 @@ async def _pull_all(workspace: Workspace, args: argparse.Namespace) -> int:
 async def _pull_local(
     workspace: Workspace, args: argparse.Namespace, refs: list[str], *, recursive: bool
 ) -> int:
-    configure_engine(workspace.layout.config_path)
+    engines = open_engines(workspace.layout.config_path)
     async with working(f"pull {', '.join(refs)}"):
         outcomes = await pull_local(
             workspace,
             refs,
+            engines=engines,
             recursive=recursive,
             fetch_uncacheable=args.fetch_uncacheable,
             watermark=args.set_watermark,

@@ -3,7 +3,8 @@
 Each dataset is a table named by its alias. DataFusion's dialect, as ``kamu sql``, quotes names
 with double quotes (``SELECT * FROM "alice/trades"``, case-sensitive) and starts no JVM;
 ``--engine spark`` uses Spark SQL, which quotes with backticks (``SELECT * FROM `alice/trades```).
-``--as-of`` pins every dataset to what the node knew at a block or a time.
+``--as-of`` pins every dataset to what the node knew at a block or a time. ``odfd sql server``
+serves the same tables over Arrow Flight SQL (:mod:`odfd.cli.commands.sql_server`).
 """
 
 from __future__ import annotations
@@ -17,19 +18,20 @@ from pathlib import Path
 import pyarrow as pa
 
 from odfd.cli import console
+from odfd.cli.commands import sql_server
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
-from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.engine import open_engines
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import Multihash
 from protocol.model import SqlQueryStep, Timestamp
 from storage.workspace import Workspace
-from verifier.engine.base import QueryTable
-from verifier.engine.registry import ENGINE_NAMES, engine_named
+from verifier.engine.contract import QueryTable
+from verifier.engine.registry import ENGINE_NAMES, Engines
 
 DEFAULT_ENGINE = "datafusion"
 
@@ -47,7 +49,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "a shell when no query is given",
         description="Runs a query (QUERY, -c, or --script FILE with ;-separated statements). "
         "With none on a terminal, opens an interactive shell (multi-line statements end with ;, "
-        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script.",
+        "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script. "
+        f"`odfd sql {sql_server.WORD} [--address A] [--port P]` serves the datasets over Arrow "
+        "Flight SQL (kamu.connect, ADBC, JDBC) until interrupted.",
     )
     parser.add_argument(
         "--engine",
@@ -72,11 +76,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--as-of", metavar="BLOCK|TIME", help="query the datasets as of a block hash or time"
     )
+    sql_server.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_sql)
 
 
 def _sql(args: argparse.Namespace) -> int:
+    if args.query == sql_server.WORD:
+        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+    if args.address is not None or args.port is not None:
+        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
     if len(given) + (args.script is not None) > 1:
@@ -95,23 +104,23 @@ def _sql(args: argparse.Namespace) -> int:
         raise SqlArgumentError("--output-path takes the result of a single statement")
 
     async def run(workspace: Workspace) -> int:
-        if args.engine == "spark":
-            configure_engine(workspace.layout.config_path)
+        engines = open_engines(workspace.layout.config_path)
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
         if statements is not None:
             for statement in statements:
-                table = await _query(workspace, statement, block, time, args.engine)
+                table = await _query(workspace, engines, statement, block, time, args.engine)
                 write_result(table, args.output, args.output_path)
             return 0
-        return await _shell(workspace, args, block, time)
+        return await _shell(workspace, engines, args, block, time)
 
     return run_in_workspace(args, run)
 
 
 async def _query(
     workspace: Workspace,
+    engines: Engines,
     query: str,
     block: Multihash | None,
     time: Timestamp | None,
@@ -123,11 +132,15 @@ async def _query(
         if record.alias.lower() in lowered:
             dataset = workspace.open_dataset(record.id)
             views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
-    return await asyncio.to_thread(run_query, query, views, engine)
+    return await asyncio.to_thread(run_query, engines, query, views, engine)
 
 
 async def _shell(
-    workspace: Workspace, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
+    workspace: Workspace,
+    engines: Engines,
+    args: argparse.Namespace,
+    block: Multihash | None,
+    time: Timestamp | None,
 ) -> int:
     """The interactive shell: a failed statement prints its error and the shell goes on."""
     import readline
@@ -139,7 +152,7 @@ async def _shell(
     try:
         for statement in shell_statements(input):
             try:
-                table = await _query(workspace, statement, block, time, args.engine)
+                table = await _query(workspace, engines, statement, block, time, args.engine)
             except OdfError as err:
                 console.error(str(err))
                 continue
@@ -158,9 +171,12 @@ def _read_script(path: Path) -> str:
         raise SqlArgumentError(f"cannot read the script {path}: {reason}") from None
 
 
-def run_query(query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE) -> pa.Table:
-    """Runs ``query`` in ``engine`` with each dataset registered under its alias; blocking."""
+def run_query(
+    engines: Engines, query: str, views: list[DatasetView], engine: str = DEFAULT_ENGINE
+) -> pa.Table:
+    """Runs ``query`` in the engine named ``engine`` with each dataset registered under its
+    alias; blocking."""
     tables = [  # a dataset that did not exist yet (AS OF) is no table at all
         QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
     ]
-    return engine_named(engine).query([SqlQueryStep(query=query)], tables)
+    return engines.named(engine).query([SqlQueryStep(query=query)], tables)

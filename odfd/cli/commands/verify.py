@@ -14,7 +14,7 @@ import sys
 from odfd.cli.arguments import positive_int
 from odfd.cli.workspace_args import add_root_argument, run_in_workspace
 from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.engine import configure_engine
+from odfd.coordinator.engine import open_engines
 from protocol.errors import ParseError
 from storage.errors import DatasetNotFoundError
 from storage.workspace import Workspace
@@ -109,8 +109,6 @@ def _selector(text: str) -> BlockSelector:
 
 def _verify(args: argparse.Namespace) -> int:
     async def run(workspace: Workspace) -> int:
-        if not args.integrity_only:
-            configure_engine(workspace.layout.config_path)
         options = VerifyOptions(
             recursive=args.recursive,
             integrity_only=args.integrity_only,
@@ -122,7 +120,13 @@ def _verify(args: argparse.Namespace) -> int:
             audit_state="full" if args.full else "incremental",
         )
         try:
-            report = await verify(workspace, args.datasets, options, progress_for(sys.stderr))
+            report = await verify(
+                workspace,
+                args.datasets,
+                options,
+                progress_for(sys.stderr),
+                engines=open_engines(workspace.layout.config_path),
+            )
         except DatasetNotFoundError as err:
             print(f"error: {err}", file=sys.stderr)
             return EXIT_CANNOT_VERIFY

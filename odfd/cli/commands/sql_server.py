@@ -1,0 +1,88 @@
+"""``odfd sql server``: serve the workspace's datasets over Arrow Flight SQL until interrupted.
+
+The shape of ``kamu sql server``: tables are the datasets by alias in DataFusion's dialect, as in
+``odfd sql``; ``kamu.connect("grpc://HOST:PORT")``, the ADBC Flight SQL driver, pandas and JDBC
+tools connect to it. Tokens and private datasets are the ``[server]`` table's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+from typing import TYPE_CHECKING
+
+from odfd.cli import console
+from odfd.cli.workspace_args import run_in_workspace
+from odfd.errors import OdfdError
+
+if TYPE_CHECKING:
+    from storage.workspace import Workspace
+
+WORD = "server"
+"""``odfd sql server``: the word that turns ``odfd sql`` into this command."""
+
+DEFAULT_PORT = 50050
+"""The reference's Flight SQL port."""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--address",
+        help="(sql server) address to listen on (default: [server] address, else 127.0.0.1)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        help="(sql server) port to listen on (default: [server] flight_sql_port, else "
+        f"{DEFAULT_PORT}; 0: any free port)",
+    )
+
+
+class SqlServerArgumentError(OdfdError):
+    """``odfd sql server`` was given options of a query."""
+
+    exit_code = 2  # an argument error, as argparse's own
+
+
+def run(args: argparse.Namespace, *, default_engine: str) -> int:
+    """Serves until interrupted; ``default_engine`` is ``odfd sql``'s, the one served."""
+    given = [
+        option
+        for option, value in (
+            ("-c", args.command),
+            ("--script", args.script),
+            ("--as-of", args.as_of),
+        )
+        if value is not None
+    ]
+    if given or args.engine != default_engine:
+        raise SqlServerArgumentError(
+            f"`odfd sql {WORD}` serves every dataset in {default_engine}; it takes no "
+            f"{', '.join(given) or '--engine ' + args.engine}"
+        )
+
+    async def serve(workspace: Workspace) -> int:
+        from odfd.config import load_config
+        from odfd.flight_sql import workspace_queries
+
+        config = load_config(workspace.layout.config_path).server
+        port = args.port if args.port is not None else config.flight_sql_port
+        running = await workspace_queries.serve(
+            workspace,
+            config,
+            address=args.address or config.address,
+            port=DEFAULT_PORT if port is None else port,
+        )
+        console.info(f"Flight SQL server listening on {running.url}; Ctrl-C stops it")
+        stopped = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, stopped.set)
+        try:
+            await stopped.wait()
+        finally:
+            await running.stop()
+        return 0
+
+    return run_in_workspace(args, serve)

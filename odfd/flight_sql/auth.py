@@ -1,0 +1,216 @@
+"""Who is calling: the Flight SQL handshake, bearer tokens and the sessions they name.
+
+Every call but the handshake carries ``authorization: Bearer TOKEN``; a call without one, or with
+a token this server does not know, is refused (UNAUTHENTICATED). A token is one of the server's
+read or admin tokens (``[server] read_tokens`` / ``admin_tokens``: its holder also sees private
+datasets), or an anonymous session token the handshake handed out. The handshake takes HTTP
+Basic credentials, as the ADBC and JDBC drivers send them (the Go driver without base64
+padding): user ``anonymous`` with no password (or the password ``anonymous``, for clients that
+cannot send an empty one) opens an anonymous session; any user with a read or admin token as the
+password is that token's holder. The answer names the bearer token in the response headers.
+
+Sessions keep their prepared statements; idle ones expire and their number is bounded, so
+clients that never close cannot grow the server's memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import secrets
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+
+import pyarrow.flight as flight
+
+from odfd.flight_sql.service import ANONYMOUS, Subject
+from odfd.flight_sql.status import NotFound, Unauthenticated
+
+ANONYMOUS_USER = "anonymous"
+_ANONYMOUS_PASSWORDS = ("", ANONYMOUS_USER)
+_ANONYMOUS_PREFIX = "anon_"
+
+
+@dataclass
+class _Session:
+    subject: Subject
+    last_used: float
+    statements: OrderedDict[bytes, str] = field(default_factory=OrderedDict)
+
+
+class Sessions:
+    """Anonymous sessions and every session's prepared statements; thread-safe (the server's
+    calls run on gRPC's threads)."""
+
+    def __init__(
+        self,
+        *,
+        idle_timeout: float = 3600.0,
+        max_sessions: int = 10_000,
+        max_statements: int = 1_000,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.idle_timeout = idle_timeout
+        self._max_sessions = max_sessions
+        self._max_statements = max_statements
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+
+    def open_anonymous(self) -> str:
+        """A new anonymous session; its bearer token."""
+        token = _ANONYMOUS_PREFIX + secrets.token_urlsafe(24)
+        with self._lock:
+            self._expire()
+            self._sessions[token] = _Session(ANONYMOUS, self._clock())
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+        return token
+
+    def touch(self, token: str, subject: Subject | None = None) -> Subject | None:
+        """The subject of the session ``token`` names, marked as used; ``subject`` opens it if it
+        is not open (a configured token's session). ``None``: no such session."""
+        with self._lock:
+            self._expire()
+            session = self._sessions.get(token)
+            if session is None:
+                if subject is None:
+                    return None
+                session = self._sessions[token] = _Session(subject, self._clock())
+            session.last_used = self._clock()
+            self._sessions.move_to_end(token)
+            while len(self._sessions) > self._max_sessions:
+                self._sessions.popitem(last=False)
+            return session.subject
+
+    def close(self, token: str) -> None:
+        with self._lock:
+            self._sessions.pop(token, None)
+
+    def add_statement(self, token: str, sql: str) -> bytes:
+        """Keeps a prepared statement in the session; its handle. The session's oldest
+        statement goes when it holds too many."""
+        handle = secrets.token_bytes(16)
+        with self._lock:
+            statements = self._session(token).statements
+            statements[handle] = sql
+            while len(statements) > self._max_statements:
+                statements.popitem(last=False)
+        return handle
+
+    def statement(self, token: str, handle: bytes) -> str:
+        """The SQL of a prepared statement of this session. Raises :class:`NotFound`."""
+        with self._lock:
+            sql = self._session(token).statements.get(handle)
+        if sql is None:
+            raise NotFound(
+                "no such prepared statement in this session (closed, expired, or never created)"
+            )
+        return sql
+
+    def remove_statement(self, token: str, handle: bytes) -> None:
+        with self._lock:
+            self._session(token).statements.pop(handle, None)
+
+    def _session(self, token: str) -> _Session:
+        session = self._sessions.get(token)
+        if session is None:
+            raise Unauthenticated("the session expired; connect again")
+        return session
+
+    def _expire(self) -> None:
+        cutoff = self._clock() - self.idle_timeout
+        while self._sessions:
+            token, session = next(iter(self._sessions.items()))
+            if session.last_used >= cutoff:
+                break
+            del self._sessions[token]
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """What the server knows of a call: the subject, the session token, what to answer."""
+
+    subject: Subject
+    token: str
+    reply_token: bool = False
+
+
+class CallerMiddleware(flight.ServerMiddleware):
+    def __init__(self, caller: Caller) -> None:
+        self.caller = caller
+
+    def sending_headers(self) -> dict[str, str]:
+        if self.caller.reply_token:
+            return {"authorization": f"Bearer {self.caller.token}"}
+        return {}
+
+
+class Authenticator(flight.ServerMiddlewareFactory):
+    """Checks each call's credentials (see the module's docstring)."""
+
+    KEY = "auth"
+    """The middleware's key: ``context.get_middleware(KEY).caller`` in a handler."""
+
+    def __init__(
+        self, sessions: Sessions, read_tokens: Collection[str], admin_tokens: Collection[str]
+    ) -> None:
+        self._sessions = sessions
+        self._tokens = frozenset(read_tokens) | frozenset(admin_tokens)
+
+    def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> CallerMiddleware:
+        values = headers.get("authorization", [])
+        header = values[0] if values else ""
+        scheme, _, credentials = header.partition(" ")
+        credentials = credentials.strip()
+        if info.method == flight.FlightMethod.HANDSHAKE:
+            return CallerMiddleware(self._handshake(scheme.lower(), credentials))
+        if scheme.lower() != "bearer" or not credentials:
+            raise Unauthenticated(
+                "no bearer token: authenticate with a read or admin token, or hand shake with "
+                "Basic credentials of the user 'anonymous' for an anonymous session"
+            )
+        return CallerMiddleware(Caller(self._subject(credentials), credentials))
+
+    def _handshake(self, scheme: str, credentials: str) -> Caller:
+        if scheme == "bearer" and credentials:
+            return Caller(self._subject(credentials), credentials, reply_token=True)
+        if scheme != "basic":
+            raise Unauthenticated(
+                "the handshake takes Basic credentials: user 'anonymous' with no password, or a "
+                "read or admin token as the password"
+            )
+        user, password = _basic(credentials)
+        if user == ANONYMOUS_USER and password in _ANONYMOUS_PASSWORDS:
+            return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
+        if password in self._tokens:
+            return Caller(self._subject(password), password, reply_token=True)
+        raise Unauthenticated(
+            "unknown credentials: use the user 'anonymous' with no password, or a read or admin "
+            "token as the password"
+        )
+
+    def _subject(self, token: str) -> Subject:
+        subject = Subject("token", may_read_private=True) if token in self._tokens else None
+        known = self._sessions.touch(token, subject)
+        if known is None:
+            raise Unauthenticated("unknown or expired bearer token; connect again")
+        return known
+
+
+def _basic(credentials: str) -> tuple[str, str]:
+    """User and password of HTTP Basic credentials, padded base64 or not."""
+    try:
+        decoded = base64.b64decode(credentials + "=" * (-len(credentials) % 4), validate=True)
+        text = decoded.decode()
+    except (binascii.Error, UnicodeDecodeError):
+        raise Unauthenticated(
+            "malformed Basic credentials (not base64 of UTF-8 user:password)"
+        ) from None
+    user, colon, password = text.partition(":")
+    if not colon:
+        raise Unauthenticated("malformed Basic credentials (no ':' between user and password)")
+    return user, password

@@ -1,0 +1,115 @@
+"""The Flight SQL metadata results: catalogs, database schemas, tables and table types.
+
+Datasets are tables of one catalog and one database schema, the names DataFusion's session uses
+(``odf``.``odf``), so a name a listing shows also works in a query (``odf.odf."alice/trades"``).
+Each result has the schema the Flight SQL protocol defines for it, ordered as it says.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import pyarrow as pa
+
+from odfd.flight_sql.service import TableInfo
+
+CATALOG = "odf"
+DB_SCHEMA = "odf"
+TABLE_TYPE = "TABLE"
+
+CATALOGS_SCHEMA = pa.schema([pa.field("catalog_name", pa.utf8(), nullable=False)])
+DB_SCHEMAS_SCHEMA = pa.schema(
+    [pa.field("catalog_name", pa.utf8()), pa.field("db_schema_name", pa.utf8(), nullable=False)]
+)
+_TABLE_FIELDS = [
+    pa.field("catalog_name", pa.utf8()),
+    pa.field("db_schema_name", pa.utf8()),
+    pa.field("table_name", pa.utf8(), nullable=False),
+    pa.field("table_type", pa.utf8(), nullable=False),
+]
+TABLES_SCHEMA = pa.schema(_TABLE_FIELDS)
+TABLES_WITH_SCHEMA_SCHEMA = pa.schema(
+    [*_TABLE_FIELDS, pa.field("table_schema", pa.binary(), nullable=False)]
+)
+TABLE_TYPES_SCHEMA = pa.schema([pa.field("table_type", pa.utf8(), nullable=False)])
+
+
+def catalogs() -> pa.Table:
+    return pa.Table.from_pydict({"catalog_name": [CATALOG]}, CATALOGS_SCHEMA)
+
+
+def db_schemas(command: Any) -> pa.Table:
+    """``CommandGetDbSchemas``: the one schema, if its filters let it through."""
+    shown = _in_catalog(command) and _matches(command, "db_schema_filter_pattern", DB_SCHEMA)
+    rows = [(CATALOG, DB_SCHEMA)] if shown else []
+    return pa.Table.from_pylist(
+        [dict(zip(DB_SCHEMAS_SCHEMA.names, row, strict=True)) for row in rows], DB_SCHEMAS_SCHEMA
+    )
+
+
+def tables_schema(command: Any) -> pa.Schema:
+    return TABLES_WITH_SCHEMA_SCHEMA if command.include_schema else TABLES_SCHEMA
+
+
+def tables(command: Any, infos: Sequence[TableInfo]) -> pa.Table:
+    """``CommandGetTables`` over the tables the caller may read, by name."""
+    shown = (
+        _in_catalog(command)
+        and _matches(command, "db_schema_filter_pattern", DB_SCHEMA)
+        and (not command.table_types or TABLE_TYPE in command.table_types)
+    )
+    pattern = _pattern(command, "table_name_filter_pattern")
+    chosen = sorted(
+        (info for info in infos if shown and (pattern is None or pattern.fullmatch(info.name))),
+        key=lambda info: info.name,
+    )
+    columns: dict[str, list[Any]] = {
+        "catalog_name": [CATALOG] * len(chosen),
+        "db_schema_name": [DB_SCHEMA] * len(chosen),
+        "table_name": [info.name for info in chosen],
+        "table_type": [TABLE_TYPE] * len(chosen),
+    }
+    if command.include_schema:
+        columns["table_schema"] = [info.schema.serialize().to_pybytes() for info in chosen]
+    return pa.Table.from_pydict(columns, tables_schema(command))
+
+
+def table_types() -> pa.Table:
+    return pa.Table.from_pydict({"table_type": [TABLE_TYPE]}, TABLE_TYPES_SCHEMA)
+
+
+def _in_catalog(command: Any) -> bool:
+    """An omitted catalog filter matches; an empty one asks for tables without a catalog."""
+    return not command.HasField("catalog") or command.catalog == CATALOG
+
+
+def _matches(command: Any, name: str, value: str) -> bool:
+    pattern = _pattern(command, name)
+    return pattern is None or pattern.fullmatch(value) is not None
+
+
+def _pattern(command: Any, name: str) -> re.Pattern[str] | None:
+    """A Flight SQL filter pattern (``%`` any run, ``_`` any one character, ``\\`` escapes the
+    next) as a regular expression; ``None`` when the command sets none."""
+    if not command.HasField(name):
+        return None
+    text = getattr(command, name)
+    parts = []
+    escaped = False
+    for char in text:
+        if escaped:
+            parts.append(re.escape(char))
+            escaped = False
+        elif char == "\\":
+            escaped = True
+        elif char == "%":
+            parts.append(".*")
+        elif char == "_":
+            parts.append(".")
+        else:
+            parts.append(re.escape(char))
+    if escaped:
+        parts.append(re.escape("\\"))
+    return re.compile("".join(parts), re.DOTALL)

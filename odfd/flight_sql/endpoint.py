@@ -1,0 +1,86 @@
+"""Starting and stopping the Flight SQL server on the running event loop (``odfd sql server``
+and the daemon's ``[server] flight_sql_port``)."""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import socket
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from odfd.errors import OdfdError
+from odfd.flight_sql.server import FlightSqlServer
+from odfd.flight_sql.service import QueryService
+
+_ENGINE_SETTLE_SECONDS = 0.2
+"""After the last query closed, how long the engine's threads get to hand their last results
+to the loop: DataFusion's async streams finish on threads of their own, and an interpreter that
+exits while one still holds it aborts the process."""
+
+
+class FlightSqlStartError(OdfdError):
+    """The Flight SQL server cannot listen where it was asked to."""
+
+
+@dataclass
+class FlightSqlEndpoint:
+    server: FlightSqlServer
+    address: str
+    port: int
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.address}]" if ":" in self.address else self.address
+        return f"grpc://{host}:{self.port}"
+
+    async def stop(self) -> None:
+        """Cancels running queries, waits for calls to end and the engine to settle."""
+        await asyncio.to_thread(self.server.close)
+        await asyncio.sleep(_ENGINE_SETTLE_SECONDS)
+
+
+async def start(
+    service: QueryService,
+    *,
+    address: str,
+    port: int,
+    read_tokens: frozenset[str] = frozenset(),
+    admin_tokens: frozenset[str] = frozenset(),
+    time_limit: float = 600.0,
+) -> FlightSqlEndpoint:
+    """Serves ``service`` on ``address:port`` (0: a free port) from the running loop."""
+    host = f"[{address}]" if ":" in address else address
+    loop = asyncio.get_running_loop()
+    try:
+        server = await asyncio.to_thread(
+            FlightSqlServer,
+            f"grpc://{host}:{port}",
+            service,
+            loop,
+            read_tokens=read_tokens,
+            admin_tokens=admin_tokens,
+            time_limit=time_limit,
+        )
+    except pa.ArrowException:  # gRPC says only that it did not start; the OS says why
+        raise FlightSqlStartError(
+            f"cannot listen on {address}:{port} for Flight SQL: {_bind_failure(address, port)}"
+        ) from None
+    return FlightSqlEndpoint(server, address, server.port)
+
+
+def _bind_failure(address: str, port: int) -> str:
+    family = socket.AF_INET6 if ":" in address else socket.AF_INET
+    try:
+        with socket.socket(family, socket.SOCK_STREAM) as probe:
+            probe.bind((address, port))
+    except OSError as err:
+        reason = err.strerror or str(err)
+        if err.errno == errno.EACCES:
+            reason += " (ports below 1024 need privileges; pick another port)"
+        return reason
+    except (OverflowError, ValueError) as err:
+        return str(err)
+    return os.strerror(errno.EADDRNOTAVAIL) + " (gRPC refused the address)"

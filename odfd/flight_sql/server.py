@@ -1,0 +1,351 @@
+"""The Flight SQL server: Flight RPCs in, :class:`~odfd.flight_sql.service.QueryService` calls out.
+
+``pyarrow.flight`` runs each call on one of gRPC's threads; the service's coroutines run on the
+node's event loop, handed over with :func:`asyncio.run_coroutine_threadsafe`. While a call waits
+it watches the client: a client that went away (or whose own deadline passed) cancels its query,
+and so does a server that is shutting down.
+
+Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and the block each
+dataset was at, so DoGet streams exactly what the announced schema was planned from. Results
+stream batch by batch, the next batch computed while the current one is sent: the server holds
+two batches per query, never the whole result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import json
+import logging
+import threading
+import time
+from collections.abc import Coroutine, Iterator
+from typing import Any, TypeVar
+
+import pyarrow as pa
+import pyarrow.flight as flight
+
+from odfd.flight_sql import catalog, messages, sql_info, status
+from odfd.flight_sql.auth import Authenticator, Caller, Sessions
+from odfd.flight_sql.service import (
+    DataUnavailableError,
+    InvalidQueryError,
+    PlannedQuery,
+    QueryFailedError,
+    QueryService,
+    QueryStream,
+    QueryTimeoutError,
+    UnknownTableError,
+)
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+_POLL_SECONDS = 0.05
+"""How often a waiting call looks whether its client went away."""
+
+_CREATE_PREPARED = "CreatePreparedStatement"
+_CLOSE_PREPARED = "ClosePreparedStatement"
+_CLOSE_SESSION = "CloseSession"
+_CATALOG_COMMANDS = (
+    "CommandGetSqlInfo",
+    "CommandGetCatalogs",
+    "CommandGetDbSchemas",
+    "CommandGetTables",
+    "CommandGetTableTypes",
+)
+
+
+class _AcceptHandshake(flight.ServerAuthHandler):
+    """Lets every handshake through to :class:`Authenticator`, which reads its headers (without
+    an auth handler pyarrow answers the handshake UNIMPLEMENTED)."""
+
+    def authenticate(self, outgoing: Any, incoming: Any) -> None:
+        return None
+
+    def is_valid(self, token: bytes) -> bytes:
+        return b""
+
+
+class FlightSqlServer(flight.FlightServerBase):
+    """Serves ``service`` at ``location`` (``grpc://host:port``) until :meth:`close`."""
+
+    def __init__(
+        self,
+        location: str,
+        service: QueryService,
+        loop: asyncio.AbstractEventLoop,
+        *,
+        read_tokens: frozenset[str] = frozenset(),
+        admin_tokens: frozenset[str] = frozenset(),
+        time_limit: float = 600.0,
+        sessions: Sessions | None = None,
+    ) -> None:
+        status.install()
+        self._service = service
+        self._loop = loop
+        self._time_limit = time_limit
+        self._sessions = sessions or Sessions()
+        self._closing = threading.Event()
+        super().__init__(
+            location,
+            auth_handler=_AcceptHandshake(),
+            middleware={
+                Authenticator.KEY: Authenticator(self._sessions, read_tokens, admin_tokens)
+            },
+        )
+
+    def close(self) -> None:
+        """Stops serving: running queries are cancelled, then calls drain (blocking)."""
+        self._closing.set()
+        self.shutdown()
+
+    # --- RPCs ------------------------------------------------------------------------------------
+
+    def get_flight_info(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+    ) -> flight.FlightInfo:
+        schema, ticket = self._describe(context, descriptor)
+        endpoint = flight.FlightEndpoint(ticket, [])
+        return flight.FlightInfo(schema, descriptor, [endpoint], -1, -1)
+
+    def get_schema(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+    ) -> flight.SchemaResult:
+        return flight.SchemaResult(self._describe(context, descriptor)[0])
+
+    def do_get(
+        self, context: flight.ServerCallContext, ticket: flight.Ticket
+    ) -> flight.FlightDataStream:
+        name, message = _unpack(ticket.ticket, "ticket")
+        caller = _caller(context)
+        if name == "TicketStatementQuery":
+            sql, pinned = _decode_handle(message.statement_handle)
+            stream = self._wait(
+                context,
+                self._service.execute(caller.subject, sql, pinned, time_limit=self._time_limit),
+            )
+            return flight.GeneratorStream(stream.schema, self._stream(context, stream))
+        if name in _CATALOG_COMMANDS:
+            return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
+        raise _not_offered(name)
+
+    def do_action(
+        self, context: flight.ServerCallContext, action: flight.Action
+    ) -> Iterator[flight.Result]:
+        caller = _caller(context)
+        body = action.body.to_pybytes() if action.body is not None else b""
+        if action.type == _CREATE_PREPARED:
+            request = _expect(body, "ActionCreatePreparedStatementRequest")
+            planned = self._plan(context, caller, request.query)
+            handle = self._sessions.add_statement(caller.token, request.query)
+            result = messages.new(
+                "ActionCreatePreparedStatementResult",
+                prepared_statement_handle=handle,
+                dataset_schema=planned.schema.serialize().to_pybytes(),
+            )
+            return iter([flight.Result(messages.pack(result))])
+        if action.type == _CLOSE_PREPARED:
+            request = _expect(body, "ActionClosePreparedStatementRequest")
+            self._sessions.remove_statement(caller.token, request.prepared_statement_handle)
+            return iter([])
+        if action.type == _CLOSE_SESSION:
+            self._sessions.close(caller.token)
+            return iter([])
+        raise status.Unimplemented(
+            f"action '{action.type}' is not offered by this read-only server "
+            f"(it offers {_CREATE_PREPARED} and {_CLOSE_PREPARED})"
+        )
+
+    def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
+        return [
+            (_CREATE_PREPARED, "prepare a query; its handle runs it with GetFlightInfo"),
+            (_CLOSE_PREPARED, "forget a prepared statement"),
+            (_CLOSE_SESSION, "end this session and forget its prepared statements"),
+        ]
+
+    def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise status.Unimplemented(
+            "this server is read-only: no updates, ingest or prepared-statement parameters"
+        )
+
+    def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
+        raise status.Unimplemented("DoExchange is not offered by this server")
+
+    def list_flights(self, context: Any, criteria: Any) -> Iterator[flight.FlightInfo]:
+        raise status.Unimplemented("ListFlights is not offered; use CommandGetTables")
+
+    # --- describing and answering commands -------------------------------------------------------
+
+    def _describe(
+        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+    ) -> tuple[pa.Schema, bytes]:
+        """The schema of what a command answers, and the ticket that fetches it."""
+        if descriptor.descriptor_type != flight.DescriptorType.CMD:
+            raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
+        name, message = _unpack(descriptor.command, "command")
+        caller = _caller(context)
+        if name == "CommandStatementQuery":
+            planned = self._plan(context, caller, message.query)
+        elif name == "CommandPreparedStatementQuery":
+            sql = self._sessions.statement(caller.token, message.prepared_statement_handle)
+            planned = self._plan(context, caller, sql)
+        elif name in _CATALOG_COMMANDS:
+            return _catalog_schema(name, message), descriptor.command
+        else:
+            raise _not_offered(name)
+        ticket = messages.new("TicketStatementQuery", statement_handle=_encode_handle(planned))
+        return planned.schema, messages.pack(ticket)
+
+    def _plan(self, context: flight.ServerCallContext, caller: Caller, sql: str) -> PlannedQuery:
+        return self._wait(
+            context, self._service.plan(caller.subject, sql), time_limit=self._time_limit
+        )
+
+    def _catalog_result(
+        self, context: flight.ServerCallContext, caller: Caller, name: str, message: Any
+    ) -> pa.Table:
+        if name == "CommandGetSqlInfo":
+            return sql_info.sql_info(message.info, int(self._sessions.idle_timeout * 1000))
+        if name == "CommandGetCatalogs":
+            return catalog.catalogs()
+        if name == "CommandGetDbSchemas":
+            return catalog.db_schemas(message)
+        if name == "CommandGetTables":
+            infos = self._wait(context, self._service.tables(caller.subject))
+            return catalog.tables(message, infos)
+        return catalog.table_types()
+
+    # --- waiting on the event loop ---------------------------------------------------------------
+
+    def _wait(
+        self,
+        context: flight.ServerCallContext,
+        work: Coroutine[Any, Any, T],
+        *,
+        time_limit: float | None = None,
+    ) -> T:
+        """``work``'s result on the node's loop; gives up (cancelling it) when the client goes
+        away, the server closes or ``time_limit`` passes. Service errors become statuses."""
+        return self._result(context, asyncio.run_coroutine_threadsafe(work, self._loop), time_limit)
+
+    def _result(
+        self,
+        context: flight.ServerCallContext,
+        future: concurrent.futures.Future[T],
+        time_limit: float | None = None,
+    ) -> T:
+        deadline = None if time_limit is None else time.monotonic() + time_limit
+        while True:
+            try:
+                return future.result(timeout=_POLL_SECONDS)
+            except concurrent.futures.TimeoutError:
+                pass
+            except concurrent.futures.CancelledError:
+                raise status.Cancelled("the query was cancelled") from None
+            except (InvalidQueryError, QueryFailedError) as err:
+                raise status.InvalidArgument(str(err)) from None
+            except UnknownTableError as err:
+                raise status.NotFound(str(err)) from None
+            except QueryTimeoutError as err:
+                raise status.DeadlineExceeded(str(err)) from None
+            except DataUnavailableError as err:
+                raise status.Unavailable(str(err)) from None
+            if context.is_cancelled():
+                future.cancel()
+                raise status.Cancelled("the client cancelled the call or went away")
+            if self._closing.is_set():
+                future.cancel()
+                raise status.Unavailable("the server is shutting down")
+            if deadline is not None and time.monotonic() > deadline:
+                future.cancel()
+                raise status.DeadlineExceeded(
+                    f"planning the query took longer than its time limit of {time_limit:g} s"
+                )
+
+    def _stream(
+        self, context: flight.ServerCallContext, stream: QueryStream
+    ) -> Iterator[pa.RecordBatch]:
+        """The stream's batches; the next is computed while one is being sent. Empty batches are
+        skipped (JDBC reads a result with some as empty) but an empty result sends one."""
+        pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+        sent = False
+        try:
+            while True:
+                batch = self._result(context, pending)
+                if batch is None:
+                    break
+                pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+                if batch.num_rows:
+                    sent = True
+                    yield batch
+            if not sent:
+                yield pa.RecordBatch.from_pylist([], stream.schema)
+        finally:  # the client's answer is complete: the query is released behind it
+            pending.cancel()
+            closing = asyncio.run_coroutine_threadsafe(stream.close(), self._loop)
+            closing.add_done_callback(_log_failure)
+
+
+def _log_failure(done: concurrent.futures.Future[None]) -> None:
+    if not done.cancelled() and done.exception() is not None:
+        log.error("closing a Flight SQL query failed", exc_info=done.exception())
+
+
+def _caller(context: flight.ServerCallContext) -> Caller:
+    middleware = context.get_middleware(Authenticator.KEY)
+    assert middleware is not None  # the authenticator refuses calls it cannot attribute
+    caller: Caller = middleware.caller
+    return caller
+
+
+def _unpack(data: bytes, what: str) -> tuple[str, Any]:
+    try:
+        return messages.unpack(data)
+    except messages.MessageError as err:
+        raise status.InvalidArgument(f"the {what} is {err}") from None
+
+
+def _expect(body: bytes, name: str) -> Any:
+    found, message = _unpack(body, "action body")
+    if found != name or message is None:
+        raise status.InvalidArgument(f"the action body must be a {name}, not a {found}")
+    return message
+
+
+def _catalog_schema(name: str, message: Any) -> pa.Schema:
+    if name == "CommandGetSqlInfo":
+        return sql_info.SCHEMA
+    if name == "CommandGetCatalogs":
+        return catalog.CATALOGS_SCHEMA
+    if name == "CommandGetDbSchemas":
+        return catalog.DB_SCHEMAS_SCHEMA
+    if name == "CommandGetTables":
+        return catalog.tables_schema(message)
+    return catalog.TABLE_TYPES_SCHEMA
+
+
+def _not_offered(name: str) -> Exception:
+    if name in messages.UNSUPPORTED_COMMANDS:
+        return status.Unimplemented(f"{name} is not offered by this read-only server")
+    return status.InvalidArgument(f"{name} is not a command this server knows")
+
+
+def _encode_handle(planned: PlannedQuery) -> bytes:
+    """A statement ticket's handle: the SQL and the blocks it was planned at (opaque to the
+    client; a forged one is only another query, checked like any other)."""
+    return json.dumps({"sql": planned.sql, "pinned": dict(planned.pinned)}).encode()
+
+
+def _decode_handle(handle: bytes) -> tuple[str, dict[str, str]]:
+    try:
+        document = json.loads(handle)
+        sql, pinned = document["sql"], document["pinned"]
+        if not isinstance(sql, str) or not isinstance(pinned, dict):
+            raise ValueError
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in pinned.items()):
+            raise ValueError
+    except (ValueError, KeyError, TypeError):
+        raise status.InvalidArgument("the ticket is not one this server issued") from None
+    return sql, pinned

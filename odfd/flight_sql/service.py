@@ -1,0 +1,114 @@
+"""What the Flight SQL server needs from the node: the seam between the interface and the queries.
+
+The server only translates Flight SQL requests into these calls and their results into Arrow
+streams; :class:`QueryService` is all it knows of the node. One implementation reads the
+workspace's datasets through DataFusion (:mod:`odfd.flight_sql.workspace_queries`); the node's
+application layer can implement it the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Protocol
+
+import pyarrow as pa
+
+from odfd.errors import OdfdError
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Who asks. Private datasets (``[server] private``) exist only for a subject that may read
+    them (a read or admin token); for everyone else they are not there at all."""
+
+    name: str
+    may_read_private: bool = False
+
+
+ANONYMOUS = Subject("anonymous")
+
+
+@dataclass(frozen=True, slots=True)
+class TableInfo:
+    """A table a subject may read: a dataset by its alias, and the schema a query sees."""
+
+    name: str
+    schema: pa.Schema
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedQuery:
+    """A query that planned: the schema of its result, and the block each table it reads was
+    at, so that executing it later reads exactly what the schema was planned from."""
+
+    sql: str
+    schema: pa.Schema
+    pinned: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+    """Table name -> block hash (multibase) of the dataset's head when planned."""
+
+
+class QueryStream(Protocol):
+    """The result of an executing query, read batch by batch (never whole in memory)."""
+
+    @property
+    def schema(self) -> pa.Schema:
+        """The schema of every batch: the planned schema, nullability included."""
+        ...
+
+    async def next_batch(self) -> pa.RecordBatch | None:
+        """The next batch, ``None`` after the last. Raises :class:`QueryTimeoutError` once the
+        engine has spent the query's time limit producing batches, :class:`QueryFailedError`
+        when the engine fails."""
+        ...
+
+    async def close(self) -> None:
+        """Stops the query (its engine work included) and releases what it holds; idempotent."""
+        ...
+
+
+class QueryService(Protocol):
+    """Queries over the node's datasets, each table a dataset named by its alias."""
+
+    async def tables(self, subject: Subject) -> Sequence[TableInfo]:
+        """The tables ``subject`` may read, by name, with their schemas."""
+        ...
+
+    async def plan(self, subject: Subject, sql: str) -> PlannedQuery:
+        """Plans ``sql`` as ``subject`` sees the datasets. Raises :class:`InvalidQueryError` or
+        :class:`UnknownTableError`."""
+        ...
+
+    async def execute(
+        self, subject: Subject, sql: str, pinned: Mapping[str, str], *, time_limit: float
+    ) -> QueryStream:
+        """Starts ``sql`` with its tables at the blocks ``pinned`` names (a plan's), the others
+        at their heads; ``time_limit`` (seconds) bounds the engine's time. Raises as
+        :meth:`plan`, and :class:`QueryTimeoutError`, :class:`DataUnavailableError`."""
+        ...
+
+
+class QueryError(OdfdError):
+    """A query that cannot be answered; the message says why, in the user's terms."""
+
+
+class InvalidQueryError(QueryError):
+    """The SQL does not parse or plan (syntax, unknown column or function, a type mismatch)."""
+
+
+class UnknownTableError(QueryError):
+    """The query reads a table that is no dataset this subject may read."""
+
+
+class QueryTimeoutError(QueryError):
+    """The query ran past its time limit and was stopped."""
+
+
+class QueryFailedError(QueryError):
+    """The engine accepted the query but failed while running it (a value that does not cast,
+    a division by zero), or a dataset it reads changed under it."""
+
+
+class DataUnavailableError(QueryError):
+    """A dataset the query reads cannot be read on this node now (a missing or broken file)."""

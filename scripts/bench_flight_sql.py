@@ -1,0 +1,208 @@
+#!/usr/bin/env python3
+"""Benchmark of the Flight SQL server (``odfd sql server`` as a process), measured in one run.
+
+1. Large result: ``SELECT *`` of a 10,000,000-row dataset fetched through ADBC into an Arrow
+   table, as a ratio to DataFusion reading the same data in-process (the engine odfd runs, the
+   same files, no network). Target: <= 1.3x.
+2. Small query round trip (plan + fetch, a fresh statement each time) with 1 and 16 concurrent
+   clients, each on its own ADBC connection: p50 and p99. Target: p50 <= 10 ms.
+3. The server's peak memory while it streams the large result: its resident set sampled every
+   10 ms during the fetch, above what it held before. Target: bounded, far under the result.
+
+The dataset is written once as slices (no ingest). Each large timing is the best of
+``--repeat``. Usage: ``.venv/bin/python scripts/bench_flight_sql.py [--rows 10000000]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import adbc_driver_flightsql.dbapi as flightsql
+import adbc_driver_manager
+import pyarrow as pa
+from bench_engines import root_with, trades_table
+
+from odfd.coordinator.query import dataset_view
+from protocol.model import SqlQueryStep
+from storage.workspace import Workspace
+from verifier.engine.contract import QueryTable
+from verifier.engine.datafusion.engine import DataFusionEngine
+
+LARGE = "big.trades"
+SMALL = "few.trades"
+SMALL_QUERY = f'SELECT symbol, price FROM "{SMALL}" WHERE seq = 7'
+
+
+async def setup(root: Path, rows: int) -> None:
+    async with await Workspace.init(root) as workspace:
+        await root_with(workspace, LARGE, trades_table(rows, 1000))
+        await root_with(workspace, SMALL, trades_table(300, 20))
+
+
+async def in_process(root: Path) -> tuple[float, pa.Table]:
+    """DataFusion reading the large dataset in this process: seconds and the table."""
+    async with await Workspace.open(root) as workspace:
+        record = await workspace.try_resolve(LARGE)
+        assert record is not None
+        view = await dataset_view(workspace.open_dataset(record.id))
+    table_of = QueryTable(view.alias, view.paths, view.schema)
+    started = time.perf_counter()
+    table = DataFusionEngine().query([SqlQueryStep(query=f'SELECT * FROM "{LARGE}"')], [table_of])
+    return time.perf_counter() - started, table
+
+
+def connect(url: str) -> flightsql.Connection:
+    return flightsql.connect(
+        url,
+        db_kwargs={
+            adbc_driver_manager.DatabaseOptions.USERNAME.value: "anonymous",
+            adbc_driver_manager.DatabaseOptions.PASSWORD.value: "",
+        },
+        autocommit=True,
+    )
+
+
+def fetch(connection: flightsql.Connection, sql: str) -> pa.Table:
+    with connection.cursor() as cursor:
+        cursor.execute(sql)
+        return cursor.fetch_arrow_table()
+
+
+def rss_kib(pid: int) -> int:
+    status = Path(f"/proc/{pid}/status").read_text()
+    found = re.search(r"VmRSS:\s+(\d+) kB", status)
+    return int(found.group(1)) if found else 0
+
+
+def peak_while(pid: int, work: Callable[[], pa.Table]) -> tuple[int, int, pa.Table]:
+    """The server's resident set before ``work`` and its peak during it (KiB), and the result."""
+    before = rss_kib(pid)
+    peak = before
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, rss_kib(pid))
+            time.sleep(0.01)
+
+    sampler = threading.Thread(target=sample)
+    sampler.start()
+    try:
+        result = work()
+    finally:
+        done.set()
+        sampler.join()
+    return before, peak, result
+
+
+def latencies(url: str, clients: int, queries: int) -> list[float]:
+    """Round-trip seconds of ``queries`` small queries on each of ``clients`` connections."""
+
+    def client(_: int) -> list[float]:
+        with connect(url) as connection:
+            fetch(connection, SMALL_QUERY)  # the handshake and first plan are not timed
+            times = []
+            for _ in range(queries):
+                started = time.perf_counter()
+                fetch(connection, SMALL_QUERY)
+                times.append(time.perf_counter() - started)
+            return times
+
+    with ThreadPoolExecutor(clients) as pool:
+        return [t for times in pool.map(client, range(clients)) for t in times]
+
+
+def server_url(server: subprocess.Popen[str]) -> str:
+    """The URL ``odfd sql server`` prints once it listens (gRPC may log lines before it)."""
+    assert server.stderr is not None
+    seen = []
+    for line in server.stderr:
+        found = re.search(r"listening on (grpc://\S+?);", line)
+        if found:
+            return found.group(1)
+        seen.append(line)
+    raise SystemExit("the server did not start: " + "".join(seen))
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--queries", type=int, default=200, help="small queries per client")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="odfd-bench-flight-sql-") as folder:
+        root = Path(folder) / "ws"
+        started = time.perf_counter()
+        asyncio.run(setup(root, args.rows))
+        print(f"setup: {args.rows:,} rows written in {time.perf_counter() - started:.1f} s")
+        local = []
+        for _ in range(args.repeat):
+            seconds, table = asyncio.run(in_process(root))
+            local.append(seconds)
+        size_mib = table.nbytes / 2**20
+        del table
+        server = subprocess.Popen(
+            [sys.executable, "-m", "odfd", "sql", "server", "--port", "0", "--root", str(root)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            url = server_url(server)
+            remote = []
+            peaks = []
+            with connect(url) as connection:
+                fetch(connection, f'SELECT * FROM "{LARGE}" LIMIT 1')  # the engine loaded
+                for _ in range(args.repeat):
+                    started = time.perf_counter()
+                    before, peak, table = peak_while(
+                        server.pid, lambda: fetch(connection, f'SELECT * FROM "{LARGE}"')
+                    )
+                    remote.append(time.perf_counter() - started)
+                    peaks.append(peak - before)
+                    assert table.num_rows == args.rows
+                    del table
+            one = latencies(url, 1, args.queries)
+            many = latencies(url, 16, max(args.queries // 4, 10))
+        finally:
+            server.terminate()
+            server.wait(60)
+    ratio = min(remote) / min(local)
+    print(
+        f"large result ({args.rows:,} rows, {size_mib:,.0f} MiB as Arrow): ADBC fetch "
+        f"{min(remote):.2f} s, DataFusion in-process {min(local):.2f} s: "
+        f"ratio {ratio:.2f}x (target <= 1.3x)"
+    )
+    for clients, values in ((1, one), (16, many)):
+        print(
+            f"small query round trip, {clients:>2} client(s), {len(values)} queries: "
+            f"p50 {percentile(values, 0.5) * 1000:.1f} ms, "
+            f"p99 {percentile(values, 0.99) * 1000:.1f} ms (target p50 <= 10 ms)"
+        )
+    print(
+        f"server peak memory while streaming: +{max(peaks) / 1024:,.0f} MiB above its resident "
+        f"set before the fetch (worst of {len(peaks)}; the result is {size_mib:,.0f} MiB)"
+    )
+    print("load average: " + " ".join(f"{load:.2f}" for load in os.getloadavg()))
+
+
+if __name__ == "__main__":
+    main()

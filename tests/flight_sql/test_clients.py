@@ -1,0 +1,192 @@
+"""The clients people use, from PyPI and unchanged, against the node's Flight SQL server: the
+reference's Python client (``kamu.connect``; its own tests restated), the ADBC Flight SQL driver
+(metadata, prepared statements, Arrow tables) and pandas over ADBC."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import adbc_driver_flightsql.dbapi as flightsql
+import adbc_driver_manager
+import kamu
+import pandas
+import pyarrow as pa
+import pytest
+
+from tests.flight_sql.conftest import BIG_ROWS, READ_TOKEN, Node, cases_table
+
+
+def anonymous_connection(url: str) -> flightsql.Connection:
+    """How ``kamu.connect`` connects without a token: Basic auth as 'anonymous', no password."""
+    return flightsql.connect(
+        url,
+        db_kwargs={
+            adbc_driver_manager.DatabaseOptions.USERNAME.value: "anonymous",
+            adbc_driver_manager.DatabaseOptions.PASSWORD.value: "",
+        },
+        autocommit=True,
+    )
+
+
+@pytest.fixture
+def adbc(node: Node) -> Iterator[flightsql.Connection]:
+    with anonymous_connection(node.url) as connection:
+        yield connection
+
+
+# --- kamu (the reference's client; its repository's tests restated) ------------------------------
+
+
+def test_kamu_minimal_query(node: Node) -> None:
+    with kamu.connect(node.url) as con:
+        actual = con.query("select 1 as value")
+    pandas.testing.assert_frame_equal(pandas.DataFrame({"value": [1]}), actual)
+
+
+def test_kamu_repr(node: Node) -> None:
+    with kamu.connect(node.url) as con:
+        assert repr(con) == f"KamuConnectionFlightSql(url='{node.url}')"
+
+
+def test_kamu_use_after_close(node: Node) -> None:
+    con = kamu.connect(node.url)
+    pandas.testing.assert_frame_equal(
+        pandas.DataFrame({"value": [1]}), con.query("select 1 as value")
+    )
+    con.close()
+    with pytest.raises(adbc_driver_manager.ProgrammingError):
+        con.query("select 1 as value")
+
+
+def test_kamu_pandas_interop(node: Node) -> None:
+    with kamu.connect(node.url) as con:
+        actual = pandas.read_sql_query("select 1 as value", con.as_adbc())
+    pandas.testing.assert_frame_equal(pandas.DataFrame({"value": [1]}), actual)
+
+
+def test_kamu_dataset_columns_keep_their_types(node: Node) -> None:
+    """The reference client's ``test_query``, on a dataset of the same shape: a single-quoted
+    table name, unquoted ``offset``, and the system columns' types as pandas sees them."""
+    with kamu.connect(node.url) as con:
+        actual = con.query(
+            """
+            select offset, op, reported_date, id, gender, age_group, location
+            from 'kamu/covid19.cases'
+            order by offset
+            limit 1
+            """
+        )
+    expected = pandas.DataFrame(
+        {
+            "offset": [0],
+            "op": [0],
+            "reported_date": ["2020-01-29T00:00:00.000Z"],
+            "id": [1],
+            "gender": ["M"],
+            "age_group": ["40s"],
+            "location": ["Out of Canada"],
+        }
+    ).astype(
+        dtype={
+            "offset": "int64",
+            "op": "int32",
+            "reported_date": "datetime64[ms, UTC]",
+            "id": "int64",
+        }
+    )
+    pandas.testing.assert_frame_equal(expected, actual)
+
+
+def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
+    with kamu.connect(node.url, token=READ_TOKEN) as con:
+        actual = con.query('select value from "secret.nums" order by offset')
+    assert actual["value"].tolist() == [7, 8]
+
+
+# --- ADBC --------------------------------------------------------------------------------------
+
+
+def test_adbc_get_objects_lists_every_readable_dataset(adbc: flightsql.Connection) -> None:
+    objects = adbc.adbc_get_objects().read_all().to_pylist()
+    assert [catalog["catalog_name"] for catalog in objects] == ["odf"]
+    (schema,) = objects[0]["catalog_db_schemas"]
+    assert schema["db_schema_name"] == "odf"
+    tables = {table["table_name"]: table for table in schema["db_schema_tables"]}
+    assert sorted(tables) == ["big", "kamu/covid19.cases", "nums"]  # not "secret.nums"
+    columns = [column["column_name"] for column in tables["kamu/covid19.cases"]["table_columns"]]
+    assert columns == cases_table().column_names
+
+
+def test_adbc_table_schema_matches_the_query_result(adbc: flightsql.Connection) -> None:
+    declared = adbc.adbc_get_table_schema("kamu/covid19.cases", catalog_filter="odf")
+    with adbc.cursor() as cursor:
+        cursor.execute('select * from "kamu/covid19.cases"')
+        table = cursor.fetch_arrow_table()
+    assert declared == table.schema == cases_table().schema
+    assert table.equals(cases_table())
+
+
+def test_adbc_filters_tables_by_pattern(adbc: flightsql.Connection) -> None:
+    objects = adbc.adbc_get_objects(depth="tables", table_name_filter="n_m%").read_all()
+    names = [
+        table["table_name"]
+        for catalog in objects.to_pylist()
+        for schema in catalog["catalog_db_schemas"]
+        for table in schema["db_schema_tables"]
+    ]
+    assert names == ["nums"]
+
+
+def test_adbc_table_types(adbc: flightsql.Connection) -> None:
+    assert adbc.adbc_get_table_types() == ["TABLE"]
+
+
+def test_adbc_driver_info_names_the_server(adbc: flightsql.Connection) -> None:
+    info = adbc.adbc_get_info()
+    assert info["vendor_name"] == "odfd"
+    assert info["vendor_arrow_version"] == pa.__version__
+
+
+def test_adbc_fetches_an_arrow_table(adbc: flightsql.Connection) -> None:
+    with adbc.cursor() as cursor:
+        cursor.execute("select offset, value from big order by offset")
+        table = cursor.fetch_arrow_table()
+    assert table.num_rows == BIG_ROWS
+    assert table.column("value").to_pylist() == list(range(BIG_ROWS))
+    assert table.schema == pa.schema([("offset", pa.int64()), ("value", pa.int64())])
+
+
+def test_adbc_prepared_statement_runs_again_and_closes(adbc: flightsql.Connection) -> None:
+    query = "select value from nums where value > 2 order by value"
+    with adbc.cursor() as cursor:
+        assert cursor.adbc_prepare(query) is None  # it takes no parameters
+        for _ in range(2):
+            cursor.execute(query)
+            assert cursor.fetch_arrow_table().column("value").to_pylist() == [3, 4, 5]
+
+
+def test_adbc_execute_schema_plans_without_running(adbc: flightsql.Connection) -> None:
+    with adbc.cursor() as cursor:
+        schema = cursor.adbc_execute_schema("select 1 as one, 'x' as letter")
+    assert schema == pa.schema(
+        [pa.field("one", pa.int64(), nullable=False), pa.field("letter", pa.utf8(), False)]
+    )
+
+
+def test_adbc_empty_result_keeps_its_schema(adbc: flightsql.Connection) -> None:
+    with adbc.cursor() as cursor:
+        cursor.execute("select value from nums where value > 100")
+        table = cursor.fetch_arrow_table()
+    assert table.num_rows == 0 and table.schema.names == ["value"]
+
+
+# --- pandas over ADBC --------------------------------------------------------------------------
+
+
+def test_pandas_read_sql_over_adbc(adbc: flightsql.Connection) -> None:
+    frame = pandas.read_sql(
+        'select id, gender, reported_date from "kamu/covid19.cases" order by id', adbc
+    )
+    assert frame["id"].tolist() == [1, 2, 3, 4]
+    assert frame["gender"].tolist()[:2] == ["M", "F"] and pandas.isna(frame["gender"][2])
+    assert str(frame["reported_date"].dtype) == "datetime64[ms, UTC]"

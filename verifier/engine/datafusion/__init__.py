@@ -1,0 +1,1 @@
+"""The DataFusion engine: transforms and queries in-process on Arrow, no JVM."""

@@ -1,0 +1,80 @@
+"""The schema a read step declares, as a Spark ``StructType``: an ODF ``DataSchema`` or legacy DDL.
+
+Spark's file readers make every column nullable whatever the schema says, so which columns are
+required is kept apart (:func:`declared_required`) and enforced when the slice is written.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from verifier.engine.errors import IngestError
+from verifier.engine.spark.internals import from_arrow_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql.types import StructType
+
+
+def declared_schema(read_step: Any) -> StructType | None:
+    """The read step's ``schema`` (preferred) or legacy ``ddlSchema``; ``None`` to infer."""
+    from pyspark.sql.types import StructType
+
+    schema = getattr(read_step, "schema", None)
+    if schema is not None:
+        return spark_schema_of_arrow(arrow_schema_of(schema))
+    ddl = getattr(read_step, "ddl_schema", None)
+    if ddl:
+        text = ", ".join(ddl)
+        try:
+            parsed = StructType.fromDDL(text)
+        except Exception as err:  # Spark's parser raises several exception types
+            raise IngestError(
+                f"read.ddlSchema: invalid schema {text!r}: {str(err).splitlines()[0]}"
+            ) from err
+        if not isinstance(parsed, StructType):
+            raise IngestError(f"read.ddlSchema: {text!r} is not a list of columns")
+        return parsed
+    return None
+
+
+def declared_required(read_step: Any) -> frozenset[str]:
+    """Top-level columns the read step's schema makes required, by the reference's rules.
+
+    ``DataSchema`` form: every field not wrapped in ``kind: Option``. Legacy DDL: columns marked
+    ``NOT NULL``, and also ``DATE`` and ``DECIMAL(p, s)`` columns, which the reference's DDL
+    conversion (``parse_ddl_to_odf_schema``) leaves required. An inferred schema: none.
+    """
+    from pyspark.sql.types import DateType, DecimalType
+
+    from protocol.model import DataTypeOption
+
+    schema = getattr(read_step, "schema", None)
+    if schema is not None:
+        return frozenset(f.name for f in schema.fields if not isinstance(f.type, DataTypeOption))
+    parsed = declared_schema(read_step)
+    if parsed is None:
+        return frozenset()
+    return frozenset(
+        f.name
+        for f in parsed.fields
+        if not f.nullable or isinstance(f.dataType, (DateType, DecimalType))
+    )
+
+
+def arrow_schema_of(data_schema: Any) -> pa.Schema:
+    """An ODF ``DataSchema`` as the Arrow schema it describes (RFC-016)."""
+    from protocol.arrow_schema import UnsupportedSchemaError, schema_to_arrow
+
+    try:
+        return schema_to_arrow(data_schema)
+    except UnsupportedSchemaError as err:
+        raise IngestError(f"read.schema: {err}") from err
+
+
+def spark_schema_of_arrow(schema: pa.Schema) -> StructType:
+    try:
+        return from_arrow_schema(schema)
+    except (TypeError, ValueError) as err:
+        raise IngestError(f"read.schema: a column type cannot be read by Spark: {err}") from err
