@@ -206,12 +206,6 @@ class SyncConfig:
     def pull_timeout(self) -> float | None:
         return self.operation_timeout or None
 
-    def token_for(self, url: str) -> str | None:
-        best = max(
-            (prefix for prefix in self.tokens if url.startswith(prefix)), key=len, default=None
-        )
-        return None if best is None else self.tokens[best]
-
 
 @dataclass(frozen=True, slots=True)
 class AuditConfig:

@@ -49,7 +49,7 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from odfd.daemon.admin_client import AdminClient
-from odfd.daemon.mirror_schedule import peer_of
+from odfd.sync.transport.url import peer_key
 from storage.catalog.columns import to_text
 from storage.catalog.mirrors import MirrorTable
 from storage.layout import WorkspaceLayout
@@ -286,7 +286,7 @@ def main() -> None:
         for source, start, finish, outcome in attempts:
             outcomes[str(outcome)] += 1
             span = (datetime.fromisoformat(str(start)), datetime.fromisoformat(str(finish)))
-            by_peer[peer_of(str(source))].append(span)
+            by_peer[peer_key(str(source))].append(span)
         all_spans = [span for spans in by_peer.values() for span in spans]
         failed = outcomes.get("failed", 0)
         print(f"mirrors:               {args.mirrors} on {args.peers} loopback peers")

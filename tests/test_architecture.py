@@ -179,6 +179,102 @@ def test_the_check_sees_imports() -> None:
     )
 
 
+# --- remote URL schemes ---------------------------------------------------------------------------
+
+TRANSPORTS = "odfd.sync.transport"
+"""The one package that looks at a remote URL's scheme: parsing a URL gives a transport, and
+everything else asks the transport (``docs/development.md``)."""
+REMOTE_SCHEMES = frozenset(
+    {"http", "https", "odf+http", "odf+https", "file", "s3", "s3+http", "s3+https", "ipfs", "ipns"}
+)
+NOT_REMOTES = {
+    "odfd.ingest": "the URLs of ingest sources' fetch steps (files, HTTP, Ethereum RPC)",
+    "odfd.cli.manifest_source": "where `odfd add` reads a manifest from (a path or http(s) URL)",
+}
+"""Modules whose URLs are not remotes, so they may test a scheme, each with the reason."""
+
+
+def _names_a_scheme(node: ast.expr) -> bool:
+    """A string constant (or a tuple, list or set holding one) that is a remote scheme, a scheme
+    prefix (``odf+``, ``s3+``) or the start of a URL (``ipfs://``, ``http:``)."""
+    if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+        return any(_names_a_scheme(element) for element in node.elts)
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return False
+    text = node.value.lower()
+    head, colon, _ = text.partition(":")
+    return (
+        text in REMOTE_SCHEMES or text in ("odf+", "s3+") or bool(colon and head in REMOTE_SCHEMES)
+    )
+
+
+def _scheme_tests(tree: ast.AST) -> Iterator[tuple[int, str]]:
+    """Where code reads a URL's ``.scheme``, compares with a scheme (``==``, ``in``, ``match``),
+    or tests a URL's start or end against one (``startswith("ipfs://")``, ``removeprefix("odf+")``).
+    Building a URL (``f"ipfs://{cid}"``) or telling a URL from a name (``"://" in text``) is not
+    testing a scheme."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr == "scheme":
+            yield node.lineno, "reads a URL's scheme"
+        elif isinstance(node, ast.Compare) and any(
+            _names_a_scheme(operand) for operand in (node.left, *node.comparators)
+        ):
+            yield node.lineno, "compares with a URL scheme"
+        elif isinstance(node, ast.MatchValue) and _names_a_scheme(node.value):
+            yield node.lineno, "matches a URL scheme"
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("startswith", "endswith", "removeprefix", "removesuffix")
+            and any(_names_a_scheme(argument) for argument in node.args)
+        ):
+            yield node.lineno, f"{node.func.attr}() with a URL scheme"
+
+
+def _exempt(module: str) -> bool:
+    return any(
+        module == prefix or module.startswith(prefix + ".") for prefix in (TRANSPORTS, *NOT_REMOTES)
+    )
+
+
+def test_no_module_outside_the_transports_tests_a_url_scheme() -> None:
+    """Pull, push, search, the daemon's probe and scheduler, the CLI: none branches on a remote
+    URL's scheme; they ask the transport ``odfd.sync.transport.url.parse_remote`` gives. The
+    check covers ``odfd/`` (``storage/`` holds one store per kind of remote, each parsing its own
+    URLs, e.g. ``storage.s3_settings``)."""
+    modules = {name: path for name, path in _modules().items() if name.split(".")[0] == "odfd"}
+    stale = [p for p in NOT_REMOTES if not any(m == p or m.startswith(p + ".") for m in modules)]
+    assert stale == [], f"exempt modules that no longer exist: {stale}"
+    found = [
+        f"{module} (line {line}) {what}"
+        for module, path in modules.items()
+        if not _exempt(module)
+        for line, what in _scheme_tests(ast.parse(path.read_text(), str(path)))
+    ]
+    assert found == [], "URL schemes tested outside the transports:\n" + "\n".join(found)
+
+
+def test_the_check_sees_scheme_tests() -> None:
+    flagged = """
+urlsplit(url).scheme
+if scheme in ("http", "https"): pass
+if remote.kind == "ipns": pass
+url.startswith("ipfs://")
+text.lower().removeprefix("odf+")
+match scheme:
+    case "s3": pass
+"""
+    assert sorted(line for line, _ in _scheme_tests(ast.parse(flagged))) == [2, 3, 4, 5, 6, 8]
+    ignored = """
+url = f"ipfs://{cid}"
+if "://" in text: pass
+sections = {"ipfs": 1, "s3": 2}
+if kind == "Checkpoint": pass
+"""
+    assert list(_scheme_tests(ast.parse(ignored))) == []
+    assert _exempt("odfd.sync.transport.url") and not _exempt("odfd.sync.pull")
+
+
 #: Where each engine lives: only these packages may use its library, or tell engines apart by name.
 ENGINE_PACKAGES = ("verifier.engine.spark", "verifier.engine.datafusion")
 ENGINE_LIBRARIES = ("pyspark", "py4j", "datafusion")

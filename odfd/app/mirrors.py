@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.errors import OdfdError
-from odfd.sync.remote_url import parse_remote_url
+from odfd.sync.transport.url import parse_remote
 from protocol.identity import DatasetAlias
 from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
@@ -36,26 +36,26 @@ class MirrorRequest:
 
 async def add_mirror(node: Node, request: MirrorRequest) -> MirrorRecord:
     workspace = node.workspace
-    source = parse_remote_url(request.source)
+    source = parse_remote(request.source, node.transport)
     for target in request.targets:
-        parse_remote_url(target)
+        parse_remote(target, node.transport)
     alias = request.alias or (str(source.default_name()) if source.default_name() else None)
     if alias is None:
         raise MirrorUsageError(
-            f"cannot name the dataset mirrored from {source}: give one with --as ALIAS"
+            f"cannot name the dataset mirrored from {source.url}: give one with --as ALIAS"
         )
     alias = str(DatasetAlias.parse(alias))
     existing = await workspace.catalog.find_by_alias(alias)
-    if existing is not None and source.text not in await workspace.catalog.remote_aliases(
+    if existing is not None and source.url not in await workspace.catalog.remote_aliases(
         existing.id, "pull"
     ):
         raise MirrorUsageError(
-            f"dataset {alias} already exists and is not pulled from {source}; "
+            f"dataset {alias} already exists and is not pulled from {source.url}; "
             "choose another name with --as"
         )
     interval = request.every or node.config.sync.default_interval
     record = await MirrorTable(workspace.catalog).add(
-        alias, source.text, list(request.targets), interval
+        alias, source.url, list(request.targets), interval
     )
     if request.freeze_after is not None:
         await workspace.signed_heads.set_freeze_bound(record.name, request.freeze_after)

@@ -20,14 +20,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odfd.config import NodeConfig, load_config
+from odfd.sync.transport.settings import TransportSettings
 
 if TYPE_CHECKING:
     from storage.dataset_storage import DatasetStorage
-    from storage.ipfs_settings import IpfsSettings
     from storage.keys import KeyStore
     from storage.layout import WorkspaceLayout
-    from storage.s3_settings import S3Settings
-    from storage.stores.http_limits import HttpLimits
     from storage.workspace import Workspace
     from verifier.engine.registry import Engines
 
@@ -48,29 +46,6 @@ class NodeView:
     config: NodeConfig
 
 
-@dataclass(frozen=True, slots=True)
-class TransportSettings:
-    """How the node reaches remotes: HTTP limits, time-outs, bearer tokens, IPFS and S3."""
-
-    limits: HttpLimits
-    operation_timeout: float | None
-    """A whole pull running longer is abandoned; ``None``: no limit."""
-    tokens: Mapping[str, str]
-    """URL prefix -> bearer token (the longest matching prefix wins: ``SyncConfig.token_for``)."""
-    ipfs: IpfsSettings
-    s3: S3Settings
-
-    @classmethod
-    def of(cls, config: NodeConfig) -> TransportSettings:
-        return cls(
-            limits=config.sync.limits(),
-            operation_timeout=config.sync.pull_timeout(),
-            tokens=config.sync.tokens,
-            ipfs=config.ipfs.settings(),
-            s3=config.s3.settings(),
-        )
-
-
 class Node:
     """One node: its workspace, configuration, transports and engines. Use cases take it as
     their first argument; ``async with`` closes the workspace."""
@@ -85,7 +60,9 @@ class Node:
         self.workspace = workspace
         self.config = config
         self._engines = engines
-        self.transport = TransportSettings.of(config)
+        self.transport = TransportSettings.from_config(config)
+        """How the node reaches remotes (HTTP limits, IPFS, S3, tokens), built once here; the
+        use cases hand it to ``odfd.sync``."""
 
     @property
     def engines(self) -> Engines:

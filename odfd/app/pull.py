@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Event, EventSink
-from odfd.sync.remote_url import looks_like_url
 from odfd.sync.repos import expand
+from odfd.sync.transport.url import looks_like_url
 from protocol.errors import ParseError
 
 if TYPE_CHECKING:
@@ -148,7 +148,8 @@ async def replicate(
     progress: Callable[[str], Progress] | None = None,
 ) -> None:
     """Syncs each URL (into ``as_alias``, else the dataset pulled from there, else the URL's last
-    segment) and each replica from its recorded remotes; ``progress`` gives the display of the
+    segment) and each replica from its recorded remotes, reached with the node's transport
+    settings; ``progress`` gives the display of the
     transfer labelled so (none: nothing drawn)."""
     from odfd.sync.pull import pull, pull_from_remotes
 
@@ -156,10 +157,19 @@ async def replicate(
         shown = None if progress is None else progress(f"pull {ref}")
         if looks_like_url(ref):
             results = [
-                await pull(node.workspace, ref, alias=as_alias, options=options, progress=shown)
+                await pull(
+                    node.workspace,
+                    ref,
+                    alias=as_alias,
+                    options=options,
+                    progress=shown,
+                    settings=node.transport,
+                )
             ]
         else:
-            results = await pull_from_remotes(node.workspace, ref, options=options, progress=shown)
+            results = await pull_from_remotes(
+                node.workspace, ref, options=options, progress=shown, settings=node.transport
+            )
         for result in results:
             for note in result.recovered:
                 sink.emit(Recovered(note))

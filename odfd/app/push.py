@@ -58,17 +58,18 @@ async def push_datasets(
     if request.recursive:
         records = await _with_inputs(workspace, records)
     plan = await _destinations(workspace, records, request.to, several=len(records) > 1)
-    options = PushOptions(
-        force=request.force,
-        token=request.token,
-        parallel=request.parallel,
-        ipfs=node.transport.ipfs,
-        s3=node.transport.s3,
-    )
+    options = PushOptions(force=request.force, token=request.token, parallel=request.parallel)
     for record, urls in plan:
         for url in urls:
             shown = None if progress is None else progress(f"push {record.alias}")
-            result = await push(workspace, str(record.id), url, options=options, progress=shown)
+            result = await push(
+                workspace,
+                str(record.id),
+                url,
+                options=options,
+                progress=shown,
+                settings=node.transport,
+            )
             sink.emit(Pushed(result.alias, result.updated, result.describe()))
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odfd.sync.remote_url import parse_remote_url
 from odfd.sync.repos import RepoError, check_name, check_url, expand
+from odfd.sync.transport.url import canonical_url
 from storage.errors import DatasetExistsError
 
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ async def add_alias(
     record = await workspace.resolve(dataset)
     url = check_url(await expand(workspace, remote))
     refs = (await workspace.open_dataset(record.id).remote_aliases())[kind]
-    text = parse_remote_url(url).text
+    text = canonical_url(url)
     if text in refs:
         return record, text, False
     await _set(workspace, record, kind, [*refs, text])
@@ -94,7 +94,7 @@ async def delete_alias(
             await _set(workspace, record, kind, [])
         return record, None
     aliases = await workspace.open_dataset(record.id).remote_aliases()
-    text = parse_remote_url(await expand(workspace, remote)).text
+    text = canonical_url(await expand(workspace, remote))
     kind = kinds[0]
     if text not in aliases[kind]:
         raise RepoError(f"{record.alias} has no {kind} remote {text} (`odfd repo alias list`)")

@@ -25,7 +25,7 @@ from typing import Any
 
 from odfd.config import format_duration, parse_duration
 from odfd.errors import ManifestError
-from odfd.sync.remote_url import parse_remote_url
+from odfd.sync.transport.url import parse_remote
 from protocol.codec.tree import from_tree
 from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
@@ -131,7 +131,7 @@ class MirrorSpec:
             raise Invalid("targets", "expected a list of URLs")
         for field, url in [("source", source)] + [(f"targets[{i}]", t) for i, t in enumerate(urls)]:
             try:
-                parse_remote_url(url)
+                parse_remote(url)
             except OdfError as err:
                 raise Invalid(field, str(err)) from None
         every = spec.get("every")

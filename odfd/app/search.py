@@ -61,7 +61,7 @@ async def search(
             raise RepoError(f"no repository named {', '.join(unknown)} (`odfd repo list`)")
         for name in names:
             try:
-                hits = await search_repo(name, known[name], query, node.transport.s3)
+                hits = await search_repo(name, known[name], query, node.transport)
             except (SyncError, OdfError) as err:
                 sink.emit(RepoSearchFailed(name, str(err)))
                 failed += 1

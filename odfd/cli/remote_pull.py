@@ -92,7 +92,7 @@ def _duration(text: str) -> float:
 
 
 def pull_options(node: Node, args: argparse.Namespace) -> PullOptions:
-    """The options of ``args``, time-outs defaulting to the workspace's ``[sync]`` settings."""
+    """The options of ``args``, time-outs defaulting to the node's transport settings."""
     from odfd.sync.pull import PullOptions
 
     transport = node.transport
@@ -112,8 +112,6 @@ def pull_options(node: Node, args: argparse.Namespace) -> PullOptions:
         protocol=args.protocol,
         limits=limits,
         operation_timeout=args.timeout if args.timeout is not None else transport.operation_timeout,
-        ipfs=transport.ipfs,
-        s3=transport.s3,
         allow_unsigned=args.allow_unsigned,
     )
 

@@ -85,7 +85,7 @@ def refusal_of(command: str, args: argparse.Namespace, stdin_tty: bool) -> str |
     if command == "sql" and args.query is None and args.command is None and args.script is None:
         return "it reads stdin" if not stdin_tty else "it opens an interactive shell"
     if command == "pull":
-        from odfd.sync.remote_url import looks_like_url
+        from odfd.sync.transport.url import looks_like_url
 
         if any(looks_like_url(ref) for ref in args.datasets):
             return "it pulls from a remote URL (no engine to share)"

@@ -16,7 +16,6 @@ import random
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 
 import aiohttp
 
@@ -26,6 +25,8 @@ from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
 from odfd.daemon.time import backoff_delay, jittered
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
@@ -41,18 +42,21 @@ MovedListener = Callable[[DatasetId], Awaitable[None]]
 class MirrorSchedule:
     """The sync timers and attempt records of every mirror of one workspace.
 
-    ``config`` is replaced on reload; ``session`` is set once the daemon has started.
+    ``config`` and ``transports`` (the node's) are replaced on reload; ``session`` is set once
+    the daemon has started.
     """
 
     def __init__(
         self,
         workspace: Workspace,
         config: NodeConfig,
+        transports: TransportSettings,
         metrics: DaemonMetrics,
         on_moved: MovedListener,
     ) -> None:
         self.workspace = workspace
         self.config = config
+        self.transports = transports
         self.metrics = metrics
         self.table = MirrorTable(workspace.catalog)
         self.session: aiohttp.ClientSession | None = None
@@ -74,7 +78,7 @@ class MirrorSchedule:
         records = await self.table.list()
         now = datetime.now(UTC)
         active = set()
-        self._peers = {record.name: peer_of(record.source) for record in records}
+        self._peers = {record.name: peer_key(record.source) for record in records}
         for record in records:
             if record.paused:
                 self.runner.cancel(record.name)
@@ -100,7 +104,7 @@ class MirrorSchedule:
         """A controller added, changed, paused or removed the mirror ``name``."""
         record = await self.table.get(name)
         if record is not None:
-            self._peers[name] = peer_of(record.source)
+            self._peers[name] = peer_key(record.source)
         if record is None or record.paused:
             self.runner.cancel(name)
         elif not self.runner.is_busy(name):
@@ -137,7 +141,7 @@ class MirrorSchedule:
             return
         if self.session is None:
             raise RuntimeError("MirrorSchedule.session is set when the daemon starts")
-        syncer = MirrorSyncer(self.workspace, self.config, self.session)
+        syncer = MirrorSyncer(self.workspace, self.config, self.transports, self.session)
         started = datetime.now(UTC)
         _, head_before = await syncer.local_head(mirror.name)
         try:
@@ -282,22 +286,6 @@ def failed_report(
     )
     moved = new_head is not None and new_head != old_head
     return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]  # an attempt that ended early has no source report; SyncReport types it as present
-
-
-def peer_of(source: str) -> str:
-    """Whom a sync from ``source`` loads: ``host:port`` of an HTTP peer, the IPFS node for
-    ``ipfs://`` and ``ipns://`` (they are fetched through it), the local disk for ``file://``."""
-    parts = urlsplit(source)
-    scheme = parts.scheme.lower().removeprefix("odf+")
-    if scheme in ("http", "https"):
-        try:
-            port = parts.port or (443 if scheme == "https" else 80)
-        except ValueError:
-            port = 0  # a bad port: the sync reports it; any group will do until then
-        return f"{(parts.hostname or '').lower()}:{port}"
-    if scheme in ("ipfs", "ipns"):
-        return "ipfs"
-    return scheme
 
 
 def _rfc3339(at: datetime) -> str:

@@ -18,11 +18,12 @@ from typing import Any
 import aiohttp
 
 from odfd.config import IpfsConfig, NodeConfig
-from odfd.daemon.source_probe import SourceHead, probe_source
 from odfd.errors import OdfdError
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
-from odfd.sync.remote_url import parse_remote_url
+from odfd.sync.transport.base import SourceHead
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import parse_remote
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt, TargetState
@@ -64,11 +65,19 @@ def describe_error(err: BaseException) -> str:
 
 
 class MirrorSyncer:
+    """Syncs mirrors of ``workspace`` with the node's ``config`` and transport settings (both
+    built once per node: ``odfd.app.node.Node``)."""
+
     def __init__(
-        self, workspace: Workspace, config: NodeConfig, session: aiohttp.ClientSession
+        self,
+        workspace: Workspace,
+        config: NodeConfig,
+        transports: TransportSettings,
+        session: aiohttp.ClientSession,
     ) -> None:
         self.workspace = workspace
         self.config = config
+        self.transports = transports
         self.session = session
 
     async def sync(self, mirror: MirrorRecord) -> SyncReport:
@@ -87,16 +96,9 @@ class MirrorSyncer:
         pushes: list[dict[str, Any]] = []
         pinned = mirror.pinned_cid
         try:
-            remote = parse_remote_url(mirror.source)
-            source = await probe_source(
-                remote,
-                self.session,
-                self.config.ipfs.settings(),
-                token=self.config.sync.token_for(mirror.source),
-                known=known,
-                limits=self.config.sync.limits(),
-                s3=self.config.s3.settings(),
-            )
+            token = self.transports.token_for(mirror.source)
+            remote = parse_remote(mirror.source, self.transports, token=token)
+            source = await remote.probe(self.session, known)
             # A signed dataset is pulled even when its head did not move: the owner's newer
             # signature of the same head is what tells a quiet source from a frozen one.
             signed = dataset_id is not None and (
@@ -105,11 +107,8 @@ class MirrorSyncer:
             if dataset_id is None or source.head != local_before[1] or signed:
                 options = PullOptions(
                     parallel=self.config.sync.parallel_objects,
-                    token=self.config.sync.token_for(mirror.source),
-                    limits=self.config.sync.limits(),
-                    operation_timeout=self.config.sync.pull_timeout(),
-                    ipfs=self.config.ipfs.settings(),
-                    s3=self.config.s3.settings(),
+                    token=token,
+                    operation_timeout=self.transports.operation_timeout,
                 )
                 pulled = await pull(
                     self.workspace,
@@ -117,6 +116,7 @@ class MirrorSyncer:
                     alias=mirror.name,
                     options=options,
                     session=self.session,
+                    settings=self.transports,
                 )
                 dataset_id = pulled.dataset_id
         except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
@@ -172,13 +172,12 @@ class MirrorSyncer:
         if state is not None and state.head == head and state.error is None:
             return state, {"target": target, "blocks": 0, "skipped": True}
         options = PushOptions(
-            token=self.config.sync.token_for(target),
-            parallel=self.config.sync.parallel_objects,
-            ipfs=self.config.ipfs.settings(),
-            s3=self.config.s3.settings(),
+            token=self.transports.token_for(target), parallel=self.config.sync.parallel_objects
         )
         try:
-            result = await push(self.workspace, mirror.name, target, options=options)
+            result = await push(
+                self.workspace, mirror.name, target, options=options, settings=self.transports
+            )
         except Exception as err:  # noqa: BLE001 - a failed push is part of the attempt's outcome
             message = describe_error(err)
             log.warning(

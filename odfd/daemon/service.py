@@ -127,7 +127,9 @@ class Daemon:
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
-        self.mirror_schedule = MirrorSchedule(workspace, config, self.metrics, self._synced)
+        self.mirror_schedule = MirrorSchedule(
+            workspace, config, node.transport, self.metrics, self._synced
+        )
         self.syncs = self.mirror_schedule.runner
         self.mirrors = self.mirror_schedule.table
         self.commands = CommandRunner(command_line)
@@ -390,6 +392,7 @@ class Daemon:
         self.node, self.config = node, new
         self.auditor.config = new
         self.mirror_schedule.config = new
+        self.mirror_schedule.transports = node.transport
         self.reconciler.sync = new.sync
         configure_logging(new.log)
         if not new.audit.withhold_failing:

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import aiohttp
 
-from odfd.sync import smart_client as smart
 from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import (
     ChainPoint,
@@ -34,17 +33,8 @@ from odfd.sync.errors import (
     RemoteNotFoundError,
     SyncError,
 )
-from odfd.sync.objects import (
-    ObjectFetcher,
-    ObjectRef,
-    http_source,
-    missing_objects,
-    objects_of,
-    store_source,
-)
+from odfd.sync.objects import ObjectFetcher, ObjectRef, http_source, missing_objects, objects_of
 from odfd.sync.progress import Progress
-from odfd.sync.remote import Source, open_source
-from odfd.sync.remote_url import RemoteUrl, parse_remote_url
 from odfd.sync.target import (
     PullTarget,
     check_same_dataset,
@@ -56,6 +46,10 @@ from odfd.sync.target import (
     release_target,
     remember_remote,
 )
+from odfd.sync.transport import smart_client as smart
+from odfd.sync.transport.base import RemoteView, SmartEndpoint, Transport
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import parse_remote
 from odfd.sync.trust import HeadDecision, TrustOptions, check_walked, decide_head
 from odfd.sync.trust import remember as remember_signed
 from odfd.sync.walk import (
@@ -76,10 +70,6 @@ from storage.catalog import Transfer
 from storage.crashpoints import crash_point
 from storage.dataset_storage import LocalFiles
 from storage.errors import ChainRuleError, RefCasError, StorageError
-from storage.ipfs_settings import IpfsSettings
-from storage.layout import HEAD_REF
-from storage.s3_settings import S3Settings
-from storage.stores.http import HttpObjectStore
 from storage.stores.http_limits import HttpLimits
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
@@ -98,16 +88,13 @@ class PullOptions:
     """``auto`` (smart when offered), ``smart`` or ``simple``."""
     max_blocks: int = MAX_CHAIN_LENGTH
     """Longest remote history accepted (bounds the walk and the metadata tarball)."""
-    limits: HttpLimits = HttpLimits()
-    """Time-outs for every request to the peer (connect, first byte, minimum rate)."""
+    limits: HttpLimits | None = None
+    """Time-outs for every request to the peer (connect, first byte, minimum rate); ``None``:
+    the transport settings'."""
     operation_timeout: float | None = None
     """Give up on the whole pull after this many seconds (``None``: no limit)."""
     allow_unsigned: bool = False
     """Accept a missing or invalid signed head (``odfd.sync.trust``); ``force`` also does."""
-    ipfs: IpfsSettings = IpfsSettings()
-    """The IPFS node ``ipfs://`` and ``ipns://`` remotes are read through."""
-    s3: S3Settings = S3Settings()
-    """Credentials and retries for ``s3://`` remotes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,15 +148,19 @@ async def pull(
     options: PullOptions = PullOptions(),
     progress: Progress | None = None,
     session: aiohttp.ClientSession | None = None,
+    settings: TransportSettings = TransportSettings(),
 ) -> PullResult:
     """Pull the dataset at ``url`` into the workspace (as ``alias``, else the one already
-    pulled from there, else the URL's last segment)."""
-    remote = parse_remote_url(url)
-    target = await open_target(workspace, remote, alias)
+    pulled from there, else the URL's last segment), reaching it with ``settings``."""
+    limits = options.limits or settings.limits
+    remote = parse_remote(
+        url, settings, token=options.token, limits=limits, protocol=options.protocol
+    )
+    target = await open_target(workspace, remote.url, alias, remote.default_name())
     progress = progress or Progress(f"pull {target.alias}", enabled=False)
     try:
-        async with _session(session, options.limits) as http:
-            run = _PullRun(target, remote, options, progress, http, options.ipfs, options.s3)
+        async with _session(session, limits) as http:
+            run = _PullRun(target, remote, options, progress, http, limits)
             deadline = asyncio.timeout(options.operation_timeout)
             try:
                 async with deadline:
@@ -178,7 +169,7 @@ async def pull(
                 if not deadline.expired():
                     raise
                 raise PullTimeoutError(
-                    f"pull of {remote} into {target.alias} took longer than "
+                    f"pull of {remote.url} into {target.alias} took longer than "
                     f"{options.operation_timeout:g} s (operation_timeout); abandoned, "
                     "what was verified is kept for the next pull"
                 ) from None
@@ -195,6 +186,7 @@ async def pull_from_remotes(
     *,
     options: PullOptions = PullOptions(),
     progress: Progress | None = None,
+    settings: TransportSettings = TransportSettings(),
 ) -> list[PullResult]:
     """Sync a local dataset from every pull remote recorded for it."""
     record = await workspace.resolve(ref)
@@ -204,7 +196,14 @@ async def pull_from_remotes(
             f"dataset {record.alias} has no remote to pull from (pull it from a URL first)"
         )
     return [
-        await pull(workspace, url, alias=record.alias, options=options, progress=progress)
+        await pull(
+            workspace,
+            url,
+            alias=record.alias,
+            options=options,
+            progress=progress,
+            settings=settings,
+        )
         for url in remotes
     ]
 
@@ -228,29 +227,27 @@ class _PullRun:
     def __init__(
         self,
         target: PullTarget,
-        remote: RemoteUrl,
+        remote: Transport,
         options: PullOptions,
         progress: Progress,
         session: aiohttp.ClientSession,
-        ipfs: IpfsSettings,
-        s3: S3Settings,
+        limits: HttpLimits,
     ) -> None:
         self.target = target
         self.remote = remote
         self.options = options
         self.progress = progress
         self.session = session
-        self.ipfs = ipfs
-        self.s3 = s3
+        self.limits = limits
         self.stash = BlockStash(target.dataset.blocks)
         self.fetcher = ObjectFetcher(
             target.dataset,
-            where=str(remote),
+            where=remote.url,
             parallel=options.parallel,
             on_done=self._object_done,
             on_bytes=progress.add_bytes,
         )
-        self.checks = DataChecks(str(remote))
+        self.checks = DataChecks(remote.url)
         self.transfer: Transfer | None = None
         self.resumed = 0
         self.decision: HeadDecision | None = None
@@ -274,7 +271,7 @@ class _PullRun:
             if isinstance(err, OdfError):
                 raise
             raise SyncError(
-                f"{self.remote}: the transfer failed: {err or type(err).__name__}"
+                f"{self.remote.url}: the transfer failed: {err or type(err).__name__}"
             ) from None
         except BaseException as err:
             self.checks.cancel()
@@ -285,7 +282,7 @@ class _PullRun:
             await discard_staging(self.target)
             if isinstance(err, ChainRuleError):
                 raise CorruptSourceError(
-                    f"{self.remote}: the remote's history breaks a chain rule: {err}"
+                    f"{self.remote.url}: the remote's history breaks a chain rule: {err}"
                 ) from None
             raise
         if self.target.is_new:
@@ -299,36 +296,35 @@ class _PullRun:
         await discard_staging_if_empty(self.target)
 
     async def _execute(self) -> PullResult:
-        wants_smart = self.remote.scheme in ("http", "https") and self.options.protocol != "simple"
-        if wants_smart:
+        endpoint = self.remote.smart
+        if endpoint is not None:
             try:
-                return await self._smart()
+                return await self._smart(endpoint)
             except smart.SmartUnavailableError:
-                if self.remote.smart_only or self.options.protocol == "smart":
+                if endpoint.required:
                     raise
         return await self._simple()
 
     # --- protocols ------------------------------------------------------------------------------
 
-    async def _smart(self) -> PullResult:
+    async def _smart(self, endpoint: SmartEndpoint) -> PullResult:
         local = self.target.head
-        headers = smart.auth_headers(self.options.token)
-        async with open_source(
-            self.remote, self.session, self.ipfs, headers, self.options.limits
-        ) as source:
-            served = await source.dataset.refs.get("head")
+        async with self.remote.open(self.session) as view:
+            served = await view.head()
             if served is None:
-                raise RemoteNotFoundError(f"{self.remote}: no dataset there (refs/head is missing)")
-            remote_head = await self._decide(source, served)
+                raise RemoteNotFoundError(
+                    f"{self.remote.url}: no dataset there (refs/head is missing)"
+                )
+            remote_head = await self._decide(view, served)
             if remote_head == local.hash:
                 return await self._up_to_date("smart", local)
         stop_at = remote_head if remote_head != served else None
         async with smart.connect(
             self.session,
-            self.remote.http_base,
+            endpoint.http_base,
             "pull",
-            self.options.token,
-            receive_timeout=self.options.limits.first_byte,
+            endpoint.token,
+            receive_timeout=self.limits.first_byte,
         ) as channel:
             try:
                 plan = await smart.pull_plan(channel, local.hash, self.options.force, stop_at)
@@ -350,7 +346,8 @@ class _PullRun:
         batch = await smart.pull_metadata(channel)
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
             raise CorruptSourceError(
-                f"{self.remote}: unsupported metadata batch {batch.media_type} ({batch.encoding})"
+                f"{self.remote.url}: unsupported metadata batch "
+                f"{batch.media_type} ({batch.encoding})"
             )
         try:
             blocks = unpack_blocks(
@@ -359,7 +356,7 @@ class _PullRun:
                 limits=TarballLimits(max_blocks=self.options.max_blocks),
             )
         except TarballError as err:
-            raise CorruptSourceError(f"{self.remote}: {err}") from None
+            raise CorruptSourceError(f"{self.remote.url}: {err}") from None
         begin_after = local if local.hash is not None else None
         if self.options.force and blocks and _starts_at_seed(blocks[0][1]):
             begin_after = None  # a forced pull of a diverged history is sent from the seed
@@ -367,7 +364,7 @@ class _PullRun:
             blocks,
             begin_after,
             LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
-            where=str(self.remote),
+            where=self.remote.url,
             max_blocks=self.options.max_blocks,
         )
         self._check_walk(walk)
@@ -382,29 +379,24 @@ class _PullRun:
             )
             urls = await smart.pull_object_urls(channel, files)
             await self.fetcher.fetch_all(
-                chunk, http_source(self.session, partial(_url_of, urls), self.options.limits)
+                chunk, http_source(self.session, partial(_url_of, urls), self.limits)
             )
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
         local = self.target.head
-        headers = smart.auth_headers(self.options.token) if self.options.token else None
-        async with open_source(
-            self.remote, self.session, self.ipfs, headers, self.options.limits, self.s3
-        ) as source:
-            served = await source.dataset.refs.get("head")
+        async with self.remote.open(self.session) as view:
+            served = await view.head()
             if served is None:
-                raise RemoteNotFoundError(
-                    f"{source.label}: no dataset there (refs/head is missing)"
-                )
-            remote_head = await self._decide(source, served)
+                raise RemoteNotFoundError(f"{view.label}: no dataset there (refs/head is missing)")
+            remote_head = await self._decide(view, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
             walk = await walk_remote_chain(
                 remote_head,
-                source.dataset.blocks.get_bytes,
+                view.block,
                 cursor,
                 self.stash,
-                where=source.label,
+                where=view.label,
                 on_block=self.progress.add_blocks,
                 max_blocks=self.options.max_blocks,
             )
@@ -413,36 +405,20 @@ class _PullRun:
                 await self._remember_signed()
                 return self._result(protocol, walk)
             refs = await self._plan_objects(walk)
-            await self.fetcher.fetch_all(refs, self._simple_objects(source))
+            await self.fetcher.fetch_all(refs, view.objects)
             return await self._commit(walk, protocol)
-
-    def _simple_objects(self, source: Source):
-        if self.remote.scheme in ("http", "https"):
-            stores = {
-                ObjectKind.DATA: source.dataset.data,
-                ObjectKind.CHECKPOINT: source.dataset.checkpoints,
-            }
-            headers = dict(source.dataset.data.client.headers)  # type: ignore[attr-defined]  # smart sources are HTTP ones, whose store has a client
-
-            def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
-                store = stores[ref.kind]
-                assert isinstance(store, HttpObjectStore)
-                return store.url_of(ref.hash), headers
-
-            return http_source(self.session, url_of, self.options.limits)
-        return store_source(source.dataset)
 
     # --- shared steps ---------------------------------------------------------------------------
 
-    async def _decide(self, source: Source, served: Multihash) -> Multihash:
+    async def _decide(self, view: RemoteView, served: Multihash) -> Multihash:
         """The head to pull to: the remote's signed head when it has a valid one."""
         record = self.target.record
         self.decision = await decide_head(
             self.target.workspace,
             record.id if record is not None else None,
             served,
-            await source.dataset.refs.get_signature(HEAD_REF),
-            str(self.remote),
+            await view.signed_head(),
+            self.remote.url,
             TrustOptions(self.options.allow_unsigned, self.options.force),
         )
         return self.decision.head
@@ -454,11 +430,11 @@ class _PullRun:
     async def _remember_signed(self) -> None:
         if self.decision is not None and self.target.record is not None:
             await remember_signed(
-                self.target.workspace, self.target.dataset, self.decision, self.remote.text
+                self.target.workspace, self.target.dataset, self.decision, self.remote.url
             )
 
     def _check_walk(self, walk: WalkResult) -> None:
-        check_same_dataset(self.target, walk, str(self.remote))
+        check_same_dataset(self.target, walk, self.remote.url)
         if self.decision is not None and walk.new_blocks:
             dataset_id = walk.dataset_id or (
                 self.target.record.id if self.target.record is not None else None
@@ -466,14 +442,16 @@ class _PullRun:
             check_walked(self.decision, dataset_id, walk.new_blocks[-1].block.sequence_number)
         if walk.diverged and not self.options.force:
             raise DivergedError(
-                f"pull {self.remote} into {self.target.alias}",
+                f"pull {self.remote.url} into {self.target.alias}",
                 walk.local,
                 walk.remote,
                 walk.common,
                 hint="use --force to replace the local history with the remote's",
             )
         if self.target.is_new and walk.new_blocks and walk.dataset_id is None:
-            raise CorruptSourceError(f"{self.remote}: the history does not start with a Seed block")
+            raise CorruptSourceError(
+                f"{self.remote.url}: the history does not start with a Seed block"
+            )
 
     async def _plan_objects(self, walk: WalkResult) -> list[ObjectRef]:
         vocab = None
@@ -487,7 +465,7 @@ class _PullRun:
             catalog = self.target.workspace.catalog
             self.transfer = await catalog.begin_transfer(
                 dataset_id,
-                self.remote.text,
+                self.remote.url,
                 "pull",
                 walk.remote.hash,
                 self.target.head.hash,
@@ -543,11 +521,11 @@ class _PullRun:
         except StorageError as err:
             if isinstance(err, ChainRuleError):
                 raise
-            raise SyncError(f"committing the pull of {self.remote}: {err}") from None
+            raise SyncError(f"committing the pull of {self.remote.url}: {err}") from None
         catalog = self.target.workspace.catalog
         assert self.target.record is not None  # committed
-        await remember_remote(self.target, self.remote)
-        await catalog.record_synced(self.target.record.id, self.remote.text, new_head)
+        await remember_remote(self.target, self.remote.url)
+        await catalog.record_synced(self.target.record.id, self.remote.url, new_head)
         await self._remember_signed()
         if self.transfer is not None:
             await catalog.end_transfer(self.transfer.id)
@@ -569,7 +547,7 @@ class _PullRun:
         return PullResult(
             alias=self.target.alias,
             dataset_id=record.id if record else None,
-            remote=self.remote.text,
+            remote=self.remote.url,
             protocol=protocol,
             old_head=local.hash,
             new_head=new_head or local.hash,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from odfd.errors import OdfdError
-from odfd.sync.remote_url import looks_like_url, parse_remote_url
+from odfd.sync.transport.url import canonical_url, looks_like_url
 from storage.workspace import Workspace
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
@@ -32,7 +32,7 @@ def check_name(name: str) -> str:
 def check_url(url: str) -> str:
     if not looks_like_url(url):
         raise RepoError(f"{url!r} is not a URL (http(s)://, file://, ipfs://, ipns://, s3://)")
-    parse_remote_url(url)
+    canonical_url(url)
     return url
 
 

@@ -21,9 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from odfd.sync.errors import ChainPoint, SyncError
-from odfd.sync.remote_url import RemoteUrl
 from odfd.sync.walk import WalkResult
-from protocol.identity import DatasetAlias, DatasetId, Multihash
+from protocol.identity import DatasetAlias, DatasetId, DatasetName, Multihash
 from protocol.model import Seed
 from storage.catalog import DatasetRecord
 from storage.chain.metadata_chain import check_block_objects
@@ -57,33 +56,36 @@ class PullTarget:
         return self.record is None
 
 
-def staging_dir(workspace: Workspace, remote: RemoteUrl) -> Path:
-    key = hashlib.sha256(remote.text.encode()).hexdigest()[:24]
+def staging_dir(workspace: Workspace, url: str) -> Path:
+    key = hashlib.sha256(url.encode()).hexdigest()[:24]
     return workspace.layout.datasets_dir / f"{STAGING_PREFIX}{key}"
 
 
-async def find_by_remote(workspace: Workspace, remote: RemoteUrl) -> DatasetRecord | None:
-    """The dataset whose pull remotes include ``remote``."""
+async def find_by_remote(workspace: Workspace, url: str) -> DatasetRecord | None:
+    """The dataset whose pull remotes include ``url``."""
     for record in await workspace.list_datasets():
-        if remote.text in await workspace.catalog.remote_aliases(record.id, "pull"):
+        if url in await workspace.catalog.remote_aliases(record.id, "pull"):
             return record
     return None
 
 
-async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None) -> PullTarget:
+async def open_target(
+    workspace: Workspace, url: str, alias: str | None, default_name: DatasetName | None
+) -> PullTarget:
+    """The dataset a pull from ``url`` goes into: ``alias``, else the one pulled from there
+    before, else a new one named ``default_name``."""
     record = None
     if alias is not None:
         alias = str(DatasetAlias.parse(alias))
         record = await workspace.catalog.find_by_alias(alias)
     else:
-        record = await find_by_remote(workspace, remote)
+        record = await find_by_remote(workspace, url)
         if record is None:
-            name = remote.default_name()
-            if name is None:
+            if default_name is None:
                 raise SyncError(
-                    f"cannot name the dataset pulled from {remote}: give one with --as ALIAS"
+                    f"cannot name the dataset pulled from {url}: give one with --as ALIAS"
                 )
-            alias = str(name)
+            alias = str(default_name)
             record = await workspace.catalog.find_by_alias(alias)
     if record is not None:
         dataset = workspace.open_dataset(record.id)
@@ -91,10 +93,10 @@ async def open_target(workspace: Workspace, remote: RemoteUrl, alias: str | None
         seq = (await dataset.chain.get_block(head)).sequence_number if head is not None else None
         return PullTarget(workspace, record.alias, dataset, record, ChainPoint(head, seq))
     assert alias is not None  # set above when no record was found
-    layout = DatasetLayout(staging_dir(workspace, remote)).create()
+    layout = DatasetLayout(staging_dir(workspace, url)).create()
     lock_fd = try_lock_folder(layout.root)
     if lock_fd is None:
-        raise SyncError(f"another pull from {remote} into {workspace.root} is running")
+        raise SyncError(f"another pull from {url} into {workspace.root} is running")
     dataset = Dataset.open_local(layout.root, staging=workspace.scratch.folder)
     return PullTarget(workspace, alias, dataset, None, ChainPoint(None, None), lock_fd)
 
@@ -235,16 +237,14 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     return head, seq
 
 
-async def remember_remote(
-    target: PullTarget, remote: RemoteUrl, kind: RemoteAliasKind = "pull"
-) -> None:
-    """Record ``remote`` among the dataset's pull (or push) remotes, in ``info/config`` and the
+async def remember_remote(target: PullTarget, url: str, kind: RemoteAliasKind = "pull") -> None:
+    """Record ``url`` among the dataset's pull (or push) remotes, in ``info/config`` and the
     catalog, so ``odfd pull DATASET`` syncs from it later."""
     assert target.record is not None  # only committed datasets have remotes
     aliases = await target.dataset.remote_aliases()
     refs = aliases[kind]
-    if remote.text not in refs:
-        refs = [*refs, remote.text]
+    if url not in refs:
+        refs = [*refs, url]
         await target.dataset.set_remote_aliases(kind, refs)
         await target.workspace.catalog.set_remote_aliases(target.record.id, kind, refs)
 

@@ -17,6 +17,7 @@ from odfd.config import (
     load_config,
     parse_duration,
 )
+from odfd.sync.transport.settings import TransportSettings
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "config.example.toml"
 
@@ -93,9 +94,10 @@ master = "local[1]"
     assert config.log.format == "json" and config.audit.withhold_failing is True
     assert config.spark.master == "local[1]" and config.spark.driver_memory == "2g"
     assert config.ipfs.settings().api == "/ip4/127.0.0.1/tcp/5999/http"
-    assert config.sync.token_for("http://b.example/private/x") == "tp"
-    assert config.sync.token_for("http://b.example/public") == "tb"
-    assert config.sync.token_for("http://c.example/") is None
+    transports = TransportSettings.from_config(config)
+    assert transports.token_for("http://b.example/private/x") == "tp"
+    assert transports.token_for("http://b.example/public") == "tb"
+    assert transports.token_for("http://c.example/") is None
 
 
 @pytest.mark.parametrize(

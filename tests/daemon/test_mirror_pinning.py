@@ -11,6 +11,7 @@ import pytest
 
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
+from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
@@ -50,7 +51,9 @@ async def test_pin_follows_the_head_after_a_failed_pin(
         )
         folder = workspace.layout.dataset(writer.dataset_id).root
         async with aiohttp.ClientSession() as session:
-            first = await MirrorSyncer(workspace, live, session).sync(record)
+            first = await MirrorSyncer(
+                workspace, live, TransportSettings.from_config(live), session
+            ).sync(record)
             assert first.attempt.outcome == "updated" and first.pinned_cid is not None
             assert first.pinned_cid == str(
                 await ipfs.add_directory(folder, exclude=("info",), only_hash=True)
@@ -59,7 +62,9 @@ async def test_pin_follows_the_head_after_a_failed_pin(
 
             # The head moves while the IPFS node is unreachable: the attempt fails, the old pin stays.
             new_head = await writer.append(slices=1)
-            second = await MirrorSyncer(workspace, dead, session).sync(record)
+            second = await MirrorSyncer(
+                workspace, dead, TransportSettings.from_config(dead), session
+            ).sync(record)
             assert second.failed and second.attempt.new_head == new_head
             assert second.attempt.error is not None and second.attempt.error.startswith(
                 "pinning in IPFS:"
@@ -68,7 +73,9 @@ async def test_pin_follows_the_head_after_a_failed_pin(
             record = _after(record, second)
 
             # Nothing new at the source, the node is back: the new head gets pinned, the old pin goes.
-            third = await MirrorSyncer(workspace, live, session).sync(record)
+            third = await MirrorSyncer(
+                workspace, live, TransportSettings.from_config(live), session
+            ).sync(record)
             assert third.attempt.outcome == "unchanged", third.attempt.error
             expected = await ipfs.add_directory(folder, exclude=("info",), only_hash=True)
             assert third.pinned_cid == str(expected) != first.pinned_cid
@@ -77,5 +84,7 @@ async def test_pin_follows_the_head_after_a_failed_pin(
             record = _after(record, third)
 
             # A quiet attempt after a good one does not touch IPFS at all.
-            fourth = await MirrorSyncer(workspace, dead, session).sync(record)
+            fourth = await MirrorSyncer(
+                workspace, dead, TransportSettings.from_config(dead), session
+            ).sync(record)
             assert fourth.attempt.outcome == "unchanged" and fourth.pinned_cid == third.pinned_cid

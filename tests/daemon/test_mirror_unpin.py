@@ -15,6 +15,7 @@ from odfd.cli.main import main
 from odfd.config import load_config
 from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport, release_pin
 from odfd.daemon.service import Daemon
+from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
@@ -49,7 +50,9 @@ async def _mirror_and_pin(tmp_path: Path, node: LocalIpfsNode) -> tuple[Path, st
         table = MirrorTable(workspace.catalog)
         record = await table.add(ALIAS, url, [], 3600.0)
         async with aiohttp.ClientSession() as session:
-            report = await MirrorSyncer(workspace, load_config(config_path), session).sync(record)
+            config = load_config(config_path)
+            syncer = MirrorSyncer(workspace, config, TransportSettings.from_config(config), session)
+            report = await syncer.sync(record)
         assert report.attempt.outcome == "updated" and report.pinned_cid is not None, (
             report.attempt.error
         )

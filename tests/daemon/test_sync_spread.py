@@ -16,7 +16,9 @@ from aiohttp import web
 from odfd.config import NodeConfig, SyncConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_schedule import MirrorSchedule, peer_of
+from odfd.daemon.mirror_schedule import MirrorSchedule
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId
 from storage.workspace import Workspace
 
@@ -132,7 +134,8 @@ async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Pa
     with peers as ports:
         async with await Workspace.init(tmp_path / "ws") as workspace:
             metrics = DaemonMetrics()
-            schedule = MirrorSchedule(workspace, config, metrics, on_moved)
+            transports = TransportSettings.from_config(config)
+            schedule = MirrorSchedule(workspace, config, transports, metrics, on_moved)
             failed = metrics.syncs.labels("failed")
             for n in range(45):
                 source = f"http://127.0.0.1:{ports[n % 3]}/m{n}"
@@ -155,8 +158,8 @@ async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Pa
 
 
 def test_peers_are_told_apart_by_host_and_port() -> None:
-    assert peer_of("http://Node-A.example:8080/x") == "node-a.example:8080"
-    assert peer_of("odf+https://node-a.example/y") == "node-a.example:443"
-    assert peer_of("http://node-a.example/z") == "node-a.example:80"
-    assert peer_of("ipns://k51abc/x") == peer_of("ipfs://bafy/x") == "ipfs"
-    assert peer_of("file:///data/x") == "file"
+    assert peer_key("http://Node-A.example:8080/x") == "node-a.example:8080"
+    assert peer_key("odf+https://node-a.example/y") == "node-a.example:443"
+    assert peer_key("http://node-a.example/z") == "node-a.example:80"
+    assert peer_key("ipns://k51abc/x") == peer_key("ipfs://bafy/x") == "ipfs"
+    assert peer_key("file:///data/x") == "file"

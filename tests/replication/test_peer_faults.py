@@ -10,9 +10,9 @@ import pytest
 
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, pull
-from odfd.sync.push import PushOptions, push
+from odfd.sync.push import push
+from odfd.sync.transport.settings import TransportSettings
 from storage.ipfs_client import IpfsUnavailableError
-from storage.ipfs_settings import IpfsSettings
 from storage.stores.remote import RemoteUnavailableError
 from storage.workspace import Workspace
 from tests.daemon.processes import ServeProcess
@@ -61,23 +61,23 @@ async def test_ipfs_node_dies_and_returns(
 ) -> None:
     node = start_node(tmp_path / "ipfs", die_with_parent=True)
     try:
-        ipfs = IpfsSettings(node.api_multiaddr, node.gateway_url)
+        via = TransportSettings(ipfs=node.settings())
         writer = await create_root(node_a, "cities", slices=2)
-        pushed = await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
+        pushed = await push(node_a, "cities", "ipns://", settings=via)
         stop_node(node)
 
         with pytest.raises(IpfsUnavailableError, match="127.0.0.1"):
-            await pull(node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs))
+            await pull(node_b, pushed.remote, alias="cities", settings=via)
         assert await node_b.list_datasets() == []
         await writer.append(slices=1)
         with pytest.raises(IpfsUnavailableError):
-            await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
+            await push(node_a, "cities", "ipns://", settings=via)
 
         node = start_node(tmp_path / "ipfs", die_with_parent=True)  # same repo: same keys
-        ipfs = IpfsSettings(node.api_multiaddr, node.gateway_url)
-        again = await push(node_a, "cities", "ipns://", options=PushOptions(ipfs=ipfs))
+        via = TransportSettings(ipfs=node.settings())
+        again = await push(node_a, "cities", "ipns://", settings=via)
         assert again.remote == pushed.remote  # the dataset's IPNS name survived the restart
-        result = await pull(node_b, pushed.remote, alias="cities", options=PullOptions(ipfs=ipfs))
+        result = await pull(node_b, pushed.remote, alias="cities", settings=via)
         assert result.trust == "signed"
         assert (await node_b.resolve("cities")).head == (await node_a.resolve("cities")).head
         await verify_integrity(await node_b.get_dataset("cities"))

@@ -17,17 +17,18 @@ from odfd.config import NodeConfig, load_config
 from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.progress import Progress
-from odfd.sync.pull import PullOptions, pull, pull_from_remotes
+from odfd.sync.pull import pull, pull_from_remotes
 from odfd.sync.push import PushOptions, push
 from odfd.sync.repos import expand
 from odfd.sync.search import search_repo
+from odfd.sync.transport.settings import TransportSettings
 from protocol.identity import Multihash
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.validate import validate_chain
 from storage.errors import RefCasError
 from storage.layout import object_name
 from storage.s3_client import S3AccessDeniedError, S3Bucket, S3BucketNotFoundError
-from storage.s3_settings import S3Settings, parse_s3_url
+from storage.s3_settings import parse_s3_url
 from storage.s3_storage import S3DatasetStorage
 from storage.stores.remote import RemoteUnavailableError
 from storage.stores.s3 import S3RefStore, s3_dataset
@@ -46,17 +47,9 @@ async def s3_node(path: Path, server: SeaweedServer, *, secret: str | None = Non
     return workspace
 
 
-def s3_of(workspace: Workspace) -> S3Settings:
-    """The S3 settings of the workspace's configuration (what its node hands the sync layer)."""
-    return load_config(workspace.layout.config_path).s3.settings()
-
-
-def pull_options(workspace: Workspace) -> PullOptions:
-    return PullOptions(s3=s3_of(workspace))
-
-
-def push_options(workspace: Workspace, *, force: bool = False) -> PushOptions:
-    return PushOptions(force=force, s3=s3_of(workspace))
+def via(workspace: Workspace) -> TransportSettings:
+    """The transport settings the node's configuration gives, as its ``Node`` builds them."""
+    return TransportSettings.from_config(load_config(workspace.layout.config_path))
 
 
 def bucket_of(server: SeaweedServer, url: str) -> S3Bucket:
@@ -90,7 +83,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         await s3_node(tmp_path / "b", s3_server) as node_b,
     ):
         writer = await create_root(node_a, "cities", slices=3, empty_blocks=1)
-        pushed = await push(node_a, "cities", url, options=push_options(node_a))
+        pushed = await push(node_a, "cities", url, settings=via(node_a))
         assert (pushed.num_blocks, pushed.num_objects, pushed.signed) == (8, 6, True)
         source = node_a.layout.dataset(writer.dataset_id).root
         # The bucket holds the spec's layout, with the same keys and bytes as the folder.
@@ -100,7 +93,7 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         )
         assert stored["info/alias"] == b"cities"
 
-        first = await pull(node_b, url, options=pull_options(node_b))
+        first = await pull(node_b, url, settings=via(node_b))
         assert (first.num_blocks, first.num_objects) == (8, 6)
         copy = await node_b.get_dataset("cities")
         assert copy.id == writer.dataset_id
@@ -109,13 +102,13 @@ async def test_push_pull_round_trip_is_byte_identical_and_incremental(
         await odfd_verify_integrity(node_b, "cities")
 
         new_head = await writer.append(slices=2)
-        again = await push(node_a, "cities", url, options=push_options(node_a))
+        again = await push(node_a, "cities", url, settings=via(node_a))
         assert (again.num_blocks, again.num_objects) == (2, 4)
-        second = await pull(node_b, url, options=pull_options(node_b))
+        second = await pull(node_b, url, settings=via(node_b))
         assert (second.num_blocks, second.num_objects, second.new_head) == (2, 4, new_head)
         assert folder_files(node_b.layout.dataset(copy.id).root) == folder_files(source)
-        assert (await pull(node_b, url, options=pull_options(node_b))).num_blocks == 0
-        assert (await push(node_a, "cities", url, options=push_options(node_a))).num_blocks == 0
+        assert (await pull(node_b, url, settings=via(node_b))).num_blocks == 0
+        assert (await push(node_a, "cities", url, settings=via(node_a))).num_blocks == 0
 
 
 async def test_refs_head_moves_by_conditional_writes_exactly_one_racer_wins(
@@ -154,8 +147,8 @@ async def test_concurrent_pushes_leave_one_valid_head(
         await s3_node(tmp_path / "d", s3_server) as node_d,
     ):
         writer_b = await create_root(node_b, "cities", slices=1)
-        await push(node_b, "cities", url, options=push_options(node_b))
-        await pull(node_c, url, options=pull_options(node_c))
+        await push(node_b, "cities", url, settings=via(node_b))
+        await pull(node_c, url, settings=via(node_c))
         writer_c = type(writer_b)(
             await node_c.get_dataset("cities"),
             writer_b.rng,
@@ -166,8 +159,8 @@ async def test_concurrent_pushes_leave_one_valid_head(
         head_b = await writer_b.append(slices=2)
         head_c = await writer_c.append(slices=1)
         results = await asyncio.gather(
-            push(node_b, "cities", url, options=push_options(node_b)),
-            push(node_c, "cities", url, options=push_options(node_c)),
+            push(node_b, "cities", url, settings=via(node_b)),
+            push(node_c, "cities", url, settings=via(node_c)),
             return_exceptions=True,
         )
         winners = [r for r in results if not isinstance(r, BaseException)]
@@ -186,13 +179,15 @@ async def test_concurrent_pushes_leave_one_valid_head(
             stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints
         )
         # A fresh pull verifies (it goes to the owner's signed head, node b's last signed one).
-        await pull(node_d, url, options=pull_options(node_d))
+        await pull(node_d, url, settings=via(node_d))
         await odfd_verify_integrity(node_d, "cities")
         loser = node_c if remote_head == head_b else node_b
         loser_head = head_c if loser is node_c else head_b
         assert (await loser.resolve("cities")).head == loser_head
         # The loser may replace the bucket's history on purpose.
-        forced = await push(loser, "cities", url, options=push_options(loser, force=True))
+        forced = await push(
+            loser, "cities", url, options=PushOptions(force=True), settings=via(loser)
+        )
         assert forced.new_remote_head == loser_head == await stored.chain.head()
         await validate_chain(
             stored.chain, dataset_id=stored.id, data=stored.data, checkpoints=stored.checkpoints
@@ -210,8 +205,8 @@ async def test_search_and_pull_from_a_repository_over_a_bucket_prefix(
         writers = {}
         for seed, name in enumerate(("cities", "rivers"), start=1):
             writers[name] = await create_root(node_a, name, slices=1, seed=seed)
-            await push(node_a, name, f"{base}/{name}", options=push_options(node_a))
-        settings = load_config(node_b.layout.config_path).s3.settings()
+            await push(node_a, name, f"{base}/{name}", settings=via(node_a))
+        settings = via(node_b)
         found = await search_repo("hub", base, "", settings)
         assert [(f.alias, f.url) for f in found] == [
             ("cities", f"{base}/cities"),
@@ -220,14 +215,14 @@ async def test_search_and_pull_from_a_repository_over_a_bucket_prefix(
         assert [f.alias for f in await search_repo("hub", base, "riv", settings)] == ["rivers"]
         await node_b.catalog.add_remote("hub", base)
         for name in ("cities", "rivers"):
-            await pull(node_b, await expand(node_b, f"hub/{name}"), options=pull_options(node_b))
+            await pull(node_b, await expand(node_b, f"hub/{name}"), settings=via(node_b))
         head = await writers["rivers"].append(slices=1)
-        await push(node_a, "rivers", f"{base}/rivers", options=push_options(node_a))
+        await push(node_a, "rivers", f"{base}/rivers", settings=via(node_a))
         # `odfd pull --all` syncs every dataset from its recorded remote.
         results = [
             r
             for name in ("cities", "rivers")
-            for r in await pull_from_remotes(node_b, name, options=pull_options(node_b))
+            for r in await pull_from_remotes(node_b, name, settings=via(node_b))
         ]
         assert [r.num_blocks for r in results] == [0, 1]
         assert (await node_b.resolve("rivers")).head == head
@@ -243,17 +238,21 @@ async def test_daemon_mirrors_from_a_bucket_and_into_another(
         await s3_node(tmp_path / "m", s3_server) as mirror_node,
     ):
         writer = await create_root(node_a, "cities", slices=2)
-        await push(node_a, "cities", source_url, options=push_options(node_a))
+        await push(node_a, "cities", source_url, settings=via(node_a))
         config = replace(NodeConfig(), s3=load_config(mirror_node.layout.config_path).s3)
         record = await MirrorTable(mirror_node.catalog).add(
             "cities", source_url, [target_url], 60.0
         )
         async with aiohttp.ClientSession() as session:
-            report = await MirrorSyncer(mirror_node, config, session).sync(record)
+            report = await MirrorSyncer(
+                mirror_node, config, TransportSettings.from_config(config), session
+            ).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
             head = await writer.append(slices=1)
-            await push(node_a, "cities", source_url, options=push_options(node_a))
-            report = await MirrorSyncer(mirror_node, config, session).sync(record)
+            await push(node_a, "cities", source_url, settings=via(node_a))
+            report = await MirrorSyncer(
+                mirror_node, config, TransportSettings.from_config(config), session
+            ).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
         assert (await mirror_node.resolve("cities")).head == head
         refs = S3RefStore(bucket_of(s3_server, target_url), parse_s3_url(target_url))
@@ -279,29 +278,26 @@ async def test_wrong_credentials_missing_bucket_and_empty_prefix_change_nothing(
         await create_root(node_a, "cities", slices=1)
         await create_root(wrong, "cities", slices=1)
         with pytest.raises(S3AccessDeniedError, match="access denied") as denied:
-            await push(wrong, "cities", url, options=push_options(wrong))
+            await push(wrong, "cities", url, settings=via(wrong))
         assert "not-the-secret" not in str(denied.value) and "\n" not in str(denied.value)
         assert await bucket_files(s3_server, url) == {}
 
-        await push(node_a, "cities", url, options=push_options(node_a))
+        await push(node_a, "cities", url, settings=via(node_a))
         before = await bucket_files(s3_server, url)
         with pytest.raises(S3AccessDeniedError):
-            await pull(wrong, url, alias="other", options=pull_options(wrong))
+            await pull(wrong, url, alias="other", settings=via(wrong))
         assert await wrong.try_resolve("other") is None
 
         missing = s3_server.url("no-such-bucket", "cities")
         for attempt in (
-            pull(node_a, missing, alias="x", options=pull_options(node_a)),
-            push(node_a, "cities", missing, options=push_options(node_a)),
+            pull(node_a, missing, alias="x", settings=via(node_a)),
+            push(node_a, "cities", missing, settings=via(node_a)),
         ):
             with pytest.raises(S3BucketNotFoundError, match="no-such-bucket: no such bucket"):
                 await attempt
         with pytest.raises(RemoteNotFoundError, match="no dataset there"):
             await pull(
-                node_a,
-                s3_server.url(s3_bucket, "nothing-here"),
-                alias="x",
-                options=pull_options(node_a),
+                node_a, s3_server.url(s3_bucket, "nothing-here"), alias="x", settings=via(node_a)
             )
         assert [r.alias for r in await node_a.list_datasets()] == ["cities"]
         assert not [p for p in node_a.layout.datasets_dir.iterdir() if p.name.startswith(".")]
@@ -318,7 +314,7 @@ async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
         await s3_node(tmp_path / "b", s3_server) as node_b,
     ):
         writer = await create_root(node_a, "cities", slices=2)
-        await push(node_a, "cities", url, options=push_options(node_a))
+        await push(node_a, "cities", url, settings=via(node_a))
         folder = node_a.layout.dataset(writer.dataset_id)
         head = await writer.dataset.chain.head()
         assert head is not None
@@ -330,7 +326,7 @@ async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
         bucket = bucket_of(s3_server, url)
         await bucket.delete(bucket.location.key(f"{lose}/{object_name(victim)}"))
         with pytest.raises(CorruptSourceError, match=str(victim)):
-            await pull(node_b, url, options=pull_options(node_b))
+            await pull(node_b, url, settings=via(node_b))
         assert await node_b.list_datasets() == []
         assert not any(node_b.layout.datasets_dir.iterdir())
 
@@ -356,15 +352,15 @@ async def test_server_killed_mid_upload_then_the_next_push_completes(
                 node_a,
                 "cities",
                 url,
-                options=push_options(node_a),
                 progress=KillAfterFirstBytes("push", enabled=False),
+                settings=via(node_a),
             )
         server.start()
         stored = await bucket_files(server, url)
         assert not any(k.startswith(("refs/", "blocks/")) for k in stored), sorted(stored)
-        pushed = await push(node_a, "cities", url, options=push_options(node_a))
+        pushed = await push(node_a, "cities", url, settings=via(node_a))
         assert pushed.new_remote_head == await writer.dataset.chain.head()
-        await pull(node_b, url, options=pull_options(node_b))
+        await pull(node_b, url, settings=via(node_b))
         await odfd_verify_integrity(node_b, "cities")
 
 
@@ -481,12 +477,14 @@ async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
     ):
         writer = await create_root(node_a, "cities", slices=2)
         head = await writer.dataset.chain.head()
-        await push(node_a, "cities", source_url)
+        await push(node_a, "cities", source_url, settings=via(node_a))
         record = await MirrorTable(mirror_node.catalog).add(
             "cities", source_url, [target_url], 60.0
         )
         async with aiohttp.ClientSession() as session:
-            report = await MirrorSyncer(mirror_node, NodeConfig(), session).sync(record)
+            report = await MirrorSyncer(
+                mirror_node, NodeConfig(), TransportSettings(), session
+            ).sync(record)
         assert report.attempt.outcome == "updated", report.attempt.error
         mirrored = s3_server.url(target, "mirror/cities")
         assert (
@@ -501,6 +499,6 @@ async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
         await asyncio.to_thread(config.write_text, text)
     async with (await open_node(root)).workspace as node:
         assert isinstance(node.storage, S3DatasetStorage)
-        assert (await pull(node, source_url)).new_head == head
+        assert (await pull(node, source_url, settings=via(node))).new_head == head
     stored = await bucket_files(s3_server, s3_server.url(storage, "node"))
     assert any(key.endswith("refs/head") for key in stored), sorted(stored)

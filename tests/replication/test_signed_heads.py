@@ -21,6 +21,7 @@ from odfd.app.status import (
 from odfd.cli.status_text import render_status
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.push import PushOptions, push
+from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.trust import (
     ForkError,
     InvalidSignatureError,
@@ -36,7 +37,6 @@ from storage.catalog.mirror_records import SyncAttempt
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.catalog.sync_reader import open_sync_reader
 from storage.ipfs_client import IpfsClient
-from storage.ipfs_settings import IpfsSettings
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode
@@ -367,11 +367,10 @@ async def test_ipns_push_publishes_the_signature(
     node_b: Workspace,
     ipfs_node: LocalIpfsNode,
 ) -> None:
-    ipfs = IpfsSettings(ipfs_node.api_multiaddr, ipfs_node.gateway_url)
-    pushing, pulling = PushOptions(ipfs=ipfs), PullOptions(ipfs=ipfs)
+    via = TransportSettings(ipfs=ipfs_node.settings())
     await create_root(node_a, "cities", slices=1)
-    pushed = await push(node_a, "cities", "ipns://", options=pushing)
-    result = await pull(node_b, pushed.remote, alias="cities", options=pulling)
+    pushed = await push(node_a, "cities", "ipns://", settings=via)
+    result = await pull(node_b, pushed.remote, alias="cities", settings=via)
     assert result.trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     # A stale publication (the folder's previous CID) after B saw a newer statement is a rollback.
@@ -379,12 +378,12 @@ async def test_ipns_push_publishes_the_signature(
     old_cid = await client.name_resolve(pushed.remote.removeprefix("ipns://"))
     record = await node_a.resolve("cities")
     await node_a.sign_head(record.id)  # a heartbeat, published again under the same name
-    again = await push(node_a, "cities", "ipns://", options=pushing)
+    again = await push(node_a, "cities", "ipns://", settings=via)
     assert (
         again.remote == pushed.remote
         and await client.name_resolve(pushed.remote.removeprefix("ipns://")) != old_cid
     )
-    assert (await pull(node_b, pushed.remote, alias="cities", options=pulling)).trust == "signed"
+    assert (await pull(node_b, pushed.remote, alias="cities", settings=via)).trust == "signed"
     assert await signed_of(node_b, "cities") == await signed_of(node_a, "cities")
     with pytest.raises(RollbackError):
-        await pull(node_b, f"ipfs://{old_cid}", alias="cities", options=pulling)
+        await pull(node_b, f"ipfs://{old_cid}", alias="cities", settings=via)

@@ -11,12 +11,12 @@ import aiohttp
 import pytest
 from aiohttp import web
 
-from odfd.sync import smart_client as smart
 from odfd.sync.errors import AccessDeniedError, DivergedError, RemoteAheadError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import PullOptions, pull, pull_from_remotes
 from odfd.sync.push import PushOptions, push
-from odfd.sync.smart_client import SmartUnavailableError
+from odfd.sync.transport import smart_client as smart
+from odfd.sync.transport.smart_client import SmartUnavailableError
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.workspace import Workspace

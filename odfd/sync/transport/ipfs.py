@@ -1,0 +1,117 @@
+"""``ipfs://CID[/path]``: a dataset folder published to IPFS, read through the node's gateway
+(sub-paths resolved through its RPC API). A CID names fixed content: it is read, never pushed to
+(``ipns://`` is), and holds one dataset, not a repository to search. The IPFS client is imported
+only when a remote is reached."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from odfd.sync.errors import RemoteNotFoundError, SyncError, UnsupportedUrlError
+from odfd.sync.transport.base import (
+    Listed,
+    RemoteView,
+    SmartEndpoint,
+    SourceHead,
+    name_from_url,
+    read_only_dataset,
+)
+from protocol.identity import DatasetName
+from storage.ipfs_settings import IpfsSettings
+
+if TYPE_CHECKING:
+    import aiohttp
+    from multiformats import CID
+
+    from odfd.sync.progress import Progress
+    from odfd.sync.push_steps import PushOptions, PushResult
+    from odfd.sync.target import PullTarget
+    from storage.ipfs_client import IpfsGateway
+
+IPFS_PEER = "ipfs"
+"""Every ``ipfs://`` and ``ipns://`` remote is fetched through the one IPFS node."""
+
+
+@dataclass(frozen=True, slots=True)
+class IpfsTransport:
+    text: str
+    """The URL as given, without a trailing slash."""
+    cid: str
+    subpath: str
+    """Below the CID, ``""`` for the CID itself."""
+    ipfs: IpfsSettings
+
+    @property
+    def url(self) -> str:
+        return self.text
+
+    @property
+    def smart(self) -> SmartEndpoint | None:
+        return None
+
+    def default_name(self) -> DatasetName | None:
+        return name_from_url(self.url)
+
+    def peer_key(self) -> str:
+        return IPFS_PEER
+
+    @asynccontextmanager
+    async def open(self, session: aiohttp.ClientSession) -> AsyncIterator[RemoteView]:
+        from protocol.errors import ParseError
+        from storage.ipfs_client import parse_cid
+
+        try:
+            cid = parse_cid(self.cid)
+        except ParseError as err:
+            raise UnsupportedUrlError(f"{self.url}: {err}") from None
+        async with gateway_view(session, cid, self.subpath, self.url, self.ipfs) as view:
+            yield view
+
+    async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
+        from odfd.sync.transport.probe import read_head
+
+        async with self.open(session) as view:
+            return await read_head(view, self.url, known)
+
+    async def push(
+        self, target: PullTarget, options: PushOptions, progress: Progress
+    ) -> PushResult:
+        raise UnsupportedUrlError(
+            f"{self.url}: cannot push to ipfs:// (a CID names fixed content); "
+            "push to ipns:// instead"
+        )
+
+    async def list_datasets(self) -> list[Listed]:
+        raise SyncError(f"{self.url}: searching ipfs:// is not possible")
+
+
+@asynccontextmanager
+async def gateway_view(
+    session: aiohttp.ClientSession, cid: CID, subpath: str, where: str, ipfs: IpfsSettings
+) -> AsyncIterator[RemoteView]:
+    """The dataset folder at ``cid`` / ``subpath``, read through the gateway."""
+    from odfd.sync.objects import store_source
+    from storage.ipfs_client import IpfsGateway
+    from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
+
+    async with IpfsGateway(ipfs.gateway, session=session) as gateway:
+        folder = cid if not subpath else await _resolve_subpath(gateway, cid, subpath, where, ipfs)
+        dataset = read_only_dataset(
+            lambda kind: IpfsObjectStore(gateway, folder, kind), IpfsRefStore(gateway, folder)
+        )
+        yield RemoteView(dataset, f"{where} (/ipfs/{folder})", store_source(dataset))
+
+
+async def _resolve_subpath(
+    gateway: IpfsGateway, cid: CID, subpath: str, where: str, ipfs: IpfsSettings
+) -> CID:
+    node = cid
+    for segment in subpath.split("/"):
+        links = {link.name: link for link in await ipfs.client().ls(node)}
+        if segment not in links:
+            raise RemoteNotFoundError(f"{where}: /ipfs/{node} has no entry {segment!r}")
+        node = links[segment].cid
+    return node

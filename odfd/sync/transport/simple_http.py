@@ -1,0 +1,145 @@
+"""``http(s)://`` read by the Simple Transfer Protocol (RFC-007): ``refs/head``, blocks by hash,
+data and checkpoint files downloaded in parallel, each request bound by the peer time-outs
+(``HttpLimits``) and, with a token, authorised by it. A node's dataset listing at the base URL is
+what ``odfd search`` reads. Read-only: pushing takes the Smart Transfer Protocol
+(``smart_http``)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
+
+from odfd.sync.errors import SyncError, UnsupportedUrlError
+from odfd.sync.transport.base import (
+    Listed,
+    RemoteView,
+    SmartEndpoint,
+    SourceHead,
+    name_from_url,
+    read_only_dataset,
+)
+from protocol.identity import DatasetName
+from storage.stores.http_limits import HttpLimits
+
+if TYPE_CHECKING:
+    import aiohttp
+
+    from odfd.sync.objects import ChunkSource, ObjectRef
+    from odfd.sync.progress import Progress
+    from odfd.sync.push_steps import PushOptions, PushResult
+    from odfd.sync.target import PullTarget
+    from storage.dataset import Dataset
+
+LISTING_TIMEOUT = 30.0
+"""Seconds a repository may take to send its listing."""
+
+
+@dataclass(frozen=True, slots=True)
+class SimpleHttpTransport:
+    text: str
+    """The URL as given, without a trailing slash (``odf+`` kept): how it is recorded."""
+    http_base: str
+    """``http(s)://…/``: where the dataset's keys are, with one trailing slash."""
+    token: str | None = None
+    limits: HttpLimits = HttpLimits()
+
+    @property
+    def url(self) -> str:
+        return self.text
+
+    @property
+    def smart(self) -> SmartEndpoint | None:
+        return None
+
+    def default_name(self) -> DatasetName | None:
+        return name_from_url(self.url)
+
+    def peer_key(self) -> str:
+        """``host:port`` of the server."""
+        parts = urlsplit(self.http_base)
+        try:
+            port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+        except ValueError:
+            port = 0  # a bad port: the sync reports it; any group will do until then
+        return f"{(parts.hostname or '').lower()}:{port}"
+
+    def headers(self) -> dict[str, str] | None:
+        """What every request sends: the bearer token, when there is one."""
+        if not self.token:
+            return None
+        from odfd.sync.transport.smart_client import auth_headers
+
+        return auth_headers(self.token)
+
+    @asynccontextmanager
+    async def open(self, session: aiohttp.ClientSession) -> AsyncIterator[RemoteView]:
+        from storage.stores.http import HttpClient, HttpObjectStore, HttpRefStore
+
+        client = HttpClient(session, self.http_base, self.headers(), self.limits)
+        dataset = read_only_dataset(
+            lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)
+        )
+        yield RemoteView(dataset, self.http_base, self._downloads(session, dataset))
+
+    def _downloads(self, session: aiohttp.ClientSession, dataset: Dataset) -> ChunkSource:
+        """Objects fetched by parallel GETs with this remote's headers and time-outs."""
+        from odfd.sync.objects import http_source, store_for
+        from storage.stores.http import HttpObjectStore
+
+        headers = self.headers() or {}
+
+        def url_of(ref: ObjectRef) -> tuple[str, dict[str, str]]:
+            store = store_for(dataset, ref.kind)
+            assert isinstance(store, HttpObjectStore)  # opened above
+            return store.url_of(ref.hash), headers
+
+        return http_source(session, url_of, self.limits)
+
+    async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
+        from odfd.sync.transport.probe import read_head
+
+        async with self.open(session) as view:
+            return await read_head(view, self.url, known)
+
+    async def push(
+        self, target: PullTarget, options: PushOptions, progress: Progress
+    ) -> PushResult:
+        raise UnsupportedUrlError(
+            f"{self.url}: the Simple Transfer Protocol is read-only; a push takes the Smart "
+            "Transfer Protocol"
+        )
+
+    async def list_datasets(self) -> list[Listed]:
+        """The node's JSON listing at the base URL."""
+        import aiohttp
+
+        base = self.http_base
+        try:
+            async with (
+                aiohttp.ClientSession(
+                    timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
+                ) as session,
+                session.get(base) as response,
+            ):
+                if response.status != 200:
+                    raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")
+                document = await response.json(content_type=None)
+        except (aiohttp.ClientError, TimeoutError, ValueError) as err:
+            raise SyncError(
+                f"{base}: cannot read the dataset listing: {err or type(err).__name__}"
+            ) from None
+        datasets = document.get("datasets") if isinstance(document, dict) else None
+        if not isinstance(datasets, list):
+            raise SyncError(f"{base}: the answer is not an odfd dataset listing")
+        return [
+            Listed(
+                str(d["alias"]),
+                d.get("kind"),
+                str(d.get("url") or base + str(d["alias"]).lstrip("/")),
+            )
+            for d in datasets
+            if isinstance(d, dict) and "alias" in d
+        ]
