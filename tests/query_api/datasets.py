@@ -12,6 +12,7 @@ from protocol.model import (
     AttachmentEmbedded,
     AttachmentsEmbedded,
     DatasetKind,
+    MetadataEvent,
     SetAttachments,
     SetInfo,
     SetLicense,
@@ -57,13 +58,13 @@ def population_table() -> pa.Table:
 
 async def add_population(workspace: Workspace) -> Dataset:
     dataset = await workspace.create_dataset(POPULATION, DatasetKind.ROOT, system_time=SYSTEM_TIME)
-    events = [
+    events: list[MetadataEvent] = [
         SetAttachments(
             attachments=AttachmentsEmbedded(
-                items=[AttachmentEmbedded(path="README.md", content="Blah")]
+                items=(AttachmentEmbedded(path="README.md", content="Blah"),)
             )
         ),
-        SetInfo(description="Test dataset", keywords=["foo", "bar"]),
+        SetInfo(description="Test dataset", keywords=("foo", "bar")),
         SetLicense(
             short_name="apache-2.0",
             name="apache-2.0",
