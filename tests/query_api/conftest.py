@@ -94,8 +94,12 @@ def install_test_key(workspace: Workspace) -> None:
         os.close(fd)
 
 
+HEAVY_QUERY_SECONDS = 2.0
+"""The test server's query time limit: long enough for any real test query."""
+
 SERVER = ServerConfig(
     port=0,
+    query_timeout=HEAVY_QUERY_SECONDS,
     private=(DatasetAliasPattern.parse(PRIVATE),),
     read_tokens=frozenset({READ_TOKEN}),
     push_tokens=frozenset({PUSH_TOKEN}),
