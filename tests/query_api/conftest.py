@@ -53,7 +53,7 @@ class Served:
         token: str | None = None,
         raw: bytes | None = None,
     ) -> Reply:
-        """A request as curl makes it; the reply's body parsed as JSON."""
+        """A request as curl makes it; the reply's body parsed if it is JSON."""
         return call(self.url, method, path, body, token=token, raw=raw)
 
     def run(self, work: Any) -> Any:
@@ -81,7 +81,9 @@ def call(
             status, content, headers = response.status, response.read(), dict(response.headers)
     except urllib.error.HTTPError as error:
         status, content, headers = error.code, error.read(), dict(error.headers)
-    return Reply(status, json.loads(content) if content else None, headers)
+    if headers.get("Content-Type", "").startswith("application/json"):
+        return Reply(status, json.loads(content), headers)
+    return Reply(status, content.decode(errors="replace"), headers)
 
 
 def install_test_key(workspace: Workspace) -> None:
