@@ -235,7 +235,7 @@ async def execute(
         )
     states, views = await _tables(node, request, visible)
     tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
-    if engine == "datafusion":
+    if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
         schema, batches = await _datafusion(
             request.query, tables, request.skip, request.limit, limits.time_limit
         )
