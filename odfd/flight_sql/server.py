@@ -5,16 +5,18 @@ node's event loop, handed over with :func:`asyncio.run_coroutine_threadsafe`. Wh
 it watches the client: a client that went away (or whose own deadline passed) cancels its query,
 and so does a server that is shutting down.
 
-Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and the block each
-dataset was at, so DoGet streams exactly what the announced schema was planned from. Results
-stream batch by batch, the next batch computed while the current one is sent: the server holds
-two batches per query, never the whole result.
+Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
+the announced schema; DoGet plans it again over the datasets as they are then (planning in the
+node's kept session costs microseconds) and refuses to stream a result whose schema is not the
+one announced. Results stream batch by batch, the next batch computed while the current one is
+sent: the server holds two batches per query, never the whole result.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import hashlib
 import json
 import logging
 import threading
@@ -121,11 +123,17 @@ class FlightSqlServer(flight.FlightServerBase):
         name, message = _unpack(ticket.ticket, "ticket")
         caller = _caller(context)
         if name == "TicketStatementQuery":
-            sql, pinned = _decode_handle(message.statement_handle)
+            sql, digest = _decode_handle(message.statement_handle)
             stream = self._wait(
                 context,
-                self._service.execute(caller.subject, sql, pinned, time_limit=self._time_limit),
+                self._service.execute(caller.subject, sql, time_limit=self._time_limit),
             )
+            if _digest(stream.schema) != digest:
+                self._wait(context, stream.close())
+                raise status.InvalidArgument(
+                    "the datasets this query reads changed their schema since it was planned; "
+                    "run it again"
+                )
             return flight.GeneratorStream(stream.schema, self._stream(context, stream))
         if name in _CATALOG_COMMANDS:
             return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
@@ -333,19 +341,22 @@ def _not_offered(name: str) -> Exception:
 
 
 def _encode_handle(planned: PlannedQuery) -> bytes:
-    """A statement ticket's handle: the SQL and the blocks it was planned at (opaque to the
+    """A statement ticket's handle: the SQL and its announced schema's digest (opaque to the
     client; a forged one is only another query, checked like any other)."""
-    return json.dumps({"sql": planned.sql, "pinned": dict(planned.pinned)}).encode()
+    return json.dumps({"sql": planned.sql, "schema": _digest(planned.schema)}).encode()
 
 
-def _decode_handle(handle: bytes) -> tuple[str, dict[str, str]]:
+def _decode_handle(handle: bytes) -> tuple[str, str]:
     try:
         document = json.loads(handle)
-        sql, pinned = document["sql"], document["pinned"]
-        if not isinstance(sql, str) or not isinstance(pinned, dict):
-            raise ValueError
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in pinned.items()):
+        sql, digest = document["sql"], document["schema"]
+        if not isinstance(sql, str) or not isinstance(digest, str):
             raise ValueError
     except (ValueError, KeyError, TypeError):
         raise status.InvalidArgument("the ticket is not one this server issued") from None
-    return sql, pinned
+    return sql, digest
+
+
+def _digest(schema: pa.Schema) -> str:
+    """A schema's fingerprint: names, types, nullability and metadata."""
+    return hashlib.sha256(schema.serialize().to_pybytes()).hexdigest()
