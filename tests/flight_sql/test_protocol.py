@@ -9,11 +9,15 @@ NOT_FOUND as ``ArrowKeyError``, UNIMPLEMENTED as ``ArrowNotImplementedError``, t
 from __future__ import annotations
 
 import base64
+import json
 import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.flight as flight
@@ -320,6 +324,61 @@ def test_a_client_that_goes_away_cancels_its_query(node: Node, client: Client) -
         client.flight.do_get(endpoint.ticket, impatient).read_all()
     assert node.queries.wait_all_closed(10)
     assert _engine_idles()
+
+
+def test_cancel_flight_info_stops_a_running_query_and_its_ticket(node: Node) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.flight_sql.cancelling_client", node.url, HEAVY],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        check=True,
+    )
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["answers"] == [messages.CANCELLED, messages.CANCELLED]
+    assert outcome["running"].startswith("cancelled") and outcome["later"].startswith("cancelled")
+    assert node.queries.wait_all_closed(10)
+    assert _engine_idles()
+
+
+def test_cancel_query_answers_for_tickets_it_knows(client: Client) -> None:
+    info = client.info("CommandStatementQuery", query="select 1 as one")
+    (answer,) = client.action("CancelQuery", "ActionCancelQueryRequest", info=info.serialize())
+    assert messages.unpack(answer)[1].result == messages.CANCELLED
+    catalogs = client.info("CommandGetCatalogs")
+    (answer,) = client.action("CancelQuery", "ActionCancelQueryRequest", info=catalogs.serialize())
+    assert messages.unpack(answer)[1].result == messages.NOT_CANCELLABLE
+    with pytest.raises(pa.ArrowInvalid, match="no FlightInfo"):
+        client.action("CancelQuery", "ActionCancelQueryRequest", info=b"\xff")
+    again = client.info("CommandStatementQuery", query="select 1 as one")
+    assert client.fetch(again).column("one").to_pylist() == [1]  # each ticket is its own
+
+
+def test_binding_parameters_checks_the_statement_and_the_rows(client: Client) -> None:
+    (created,) = client.action(
+        "CreatePreparedStatement", "ActionCreatePreparedStatementRequest", query="select $1 as v"
+    )
+    handle = messages.unpack(created)[1].prepared_statement_handle
+    rows = pa.table({"p": [1, 2]})
+
+    def bind(statement: bytes, table: pa.Table) -> None:
+        command = messages.pack(
+            messages.new("CommandPreparedStatementQuery", prepared_statement_handle=statement)
+        )
+        writer, _ = client.flight.do_put(
+            flight.FlightDescriptor.for_command(command), table.schema, client.options
+        )
+        writer.write_table(table)
+        writer.close()
+
+    with pytest.raises(pa.ArrowInvalid, match="one row of parameters"):
+        bind(handle, rows)
+    with pytest.raises(pa.ArrowKeyError, match="no such prepared statement"):
+        bind(b"unknown", rows.slice(0, 1))
+    bind(handle, rows.slice(1, 1))
+    info = client.info("CommandPreparedStatementQuery", prepared_statement_handle=handle)
+    assert client.fetch(info).column("v").to_pylist() == [2]
 
 
 def _engine_idles() -> bool:
