@@ -8,6 +8,7 @@ NOT_FOUND as ``ArrowKeyError``, UNIMPLEMENTED as ``ArrowNotImplementedError``, t
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import resource
@@ -24,7 +25,10 @@ import pyarrow.flight as flight
 import pytest
 
 from odfd.flight_sql import messages
+from protocol.model import AddData
+from storage.workspace import Workspace
 from tests.flight_sql.conftest import ADMIN_TOKEN, BIG_ROWS, READ_TOKEN, Node
+from tests.verifier.builders import root_with_slices, slice_table, write_slice
 
 HEAVY = "select count(*) from range(0, 1000000000000)"
 """A query that keeps the engine busy far longer than any test waits."""
@@ -400,3 +404,39 @@ def test_many_concurrent_sessions(node: Node) -> None:
     expected = BIG_ROWS * (BIG_ROWS - 1) // 2
     assert results == [[expected + number] for number in range(32)]
     assert threading.active_count() < 200
+
+
+def test_datasets_written_while_serving_are_read_at_their_new_heads(
+    node: Node, client: Client
+) -> None:
+    """The server keeps its tables between queries; a dataset that appears or moves (written
+    here through a workspace of this test's own) is read as it is now."""
+    alias = "late.nums"
+
+    async def create() -> None:
+        async with await Workspace.open(node.root) as workspace:
+            await root_with_slices(workspace, alias, [[10, 20]])
+
+    async def append() -> None:
+        async with await Workspace.open(node.root) as workspace:
+            record = await workspace.try_resolve(alias)
+            assert record is not None
+            dataset = workspace.open_dataset(record.id)
+            state = await dataset.chain.state()
+            path = node.root / "staging" / "late-append.parquet"
+            data_slice = write_slice(slice_table(2, [30]), path)
+            event = AddData(
+                prev_offset=state.last_offset,
+                new_data=data_slice,
+                new_watermark=state.last_watermark,
+            )
+            await dataset.commit_data(event, data_file=path, expected_head=state.head)
+
+    total = f'select sum(value) as s, count(*) as n from "{alias}"'
+    with pytest.raises(pa.ArrowKeyError, match="not found"):
+        client.query(total)
+    asyncio.run(create())
+    assert alias in table_names(client)
+    assert client.query(total).to_pylist() == [{"s": 30, "n": 2}]
+    asyncio.run(append())
+    assert client.query(total).to_pylist() == [{"s": 60, "n": 3}]
