@@ -95,7 +95,8 @@ class LiveQueries:
             kept.versions[record.alias] = record.head
             try:
                 view = await dataset_view(workspace.open_dataset(record.id))
-                kept.session.register(query_table(view), str(view.head))
+                # off the loop: registering reads the files' footers
+                await asyncio.to_thread(kept.session.register, query_table(view), str(view.head))
             except (OdfError, TransformError) as err:  # other tables stay queryable
                 kept.session.deregister(record.alias)
                 kept.schemas.pop(record.alias, None)
