@@ -63,6 +63,7 @@ from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
 from odfd.server.app import create_app
+from odfd.server.ingest_api import IngestApi
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -323,7 +324,12 @@ class Daemon:
 
     async def _start_server(self) -> None:
         app = create_app(
-            self.workspace, self.config.server, mounts=[console_mount(DaemonBackend(self))]
+            self.workspace,
+            self.config.server,
+            mounts=[
+                console_mount(DaemonBackend(self)),
+                IngestApi(lambda: self.node, ingested=self._ingested),
+            ],
         )
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
@@ -435,6 +441,10 @@ class Daemon:
                 dataset_id,
                 datetime.now(UTC) + jittered(self.config.audit.interval, self.config.sync.jitter),
             )
+
+    async def _ingested(self, dataset_id: DatasetId) -> None:
+        """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
+        await self._dataset_moved(dataset_id, "ingest")
 
     async def _transformed(self, dataset_id: DatasetId) -> None:
         if self.config.audit.after_sync:

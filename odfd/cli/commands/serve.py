@@ -38,6 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
         from odfd.console.api import console_mount
         from odfd.console.backend import WorkspaceBackend
         from odfd.server.app import running
+        from odfd.server.ingest_api import IngestApi
 
         config = node.config.server
         if args.address is not None:
@@ -49,7 +50,9 @@ def _serve(args: argparse.Namespace) -> int:
         )
         console = console_mount(WorkspaceBackend(node))
         try:
-            async with running(node.workspace, config, mounts=[console]) as server:
+            async with running(
+                node.workspace, config, mounts=[console, IngestApi(lambda: node)]
+            ) as server:
                 print(
                     f"serving {len(await node.workspace.list_datasets())} dataset(s) at "
                     f"{server.url} (console: {server.url}ui/)",

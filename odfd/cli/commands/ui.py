@@ -39,6 +39,7 @@ def _ui(args: argparse.Namespace) -> int:
         from odfd.console.backend import WorkspaceBackend
         from odfd.daemon.admin_client import AdminClient
         from odfd.server.app import running
+        from odfd.server.ingest_api import IngestApi
 
         client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
         if client is not None:
@@ -54,7 +55,9 @@ def _ui(args: argparse.Namespace) -> int:
             read_tokens=server.read_tokens | {token},
         )
         console = console_mount(WorkspaceBackend(node))
-        async with running(node.workspace, config, mounts=[console]) as served:
+        async with running(
+            node.workspace, config, mounts=[console, IngestApi(lambda: node)]
+        ) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)
             await asyncio.Event().wait()
