@@ -62,8 +62,9 @@ from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.server.app import create_app
+from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
+from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -323,14 +324,12 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(
-            self.workspace,
-            self.config.server,
-            mounts=[
-                console_mount(DaemonBackend(self)),
-                IngestApi(lambda: self.node, ingested=self._ingested),
-            ],
-        )
+        mounts: list[Mount] = [
+            console_mount(DaemonBackend(self)),
+            query_api_mount(self.node),
+            IngestApi(lambda: self.node, ingested=self._ingested),
+        ]
+        app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
