@@ -15,7 +15,6 @@ import json
 import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
-from pathlib import Path
 
 import aiohttp
 import pyarrow as pa
