@@ -55,6 +55,7 @@ if TYPE_CHECKING:
     from odfd.config import ServerConfig
     from protocol.identity import DatasetId, Multihash
     from storage.catalog import DatasetRecord
+    from verifier.engine.datafusion.engine import StreamingQuery
 
 T = TypeVar("T")
 
@@ -234,7 +235,7 @@ async def execute(
         )
     states, views = await _tables(node, request, visible)
     tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
-    if engine == "datafusion":
+    if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
         schema, batches = await _datafusion(
             request.query, tables, request.skip, request.limit, limits.time_limit
         )
@@ -344,10 +345,14 @@ async def _datafusion(
                 "stopped ([server] query_timeout)"
             ) from None
 
+    planning = asyncio.ensure_future(asyncio.to_thread(plan))
     try:
-        query = await within_limit(asyncio.to_thread(plan))
+        query = await within_limit(asyncio.shield(planning))
     except engine_errors.TransformError as error:
         raise _bad_query(error) from None
+    except QueryRefusedError:
+        planning.add_done_callback(_close_planned)  # planning cannot be interrupted
+        raise
     kept: list[pa.RecordBatch] = []
     try:
         to_skip, wanted = skip, limit
@@ -368,6 +373,11 @@ async def _datafusion(
         return query.schema, kept
     finally:
         await asyncio.to_thread(query.close)
+
+
+def _close_planned(planning: asyncio.Future[StreamingQuery]) -> None:
+    if not planning.cancelled() and planning.exception() is None:
+        planning.result().close()
 
 
 async def _engine(

@@ -53,7 +53,7 @@ class Served:
         token: str | None = None,
         raw: bytes | None = None,
     ) -> Reply:
-        """A request as curl makes it; the reply's body parsed as JSON."""
+        """A request as curl makes it; the reply's body parsed if it is JSON."""
         return call(self.url, method, path, body, token=token, raw=raw)
 
     def run(self, work: Any) -> Any:
@@ -81,7 +81,9 @@ def call(
             status, content, headers = response.status, response.read(), dict(response.headers)
     except urllib.error.HTTPError as error:
         status, content, headers = error.code, error.read(), dict(error.headers)
-    return Reply(status, json.loads(content) if content else None, headers)
+    if headers.get("Content-Type", "").startswith("application/json"):
+        return Reply(status, json.loads(content), headers)
+    return Reply(status, content.decode(errors="replace"), headers)
 
 
 def install_test_key(workspace: Workspace) -> None:
@@ -94,8 +96,12 @@ def install_test_key(workspace: Workspace) -> None:
         os.close(fd)
 
 
+HEAVY_QUERY_SECONDS = 2.0
+"""The test server's query time limit: long enough for any real test query."""
+
 SERVER = ServerConfig(
     port=0,
+    query_timeout=HEAVY_QUERY_SECONDS,
     private=(DatasetAliasPattern.parse(PRIVATE),),
     read_tokens=frozenset({READ_TOKEN}),
     push_tokens=frozenset({PUSH_TOKEN}),
