@@ -50,6 +50,8 @@ MAX_INGEST_BYTES = 1 << 30
 """The largest body one ingest takes (the data is staged on disk, never held in memory)."""
 
 EVENT_TIME_HEADER = "odf-event-time"
+INGEST_ROUTE = ("POST", "ingest")
+"""The route's method and its name under a dataset's path (``/{dataset}/ingest``)."""
 _CHUNK = 1 << 20
 
 
@@ -67,7 +69,8 @@ class IngestApi:
         self._locks = IngestLocks()
 
     def __call__(self, app: web.Application) -> None:
-        app.router.add_post(f"/{DATASET}/ingest", self.handle)
+        method, name = INGEST_ROUTE
+        app.router.add_route(method, f"/{DATASET}/{name}", self.handle)
 
     async def handle(self, request: web.Request) -> web.Response:
         state: ServerState = request.app[STATE_KEY]
