@@ -10,6 +10,7 @@ route on a daemon's server.
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import textwrap
@@ -32,6 +33,7 @@ from protocol.identity import DatasetAliasPattern
 from protocol.model import AddPushSource, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
+from tests.daemon.loop_check import LoopBlockingCheck
 from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, rows
 
@@ -260,6 +262,13 @@ async def test_refusals_name_the_problem_and_commit_nothing(
     assert await served.dataset.chain.head() == head
     assert not list((workspace.root / RUN_DIR).glob("ingest-*"))
 
+    # multi-tenant paths name the account too (an empty body adds nothing: answered at once)
+    tenant = await create(workspace, _snapshot(SOURCE1, name="alice/population"))
+    status, _ = await served.ingest(b"", content_type="text/csv", path="alice/population")
+    assert status == 200 and await tenant.chain.head() is not None
+    status, _ = await served.ingest(b"", content_type="text/csv", path="bob/population")
+    assert status == 404
+
 
 async def test_a_private_dataset_exists_only_for_tokens_that_read_it(workspace: Workspace) -> None:
     config = load_config(workspace.layout.config_path)
@@ -351,12 +360,15 @@ async def test_the_daemon_serves_ingest(workspace: Workspace) -> None:
     await daemon.start()
     try:
         assert daemon.server_url is not None
-        async with aiohttp.ClientSession() as http:
-            served = Served(daemon.server_url, http, dataset)
-            status, _ = await served.ingest(
-                b"2020-01-01T00:00:00Z,A,100\n", content_type="text/csv"
-            )
+        loop = asyncio.get_running_loop()
+        with LoopBlockingCheck(loop, except_task_of="test_the_daemon_serves_ingest") as check:
+            async with aiohttp.ClientSession() as http:
+                served = Served(daemon.server_url, http, dataset)
+                status, _ = await served.ingest(
+                    b"2020-01-01T00:00:00Z,A,100\n", content_type="text/csv"
+                )
         assert status == 200
+        assert check.slow == [], check.report()  # the ingest ran off the daemon's event loop
         assert await _records(dataset) == [(0, 0, _at("2020-01-01T00:00:00Z"), "A", 100)]
     finally:
         await daemon.shutdown()
