@@ -33,6 +33,9 @@ from protocol.query.json_text import loads
 if TYPE_CHECKING:
     from odfd.app.node import Node
 
+_REMOTE_TIMEOUT_SECONDS = 30.0
+"""To connect to the remote node; its answer may take as long as its query time limit."""
+
 LOCAL = "this node"
 """Where a check re-executed the query when it asked no other node."""
 
@@ -154,6 +157,7 @@ async def check_remotely(
     ``/verify``) to re-execute it."""
     import aiohttp
 
+    timeout = aiohttp.ClientTimeout(total=None, sock_connect=_REMOTE_TIMEOUT_SECONDS)
     answer, request = read_answer(text, source)
     signer = str(request.proof.verification_method)
     failed = _on_its_own(answer, source)
@@ -164,7 +168,7 @@ async def check_remotely(
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     try:
         async with (
-            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None)) as http,
+            aiohttp.ClientSession(timeout=timeout) as http,
             http.post(endpoint, json=body, headers=headers) as reply,
         ):
             status, text_reply = reply.status, await reply.text()

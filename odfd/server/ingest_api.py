@@ -76,7 +76,10 @@ class IngestApi:
         state: ServerState = request.app[STATE_KEY]
         _authorize(state, request)
         dataset_path = request.match_info["dataset"]
-        record = await state.find(dataset_path, request)
+        try:
+            record = await state.find(dataset_path, request)
+        except web.HTTPForbidden as withheld:  # the daemon withholds it: said as JSON too
+            raise _error(web.HTTPForbidden, withheld.text or "forbidden") from None
         if record is None:
             raise _error(web.HTTPNotFound, f"no dataset {dataset_path} on this node")
         options = PushIngestOptions(

@@ -73,6 +73,23 @@ def test_a_proven_answer_holds_for_an_independent_verifier_and_for_verify(
     assert pinned["alias"] == "nums" and pinned["blockHash"].startswith("f1620")
     did = answer["proof"]["verificationMethod"]
 
+    saved = node_root.parent / "saved.json"
+    code, out, err = run(
+        capsys,
+        "sql",
+        "-c",
+        SQL,
+        "-o",
+        "json",
+        "--proof",
+        "--output-path",
+        str(saved),
+        "--root",
+        str(node_root),
+    )
+    assert (code, out) == (0, "")
+    assert json.loads(saved.read_text()) == answer  # ed25519 signatures are deterministic
+
     code, out = _verify(capsys, node_root, answer)
     assert code == 0
     assert out.strip() == (

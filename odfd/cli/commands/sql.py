@@ -209,8 +209,7 @@ async def _print_proven(node: Node, sql: str, args: argparse.Namespace) -> None:
     if args.output_path is not None:
         args.output_path.write_bytes(proven.body + b"\n")
     else:
-        sys.stdout.buffer.write(proven.body + b"\n")
-        sys.stdout.flush()
+        sys.stdout.write(proven.body.decode("utf-8") + "\n")
 
 
 def _verify(args: argparse.Namespace, given: list[str]) -> int:
