@@ -523,9 +523,9 @@ def _content_path(namespace: str, root: str, subpath: str) -> str:
 
 
 def _is_missing_endpoint(message: str) -> bool:
-    """A node without the endpoint (js-ipfs has no ``routing/*``): 404, or Kubo's "unknown command"."""
-    lowered = message.lower()
-    return "404" in lowered or "not found" in lowered or "unknown command" in lowered
+    """A node without the endpoint: js-ipfs answers a bare "Not Found" for ``routing/*`` (a
+    missing record says more), an older Kubo "unknown command" or a 404."""
+    return message.endswith(": Not Found") or "unknown command" in message or " 404 " in message
 
 
 def _classify(message: str) -> type[IpfsError]:

@@ -19,10 +19,11 @@ from aiohttp import web
 from nacl.signing import SigningKey
 
 from odfd.app.status import build_status
+from odfd.cli.main import main
 from odfd.cli.status_text import render_status
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.mirror_sync import MirrorSyncer
-from odfd.sync.did_names import IpnsRecordRefusedError, resolve_did
+from odfd.sync.did_names import IpnsRecordRefusedError, IpnsState, is_due, resolve_did
 from odfd.sync.errors import SyncError
 from odfd.sync.pull import pull
 from odfd.sync.push import push
@@ -68,7 +69,10 @@ async def _until_resolvable(ipfs: IpfsSettings, dataset_id: DatasetId) -> None:
 
 
 async def test_pull_by_did_and_a_mirror_keeps_it_reachable(
-    dht_nodes: tuple[LocalIpfsNode, LocalIpfsNode], node_a: Workspace, tmp_path: Path
+    dht_nodes: tuple[LocalIpfsNode, LocalIpfsNode],
+    node_a: Workspace,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     node_1, node_2 = dht_nodes
     via_1 = TransportSettings(ipfs=node_1.settings())
@@ -84,13 +88,18 @@ async def test_pull_by_did_and_a_mirror_keeps_it_reachable(
     keys = await IpfsClient(node_1.api_multiaddr).key_list()
     assert name in {key.id for key in keys}  # the dataset's own key, imported into the node
 
-    # Node 2's workspace knows only the DID.
+    # Node 2's workspace knows only the DID: `odfd pull did:odf:…`.
     await _until_resolvable(via_2.ipfs, owner.id)
-    async with await Workspace.init(tmp_path / "b") as node_b:
-        result = await pull(node_b, did, settings=via_2)
-        assert result.new_head == owner.head and result.trust == "signed"
-        assert result.alias == owner.id.to_multibase()
-        await verify_integrity(await node_b.get_dataset(result.alias))
+    async with await Workspace.init(tmp_path / "b"):
+        pass
+    monkeypatch.setenv("ODFD_IPFS_API", node_2.api_multiaddr)
+    monkeypatch.setenv("ODFD_IPFS_GATEWAY", node_2.gateway_url)
+    assert await asyncio.to_thread(main, ["pull", did, "--root", str(tmp_path / "b")]) == 0
+    async with await Workspace.open(tmp_path / "b") as node_b:
+        pulled = await node_b.resolve(owner.id.to_multibase())
+        assert pulled.id == owner.id and pulled.head == owner.head
+        await verify_integrity(await node_b.get_dataset(pulled.alias))
+        assert await node_b.signed_heads.get(owner.id) is not None  # the owner's, verified
 
     # C mirrors the DID through node 2; its daemon's sync republishes the owner's record.
     config = NodeConfig(
@@ -232,3 +241,20 @@ async def test_record_pointing_at_a_folder_without_the_owners_signed_head_is_ref
     else:
         assert f"signed by {shown.id}, not by the dataset's own key {owner.id}" in message
     assert await node_b.list_datasets() == []
+
+
+def test_republishing_is_due_after_the_interval() -> None:
+    now = datetime(2026, 1, 1, 12, tzinfo=UTC)
+    name = "k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq"
+    assert is_due(IpnsState(name, None), 3600.0, now)
+    assert not is_due(IpnsState(name, now - timedelta(minutes=59)), 3600.0, now)
+    assert is_due(IpnsState(name, now - timedelta(minutes=60)), 3600.0, now)
+
+
+def test_a_dataset_ipns_name_is_its_did_key_as_a_peer_id() -> None:
+    key = SigningKey(bytes(range(32)))
+    dataset_id = DatasetId(bytes(key.verify_key))
+    name = ipns_name_of(dataset_id)
+    # identity multihash of the libp2p PublicKey protobuf {Type: Ed25519, Data: key}
+    assert name.key_multihash == b"\x00\x24\x08\x01\x12\x20" + dataset_id.public_key
+    assert name.peer_id.startswith("12D3KooW") and str(name).startswith("k51")
