@@ -46,6 +46,7 @@ _NOT_FOUND_PHRASES = (
     "no such",
     "no key named",
     "no key by the given name",
+    "no peers found",  # a routing query with nobody to ask (js-ipfs)
 )
 _TIMEOUT_PHRASES = ("timed out", "deadline exceeded")
 _UNIXFS_DIRECTORY_TYPES = (1, 5)  # UnixFS Directory and HAMTShard

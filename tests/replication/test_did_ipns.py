@@ -23,7 +23,14 @@ from odfd.cli.main import main
 from odfd.cli.status_text import render_status
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.mirror_sync import MirrorSyncer
-from odfd.sync.did_names import IpnsRecordRefusedError, IpnsState, is_due, resolve_did
+from odfd.sync.did_names import (
+    IpnsRecordRefusedError,
+    IpnsState,
+    is_due,
+    read_state,
+    republish,
+    resolve_did,
+)
 from odfd.sync.errors import SyncError
 from odfd.sync.pull import pull
 from odfd.sync.push import push
@@ -258,3 +265,28 @@ def test_a_dataset_ipns_name_is_its_did_key_as_a_peer_id() -> None:
     # identity multihash of the libp2p PublicKey protobuf {Type: Ed25519, Data: key}
     assert name.key_multihash == b"\x00\x24\x08\x01\x12\x20" + dataset_id.public_key
     assert name.peer_id.startswith("12D3KooW") and str(name).startswith("k51")
+
+
+async def test_a_mirror_republishes_the_record_it_kept_and_never_an_expired_one(
+    ipfs_node: LocalIpfsNode, node_a: Workspace
+) -> None:
+    """The IPFS node's routing has no record under the name (its peers forgot it, or it has
+    none): the owner's record the mirror kept is what it puts back; an expired one it refuses."""
+    await create_root(node_a, "cities", slices=1)
+    owner = await node_a.resolve("cities")
+    key = node_a.keys.load(owner.id)
+    assert key is not None
+    dataset = node_a.open_dataset(owner.id)
+    folder = node_a.layout.dataset(owner.id).root
+    cid = await IpfsClient(ipfs_node.api_multiaddr).add_directory(folder, exclude=("info",))
+    expired = datetime.now(UTC) - timedelta(seconds=1)
+    await dataset.info.set("ipns-record", encode_record(bytes(key), f"/ipfs/{cid}", expired, 3, 0))
+    with pytest.raises(IpnsRecordRefusedError, match="no valid IPNS record of its owner"):
+        await republish(ipfs_node.settings(), owner.id, dataset)
+    assert (await read_state(dataset, owner.id)).republished is None
+
+    later = datetime.now(UTC) + timedelta(days=1)
+    await dataset.info.set("ipns-record", encode_record(bytes(key), f"/ipfs/{cid}", later, 4, 0))
+    record = await republish(ipfs_node.settings(), owner.id, dataset)
+    assert (record.value, record.sequence) == (f"/ipfs/{cid}", 4)
+    assert (await read_state(dataset, owner.id)).republished is not None
