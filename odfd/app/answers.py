@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -37,6 +37,7 @@ from protocol.query import (
     DatasetState,
     QueryDialect,
     QueryRequest,
+    QueryResponseWriter,
     ResponseSigner,
     ResponseSigningNotConfigured,
     SchemaFormat,
@@ -149,6 +150,35 @@ class Answer:
 
 
 _OUTPUT_PREFIX = b'{"output":'
+
+
+async def body_stream(
+    answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
+) -> AsyncIterator[bytes]:
+    """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
+    event loop, so a large answer is sent while the rest is still being written. Errors that
+    can be answered with a status (no signer, a result that cannot be rendered) are raised
+    before the first piece."""
+    writer = await asyncio.to_thread(
+        QueryResponseWriter,
+        answer.request,
+        datasets=answer.datasets,
+        schema=answer.schema,
+        signer=signer,
+    )
+    chunks = iter(writer.chunks(answer.batches))
+
+    def next_piece() -> bytes:
+        pieces, size = [], 0
+        for chunk in chunks:
+            pieces.append(chunk)
+            size += memoryview(chunk).nbytes
+            if size >= piece_bytes:
+                break
+        return b"".join(pieces)
+
+    while piece := await asyncio.to_thread(next_piece):
+        yield piece
 
 
 def node_signer(node: Node) -> ResponseSigner | None:

@@ -117,3 +117,22 @@ async def test_bad_sql_in_the_reference_words(node: Node) -> None:
         await ask(node, {"query": "select ???"})
     with pytest.raises(answers.BadQueryError, match="table 'odf.odf.does_not_exist' not found"):
         await ask(node, {"query": "select * from does_not_exist"})
+
+
+async def test_spark_dialect_answers_with_proofs(tmp_path: Path, spark: object) -> None:
+    """``SqlSpark`` runs on the node's Spark; its proof verifies by running Spark again."""
+    from tests.fixtures.spark import TEST_ENGINES
+
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        await add_all(workspace)
+        node = Node(workspace, NodeConfig(), engines=TEST_ENGINES)
+        request = {
+            "query": f"select value from {GROWING} order by value desc",
+            "queryDialect": "SqlSpark",
+            "include": ["Proof"],
+            "skip": 1,
+        }
+        answer = await ask(node, request)
+        assert answer["output"]["data"] == [{"value": 2}, {"value": 1}]
+        verifier.check(answer)
+        assert (await answers.verify(node, VerifyRequest.from_answer(answer))).ok
