@@ -15,7 +15,7 @@ import io
 import json
 import textwrap
 from collections.abc import AsyncIterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 import aiohttp
 import pyarrow as pa
@@ -28,8 +28,9 @@ from odfd.coordinator.commit import RUN_DIR
 from odfd.daemon.service import Daemon
 from odfd.server.app import running
 from odfd.server.ingest_api import IngestApi
+from odfd.server.state import STATE_KEY
 from protocol.codec import yaml as odf_yaml
-from protocol.identity import DatasetAliasPattern
+from protocol.identity import DatasetAliasPattern, DatasetId
 from protocol.model import AddPushSource, Timestamp
 from storage.dataset import Dataset
 from storage.workspace import Workspace
@@ -92,6 +93,8 @@ class Served:
     url: str
     http: aiohttp.ClientSession
     dataset: Dataset
+    withheld: set[DatasetId] = field(default_factory=set)
+    """The server's datasets withheld (as a daemon withholds one whose audit failed)."""
 
     async def ingest(
         self,
@@ -132,7 +135,8 @@ async def _served(workspace: Workspace) -> AsyncIterator[Served]:
         running(workspace, server, mounts=[IngestApi(lambda: node)]) as running_server,
         aiohttp.ClientSession() as http,
     ):
-        yield Served(running_server.url, http, dataset)
+        withheld = running_server.runner.app[STATE_KEY].withheld
+        yield Served(running_server.url, http, dataset, withheld)
 
 
 @pytest.fixture
@@ -261,6 +265,13 @@ async def test_refusals_name_the_problem_and_commit_nothing(
     )
     assert await served.dataset.chain.head() == head
     assert not list((workspace.root / RUN_DIR).glob("ingest-*"))
+
+    assert served.dataset.id is not None
+    served.withheld.add(served.dataset.id)
+    status, body = await served.ingest(row)
+    assert status == 403 and body is not None and "withheld" in str(body["message"])
+    served.withheld.clear()
+    assert await served.dataset.chain.head() == head
 
     # multi-tenant paths name the account too (an empty body adds nothing: answered at once)
     tenant = await create(workspace, _snapshot(SOURCE1, name="alice/population"))
