@@ -116,13 +116,17 @@ class DataFusionEngine:
             )
         result = _run_steps(ctx, query_steps(transform), what, deterministic=True)
         columns = _validate_result(result.schema(), request, what)
+        result_schema = pa.schema([result.schema().field(name) for name in columns])
+        required = required_columns(result_schema, request.dataset_schema)
         schema, written = write_batches(
-            pa.schema([result.schema().field(name) for name in columns]),
+            result_schema,
             _batches(result, columns, f"{what}: the transform"),
             vocab=request.vocab,
             start_offset=request.next_offset,
             system_time=request.system_time,
             out_path=request.out_dir / "data.parquet",
+            required=required,
+            op_required=request.vocab.op not in columns or request.vocab.op in required,
         )
         return TransformResult(schema, written, output_watermark(request), None)
 
@@ -212,6 +216,16 @@ def quote_identifier(name: str) -> str:
     """A table or column name as a DataFusion SQL identifier (kept exactly, dots and slashes
     included)."""
     return '"' + name.replace('"', '""') + '"'
+
+
+def required_columns(result: pa.Schema, dataset_schema: pa.Schema | None) -> frozenset[str]:
+    """The result's columns a slice writes as required: what DataFusion's plan proves non-null
+    (a column read from a required input column, ``ROW_NUMBER()``, a literal), as the
+    reference writes them, except that a column the dataset's schema already declares keeps
+    its declared nullability (datasets written before this rule keep their schema; a null in a
+    column it requires fails the transaction)."""
+    declared = {} if dataset_schema is None else {f.name: f.nullable for f in dataset_schema}
+    return frozenset(field.name for field in result if not declared.get(field.name, field.nullable))
 
 
 def output_watermark(request: TransformRequest) -> Timestamp | None:
@@ -336,30 +350,31 @@ def _check_deterministic(df: DataFrame, where: str) -> None:
 
 
 def _validate_result(schema: pa.Schema, request: TransformRequest, what: str) -> list[str]:
-    """Checks the result as the reference does; its columns in slice order (event time first)."""
+    """Checks the result as the reference does (a bad result is an invalid query, as there);
+    its columns in slice order (event time first)."""
     vocab = request.vocab
     names = schema.names
     for system in (vocab.offset, vocab.system_time):
         if system in names:
-            raise TransformError(
+            raise InvalidQueryError(
                 f"{what}: the query's result has a column '{system}' that clashes with a system "
                 "column; rename it or set a different vocabulary"
             )
     if vocab.event_time not in names:
-        raise TransformError(
+        raise InvalidQueryError(
             f"{what}: the query's result has no event time column '{vocab.event_time}' "
             f"(it has {', '.join(names)})"
         )
     event_type = schema.field(vocab.event_time).type
     if not any(test(event_type) for test in _EVENT_TIME_TYPES):
-        raise TransformError(
+        raise InvalidQueryError(
             f"{what}: event time column '{vocab.event_time}' must be a timestamp or a date, "
             f"found {event_type}"
         )
     if vocab.op in names and schema.field(vocab.op).type not in _OP_TYPES:
-        raise TransformError(
-            f"{what}: operation type column '{vocab.op}' must be an INT, "
-            f"found {schema.field(vocab.op).type}"
+        raise InvalidQueryError(
+            f"{what}: operation type column '{vocab.op}' must be int32 (or a narrower integer "
+            f"type, which is widened), found {schema.field(vocab.op).type}"
         )
     rest = [n for n in names if n not in (vocab.op, vocab.event_time)]
     return [*([vocab.op] if vocab.op in names else []), vocab.event_time, *rest]
