@@ -332,3 +332,19 @@ def test_a_dataset_schema_keeps_its_declared_nullability(
     assert set(repetition(kept.new_data.path).values()) == {"REQUIRED", "OPTIONAL"}
     assert repetition(kept.new_data.path)["city"] == "OPTIONAL"
     assert kept.new_data.logical_hash == required.new_data.logical_hash
+
+
+def test_json_extensions(foo: TransformInputSlice, tmp_path: Path) -> None:
+    """Restates ``test_json_extensions``: the JSON functions are registered; a call over
+    literals is folded into a REQUIRED Int64 column."""
+    query = """select event_time, json_get_int('{"foo": 123}', 'foo') as value from foo"""
+    result = transform(tmp_path, foo, (None, query))
+    assert result.new_data is not None
+    assert [r[3:] for r in rows(result)] == [(EVENT_TIME, 123)] * 3
+    assert repetition(result.new_data.path) == {
+        "offset": "REQUIRED",
+        "op": "REQUIRED",
+        "system_time": "REQUIRED",
+        "event_time": "REQUIRED",
+        "value": "REQUIRED",
+    }

@@ -11,8 +11,12 @@ It follows the ODF engine contract as the reference DataFusion engine implements
   (:func:`verifier.engine.output.write_batches`): offsets from the next offset in result order,
   ``op`` (0 unless the query sets it) and ``system_time`` added, timestamps as milliseconds in UTC,
   columns ``offset, op, system_time, event_time``, then the rest;
+* a column is REQUIRED where the optimized plan proves it non-null (as the reference writes
+  it), unless the dataset's schema already declares it optional;
 * the output watermark is the lowest of the inputs' latest declared watermarks; like the
-  reference, the engine keeps no checkpoint.
+  reference, the engine keeps no checkpoint;
+* the reference's JSON functions (``json_get_str``, ``->``, ...) are there
+  (:mod:`verifier.engine.datafusion.json_functions`).
 
 Determinism (the verifier re-executes transactions and compares logical hashes): one target
 partition, no repartitioning, a fixed batch size and time zone, plain (not view) string types,
@@ -42,6 +46,7 @@ from verifier.engine.contract import (
     step_name,
     validate_transform,
 )
+from verifier.engine.datafusion import json_functions
 from verifier.engine.errors import (
     InvalidQueryError,
     NonDeterministicQueryError,
@@ -116,7 +121,8 @@ class DataFusionEngine:
             )
         result = _run_steps(ctx, query_steps(transform), what, deterministic=True)
         columns = _validate_result(result.schema(), request, what)
-        result_schema = pa.schema([result.schema().field(name) for name in columns])
+        planned = _physical_schema(ctx, result, what)
+        result_schema = pa.schema([planned.field(name) for name in columns])
         required = required_columns(result_schema, request.dataset_schema)
         schema, written = write_batches(
             result_schema,
@@ -308,8 +314,10 @@ def _run_steps(
     result = None
     for number, step in enumerate(steps, start=1):
         where = prefix + step_name(steps, number)
+        query, json_calls = json_functions.rewrite(step.query)
+        json_functions.register(ctx, json_calls)
         try:
-            result = ctx.sql_with_options(step.query, queries_only)
+            result = ctx.sql_with_options(query, queries_only)
         except Exception as err:  # DataFusion planning errors share no type
             raise InvalidQueryError(f"{where} is invalid: {_first_line(err)}") from err
         if deterministic:
@@ -320,6 +328,16 @@ def _run_steps(
             ctx.sql(f"CREATE VIEW {quote_identifier(step.alias)} AS SELECT * FROM {hidden}")
     assert result is not None
     return result
+
+
+def _physical_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema:
+    """The result's schema as the optimized plan (which the reference writes) gives it: it may
+    prove more columns non-null than the query as written (a UDF over literals folds into a
+    literal)."""
+    try:
+        return ctx.create_dataframe_from_logical_plan(df.optimized_logical_plan()).schema()
+    except Exception as err:  # DataFusion's errors share no type
+        raise InvalidQueryError(f"{what}: the query cannot be planned: {_first_line(err)}") from err
 
 
 def _hidden_name() -> str:
