@@ -126,7 +126,7 @@ class DataFusionEngine:
         required = required_columns(result_schema, request.dataset_schema)
         schema, written = write_batches(
             result_schema,
-            _batches(result, columns, f"{what}: the transform"),
+            _batches(result, planned, columns, f"{what}: the transform"),
             vocab=request.vocab,
             start_offset=request.next_offset,
             system_time=request.system_time,
@@ -145,9 +145,9 @@ class DataFusionEngine:
                     ctx, table.name, table.paths, table.schema, Path(scratch) / str(number)
                 )
             result = _run_steps(ctx, steps, "", deterministic=False)
-            names = result.schema().names
-            batches = list(_batches(result, names, "the query"))
-        return pa.Table.from_batches(batches, _plain_schema(result.schema()))
+            planned = _physical_schema(ctx, result, "")
+            batches = list(_batches(result, planned, planned.names, "the query"))
+        return pa.Table.from_batches(batches, _plain_schema(planned))
 
 
 class StreamingQuery:
@@ -331,13 +331,14 @@ def _run_steps(
 
 
 def _physical_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema:
-    """The result's schema as the optimized plan (which the reference writes) gives it: it may
-    prove more columns non-null than the query as written (a UDF over literals folds into a
-    literal)."""
+    """The result's schema as the optimized plan (which the reference writes, and which runs)
+    gives it: it may prove more columns non-null than the query as written (a UDF over
+    literals folds into a literal)."""
     try:
         return ctx.create_dataframe_from_logical_plan(df.optimized_logical_plan()).schema()
     except Exception as err:  # DataFusion's errors share no type
-        raise InvalidQueryError(f"{what}: the query cannot be planned: {_first_line(err)}") from err
+        prefix = f"{what}: " if what else ""
+        raise InvalidQueryError(f"{prefix}the query cannot be planned: {_first_line(err)}") from err
 
 
 def _hidden_name() -> str:
@@ -398,9 +399,12 @@ def _validate_result(schema: pa.Schema, request: TransformRequest, what: str) ->
     return [*([vocab.op] if vocab.op in names else []), vocab.event_time, *rest]
 
 
-def _batches(df: DataFrame, columns: Sequence[str], what: str) -> Iterator[pa.RecordBatch]:
-    """The result's batches, partition after partition, columns in the given order."""
-    plain = _plain_schema(pa.schema([df.schema().field(name) for name in columns]))
+def _batches(
+    df: DataFrame, schema: pa.Schema, columns: Sequence[str], what: str
+) -> Iterator[pa.RecordBatch]:
+    """The result's batches, partition after partition, columns in the given order, with the
+    result's ``schema`` (:func:`_physical_schema`)."""
+    plain = _plain_schema(pa.schema([schema.field(name) for name in columns]))
     try:
         streams = df.execute_stream_partitioned()
     except Exception as err:  # nor do its execution errors
