@@ -5,6 +5,7 @@ the reference engine registers (``datafusion-contrib/datafusion-functions-json``
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -144,3 +145,70 @@ def test_rewrite_binds_each_signature_once_and_leaves_text_alone() -> None:
     assert text == "select json_length__none(a), json_length__s(a, 'k') from t"
     assert set(calls.values()) == {"json_length__none", "json_length__s"}
     assert rewrite("select 1") == ("select 1", {})
+
+
+JSON_DERIVATIVE = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: parsed
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: nums
+      transform:
+        kind: Sql
+        engine: datafusion
+        queries:
+          - alias: docs
+            query: >-
+              SELECT event_time, '{"v": ' || cast(value AS varchar) || ', "tags": ["a", "b"]}' AS doc
+              FROM nums
+          - query: >-
+              SELECT event_time, json_get_int(doc, 'v') * 2 AS doubled, doc->'tags'->>1 AS tag,
+              json_length(doc, 'tags') AS tags FROM docs
+"""
+
+
+def test_a_pipeline_using_them_runs_and_verifies(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A derivative calling the JSON functions is pulled, then re-executed by ``verify``, which
+    no longer reports it as cannot-verify."""
+    import asyncio
+
+    from storage.workspace import Workspace
+    from tests.cli.helpers import run as odfd
+    from tests.verifier.builders import root_with_slices
+
+    ws = tmp_path / "ws"
+
+    async def build() -> None:
+        async with await Workspace.init(ws) as workspace:
+            await root_with_slices(workspace, "nums", [[1, 2], [3]])
+
+    asyncio.run(build())
+    manifest = tmp_path / "parsed.yaml"
+    manifest.write_text(JSON_DERIVATIVE)
+    assert odfd(capsys, "-q", "add", "--root", str(ws), str(manifest))[0] == 0
+    code, _, err = odfd(capsys, "pull", "--root", str(ws), "parsed")
+    assert code == 0, err
+    code, out, err = odfd(
+        capsys,
+        "sql",
+        "--root",
+        str(ws),
+        'SELECT doubled, tag, tags FROM parsed ORDER BY "offset"',
+        "--output",
+        "json",
+    )
+    assert code == 0, err
+    assert json.loads(out) == [
+        {"doubled": 2, "tag": "b", "tags": 2},
+        {"doubled": 4, "tag": "b", "tags": 2},
+        {"doubled": 6, "tag": "b", "tags": 2},
+    ]
+    code, out, err = odfd(capsys, "verify", "--root", str(ws), "parsed")
+    assert code == 0, out + err
+    assert "reproducibility      ok             1 transactions, 3 records" in out + err
