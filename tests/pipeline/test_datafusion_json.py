@@ -171,11 +171,11 @@ content:
 """
 
 
-def test_a_pipeline_using_them_runs_and_verifies(
+def test_a_pipeline_using_them_runs_verifies_and_is_traced(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A derivative calling the JSON functions is pulled, then re-executed by ``verify``, which
-    no longer reports it as cannot-verify."""
+    """A derivative calling the JSON functions is pulled, then re-executed by ``verify`` (no
+    longer reported as cannot-verify) and traced by ``provenance``."""
     import asyncio
 
     from storage.workspace import Workspace
@@ -212,3 +212,8 @@ def test_a_pipeline_using_them_runs_and_verifies(
     code, out, err = odfd(capsys, "verify", "--root", str(ws), "parsed")
     assert code == 0, out + err
     assert "reproducibility      ok             1 transactions, 3 records" in out + err
+    # provenance rewrites the JSON calls and operators as row-wise functions and re-runs them
+    code, out, err = odfd(capsys, "provenance", "--root", str(ws), "parsed", "--offset", "1")
+    assert code == 0, err
+    assert "doubled=4, tag=b, tags=2  [1 witness row(s), checked by re-execution]" in out
+    assert "nums offset 1 " in out
