@@ -17,13 +17,31 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from protocol.identity import DatasetId
-from protocol.model import SqlQueryStep, Timestamp, TransformSql, Watermark
+from odfd.coordinator.transform import update_derivative
+from protocol import arrow_schema
+from protocol.hashing import logical_hash_parquet
+from protocol.identity import DatasetId, DatasetRef
+from protocol.model import (
+    DatasetKind,
+    SetDataSchema,
+    SetTransform,
+    SqlQueryStep,
+    Timestamp,
+    TransformInput,
+    TransformSql,
+    Watermark,
+)
+from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
+from tests.verifier.builders import T0, root_with_slices
+from verifier.audit import VerifyOptions, verify
 from verifier.engine.columns import Op, Vocab
 from verifier.engine.contract import TransformInputSlice, TransformRequest, TransformResult
 from verifier.engine.datafusion.engine import DataFusionEngine
 from verifier.engine.errors import InvalidQueryError
+from verifier.engine.inputs import all_slices, arrow_schema_of
 from verifier.engine.output import TIMESTAMP_MS_UTC, write_batches
+from verifier.engine.registry import Engines
 
 ENGINE = DataFusionEngine()
 INPUT_SYSTEM_TIME = Timestamp.parse_rfc3339("2023-02-01T00:00:00Z")
@@ -348,3 +366,61 @@ def test_json_extensions(foo: TransformInputSlice, tmp_path: Path) -> None:
         "event_time": "REQUIRED",
         "value": "REQUIRED",
     }
+
+
+async def test_a_derivative_written_before_keeps_its_schema(workspace: Workspace) -> None:
+    """Through the coordinator: a derivative whose ``SetDataSchema`` (as odfd wrote it before)
+    makes a column optional that the plan proves non-null keeps it optional in new slices and
+    commits no new schema; a new derivative of the same query declares it required. Both
+    verify, with equal logical hashes."""
+    nums = await root_with_slices(workspace, "nums", [[1, 2], [3]])
+    assert nums.id is not None
+    query = "SELECT event_time, 1 AS one, value FROM nums"
+    transform = SetTransform(
+        inputs=(TransformInput(dataset_ref=DatasetRef(nums.id), alias="nums"),),
+        transform=TransformSql(engine="datafusion", queries=(SqlQueryStep(query=query),)),
+    )
+    hashes = []
+    for alias, written_before in (("old", True), ("new", False)):
+        dataset = await workspace.create_dataset(
+            alias, DatasetKind.DERIVATIVE, [transform], system_time=T0
+        )
+        if written_before:
+            every_optional = pa.schema(
+                [
+                    pa.field("offset", pa.int64(), False),
+                    pa.field("op", pa.int32(), False),
+                    pa.field("system_time", TIMESTAMP_MS_UTC, False),
+                    pa.field("event_time", TIMESTAMP_MS_UTC),
+                    pa.field("one", pa.int64()),
+                    pa.field("value", pa.int64()),
+                ]
+            )
+            await dataset.commit_event(
+                SetDataSchema(
+                    schema=arrow_schema.strip_encoding(
+                        arrow_schema.schema_from_arrow(every_optional)
+                    )
+                ),
+                expected_head=await dataset.chain.head(),
+                system_time=T0,
+            )
+        await update_derivative(
+            workspace, dataset, engines=Engines(), system_time=Timestamp.of(2024, 6, 1)
+        )
+        state = await dataset.chain.state()
+        assert state.schema is not None
+        declared = arrow_schema_of(state.schema)
+        assert declared.field("one").nullable is written_before
+        [slice_hash] = await all_slices(dataset)
+        assert pq.read_schema(object_path(dataset.data, slice_hash)) == declared
+        schemas = [
+            b.event
+            async for _, b in dataset.chain.iter_blocks()
+            if isinstance(b.event, SetDataSchema)
+        ]
+        assert len(schemas) == 1
+        report = await verify(workspace, [alias], VerifyOptions(jobs=1), engines=Engines())
+        assert report.exit_code == 0
+        hashes.append(logical_hash_parquet(object_path(dataset.data, slice_hash)))
+    assert hashes[0] == hashes[1]
