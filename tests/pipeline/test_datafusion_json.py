@@ -133,7 +133,7 @@ def test_result_types_are_the_crates(tmp_path: Path) -> None:
 
 
 def test_rewrite_binds_each_signature_once_and_leaves_text_alone() -> None:
-    text, calls = rewrite(
+    [(text, calls)] = rewrite(
         "select '->' as s, \"json_get\", x->'a' as a, json_get_str(y, 'k', 0) from t -- json_x"
     )
     assert text == (
@@ -141,10 +141,42 @@ def test_rewrite_binds_each_signature_once_and_leaves_text_alone() -> None:
         "from t -- json_x"
     )
     assert calls == {Call("json_get", "s"): "json_get", Call("json_get_str", "si"): "json_get_str"}
-    text, calls = rewrite("select json_length(a), json_length(a, 'k') from t")
+    [(text, calls)] = rewrite("select json_length(a), json_length(a, 'k') from t")
     assert text == "select json_length__none(a), json_length__s(a, 'k') from t"
     assert set(calls.values()) == {"json_length__none", "json_length__s"}
-    assert rewrite("select 1") == ("select 1", {})
+    assert rewrite("select 1") == [("select 1", {})]
+    # a key column: an array index if it plans as an integer, else an object key
+    assert [c for _, c in rewrite("select json_get_int(j, k) from t")] == [
+        {Call("json_get_int", "i"): "json_get_int"},
+        {Call("json_get_int", "s"): "json_get_int"},
+    ]
+
+
+def test_key_columns_index_arrays_or_select_members_by_their_type(tmp_path: Path) -> None:
+    """As the crate decides by the key's type: an integer key column indexes an array, a
+    text one selects an object member (a text "1" selects no array item)."""
+    table = pa.table(
+        {
+            "doc": ["[10, 20, 30]", '{"1": "one", "b": "bee"}'],
+            "index": pa.array([2, 1], pa.int32()),
+            "name": ["1", "b"],
+        }
+    )
+    path = tmp_path / "keys.parquet"
+    pq.write_table(table, path)
+    result = ENGINE.query(
+        [
+            SqlQueryStep(
+                query="SELECT json_as_text(doc, index) AS by_index, "
+                "json_as_text(doc, name) AS by_name FROM keys"
+            )
+        ],
+        [QueryTable("keys", (path,), table.schema)],
+    )
+    assert result.to_pylist() == [
+        {"by_index": "30", "by_name": None},
+        {"by_index": None, "by_name": "bee"},
+    ]
 
 
 JSON_DERIVATIVE = """\

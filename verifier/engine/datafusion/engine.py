@@ -56,7 +56,7 @@ from verifier.engine.errors import (
 from verifier.engine.output import write_batches
 
 if TYPE_CHECKING:
-    from datafusion import DataFrame, SessionContext
+    from datafusion import DataFrame, SessionContext, SQLOptions
 
 ENGINE_NAME = "datafusion"
 
@@ -314,12 +314,7 @@ def _run_steps(
     result = None
     for number, step in enumerate(steps, start=1):
         where = prefix + step_name(steps, number)
-        query, json_calls = json_functions.rewrite(step.query)
-        json_functions.register(ctx, json_calls)
-        try:
-            result = ctx.sql_with_options(query, queries_only)
-        except Exception as err:  # DataFusion planning errors share no type
-            raise InvalidQueryError(f"{where} is invalid: {_first_line(err)}") from err
+        result = _plan(ctx, step.query, queries_only, where)
         if deterministic:
             _check_deterministic(result, where)
         if step.alias:
@@ -339,6 +334,20 @@ def _physical_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema
     except Exception as err:  # DataFusion's errors share no type
         prefix = f"{what}: " if what else ""
         raise InvalidQueryError(f"{prefix}the query cannot be planned: {_first_line(err)}") from err
+
+
+def _plan(ctx: SessionContext, query: str, options: SQLOptions, where: str) -> DataFrame:
+    """The step's plan, with the JSON functions it calls registered: the first of the rewritten
+    candidates (:func:`json_functions.rewrite`) that plans; else the last one's error."""
+    failure: Exception | None = None
+    for text, json_calls in json_functions.rewrite(query):
+        json_functions.register(ctx, json_calls)
+        try:
+            return ctx.sql_with_options(text, options)
+        except Exception as err:  # noqa: BLE001  # DataFusion planning errors share no type
+            failure = err
+    assert failure is not None
+    raise InvalidQueryError(f"{where} is invalid: {_first_line(failure)}") from failure
 
 
 def _hidden_name() -> str:

@@ -17,6 +17,7 @@ slice either; casts and the typed getters answer the same).
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Callable, Iterable
@@ -227,7 +228,7 @@ _TOKEN = re.compile(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, order=True)
 class Call:
     """A JSON function call a query makes: the function and its key types (``s`` or ``i``)."""
 
@@ -245,30 +246,55 @@ class _Piece:
     """For a ``json_get`` call: its arguments, so a following ``::TYPE`` picks a typed getter."""
 
 
-def rewrite(query: str) -> tuple[str, dict[Call, str]]:
+def rewrite(query: str) -> list[tuple[str, dict[Call, str]]]:
     """``query`` with the JSON operators turned into calls and each call bound to the UDF for
-    its key types, and those UDFs' names. A function called with one signature keeps its name
-    (so are result columns named as in the reference); others get one name per signature."""
+    its key types, and those UDFs' names: the candidates to plan, in order. A key that is not a
+    literal (a column) has a type only the planner knows, so each such key is tried as an array
+    index (integer) first, then as an object key (text): an integer key expression plans only
+    as the first, any other only as the second. A function called with one signature keeps its
+    name (so are result columns named as in the reference); others get one name per
+    signature."""
     if "json_" not in query.lower() and "->" not in query:
-        return query, {}
+        return [(query, {})]
     pieces = [_Piece(m.group(), m.lastgroup or "op") for m in _TOKEN.finditer(query)]
-    found: set[Call] = set()
-    out, _ = _sequence(pieces, 0, found, top=True)
+    sites: list[Call] = []
+    out, _ = _sequence(pieces, 0, sites, top=True)
     text = _text(out)
+    open_keys = sum(c.keys.count("x") for c in sites)
+    candidates = []
+    for kinds in itertools.product("is", repeat=min(open_keys, _MAX_OPEN_KEYS)):
+        choice = iter(kinds)
+        bound = [
+            Call(c.function, "".join(next(choice, "s") if k == "x" else k for k in c.keys))
+            for c in sites
+        ]
+        candidates.append(_bind(text, bound))
+    return candidates
+
+
+#: Key expressions whose type is tried both ways; any more are taken as text.
+_MAX_OPEN_KEYS = 6
+
+
+def _bind(text: str, sites: list[Call]) -> tuple[str, dict[Call, str]]:
+    """``text`` with the placeholder of each call site (numbered in order) replaced by the name
+    of the UDF of its bound signature."""
+    bound = set(sites)
     names: dict[Call, str] = {}
-    for call in sorted(found, key=lambda c: (c.function, c.keys)):
-        alone = sum(1 for c in found if c.function == call.function) == 1
+    for call in sorted(bound):
+        alone = sum(1 for c in bound if c.function == call.function) == 1
         names[call] = call.function if alone else f"{call.function}__{call.keys or 'none'}"
-        text = text.replace(_placeholder(call), names[call])
+    for site, call in enumerate(sites):
+        text = text.replace(_placeholder(site), names[call], 1)
     return text, names
 
 
-def _placeholder(call: Call) -> str:
-    return f"\x00{call.function}:{call.keys}\x00"
+def _placeholder(site: int) -> str:
+    return f"\x00{site}\x00"
 
 
 def _sequence(
-    pieces: list[_Piece], at: int, calls: set[Call], *, top: bool
+    pieces: list[_Piece], at: int, calls: list[Call], *, top: bool
 ) -> tuple[list[_Piece], int]:
     """Rewrites pieces up to the ``)`` closing this group (or the end); returns them and the
     position of that ``)``."""
@@ -315,14 +341,23 @@ def _sequence(
     return out, at
 
 
-def _call(function: str, arguments: list[str], calls: set[Call]) -> _Piece:
-    """A call to ``function``'s UDF for the key types its arguments have."""
+def _call(function: str, arguments: list[str], calls: list[Call]) -> _Piece:
+    """A call site of ``function``, bound later to the UDF for its arguments' key types."""
     arguments = [a.strip() for a in arguments]
-    keys = "".join("i" if re.fullmatch(r"-?\s*\d+", k) else "s" for k in arguments[1:])
-    call = Call(function, keys)
-    calls.add(call)
-    text = f"{_placeholder(call)}({', '.join(arguments)})"
+    keys = "".join(_key_kind(k) for k in arguments[1:])
+    calls.append(Call(function, keys))
+    text = f"{_placeholder(len(calls) - 1)}({', '.join(arguments)})"
     return _Piece(text, "atom", arguments if function == "json_get" else None)
+
+
+def _key_kind(argument: str) -> str:
+    """``i`` for an integer literal, ``s`` for a string literal, ``x`` for an expression whose
+    type the planner decides."""
+    if re.fullmatch(r"-?\s*\d+", argument):
+        return "i"
+    if re.fullmatch(r"'(?:[^']|'')*'", argument):
+        return "s"
+    return "x"
 
 
 def _arguments(inner: list[_Piece]) -> list[str]:
