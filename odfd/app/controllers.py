@@ -25,6 +25,7 @@ from odfd.app.resources import (
     RECONCILE_ERROR,
     MirrorSpec,
     dataset_resource,
+    kind_of,
     utc_now_text,
 )
 from odfd.config import SyncConfig
@@ -130,7 +131,11 @@ class Reconciler:
             elif record.schema == DATASET_SCHEMA:
                 message = await self._dataset(record)
             else:
-                raise ReconcileFailure("unknown-kind", f"no controller for {record.schema}")
+                raise ReconcileFailure(
+                    "no-controller",
+                    f"odfd validates and stores {kind_of(record.schema)} resources but has no "
+                    "controller for them yet: nothing acts on this one",
+                )
         except ReconcileFailure as failure:
             await self._set(record, "Failed", {"code": failure.code, "message": str(failure)})
             return ReconcileResult(record, "Failed", str(failure))

@@ -1,28 +1,40 @@
 """Declarative resources (RFC-018): reading manifests and applying them to the catalog.
 
-Two kinds are understood:
+Every type of :mod:`odfd.app.resource_types` is read the same way: ``$schema`` (its URL or short
+type name), ``headers`` (name, account, labels, annotations, optionally the id) and ``spec``,
+checked against the spec's JSON Schema (an unknown field is refused with its path), then read by
+the type's own reader where it has one:
 
-* ``Dataset`` (``$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset``): the
-  desired metadata of a dataset named ``headers.name`` (``spec`` is the spec's
+* ``Dataset``: the desired metadata of a dataset named ``headers.name`` (``spec`` is the spec's
   ``DatasetSpecInput``: ``kind``, ``metadata`` events, optional ``did``), i.e. a
   ``DatasetSnapshot`` in resource form;
 * ``Mirror`` (``$schema:`` :data:`MIRROR_SCHEMA`), odfd's own: keep the local dataset
   ``headers.name`` in sync with ``spec.source`` and push it on to ``spec.targets`` (see
   ``docs/daemon.md`` for every field).
 
-Applying validates every manifest first (nothing is stored if one is invalid), then stores each:
-a new resource gets an id and generation 1; a changed ``spec``/labels/annotations bumps the
-generation and sets the phase back to ``Pending``; an unchanged manifest changes nothing.
+A resource is identified by (account, type, name): the stored name is ``[account/]name``, as a
+dataset alias is. Applying validates every manifest first (nothing is stored if one is invalid),
+then stores each: a new resource gets an id and generation 1; a changed ``spec``/labels/annotations
+bumps the generation and sets the phase back to ``Pending``; an unchanged manifest changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from odfd.app.resource_types import (
+    DATASET,
+    MIRROR,
+    SECRET_SET,
+    WEBHOOK_TARGET,
+    ResourceType,
+    short_name,
+    type_of,
+)
 from odfd.config import format_duration, parse_duration
 from odfd.errors import ManifestError
 from odfd.sync.transport.url import parse_remote
@@ -33,6 +45,7 @@ from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetName
 from protocol.model import Dataset as DatasetResource
 from protocol.model import ResourcePhase, Timestamp
 from protocol.resource import (
+    GENERIC_SPEC,
     AccountHandle,
     AccountRef,
     Invalid,
@@ -53,17 +66,18 @@ from protocol.resource import (
     resource_schema,
     write_resource,
 )
+from protocol.resource.validation import SchemaViolation, validate
+from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import PutResult, ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
-DATASET_SCHEMA = "https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset"
-MIRROR_SCHEMA = "https://odfd.dev/schemas/mirror/v1alpha1/Mirror"
+DATASET_SCHEMA = DATASET.schema
+MIRROR_SCHEMA = MIRROR.schema
 CONDITION_BASE = "https://odfd.dev/schemas/daemon/v1alpha1/"
 RECONCILE_ERROR = CONDITION_BASE + "ReconciliationError"
 SYNCED = CONDITION_BASE + "Synced"
 AUDITED = CONDITION_BASE + "Audited"
 
-KINDS: Mapping[str, str] = {"Dataset": DATASET_SCHEMA, "Mirror": MIRROR_SCHEMA}
 DEFAULT_ACCOUNT = AccountName("kamu")
 """Owns the datasets whose alias has no account part (kamu-cli's single-tenant account)."""
 DATASET_SPEC = model_spec("DatasetSpecInput")
@@ -77,18 +91,12 @@ def utc_now_text() -> str:
 
 
 def kind_of(schema: str) -> str:
-    return next((kind for kind, uri in KINDS.items() if uri == schema), schema)
+    return short_name(schema)
 
 
 def schema_of_kind(text: str) -> str:
-    """``dataset``, ``datasets``, ``Mirror``, … or a full ``$schema`` URI."""
-    if "://" in text:
-        return text
-    wanted = text.lower().removesuffix("s")
-    for kind, schema in KINDS.items():
-        if kind.lower() == wanted:
-            return schema
-    raise ManifestError(f"unknown resource kind {text!r}; known: {', '.join(KINDS)}")
+    """``dataset``, ``datasets``, ``Mirror``, ``SecretSet``, … or a full ``$schema`` URI."""
+    return type_of(text).schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,29 +272,46 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     annotations) or in the canonical form ``odfd get -o yaml`` writes (its ``status`` and
     system-populated headers are ignored)."""
     try:
-        schema = resource_schema(document, where)
-        if schema not in KINDS.values():
-            raise ManifestError(
-                f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
-                f"use one of {', '.join(KINDS.values())}"
-            )
-        codec = _spec_codec(schema)
-        if isinstance(document, dict) and "status" in document:
-            resource = read_resource(document, codec, where).to_input()
-        else:
-            resource = read_resource_input(document, codec, where)
+        written = resource_schema(document, where)
     except ResourceError as err:
         raise ManifestError(str(err)) from None
-    if schema == DATASET_SCHEMA and resource.spec.volume is not None:
+    try:
+        kind = type_of(written)
+    except ManifestError as err:
+        raise ManifestError(f"{where}: $schema: {err}") from None
+    tree = json_value({**document, "$schema": kind.schema})
+    assert isinstance(tree, dict)  # resource_schema read `$schema` from it
+    canonical = "status" in tree
+    # A Dataset's spec is read by the reference's own rules (its reader names unknown fields too,
+    # and accepts the spellings kamu-cli does, e.g. `type: int64`, that the schema's enums do not).
+    if kind.spec_schema is not None and kind is not DATASET:
+        try:
+            validate(_input_form(tree) if canonical else tree, kind.schema, where)
+        except SchemaViolation as err:
+            raise ManifestError(str(err)) from None
+    codec = _spec_codec(kind.schema)
+    try:
+        if canonical:
+            resource = read_resource(tree, codec, where).to_input()
+        else:
+            resource = read_resource_input(tree, codec, where)
+    except ResourceError as err:
+        raise ManifestError(str(err)) from None
+    if kind is DATASET and resource.spec.volume is not None:
         raise ManifestError(
             f"{where}: spec.volume: storage volumes are not supported; datasets are "
             "stored in the node's workspace"
         )
+    _refuse_plain_secrets(kind, resource.spec, where)
     headers = resource.headers
-    alias = DatasetAlias(_account_of(headers.account, where), DatasetName(str(headers.name)))
+    account = _account_of(headers.account, where)
+    if kind is DATASET:
+        name = str(DatasetAlias(account, DatasetName(str(headers.name))))
+    else:
+        name = str(headers.name) if account is None else f"{account}/{headers.name}"
     return Manifest(
-        schema,
-        str(alias),
+        kind.schema,
+        name,
         codec.write(resource.spec),
         dict(headers.labels or {}),
         dict(headers.annotations or {}),
@@ -295,8 +320,45 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     )
 
 
+def _refuse_plain_secrets(kind: ResourceType, spec: Any, where: str) -> None:
+    """Secrets are stored only encrypted: until this node encrypts plain ones on apply, a secret
+    must come already encrypted (``contentEncoding: jwe``), and is never stored or shown plain."""
+    if kind is SECRET_SET:
+        secrets = [(f"spec.secrets.{key}", value) for key, value in spec["secrets"].items()]
+    elif kind is WEBHOOK_TARGET and "secret" in spec:
+        secrets = [("spec.secret", spec["secret"])]
+    else:
+        return
+    for field_path, secret in secrets:
+        if not isinstance(secret, dict) or secret.get("contentEncoding") != "jwe":
+            raise ManifestError(
+                f"{where}: {field_path}: a plain secret; this node stores secrets only encrypted "
+                "and cannot encrypt them on apply yet: give it as `value: <JWE>` with "
+                "`contentEncoding: jwe`"
+            )
+
+
+_SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
+
+
+def _input_form(tree: dict[str, Any]) -> dict[str, Any]:
+    """The canonical form (``odfd get -o yaml``) as its input form, to validate it."""
+    headers = tree.get("headers")
+    if isinstance(headers, dict):
+        headers = {k: v for k, v in headers.items() if k not in _SYSTEM_HEADERS}
+    return {k: v for k, v in tree.items() if k != "status"} | {"headers": headers}
+
+
+def split_name(stored: str) -> tuple[AccountName | None, str]:
+    """A stored ``[account/]name`` as its account (None: the node's own) and resource name."""
+    account, slash, name = stored.rpartition("/")
+    return (AccountName(account) if slash else None), name
+
+
 def _spec_codec(schema: str) -> SpecCodec[Any]:
-    return DATASET_SPEC if schema == DATASET_SCHEMA else MIRROR_SPEC
+    if schema == DATASET_SCHEMA:
+        return DATASET_SPEC
+    return MIRROR_SPEC if schema == MIRROR_SCHEMA else GENERIC_SPEC
 
 
 def dataset_resource(record: ResourceRecord) -> DatasetResource:
@@ -334,22 +396,24 @@ async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> li
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:
-    """A stored resource in the canonical RFC-018 form: ``headers.name`` is the dataset name and
-    ``headers.account`` the account of its alias (this node's own account when it has none)."""
-    alias = DatasetAlias.parse(record.name)
+    """A stored resource in the canonical RFC-018 form: ``headers.name`` is the resource name and
+    ``headers.account`` its account (this node's own account when it has none)."""
+    account, name = split_name(record.name)
     status = record.status
     reconciled_at = status.get("reconciledAt")
-    spec = (
-        dataset_resource(record).spec
-        if record.schema == DATASET_SCHEMA
-        else MirrorSpec.from_json(record.spec, f"resource {record.id}")
-    )
+    spec: Any
+    if record.schema == DATASET_SCHEMA:
+        spec = dataset_resource(record).spec
+    elif record.schema == MIRROR_SCHEMA:
+        spec = MirrorSpec.from_json(record.spec, f"resource {record.id}")
+    else:
+        spec = json_value(record.spec)
     return Resource(
         schema=record.schema,
         headers=ResourceHeaders(
             id=record.id,
-            name=ResourceName(str(alias.dataset_name)),
-            account=account_handle(alias.account_name or DEFAULT_ACCOUNT),
+            name=ResourceName(name),
+            account=account_handle(account or DEFAULT_ACCOUNT),
             labels=ResourceLabels(record.labels),
             annotations=ResourceAnnotations(record.annotations),
             generation=record.generation,
@@ -370,3 +434,46 @@ def resource_document(record: ResourceRecord) -> dict[str, Any]:
     """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
     reference's order."""
     return write_resource(resource_of(record), _spec_codec(record.schema))
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKey:
+    """A resource named on the command line: ``Type:[account/]name`` (the spec's short reference
+    form), or as a manifest declares it."""
+
+    schema: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> ResourceKey:
+        type_text, colon, name = text.partition(":")
+        if not colon or not name:
+            raise ManifestError(
+                f"{text!r} does not name a resource: expected Type:name or Type:account/name "
+                "(e.g. SecretSet:my-secrets)"
+            )
+        return cls(type_of(type_text).schema, name)
+
+    def __str__(self) -> str:
+        return f"{kind_of(self.schema)}:{self.name}"
+
+
+async def delete_resources(workspace: Workspace, keys: list[ResourceKey]) -> list[ResourceRecord]:
+    """Delete the named resources (every one is found before any is deleted). The objects a
+    resource made are left in place (a ``Dataset`` resource's dataset stays in the workspace),
+    except a ``Mirror``'s sync schedule, which exists only to serve the resource."""
+    table = ResourceTable(workspace.catalog)
+    records = []
+    for key in keys:
+        record = await table.find(key.schema, key.name)
+        if record is None:
+            raise ManifestError(f"no resource {key} (see `odfd get {kind_of(key.schema)}`)")
+        records.append(record)
+    mirrors = MirrorTable(workspace.catalog)
+    for record in records:
+        if record.schema == MIRROR_SCHEMA:
+            mirror = await mirrors.get(record.name)
+            if mirror is not None and mirror.resource_id == record.id:
+                await mirrors.remove(record.name)
+        await table.delete(record.id)
+    return records
