@@ -20,12 +20,14 @@ bumps the generation and sets the phase back to ``Pending``; an unchanged manife
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from odfd.app.references import references_of
 from odfd.app.resource_types import (
     DATASET,
     MIRROR,
@@ -68,6 +70,11 @@ from protocol.resource import (
 )
 from protocol.resource.validation import SchemaViolation, validate
 from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resource_references import (
+    ReferenceRow,
+    ResourceReferenceTable,
+    WrittenReference,
+)
 from storage.catalog.resources import PutResult, ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
@@ -75,6 +82,8 @@ DATASET_SCHEMA = DATASET.schema
 MIRROR_SCHEMA = MIRROR.schema
 CONDITION_BASE = "https://odfd.dev/schemas/daemon/v1alpha1/"
 RECONCILE_ERROR = CONDITION_BASE + "ReconciliationError"
+REFERENCES = CONDITION_BASE + "References"
+"""Set while a reference of the resource does not reach an existing resource."""
 SYNCED = CONDITION_BASE + "Synced"
 AUDITED = CONDITION_BASE + "Audited"
 
@@ -303,6 +312,7 @@ def parse_manifest(document: Any, where: str) -> Manifest:
             "stored in the node's workspace"
         )
     _refuse_plain_secrets(kind, resource.spec, where)
+    references_of(kind.schema, codec.write(resource.spec), where)
     headers = resource.headers
     account = _account_of(headers.account, where)
     if kind is DATASET:
@@ -380,8 +390,10 @@ PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}
 
 
 async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> list[PutResult]:
+    """Store the manifests, then record and resolve their references (those among the manifests
+    applied together resolve to each other, whatever their order)."""
     table = ResourceTable(workspace.catalog)
-    return [
+    results = [
         await table.put(
             m.schema,
             m.name,
@@ -393,6 +405,34 @@ async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> li
         )
         for m in manifests
     ]
+    references = ResourceReferenceTable(workspace.catalog)
+    for result in results:
+        record = result.record
+        written = [
+            WrittenReference(ref.path, ref.schema, ref.name, ref.id)
+            for ref in references_of(record.schema, record.spec)
+        ]
+        await references.replace(record.id, written)
+    await references.resolve()
+    await refresh_reference_conditions(workspace, [r.record.id for r in results])
+    return results
+
+
+async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str] = ()) -> None:
+    """Set the ``References`` condition of every resource with a reference that does not reach an
+    existing resource (naming each), and clear it where all do (and on the ``also`` resources)."""
+    rows = await ResourceReferenceTable(workspace.catalog).list()
+    problems: dict[str, list[str]] = {resource_id: [] for resource_id in also}
+    for row in rows:
+        found = problems.setdefault(row.resource_id, [])
+        if not row.target_exists:
+            target = f"{kind_of(row.target_schema)}:{row.target_name or row.target_id}"
+            why = "was deleted" if row.target_id is not None else "does not exist (yet)"
+            found.append(f"{row.path}: {target} {why}")
+    table = ResourceTable(workspace.catalog)
+    for resource_id, messages in problems.items():
+        condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
+        await table.update_status(resource_id, conditions={REFERENCES: condition})
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:
@@ -430,10 +470,38 @@ def resource_of(record: ResourceRecord) -> Resource[Any]:
     )
 
 
-def resource_document(record: ResourceRecord) -> dict[str, Any]:
+def resource_document(
+    record: ResourceRecord, references: Iterable[ReferenceRow] = ()
+) -> dict[str, Any]:
     """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
-    reference's order."""
-    return write_resource(resource_of(record), _spec_codec(record.schema))
+    reference's order; each resolved reference in its long form with the target's id."""
+    document = write_resource(resource_of(record), _spec_codec(record.schema))
+    for row in references:
+        if row.target_id is not None:
+            _show_id(document, row)
+    return document
+
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _show_id(document: dict[str, Any], row: ReferenceRow) -> None:
+    parts = [int(i) if i else name for name, i in _PATH_PART.findall(row.path)]
+    parent: Any = document
+    for part in parts[:-1]:
+        parent = parent[part]
+    written = parent[parts[-1]]
+    kind = kind_of(row.target_schema)
+    if isinstance(written, str):
+        key = written.partition("#")[2] if kind in ("SecretSet", "VariableSet") else None
+        # A volume reference has no `type`: it can only name a PersistentVolume.
+        written = {} if kind == "PersistentVolume" else {"type": kind}
+        if row.target_name is not None:
+            account, slash, name = row.target_name.rpartition("/")
+            written |= {"name": name} | ({"account": {"name": account}} if slash else {})
+        if key:
+            written["path"] = key
+    parent[parts[-1]] = {**written, "id": row.target_id}
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,4 +544,5 @@ async def delete_resources(workspace: Workspace, keys: list[ResourceKey]) -> lis
             if mirror is not None and mirror.resource_id == record.id:
                 await mirrors.remove(record.name)
         await table.delete(record.id)
+    await refresh_reference_conditions(workspace)
     return records

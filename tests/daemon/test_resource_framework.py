@@ -10,13 +10,24 @@ from pathlib import Path
 import pytest
 
 from odfd.app.controllers import Reconciler
-from odfd.app.resources import apply_manifests, load_manifests
+from odfd.app.resource_types import FLOW, SOURCE, VARIABLE_SET
+from odfd.app.resources import (
+    REFERENCES,
+    Manifest,
+    ResourceKey,
+    apply_manifests,
+    delete_resources,
+    load_manifests,
+    resource_document,
+)
 from odfd.config import SyncConfig
 from odfd.errors import ManifestError
+from storage.catalog.resource_references import ResourceReferenceTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 from tests.cli.helpers import run
 
+SOURCE_SCHEMA, FLOW_SCHEMA, VARIABLE_SET_SCHEMA = SOURCE.schema, FLOW.schema, VARIABLE_SET.schema
 EXAMPLES = Path(__file__).parents[1] / "fixtures" / "spec_examples"
 NOT_RESOURCES_HERE = {
     # Accounts and relations are another issue's; the canonical webhook view names the generic
@@ -73,7 +84,7 @@ async def test_every_type_gets_a_status(tmp_path: Path) -> None:
         assert "Flow" in condition["message"]
 
 
-SOURCE = """\
+SOURCE_YAML = """\
 $schema: {schema}
 headers:
   name: events
@@ -100,7 +111,7 @@ spec:
 )
 def test_unknown_fields_are_named(tmp_path: Path, change: tuple[str, str], message: str) -> None:
     path = tmp_path / "source.yaml"
-    path.write_text(SOURCE.format(schema="Source", env="prod").replace(*change))
+    path.write_text(SOURCE_YAML.format(schema="Source", env="prod").replace(*change))
     with pytest.raises(ManifestError, match=message):
         load_manifests([path])
 
@@ -112,10 +123,10 @@ def test_short_names_selectors_rename_and_delete(
     assert run(capsys, "init", "--root", root)[0] == 0
     folder = tmp_path / "m"
     folder.mkdir()
-    (folder / "a.yaml").write_text(SOURCE.format(schema="Source", env="prod"))
+    (folder / "a.yaml").write_text(SOURCE_YAML.format(schema="Source", env="prod"))
     url = "https://opendatafabric.org/schemas/source/v1alpha1/Source"
     (folder / "b.yaml").write_text(
-        SOURCE.format(schema=url, env="dev").replace("name: events", "name: other")
+        SOURCE_YAML.format(schema=url, env="dev").replace("name: events", "name: other")
     )
     code, _, err = run(capsys, "apply", "--no-daemon", "--root", root, "-f", str(folder))
     assert code == 1  # no controller for Source: Failed, said so
@@ -132,7 +143,9 @@ def test_short_names_selectors_rename_and_delete(
     assert code == 0 and "events" in out and "other" in out
 
     # Identity by id: the same manifest with the id and a new name renames the resource.
-    renamed = SOURCE.format(schema="Source", env="prod").replace("name: events", "name: renamed")
+    renamed = SOURCE_YAML.format(schema="Source", env="prod").replace(
+        "name: events", "name: renamed"
+    )
     (folder / "a.yaml").write_text(
         renamed.replace("headers:\n", f"headers:\n  id: {resource['headers']['id']}\n")
     )
@@ -151,3 +164,144 @@ def test_short_names_selectors_rename_and_delete(
     assert code != 0 and "no resource Source:renamed" in err
     code, _, err = run(capsys, "get", "Sauce", "--root", root)
     assert code != 0 and "'Sauce' is not a resource type odfd knows" in err
+
+
+def _manifest(tmp_path: Path, name: str, text: str) -> list[Manifest]:
+    path = tmp_path / name
+    path.write_text(text)
+    return load_manifests([path])
+
+
+VARS = """\
+$schema: VariableSet
+headers: {{name: {name}}}
+spec:
+  variables: {{startDate: "2024-01-01"}}
+"""
+PIPELINE = """\
+$schema: Source
+headers: {name: feed}
+spec:
+  config:
+    startDate: VariableSet:feed-vars#startDate
+    region: {type: VariableSet, name: other-vars, path: region}
+  ingress: {kind: Url, url: "http://127.0.0.1:9/x?d=${{ config.startDate }}"}
+  read: {kind: Csv}
+---
+$schema: Flow
+headers: {name: feed}
+spec:
+  target: Dataset:feed
+  triggers: [{kind: Schedule, cron: "*/5 * * * *"}]
+  tasks: [{kind: Ingest, source: feed}]
+"""
+
+
+async def test_references_resolve_to_ids_dangling_ones_later(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        table = ResourceTable(workspace.catalog)
+        # The Source names two VariableSets not created yet, the Flow names the Source.
+        await apply_manifests(workspace, _manifest(tmp_path, "p.yaml", PIPELINE))
+        source = await table.find(SOURCE_SCHEMA, "feed")
+        flow = await table.find(FLOW_SCHEMA, "feed")
+        assert source is not None and flow is not None
+        condition = source.status["conditions"][REFERENCES]
+        assert condition["status"] == "Unresolved"
+        assert (
+            "spec.config.startDate: VariableSet:feed-vars does not exist (yet)"
+            in condition["message"]
+        )
+        assert "spec.config.region: VariableSet:other-vars" in condition["message"]
+        assert REFERENCES not in flow.status["conditions"]  # the Source was applied with it
+
+        # Created later: resolved, the condition cleared.
+        await apply_manifests(
+            workspace, _manifest(tmp_path, "v1.yaml", VARS.format(name="feed-vars"))
+        )
+        await apply_manifests(
+            workspace, _manifest(tmp_path, "v2.yaml", VARS.format(name="other-vars"))
+        )
+        vars_record = await table.find(VARIABLE_SET_SCHEMA, "feed-vars")
+        source = await table.find(SOURCE_SCHEMA, "feed")
+        assert vars_record is not None and source is not None
+        assert REFERENCES not in source.status["conditions"]
+        rows = {r.path: r for r in await ResourceReferenceTable(workspace.catalog).list(source.id)}
+        assert rows["spec.config.startDate"].target_id == vars_record.id
+
+        # Bound by id: renaming the target keeps the link; a new resource under the old name
+        # does not capture it.
+        renamed = VARS.format(name="renamed-vars").replace(
+            "headers: {", f"headers: {{id: {vars_record.id}, "
+        )
+        await apply_manifests(workspace, _manifest(tmp_path, "v3.yaml", renamed))
+        await apply_manifests(
+            workspace, _manifest(tmp_path, "v4.yaml", VARS.format(name="feed-vars"))
+        )
+        rows = {r.path: r for r in await ResourceReferenceTable(workspace.catalog).list(source.id)}
+        assert rows["spec.config.startDate"].target_id == vars_record.id
+        document = resource_document(source, rows.values())
+        assert document["spec"]["config"]["startDate"] == {
+            "type": "VariableSet",
+            "name": "feed-vars",
+            "path": "startDate",
+            "id": vars_record.id,
+        }
+
+        # Deleting a referenced resource is allowed; the referrer says so.
+        await delete_resources(workspace, [ResourceKey(VARIABLE_SET_SCHEMA, "renamed-vars")])
+        source = await table.find(SOURCE_SCHEMA, "feed")
+        assert source is not None
+        assert (
+            "VariableSet:feed-vars was deleted"
+            in source.status["conditions"][REFERENCES]["message"]
+        )
+
+
+@pytest.mark.parametrize(
+    ("config", "message"),
+    [
+        ("VariableSet:feed-vars", r"spec\.config\.x: .* expected SecretSet:name#key"),
+        ("Dataset:feed#key", r"spec\.config\.x: a value comes from a SecretSet or a VariableSet"),
+        ("{type: SecretSet, name: s}", r"spec\.config\.x\.path: name the key within the SecretSet"),
+        ("'SecretSet:not a name#k'", r"spec\.config\.x: .*not a valid ResourceName"),
+    ],
+)
+def test_bad_references_are_refused(tmp_path: Path, config: str, message: str) -> None:
+    text = PIPELINE.split("---")[0].replace(
+        "startDate: VariableSet:feed-vars#startDate", f"x: {config}"
+    )
+    with pytest.raises(ManifestError, match=message):
+        _manifest(tmp_path, "bad.yaml", text)
+
+
+async def test_deleting_an_owner_deletes_what_it_owns(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        table = ResourceTable(workspace.catalog)
+        status = {"phase": "Pending", "conditions": {}}
+        owner = await table.put(
+            FLOW_SCHEMA, "f", {}, labels={}, annotations={}, resource_id=None, initial_status=status
+        )
+        child = await table.put(
+            SOURCE_SCHEMA,
+            "made-by-f",
+            {},
+            labels={},
+            annotations={},
+            resource_id=None,
+            initial_status=status,
+            owner_id=owner.record.id,
+        )
+        grandchild = await table.put(
+            VARIABLE_SET_SCHEMA,
+            "made-by-child",
+            {},
+            labels={},
+            annotations={},
+            resource_id=None,
+            initial_status=status,
+            owner_id=child.record.id,
+        )
+        stored = await table.get(grandchild.record.id)
+        assert stored is not None and stored.owner_id == child.record.id
+        await delete_resources(workspace, [ResourceKey(FLOW_SCHEMA, "f")])
+        assert await table.list() == []

@@ -22,6 +22,7 @@ from odfd.app.selectors import Selector, parse_label_arguments
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import ManifestError
 from protocol.codec.yaml_emitter import dump
+from storage.catalog.resource_references import ReferenceRow, ResourceReferenceTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
@@ -68,7 +69,10 @@ def _get(args: argparse.Namespace) -> int:
         else:
             selector = Selector(schema, None, labels)
             records = [r for r in await table.list(schema) if selector.matches(r)]
-        documents = [resource_document(r) for r in records]
+        references: dict[str, list[ReferenceRow]] = {}
+        for row in await ResourceReferenceTable(workspace.catalog).list():
+            references.setdefault(row.resource_id, []).append(row)
+        documents = [resource_document(r, references.get(r.id, ())) for r in records]
         if args.output == "json":
             print(json.dumps(documents[0] if args.name else documents, indent=2))
         elif args.output == "yaml":
