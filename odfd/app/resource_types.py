@@ -37,8 +37,8 @@ def _spec(path: str, controlled: bool) -> ResourceType:
 
 DATASET = _spec("dataset/v1alpha1/Dataset", True)
 MIRROR = ResourceType("Mirror", "https://odfd.dev/schemas/mirror/v1alpha1/Mirror", True)
-SECRET_SET = _spec("config/v1alpha1/SecretSet", False)
-VARIABLE_SET = _spec("config/v1alpha1/VariableSet", False)
+SECRET_SET = _spec("config/v1alpha1/SecretSet", True)
+VARIABLE_SET = _spec("config/v1alpha1/VariableSet", True)
 SOURCE = _spec("source/v1alpha1/Source", False)
 FLOW = _spec("flow/v1alpha1/Flow", False)
 WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", False)

@@ -27,16 +27,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from odfd.app.node_secrets import NodeSecrets
 from odfd.app.references import references_of
 from odfd.app.resource_types import (
     DATASET,
     MIRROR,
-    SECRET_SET,
-    WEBHOOK_TARGET,
-    ResourceType,
     short_name,
     type_of,
 )
+from odfd.app.secret_values import check_encodings, encrypt_secrets
 from odfd.config import format_duration, parse_duration
 from odfd.errors import ManifestError
 from odfd.sync.transport.url import parse_remote
@@ -311,8 +310,9 @@ def parse_manifest(document: Any, where: str) -> Manifest:
             f"{where}: spec.volume: storage volumes are not supported; datasets are "
             "stored in the node's workspace"
         )
-    _refuse_plain_secrets(kind, resource.spec, where)
-    references_of(kind.schema, codec.write(resource.spec), where)
+    spec = codec.write(resource.spec)
+    check_encodings(kind.schema, spec, where)
+    references_of(kind.schema, spec, where)
     headers = resource.headers
     account = _account_of(headers.account, where)
     if kind is DATASET:
@@ -322,30 +322,12 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     return Manifest(
         kind.schema,
         name,
-        codec.write(resource.spec),
+        spec,
         dict(headers.labels or {}),
         dict(headers.annotations or {}),
         headers.id,
         where,
     )
-
-
-def _refuse_plain_secrets(kind: ResourceType, spec: Any, where: str) -> None:
-    """Secrets are stored only encrypted: until this node encrypts plain ones on apply, a secret
-    must come already encrypted (``contentEncoding: jwe``), and is never stored or shown plain."""
-    if kind is SECRET_SET:
-        secrets = [(f"spec.secrets.{key}", value) for key, value in spec["secrets"].items()]
-    elif kind is WEBHOOK_TARGET and "secret" in spec:
-        secrets = [("spec.secret", spec["secret"])]
-    else:
-        return
-    for field_path, secret in secrets:
-        if not isinstance(secret, dict) or secret.get("contentEncoding") != "jwe":
-            raise ManifestError(
-                f"{where}: {field_path}: a plain secret; this node stores secrets only encrypted "
-                "and cannot encrypt them on apply yet: give it as `value: <JWE>` with "
-                "`contentEncoding: jwe`"
-            )
 
 
 _SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
@@ -393,23 +375,28 @@ async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> li
     """Store the manifests, then record and resolve their references (those among the manifests
     applied together resolve to each other, whatever their order)."""
     table = ResourceTable(workspace.catalog)
-    results = [
-        await table.put(
+    secrets = NodeSecrets(workspace.keys)
+    results = []
+    for m in manifests:
+        previous = await (
+            table.get(m.resource_id) if m.resource_id is not None else table.find(m.schema, m.name)
+        )
+        spec = encrypt_secrets(m.schema, m.spec, previous and previous.spec, secrets)
+        result = await table.put(
             m.schema,
             m.name,
-            m.spec,
+            spec,
             labels=m.labels,
             annotations=m.annotations,
             resource_id=m.resource_id,
             initial_status=PENDING_STATUS,
         )
-        for m in manifests
-    ]
+        results.append(result)
     references = ResourceReferenceTable(workspace.catalog)
     for result in results:
         record = result.record
         written = [
-            WrittenReference(ref.path, ref.schema, ref.name, ref.id)
+            WrittenReference(ref.path, ref.schema, ref.name, ref.id, ref.key)
             for ref in references_of(record.schema, record.spec)
         ]
         await references.replace(record.id, written)
@@ -422,14 +409,21 @@ async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str]
     """Set the ``References`` condition of every resource with a reference that does not reach an
     existing resource (naming each), and clear it where all do (and on the ``also`` resources)."""
     rows = await ResourceReferenceTable(workspace.catalog).list()
+    table = ResourceTable(workspace.catalog)
     problems: dict[str, list[str]] = {resource_id: [] for resource_id in also}
+    targets: dict[str, ResourceRecord | None] = {}
     for row in rows:
         found = problems.setdefault(row.resource_id, [])
+        target = f"{kind_of(row.target_schema)}:{row.target_name or row.target_id}"
         if not row.target_exists:
-            target = f"{kind_of(row.target_schema)}:{row.target_name or row.target_id}"
             why = "was deleted" if row.target_id is not None else "does not exist (yet)"
             found.append(f"{row.path}: {target} {why}")
-    table = ResourceTable(workspace.catalog)
+        elif row.target_key is not None and row.target_id is not None:
+            if row.target_id not in targets:
+                targets[row.target_id] = await table.get(row.target_id)
+            record = targets[row.target_id]
+            if record is not None and row.target_key not in _values_of(record):
+                found.append(f"{row.path}: {target} has no key {row.target_key}")
     for resource_id, messages in problems.items():
         condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
         await table.update_status(resource_id, conditions={REFERENCES: condition})
@@ -480,6 +474,12 @@ def resource_document(
         if row.target_id is not None:
             _show_id(document, row)
     return document
+
+
+def _values_of(record: ResourceRecord) -> dict[str, Any]:
+    """The keys of a ``SecretSet`` (``secrets``) or ``VariableSet`` (``variables``)."""
+    values = record.spec.get("secrets", record.spec.get("variables"))
+    return values if isinstance(values, dict) else {}
 
 
 _PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")

@@ -21,6 +21,7 @@ class ReferenceRow:
     target_schema: str
     target_name: str | None
     target_id: str | None
+    target_key: str | None
     target_exists: bool
 
 
@@ -31,6 +32,7 @@ class WrittenReference:
     target_name: str | None
     target_id: str | None
     """The id the manifest gave, if any."""
+    target_key: str | None = None
 
 
 class ResourceReferenceTable:
@@ -55,9 +57,16 @@ class ResourceReferenceTable:
                 )
                 await self._sql.execute(
                     "INSERT INTO resource_references"
-                    " (resource_id, path, target_schema, target_name, target_id)"
-                    " VALUES (?, ?, ?, ?, ?)",
-                    (resource_id, ref.path, ref.target_schema, ref.target_name, target_id),
+                    " (resource_id, path, target_schema, target_name, target_id, target_key)"
+                    " VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        resource_id,
+                        ref.path,
+                        ref.target_schema,
+                        ref.target_name,
+                        target_id,
+                        ref.target_key,
+                    ),
                 )
 
     async def resolve(self) -> int:
@@ -76,9 +85,9 @@ class ResourceReferenceTable:
         where, args = ("WHERE f.resource_id = ?", (resource_id,)) if resource_id else ("", ())
         rows = await self._sql.fetchall(
             "SELECT f.resource_id, f.path, f.target_schema, f.target_name, f.target_id,"
-            " r.id IS NOT NULL FROM resource_references f"
+            " f.target_key, r.id IS NOT NULL FROM resource_references f"
             f" LEFT JOIN resources r ON r.id = f.target_id {where}"
             " ORDER BY f.resource_id, f.path",
             args,
         )
-        return [ReferenceRow(r[0], r[1], r[2], r[3], r[4], bool(r[5])) for r in rows]
+        return [ReferenceRow(r[0], r[1], r[2], r[3], r[4], r[5], bool(r[6])) for r in rows]

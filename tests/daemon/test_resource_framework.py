@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from odfd.app.controllers import Reconciler
-from odfd.app.resource_types import FLOW, SOURCE, VARIABLE_SET
+from odfd.app.resource_types import FLOW, SECRET_SET, SOURCE, VARIABLE_SET
 from odfd.app.resources import (
+    RECONCILE_ERROR,
     REFERENCES,
     Manifest,
     ResourceKey,
@@ -36,9 +37,6 @@ NOT_RESOURCES_HERE = {
     "auth-accounts-permissions/account-bob.yaml": "auth/v1alpha1/Account' is not a resource type",
     "auth-accounts-permissions/relations.yaml": "Relations' is not a resource type",
     "sink-webhook-dataset-events/webhook-target-canonical.yaml": "v1alpha1/Resource' is not a",
-    # Plain secrets need the node's encryption on apply.
-    "labels-annotations/resource.yaml": "spec.secrets.password: a plain secret",
-    "secrets-and-variables/secrets.yaml": "spec.secrets.api_key: a plain secret",
     # Volumes are not supported yet.
     "storage-volume/dataset.yaml": "spec.volume",
 }
@@ -56,11 +54,17 @@ def test_spec_examples_apply_or_are_refused_precisely(tmp_path: Path) -> None:
         else:
             assert load_manifests([path]), key
             applied += 1
-    assert applied == 17
+    assert applied == 19
 
 
 async def test_every_type_gets_a_status(tmp_path: Path) -> None:
-    folders = ["source-polling-url", "source-push-http", "flow-gc", "storage-volume"]
+    folders = [
+        "source-polling-url",
+        "source-push-http",
+        "flow-gc",
+        "storage-volume",
+        "secrets-and-variables",
+    ]
     manifests = [
         m
         for folder in folders
@@ -75,9 +79,17 @@ async def test_every_type_gets_a_status(tmp_path: Path) -> None:
         assert phases[("Dataset", "ca.bankofcanada")] == "Ready"
         assert phases[("Source", "ca.bankofcanada")] == "Failed"
         assert phases[("Projection", "ca.bankofcanada.latest")] == "Failed"
+        assert phases[("VariableSet", "my-vars")] == "Ready"
+        # The examples' pre-encrypted values are placeholders (`<jwe>`): said precisely.
+        assert phases[("SecretSet", "my-secrets")] == "Failed"
+        secrets = await ResourceTable(workspace.catalog).find(SECRET_SET.schema, "my-secrets")
+        assert secrets is not None
+        message = secrets.status["conditions"][RECONCILE_ERROR]["message"]
+        assert message.startswith("spec.secrets.password: not a JWE this node can decrypt")
+        assert "api_key" not in message  # the plain one was encrypted on apply and decrypts
         records = await ResourceTable(workspace.catalog).list()
         for record in records:
-            assert record.status["observedGeneration"] == record.generation == 1
+            assert record.status["observedGeneration"] == record.generation == 1, record.name
         flow = next(r for r in records if r.name == "gc-datasets")
         condition = next(iter(flow.status["conditions"].values()))
         assert condition["code"] == "no-controller"
@@ -176,7 +188,7 @@ VARS = """\
 $schema: VariableSet
 headers: {{name: {name}}}
 spec:
-  variables: {{startDate: "2024-01-01"}}
+  variables: {{startDate: "2024-01-01", region: eu}}
 """
 PIPELINE = """\
 $schema: Source

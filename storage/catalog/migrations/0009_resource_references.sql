@@ -2,7 +2,8 @@
 --
 -- `resource_references`: each reference a resource's spec makes to another resource (at `path`,
 -- e.g. `spec.config.apiKey`), as written (`target_schema`, `target_name` = `[account/]name`) and
--- resolved (`target_id`): NULL while the target does not exist (dangling references are allowed,
+-- resolved (`target_id`), with the value it names within a SecretSet or VariableSet
+-- (`target_key`, e.g. `apiKey` of `SecretSet:feed#apiKey`): `target_id` is NULL while the target does not exist (dangling references are allowed,
 -- RFC-018), set when it is created, then kept, so a later rename of the target keeps the link and
 -- a new resource taking the old name does not capture it.
 CREATE TABLE resource_references (
@@ -11,6 +12,7 @@ CREATE TABLE resource_references (
     target_schema TEXT NOT NULL,
     target_name   TEXT,
     target_id     TEXT,
+    target_key    TEXT,
     PRIMARY KEY (resource_id, path)
 );
 CREATE INDEX resource_references_by_name ON resource_references (target_schema, target_name)
