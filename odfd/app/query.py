@@ -65,6 +65,18 @@ def run_query(
     """Runs ``sql`` in the engine named ``engine`` with each dataset registered under its alias;
     blocking."""
     tables = [  # a dataset that did not exist yet (AS OF) is no table at all
-        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
+        query_table(view) for view in views if view.head is not None
     ]
     return engines.named(engine).query([SqlQueryStep(query=sql)], tables)
+
+
+def query_table(view: DatasetView) -> QueryTable:
+    """The table a query reads for a dataset: its files under its alias, with its schema."""
+    return QueryTable(view.alias, view.paths, view.schema)
+
+
+def readable(node: Node, *, may_read_private: bool) -> Callable[[DatasetRecord], bool]:
+    """Which datasets a caller may query: ``[server] private`` ones only with a read or admin
+    token (for everyone else they do not exist)."""
+    server = node.config.server
+    return lambda record: may_read_private or not server.is_private(record.alias)
