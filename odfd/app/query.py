@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from odfd.app.query_tables import read_aliases
-from odfd.coordinator.query import DatasetView, dataset_view
+from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from protocol.model import SqlQueryStep
 from verifier.engine.contract import QueryTable
 
@@ -40,6 +40,14 @@ async def query(
         node, sql, engine=engine, block=block, time=time, visible=visible
     )
     return await asyncio.to_thread(run_query, node.engines, sql, views, engine)
+
+
+async def pinned_at(node: Node, as_of: str | None) -> tuple[Multihash | None, Timestamp | None]:
+    """The block or the time ``as_of`` (``--as-of BLOCK|TIME``) pins datasets at; neither when
+    it is ``None``."""
+    if as_of is None:
+        return None, None
+    return await resolve_as_of(node.workspace, AsOf.parse(as_of))
 
 
 async def referenced_views(

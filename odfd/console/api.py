@@ -22,7 +22,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from aiohttp import web
 
-from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.app.dataset_details import (
     SummaryCache,
     block_log,
@@ -31,6 +30,7 @@ from odfd.app.dataset_details import (
     transform_history,
 )
 from odfd.app.lineage import build_lineage
+from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
 from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql
 from odfd.console.view import CatalogView

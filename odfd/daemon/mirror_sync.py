@@ -31,6 +31,7 @@ from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
+
 @dataclass(frozen=True, slots=True)
 class SyncReport:
     """What one attempt did; ``attempt`` is what gets recorded."""
@@ -197,4 +198,3 @@ class MirrorSyncer:
             except IpfsNotFoundError:
                 pass  # already unpinned by hand: nothing to undo
         return cid
-
