@@ -135,7 +135,13 @@ class Daemon:
         self.commands = CommandRunner(command_line)
         self.admin = AdminApi(self)
         self.auditor = Auditor(
-            workspace, config, self.engines, self.metrics, self._spark_gate, self._audit_finished
+            workspace,
+            config,
+            self.engines,
+            self.metrics,
+            self._spark_gate,
+            self._audit_finished,
+            self._apply_verdict,
         )
         self.derivatives = DerivativeUpdater(
             workspace, self.engines, self.metrics, self._spark_gate, self._transformed
@@ -440,12 +446,14 @@ class Daemon:
         if self.config.audit.after_sync:
             self.auditor.request(dataset_id, "integrity", "transform")
 
-    async def _audit_finished(self, audit: AuditRecord) -> None:
+    def _apply_verdict(self, audit: AuditRecord) -> None:
         if self.config.audit.withhold_failing:
             if audit.failing:
                 self.withheld.add(audit.dataset_id)
             else:
                 self.withheld.discard(audit.dataset_id)
+
+    async def _audit_finished(self, audit: AuditRecord) -> None:
         await self._refresh_gauges()
         await self.mirror_schedule.audit_finished(audit)
 
