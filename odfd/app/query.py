@@ -67,7 +67,8 @@ async def referenced_views(
         for record in await workspace.list_datasets()
         if visible is None or visible(record)
     }
-    dialect = node.engines.named(engine).sql_dialect
+    # in a worker thread: the engine's first use imports its library
+    dialect = (await asyncio.to_thread(node.engines.named, engine)).sql_dialect
     views = []
     for alias in read_aliases(sql, dialect, records):
         dataset = workspace.open_dataset(records[alias].id)
