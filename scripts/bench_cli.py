@@ -216,8 +216,8 @@ def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
     print(f"{'command':<34} {'now':>7} {'baseline':>9} {'ratio':>6}")
     for argv in NO_ENGINE:
         runs: dict[str, list[float]] = {tree: [] for tree in trees}
-        for _ in range(repeat):
-            for tree, code in trees.items():
+        for round in range(repeat):
+            for tree, code in _in_turn(trees, round):
                 runs[tree].append(odfd(cold[tree], *argv, tree=code))
         now, before = (statistics.median(runs[tree]) for tree in trees)
         goal = "  (target <= 0.3 s)" if argv[0] != "tail" else ""
@@ -226,9 +226,9 @@ def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
     try:
         modes = [("daemon", warm, {}), ("no daemon", cold, {"ODFD_NO_DAEMON": "1"})]
         times: dict[tuple[str, str, str], list[float]] = {}
-        for _ in range(repeat):
+        for round in range(repeat):
             for mode, roots, env in modes:
-                for tree, code in trees.items():
+                for tree, code in _in_turn(trees, round):
                     reset(roots[tree], code)
                     for name, argv, _target in SPARK_STEPS:
                         seconds = odfd(roots[tree], *argv, env=env, tree=code)
@@ -245,6 +245,13 @@ def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
             daemon.send_signal(signal.SIGTERM)
         for daemon in daemons:
             daemon.wait(120)
+
+
+def _in_turn(trees: dict[str, Path], round: int) -> list[tuple[str, Path]]:
+    """The trees, the first of them going first in even rounds and last in odd ones, so that
+    neither always runs right after the other's work."""
+    ordered = list(trees.items())
+    return ordered if round % 2 == 0 else ordered[::-1]
 
 
 if __name__ == "__main__":
