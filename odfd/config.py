@@ -103,6 +103,8 @@ class ServerConfig:
     admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
     flight_sql_port = 50050      # the daemon also serves Flight SQL here (default: off)
     query_timeout = "10m"        # how long a query may keep the engine busy producing its result
+    query_max_rows = 1000000     # the most rows one answer of /query (or a tail) may hold
+    node_key = "/path/to/key"    # the node's identity key (default: keys/node.key of the workspace)
     """
 
     address: str = "127.0.0.1"
@@ -118,6 +120,11 @@ class ServerConfig:
     """Port of the daemon's Flight SQL server on ``address`` (0: any free port; ``None``: off)."""
     query_timeout: float = 600.0
     """Seconds a query may keep the engine busy producing its result before it is stopped."""
+    query_max_rows: int = 1_000_000
+    """The most rows one answer of the HTTP query API may hold (a larger ``limit`` is refused)."""
+    node_key: str | None = None
+    """A file with the node's ed25519 identity key, which signs its answers to queries (raw
+    32-byte seed or the reference's multibase text); default: the workspace's ``node.key``."""
 
     def is_private(self, alias: str) -> bool:
         if not self.private:
@@ -506,6 +513,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "admin_tokens": _str_list,
             "flight_sql_port": _int(0, 65535),
             "query_timeout": _positive_duration,
+            "query_max_rows": _int(1),
+            "node_key": _str(),
         },
     ),
     "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),

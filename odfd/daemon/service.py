@@ -63,6 +63,7 @@ from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
 from odfd.server.app import create_app
+from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -328,9 +329,8 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(
-            self.workspace, self.config.server, mounts=[console_mount(DaemonBackend(self))]
-        )
+        mounts = [console_mount(DaemonBackend(self)), query_api_mount(self.node)]
+        app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
