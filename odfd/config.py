@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
 from protocol.errors import ParseError
-from storage.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from storage.ipfs_settings import (
+    DEFAULT_IPFS_API,
+    DEFAULT_IPFS_GATEWAY,
+    DEFAULT_RECORD_VALIDITY,
+    DEFAULT_REPUBLISH_INTERVAL,
+    IpfsSettings,
+)
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.spark.settings import SparkConfigError, SparkSettings
@@ -157,9 +163,19 @@ class IpfsConfig:
     gateway: str = DEFAULT_IPFS_GATEWAY
     pin: bool = False
     """Pin every mirrored dataset's folder in the node after each sync that changed it."""
+    record_validity: float = DEFAULT_RECORD_VALIDITY
+    """How long the IPNS record an owner publishes under a dataset's DID stays valid (seconds;
+    ``7d``): mirrors keep it reachable while the owner is offline, up to this long."""
+    republish_interval: float = DEFAULT_REPUBLISH_INTERVAL
+    """How often ``odfd daemon`` republishes the owner's record of each mirrored dataset."""
 
     def settings(self) -> IpfsSettings:
-        return IpfsSettings(api=self.api, gateway=self.gateway)
+        return IpfsSettings(
+            api=self.api,
+            gateway=self.gateway,
+            record_validity=self.record_validity,
+            republish_interval=self.republish_interval,
+        )
 
 
 _LIMITS = HttpLimits()
@@ -517,7 +533,16 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "node_key": _str(),
         },
     ),
-    "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
+    "ipfs": (
+        IpfsConfig,
+        {
+            "api": _str(),
+            "gateway": _str(),
+            "pin": _bool,
+            "record_validity": _positive_duration,
+            "republish_interval": _positive_duration,
+        },
+    ),
     "s3": (
         S3Config,
         {

@@ -62,7 +62,8 @@ from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.server.app import create_app
+from odfd.server.app import Mount, create_app
+from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
@@ -329,7 +330,11 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        mounts = [console_mount(DaemonBackend(self)), query_api_mount(self.node)]
+        mounts: list[Mount] = [
+            console_mount(DaemonBackend(self)),
+            query_api_mount(self.node),
+            IngestApi(lambda: self.node, ingested=self._ingested),
+        ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
@@ -441,6 +446,10 @@ class Daemon:
                 dataset_id,
                 datetime.now(UTC) + jittered(self.config.audit.interval, self.config.sync.jitter),
             )
+
+    async def _ingested(self, dataset_id: DatasetId) -> None:
+        """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
+        await self._dataset_moved(dataset_id, "ingest")
 
     async def _transformed(self, dataset_id: DatasetId) -> None:
         if self.config.audit.after_sync:

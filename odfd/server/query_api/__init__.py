@@ -36,7 +36,8 @@ DATASET_ROUTES = [
     ("GET", "tail", datasets.tail),
     ("GET", "metadata", datasets.metadata),
 ]
-"""Routes under a dataset's path (``/{dataset}/<name>``); ``POST /{dataset}/ingest`` joins them."""
+"""Routes under a dataset's path (``/{dataset}/<name>``); ``POST /{dataset}/ingest`` beside them is
+``odfd.server.ingest_api``'s (its own mount; ``/openapi.json`` documents it too)."""
 
 
 def query_api_mount(node: Node) -> Mount:
