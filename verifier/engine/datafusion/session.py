@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from verifier.engine.contract import QueryTable
+from verifier.engine.datafusion import json_functions
 from verifier.engine.datafusion.engine import (
     STREAMING_SETTINGS,
     _first_line,
@@ -118,14 +119,20 @@ class QuerySession:
         queries_only = (
             SQLOptions().with_allow_ddl(False).with_allow_dml(False).with_allow_statements(False)
         )
-        try:
-            frame = self._ctx.sql_with_options(
-                sql, queries_only, param_values=dict(parameters) if parameters else None
-            )
-            schema = _plain_schema(frame.schema())
-        except Exception as err:  # DataFusion planning errors share no type
-            raise InvalidQueryError(f"query is invalid: {_first_line(err)}") from err
-        return PlannedQuery(frame, schema, tuple(self._tables.values()))
+        values = dict(parameters) if parameters else None
+        failure: Exception | None = None
+        # The JSON functions as transforms have them: the first rewritten candidate that plans.
+        for text, json_calls in json_functions.rewrite(sql):
+            json_functions.register(self._ctx, json_calls)
+            try:
+                frame = self._ctx.sql_with_options(text, queries_only, param_values=values)
+                schema = _plain_schema(frame.schema())
+            except Exception as err:  # noqa: BLE001  # DataFusion planning errors share no type
+                failure = err
+                continue
+            return PlannedQuery(frame, schema, tuple(self._tables.values()))
+        assert failure is not None
+        raise InvalidQueryError(f"query is invalid: {_first_line(failure)}") from failure
 
     def close(self) -> None:
         self._tables.clear()
