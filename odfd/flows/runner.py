@@ -11,6 +11,7 @@ start, end, error) and the flow's ``LastRun`` condition; a failing flow backs of
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -81,6 +82,8 @@ class FlowRunner:
         self.clock = clock
         self.back_off = back_off or BackOff()
         self._state: dict[str, _FlowState] = {}
+        self._lock = asyncio.Lock()
+        """One run at a time: a timer tick and a head move never run a flow twice at once."""
 
     async def _flows(self) -> list[tuple[ResourceRecord, FlowSpec, _FlowState]]:
         found = []
@@ -101,6 +104,10 @@ class FlowRunner:
 
     async def tick(self) -> list[int]:
         """Run what is due now: schedule times reached, held events whose wait ended."""
+        async with self._lock:
+            return await self._tick()
+
+    async def _tick(self) -> list[int]:
         now = self.clock()
         started = []
         for record, spec, state in await self._flows():
@@ -122,6 +129,10 @@ class FlowRunner:
 
     async def dataset_updated(self, dataset: str, event: dict[str, Any]) -> list[int]:
         """A dataset's head moved: fire (or hold) the Event triggers of flows targeting it."""
+        async with self._lock:
+            return await self._dataset_updated(dataset, event)
+
+    async def _dataset_updated(self, dataset: str, event: dict[str, Any]) -> list[int]:
         now = self.clock()
         started = []
         for record, spec, state in await self._flows():

@@ -20,6 +20,7 @@ from odfd.app.node import Node
 from odfd.app.resource_types import FLOW, WEBHOOK_TARGET
 from odfd.app.resources import RECONCILE_ERROR, apply_manifests, load_manifests
 from odfd.config import NodeConfig, SyncConfig
+from odfd.daemon.service import Daemon
 from odfd.flows.runner import FAILING, LAST_RUN, BackOff, FlowRunner
 from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.webhooks.delivery import LAST_DELIVERY, RetryPolicy, WebhookDeliverer, WebhookTarget
@@ -293,3 +294,31 @@ async def test_spec_examples_of_flows_and_webhooks_apply(env: Env) -> None:
     assert len(started) == 1
     runs = await env.runs.list()
     assert runs[0].flow_name == "gc-datasets" and runs[0].state == "succeeded", runs[0].error
+
+
+async def test_daemon_delivers_the_examples_webhook_on_a_head_move(
+    env: Env, receiver: Receiver
+) -> None:
+    """The spec's sink-webhook-dataset-events example, its target adapted to a local receiver:
+    the daemon's head-move hook fires the flow, which posts the signed event."""
+    folder = EXAMPLES / "sink-webhook-dataset-events"
+    await env.apply("dataset.yaml", (folder / "dataset.yaml").read_text())
+    await env.apply("flow.yaml", (folder / "flow.yaml").read_text())
+    target = (folder / "webhook-target.yaml").read_text()
+    target = target.replace("https://example.com/hook/", receiver.url)
+    target = target.replace("    contentEncoding: jwe\n", "")  # a plain secret, encrypted on apply
+    await env.apply("target.yaml", target.replace("value: <jwe>", f"value: {SECRET}"))
+    assert (await env.resource(WEBHOOK_TARGET.schema, "com.example.hook")).status[
+        "phase"
+    ] == "Ready"
+    record = await env.workspace.catalog.find_by_alias("ca.bankofcanada")
+    assert record is not None
+    daemon = Daemon(env.node)
+    await daemon._ref_updated(record.id, "sync")
+    [delivered] = receiver.received
+    assert receiver.bad == []
+    assert delivered["type"] == "dataset.ref.updated"
+    assert delivered["data"]["datasetAlias"] == "ca.bankofcanada"
+    assert delivered["data"]["datasetId"] == str(record.id)
+    [run] = await FlowRunTable(env.workspace.catalog).list()
+    assert (run.flow_name, run.trigger, run.state) == ("sensor.temp.http", "event", "succeeded")
