@@ -1,5 +1,5 @@
 """Selecting resources in bulk (RFC-018 "Selectors"): by type, by a name pattern in SQL ``LIKE``
-form (``%`` any run of characters, ``_`` one), and by labels.
+form (``%`` any run of characters, ``_`` one), and by labels (``odfd get``).
 
 A label filter (the spec's ``LabelFilter``) is a map: each key a label (compared as a type
 reference, so ``Team`` and ``team`` are one label) whose value must equal the given one, plus
@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from odfd.app.resource_types import type_of
 from odfd.errors import ManifestError
 from protocol.errors import ParseError
 from protocol.model.resource_names import TypeRef
@@ -28,20 +27,6 @@ class Selector:
     name: str | None = None
     """A ``LIKE`` pattern of the resource name (without its account)."""
     labels: Mapping[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def parse(cls, value: Any) -> Selector:
-        """The spec's ``ResourceSelector``: ``Type:pattern`` or ``{type, name?, labels?}``."""
-        if isinstance(value, str):
-            type_text, colon, name = value.partition(":")
-            if not colon:
-                raise ManifestError(f"{value!r} is not a selector: expected Type:name-pattern")
-            return cls(type_of(type_text).schema, name or None)
-        if not isinstance(value, dict) or "type" not in value:
-            raise ManifestError("a selector is Type:name-pattern or a map with `type`")
-        labels = value.get("labels") or {}
-        check_label_filter(labels)
-        return cls(type_of(value["type"]).schema, value.get("name"), labels)
 
     def matches(self, record: ResourceRecord) -> bool:
         if self.schema is not None and record.schema != self.schema:

@@ -65,7 +65,9 @@ from odfd.errors import OdfdError
 from odfd.flows.runner import FlowRunner
 from odfd.flows.spec import DATASET_REF_UPDATED
 from odfd.flows.tasks import NodeTasks, WorkspaceTargets
-from odfd.server.app import create_app
+from odfd.server.app import Mount, create_app
+from odfd.server.ingest_api import IngestApi
+from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
@@ -346,9 +348,12 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(
-            self.workspace, self.config.server, mounts=[console_mount(DaemonBackend(self))]
-        )
+        mounts: list[Mount] = [
+            console_mount(DaemonBackend(self)),
+            query_api_mount(self.node),
+            IngestApi(lambda: self.node, ingested=self._ingested),
+        ]
+        app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
@@ -476,6 +481,10 @@ class Daemon:
             await self.flows.dataset_updated(str(record.alias), event)
         except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
             log.exception("flows on dataset.ref.updated failed", extra={"dataset": str(dataset_id)})
+
+    async def _ingested(self, dataset_id: DatasetId) -> None:
+        """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
+        await self._dataset_moved(dataset_id, "ingest")
 
     async def _transformed(self, dataset_id: DatasetId) -> None:
         self._in_background(self._ref_updated(dataset_id, "transform"), "flows")

@@ -152,6 +152,10 @@ def test_short_names_selectors_rename_and_delete(
     assert resource["status"]["phase"] == "Failed"
     code, out, _ = run(capsys, "get", "all", "-l", "team=data", "--root", root)
     assert code == 0 and "events" in out and "other" in out
+    code, out, _ = run(capsys, "get", "source", "ev%", "-o", "json", "--root", root)
+    assert [d["headers"]["name"] for d in json.loads(out)] == ["events"]
+    code, out, _ = run(capsys, "get", "--help")
+    assert "SQL LIKE" in out
 
     # Identity by id: the same manifest with the id and a new name renames the resource.
     renamed = SOURCE_YAML.format(schema="Source", env="prod").replace(

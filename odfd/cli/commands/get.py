@@ -1,6 +1,6 @@
 """``odfd get KIND [NAME] [-l key=value] [-o table|yaml|json]``: resources as applied, with their
 status. KIND is a short type name (``secretset``, ``datasets``), a ``$schema`` URL, or ``all``;
-``-l`` keeps those whose labels match. Secrets are never shown, only whether each is set.
+NAME may be a pattern (``ca.%``, SQL ``LIKE``); ``-l`` keeps those whose labels match. Secrets are never shown, only whether each is set.
 
 YAML and JSON show the RFC-018 canonical form (``$schema``, ``headers`` with identity, account,
 generation and times, ``spec``, ``status``), YAML exactly as kamu-cli writes it; ``odfd apply``
@@ -36,7 +36,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KIND",
         help="a type (dataset, mirror, secretset, ...), a $schema URL, or all",
     )
-    parser.add_argument("name", nargs="?", metavar="NAME")
+    parser.add_argument(
+        "name",
+        nargs="?",
+        metavar="NAME",
+        help="a name, or a pattern with %% (SQL LIKE: %% any run of characters, _ one)",
+    )
     parser.add_argument(
         "-l",
         "--selector",
@@ -54,12 +59,13 @@ def _get(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
         every = args.kind.lower() == "all"
-        if every and args.name is not None:
+        pattern = args.name is not None and "%" in args.name
+        if every and args.name is not None and not pattern:
             raise ManifestError("name a type to get one resource by name: odfd get TYPE NAME")
         schema = None if every else schema_of_kind(args.kind)
         labels = parse_label_arguments(args.selector)
         table = ResourceTable(workspace.catalog)
-        if schema is not None and args.name is not None:
+        if schema is not None and args.name is not None and not pattern:
             record = await table.find(schema, args.name)
             if record is None:
                 raise ManifestError(
@@ -67,14 +73,14 @@ def _get(args: argparse.Namespace) -> int:
                 )
             records = [record]
         else:
-            selector = Selector(schema, None, labels)
+            selector = Selector(schema, args.name, labels)
             records = [r for r in await table.list(schema) if selector.matches(r)]
         references: dict[str, list[ReferenceRow]] = {}
         for row in await ResourceReferenceTable(workspace.catalog).list():
             references.setdefault(row.resource_id, []).append(row)
         documents = [resource_document(r, references.get(r.id, ())) for r in records]
         if args.output == "json":
-            print(json.dumps(documents[0] if args.name else documents, indent=2))
+            print(json.dumps(documents[0] if args.name and not pattern else documents, indent=2))
         elif args.output == "yaml":
             print("---\n".join(dump(document) for document in documents), end="")
         else:

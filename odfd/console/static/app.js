@@ -165,7 +165,7 @@ function DatasetsPage() {
       <p class="muted" id="dataset-count">${data.total} dataset${data.total === 1 ? "" : "s"}</p>
       <table class="grid" id="datasets">
         <thead><tr><th>Name</th><th>Kind</th><th>Head</th><th class="num">Blocks</th>
-          <th class="num">Records</th><th class="num">Size</th><th>Last update</th><th>Mirror</th><th>Audit</th></tr></thead>
+          <th class="num">Records</th><th class="num">Size</th><th>Last update</th><th>Mirror</th><th>Audit</th><th>IPNS</th></tr></thead>
         <tbody>${data.datasets.map((d) => html`<tr class="dataset-row" data-alias=${d.alias}>
           <td><a class="dataset-link" href=${datasetHref(d.alias)}>${d.alias}</a>
             ${d.private ? html` <${Pill} kind="warn">private<//>` : null}
@@ -178,6 +178,8 @@ function DatasetsPage() {
           <td title=${d.lastUpdate || ""}>${ago(d.lastUpdate)}</td>
           <td>${mirrorCell(d)}</td>
           <td>${d.lastAudit ? statusPill(d.lastAudit.status) : html`<span class="muted">–</span>`}</td>
+          <td class="ipns" title=${d.ipns ? d.ipns.name : ""}>${d.ipns ? html`<span class="mono">${shortHash(d.ipns.name)}</span>
+            <span class="muted" title=${d.ipns.lastRepublished || ""}> · ${d.ipns.lastRepublished ? `republished ${ago(d.ipns.lastRepublished)}` : "never republished"}</span>` : html`<span class="muted">–</span>`}</td>
         </tr>`)}</tbody>
       </table>
       <div class="pager">
@@ -257,6 +259,24 @@ function Overview({ data }) {
   </div>`;
 }
 
+// The signed answer behind the rows shown: who signed it, what it commits to, and the whole
+// document to save and check with `odfd sql --verify FILE` (or any node's /verify).
+function AnswerProof({ answer }) {
+  const { commitment, proof, input } = answer;
+  return html`<details class="card" id="sql-proof">
+    <summary>Proof: signed by <code id="sql-proof-signer">${proof.verificationMethod}</code></summary>
+    <dl class="facts">
+      <dt>Input hash</dt><dd class="mono">${commitment.inputHash}</dd>
+      <dt>Output hash</dt><dd class="mono" id="sql-proof-output">${commitment.outputHash}</dd>
+      <dt>Sub-queries hash</dt><dd class="mono">${commitment.subQueriesHash}</dd>
+      ${(input.datasets || []).map((d) => html`<dt>${d.alias}</dt><dd class="mono">at block ${d.blockHash}</dd>`)}
+      <dt>Signature</dt><dd class="mono">${proof.type}: ${proof.proofValue}</dd>
+    </dl>
+    <p class="muted">Save the answer below and check it with <code>odfd sql --verify FILE</code> (add <code>--remote URL</code> to have another node re-execute it).</p>
+    <pre class="mono" id="sql-proof-json">${JSON.stringify(answer, null, 2)}</pre>
+  </details>`;
+}
+
 function DataTab({ alias }) {
   const [offset, setOffset] = useState(0);
   const limit = 50;
@@ -267,11 +287,12 @@ function DataTab({ alias }) {
   const [result, setResult] = useState(null);
   const [sqlError, setSqlError] = useState(null);
   const [running, setRunning] = useState(false);
+  const [withProof, setWithProof] = useState(false);
   const [selected, setSelected] = useState(null);
   const run = async (event) => {
     event.preventDefault();
     setRunning(true); setSqlError(null); setResult(null);
-    try { setResult(await api("sql", { method: "POST", body: { query: sql } })); }
+    try { setResult(await api("sql", { method: "POST", body: { query: sql, proof: withProof } })); }
     catch (e) { setSqlError(e.message); }
     setRunning(false);
   };
@@ -280,11 +301,13 @@ function DataTab({ alias }) {
     <form onSubmit=${run} class="card">
       <textarea id="sql-query" value=${sql} onInput=${(e) => setSql(e.target.value)}></textarea>
       <div class="pager"><button type="submit" id="sql-run" disabled=${running}>${running ? "Running…" : "Run"}</button>
+        <label class="muted"><input type="checkbox" id="sql-with-proof" checked=${withProof} onChange=${(e) => setWithProof(e.target.checked)} /> with proof</label>
         <span class="muted" id="sql-help">DataFusion SQL, as <code>odfd sql</code> runs it: quote names with "double quotes". Needs a read or admin token.</span></div>
     </form>
     <${Error_} message=${sqlError} />
     ${result ? html`<div id="sql-result"><p class="muted">${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.ms} ms (${result.engine})</p>
-      <${Table} columns=${result.columns} rows=${result.rows} /></div>` : null}
+      <${Table} columns=${result.columns} rows=${result.rows} />
+      ${result.answer ? html`<${AnswerProof} answer=${result.answer} />` : null}</div>` : null}
     <h2>Latest rows</h2>
     <${Error_} message=${error} />
     ${selected !== null ? html`<${RowDetail} alias=${alias} offset=${selected} onClose=${() => setSelected(null)} />` : null}
