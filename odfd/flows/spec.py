@@ -11,7 +11,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from odfd.app.selectors import Selector
+from odfd.app.resource_types import type_of
+from odfd.app.selectors import Selector, check_label_filter
 from odfd.config import parse_duration
 from odfd.errors import ManifestError, OdfdError
 from odfd.flows.cron import CronError, CronSchedule
@@ -76,7 +77,7 @@ class FlowSpec:
     @classmethod
     def from_json(cls, spec: dict[str, Any], where: str) -> FlowSpec:
         try:
-            target = Selector.parse(spec.get("target"))
+            target = _selector(spec.get("target"))
         except ManifestError as err:
             raise FlowSpecError("invalid-target", f"{where}: spec.target: {err}") from None
         triggers = tuple(
@@ -89,6 +90,20 @@ class FlowSpec:
         if not tasks:
             raise FlowSpecError("no-tasks", f"{where}: spec.tasks is empty: nothing to run")
         return cls(target, triggers, tasks)
+
+
+def _selector(value: Any) -> Selector:
+    """The spec's ``ResourceSelector``: ``Type:name-pattern`` or ``{type, name?, labels?}``."""
+    if isinstance(value, str):
+        type_text, colon, name = value.partition(":")
+        if not colon:
+            raise ManifestError(f"{value!r} is not a selector: expected Type:name-pattern")
+        return Selector(type_of(type_text).schema, name or None)
+    if not isinstance(value, dict) or "type" not in value:
+        raise ManifestError("a selector is Type:name-pattern or a map with `type`")
+    labels = value.get("labels") or {}
+    check_label_filter(labels)
+    return Selector(type_of(value["type"]).schema, value.get("name"), labels)
 
 
 def _trigger(value: dict[str, Any], where: str) -> Trigger:
