@@ -191,6 +191,7 @@ class FlowRunner:
         await self.runs.finish(run_id, "failed" if error else "succeeded", finished_at, error)
         conditions: dict[str, Any] = {
             LAST_RUN: {
+                "status": "False" if error else "True",
                 "runId": run_id,
                 "state": "failed" if error else "succeeded",
                 "trigger": trigger,

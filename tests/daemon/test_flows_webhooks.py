@@ -221,6 +221,7 @@ async def test_cron_flow_fires_on_the_clock_and_bad_cron_is_refused(
     assert receiver.received[0]["type"] == "flow.run"
     status = (await env.resource(FLOW.schema, "every5")).status
     assert status["conditions"][LAST_RUN]["state"] == "succeeded"
+    assert status["conditions"][LAST_RUN]["status"] == "True"  # `odfd get`'s table: LastRun=True
 
 
 async def test_failing_flow_backs_off_and_shows_failing(env: Env) -> None:
@@ -241,6 +242,8 @@ async def test_failing_flow_backs_off_and_shows_failing(env: Env) -> None:
     assert [(r.run_id, r.state) for r in runs] == [(second, "failed"), (first, "failed")]
     status = (await env.resource(FLOW.schema, "every")).status
     assert status["conditions"][FAILING]["consecutiveFailures"] == 2
+    assert status["conditions"][LAST_RUN]["status"] == "False"
+    assert status["phase"] == "Ready"  # the spec is fine; its runs are what fail
 
 
 async def test_compaction_flow_fired_by_dataset_ref_updated(env: Env) -> None:
