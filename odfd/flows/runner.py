@@ -19,6 +19,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
 from odfd.app.resource_types import FLOW
+from odfd.app.resources import CONDITION_BASE
 from odfd.errors import OdfdError
 from odfd.flows.spec import EventTrigger, FlowSpec, FlowSpecError, ScheduleTrigger, Task
 from protocol.errors import OdfError
@@ -27,8 +28,8 @@ from storage.catalog.resources import ResourceRecord, ResourceTable
 
 log = logging.getLogger(__name__)
 
-LAST_RUN = "LastRun"
-FAILING = "Failing"
+LAST_RUN = CONDITION_BASE + "LastRun"
+FAILING = CONDITION_BASE + "Failing"
 
 
 class TaskExecutor(Protocol):

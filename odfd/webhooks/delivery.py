@@ -20,12 +20,13 @@ from typing import Any
 import aiohttp
 
 from odfd.app.node_secrets import NodeSecrets
+from odfd.app.resources import CONDITION_BASE
 from odfd.errors import OdfdError
 from odfd.webhooks.signing import signed_headers
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 
-LAST_DELIVERY = "LastDelivery"
+LAST_DELIVERY = CONDITION_BASE + "LastDelivery"
 _RETRIED_STATUSES = frozenset({408, 429})
 
 
