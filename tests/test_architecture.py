@@ -23,7 +23,7 @@ LAYERS = ("protocol", "storage", "verifier", "odfd")
 ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("odfd", "odfd.config", "odfd.errors"),
     ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
-    ("odfd.app",),
+    ("odfd.app", "odfd.flows", "odfd.webhooks"),
     ("odfd.server", "odfd.flight_sql"),
     ("odfd.console",),
     ("odfd.daemon",),
@@ -226,6 +226,7 @@ REMOTE_SCHEMES = frozenset(
 NOT_REMOTES = {
     "odfd.ingest": "the URLs of ingest sources' fetch steps (files, HTTP, Ethereum RPC)",
     "odfd.cli.manifest_source": "where `odfd add` reads a manifest from (a path or http(s) URL)",
+    "odfd.webhooks": "a WebhookTarget's URL: the http(s) endpoint events are posted to",
 }
 """Modules whose URLs are not remotes, so they may test a scheme, each with the reason."""
 

@@ -20,8 +20,8 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from odfd.app.node_secrets import NodeSecrets
-from odfd.app.resource_types import SECRET_SET, VARIABLE_SET
+from odfd.app.node_secrets import NodeSecrets, SecretError
+from odfd.app.resource_types import FLOW, SECRET_SET, VARIABLE_SET, WEBHOOK_TARGET
 from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
@@ -34,6 +34,8 @@ from odfd.app.resources import (
 from odfd.app.secret_values import undecryptable
 from odfd.config import SyncConfig
 from odfd.errors import OdfdError
+from odfd.flows.spec import FlowSpec, FlowSpecError
+from odfd.webhooks.delivery import WebhookError, WebhookTarget
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
@@ -140,6 +142,12 @@ class Reconciler:
                 message = None
             elif record.schema == VARIABLE_SET.schema:
                 message = None  # validated on apply; read by the resources that reference it
+            elif record.schema == WEBHOOK_TARGET.schema:
+                self._webhook_target(record)
+                message = None
+            elif record.schema == FLOW.schema:
+                self._flow(record)
+                message = None
             else:
                 raise ReconcileFailure(
                     "no-controller",
@@ -241,6 +249,22 @@ class Reconciler:
         problems = undecryptable(record.schema, record.spec, self.secrets)
         if problems:
             raise ReconcileFailure("undecryptable", "; ".join(problems))
+
+    # --- WebhookTarget and Flow (their work is in odfd.webhooks and odfd.flows) ----------------
+
+    def _webhook_target(self, record: ResourceRecord) -> None:
+        """Ready when its URL is http(s) and this node can decrypt its secret."""
+        try:
+            WebhookTarget.from_record(record, self.secrets)
+        except (WebhookError, SecretError) as err:
+            raise ReconcileFailure("invalid-target", str(err)) from None
+
+    def _flow(self, record: ResourceRecord) -> None:
+        """Ready when the daemon can run it: a valid cron, known events and tasks."""
+        try:
+            FlowSpec.from_json(record.spec, f"Flow {record.name}")
+        except FlowSpecError as err:
+            raise ReconcileFailure(err.code, str(err)) from None
 
     # --- Dataset --------------------------------------------------------------------------------
 

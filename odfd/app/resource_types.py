@@ -40,8 +40,8 @@ MIRROR = ResourceType("Mirror", "https://odfd.dev/schemas/mirror/v1alpha1/Mirror
 SECRET_SET = _spec("config/v1alpha1/SecretSet", True)
 VARIABLE_SET = _spec("config/v1alpha1/VariableSet", True)
 SOURCE = _spec("source/v1alpha1/Source", False)
-FLOW = _spec("flow/v1alpha1/Flow", False)
-WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", False)
+FLOW = _spec("flow/v1alpha1/Flow", True)
+WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", True)
 PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", False)
 PROJECTION = _spec("dataset/v1alpha1/Projection", False)
 

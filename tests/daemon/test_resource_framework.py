@@ -91,9 +91,8 @@ async def test_every_type_gets_a_status(tmp_path: Path) -> None:
         for record in records:
             assert record.status["observedGeneration"] == record.generation == 1, record.name
         flow = next(r for r in records if r.name == "gc-datasets")
-        condition = next(iter(flow.status["conditions"].values()))
-        assert condition["code"] == "no-controller"
-        assert "Flow" in condition["message"]
+        # Run by odfd.flows (tests/daemon/test_flows_webhooks.py).
+        assert flow.status["phase"] == "Ready"
 
 
 SOURCE_YAML = """\
