@@ -7,6 +7,7 @@ The CLI and the servers call these use cases and render what they return."""
 from __future__ import annotations
 
 import hashlib
+import hmac
 import secrets
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -15,11 +16,13 @@ from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 
 from odfd.app.node import Node
-from odfd.app.resources import account_handle
+from odfd.app.resources import DEFAULT_ACCOUNT, account_handle
+from odfd.config import ServerConfig
 from odfd.errors import ManifestError, OdfdError
 from protocol.errors import ParseError
 from protocol.identity import AccountName
 from storage.catalog.accounts import AccountRecord, AccountTable, TokenRecord
+from storage.workspace import Workspace
 
 ADMIN_ACCOUNT = "admin"
 """The node's own administrator, created by ``odfd init``."""
@@ -66,6 +69,33 @@ async def add_account(
     avatar_url: str | None = None,
     is_admin: bool = False,
 ) -> AccountRecord:
+    return await _add(
+        node.workspace,
+        name,
+        password=password,
+        display_name=display_name,
+        email=email,
+        avatar_url=avatar_url,
+        is_admin=is_admin,
+    )
+
+
+async def add_admin_account(workspace: Workspace) -> AccountRecord:
+    """The node's own administrator, made by ``odfd init`` without a password (``odfd account
+    passwd admin`` sets one; ``odfd account token create admin`` issues a token)."""
+    return await _add(workspace, ADMIN_ACCOUNT, password=None, is_admin=True)
+
+
+async def _add(
+    workspace: Workspace,
+    name: str,
+    *,
+    password: str | None,
+    display_name: str | None = None,
+    email: str | None = None,
+    avatar_url: str | None = None,
+    is_admin: bool = False,
+) -> AccountRecord:
     key = _name(name)
     record = AccountRecord(
         name=key,
@@ -77,7 +107,7 @@ async def add_account(
         is_admin=is_admin,
         created_at=datetime.now(UTC),
     )
-    await _table(node).add(record)
+    await AccountTable(workspace.catalog).add(record)
     return record
 
 
@@ -158,3 +188,62 @@ async def account_for_token(node: Node, secret: str) -> AccountRecord | None:
     if record.expires_at is not None and record.expires_at <= datetime.now(UTC):
         return None
     return await _table(node).get(record.account)
+
+
+LOGIN_TOKEN_LIFETIME = timedelta(days=30)
+"""How long a token issued by a password login lives (``odfd account token create`` chooses)."""
+
+
+class LoginRejected(AccountError):
+    """Wrong login or password (which of the two is never said)."""
+
+
+async def login_with_password(node: Node, login: str, password: str) -> IssuedToken:
+    record = await check_password(node, login, password)
+    if record is None:
+        raise LoginRejected("invalid login or password")
+    return await create_token(node, record.name, label="login", lifetime=LOGIN_TOKEN_LIFETIME)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """Who a request's bearer token speaks for."""
+
+    name: str
+    id: str
+    display_name: str
+    email: str | None = None
+    avatar_url: str | None = None
+    is_admin: bool = False
+
+
+def _built_in(token: str, tokens: frozenset[str]) -> bool:
+    """Whether ``token`` is one of ``tokens``, compared timing-safe against every one."""
+    found = False
+    for known in tokens:
+        found |= hmac.compare_digest(token.encode(), known.encode())
+    return found
+
+
+async def subject_of(node: Node, server: ServerConfig, token: str | None) -> Subject | None:
+    """The account ``token`` belongs to: an issued token's account, or, for a token of the
+    ``[server]`` lists (``push_tokens``, ``read_tokens``, ``admin_tokens``), the built-in account
+    that owns the datasets whose alias has no account part. ``server`` is the serving server's
+    settings (``odfd ui`` adds its own token to the configured ones)."""
+    if not token:
+        return None
+    record = await account_for_token(node, token)
+    if record is not None:
+        return Subject(
+            record.name,
+            record.id,
+            record.display_name,
+            record.email,
+            record.avatar_url,
+            record.is_admin,
+        )
+    if _built_in(token, server.push_tokens | server.read_tokens | server.admin_tokens):
+        handle = account_handle(DEFAULT_ACCOUNT)
+        name = str(handle.name)
+        return Subject(name, handle.id, name, is_admin=_built_in(token, server.admin_tokens))
+    return None
