@@ -179,6 +179,42 @@ def test_the_check_sees_imports() -> None:
     )
 
 
+# --- the composition root ------------------------------------------------------------------------
+
+CONFIG_READER = "odfd.app.node"
+"""The one module that parses ``config.toml``: the node is built there once per process and
+everything else receives what it needs (``docs/architecture.md``)."""
+
+
+def _calls_of(tree: ast.AST, name: str) -> list[int]:
+    """The lines where ``tree`` calls a function called ``name`` (plainly or as an attribute)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == name)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+        )
+    ]
+
+
+def test_the_configuration_is_parsed_in_one_place() -> None:
+    """``load_config`` has one caller outside the tests: the composition root."""
+    callers = [
+        f"{module} (line {line})"
+        for module, path in _modules().items()
+        for line in _calls_of(ast.parse(path.read_text(), str(path)), "load_config")
+    ]
+    assert len(callers) == 1 and callers[0].startswith(CONFIG_READER + " "), (
+        "load_config called outside the composition root:\n" + "\n".join(callers)
+    )
+    assert _calls_of(ast.parse("x = config.load_config(p)\nload_config(q)"), "load_config") == [
+        1,
+        2,
+    ]
+
+
 # --- remote URL schemes ---------------------------------------------------------------------------
 
 TRANSPORTS = "odfd.sync.transport"

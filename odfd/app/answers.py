@@ -263,7 +263,7 @@ async def execute(
             f"limit {request.limit} is above this node's cap of {limits.max_rows} rows per "
             "query ([server] query_max_rows); page through the result with skip and limit"
         )
-    states, views = await _tables(node, request, visible)
+    states, views = await _tables(node, request, engine, visible)
     tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
     if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
         schema, batches = await _datafusion(
@@ -312,17 +312,17 @@ async def tail(
 
 
 async def _tables(
-    node: Node, request: QueryRequest, visible: Visible | None
+    node: Node, request: QueryRequest, engine: str, visible: Visible | None
 ) -> tuple[list[DatasetState], list[DatasetView]]:
-    """The datasets the query reads (pinned ones as pinned; else those its text names, at
-    their heads) and what it sees of each."""
+    """The datasets the query reads (pinned ones as pinned; else the tables it names, parsed in
+    ``engine``'s dialect, at their heads) and what it sees of each."""
     if request.datasets is None:
         records = {
             record.alias: record
             for record in await node.workspace.list_datasets()
             if visible is None or visible(record)
         }
-        views = await referenced_views(node, request.query, visible=visible)
+        views = await referenced_views(node, request.query, engine=engine, visible=visible)
         views = [view for view in views if view.head is not None]
         states = [DatasetState(records[view.alias].id, view.alias, view.head) for view in views]
         return states, views

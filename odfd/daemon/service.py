@@ -366,7 +366,7 @@ class Daemon:
             from odfd.flight_sql import workspace_queries
 
             self.flight_sql = await workspace_queries.serve(
-                self.workspace, server, address=server.address, port=server.flight_sql_port
+                self.node, address=server.address, port=server.flight_sql_port
             )
 
     async def _start_admin(self) -> None:
