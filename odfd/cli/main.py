@@ -67,6 +67,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         'print a shell completion script (bash: eval "$(odfd completions bash)")',
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
+    "account": ("account", "accounts on this node and their access tokens"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "compact": (
         "compact",
