@@ -22,15 +22,15 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from aiohttp import web
 
-from odfd.console.backend import ActionUnavailableError, NodeBackend
-from odfd.console.details import (
+from odfd.app.dataset_details import (
     SummaryCache,
     block_log,
     records_history,
     schema_document,
     transform_history,
 )
-from odfd.console.lineage import build_lineage
+from odfd.app.lineage import build_lineage
+from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
 from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql, run_sql_with_proof
 from odfd.console.view import CatalogView

@@ -21,14 +21,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from odfd.app.query import DEFAULT_ENGINE, query
+from odfd.app.query import DEFAULT_ENGINE, pinned_at, query
 from odfd.cli import terminal
 from odfd.cli.commands import sql_server
 from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.query import AsOf, resolve_as_of
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
 from protocol.identity import Multihash
@@ -146,9 +145,7 @@ def _sql(args: argparse.Namespace) -> int:
     _check_proof_args(args, statements)
 
     async def run(node: Node) -> int:
-        block = time = None
-        if args.as_of:
-            block, time = await resolve_as_of(node.workspace, AsOf.parse(args.as_of))
+        block, time = await pinned_at(node, args.as_of)
         if args.proof:
             assert statements is not None
             await _print_proven(node, statements[0], args)
