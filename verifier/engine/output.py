@@ -75,6 +75,17 @@ class WrittenSlice:
         )
 
 
+def required_columns(result: pa.Schema, dataset_schema: pa.Schema | None) -> frozenset[str]:
+    """The result's columns a transform's slice writes as required: what the engine's plan
+    proves non-null (for DataFusion a column read from a required input column, for both
+    engines ``ROW_NUMBER()`` or a literal), as the reference's engines write them, except that a
+    column the dataset's schema already declares keeps its declared nullability (datasets
+    written before this rule keep their schema; a null in a column it requires fails the
+    transaction)."""
+    declared = {} if dataset_schema is None else {f.name: f.nullable for f in dataset_schema}
+    return frozenset(field.name for field in result if not declared.get(field.name, field.nullable))
+
+
 def slice_schema(
     result: pa.Schema,
     vocab: Vocab,
@@ -85,9 +96,9 @@ def slice_schema(
     """The Arrow schema of a slice made from a result with ``result``'s columns.
 
     ``offset`` and ``system_time`` are required, ``op`` unless ``op_required`` is false (a
-    DataFusion query's own ``op`` keeps its plan's nullability, as the reference writes it); a
+    transform query's own ``op`` keeps its plan's nullability, as the reference writes it); a
     data column is required when named in ``required`` (an ingest decides that from the read
-    schema or the dataset's schema, a DataFusion transform from its plan, as the reference does).
+    schema or the dataset's schema, a transform from its plan, as the reference does).
     """
     fields = [
         pa.field(vocab.offset, OFFSET_TYPE, nullable=False),

@@ -53,7 +53,7 @@ from verifier.engine.errors import (
     QueryExecutionError,
     TransformError,
 )
-from verifier.engine.output import write_batches
+from verifier.engine.output import required_columns, write_batches
 
 if TYPE_CHECKING:
     from datafusion import DataFrame, SessionContext, SQLOptions
@@ -222,16 +222,6 @@ def quote_identifier(name: str) -> str:
     """A table or column name as a DataFusion SQL identifier (kept exactly, dots and slashes
     included)."""
     return '"' + name.replace('"', '""') + '"'
-
-
-def required_columns(result: pa.Schema, dataset_schema: pa.Schema | None) -> frozenset[str]:
-    """The result's columns a slice writes as required: what DataFusion's plan proves non-null
-    (a column read from a required input column, ``ROW_NUMBER()``, a literal), as the
-    reference writes them, except that a column the dataset's schema already declares keeps
-    its declared nullability (datasets written before this rule keep their schema; a null in a
-    column it requires fails the transaction)."""
-    declared = {} if dataset_schema is None else {f.name: f.nullable for f in dataset_schema}
-    return frozenset(field.name for field in result if not declared.get(field.name, field.nullable))
 
 
 def output_watermark(request: TransformRequest) -> Timestamp | None:
