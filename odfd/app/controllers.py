@@ -20,8 +20,17 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from odfd.app.account_resources import AccountResourceError, reconcile_account
+from odfd.app.authorization import RelationsError, check_relations
 from odfd.app.node_secrets import NodeSecrets, SecretError
-from odfd.app.resource_types import FLOW, SECRET_SET, VARIABLE_SET, WEBHOOK_TARGET
+from odfd.app.resource_types import (
+    ACCOUNT,
+    FLOW,
+    RELATIONS,
+    SECRET_SET,
+    VARIABLE_SET,
+    WEBHOOK_TARGET,
+)
 from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
@@ -148,6 +157,12 @@ class Reconciler:
             elif record.schema == FLOW.schema:
                 self._flow(record)
                 message = None
+            elif record.schema == ACCOUNT.schema:
+                await self._account(record)
+                message = None
+            elif record.schema == RELATIONS.schema:
+                self._relations(record)
+                message = None
             else:
                 raise ReconcileFailure(
                     "no-controller",
@@ -258,6 +273,20 @@ class Reconciler:
             WebhookTarget.from_record(record, self.secrets)
         except (WebhookError, SecretError) as err:
             raise ReconcileFailure("invalid-target", str(err)) from None
+
+    async def _account(self, record: ResourceRecord) -> None:
+        try:
+            await reconcile_account(self.workspace, record.name, record.spec)
+        except AccountResourceError as err:
+            raise ReconcileFailure("invalid-account", str(err)) from None
+
+    def _relations(self, record: ResourceRecord) -> None:
+        """Relations act through the authorization decision, which reads them itself; here a
+        spec the decision would not understand is reported (and the decision skips it)."""
+        try:
+            check_relations(record.spec, f"Relations {record.name}")
+        except (RelationsError, KeyError, TypeError, AttributeError) as err:
+            raise ReconcileFailure("invalid-relations", str(err)) from None
 
     def _flow(self, record: ResourceRecord) -> None:
         """Ready when the daemon can run it: a valid cron, known events and tasks."""

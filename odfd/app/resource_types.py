@@ -44,6 +44,8 @@ FLOW = _spec("flow/v1alpha1/Flow", True)
 WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", True)
 PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", False)
 PROJECTION = _spec("dataset/v1alpha1/Projection", False)
+ACCOUNT = _spec("auth/v1alpha1/Account", True)
+RELATIONS = _spec("auth/v1alpha1/Relations", True)
 
 TYPES: tuple[ResourceType, ...] = (
     DATASET,
@@ -55,6 +57,8 @@ TYPES: tuple[ResourceType, ...] = (
     WEBHOOK_TARGET,
     PERSISTENT_VOLUME,
     PROJECTION,
+    ACCOUNT,
+    RELATIONS,
 )
 _BY_SCHEMA = {t.schema: t for t in TYPES}
 _BY_NAME = {t.name.lower(): t for t in TYPES}

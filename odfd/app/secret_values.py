@@ -1,8 +1,8 @@
 """Where resources hold secrets, and how they are stored: only encrypted.
 
-A ``SecretSet``'s ``spec.secrets`` and a ``WebhookTarget``'s ``spec.secret`` are ``Secret``
-values: a plain string (or ``{value}``), which the node encrypts on apply, or ``{value: <JWE>,
-contentEncoding: jwe}``, stored as given. Re-applying the same plain value keeps the stored
+A ``SecretSet``'s ``spec.secrets``, a ``WebhookTarget``'s ``spec.secret`` and an ``Account``'s
+``spec.password`` are ``Secret`` values: a plain string (or ``{value}``), which the node encrypts
+on apply, or ``{value: <JWE>, contentEncoding: jwe}``, stored as given. Re-applying the same plain value keeps the stored
 ciphertext (so an unchanged manifest changes nothing); the plain value is never stored, logged,
 shown or put in an error message.
 """
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from odfd.app.node_secrets import CONTENT_ENCODING, NodeSecrets, SecretError
-from odfd.app.resource_types import SECRET_SET, WEBHOOK_TARGET
+from odfd.app.resource_types import ACCOUNT, SECRET_SET, WEBHOOK_TARGET
 from odfd.errors import ManifestError
 
 
@@ -26,6 +26,8 @@ def _fields(schema: str, spec: Any) -> Iterator[tuple[str, dict[str, Any], str]]
             yield f"spec.secrets.{key}", spec["secrets"], key
     elif schema == WEBHOOK_TARGET.schema and "secret" in spec:
         yield "spec.secret", spec, "secret"
+    elif schema == ACCOUNT.schema and "password" in spec:
+        yield "spec.password", spec, "password"
 
 
 def check_encodings(schema: str, spec: Any, where: str) -> None:

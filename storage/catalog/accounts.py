@@ -95,6 +95,16 @@ class AccountTable:
         )
         return changes.rowcount == 1
 
+    async def update_profile(
+        self, name: str, display_name: str, email: str | None, avatar_url: str | None
+    ) -> bool:
+        """Set what an ``Account`` resource declares of an existing account."""
+        changes = await self._sql.execute(
+            "UPDATE accounts SET display_name = ?, email = ?, avatar_url = ? WHERE name = ?",
+            (display_name, email, avatar_url, name),
+        )
+        return changes.rowcount == 1
+
     async def remove(self, name: str) -> bool:
         changes = await self._sql.execute("DELETE FROM accounts WHERE name = ?", (name,))
         return changes.rowcount == 1

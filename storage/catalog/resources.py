@@ -186,6 +186,16 @@ class ResourceTable:
         )
         return [_record(row) for row in rows]
 
+    async def stamp(self, schema: str) -> tuple[int, str | None, int]:
+        """Changes whenever a resource of ``schema`` is added, changed or deleted: caches of what
+        they say check it instead of reading them all."""
+        row = await self._sql.fetchone(
+            "SELECT count(*), max(updated_at), total(generation) FROM resources WHERE schema = ?",
+            (schema,),
+        )
+        assert row is not None
+        return int(row[0]), row[1], int(row[2])
+
     async def list_unsettled(self) -> builtins.list[ResourceRecord]:
         """Resources not ``Ready`` at their current generation (the ones a controller may still
         have work for), filtered in SQL so thousands of settled ones cost nothing to skip."""

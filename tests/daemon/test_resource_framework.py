@@ -31,11 +31,7 @@ from tests.cli.helpers import run
 SOURCE_SCHEMA, FLOW_SCHEMA, VARIABLE_SET_SCHEMA = SOURCE.schema, FLOW.schema, VARIABLE_SET.schema
 EXAMPLES = Path(__file__).parents[1] / "fixtures" / "spec_examples"
 NOT_RESOURCES_HERE = {
-    # Accounts and relations are another issue's; the canonical webhook view names the generic
-    # Resource schema, which says nothing of its type.
-    "auth-accounts-permissions/account-alice.yaml": "auth/v1alpha1/Account' is not a resource type",
-    "auth-accounts-permissions/account-bob.yaml": "auth/v1alpha1/Account' is not a resource type",
-    "auth-accounts-permissions/relations.yaml": "Relations' is not a resource type",
+    # The canonical webhook view names the generic Resource schema, which says nothing of its type.
     "sink-webhook-dataset-events/webhook-target-canonical.yaml": "v1alpha1/Resource' is not a",
     # Volumes are not supported yet.
     "storage-volume/dataset.yaml": "spec.volume",
@@ -54,7 +50,7 @@ def test_spec_examples_apply_or_are_refused_precisely(tmp_path: Path) -> None:
         else:
             assert load_manifests([path]), key
             applied += 1
-    assert applied == 19
+    assert applied == 22
 
 
 async def test_every_type_gets_a_status(tmp_path: Path) -> None:

@@ -1,0 +1,294 @@
+"""The one authorization decision of the node: may this subject do this to this dataset, and why.
+
+Every way in (transfer, query API, ingest, Flight SQL, the resource protocol, the console, the
+admin socket) asks :meth:`Policy.decide`; none decides on its own. The inputs are:
+
+* the subject: an account (from an issued token or a ``[server]`` token list) or anonymous;
+* the dataset's owner: the account part of its alias (``bob/bobs-dataset``), or the built-in
+  ``kamu`` account for a dataset without one (single-tenant nodes);
+* ``Relations`` resources (``auth/v1alpha1``): a role (``reader`` < ``editor`` < ``maintainer`` <
+  ``owner``) of an account on a dataset or on an account (an organisation: the role then holds on
+  every dataset the organisation owns), and the dataset attributes ``allowPublicRead`` (any signed-in
+  account may read) and ``allowAnonymousRead`` (a client without a token may read too);
+* the ``[server] private`` alias patterns: a dataset they match is neither publicly nor
+  anonymously readable unless its attributes say so.
+
+A dataset the subject may not read does not exist for it: :attr:`Decision.status` is 404 then,
+and 403 only when the subject may read but not do the action.
+
+The decision is cheap: the relations are read into dictionaries once and cached until a
+``Relations`` resource changes (:class:`PolicyCache` checks a one-row stamp of the resource table).
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+from odfd.app.accounts import subject_of
+from odfd.app.node import Node
+from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, type_of
+from odfd.app.resources import DEFAULT_ACCOUNT
+from odfd.config import ServerConfig
+from odfd.errors import ManifestError, OdfdError
+from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.workspace import Workspace
+
+
+class Action(StrEnum):
+    READ = "read"
+    WRITE = "write"
+    """Append blocks: push, ingest."""
+    MAINTAIN = "maintain"
+    """Rewrite history or settings: force push, reset, compaction, delete."""
+    ADMIN = "admin"
+    """Change who may do what (relations), rename, delete the dataset."""
+
+
+ROLE_ACTIONS: dict[str, frozenset[Action]] = {
+    "reader": frozenset({Action.READ}),
+    "editor": frozenset({Action.READ, Action.WRITE}),
+    "maintainer": frozenset({Action.READ, Action.WRITE, Action.MAINTAIN}),
+    "owner": frozenset(Action),
+}
+ROLES = tuple(ROLE_ACTIONS)
+ATTRIBUTES = ("allowPublicRead", "allowAnonymousRead")
+
+
+class RelationsError(OdfdError):
+    """A ``Relations`` resource that says something the node does not understand."""
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who asks: ``account`` None is an anonymous client. ``limit`` narrows what the account's
+    roles allow (a ``[server] read_tokens`` token acts for ``kamu`` but may only read)."""
+
+    account: str | None
+    is_admin: bool = False
+    limit: frozenset[Action] | None = None
+    via: str = ""
+    """How the subject was established (for explanations): ``token``, ``read_tokens``, …"""
+
+    @property
+    def label(self) -> str:
+        return "anonymous" if self.account is None else self.account
+
+
+ANONYMOUS = Principal(None)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    visible: bool
+    """Whether the subject may read the dataset (when not, it does not exist for it)."""
+    reason: str
+
+    @property
+    def status(self) -> int:
+        """The HTTP status of a refusal: 404 when the dataset is invisible, else 403."""
+        return 200 if self.allowed else (403 if self.visible else 404)
+
+
+def dataset_key(alias: str) -> str:
+    """``[account/]name`` lowercased, as relations and aliases compare."""
+    return alias.lower()
+
+
+def owner_of(key: str) -> str:
+    account, slash, _ = key.rpartition("/")
+    return account if slash else str(DEFAULT_ACCOUNT)
+
+
+@dataclass(slots=True)
+class Policy:
+    dataset_roles: dict[str, dict[str, str]] = field(default_factory=dict)
+    """dataset key → account → role."""
+    account_roles: dict[str, dict[str, str]] = field(default_factory=dict)
+    """organisation account → member account → role."""
+    attributes: dict[str, dict[str, bool]] = field(default_factory=dict)
+    """dataset key → attribute → value."""
+    sources: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(dataset or account key, account) → the Relations resource that gave the role."""
+    is_private: Callable[[str], bool] = lambda alias: False
+
+    def role(self, account: str, key: str) -> tuple[str | None, str]:
+        """The strongest role of ``account`` on the dataset ``key``, and why."""
+        owner = owner_of(key)
+        if account == owner:
+            return "owner", f"{account} owns the account the dataset belongs to"
+        found: list[tuple[str, str]] = []
+        direct = self.dataset_roles.get(key, {}).get(account)
+        if direct is not None:
+            source = self.sources.get((key, account), "?")
+            found.append((direct, f"{direct} of the dataset (Relations {source})"))
+        member = self.account_roles.get(owner, {}).get(account)
+        if member is not None:
+            source = self.sources.get((owner, account), "?")
+            found.append((member, f"{member} of account {owner} (Relations {source})"))
+        if not found:
+            return None, "no role"
+        return max(found, key=lambda rr: ROLES.index(rr[0]))
+
+    def readable_without_role(self, key: str, anonymous: bool) -> tuple[bool, str]:
+        attrs = self.attributes.get(key, {})
+        default = not self.is_private(key)
+        public = attrs.get("allowPublicRead", default)
+        if not anonymous:
+            return public, f"allowPublicRead is {str(public).lower()}"
+        anon = public and attrs.get("allowAnonymousRead", default)
+        return anon, f"allowAnonymousRead is {str(anon).lower()}"
+
+    def decide(self, subject: Principal, action: Action, alias: str) -> Decision:
+        key = dataset_key(alias)
+        if subject.is_admin:
+            return Decision(True, True, f"{subject.label} is a node admin")
+        actions: frozenset[Action] = frozenset()
+        reason = "no role"
+        if subject.account is not None:
+            role, reason = self.role(subject.account, key)
+            if role is not None:
+                actions = ROLE_ACTIONS[role]
+                if subject.limit is not None:
+                    actions &= subject.limit
+                    reason += f", limited to {'/'.join(sorted(subject.limit))} ({subject.via})"
+        readable = Action.READ in actions
+        if not readable:
+            readable, why = self.readable_without_role(key, subject.account is None)
+            reason = f"{reason}; {why}"
+        if action is Action.READ:
+            return Decision(readable, readable, reason)
+        return Decision(action in actions, readable, reason)
+
+    def readable(self, subject: Principal, aliases: Iterable[str]) -> list[str]:
+        """The aliases ``subject`` may read (listings, search, table lists)."""
+        return [a for a in aliases if self.decide(subject, Action.READ, a).allowed]
+
+    def accounts_with_roles(self, key: str) -> set[str]:
+        owner = owner_of(key)
+        return (
+            {owner} | set(self.dataset_roles.get(key, {})) | set(self.account_roles.get(owner, {}))
+        )
+
+
+def _ref(value: Any, where: str) -> tuple[str, str]:
+    """A ``ResourceRef`` (``Type:[account/]name`` or ``{type, name, account?}``) as (type name,
+    lowercased ``[account/]name``)."""
+    try:
+        if isinstance(value, str):
+            type_text, colon, name = value.partition(":")
+            if not colon:
+                raise RelationsError(f"{where}: {value!r} needs a type, e.g. Dataset:{value}")
+            return type_of(type_text).name, name.lower()
+        if isinstance(value, dict) and "type" in value and "name" in value:
+            account = value.get("account")
+            account_name = account.get("name") if isinstance(account, dict) else account
+            name = str(value["name"])
+            full = name if account_name is None else f"{account_name}/{name}"
+            return type_of(str(value["type"])).name, full.lower()
+    except ManifestError as err:
+        raise RelationsError(f"{where}: {err}") from None
+    raise RelationsError(f"{where}: a reference is `Type:[account/]name` or {{type, name}}")
+
+
+def check_relations(spec: Any, where: str = "spec") -> None:
+    """Refuse what the decision would not understand (an unknown role, attribute or target)."""
+    read_relations(Policy(), spec, where)
+
+
+def read_relations(policy: Policy, spec: Any, source: str) -> None:
+    """Add the roles and attributes of one ``Relations`` spec to ``policy``."""
+    for i, relation in enumerate(spec.get("relations") or []):
+        where = f"{source}: spec.relations[{i}]"
+        subject_type, subject = _ref(relation["subject"], f"{where}.subject")
+        object_type, target = _ref(relation["object"], f"{where}.object")
+        if subject_type != ACCOUNT.name:
+            raise RelationsError(
+                f"{where}.subject: roles are given to Accounts, not {subject_type}"
+            )
+        if relation.get("relation") != "role" or relation.get("value") not in ROLE_ACTIONS:
+            raise RelationsError(
+                f"{where}: odfd knows `relation: role` with a value of {', '.join(ROLES)}"
+            )
+        if object_type == DATASET.name:
+            policy.dataset_roles.setdefault(target, {})[subject] = relation["value"]
+        elif object_type == ACCOUNT.name:
+            policy.account_roles.setdefault(target, {})[subject] = relation["value"]
+        else:
+            raise RelationsError(f"{where}.object: roles are on Datasets or Accounts")
+        policy.sources[(target, subject)] = source
+    for i, attribute in enumerate(spec.get("attributes") or []):
+        where = f"{source}: spec.attributes[{i}]"
+        object_type, target = _ref(attribute["object"], f"{where}.object")
+        name = attribute.get("name")
+        if object_type != DATASET.name or name not in ATTRIBUTES:
+            raise RelationsError(
+                f"{where}: odfd knows the Dataset attributes {', '.join(ATTRIBUTES)}"
+            )
+        if not isinstance(attribute.get("value"), bool):
+            raise RelationsError(f"{where}.value: {name} is true or false")
+        policy.attributes.setdefault(target, {})[name] = attribute["value"]
+
+
+def policy_of(records: Iterable[ResourceRecord], is_private: Callable[[str], bool]) -> Policy:
+    """The policy the ``Relations`` resources declare (one that fails to read is skipped: its
+    controller marks it ``Failed`` and says why)."""
+    policy = Policy(is_private=is_private)
+    for record in records:
+        try:
+            check_relations(record.spec, f"Relations {record.name}")
+        except (RelationsError, KeyError, TypeError, AttributeError):
+            continue
+        read_relations(policy, record.spec, record.name)
+    return policy
+
+
+class PolicyCache:
+    """The node's policy, rebuilt only when a ``Relations`` resource changed."""
+
+    def __init__(self, workspace: Workspace, is_private: Callable[[str], bool]) -> None:
+        self._table = ResourceTable(workspace.catalog)
+        self._is_private = is_private
+        self._stamp: tuple[int, str | None, int] | None = None
+        self._policy = Policy(is_private=is_private)
+
+    async def policy(self) -> Policy:
+        stamp = await self._table.stamp(RELATIONS.schema)
+        if stamp != self._stamp:
+            records = await self._table.list(RELATIONS.schema)
+            self._policy = policy_of(records, self._is_private)
+            self._stamp = stamp
+        return self._policy
+
+
+def in_token_list(token: str, tokens: Iterable[str]) -> bool:
+    """Whether ``token`` is one of ``tokens``, compared timing-safe against every one."""
+    found = False
+    for known in tokens:
+        found |= hmac.compare_digest(token.encode(), known.encode())
+    return found
+
+
+_PUSH_LIMIT = frozenset({Action.READ, Action.WRITE, Action.MAINTAIN})
+
+
+async def principal_of(node: Node, server: ServerConfig, token: str | None) -> Principal | None:
+    """The subject a request's bearer token speaks for: anonymous without one, None for a token
+    that is unknown, expired or revoked (the request is refused, not served as anonymous). A
+    ``[server]`` list token acts for the built-in account within what its list allowed before."""
+    if not token:
+        return ANONYMOUS
+    subject = await subject_of(node, server, token)
+    if subject is None:
+        return None
+    if in_token_list(token, server.admin_tokens):
+        return Principal(subject.name, is_admin=True, via="admin_tokens")
+    if in_token_list(token, server.push_tokens):
+        return Principal(subject.name, limit=_PUSH_LIMIT, via="push_tokens")
+    if in_token_list(token, server.read_tokens):
+        return Principal(subject.name, limit=frozenset({Action.READ}), via="read_tokens")
+    return Principal(subject.name, is_admin=subject.is_admin, via="token")
