@@ -25,16 +25,17 @@ from __future__ import annotations
 import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from odfd.app.accounts import subject_of
-from odfd.app.node import Node
+from odfd.app.accounts import TOKEN_PREFIX, token_account, token_hash
 from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, type_of
 from odfd.app.resources import DEFAULT_ACCOUNT
 from odfd.config import ServerConfig
 from odfd.errors import ManifestError, OdfdError
-from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.catalog.reader import CatalogReader
+from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 
 
@@ -70,6 +71,10 @@ class Principal:
     account: str | None
     is_admin: bool = False
     limit: frozenset[Action] | None = None
+    everywhere: frozenset[Action] = frozenset()
+    """Actions allowed on every dataset whatever the relations say: what a ``[server]`` list
+    token could do before accounts existed (a read token reads every dataset, a push token
+    pushes to any), so no node breaks on upgrade."""
     via: str = ""
     """How the subject was established (for explanations): ``token``, ``read_tokens``, …"""
 
@@ -156,6 +161,9 @@ class Policy:
                 if subject.limit is not None:
                     actions &= subject.limit
                     reason += f", limited to {'/'.join(sorted(subject.limit))} ({subject.via})"
+        if subject.everywhere:
+            actions |= subject.everywhere
+            reason += f"; {'/'.join(sorted(subject.everywhere))} on every dataset ({subject.via})"
         readable = Action.READ in actions
         if not readable:
             readable, why = self.readable_without_role(key, subject.account is None)
@@ -234,16 +242,16 @@ def read_relations(policy: Policy, spec: Any, source: str) -> None:
         policy.attributes.setdefault(target, {})[name] = attribute["value"]
 
 
-def policy_of(records: Iterable[ResourceRecord], is_private: Callable[[str], bool]) -> Policy:
-    """The policy the ``Relations`` resources declare (one that fails to read is skipped: its
-    controller marks it ``Failed`` and says why)."""
+def policy_of(specs: Iterable[tuple[str, Any]], is_private: Callable[[str], bool]) -> Policy:
+    """The policy ``(name, spec)`` of the ``Relations`` resources declare (one that fails to read
+    is skipped: its controller marks it ``Failed`` and says why)."""
     policy = Policy(is_private=is_private)
-    for record in records:
+    for name, spec in specs:
         try:
-            check_relations(record.spec, f"Relations {record.name}")
+            check_relations(spec, f"Relations {name}")
         except (RelationsError, KeyError, TypeError, AttributeError):
             continue
-        read_relations(policy, record.spec, record.name)
+        read_relations(policy, spec, name)
     return policy
 
 
@@ -256,11 +264,16 @@ class PolicyCache:
         self._stamp: tuple[int, str | None, int] | None = None
         self._policy = Policy(is_private=is_private)
 
-    async def policy(self) -> Policy:
-        stamp = await self._table.stamp(RELATIONS.schema)
+    async def policy(self, reader: CatalogReader | None = None) -> Policy:
+        """``reader``: a server's own read-only connection, so checking the stamp never waits
+        behind another task's catalog transaction."""
+        stamp = await (reader or self._table).stamp(RELATIONS.schema)
         if stamp != self._stamp:
-            records = await self._table.list(RELATIONS.schema)
-            self._policy = policy_of(records, self._is_private)
+            if reader is not None:
+                specs = await reader.specs(RELATIONS.schema)
+            else:
+                specs = [(r.name, r.spec) for r in await self._table.list(RELATIONS.schema)]
+            self._policy = policy_of(specs, self._is_private)
             self._stamp = stamp
         return self._policy
 
@@ -273,22 +286,36 @@ def in_token_list(token: str, tokens: Iterable[str]) -> bool:
     return found
 
 
-_PUSH_LIMIT = frozenset({Action.READ, Action.WRITE, Action.MAINTAIN})
+_PUSH_EVERYWHERE = frozenset({Action.WRITE, Action.MAINTAIN})
 
 
-async def principal_of(node: Node, server: ServerConfig, token: str | None) -> Principal | None:
+async def principal_of(
+    workspace: Workspace,
+    server: ServerConfig,
+    token: str | None,
+    reader: CatalogReader | None = None,
+) -> Principal | None:
     """The subject a request's bearer token speaks for: anonymous without one, None for a token
     that is unknown, expired or revoked (the request is refused, not served as anonymous). A
     ``[server]`` list token acts for the built-in account within what its list allowed before."""
     if not token:
         return ANONYMOUS
-    subject = await subject_of(node, server, token)
-    if subject is None:
-        return None
+    if reader is None:
+        record = await token_account(workspace, token)
+        if record is not None:
+            return Principal(record.name, is_admin=record.is_admin, via="token")
+    elif token.startswith(TOKEN_PREFIX):
+        grant = await reader.token_grant(token_hash(token))
+        if grant is not None and grant.live(datetime.now(UTC)):
+            return Principal(grant.account, is_admin=grant.is_admin, via="token")
+    builtin = str(DEFAULT_ACCOUNT)
     if in_token_list(token, server.admin_tokens):
-        return Principal(subject.name, is_admin=True, via="admin_tokens")
+        return Principal(builtin, is_admin=True, via="admin_tokens")
     if in_token_list(token, server.push_tokens):
-        return Principal(subject.name, limit=_PUSH_LIMIT, via="push_tokens")
+        return Principal(
+            builtin, limit=_PUSH_EVERYWHERE, everywhere=_PUSH_EVERYWHERE, via="push_tokens"
+        )
     if in_token_list(token, server.read_tokens):
-        return Principal(subject.name, limit=frozenset({Action.READ}), via="read_tokens")
-    return Principal(subject.name, is_admin=subject.is_admin, via="token")
+        reads = frozenset({Action.READ})
+        return Principal(builtin, limit=reads, everywhere=reads, via="read_tokens")
+    return None

@@ -414,8 +414,8 @@ async def _sql(request: web.Request) -> web.Response:
     refused = _check_same_origin(request)
     if refused is not None:
         return refused
-    if not state.reads_private(request):
-        return _error(401, "the SQL box needs a read or admin token ([server] read_tokens)")
+    if not state.signed_in(request):
+        return _error(401, "the SQL box needs a bearer token (Authorization: Bearer …)")
     body = await _body(request)
     query = body.get("query")
     if not isinstance(query, str) or not query.strip():
@@ -458,8 +458,8 @@ async def _provenance(request: web.Request) -> web.Response:
     from odfd.console.provenance import row_provenance
 
     state, console = _parts(request)
-    if not state.reads_private(request):
-        return _error(401, "provenance needs a read or admin token ([server] read_tokens)")
+    if not state.signed_in(request):
+        return _error(401, "provenance needs a bearer token (Authorization: Bearer …)")
     record = await _record(request)
     if "offset" not in request.query:
         return _error(400, "query parameter offset is required")

@@ -45,7 +45,7 @@ async def node_info(
         ],
         "metrics": _metrics(backend.metrics()),
         "tokens": {
-            "read": state.reads_private(request),
+            "read": state.signed_in(request),
             "admin": state.is_admin(request),
         },
     }

@@ -17,7 +17,7 @@ from odfd.config import ServerConfig
 from odfd.server import signed_head, simple
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
-from odfd.server.state import STATE_KEY, ServerState
+from odfd.server.state import STATE_KEY, ServerState, authorize
 from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 
@@ -33,7 +33,7 @@ def create_app(
 ) -> web.Application:
     """The transfer protocols (Simple and Smart), ``refs/head.sig`` and the listing, plus what
     ``mounts`` add."""
-    app = web.Application(client_max_size=MAX_REQUEST_BYTES)
+    app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[authorize])
     app[STATE_KEY] = ServerState.create(workspace, config)
     app.cleanup_ctx.append(_catalog_reader)
     for mount in mounts:

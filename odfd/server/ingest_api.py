@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, BinaryIO
 
 from aiohttp import web
 
+from odfd.app.authorization import Action
 from odfd.app.push_ingest import (
     IngestLocks,
     PushIngestOptions,
@@ -35,7 +36,7 @@ from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.schema import IncompatibleSchemaError
 from odfd.ingest.errors import IngestError
 from odfd.server.simple import DATASET
-from odfd.server.state import STATE_KEY, ServerState, bearer_token
+from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError, ParseError
 from protocol.model import Timestamp
 from storage.errors import RefCasError
@@ -77,11 +78,17 @@ class IngestApi:
         _authorize(state, request)
         dataset_path = request.match_info["dataset"]
         try:
-            record = await state.find(dataset_path, request)
+            record = await state.find(dataset_path)
         except web.HTTPForbidden as withheld:  # the daemon withholds it: said as JSON too
             raise _error(web.HTTPForbidden, withheld.text or "forbidden") from None
-        if record is None:
+        decision = None if record is None else state.decide(request, Action.WRITE, record.alias)
+        if record is None or decision is None or not decision.visible:
             raise _error(web.HTTPNotFound, f"no dataset {dataset_path} on this node")
+        if not decision.allowed:
+            who = state.principal(request).label
+            raise _error(
+                web.HTTPForbidden, f"{who} may not ingest into {record.alias}: {decision.reason}"
+            )
         options = PushIngestOptions(
             source_name=request.query.get("sourceName"),
             media_type=request.headers.get("Content-Type"),
@@ -125,15 +132,13 @@ class IngestApi:
 
 
 def _authorize(state: ServerState, request: web.Request) -> None:
-    token = bearer_token(request)
-    if token is None:
+    if state.principal(request).account is None:
         raise _error(
             web.HTTPUnauthorized,
-            "ingesting needs a push or admin bearer token (Authorization: Bearer …)",
+            "ingesting needs a bearer token of an account that may write to the dataset "
+            "(Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if token not in state.config.push_tokens and not state.config.is_admin(token):
-        raise _error(web.HTTPForbidden, "this token may not ingest (it is no push or admin token)")
 
 
 def _event_time(request: web.Request) -> Timestamp | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from odfd.app.authorization import Action
 from odfd.server.simple import DATASET
 from odfd.server.state import STATE_KEY
 from protocol.transfer.signed_head import (
@@ -33,7 +34,7 @@ def add_routes(app: web.Application) -> None:
 
 async def get_signed_head(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    record = await state.require(request.match_info["dataset"])
+    record = await state.require(request.match_info["dataset"], request)
     document = await state.workspace.open_dataset(record.id).refs.get_signature(HEAD_REF)
     if document is None:
         raise web.HTTPNotFound(text=f"dataset {record.alias} has no signed head here")
@@ -44,11 +45,17 @@ async def get_signed_head(request: web.Request) -> web.Response:
 
 async def put_signed_head(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    if not state.is_push_token(request):
+    if state.principal(request).account is None:
         raise web.HTTPUnauthorized(
-            text="storing a signed head needs a push token (Authorization: Bearer …)"
+            text="storing a signed head needs a bearer token (Authorization: Bearer …)"
         )
     record = await state.require(request.match_info["dataset"])
+    decision = state.decide(request, Action.WRITE, record.alias)
+    if not decision.allowed:
+        raise (web.HTTPForbidden if decision.visible else web.HTTPNotFound)(
+            text=f"{state.principal(request).label} may not store a signed head of "
+            f"{record.alias}: {decision.reason}"
+        )
     body = await request.content.read(MAX_DOCUMENT_BYTES + 1)
     where = f"signed head for {record.alias}"
     try:

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from odfd.app.authorization import Action
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
@@ -55,7 +56,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
     check_version(request)
-    if not state.is_push_token(request):
+    if state.principal(request).account is None:
         raise web.HTTPUnauthorized(
             text="pushing needs a valid bearer token (Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
@@ -66,6 +67,8 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         raise web.HTTPNotFound(
             text=f"no dataset {dataset_path}: a new dataset is pushed to its name, not its id"
         )
+    alias = record.alias if record is not None else str(ref.alias)
+    may_force = _check_write(state, request, alias)
     if record is not None:
         dataset = state.workspace.open_dataset(record.id)
         head = await dataset.chain.head()
@@ -77,7 +80,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     channel = ServerChannel(ws, f"push to {target.alias}")
     session_id = state.new_upload_session(target.dataset)
     session = _PushSession(
-        channel, state, target, state.dataset_url(request, dataset_path), session_id
+        channel, state, target, state.dataset_url(request, dataset_path), session_id, may_force
     )
     try:
         await session.run()
@@ -99,6 +102,19 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         await discard_staging(target)
     await channel.finish()
     return ws
+
+
+def _check_write(state: ServerState, request: web.Request, alias: str) -> bool:
+    """Refuse a push the request's account may not make (404 when it may not even read the
+    dataset: a new dataset can only be made under the account itself, where it may write);
+    whether it may force one (rewrite history: the ``maintainer`` role)."""
+    decision = state.decide(request, Action.WRITE, alias)
+    if not decision.allowed:
+        who = state.principal(request).label
+        if decision.visible:
+            raise web.HTTPForbidden(text=f"{who} may not push to {alias}: {decision.reason}")
+        raise web.HTTPNotFound(text=f"no dataset {alias} on this node")
+    return state.decide(request, Action.MAINTAIN, alias).allowed
 
 
 def _parse(path: str) -> DatasetRef:
@@ -128,7 +144,9 @@ class _PushSession:
         target: PullTarget,
         base_url: str,
         session_id: str,
+        may_force: bool,
     ) -> None:
+        self.may_force = may_force
         self.channel = channel
         self.state = state
         self.target = target
@@ -153,6 +171,12 @@ class _PushSession:
         if metadata is None:
             return
         force = request.force_update_if_diverged
+        if force and not self.may_force:
+            raise _internal(
+                "MetadataRequest",
+                f"a forced push rewrites the history of {self.target.alias}: it needs the "
+                "maintainer role on it",
+            )
         walk, pushed = await self._receive_blocks(metadata.new_blocks, force)
         await self.channel.send(m.Accepted())
         if pushed:

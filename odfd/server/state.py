@@ -1,13 +1,29 @@
 """What every request handler shares: the workspace, the config, the URL signer, the uploads
-of push sessions in progress, and how a URL path names a dataset."""
+of push sessions in progress, how a URL path names a dataset, and who the request speaks for.
+
+Every request is authorized once (:func:`authorize`, a middleware): its bearer token becomes a
+:class:`~odfd.app.authorization.Principal` (an unknown, expired or revoked token is refused with
+401) and the node's policy is fetched from its cache; handlers then ask :meth:`ServerState.decide`
+for each dataset, and a dataset the request may not read does not exist for it."""
 
 from __future__ import annotations
 
+import json
 import secrets
 from dataclasses import dataclass, field
 
 from aiohttp import web
+from aiohttp.typedefs import Handler
 
+from odfd.app.authorization import (
+    ANONYMOUS,
+    Action,
+    Decision,
+    Policy,
+    PolicyCache,
+    Principal,
+    principal_of,
+)
 from odfd.config import ServerConfig
 from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
@@ -18,6 +34,9 @@ from storage.dataset import Dataset
 from storage.workspace import Workspace
 
 STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
+INVALID_TOKEN = "the bearer token is not valid here: unknown, expired or revoked"
+_PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("odfd_principal", Principal)
+_POLICY: web.RequestKey[Policy] = web.RequestKey("odfd_policy", Policy)
 
 
 def parse_dataset_path(text: str) -> DatasetRef:
@@ -45,34 +64,49 @@ class ServerState:
     reader: CatalogReader | None = None
     """Resolves dataset names on a read-only connection of its own while the app runs, so
     serving never waits behind another task's catalog transaction (a daemon's syncs)."""
+    policies: PolicyCache | None = None
 
     @classmethod
     def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
-        return cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
+        state = cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
+        state.policies = PolicyCache(workspace, config.is_private)
+        return state
+
+    def principal(self, request: web.Request | None) -> Principal:
+        """Who ``request`` speaks for (anonymous outside a request or before authorization)."""
+        if request is None:
+            return ANONYMOUS
+        return request.get(_PRINCIPAL, ANONYMOUS)
+
+    def decide(self, request: web.Request | None, action: Action, alias: str) -> Decision:
+        policy = None if request is None else request.get(_POLICY)
+        if policy is None:
+            policy = Policy(is_private=self.config.is_private)
+        return policy.decide(self.principal(request), action, alias)
 
     def visible(self, record: DatasetRecord, request: web.Request | None) -> bool:
-        """A private dataset (``[server] private``) exists only for read and admin tokens."""
-        if not self.config.is_private(record.alias):
-            return True
-        return self.reads_private(request)
+        """Whether the request may read the dataset (when not, the dataset does not exist for
+        it); outside a request, a private dataset (``[server] private``) is not visible."""
+        return self.decide(request, Action.READ, record.alias).allowed
 
-    def reads_private(self, request: web.Request | None) -> bool:
-        """Whether ``request`` carries a read or admin token (private datasets exist for it)."""
-        return request is not None and self.config.may_read_private(bearer_token(request))
+    def signed_in(self, request: web.Request | None) -> bool:
+        """Whether ``request`` speaks for an account (which datasets exist for it is still
+        decided dataset by dataset)."""
+        return self.principal(request).account is not None
 
     def is_admin(self, request: web.Request) -> bool:
-        return self.config.is_admin(bearer_token(request))
+        return self.principal(request).is_admin
 
     async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
-        """``None`` when nothing has that name (or it is private and ``request`` has no token that
-        may read it); a withheld dataset is refused (403) with the reason, so clients report why
-        instead of "not found"."""
+        """``None`` when nothing has that name (or ``request`` may not read it; without a
+        request, the caller decides what it may do with the dataset); a withheld dataset is
+        refused (403) with the reason, so clients report why instead of "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self._resolve(ref)
-        if record is not None and not self.visible(record, request):
+        if record is not None and request is not None and not self.visible(record, request):
             return None
         if record is not None and record.id in self.withheld:
             raise web.HTTPForbidden(
@@ -104,8 +138,24 @@ class ServerState:
         self.uploads[session_id] = UploadSession(dataset)
         return session_id
 
-    def is_push_token(self, request: web.Request) -> bool:
-        return bearer_token(request) in self.config.push_tokens
+
+@web.middleware
+async def authorize(request: web.Request, handler: Handler) -> web.StreamResponse:
+    """Establish who the request speaks for, once, before any handler runs."""
+    state = request.app[STATE_KEY]
+    principal = await principal_of(
+        state.workspace, state.config, bearer_token(request), state.reader
+    )
+    if principal is None:
+        raise web.HTTPUnauthorized(
+            text=json.dumps({"message": INVALID_TOKEN}),
+            content_type="application/json",
+            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
+        )
+    request[_PRINCIPAL] = principal
+    assert state.policies is not None
+    request[_POLICY] = await state.policies.policy(state.reader)
+    return await handler(request)
 
 
 def bearer_token(request: web.Request) -> str | None:

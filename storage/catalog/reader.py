@@ -17,10 +17,15 @@ holding the file in exclusive mode), the lookup waits for it in a worker thread 
 from __future__ import annotations
 
 import asyncio
+import json
 import sqlite3
+from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from protocol.identity import DatasetId
+from storage.catalog.columns import from_text
 from storage.catalog.records import DATASET_COLUMNS, DatasetRecord, dataset_record
 
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
@@ -28,8 +33,22 @@ _BUSY_TIMEOUT = 10.0
 """Seconds a lookup that found the catalog busy waits in its worker thread (as ``Catalog``)."""
 
 
+@dataclass(frozen=True, slots=True)
+class TokenGrant:
+    """What an issued access token grants, as stored (found by the token's hash)."""
+
+    account: str
+    is_admin: bool
+    expires_at: datetime | None
+    revoked_at: datetime | None
+
+    def live(self, now: datetime) -> bool:
+        return self.revoked_at is None and (self.expires_at is None or now < self.expires_at)
+
+
 class CatalogReader:
-    """Lookups of dataset rows on a connection that can only read."""
+    """Lookups of dataset rows, access tokens and resource stamps (what every request of a
+    server reads) on a connection that can only read."""
 
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
@@ -49,14 +68,48 @@ class CatalogReader:
     async def find_by_alias(self, alias: str) -> DatasetRecord | None:
         return await self._one(f"SELECT {DATASET_COLUMNS} FROM datasets WHERE alias = ?", alias)
 
-    async def _one(self, sql: str, key: str) -> DatasetRecord | None:
+    async def token_grant(self, token_hash: str) -> TokenGrant | None:
+        row = await self._row(
+            "SELECT a.name, a.is_admin, t.expires_at, t.revoked_at FROM access_tokens t "
+            "JOIN accounts a ON a.name = t.account WHERE t.token_hash = ?",
+            token_hash,
+        )
+        if row is None:
+            return None
+        return TokenGrant(row[0], bool(row[1]), from_text(row[2]), from_text(row[3]))
+
+    async def stamp(self, schema: str) -> tuple[int, str | None, int]:
+        """Changes whenever a resource of ``schema`` is added, changed or deleted."""
+        row = await self._row(
+            "SELECT count(*), max(updated_at), total(generation) FROM resources WHERE schema = ?",
+            schema,
+        )
+        assert row is not None
+        return int(row[0]), row[1], int(row[2])
+
+    async def specs(self, schema: str) -> list[tuple[str, Any]]:
+        """``(name, spec)`` of every resource of ``schema`` (the spec parsed from its JSON)."""
+        sql = "SELECT name, spec FROM resources WHERE schema = ? ORDER BY name"
         try:
-            row = self._db.execute(sql, (key,)).fetchone()
+            rows = self._db.execute(sql, (schema,)).fetchall()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) not in _BUSY:
+                raise
+            rows = await asyncio.to_thread(_read_all_waiting, self.path, sql, schema)
+        return [(row[0], json.loads(row[1])) for row in rows]
+
+    async def _one(self, sql: str, key: str) -> DatasetRecord | None:
+        row = await self._row(sql, key)
+        return None if row is None else dataset_record(row)
+
+    async def _row(self, sql: str, key: str) -> sqlite3.Row | None:
+        try:
+            row: sqlite3.Row | None = self._db.execute(sql, (key,)).fetchone()
         except sqlite3.OperationalError as err:
             if getattr(err, "sqlite_errorcode", None) not in _BUSY:
                 raise
             row = await asyncio.to_thread(_read_waiting, self.path, sql, key)
-        return None if row is None else dataset_record(row)
+        return row
 
 
 def _connect(path: Path, timeout: float) -> sqlite3.Connection:
@@ -68,6 +121,14 @@ def _connect(path: Path, timeout: float) -> sqlite3.Connection:
         db.close()
         raise
     return db
+
+
+def _read_all_waiting(path: Path, sql: str, key: str) -> list[sqlite3.Row]:
+    db = _connect(path, _BUSY_TIMEOUT)
+    try:
+        return db.execute(sql, (key,)).fetchall()
+    finally:
+        db.close()
 
 
 def _read_waiting(path: Path, sql: str, key: str) -> sqlite3.Row | None:

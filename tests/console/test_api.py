@@ -88,7 +88,7 @@ async def test_datasets_list_search_and_private_visibility(node: Node) -> None:
     # The same rule everywhere on the server: console, listing, Simple Transfer.
     for path in (f"ui/api/datasets/{SECRET}", f"{SECRET}/refs/head"):
         assert (await node.get(path))[0] == 404
-        assert (await node.get(path, "wrong"))[0] == 404
+        assert (await node.get(path, "wrong"))[0] == 401  # a bad token is refused
         assert (await node.get(path, READ))[0] == 200
     _, listing = await node.get("")
     assert SECRET not in {d["alias"] for d in listing["datasets"]}
@@ -165,7 +165,7 @@ async def test_actions_and_sql_need_tokens_and_the_same_origin(node: Node) -> No
     status, body = await node.post("ui/api/mirrors/cities/sync", {}, ADMIN)
     assert status == 409
     status, body = await node.post("ui/api/sql", {"query": f"SELECT * FROM {ROOT}"})
-    assert status == 401 and "read or admin token" in body["error"]
+    assert status == 401 and "needs a bearer token" in body["error"]
     status, body = await node.post("ui/api/sql", {"query": " "}, READ)
     assert status == 400 and "query" in body["error"]
     # The SQL box speaks `odfd sql`'s dialect: DataFusion, names in double quotes.

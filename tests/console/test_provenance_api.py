@@ -57,7 +57,7 @@ async def test_row_detail_traces_to_the_ingests(console) -> None:
 
 async def test_row_detail_needs_a_token_and_says_what_is_wrong(console) -> None:
     status, body = await _get(console, "top/provenance?offset=0", None)
-    assert status == 401 and "read or admin token" in body["error"]
+    assert status == 401 and "needs a bearer token" in body["error"]
     status, body = await _get(console, "trades/provenance?offset=0", READ)
     assert status == 400 and body["error"].startswith("trades is a root dataset")
     status, body = await _get(console, "top/provenance?offset=5", READ)

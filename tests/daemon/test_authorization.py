@@ -16,12 +16,13 @@ from odfd.app.authorization import (
     Principal,
     RelationsError,
     check_relations,
+    principal_of,
 )
 from odfd.app.controllers import Reconciler
 from odfd.app.node import open_node
 from odfd.app.resource_types import ACCOUNT, RELATIONS
 from odfd.app.resources import RECONCILE_ERROR, apply_manifests, load_manifests, resource_document
-from odfd.config import SyncConfig
+from odfd.config import ServerConfig, SyncConfig
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 
@@ -127,17 +128,27 @@ def test_organisation_roles_hold_on_every_dataset_of_the_organisation() -> None:
     assert policy.readable(frank, ["acme/secret", "acme/other"]) == ["acme/other"]
 
 
-def test_old_token_lists_keep_what_they_allowed() -> None:
-    policy = _policy({}, private=("internal.x",))
-    reader = Principal("kamu", limit=frozenset({Action.READ}), via="read_tokens")
-    pusher = Principal("kamu", limit=frozenset({Action.READ, Action.WRITE, Action.MAINTAIN}))
-    admin = Principal("kamu", is_admin=True)
+async def test_old_token_lists_keep_what_they_allowed(tmp_path: Path) -> None:
+    policy = _policy({}, private=("internal.x", "bob/internal.x"))
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        server = ServerConfig(
+            read_tokens=frozenset({"r"}),
+            push_tokens=frozenset({"p"}),
+            admin_tokens=frozenset({"a"}),
+        )
+        reader, pusher, admin, anonymous, unknown = [
+            await principal_of(workspace, server, token) for token in ("r", "p", "a", None, "x")
+        ]
+    assert reader is not None and pusher is not None and admin is not None
+    assert anonymous == ANONYMOUS and unknown is None
     assert policy.decide(reader, Action.READ, "internal.x").allowed  # private: read tokens see it
     assert policy.decide(ANONYMOUS, Action.READ, "internal.x").status == 404
     assert policy.decide(Principal("alice"), Action.READ, "internal.x").status == 404
     assert policy.decide(reader, Action.WRITE, "public.x").status == 403
     assert policy.decide(pusher, Action.WRITE, "public.x").allowed
-    assert not policy.decide(pusher, Action.WRITE, "bob/x").allowed  # not kamu's dataset
+    assert policy.decide(pusher, Action.WRITE, "bob/x").allowed  # push tokens push anywhere
+    assert policy.decide(pusher, Action.READ, "internal.x").status == 404  # but read as before
+    assert policy.decide(reader, Action.READ, "bob/internal.x").allowed
     assert policy.decide(admin, Action.ADMIN, "bob/x").allowed
     assert policy.decide(ANONYMOUS, Action.READ, "public.x").allowed
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import aiohttp
 
-from odfd.sync.errors import ChainPoint, DivergedError, SyncError
+from odfd.sync.errors import AccessDeniedError, ChainPoint, DivergedError, SyncError
 from odfd.sync.objects import DEFAULT_RETRIES
 from odfd.sync.progress import Progress
 from odfd.sync.push_steps import PushOptions, PushResult, compare, outgoing
@@ -25,7 +25,7 @@ from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
 from storage.dataset_storage import local_file
 from storage.layout import HEAD_REF
-from storage.stores.remote import RemoteUnavailableError
+from storage.stores.remote import RemoteStatusError, RemoteUnavailableError
 
 
 async def push_smart(
@@ -46,7 +46,15 @@ async def _push(
     progress: Progress,
 ) -> PushResult:
     async with remote.open(session) as view:
-        remote_head = await view.head()
+        try:
+            remote_head = await view.head()
+        except RemoteStatusError as err:
+            if err.status not in (401, 403):
+                raise
+            raise AccessDeniedError(
+                f"{remote.url}: the server refused to push ({err.status}): give a valid token "
+                "(--token)"
+            ) from None
         common = await compare(target, remote_head, view.block, remote.http_base, options.force)
     if remote_head is not None and (common is None or common.hash != remote_head):
         common = None  # forced over a remote ahead or diverged: the whole chain, as the reference
