@@ -68,6 +68,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
     "account": ("account", "accounts on this node and their access tokens"),
+    "access": ("access", "who can read, write, maintain and administer a dataset, and why"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "compact": (
         "compact",
