@@ -22,7 +22,7 @@ from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resources import apply_manifests, load_manifests
 from odfd.config import NodeConfig, ServerConfig, SyncConfig
-from odfd.server.app import running
+from odfd.server.app import Mount, running
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.sync.errors import AccessDeniedError
@@ -102,7 +102,7 @@ async def site(node_a: Workspace, node_b: Workspace) -> AsyncIterator[Site]:
     revoked = await create_token(node, "alice")
     await revoke_token(node, "alice", revoked.record.id)
     tokens |= {"expired": expired.secret, "revoked": revoked.secret}
-    mounts = [query_api_mount(node), IngestApi(lambda: node)]
+    mounts: list[Mount] = [query_api_mount(node), IngestApi(lambda: node)]
     async with running(node_a, server, mounts=mounts) as served, aiohttp.ClientSession() as http:
         site = Site(served.url, http, node, tokens)
         site.writer = await create_root(node_b, "cities", slices=1)
