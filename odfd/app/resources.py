@@ -21,7 +21,7 @@ bumps the generation and sets the phase back to ``Pending``; an unchanged manife
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -253,25 +253,40 @@ def manifest_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_manifests(paths: Iterable[Path]) -> list[Manifest]:
+    def documents() -> Iterator[tuple[Any, str]]:
+        for path in manifest_files(paths):
+            try:
+                parsed = parse_documents(path.read_bytes(), str(path))
+            except DecodeError as err:
+                raise ManifestError(str(err)) from None
+            for n, document in enumerate(parsed):
+                if document is not None:
+                    yield document, f"{path} document {n}"
+
+    return read_documents(documents())
+
+
+def read_documents(
+    documents: Iterable[tuple[Any, str]], account: AccountName | None = None
+) -> list[Manifest]:
+    """Manifests from parsed documents (each with where it came from, for errors), checked as one
+    batch: a type and name declared twice is refused. A document that names no account is the
+    ``account``'s (None: the node's own)."""
     manifests: list[Manifest] = []
     seen: dict[tuple[str, str], str] = {}
-    for path in manifest_files(paths):
-        try:
-            documents = parse_documents(path.read_bytes(), str(path))
-        except DecodeError as err:
-            raise ManifestError(str(err)) from None
-        for n, document in enumerate(documents):
-            if document is None:
-                continue
-            manifest = parse_manifest(document, f"{path} document {n}")
-            key = (manifest.schema, manifest.name.lower())
-            if key in seen:
-                raise ManifestError(
-                    f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in "
-                    f"{seen[key]}"
-                )
-            seen[key] = manifest.where
-            manifests.append(manifest)
+    for document, where in documents:
+        if account is not None and isinstance(document, dict):
+            headers = document.get("headers")
+            if isinstance(headers, dict) and "account" not in headers:
+                document = {**document, "headers": {**headers, "account": {"name": str(account)}}}
+        manifest = parse_manifest(document, where)
+        key = (manifest.schema, manifest.name.lower())
+        if key in seen:
+            raise ManifestError(
+                f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in {seen[key]}"
+            )
+        seen[key] = manifest.where
+        manifests.append(manifest)
     return manifests
 
 

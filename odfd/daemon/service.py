@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-from odfd.app.controllers import Reconciler
+from odfd.app.controllers import Reconciler, ReconcileResult
 from odfd.app.forwarding import CommandLine
 from odfd.app.node import Node
 from odfd.app.resources import kind_of
@@ -68,6 +68,7 @@ from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
+from odfd.server.resource_api import ResourceApi
 from odfd.server.state import STATE_KEY
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
@@ -352,6 +353,7 @@ class Daemon:
             console_mount(DaemonBackend(self)),
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
+            ResourceApi(lambda: self.node, self._reconcile_for_api),
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -569,6 +571,10 @@ class Daemon:
             if self.config.sync.transform_derivatives:
                 await self.derivatives.catch_up()
             await self._refresh_gauges()
+
+    async def _reconcile_for_api(self) -> list[ReconcileResult]:
+        """After an apply over HTTP: the daemon's controllers, as after ``odfd apply``."""
+        return await self.reconciler.reconcile_all()
 
     async def reconcile_resources(self) -> list[dict[str, Any]]:
         results = await self.reconciler.reconcile_all()

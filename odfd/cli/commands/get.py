@@ -12,18 +12,13 @@ import argparse
 import json
 from typing import TYPE_CHECKING
 
-from odfd.app.resources import (
-    RECONCILE_ERROR,
-    kind_of,
-    resource_document,
-    schema_of_kind,
-)
+from odfd.app.resource_service import find_resource, list_resources, resource_documents
+from odfd.app.resources import RECONCILE_ERROR, kind_of, schema_of_kind
 from odfd.app.selectors import Selector, parse_label_arguments
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import ManifestError
 from protocol.codec.yaml_emitter import dump
-from storage.catalog.resource_references import ReferenceRow, ResourceReferenceTable
-from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.catalog.resources import ResourceNotFoundError, ResourceRecord
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -64,21 +59,16 @@ def _get(args: argparse.Namespace) -> int:
             raise ManifestError("name a type to get one resource by name: odfd get TYPE NAME")
         schema = None if every else schema_of_kind(args.kind)
         labels = parse_label_arguments(args.selector)
-        table = ResourceTable(workspace.catalog)
         if schema is not None and args.name is not None and not pattern:
-            record = await table.find(schema, args.name)
-            if record is None:
+            try:
+                records = [await find_resource(workspace, schema, args.name)]
+            except ResourceNotFoundError:
                 raise ManifestError(
                     f"no {kind_of(schema)} resource named {args.name} (see `odfd get {args.kind}`)"
-                )
-            records = [record]
+                ) from None
         else:
-            selector = Selector(schema, args.name, labels)
-            records = [r for r in await table.list(schema) if selector.matches(r)]
-        references: dict[str, list[ReferenceRow]] = {}
-        for row in await ResourceReferenceTable(workspace.catalog).list():
-            references.setdefault(row.resource_id, []).append(row)
-        documents = [resource_document(r, references.get(r.id, ())) for r in records]
+            records = await list_resources(workspace, Selector(schema, args.name, labels))
+        documents = await resource_documents(workspace, records)
         if args.output == "json":
             print(json.dumps(documents[0] if args.name and not pattern else documents, indent=2))
         elif args.output == "yaml":

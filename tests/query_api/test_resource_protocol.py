@@ -1,0 +1,210 @@
+"""The resource protocol (RFC-018 "REST API strategy") on a real server, through aiohttp's client:
+apply, get (by id, DID, name), list with labels and accounts, watch, delete; who may do what;
+bad input named; secrets never in plain text."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import aiohttp
+
+from odfd.app.resources import account_handle
+from protocol.identity import AccountName
+from tests.query_api.conftest import ADMIN_TOKEN, PUSH_TOKEN, READ_TOKEN, Served
+
+SECRETS = "/config/v1alpha1/secretset"
+VARIABLES = "/config/v1alpha1/variableset"
+PLAIN_SECRET = "internal-api-key-123"
+
+
+def _secret_set(name: str, **labels: str) -> dict[str, Any]:
+    return {
+        "$schema": "https://opendatafabric.org/schemas/config/v1alpha1/SecretSet",
+        "headers": {"name": name, "labels": labels},
+        "spec": {"secrets": {"api_key": PLAIN_SECRET}},
+    }
+
+
+Session = Callable[..., Awaitable[tuple[int, Any, dict[str, str]]]]
+
+
+def _run(served: Served, work: Callable[[Session], Awaitable[None]]) -> None:
+    async def main() -> None:
+        async with aiohttp.ClientSession(served.url.rstrip("/")) as client:
+
+            async def call(
+                method: str,
+                path: str,
+                body: Any = None,
+                *,
+                token: str | None = ADMIN_TOKEN,
+                yaml: str | None = None,
+            ) -> tuple[int, Any, dict[str, str]]:
+                headers = {} if token is None else {"Authorization": f"Bearer {token}"}
+                if yaml is not None:
+                    headers["Content-Type"] = "application/yaml"
+                    data: Any = yaml.encode()
+                else:
+                    data = None if body is None else json.dumps(body).encode()
+                    headers["Content-Type"] = "application/json"
+                async with client.request(method, path, data=data, headers=headers) as response:
+                    text = await response.text()
+                    assert PLAIN_SECRET not in text
+                    parsed = json.loads(text) if text else None
+                    return response.status, parsed, dict(response.headers)
+
+            await work(call)
+
+    asyncio.run(main())
+
+
+def test_apply_get_list_delete(served: Served) -> None:
+    async def work(call: Session) -> None:
+        status, created, _ = await call("POST", SECRETS, _secret_set("api-keys", env="prod"))
+        assert status == 201, created
+        assert created["status"]["phase"] == "Ready"
+        assert created["headers"]["generation"] == 1
+        stored = created["spec"]["secrets"]["api_key"]
+        assert stored["contentEncoding"] == "jwe" and stored["value"].count(".") == 4
+        resource_id = created["headers"]["id"]
+
+        status, again, _ = await call("POST", SECRETS, _secret_set("api-keys", env="prod"))
+        assert status == 200 and again["headers"]["generation"] == 1
+
+        status, changed, _ = await call("POST", SECRETS, _secret_set("api-keys", env="dev"))
+        assert status == 200 and changed["headers"]["generation"] == 2
+
+        for ref in ("api-keys", resource_id):
+            status, got, _ = await call("GET", f"{SECRETS}/{ref}")
+            assert status == 200 and got["headers"]["id"] == resource_id
+        status, got, _ = await call("GET", f"/config/v1alpha1/SecretSet/{resource_id}")
+        assert status == 200
+
+        await call("POST", SECRETS, _secret_set("other-keys", env="prod"))
+        status, listed, _ = await call("GET", f"{SECRETS}?labelSelector=env=prod")
+        assert [r["headers"]["name"] for r in listed["items"]] == ["other-keys"]
+        status, listed, _ = await call("GET", f"{SECRETS}?name=%25-keys")
+        assert {r["headers"]["name"] for r in listed["items"]} == {"api-keys", "other-keys"}
+
+        status, deleted, _ = await call("DELETE", f"{SECRETS}/api-keys")
+        assert status == 200 and deleted["headers"]["id"] == resource_id
+        status, missing, _ = await call("GET", f"{SECRETS}/{resource_id}")
+        assert status == 404 and "api-keys" not in missing["message"]
+        await call("DELETE", f"{SECRETS}/other-keys")
+
+    _run(served, work)
+
+
+def test_yaml_batch_and_accounts(served: Served) -> None:
+    manifests = """\
+headers:
+  name: team-vars
+spec:
+  variables:
+    host: postgres
+---
+headers:
+  name: more-vars
+spec:
+  variables:
+    port: "5113"
+"""
+
+    async def work(call: Session) -> None:
+        status, applied, _ = await call("POST", f"{VARIABLES}?account=alice", yaml=manifests)
+        assert status == 200, applied
+        assert [r["headers"]["account"]["name"] for r in applied["items"]] == ["alice", "alice"]
+        assert {r["status"]["phase"] for r in applied["items"]} == {"Ready"}
+
+        status, own, _ = await call("GET", VARIABLES)
+        assert "team-vars" not in {r["headers"]["name"] for r in own["items"]}
+        did = account_handle(AccountName("alice")).did
+        for account in ("alice", str(did)):
+            status, theirs, _ = await call("GET", f"{VARIABLES}?account={account}")
+            assert {r["headers"]["name"] for r in theirs["items"]} == {"team-vars", "more-vars"}
+        status, got, _ = await call("GET", f"{VARIABLES}/team-vars?account=alice")
+        assert status == 200 and got["spec"]["variables"] == {"host": "postgres"}
+        status, _, _ = await call("GET", f"{VARIABLES}/team-vars")
+        assert status == 404
+        for name in ("team-vars", "more-vars"):
+            status, _, _ = await call("DELETE", f"{VARIABLES}/{name}?account=alice")
+            assert status == 200
+
+    _run(served, work)
+
+
+def test_tokens(served: Served) -> None:
+    async def work(call: Session) -> None:
+        status, body, headers = await call("GET", SECRETS, token=None)
+        assert status == 401 and headers.get("WWW-Authenticate") == "Bearer"
+        assert "bearer token" in body["message"]
+        status, body, _ = await call("GET", SECRETS, token=PUSH_TOKEN)
+        assert status == 403
+        status, _, _ = await call("GET", SECRETS, token=READ_TOKEN)
+        assert status == 200
+        status, body, _ = await call("POST", SECRETS, _secret_set("x"), token=READ_TOKEN)
+        assert status == 403 and "admin" in body["message"]
+        status, _, _ = await call("GET", f"{SECRETS}/x")
+        assert status == 404  # nothing was stored by the refused write
+
+    _run(served, work)
+
+
+def test_bad_input_is_named(served: Served) -> None:
+    async def work(call: Session) -> None:
+        bad = _secret_set("bad") | {"spec": {"secrets": {}, "colour": "red"}}
+        status, body, _ = await call("POST", SECRETS, bad)
+        assert status == 400 and "request body document 0" in body["message"]
+        assert "colour" in body["message"]
+
+        status, body, _ = await call("POST", SECRETS, [_secret_set("fine"), bad])
+        assert status == 400 and "request body document 1" in body["message"]
+        status, _, _ = await call("GET", f"{SECRETS}/fine")
+        assert status == 404  # a batch is validated whole before anything is stored
+
+        status, body, _ = await call("POST", VARIABLES, _secret_set("wrong-path"))
+        assert status == 400 and "/config/v1alpha1/secretset" in body["message"]
+
+        status, body, _ = await call("GET", "/config/v1alpha1/gizmo")
+        assert status == 404 and "not a resource type" in body["message"]
+        status, body, _ = await call("GET", "/dataset/v1alpha1/secretset")
+        assert status == 404 and "/config/v1alpha1/secretset" in body["message"]
+
+        status, body, _ = await call("POST", SECRETS, None)
+        assert status == 400 and "empty" in body["message"]
+        status, body, _ = await call("GET", f"{SECRETS}?labelSelector=nokey")
+        assert status == 400 and "nokey" in body["message"]
+
+    _run(served, work)
+
+
+def test_watch_sees_a_new_generation(served: Served) -> None:
+    async def work(call: Session) -> None:
+        await call("POST", SECRETS, _secret_set("watched", env="a"))
+
+        async def change_soon() -> None:
+            await asyncio.sleep(0.5)
+            await call("POST", SECRETS, _secret_set("watched", env="b"))
+
+        async with aiohttp.ClientSession(served.url.rstrip("/")) as client:
+            changer = asyncio.create_task(change_soon())
+            events = []
+            async with client.get(
+                f"{SECRETS}/watched?watch=true&timeoutSeconds=3",
+                headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+            ) as response:
+                assert response.headers["Content-Type"].startswith("application/x-ndjson")
+                async for line in response.content:
+                    events.append(json.loads(line))
+                    if events[-1]["object"]["headers"]["generation"] == 2:
+                        break
+            await changer
+        assert events[0]["type"] == "ADDED"
+        assert events[-1]["type"] == "MODIFIED"
+        assert events[-1]["object"]["headers"]["labels"] == {"env": "b"}
+        await call("DELETE", f"{SECRETS}/watched")
+
+    _run(served, work)
