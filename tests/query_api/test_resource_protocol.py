@@ -1,18 +1,20 @@
 """The resource protocol (RFC-018 "REST API strategy") on a real server, through aiohttp's client:
-apply, get (by id, DID, name), list with labels and accounts, watch, delete; who may do what;
-bad input named; secrets never in plain text."""
+apply, get (by id, DID, name), list with labels and accounts, watch, delete, a flow's runs; who
+may do what; bad input named; secrets never in plain text."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
 
 from odfd.app.resources import account_handle
 from protocol.identity import AccountName
+from storage.catalog.flow_runs import FlowRunTable
 from tests.query_api.conftest import ADMIN_TOKEN, PUSH_TOKEN, READ_TOKEN, Served
 
 SECRETS = "/config/v1alpha1/secretset"
@@ -206,5 +208,50 @@ def test_watch_sees_a_new_generation(served: Served) -> None:
         assert events[-1]["type"] == "MODIFIED"
         assert events[-1]["object"]["headers"]["labels"] == {"env": "b"}
         await call("DELETE", f"{SECRETS}/watched")
+
+    _run(served, work)
+
+
+def test_flow_runs_and_deliveries(served: Served) -> None:
+    flow = {
+        "$schema": "https://opendatafabric.org/schemas/flow/v1alpha1/Flow",
+        "headers": {"name": "gc-nightly"},
+        "spec": {
+            "target": "Dataset:%",
+            "triggers": [{"kind": "Schedule", "cron": "0 3 * * *"}],
+            "tasks": [{"kind": "GarbageCollection"}],
+        },
+    }
+
+    async def record_runs(flow_id: str) -> list[int]:
+        table = FlowRunTable(served.node.workspace.catalog)
+        ids = []
+        for n, error in enumerate((None, "TaskError: boom")):
+            at = datetime(2026, 3, 1, 3, n, tzinfo=UTC)
+            run_id = await table.start(flow_id, "gc-nightly", "schedule", at)
+            await table.finish(run_id, "failed" if error else "succeeded", at, error)
+            ids.append(run_id)
+        return ids
+
+    async def work(call: Session) -> None:
+        status, created, _ = await call("POST", "/flow/v1alpha1/flow", flow)
+        assert status == 201 and created["status"]["phase"] == "Ready", created
+        ids = served.run(record_runs(created["headers"]["id"]))
+        status, runs, _ = await call("GET", "/flow/v1alpha1/flow/gc-nightly/runs")
+        assert status == 200
+        assert [(r["runId"], r["state"]) for r in runs["items"]] == [
+            (ids[1], "failed"),
+            (ids[0], "succeeded"),
+        ]
+        assert runs["items"][0]["error"] == "TaskError: boom"
+        status, runs, _ = await call("GET", "/flow/v1alpha1/flow/gc-nightly/runs?limit=1")
+        assert len(runs["items"]) == 1
+        status, body, _ = await call("GET", "/flow/v1alpha1/flow/nope/runs")
+        assert status == 404 and "nope" in body["message"]
+        status, body, _ = await call("GET", "/sink/v1alpha1/webhooktarget/nope/deliveries")
+        assert status == 404
+        status, _, _ = await call("GET", "/flow/v1alpha1/flow/gc-nightly/runs", token=PUSH_TOKEN)
+        assert status == 403
+        await call("DELETE", "/flow/v1alpha1/flow/gc-nightly")
 
     _run(served, work)

@@ -11,6 +11,8 @@
   of ``{"type": "ADDED"|"MODIFIED"|"DELETED", "object": ...}`` lines (NDJSON), one now and one
   at each change of its generation or status, until ``timeoutSeconds`` (default 60) or deletion.
 * ``DELETE /<context>/<version>/<type>/<id|did|name>``: the resource as it was.
+* ``GET /flow/v1alpha1/flow/<ref>/runs``, ``GET /sink/v1alpha1/webhooktarget/<ref>/deliveries``:
+  ``{"items": [...]}``, what the flow or webhook target did, newest first (``?limit=``, 100).
 
 Errors are ``{"message": ...}`` naming the document and field (400), the token (401/403) or the
 resource (404). Secrets come back only as the ciphertext the node stored.
@@ -26,6 +28,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from odfd.app.flow_history import (
+    DEFAULT_LIMIT,
+    HistoryQuery,
+    delivery_document,
+    flow_runs,
+    run_document,
+    webhook_deliveries,
+)
 from odfd.app.resource_service import (
     Reconcile,
     account_scope,
@@ -53,7 +63,16 @@ MAX_WATCH_SECONDS = 600.0
 _CONTEXTS = sorted({t.schema.split("/")[-3] for t in TYPES})
 COLLECTION = "/{context}/{version}/{type}"
 ITEM = COLLECTION + "/{ref}"
-ROUTES = [("GET", COLLECTION), ("POST", COLLECTION), ("GET", ITEM), ("DELETE", ITEM)]
+RUNS = "/flow/v1alpha1/flow/{ref}/runs"
+DELIVERIES = "/sink/v1alpha1/webhooktarget/{ref}/deliveries"
+ROUTES = [
+    ("GET", COLLECTION),
+    ("POST", COLLECTION),
+    ("GET", ITEM),
+    ("DELETE", ITEM),
+    ("GET", RUNS),
+    ("GET", DELIVERIES),
+]
 """Every route (method, path as ``/openapi.json`` documents it)."""
 _PATTERNS = {
     "context": "|".join(_CONTEXTS),
@@ -110,7 +129,7 @@ class ResourceApi:
         self._access = access or TokenAccess(node)
 
     def __call__(self, app: web.Application) -> None:
-        handlers = (self.list, self.apply, self.get, self.delete)
+        handlers = (self.list, self.apply, self.get, self.delete, self.runs, self.deliveries)
         for (method, path), handler in zip(ROUTES, handlers, strict=True):
             app.router.add_route(method, _routed(path), _guarded(handler))
 
@@ -163,6 +182,25 @@ class ResourceApi:
         shown = (await resource_documents(workspace, [record]))[0]
         await delete_resources(workspace, [ResourceKey(record.schema, record.name)])
         return web.json_response(shown)
+
+    async def runs(self, request: web.Request) -> web.StreamResponse:
+        query = await self._history_query(request)
+        runs = await flow_runs(self._node().workspace, query)
+        return web.json_response({"items": [run_document(r) for r in runs]})
+
+    async def deliveries(self, request: web.Request) -> web.StreamResponse:
+        query = await self._history_query(request)
+        found = await webhook_deliveries(self._node().workspace, query)
+        return web.json_response({"items": [delivery_document(d) for d in found]})
+
+    async def _history_query(self, request: web.Request) -> HistoryQuery:
+        default = await self._access.authorize(request, write=False)
+        scope = account_scope(request.query.get("account"), default)
+        try:
+            limit = int(request.query.get("limit", DEFAULT_LIMIT))
+        except ValueError:
+            raise ManifestError("?limit= takes a whole number") from None
+        return HistoryQuery(request.match_info["ref"], limit, scope)
 
     async def _watch(self, request: web.Request, record: ResourceRecord) -> web.StreamResponse:
         try:
