@@ -73,14 +73,23 @@ class AppliedResource:
         return self.result.record
 
 
-Reconcile = Callable[[], Awaitable[list[ReconcileResult]]]
-"""Runs the controllers once over every resource (the daemon's own, else in the caller's
-process) and answers each resource's outcome."""
+Reconcile = Callable[[list[ResourceRecord]], Awaitable[list[ReconcileResult]]]
+"""Runs the controllers over just-applied resources (the daemon's own, else in the caller's
+process) and answers each one's outcome. Only those: a resource they unblock (a reference now
+resolved) is reconciled by the daemon's next pass, so a thousand single applies do not each
+reconcile every resource."""
 
 
 def reconcile_here(node: Node) -> Reconcile:
     """The controllers run in this process (a server without a daemon on its workspace)."""
-    return Reconciler(node.workspace, node.config.sync).reconcile_all
+    return reconciling_with(Reconciler(node.workspace, node.config.sync))
+
+
+def reconciling_with(reconciler: Reconciler) -> Reconcile:
+    async def reconcile(records: list[ResourceRecord]) -> list[ReconcileResult]:
+        return [await reconciler.reconcile(record) for record in records]
+
+    return reconcile
 
 
 def account_scope(text: str | None, default: AccountName | None) -> AccountScope:
@@ -170,19 +179,24 @@ async def resource_documents(
 ) -> list[dict[str, Any]]:
     """The canonical documents of ``records`` (``odfd get -o json``, the HTTP protocol's bodies),
     each resolved reference with its target's id; secrets only as the ciphertext stored."""
+    records = list(records)
+    table = ResourceReferenceTable(workspace.catalog)
     references: dict[str, list[ReferenceRow]] = {}
-    for row in await ResourceReferenceTable(workspace.catalog).list():
-        references.setdefault(row.resource_id, []).append(row)
+    if len(records) == 1:  # one resource (a get, an apply): only its own references
+        references[records[0].id] = await table.list(records[0].id)
+    else:
+        for row in await table.list():
+            references.setdefault(row.resource_id, []).append(row)
     return [resource_document(r, references.get(r.id, ())) for r in records]
 
 
 async def apply_and_reconcile(
     workspace: Workspace, manifests: list[Manifest], reconcile: Reconcile
 ) -> list[AppliedResource]:
-    """Store the manifests (all validated first), run the controllers once, and answer where
-    each applied resource got to (``Pending`` if the controllers did not reach it)."""
+    """Store the manifests (all validated first), run their controllers, and answer where each
+    applied resource got to (``Pending`` if the controllers did not reach it)."""
     results = await apply_manifests(workspace, manifests)
-    outcomes = {r.resource.id: r for r in await reconcile()}
+    outcomes = {r.resource.id: r for r in await reconcile([r.record for r in results])}
     applied = []
     for result in results:
         outcome = outcomes.get(result.record.id)

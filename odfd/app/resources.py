@@ -439,9 +439,12 @@ async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str]
             record = targets[row.target_id]
             if record is not None and row.target_key not in _values_of(record):
                 found.append(f"{row.path}: {target} has no key {row.target_key}")
+    current = await table.condition_everywhere(REFERENCES)
     for resource_id, messages in problems.items():
         condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
-        await table.update_status(resource_id, conditions={REFERENCES: condition})
+        # Written only where it changes: an apply must not rewrite every referencing resource.
+        if resource_id in current and current[resource_id] != condition:
+            await table.update_status(resource_id, conditions={REFERENCES: condition})
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:

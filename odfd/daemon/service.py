@@ -40,9 +40,10 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-from odfd.app.controllers import Reconciler, ReconcileResult
+from odfd.app.controllers import Reconciler
 from odfd.app.forwarding import CommandLine
 from odfd.app.node import Node
+from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
 from odfd.config import NodeConfig
 from odfd.console.api import console_mount
@@ -353,7 +354,7 @@ class Daemon:
             console_mount(DaemonBackend(self)),
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
-            ResourceApi(lambda: self.node, self._reconcile_for_api),
+            ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -571,10 +572,6 @@ class Daemon:
             if self.config.sync.transform_derivatives:
                 await self.derivatives.catch_up()
             await self._refresh_gauges()
-
-    async def _reconcile_for_api(self) -> list[ReconcileResult]:
-        """After an apply over HTTP: the daemon's controllers, as after ``odfd apply``."""
-        return await self.reconciler.reconcile_all()
 
     async def reconcile_resources(self) -> list[dict[str, Any]]:
         results = await self.reconciler.reconcile_all()

@@ -16,7 +16,7 @@ from odfd.app.resources import RECONCILE_ERROR
 from odfd.cli.main import main
 from odfd.flows.payload import Payload, PayloadError, RunContext
 from storage.catalog.resources import ResourceNotFoundError
-from tests.daemon.test_flows_webhooks import (  # noqa: F401 (fixtures)
+from tests.daemon.test_flows_webhooks import (  # noqa: F401 (env, receiver: fixtures shared)
     SECRET,
     Env,
     Receiver,
@@ -88,7 +88,7 @@ def _flow(payload: str) -> str:
     )
 
 
-async def test_a_bad_payload_fails_the_flow_naming_it(env: Env) -> None:
+async def test_a_bad_payload_fails_the_flow_naming_it(env: Env) -> None:  # noqa: F811
     await env.apply("flow.yaml", _flow("${{ secrets.token }}"))
     record = await env.resource(FLOW.schema, "notify")
     assert record.status["phase"] == "Failed"
@@ -98,7 +98,9 @@ async def test_a_bad_payload_fails_the_flow_naming_it(env: Env) -> None:
 
 
 async def test_scheduled_run_delivers_the_rendered_payload_and_is_listed(
-    env: Env, receiver: Receiver, capsys: pytest.CaptureFixture[str]
+    env: Env,  # noqa: F811
+    receiver: Receiver,  # noqa: F811
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     await env.apply("target.yaml", _target_yaml(receiver.url))
     payload = '{"flow": "${{ flow.name }}", "run": "${{ run.id }}", "why": "${{ trigger.kind }}"}'

@@ -5,7 +5,7 @@
   (a pattern, ``%`` any run of characters) and ``?labelSelector=key=value,...`` (repeatable).
 * ``POST /<context>/<version>/<type>``: apply (create or update) the manifest in the body (JSON
   or YAML; a list or several YAML documents apply as one batch, all validated before any is
-  stored); answers the resource as stored, with the status the controllers reached (201 when it
+  stored); answers the resource as stored, with the status its controller reached (201 when it
   was created), or ``{"items": [...]}`` for a batch.
 * ``GET /<context>/<version>/<type>/<id|did|name>``: one resource; with ``?watch=true`` a stream
   of ``{"type": "ADDED"|"MODIFIED"|"DELETED", "object": ...}`` lines (NDJSON), one now and one
