@@ -114,6 +114,9 @@ class MirrorSpec:
     every: float | None = None
     """Seconds between syncs; ``None``: the node's ``[sync] default_interval``."""
     paused: bool = False
+    subscribe: bool = False
+    """Ask the source node (an odfd node over HTTP) to notify this node of head moves by
+    webhook, and sync on each (polling stays the fallback)."""
 
     @classmethod
     def from_json(cls, spec: Any, where: str) -> MirrorSpec:
@@ -132,11 +135,12 @@ class MirrorSpec:
         spec = json_value(tree)
         if not isinstance(spec, dict):
             raise Invalid("", "expected a mapping")
-        unknown = sorted(set(spec) - {"source", "targets", "every", "paused"})
+        unknown = sorted(set(spec) - {"source", "targets", "every", "paused", "subscribe"})
         if unknown:
             raise Invalid(
                 "",
-                f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, paused)",
+                f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, "
+                "paused, subscribe)",
             )
         source = spec.get("source")
         if not isinstance(source, str) or not source:
@@ -164,7 +168,10 @@ class MirrorSpec:
         paused = spec.get("paused", False)
         if not isinstance(paused, bool):
             raise Invalid("paused", "expected true or false")
-        return cls(source, tuple(urls), seconds, paused)
+        subscribe = spec.get("subscribe", False)
+        if not isinstance(subscribe, bool):
+            raise Invalid("subscribe", "expected true or false")
+        return cls(source, tuple(urls), seconds, paused, subscribe)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source}
@@ -174,6 +181,8 @@ class MirrorSpec:
             out["every"] = format_duration(self.every)
         if self.paused:
             out["paused"] = True
+        if self.subscribe:
+            out["subscribe"] = True
         return out
 
 

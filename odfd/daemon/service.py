@@ -60,6 +60,7 @@ from odfd.daemon.logs import configure_logging
 from odfd.daemon.loop_lag import watch_loop_lag
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
+from odfd.daemon.mirror_webhooks import MirrorWebhooks
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
@@ -145,6 +146,11 @@ class Daemon:
             workspace, config, node.transport, self.metrics, self._synced
         )
         self.syncs = self.mirror_schedule.runner
+        self.mirror_webhooks = MirrorWebhooks(
+            lambda: self.node,
+            lambda: self.config.server.base_url or self.server_url,
+            self.syncs.run_now,
+        )
         self.mirrors = self.mirror_schedule.table
         self.commands = CommandRunner(command_line)
         self.admin = AdminApi(self)
@@ -355,6 +361,7 @@ class Daemon:
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
             ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
+            self.mirror_webhooks,
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -532,6 +539,7 @@ class Daemon:
 
     async def mirror_changed(self, name: str) -> None:
         await self.mirror_schedule.changed(name)
+        self._in_background(self.mirror_webhooks.ensure(name), "mirror-subscription")
 
     async def dataset_changed(self, dataset_id: DatasetId) -> None:
         """A controller created or changed a dataset: a derivative gets its (next) transform."""
@@ -543,10 +551,11 @@ class Daemon:
     async def _chore(self, key: Hashable) -> None:
         now = datetime.now(UTC)
         if key == _RECONCILE:
-            await self.reconcile_resources()
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
-            )
+            )  # first: a failure here must not end it
+            await self.reconcile_resources()
+            await self.mirror_webhooks.ensure()
         elif key == _FLOWS:
             self.chores.schedule_at(_FLOWS, now + _FLOW_TICK)  # first: a failure must not end it
             await self.flows.tick()
