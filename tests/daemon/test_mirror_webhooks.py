@@ -42,8 +42,8 @@ reconcile_interval = "1h"
 """
 
 
-async def _eventually(what: str, check: Callable[[], Awaitable[Any]], timeout: float = 15) -> Any:
-    deadline = time.monotonic() + timeout
+async def _eventually(what: str, check: Callable[[], Awaitable[Any]], within: float = 15) -> Any:
+    deadline = time.monotonic() + within
     while True:
         found = await check()
         if found:
