@@ -155,6 +155,8 @@ def test_tokens(served: Served) -> None:
         assert status == 403
         status, _, _ = await call("GET", SECRETS, token=READ_TOKEN)
         assert status == 200
+        status, body, _ = await call("GET", f"{SECRETS}?account=alice", token=READ_TOKEN)
+        assert status == 403 and "own account" in body["message"]
         status, body, _ = await call("POST", SECRETS, _secret_set("x"), token=READ_TOKEN)
         assert status == 403 and "admin" in body["message"]
         status, _, _ = await call("GET", f"{SECRETS}/x")

@@ -21,6 +21,14 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
+class Requester:
+    account: AccountName | None
+    """The token's account (None: the node's own)."""
+    is_admin: bool
+    """An admin acts on any account's resources; anyone else on their own only."""
+
+
+@dataclass(frozen=True, slots=True)
 class Denied(Exception):
     status: int
     """401: no usable token; 403: a token that may not do this."""
@@ -28,8 +36,8 @@ class Denied(Exception):
 
 
 class ResourceAccess(Protocol):
-    async def authorize(self, request: web.Request, *, write: bool) -> AccountName | None:
-        """The requester's account (None: the node's own), or :class:`Denied`."""
+    async def authorize(self, request: web.Request, *, write: bool) -> Requester:
+        """Who asks, or :class:`Denied`."""
         ...
 
 
@@ -37,7 +45,7 @@ class TokenAccess:
     def __init__(self, node: Callable[[], Node]) -> None:
         self._node = node
 
-    async def authorize(self, request: web.Request, *, write: bool) -> AccountName | None:
+    async def authorize(self, request: web.Request, *, write: bool) -> Requester:
         config = request.app[STATE_KEY].config
         token = bearer_token(request)
         subject = await subject_of(self._node(), config, token)
@@ -51,4 +59,4 @@ class TokenAccess:
         if not write and push_only and not subject.is_admin:
             raise Denied(403, "reading resources needs a read or admin token")
         name = AccountName(subject.name)
-        return None if name == DEFAULT_ACCOUNT else name
+        return Requester(None if name == DEFAULT_ACCOUNT else name, subject.is_admin)

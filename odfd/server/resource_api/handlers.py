@@ -37,6 +37,8 @@ from odfd.app.flow_history import (
     webhook_deliveries,
 )
 from odfd.app.resource_service import (
+    AccountDid,
+    AccountScope,
     Reconcile,
     account_scope,
     apply_and_reconcile,
@@ -45,7 +47,13 @@ from odfd.app.resource_service import (
     resource_documents,
 )
 from odfd.app.resource_types import TYPES, ResourceType, type_of
-from odfd.app.resources import ResourceKey, delete_resources, read_documents
+from odfd.app.resources import (
+    DEFAULT_ACCOUNT,
+    ResourceKey,
+    account_handle,
+    delete_resources,
+    read_documents,
+)
 from odfd.app.selectors import Selector, parse_label_arguments
 from odfd.errors import ManifestError
 from odfd.server.query_api.errors import error_response
@@ -135,8 +143,7 @@ class ResourceApi:
 
     async def list(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
-        default = await self._access.authorize(request, write=False)
-        scope = account_scope(request.query.get("account"), default)
+        scope = await self._scope(request, write=False)
         labels = parse_label_arguments(request.query.getall("labelSelector", []))
         selector = Selector(path.kind.schema, request.query.get("name") or None, labels)
         workspace = self._node().workspace
@@ -145,8 +152,7 @@ class ResourceApi:
 
     async def get(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
-        default = await self._access.authorize(request, write=False)
-        scope = account_scope(request.query.get("account"), default)
+        scope = await self._scope(request, write=False)
         workspace = self._node().workspace
         record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
         if request.query.get("watch", "").lower() in ("true", "1"):
@@ -155,8 +161,7 @@ class ResourceApi:
 
     async def apply(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
-        default = await self._access.authorize(request, write=True)
-        scope = account_scope(request.query.get("account"), default)
+        scope = await self._scope(request, write=True)
         if not (scope is None or isinstance(scope, AccountName)):
             raise ManifestError("?account= of an apply names one account by name")
         documents, batch = _documents(await request.read(), request.content_type, path.kind)
@@ -175,8 +180,7 @@ class ResourceApi:
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
-        default = await self._access.authorize(request, write=True)
-        scope = account_scope(request.query.get("account"), default)
+        scope = await self._scope(request, write=True)
         workspace = self._node().workspace
         record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
         shown = (await resource_documents(workspace, [record]))[0]
@@ -194,13 +198,20 @@ class ResourceApi:
         return web.json_response({"items": [delivery_document(d) for d in found]})
 
     async def _history_query(self, request: web.Request) -> HistoryQuery:
-        default = await self._access.authorize(request, write=False)
-        scope = account_scope(request.query.get("account"), default)
+        scope = await self._scope(request, write=False)
         try:
             limit = int(request.query.get("limit", DEFAULT_LIMIT))
         except ValueError:
             raise ManifestError("?limit= takes a whole number") from None
         return HistoryQuery(request.match_info["ref"], limit, scope)
+
+    async def _scope(self, request: web.Request, *, write: bool) -> AccountScope:
+        """The account the request acts upon (``?account=``, else the token's)."""
+        requester = await self._access.authorize(request, write=write)
+        scope = account_scope(request.query.get("account"), requester.account)
+        if not requester.is_admin and not _own(scope, requester.account):
+            raise Denied(403, "this token acts on its own account's resources only")
+        return scope
 
     async def _watch(self, request: web.Request, record: ResourceRecord) -> web.StreamResponse:
         try:
@@ -234,6 +245,12 @@ class ResourceApi:
                 await send("MODIFIED", now)
         await response.write_eof()
         return response
+
+
+def _own(scope: AccountScope, account: AccountName | None) -> bool:
+    if isinstance(scope, AccountDid):
+        return str(account_handle(account or DEFAULT_ACCOUNT).did) == scope.did
+    return scope == account
 
 
 def _documents(
