@@ -23,7 +23,7 @@ LAYERS = ("protocol", "storage", "verifier", "odfd")
 ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("odfd", "odfd.config", "odfd.errors"),
     ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
-    ("odfd.app", "odfd.flows", "odfd.webhooks"),
+    ("odfd.app", "odfd.flows", "odfd.sources", "odfd.webhooks"),
     ("odfd.server", "odfd.flight_sql"),
     ("odfd.console",),
     ("odfd.daemon",),

@@ -4,6 +4,8 @@ it went in each resource's ``status`` (``phase``, ``observedGeneration``, ``cond
 * ``Mirror``: the ``mirrors`` row of ``headers.name`` matches the spec (source, targets, interval,
   paused). The sync scheduler then adds the ``Synced`` and ``Audited`` conditions.
 * ``SecretSet``: ``Ready`` when the node can decrypt every secret; ``VariableSet``: ``Ready``.
+* ``Source``: ``Ready`` when its config values resolve and its templates fill (``odfd.sources``
+  runs it, from a flow's ``Ingest`` task).
 * ``Dataset``: a missing dataset is created from the spec (as ``odfd add`` does a snapshot); for
   an existing one, every event of the spec that differs from the latest event of its kind in the
   chain (``AddPushSource``: of its source name) is appended, so re-applying an edited manifest
@@ -21,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from odfd.app.node_secrets import NodeSecrets, SecretError
-from odfd.app.resource_types import FLOW, SECRET_SET, VARIABLE_SET, WEBHOOK_TARGET
+from odfd.app.resource_types import FLOW, SECRET_SET, SOURCE, VARIABLE_SET, WEBHOOK_TARGET
 from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
@@ -35,6 +37,10 @@ from odfd.app.secret_values import undecryptable
 from odfd.config import SyncConfig
 from odfd.errors import OdfdError
 from odfd.flows.spec import FlowSpec, FlowSpecError
+from odfd.ingest.errors import IngestError
+from odfd.sources.render import Redactor, polling_source
+from odfd.sources.spec import SourceDefinition, SourceSpecError
+from odfd.sources.values import source_values
 from odfd.webhooks.delivery import WebhookError, WebhookTarget
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
@@ -147,6 +153,9 @@ class Reconciler:
                 message = None
             elif record.schema == FLOW.schema:
                 self._flow(record)
+                message = None
+            elif record.schema == SOURCE.schema:
+                await self._source(record)
                 message = None
             else:
                 raise ReconcileFailure(
@@ -265,6 +274,23 @@ class Reconciler:
             FlowSpec.from_json(record.spec, f"Flow {record.name}")
         except FlowSpecError as err:
             raise ReconcileFailure(err.code, str(err)) from None
+
+    # --- Source (run by odfd.sources, from a flow's Ingest task) -------------------------------
+
+    async def _source(self, record: ResourceRecord) -> None:
+        """Ready when a run could start now: the spec reads, every config value resolves (its
+        secrets decrypt) and the ingress's templates are all filled."""
+        redactor = Redactor(())
+        try:
+            source = SourceDefinition.from_record(record)
+            values = await source_values(self.workspace, record.id, record.name, self.secrets)
+            redactor = Redactor(values.secrets)
+            if not source.pushed:
+                polling_source(source, values)
+        except SourceSpecError as err:
+            raise ReconcileFailure(err.code, redactor.redact(str(err))) from None
+        except IngestError as err:  # a template that names no value
+            raise ReconcileFailure("invalid-template", redactor.redact(str(err))) from None
 
     # --- Dataset --------------------------------------------------------------------------------
 

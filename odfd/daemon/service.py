@@ -69,6 +69,7 @@ from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
+from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -161,11 +162,18 @@ class Daemon:
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
         resources = ResourceTable(workspace.catalog)
+        self.source_buffers = SourceBuffers()
         self.flows = FlowRunner(
             resources,
             FlowRunTable(workspace.catalog),
-            NodeTasks(node, WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources)),
+            NodeTasks(
+                node,
+                WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources),
+                self.source_buffers,
+                moved=self._ingested,
+            ),
             WorkspaceTargets(node),
+            sources=self.source_buffers,
         )
 
     # --- life cycle -----------------------------------------------------------------------------

@@ -3,8 +3,8 @@
 ``Compaction`` compacts each targeted dataset as ``odfd compact`` does (a dataset with nothing to
 compact is fine; a copy pulled from elsewhere fails the run); ``GarbageCollection`` removes the
 workspace's leftovers as ``odfd system gc`` does; ``WebhookCall`` delivers the triggering event
-(or a run notice) to the named ``WebhookTarget``; ``Ingest`` needs a ``Source`` resource, which
-this node does not run yet, so it fails the run saying so.
+(or a run notice) to the named ``WebhookTarget``; ``Ingest`` runs the named ``Source`` resource
+into each targeted dataset (``odfd.sources.ingest``).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from odfd.app.resource_types import DATASET, WEBHOOK_TARGET
 from odfd.app.selectors import like
 from odfd.errors import OdfdError
 from odfd.flows.spec import FlowSpec, Task
+from odfd.sources.buffers import SourceBuffers
+from odfd.sources.ingest import IngestParams, Moved, SourceIngest
 from odfd.webhooks.delivery import WebhookDeliverer, WebhookTarget
 from storage.catalog.resources import ResourceTable
 
@@ -76,9 +78,16 @@ class WorkspaceTargets:
 
 
 class NodeTasks:
-    def __init__(self, node: Node, deliverer: WebhookDeliverer) -> None:
+    def __init__(
+        self,
+        node: Node,
+        deliverer: WebhookDeliverer,
+        buffers: SourceBuffers | None = None,
+        moved: Moved | None = None,
+    ) -> None:
         self.node = node
         self.deliverer = deliverer
+        self.sources = SourceIngest(node, buffers or SourceBuffers(), moved)
         self.resources = ResourceTable(node.workspace.catalog)
         self.secrets = NodeSecrets(node.workspace.keys)
 
@@ -90,9 +99,8 @@ class NodeTasks:
         elif task.kind == "WebhookCall":
             await self._webhook(task, datasets, event)
         else:
-            raise TaskError(
-                f"{task.kind} needs a Source resource, which this node does not run yet"
-            )
+            assert task.target is not None  # FlowSpec requires an Ingest task's source
+            await self.sources.run(task.target, datasets, IngestParams.from_json(task.params))
 
     async def _compact(self, task: Task, datasets: list[str]) -> None:
         from odfd.app.history import compact_datasets
