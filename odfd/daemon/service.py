@@ -68,6 +68,7 @@ from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
+from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
 from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
@@ -163,6 +164,8 @@ class Daemon:
         self.chores = JobRunner("chores", self._chore, 1)
         resources = ResourceTable(workspace.catalog)
         self.source_buffers = SourceBuffers()
+        self._source_checking = False
+        self._source_check_again = False
         self.flows = FlowRunner(
             resources,
             FlowRunTable(workspace.catalog),
@@ -360,6 +363,7 @@ class Daemon:
             console_mount(DaemonBackend(self)),
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
+            SourceApi(lambda: self.node, self.source_buffers, pushed=self._source_pushed),
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -489,6 +493,26 @@ class Daemon:
             await self.flows.dataset_updated(str(record.alias), event)
         except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
             log.exception("flows on dataset.ref.updated failed", extra={"dataset": str(dataset_id)})
+
+    async def _source_pushed(self, source: str) -> None:
+        """Records reached a pushed Source: its flows' Source triggers may now be due. One check
+        runs at a time; pushes arriving meanwhile ask for one more check after it."""
+        self._source_check_again = True
+        if self._source_checking:
+            return
+        self._source_checking = True
+
+        async def check() -> None:
+            try:
+                while self._source_check_again:
+                    self._source_check_again = False
+                    await self.flows.source_pushed()
+            except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
+                log.exception("flows on pushed records failed", extra={"source": source})
+            finally:
+                self._source_checking = False
+
+        self._in_background(check(), "flows")
 
     async def _ingested(self, dataset_id: DatasetId) -> None:
         """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
