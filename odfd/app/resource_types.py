@@ -42,7 +42,7 @@ VARIABLE_SET = _spec("config/v1alpha1/VariableSet", True)
 SOURCE = _spec("source/v1alpha1/Source", True)
 FLOW = _spec("flow/v1alpha1/Flow", True)
 WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", True)
-PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", False)
+PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", True)
 PROJECTION = _spec("dataset/v1alpha1/Projection", False)
 
 TYPES: tuple[ResourceType, ...] = (

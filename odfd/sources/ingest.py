@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import SOURCE
 from odfd.app.resources import CONDITION_BASE
+from odfd.app.value_refs import ResolvedValues, ValueRefError, resolve_values
 from odfd.coordinator.commit import transaction_dir
 from odfd.coordinator.ingest import IngestOutcome, ingest_external, ingest_file_external
 from odfd.errors import OdfdError
@@ -29,8 +30,7 @@ from odfd.ingest.fetch import POLLING_SOURCE_NAME
 from odfd.ingest.formats import read_step_for
 from odfd.sources.buffers import SourceBuffers
 from odfd.sources.render import Redactor, polling_source
-from odfd.sources.spec import SourceDefinition
-from odfd.sources.values import SourceValues, source_values
+from odfd.sources.spec import SourceDefinition, SourceSpecError
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import MergeStrategyAppend, ReadStepNdJson, SourceState
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
 SOURCE_STATE = CONDITION_BASE + "SourceState"
 """Condition of a Source: the source state of each dataset it feeds, by dataset id."""
+CONFIG = "spec.config."
+"""Where a Source's references to its values are."""
 MAX_POLLS = 1000
 """Transactions one run makes from a source that keeps saying it has more (a glob of files)."""
 
@@ -93,7 +95,9 @@ class SourceIngest:
         redactor = Redactor(())
         try:
             source = SourceDefinition.from_record(record)
-            values = await source_values(self.node.workspace, record.id, record.name, self.secrets)
+            values = await resolve_values(
+                self.node.workspace, record.id, f"Source {record.name}", CONFIG, self.secrets
+            )
             redactor = Redactor(values.secrets)
             outcomes: list[IngestOutcome] = []
             for alias in datasets:
@@ -107,6 +111,8 @@ class SourceIngest:
             return outcomes
         except SourceRunError as err:
             raise SourceRunError(redactor.redact(str(err))) from None
+        except (SourceSpecError, ValueRefError) as err:
+            raise SourceRunError(redactor.redact(str(err))) from None
         except (OdfdError, OdfError, OSError) as err:
             raise SourceRunError(
                 redactor.redact(f"Source {record.name}: {type(err).__name__}: {err}")
@@ -117,7 +123,7 @@ class SourceIngest:
         record: ResourceRecord,
         source: SourceDefinition,
         dataset_id: DatasetId,
-        values: SourceValues,
+        values: ResolvedValues,
     ) -> list[IngestOutcome]:
         polling = polling_source(source, values)
         dataset = self.node.workspace.open_dataset(dataset_id)

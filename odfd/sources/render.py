@@ -11,9 +11,9 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, quote_plus
 
+from odfd.app.value_refs import ResolvedValues
 from odfd.ingest.template import render
 from odfd.sources.spec import SourceDefinition, SourceSpecError
-from odfd.sources.values import SourceValues
 from protocol.codec.tree import from_tree, to_tree
 from protocol.errors import DecodeError
 from protocol.model import MergeStrategyAppend, SetPollingSource
@@ -23,7 +23,7 @@ _FETCH_KIND = {"EvmLogs": "EthereumLogs"}
 REDACTED = "***"
 
 
-def polling_source(source: SourceDefinition, values: SourceValues) -> SetPollingSource:
+def polling_source(source: SourceDefinition, values: ResolvedValues) -> SetPollingSource:
     """The Source as the polling source the ingest coordinator runs (never committed)."""
     assert source.spec.ingress is not None  # SourceDefinition refuses a Source without one
     tree = _render(to_tree(source.spec.ingress), "spec.ingress", values.values)

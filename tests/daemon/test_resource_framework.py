@@ -37,8 +37,6 @@ NOT_RESOURCES_HERE = {
     "auth-accounts-permissions/account-bob.yaml": "auth/v1alpha1/Account' is not a resource type",
     "auth-accounts-permissions/relations.yaml": "Relations' is not a resource type",
     "sink-webhook-dataset-events/webhook-target-canonical.yaml": "v1alpha1/Resource' is not a",
-    # Volumes are not supported yet.
-    "storage-volume/dataset.yaml": "spec.volume",
 }
 
 
@@ -54,7 +52,7 @@ def test_spec_examples_apply_or_are_refused_precisely(tmp_path: Path) -> None:
         else:
             assert load_manifests([path]), key
             applied += 1
-    assert applied == 19
+    assert applied == 20
 
 
 async def test_every_type_gets_a_status(tmp_path: Path) -> None:

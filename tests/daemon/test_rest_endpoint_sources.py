@@ -48,6 +48,12 @@ class Served:
     buffers: SourceBuffers
     pushed: list[str]
     """Sources the endpoint said received records (the daemon then checks its flows)."""
+    folder: Path
+
+    async def apply(self) -> None:
+        """The example's manifests (in the test's own task: the loop check spares it)."""
+        await apply_manifests(self.workspace, load_manifests([self.folder]))
+        await Reconciler(self.workspace, SyncConfig()).reconcile_all()
 
     async def post(
         self,
@@ -92,8 +98,6 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
             "spec:\n  ingress: {kind: Url, url: 'http://127.0.0.1:9/x.csv'}\n"
             "  read: {kind: Csv}\n"
         )
-        await apply_manifests(workspace, load_manifests([folder]))
-        await Reconciler(workspace, SyncConfig()).reconcile_all()
         config = load_config(workspace.layout.config_path)
         server = replace(config.server, address="127.0.0.1", port=0, push_tokens=frozenset({PUSH}))
         node = Node(workspace, replace(config, server=server), engines=TEST_ENGINES)
@@ -119,11 +123,12 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
             running(workspace, server, mounts=[api]) as running_server,
             aiohttp.ClientSession() as http,
         ):
-            yield Served(running_server.url, http, workspace, runner, runs, buffers, told)
+            yield Served(running_server.url, http, workspace, runner, runs, buffers, told, folder)
 
 
 @pytest.mark.spark
 async def test_posted_records_flushed_by_the_source_trigger(served: Served) -> None:
+    await served.apply()
     source = await ResourceTable(served.workspace.catalog).find(SOURCE.schema, "sensor.temp.http")
     assert source is not None and source.status["phase"] == "Ready", source.status
 
@@ -153,6 +158,7 @@ async def test_posted_records_flushed_by_the_source_trigger(served: Served) -> N
 
 
 async def test_overflow_rejects_whole_posts_and_keeps_what_waits(served: Served) -> None:
+    await served.apply()
     status, body = await served.post(_readings(0, 1001))
     assert status == 429
     assert body["message"].startswith(
@@ -201,6 +207,7 @@ class _Waiting:
 
 
 async def test_max_await_interval_fires_below_min_records(served: Served) -> None:
+    await served.apply()
     node_tasks = served.runner.executor
     assert isinstance(node_tasks, NodeTasks)
     resources = ResourceTable(served.workspace.catalog)

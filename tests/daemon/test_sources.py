@@ -22,6 +22,7 @@ from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_types import FLOW, SOURCE
 from odfd.app.resources import RECONCILE_ERROR, apply_manifests, load_manifests, resource_document
+from odfd.app.value_refs import ResolvedValues
 from odfd.config import NodeConfig, SyncConfig
 from odfd.coordinator.ingest import ingest_external, pull_root
 from odfd.flows.runner import FAILING, LAST_RUN, BackOff, FlowRunner
@@ -29,7 +30,6 @@ from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.sources.ingest import SOURCE_STATE
 from odfd.sources.render import polling_source
 from odfd.sources.spec import SourceDefinition
-from odfd.sources.values import SourceValues
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.model import AddData, Timestamp
 from storage.catalog.flow_runs import FlowRunTable
@@ -253,7 +253,7 @@ async def test_same_data_as_the_equivalent_in_metadata_source(env: Env, api: str
     await env.apply()
     record = await env.record(SOURCE.schema, "ca.bankofcanada")
     source = SourceDefinition.from_record(record)
-    values = SourceValues({"apiKey": API_KEY, "startDate": "2024-01-01"}, frozenset({API_KEY}))
+    values = ResolvedValues({"apiKey": API_KEY, "startDate": "2024-01-01"}, frozenset({API_KEY}))
     polling = polling_source(source, values)
     url = f"{api}/valet/observations/group/FX_RATES_DAILY/csv?start_date=2024-01-01&key={API_KEY}"
     in_metadata = await create(
