@@ -6,6 +6,8 @@ it went in each resource's ``status`` (``phase``, ``observedGeneration``, ``cond
 * ``SecretSet``: ``Ready`` when the node can decrypt every secret; ``VariableSet``: ``Ready``.
 * ``Source``: ``Ready`` when its config values resolve and its templates fill (``odfd.sources``
   runs it, from a flow's ``Ingest`` task).
+* ``Projection``: ``Ready`` when its query is one odfd runs and its inputs exist (its result is
+  computed when a query reads it, ``odfd.app.projections``).
 * ``PersistentVolume``: ``Ready`` when its bucket answers with its credentials; a ``Dataset``
   with ``volume:`` is then created on it (``odfd.volumes``; an existing dataset is never moved).
 * ``Dataset``: a missing dataset is created from the spec (as ``odfd add`` does a snapshot); for
@@ -25,9 +27,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from odfd.app.node_secrets import NodeSecrets, SecretError
+from odfd.app.projections import ProjectionError, ProjectionSpec
 from odfd.app.resource_types import (
     FLOW,
     PERSISTENT_VOLUME,
+    PROJECTION,
     SECRET_SET,
     SOURCE,
     VARIABLE_SET,
@@ -173,6 +177,9 @@ class Reconciler:
             elif record.schema == PERSISTENT_VOLUME.schema:
                 await self._volume(record)
                 message = None
+            elif record.schema == PROJECTION.schema:
+                await self._projection(record)
+                message = None
             else:
                 raise ReconcileFailure(
                     "no-controller",
@@ -309,6 +316,25 @@ class Reconciler:
             raise ReconcileFailure(err.code, redactor.redact(str(err))) from None
         except IngestError as err:  # a template that names no value
             raise ReconcileFailure("invalid-template", redactor.redact(str(err))) from None
+
+    # --- Projection (computed when a query reads it: odfd.app.projections) ----------------------
+
+    async def _projection(self, record: ResourceRecord) -> None:
+        """Ready when its query is one odfd runs and every input dataset exists."""
+        try:
+            spec = ProjectionSpec.from_record(record)
+        except ProjectionError as err:
+            raise ReconcileFailure(err.code, str(err)) from None
+        missing = [
+            alias
+            for alias in spec.inputs
+            if await self.workspace.catalog.find_by_alias(alias) is None
+        ]
+        if missing:
+            raise ReconcileFailure(
+                "missing-input",
+                f"Projection {record.name}: spec.inputs: no dataset {', '.join(missing)} (yet)",
+            )
 
     # --- PersistentVolume (datasets placed on it by the Dataset controller) ----------------------
 

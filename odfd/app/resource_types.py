@@ -43,7 +43,7 @@ SOURCE = _spec("source/v1alpha1/Source", True)
 FLOW = _spec("flow/v1alpha1/Flow", True)
 WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", True)
 PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", True)
-PROJECTION = _spec("dataset/v1alpha1/Projection", False)
+PROJECTION = _spec("dataset/v1alpha1/Projection", True)
 
 TYPES: tuple[ResourceType, ...] = (
     DATASET,

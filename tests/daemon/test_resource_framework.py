@@ -76,7 +76,7 @@ async def test_every_type_gets_a_status(tmp_path: Path) -> None:
         phases = {(r.resource.schema.rsplit("/", 1)[1], r.resource.name): r.phase for r in results}
         assert phases[("Dataset", "ca.bankofcanada")] == "Ready"
         assert phases[("Source", "ca.bankofcanada")] == "Failed"
-        assert phases[("Projection", "ca.bankofcanada.latest")] == "Failed"
+        assert phases[("Projection", "ca.bankofcanada.latest")] == "Ready"  # its input exists
         assert phases[("VariableSet", "my-vars")] == "Ready"
         # The examples' pre-encrypted values are placeholders (`<jwe>`): said precisely.
         assert phases[("SecretSet", "my-secrets")] == "Failed"
