@@ -19,7 +19,7 @@ from odfd.app.selectors import like
 from odfd.errors import OdfdError
 from odfd.flows.spec import FlowSpec, Task
 from odfd.sources.buffers import SourceBuffers
-from odfd.sources.ingest import IngestParams, Moved, SourceIngest
+from odfd.sources.ingest import Moved, SourceIngest, ingest_params
 from odfd.webhooks.delivery import WebhookDeliverer, WebhookTarget
 from storage.catalog.resources import ResourceTable
 
@@ -100,7 +100,7 @@ class NodeTasks:
             await self._webhook(task, datasets, event)
         else:
             assert task.target is not None  # FlowSpec requires an Ingest task's source
-            await self.sources.run(task.target, datasets, IngestParams.from_json(task.params))
+            await self.sources.run(task.target, datasets, ingest_params(task.params))
 
     async def _compact(self, task: Task, datasets: list[str]) -> None:
         from odfd.app.history import compact_datasets

@@ -5,7 +5,8 @@ now, in memory) and ingested as the chain's own polling source would be, except 
 the source is committed: no ``SetPollingSource``, no source state. The source state (ETag,
 Last-Modified, offsets) is kept with the resource instead, per dataset, in its ``SourceState``
 condition, so it survives restarts. A ``RestEndpoint`` Source's buffered records are ingested in
-batches of ``targetSliceRecords`` and leave the buffer only once committed.
+batches of ``targetSliceRecords`` (one slice each) and leave the buffer only once committed; a
+polling Source's fetch is one slice, whatever ``targetSliceRecords`` says.
 
 Every failure is a :class:`SourceRunError` whose message has had each secret value taken out, so
 neither the run's record, the flow's status, nor a log line can carry one.
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -31,9 +31,10 @@ from odfd.ingest.formats import read_step_for
 from odfd.sources.buffers import SourceBuffers
 from odfd.sources.render import Redactor, polling_source
 from odfd.sources.spec import SourceDefinition, SourceSpecError
-from protocol.errors import OdfError
+from protocol.codec.tree import from_tree
+from protocol.errors import DecodeError, OdfError
 from protocol.identity import DatasetId
-from protocol.model import MergeStrategyAppend, ReadStepNdJson, SourceState
+from protocol.model import IngestParams, MergeStrategyAppend, ReadStepNdJson, SourceState
 from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
@@ -53,21 +54,15 @@ class SourceRunError(OdfdError):
     """An ingest from a Source that failed; its message holds no secret value."""
 
 
-@dataclass(frozen=True, slots=True)
-class IngestParams:
-    target_slice_records: int | None = None
-
-    @classmethod
-    def from_json(cls, params: dict[str, Any]) -> IngestParams:
-        unknown = sorted(set(params) - {"targetSliceRecords"})
-        if unknown:
-            raise SourceRunError(f"params: unknown field(s) {', '.join(unknown)}")
-        value = params.get("targetSliceRecords")
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise SourceRunError(f"params.targetSliceRecords: {value!r} is not a positive integer")
-        return cls(value)
+def ingest_params(params: dict[str, Any]) -> IngestParams:
+    """An ``Ingest`` task's ``params`` (the spec's ``IngestParams``; unknown fields refused)."""
+    try:
+        found: IngestParams = from_tree(params, "IngestParams", "", "params")
+    except DecodeError as err:
+        raise SourceRunError(str(err).lstrip(": ")) from None
+    if found.target_slice_records is not None and found.target_slice_records < 1:
+        raise SourceRunError("params.targetSliceRecords: must be at least 1")
+    return found
 
 
 async def find_source(resources: ResourceTable, ref: str) -> ResourceRecord:
@@ -166,7 +161,7 @@ class SourceIngest:
         read = source.spec.read
         if not isinstance(read, ReadStepNdJson):
             read = read_step_for(read, "ndjson")
-        merge = polling_source_merge(source)
+        merge = _merge_of(source)
         dataset = self.node.workspace.open_dataset(dataset_id)
         outcomes = []
         while buffer is not None and (batch := buffer.peek(params.target_slice_records)):
@@ -187,7 +182,7 @@ class SourceIngest:
         return outcomes
 
 
-def polling_source_merge(source: SourceDefinition) -> Any:
+def _merge_of(source: SourceDefinition) -> Any:
     return source.spec.merge if source.spec.merge is not None else MergeStrategyAppend()
 
 
