@@ -6,6 +6,7 @@ bad records, tokens and sources each get one clear answer."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
@@ -20,12 +21,13 @@ from odfd.app.node import Node
 from odfd.app.resource_types import SOURCE
 from odfd.app.resources import apply_manifests, load_manifests
 from odfd.config import SyncConfig, load_config
+from odfd.daemon.service import Daemon
 from odfd.flows.runner import FlowRunner
 from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import running
 from odfd.server.source_api import SourceApi, parse_records
 from odfd.sources.buffers import BufferFullError, SourceBuffer, SourceBuffers
-from odfd.sources.spec import BufferPolicy
+from odfd.sources.spec import BufferPolicy, SourceDefinition
 from odfd.webhooks.delivery import WebhookDeliverer
 from storage.catalog.flow_runs import FlowRunTable
 from storage.catalog.resources import ResourceTable
@@ -49,6 +51,7 @@ class Served:
     pushed: list[str]
     """Sources the endpoint said received records (the daemon then checks its flows)."""
     folder: Path
+    node: Node
 
     async def apply(self) -> None:
         """The example's manifests (in the test's own task: the loop check spares it)."""
@@ -123,7 +126,9 @@ async def served(tmp_path: Path) -> AsyncIterator[Served]:
             running(workspace, server, mounts=[api]) as running_server,
             aiohttp.ClientSession() as http,
         ):
-            yield Served(running_server.url, http, workspace, runner, runs, buffers, told, folder)
+            yield Served(
+                running_server.url, http, workspace, runner, runs, buffers, told, folder, node
+            )
 
 
 @pytest.mark.spark
@@ -218,3 +223,27 @@ async def test_max_await_interval_fires_below_min_records(served: Served) -> Non
     assert await runner.tick() == []  # 5 < 100 records, and not yet an hour
     waiting.age = 3600.0
     assert len(await runner.tick()) == 1  # maxAwaitInterval: 1h
+
+
+@pytest.mark.spark
+async def test_the_daemon_runs_the_flow_when_records_arrive(served: Served) -> None:
+    """The daemon's own wiring: its endpoint's buffers are its flows' buffers, and a push that
+    reaches ``minRecordsToAwait`` runs the flow in the background, once."""
+    await served.apply()
+    daemon = Daemon(served.node)
+    source = await ResourceTable(served.workspace.catalog).find(SOURCE.schema, "sensor.temp.http")
+    assert source is not None
+    buffer = daemon.source_buffers.of(
+        source.id, source.name, SourceDefinition.from_record(source).buffer()
+    )
+    buffer.push([json.dumps(r).encode() for r in _readings(0, 150)])
+    await daemon._source_pushed("sensor.temp.http")
+    await daemon._source_pushed("sensor.temp.http")  # while the first check runs: one more, after
+    while daemon._background:
+        await asyncio.gather(*daemon._background)
+    runs = await served.runs.list()
+    assert [(r.trigger, r.state) for r in runs] == [("source", "succeeded")]
+    assert len(buffer) == 0
+    found = await served.workspace.catalog.find_by_alias("sensor.temp")
+    assert found is not None
+    assert len(await rows(served.workspace.open_dataset(found.id), "offset")) == 150
