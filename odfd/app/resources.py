@@ -322,6 +322,7 @@ def parse_manifest(document: Any, where: str) -> Manifest:
         except SchemaViolation as err:
             raise ManifestError(str(err)) from None
     codec = _spec_codec(kind.schema)
+    volume = _take_volume(tree) if kind is DATASET else None
     try:
         if canonical:
             resource = read_resource(tree, codec, where).to_input()
@@ -329,12 +330,9 @@ def parse_manifest(document: Any, where: str) -> Manifest:
             resource = read_resource_input(tree, codec, where)
     except ResourceError as err:
         raise ManifestError(str(err)) from None
-    if kind is DATASET and resource.spec.volume is not None:
-        raise ManifestError(
-            f"{where}: spec.volume: storage volumes are not supported; datasets are "
-            "stored in the node's workspace"
-        )
     spec = codec.write(resource.spec)
+    if volume is not None:
+        spec["volume"] = volume
     check_encodings(kind.schema, spec, where)
     references_of(kind.schema, spec, where)
     headers = resource.headers
@@ -355,6 +353,16 @@ def parse_manifest(document: Any, where: str) -> Manifest:
 
 
 _SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
+
+
+def _take_volume(tree: dict[str, Any]) -> Any:
+    """A Dataset's ``volume`` (a reference to a ``PersistentVolume``, in any of its forms, read by
+    ``odfd.app.references``), taken out of the spec before the model reads the rest."""
+    spec = tree.get("spec")
+    if not isinstance(spec, dict) or "volume" not in spec:
+        return None
+    tree["spec"] = {k: v for k, v in spec.items() if k != "volume"}
+    return spec["volume"]
 
 
 def _input_form(tree: dict[str, Any]) -> dict[str, Any]:
@@ -385,10 +393,11 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
     headers = ResourceHeadersInput(
         id=record.id, name=ResourceName(str(alias.dataset_name)), account=account
     )
+    spec = {k: v for k, v in record.spec.items() if k != "volume"}  # a reference: see _take_volume
     return DatasetResource(
         schema=record.schema,
         headers=headers,
-        spec=from_tree(record.spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
+        spec=from_tree(spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
     )
 
 
@@ -497,6 +506,8 @@ def resource_document(
     """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
     reference's order; each resolved reference in its long form with the target's id."""
     document = write_resource(resource_of(record), _spec_codec(record.schema))
+    if record.schema == DATASET_SCHEMA and "volume" in record.spec:
+        document["spec"]["volume"] = record.spec["volume"]
     for row in references:
         if row.target_id is not None:
             _show_id(document, row)

@@ -71,7 +71,9 @@ from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.server.resource_api import ResourceApi
+from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
+from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -169,11 +171,20 @@ class Daemon:
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
         resources = ResourceTable(workspace.catalog)
+        self.source_buffers = SourceBuffers()
+        self._source_checking = False
+        self._source_check_again = False
         self.flows = FlowRunner(
             resources,
             FlowRunTable(workspace.catalog),
-            NodeTasks(node, WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources)),
+            NodeTasks(
+                node,
+                WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources),
+                self.source_buffers,
+                moved=self._ingested,
+            ),
             WorkspaceTargets(node),
+            sources=self.source_buffers,
         )
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -362,6 +373,7 @@ class Daemon:
             IngestApi(lambda: self.node, ingested=self._ingested),
             ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
             self.mirror_webhooks,
+            SourceApi(lambda: self.node, self.source_buffers, pushed=self._source_pushed),
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -491,6 +503,26 @@ class Daemon:
             await self.flows.dataset_updated(str(record.alias), event)
         except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
             log.exception("flows on dataset.ref.updated failed", extra={"dataset": str(dataset_id)})
+
+    async def _source_pushed(self, source: str) -> None:
+        """Records reached a pushed Source: its flows' Source triggers may now be due. One check
+        runs at a time; pushes arriving meanwhile ask for one more check after it."""
+        self._source_check_again = True
+        if self._source_checking:
+            return
+        self._source_checking = True
+
+        async def check() -> None:
+            try:
+                while self._source_check_again:
+                    self._source_check_again = False
+                    await self.flows.source_pushed()
+            except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
+                log.exception("flows on pushed records failed", extra={"source": source})
+            finally:
+                self._source_checking = False
+
+        self._in_background(check(), "flows")
 
     async def _ingested(self, dataset_id: DatasetId) -> None:
         """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""

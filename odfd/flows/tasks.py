@@ -4,8 +4,8 @@
 compact is fine; a copy pulled from elsewhere fails the run); ``GarbageCollection`` removes the
 workspace's leftovers as ``odfd system gc`` does; ``WebhookCall`` delivers its rendered ``payload``
 (:mod:`odfd.flows.payload`; without one, the triggering event or a run notice) to the named
-``WebhookTarget``; ``Ingest`` needs a ``Source`` resource, which
-this node does not run yet, so it fails the run saying so.
+``WebhookTarget``; ``Ingest`` runs the named ``Source`` resource into each targeted dataset
+(``odfd.sources.ingest``).
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ from odfd.app.selectors import like
 from odfd.errors import OdfdError
 from odfd.flows.payload import Payload, PayloadError, RunContext
 from odfd.flows.spec import FlowSpec, Task
+from odfd.sources.buffers import SourceBuffers
+from odfd.sources.ingest import Moved, SourceIngest, ingest_params
 from odfd.webhooks.delivery import WebhookDeliverer, WebhookTarget
 from storage.catalog.resources import ResourceTable
 
@@ -78,9 +80,16 @@ class WorkspaceTargets:
 
 
 class NodeTasks:
-    def __init__(self, node: Node, deliverer: WebhookDeliverer) -> None:
+    def __init__(
+        self,
+        node: Node,
+        deliverer: WebhookDeliverer,
+        buffers: SourceBuffers | None = None,
+        moved: Moved | None = None,
+    ) -> None:
         self.node = node
         self.deliverer = deliverer
+        self.sources = SourceIngest(node, buffers or SourceBuffers(), moved)
         self.resources = ResourceTable(node.workspace.catalog)
         self.secrets = NodeSecrets(node.workspace.keys)
 
@@ -99,9 +108,8 @@ class NodeTasks:
         elif task.kind == "WebhookCall":
             await self._webhook(task, datasets, event, context)
         else:
-            raise TaskError(
-                f"{task.kind} needs a Source resource, which this node does not run yet"
-            )
+            assert task.target is not None  # FlowSpec requires an Ingest task's source
+            await self.sources.run(task.target, datasets, ingest_params(task.params))
 
     async def _compact(self, task: Task, datasets: list[str]) -> None:
         from odfd.app.history import compact_datasets
