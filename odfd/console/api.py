@@ -397,8 +397,11 @@ async def _mirrors(request: web.Request) -> web.Response:
 def _resource_reader(request: web.Request) -> Workspace:
     """Resources say how the node reaches its sources and sinks: read and admin tokens only."""
     state, _ = _parts(request)
-    if not state.reads_private(request):
-        raise web.HTTPForbidden(text="resources are shown to read and admin tokens only")
+    principal = state.principal(request)
+    if principal.account is None or principal.via == "push_tokens":
+        raise web.HTTPForbidden(
+            text="resources are shown to accounts' tokens and read and admin tokens only"
+        )
     return state.workspace
 
 

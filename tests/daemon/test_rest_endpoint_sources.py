@@ -177,7 +177,7 @@ async def test_overflow_rejects_whole_posts_and_keeps_what_waits(served: Served)
 
     assert (await served.post(b'{"ts": 1}\nnot json\n'))[0] == 400
     assert (await served.post(_readings(0, 1), token=None))[0] == 401
-    assert (await served.post(_readings(0, 1), token="other"))[0] == 403
+    assert (await served.post(_readings(0, 1), token="other"))[0] == 401  # unknown token
     status, body = await served.post(_readings(0, 1), source="nope")
     assert (status, body["message"]) == (404, "no Source nope on this node")
     status, body = await served.post(_readings(0, 1), source="polled")
