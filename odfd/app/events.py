@@ -6,7 +6,7 @@ log or stream them. Events are frozen dataclasses of plain values, so each has a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar, Protocol
 
 
@@ -35,3 +35,13 @@ class NoEvents:
 Confirm = Callable[[str], None]
 """Asked before a destructive step with the question; returns when the user agreed, raises
 otherwise (the CLI asks on a terminal or takes ``-y``)."""
+
+
+def event_from_json(data: Mapping[str, Any], kinds: Iterable[type[Event]]) -> Event:
+    """The event ``to_json`` gave, one of ``kinds`` (``ValueError`` for anything else)."""
+    by_name = {kind.name: kind for kind in kinds}
+    kind = by_name.get(data.get("event"))  # type: ignore[arg-type]  # a missing name finds none
+    if kind is None:
+        raise ValueError(f"unknown event {data.get('event')!r}")
+    fields = dataclasses.fields(kind)  # type: ignore[arg-type]  # events are dataclasses
+    return kind(**{spec.name: data[spec.name] for spec in fields})

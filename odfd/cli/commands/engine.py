@@ -36,6 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _status(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
+        from odfd.app.forwarding import FORWARDED
         from odfd.cli import via_daemon
         from verifier.engine.spark.choice import choose_engine
 
@@ -47,7 +48,7 @@ def _status(args: argparse.Namespace) -> int:
         commands: dict[str, dict[str, str]] = {
             name: {"engine": choice.kind, "where": choice.where} for name in SPARK_COMMANDS
         }
-        for name in via_daemon.FORWARDED:
+        for name in FORWARDED:
             commands.setdefault(name, {"engine": choice.kind, "where": choice.where}).update(runs)
         commands["daemon"] = daemon
         if args.output == "json":
@@ -58,7 +59,7 @@ def _status(args: argparse.Namespace) -> int:
             print(f"{name:<8} {_describe(engine['engine'], engine['where'])}  ({purpose})")
         print(f"why: {choice.reason}")
         where = "in the daemon" if route.daemon else "in their own process"
-        print(f"{', '.join(sorted(via_daemon.FORWARDED))} run {where}: {route.reason}")
+        print(f"{', '.join(sorted(FORWARDED))} run {where}: {route.reason}")
         print("list, log, status, tail, ... use no engine")
         return 0
 

@@ -13,24 +13,26 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from odfd.app.query import DEFAULT_ENGINE, query
+from odfd.app.events import Event, event_from_json
+from odfd.app.result_formats import FORMATS, check_output_args
+from odfd.app.sql import EVENTS, SqlRequest, StatementResult
 from odfd.cli import terminal
 from odfd.cli.commands import sql_server
-from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.query import AsOf, resolve_as_of
 from odfd.errors import OdfdError
-from protocol.errors import OdfError
-from protocol.identity import Multihash
-from protocol.model import Timestamp
-from verifier.engine.registry import ENGINE_NAMES
+from verifier.engine.names import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from protocol.identity import Multihash
+    from protocol.model import Timestamp
+
+#: ``odfd.app.query.DEFAULT_ENGINE``, spelled out so that parsing imports no engine code.
+DEFAULT_ENGINE = "datafusion"
 
 
 class SqlArgumentError(OdfdError):
@@ -75,12 +77,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sql_server.add_arguments(parser)
     add_root_argument(parser)
-    parser.set_defaults(func=_sql)
+    parser.set_defaults(func=_sql, forward=forward)
 
 
-def _sql(args: argparse.Namespace) -> int:
-    if args.query == sql_server.WORD:
-        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+def _statements(args: argparse.Namespace) -> list[str] | None:
+    """The statements to run (``None``: the interactive shell), after every argument check;
+    stdin is read once (the result is kept on ``args``)."""
+    if "statements" in args:  # set below, on the first call
+        return list(args.statements) if args.statements is not None else None
     if args.address is not None or args.port is not None:
         raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
     # Every argument error comes before the workspace is opened or Spark starts.
@@ -99,19 +103,60 @@ def _sql(args: argparse.Namespace) -> int:
         raise SqlArgumentError(f"{args.script or 'stdin'}: holds no SQL statement")
     if statements is not None and len(statements) > 1 and args.output_path is not None:
         raise SqlArgumentError("--output-path takes the result of a single statement")
+    args.statements = statements
+    return statements
+
+
+def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
+    path = None if args.output_path is None else str(args.output_path.absolute())
+    return SqlRequest(tuple(statements), args.engine, args.output, path, args.as_of)
+
+
+def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
+    """The request a daemon runs for this command line, or why it runs here."""
+    statements = _statements(args)
+    if statements is None:
+        return "it opens an interactive shell"
+    return _request(args, statements), Rendering()
+
+
+def _sql(args: argparse.Namespace) -> int:
+    if args.query == sql_server.WORD:
+        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+    statements = _statements(args)
 
     async def run(node: Node) -> int:
+        from odfd.app.sql import run_statements
+        from odfd.coordinator.query import AsOf, resolve_as_of
+
+        if statements is not None:
+            await run_statements(node, _request(args, statements), Printer())
+            return 0
         block = time = None
         if args.as_of:
             block, time = await resolve_as_of(node.workspace, AsOf.parse(args.as_of))
-        if statements is not None:
-            for statement in statements:
-                table = await query(node, statement, engine=args.engine, block=block, time=time)
-                write_result(table, args.output, args.output_path)
-            return 0
         return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
+
+
+class Printer:
+    """Each statement's result on stdout."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, StatementResult):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+
+class Rendering:
+    """What the daemon answers, printed as a local run prints it."""
+
+    def event(self, data: dict[str, Any]) -> None:
+        Printer().emit(event_from_json(data, EVENTS))
+
+    def result(self, data: Any) -> int:
+        return 0
 
 
 async def _shell(
@@ -119,6 +164,10 @@ async def _shell(
 ) -> int:
     """The interactive shell: a failed statement prints its error and the shell goes on."""
     import readline
+
+    from odfd.app.query import query
+    from odfd.app.result_formats import write_result
+    from protocol.errors import OdfError
 
     history = history_file(node.root)
     with contextlib.suppress(OSError):

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from odfd.app.result_formats import FORMATS, check_output_args, write_result
 from odfd.cli.arguments import non_negative_int, positive_int
-from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.presence import require_files
 from odfd.cli.workspace_args import add_root_argument, run_in_node
