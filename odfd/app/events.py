@@ -6,7 +6,9 @@ log or stream them. Events are frozen dataclasses of plain values, so each has a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 
@@ -23,6 +25,30 @@ class EventSink(Protocol):
     """Receives a use case's events, in order, on the caller's thread."""
 
     def emit(self, event: Event) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Working(Event):
+    """Long work began (``label`` says what) or, with ``label`` ``None``, ended: a caller on a
+    terminal may show a status line meanwhile (the CLI's ``working``)."""
+
+    name: ClassVar[str] = "working"
+    label: str | None
+
+
+def announcing(sink: EventSink) -> Callable[[str], AbstractAsyncContextManager[None]]:
+    """An ``around`` for use cases that reports the work it wraps to ``sink`` as ``Working``
+    events (for a caller that shows them elsewhere, such as a daemon's thin client)."""
+
+    @asynccontextmanager
+    async def around(label: str) -> AsyncIterator[None]:
+        sink.emit(Working(label))
+        try:
+            yield
+        finally:
+            sink.emit(Working(None))
+
+    return around
 
 
 class NoEvents:

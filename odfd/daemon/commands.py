@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from odfd import __version__
-from odfd.app.events import Event
+from odfd.app.events import Event, announcing
 from odfd.app.failures import describe_failure
 from odfd.app.forwarding import (
     ACCEPTED,
@@ -84,11 +84,11 @@ UseCase = Callable[[Any, Any, "EventSink"], Awaitable[Any]]
 
 
 async def _ingest(node: Node, request: IngestRequest, sink: EventSink) -> None:
-    await ingest(node, request, sink)
+    await ingest(node, request, sink, around=announcing(sink))
 
 
 async def _pull(node: Node, request: PullRequest, sink: EventSink) -> None:
-    await pull(node, request, sink)
+    await pull(node, request, sink, around=announcing(sink))
 
 
 async def _verify(node: Node, request: VerifyRequest, sink: EventSink) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.events import Event, event_from_json
+from odfd.app.events import Event, Working, event_from_json
 from odfd.app.ingest import (
     EVENTS,
     FileIngested,
@@ -102,10 +102,21 @@ class Printer:
 
 
 class Rendering:
-    """What the daemon answers, printed as a local run prints it."""
+    """What the daemon answers, printed as a local run prints it (the status line too)."""
+
+    def __init__(self) -> None:
+        from odfd.cli.status_line import StatusLine
+
+        self.line = StatusLine()
 
     def event(self, data: dict[str, Any]) -> None:
-        Printer().emit(event_from_json(data, EVENTS))
+        event = event_from_json(data, (*EVENTS, Working))
+        if isinstance(event, Working) and event.label is not None:
+            self.line.start(event.label)
+        elif isinstance(event, Working):
+            self.line.stop()
+        else:
+            Printer().emit(event)
 
     def result(self, data: Any) -> int:
         return 0

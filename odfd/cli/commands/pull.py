@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.events import event_from_json
+from odfd.app.events import Working, event_from_json
 from odfd.app.pull import EVENTS, PullRequest
 from odfd.cli import remote_pull
 from odfd.cli.arguments import parse_rfc3339
@@ -108,10 +108,21 @@ def _pull(args: argparse.Namespace) -> int:
 
 
 class Rendering:
-    """What the daemon answers, printed as a local run prints it."""
+    """What the daemon answers, printed as a local run prints it (the status line too)."""
+
+    def __init__(self) -> None:
+        from odfd.cli.status_line import StatusLine
+
+        self.line = StatusLine()
 
     def event(self, data: dict[str, Any]) -> None:
-        remote_pull.Printer().emit(event_from_json(data, EVENTS))
+        event = event_from_json(data, (*EVENTS, Working))
+        if isinstance(event, Working) and event.label is not None:
+            self.line.start(event.label)
+        elif isinstance(event, Working):
+            self.line.stop()
+        else:
+            remote_pull.Printer().emit(event)
 
     def result(self, data: Any) -> int:
         return 0
