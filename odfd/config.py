@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
 from protocol.errors import ParseError
-from storage.ipfs_settings import DEFAULT_IPFS_API, DEFAULT_IPFS_GATEWAY, IpfsSettings
+from storage.ipfs_settings import (
+    DEFAULT_IPFS_API,
+    DEFAULT_IPFS_GATEWAY,
+    DEFAULT_RECORD_VALIDITY,
+    DEFAULT_REPUBLISH_INTERVAL,
+    IpfsSettings,
+)
 from storage.s3_settings import S3Credentials, S3Settings, is_s3_url, parse_s3_url
 from storage.stores.http_limits import HttpLimits
 from verifier.engine.spark.settings import SparkConfigError, SparkSettings
@@ -103,6 +109,8 @@ class ServerConfig:
     admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
     flight_sql_port = 50050      # the daemon also serves Flight SQL here (default: off)
     query_timeout = "10m"        # how long a query may keep the engine busy producing its result
+    query_max_rows = 1000000     # the most rows one answer of /query (or a tail) may hold
+    node_key = "/path/to/key"    # the node's identity key (default: keys/node.key of the workspace)
     """
 
     address: str = "127.0.0.1"
@@ -118,6 +126,11 @@ class ServerConfig:
     """Port of the daemon's Flight SQL server on ``address`` (0: any free port; ``None``: off)."""
     query_timeout: float = 600.0
     """Seconds a query may keep the engine busy producing its result before it is stopped."""
+    query_max_rows: int = 1_000_000
+    """The most rows one answer of the HTTP query API may hold (a larger ``limit`` is refused)."""
+    node_key: str | None = None
+    """A file with the node's ed25519 identity key, which signs its answers to queries (raw
+    32-byte seed or the reference's multibase text); default: the workspace's ``node.key``."""
 
     def is_private(self, alias: str) -> bool:
         if not self.private:
@@ -150,9 +163,19 @@ class IpfsConfig:
     gateway: str = DEFAULT_IPFS_GATEWAY
     pin: bool = False
     """Pin every mirrored dataset's folder in the node after each sync that changed it."""
+    record_validity: float = DEFAULT_RECORD_VALIDITY
+    """How long the IPNS record an owner publishes under a dataset's DID stays valid (seconds;
+    ``7d``): mirrors keep it reachable while the owner is offline, up to this long."""
+    republish_interval: float = DEFAULT_REPUBLISH_INTERVAL
+    """How often ``odfd daemon`` republishes the owner's record of each mirrored dataset."""
 
     def settings(self) -> IpfsSettings:
-        return IpfsSettings(api=self.api, gateway=self.gateway)
+        return IpfsSettings(
+            api=self.api,
+            gateway=self.gateway,
+            record_validity=self.record_validity,
+            republish_interval=self.republish_interval,
+        )
 
 
 _LIMITS = HttpLimits()
@@ -506,9 +529,20 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "admin_tokens": _str_list,
             "flight_sql_port": _int(0, 65535),
             "query_timeout": _positive_duration,
+            "query_max_rows": _int(1),
+            "node_key": _str(),
         },
     ),
-    "ipfs": (IpfsConfig, {"api": _str(), "gateway": _str(), "pin": _bool}),
+    "ipfs": (
+        IpfsConfig,
+        {
+            "api": _str(),
+            "gateway": _str(),
+            "pin": _bool,
+            "record_validity": _positive_duration,
+            "republish_interval": _positive_duration,
+        },
+    ),
     "s3": (
         S3Config,
         {

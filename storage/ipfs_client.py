@@ -12,6 +12,7 @@ warning filters: the `odfd` program does (`odfd.cli.main.quiet_dependency_warnin
 from __future__ import annotations
 
 import asyncio
+import base64
 import ipaddress
 import os
 import urllib.parse
@@ -25,11 +26,12 @@ from typing import Any, TypeVar
 import aiohttp
 import ipfshttpclient
 import ipfshttpclient.exceptions as rpc_errors
-from ipfshttpclient import filescanner
-from multiformats import CID, multibase, multihash
+from ipfshttpclient import filescanner, multipart
+from multiformats import CID
 
 from protocol.errors import ParseError
 from storage.errors import StorageError
+from storage.ipns_name import IpnsName as IpnsName  # re-exported: callers import it from here
 
 T = TypeVar("T")
 
@@ -44,10 +46,11 @@ _NOT_FOUND_PHRASES = (
     "no such",
     "no key named",
     "no key by the given name",
+    "no peers found",  # a routing query with nobody to ask (js-ipfs)
 )
 _TIMEOUT_PHRASES = ("timed out", "deadline exceeded")
 _UNIXFS_DIRECTORY_TYPES = (1, 5)  # UnixFS Directory and HAMTShard
-_LIBP2P_KEY = "libp2p-key"
+_QUERY_VALUE = 5  # a routing query event carrying the value found
 
 
 class IpfsError(StorageError):
@@ -73,42 +76,6 @@ def parse_cid(text: str) -> CID:
     except (ValueError, KeyError) as err:
         raise ParseError(f"{text!r} is not a CID: {err}") from err
     return cid if cid.version == 0 else cid.set(base="base32")
-
-
-@dataclass(frozen=True, slots=True)
-class IpnsName:
-    """An IPNS name: the multihash of the publishing key's public key.
-
-    Kubo prints it as a `k51…` CID, js-ipfs as a base58btc peer id (`12D3Koo…`); both parse to
-    the same name. `str()` is the CID form; requests send `peer_id`, which both nodes resolve.
-    """
-
-    key_multihash: bytes
-
-    @classmethod
-    def parse(cls, text: str) -> IpnsName:
-        name = text.strip().removeprefix("/ipns/")
-        try:
-            if name.startswith(("Qm", "1")):
-                raw = multibase.decode("z" + name)
-            else:
-                cid = CID.decode(name)
-                if cid.codec.name != _LIBP2P_KEY:
-                    raise ValueError(f"CID codec is {cid.codec.name}, not {_LIBP2P_KEY}")
-                raw = bytes(cid.digest)
-            multihash.unwrap(raw)
-        except (ValueError, KeyError) as err:
-            raise ParseError(
-                f"{text!r} is not an IPNS name (peer id or {_LIBP2P_KEY} CID): {err}"
-            ) from err
-        return cls(raw)
-
-    @property
-    def peer_id(self) -> str:
-        return multibase.encode(self.key_multihash, "base58btc")[1:]
-
-    def __str__(self) -> str:
-        return str(CID("base36", 1, _LIBP2P_KEY, self.key_multihash))
 
 
 @dataclass(frozen=True, slots=True)
@@ -288,6 +255,89 @@ class IpfsClient:
         if len(parts) != 2 or parts[0] != "ipfs":
             raise IpfsError(f"IPNS name {ipns} points at {path}, not at a root /ipfs/<cid>")
         return parse_cid(parts[1])
+
+    async def key_import(self, name: str, key: bytes, password: str, encrypted: str) -> IpfsKey:
+        """Imports a private key as ``name``: Kubo takes the cleartext libp2p protobuf ``key``
+        as a file, js-ipfs only ``encrypted`` (its AES-GCM form of ``key``) with ``password``."""
+        try:
+            body, headers = multipart.stream_bytes(key)
+            answer = await self._call(
+                f"key import {name}",
+                self._rpc._client.request,
+                "/key/import",
+                (name,),
+                opts={"format": "libp2p-protobuf-cleartext"},
+                data=body,
+                headers=headers,
+                decoder="json",
+            )
+        except IpfsError:
+            answer = await self._call(
+                f"key import {name}",
+                self._rpc._client.request,
+                "/key/import",
+                (name,),
+                opts={"pem": encrypted, "password": password},
+                decoder="json",
+            )
+        entry = answer[0] if isinstance(answer, list) else answer
+        return IpfsKey(str(entry["Name"]), IpnsName.parse(entry["Id"]))
+
+    async def record_get(self, name: IpnsName) -> bytes:
+        """The IPNS record stored for ``name`` in the node's routing (local or its peers), as
+        the signed bytes, for odfd to verify: Kubo's ``routing/get``, else ``dht/get``."""
+        events = await self._routing_call(
+            f"get the IPNS record of {name}",
+            "get",
+            (f"/ipns/{name.peer_id}",),
+            opts={"timeout": f"{self._fetch_timeout}s"},
+            timeout=self._fetch_timeout + 10.0,
+        )
+        for event in events:
+            if event.get("Type") == _QUERY_VALUE and event.get("Extra"):
+                return base64.b64decode(event["Extra"])
+        raise IpfsNotFoundError(f"no IPNS record for {name} found by the IPFS node at {self.api}")
+
+    async def record_put(self, name: IpnsName, record: bytes) -> None:
+        """Stores a signed record for ``name`` in the node's routing and sends it to its peers
+        (anyone may: the record carries the owner's signature, no key is needed)."""
+        await self._routing_call(
+            f"put the IPNS record of {name}",
+            "put",
+            (f"/ipns/{name.peer_id}",),
+            payload=record,
+            timeout=self._fetch_timeout + 10.0,
+        )
+
+    async def provide(self, cid: CID) -> None:
+        """Announces to the node's peers that it holds ``cid``."""
+        await self._routing_call(
+            f"provide {cid}", "provide", (str(cid),), timeout=self._fetch_timeout + 10.0
+        )
+
+    async def _routing_call(
+        self,
+        what: str,
+        verb: str,
+        args: tuple[str, ...],
+        payload: bytes | None = None,
+        **kwargs: Any,
+    ) -> list[dict[str, Any]]:
+        """``routing/<verb>`` (Kubo >= 0.14), else the older ``dht/<verb>`` (js-ipfs), with
+        ``payload`` as the file argument; the node's query events, one dict each."""
+        answer: Any = None
+        for prefix in ("/routing/", "/dht/"):
+            if payload is not None:  # a fresh stream per attempt
+                kwargs["data"], kwargs["headers"] = multipart.stream_bytes(payload)
+            try:
+                answer = await self._call(
+                    what, self._rpc._client.request, prefix + verb, args, decoder="json", **kwargs
+                )
+                break
+            except IpfsError as err:
+                if prefix == "/dht/" or not _is_missing_endpoint(str(err)):
+                    raise
+        return answer if isinstance(answer, list) else [answer] if answer else []
 
     async def pin_add(self, cid: CID, *, recursive: bool = True) -> None:
         await self._fetch_call(
@@ -471,6 +521,12 @@ def _folder_name(path: Path) -> str:
 def _content_path(namespace: str, root: str, subpath: str) -> str:
     quoted = urllib.parse.quote(subpath.strip("/"))
     return f"/{namespace}/{root}" + (f"/{quoted}" if quoted else "")
+
+
+def _is_missing_endpoint(message: str) -> bool:
+    """A node without the endpoint: js-ipfs answers a bare "Not Found" for ``routing/*`` (a
+    missing record says more), an older Kubo "unknown command" or a 404."""
+    return message.endswith(": Not Found") or "unknown command" in message or " 404 " in message
 
 
 def _classify(message: str) -> type[IpfsError]:

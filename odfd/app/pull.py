@@ -2,8 +2,8 @@
 source, transforms of derivatives: ``odfd.coordinator.pull``) or from the remotes they are
 replicas of (``odfd.sync.pull``).
 
-Which of the two a pull is: a URL, ``--as`` / ``--force``, or a dataset with a pull remote is a
-replication; ``REPO/NAME`` of a named repository becomes its URL first. ``pull --all`` syncs the
+Which of the two a pull is: a URL, the DID of a dataset this node does not hold, ``--as`` /
+``--force``, or a dataset with a pull remote is a replication; ``REPO/NAME`` of a named repository becomes its URL first. ``pull --all`` syncs the
 replicated datasets first, then brings every other one up to date upstream first, so
 derivatives see what their inputs just gained. The replication code (aiohttp, the IPFS client)
 is imported only when a pull really replicates.
@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
 from odfd.errors import OdfdError
+from odfd.sync.did_names import is_did
 from odfd.sync.errors import SyncError
 from odfd.sync.repos import expand
 from odfd.sync.transport.url import looks_like_url
@@ -226,9 +227,21 @@ class LocalPull:
     """Recompute a derivative whose input's history was rewritten, instead of failing."""
 
 
+async def is_remote(node: Node, ref: str) -> bool:
+    """A URL, or the DID of a dataset this node does not hold (found over IPNS)."""
+    if looks_like_url(ref):
+        return True
+    if not is_did(ref):
+        return False
+    try:
+        return await node.workspace.try_resolve(ref) is None
+    except ParseError:
+        return True  # a malformed DID: the transport names what is wrong with it
+
+
 async def expanded(node: Node, ref: str) -> str:
     """A local dataset stays as it is; ``REPO/NAME`` of a named repository becomes its URL."""
-    if looks_like_url(ref):
+    if await is_remote(node, ref):
         return ref
     try:
         if await node.workspace.try_resolve(ref) is not None:
@@ -249,7 +262,7 @@ async def is_replication(node: Node, refs: list[str], *, as_alias: str | None, f
     if as_alias is not None or force:
         return True
     for ref in refs:
-        if looks_like_url(ref) or await has_remote(node.workspace, ref):
+        if await is_remote(node, ref) or await has_remote(node.workspace, ref):
             return True
     return False
 
@@ -302,7 +315,7 @@ async def replicate(
 
     for ref in refs:
         shown = None if progress is None else progress(f"pull {ref}")
-        if looks_like_url(ref):
+        if await is_remote(node, ref):
             results = [
                 await pull(
                     node.workspace,

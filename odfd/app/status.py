@@ -1,5 +1,6 @@
 """What ``odfd status`` and the admin API's ``GET /status`` report: every dataset with its head,
-last sync and last audit, every mirror with its schedule and lag behind its source, and, when a
+last sync and last audit, its IPNS name (its DID's) and when this node last republished its
+record, every mirror with its schedule and lag behind its source, and, when a
 daemon runs, its queues. Built from the catalog, so it works whether or not a daemon runs; the
 command without a daemon reads the rows with plain sqlite3 (no event loop to start)."""
 
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
     from storage.catalog.records import DatasetRecord
     from storage.catalog.signed_head_records import SeenSignedHead
     from storage.catalog.sync_reader import SyncCatalogReader
+    from storage.layout import WorkspaceLayout
     from storage.workspace import Workspace
 
 _COMPOSED_ON_THE_LOOP = 500
@@ -36,33 +38,57 @@ class StatusRows:
     mirrors: list[MirrorRecord]
     attempts: dict[str, SyncAttempt]
     audits: dict[DatasetId, AuditRecord]
+    republished: dict[DatasetId, datetime]
+    """When this node last (re)published each dataset's IPNS record (``odfd.sync.did_names``)."""
 
 
 async def read_status_rows(workspace: Workspace) -> StatusRows:
+    import asyncio
+
     from storage.catalog.audits import AuditTable
     from storage.catalog.mirrors import MirrorTable
 
     mirrors = MirrorTable(workspace.catalog)
+    datasets = await workspace.list_datasets()
     return StatusRows(
-        datasets=await workspace.list_datasets(),
+        datasets=datasets,
         signed_heads=await workspace.signed_heads.all(),
         freeze_bounds=await workspace.signed_heads.freeze_bounds(),
         mirrors=await mirrors.list(),
         attempts=await mirrors.latest_attempts(),
         audits=await AuditTable(workspace.catalog).latest_all(),
+        republished=await asyncio.to_thread(_republished, workspace.layout, datasets),
     )
 
 
-def read_status_rows_now(catalog: SyncCatalogReader) -> StatusRows:
-    """:func:`read_status_rows` without an event loop."""
+def read_status_rows_now(
+    catalog: SyncCatalogReader, layout: WorkspaceLayout | None = None
+) -> StatusRows:
+    """:func:`read_status_rows` without an event loop (``layout``: where the datasets' own
+    state is read from; ``None``: no republish times)."""
+    datasets = catalog.list_datasets()
     return StatusRows(
-        datasets=catalog.list_datasets(),
+        datasets=datasets,
         signed_heads=catalog.signed_heads(),
         freeze_bounds=catalog.freeze_bounds(),
         mirrors=catalog.mirrors(),
         attempts=catalog.latest_attempts(),
         audits=catalog.latest_audits(),
+        republished={} if layout is None else _republished(layout, datasets),
     )
+
+
+def _republished(
+    layout: WorkspaceLayout, datasets: list[DatasetRecord]
+) -> dict[DatasetId, datetime]:
+    from odfd.sync.did_names import republished_at
+
+    found = {}
+    for record in datasets:
+        when = republished_at(layout.dataset(record.id).root / "info")
+        if when is not None:
+            found[record.id] = when
+    return found
 
 
 def _time(moment: datetime | None) -> str | None:
@@ -99,6 +125,8 @@ def compose_status(
     """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
     daemon; without one, the schedule stored in the catalog is shown. ``freeze_after`` is
     ``[sync] freeze_after``; a mirror's own bound wins."""
+    from storage.ipns_record import ipns_name_of
+
     signed_heads, bounds, mirrors = rows.signed_heads, rows.freeze_bounds, rows.mirrors
     attempts, audits = rows.attempts, rows.audits
     by_alias = {m.name.lower(): m for m in mirrors}
@@ -137,6 +165,10 @@ def compose_status(
                     "status": audit.status,
                     "head": None if audit.head is None else audit.head.to_multibase(),
                     "summary": audit.summary,
+                },
+                "ipns": {
+                    "name": str(ipns_name_of(record.id)),
+                    "lastRepublished": _time(rows.republished.get(record.id)),
                 },
                 "failing": bool(audit and audit.failing),
                 "withheld": str(record.id) in (withheld or set()),

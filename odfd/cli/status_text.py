@@ -51,6 +51,10 @@ def render_status(status: dict[str, Any]) -> str:
             f"{d['alias']:<28} {d['kind']:<10} {seq:>5} {head:<10} {trust:<12} {sync_text:<30} "
             f"{lag:>4}  {audit_text}"
         )
+        ipns = d["ipns"]
+        lines.append(
+            f"{'':<28} ipns {ipns['name']}, republished {ipns['lastRepublished'] or 'never'}"
+        )
     if status["mirrors"]:
         lines.append("")
         lines.append(

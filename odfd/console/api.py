@@ -239,6 +239,7 @@ async def _datasets(request: web.Request) -> web.Response:
                 "lastSync": entry.get("lastSync"),
                 "lagBlocks": entry.get("lagBlocks"),
                 "lastAudit": entry.get("lastAudit"),
+                "ipns": entry.get("ipns"),
                 "failing": entry.get("failing", False),
                 "withheld": record.id in state.withheld,
                 "private": state.config.is_private(record.alias),

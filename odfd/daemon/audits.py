@@ -35,6 +35,8 @@ from verifier.report import Role, Status, VerifyReport
 log = logging.getLogger(__name__)
 
 ResultListener = Callable[[AuditRecord], Awaitable[None]]
+#: Applies an audit's verdict to what the node serves, before the record is visible to readers.
+VerdictListener = Callable[[AuditRecord], None]
 
 
 def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
@@ -60,6 +62,7 @@ class Auditor:
         metrics: DaemonMetrics,
         spark_gate: asyncio.Semaphore,
         on_result: ResultListener,
+        on_verdict: VerdictListener,
     ) -> None:
         self.workspace = workspace
         self.config = config
@@ -68,6 +71,7 @@ class Auditor:
         self.table = AuditTable(workspace.catalog)
         self._spark_gate = spark_gate
         self._on_result = on_result
+        self._on_verdict = on_verdict
         self._pending: dict[DatasetId, tuple[Scope, str]] = {}
         self.runner = JobRunner(
             "audit",
@@ -153,6 +157,8 @@ class Auditor:
             report=report_json,
         )
         crash_point("audit.verified")
+        # Whoever sees the record in the table (status, console) must also see it withheld.
+        self._on_verdict(audit)
         audit_id = await self.table.add(audit, keep=self.config.audit.keep_reports)
         self.metrics.audits.labels(scope, status).inc()
         level = logging.WARNING if audit.failing else logging.INFO

@@ -1,6 +1,6 @@
 """One sync attempt of one mirror: check the source's head, pull if it moved, push to every
 target that is behind, pin the dataset in IPFS when configured (``release_pin`` undoes that when
-the mirror is removed).
+the mirror is removed), and for a mirror found by its DID, republish its owner's IPNS record.
 
 Nothing here is trusted from the source: ``odfd.sync.pull`` verifies every block and object and
 moves ``head`` last by compare-and-swap, so an attempt that fails or is cancelled leaves the
@@ -19,6 +19,7 @@ import aiohttp
 
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.errors import OdfdError
+from odfd.sync.did_names import is_did, is_due, read_state, republish
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.transport.base import SourceHead
@@ -139,6 +140,11 @@ class MirrorSyncer:
                     pinned = await self._pin(dataset_id, pinned)
                 except Exception as err:  # noqa: BLE001 - recorded like any failure
                     errors.append(f"pinning in IPFS: {describe_error(err)}")
+            if is_did(mirror.source) and dataset_id is not None:
+                try:
+                    await self._republish(dataset_id)
+                except Exception as err:  # noqa: BLE001 - recorded like any failure
+                    errors.append(f"republishing its IPNS record: {describe_error(err)}")
         changed = local_head is not None and local_head != local_before[1]
         outcome: Outcome = "failed" if errors else ("updated" if changed else "unchanged")
         attempt = SyncAttempt(
@@ -193,6 +199,19 @@ class MirrorSyncer:
             "remote": result.remote,
             "blocks": result.num_blocks,
         }
+
+    async def _republish(self, dataset_id: DatasetId) -> None:
+        """Keeps the owner's record of a mirror found by its DID alive in the IPFS routing,
+        every ``[ipfs] republish_interval``, so the dataset stays reachable by its DID while its
+        owner is offline."""
+        dataset = self.workspace.open_dataset(dataset_id)
+        ipfs = self.transports.ipfs
+        if is_due(await read_state(dataset, dataset_id), ipfs.republish_interval):
+            record = await republish(ipfs, dataset_id, dataset)
+            log.info(
+                "IPNS record republished",
+                extra={"dataset": str(dataset_id), "points_at": record.value},
+            )
 
     async def _pin(self, dataset_id: DatasetId | None, previous: str | None) -> str | None:
         if dataset_id is None:

@@ -62,6 +62,7 @@ from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
 from odfd.server.app import create_app
+from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -132,7 +133,13 @@ class Daemon:
         self.commands = CommandRunner(lambda: self.node)
         self.admin = AdminApi(self)
         self.auditor = Auditor(
-            workspace, config, self.engines, self.metrics, self._spark_gate, self._audit_finished
+            workspace,
+            config,
+            self.engines,
+            self.metrics,
+            self._spark_gate,
+            self._audit_finished,
+            self._apply_verdict,
         )
         self.derivatives = DerivativeUpdater(
             workspace, self.engines, self.metrics, self._spark_gate, self._transformed
@@ -317,9 +324,8 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        app = create_app(
-            self.workspace, self.config.server, mounts=[console_mount(DaemonBackend(self))]
-        )
+        mounts = [console_mount(DaemonBackend(self)), query_api_mount(self.node)]
+        app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
@@ -435,12 +441,14 @@ class Daemon:
         if self.config.audit.after_sync:
             self.auditor.request(dataset_id, "integrity", "transform")
 
-    async def _audit_finished(self, audit: AuditRecord) -> None:
+    def _apply_verdict(self, audit: AuditRecord) -> None:
         if self.config.audit.withhold_failing:
             if audit.failing:
                 self.withheld.add(audit.dataset_id)
             else:
                 self.withheld.discard(audit.dataset_id)
+
+    async def _audit_finished(self, audit: AuditRecord) -> None:
         await self._refresh_gauges()
         await self.mirror_schedule.audit_finished(audit)
 

@@ -48,6 +48,7 @@ from odfd.sync.target import (
 )
 from odfd.sync.transport import smart_client as smart
 from odfd.sync.transport.base import RemoteView, SmartEndpoint, Transport
+from odfd.sync.transport.did import owner_of
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import parse_remote
 from odfd.sync.trust import HeadDecision, TrustOptions, check_walked, decide_head
@@ -419,7 +420,7 @@ class _PullRun:
             served,
             await view.signed_head(),
             self.remote.url,
-            TrustOptions(self.options.allow_unsigned, self.options.force),
+            TrustOptions(self.options.allow_unsigned, self.options.force, owner_of(self.remote)),
         )
         return self.decision.head
 
@@ -435,6 +436,12 @@ class _PullRun:
 
     def _check_walk(self, walk: WalkResult) -> None:
         check_same_dataset(self.target, walk, self.remote.url)
+        owner = owner_of(self.remote)
+        if owner is not None and walk.dataset_id is not None and walk.dataset_id != owner:
+            raise SyncError(
+                f"{self.remote.url}: the IPNS name leads to the history of {walk.dataset_id}, "
+                "not of this DID's dataset"
+            )
         if self.decision is not None and walk.new_blocks:
             dataset_id = walk.dataset_id or (
                 self.target.record.id if self.target.record is not None else None

@@ -51,6 +51,8 @@ class ForkError(UntrustedHeadError):
 class TrustOptions:
     allow_unsigned: bool = False
     force: bool = False
+    owner: DatasetId | None = None
+    """The dataset the remote was reached by (a DID): its owner's signed head is required."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +80,12 @@ async def decide_head(
     """Check the remote's signed-head ``document`` (``None``: it has none) for the dataset
     ``dataset_id`` (``None`` while the dataset is new here: checked after the walk)."""
     overridable = options.allow_unsigned or options.force
+    dataset_id = dataset_id or options.owner
+    if options.owner is not None and document is None and not overridable:
+        raise MissingSignatureError(
+            f"{where} serves no signed head, but a dataset found by its DID must carry its "
+            "owner's signed head; refusing it (--allow-unsigned accepts it)"
+        )
     signed: SignedHead | None = None
     if document is not None:
         try:

@@ -146,7 +146,11 @@ async def test_a_cancel_ends_the_task_and_its_engine_work(
     async def endless(node: Node, request: Request, sink: Any) -> None:
         scope = current_scope()
         assert scope is not None  # the command runs inside its own cancellation scope
-        scope.on_cancel(lambda: loop.call_soon_threadsafe(engine_cancelled.set))
+
+        def cancel_engine_job() -> None:  # as the Spark engine cancels its job group
+            loop.call_soon_threadsafe(engine_cancelled.set)
+
+        scope.on_cancel(cancel_engine_job)
         started.set()
         await asyncio.Event().wait()
 

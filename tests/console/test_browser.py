@@ -155,6 +155,7 @@ async def test_datasets_page_lists_what_the_node_holds(node: Node) -> None:
         assert (row["KIND"], row["BLOCKS"], row["RECORDS"]) == ("Root", "4", "20")
         assert "lag 0" in row["MIRROR"] and "unchanged" in row["MIRROR"]
         assert row["AUDIT"] == "ok"
+        assert row["IPNS"].startswith("…") and "never republished" in row["IPNS"]
         browser.find("#dataset-search")[0].send_keys("top")
         browser.wait("the search", lambda: browser.texts("#dataset-count") == ["1 dataset"])
         assert browser.attributes("tr.dataset-row", "data-alias") == [TOP]

@@ -10,6 +10,7 @@ from pathlib import Path
 from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument
 from storage.errors import WorkspaceError
+from storage.keys import did_of
 from storage.layout import DEFAULT_WORKSPACE_DIR, WORKSPACE_ENV, WorkspaceLayout
 from storage.workspace import Workspace
 
@@ -42,7 +43,9 @@ def _init(args: argparse.Namespace) -> int:
 
     async def run() -> int:
         async with await Workspace.init(args.root) as workspace:
+            identity = did_of(workspace.keys.node_key())
             print(f"Initialized an odfd workspace in {workspace.root}")
+            print(f"Its identity key signs answers to queries as {identity}")
         return 0
 
     return asyncio.run(run())

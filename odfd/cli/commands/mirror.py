@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "source",
         metavar="SOURCE",
         help="URL of the dataset (http(s)://, odf+http(s)://, file://, ipfs://, ipns://, s3://, "
-        "s3+http(s)://)",
+        "s3+http(s)://) or its bare did:odf:… (found over IPNS; the daemon keeps its record alive)",
     )
     add.add_argument(
         "--as", dest="alias", metavar="ALIAS", help="local name (default: the URL's last segment)"

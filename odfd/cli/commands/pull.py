@@ -30,7 +30,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "datasets",
         nargs="*",
         metavar="DATASET",
-        help="dataset alias or id, a remote URL, or REPO/NAME of a named repository",
+        help="dataset alias or id, a remote URL, REPO/NAME of a named repository, or the DID "
+        "of a dataset this node does not hold (found over IPNS)",
     )
     parser.add_argument(
         "-a", "--all", action="store_true", help="update every dataset of the workspace"

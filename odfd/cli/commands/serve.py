@@ -1,6 +1,6 @@
 """``odfd serve``: serve the workspace's datasets over HTTP (Simple and Smart Transfer
-Protocols, signed object URLs, a JSON listing at ``/``, the web console at ``/ui``) until
-interrupted."""
+Protocols, signed object URLs, a JSON listing at ``/``, the query API at ``/query``, the web
+console at ``/ui``) until interrupted."""
 
 from __future__ import annotations
 
@@ -38,6 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
         from odfd.console.api import console_mount
         from odfd.console.backend import WorkspaceBackend
         from odfd.server.app import running
+        from odfd.server.query_api import query_api_mount
 
         config = node.config.server
         if args.address is not None:
@@ -49,7 +50,8 @@ def _serve(args: argparse.Namespace) -> int:
         )
         console = console_mount(WorkspaceBackend(node))
         try:
-            async with running(node.workspace, config, mounts=[console]) as server:
+            mounts = [console, query_api_mount(node)]
+            async with running(node.workspace, config, mounts=mounts) as server:
                 print(
                     f"serving {len(await node.workspace.list_datasets())} dataset(s) at "
                     f"{server.url} (console: {server.url}ui/)",

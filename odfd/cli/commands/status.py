@@ -49,7 +49,7 @@ def _without_daemon(catalog: SyncCatalogReader, node: NodeView) -> dict[str, Any
     """The status read without an event loop, unless a daemon's socket is there to ask."""
     if socket_path(node.layout, node.config.daemon.admin_socket).exists():
         return None
-    return compose_status(read_status_rows_now(catalog), node.config.sync.freeze_after)
+    return compose_status(read_status_rows_now(catalog, node.layout), node.config.sync.freeze_after)
 
 
 def _print(args: argparse.Namespace, status: dict[str, Any]) -> None:

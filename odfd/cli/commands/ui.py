@@ -39,6 +39,7 @@ def _ui(args: argparse.Namespace) -> int:
         from odfd.console.backend import WorkspaceBackend
         from odfd.daemon.admin_client import AdminClient
         from odfd.server.app import running
+        from odfd.server.query_api import query_api_mount
 
         client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
         if client is not None:
@@ -54,7 +55,8 @@ def _ui(args: argparse.Namespace) -> int:
             read_tokens=server.read_tokens | {token},
         )
         console = console_mount(WorkspaceBackend(node))
-        async with running(node.workspace, config, mounts=[console]) as served:
+        mounts = [console, query_api_mount(node)]
+        async with running(node.workspace, config, mounts=mounts) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)
             await asyncio.Event().wait()

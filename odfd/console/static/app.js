@@ -165,7 +165,7 @@ function DatasetsPage() {
       <p class="muted" id="dataset-count">${data.total} dataset${data.total === 1 ? "" : "s"}</p>
       <table class="grid" id="datasets">
         <thead><tr><th>Name</th><th>Kind</th><th>Head</th><th class="num">Blocks</th>
-          <th class="num">Records</th><th class="num">Size</th><th>Last update</th><th>Mirror</th><th>Audit</th></tr></thead>
+          <th class="num">Records</th><th class="num">Size</th><th>Last update</th><th>Mirror</th><th>Audit</th><th>IPNS</th></tr></thead>
         <tbody>${data.datasets.map((d) => html`<tr class="dataset-row" data-alias=${d.alias}>
           <td><a class="dataset-link" href=${datasetHref(d.alias)}>${d.alias}</a>
             ${d.private ? html` <${Pill} kind="warn">private<//>` : null}
@@ -178,6 +178,8 @@ function DatasetsPage() {
           <td title=${d.lastUpdate || ""}>${ago(d.lastUpdate)}</td>
           <td>${mirrorCell(d)}</td>
           <td>${d.lastAudit ? statusPill(d.lastAudit.status) : html`<span class="muted">–</span>`}</td>
+          <td class="ipns" title=${d.ipns ? d.ipns.name : ""}>${d.ipns ? html`<span class="mono">${shortHash(d.ipns.name)}</span>
+            <span class="muted" title=${d.ipns.lastRepublished || ""}> · ${d.ipns.lastRepublished ? `republished ${ago(d.ipns.lastRepublished)}` : "never republished"}</span>` : html`<span class="muted">–</span>`}</td>
         </tr>`)}</tbody>
       </table>
       <div class="pager">

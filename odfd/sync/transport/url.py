@@ -5,7 +5,8 @@ before it knows whether it will talk to a peer).
 ``http(s)://`` (Smart Transfer Protocol when the server offers it, else Simple), ``odf+http(s)://``
 (Smart only, the reference's spelling), ``file://`` (a dataset folder), ``ipfs://CID[/path]`` and
 ``ipns://NAME[/path]`` (a dataset published to IPFS), ``s3://bucket/prefix`` and
-``s3+http(s)://host[:port]/bucket/prefix`` (a dataset folder in an S3 bucket, read and written).
+``s3+http(s)://host[:port]/bucket/prefix`` (a dataset folder in an S3 bucket, read and written),
+and a bare ``did:odf:…`` (the dataset its owner published under its DID's IPNS name).
 """
 
 from __future__ import annotations
@@ -13,8 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
+from odfd.sync.did_names import is_did, parse_did
 from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.transport.base import Transport
+from odfd.sync.transport.did import DidTransport
 from odfd.sync.transport.file import FileTransport
 from odfd.sync.transport.ipfs import IpfsTransport
 from odfd.sync.transport.ipns import IpnsTransport
@@ -42,6 +45,8 @@ def parse_remote(
     requests; ``limits`` replaces the settings' time-outs; ``protocol`` says how an HTTP remote
     is read: ``auto``, the Smart Transfer Protocol when offered, ``smart`` or ``simple``).
     ``UnsupportedUrlError`` names what is wrong with the URL."""
+    if is_did(text):
+        return DidTransport(parse_did(text.rstrip("/")), settings.ipfs)
     parts = urlsplit(text)
     scheme = parts.scheme.lower()
     smart_only = scheme.startswith(_SMART_ONLY)

@@ -1,0 +1,446 @@
+"""Answering query requests and checking proofs of answers (the node's ``/query`` and
+``/verify``, ``odfd sql -o json``): the use cases under ``protocol.query``'s wire format.
+
+A request names its tables by alias (every dataset of that alias the caller may see, at its
+head) or pins them (``datasets: [{id, alias, blockHash}]``: that dataset, registered under that
+alias, at that block). ``SqlDataFusion`` runs in-process and streams, so only ``skip + limit``
+rows are ever produced; ``SqlSpark`` runs on the node's Spark (its local session, Connect server
+or cluster). Either way the answer records the block each dataset was read at, which is what a
+proof commits to and what ``verify`` re-executes at, so a proof made before new data arrived
+still checks out.
+
+Every query has a time limit and a cap on the rows it may return (``QueryLimits``, from
+``[server]``); both refuse with a ``QueryRefusedError`` rather than letting one request hold the
+node. Rendering and hashing are CPU-bound and run off the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+
+import pyarrow as pa
+
+from odfd.app.query import referenced_views
+from odfd.coordinator.query import DatasetView, dataset_view
+from odfd.errors import OdfdError
+from protocol.errors import OdfError
+from protocol.model import SqlQueryStep
+from protocol.query import (
+    DataFormat,
+    DatasetBlockNotFound,
+    DatasetNotFound,
+    DatasetState,
+    QueryDialect,
+    QueryRequest,
+    QueryResponseWriter,
+    ResponseSigner,
+    ResponseSigningNotConfigured,
+    SchemaFormat,
+    VerifyRequest,
+    VerifyResponse,
+    check_commitment,
+    check_output,
+    output_hash,
+    render_query_response,
+)
+from verifier.engine import errors as engine_errors
+from verifier.engine.contract import QueryTable
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from odfd.config import ServerConfig
+    from protocol.identity import DatasetId, Multihash
+    from storage.catalog import DatasetRecord
+    from verifier.engine.datafusion.engine import StreamingQuery
+
+T = TypeVar("T")
+
+Visible = Callable[["DatasetRecord"], bool]
+"""Which datasets exist for the caller (a private dataset does not, without a read token)."""
+
+DEFAULT_TIME_LIMIT = 600.0
+DEFAULT_MAX_ROWS = 1_000_000
+
+_ENGINE_OF = {QueryDialect.SQL_DATAFUSION: "datafusion", QueryDialect.SQL_SPARK: "spark"}
+_UNKNOWN_TABLE = re.compile(r"table '[^']*' not found")
+_PARSER_ERROR = re.compile(r'SQL error: ParserError\("(.*)"\)', re.DOTALL)
+_PLANNING_PREFIXES = ("Schema error: ", "Error during planning: ")
+
+
+@dataclass(frozen=True, slots=True)
+class QueryLimits:
+    """What one query may cost: seconds of engine time and rows in its answer."""
+
+    time_limit: float = DEFAULT_TIME_LIMIT
+    max_rows: int = DEFAULT_MAX_ROWS
+
+
+class AnswerError(OdfdError):
+    """A query request this node cannot answer; the message is for the client."""
+
+
+class BadQueryError(AnswerError):
+    """The SQL does not parse or plan (syntax, unknown table, column or function), or the
+    dialect is not one this node runs."""
+
+
+class QueryRefusedError(AnswerError):
+    """The query asks for more than this node allows (rows) or ran past its time limit."""
+
+
+class QueryFailedError(AnswerError):
+    """The engine accepted the query but failed running it (a bad cast, unreadable data)."""
+
+
+class QueryDatasetNotFoundError(AnswerError):
+    """A pinned dataset is not on this node (or not visible to the caller)."""
+
+    def __init__(self, dataset_id: DatasetId) -> None:
+        self.dataset_id = dataset_id
+        super().__init__(f"Dataset not found: {dataset_id}")
+
+
+class QueryBlockNotFoundError(AnswerError):
+    """A pinned dataset does not hold the pinned block."""
+
+    def __init__(self, dataset_id: DatasetId, block_hash: Multihash) -> None:
+        self.dataset_id = dataset_id
+        self.block_hash = block_hash
+        super().__init__(f"Dataset {dataset_id} does not have a block {block_hash}")
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A query's result: the rows the request asked for (after ``skip``, at most ``limit``),
+    their schema and the datasets as the query read them."""
+
+    request: QueryRequest
+    datasets: tuple[DatasetState, ...]
+    schema: pa.Schema
+    batches: tuple[pa.RecordBatch, ...]
+
+    @property
+    def num_rows(self) -> int:
+        return sum(batch.num_rows for batch in self.batches)
+
+    def render(self, signer: ResponseSigner | None = None) -> bytes:
+        """The response body (``protocol.query.response``), signed when the request asks for a
+        proof. Blocking and CPU-bound."""
+        return render_query_response(
+            self.request,
+            datasets=self.datasets,
+            schema=self.schema,
+            batches=self.batches,
+            signer=signer,
+        )
+
+    def render_output(self) -> bytes:
+        """The ``output`` object alone (``{"data", "dataFormat", "schema", "schemaFormat"}``,
+        what ``/{dataset}/tail`` answers). Blocking and CPU-bound."""
+        request = replace(self.request, include=frozenset())
+        body = render_query_response(
+            request, datasets=self.datasets, schema=self.schema, batches=self.batches
+        )
+        return body[len(_OUTPUT_PREFIX) : -1]
+
+
+_OUTPUT_PREFIX = b'{"output":'
+
+
+async def body_stream(
+    answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
+) -> AsyncIterator[bytes]:
+    """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
+    event loop, so a large answer is sent while the rest is still being written. Errors that
+    can be answered with a status (no signer, a result that cannot be rendered) are raised
+    before the first piece."""
+    writer = await asyncio.to_thread(
+        QueryResponseWriter,
+        answer.request,
+        datasets=answer.datasets,
+        schema=answer.schema,
+        signer=signer,
+    )
+    chunks = iter(writer.chunks(answer.batches))
+
+    def next_piece() -> bytes:
+        pieces, size = [], 0
+        for chunk in chunks:
+            pieces.append(chunk)
+            size += memoryview(chunk).nbytes
+            if size >= piece_bytes:
+                break
+        return b"".join(pieces)
+
+    while piece := await asyncio.to_thread(next_piece):
+        yield piece
+
+
+def node_signer(node: Node) -> ResponseSigner | None:
+    """The signer of the node's answers: the key ``[server] node_key`` names, else the
+    workspace's identity key (``odfd init`` creates it); ``None`` on a node without one (it
+    answers, but without proofs). Raises ``StorageError`` naming an unreadable key file."""
+    from storage.keys import load_signing_key
+
+    path = node.config.server.node_key
+    key = load_signing_key(Path(path)) if path is not None else node.keys.load_node_key()
+    return None if key is None else ResponseSigner(key)
+
+
+def limits_of(config: ServerConfig) -> QueryLimits:
+    """The limits ``[server] query_timeout`` and ``query_max_rows`` set."""
+    return QueryLimits(config.query_timeout, config.query_max_rows)
+
+
+async def answer(
+    node: Node,
+    request: QueryRequest,
+    *,
+    signer: ResponseSigner | None = None,
+    visible: Visible | None = None,
+    limits: QueryLimits = QueryLimits(),
+) -> bytes:
+    """The response body of ``request`` over the datasets ``visible`` allows.
+
+    Raises ``ResponseSigningNotConfigured`` (before running anything) when a proof is asked
+    of a node without ``signer``, and the ``AnswerError``s."""
+    if request.wants_proof and signer is None:
+        raise ResponseSigningNotConfigured()
+    result = await execute(node, request, visible=visible, limits=limits)
+    return await asyncio.to_thread(result.render, signer)
+
+
+async def verify(
+    node: Node,
+    request: VerifyRequest,
+    *,
+    visible: Visible | None = None,
+    limits: QueryLimits = QueryLimits(),
+) -> VerifyResponse:
+    """Check a proof: its hashes and signature, then the output, by running its input again
+    at the blocks it pins. A dataset or block this node does not have is an answer
+    (``DatasetNotFound``, ``DatasetBlockNotFound``), not an error.
+
+    Raises ``UnsupportedProofTypeError`` for a proof type other than ed25519, and the
+    ``AnswerError``s of running the query."""
+    problem = check_commitment(request)
+    if problem is not None:
+        return VerifyResponse(problem)
+    reproduce = request.input.to_reproduce()
+    try:
+        result = await execute(node, reproduce, visible=visible, limits=limits)
+    except QueryDatasetNotFoundError as error:
+        return VerifyResponse(DatasetNotFound.of(error.dataset_id))
+    except QueryBlockNotFoundError as error:
+        return VerifyResponse(DatasetBlockNotFound.of(error.dataset_id, error.block_hash))
+    actual = await asyncio.to_thread(
+        output_hash, reproduce, schema=result.schema, batches=result.batches
+    )
+    return VerifyResponse(check_output(request, actual))
+
+
+async def execute(
+    node: Node,
+    request: QueryRequest,
+    *,
+    visible: Visible | None = None,
+    limits: QueryLimits = QueryLimits(),
+) -> Answer:
+    """Run ``request``'s query: the rows it asks for and the datasets as read."""
+    engine = _ENGINE_OF.get(request.query_dialect)
+    if engine is None:
+        raise BadQueryError(
+            f"query dialect {request.query_dialect.value} is not supported by this node "
+            f"(it runs {', '.join(dialect.value for dialect in _ENGINE_OF)})"
+        )
+    if request.limit > limits.max_rows:
+        raise QueryRefusedError(
+            f"limit {request.limit} is above this node's cap of {limits.max_rows} rows per "
+            "query ([server] query_max_rows); page through the result with skip and limit"
+        )
+    states, views = await _tables(node, request, visible)
+    tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
+    if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
+        schema, batches = await _datafusion(
+            request.query, tables, request.skip, request.limit, limits.time_limit
+        )
+    else:
+        schema, batches = await _engine(node, engine, request, tables, limits.time_limit)
+    return Answer(request, tuple(states), schema, tuple(batches))
+
+
+async def tail(
+    node: Node,
+    record: DatasetRecord,
+    *,
+    skip: int = 0,
+    limit: int = 100,
+    data_format: DataFormat = DataFormat.JSON_AOS,
+    schema_format: SchemaFormat | None = None,
+    limits: QueryLimits = QueryLimits(),
+) -> Answer:
+    """The dataset's last ``limit`` records after skipping the newest ``skip``, oldest first
+    (``GET /{dataset}/tail``); a dataset without data has no rows and an empty schema."""
+    from verifier.engine.datafusion.engine import quote_identifier
+
+    if limit > limits.max_rows:
+        raise QueryRefusedError(
+            f"limit {limit} is above this node's cap of {limits.max_rows} rows per query "
+            "([server] query_max_rows)"
+        )
+    view = await dataset_view(node.workspace.open_dataset(record.id))
+    request = QueryRequest(
+        query="", data_format=data_format, schema_format=schema_format, limit=limit
+    )
+    if view.head is None or view.schema is None:
+        return Answer(request, (), pa.schema([]), ())
+    table = quote_identifier(view.alias)
+    offset = quote_identifier(view.vocab.offset)
+    sql = (
+        f"SELECT * FROM (SELECT * FROM {table} ORDER BY {offset} DESC LIMIT {limit} "
+        f"OFFSET {skip}) ORDER BY {offset}"
+    )
+    tables = [QueryTable(view.alias, view.paths, view.schema)]
+    schema, batches = await _datafusion(sql, tables, 0, limit, limits.time_limit)
+    state = DatasetState(record.id, view.alias, view.head)
+    return Answer(replace(request, query=sql), (state,), schema, tuple(batches))
+
+
+async def _tables(
+    node: Node, request: QueryRequest, visible: Visible | None
+) -> tuple[list[DatasetState], list[DatasetView]]:
+    """The datasets the query reads (pinned ones as pinned; else those its text names, at
+    their heads) and what it sees of each."""
+    if request.datasets is None:
+        records = {
+            record.alias: record
+            for record in await node.workspace.list_datasets()
+            if visible is None or visible(record)
+        }
+        views = await referenced_views(node, request.query, visible=visible)
+        views = [view for view in views if view.head is not None]
+        states = [DatasetState(records[view.alias].id, view.alias, view.head) for view in views]
+        return states, views
+    states, views = [], []
+    for pinned in request.datasets:
+        view = await _pinned_view(node, pinned, visible)
+        views.append(replace(view, alias=pinned.alias))
+        states.append(DatasetState(pinned.id, pinned.alias, view.head))
+    return states, [view for view in views if view.head is not None]
+
+
+async def _pinned_view(node: Node, pinned: DatasetState, visible: Visible | None) -> DatasetView:
+    record = await node.workspace.try_resolve(str(pinned.id))
+    if record is None or (visible is not None and not visible(record)):
+        raise QueryDatasetNotFoundError(pinned.id)
+    dataset = node.workspace.open_dataset(record.id)
+    block = pinned.block_hash
+    if block is not None and not await dataset.blocks.contains(block):
+        raise QueryBlockNotFoundError(pinned.id, block)
+    try:
+        return await dataset_view(dataset, pinned_block=block)
+    except OdfError as error:
+        raise QueryFailedError(f"dataset {record.alias} cannot be read: {error}") from None
+
+
+async def _datafusion(
+    sql: str, tables: Sequence[QueryTable], skip: int, limit: int, time_limit: float
+) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    """Stream the result, keeping rows ``skip`` to ``skip + limit``; the engine stops there."""
+    from verifier.engine.datafusion.engine import StreamingQuery
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + time_limit
+
+    def plan() -> StreamingQuery:
+        query = StreamingQuery([SqlQueryStep(query=sql)], tables)
+        try:
+            query.start()
+        except BaseException:
+            query.close()
+            raise
+        return query
+
+    async def within_limit(work: Awaitable[T]) -> T:
+        try:
+            return await asyncio.wait_for(work, max(deadline - loop.time(), 0.0))
+        except TimeoutError:
+            raise QueryRefusedError(
+                f"the query ran past this node's time limit of {time_limit:g} s and was "
+                "stopped ([server] query_timeout)"
+            ) from None
+
+    planning = asyncio.ensure_future(asyncio.to_thread(plan))
+    try:
+        query = await within_limit(asyncio.shield(planning))
+    except engine_errors.TransformError as error:
+        raise _bad_query(error) from None
+    except QueryRefusedError:
+        planning.add_done_callback(_close_planned)  # planning cannot be interrupted
+        raise
+    kept: list[pa.RecordBatch] = []
+    try:
+        to_skip, wanted = skip, limit
+        while wanted > 0:
+            try:
+                batch = await within_limit(query.next_batch())
+            except engine_errors.QueryExecutionError as error:
+                raise QueryFailedError(str(error)) from None
+            if batch is None:
+                break
+            if to_skip >= batch.num_rows:
+                to_skip -= batch.num_rows
+                continue
+            batch = batch.slice(to_skip, wanted)
+            to_skip = 0
+            wanted -= batch.num_rows
+            kept.append(batch)
+        return query.schema, kept
+    finally:
+        await asyncio.to_thread(query.close)
+
+
+def _close_planned(planning: asyncio.Future[StreamingQuery]) -> None:
+    if not planning.cancelled() and planning.exception() is None:
+        planning.result().close()
+
+
+async def _engine(
+    node: Node, engine: str, request: QueryRequest, tables: list[QueryTable], time_limit: float
+) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    """Run the query whole on another engine (Spark) and keep the asked-for rows."""
+
+    def run() -> pa.Table:
+        return node.engines.named(engine).query([SqlQueryStep(query=request.query)], tables)
+
+    try:
+        table = await asyncio.wait_for(asyncio.to_thread(run), time_limit)
+    except TimeoutError:
+        raise QueryRefusedError(
+            f"the query ran past this node's time limit of {time_limit:g} s "
+            "([server] query_timeout)"
+        ) from None
+    except engine_errors.TransformError as error:
+        raise _bad_query(error) from None
+    except engine_errors.VerifierError as error:
+        raise QueryFailedError(str(error)) from None
+    table = table.slice(request.skip, request.limit)
+    return table.schema, table.to_batches()
+
+
+def _bad_query(error: engine_errors.TransformError) -> AnswerError:
+    """The engine's complaint in the reference's words (DataFusion's category prefixes off)."""
+    text = str(error).removeprefix("query is invalid: ")
+    parser = _PARSER_ERROR.fullmatch(text)
+    if parser:
+        text = f"sql parser error: {parser.group(1)}"
+    for prefix in _PLANNING_PREFIXES:
+        text = text.removeprefix(prefix)
+    if isinstance(error, engine_errors.InvalidQueryError) or _UNKNOWN_TABLE.search(text):
+        return BadQueryError(text)
+    return QueryFailedError(text)

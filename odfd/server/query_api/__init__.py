@@ -1,0 +1,52 @@
+"""The node's HTTP query API, beside the transfer protocols on every odfd server: the
+reference's ``/query``, ``/verify``, ``/{dataset}/tail``, ``/{dataset}/metadata``, ``/info``,
+``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them.
+
+Handlers only translate: HTTP in, a call into ``odfd.app.answers`` or ``odfd.app.dataset_metadata``,
+JSON out. Datasets are named as the transfer routes name them (``name``, ``account/name``, a
+``did:odf:``), private datasets exist only for a read or admin token, and every client error is a
+4xx with ``{"message": ...}`` (``errors``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from odfd.server.query_api import datasets, general, query
+from odfd.server.query_api.context import NODE_KEY
+from odfd.server.query_api.errors import json_errors
+from odfd.server.simple import DATASET
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from odfd.app.node import Node
+    from odfd.server.app import Mount
+
+ROOT_ROUTES = [
+    ("GET", "/query", query.get_query),
+    ("POST", "/query", query.post_query),
+    ("POST", "/verify", query.post_verify),
+    ("GET", "/info", general.info),
+    ("GET", "/accounts/me", general.account),
+    ("GET", "/datasets/{id}", datasets.dataset_info),
+    ("GET", "/openapi.json", general.openapi),
+]
+DATASET_ROUTES = [
+    ("GET", "tail", datasets.tail),
+    ("GET", "metadata", datasets.metadata),
+]
+"""Routes under a dataset's path (``/{dataset}/<name>``); ``POST /{dataset}/ingest`` joins them."""
+
+
+def query_api_mount(node: Node) -> Mount:
+    """Mounts the query API over ``node`` on a server's app (``odfd.server.app.create_app``)."""
+    return lambda app: add_routes(app, node)
+
+
+def add_routes(app: web.Application, node: Node) -> None:
+    app[NODE_KEY] = node
+    for method, path, handler in ROOT_ROUTES:
+        app.router.add_route(method, path, json_errors(handler))
+    for method, name, handler in DATASET_ROUTES:
+        app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))

@@ -1,0 +1,211 @@
+#!/usr/bin/env python3
+"""Benchmark of the HTTP query API against a real ``odfd daemon`` process, measured in one run.
+
+1. A small ``/query`` (one row of a 300-row dataset) with 1 and 16 concurrent clients: p50 and
+   p99; then the same asking for a proof (rendering, hashing and signing included).
+   Targets: p50 <= 15 ms, p99 <= 50 ms.
+2. ``GET /{dataset}/refs/head`` p99 while 4 clients keep running heavy queries (each until the
+   daemon's query time limit stops it): transfers must not wait behind queries. Target: < 100 ms.
+3. A 1,000,000-row ``SELECT *`` answered as JsonAoS (the client reading the whole body), as a
+   ratio to the same query executed by DataFusion in this process with its result written as
+   JSON by DataFusion's own (Rust, arrow-json) writer (the fastest JSON export on the machine),
+   and to DataFusion executing it plus pyarrow writing the rows as text (CSV: pyarrow has no
+   JSON writer). Target: <= 1.5x.
+
+Usage: ``.venv/bin/python scripts/bench_api.py [--rows 1000000] [--seconds 5]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import aiohttp
+import pyarrow.csv as pyarrow_csv
+from bench_engines import root_with, trades_table
+
+from odfd.coordinator.query import dataset_view
+from storage.workspace import Workspace
+from tests.daemon.processes import DaemonProcess, init_workspace
+
+LARGE = "big.trades"
+SMALL = "few.trades"
+SMALL_QUERY = f'SELECT symbol, price FROM "{SMALL}" WHERE seq = 7'
+HEAVY_QUERY = "SELECT sum(value) FROM generate_series(1, 100000000000)"
+CONFIG = """
+[server]
+query_timeout = "3s"
+query_max_rows = {rows}
+[daemon]
+spark_connect = false
+"""
+
+
+async def setup(root: Path, rows: int) -> None:
+    async with await Workspace.open(root) as workspace:
+        workspace.keys.node_key()
+        await root_with(workspace, LARGE, trades_table(rows, 1000))
+        await root_with(workspace, SMALL, trades_table(300, 20))
+
+
+def percentiles(latencies: list[float]) -> str:
+    cuts = statistics.quantiles(latencies, n=100, method="inclusive")
+    return f"p50 {cuts[49]:6.1f} ms   p99 {cuts[98]:6.1f} ms   ({len(latencies)} requests)"
+
+
+async def timed_queries(
+    session: aiohttp.ClientSession, url: str, body: dict[str, object], count: int
+) -> list[float]:
+    latencies = []
+    for _ in range(count):
+        started = time.perf_counter()
+        async with session.post(f"{url}query", json=body) as response:
+            await response.read()
+            assert response.status == 200, await response.text()
+        latencies.append((time.perf_counter() - started) * 1000)
+    return latencies
+
+
+async def small_queries(url: str, clients: int, proof: bool, per_client: int) -> list[float]:
+    body: dict[str, object] = {"query": SMALL_QUERY}
+    if proof:
+        body["include"] = ["Proof"]
+    connector = aiohttp.TCPConnector(limit=clients)
+    async with aiohttp.ClientSession(connector=connector) as session:
+        await timed_queries(session, url, body, 3)  # warm up: connections, the plan cache
+        runs = [timed_queries(session, url, body, per_client) for _ in range(clients)]
+        return [latency for run in await asyncio.gather(*runs) for latency in run]
+
+
+async def head_under_load(url: str, seconds: float) -> tuple[list[float], int]:
+    stop = asyncio.Event()
+    stopped = 0
+
+    async def heavy(session: aiohttp.ClientSession) -> None:
+        nonlocal stopped
+        while not stop.is_set():
+            async with session.post(f"{url}query", json={"query": HEAVY_QUERY}) as response:
+                await response.read()
+                stopped += response.status == 400
+
+    async with aiohttp.ClientSession() as session:
+        loaders = [asyncio.create_task(heavy(session)) for _ in range(4)]
+        await asyncio.sleep(0.5)  # the heavy queries are running
+        latencies = []
+        ended = time.monotonic() + seconds
+        while time.monotonic() < ended:
+            started = time.perf_counter()
+            async with session.get(f"{url}{SMALL}/refs/head") as response:
+                await response.read()
+                assert response.status == 200
+            latencies.append((time.perf_counter() - started) * 1000)
+            await asyncio.sleep(0.01)
+        stop.set()
+        await asyncio.gather(*loaders)
+    return latencies, stopped
+
+
+async def large_export(url: str, rows: int) -> tuple[float, int]:
+    body = {"query": f'SELECT * FROM "{LARGE}"', "limit": rows}
+    timeout = aiohttp.ClientTimeout(total=600)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        started = time.perf_counter()
+        async with session.post(f"{url}query", json=body) as response:
+            content = await response.read()
+            assert response.status == 200, content[:500]
+        return time.perf_counter() - started, len(content)
+
+
+async def engine_export(root: Path, scratch: Path) -> tuple[float, float, float]:
+    """DataFusion in this process: executing the query alone, executing it with the result
+    written as JSON by its own writer, and pyarrow writing the result as text (CSV: pyarrow has
+    no JSON writer), in seconds."""
+    from protocol.model import SqlQueryStep
+    from verifier.engine.contract import QueryTable
+    from verifier.engine.datafusion.engine import DataFusionEngine, new_context
+
+    async with await Workspace.open(root) as workspace:
+        record = await workspace.try_resolve(LARGE)
+        assert record is not None
+        view = await dataset_view(workspace.open_dataset(record.id))
+    table = QueryTable(view.alias, view.paths, view.schema)
+    sql = f'SELECT * FROM "{LARGE}"'
+    started = time.perf_counter()
+    result = DataFusionEngine().query([SqlQueryStep(query=sql)], [table])
+    execute = time.perf_counter() - started
+    started = time.perf_counter()
+    pyarrow_csv.write_csv(result, io.BytesIO())
+    text = time.perf_counter() - started
+
+    context = new_context()
+    context.register_parquet("big", str(view.paths[0]), file_extension="")
+    out = scratch / "export.json"
+    started = time.perf_counter()
+    context.sql('SELECT * FROM "big"').write_json(str(out))
+    return execute, time.perf_counter() - started, text
+
+
+def best(runs: list[float]) -> float:
+    return min(runs)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--per-client", type=int, default=40)
+    parser.add_argument("--repeat", type=int, default=3)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="odfd-bench-api-"))
+    root = work / "ws"
+    daemon = None
+    try:
+        await asyncio.to_thread(init_workspace, root, CONFIG.format(rows=args.rows))
+        await setup(root, args.rows)
+        daemon = await asyncio.to_thread(DaemonProcess(root, work / "daemon.log").start, 120)
+        url = daemon.server_url
+        assert url is not None
+        print(f"daemon at {url}; {args.rows:,} rows in {LARGE}")
+
+        print("1. small /query (targets: p50 <= 15 ms, p99 <= 50 ms)")
+        for proof in (False, True):
+            for clients in (1, 16):
+                latencies = await small_queries(url, clients, proof, args.per_client)
+                label = f"{clients:2d} client(s){' + proof' if proof else '        '}"
+                print(f"   {label}: {percentiles(latencies)}")
+
+        latencies, stopped = await head_under_load(url, args.seconds)
+        print("2. GET refs/head while 4 clients run heavy queries (target: p99 < 100 ms)")
+        print(f"   {percentiles(latencies)}; {stopped} heavy queries stopped at the time limit")
+
+        api = best([(await large_export(url, args.rows))[0] for _ in range(args.repeat)])
+        size = (await large_export(url, args.rows))[1]
+        engine = [await engine_export(root, work) for _ in range(args.repeat)]
+        execute = best([run[0] for run in engine])
+        written = best([run[1] for run in engine])
+        text = best([run[2] for run in engine])
+        print(f"3. {args.rows:,}-row SELECT * as JsonAoS (target: <= 1.5x)")
+        print(f"   /query, body read by the client: {api:6.2f} s ({size / 1e6:.0f} MB)")
+        print(f"   DataFusion executing it:         {execute:6.2f} s")
+        print(f"   DataFusion executing + writing JSON: {written:6.2f} s")
+        print(f"   pyarrow writing it as CSV:       {text:6.2f} s")
+        print(f"   ratio /query : DataFusion execute + JSON   = {api / written:.2f}x")
+        print(f"   ratio /query : execute + pyarrow text      = {api / (execute + text):.2f}x")
+    finally:
+        if daemon is not None:
+            await asyncio.to_thread(daemon.stop)
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

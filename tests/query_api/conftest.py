@@ -1,0 +1,143 @@
+"""One node for the query API's HTTP tests: the datasets of ``datasets.py`` served in this process
+by the real server (transfer protocols and query API, as ``odfd serve`` mounts them) on
+loopback, on a thread of its own running the node's event loop. Its identity key is the
+reference's test key, so its signatures can be compared with the reference's."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from odfd.app.node import Node
+from odfd.config import NodeConfig, ServerConfig
+from odfd.server.app import running
+from odfd.server.query_api import query_api_mount
+from protocol.identity import DatasetAliasPattern
+from storage.workspace import Workspace
+from tests.query_api.datasets import PRIVATE, TEST_KEY_SEED, add_all
+
+READ_TOKEN = "query-api-reader"
+PUSH_TOKEN = "query-api-pusher"
+
+
+@dataclass
+class Reply:
+    status: int
+    body: Any
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Served:
+    url: str
+    root: Path
+    loop: asyncio.AbstractEventLoop
+    node: Node
+
+    def call(
+        self,
+        method: str,
+        path: str,
+        body: Any = None,
+        *,
+        token: str | None = None,
+        raw: bytes | None = None,
+    ) -> Reply:
+        """A request as curl makes it; the reply's body parsed if it is JSON."""
+        return call(self.url, method, path, body, token=token, raw=raw)
+
+    def run(self, work: Any) -> Any:
+        """Run a coroutine on the node's loop (to change its datasets)."""
+        return asyncio.run_coroutine_threadsafe(work, self.loop).result(60)
+
+
+def call(
+    url: str,
+    method: str,
+    path: str,
+    body: Any = None,
+    *,
+    token: str | None = None,
+    raw: bytes | None = None,
+) -> Reply:
+    data = raw if raw is not None else (None if body is None else json.dumps(body).encode())
+    request = urllib.request.Request(url.rstrip("/") + path, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            status, content, headers = response.status, response.read(), dict(response.headers)
+    except urllib.error.HTTPError as error:
+        status, content, headers = error.code, error.read(), dict(error.headers)
+    if headers.get("Content-Type", "").startswith("application/json"):
+        return Reply(status, json.loads(content), headers)
+    return Reply(status, content.decode(errors="replace"), headers)
+
+
+def install_test_key(workspace: Workspace) -> None:
+    path = workspace.keys.node_key_path
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, TEST_KEY_SEED)
+    finally:
+        os.close(fd)
+
+
+HEAVY_QUERY_SECONDS = 2.0
+"""The test server's query time limit: long enough for any real test query."""
+
+SERVER = ServerConfig(
+    port=0,
+    query_timeout=HEAVY_QUERY_SECONDS,
+    private=(DatasetAliasPattern.parse(PRIVATE),),
+    read_tokens=frozenset({READ_TOKEN}),
+    push_tokens=frozenset({PUSH_TOKEN}),
+)
+
+
+@pytest.fixture(scope="package")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    root = tmp_path_factory.mktemp("query-api") / "ws"
+    holder: list[Served] = []
+    ready = threading.Event()
+    stop: list[asyncio.Event] = []
+
+    async def serve() -> None:
+        stop.append(asyncio.Event())
+        async with await Workspace.init(root) as workspace:
+            install_test_key(workspace)
+            await add_all(workspace)
+            node = Node(workspace, NodeConfig(server=SERVER))
+            async with running(workspace, SERVER, mounts=[query_api_mount(node)]) as server:
+                holder.append(Served(server.url, root, asyncio.get_running_loop(), node))
+                ready.set()
+                await stop[0].wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(serve())
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=run, name="query-api-node")
+    thread.start()
+    ready.wait(120)
+    assert holder, "the test node did not start"
+    try:
+        yield holder[0]
+    finally:
+        holder[0].loop.call_soon_threadsafe(stop[0].set)
+        thread.join(60)
