@@ -15,8 +15,8 @@ this follows that crate's code (not its README where they differ):
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
   reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
 
-Given an executor, a digest SHA3s its leaf columns' records side by side on the executor's
-threads, each column's in order (``lanes``), while the caller goes on decoding and encoding;
+Given an executor, a digest encodes and SHA3s its leaf columns' records side by side on the
+executor's threads, each column's blocks in order (``lanes``), while the caller goes on decoding;
 ``finalize`` waits for them.
 """
 
