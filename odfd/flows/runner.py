@@ -21,6 +21,7 @@ from typing import Any, Protocol
 from odfd.app.resource_types import FLOW
 from odfd.app.resources import CONDITION_BASE
 from odfd.errors import OdfdError
+from odfd.flows.payload import RunContext
 from odfd.flows.spec import EventTrigger, FlowSpec, FlowSpecError, ScheduleTrigger, Task
 from protocol.errors import OdfError
 from storage.catalog.flow_runs import FlowRunTable
@@ -35,7 +36,14 @@ FAILING = CONDITION_BASE + "Failing"
 class TaskExecutor(Protocol):
     """Runs one task of a flow for the datasets it targets (those named by ``datasets``)."""
 
-    async def run(self, task: Task, datasets: list[str], event: dict[str, Any] | None) -> None: ...
+    async def run(
+        self,
+        task: Task,
+        datasets: list[str],
+        event: dict[str, Any] | None,
+        *,
+        context: RunContext | None = None,
+    ) -> None: ...
 
 
 class TargetLister(Protocol):
@@ -184,8 +192,9 @@ class FlowRunner:
         try:
             datasets = sorted(events) if events else await self.targets.datasets(spec)
             event = None if not events else next(iter(events.values()))
+            context = RunContext(record.id, record.name, run_id, trigger, event, tuple(datasets))
             for task in spec.tasks:
-                await self.executor.run(task, datasets, event)
+                await self.executor.run(task, datasets, event, context=context)
         except (OdfdError, OdfError, OSError) as err:
             error = f"{type(err).__name__}: {err}"
         finished_at = self.clock()

@@ -16,6 +16,7 @@ from odfd.app.selectors import Selector, check_label_filter
 from odfd.config import parse_duration
 from odfd.errors import ManifestError, OdfdError
 from odfd.flows.cron import CronError, CronSchedule
+from odfd.flows.payload import Payload, PayloadError
 
 DATASET_REF_UPDATED = "dataset.ref.updated"
 TASK_KINDS = ("Ingest", "Compaction", "GarbageCollection", "WebhookCall")
@@ -134,4 +135,10 @@ def _task(value: dict[str, Any], where: str) -> Task:
     target = value.get("target", value.get("source"))
     if isinstance(target, dict):
         target = target.get("name")
-    return Task(str(kind), dict(value.get("params") or {}), target, value.get("payload"))
+    payload = value.get("payload")
+    if payload is not None:
+        try:
+            Payload.parse(str(payload), f"{where}.payload")
+        except PayloadError as err:
+            raise FlowSpecError("invalid-payload", str(err)) from None
+    return Task(str(kind), dict(value.get("params") or {}), target, payload)
