@@ -55,7 +55,8 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
     check_version(request)
-    if not state.is_push_token(request):
+    actor = await state.pusher(request)
+    if actor is None:
         raise web.HTTPUnauthorized(
             text="pushing needs a valid bearer token (Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},

@@ -104,8 +104,20 @@ class ServerState:
         self.uploads[session_id] = UploadSession(dataset)
         return session_id
 
-    def is_push_token(self, request: web.Request) -> bool:
-        return bearer_token(request) in self.config.push_tokens
+    async def pusher(self, request: web.Request) -> str | None:
+        """The account a push is done as: the built-in account for a ``push_tokens`` token, an
+        administrator for a token issued to one (``odfd login`` as it); None: not allowed. (Who
+        else may push to which dataset is the authorization decision's to say.)"""
+        from odfd.app.accounts import token_account
+        from odfd.app.resources import DEFAULT_ACCOUNT
+
+        token = bearer_token(request)
+        if token is None:
+            return None
+        if token in self.config.push_tokens:
+            return str(DEFAULT_ACCOUNT)
+        account = await token_account(self.workspace, token)
+        return account.name if account is not None and account.is_admin else None
 
 
 def bearer_token(request: web.Request) -> str | None:
