@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import json
 import signal
 import stat
 import subprocess
@@ -116,6 +117,15 @@ def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
 
     code, _, err = run(capsys, "push", DATASET, url + DATASET, *ws)
     assert code == 0, err
+    code, out, err = run(capsys, "log", DATASET, "--who", "--root", str(remote[0]))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 6 and all("[admin by push via http, " in line for line in lines)
+    trail = json.loads(
+        run(capsys, "log", DATASET, "--writes", "-o", "json", "--root", str(remote[0]))[1]
+    )
+    assert [(w["action"], w["account"], w["via"]) for w in trail] == [("push", "admin", "http")]
+    assert trail[0]["oldHead"] is None and trail[0]["newHead"].endswith(lines[0].split()[3])
 
     other = tmp_path / "node-c"
     assert run(capsys, "-q", "init", "--root", str(other))[0] == 0

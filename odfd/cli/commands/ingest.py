@@ -11,6 +11,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.write_log import local_actor, record_write
 from odfd.cli import terminal
 from odfd.cli.status_line import working
 from odfd.cli.workspace_args import add_root_argument, run_in_node
@@ -79,6 +80,15 @@ def _ingest(args: argparse.Namespace) -> int:
             if outcome.up_to_date:
                 terminal.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
             else:
+                await record_write(
+                    workspace,
+                    local_actor(),
+                    "ingest",
+                    outcome.dataset,
+                    dataset_id=dataset.id,
+                    old_head=outcome.old_head,
+                    new_head=outcome.new_head,
+                )
                 terminal.info(
                     f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}"
                 )
