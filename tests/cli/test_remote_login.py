@@ -19,13 +19,17 @@ import pytest
 from odfd.app.accounts import add_account, set_password
 from odfd.app.login_store import tokens_by_url
 from odfd.app.node import open_node
+from odfd.config import ServerConfig
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import node_url, parse_remote
+from protocol.identity import DatasetAliasPattern
 from tests.cli.helpers import MANIFESTS, run
+from tests.cli.test_sql_proof import serving, workspace_with_nums
 
 ADMIN_PASSWORD = "a long admin passphrase"
 ALICE_PASSWORD = "alice's own passphrase"
 DATASET = "test.root.url-csv"
+READ_TOKEN = "a-read-token-of-the-served-node"
 
 
 @pytest.fixture(scope="module")
@@ -182,3 +186,34 @@ def test_a_kept_token_goes_to_its_own_node_only() -> None:
     assert parse_remote("https://node.example:8080/ds", settings).token is None  # type: ignore[attr-defined]
     given = parse_remote("http://node.example:8080/ds", settings, token="explicit")
     assert given.token == "explicit"  # type: ignore[attr-defined]
+
+
+def test_sql_remote_sends_the_kept_token_to_the_query_api(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private dataset answers ``odfd sql --remote`` only while a login with a read token of
+    that node is kept."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    served = tmp_path / "served"
+    asyncio.run(workspace_with_nums(served))
+    client = tmp_path / "client"
+    assert run(capsys, "-q", "init", "--root", str(client))[0] == 0
+    config = ServerConfig(
+        address="127.0.0.1",
+        port=0,
+        private=(DatasetAliasPattern.parse("nums"),),
+        read_tokens=frozenset({READ_TOKEN}),
+    )
+    query = ("sql", "-c", "SELECT value FROM nums ORDER BY value", "-o", "json")
+    with serving(served, config) as url:
+        code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code != 0 and "nums" in err
+        monkeypatch.setattr(sys, "stdin", io.StringIO(READ_TOKEN + "\n"))
+        code, _, err = run(capsys, "login", url, "--token-stdin", "--root", str(client))
+        assert code == 0, err
+        code, out, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code == 0, err
+        assert json.loads(out) == [{"value": 1}, {"value": 2}, {"value": 3}]
+        assert run(capsys, "logout", url, "--root", str(client))[0] == 0
+        code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code != 0 and "nums" in err

@@ -100,7 +100,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--remote",
         metavar="URL",
-        help="with --verify: have the node at URL re-execute the query (its /verify) instead",
+        help="run the query on the node at URL (its query API, with the token `odfd login` "
+        "kept for it); with --verify: have that node re-execute the answer (its /verify)",
     )
     sql_server.add_arguments(parser)
     add_root_argument(parser)
@@ -126,8 +127,6 @@ def _sql(args: argparse.Namespace) -> int:
     given = [q for q in (args.query, args.command) if q is not None]
     if args.verify is not None:
         return _verify(args, given)
-    if args.remote is not None:
-        raise SqlArgumentError("--remote URL goes with --verify FILE")
     if len(given) + (args.script is not None) > 1:
         raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
     check_output_args(args.output, args.output_path)
@@ -143,6 +142,8 @@ def _sql(args: argparse.Namespace) -> int:
     if statements is not None and len(statements) > 1 and args.output_path is not None:
         raise SqlArgumentError("--output-path takes the result of a single statement")
     _check_proof_args(args, statements)
+    if args.remote is not None:
+        return _remote(args, statements)
 
     async def run(node: Node) -> int:
         block, time = await pinned_at(node, args.as_of)
@@ -158,6 +159,25 @@ def _sql(args: argparse.Namespace) -> int:
         return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
+
+
+def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
+    """``--remote URL``: each statement answered by that node's query API."""
+    if statements is None:
+        raise SqlArgumentError("--remote URL runs a query given as QUERY, -c, --script or stdin")
+    if args.proof or args.as_of is not None or args.engine != DEFAULT_ENGINE:
+        raise SqlArgumentError("--remote URL takes no --proof, --as-of or --engine")
+
+    async def run(node: Node) -> int:
+        from odfd.app.remote_query import query_remote
+
+        for statement in statements:
+            write_result(
+                await query_remote(node, args.remote, statement), args.output, args.output_path
+            )
+        return 0
+
+    return run_in_node(args, run, check_storage=False)
 
 
 async def _shell(
