@@ -114,7 +114,8 @@ class SimpleHttpTransport:
         )
 
     async def list_datasets(self) -> list[Listed]:
-        """The node's JSON listing at the base URL."""
+        """The node's JSON listing at the base URL (with the token: private datasets are
+        listed only for a token that may read them)."""
         import aiohttp
 
         base = self.http_base
@@ -123,7 +124,7 @@ class SimpleHttpTransport:
                 aiohttp.ClientSession(
                     timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
                 ) as session,
-                session.get(base) as response,
+                session.get(base, headers=self.headers()) as response,
             ):
                 if response.status != 200:
                     raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")
