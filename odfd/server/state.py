@@ -63,16 +63,19 @@ class ServerState:
     def is_admin(self, request: web.Request) -> bool:
         return self.config.is_admin(bearer_token(request))
 
-    async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
+    async def find(
+        self, path: str, request: web.Request | None = None, *, signed: bool = False
+    ) -> DatasetRecord | None:
         """``None`` when nothing has that name (or it is private and ``request`` has no token that
-        may read it); a withheld dataset is refused (403) with the reason, so clients report why
-        instead of "not found"."""
+        may read it, unless ``signed``: the caller checked a URL this server signed for it); a
+        withheld dataset is refused (403) with the reason, so clients report why instead of
+        "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self._resolve(ref)
-        if record is not None and not self.visible(record, request):
+        if record is not None and not signed and not self.visible(record, request):
             return None
         if record is not None and record.id in self.withheld:
             raise web.HTTPForbidden(

@@ -188,11 +188,11 @@ def test_a_kept_token_goes_to_its_own_node_only() -> None:
     assert given.token == "explicit"  # type: ignore[attr-defined]
 
 
-def test_sql_remote_and_search_send_the_kept_token(
+def test_sql_remote_search_and_pull_send_the_kept_token(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A private dataset answers ``odfd sql --remote`` and is found by ``odfd search`` only while
-    a login with a read token of that node is kept."""
+    """A private dataset answers ``odfd sql --remote``, is found by ``odfd search`` and can be
+    pulled only while a login with a read token of that node is kept."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     served = tmp_path / "served"
     asyncio.run(workspace_with_nums(served))
@@ -211,6 +211,9 @@ def test_sql_remote_and_search_send_the_kept_token(
         code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
         assert code != 0 and "nums" in err
         assert json.loads(run(capsys, *search)[1]) == []
+        pull = ("pull", url + "nums", "--as", "copy", "--root", str(client))
+        code, _, err = run(capsys, *pull)
+        assert code != 0 and "nums" in err
         monkeypatch.setattr(sys, "stdin", io.StringIO(READ_TOKEN + "\n"))
         code, _, err = run(capsys, "login", url, "--token-stdin", "--root", str(client))
         assert code == 0, err
@@ -218,6 +221,19 @@ def test_sql_remote_and_search_send_the_kept_token(
         assert code == 0, err
         assert json.loads(out) == [{"value": 1}, {"value": 2}, {"value": 3}]
         assert [hit["alias"] for hit in json.loads(run(capsys, *search)[1])] == ["nums"]
+        code, _, err = run(capsys, *pull)
+        assert code == 0, err
+        code, out, err = run(
+            capsys,
+            "sql",
+            "-c",
+            "SELECT sum(value) AS s FROM copy",
+            "-o",
+            "json",
+            "--root",
+            str(client),
+        )
+        assert code == 0 and json.loads(out) == [{"s": 6}], err
         assert run(capsys, "logout", url, "--root", str(client))[0] == 0
         code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
         assert code != 0 and "nums" in err
