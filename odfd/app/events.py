@@ -6,7 +6,9 @@ log or stream them. Events are frozen dataclasses of plain values, so each has a
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 
@@ -25,6 +27,30 @@ class EventSink(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
+@dataclass(frozen=True, slots=True)
+class Working(Event):
+    """Long work began (``label`` says what) or, with ``label`` ``None``, ended: a caller on a
+    terminal may show a status line meanwhile (the CLI's ``working``)."""
+
+    name: ClassVar[str] = "working"
+    label: str | None
+
+
+def announcing(sink: EventSink) -> Callable[[str], AbstractAsyncContextManager[None]]:
+    """An ``around`` for use cases that reports the work it wraps to ``sink`` as ``Working``
+    events (for a caller that shows them elsewhere, such as a daemon's thin client)."""
+
+    @asynccontextmanager
+    async def around(label: str) -> AsyncIterator[None]:
+        sink.emit(Working(label))
+        try:
+            yield
+        finally:
+            sink.emit(Working(None))
+
+    return around
+
+
 class NoEvents:
     """A sink that drops every event (callers that only want the result)."""
 
@@ -35,3 +61,13 @@ class NoEvents:
 Confirm = Callable[[str], None]
 """Asked before a destructive step with the question; returns when the user agreed, raises
 otherwise (the CLI asks on a terminal or takes ``-y``)."""
+
+
+def event_from_json(data: Mapping[str, Any], kinds: Iterable[type[Event]]) -> Event:
+    """The event ``to_json`` gave, one of ``kinds`` (``ValueError`` for anything else)."""
+    by_name = {kind.name: kind for kind in kinds}
+    kind = by_name.get(data.get("event"))  # type: ignore[arg-type]  # a missing name finds none
+    if kind is None:
+        raise ValueError(f"unknown event {data.get('event')!r}")
+    fields = dataclasses.fields(kind)  # type: ignore[arg-type]  # events are dataclasses
+    return kind(**{spec.name: data[spec.name] for spec in fields})

@@ -29,3 +29,27 @@ def describe_os_error(err: OSError) -> str:
     hint = _HINTS.get(err.errno or 0)
     text = f"{where}: {reason}" if where is not None else reason
     return f"{text} ({hint})" if hint else text
+
+
+#: Packages whose exceptions are an engine's failure (shown as one line, not a traceback).
+ENGINE_PACKAGES = ("pyspark", "py4j", "grpc")
+
+
+def describe_failure(err: Exception) -> tuple[str | None, int]:
+    """A use case's failure as the CLI reports it: the one-line message and the exit code;
+    ``None`` for a bug, which keeps its traceback."""
+    from protocol.errors import OdfError
+
+    if isinstance(err, OdfError):
+        return str(err), getattr(err, "exit_code", 1)
+    if isinstance(err, OSError):
+        return describe_os_error(err), 1
+    if type(err).__module__.startswith(ENGINE_PACKAGES):
+        # A Spark failure odfd did not turn into one of its own errors: still one line.
+        return f"Spark failed: {_first_line(err)}", 1
+    return None, 1
+
+
+def _first_line(err: BaseException) -> str:
+    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+    return lines[0] if lines else type(err).__name__

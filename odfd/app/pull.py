@@ -11,13 +11,18 @@ is imported only when a pull really replicates.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from odfd.app.events import Event, EventSink
+from odfd.app.forwarding import Request
 from odfd.app.write_log import Actor, local_actor, record_write
+from odfd.errors import OdfdError
 from odfd.sync.did_names import is_did
+from odfd.sync.errors import SyncError
 from odfd.sync.repos import expand
 from odfd.sync.transport.url import looks_like_url
 from protocol.errors import ParseError
@@ -68,6 +73,148 @@ class Replicated(Event):
     description: str
     trust: str
     trust_note: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Pulled(Event):
+    """One dataset brought up to date from its own source (or found so already)."""
+
+    name: ClassVar[str] = "pulled"
+    alias: str
+    updated: bool
+    message: str
+
+
+EVENTS: tuple[type[Event], ...] = (PullRetrying, DerivativeReset, Recovered, Replicated, Pulled)
+
+
+class PullArgumentError(OdfdError):
+    """The request's options contradict each other."""
+
+    exit_code = 2  # an argument error, as argparse's own
+
+
+@dataclass(frozen=True, slots=True)
+class PullRequest(Request):
+    """``odfd pull``: which datasets, how from their sources, and how from remotes."""
+
+    command: ClassVar[str] = "pull"
+    datasets: tuple[str, ...] = ()
+    """Aliases or ids, remote URLs, or ``REPO/NAME`` of named repositories."""
+    all: bool = False
+    recursive: bool = False
+    fetch_uncacheable: bool = False
+    set_watermark: str | None = None
+    """RFC 3339: advance a root dataset's watermark instead of ingesting."""
+    reset_diverged: bool = False
+    as_alias: str | None = None
+    force: bool = False
+    allow_unsigned: bool = False
+    token: str | None = None
+    protocol: str = "auto"
+    parallel: int = 8
+    connect_timeout: float | None = None
+    first_byte_timeout: float | None = None
+    min_rate: int | None = None
+    timeout: float | None = None
+
+    def check(self) -> None:
+        """Argument errors found before anything runs."""
+        if bool(self.datasets) == self.all:
+            raise SyncError("name the datasets to pull, or pass --all (not both)")
+
+
+Around = Callable[[str], AbstractAsyncContextManager[object]]
+"""Wraps a local pull's work, given a label (the CLI's status line)."""
+
+
+async def pull(
+    node: Node,
+    request: PullRequest,
+    sink: EventSink,
+    *,
+    around: Around | None = None,
+    progress: Callable[[str], Progress] | None = None,
+) -> None:
+    """Brings the datasets up to date: replicas from their remotes, the others from their own
+    sources (``all``: replicas first, then everything else upstream first)."""
+    request.check()
+    if request.all:
+        replicated, local = await split_for_all(node)
+        if replicated:
+            refs = [str(r.id) for r in replicated]
+            await _replicate(node, request, refs, sink, progress)
+        if local:
+            await _local(node, request, [str(r.id) for r in local], True, sink, around)
+        return
+    refs = [await expanded(node, ref) for ref in request.datasets]
+    if await is_replication(node, refs, as_alias=request.as_alias, force=request.force):
+        await _replicate(node, request, refs, sink, progress)
+    else:
+        await _local(node, request, refs, request.recursive, sink, around)
+
+
+async def _local(
+    node: Node,
+    request: PullRequest,
+    refs: list[str],
+    recursive: bool,
+    sink: EventSink,
+    around: Around | None,
+) -> None:
+    from protocol.model import Timestamp
+
+    watermark = request.set_watermark
+    how = LocalPull(
+        recursive=recursive,
+        fetch_uncacheable=request.fetch_uncacheable,
+        watermark=None if watermark is None else Timestamp.parse_rfc3339(watermark),
+        reset_diverged=request.reset_diverged,
+    )
+    async with nullcontext() if around is None else around(f"pull {', '.join(refs)}"):
+        outcomes = await pull_local(node, refs, how, sink)
+    for outcome in outcomes:
+        sink.emit(Pulled(outcome.dataset, outcome.updated, outcome.message))
+
+
+async def _replicate(
+    node: Node,
+    request: PullRequest,
+    refs: list[str],
+    sink: EventSink,
+    progress: Callable[[str], Progress] | None,
+) -> None:
+    options = pull_options(node, request)
+    if request.as_alias is not None and len(refs) != 1:
+        raise PullArgumentError("--as names one dataset: give exactly one URL")
+    await replicate(node, refs, options, as_alias=request.as_alias, sink=sink, progress=progress)
+
+
+def pull_options(node: Node, request: PullRequest) -> PullOptions:
+    """The request's options, time-outs defaulting to the node's transport settings."""
+    from odfd.sync.pull import PullOptions
+
+    transport = node.transport
+    limits = transport.limits
+    changes: dict[str, Any] = {
+        "connect": request.connect_timeout,
+        "first_byte": request.first_byte_timeout,
+        "min_rate": request.min_rate,
+    }
+    limits = dataclasses.replace(limits, **{k: v for k, v in changes.items() if v is not None})
+    if limits.min_rate < 0:
+        raise SyncError("--min-rate must be 0 or more bytes per second")
+    return PullOptions(
+        force=request.force,
+        parallel=request.parallel,
+        token=request.token,
+        protocol=request.protocol,
+        limits=limits,
+        operation_timeout=(
+            request.timeout if request.timeout is not None else transport.operation_timeout
+        ),
+        allow_unsigned=request.allow_unsigned,
+    )
 
 
 @dataclass(frozen=True, slots=True)

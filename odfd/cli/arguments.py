@@ -24,3 +24,13 @@ def _int_at_least(text: str, least: int, rule: str) -> int:
     if value < least:
         raise argparse.ArgumentTypeError(f"{rule}, got {value}")
     return value
+
+
+def parse_rfc3339(text: str) -> str:
+    """An RFC 3339 time, checked and kept as text (a request carries it so); named as
+    ``Timestamp.parse_rfc3339`` is, since argparse's message names the function. The time model
+    is imported only when such an option is given."""
+    from protocol.model import Timestamp
+
+    Timestamp.parse_rfc3339(text)
+    return text

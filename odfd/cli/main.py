@@ -14,13 +14,12 @@ import importlib
 import os
 import sys
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
-from odfd.app.failures import describe_os_error
-from odfd.app.forwarding import FORWARDED
+from odfd.app.failures import describe_failure
+from odfd.app.forwarding import FORWARDED, serves_here
 from odfd.cli import global_options, terminal
 from odfd.cli.workspace_args import add_root_argument
-from protocol.errors import OdfError
 
 #: Command name -> (module under ``odfd.cli.commands`` exposing ``register(subparsers)``, summary).
 #: A command's handler is stored as ``func`` on its parser and returns the exit code.
@@ -124,36 +123,13 @@ def _command_in(argv: Sequence[str]) -> str | None:
     return None
 
 
-_ENGINE_PACKAGES = ("pyspark", "py4j", "grpc")
-
-
-def _first_line(err: BaseException) -> str:
-    lines = [line.strip() for line in str(err).splitlines() if line.strip()]
-    return lines[0] if lines else type(err).__name__
-
-
-def main(
-    argv: Sequence[str] | None = None,
-    *,
-    forward: bool = True,
-    prepare: Callable[[argparse.Namespace], None] | None = None,
-) -> int:
+def main(argv: Sequence[str] | None = None) -> int:
     """Runs ``odfd ARGV``. An engine command goes to the workspace's daemon when one runs it
-    (``odfd.cli.via_daemon``; not with ``forward=False``, which is how the daemon itself calls
-    this); ``prepare`` sees the parsed arguments before the command runs (the daemon makes the
-    client's relative paths absolute there)."""
+    (``odfd.cli.via_daemon``): parsed here into its request, run there, rendered here."""
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
-    if forward and command in FORWARDED:
-        from odfd.cli import via_daemon
-
-        code = via_daemon.run(argv, command)
-        if code is not None:
-            return code
     parser = build_parser(command) if command is not None else build_parser("")
     args = parser.parse_args(argv)
-    if prepare is not None:
-        prepare(args)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     terminal.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
     from odfd.config import unknown_environment  # not for `--help`, which ends in parse_args
@@ -164,42 +140,28 @@ def main(
             + (f" (did you mean {guess}?)" if guess else "")
         )
     try:
+        if command in FORWARDED and not serves_here(command, argv):
+            from odfd.cli import via_daemon
+
+            code = via_daemon.run(args, argv, verbose=verbose)
+            if code is not None:
+                return code
         return int(args.func(args) or 0)
-    except OdfError as err:
-        if verbose:
-            import traceback
-
-            traceback.print_exception(err, file=sys.stderr)
-        terminal.error(str(err))
-        return getattr(err, "exit_code", 1)
-    except OSError as err:
-        if isinstance(err, BrokenPipeError):
-            return 141
-        if verbose:
-            import traceback
-
-            traceback.print_exception(err, file=sys.stderr)
-        terminal.error(describe_os_error(err))
-        return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        return 141
     except Exception as err:
-        if not type(err).__module__.startswith(_ENGINE_PACKAGES):
-            raise
-        # A Spark failure odfd did not turn into one of its own errors: still one line.
+        message, code = describe_failure(err)
+        if message is None:
+            raise  # a bug: its traceback
         if verbose:
             import traceback
 
             traceback.print_exception(err, file=sys.stderr)
-        terminal.error(f"Spark failed: {_first_line(err)}")
-        return 1
-
-
-def warm_up(commands: frozenset[str]) -> None:
-    """Imports what running ``commands`` needs (a daemon does this once, for its clients)."""
-    for command in sorted(commands):
-        build_parser(command)
+        terminal.error(message)
+        return code
 
 
 def quiet_dependency_warnings() -> None:

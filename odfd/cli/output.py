@@ -1,6 +1,6 @@
 """One output convention for every command that prints records: ``-o/--output-format`` with the
 same names everywhere — ``table`` (aligned columns for people), ``csv``, ``json`` (one array),
-``ndjson`` (one object a line), ``yaml`` — and ``parquet`` for data (``odfd.cli.data_output``).
+``ndjson`` (one object a line), ``yaml`` — and ``parquet`` for data (``odfd.app.result_formats``).
 
 Results go to stdout; status lines go to stderr (``odfd.cli.terminal``), so piping a result into
 another program never mixes the two.

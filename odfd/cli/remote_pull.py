@@ -1,24 +1,18 @@
-"""The replication branch of ``odfd pull``: ``odfd pull URL [--as ALIAS]`` and ``odfd pull
-DATASET`` for a dataset that was pulled from a remote. ``odfd.cli.commands.pull`` adds these
-options and hands such pulls here. The replication code (aiohttp, the IPFS client) is imported
-only when a pull really replicates, so a local pull does not pay for it at start-up."""
+"""The remote options of ``odfd pull`` (``--as``, ``--force``, time-outs, ...) and how a pull's
+events are printed. What a pull does is ``odfd.app.pull``; the replication code (aiohttp, the
+IPFS client) is imported only when a pull really replicates."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import os
-import sys
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
 from odfd.config import parse_duration
-from odfd.sync.errors import SyncError
 
 if TYPE_CHECKING:
     from odfd.app.events import Event
-    from odfd.app.node import Node
-    from odfd.sync.pull import PullOptions
 
 TOKEN_ENV = "ODFD_TOKEN"
 
@@ -91,45 +85,6 @@ def _duration(text: str) -> float:
     return seconds
 
 
-def pull_options(node: Node, args: argparse.Namespace) -> PullOptions:
-    """The options of ``args``, time-outs defaulting to the node's transport settings."""
-    from odfd.sync.pull import PullOptions
-
-    transport = node.transport
-    limits = transport.limits
-    changes = {
-        "connect": args.connect_timeout,
-        "first_byte": args.first_byte_timeout,
-        "min_rate": args.min_rate,
-    }
-    limits = dataclasses.replace(limits, **{k: v for k, v in changes.items() if v is not None})
-    if limits.min_rate < 0:
-        raise SyncError("--min-rate must be 0 or more bytes per second")
-    return PullOptions(
-        force=args.force,
-        parallel=args.parallel,
-        token=args.token,
-        protocol=args.protocol,
-        limits=limits,
-        operation_timeout=args.timeout if args.timeout is not None else transport.operation_timeout,
-        allow_unsigned=args.allow_unsigned,
-    )
-
-
-async def run(node: Node, args: argparse.Namespace) -> int:
-    from odfd.app.pull import replicate
-    from odfd.sync.progress import Progress
-
-    options = pull_options(node, args)
-    if args.as_alias is not None and len(args.datasets) != 1:
-        print("error: --as names one dataset: give exactly one URL", file=sys.stderr)
-        return 2
-    await replicate(
-        node, args.datasets, options, as_alias=args.as_alias, sink=Printer(), progress=Progress
-    )
-    return 0
-
-
 class Printer:
     """A pull's events as status lines."""
 
@@ -151,6 +106,9 @@ class Printer:
                     f"Retrying: {alias}: another write moved its head to {head} first; "
                     "pulling again on top of it"
                 )
+            case pull.Pulled() as done:
+                verb = "Updated" if done.updated else "Skipped"
+                terminal.info(f"{verb}: {done.alias}: {done.message}")
             case pull.DerivativeReset(alias=alias):
                 terminal.info(
                     f"Reset: {alias}: an input's history was rewritten, so its data was "

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
+import threading
 import time
 from collections.abc import AsyncIterator
 from typing import TextIO
@@ -26,20 +27,14 @@ _SPINNER = "|/-\\"
 async def working(label: str, stream: TextIO | None = None) -> AsyncIterator[None]:
     """While the body runs, ``label · 12s`` on ``stream`` (stderr by default) if it is a terminal."""
     out = sys.stderr if stream is None else stream
-    if terminal.is_quiet() or isinstance(progress_for(out), NoProgress):
+    if not _shown(out):
         yield
         return
-    width = 0
+    line = _Line(out, label)
 
     async def redraw() -> None:
-        nonlocal width
-        started = time.monotonic()
         for tick in range(sys.maxsize):
-            elapsed = format_duration(time.monotonic() - started)
-            text = f"{_SPINNER[tick % len(_SPINNER)]} {label} · {elapsed}"
-            out.write("\r" + text + " " * max(width - len(text), 0))
-            out.flush()
-            width = len(text)
+            line.draw(tick)
             await asyncio.sleep(REDRAW_SECONDS)
 
     task = asyncio.create_task(redraw())
@@ -49,5 +44,63 @@ async def working(label: str, stream: TextIO | None = None) -> AsyncIterator[Non
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await task
-        out.write("\r" + " " * width + "\r")
-        out.flush()
+        line.clear()
+
+
+class StatusLine:
+    """``working``'s line for a caller without an event loop: drawn by a thread between
+    ``start`` and ``stop`` (a thin client showing the work its daemon reports)."""
+
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self._out = sys.stderr if stream is None else stream
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, label: str) -> None:
+        self.stop()
+        if not _shown(self._out):
+            return
+        line, stop = _Line(self._out, label), threading.Event()
+
+        def redraw() -> None:
+            tick = 0
+            while not stop.is_set():
+                line.draw(tick)
+                tick += 1
+                stop.wait(REDRAW_SECONDS)
+            line.clear()
+
+        self._stop = stop
+        self._thread = threading.Thread(target=redraw, name="odfd-status-line", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Clears the line (if one is drawn); returns once it is gone."""
+        if self._stop is not None and self._thread is not None:
+            self._stop.set()
+            self._thread.join()
+        self._stop = self._thread = None
+
+
+def _shown(out: TextIO) -> bool:
+    return not terminal.is_quiet() and not isinstance(progress_for(out), NoProgress)
+
+
+class _Line:
+    """One status line: ``label · elapsed`` behind a spinner, redrawn in place."""
+
+    def __init__(self, out: TextIO, label: str) -> None:
+        self.out, self.label = out, label
+        self.started = time.monotonic()
+        self.width = 0
+
+    def draw(self, tick: int) -> None:
+        elapsed = format_duration(time.monotonic() - self.started)
+        text = f"{_SPINNER[tick % len(_SPINNER)]} {self.label} · {elapsed}"
+        self.out.write("\r" + text + " " * max(self.width - len(text), 0))
+        self.out.flush()
+        self.width = len(text)
+
+    def clear(self) -> None:
+        self.out.write("\r" + " " * self.width + "\r")
+        self.out.flush()

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sys
-from contextvars import ContextVar
 
 QUIET, NORMAL, VERBOSE = 0, 1, 2
 
@@ -28,25 +27,16 @@ class _Settings:
 
 
 _settings = _Settings()
-"""The process's settings, set by a command run on the main thread."""
-#: A command run on another thread (a daemon runs several clients' commands at once, see
-#: ``odfd.daemon.commands``) keeps its own, seen by its tasks and ``asyncio.to_thread`` calls.
-_in_context: ContextVar[_Settings | None] = ContextVar("odfd_console", default=None)
+"""The process's settings, set by the command it runs."""
 
 
 def configure(*, quiet: bool = False, verbose: bool = False, no_color: bool = False) -> None:
-    import threading  # not at import: `odfd --help` configures nothing
-
-    settings = _Settings(QUIET if quiet else VERBOSE if verbose else NORMAL)
-    settings.color = False if no_color else None
-    if threading.current_thread() is threading.main_thread():
-        _settings.level, _settings.color = settings.level, settings.color
-    else:
-        _in_context.set(settings)
+    _settings.level = QUIET if quiet else VERBOSE if verbose else NORMAL
+    _settings.color = False if no_color else None
 
 
 def _current() -> _Settings:
-    return _in_context.get() or _settings
+    return _settings
 
 
 def is_quiet() -> bool:

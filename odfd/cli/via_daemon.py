@@ -2,23 +2,25 @@
 
 A CLI process that starts Spark (even only as a Spark Connect client) or DataFusion pays seconds
 of imports and session set-up; a running ``odfd daemon`` has paid them already. When the
-workspace's daemon is up, ``odfd ingest|pull|verify|sql|provenance`` send their command line
-(argv, working folder, workspace root, terminal flags and the ``ODFD_*`` environment) over the
-daemon's admin socket (``odfd.daemon.admin``: a Unix socket only the node's user can open); the
-daemon runs the same ``odfd.cli.main.main`` in a worker thread (``odfd.daemon.commands``) and
-streams its stdout and stderr back as frames; this process writes them out and exits with the
-command's code. Ctrl-C asks the daemon to interrupt the command as Ctrl-C would have here.
+workspace's daemon is up, ``odfd ingest|pull|verify|sql|provenance`` parse their command line
+into the command's typed request (``odfd.app.forwarding``; the command module's ``forward``) and
+send it, with the workspace root and the ``ODFD_*`` environment, over the daemon's admin socket
+(``odfd.daemon.admin``: a Unix socket only the node's user can open); the daemon calls the use
+case in its warm process (``odfd.daemon.commands``) and streams its events and result back, which
+the command module's renderer prints as a local run prints them; this process exits with the
+command's code. Ctrl-C asks the daemon to cancel the command (its task and its engine jobs).
 
 Whenever the daemon cannot run a command exactly as this process would (no daemon, another
 version, a different ``ODFD_*`` environment, input from stdin, a full queue), the command runs
 here instead; ``-v`` says why. ``--no-daemon`` or ``ODFD_NO_DAEMON=1`` always run it here.
 
-Imported before any command module, so it imports only the standard library (``http.client``
-over the socket, no aiohttp).
+Imports only the standard library (``http.client`` over the socket, no aiohttp); the requests
+and renderers it is handed import no engine either.
 """
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import http.client
 import json
@@ -31,23 +33,24 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from odfd import __version__
 from odfd.app.forwarding import (
     ACCEPTED,
-    EXIT,
-    FORWARDED,
-    FRAME_HEADER,
+    ERROR,
+    EVENT,
+    INTERRUPTED,
     NO_DAEMON_ENV,
     PROTOCOL,
     REFUSED,
+    RESULT,
     RUN_PATH,
-    STDERR,
-    STDOUT,
+    Request,
     env_difference,
     relevant_env,
-    serves_here,
 )
+from odfd.cli import terminal
 from protocol.errors import OdfError
 
 #: The option that keeps a command in this process (``NO_DAEMON_ENV`` does too).
@@ -73,44 +76,60 @@ def opted_out(argv: Sequence[str], env: Mapping[str, str] = os.environ) -> str |
     return None
 
 
-def run(argv: Sequence[str], command: str) -> int | None:
-    """Runs ``odfd ARGV`` (whose command is ``command``) in the workspace's daemon and returns its
-    exit code, or ``None`` when it must run in this process instead."""
-    if command not in FORWARDED or serves_here(command, argv):
-        return None
-    options = _options(argv)
-    verbose = bool({"-v", "--verbose"} & set(options)) or os.environ.get(
-        "ODFD_VERBOSE", ""
-    ) not in ("", "0")
-    if "-h" in options or "--help" in options:
-        return None  # argparse fits help to this terminal's width
+class Rendering(Protocol):
+    """How a command prints what the daemon answers: the renderer its local run uses."""
+
+    def event(self, data: dict[str, Any]) -> None:
+        """One of the use case's events (its JSON form)."""
+        ...
+
+    def result(self, data: Any) -> int:
+        """The use case's result (its JSON form); returns the exit code."""
+        ...
+
+
+def run(args: argparse.Namespace, argv: Sequence[str], *, verbose: bool) -> int | None:
+    """Runs the parsed command ``args`` (of the command line ``argv``) in the workspace's daemon
+    and returns its exit code, or ``None`` when it must run in this process instead."""
     reason = opted_out(argv)
     if reason is None:
-        try:
-            root = workspace_root(argv)
-            session = _Session.open(root)
-        except OSError as err:
-            reason = f"no daemon answers on this workspace ({err.strerror or err})"
-        except OdfError as err:  # e.g. a bad setting: the command itself reports it
-            reason = f"the workspace's configuration does not load ({err})"
+        forward = args.forward(args)
+        if isinstance(forward, str):
+            reason = forward
         else:
-            try:
-                return session.run(argv, command, root)
-            except KeyboardInterrupt:  # before the daemon took it, or a second Ctrl-C
-                sys.stderr.write("interrupted\n")
-                return 130
-            except _Lost as lost:
-                sys.stderr.write(f"error: {lost}\n")
-                return 1
-            except _Refused as refused:
-                reason = str(refused)
-            except (OSError, http.client.HTTPException) as err:
-                reason = f"the daemon's admin socket failed ({err})"
-            finally:
-                session.close()
+            request, rendering = forward
+            done = _in_daemon(request, rendering, argv)
+            if isinstance(done, int):
+                return done
+            reason = done
     if verbose:
         sys.stderr.write(f"running here, not in the daemon: {reason}\n")
     return None
+
+
+def _in_daemon(request: Request, rendering: Rendering, argv: Sequence[str]) -> int | str:
+    """The command's exit code, or why the daemon did not run it."""
+    try:
+        root = workspace_root(argv)
+        session = _Session.open(root)
+    except OSError as err:
+        return f"no daemon answers on this workspace ({err.strerror or err})"
+    except OdfError as err:  # e.g. a bad setting: the command itself reports it
+        return f"the workspace's configuration does not load ({err})"
+    try:
+        return session.run(request, rendering, root)
+    except KeyboardInterrupt:  # before the daemon took it, or a second Ctrl-C
+        sys.stderr.write("interrupted\n")
+        return 130
+    except _Lost as lost:
+        sys.stderr.write(f"error: {lost}\n")
+        return 1
+    except _Refused as refused:
+        return str(refused)
+    except (OSError, http.client.HTTPException) as err:
+        return f"the daemon's admin socket failed ({err})"
+    finally:
+        session.close()
 
 
 def route(root: Path, argv: Sequence[str] = ()) -> Route:
@@ -233,22 +252,16 @@ class _Session:
     def close(self) -> None:
         self.connection.close()
 
-    def run(self, argv: Sequence[str], command: str, root: Path) -> int:
+    def run(self, request: Request, rendering: Rendering, root: Path) -> int:
         job = secrets.token_hex(16)
         body = {
             "protocol": PROTOCOL,
             "version": __version__,
             "job": job,
-            "command": command,
-            "argv": list(argv),
-            "cwd": os.getcwd(),
+            "command": request.command,
+            "request": request.to_json(),
             "root": str(root),
             "env": relevant_env(os.environ),
-            "tty": {name: _isatty(name) for name in ("stdin", "stdout", "stderr")},
-            "encodings": {
-                name: [getattr(stream, "encoding", None) or "utf-8", stream.errors or "strict"]
-                for name, stream in (("stdout", sys.stdout), ("stderr", sys.stderr))
-            },
         }
         self.connection.request(
             "POST", RUN_PATH, body=json.dumps(body), headers={"Content-Type": "application/json"}
@@ -258,15 +271,15 @@ class _Session:
             raise _Refused(f"the daemon does not run commands (HTTP {response.status})")
         if self.connection.sock is not None:
             self.connection.sock.settimeout(None)  # the command may run for hours
-        kind, payload = self._frame(response)
-        if kind == REFUSED:
-            raise _Refused(payload.decode())
-        if kind != ACCEPTED:
-            raise _Refused(f"the daemon answered with an unknown frame {kind!r}")
+        first = self._frame(response)
+        if first["frame"] == REFUSED:
+            raise _Refused(str(first.get("reason")))
+        if first["frame"] != ACCEPTED:
+            raise _Refused(f"the daemon answered with an unknown frame {first['frame']!r}")
         with self._ctrl_c_cancels(job):
             try:
-                return self._relay(response)
-            except (OSError, http.client.HTTPException) as err:
+                return self._relay(response, rendering)
+            except (OSError, http.client.HTTPException, ValueError) as err:
                 raise _Lost(f"lost the daemon while it ran the command ({err})") from None
 
     @contextlib.contextmanager
@@ -293,28 +306,28 @@ class _Session:
             signal.signal(signal.SIGINT, previous)
 
     @staticmethod
-    def _frame(response: http.client.HTTPResponse) -> tuple[bytes, bytes]:
-        header = response.read(FRAME_HEADER.size)
-        if len(header) < FRAME_HEADER.size:
+    def _frame(response: http.client.HTTPResponse) -> dict[str, Any]:
+        line = response.readline()
+        if not line.endswith(b"\n"):
             raise ConnectionError("the daemon closed the connection")
-        kind, size = FRAME_HEADER.unpack(header)
-        payload = response.read(size) if size else b""
-        if len(payload) < size:
-            raise ConnectionError("the daemon closed the connection")
-        return kind, payload
+        frame = json.loads(line)
+        if not isinstance(frame, dict) or "frame" not in frame:
+            raise ValueError(f"not a frame: {line[:80]!r}")
+        return frame
 
-    def _relay(self, response: http.client.HTTPResponse) -> int:
-        out, err = sys.stdout.buffer, sys.stderr.buffer
+    def _relay(self, response: http.client.HTTPResponse, rendering: Rendering) -> int:
         while True:
-            kind, payload = self._frame(response)
-            if kind == STDOUT:
-                out.write(payload)
-                out.flush()
-            elif kind == STDERR:
-                err.write(payload)
-                err.flush()
-            elif kind == EXIT:
-                return int(payload)
+            frame = self._frame(response)
+            kind = frame["frame"]
+            if kind == EVENT:
+                rendering.event(frame["event"])
+            elif kind == RESULT:
+                return rendering.result(frame.get("result"))
+            elif kind == ERROR:
+                return _report(frame)
+            elif kind == INTERRUPTED:
+                sys.stderr.write("interrupted\n")
+                return 130
 
     def _cancel(self, job: str) -> None:
         try:
@@ -327,7 +340,12 @@ class _Session:
             raise KeyboardInterrupt from None
 
 
-def _isatty(name: str) -> bool:
-    stream = getattr(sys, name)
-    isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty())
+def _report(frame: dict[str, Any]) -> int:
+    """A failed command's error as a local run prints it: one line (with the traceback first
+    under ``-v``), or the traceback of a bug."""
+    message = frame.get("message")
+    if message is None or terminal.is_verbose():
+        sys.stderr.write(str(frame.get("traceback", "")))
+    if message is not None:
+        terminal.error(str(message))
+    return int(frame.get("exitCode", 1))

@@ -1,62 +1,64 @@
-"""CLI commands run by the daemon for a thin ``odfd`` client (``odfd.cli.via_daemon``).
+"""Commands run by the daemon for a thin ``odfd`` client (``odfd.cli.via_daemon``).
 
-``POST /run`` on the admin socket carries a command line; a worker thread of this process runs
-the same ``odfd.cli.main.main`` the CLI would, against the daemon's warm engine session, while
-the handler streams what it prints back as frames. Nothing is shared with the command but the
-process: it opens its own ``Workspace`` (its own flocks and staging folder, so it meets the
-daemon's own syncs and audits exactly as a second CLI process would), and its stdout, stderr,
-stdin and console settings are its own (``sys.std*`` are routed by a context variable, which
-``asyncio`` tasks and ``asyncio.to_thread`` inherit).
+``POST /run`` on the admin socket carries a typed request (``odfd.app.forwarding``: the JSON
+form of one of the requests of ``odfd.app.ingest``, ``pull``, ``verify``, ``sql``,
+``provenance``); the daemon calls that use case in its own event loop with the node it holds
+(its warm engines included) and streams the use case's events and then its result, or its
+error, back as JSON lines, which the client renders as a local run would.
 
 A command is refused (the client then runs it itself) when it could not run here as it would
-there: another odfd version, a different ``ODFD_*`` environment, input read from stdin, a pull
-from a remote URL (no engine: nothing to gain), the daemon still starting, or
-``MAX_COMMANDS`` already running. ``POST /run/{job}/cancel`` (the client's Ctrl-C) or the
-client going away interrupts the command as Ctrl-C would: ``KeyboardInterrupt`` in its event
-loop, whose tasks are cancelled; work already in a worker thread finishes its step first, and
-a dataset's head moves only after everything it reaches is stored, so nothing is half-committed.
+there: another odfd version, another workspace, a different ``ODFD_*`` environment, the daemon
+still starting, or ``MAX_COMMANDS`` already running. ``POST /run/{job}/cancel`` (the client's
+Ctrl-C) or the client going away cancels the task running the use case, and with it the engine
+jobs it started (``verifier.engine.cancel.cancellable_jobs``); a dataset's head moves only after
+everything it reaches is stored, so nothing is half-committed.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import contextvars
-import ctypes
-import io
+import importlib
 import json
 import logging
 import os
 import socket
 import struct
-import sys
-import threading
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
 from odfd import __version__
+from odfd.app.events import Event, announcing
+from odfd.app.failures import describe_failure
 from odfd.app.forwarding import (
     ACCEPTED,
-    EXIT,
+    ERROR,
+    EVENT,
     FORWARDED,
-    FRAME_HEADER,
+    INTERRUPTED,
     PROTOCOL,
     REFUSED,
+    RESULT,
     RUN_PATH,
-    STDERR,
-    STDOUT,
-    CommandLine,
+    Request,
     env_difference,
     relevant_env,
 )
+from odfd.app.ingest import IngestRequest, ingest
+from odfd.app.provenance import ProvenanceRequest, trace
+from odfd.app.pull import PullRequest, pull
+from odfd.app.sql import SqlRequest, run_statements
+from odfd.app.verify import VerifyRequest, result_json, verify
+from verifier.engine.cancel import cancellable_jobs
 
 if TYPE_CHECKING:
+    from odfd.app.events import EventSink
+    from odfd.app.node import Node
     from verifier.engine.registry import Engines
 
 log = logging.getLogger(__name__)
@@ -65,99 +67,67 @@ MAX_COMMANDS = 4
 """Commands run at once for clients; more are refused (each client then runs its own)."""
 #: Seconds between checks that a silent command's client is still there.
 CLIENT_CHECK_SECONDS = 1.0
-#: Arguments holding paths, per command: made absolute against the client's folder.
-PATH_ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "ingest": ("files",),
-    "sql": ("script", "output_path"),
+#: What a client's first command would otherwise wait for while the daemon imports it.
+WARM_MODULES = (
+    "odfd.coordinator.ingest",
+    "odfd.coordinator.pull",
+    "odfd.coordinator.query",
+    "odfd.app.result_formats",
+    "pyarrow.csv",
+    "verifier.audit",
+    "verifier.report_text",
+    "verifier.provenance.trace",
+)
+
+UseCase = Callable[[Any, Any, "EventSink"], Awaitable[Any]]
+"""Runs a request on the node, emitting events; returns the result's JSON form."""
+
+
+async def _ingest(node: Node, request: IngestRequest, sink: EventSink) -> None:
+    await ingest(node, request, sink, around=announcing(sink))
+
+
+async def _pull(node: Node, request: PullRequest, sink: EventSink) -> None:
+    await pull(node, request, sink, around=announcing(sink))
+
+
+async def _verify(node: Node, request: VerifyRequest, sink: EventSink) -> dict[str, Any]:
+    report = await verify(node, request)
+    return await asyncio.to_thread(result_json, report)
+
+
+async def _sql(node: Node, request: SqlRequest, sink: EventSink) -> None:
+    await run_statements(node, request, sink)
+
+
+async def _provenance(node: Node, request: ProvenanceRequest, sink: EventSink) -> dict[str, Any]:
+    return (await trace(node, request, sink)).to_json()
+
+
+#: Command -> its request type and what runs it.
+USE_CASES: dict[str, tuple[type[Request], UseCase]] = {
+    "ingest": (IngestRequest, _ingest),
+    "pull": (PullRequest, _pull),
+    "verify": (VerifyRequest, _verify),
+    "sql": (SqlRequest, _sql),
+    "provenance": (ProvenanceRequest, _provenance),
 }
-
-_job: contextvars.ContextVar[Job | None] = contextvars.ContextVar("odfd_command_job", default=None)
-
-
-class Refused(Exception):
-    """The command cannot run in the daemon as it would in the client; the message says why."""
+assert set(USE_CASES) == FORWARDED, "every forwarded command has its use case here"
 
 
-def refusal_of(command: str, args: argparse.Namespace, stdin_tty: bool) -> str | None:
-    """Why the parsed command must run in the client, if it must."""
-    if command == "ingest" and "-" in args.files:
-        return "it reads stdin"
-    if command == "sql" and args.query is None and args.command is None and args.script is None:
-        return "it reads stdin" if not stdin_tty else "it opens an interactive shell"
-    if command == "pull":
-        from odfd.sync.transport.url import looks_like_url
+class _Frames:
+    """The frames of one command, queued for its client (an ``EventSink`` for the use case)."""
 
-        if any(looks_like_url(ref) for ref in args.datasets):
-            return "it pulls from a remote URL (no engine to share)"
-    return None
+    def __init__(self) -> None:
+        self.loop = asyncio.get_running_loop()
+        self.queue: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
 
+    def put(self, frame: dict[str, Any]) -> None:
+        """Queues ``frame`` (from the loop or a worker thread, in order)."""
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, frame)
 
-class _FrameSink(io.RawIOBase):
-    """One output stream of a job: each write becomes a frame to the client."""
-
-    def __init__(self, job: Job, kind: bytes, tty: bool) -> None:
-        self.job, self.kind, self.tty = job, kind, tty
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        payload = bytes(data)
-        if payload:
-            self.job.emit(self.kind, payload)
-        return len(payload)
-
-    def isatty(self) -> bool:
-        return self.tty
-
-
-class _NoInput(io.RawIOBase):
-    """A job's stdin: empty (commands that read stdin are refused), a terminal if the client's is."""
-
-    def __init__(self, tty: bool) -> None:
-        self.tty = tty
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        return 0
-
-    def isatty(self) -> bool:
-        return self.tty
-
-
-class _Routed:
-    """Stands for ``sys.stdout`` (or stderr, stdin) in the daemon: the running job's stream in a
-    job's context, the daemon's own stream everywhere else."""
-
-    def __init__(self, name: str, own: TextIO) -> None:
-        self._name = name
-        self._own = own
-
-    def _target(self) -> TextIO:
-        job = _job.get()
-        return self._own if job is None else getattr(job, self._name)
-
-    def write(self, text: str) -> int:
-        return self._target().write(text)
-
-    def flush(self) -> None:
-        self._target().flush()
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._target(), name)
-
-
-class _JobLoopPolicy(asyncio.DefaultEventLoopPolicy):
-    """Notes each event loop a job creates (its ``asyncio.run``), so a cancel can reach it."""
-
-    def new_event_loop(self) -> asyncio.AbstractEventLoop:
-        loop = super().new_event_loop()
-        job = _job.get()
-        if job is not None:
-            job.loops.append(loop)
-        return loop
+    def emit(self, event: Event) -> None:
+        self.put({"frame": EVENT, "event": event.to_json()})
 
 
 @dataclass
@@ -166,175 +136,45 @@ class Job:
 
     id: str
     command: str
-    argv: list[str]
-    cwd: Path
-    root: Path
-    tty: dict[str, bool]
-    encodings: dict[str, list[str]]
-    loop: asyncio.AbstractEventLoop
-    command_line: CommandLine
-    frames: asyncio.Queue[bytes] = field(default_factory=asyncio.Queue)
-    loops: list[asyncio.AbstractEventLoop] = field(default_factory=list)
-    thread: threading.Thread | None = None
-    accepted: bool = False
-    finished: bool = False
+    task: asyncio.Task[None] | None = None
     cancelled: bool = False
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def __post_init__(self) -> None:
-        self.stdout = self._text(STDOUT, "stdout")
-        self.stderr = self._text(STDERR, "stderr")
-        self.stdin = io.TextIOWrapper(io.BufferedReader(_NoInput(self.tty.get("stdin", False))))
-
-    def _text(self, kind: bytes, name: str) -> io.TextIOWrapper:
-        encoding, errors = (self.encodings.get(name) or ["utf-8", "strict"])[:2]
-        sink = _FrameSink(self, kind, self.tty.get(name, False))
-        return io.TextIOWrapper(sink, encoding=encoding, errors=errors, write_through=True)  # type: ignore[arg-type]  # a raw sink: every write goes out at once
-
-    def accept(self) -> None:
-        """Tell the client the command runs here (before its first output)."""
-        if not self.accepted:
-            self.accepted = True
-            self._put(ACCEPTED, b"")
-
-    def emit(self, kind: bytes, payload: bytes) -> None:
-        """Queue a frame for the client (from any thread)."""
-        self.accept()
-        self._put(kind, payload)
-
-    def _put(self, kind: bytes, payload: bytes) -> None:
-        frame = FRAME_HEADER.pack(kind, len(payload)) + payload
-        self.loop.call_soon_threadsafe(self.frames.put_nowait, frame)
-
-    def prepare(self, args: argparse.Namespace) -> None:
-        """Called by ``main`` once it has parsed the command line, before anything runs."""
-        reason = refusal_of(self.command, args, self.tty.get("stdin", False))
-        if reason is not None:
-            raise Refused(reason)
-        args.root = self.root if args.root is None else self.cwd / args.root
-        for name in PATH_ARGUMENTS.get(self.command, ()):
-            value = getattr(args, name, None)
-            if isinstance(value, list):
-                setattr(args, name, [v if v == "-" else str(self.cwd / v) for v in value])
-            elif isinstance(value, Path):
-                setattr(args, name, self.cwd / value)
-        self.accept()
-
-    def execute(self) -> None:
-        """The worker thread: the command, then its exit frame."""
-        _job.set(self)
-        began = time.monotonic()
-        code: int | None = 1
-        try:
-            code = self.command_line.main(self.argv, forward=False, prepare=self.prepare)
-        except Refused as refused:
-            self._put(REFUSED, str(refused).encode())
-            code = None
-        except SystemExit as done:
-            code = _exit_code(done, self.stderr)
-        except KeyboardInterrupt:
-            self.stderr.write("interrupted\n")
-            code = 130
-        except BaseException:  # noqa: BLE001 - as uncaught in the CLI: a traceback, exit code 1
-            traceback.print_exc(file=self.stderr)
-            code = 1
-        finally:
-            try:
-                self._finish(code, began)
-            except KeyboardInterrupt:  # a cancel that raced the end: the end still goes out
-                self._finish(code, began)
-
-    def _finish(self, code: int | None, began: float) -> None:
-        with self.lock:
-            self.finished = True
-        if code is not None:
-            self.emit(EXIT, str(code).encode())
-        log.info(
-            "command for a client ended",
-            extra={
-                "job": self.id,
-                "exit_code": "refused" if code is None else code,
-                "seconds": round(time.monotonic() - began, 3),
-            },
-        )
+    began: float = field(default_factory=time.monotonic)
 
     def cancel(self) -> None:
-        """Ctrl-C for the command: KeyboardInterrupt in its event loop (or its thread)."""
-        with self.lock:
-            if self.finished or self.cancelled or self.thread is None:
-                return
+        """Ctrl-C for the command: its task (and so its engine jobs) is cancelled."""
+        if self.task is not None and not self.task.done() and not self.cancelled:
             self.cancelled = True
-            running = [loop for loop in self.loops if loop.is_running()]
-            if running:
-                running[-1].call_soon_threadsafe(_interrupt)
-            elif not self.loops and self.thread.ident is not None:  # still parsing
-                ctypes.pythonapi.PyThreadState_SetAsyncExc(
-                    ctypes.c_ulong(self.thread.ident), ctypes.py_object(KeyboardInterrupt)
-                )
-
-
-def _interrupt() -> None:
-    raise KeyboardInterrupt
-
-
-def _exit_code(done: SystemExit, stderr: TextIO) -> int:
-    if done.code is None:
-        return 0
-    if isinstance(done.code, int):
-        return done.code
-    print(done.code, file=stderr)
-    return 1
+            self.task.cancel()
 
 
 class CommandRunner:
     """The ``/run`` routes of the admin API and the jobs they started."""
 
-    def __init__(self, command_line: CommandLine | None = None) -> None:
-        self.command_line = command_line
-        """The CLI the jobs run (handed down by ``odfd daemon``); ``None``: none are run."""
+    def __init__(self, node: Callable[[], Node]) -> None:
+        self.node = node
+        """The node commands run on: the daemon's current one (a reload swaps it)."""
         self.ready = False
         """Set once the daemon has started: before that its engine is not configured."""
         self.jobs: dict[str, Job] = {}
 
-    def install(self) -> None:
-        """Route ``sys.std*`` per job and note the jobs' event loops."""
-        for name in ("stdout", "stderr", "stdin"):
-            stream = getattr(sys, name)
-            if not isinstance(stream, _Routed):
-                setattr(sys, name, _Routed(name, stream))
-        if not isinstance(asyncio.get_event_loop_policy(), _JobLoopPolicy):
-            asyncio.set_event_loop_policy(_JobLoopPolicy())
-
-    def uninstall(self) -> None:
-        """Undo ``install`` where nobody replaced its objects since (tests swap ``sys.std*``)."""
-        for name in ("stdout", "stderr", "stdin"):
-            stream = getattr(sys, name)
-            if isinstance(stream, _Routed):
-                setattr(sys, name, stream._own)
-        if isinstance(asyncio.get_event_loop_policy(), _JobLoopPolicy):
-            asyncio.set_event_loop_policy(None)
-
     def warm_up(self, engines: Engines | None) -> None:
-        """Blocking: what a client's first command would otherwise wait for here: the command
+        """Blocking: what a client's first command would otherwise wait for here: the use cases'
         modules, and (``engines`` given: they run on a server) the engines' clients."""
         try:
-            if self.command_line is not None:
-                self.command_line.warm_up(FORWARDED)
+            for module in WARM_MODULES:
+                importlib.import_module(module)
             if engines is not None:
                 engines.start()
         except Exception as err:  # noqa: BLE001 - the first command meets (and reports) it
             log.warning("warming up for CLI commands failed", extra={"error": str(err)})
 
     async def close(self, grace: float) -> None:
-        """Interrupt the commands still running (shutdown) and give them ``grace`` s to end."""
-        jobs = [job for job in self.jobs.values() if not job.finished]
-        for job in jobs:
+        """Cancel the commands still running (shutdown) and give them ``grace`` s to end."""
+        tasks = [job.task for job in self.jobs.values() if job.task is not None]
+        for job in self.jobs.values():
             job.cancel()
-        deadline = asyncio.get_running_loop().time() + grace
-        for job in jobs:
-            if job.thread is not None:
-                left = max(deadline - asyncio.get_running_loop().time(), 0.0)
-                await asyncio.to_thread(job.thread.join, left)
+        if tasks:
+            await asyncio.wait(tasks, timeout=grace)
 
     def routes(self) -> list[tuple[str, str, Callable[[web.Request], Any]]]:
         return [
@@ -356,72 +196,74 @@ class CommandRunner:
     async def run(self, request: web.Request) -> web.StreamResponse:
         _check_peer(request)
         body = await request.json()
-        response = web.StreamResponse(headers={"Content-Type": "application/octet-stream"})
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
-        command_line = self.command_line
-        reason = (
-            "the daemon was started without the command line: it runs no commands"
-            if command_line is None
-            else self._refusal(body)
-        )
-        if reason is not None or command_line is None:
-            reason = reason or ""
-            await response.write(FRAME_HEADER.pack(REFUSED, len(reason.encode())) + reason.encode())
+        reason = self._refusal(body)
+        parsed: Request | None = None
+        if reason is None:
+            kind, _ = USE_CASES[body["command"]]
+            try:
+                parsed = kind.from_json(body.get("request"))
+            except (TypeError, ValueError) as err:
+                reason = f"the daemon cannot read the request ({err})"
+        if reason is not None or parsed is None:
+            await _write(response, {"frame": REFUSED, "reason": reason})
             await response.write_eof()
             return response
-        job = Job(
-            id=str(body["job"]),
-            command=str(body["command"]),
-            argv=[str(a) for a in body["argv"]],
-            cwd=Path(body["cwd"]),
-            root=Path(body["root"]),
-            tty={k: bool(v) for k, v in body.get("tty", {}).items()},
-            encodings=body.get("encodings", {}),
-            loop=asyncio.get_running_loop(),
-            command_line=command_line,
+        job = Job(str(body.get("job", "")), parsed.command)
+        frames = _Frames()
+        await _write(response, {"frame": ACCEPTED})
+        log.info(
+            "running a command for a client",
+            extra={"job": job.id, "request": json.dumps(body["request"])},
         )
+        job.task = asyncio.create_task(self._execute(job, parsed, frames))
         self.jobs[job.id] = job
-        job.thread = threading.Thread(
-            target=contextvars.copy_context().run,
-            args=(job.execute,),
-            name=f"odfd-command-{job.command}",
-            daemon=True,
-        )
-        log.info("running a command for a client", extra={"job": job.id, "argv": job.argv})
+        job.task.add_done_callback(lambda _: self.jobs.pop(job.id, None))
         try:
-            job.thread.start()
-            await self._relay(request, response, job)
+            await self._relay(request, response, job, frames)
         except (asyncio.CancelledError, ConnectionError):
             job.cancel()
             raise
-        finally:
-            if job.finished:
-                self.jobs.pop(job.id, None)
-            else:  # forgotten once its thread ends
-                asyncio.get_running_loop().run_in_executor(None, self._forget, job)
         return response
 
-    def _forget(self, job: Job) -> None:
-        if job.thread is not None:
-            job.thread.join()
-        self.jobs.pop(job.id, None)
+    async def _execute(self, job: Job, request: Request, frames: _Frames) -> None:
+        """The use case, then the frame that ends the command."""
+        _, use_case = USE_CASES[request.command]
+        try:
+            async with cancellable_jobs(f"command-{request.command}"):
+                result = await use_case(self.node(), request, frames)
+            end: dict[str, Any] = {"frame": RESULT, "result": result}
+        except asyncio.CancelledError:
+            end = {"frame": INTERRUPTED}
+        except Exception as err:  # noqa: BLE001 - every failure goes to the client, as a local run prints it
+            message, code = describe_failure(err)
+            end = {"frame": ERROR, "message": message, "exitCode": code}
+            end["traceback"] = "".join(traceback.format_exception(err))
+        frames.put(end)
+        log.info(
+            "command for a client ended",
+            extra={
+                "job": job.id,
+                "end": end["frame"],
+                "exit_code": end.get("exitCode", 0),
+                "seconds": round(time.monotonic() - job.began, 3),
+            },
+        )
 
-    async def _relay(self, request: web.Request, response: web.StreamResponse, job: Job) -> None:
+    async def _relay(
+        self, request: web.Request, response: web.StreamResponse, job: Job, frames: _Frames
+    ) -> None:
         while True:
             try:
-                frame = await asyncio.wait_for(job.frames.get(), CLIENT_CHECK_SECONDS)
+                frame = await asyncio.wait_for(frames.queue.get(), CLIENT_CHECK_SECONDS)
             except TimeoutError:
                 if request.transport is None or request.transport.is_closing():
                     job.cancel()  # the client went away (killed, or its socket closed)
                     return
-                if job.thread is not None and not job.thread.is_alive() and job.frames.empty():
-                    # the thread died without its exit frame (it never should): end the client
-                    await response.write(FRAME_HEADER.pack(EXIT, 1) + b"1")
-                    await response.write_eof()
-                    return
                 continue
-            await response.write(frame)
-            if frame[:1] in (EXIT, REFUSED):
+            await _write(response, frame)
+            if frame["frame"] in (RESULT, ERROR, INTERRUPTED):
                 await response.write_eof()
                 return
 
@@ -432,13 +274,20 @@ class CommandRunner:
             return "the daemon is still starting"
         if body.get("command") not in FORWARDED:
             return f"the daemon does not run `odfd {body.get('command')}`"
+        root = self.node().root
+        if Path(str(body.get("root"))).resolve() != root.resolve():
+            return f"the daemon serves the workspace {root}"
         differ = env_difference(body.get("env", {}), relevant_env(os.environ))
         if differ:
             return "the daemon's environment differs in " + ", ".join(differ)
-        running = sum(1 for job in self.jobs.values() if not job.finished)
+        running = sum(1 for job in self.jobs.values() if job.task and not job.task.done())
         if running >= MAX_COMMANDS:
             return f"the daemon already runs {running} commands"
         return None
+
+
+async def _write(response: web.StreamResponse, frame: dict[str, Any]) -> None:
+    await response.write(json.dumps(frame).encode() + b"\n")
 
 
 _PEER_CREDENTIALS = struct.Struct("3i")

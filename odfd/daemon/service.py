@@ -41,7 +41,6 @@ import aiohttp
 from aiohttp import web
 
 from odfd.app.controllers import Reconciler
-from odfd.app.forwarding import CommandLine
 from odfd.app.node import Node
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
@@ -109,12 +108,10 @@ class Daemon:
         *,
         server_overrides: dict[str, Any] | None = None,
         reconfigure: Callable[[], Node] | None = None,
-        command_line: CommandLine | None = None,
     ) -> None:
         """``server_overrides`` (command-line ``address`` / ``port``) win over the file, also on
         reload; ``reconfigure`` builds the node a reload swaps in (default: ``node.reconfigured``,
-        ``config.toml`` read again); ``command_line`` runs the engine commands of thin clients
-        (``odfd daemon`` hands the CLI down; without it clients run their commands themselves)."""
+        ``config.toml`` read again)."""
         self.node = node
         """The node the daemon and the commands it runs for clients work on."""
         self.workspace = workspace = node.workspace
@@ -154,7 +151,7 @@ class Daemon:
             self.syncs.run_now,
         )
         self.mirrors = self.mirror_schedule.table
-        self.commands = CommandRunner(command_line)
+        self.commands = CommandRunner(lambda: self.node)
         self.admin = AdminApi(self)
         self.auditor = Auditor(
             workspace,
@@ -213,7 +210,6 @@ class Daemon:
         self.mirror_schedule.session = self._session
         await self._start_server()
         await self._start_flight_sql()
-        self.commands.install()
         await self._start_admin()
         self._admin_listening = True
         try:
@@ -303,7 +299,6 @@ class Daemon:
         if self._owns_spark and self.engines.running():  # ours (never a host process's)
             await asyncio.to_thread(self.engines.stop)
         await self._stop_engine_server()
-        self.commands.uninstall()
         self._executor.shutdown(wait=False, cancel_futures=True)
         gc.unfreeze()
         os.close(self._lock_fd)
@@ -663,14 +658,11 @@ async def run_daemon(
     port: int | None = None,
     address: str | None = None,
     reconfigure: Callable[[], Node] | None = None,
-    command_line: CommandLine | None = None,
 ) -> None:
     """``odfd daemon``: run on ``node`` until stopped."""
     overrides = {
         key: value for key, value in (("address", address), ("port", port)) if value is not None
     }
     configure_logging(node.config.log)
-    daemon = Daemon(
-        node, server_overrides=overrides, reconfigure=reconfigure, command_line=command_line
-    )
+    daemon = Daemon(node, server_overrides=overrides, reconfigure=reconfigure)
     await daemon.run()

@@ -41,7 +41,8 @@ def test_garbage_is_finalized_before_the_rest_is_frozen() -> None:
 
 
 def test_main_leaves_the_collector_alone(tmp_path: Path) -> None:
-    """``main`` is what a daemon runs for forwarded commands: it must not freeze anything."""
+    """``main`` may run in a process that goes on (a test, an embedding program): it must not
+    freeze anything."""
     assert gc.get_freeze_count() == 0
     assert main(["init", "--root", str(tmp_path / "ws")]) == 0
     assert gc.get_freeze_count() == 0

@@ -58,3 +58,30 @@ def test_nothing_on_a_pipe_or_with_quiet(monkeypatch: pytest.MonkeyPatch) -> Non
     terminal = Terminal()
     asyncio.run(_work(terminal, 0.05))
     assert terminal.getvalue() == ""
+
+
+def test_a_thin_client_draws_the_line_of_the_work_its_daemon_reports(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``odfd.cli.commands.ingest.Rendering``: the daemon's ``working`` events start and stop
+    the same line a local run draws."""
+    import time
+
+    from odfd.app.events import Working
+    from odfd.cli.commands.ingest import Rendering
+
+    monkeypatch.setattr(status_line, "REDRAW_SECONDS", 0.05)
+    monkeypatch.setattr(term._settings, "level", term.NORMAL)
+    terminal = Terminal()
+    rendering = Rendering()
+    rendering.line = status_line.StatusLine(terminal)
+    rendering.event(Working("ingest a.b: data.csv").to_json())
+    time.sleep(0.3)
+    rendering.event(Working(None).to_json())
+    frames = terminal.getvalue().split("\r")
+    drawn = [f for f in frames if f.strip()]
+    assert len(drawn) >= 3 and all(" ingest a.b: data.csv · 0s" in f for f in drawn)
+    assert frames[-1] == "" and frames[-2].strip() == ""
+    pipe = status_line.StatusLine(io.StringIO())
+    pipe.start("pull x")
+    pipe.stop()

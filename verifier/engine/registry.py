@@ -16,6 +16,7 @@ from pathlib import Path
 from protocol.model import TransformSql
 from verifier.engine.contract import Engine, IngestEngine, validate_transform
 from verifier.engine.errors import EngineNotAvailableError
+from verifier.engine.names import ENGINE_NAMES
 from verifier.engine.spark.settings import SparkSettings
 
 
@@ -34,7 +35,7 @@ def _datafusion(engines: Engines) -> Engine:
 #: Engine name -> how to build it from the process's settings.
 _FACTORIES: dict[str, Callable[[Engines], Engine]] = {"spark": _spark, "datafusion": _datafusion}
 
-ENGINE_NAMES = tuple(sorted(_FACTORIES))
+assert ENGINE_NAMES == tuple(sorted(_FACTORIES)), "verifier.engine.names lists every engine"
 
 #: The engine that ingests files into root datasets.
 _INGEST_ENGINE = "spark"

@@ -51,17 +51,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from odfd.cli import main as command_line
     from odfd.daemon.service import run_daemon  # the daemon's imports are only paid by the daemon
 
     async def run(node: Node) -> None:
-        await run_daemon(
-            node,
-            port=args.port,
-            address=args.address,
-            reconfigure=node.reconfigured,
-            command_line=command_line,
-        )
+        await run_daemon(node, port=args.port, address=args.address, reconfigure=node.reconfigured)
 
     run_in_node(args, run)
     return 0

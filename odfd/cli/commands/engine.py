@@ -26,6 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _status(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
+        from odfd.app.forwarding import FORWARDED
         from odfd.cli import via_daemon
 
         status = engine_status(node)
@@ -34,7 +35,7 @@ def _status(args: argparse.Namespace) -> int:
         commands: dict[str, dict[str, str]] = {
             name: {"engine": use.kind, "where": use.where} for name, use in status.commands.items()
         }
-        for name in via_daemon.FORWARDED:
+        for name in FORWARDED:
             default = {"engine": status.engine.kind, "where": status.engine.where}
             commands.setdefault(name, default).update(runs)
         if args.output == "json":
@@ -44,7 +45,7 @@ def _status(args: argparse.Namespace) -> int:
             print(f"{name:<8} {status.commands[name].describe()}  ({purpose})")
         print(f"why: {status.reason}")
         where = "in the daemon" if route.daemon else "in their own process"
-        print(f"{', '.join(sorted(via_daemon.FORWARDED))} run {where}: {route.reason}")
+        print(f"{', '.join(sorted(FORWARDED))} run {where}: {route.reason}")
         print("list, log, status, tail, ... use no engine")
         return 0
 

@@ -1,4 +1,5 @@
-"""``odfd ingest``: push data from files (or stdin) into a root dataset through a push source."""
+"""``odfd ingest``: push data from files (or stdin) into a root dataset through a push source
+(``odfd.app.ingest``); this module parses the arguments and prints what each file did."""
 
 from __future__ import annotations
 
@@ -9,21 +10,27 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from odfd.app.write_log import local_actor, record_write
+from odfd.app.events import Event, Working, event_from_json
+from odfd.app.ingest import (
+    EVENTS,
+    FileIngested,
+    FileSkipped,
+    IngestFile,
+    IngestRequest,
+    IngestRetrying,
+)
 from odfd.cli import terminal
-from odfd.cli.status_line import working
+from odfd.cli.arguments import parse_rfc3339
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.ingest import IngestOutcome, ingest_push
-from odfd.coordinator.retry import retry_lost_race
-from odfd.ingest.formats import FORMATS
-from protocol.model import Timestamp
-from storage.errors import RefCasError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+
+#: ``odfd.ingest.formats.FORMATS``, spelled out so that parsing imports no ingest code (a test
+#: keeps the two equal).
+INPUT_FORMATS = ("csv", "geojson", "json", "ndgeojson", "ndjson", "parquet", "shapefile")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -35,79 +42,99 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--source-name", help="push source to use when the dataset has several")
     parser.add_argument(
         "--event-time",
-        type=Timestamp.parse_rfc3339,
+        type=parse_rfc3339,
         metavar="TIME",
         help="event time of records that carry none (default: the ingest's system time)",
     )
     parser.add_argument(
         "--input-format",
-        choices=sorted(FORMATS),
+        choices=INPUT_FORMATS,
         metavar="FMT",
         help="read the files as FMT instead of the source's format (its schema is kept): "
-        + ", ".join(sorted(FORMATS)),
+        + ", ".join(INPUT_FORMATS),
     )
     add_root_argument(parser)
-    parser.set_defaults(func=_ingest)
+    parser.set_defaults(func=_ingest, forward=forward)
+
+
+def _request(args: argparse.Namespace, files: list[IngestFile]) -> IngestRequest:
+    return IngestRequest(
+        args.dataset, tuple(files), args.source_name, args.event_time, args.input_format
+    )
+
+
+def forward(args: argparse.Namespace) -> tuple[IngestRequest, Rendering] | str:
+    """The request a daemon runs for this command line, or why it runs here."""
+    if "-" in args.files:
+        return "it reads stdin"
+    files = [IngestFile(str(Path(name).absolute()), name) for name in args.files]
+    return _request(args, files), Rendering()
 
 
 def _ingest(args: argparse.Namespace) -> int:
+    from odfd.app.ingest import ingest
+    from odfd.cli.status_line import working
+
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        engines = node.engines
-        dataset = await workspace.get_dataset(args.dataset)
-        for name in args.files:
-            with _input_file(name, workspace.root) as path:
-
-                async def attempt(path: Path = path, name: str = name) -> IngestOutcome:
-                    async with working(f"ingest {args.dataset}: {name}"):
-                        return await ingest_push(
-                            workspace,
-                            dataset,
-                            path,
-                            engines=engines,
-                            source_name=args.source_name,
-                            event_time=args.event_time,
-                            input_format=args.input_format,
-                        )
-
-                def retrying(lost: RefCasError, name: str = name) -> None:
-                    terminal.info(
-                        f"Retrying: {args.dataset}: {name}: another write moved its head to "
-                        f"{lost.actual} first; ingesting again on top of it"
-                    )
-
-                outcome = await retry_lost_race(attempt, retrying)
-            if outcome.up_to_date:
-                terminal.info(f"Skipped: {outcome.dataset}: {name}: {outcome.reason}")
-            else:
-                await record_write(
-                    workspace,
-                    local_actor(),
-                    "ingest",
-                    outcome.dataset,
-                    dataset_id=dataset.id,
-                    old_head=outcome.old_head,
-                    new_head=outcome.new_head,
-                )
-                terminal.info(
-                    f"Ingested: {outcome.dataset}: {name}: {outcome.num_records} record(s), head {outcome.new_head}"
-                )
+        with _input_files(args.files, node.root) as files:
+            await ingest(node, _request(args, files), Printer(), around=working)
         return 0
 
     return run_in_node(args, run)
 
 
+class Printer:
+    """An ingest's events as status lines."""
+
+    def emit(self, event: Event) -> None:
+        match event:
+            case FileIngested() as done:
+                terminal.info(
+                    f"Ingested: {done.dataset}: {done.file}: {done.records} record(s), head {done.head}"
+                )
+            case FileSkipped() as skipped:
+                terminal.info(f"Skipped: {skipped.dataset}: {skipped.file}: {skipped.reason}")
+            case IngestRetrying() as again:
+                terminal.info(
+                    f"Retrying: {again.dataset}: {again.file}: another write moved its head to "
+                    f"{again.head} first; ingesting again on top of it"
+                )
+
+
+class Rendering:
+    """What the daemon answers, printed as a local run prints it (the status line too)."""
+
+    def __init__(self) -> None:
+        from odfd.cli.status_line import StatusLine
+
+        self.line = StatusLine()
+
+    def event(self, data: dict[str, Any]) -> None:
+        event = event_from_json(data, (*EVENTS, Working))
+        if isinstance(event, Working) and event.label is not None:
+            self.line.start(event.label)
+        elif isinstance(event, Working):
+            self.line.stop()
+        else:
+            Printer().emit(event)
+
+    def result(self, data: Any) -> int:
+        return 0
+
+
 @contextmanager
-def _input_file(name: str, workspace_root: Path) -> Iterator[Path]:
-    """The file to ingest; stdin is first copied to a file in the workspace."""
-    if name != "-":
-        yield Path(name)
+def _input_files(names: list[str], workspace_root: Path) -> Iterator[list[IngestFile]]:
+    """The files to ingest; stdin is first copied to a file in the workspace."""
+    if "-" not in names:
+        yield [IngestFile(name, name) for name in names]
         return
+    from odfd.coordinator.commit import RUN_DIR
+
     run_dir = workspace_root / RUN_DIR
     run_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("wb", dir=run_dir, prefix="stdin-", delete=False) as out:
         shutil.copyfileobj(sys.stdin.buffer, out)
     try:
-        yield Path(out.name)
+        yield [IngestFile(out.name if name == "-" else name, name) for name in names]
     finally:
         Path(out.name).unlink(missing_ok=True)

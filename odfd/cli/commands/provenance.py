@@ -8,6 +8,8 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.events import Event, event_from_json
+from odfd.app.provenance import EVENTS, ProvenanceRequest, ProvenanceResult, TracingFirst
 from odfd.cli import terminal
 from odfd.cli.arguments import non_negative_int, positive_int
 from odfd.cli.output import add_output_format
@@ -66,86 +68,106 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_output_format(parser, ("table", "json"))
     add_root_argument(parser)
-    parser.set_defaults(func=_provenance)
+    parser.set_defaults(func=_provenance, forward=forward)
+
+
+def _request(args: argparse.Namespace) -> ProvenanceRequest:
+    return ProvenanceRequest(
+        args.dataset,
+        offsets=tuple(args.offset or ()),
+        where=args.where,
+        limit=args.limit,
+        depth=args.depth,
+        max_rows=args.max_rows,
+    )
+
+
+def forward(args: argparse.Namespace) -> tuple[ProvenanceRequest, Rendering]:
+    """The request a daemon runs for this command line."""
+    return _request(args), Rendering(args)
 
 
 def _provenance(args: argparse.Namespace) -> int:
-    from odfd.coordinator.commit import RUN_DIR
-    from protocol.identity import DatasetId, DatasetRef
-    from storage.dataset import Dataset
-    from verifier.provenance.trace import TraceOptions, Tracer
+    from odfd.app.provenance import trace
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        engines = node.engines
-        record = await workspace.resolve(args.dataset)
-
-        async def open_dataset(dataset_id: DatasetId) -> tuple[Dataset, str]:
-            found = await workspace.resolve(DatasetRef(dataset_id))
-            return workspace.open_dataset(dataset_id), str(found.alias)
-
-        options = TraceOptions(
-            depth=args.depth, max_rows=args.max_rows, scratch_dir=workspace.root / RUN_DIR
-        )
-        tracer = Tracer(open_dataset, engines, options)
-        offsets = list(args.offset or [])
-        if args.where is not None:
-            offsets = await tracer.select_offsets(record.id, args.where)
-            if not offsets:
-                terminal.warn(f"no row of {record.alias} matches {args.where}")
-                return 1
-            if len(offsets) > args.limit:
-                terminal.info(
-                    f"{len(offsets)} rows match; tracing the first {args.limit} (--limit)"
-                )
-                offsets = offsets[: args.limit]
-        rows = await tracer.explain(record.id, offsets)
-        if args.output == "json":
-            json.dump([row.to_json() for row in rows], sys.stdout, indent=2, default=str)
-            sys.stdout.write("\n")
-        else:
-            for row in rows:
-                sys.stdout.write("\n".join(render_tree(row)) + "\n")
-        terminal.info(f"{len(rows)} row(s) traced, each checked by re-execution")
-        return 0
+        return render(args, await trace(node, _request(args), Printer()))
 
     return run_in_node(args, run)
 
 
-def render_tree(row: Any, prefix: str = "", last: bool = True, top: bool = True) -> list[str]:
-    """A row and its witnesses as an indented tree (``Any``: a ``RowProvenance``, imported
-    only when the command runs)."""
+class Printer:
+    """A trace's events as status lines."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, TracingFirst):
+            terminal.info(f"{event.matched} rows match; tracing the first {event.limit} (--limit)")
+
+
+class Rendering:
+    """What the daemon answers, printed as a local run prints it."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+
+    def event(self, data: dict[str, Any]) -> None:
+        Printer().emit(event_from_json(data, EVENTS))
+
+    def result(self, data: Any) -> int:
+        return render(self.args, ProvenanceResult.from_json(data))
+
+
+def render(args: argparse.Namespace, result: ProvenanceResult) -> int:
+    """The traced rows on stdout as ``--output`` asks; the exit code."""
+    if not result.rows:
+        terminal.warn(f"no row of {result.dataset} matches {args.where}")
+        return 1
+    if args.output == "json":
+        json.dump(result.rows, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        for row in result.rows:
+            sys.stdout.write("\n".join(render_tree(row)) + "\n")
+    terminal.info(f"{len(result.rows)} row(s) traced, each checked by re-execution")
+    return 0
+
+
+def render_tree(
+    row: dict[str, Any], prefix: str = "", last: bool = True, top: bool = True
+) -> list[str]:
+    """A row and its witnesses (their JSON form, ``RowProvenance.to_json``) as an indented tree."""
     branch = "" if top else ("└─ " if last else "├─ ")
     lines = [prefix + branch + _headline(row)]
     inner = prefix + ("" if top else ("   " if last else "│  "))
-    detail = inner + ("│  " if row.inputs else "   ")
-    if row.columns:
-        copies = ", ".join(f"{out} ← {source}" for out, source in row.columns.items())
+    inputs = row.get("inputs", [])
+    detail = inner + ("│  " if inputs else "   ")
+    if row.get("columns"):
+        copies = ", ".join(f"{out} ← {source}" for out, source in row["columns"].items())
         lines.append(f"{detail}columns: {copies}")
-    if row.ingest is not None:
-        ingest = row.ingest
+    ingest = row.get("ingest")
+    if ingest is not None:
         state = ""
-        if ingest.source_state is not None:
-            state = f", state {ingest.source_state['kind']} {ingest.source_state['value']}"
-        lines.append(f"{detail}ingested: {ingest.source}{state}, at {ingest.system_time}")
-    if row.derived and not row.traced:
+        if ingest["sourceState"] is not None:
+            state = f", state {ingest['sourceState']['kind']} {ingest['sourceState']['value']}"
+        lines.append(f"{detail}ingested: {ingest['source']}{state}, at {ingest['systemTime']}")
+    if row["derived"] and not row.get("traced"):
         lines.append(f"{detail}(not traced further: --depth or --max-rows)")
-    shown = row.inputs[:TREE_ROWS]
+    shown = inputs[:TREE_ROWS]
     for number, witness in enumerate(shown):
-        end = number == len(shown) - 1 and len(row.inputs) <= TREE_ROWS
+        end = number == len(shown) - 1 and len(inputs) <= TREE_ROWS
         lines.extend(render_tree(witness, inner, end, top=False))
-    if len(row.inputs) > TREE_ROWS:
-        lines.append(f"{inner}└─ … {len(row.inputs) - TREE_ROWS} more witness row(s) (-o json)")
+    if len(inputs) > TREE_ROWS:
+        lines.append(f"{inner}└─ … {len(inputs) - TREE_ROWS} more witness row(s) (-o json)")
     return lines
 
 
-def _headline(row: Any) -> str:
-    block = f"block #{row.block_sequence} {row.block_hash[:12]}…"
-    text = f"{row.dataset} offset {row.offset} ({block})"
-    if row.values:
-        shown = {k: v for k, v in row.values.items() if k not in ("offset", "op", "system_time")}
+def _headline(row: dict[str, Any]) -> str:
+    block = row["block"]
+    text = f"{row['dataset']} offset {row['offset']} (block #{block['sequenceNumber']} {block['hash'][:12]}…)"
+    if row.get("values"):
+        shown = {k: v for k, v in row["values"].items() if k not in ("offset", "op", "system_time")}
         text += "  " + ", ".join(f"{k}={v}" for k, v in shown.items())
-    if row.derived and row.traced:
-        witnesses = len(row.inputs)
+    if row["derived"] and row.get("traced"):
+        witnesses = len(row.get("inputs", []))
         text += f"  [{witnesses} witness row(s), checked by re-execution]"
     return text

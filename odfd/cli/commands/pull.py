@@ -2,20 +2,21 @@
 
 A root dataset ingests from its polling source (every new file of a glob, one block each); a
 derivative dataset runs its transform over what its inputs gained. ``--recursive`` updates the
-inputs first. URLs, and datasets that were pulled from a remote, are replication pulls handled by
-``odfd.cli.remote_pull``.
+inputs first. URLs, and datasets that were pulled from a remote, are replication pulls (their
+options: ``odfd.cli.remote_pull``). What a pull does is ``odfd.app.pull``; this module parses the
+arguments and prints its events.
 """
 
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from odfd.cli import remote_pull, terminal
-from odfd.cli.status_line import working
+from odfd.app.events import Working, event_from_json
+from odfd.app.pull import EVENTS, PullRequest
+from odfd.cli import remote_pull
+from odfd.cli.arguments import parse_rfc3339
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.sync.errors import SyncError
-from protocol.model import Timestamp
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -45,7 +46,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--set-watermark",
-        type=Timestamp.parse_rfc3339,
+        type=parse_rfc3339,
         metavar="TIME",
         help="instead of ingesting, advance a root dataset's watermark to TIME (RFC 3339)",
     )
@@ -57,46 +58,72 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     remote_pull.add_arguments(parser)
     add_root_argument(parser)
-    parser.set_defaults(func=_pull)
+    parser.set_defaults(func=_pull, forward=forward)
+
+
+def _request(args: argparse.Namespace) -> PullRequest:
+    request = PullRequest(
+        tuple(args.datasets),
+        all=args.all,
+        recursive=args.recursive,
+        fetch_uncacheable=args.fetch_uncacheable,
+        set_watermark=args.set_watermark,
+        reset_diverged=args.reset_derivatives_on_diverged_input,
+        as_alias=args.as_alias,
+        force=args.force,
+        allow_unsigned=args.allow_unsigned,
+        token=args.token,
+        protocol=args.protocol,
+        parallel=args.parallel,
+        connect_timeout=args.connect_timeout,
+        first_byte_timeout=args.first_byte_timeout,
+        min_rate=args.min_rate,
+        timeout=args.timeout,
+    )
+    request.check()
+    return request
+
+
+def forward(args: argparse.Namespace) -> tuple[PullRequest, Rendering] | str:
+    """The request a daemon runs for this command line, or why it runs here."""
+    from odfd.sync.transport.url import looks_like_url
+
+    request = _request(args)
+    if any(looks_like_url(ref) for ref in request.datasets):
+        return "it pulls from a remote URL (no engine to share)"
+    return request, Rendering()
 
 
 def _pull(args: argparse.Namespace) -> int:
-    if bool(args.datasets) == bool(args.all):
-        raise SyncError("name the datasets to pull, or pass --all (not both)")
+    request = _request(args)
 
     async def run(node: Node) -> int:
-        from odfd.app import pull
+        from odfd.app.pull import pull
+        from odfd.cli.status_line import working
+        from odfd.sync.progress import Progress
 
-        if args.all:
-            replicated, local = await pull.split_for_all(node)
-            if replicated:
-                args.datasets = [str(r.id) for r in replicated]
-                await remote_pull.run(node, args)
-            if local:
-                await _pull_local(node, args, [str(r.id) for r in local], recursive=True)
-            return 0
-        args.datasets = [await pull.expanded(node, ref) for ref in args.datasets]
-        if await pull.is_replication(node, args.datasets, as_alias=args.as_alias, force=args.force):
-            return await remote_pull.run(node, args)
-        return await _pull_local(node, args, args.datasets, recursive=args.recursive)
+        await pull(node, request, remote_pull.Printer(), around=working, progress=Progress)
+        return 0
 
     return run_in_node(args, run)
 
 
-async def _pull_local(
-    node: Node, args: argparse.Namespace, refs: list[str], *, recursive: bool
-) -> int:
-    from odfd.app.pull import LocalPull, pull_local
+class Rendering:
+    """What the daemon answers, printed as a local run prints it (the status line too)."""
 
-    how = LocalPull(
-        recursive=recursive,
-        fetch_uncacheable=args.fetch_uncacheable,
-        watermark=args.set_watermark,
-        reset_diverged=args.reset_derivatives_on_diverged_input,
-    )
-    async with working(f"pull {', '.join(refs)}"):
-        outcomes = await pull_local(node, refs, how, remote_pull.Printer())
-    for outcome in outcomes:
-        verb = "Updated" if outcome.updated else "Skipped"
-        terminal.info(f"{verb}: {outcome.dataset}: {outcome.message}")
-    return 0
+    def __init__(self) -> None:
+        from odfd.cli.status_line import StatusLine
+
+        self.line = StatusLine()
+
+    def event(self, data: dict[str, Any]) -> None:
+        event = event_from_json(data, (*EVENTS, Working))
+        if isinstance(event, Working) and event.label is not None:
+            self.line.start(event.label)
+        elif isinstance(event, Working):
+            self.line.stop()
+        else:
+            remote_pull.Printer().emit(event)
+
+    def result(self, data: Any) -> int:
+        return 0

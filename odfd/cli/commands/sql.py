@@ -19,23 +19,26 @@ import argparse
 import contextlib
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from odfd.app.query import DEFAULT_ENGINE, pinned_at, query
+from odfd.app.events import Event, event_from_json
+from odfd.app.result_formats import FORMATS, check_output_args
+from odfd.app.sql import EVENTS, SqlRequest, StatementResult
 from odfd.cli import terminal
 from odfd.cli.commands import sql_server
-from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import OdfdError
-from protocol.errors import OdfError
-from protocol.identity import Multihash
-from protocol.model import Timestamp
-from verifier.engine.registry import ENGINE_NAMES
+from verifier.engine.names import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from protocol.identity import Multihash
+    from protocol.model import Timestamp
+
+#: ``odfd.app.query.DEFAULT_ENGINE``, spelled out so that parsing imports no engine code.
+DEFAULT_ENGINE = "datafusion"
 
 
 class SqlArgumentError(OdfdError):
@@ -105,7 +108,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     sql_server.add_arguments(parser)
     add_root_argument(parser)
-    parser.set_defaults(func=_sql)
+    parser.set_defaults(func=_sql, forward=forward)
 
 
 def _positive(text: str) -> int:
@@ -118,15 +121,19 @@ def _positive(text: str) -> int:
     return value
 
 
-def _sql(args: argparse.Namespace) -> int:
-    if args.query == sql_server.WORD:
-        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+def _statements(args: argparse.Namespace) -> list[str] | None:
+    """The statements to run (``None``: the interactive shell), after every argument check;
+    stdin is read once (the result is kept on ``args``)."""
+    if "statements" in args:  # set below, on the first call
+        return list(args.statements) if args.statements is not None else None
     if args.address is not None or args.port is not None:
         raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
     if args.verify is not None:
-        return _verify(args, given)
+        _check_verify_args(args, given)
+        args.statements = None
+        return None
     if len(given) + (args.script is not None) > 1:
         raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
     check_output_args(args.output, args.output_path)
@@ -142,20 +149,50 @@ def _sql(args: argparse.Namespace) -> int:
     if statements is not None and len(statements) > 1 and args.output_path is not None:
         raise SqlArgumentError("--output-path takes the result of a single statement")
     _check_proof_args(args, statements)
+    args.statements = statements
+    return statements
+
+
+def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
+    path = None if args.output_path is None else str(args.output_path.absolute())
+    return SqlRequest(tuple(statements), args.engine, args.output, path, args.as_of)
+
+
+def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
+    """The request a daemon runs for this command line, or why it runs here."""
+    statements = _statements(args)
+    if args.verify is not None:
+        return "it checks a saved answer"
+    if args.proof:
+        return "it signs the answer with this node's key"
+    if statements is None:
+        return "it opens an interactive shell"
+    if args.remote is not None:
+        return "another node answers it"
+    return _request(args, statements), Rendering()
+
+
+def _sql(args: argparse.Namespace) -> int:
+    if args.query == sql_server.WORD:
+        return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+    statements = _statements(args)
+    if args.verify is not None:
+        return _verify(args)
     if args.remote is not None:
         return _remote(args, statements)
 
     async def run(node: Node) -> int:
-        block, time = await pinned_at(node, args.as_of)
+        from odfd.app.query import pinned_at
+        from odfd.app.sql import run_statements
+
         if args.proof:
             assert statements is not None
             await _print_proven(node, statements[0], args)
             return 0
         if statements is not None:
-            for statement in statements:
-                table = await query(node, statement, engine=args.engine, block=block, time=time)
-                write_result(table, args.output, args.output_path)
+            await run_statements(node, _request(args, statements), Printer())
             return 0
+        block, time = await pinned_at(node, args.as_of)
         return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
@@ -170,6 +207,7 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
 
     async def run(node: Node) -> int:
         from odfd.app.remote_query import query_remote
+        from odfd.app.result_formats import write_result
 
         for statement in statements:
             write_result(
@@ -180,11 +218,34 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
     return run_in_node(args, run, check_storage=False)
 
 
+class Printer:
+    """Each statement's result on stdout."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, StatementResult):
+            sys.stdout.write(event.text)
+            sys.stdout.flush()
+
+
+class Rendering:
+    """What the daemon answers, printed as a local run prints it."""
+
+    def event(self, data: dict[str, Any]) -> None:
+        Printer().emit(event_from_json(data, EVENTS))
+
+    def result(self, data: Any) -> int:
+        return 0
+
+
 async def _shell(
     node: Node, args: argparse.Namespace, block: Multihash | None, time: Timestamp | None
 ) -> int:
     """The interactive shell: a failed statement prints its error and the shell goes on."""
     import readline
+
+    from odfd.app.query import query
+    from odfd.app.result_formats import write_result
+    from protocol.errors import OdfError
 
     history = history_file(node.root)
     with contextlib.suppress(OSError):
@@ -229,10 +290,13 @@ async def _print_proven(node: Node, sql: str, args: argparse.Namespace) -> None:
         sys.stdout.write(proven.body.decode("utf-8") + "\n")
 
 
-def _verify(args: argparse.Namespace, given: list[str]) -> int:
-    """``--verify FILE``: one line, ``OK`` or ``FAILED`` with the check that failed."""
+def _check_verify_args(args: argparse.Namespace, given: list[str]) -> None:
     if given or args.script is not None or args.proof or args.as_of is not None:
         raise SqlArgumentError("--verify FILE takes no query, --script, --proof or --as-of")
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """``--verify FILE``: one line, ``OK`` or ``FAILED`` with the check that failed."""
     source = "stdin" if args.verify == "-" else args.verify
     text = sys.stdin.buffer.read() if args.verify == "-" else _read_answer(Path(args.verify))
 

@@ -6,9 +6,9 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.result_formats import FORMATS, check_output_args, write_result
 from odfd.app.tail import tail
 from odfd.cli.arguments import non_negative_int, positive_int
-from odfd.cli.data_output import FORMATS, check_output_args, write_result
 from odfd.cli.output import add_output_format
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 

@@ -9,24 +9,17 @@ node does not have (e.g. Flink). The JSON report (``--output json``) is document
 from __future__ import annotations
 
 import argparse
+import json
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from odfd.app.verify import VerifyRequest
 from odfd.cli.arguments import positive_int
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.commit import RUN_DIR
-from protocol.errors import ParseError
-from storage.errors import DatasetNotFoundError
-from verifier.audit import VerifyOptions, default_jobs, verify
-from verifier.engine.registry import ENGINE_NAMES
-from verifier.progress import progress_for
-from verifier.report_text import render_text
-from verifier.selection import BlockSelector, RangeRequest, parse_block_selector
+from verifier.engine.names import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-
-EXIT_CANNOT_VERIFY = 2
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -74,7 +67,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--jobs",
         "-j",
         type=positive_int,
-        default=default_jobs(),
         metavar="N",
         help="files checked at once (default: all cores)",
     )
@@ -99,41 +91,62 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "inode) since they last verified; by default only new or changed files are read",
     )
     add_root_argument(parser)
-    parser.set_defaults(func=_verify)
+    parser.set_defaults(func=_verify, forward=forward)
 
 
-def _selector(text: str) -> BlockSelector:
+def _selector(text: str) -> str:
+    """A block selector, checked and kept as text (the request carries it so)."""
+    from protocol.errors import ParseError
+    from verifier.selection import parse_block_selector
+
     try:
-        return parse_block_selector(text)
+        parse_block_selector(text)
     except ParseError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
+    return text
+
+
+def _request(args: argparse.Namespace) -> VerifyRequest:
+    return VerifyRequest(
+        tuple(args.datasets),
+        recursive=args.recursive,
+        integrity_only=args.integrity_only,
+        from_block=args.from_block,
+        to_block=args.to_block,
+        jobs=args.jobs,
+        sample_rows=args.sample_rows,
+        cross_engine=args.cross_engine,
+        full=args.full,
+    )
+
+
+def forward(args: argparse.Namespace) -> tuple[VerifyRequest, Rendering]:
+    """The request a daemon runs for this command line."""
+    return _request(args), Rendering(args.output)
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from odfd.app.verify import rendered, verify
+    from verifier.progress import progress_for
+
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        options = VerifyOptions(
-            recursive=args.recursive,
-            integrity_only=args.integrity_only,
-            block_range=RangeRequest(args.from_block, args.to_block),
-            jobs=args.jobs,
-            sample_rows=args.sample_rows,
-            scratch_dir=workspace.root / RUN_DIR,
-            cross_engine=args.cross_engine,
-            audit_state="full" if args.full else "incremental",
-        )
-        try:
-            report = await verify(
-                workspace,
-                args.datasets,
-                options,
-                progress_for(sys.stderr),
-                engines=node.engines,
-            )
-        except DatasetNotFoundError as err:
-            print(f"error: {err}", file=sys.stderr)
-            return EXIT_CANNOT_VERIFY
-        sys.stdout.write(report.dumps() + "\n" if args.output == "json" else render_text(report))
+        report = await verify(node, _request(args), progress_for(sys.stderr))
+        sys.stdout.write(rendered(report, args.output))
         return report.exit_code
 
     return run_in_node(args, run)
+
+
+class Rendering:
+    """What the daemon answers, printed as a local run prints it: the report in the daemon's
+    rendering (``odfd.app.verify.result_json``), so that this process loads no report model."""
+
+    def __init__(self, output: str) -> None:
+        self.output = output
+
+    def event(self, data: dict[str, Any]) -> None:
+        raise ValueError(f"verify sends no events, got {json.dumps(data)}")
+
+    def result(self, data: Any) -> int:
+        sys.stdout.write(data[self.output])
+        return int(data["exitCode"])

@@ -1,5 +1,5 @@
 """Printing query results: an aligned text table, CSV, JSON (one array), NDJSON (one object a
-line), YAML, or a Parquet file — the names ``odfd.cli.output`` uses for every command."""
+line), YAML, or a Parquet file — the names ``odfd.cli.output`` uses for every command; ``odfd sql`` in its own process and in a daemon for a thin client encode with it alike."""
 
 from __future__ import annotations
 
@@ -9,14 +9,12 @@ import json
 import sys
 from decimal import Decimal
 from pathlib import Path
-from typing import Any, TextIO
-
-import pyarrow as pa
-import pyarrow.csv as pacsv
-import pyarrow.parquet as pq
+from typing import TYPE_CHECKING, Any, TextIO
 
 from odfd.errors import OdfdError
-from protocol.codec.yaml_emitter import dump as yaml_dump
+
+if TYPE_CHECKING:  # Arrow is imported when a result is written, not by argument parsing
+    import pyarrow as pa
 
 FORMATS = ("table", "csv", "json", "ndjson", "yaml", "parquet")
 TEXT_FORMATS = FORMATS[:-1]
@@ -32,6 +30,8 @@ def write_result(table: pa.Table, fmt: str, path: Path | None, out: TextIO | Non
     if fmt == "parquet":
         if path is None:
             raise OutputError("--output-format parquet needs --output-path FILE")
+        import pyarrow.parquet as pq
+
         pq.write_table(table, str(path))
         return
     if path is not None:
@@ -45,6 +45,8 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
     if fmt == "table":
         out.write(render_table(table))
     elif fmt == "csv":
+        import pyarrow.csv as pacsv
+
         buffer = io.BytesIO()
         pacsv.write_csv(table, buffer)
         out.write(buffer.getvalue().decode("utf-8"))
@@ -60,6 +62,8 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
             out.write(json.dumps(row, default=_json_value, ensure_ascii=False))
             out.write("\n")
     elif fmt == "yaml":
+        from protocol.codec.yaml_emitter import dump as yaml_dump
+
         rows = [
             {k: _yaml_value(v) for k, v in row.items() if v is not None}
             for row in table.to_pylist()
@@ -92,6 +96,8 @@ def render_table(table: pa.Table) -> str:
 
 
 def _numeric(data_type: pa.DataType) -> bool:
+    import pyarrow as pa
+
     return (
         pa.types.is_integer(data_type)
         or pa.types.is_floating(data_type)

@@ -1,0 +1,93 @@
+"""``verify``: audit datasets (metadata integrity, data integrity, reproducibility of
+transforms) and report per dataset and layer (``verifier.audit``).
+
+Called by ``odfd verify`` and by the daemon for a thin client; the request has a stable JSON
+form and this module imports the verifier only when it runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from odfd.app.forwarding import Request
+from odfd.errors import OdfdError
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from verifier.progress import Progress
+    from verifier.report import VerifyReport
+
+#: Exit code of a verify that could not start: a dataset it names is unknown.
+EXIT_CANNOT_VERIFY = 2
+
+
+class VerifyTargetNotFound(OdfdError):
+    """A dataset the request names is not in the workspace (nothing was verified)."""
+
+    exit_code = EXIT_CANNOT_VERIFY
+
+
+@dataclass(frozen=True, slots=True)
+class VerifyRequest(Request):
+    command: ClassVar[str] = "verify"
+    datasets: tuple[str, ...]
+    recursive: bool = False
+    integrity_only: bool = False
+    from_block: str | None = None
+    """First block (sequence number or hash) whose data and transform are checked."""
+    to_block: str | None = None
+    jobs: int | None = None
+    """Files checked at once (default: all cores)."""
+    sample_rows: int = 5
+    cross_engine: str | None = None
+    full: bool = False
+    """Read every data file again, not only those changed since they last verified."""
+
+
+async def verify(
+    node: Node, request: VerifyRequest, progress: Progress | None = None
+) -> VerifyReport:
+    """The audit report of the datasets the request names (``VerifyTargetNotFound`` if one is
+    unknown)."""
+    from odfd.coordinator.commit import RUN_DIR
+    from storage.errors import DatasetNotFoundError
+    from verifier.audit import VerifyOptions, default_jobs
+    from verifier.audit import verify as audit
+    from verifier.selection import RangeRequest, parse_block_selector
+
+    def selector(text: str | None) -> Any:
+        return None if text is None else parse_block_selector(text)
+
+    options = VerifyOptions(
+        recursive=request.recursive,
+        integrity_only=request.integrity_only,
+        block_range=RangeRequest(selector(request.from_block), selector(request.to_block)),
+        jobs=request.jobs if request.jobs is not None else default_jobs(),
+        sample_rows=request.sample_rows,
+        scratch_dir=node.workspace.root / RUN_DIR,
+        cross_engine=request.cross_engine,
+        audit_state="full" if request.full else "incremental",
+    )
+    try:
+        return await audit(
+            node.workspace, list(request.datasets), options, progress, engines=node.engines
+        )
+    except DatasetNotFoundError as err:
+        raise VerifyTargetNotFound(str(err)) from None
+
+
+def rendered(report: VerifyReport, output: str) -> str:
+    """The report as ``odfd verify --output`` prints it (``json``: docs/verify-report.md)."""
+    from verifier.report_text import render_text
+
+    return report.dumps() + "\n" if output == "json" else render_text(report)
+
+
+def result_json(report: VerifyReport) -> dict[str, Any]:
+    """A verify's result as a daemon sends it: the exit code and the report rendered as each
+    ``--output`` shows it (so that a thin client loads no report model)."""
+    return {
+        "exitCode": report.exit_code,
+        **{out: rendered(report, out) for out in ("text", "json")},
+    }
