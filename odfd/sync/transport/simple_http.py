@@ -13,15 +13,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from odfd.sync.errors import SyncError
-from odfd.sync.transport.base import (
-    Listed,
-    RemoteView,
-    SmartEndpoint,
-    SourceHead,
-    name_from_url,
-    read_only_dataset,
-)
-from protocol.identity import DatasetName
+from odfd.sync.transport.base import Listed, RemoteView, SourceHead, read_only_dataset
+from odfd.sync.transport.plain import PlainTransport
 from storage.stores.http_limits import HttpLimits
 
 if TYPE_CHECKING:
@@ -38,24 +31,13 @@ LISTING_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
-class SimpleHttpTransport:
+class SimpleHttpTransport(PlainTransport):
     text: str
     """The URL as given, without a trailing slash (``odf+`` kept): how it is recorded."""
     http_base: str
     """``http(s)://…/``: where the dataset's keys are, with one trailing slash."""
     token: str | None = None
     limits: HttpLimits = HttpLimits()
-
-    @property
-    def url(self) -> str:
-        return self.text
-
-    @property
-    def smart(self) -> SmartEndpoint | None:
-        return None
-
-    def default_name(self) -> DatasetName | None:
-        return name_from_url(self.url)
 
     def peer_key(self) -> str:
         """``host:port`` of the server."""
