@@ -184,7 +184,8 @@ async def account_for_token(node: Node, secret: str) -> AccountRecord | None:
 
 
 async def token_account(workspace: Workspace, secret: str) -> AccountRecord | None:
-    """:func:`account_for_token` for servers that hold the workspace, not the node."""
+    """:func:`account_for_token` for a caller holding the workspace, not a node (the transfer
+    server)."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
     table = AccountTable(workspace.catalog)

@@ -32,6 +32,7 @@ from odfd.app.push_ingest import (
     format_of_media_type,
     push_ingest,
 )
+from odfd.app.write_log import Actor
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.schema import IncompatibleSchemaError
 from odfd.ingest.errors import IngestError
@@ -75,7 +76,7 @@ class IngestApi:
 
     async def handle(self, request: web.Request) -> web.Response:
         state: ServerState = request.app[STATE_KEY]
-        _authorize(state, request)
+        actor = _authorize(state, request)
         dataset_path = request.match_info["dataset"]
         try:
             record = await state.find(dataset_path)
@@ -102,7 +103,9 @@ class IngestApi:
         body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
         try:
             await _receive(request, body)
-            outcome = await push_ingest(node, record.id, body, options, locks=self._locks)
+            outcome = await push_ingest(
+                node, record.id, body, options, locks=self._locks, actor=actor
+            )
         except UnsupportedMediaTypeError as err:
             raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
         except (IngestError, IncompatibleSchemaError) as err:
@@ -131,14 +134,17 @@ class IngestApi:
         return web.Response(status=200)
 
 
-def _authorize(state: ServerState, request: web.Request) -> None:
-    if state.principal(request).account is None:
+def _authorize(state: ServerState, request: web.Request) -> Actor:
+    """Who ingests: the request's account (a ``[server]`` list token: the built-in account)."""
+    account = state.principal(request).account
+    if account is None:
         raise _error(
             web.HTTPUnauthorized,
             "ingesting needs a bearer token of an account that may write to the dataset "
             "(Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
         )
+    return Actor(account, "http")
 
 
 def _event_time(request: web.Request) -> Timestamp | None:

@@ -20,6 +20,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from odfd.app.authorization import Action
+from odfd.app.write_log import Actor, record_write
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
@@ -56,7 +57,8 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
     check_version(request)
-    if state.principal(request).account is None:
+    actor = await state.pusher(request)
+    if actor is None:
         raise web.HTTPUnauthorized(
             text="pushing needs a valid bearer token (Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
@@ -80,7 +82,13 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     channel = ServerChannel(ws, f"push to {target.alias}")
     session_id = state.new_upload_session(target.dataset)
     session = _PushSession(
-        channel, state, target, state.dataset_url(request, dataset_path), session_id, may_force
+        channel,
+        state,
+        target,
+        state.dataset_url(request, dataset_path),
+        session_id,
+        Actor(actor, "http"),
+        may_force,
     )
     try:
         await session.run()
@@ -144,6 +152,7 @@ class _PushSession:
         target: PullTarget,
         base_url: str,
         session_id: str,
+        actor: Actor,
         may_force: bool,
     ) -> None:
         self.may_force = may_force
@@ -152,6 +161,7 @@ class _PushSession:
         self.target = target
         self.base_url = base_url
         self.session_id = session_id
+        self.actor = actor
 
     async def run(self) -> None:
         request = await self.channel.receive(m.DatasetPushRequest.from_json, "DatasetPushRequest")
@@ -303,7 +313,7 @@ class _PushSession:
 
     async def _commit(self, walk: WalkResult, force: bool) -> None:
         try:
-            await commit(self.target, walk, force=force)
+            new_head, _ = await commit(self.target, walk, force=force)
         except RefCasError as err:
             raise _internal(
                 "CompleteRequest", f"diverged: head moved to {_short(err.actual)}"
@@ -312,6 +322,16 @@ class _PushSession:
             raise _internal("CompleteRequest", f"rejected: [{err.rule}] {err}") from None
         except StorageError as err:
             raise _internal("CompleteRequest", str(err)) from None
+        record = await self.state.workspace.try_resolve(self.target.alias)
+        await record_write(
+            self.state.workspace,
+            self.actor,
+            "push",
+            self.target.alias,
+            dataset_id=None if record is None else record.id,
+            old_head=self.target.head.hash,
+            new_head=new_head,
+        )
 
 
 def _first_parent(blocks: list[tuple[Multihash, bytes]]) -> ChainPoint | None:

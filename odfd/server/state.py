@@ -97,16 +97,24 @@ class ServerState:
     def is_admin(self, request: web.Request) -> bool:
         return self.principal(request).is_admin
 
-    async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
-        """``None`` when nothing has that name (or ``request`` may not read it; without a
-        request, the caller decides what it may do with the dataset); a withheld dataset is
-        refused (403) with the reason, so clients report why instead of "not found"."""
+    async def find(
+        self, path: str, request: web.Request | None = None, *, signed: bool = False
+    ) -> DatasetRecord | None:
+        """``None`` when nothing has that name (or it is private and ``request`` has no token that
+        may read it, unless ``signed``: the caller checked a URL this server signed for it); a
+        withheld dataset is refused (403) with the reason, so clients report why instead of
+        "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self._resolve(ref)
-        if record is not None and request is not None and not self.visible(record, request):
+        if (
+            record is not None
+            and not signed
+            and request is not None
+            and not self.visible(record, request)
+        ):
             return None
         if record is not None and record.id in self.withheld:
             raise web.HTTPForbidden(
@@ -137,6 +145,11 @@ class ServerState:
         session_id = secrets.token_urlsafe(16)
         self.uploads[session_id] = UploadSession(dataset)
         return session_id
+
+    async def pusher(self, request: web.Request) -> str | None:
+        """The account a write is done as (recorded in the write log); None: anonymous. Whether
+        it may write to a dataset is :meth:`decide`'s to say."""
+        return self.principal(request).account
 
 
 @web.middleware

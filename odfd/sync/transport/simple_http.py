@@ -96,7 +96,8 @@ class SimpleHttpTransport(PlainTransport):
         )
 
     async def list_datasets(self) -> list[Listed]:
-        """The node's JSON listing at the base URL."""
+        """The node's JSON listing at the base URL (with the token: private datasets are
+        listed only for a token that may read them)."""
         import aiohttp
 
         base = self.http_base
@@ -105,7 +106,7 @@ class SimpleHttpTransport(PlainTransport):
                 aiohttp.ClientSession(
                     timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
                 ) as session,
-                session.get(base) as response,
+                session.get(base, headers=self.headers()) as response,
             ):
                 if response.status != 200:
                     raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")
