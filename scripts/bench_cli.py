@@ -13,7 +13,13 @@ printed beside today's way in the same run:
   and on a workspace without a daemon (a JVM started by the command).
 
 Before each Spark run the datasets are recreated (untimed), so every run does the same work.
-Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5]``.
+
+With ``--baseline REV`` (a commit, e.g. ``main``) the same figures are measured, interleaved in the
+same run, for the code at REV beside the working tree's (REV's files exported to a temporary
+folder and put first on ``PYTHONPATH``; both run on this checkout's ``.venv``): each command with
+a daemon of its own code and without a daemon, and the ratio now / baseline.
+
+Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV]``.
 """
 
 from __future__ import annotations
@@ -39,12 +45,12 @@ QUERY = "SELECT player, max(score) AS best FROM `match.scores` GROUP BY player"
 EAGER_IMPORTS = "from odfd.cli.main import build_parser; build_parser()"
 
 
-def odfd(root: Path, *args: str, env: dict[str, str] | None = None) -> float:
-    """Seconds one ``odfd ARGS`` process took (it must succeed)."""
+def odfd(root: Path, *args: str, env: dict[str, str] | None = None, tree: Path = REPO) -> float:
+    """Seconds one ``odfd ARGS`` process of the code in ``tree`` took (it must succeed)."""
     began = time.perf_counter()
     done = subprocess.run(
         [str(ODFD), *args],
-        env={**os.environ, "ODFD_HOME": str(root), **(env or {})},
+        env={**os.environ, "ODFD_HOME": str(root), "PYTHONPATH": str(tree), **(env or {})},
         capture_output=True,
     )
     seconds = time.perf_counter() - began
@@ -59,18 +65,23 @@ def python(code: str) -> float:
     return time.perf_counter() - began
 
 
-def reset(root: Path) -> None:
+def reset(root: Path, tree: Path = REPO) -> None:
     """The example's datasets, new and empty (every run does the same work)."""
     if any((root / "datasets").iterdir()):
-        odfd(root, "delete", "--all", "--yes")
-    odfd(root, "add", str(EXAMPLE))
+        odfd(root, "delete", "--all", "--yes", tree=tree)
+    odfd(root, "add", str(EXAMPLE), tree=tree)
 
 
-def start_daemon(root: Path) -> subprocess.Popen[bytes]:
+def start_daemon(root: Path, tree: Path = REPO) -> subprocess.Popen[bytes]:
     log = open(root.parent / "daemon.log", "wb")
     daemon = subprocess.Popen(
         [str(ODFD), "daemon", "--port", "0"],
-        env={**os.environ, "ODFD_HOME": str(root), "ODFD_DAEMON_SPARK_CONNECT": "true"},
+        env={
+            **os.environ,
+            "ODFD_HOME": str(root),
+            "ODFD_DAEMON_SPARK_CONNECT": "true",
+            "PYTHONPATH": str(tree),
+        },
         stdout=log,
         stderr=subprocess.STDOUT,
     )
@@ -82,16 +93,30 @@ def start_daemon(root: Path) -> subprocess.Popen[bytes]:
     return daemon
 
 
-def byte_compile() -> None:
+def byte_compile(tree: Path = REPO) -> None:
     """odfd as pip installs it, byte-compiled (as ``scripts/setup`` leaves it), so no run pays
     for compiling sources an earlier edit left stale."""
     subprocess.run(
         [sys.executable, "-m", "compileall", "-q", "-j", "0", "odfd", "protocol", "storage"]
         + ["verifier"],
-        cwd=REPO,
+        cwd=tree,
         check=True,
         stdout=subprocess.DEVNULL,
     )
+
+
+def export(revision: str, into: Path) -> Path:
+    """The files of ``revision`` (the packages only), byte-compiled, in ``into``."""
+    into.mkdir()
+    archive = subprocess.run(
+        ["git", "archive", revision, "odfd", "protocol", "storage", "verifier"],
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+    ).stdout
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    byte_compile(into)
+    return into
 
 
 def median(runs: int, measure: Callable[[], float]) -> float:
@@ -103,24 +128,54 @@ def main() -> None:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--repeat", type=int, default=5, help="runs per figure (median)")
+    parser.add_argument(
+        "--baseline", metavar="REV", help="also measure the code at commit REV, for ratios"
+    )
     args = parser.parse_args()
     byte_compile()
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-cli-"))
-    warm, cold = work / "daemon" / "ws", work / "local" / "ws"
-    for root in (warm, cold):
+    try:
+        if args.baseline is None:
+            against_today(work, args.repeat)
+        else:
+            against_baseline(work, args.repeat, export(args.baseline, work / "baseline"))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def workspaces(work: Path, *names: str) -> list[Path]:
+    roots = []
+    for name in names:
+        root = work / name / "ws"
         root.parent.mkdir()
         odfd(root, "init")
         reset(root)
+        roots.append(root)
+    return roots
+
+
+NO_ENGINE = (["--help"], ["list"], ["log", "match.scores"], ["status"], ["tail", "match.scores"])
+SPARK_STEPS = [  # (name, arguments, target seconds with a daemon)
+    ("ingest small file", ["ingest", "match.scores", str(SMALL_FILE)], 2.0),
+    ("pull (Spark transform)", ["pull", "match.leaderboard"], 2.5),
+    ("verify --recursive", ["verify", "--recursive", "match.leaderboard"], 2.5),
+    ("sql --engine spark", ["sql", "--engine", "spark", QUERY], None),
+]
+
+
+def against_today(work: Path, repeat: int) -> None:
+    """Today's commands beside how they ran before: eager imports, no daemon."""
+    warm, cold = workspaces(work, "daemon", "local")
     # commands that need no engine, on a quiet machine: before the daemon (and its JVM) starts
-    print(f"median of {args.repeat} whole-process runs each (seconds)")
-    eager = median(args.repeat, lambda: python(EAGER_IMPORTS))
+    print(f"median of {repeat} whole-process runs each (seconds)")
+    eager = median(repeat, lambda: python(EAGER_IMPORTS))
     print(f"{'command':<28} {'now':>7} {'before':>8} {'ratio':>6}")
-    for argv in (["--help"], ["list"], ["log", "match.scores"], ["status"]):
-        now = median(args.repeat, functools.partial(odfd, cold, *argv))
+    for argv in NO_ENGINE[:4]:
+        now = median(repeat, functools.partial(odfd, cold, *argv))
         print(
             f"{' '.join(argv):<28} {now:7.2f} {eager:8.2f} {now / eager:5.2f}x  (target <= 0.3 s)"
         )
-    floor = median(args.repeat, lambda: python("pass"))
+    floor = median(repeat, lambda: python("pass"))
     print(f"{'(python -c pass)':<28} {floor:7.2f}")
     daemon = start_daemon(warm)
     try:
@@ -130,21 +185,15 @@ def main() -> None:
             ("own process, daemon's server", warm, {"ODFD_NO_DAEMON": "1"}),
             ("no daemon", cold, {}),
         ]
-        steps = [
-            ("ingest small file", ["ingest", "match.scores", str(SMALL_FILE)], 2.0),
-            ("pull (Spark transform)", ["pull", "match.leaderboard"], 2.5),
-            ("verify --recursive", ["verify", "--recursive", "match.leaderboard"], 2.5),
-            ("sql --engine spark", ["sql", "--engine", "spark", QUERY], None),
-        ]
         times: dict[tuple[str, str], list[float]] = {}
-        for _ in range(args.repeat):
+        for _ in range(repeat):
             for mode, root, env in modes:
                 reset(root)
-                for name, argv, _target in steps:
+                for name, argv, _target in SPARK_STEPS:
                     seconds = odfd(root, *argv, env=env)
                     times.setdefault((name, mode), []).append(seconds)
                     print(f"  run: {name} ({mode}) {seconds:.2f} s", flush=True)
-        for name, _argv, target in steps:
+        for name, _argv, target in SPARK_STEPS:
             daemon_s, own_s, cold_s = (statistics.median(times[(name, m)]) for m, _, _ in modes)
             goal = f"  (target <= {target} s)" if target else ""
             print(
@@ -155,7 +204,54 @@ def main() -> None:
     finally:
         daemon.send_signal(signal.SIGTERM)
         daemon.wait(120)
-        shutil.rmtree(work, ignore_errors=True)
+
+
+def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
+    """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
+    in the machine's load touches both alike."""
+    trees = {"now": REPO, "baseline": baseline}
+    cold = dict(zip(trees, workspaces(work, "local-now", "local-baseline"), strict=True))
+    warm = dict(zip(trees, workspaces(work, "daemon-now", "daemon-baseline"), strict=True))
+    print(f"median of {repeat} whole-process runs each (seconds); baseline: {baseline}")
+    print(f"{'command':<34} {'now':>7} {'baseline':>9} {'ratio':>6}")
+    for argv in NO_ENGINE:
+        runs: dict[str, list[float]] = {tree: [] for tree in trees}
+        for round in range(repeat):
+            for tree, code in _in_turn(trees, round):
+                runs[tree].append(odfd(cold[tree], *argv, tree=code))
+        now, before = (statistics.median(runs[tree]) for tree in trees)
+        goal = "  (target <= 0.3 s)" if argv[0] != "tail" else ""
+        print(f"{' '.join(argv):<34} {now:7.2f} {before:9.2f} {now / before:5.2f}x{goal}")
+    daemons = [start_daemon(warm[tree], code) for tree, code in trees.items()]
+    try:
+        modes = [("daemon", warm, {}), ("no daemon", cold, {"ODFD_NO_DAEMON": "1"})]
+        times: dict[tuple[str, str, str], list[float]] = {}
+        for round in range(repeat):
+            for mode, roots, env in modes:
+                for tree, code in _in_turn(trees, round):
+                    reset(roots[tree], code)
+                    for name, argv, _target in SPARK_STEPS:
+                        seconds = odfd(roots[tree], *argv, env=env, tree=code)
+                        times.setdefault((name, mode, tree), []).append(seconds)
+                        print(f"  run: {name} ({mode}, {tree}) {seconds:.2f} s", flush=True)
+        for mode, _roots, _env in modes:
+            for name, _argv, _target in SPARK_STEPS:
+                now, before = (statistics.median(times[(name, mode, tree)]) for tree in trees)
+                label = f"{name} ({mode})"
+                print(f"{label:<34} {now:7.2f} {before:9.2f} {now / before:5.2f}x")
+        print("ratio: now / baseline (target <= 1.05x)")
+    finally:
+        for daemon in daemons:
+            daemon.send_signal(signal.SIGTERM)
+        for daemon in daemons:
+            daemon.wait(120)
+
+
+def _in_turn(trees: dict[str, Path], round: int) -> list[tuple[str, Path]]:
+    """The trees, the first of them going first in even rounds and last in odd ones, so that
+    neither always runs right after the other's work."""
+    ordered = list(trees.items())
+    return ordered if round % 2 == 0 else ordered[::-1]
 
 
 if __name__ == "__main__":

@@ -23,7 +23,7 @@ LAYERS = ("protocol", "storage", "verifier", "odfd")
 ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("odfd", "odfd.config", "odfd.errors"),
     ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
-    ("odfd.app",),
+    ("odfd.app", "odfd.flows", "odfd.webhooks"),
     ("odfd.server", "odfd.flight_sql"),
     ("odfd.console",),
     ("odfd.daemon",),
@@ -179,6 +179,42 @@ def test_the_check_sees_imports() -> None:
     )
 
 
+# --- the composition root ------------------------------------------------------------------------
+
+CONFIG_READER = "odfd.app.node"
+"""The one module that parses ``config.toml``: the node is built there once per process and
+everything else receives what it needs (``docs/architecture.md``)."""
+
+
+def _calls_of(tree: ast.AST, name: str) -> list[int]:
+    """The lines where ``tree`` calls a function called ``name`` (plainly or as an attribute)."""
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call)
+        and (
+            (isinstance(node.func, ast.Name) and node.func.id == name)
+            or (isinstance(node.func, ast.Attribute) and node.func.attr == name)
+        )
+    ]
+
+
+def test_the_configuration_is_parsed_in_one_place() -> None:
+    """``load_config`` has one caller outside the tests: the composition root."""
+    callers = [
+        f"{module} (line {line})"
+        for module, path in _modules().items()
+        for line in _calls_of(ast.parse(path.read_text(), str(path)), "load_config")
+    ]
+    assert len(callers) == 1 and callers[0].startswith(CONFIG_READER + " "), (
+        "load_config called outside the composition root:\n" + "\n".join(callers)
+    )
+    assert _calls_of(ast.parse("x = config.load_config(p)\nload_config(q)"), "load_config") == [
+        1,
+        2,
+    ]
+
+
 # --- remote URL schemes ---------------------------------------------------------------------------
 
 TRANSPORTS = "odfd.sync.transport"
@@ -190,6 +226,7 @@ REMOTE_SCHEMES = frozenset(
 NOT_REMOTES = {
     "odfd.ingest": "the URLs of ingest sources' fetch steps (files, HTTP, Ethereum RPC)",
     "odfd.cli.manifest_source": "where `odfd add` reads a manifest from (a path or http(s) URL)",
+    "odfd.webhooks": "a WebhookTarget's URL: the http(s) endpoint events are posted to",
 }
 """Modules whose URLs are not remotes, so they may test a scheme, each with the reason."""
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -56,7 +57,8 @@ if TYPE_CHECKING:
     from odfd.config import ServerConfig
     from protocol.identity import DatasetId, Multihash
     from storage.catalog import DatasetRecord
-    from verifier.engine.datafusion.engine import StreamingQuery
+    from storage.workspace import Workspace
+    from verifier.engine.datafusion.session import StreamingQuery
 
 T = TypeVar("T")
 
@@ -263,11 +265,17 @@ async def execute(
             f"limit {request.limit} is above this node's cap of {limits.max_rows} rows per "
             "query ([server] query_max_rows); page through the result with skip and limit"
         )
-    states, views = await _tables(node, request, visible)
+    states, views = await _tables(node, request, engine, visible)
     tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
     if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
+        versions = [str(view.head) for view in views]
         schema, batches = await _datafusion(
-            request.query, tables, request.skip, request.limit, limits.time_limit
+            node,
+            request.query,
+            list(zip(tables, versions, strict=True)),
+            request.skip,
+            request.limit,
+            limits.time_limit,
         )
     else:
         schema, batches = await _engine(node, engine, request, tables, limits.time_limit)
@@ -305,24 +313,24 @@ async def tail(
         f"SELECT * FROM (SELECT * FROM {table} ORDER BY {offset} DESC LIMIT {limit} "
         f"OFFSET {skip}) ORDER BY {offset}"
     )
-    tables = [QueryTable(view.alias, view.paths, view.schema)]
-    schema, batches = await _datafusion(sql, tables, 0, limit, limits.time_limit)
+    tables = [(QueryTable(view.alias, view.paths, view.schema), str(view.head))]
+    schema, batches = await _datafusion(node, sql, tables, 0, limit, limits.time_limit)
     state = DatasetState(record.id, view.alias, view.head)
     return Answer(replace(request, query=sql), (state,), schema, tuple(batches))
 
 
 async def _tables(
-    node: Node, request: QueryRequest, visible: Visible | None
+    node: Node, request: QueryRequest, engine: str, visible: Visible | None
 ) -> tuple[list[DatasetState], list[DatasetView]]:
-    """The datasets the query reads (pinned ones as pinned; else those its text names, at
-    their heads) and what it sees of each."""
+    """The datasets the query reads (pinned ones as pinned; else the tables it names, parsed in
+    ``engine``'s dialect, at their heads) and what it sees of each."""
     if request.datasets is None:
         records = {
             record.alias: record
             for record in await node.workspace.list_datasets()
             if visible is None or visible(record)
         }
-        views = await referenced_views(node, request.query, visible=visible)
+        views = await referenced_views(node, request.query, engine=engine, visible=visible)
         views = [view for view in views if view.head is not None]
         states = [DatasetState(records[view.alias].id, view.alias, view.head) for view in views]
         return states, views
@@ -348,17 +356,65 @@ async def _pinned_view(node: Node, pinned: DatasetState, visible: Visible | None
         raise QueryFailedError(f"dataset {record.alias} cannot be read: {error}") from None
 
 
-async def _datafusion(
-    sql: str, tables: Sequence[QueryTable], skip: int, limit: int, time_limit: float
-) -> tuple[pa.Schema, list[pa.RecordBatch]]:
-    """Stream the result, keeping rows ``skip`` to ``skip + limit``; the engine stops there."""
-    from verifier.engine.datafusion.engine import StreamingQuery
+class _KeptSession:
+    """The node's DataFusion session for answers, kept between queries (a new session and its
+    registrations cost milliseconds; planning in a kept one, tens of microseconds).
 
+    It holds exactly the tables of the query being planned: a table is registered again only
+    when the query reads it at another block (or another dataset under that alias), and tables
+    the query does not read are dropped first, so no query sees a table another caller was
+    allowed to read or pinned. Registering and planning are serialised by ``lock``; the planned
+    queries then run concurrently, each on the files it was planned over."""
+
+    def __init__(self) -> None:
+        from verifier.engine.datafusion.session import QuerySession
+
+        self.session = QuerySession()
+        self.lock = asyncio.Lock()
+
+    def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
+        """Blocking (registering reads the files' footers); call with ``lock`` held."""
+        versions = {table.name: version for table, version in tables}
+        for name in self.session.names - versions.keys():
+            self.session.deregister(name)
+        for table, version in tables:
+            if self.session.version(table.name) != _registered_as(table, version):
+                self.session.register(table, _registered_as(table, version))
+        return self.session.plan(sql).stream()
+
+
+def _registered_as(table: QueryTable, version: str) -> str:
+    """What identifies a registration: the block and the files (a pinned alias may name
+    another dataset at the same alias)."""
+    return f"{version} {[str(path) for path in table.paths]}"
+
+
+_SESSIONS: weakref.WeakKeyDictionary[Workspace, _KeptSession] = weakref.WeakKeyDictionary()
+
+
+def _kept_session(node: Node) -> _KeptSession:
+    kept = _SESSIONS.get(node.workspace)
+    if kept is None:
+        kept = _SESSIONS[node.workspace] = _KeptSession()
+    return kept
+
+
+async def _datafusion(
+    node: Node,
+    sql: str,
+    tables: Sequence[tuple[QueryTable, str]],
+    skip: int,
+    limit: int,
+    time_limit: float,
+) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    """Stream the result, keeping rows ``skip`` to ``skip + limit``; the engine stops there.
+    ``tables`` are the query's tables with the block each is read at."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + time_limit
+    kept = _kept_session(node)
 
     def plan() -> StreamingQuery:
-        query = StreamingQuery([SqlQueryStep(query=sql)], tables)
+        query = kept.plan(sql, tables)
         try:
             query.start()
         except BaseException:
@@ -375,15 +431,17 @@ async def _datafusion(
                 "stopped ([server] query_timeout)"
             ) from None
 
+    await within_limit(kept.lock.acquire())
     planning = asyncio.ensure_future(asyncio.to_thread(plan))
+    planning.add_done_callback(lambda _: kept.lock.release())  # planning cannot be interrupted
     try:
         query = await within_limit(asyncio.shield(planning))
     except engine_errors.TransformError as error:
         raise _bad_query(error) from None
     except QueryRefusedError:
-        planning.add_done_callback(_close_planned)  # planning cannot be interrupted
+        planning.add_done_callback(_close_planned)
         raise
-    kept: list[pa.RecordBatch] = []
+    kept_batches: list[pa.RecordBatch] = []
     try:
         to_skip, wanted = skip, limit
         while wanted > 0:
@@ -399,8 +457,8 @@ async def _datafusion(
             batch = batch.slice(to_skip, wanted)
             to_skip = 0
             wanted -= batch.num_rows
-            kept.append(batch)
-        return query.schema, kept
+            kept_batches.append(batch)
+        return query.schema, kept_batches
     finally:
         await asyncio.to_thread(query.close)
 

@@ -3,6 +3,7 @@ it went in each resource's ``status`` (``phase``, ``observedGeneration``, ``cond
 
 * ``Mirror``: the ``mirrors`` row of ``headers.name`` matches the spec (source, targets, interval,
   paused). The sync scheduler then adds the ``Synced`` and ``Audited`` conditions.
+* ``SecretSet``: ``Ready`` when the node can decrypt every secret; ``VariableSet``: ``Ready``.
 * ``Dataset``: a missing dataset is created from the spec (as ``odfd add`` does a snapshot); for
   an existing one, every event of the spec that differs from the latest event of its kind in the
   chain (``AddPushSource``: of its source name) is appended, so re-applying an edited manifest
@@ -19,16 +20,22 @@ import logging
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from odfd.app.node_secrets import NodeSecrets, SecretError
+from odfd.app.resource_types import FLOW, SECRET_SET, VARIABLE_SET, WEBHOOK_TARGET
 from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
     RECONCILE_ERROR,
     MirrorSpec,
     dataset_resource,
+    kind_of,
     utc_now_text,
 )
+from odfd.app.secret_values import undecryptable
 from odfd.config import SyncConfig
 from odfd.errors import OdfdError
+from odfd.flows.spec import FlowSpec, FlowSpecError
+from odfd.webhooks.delivery import WebhookError, WebhookTarget
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
@@ -81,6 +88,7 @@ class Reconciler:
         self.hooks = hooks or NoHooks()
         self.resources = ResourceTable(workspace.catalog)
         self.mirrors = MirrorTable(workspace.catalog)
+        self.secrets = NodeSecrets(workspace.keys)
 
     async def reconcile_all(self, *, unsettled_only: bool = False) -> list[ReconcileResult]:
         """Mirrors first (derivative datasets may read what they bring), then datasets.
@@ -129,8 +137,23 @@ class Reconciler:
                 message = await self._mirror(record)
             elif record.schema == DATASET_SCHEMA:
                 message = await self._dataset(record)
+            elif record.schema == SECRET_SET.schema:
+                self._secret_set(record)
+                message = None
+            elif record.schema == VARIABLE_SET.schema:
+                message = None  # validated on apply; read by the resources that reference it
+            elif record.schema == WEBHOOK_TARGET.schema:
+                self._webhook_target(record)
+                message = None
+            elif record.schema == FLOW.schema:
+                self._flow(record)
+                message = None
             else:
-                raise ReconcileFailure("unknown-kind", f"no controller for {record.schema}")
+                raise ReconcileFailure(
+                    "no-controller",
+                    f"odfd validates and stores {kind_of(record.schema)} resources but has no "
+                    "controller for them yet: nothing acts on this one",
+                )
         except ReconcileFailure as failure:
             await self._set(record, "Failed", {"code": failure.code, "message": str(failure)})
             return ReconcileResult(record, "Failed", str(failure))
@@ -217,6 +240,31 @@ class Reconciler:
             await self.mirrors.set_paused(record.name, spec.paused)
         await self.hooks.mirror_changed(record.name)
         return "mirror updated"
+
+    # --- SecretSet ------------------------------------------------------------------------------
+
+    def _secret_set(self, record: ResourceRecord) -> None:
+        """Ready when this node can decrypt every secret (a pre-encrypted value may have been
+        encrypted for another node, or be a placeholder)."""
+        problems = undecryptable(record.schema, record.spec, self.secrets)
+        if problems:
+            raise ReconcileFailure("undecryptable", "; ".join(problems))
+
+    # --- WebhookTarget and Flow (their work is in odfd.webhooks and odfd.flows) ----------------
+
+    def _webhook_target(self, record: ResourceRecord) -> None:
+        """Ready when its URL is http(s) and this node can decrypt its secret."""
+        try:
+            WebhookTarget.from_record(record, self.secrets)
+        except (WebhookError, SecretError) as err:
+            raise ReconcileFailure("invalid-target", str(err)) from None
+
+    def _flow(self, record: ResourceRecord) -> None:
+        """Ready when the daemon can run it: a valid cron, known events and tasks."""
+        try:
+            FlowSpec.from_json(record.spec, f"Flow {record.name}")
+        except FlowSpecError as err:
+            raise ReconcileFailure(err.code, str(err)) from None
 
     # --- Dataset --------------------------------------------------------------------------------
 

@@ -8,14 +8,16 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.errors import OdfdError
+from odfd.sync.pins import PinReleaseError, release_pin
 from odfd.sync.transport.url import parse_remote
+from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
 from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from storage.catalog.mirror_records import MirrorRecord
+    from storage.catalog.mirror_records import MirrorRecord, Outcome
 
 
 class MirrorUsageError(OdfdError):
@@ -85,3 +87,47 @@ async def set_paused(node: Node, name: str, paused: bool) -> MirrorRecord:
         )
     await table.set_paused(record.name, paused)
     return record
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorState:
+    """A mirror and how its newest sync attempt ended."""
+
+    record: MirrorRecord
+    last_outcome: Outcome | None
+    """``None`` before its first attempt."""
+
+    @property
+    def state(self) -> str:
+        """``paused``, the last attempt's outcome, or ``new``."""
+        if self.record.paused:
+            return "paused"
+        return self.last_outcome or "new"
+
+
+async def list_mirrors(node: Node) -> list[MirrorState]:
+    table = MirrorTable(node.workspace.catalog)
+    attempts = await table.latest_attempts()
+    return [
+        MirrorState(record, attempt.outcome if attempt else None)
+        for record in await table.list()
+        for attempt in [attempts.get(record.name)]
+    ]
+
+
+async def find_mirror(node: Node, name: str) -> MirrorRecord:
+    """The mirror called ``name``; the catalog's error naming it when there is none."""
+    return await MirrorTable(node.workspace.catalog).require(name)
+
+
+async def release_mirror_pin(node: Node, cid: str) -> None:
+    """Unpins the folder a removed mirror pinned, after its removal (so an unreachable IPFS node
+    never keeps a mirror alive); ``PinReleaseError`` says how to release it by hand."""
+    try:
+        await release_pin(node.config.ipfs, cid)
+    except PinReleaseError:
+        raise
+    except OdfError as err:  # the IPFS node's address is unusable; the message names it
+        raise PinReleaseError(
+            f"ipfs://{cid} stays pinned (the IPFS node is unknown): {err}"
+        ) from err

@@ -8,7 +8,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from odfd.coordinator.query import DatasetView, dataset_view
+from odfd.app.query_tables import read_aliases
+from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from protocol.model import SqlQueryStep
 from verifier.engine.contract import QueryTable
 
@@ -35,27 +36,43 @@ async def query(
 ) -> pa.Table:
     """The result of ``sql`` over the datasets it names (of those ``visible`` allows), as of
     ``block`` or ``time`` when given."""
-    views = await referenced_views(node, sql, block=block, time=time, visible=visible)
+    views = await referenced_views(
+        node, sql, engine=engine, block=block, time=time, visible=visible
+    )
     return await asyncio.to_thread(run_query, node.engines, sql, views, engine)
+
+
+async def pinned_at(node: Node, as_of: str | None) -> tuple[Multihash | None, Timestamp | None]:
+    """The block or the time ``as_of`` (``--as-of BLOCK|TIME``) pins datasets at; neither when
+    it is ``None``."""
+    if as_of is None:
+        return None, None
+    return await resolve_as_of(node.workspace, AsOf.parse(as_of))
 
 
 async def referenced_views(
     node: Node,
     sql: str,
     *,
+    engine: str = DEFAULT_ENGINE,
     block: Multihash | None = None,
     time: Timestamp | None = None,
     visible: Callable[[DatasetRecord], bool] | None = None,
 ) -> list[DatasetView]:
-    """The views of the datasets whose alias the query's text holds (an alias that is not a
-    table of the query costs a registration, nothing more)."""
+    """The views of the datasets the query reads as tables, parsed in the dialect of ``engine``
+    (``odfd.app.query_tables``)."""
     workspace = node.workspace
-    lowered = sql.lower()
+    records = {
+        record.alias: record
+        for record in await workspace.list_datasets()
+        if visible is None or visible(record)
+    }
+    # in a worker thread: the engine's first use imports its library
+    dialect = (await asyncio.to_thread(node.engines.named, engine)).sql_dialect
     views = []
-    for record in await workspace.list_datasets():
-        if (visible is None or visible(record)) and record.alias.lower() in lowered:
-            dataset = workspace.open_dataset(record.id)
-            views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
+    for alias in read_aliases(sql, dialect, records):
+        dataset = workspace.open_dataset(records[alias].id)
+        views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
     return views
 
 
@@ -65,6 +82,18 @@ def run_query(
     """Runs ``sql`` in the engine named ``engine`` with each dataset registered under its alias;
     blocking."""
     tables = [  # a dataset that did not exist yet (AS OF) is no table at all
-        QueryTable(view.alias, view.paths, view.schema) for view in views if view.head is not None
+        query_table(view) for view in views if view.head is not None
     ]
     return engines.named(engine).query([SqlQueryStep(query=sql)], tables)
+
+
+def query_table(view: DatasetView) -> QueryTable:
+    """The table a query reads for a dataset: its files under its alias, with its schema."""
+    return QueryTable(view.alias, view.paths, view.schema)
+
+
+def readable(node: Node, *, may_read_private: bool) -> Callable[[DatasetRecord], bool]:
+    """Which datasets a caller may query: ``[server] private`` ones only with a read or admin
+    token (for everyone else they do not exist)."""
+    server = node.config.server
+    return lambda record: may_read_private or not server.is_private(record.alias)

@@ -1,28 +1,41 @@
 """Declarative resources (RFC-018): reading manifests and applying them to the catalog.
 
-Two kinds are understood:
+Every type of :mod:`odfd.app.resource_types` is read the same way: ``$schema`` (its URL or short
+type name), ``headers`` (name, account, labels, annotations, optionally the id) and ``spec``,
+checked against the spec's JSON Schema (an unknown field is refused with its path), then read by
+the type's own reader where it has one:
 
-* ``Dataset`` (``$schema: https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset``): the
-  desired metadata of a dataset named ``headers.name`` (``spec`` is the spec's
+* ``Dataset``: the desired metadata of a dataset named ``headers.name`` (``spec`` is the spec's
   ``DatasetSpecInput``: ``kind``, ``metadata`` events, optional ``did``), i.e. a
   ``DatasetSnapshot`` in resource form;
 * ``Mirror`` (``$schema:`` :data:`MIRROR_SCHEMA`), odfd's own: keep the local dataset
   ``headers.name`` in sync with ``spec.source`` and push it on to ``spec.targets`` (see
   ``docs/daemon.md`` for every field).
 
-Applying validates every manifest first (nothing is stored if one is invalid), then stores each:
-a new resource gets an id and generation 1; a changed ``spec``/labels/annotations bumps the
-generation and sets the phase back to ``Pending``; an unchanged manifest changes nothing.
+A resource is identified by (account, type, name): the stored name is ``[account/]name``, as a
+dataset alias is. Applying validates every manifest first (nothing is stored if one is invalid),
+then stores each: a new resource gets an id and generation 1; a changed ``spec``/labels/annotations
+bumps the generation and sets the phase back to ``Pending``; an unchanged manifest changes nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from odfd.app.node_secrets import NodeSecrets
+from odfd.app.references import references_of
+from odfd.app.resource_types import (
+    DATASET,
+    MIRROR,
+    short_name,
+    type_of,
+)
+from odfd.app.secret_values import check_encodings, encrypt_secrets
 from odfd.config import format_duration, parse_duration
 from odfd.errors import ManifestError
 from odfd.sync.transport.url import parse_remote
@@ -33,6 +46,7 @@ from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetName
 from protocol.model import Dataset as DatasetResource
 from protocol.model import ResourcePhase, Timestamp
 from protocol.resource import (
+    GENERIC_SPEC,
     AccountHandle,
     AccountRef,
     Invalid,
@@ -53,17 +67,25 @@ from protocol.resource import (
     resource_schema,
     write_resource,
 )
+from protocol.resource.validation import SchemaViolation, validate
+from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resource_references import (
+    ReferenceRow,
+    ResourceReferenceTable,
+    WrittenReference,
+)
 from storage.catalog.resources import PutResult, ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
-DATASET_SCHEMA = "https://opendatafabric.org/schemas/dataset/v1alpha1/Dataset"
-MIRROR_SCHEMA = "https://odfd.dev/schemas/mirror/v1alpha1/Mirror"
+DATASET_SCHEMA = DATASET.schema
+MIRROR_SCHEMA = MIRROR.schema
 CONDITION_BASE = "https://odfd.dev/schemas/daemon/v1alpha1/"
 RECONCILE_ERROR = CONDITION_BASE + "ReconciliationError"
+REFERENCES = CONDITION_BASE + "References"
+"""Set while a reference of the resource does not reach an existing resource."""
 SYNCED = CONDITION_BASE + "Synced"
 AUDITED = CONDITION_BASE + "Audited"
 
-KINDS: Mapping[str, str] = {"Dataset": DATASET_SCHEMA, "Mirror": MIRROR_SCHEMA}
 DEFAULT_ACCOUNT = AccountName("kamu")
 """Owns the datasets whose alias has no account part (kamu-cli's single-tenant account)."""
 DATASET_SPEC = model_spec("DatasetSpecInput")
@@ -77,18 +99,12 @@ def utc_now_text() -> str:
 
 
 def kind_of(schema: str) -> str:
-    return next((kind for kind, uri in KINDS.items() if uri == schema), schema)
+    return short_name(schema)
 
 
 def schema_of_kind(text: str) -> str:
-    """``dataset``, ``datasets``, ``Mirror``, … or a full ``$schema`` URI."""
-    if "://" in text:
-        return text
-    wanted = text.lower().removesuffix("s")
-    for kind, schema in KINDS.items():
-        if kind.lower() == wanted:
-            return schema
-    raise ManifestError(f"unknown resource kind {text!r}; known: {', '.join(KINDS)}")
+    """``dataset``, ``datasets``, ``Mirror``, ``SecretSet``, … or a full ``$schema`` URI."""
+    return type_of(text).schema
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,30 +280,49 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     annotations) or in the canonical form ``odfd get -o yaml`` writes (its ``status`` and
     system-populated headers are ignored)."""
     try:
-        schema = resource_schema(document, where)
-        if schema not in KINDS.values():
-            raise ManifestError(
-                f"{where}: $schema: {schema!r} is not a resource type odfd knows; "
-                f"use one of {', '.join(KINDS.values())}"
-            )
-        codec = _spec_codec(schema)
-        if isinstance(document, dict) and "status" in document:
-            resource = read_resource(document, codec, where).to_input()
-        else:
-            resource = read_resource_input(document, codec, where)
+        written = resource_schema(document, where)
     except ResourceError as err:
         raise ManifestError(str(err)) from None
-    if schema == DATASET_SCHEMA and resource.spec.volume is not None:
+    try:
+        kind = type_of(written)
+    except ManifestError as err:
+        raise ManifestError(f"{where}: $schema: {err}") from None
+    tree = json_value({**document, "$schema": kind.schema})
+    assert isinstance(tree, dict)  # resource_schema read `$schema` from it
+    canonical = "status" in tree
+    # A Dataset's spec is read by the reference's own rules (its reader names unknown fields too,
+    # and accepts the spellings kamu-cli does, e.g. `type: int64`, that the schema's enums do not).
+    if kind.spec_schema is not None and kind is not DATASET:
+        try:
+            validate(_input_form(tree) if canonical else tree, kind.schema, where)
+        except SchemaViolation as err:
+            raise ManifestError(str(err)) from None
+    codec = _spec_codec(kind.schema)
+    try:
+        if canonical:
+            resource = read_resource(tree, codec, where).to_input()
+        else:
+            resource = read_resource_input(tree, codec, where)
+    except ResourceError as err:
+        raise ManifestError(str(err)) from None
+    if kind is DATASET and resource.spec.volume is not None:
         raise ManifestError(
             f"{where}: spec.volume: storage volumes are not supported; datasets are "
             "stored in the node's workspace"
         )
+    spec = codec.write(resource.spec)
+    check_encodings(kind.schema, spec, where)
+    references_of(kind.schema, spec, where)
     headers = resource.headers
-    alias = DatasetAlias(_account_of(headers.account, where), DatasetName(str(headers.name)))
+    account = _account_of(headers.account, where)
+    if kind is DATASET:
+        name = str(DatasetAlias(account, DatasetName(str(headers.name))))
+    else:
+        name = str(headers.name) if account is None else f"{account}/{headers.name}"
     return Manifest(
-        schema,
-        str(alias),
-        codec.write(resource.spec),
+        kind.schema,
+        name,
+        spec,
         dict(headers.labels or {}),
         dict(headers.annotations or {}),
         headers.id,
@@ -295,8 +330,27 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     )
 
 
+_SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
+
+
+def _input_form(tree: dict[str, Any]) -> dict[str, Any]:
+    """The canonical form (``odfd get -o yaml``) as its input form, to validate it."""
+    headers = tree.get("headers")
+    if isinstance(headers, dict):
+        headers = {k: v for k, v in headers.items() if k not in _SYSTEM_HEADERS}
+    return {k: v for k, v in tree.items() if k != "status"} | {"headers": headers}
+
+
+def split_name(stored: str) -> tuple[AccountName | None, str]:
+    """A stored ``[account/]name`` as its account (None: the node's own) and resource name."""
+    account, slash, name = stored.rpartition("/")
+    return (AccountName(account) if slash else None), name
+
+
 def _spec_codec(schema: str) -> SpecCodec[Any]:
-    return DATASET_SPEC if schema == DATASET_SCHEMA else MIRROR_SPEC
+    if schema == DATASET_SCHEMA:
+        return DATASET_SPEC
+    return MIRROR_SPEC if schema == MIRROR_SCHEMA else GENERIC_SPEC
 
 
 def dataset_resource(record: ResourceRecord) -> DatasetResource:
@@ -318,38 +372,82 @@ PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}
 
 
 async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> list[PutResult]:
+    """Store the manifests, then record and resolve their references (those among the manifests
+    applied together resolve to each other, whatever their order)."""
     table = ResourceTable(workspace.catalog)
-    return [
-        await table.put(
+    secrets = NodeSecrets(workspace.keys)
+    results = []
+    for m in manifests:
+        previous = await (
+            table.get(m.resource_id) if m.resource_id is not None else table.find(m.schema, m.name)
+        )
+        spec = encrypt_secrets(m.schema, m.spec, previous and previous.spec, secrets)
+        result = await table.put(
             m.schema,
             m.name,
-            m.spec,
+            spec,
             labels=m.labels,
             annotations=m.annotations,
             resource_id=m.resource_id,
             initial_status=PENDING_STATUS,
         )
-        for m in manifests
-    ]
+        results.append(result)
+    references = ResourceReferenceTable(workspace.catalog)
+    for result in results:
+        record = result.record
+        written = [
+            WrittenReference(ref.path, ref.schema, ref.name, ref.id, ref.key)
+            for ref in references_of(record.schema, record.spec)
+        ]
+        await references.replace(record.id, written)
+    await references.resolve()
+    await refresh_reference_conditions(workspace, [r.record.id for r in results])
+    return results
+
+
+async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str] = ()) -> None:
+    """Set the ``References`` condition of every resource with a reference that does not reach an
+    existing resource (naming each), and clear it where all do (and on the ``also`` resources)."""
+    rows = await ResourceReferenceTable(workspace.catalog).list()
+    table = ResourceTable(workspace.catalog)
+    problems: dict[str, list[str]] = {resource_id: [] for resource_id in also}
+    targets: dict[str, ResourceRecord | None] = {}
+    for row in rows:
+        found = problems.setdefault(row.resource_id, [])
+        target = f"{kind_of(row.target_schema)}:{row.target_name or row.target_id}"
+        if not row.target_exists:
+            why = "was deleted" if row.target_id is not None else "does not exist (yet)"
+            found.append(f"{row.path}: {target} {why}")
+        elif row.target_key is not None and row.target_id is not None:
+            if row.target_id not in targets:
+                targets[row.target_id] = await table.get(row.target_id)
+            record = targets[row.target_id]
+            if record is not None and row.target_key not in _values_of(record):
+                found.append(f"{row.path}: {target} has no key {row.target_key}")
+    for resource_id, messages in problems.items():
+        condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
+        await table.update_status(resource_id, conditions={REFERENCES: condition})
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:
-    """A stored resource in the canonical RFC-018 form: ``headers.name`` is the dataset name and
-    ``headers.account`` the account of its alias (this node's own account when it has none)."""
-    alias = DatasetAlias.parse(record.name)
+    """A stored resource in the canonical RFC-018 form: ``headers.name`` is the resource name and
+    ``headers.account`` its account (this node's own account when it has none)."""
+    account, name = split_name(record.name)
     status = record.status
     reconciled_at = status.get("reconciledAt")
-    spec = (
-        dataset_resource(record).spec
-        if record.schema == DATASET_SCHEMA
-        else MirrorSpec.from_json(record.spec, f"resource {record.id}")
-    )
+    spec: Any
+    if record.schema == DATASET_SCHEMA:
+        spec = dataset_resource(record).spec
+    elif record.schema == MIRROR_SCHEMA:
+        spec = MirrorSpec.from_json(record.spec, f"resource {record.id}")
+    else:
+        spec = json_value(record.spec)
     return Resource(
         schema=record.schema,
         headers=ResourceHeaders(
             id=record.id,
-            name=ResourceName(str(alias.dataset_name)),
-            account=account_handle(alias.account_name or DEFAULT_ACCOUNT),
+            name=ResourceName(name),
+            account=account_handle(account or DEFAULT_ACCOUNT),
             labels=ResourceLabels(record.labels),
             annotations=ResourceAnnotations(record.annotations),
             generation=record.generation,
@@ -366,7 +464,85 @@ def resource_of(record: ResourceRecord) -> Resource[Any]:
     )
 
 
-def resource_document(record: ResourceRecord) -> dict[str, Any]:
+def resource_document(
+    record: ResourceRecord, references: Iterable[ReferenceRow] = ()
+) -> dict[str, Any]:
     """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
-    reference's order."""
-    return write_resource(resource_of(record), _spec_codec(record.schema))
+    reference's order; each resolved reference in its long form with the target's id."""
+    document = write_resource(resource_of(record), _spec_codec(record.schema))
+    for row in references:
+        if row.target_id is not None:
+            _show_id(document, row)
+    return document
+
+
+def _values_of(record: ResourceRecord) -> dict[str, Any]:
+    """The keys of a ``SecretSet`` (``secrets``) or ``VariableSet`` (``variables``)."""
+    values = record.spec.get("secrets", record.spec.get("variables"))
+    return values if isinstance(values, dict) else {}
+
+
+_PATH_PART = re.compile(r"([^.\[\]]+)|\[(\d+)\]")
+
+
+def _show_id(document: dict[str, Any], row: ReferenceRow) -> None:
+    parts = [int(i) if i else name for name, i in _PATH_PART.findall(row.path)]
+    parent: Any = document
+    for part in parts[:-1]:
+        parent = parent[part]
+    written = parent[parts[-1]]
+    kind = kind_of(row.target_schema)
+    if isinstance(written, str):
+        key = written.partition("#")[2] if kind in ("SecretSet", "VariableSet") else None
+        # A volume reference has no `type`: it can only name a PersistentVolume.
+        written = {} if kind == "PersistentVolume" else {"type": kind}
+        if row.target_name is not None:
+            account, slash, name = row.target_name.rpartition("/")
+            written |= {"name": name} | ({"account": {"name": account}} if slash else {})
+        if key:
+            written["path"] = key
+    parent[parts[-1]] = {**written, "id": row.target_id}
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceKey:
+    """A resource named on the command line: ``Type:[account/]name`` (the spec's short reference
+    form), or as a manifest declares it."""
+
+    schema: str
+    name: str
+
+    @classmethod
+    def parse(cls, text: str) -> ResourceKey:
+        type_text, colon, name = text.partition(":")
+        if not colon or not name:
+            raise ManifestError(
+                f"{text!r} does not name a resource: expected Type:name or Type:account/name "
+                "(e.g. SecretSet:my-secrets)"
+            )
+        return cls(type_of(type_text).schema, name)
+
+    def __str__(self) -> str:
+        return f"{kind_of(self.schema)}:{self.name}"
+
+
+async def delete_resources(workspace: Workspace, keys: list[ResourceKey]) -> list[ResourceRecord]:
+    """Delete the named resources (every one is found before any is deleted). The objects a
+    resource made are left in place (a ``Dataset`` resource's dataset stays in the workspace),
+    except a ``Mirror``'s sync schedule, which exists only to serve the resource."""
+    table = ResourceTable(workspace.catalog)
+    records = []
+    for key in keys:
+        record = await table.find(key.schema, key.name)
+        if record is None:
+            raise ManifestError(f"no resource {key} (see `odfd get {kind_of(key.schema)}`)")
+        records.append(record)
+    mirrors = MirrorTable(workspace.catalog)
+    for record in records:
+        if record.schema == MIRROR_SCHEMA:
+            mirror = await mirrors.get(record.name)
+            if mirror is not None and mirror.resource_id == record.id:
+                await mirrors.remove(record.name)
+        await table.delete(record.id)
+    await refresh_reference_conditions(workspace)
+    return records

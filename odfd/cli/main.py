@@ -30,7 +30,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "add": ("add", "create datasets from DatasetSnapshot manifests"),
     "list": ("list", "list the datasets in the workspace"),
     "log": ("log", "show a dataset's metadata blocks, newest first"),
-    "delete": ("delete", "delete datasets (folder, key and catalog entry)"),
+    "delete": ("delete", "delete datasets (folder, key and catalog entry) or resources"),
     "rename": ("rename", "rename a dataset"),
     "import": (
         "import_",
@@ -52,8 +52,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "daemon": ("daemon", "run the node: serve datasets, sync mirrors, audit, reconcile resources"),
     "mirror": ("mirror", "keep datasets in sync with remote sources"),
-    "apply": ("apply", "create or update resources from manifests (Dataset, Mirror)"),
-    "get": ("get", "show resources (Dataset, Mirror) and their status"),
+    "apply": (
+        "apply",
+        "create or update resources from manifests (Dataset, Source, SecretSet, ...)",
+    ),
+    "get": ("get", "show resources and their status"),
     "status": ("status", "datasets, mirrors, syncs and audits of this node"),
     "engine": ("engine", "which engine commands use (local JVM or Spark Connect) and why"),
     "system": ("system", "housekeeping: gc, diagnose, info"),
@@ -63,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         'print a shell completion script (bash: eval "$(odfd completions bash)")',
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
+    "account": ("account", "accounts on this node and their access tokens"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "compact": (
         "compact",

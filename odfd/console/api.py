@@ -22,17 +22,17 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from aiohttp import web
 
-from odfd.console.backend import ActionUnavailableError, NodeBackend
-from odfd.console.details import (
+from odfd.app.dataset_details import (
     SummaryCache,
     block_log,
     records_history,
     schema_document,
     transform_history,
 )
-from odfd.console.lineage import build_lineage
+from odfd.app.lineage import build_lineage
+from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
-from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql
+from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql, run_sql_with_proof
 from odfd.console.view import CatalogView
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
@@ -416,25 +416,40 @@ async def _sql(request: web.Request) -> web.Response:
         return refused
     if not state.reads_private(request):
         return _error(401, "the SQL box needs a read or admin token ([server] read_tokens)")
-    query = (await _body(request)).get("query")
+    body = await _body(request)
+    query = body.get("query")
     if not isinstance(query, str) or not query.strip():
         return _error(400, "field query must be a non-empty string")
+    proof = body.get("proof", False)
+    if not isinstance(proof, bool):
+        return _error(400, "field proof must be true or false")
     limit = 1000
+
+    def visible(record: DatasetRecord) -> bool:
+        return state.visible(record, request)
+
+    answer = None
     try:
-        columns, rows, truncated, ms = await run_sql(
-            console.backend.node, query, limit, lambda r: state.visible(r, request)
-        )
+        if proof:
+            columns, rows, truncated, ms, answer = await run_sql_with_proof(
+                console.backend.node, query, limit, visible
+            )
+        else:
+            columns, rows, truncated, ms = await run_sql(
+                console.backend.node, query, limit, visible
+            )
     except OdfError as err:
         return _error(400, str(err))
-    return _json(
-        {
-            "columns": columns,
-            "rows": rows,
-            "truncated": truncated,
-            "ms": ms,
-            "engine": SQL_BOX_ENGINE,
-        }
-    )
+    result = {
+        "columns": columns,
+        "rows": rows,
+        "truncated": truncated,
+        "ms": ms,
+        "engine": SQL_BOX_ENGINE,
+    }
+    if answer is not None:
+        result["answer"] = answer
+    return _json(result)
 
 
 async def _provenance(request: web.Request) -> web.Response:

@@ -1,6 +1,7 @@
 """The console's SQL box: a query over the datasets a request may see, through the same query
 function and engine as ``odfd sql`` (DataFusion: names quoted with double quotes), with the result
-cut to a page and made JSON-safe."""
+cut to a page and made JSON-safe. Asked for a proof, it answers as ``odfd sql -o json --proof``
+does: the rows shown are exactly those of the signed answer returned beside them."""
 
 from __future__ import annotations
 
@@ -12,6 +13,9 @@ from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
+import pyarrow as pa
+
+from odfd.app.answer_checks import answer_with_proof
 from odfd.app.node import Node
 from odfd.app.query import DEFAULT_ENGINE, query
 from storage.catalog import DatasetRecord
@@ -47,7 +51,27 @@ async def run_sql(
     started = time.perf_counter()
     table = await query(node, sql, engine=SQL_BOX_ENGINE, visible=visible)
     truncated = table.num_rows > limit
-    table = table.slice(0, limit)
-    columns = table.column_names
-    rows = [[json_cell(row[c]) for c in columns] for row in table.to_pylist()]
+    columns, rows = _page(table.slice(0, limit))
     return columns, rows, truncated, round((time.perf_counter() - started) * 1000, 1)
+
+
+async def run_sql_with_proof(
+    node: Node,
+    sql: str,
+    limit: int,
+    visible: Callable[[DatasetRecord], bool],
+) -> tuple[list[str], list[list[Any]], bool, float, dict[str, Any]]:
+    """``(columns, rows, truncated, milliseconds, answer)``: the answer is signed with the
+    node's key and holds at most ``limit`` rows (or the node's cap); ``truncated`` when it is
+    full, as more rows may exist."""
+    started = time.perf_counter()
+    limit = min(limit, node.config.server.query_max_rows)
+    proven = await answer_with_proof(node, sql, engine=SQL_BOX_ENGINE, limit=limit, visible=visible)
+    columns, rows = _page(proven.table)
+    ms = round((time.perf_counter() - started) * 1000, 1)
+    return columns, rows, proven.table.num_rows >= limit, ms, proven.document
+
+
+def _page(table: pa.Table) -> tuple[list[str], list[list[Any]]]:
+    columns = table.column_names
+    return columns, [[json_cell(row[c]) for c in columns] for row in table.to_pylist()]

@@ -32,6 +32,7 @@ from protocol.model import (
     AddData,
     AddPushSource,
     MergeStrategyAppend,
+    MergeStrategySnapshot,
     ReadStepEsriShapefile,
     SetPollingSource,
     SourceCachingForever,
@@ -173,7 +174,9 @@ async def ingest_push(
     if input_format is not None:
         source = _Source(read_step_for(source.read, input_format), source.preprocess, source.merge)
     time = system_time or Timestamp.now()
-    if await asyncio.to_thread(_empty_input, path, source.read):
+    if await asyncio.to_thread(_empty_input, path, source.read) and not _empty_is_a_snapshot(
+        source, state
+    ):
         # nothing to read: answered without starting Spark
         return IngestOutcome(alias, True, reason="the input is empty (0 bytes)")
     memo = None
@@ -205,6 +208,20 @@ async def ingest_push(
         head = state.head if outcome.up_to_date else outcome.new_head
         await memo.record(key_at(head, digest, source_name, input_format))
     return outcome
+
+
+def _empty_is_a_snapshot(source: _Source, state: ChainState) -> bool:
+    """Whether an empty file still says something: under a Snapshot merge with a declared read
+    schema it is an empty snapshot, which retracts every record still present (the reference
+    reads it as an empty frame of the read schema and merges it)."""
+    declared = getattr(source.read, "schema", None) is not None or bool(
+        getattr(source.read, "ddl_schema", None)
+    )
+    return (
+        isinstance(source.merge, MergeStrategySnapshot)
+        and declared
+        and state.last_offset is not None
+    )
 
 
 def _empty_input(path: Path, read: object) -> bool:

@@ -28,7 +28,7 @@ from storage.errors import ObjectNotFoundError
 from storage.workspace import Workspace
 from verifier.engine.columns import Vocab
 from verifier.engine.contract import TransformInputSlice, TransformRequest
-from verifier.engine.inputs import input_slice
+from verifier.engine.inputs import arrow_schema_of, input_slice
 from verifier.engine.registry import Engines
 
 
@@ -111,6 +111,7 @@ async def update_derivative(
             out_dir=work,
             prev_watermark=state.last_watermark,
             spill_dir=str(work),
+            dataset_schema=None if state.schema is None else arrow_schema_of(state.schema),
         )
         result = await asyncio.to_thread(engine.run_transform, request)
         written = result.new_data

@@ -23,8 +23,9 @@ from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import MirrorSyncer, PinReleaseError, SyncReport, release_pin
+from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.time import backoff_delay, jittered
+from odfd.sync.pins import PinReleaseError, release_pin
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash

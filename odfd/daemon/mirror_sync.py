@@ -1,6 +1,7 @@
 """One sync attempt of one mirror: check the source's head, pull if it moved, push to every
-target that is behind, pin the dataset in IPFS when configured (``release_pin`` undoes that when
-the mirror is removed), and for a mirror found by its DID, republish its owner's IPNS record.
+target that is behind, pin the dataset in IPFS when configured (``odfd.sync.pins.release_pin``
+undoes that when the mirror is removed), and for a mirror found by its DID, republish its
+owner's IPNS record.
 
 Nothing here is trusted from the source: ``odfd.sync.pull`` verifies every block and object and
 moves ``head`` last by compare-and-swap, so an attempt that fails or is cancelled leaves the
@@ -17,28 +18,20 @@ from typing import Any
 
 import aiohttp
 
-from odfd.config import IpfsConfig, NodeConfig
-from odfd.errors import OdfdError
+from odfd.config import NodeConfig
 from odfd.sync.did_names import is_did, is_due, read_state, republish
 from odfd.sync.pull import PullOptions, PullResult, pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.transport.base import SourceHead
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import parse_remote
-from protocol.errors import OdfError, ParseError
+from protocol.errors import OdfError
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt, TargetState
-from storage.ipfs_client import IpfsClient, IpfsError, IpfsNotFoundError, parse_cid
+from storage.ipfs_client import IpfsClient, IpfsNotFoundError, parse_cid
 from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
-
-UNPIN_TIMEOUT = 30.0
-"""Seconds to wait for the IPFS node when releasing a pin (removing a mirror must not hang)."""
-
-
-class PinReleaseError(OdfdError):
-    """A removed mirror's pin is still in the IPFS node: the node was unreachable or refused."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,17 +218,3 @@ class MirrorSyncer:
             except IpfsNotFoundError:
                 pass  # already unpinned by hand: nothing to undo
         return cid
-
-
-async def release_pin(ipfs: IpfsConfig, cid: str) -> None:
-    """Unpin the dataset folder a mirror pinned, once the mirror is gone (a pin already removed by
-    hand is fine). ``PinReleaseError`` names the CID, the node and the command that removes it."""
-    try:
-        await IpfsClient(ipfs.api, timeout=UNPIN_TIMEOUT).pin_rm(parse_cid(cid))
-    except IpfsNotFoundError:
-        return
-    except (IpfsError, ParseError) as err:
-        raise PinReleaseError(
-            f"could not unpin ipfs://{cid}: {err}; it stays pinned until removed "
-            f"by hand (`ipfs pin rm {cid}`)"
-        ) from err

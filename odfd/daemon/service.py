@@ -61,12 +61,20 @@ from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.server.app import create_app
+from odfd.flows.runner import FlowRunner
+from odfd.flows.spec import DATASET_REF_UPDATED
+from odfd.flows.tasks import NodeTasks, WorkspaceTargets
+from odfd.server.app import Mount, create_app
+from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.server.state import STATE_KEY
+from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
+from storage.catalog.flow_runs import FlowRunTable
+from storage.catalog.resources import ResourceTable
+from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 
 if TYPE_CHECKING:
     from odfd.flight_sql.endpoint import FlightSqlEndpoint
@@ -79,6 +87,9 @@ _HOUSEKEEPING = "housekeeping"
 _RECONCILE = "reconcile"
 _RECONCILE_UNSETTLED = "reconcile-unsettled"
 _RESIGN = "resign"
+_FLOWS = "flows"
+_FLOW_TICK = timedelta(seconds=15)
+"""How often flows are looked at: cron times are minutes, so a run starts within this of its time."""
 
 
 class DaemonError(OdfdError):
@@ -146,6 +157,13 @@ class Daemon:
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
+        resources = ResourceTable(workspace.catalog)
+        self.flows = FlowRunner(
+            resources,
+            FlowRunTable(workspace.catalog),
+            NodeTasks(node, WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources)),
+            WorkspaceTargets(node),
+        )
 
     # --- life cycle -----------------------------------------------------------------------------
 
@@ -188,6 +206,7 @@ class Daemon:
         await self._audit_unaudited_heads()
         self.chores.run_now(_RECONCILE)
         self.chores.run_now(_RESIGN)  # also signs heads a crash left unsigned
+        self.chores.run_now(_FLOWS)
         self.chores.run_now(
             _HOUSEKEEPING
         )  # also catches up derivatives left behind by the last run
@@ -324,7 +343,11 @@ class Daemon:
         self._state_path.write_text(json.dumps(state, indent=2) + "\n")
 
     async def _start_server(self) -> None:
-        mounts = [console_mount(DaemonBackend(self)), query_api_mount(self.node)]
+        mounts: list[Mount] = [
+            console_mount(DaemonBackend(self)),
+            query_api_mount(self.node),
+            IngestApi(lambda: self.node, ingested=self._ingested),
+        ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
@@ -356,7 +379,7 @@ class Daemon:
             from odfd.flight_sql import workspace_queries
 
             self.flight_sql = await workspace_queries.serve(
-                self.workspace, server, address=server.address, port=server.flight_sql_port
+                self.node, address=server.address, port=server.flight_sql_port
             )
 
     async def _start_admin(self) -> None:
@@ -427,6 +450,7 @@ class Daemon:
         self.chores.run_now(_RECONCILE_UNSETTLED)
 
     async def _dataset_moved(self, dataset_id: DatasetId, trigger: str) -> None:
+        self._in_background(self._ref_updated(dataset_id, trigger), "flows")
         if self.config.audit.after_sync:
             self.auditor.request(dataset_id, "integrity", trigger)
         if self.config.sync.transform_derivatives:
@@ -437,7 +461,28 @@ class Daemon:
                 datetime.now(UTC) + jittered(self.config.audit.interval, self.config.sync.jitter),
             )
 
+    async def _ref_updated(self, dataset_id: DatasetId, trigger: str) -> None:
+        """``dataset.ref.updated`` for the flows whose Event triggers target this dataset."""
+        record = await self.workspace.catalog.get_dataset(dataset_id)
+        if record is None:
+            return
+        event = {
+            "type": DATASET_REF_UPDATED,
+            "datasetId": str(dataset_id),
+            "datasetAlias": str(record.alias),
+            "cause": trigger,
+        }
+        try:
+            await self.flows.dataset_updated(str(record.alias), event)
+        except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
+            log.exception("flows on dataset.ref.updated failed", extra={"dataset": str(dataset_id)})
+
+    async def _ingested(self, dataset_id: DatasetId) -> None:
+        """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
+        await self._dataset_moved(dataset_id, "ingest")
+
     async def _transformed(self, dataset_id: DatasetId) -> None:
+        self._in_background(self._ref_updated(dataset_id, "transform"), "flows")
         if self.config.audit.after_sync:
             self.auditor.request(dataset_id, "integrity", "transform")
 
@@ -494,6 +539,9 @@ class Daemon:
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
             )
+        elif key == _FLOWS:
+            self.chores.schedule_at(_FLOWS, now + _FLOW_TICK)  # first: a failure must not end it
+            await self.flows.tick()
         elif key == _RECONCILE_UNSETTLED:
             await self.reconciler.reconcile_all(unsettled_only=True)
         elif key == _RESIGN:

@@ -24,6 +24,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql.service import ANONYMOUS, Subject
@@ -35,10 +36,18 @@ _ANONYMOUS_PREFIX = "anon_"
 
 
 @dataclass
+class PreparedStatement:
+    """A prepared statement: its SQL and the parameters last bound to it (DoPut)."""
+
+    sql: str
+    parameters: pa.RecordBatch | None = None
+
+
+@dataclass
 class _Session:
     subject: Subject
     last_used: float
-    statements: OrderedDict[bytes, str] = field(default_factory=OrderedDict)
+    statements: OrderedDict[bytes, PreparedStatement] = field(default_factory=OrderedDict)
 
 
 class Sessions:
@@ -96,20 +105,26 @@ class Sessions:
         handle = secrets.token_bytes(16)
         with self._lock:
             statements = self._session(token).statements
-            statements[handle] = sql
+            statements[handle] = PreparedStatement(sql)
             while len(statements) > self._max_statements:
                 statements.popitem(last=False)
         return handle
 
-    def statement(self, token: str, handle: bytes) -> str:
-        """The SQL of a prepared statement of this session. Raises :class:`NotFound`."""
+    def statement(self, token: str, handle: bytes) -> PreparedStatement:
+        """A prepared statement of this session. Raises :class:`NotFound`."""
         with self._lock:
-            sql = self._session(token).statements.get(handle)
-        if sql is None:
+            statement = self._session(token).statements.get(handle)
+        if statement is None:
             raise NotFound(
                 "no such prepared statement in this session (closed, expired, or never created)"
             )
-        return sql
+        return statement
+
+    def bind(self, token: str, handle: bytes, parameters: pa.RecordBatch | None) -> None:
+        """Binds ``parameters`` (one row; ``None`` unbinds) to a prepared statement."""
+        statement = self.statement(token, handle)
+        with self._lock:
+            statement.parameters = parameters
 
     def remove_statement(self, token: str, handle: bytes) -> None:
         with self._lock:

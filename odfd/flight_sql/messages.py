@@ -58,7 +58,19 @@ _MESSAGES: Final[dict[str, tuple[tuple[str, int, int, str], ...]]] = {
         ("parameter_schema", 3, _BYTES, _PLAIN),
     ),
     "ActionClosePreparedStatementRequest": (("prepared_statement_handle", 1, _BYTES, _PLAIN),),
+    "DoPutPreparedStatementResult": (("prepared_statement_handle", 1, _BYTES, _OPTIONAL),),
+    # Flight SQL's older cancel action: a serialised FlightInfo in, a CancelResult enum out.
+    "ActionCancelQueryRequest": (("info", 1, _BYTES, _PLAIN),),
+    "ActionCancelQueryResult": (("result", 1, _UINT32, _PLAIN),),
+    # Flight's own CancelFlightInfo action (package arrow.flight.protocol) sends these unwrapped,
+    # so only their fields matter: an embedded FlightInfo travels as bytes do, an enum as a varint.
+    "CancelFlightInfoRequest": (("info", 1, _BYTES, _PLAIN),),
+    "CancelFlightInfoResult": (("status", 1, _UINT32, _PLAIN),),
 }
+
+#: ``CancelStatus`` (Flight) and ``CancelResult`` (Flight SQL) share their numbers.
+CANCELLED: Final = 1
+NOT_CANCELLABLE: Final = 3
 
 #: Commands and actions of the protocol this read-only server answers UNIMPLEMENTED, so that a
 #: client falls back cleanly instead of reading "not a Flight SQL request".
@@ -122,6 +134,17 @@ def pack(message: Message) -> bytes:
         value=message.SerializeToString(),
     )
     return wrapper.SerializeToString()
+
+
+def parse(name: str, data: bytes) -> Any:
+    """Message ``name`` from its serialised fields (not wrapped in an ``Any``). Raises
+    :class:`MessageError`."""
+    message = _CLASSES[name]()
+    try:
+        message.ParseFromString(data)
+    except DecodeError:
+        raise MessageError(f"a malformed {name}") from None
+    return message
 
 
 def unpack(data: bytes) -> tuple[str, Any]:

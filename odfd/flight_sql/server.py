@@ -5,20 +5,26 @@ node's event loop, handed over with :func:`asyncio.run_coroutine_threadsafe`. Wh
 it watches the client: a client that went away (or whose own deadline passed) cancels its query,
 and so does a server that is shutting down.
 
-Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and the block each
-dataset was at, so DoGet streams exactly what the announced schema was planned from. Results
-stream batch by batch, the next batch computed while the current one is sent: the server holds
-two batches per query, never the whole result.
+Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
+the announced schema; DoGet plans it again over the datasets as they are then (planning in the
+node's kept session costs microseconds) and refuses to stream a result whose schema is not the
+one announced. Results stream batch by batch, the next batch computed while the current one is
+sent: the server holds two batches per query, never the whole result.
 """
 
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import concurrent.futures
+import hashlib
 import json
 import logging
+import secrets
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -48,6 +54,10 @@ _POLL_SECONDS = 0.05
 _CREATE_PREPARED = "CreatePreparedStatement"
 _CLOSE_PREPARED = "ClosePreparedStatement"
 _CLOSE_SESSION = "CloseSession"
+_CANCEL_FLIGHT_INFO = "CancelFlightInfo"
+_CANCEL_QUERY = "CancelQuery"
+_KEPT_CANCELLATIONS = 10_000
+"""Cancelled tickets remembered (a DoGet of one after its cancel answers CANCELLED)."""
 _CATALOG_COMMANDS = (
     "CommandGetSqlInfo",
     "CommandGetCatalogs",
@@ -88,6 +98,8 @@ class FlightSqlServer(flight.FlightServerBase):
         self._time_limit = time_limit
         self._sessions = sessions or Sessions()
         self._closing = threading.Event()
+        self._cancel_lock = threading.Lock()
+        self._cancelled: OrderedDict[bytes, None] = OrderedDict()
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
@@ -121,12 +133,24 @@ class FlightSqlServer(flight.FlightServerBase):
         name, message = _unpack(ticket.ticket, "ticket")
         caller = _caller(context)
         if name == "TicketStatementQuery":
-            sql, pinned = _decode_handle(message.statement_handle)
+            ticket_bytes = ticket.ticket
+            sql, digest, parameters = _decode_handle(message.statement_handle)
             stream = self._wait(
                 context,
-                self._service.execute(caller.subject, sql, pinned, time_limit=self._time_limit),
+                self._service.execute(
+                    caller.subject, sql, _bound(parameters), time_limit=self._time_limit
+                ),
+                ticket=ticket_bytes,
             )
-            return flight.GeneratorStream(stream.schema, self._stream(context, stream))
+            if _digest(stream.schema) != digest:
+                self._wait(context, stream.close())
+                raise status.InvalidArgument(
+                    "the datasets this query reads changed their schema since it was planned; "
+                    "run it again"
+                )
+            return flight.GeneratorStream(
+                stream.schema, self._stream(context, stream, ticket_bytes)
+            )
         if name in _CATALOG_COMMANDS:
             return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
         raise _not_offered(name)
@@ -153,9 +177,25 @@ class FlightSqlServer(flight.FlightServerBase):
         if action.type == _CLOSE_SESSION:
             self._sessions.close(caller.token)
             return iter([])
+        if action.type == _CANCEL_FLIGHT_INFO:
+            request = _parse("CancelFlightInfoRequest", body)
+            outcome = self._cancel(request.info)
+            result = messages.new("CancelFlightInfoResult", status=outcome)
+            return iter([flight.Result(result.SerializeToString())])
+        if action.type == _CANCEL_QUERY:
+            request = _expect(body, "ActionCancelQueryRequest")
+            outcome = self._cancel(request.info)
+            return iter(
+                [
+                    flight.Result(
+                        messages.pack(messages.new("ActionCancelQueryResult", result=outcome))
+                    )
+                ]
+            )
         raise status.Unimplemented(
-            f"action '{action.type}' is not offered by this read-only server "
-            f"(it offers {_CREATE_PREPARED} and {_CLOSE_PREPARED})"
+            f"action '{action.type}' is not offered by this read-only server (it offers "
+            + ", ".join(name for name, _ in self.list_actions(context))
+            + ")"
         )
 
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
@@ -163,12 +203,42 @@ class FlightSqlServer(flight.FlightServerBase):
             (_CREATE_PREPARED, "prepare a query; its handle runs it with GetFlightInfo"),
             (_CLOSE_PREPARED, "forget a prepared statement"),
             (_CLOSE_SESSION, "end this session and forget its prepared statements"),
+            (_CANCEL_FLIGHT_INFO, "stop a query whose FlightInfo this server answered"),
+            (_CANCEL_QUERY, "stop a query (Flight SQL's older form of CancelFlightInfo)"),
         ]
 
-    def do_put(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise status.Unimplemented(
-            "this server is read-only: no updates, ingest or prepared-statement parameters"
-        )
+    def do_put(
+        self,
+        context: flight.ServerCallContext,
+        descriptor: flight.FlightDescriptor,
+        reader: flight.MetadataRecordBatchReader,
+        writer: flight.FlightMetadataWriter,
+    ) -> None:
+        """Binds parameters to a prepared statement (one row: its placeholders' values)."""
+        if descriptor.descriptor_type != flight.DescriptorType.CMD:
+            raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
+        name, message = _unpack(descriptor.command, "command")
+        if name != "CommandPreparedStatementQuery":
+            if name in messages.UNSUPPORTED_COMMANDS:
+                raise status.Unimplemented(
+                    f"{name} is not offered: this server is read-only (no updates or ingest)"
+                )
+            raise status.InvalidArgument(f"DoPut takes a CommandPreparedStatementQuery, not {name}")
+        caller = _caller(context)
+        handle = message.prepared_statement_handle
+        self._sessions.statement(caller.token, handle)  # NOT_FOUND before reading the data
+        try:
+            table = reader.read_all()
+        except pa.ArrowException as err:
+            raise status.InvalidArgument(f"the parameters cannot be read: {err}") from None
+        if table.num_rows > 1:
+            raise status.InvalidArgument(
+                f"bind one row of parameters per execution of a query, not {table.num_rows}"
+            )
+        batches = table.combine_chunks().to_batches()
+        self._sessions.bind(caller.token, handle, batches[0] if table.num_rows else None)
+        result = messages.new("DoPutPreparedStatementResult", prepared_statement_handle=handle)
+        writer.write(pa.py_buffer(result.SerializeToString()))  # unwrapped, as clients read it
 
     def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
         raise status.Unimplemented("DoExchange is not offered by this server")
@@ -186,22 +256,50 @@ class FlightSqlServer(flight.FlightServerBase):
             raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
         name, message = _unpack(descriptor.command, "command")
         caller = _caller(context)
+        parameters = None
         if name == "CommandStatementQuery":
             planned = self._plan(context, caller, message.query)
         elif name == "CommandPreparedStatementQuery":
-            sql = self._sessions.statement(caller.token, message.prepared_statement_handle)
-            planned = self._plan(context, caller, sql)
+            statement = self._sessions.statement(caller.token, message.prepared_statement_handle)
+            parameters = statement.parameters
+            planned = self._plan(context, caller, statement.sql, parameters)
         elif name in _CATALOG_COMMANDS:
             return _catalog_schema(name, message), descriptor.command
         else:
             raise _not_offered(name)
-        ticket = messages.new("TicketStatementQuery", statement_handle=_encode_handle(planned))
+        handle = _encode_handle(planned, parameters)
+        ticket = messages.new("TicketStatementQuery", statement_handle=handle)
         return planned.schema, messages.pack(ticket)
 
-    def _plan(self, context: flight.ServerCallContext, caller: Caller, sql: str) -> PlannedQuery:
+    def _plan(
+        self,
+        context: flight.ServerCallContext,
+        caller: Caller,
+        sql: str,
+        parameters: pa.RecordBatch | None = None,
+    ) -> PlannedQuery:
         return self._wait(
-            context, self._service.plan(caller.subject, sql), time_limit=self._time_limit
+            context,
+            self._service.plan(caller.subject, sql, _bound(parameters)),
+            time_limit=self._time_limit,
         )
+
+    def _cancel(self, info: bytes) -> int:
+        """Marks the tickets of a FlightInfo this server answered as cancelled: a running query
+        of theirs stops, a later DoGet of them answers CANCELLED."""
+        try:
+            endpoints = flight.FlightInfo.deserialize(info).endpoints
+        except (pa.ArrowException, ValueError, TypeError):
+            raise status.InvalidArgument("the request holds no FlightInfo") from None
+        tickets = [endpoint.ticket.ticket for endpoint in endpoints]
+        if not tickets or not all(_is_statement(ticket) for ticket in tickets):
+            return messages.NOT_CANCELLABLE
+        with self._cancel_lock:
+            for ticket in tickets:
+                self._cancelled[ticket] = None
+            while len(self._cancelled) > _KEPT_CANCELLATIONS:
+                self._cancelled.popitem(last=False)
+        return messages.CANCELLED
 
     def _catalog_result(
         self, context: flight.ServerCallContext, caller: Caller, name: str, message: Any
@@ -225,16 +323,20 @@ class FlightSqlServer(flight.FlightServerBase):
         work: Coroutine[Any, Any, T],
         *,
         time_limit: float | None = None,
+        ticket: bytes | None = None,
     ) -> T:
         """``work``'s result on the node's loop; gives up (cancelling it) when the client goes
-        away, the server closes or ``time_limit`` passes. Service errors become statuses."""
-        return self._result(context, asyncio.run_coroutine_threadsafe(work, self._loop), time_limit)
+        away, the server closes, ``time_limit`` passes or ``ticket`` is cancelled. Service
+        errors become statuses."""
+        future = asyncio.run_coroutine_threadsafe(work, self._loop)
+        return self._result(context, future, time_limit, ticket)
 
     def _result(
         self,
         context: flight.ServerCallContext,
         future: concurrent.futures.Future[T],
         time_limit: float | None = None,
+        ticket: bytes | None = None,
     ) -> T:
         deadline = None if time_limit is None else time.monotonic() + time_limit
         while True:
@@ -255,6 +357,9 @@ class FlightSqlServer(flight.FlightServerBase):
             if context.is_cancelled():
                 future.cancel()
                 raise status.Cancelled("the client cancelled the call or went away")
+            if ticket is not None and ticket in self._cancelled:
+                future.cancel()
+                raise status.Cancelled("the query was cancelled (CancelFlightInfo)")
             if self._closing.is_set():
                 future.cancel()
                 raise status.Unavailable("the server is shutting down")
@@ -265,7 +370,7 @@ class FlightSqlServer(flight.FlightServerBase):
                 )
 
     def _stream(
-        self, context: flight.ServerCallContext, stream: QueryStream
+        self, context: flight.ServerCallContext, stream: QueryStream, ticket: bytes
     ) -> Iterator[pa.RecordBatch]:
         """The stream's batches; the next is computed while one is being sent. Empty batches are
         skipped (JDBC reads a result with some as empty) but an empty result sends one."""
@@ -273,7 +378,7 @@ class FlightSqlServer(flight.FlightServerBase):
         sent = False
         try:
             while True:
-                batch = self._result(context, pending)
+                batch = self._result(context, pending, ticket=ticket)
                 if batch is None:
                     break
                 pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
@@ -332,20 +437,56 @@ def _not_offered(name: str) -> Exception:
     return status.InvalidArgument(f"{name} is not a command this server knows")
 
 
-def _encode_handle(planned: PlannedQuery) -> bytes:
-    """A statement ticket's handle: the SQL and the blocks it was planned at (opaque to the
-    client; a forged one is only another query, checked like any other)."""
-    return json.dumps({"sql": planned.sql, "pinned": dict(planned.pinned)}).encode()
+def _encode_handle(planned: PlannedQuery, parameters: pa.RecordBatch | None) -> bytes:
+    """A statement ticket's handle: the SQL, its bound parameters (Arrow IPC), its announced
+    schema's digest and a nonce that tells two tickets of one query apart (for cancelling).
+    Opaque to the client; a forged one is only another query, checked like any other."""
+    document = {"sql": planned.sql, "schema": _digest(planned.schema), "id": secrets.token_hex(8)}
+    if parameters is not None:
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, parameters.schema) as writer:
+            writer.write_batch(parameters)
+        document["parameters"] = base64.b64encode(sink.getvalue().to_pybytes()).decode()
+    return json.dumps(document).encode()
 
 
-def _decode_handle(handle: bytes) -> tuple[str, dict[str, str]]:
+def _decode_handle(handle: bytes) -> tuple[str, str, pa.RecordBatch | None]:
     try:
         document = json.loads(handle)
-        sql, pinned = document["sql"], document["pinned"]
-        if not isinstance(sql, str) or not isinstance(pinned, dict):
+        sql, digest = document["sql"], document["schema"]
+        if not isinstance(sql, str) or not isinstance(digest, str):
             raise ValueError
-        if not all(isinstance(k, str) and isinstance(v, str) for k, v in pinned.items()):
-            raise ValueError
-    except (ValueError, KeyError, TypeError):
+        parameters = None
+        if "parameters" in document:
+            data = base64.b64decode(document["parameters"], validate=True)
+            parameters = pa.ipc.open_stream(data).read_next_batch()
+    except (ValueError, KeyError, TypeError, binascii.Error, pa.ArrowException):
         raise status.InvalidArgument("the ticket is not one this server issued") from None
-    return sql, pinned
+    return sql, digest, parameters
+
+
+def _is_statement(ticket: bytes) -> bool:
+    try:
+        name, message = messages.unpack(ticket)
+    except messages.MessageError:
+        return False
+    return name == "TicketStatementQuery" and message is not None
+
+
+def _bound(parameters: pa.RecordBatch | None) -> dict[str, Any] | None:
+    """A row of parameters as the engine takes them: ``$1`` is the first column's value."""
+    if parameters is None:
+        return None
+    return {str(number): column[0] for number, column in enumerate(parameters.columns, start=1)}
+
+
+def _parse(name: str, body: bytes) -> Any:
+    try:
+        return messages.parse(name, body)
+    except messages.MessageError as err:
+        raise status.InvalidArgument(f"the action body is {err}") from None
+
+
+def _digest(schema: pa.Schema) -> str:
+    """A schema's fingerprint: names, types, nullability and metadata."""
+    return hashlib.sha256(schema.serialize().to_pybytes()).hexdigest()

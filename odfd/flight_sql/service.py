@@ -9,9 +9,8 @@ application layer can implement it the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from types import MappingProxyType
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import pyarrow as pa
 
@@ -40,13 +39,10 @@ class TableInfo:
 
 @dataclass(frozen=True, slots=True)
 class PlannedQuery:
-    """A query that planned: the schema of its result, and the block each table it reads was
-    at, so that executing it later reads exactly what the schema was planned from."""
+    """A query that planned, and the schema of its result (nullability included)."""
 
     sql: str
     schema: pa.Schema
-    pinned: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """Table name -> block hash (multibase) of the dataset's head when planned."""
 
 
 class QueryStream(Protocol):
@@ -75,17 +71,24 @@ class QueryService(Protocol):
         """The tables ``subject`` may read, by name, with their schemas."""
         ...
 
-    async def plan(self, subject: Subject, sql: str) -> PlannedQuery:
-        """Plans ``sql`` as ``subject`` sees the datasets. Raises :class:`InvalidQueryError` or
-        :class:`UnknownTableError`."""
+    async def plan(
+        self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
+    ) -> PlannedQuery:
+        """Plans ``sql`` as ``subject`` sees the datasets now, with ``parameters`` for its
+        placeholders (``$1`` is key ``"1"``). Raises :class:`InvalidQueryError`,
+        :class:`UnknownTableError` or :class:`DataUnavailableError`."""
         ...
 
     async def execute(
-        self, subject: Subject, sql: str, pinned: Mapping[str, str], *, time_limit: float
+        self,
+        subject: Subject,
+        sql: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        time_limit: float,
     ) -> QueryStream:
-        """Starts ``sql`` with its tables at the blocks ``pinned`` names (a plan's), the others
-        at their heads; ``time_limit`` (seconds) bounds the engine's time. Raises as
-        :meth:`plan`, and :class:`QueryTimeoutError`, :class:`DataUnavailableError`."""
+        """Starts ``sql`` over the datasets as they are now; ``time_limit`` (seconds) bounds the
+        engine's time. Raises as :meth:`plan`, and :class:`QueryTimeoutError`."""
         ...
 
 

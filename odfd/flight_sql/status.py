@@ -3,9 +3,20 @@
 ``pyarrow.flight`` maps a handler's exception to a status code by its type (``ValueError`` ->
 INVALID_ARGUMENT, ``KeyError`` -> NOT_FOUND, ``NotImplementedError`` -> UNIMPLEMENTED; its own
 ``Flight*Error`` types to the rest) and appends the exception's rendering to the message: for a
-Python exception that is a full traceback of the server's code. A client must read what went
-wrong, not the server's insides, so the errors here are rendered by their status name alone
-(:func:`install`); every other exception renders as before.
+Python exception that is a full traceback of the server's code (Arrow's C++ ``PythonErrorDetail``
+renders it with ``traceback.format_exception``). A client must read what went wrong, not the
+server's insides, so the errors here are rendered by their status name alone (:func:`install`);
+every other exception renders as before.
+
+Why a patch of ``traceback.format_exception`` and not a supported mechanism: pyarrow has none
+for these three codes. Its ``Flight*Error`` types, which carry no traceback, cover only INTERNAL,
+DEADLINE_EXCEEDED, CANCELLED, UNAUTHENTICATED, PERMISSION_DENIED, UNAVAILABLE and UNKNOWN; a
+middleware sees a call's exception but cannot change its status; and Arrow's maintainers leave
+"intentional errors without a traceback" to a future redesign (apache/arrow#34251, #45555).
+The patch is narrow: it changes the rendering of this module's three exception types only (no
+other code raises them), delegates everything else unchanged, and is installed once, by the
+server. ``tests/flight_sql/test_messages.py`` checks both halves, so a pyarrow that renders
+differently fails a test rather than leaking tracebacks again.
 """
 
 from __future__ import annotations

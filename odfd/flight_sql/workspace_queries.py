@@ -1,26 +1,18 @@
-"""The Flight SQL server's :class:`~odfd.flight_sql.service.QueryService` over a workspace: its
-datasets registered by alias in DataFusion, as ``odfd sql`` reads them.
-
-What a dataset contributes (its slices and schema at a block) is read from its chain once per
-head and kept; a query registers only the datasets its text names, each at the block its plan
-saw. Private datasets are left out for a subject that may not read them, so to that subject
-they do not exist.
+"""The Flight SQL server's :class:`~odfd.flight_sql.service.QueryService` over a node: the
+application layer's live queries (:mod:`odfd.app.live_queries`, the use case ``odfd sql`` runs,
+with its tables kept between queries), its errors as the service's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
-from types import MappingProxyType
-from typing import TypeVar
+from collections.abc import Awaitable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from odfd.config import ServerConfig
-from odfd.coordinator.query import DatasetView, dataset_view
+from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
 from odfd.flight_sql.service import (
@@ -33,64 +25,46 @@ from odfd.flight_sql.service import (
     TableInfo,
     UnknownTableError,
 )
-from protocol.errors import OdfError, ParseError
-from protocol.identity import DatasetId, Multihash
-from protocol.model import SqlQueryStep
-from storage.catalog.records import DatasetRecord
-from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
-from verifier.engine.contract import QueryTable
-from verifier.engine.datafusion.engine import StreamingQuery
+from verifier.engine.datafusion.session import PlannedQuery as LivePlan
+from verifier.engine.datafusion.session import StreamingQuery
 from verifier.engine.errors import QueryExecutionError
 
-T = TypeVar("T")
-_PlanKey = tuple[bool, str, tuple[tuple[str, str], ...]]
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
-_KEPT_PLANS = 64
-"""Planned queries kept for their execution (each holds a session and a scratch folder)."""
+T = TypeVar("T")
 
 _UNKNOWN_TABLE = re.compile(r"table '(?:[^'.]*\.)?(?:[^'.]*\.)?([^']*)' not found")
 
 
-@dataclass(frozen=True, slots=True)
-class _Cached:
-    head: Multihash | None
-    view: DatasetView
+class NodeQueries:
+    """Queries over ``node``'s datasets, as :class:`LiveQueries` answers them."""
 
-
-class WorkspaceQueries:
-    """Queries over ``workspace``'s datasets; ``is_private(alias)`` says which are private."""
-
-    def __init__(self, workspace: Workspace, is_private: Callable[[str], bool]) -> None:
-        self._workspace = workspace
-        self._is_private = is_private
-        self._views: dict[DatasetId, _Cached] = {}
-        self._planned: OrderedDict[_PlanKey, StreamingQuery] = OrderedDict()
+    def __init__(self, node: Node) -> None:
+        self._live = LiveQueries(node)
 
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
-        views = [await self._view(record) for record in await self._readable(subject)]
-        return [TableInfo(view.alias, view.schema or pa.schema([])) for view in views]
+        tables = await self._live.tables(may_read_private=subject.may_read_private)
+        return [TableInfo(table.name, table.schema) for table in tables]
 
-    async def plan(self, subject: Subject, sql: str) -> PlannedQuery:
-        views = await self._views_for(subject, sql, {})
-        query = await asyncio.to_thread(_streaming_query, sql, views)
-        pinned = {view.alias: str(view.head) for view in views if view.head is not None}
-        # Kept for the execution that usually follows (GetFlightInfo, then DoGet), which then
-        # plans nothing again; the oldest unclaimed plans go.
-        self._planned[_plan_key(subject, sql, pinned)] = query
-        while len(self._planned) > _KEPT_PLANS:
-            await asyncio.to_thread(self._planned.popitem(last=False)[1].close)
-        return PlannedQuery(sql, query.schema, MappingProxyType(pinned))
+    async def plan(
+        self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
+    ) -> PlannedQuery:
+        query = await self._planned(subject, sql, parameters)
+        return PlannedQuery(sql, query.schema)
 
     async def execute(
-        self, subject: Subject, sql: str, pinned: Mapping[str, str], *, time_limit: float
+        self,
+        subject: Subject,
+        sql: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        time_limit: float,
     ) -> _Stream:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_limit
-        streaming = self._planned.pop(_plan_key(subject, sql, pinned), None)
-        if streaming is None:
-            views = await self._views_for(subject, sql, pinned)
-            streaming = await asyncio.to_thread(_streaming_query, sql, views)
+        streaming = (await self._planned(subject, sql, parameters)).stream()
         stream = _Stream(streaming, time_limit, deadline - loop.time())
         try:
             await stream.start()
@@ -99,46 +73,26 @@ class WorkspaceQueries:
             raise
         return stream
 
-    async def _readable(self, subject: Subject) -> list[DatasetRecord]:
-        records = await self._workspace.list_datasets()
-        if subject.may_read_private:
-            return records
-        return [record for record in records if not self._is_private(record.alias)]
+    def close(self) -> None:
+        self._live.close()
 
-    async def _views_for(
-        self, subject: Subject, sql: str, pinned: Mapping[str, str]
-    ) -> list[DatasetView]:
-        """The datasets ``sql`` names (as ``odfd sql`` finds them: by alias in its text), each at
-        its pinned block when there is one."""
-        lowered = sql.lower()
-        views = []
-        for record in await self._readable(subject):
-            if record.alias.lower() not in lowered:
-                continue
-            block = pinned.get(record.alias)
-            view = await self._view(record, _block_hash(block) if block else None)
-            if block is not None and str(view.head) != block:
-                raise QueryFailedError(
-                    f"dataset '{record.alias}' no longer holds block {block} the query was "
-                    "planned at (its history was reset or compacted); run the query again"
-                )
-            views.append(view)
-        return views
-
-    async def _view(self, record: DatasetRecord, block: Multihash | None = None) -> DatasetView:
-        """What the dataset holds at ``block`` (default: its head), read once per head."""
-        at = block or record.head
-        cached = self._views.get(record.id)
-        if cached is not None and at is not None and cached.head == at:
-            return cached.view
-        dataset = self._workspace.open_dataset(record.id)
+    async def _planned(
+        self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None
+    ) -> LivePlan:
         try:
-            view = await dataset_view(dataset, pinned_block=at)
-        except OdfError as err:
-            raise DataUnavailableError(f"dataset '{record.alias}' cannot be read: {err}") from None
-        if block is None or block == record.head:
-            self._views[record.id] = _Cached(view.head, view)
-        return view
+            return await self._live.plan(
+                sql, may_read_private=subject.may_read_private, parameters=parameters
+            )
+        except engine_errors.InvalidQueryError as err:
+            unknown = _UNKNOWN_TABLE.search(str(err))
+            if unknown:
+                raise UnknownTableError(
+                    f"table '{unknown.group(1)}' not found: no dataset of that alias (names are "
+                    'case-sensitive; quote them, e.g. "alice/trades")'
+                ) from None
+            raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None
+        except (engine_errors.TransformError, UnreadableDatasetError) as err:
+            raise DataUnavailableError(str(err)) from None
 
 
 class _Stream:
@@ -165,7 +119,7 @@ class _Stream:
     async def close(self) -> None:
         if not self._closed:
             self._closed = True
-            await asyncio.to_thread(self._query.close)
+            self._query.close()
 
     async def _engine(self, work: Awaitable[T]) -> T:
         loop = asyncio.get_running_loop()
@@ -183,40 +137,12 @@ class _Stream:
             self._remaining -= loop.time() - started
 
 
-def _block_hash(text: str) -> Multihash:
-    try:
-        return Multihash.from_multibase(text)
-    except ParseError:
-        raise InvalidQueryError(f"the query pins {text!r}, which is no block hash") from None
-
-
-def _plan_key(subject: Subject, sql: str, pinned: Mapping[str, str]) -> _PlanKey:
-    return (subject.may_read_private, sql, tuple(sorted(pinned.items())))
-
-
-def _streaming_query(sql: str, views: Sequence[DatasetView]) -> StreamingQuery:
-    tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
-    try:
-        return StreamingQuery([SqlQueryStep(query=sql)], tables)
-    except engine_errors.InvalidQueryError as err:
-        unknown = _UNKNOWN_TABLE.search(str(err))
-        if unknown:
-            raise UnknownTableError(
-                f"table '{unknown.group(1)}' not found: no dataset of that alias (names are "
-                'case-sensitive; quote them, e.g. "alice/trades")'
-            ) from None
-        raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None
-    except engine_errors.TransformError as err:  # a table's files cannot be read
-        raise DataUnavailableError(str(err)) from None
-
-
-async def serve(
-    workspace: Workspace, config: ServerConfig, *, address: str, port: int
-) -> FlightSqlEndpoint:
-    """A Flight SQL server on ``address:port`` over ``workspace``, with ``config``'s tokens,
+async def serve(node: Node, *, address: str, port: int) -> FlightSqlEndpoint:
+    """A Flight SQL server on ``address:port`` over ``node``, with its ``[server]`` tokens,
     private datasets and query time limit."""
+    config = node.config.server
     return await endpoint.start(
-        WorkspaceQueries(workspace, config.is_private),
+        NodeQueries(node),
         address=address,
         port=port,
         read_tokens=config.read_tokens,

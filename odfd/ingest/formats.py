@@ -2,7 +2,8 @@
 
 As the reference's ``get_compatible_read_config``: the same format keeps the source's read step;
 another one gets that format's defaults with the source's ``schema`` carried over, and a CSV
-gets a header row only when there is no schema to name its columns.
+gets a header row only when there is no schema to name its columns. Unlike the reference, a
+source's deprecated ``ddlSchema`` is carried over too, so the data is still coerced into it.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ def read_step_for(base: Any, input_format: str) -> Any:
     if isinstance(base, kind):
         return base
     schema = getattr(base, "schema", None)
+    ddl_schema = getattr(base, "ddl_schema", None)
     if kind is ReadStepCsv:
-        return ReadStepCsv(schema=schema, header=schema is None)
-    return kind(schema=schema)
+        return ReadStepCsv(
+            schema=schema, ddl_schema=ddl_schema, header=schema is None and ddl_schema is None
+        )
+    return kind(schema=schema, ddl_schema=ddl_schema)

@@ -158,10 +158,11 @@ class Catalog:
         """Differs whenever anything in the catalog may have changed since it was last read: rows
         changed through this connection (SQLite's ``total_changes()``) and commits by other
         processes (``PRAGMA data_version``). Readers cache what they derive from the catalog by it."""
-        mine = await self.sql.fetchone("SELECT total_changes()")
-        others = await self.sql.fetchone("PRAGMA data_version")
-        assert mine is not None and others is not None  # both always answer one row
-        return int(mine[0]), int(others[0])
+        row = await self.sql.fetchone(  # one round trip: servers ask before every query
+            "SELECT total_changes(), data_version FROM pragma_data_version"
+        )
+        assert row is not None  # always one row
+        return int(row[0]), int(row[1])
 
     async def list_datasets(self, kind: DatasetKind | None = None) -> list[DatasetRecord]:
         """Every dataset, or those of ``kind`` (a node mirroring thousands of root datasets asks

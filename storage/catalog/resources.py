@@ -41,6 +41,8 @@ class ResourceRecord:
     status: JsonObject
     created_at: datetime
     updated_at: datetime
+    owner_id: str | None = None
+    """The resource that made this one (RFC-018 ``ownerReference``); deleting it deletes this."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,7 +57,10 @@ def canonical(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
-_COLUMNS = "id, schema, name, labels, annotations, spec, generation, status, created_at, updated_at"
+_COLUMNS = (
+    "id, schema, name, labels, annotations, spec, generation, status, created_at, updated_at,"
+    " owner_id"
+)
 
 
 def _record(row: aiosqlite.Row) -> ResourceRecord:
@@ -70,6 +75,7 @@ def _record(row: aiosqlite.Row) -> ResourceRecord:
         status=json.loads(row[7]),
         created_at=from_text(row[8]),
         updated_at=from_text(row[9]),
+        owner_id=row[10],
     )
 
 
@@ -87,6 +93,7 @@ class ResourceTable:
         annotations: JsonObject,
         resource_id: str | None,
         initial_status: JsonObject,
+        owner_id: str | None = None,
     ) -> PutResult:
         """Create or update the resource named by ``resource_id`` (if given) else by type and name."""
         async with self._sql.transaction():
@@ -106,7 +113,7 @@ class ResourceTable:
                 new_id = resource_id or str(uuid.uuid4())
                 try:
                     await self._sql.execute(
-                        f"INSERT INTO resources ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?)",
+                        f"INSERT INTO resources ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, 1, ?, ?, ?, ?)",
                         (
                             new_id,
                             schema,
@@ -117,6 +124,7 @@ class ResourceTable:
                             canonical(initial_status),
                             now,
                             now,
+                            owner_id,
                         ),
                     )
                 except aiosqlite.IntegrityError:
@@ -233,4 +241,5 @@ class ResourceTable:
         return changes.rowcount > 0
 
     async def delete(self, resource_id: str) -> None:
+        """Delete a resource and, through ``owner_id``'s cascade, every resource it owns."""
         await self._sql.execute("DELETE FROM resources WHERE id = ?", (resource_id,))

@@ -16,6 +16,7 @@ from odfd.server.app import running
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
 from tests.console.pipelines import MIDDLE, ROOT, TOP, console_of, three_levels
+from tests.query_api import verifier
 from tests.replication.datagen import create_root
 
 READ, ADMIN = "read-token", "admin-token"
@@ -212,3 +213,24 @@ async def test_a_broken_dataset_gets_its_error_on_the_page(node: Node) -> None:
     assert status == 500
     assert body["error"].startswith(f"dataset {ROOT}: 3 of its 3 data slice(s) are missing")
     assert str(node.workspace.root) not in body["error"]
+
+
+async def test_the_sql_box_answers_with_a_proof_anyone_can_check(node: Node) -> None:
+    sql = f'SELECT "offset" FROM "{ROOT}" ORDER BY "offset" LIMIT 2'
+    status, body = await node.post("ui/api/sql", {"query": sql, "proof": "yes"}, READ)
+    assert (status, body["error"]) == (400, "field proof must be true or false")
+    # A node without an identity key answers, but cannot sign.
+    status, body = await node.post("ui/api/sql", {"query": sql, "proof": True}, READ)
+    assert (status, body["error"]) == (400, "Response signing is not enabled by the node operator")
+
+    node.workspace.keys.node_key()
+    status, body = await node.post("ui/api/sql", {"query": sql, "proof": True}, READ)
+    assert status == 200 and body["rows"] == [[0], [1]] and not body["truncated"]
+    answer = body["answer"]
+    verifier.check(answer)  # canonical JSON, sha3-256, ed25519: nothing of odfd's
+    assert answer["output"]["data"] == [{"offset": 0}, {"offset": 1}]
+    assert [d["alias"] for d in answer["input"]["datasets"]] == [ROOT]
+    assert answer["proof"]["verificationMethod"].startswith("did:key:z6Mk")
+    # the same box without a proof keeps its answer as it was
+    status, body = await node.post("ui/api/sql", {"query": sql}, READ)
+    assert status == 200 and "answer" not in body

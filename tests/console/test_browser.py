@@ -23,6 +23,7 @@ from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
 from odfd.sync.pull import pull
 from protocol.codec.yaml import load_snapshot
+from protocol.identity import DidKey
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.audits import AuditTable
 from storage.catalog.mirrors import MirrorTable
@@ -30,6 +31,7 @@ from storage.workspace import Workspace
 from tests.console.browser import Browser
 from tests.console.pipelines import MIDDLE, ROOT, TOP, derivative
 from tests.fixtures.spark import TEST_ENGINES, TEST_SPARK_CONFIG
+from tests.query_api import verifier
 from tests.replication.datagen import create_root
 
 pytestmark = [pytest.mark.spark, pytest.mark.asyncio(loop_scope="module")]
@@ -262,9 +264,25 @@ async def test_sql_box_shows_rows(node: Node) -> None:
         browser.wait_for("#sql-result tbody tr", timeout=60)
         assert browser.texts("#sql-result thead th") == ["OFFSET", "VALUE"]
         assert [r.split(" ")[0] for r in browser.texts("#sql-result tbody tr")] == ["0", "1", "2"]
+        assert browser.find("#sql-proof") == []
         assert browser.console_errors() == []
         browser.screenshot("sql")
 
+        # With a proof: the same rows, and the signed answer behind them, shown and checkable.
+        browser.find("#sql-with-proof")[0].click()
+        browser.find("#sql-run")[0].click()
+        browser.wait_for("#sql-proof summary", timeout=60)
+        assert [r.split(" ")[0] for r in browser.texts("#sql-result tbody tr")] == ["0", "1", "2"]
+        assert browser.texts("#sql-proof-signer") == [did]
+        browser.find("#sql-proof summary")[0].click()
+        answer = json.loads(browser.texts("#sql-proof-json")[0])
+        verifier.check(answer)
+        assert [row["offset"] for row in answer["output"]["data"]] == [0, 1, 2]
+        assert browser.texts("#sql-proof-output") == [answer["commitment"]["outputHash"]]
+        assert browser.console_errors() == []
+        browser.screenshot("sql-proof")
+
+    did = str(DidKey(bytes(node.workspace.keys.node_key().verify_key)))
     await node.run(step)
 
 

@@ -13,8 +13,9 @@ import pytest
 from odfd.app.node import Node
 from odfd.cli.main import main
 from odfd.config import load_config
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport, release_pin
+from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.service import Daemon
+from odfd.sync.pins import release_pin
 from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable

@@ -14,13 +14,17 @@ import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pytest
 
+from odfd.app.node import Node as OdfdNode
+from odfd.config import NodeConfig, ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.service import PlannedQuery, QueryStream, Subject, TableInfo
-from odfd.flight_sql.workspace_queries import WorkspaceQueries
+from odfd.flight_sql.workspace_queries import NodeQueries
+from protocol.identity import DatasetAliasPattern
 from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
 from storage.workspace import Workspace
 from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
@@ -76,7 +80,7 @@ class OpenQueries:
     """The node's service, with the queries it has open counted (what a test can observe of a
     query the server stopped)."""
 
-    def __init__(self, service: WorkspaceQueries) -> None:
+    def __init__(self, service: NodeQueries) -> None:
         self._service = service
         self.open: set[int] = set()
         self.changed = threading.Condition()
@@ -84,13 +88,20 @@ class OpenQueries:
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
         return await self._service.tables(subject)
 
-    async def plan(self, subject: Subject, sql: str) -> PlannedQuery:
-        return await self._service.plan(subject, sql)
+    async def plan(
+        self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
+    ) -> PlannedQuery:
+        return await self._service.plan(subject, sql, parameters)
 
     async def execute(
-        self, subject: Subject, sql: str, pinned: Mapping[str, str], *, time_limit: float
+        self,
+        subject: Subject,
+        sql: str,
+        parameters: Mapping[str, Any] | None = None,
+        *,
+        time_limit: float,
     ) -> QueryStream:
-        stream = await self._service.execute(subject, sql, pinned, time_limit=time_limit)
+        stream = await self._service.execute(subject, sql, parameters, time_limit=time_limit)
         self._opened(id(stream))
         return _Closing(stream, lambda: self._closed(id(stream)))
 
@@ -156,9 +167,10 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             await root_with_slices(workspace, "secret.nums", [[7, 8]])
             await root_with_table(workspace, "kamu/covid19.cases", cases_table())
             await root_with_slices(workspace, "big", [list(range(BIG_ROWS))], row_group_size=8192)
-            queries = OpenQueries(
-                WorkspaceQueries(workspace, lambda alias: alias.startswith("secret."))
+            config = NodeConfig(
+                server=ServerConfig(private=(DatasetAliasPattern.parse("secret.%"),))
             )
+            queries = OpenQueries(NodeQueries(OdfdNode(workspace, config)))
             read, admin = frozenset({READ_TOKEN}), frozenset({ADMIN_TOKEN})
             main = await endpoint.start(
                 queries, address="127.0.0.1", port=0, read_tokens=read, admin_tokens=admin

@@ -165,6 +165,16 @@ def test_adbc_prepared_statement_runs_again_and_closes(adbc: flightsql.Connectio
             assert cursor.fetch_arrow_table().column("value").to_pylist() == [3, 4, 5]
 
 
+def test_adbc_prepared_statement_with_parameters(adbc: flightsql.Connection) -> None:
+    query = "select value from nums where value > $1 and value < $2 order by value"
+    with adbc.cursor() as cursor:
+        for low, high, expected in ((1, 5, [2, 3, 4]), (3, 9, [4, 5])):
+            cursor.execute(query, parameters=(low, high))
+            assert cursor.fetch_arrow_table().column("value").to_pylist() == expected
+        cursor.execute("select $1 || '!' as shout", parameters=("odf",))
+        assert cursor.fetchall() == [("odf!",)]
+
+
 def test_adbc_execute_schema_plans_without_running(adbc: flightsql.Connection) -> None:
     with adbc.cursor() as cursor:
         schema = cursor.adbc_execute_schema("select 1 as one, 'x' as letter")

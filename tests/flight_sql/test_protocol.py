@@ -8,19 +8,27 @@ NOT_FOUND as ``ArrowKeyError``, UNIMPLEMENTED as ``ArrowNotImplementedError``, t
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import json
 import resource
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
 
 from odfd.flight_sql import messages
+from protocol.model import AddData
+from storage.workspace import Workspace
 from tests.flight_sql.conftest import ADMIN_TOKEN, BIG_ROWS, READ_TOKEN, Node
+from tests.verifier.builders import root_with_slices, slice_table, write_slice
 
 HEAVY = "select count(*) from range(0, 1000000000000)"
 """A query that keeps the engine busy far longer than any test waits."""
@@ -322,6 +330,61 @@ def test_a_client_that_goes_away_cancels_its_query(node: Node, client: Client) -
     assert _engine_idles()
 
 
+def test_cancel_flight_info_stops_a_running_query_and_its_ticket(node: Node) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tests.flight_sql.cancelling_client", node.url, HEAVY],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=Path(__file__).resolve().parents[2],
+        check=True,
+    )
+    outcome = json.loads(done.stdout.splitlines()[-1])
+    assert outcome["answers"] == [messages.CANCELLED, messages.CANCELLED]
+    assert outcome["running"].startswith("cancelled") and outcome["later"].startswith("cancelled")
+    assert node.queries.wait_all_closed(10)
+    assert _engine_idles()
+
+
+def test_cancel_query_answers_for_tickets_it_knows(client: Client) -> None:
+    info = client.info("CommandStatementQuery", query="select 1 as one")
+    (answer,) = client.action("CancelQuery", "ActionCancelQueryRequest", info=info.serialize())
+    assert messages.unpack(answer)[1].result == messages.CANCELLED
+    catalogs = client.info("CommandGetCatalogs")
+    (answer,) = client.action("CancelQuery", "ActionCancelQueryRequest", info=catalogs.serialize())
+    assert messages.unpack(answer)[1].result == messages.NOT_CANCELLABLE
+    with pytest.raises(pa.ArrowInvalid, match="no FlightInfo"):
+        client.action("CancelQuery", "ActionCancelQueryRequest", info=b"\xff")
+    again = client.info("CommandStatementQuery", query="select 1 as one")
+    assert client.fetch(again).column("one").to_pylist() == [1]  # each ticket is its own
+
+
+def test_binding_parameters_checks_the_statement_and_the_rows(client: Client) -> None:
+    (created,) = client.action(
+        "CreatePreparedStatement", "ActionCreatePreparedStatementRequest", query="select $1 as v"
+    )
+    handle = messages.unpack(created)[1].prepared_statement_handle
+    rows = pa.table({"p": [1, 2]})
+
+    def bind(statement: bytes, table: pa.Table) -> None:
+        command = messages.pack(
+            messages.new("CommandPreparedStatementQuery", prepared_statement_handle=statement)
+        )
+        writer, _ = client.flight.do_put(
+            flight.FlightDescriptor.for_command(command), table.schema, client.options
+        )
+        writer.write_table(table)
+        writer.close()
+
+    with pytest.raises(pa.ArrowInvalid, match="one row of parameters"):
+        bind(handle, rows)
+    with pytest.raises(pa.ArrowKeyError, match="no such prepared statement"):
+        bind(b"unknown", rows.slice(0, 1))
+    bind(handle, rows.slice(1, 1))
+    info = client.info("CommandPreparedStatementQuery", prepared_statement_handle=handle)
+    assert client.fetch(info).column("v").to_pylist() == [2]
+
+
 def _engine_idles() -> bool:
     """This process (the server's) spends well under one core for a second: a query that kept
     running would spend a whole one."""
@@ -341,3 +404,39 @@ def test_many_concurrent_sessions(node: Node) -> None:
     expected = BIG_ROWS * (BIG_ROWS - 1) // 2
     assert results == [[expected + number] for number in range(32)]
     assert threading.active_count() < 200
+
+
+def test_datasets_written_while_serving_are_read_at_their_new_heads(
+    node: Node, client: Client
+) -> None:
+    """The server keeps its tables between queries; a dataset that appears or moves (written
+    here through a workspace of this test's own) is read as it is now."""
+    alias = "late.nums"
+
+    async def create() -> None:
+        async with await Workspace.open(node.root) as workspace:
+            await root_with_slices(workspace, alias, [[10, 20]])
+
+    async def append() -> None:
+        async with await Workspace.open(node.root) as workspace:
+            record = await workspace.try_resolve(alias)
+            assert record is not None
+            dataset = workspace.open_dataset(record.id)
+            state = await dataset.chain.state()
+            path = node.root / "staging" / "late-append.parquet"
+            data_slice = write_slice(slice_table(2, [30]), path)
+            event = AddData(
+                prev_offset=state.last_offset,
+                new_data=data_slice,
+                new_watermark=state.last_watermark,
+            )
+            await dataset.commit_data(event, data_file=path, expected_head=state.head)
+
+    total = f'select sum(value) as s, count(*) as n from "{alias}"'
+    with pytest.raises(pa.ArrowKeyError, match="not found"):
+        client.query(total)
+    asyncio.run(create())
+    assert alias in table_names(client)
+    assert client.query(total).to_pylist() == [{"s": 30, "n": 2}]
+    asyncio.run(append())
+    assert client.query(total).to_pylist() == [{"s": 60, "n": 3}]

@@ -28,6 +28,7 @@ from protocol.codec import yaml as odf_yaml
 from protocol.model import Timestamp
 from storage.snapshots import dependency_order
 from storage.workspace import Workspace
+from tests.fixtures.workspace import object_path
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.errors import NonDeterministicQueryError
 from verifier.engine.inputs import all_slices
@@ -92,6 +93,7 @@ async def run_pipeline(folder: Path, engines: Engines) -> dict[str, Any]:
             summary[f"{alias} logical hashes"] = [await _logical_hash(dataset, h) for h in slices]
             # Slice files are the same bytes too: same batches into the same Parquet writer.
             summary[f"{alias} physical hashes"] = [str(h) for h in slices]
+        summary["ddl schema"] = await _ddl_ingest(workspace, engines, folder)
         summary["staging folders left"] = await asyncio.to_thread(_staging_left, folder)
     summary["rejected"] = await asyncio.to_thread(_rejected_queries)
     summary["all types"] = await asyncio.to_thread(_collected, ALL_TYPES, folder)
@@ -99,6 +101,49 @@ async def run_pipeline(folder: Path, engines: Engines) -> dict[str, Any]:
         _collected, "SELECT cast(id AS tinyint) AS t FROM range(0, 1000, 1, 1)", folder
     )
     return summary
+
+
+DDL_SOURCE = """
+kind: DatasetSnapshot
+version: 1
+content:
+  name: cities
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: Csv
+        ddlSchema: [city STRING, population BIGINT NOT NULL]
+      merge:
+        kind: Snapshot
+        primaryKey: [city]
+"""
+
+
+async def _ddl_ingest(workspace: Workspace, engines: Engines, folder: Path) -> dict[str, Any]:
+    """A legacy ``ddlSchema`` read: parsed by the session at hand (a Connect client has no
+    SparkContext); its slice's columns, nullability and records."""
+    import pyarrow.parquet as pq
+
+    (snapshot,) = odf_yaml.load_snapshots(DDL_SOURCE.encode(), source="cities.yaml")
+    dataset = await workspace.create_from_snapshot(snapshot, system_time=CREATED_AT)
+    data = folder / "cities.csv"
+    data.write_text("kyiv,3000\nlviv,700\n")
+    await ingest_push(
+        workspace,
+        dataset,
+        data,
+        system_time=Timestamp.of(2024, 6, 4),
+        event_time=CREATED_AT,
+        engines=engines,
+    )
+    (slice_hash,) = await all_slices(dataset)
+    table = pq.read_table(object_path(dataset.data, slice_hash))
+    return {
+        "columns": [[f.name, f.nullable] for f in table.schema],
+        "rows": [[r["city"], r["population"]] for r in table.to_pylist()],
+    }
 
 
 def _staging_left(folder: Path) -> list[str]:

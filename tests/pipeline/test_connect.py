@@ -116,9 +116,21 @@ def test_the_pipeline_through_connect_on_a_cluster_equals_a_local_session(
     through_connect = json.loads(remote.stdout)
     staged = through_connect.pop("staged")
     assert through_connect == local
-    # With shared_filesystem the slices of 3 ingests, 3 transforms and verify's 3 replays, and
+    # With shared_filesystem the slices of 4 ingests, 3 transforms and verify's 3 replays, and
     # both collections came back as files the server wrote into the workspace.
-    assert staged == 3 + 3 + 3 + 2
+    assert staged == 4 + 3 + 3 + 2
+    # a legacy ddlSchema is parsed without a classic SparkContext; NOT NULL is REQUIRED
+    assert local["ddl schema"] == {
+        "columns": [
+            ["offset", False],
+            ["op", False],
+            ["system_time", False],
+            ["event_time", False],
+            ["city", True],
+            ["population", False],
+        ],
+        "rows": [["kyiv", 3000], ["lviv", 700]],
+    }
     assert local["verify"] == 0 and len(local["match.leaderboard logical hashes"]) == 3
     assert all("reproducible" in verdict for verdict in local["rejected"])
     assert local["staging folders left"] == []

@@ -159,3 +159,140 @@ def test_sql_over_a_dataset_without_data_returns_no_rows(
     code, out, err = run(capsys, "sql", "SELECT * FROM population", "--output", "json")
     assert code == 0, err
     assert records(out) == []
+
+
+PLAYER_SCORES = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: player-scores
+  kind: Root
+  metadata:
+    - kind: AddPushSource
+      sourceName: default
+      read:
+        kind: NdJson
+        schema:
+          fields:
+            - {name: match_time, type: Timestamp}
+            - {name: match_id, type: Int64}
+            - {name: player_id, type: String}
+            - {name: score, type: Int64}
+      merge:
+        kind: Ledger
+        primaryKey: [match_id, player_id]
+    - kind: SetVocab
+      eventTimeColumn: match_time
+"""
+LEADERBOARD = """\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: leaderboard
+  kind: Derivative
+  metadata:
+    - kind: SetTransform
+      inputs:
+        - datasetRef: player-scores
+          alias: player_scores
+      transform:
+        kind: Sql
+        engine: datafusion
+        queries:
+          - query: |
+              SELECT ROW_NUMBER() OVER (PARTITION BY 1 ORDER BY score DESC) AS place,
+                     match_time,
+                     match_id,
+                     player_id,
+                     score
+              FROM player_scores
+              LIMIT 2
+    - kind: SetVocab
+      eventTimeColumn: match_time
+"""
+
+
+def test_pull_reset_derivative(
+    root: Path,  # noqa: F811
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Restates test_pull_command.rs ``test_pull_reset_derivative``: the DataFusion leaderboard
+    over a Ledger of player scores writes every column REQUIRED (``place``, a ``ROW_NUMBER()``,
+    as UInt64), in its Parquet file and in its ``SetDataSchema``; after the input is compacted
+    to metadata only and given new data, ``--reset-derivatives-on-diverged-input`` starts the
+    leaderboard again from that data, with the same schema."""
+    (tmp_path / "scores.yaml").write_text(PLAYER_SCORES)
+    (tmp_path / "leaderboard.yaml").write_text(LEADERBOARD)
+    assert (
+        run(capsys, "add", str(tmp_path / "scores.yaml"), str(tmp_path / "leaderboard.yaml"))[0]
+        == 0
+    )
+    chunk = tmp_path / "1.ndjson"
+    chunk.write_text(
+        '{"match_time": "2000-01-01", "match_id": 1, "player_id": "Alice", "score": 100}\n'
+        '{"match_time": "2000-01-01", "match_id": 1, "player_id": "Bob", "score": 80}\n'
+    )
+    assert run(capsys, "ingest", "player-scores", str(chunk))[0] == 0
+    code, _, err = run(capsys, "pull", "leaderboard")
+    assert code == 0, err
+
+    expected_columns = [
+        ("offset", "int64"),
+        ("op", "int32"),
+        ("system_time", "timestamp[ms, tz=UTC]"),
+        ("match_time", "timestamp[ms, tz=UTC]"),
+        ("place", "uint64"),
+        ("match_id", "int64"),
+        ("player_id", "string"),
+        ("score", "int64"),
+    ]
+
+    def check_last_slice(rows: list[tuple]) -> None:
+        path = last_slice(root)
+        parquet = pq.ParquetFile(path).metadata.schema
+        assert [parquet.column(i).max_definition_level for i in range(len(parquet))] == [0] * 8
+        schema = pq.read_schema(path)
+        assert [(f.name, str(f.type)) for f in schema] == expected_columns
+        table = pq.read_table(path)
+        assert [
+            (
+                r["offset"],
+                r["op"],
+                r["match_time"].date().isoformat(),
+                r["place"],
+                r["match_id"],
+                r["player_id"],
+                r["score"],
+            )
+            for r in table.to_pylist()
+        ] == rows
+        code, out, _ = run(capsys, "inspect", "schema", "leaderboard", "--output-format", "json")
+        assert code == 0
+        declared = json.loads(out)["arrow"]
+        assert [(f["name"], f["nullable"]) for f in declared] == [
+            (n, False) for n, _ in expected_columns
+        ]
+
+    check_last_slice(
+        [(0, 0, "2000-01-01", 1, 1, "Alice", 100), (1, 0, "2000-01-01", 2, 1, "Bob", 80)]
+    )
+
+    code, _, err = run(
+        capsys, "--yes", "compact", "--hard", "--keep-metadata-only", "player-scores"
+    )
+    assert code == 0, err
+    # the reference fails this pull ("Failed to update 1 dataset(s)"); odfd finds no new input
+    # data and commits nothing, so the leaderboard is the same
+    code, _, err = run(capsys, "pull", "leaderboard")
+    assert "up to date" in err
+    chunk.write_text(
+        '{"match_time": "2000-01-02", "match_id": 2, "player_id": "Alice", "score": 70}\n'
+        '{"match_time": "2000-01-02", "match_id": 2, "player_id": "Charlie", "score": 90}\n'
+    )
+    assert run(capsys, "ingest", "player-scores", str(chunk))[0] == 0
+    code, _, err = run(capsys, "pull", "leaderboard", "--reset-derivatives-on-diverged-input")
+    assert code == 0, err
+    check_last_slice(
+        [(0, 0, "2000-01-02", 1, 2, "Charlie", 90), (1, 0, "2000-01-02", 2, 2, "Alice", 70)]
+    )

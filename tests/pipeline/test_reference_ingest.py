@@ -26,7 +26,7 @@ from protocol.model import (
 )
 from storage.dataset import Dataset
 from storage.workspace import Workspace
-from tests.fixtures.manifests import push_source, root_snapshot
+from tests.fixtures.manifests import indented, push_source, root_snapshot
 from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
 from tests.pipeline.conftest import create, data_events, rows, write
@@ -373,3 +373,106 @@ async def test_logical_hash_ignores_nullability(workspace: Workspace, tmp_path: 
     assert event.new_data is not None
     assert logical_hash_parquet(path) == event.new_data.logical_hash
     assert logical_hash(relaxed) == event.new_data.logical_hash
+
+
+async def test_an_empty_file_is_an_empty_snapshot(workspace: Workspace, tmp_path: Path) -> None:
+    """As the reference's push ingest reads it (``push_ingest_executor_impl.rs``: an empty file
+    with a read schema is an empty frame of that schema, merged as any other): under a Snapshot
+    merge, an empty file retracts every record still present; without a read schema it is
+    skipped."""
+    merge = snapshot_merge("city")
+    dataset = await create(
+        workspace,
+        root_snapshot("cities", csv_read("city STRING NOT NULL, population BIGINT"), merge),
+    )
+    await ingest(workspace, dataset, tmp_path / "1.csv", "city,population\nA,1000\nB,2000\n")
+    await ingest(workspace, dataset, tmp_path / "2.csv", "", T2)
+    assert await rows(dataset, "offset", "op", "city", "population") == [
+        (0, 0, "A", 1000),
+        (1, 0, "B", 2000),
+        (2, 1, "A", 1000),
+        (3, 1, "B", 2000),
+    ]
+    assert await repetition(dataset) == {**required(*SYSTEM, "city"), **optional("population")}
+    head = await dataset.chain.head()
+    await ingest(workspace, dataset, tmp_path / "3.csv", "", T3)  # nothing left to retract
+    assert await dataset.chain.head() == head
+
+    inferred = await create(workspace, root_snapshot("inferred", "kind: Csv\nheader: true", merge))
+    await ingest(workspace, inferred, tmp_path / "4.csv", "city,population\nA,1\n")
+    head = await inferred.chain.head()
+    await ingest(workspace, inferred, tmp_path / "5.csv", "", T2)
+    assert await inferred.chain.head() == head
+
+
+async def test_ingest_sql_case_sensitivity(workspace: Workspace, tmp_path: Path) -> None:
+    """Restates test_push_ingest.rs ``test_ingest_sql_case_sensitivity``: a DataFusion
+    preprocess selecting ``MIXed``, ``mixED`` and ``mixED as mixed`` keeps all three (and
+    ``lower``, ``UPPER``), each OPTIONAL as inferred columns are."""
+    read = "kind: NdJson"
+    manifest = root_snapshot("foo.bar", read).replace(
+        "      merge:",
+        """      preprocess:
+        kind: Sql
+        engine: datafusion
+        query: select lower, MIXed, mixED, mixED as mixed, UPPER from input
+      merge:""",
+    )
+    dataset = await create(workspace, manifest)
+    await ingest(
+        workspace,
+        dataset,
+        tmp_path / "data.ndjson",
+        '{"lower": "lower", "MIXed": "MIXed", "mixED": "mixED", "UPPER": "UPPER"}\n',
+    )
+    assert await repetition(dataset) == {
+        **required(*SYSTEM),
+        **optional("lower", "MIXed", "mixED", "mixed", "UPPER"),
+    }
+    assert await rows(dataset, "offset", "op", "lower", "MIXed", "mixED", "mixed", "UPPER") == [
+        (0, 0, "lower", "MIXed", "mixED", "mixED", "UPPER")
+    ]
+
+
+async def test_ingest_polling_preprocess_with_spark(workspace: Workspace, tmp_path: Path) -> None:
+    """Restates test_polling_ingest.rs ``test_ingest_polling_preprocess_with_spark``: the read
+    schema declares ``city`` and ``population`` required, but a Spark preprocess reads its
+    input as all-nullable, so both come out OPTIONAL (the event time stays REQUIRED); a
+    DataFusion preprocess of the same query keeps what its plan proves: both REQUIRED."""
+    from odfd.coordinator.ingest import ingest_polling
+
+    source = write(tmp_path / "data.csv", "city,population\nA,1000\nB,2000\nC,3000\n")
+    read = (
+        "kind: Csv\nheader: true\nschema:\n  fields:\n"
+        "    - {name: city, type: {kind: String}}\n"
+        "    - {name: population, type: {kind: Int64}}\n"
+    )
+    for engine, repetitions in [
+        ("spark", optional("city", "population")),
+        ("datafusion", required("city", "population")),
+    ]:
+        manifest = f"""\
+kind: DatasetSnapshot
+version: 1
+content:
+  name: foo.{engine}
+  kind: Root
+  metadata:
+    - kind: SetPollingSource
+      fetch: {{kind: Url, url: "{source.as_uri()}"}}
+      read:
+{indented(read, 8)}
+      preprocess:
+        kind: Sql
+        engine: {engine}
+        query: select city, population * 10 as population from input
+      merge: {{kind: Append}}
+"""
+        dataset = await create(workspace, manifest)
+        await ingest_polling(workspace, dataset, engines=TEST_ENGINES, system_time=T1)
+        assert await repetition(dataset) == {**required(*SYSTEM), **repetitions}, engine
+        assert await rows(dataset, "offset", "op", "city", "population") == [
+            (0, 0, "A", 10000),
+            (1, 0, "B", 20000),
+            (2, 0, "C", 30000),
+        ]

@@ -158,3 +158,13 @@ def test_nothing_else_touches_pysparks_private_names() -> None:
         if name in path.read_text()
     ]
     assert offenders == []
+
+
+def test_ddl_is_parsed_by_the_session_at_hand(spark: SparkSession) -> None:
+    """A legacy ``ddlSchema`` keeps NOT NULL; the Connect branch is taken by the Connect test's
+    ``ddl schema`` ingest (``tests/pipeline/test_connect.py``)."""
+    parsed = internals.parse_ddl(spark, "city STRING, population BIGINT NOT NULL")
+    assert [(f.name, f.dataType.simpleString(), f.nullable) for f in parsed.fields] == [
+        ("city", "string", True),
+        ("population", "bigint", False),
+    ]

@@ -1,5 +1,5 @@
 """One node for the query API's HTTP tests: the datasets of ``datasets.py`` served in this process
-by the real server (transfer protocols and query API, as ``odfd serve`` mounts them) on
+by the real server (transfer protocols, query API and ingest, as ``odfd serve`` mounts them) on
 loopback, on a thread of its own running the node's event loop. Its identity key is the
 reference's test key, so its signatures can be compared with the reference's."""
 
@@ -20,7 +20,8 @@ import pytest
 
 from odfd.app.node import Node
 from odfd.config import NodeConfig, ServerConfig
-from odfd.server.app import running
+from odfd.server.app import Mount, running
+from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
@@ -121,7 +122,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             install_test_key(workspace)
             await add_all(workspace)
             node = Node(workspace, NodeConfig(server=SERVER))
-            async with running(workspace, SERVER, mounts=[query_api_mount(node)]) as server:
+            mounts: list[Mount] = [query_api_mount(node), IngestApi(lambda: node)]
+            async with running(workspace, SERVER, mounts=mounts) as server:
                 holder.append(Served(server.url, root, asyncio.get_running_loop(), node))
                 ready.set()
                 await stop[0].wait()

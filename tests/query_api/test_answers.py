@@ -112,6 +112,12 @@ async def test_skip_and_limit_stop_the_stream(node: Node) -> None:
     assert answer["output"]["data"] == [{"value": 2}]
 
 
+async def test_the_json_functions_answer_as_in_transforms(node: Node) -> None:
+    sql = "select json_get_int('{\"a\": [1, 2]}', 'a', 1) as second, '{\"b\": \"x\"}' ->> 'b' as b"
+    answer = await ask(node, {"query": sql})
+    assert answer["output"]["data"] == [{"second": 2, "b": "x"}]
+
+
 async def test_bad_sql_in_the_reference_words(node: Node) -> None:
     with pytest.raises(answers.BadQueryError, match="^sql parser error: Expected: end of"):
         await ask(node, {"query": "select ???"})

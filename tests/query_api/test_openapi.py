@@ -13,6 +13,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from schemathesis.openapi import from_url
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
+from odfd.server.ingest_api import INGEST_ROUTE
 from odfd.server.query_api import DATASET_ROUTES, ROOT_ROUTES
 from tests.query_api.conftest import Served
 
@@ -21,7 +22,7 @@ VERIFY_EXAMPLES = 3
 """Generating a verify request (sub-queries nest) takes ~1 s of Hypothesis's time each."""
 ROUTED = {(method, path) for method, path, _ in ROOT_ROUTES if path != "/openapi.json"} | {
     (method, path)
-    for method, name, _ in DATASET_ROUTES
+    for method, name in [*((m, n) for m, n, _ in DATASET_ROUTES), INGEST_ROUTE]
     for path in (f"/{{dataset}}/{name}", f"/{{account}}/{{dataset}}/{name}")
 }
 """The operations schemathesis tests (all but the document itself)."""

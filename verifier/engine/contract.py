@@ -70,6 +70,10 @@ class TransformRequest:
     """Where the data and checkpoint files are written (the caller moves them into the dataset)."""
     prev_watermark: Timestamp | None = None
     spill_dir: str | None = None
+    dataset_schema: pa.Schema | None = None
+    """The dataset's schema so far (``None`` before its first slice): a column it declares keeps
+    the nullability it was declared with, so datasets written before an engine decided
+    nullability from its plan keep their schema."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -75,17 +75,34 @@ class WrittenSlice:
         )
 
 
+def required_columns(result: pa.Schema, dataset_schema: pa.Schema | None) -> frozenset[str]:
+    """The result's columns a transform's slice writes as required: what the engine's plan
+    proves non-null (for DataFusion a column read from a required input column, for both
+    engines ``ROW_NUMBER()`` or a literal), as the reference's engines write them, except that a
+    column the dataset's schema already declares keeps its declared nullability (datasets
+    written before this rule keep their schema; a null in a column it requires fails the
+    transaction)."""
+    declared = {} if dataset_schema is None else {f.name: f.nullable for f in dataset_schema}
+    return frozenset(field.name for field in result if not declared.get(field.name, field.nullable))
+
+
 def slice_schema(
-    result: pa.Schema, vocab: Vocab, required: frozenset[str] = frozenset()
+    result: pa.Schema,
+    vocab: Vocab,
+    required: frozenset[str] = frozenset(),
+    *,
+    op_required: bool = True,
 ) -> pa.Schema:
     """The Arrow schema of a slice made from a result with ``result``'s columns.
 
-    System columns are required; a data column is required when named in ``required`` (an
-    ingest decides that from the read schema or the dataset's schema, as the reference does).
+    ``offset`` and ``system_time`` are required, ``op`` unless ``op_required`` is false (a
+    transform query's own ``op`` keeps its plan's nullability, as the reference writes it); a
+    data column is required when named in ``required`` (an ingest decides that from the read
+    schema or the dataset's schema, a transform from its plan, as the reference does).
     """
     fields = [
         pa.field(vocab.offset, OFFSET_TYPE, nullable=False),
-        pa.field(vocab.op, OP_TYPE, nullable=False),
+        pa.field(vocab.op, OP_TYPE, nullable=not op_required),
         pa.field(vocab.system_time, TIMESTAMP_MS_UTC, nullable=False),
     ]
     for result_field in result:
@@ -96,8 +113,6 @@ def slice_schema(
             )
         if result_field.name == vocab.op:
             continue
-        # Otherwise optional, not what Spark's plan proves: that depends on the plan (a join, a
-        # literal), which would make a dataset's schema flap between slices.
         nullable = result_field.name not in required
         fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable))
     return pa.schema(fields)
@@ -112,9 +127,10 @@ def write_batches(
     system_time: Timestamp,
     out_path: Path,
     required: frozenset[str] = frozenset(),
+    op_required: bool = True,
 ) -> tuple[pa.Schema, WrittenSlice | None]:
     """Writes a result's batches, in order, as a slice: the path every engine's output takes."""
-    schema = slice_schema(result_schema, vocab, required)
+    schema = slice_schema(result_schema, vocab, required, op_required=op_required)
     return schema, _write(batches, schema, vocab, start_offset, system_time, out_path)
 
 

@@ -1,5 +1,5 @@
-"""``odfd apply -f FILE|DIR``: declare resources (RFC-018 ``Dataset`` manifests and odfd's
-``Mirror``), then have the controllers reconcile them — the running daemon's, else in this
+"""``odfd apply -f FILE|DIR``: declare resources (every type of ``odfd.app.resource_types``:
+RFC-018's and odfd's ``Mirror``), then have the controllers reconcile them — the running daemon's, else in this
 process. Re-applying an unchanged manifest changes nothing."""
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
-        "apply", help="create or update resources from manifests (Dataset, Mirror)"
+        "apply", help="create or update resources from manifests (Dataset, Source, SecretSet, ...)"
     )
     parser.add_argument(
         "-f",

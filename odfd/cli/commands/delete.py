@@ -1,4 +1,5 @@
-"""``odfd delete``: remove datasets from the workspace.
+"""``odfd delete``: remove datasets from the workspace, or resources (``odfd delete
+SecretSet:my-secrets``, ``odfd delete -f manifests/``: those the manifests declare).
 
 Every name is resolved and every dependency checked before anything is removed, so a typo in the
 second name never leaves the first one deleted. Derivative datasets that read a deleted dataset
@@ -8,6 +9,7 @@ are deleted with it only with ``--recursive``; the list is shown and confirmed f
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
@@ -21,8 +23,25 @@ if TYPE_CHECKING:
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    parser = subparsers.add_parser("delete", help="delete datasets (folder, key and catalog entry)")
-    parser.add_argument("datasets", nargs="*", metavar="DATASET", help="dataset alias or id")
+    parser = subparsers.add_parser(
+        "delete", help="delete datasets (folder, key and catalog entry) or resources"
+    )
+    parser.add_argument(
+        "datasets",
+        nargs="*",
+        metavar="DATASET|Type:NAME",
+        help="dataset alias or id; or a resource as Type:[account/]name (e.g. Flow:nightly)",
+    )
+    parser.add_argument(
+        "-f",
+        "--filename",
+        dest="paths",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="FILE|DIR",
+        help="delete the resources these manifests declare (repeatable)",
+    )
     parser.add_argument("-a", "--all", action="store_true", help="delete every dataset")
     parser.add_argument(
         "-r",
@@ -37,6 +56,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _delete(args: argparse.Namespace) -> int:
     from odfd.app.datasets import delete_datasets
 
+    resources = [name for name in args.datasets if ":" in name]
+    if args.paths or resources:
+        if len(resources) != len(args.datasets) or args.all:
+            raise StorageError("delete resources or datasets, not both in one command")
+        return _delete_resources(args, resources)
     if bool(args.datasets) == bool(args.all):
         raise StorageError("name the datasets to delete, or pass --all (not both)")
 
@@ -50,6 +74,24 @@ def _delete(args: argparse.Namespace) -> int:
         )
         if not deleted:
             terminal.info("Nothing to delete")
+        return 0
+
+    return run_in_node(args, run)
+
+
+def _delete_resources(args: argparse.Namespace, names: list[str]) -> int:
+    from odfd.app.resources import (
+        ResourceKey,
+        delete_resources,
+        load_manifests,
+    )
+
+    keys = [ResourceKey.parse(name) for name in names]
+    keys += [ResourceKey(m.schema, m.name) for m in load_manifests(args.paths)]
+
+    async def run(node: Node) -> int:
+        for record in await delete_resources(node.workspace, keys):
+            terminal.info(f"Deleted: {ResourceKey(record.schema, record.name)} ({record.id})")
         return 0
 
     return run_in_node(args, run)

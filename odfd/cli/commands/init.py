@@ -42,10 +42,17 @@ def _init(args: argparse.Namespace) -> int:
             )
 
     async def run() -> int:
+        from odfd.app.accounts import add_admin_account
+
         async with await Workspace.init(args.root) as workspace:
             identity = did_of(workspace.keys.node_key())
             print(f"Initialized an odfd workspace in {workspace.root}")
             print(f"Its identity key signs answers to queries as {identity}")
+            admin = await add_admin_account(workspace)
+            print(
+                f"Its administrator account is {admin.name} ({admin.id}); set its password with "
+                f"`odfd account passwd {admin.name}`"
+            )
         return 0
 
     return asyncio.run(run())

@@ -9,14 +9,9 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.inspect import NoSchemaError, dataset_schema, lineage, transforms
+from odfd.cli.lineage_formats import FORMATS, render
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.console.details import schema_document, transform_history
-from odfd.console.lineage import LineageError, build_lineage
-from odfd.console.lineage_formats import FORMATS, render
-from protocol.identity import DatasetRef
-from storage.catalog import DatasetRecord
-from storage.dataset import Dataset
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -26,15 +21,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("inspect", help="lineage, schema and queries of a dataset")
     commands = parser.add_subparsers(dest="inspect_command", metavar="WHAT", required=True)
 
-    lineage = commands.add_parser("lineage", help="the graph of a dataset's inputs")
-    lineage.add_argument("dataset", metavar="DATASET")
-    lineage.add_argument(
+    graph = commands.add_parser("lineage", help="the graph of a dataset's inputs")
+    graph.add_argument("dataset", metavar="DATASET")
+    graph.add_argument(
         "--downstream", action="store_true", help="also the datasets reading it, recursively"
     )
-    lineage.add_argument("-o", "--output-format", choices=FORMATS, default="tree")
-    lineage.add_argument("--output-path", type=Path, metavar="FILE", help="write to FILE")
-    add_root_argument(lineage)
-    lineage.set_defaults(func=_lineage)
+    graph.add_argument("-o", "--output-format", choices=FORMATS, default="tree")
+    graph.add_argument("--output-path", type=Path, metavar="FILE", help="write to FILE")
+    add_root_argument(graph)
+    graph.set_defaults(func=_lineage)
 
     schema = commands.add_parser("schema", help="a dataset's ODF and Arrow schema")
     schema.add_argument("dataset", metavar="DATASET")
@@ -58,37 +53,28 @@ def _emit(text: str, path: Path | None) -> None:
 
 def _lineage(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        graph = await build_lineage(workspace, args.dataset, downstream=args.downstream)
+        graph = await lineage(node, args.dataset, downstream=args.downstream)
         _emit(render(graph, args.output_format, downstream=args.downstream), args.output_path)
         return 0
 
     return run_in_node(args, run)
 
 
-async def _dataset(workspace: Workspace, ref: str) -> tuple[DatasetRecord, Dataset]:
-    record = await workspace.try_resolve(DatasetRef.parse(ref))
-    if record is None:
-        raise LineageError(f"no dataset {ref} in the workspace at {workspace.root}")
-    return record, workspace.open_dataset(record.id)
-
-
 def _schema(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record, dataset = await _dataset(workspace, args.dataset)
-        document = await schema_document(dataset)
-        if document["arrow"] is None:
-            print(f"{record.alias} has no schema yet (no data was added)", file=sys.stderr)
+        try:
+            schema = await dataset_schema(node, args.dataset)
+        except NoSchemaError as err:
+            print(err, file=sys.stderr)
             return 1
         if args.output_format == "json":
-            _emit(json.dumps(document, indent=2), None)
+            _emit(json.dumps(schema.to_json(), indent=2), None)
         elif args.output_format == "ddl":
-            _emit(document["ddl"], None)
+            _emit(schema.ddl, None)
         else:
-            lines = [f"{record.alias}: {len(document['arrow'])} columns", ""]
-            width = max(len(f["name"]) for f in document["arrow"])
-            for field in document["arrow"]:
+            lines = [f"{schema.alias}: {len(schema.arrow)} columns", ""]
+            width = max(len(f["name"]) for f in schema.arrow)
+            for field in schema.arrow:
                 null = "" if field["nullable"] else "  not null"
                 lines.append(f"  {field['name']:<{width}}  {field['type']}{null}")
             _emit("\n".join(lines), None)
@@ -99,17 +85,15 @@ def _schema(args: argparse.Namespace) -> int:
 
 def _query(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record, dataset = await _dataset(workspace, args.dataset)
-        steps = await transform_history(dataset)
+        history = await transforms(node, args.dataset)
         if args.output_format == "json":
-            _emit(json.dumps([s.to_json() for s in steps], indent=2), None)
+            _emit(json.dumps([s.to_json() for s in history.steps], indent=2), None)
             return 0
-        if not steps:
-            _emit(f"{record.alias} is a {record.kind.value} dataset: no transform", None)
+        if not history.steps:
+            _emit(f"{history.alias} is a {history.kind} dataset: no transform", None)
             return 0
         lines: list[str] = []
-        for step in steps:
+        for step in history.steps:
             lines.append(
                 f"block {step.sequence_number} ({step.system_time}): SetTransform, "
                 f"engine {step.engine}, inputs {', '.join(step.inputs)}"

@@ -9,14 +9,20 @@ import json
 import sys
 from typing import TYPE_CHECKING
 
-from odfd.app.mirrors import MirrorRequest, add_mirror, remove_mirror, set_paused
+from odfd.app.mirrors import (
+    MirrorRequest,
+    MirrorState,
+    add_mirror,
+    find_mirror,
+    list_mirrors,
+    release_mirror_pin,
+    remove_mirror,
+    set_paused,
+)
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.config import format_duration, parse_duration
 from odfd.daemon.admin_client import AdminClient
-from odfd.daemon.mirror_sync import PinReleaseError, release_pin
-from protocol.errors import OdfError
-from storage.catalog.mirror_records import MirrorRecord
-from storage.catalog.mirrors import MirrorTable
+from odfd.sync.pins import PinReleaseError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -122,19 +128,15 @@ def _add(args: argparse.Namespace) -> int:
 
 def _list(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        table = MirrorTable(workspace.catalog)
-        mirrors = await table.list()
-        attempts = await table.latest_attempts()
+        mirrors = await list_mirrors(node)
         if args.output == "json":
-            print(json.dumps([_json(m, attempts.get(m.name)) for m in mirrors], indent=2))
+            print(json.dumps([_json(m) for m in mirrors], indent=2))
             return 0
         print(
             f"{'NAME':<28} {'EVERY':<8} {'STATE':<10} {'LAST SYNC':<22} {'FAILS':>5}  SOURCE -> TARGETS"
         )
-        for m in mirrors:
-            attempt = attempts.get(m.name)
-            state = "paused" if m.paused else (attempt.outcome if attempt else "new")
+        for mirror in mirrors:
+            m = mirror.record
             last = (
                 "-"
                 if m.last_attempt_at is None
@@ -142,7 +144,7 @@ def _list(args: argparse.Namespace) -> int:
             )
             targets = f" -> {', '.join(m.targets)}" if m.targets else ""
             print(
-                f"{m.name:<28} {format_duration(m.interval):<8} {state:<10} {last:<22} "
+                f"{m.name:<28} {format_duration(m.interval):<8} {mirror.state:<10} {last:<22} "
                 f"{m.consecutive_failures:>5}  {m.source}{targets}"
             )
             if m.pinned_cid:
@@ -154,7 +156,8 @@ def _list(args: argparse.Namespace) -> int:
     return run_in_node(args, run)
 
 
-def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
+def _json(mirror: MirrorState) -> dict[str, object]:
+    m = mirror.record
     return {
         "name": m.name,
         "source": m.source,
@@ -162,7 +165,7 @@ def _json(m: MirrorRecord, attempt: object) -> dict[str, object]:
         "every": format_duration(m.interval),
         "paused": m.paused,
         "managedBy": m.resource_id,
-        "lastOutcome": getattr(attempt, "outcome", None),
+        "lastOutcome": mirror.last_outcome,
         "lastAttemptAt": None if m.last_attempt_at is None else m.last_attempt_at.isoformat(),
         "consecutiveFailures": m.consecutive_failures,
         "lastError": m.last_error,
@@ -187,16 +190,11 @@ def _remove(args: argparse.Namespace) -> int:
 
 
 async def _release_pin(node: Node, cid: str) -> None:
-    """After the removal, so that an unreachable IPFS node never keeps a mirror alive: a pin that
-    cannot be released is reported with the command that releases it."""
+    """A pin that cannot be released is reported with the command that releases it."""
     try:
-        await release_pin(node.config.ipfs, cid)
+        await release_mirror_pin(node, cid)
     except PinReleaseError as err:
         print(f"warning: {err}", file=sys.stderr)
-    except OdfError as err:  # config.toml unreadable; the message names the file and the key
-        print(
-            f"warning: ipfs://{cid} stays pinned (the IPFS node is unknown): {err}", file=sys.stderr
-        )
     else:
         print(f"Unpinned ipfs://{cid}", file=sys.stderr)
 
@@ -224,9 +222,8 @@ def _resume(args: argparse.Namespace) -> int:
 
 def _sync(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await MirrorTable(workspace.catalog).require(args.name)
-        client = await AdminClient.require(workspace.layout, node.config.daemon.admin_socket)
+        record = await find_mirror(node, args.name)
+        client = await AdminClient.require(node.layout, node.config.daemon.admin_socket)
         await client.request("POST", f"/mirrors/{record.name}/sync")
         print(f"Sync of {record.name} queued (see `odfd mirror list`)", file=sys.stderr)
         return 0

@@ -8,8 +8,6 @@ import sys
 
 from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument
-from storage.layout import WorkspaceLayout
-from storage.workspace import reset_catalog
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,18 +17,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _repair(args: argparse.Namespace) -> int:
-    async def run() -> int:
-        from odfd.app.node import open_node
+    from odfd.app.repair import repair, set_aside_unreadable_catalog
 
-        layout = WorkspaceLayout(
-            args.root if args.root is not None else WorkspaceLayout.default_root()
-        )
-        if layout.config_path.is_file():
-            broken = await reset_catalog(layout)
-            if broken is not None:
-                print(f"Catalog was unreadable; moved it to {broken}", file=sys.stderr)
-        async with await open_node(args.root) as node:
-            report = await node.workspace.repair()
+    async def run() -> int:
+        broken = await set_aside_unreadable_catalog(args.root)
+        if broken is not None:
+            print(f"Catalog was unreadable; moved it to {broken}", file=sys.stderr)
+        report = await repair(args.root)
         for record in report.registered:
             print(f"Registered: {record.alias} ({record.id}) at block #{record.head_sequence}")
         for folder, reason in report.skipped:

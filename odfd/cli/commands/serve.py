@@ -37,7 +37,8 @@ def _serve(args: argparse.Namespace) -> int:
 
         from odfd.console.api import console_mount
         from odfd.console.backend import WorkspaceBackend
-        from odfd.server.app import running
+        from odfd.server.app import Mount, running
+        from odfd.server.ingest_api import IngestApi
         from odfd.server.query_api import query_api_mount
 
         config = node.config.server
@@ -50,7 +51,7 @@ def _serve(args: argparse.Namespace) -> int:
         )
         console = console_mount(WorkspaceBackend(node))
         try:
-            mounts = [console, query_api_mount(node)]
+            mounts: list[Mount] = [console, query_api_mount(node), IngestApi(lambda: node)]
             async with running(node.workspace, config, mounts=mounts) as server:
                 print(
                     f"serving {len(await node.workspace.list_datasets())} dataset(s) at "

@@ -5,6 +5,12 @@ with double quotes (``SELECT * FROM "alice/trades"``, case-sensitive) and starts
 ``--engine spark`` uses Spark SQL, which quotes with backticks (``SELECT * FROM `alice/trades```).
 ``--as-of`` pins every dataset to what the node knew at a block or a time. ``odfd sql server``
 serves the same tables over Arrow Flight SQL (:mod:`odfd.cli.commands.sql_server`).
+
+``-o json --proof`` prints the whole answer the query API's ``/query`` gives with
+``include=Proof``: the input with the block each dataset was read at, the output, the commitment
+and the node's ed25519 signature. ``--verify FILE`` checks such a saved answer (this node's or any
+other's, the reference's included): on its own, then by re-executing its query at the pinned
+blocks here, or on the node ``--remote URL`` names; one line says which check failed.
 """
 
 from __future__ import annotations
@@ -75,9 +81,43 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--as-of", metavar="BLOCK|TIME", help="query the datasets as of a block hash or time"
     )
+    parser.add_argument(
+        "--proof",
+        action="store_true",
+        help="with -o json: print the whole signed answer (input with the datasets' blocks, "
+        "output, commitment, the node's did:key signature), as the query API's /query gives it",
+    )
+    parser.add_argument(
+        "--limit",
+        type=_positive,
+        metavar="N",
+        help="with --proof: at most N rows in the answer (default: [server] query_max_rows)",
+    )
+    parser.add_argument(
+        "--verify",
+        metavar="FILE",
+        help="check a saved answer with a proof ('-' reads stdin): its hashes and signature, "
+        "then its output by re-executing the query here at the blocks it pins; "
+        "exit 0 if it holds, 1 if a check failed",
+    )
+    parser.add_argument(
+        "--remote",
+        metavar="URL",
+        help="with --verify: have the node at URL re-execute the query (its /verify) instead",
+    )
     sql_server.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_sql, forward=forward)
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
 
 
 def _statements(args: argparse.Namespace) -> list[str] | None:
@@ -85,10 +125,11 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
     stdin is read once (the result is kept on ``args``)."""
     if "statements" in args:  # set below, on the first call
         return list(args.statements) if args.statements is not None else None
-    if args.address is not None or args.port is not None:
-        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+    _check_not_server(args)
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
+    if args.remote is not None:
+        raise SqlArgumentError("--remote URL goes with --verify FILE")
     if len(given) + (args.script is not None) > 1:
         raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
     check_output_args(args.output, args.output_path)
@@ -103,17 +144,33 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
         raise SqlArgumentError(f"{args.script or 'stdin'}: holds no SQL statement")
     if statements is not None and len(statements) > 1 and args.output_path is not None:
         raise SqlArgumentError("--output-path takes the result of a single statement")
+    _check_proof_args(args, statements)
     args.statements = statements
     return statements
 
 
+def _check_not_server(args: argparse.Namespace) -> None:
+    if args.address is not None or args.port is not None:
+        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+
+
 def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
     path = None if args.output_path is None else str(args.output_path.absolute())
-    return SqlRequest(tuple(statements), args.engine, args.output, path, args.as_of)
+    return SqlRequest(
+        tuple(statements),
+        args.engine,
+        args.output,
+        path,
+        args.as_of,
+        proof=args.proof,
+        limit=args.limit,
+    )
 
 
 def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
+    if args.verify is not None:
+        return "it checks a saved answer"
     statements = _statements(args)
     if statements is None:
         return "it opens an interactive shell"
@@ -123,18 +180,18 @@ def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
 def _sql(args: argparse.Namespace) -> int:
     if args.query == sql_server.WORD:
         return sql_server.run(args, default_engine=DEFAULT_ENGINE)
+    if args.verify is not None:
+        return _verify(args)
     statements = _statements(args)
 
     async def run(node: Node) -> int:
+        from odfd.app.query import pinned_at
         from odfd.app.sql import run_statements
-        from odfd.coordinator.query import AsOf, resolve_as_of
 
         if statements is not None:
             await run_statements(node, _request(args, statements), Printer())
             return 0
-        block = time = None
-        if args.as_of:
-            block, time = await resolve_as_of(node.workspace, AsOf.parse(args.as_of))
+        block, time = await pinned_at(node, args.as_of)
         return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
@@ -185,6 +242,62 @@ async def _shell(
         with contextlib.suppress(OSError):
             readline.write_history_file(history)
     return 0
+
+
+def _check_proof_args(args: argparse.Namespace, statements: list[str] | None) -> None:
+    if not args.proof:
+        if args.limit is not None:
+            raise SqlArgumentError("--limit goes with --proof (a query limits itself with LIMIT)")
+        return
+    if args.output != "json":
+        raise SqlArgumentError("--proof prints the signed answer as JSON: add -o json")
+    if statements is None or len(statements) != 1:
+        raise SqlArgumentError("--proof answers a single query")
+    if args.as_of is not None:
+        raise SqlArgumentError(
+            "--proof answers at the datasets' heads (the answer pins their blocks); drop --as-of"
+        )
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """``--verify FILE``: one line, ``OK`` or ``FAILED`` with the check that failed."""
+    _check_not_server(args)
+    given = [q for q in (args.query, args.command) if q is not None]
+    if given or args.script is not None or args.proof or args.as_of is not None:
+        raise SqlArgumentError("--verify FILE takes no query, --script, --proof or --as-of")
+    source = "stdin" if args.verify == "-" else args.verify
+    text = sys.stdin.buffer.read() if args.verify == "-" else _read_answer(Path(args.verify))
+
+    async def run(node: Node) -> int:
+        from odfd.app.answer_checks import check_locally, check_remotely
+
+        if args.remote is not None:
+            token = node.transport.token_for(args.remote)
+            check = await check_remotely(text, source, args.remote, token=token)
+        else:
+            check = await check_locally(node, text, source)
+        if check.failure is None:
+            print(
+                f"OK: {source}: signed by {check.signer}; its output matches the query "
+                f"re-executed at the pinned blocks by {check.re_executed_by}"
+            )
+            return 0
+        stage = (
+            "the answer on its own"
+            if check.re_executed_by is None
+            else f"re-executed by {check.re_executed_by}"
+        )
+        print(f"FAILED: {source}: {stage}: {check.failure.line()}")
+        return 1
+
+    return run_in_node(args, run)
+
+
+def _read_answer(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError as err:
+        raise SqlArgumentError(f"cannot read the answer {path}: {err.strerror}") from None
 
 
 def _read_script(path: Path) -> str:

@@ -68,8 +68,7 @@ def run(args: argparse.Namespace, *, default_engine: str) -> int:
         config = node.config.server
         port = args.port if args.port is not None else config.flight_sql_port
         running = await workspace_queries.serve(
-            node.workspace,
-            config,
+            node,
             address=args.address or config.address,
             port=DEFAULT_PORT if port is None else port,
         )

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import platform
 import sys
-from importlib import metadata
 from typing import TYPE_CHECKING
 
 from odfd.app.diagnose import run_checks
+from odfd.app.system import collect_garbage, node_info
 from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.config import parse_duration
-from odfd.coordinator import leftovers
-from storage.orphans import recover_orphans
 from verifier.progress import format_bytes
 
 if TYPE_CHECKING:
@@ -65,22 +62,13 @@ def _duration(text: str) -> float:
 
 def _gc(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        found = (
-            await leftovers.run_scratch(workspace, args.older_than)
-            + await leftovers.unreferenced_objects(workspace, args.older_than)
-            + await leftovers.staging_files(workspace, args.older_than)
-            + await leftovers.staging_folders(workspace)
-        )
-        if not args.dry_run:
-            await leftovers.remove(found)
-            for action in await recover_orphans(workspace, min_age=args.older_than):
-                terminal.info(f"Recovered: {action.describe()}")
-        rows = [{"kind": f.kind, "path": str(f.path), "size": f.size} for f in found]
+        result = await collect_garbage(node, older_than=args.older_than, dry_run=args.dry_run)
+        for action in result.recovered:
+            terminal.info(f"Recovered: {action.describe()}")
+        rows = [{"kind": f.kind, "path": str(f.path), "size": f.size} for f in result.leftovers]
         write_records(rows, args.output, [("Kind", "kind"), ("Size", "size"), ("Path", "path")])
-        verb = "Would remove" if args.dry_run else "Removed"
-        total = format_bytes(sum(f.size for f in found))
-        terminal.info(f"{verb} {len(found)} leftover(s), {total}")
+        verb = "Would remove" if result.dry_run else "Removed"
+        terminal.info(f"{verb} {len(result.leftovers)} leftover(s), {format_bytes(result.size)}")
         return 0
 
     return run_in_node(args, run, settle_orphans=False)  # gc settles them itself
@@ -108,20 +96,7 @@ def _diagnose(args: argparse.Namespace) -> int:
 
 def _info(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        config = node.config
-        info = {
-            "odfd": _version("odfd"),
-            "python": platform.python_version(),
-            "pyspark": _version("pyspark"),
-            "pyarrow": _version("pyarrow"),
-            "platform": platform.platform(),
-            "workspace": str(workspace.root),
-            "config": str(workspace.layout.config_path),
-            "datasets": len(await workspace.list_datasets()),
-            "spark_master": config.spark.master,
-            "ipfs_api": config.ipfs.api,
-        }
+        info = (await node_info(node)).to_json()
         if args.output == "table":
             width = max(map(len, info))
             sys.stdout.write("".join(f"{k:<{width}}  {v}\n" for k, v in info.items()))
@@ -130,10 +105,3 @@ def _info(args: argparse.Namespace) -> int:
         return 0
 
     return run_in_node(args, run)
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "not installed"

@@ -6,15 +6,11 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pyarrow as pa
-import pyarrow.parquet as pq
-
 from odfd.app.result_formats import FORMATS, check_output_args, write_result
+from odfd.app.tail import tail
 from odfd.cli.arguments import non_negative_int, positive_int
 from odfd.cli.output import add_output_format
-from odfd.cli.presence import require_files
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.coordinator.query import AsOf, dataset_view, resolve_as_of
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -54,40 +50,10 @@ def _tail(args: argparse.Namespace) -> int:
     check_output_args(args.output, args.output_path)
 
     async def run(node: Node) -> int:
-        workspace = node.workspace
-        record = await workspace.resolve(args.dataset)
-        dataset = workspace.open_dataset(record.id)
-        block = time = None
-        if args.as_of:
-            block, time = await resolve_as_of(workspace, AsOf.parse(args.as_of))
-        view = await dataset_view(dataset, pinned_block=block, pinned_time=time)
-        await require_files(workspace, record, view)
-        records = last_records(view.paths, view.schema, args.num_records + args.skip_records)
-        if args.skip_records:
-            records = records.slice(0, max(records.num_rows - args.skip_records, 0))
+        records = await tail(
+            node, args.dataset, records=args.num_records, skip=args.skip_records, as_of=args.as_of
+        )
         write_result(records, args.output, args.output_path)
         return 0
 
     return run_in_node(args, run)
-
-
-def last_records(paths: tuple, schema: pa.Schema | None, n: int) -> pa.Table:
-    """The last ``n`` records of the slices (oldest first), reading only the row groups needed."""
-    parts: list[pa.Table] = []
-    remaining = n
-    for path in reversed(paths):
-        parquet = pq.ParquetFile(str(path))
-        for group in reversed(range(parquet.num_row_groups)):
-            if remaining <= 0:
-                break
-            table = parquet.read_row_group(group)
-            if table.num_rows > remaining:
-                table = table.slice(table.num_rows - remaining)
-            parts.append(table)
-            remaining -= table.num_rows
-        if remaining <= 0:
-            break
-    if not parts:
-        return (schema or pa.schema([])).empty_table()
-    parts.reverse()
-    return pa.concat_tables(parts, promote_options="default")

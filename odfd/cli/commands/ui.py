@@ -38,7 +38,8 @@ def _ui(args: argparse.Namespace) -> int:
         from odfd.console.api import console_mount
         from odfd.console.backend import WorkspaceBackend
         from odfd.daemon.admin_client import AdminClient
-        from odfd.server.app import running
+        from odfd.server.app import Mount, running
+        from odfd.server.ingest_api import IngestApi
         from odfd.server.query_api import query_api_mount
 
         client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
@@ -55,7 +56,7 @@ def _ui(args: argparse.Namespace) -> int:
             read_tokens=server.read_tokens | {token},
         )
         console = console_mount(WorkspaceBackend(node))
-        mounts = [console, query_api_mount(node)]
+        mounts: list[Mount] = [console, query_api_mount(node), IngestApi(lambda: node)]
         async with running(node.workspace, config, mounts=mounts) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)

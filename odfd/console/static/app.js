@@ -259,6 +259,24 @@ function Overview({ data }) {
   </div>`;
 }
 
+// The signed answer behind the rows shown: who signed it, what it commits to, and the whole
+// document to save and check with `odfd sql --verify FILE` (or any node's /verify).
+function AnswerProof({ answer }) {
+  const { commitment, proof, input } = answer;
+  return html`<details class="card" id="sql-proof">
+    <summary>Proof: signed by <code id="sql-proof-signer">${proof.verificationMethod}</code></summary>
+    <dl class="facts">
+      <dt>Input hash</dt><dd class="mono">${commitment.inputHash}</dd>
+      <dt>Output hash</dt><dd class="mono" id="sql-proof-output">${commitment.outputHash}</dd>
+      <dt>Sub-queries hash</dt><dd class="mono">${commitment.subQueriesHash}</dd>
+      ${(input.datasets || []).map((d) => html`<dt>${d.alias}</dt><dd class="mono">at block ${d.blockHash}</dd>`)}
+      <dt>Signature</dt><dd class="mono">${proof.type}: ${proof.proofValue}</dd>
+    </dl>
+    <p class="muted">Save the answer below and check it with <code>odfd sql --verify FILE</code> (add <code>--remote URL</code> to have another node re-execute it).</p>
+    <pre class="mono" id="sql-proof-json">${JSON.stringify(answer, null, 2)}</pre>
+  </details>`;
+}
+
 function DataTab({ alias }) {
   const [offset, setOffset] = useState(0);
   const limit = 50;
@@ -269,11 +287,12 @@ function DataTab({ alias }) {
   const [result, setResult] = useState(null);
   const [sqlError, setSqlError] = useState(null);
   const [running, setRunning] = useState(false);
+  const [withProof, setWithProof] = useState(false);
   const [selected, setSelected] = useState(null);
   const run = async (event) => {
     event.preventDefault();
     setRunning(true); setSqlError(null); setResult(null);
-    try { setResult(await api("sql", { method: "POST", body: { query: sql } })); }
+    try { setResult(await api("sql", { method: "POST", body: { query: sql, proof: withProof } })); }
     catch (e) { setSqlError(e.message); }
     setRunning(false);
   };
@@ -282,11 +301,13 @@ function DataTab({ alias }) {
     <form onSubmit=${run} class="card">
       <textarea id="sql-query" value=${sql} onInput=${(e) => setSql(e.target.value)}></textarea>
       <div class="pager"><button type="submit" id="sql-run" disabled=${running}>${running ? "Running…" : "Run"}</button>
+        <label class="muted"><input type="checkbox" id="sql-with-proof" checked=${withProof} onChange=${(e) => setWithProof(e.target.checked)} /> with proof</label>
         <span class="muted" id="sql-help">DataFusion SQL, as <code>odfd sql</code> runs it: quote names with "double quotes". Needs a read or admin token.</span></div>
     </form>
     <${Error_} message=${sqlError} />
     ${result ? html`<div id="sql-result"><p class="muted">${result.rows.length} row(s)${result.truncated ? " (truncated)" : ""} in ${result.ms} ms (${result.engine})</p>
-      <${Table} columns=${result.columns} rows=${result.rows} /></div>` : null}
+      <${Table} columns=${result.columns} rows=${result.rows} />
+      ${result.answer ? html`<${AnswerProof} answer=${result.answer} />` : null}</div>` : null}
     <h2>Latest rows</h2>
     <${Error_} message=${error} />
     ${selected !== null ? html`<${RowDetail} alias=${alias} offset=${selected} onClose=${() => setSelected(null)} />` : null}

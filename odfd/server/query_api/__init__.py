@@ -1,6 +1,7 @@
 """The node's HTTP query API, beside the transfer protocols on every odfd server: the
 reference's ``/query``, ``/verify``, ``/{dataset}/tail``, ``/{dataset}/metadata``, ``/info``,
-``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them.
+``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them; and the
+reference's ``/platform/login`` and ``/platform/token/validate``.
 
 Handlers only translate: HTTP in, a call into ``odfd.app.answers`` or ``odfd.app.dataset_metadata``,
 JSON out. Datasets are named as the transfer routes name them (``name``, ``account/name``, a
@@ -12,9 +13,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from odfd.server.query_api import datasets, general, query
+from odfd.server.query_api import datasets, general, platform, query
 from odfd.server.query_api.context import NODE_KEY
 from odfd.server.query_api.errors import json_errors
+from odfd.server.query_api.platform import THROTTLE_KEY, LoginThrottle
 from odfd.server.simple import DATASET
 
 if TYPE_CHECKING:
@@ -32,11 +34,17 @@ ROOT_ROUTES = [
     ("GET", "/datasets/{id}", datasets.dataset_info),
     ("GET", "/openapi.json", general.openapi),
 ]
+PLATFORM_ROUTES = [
+    ("POST", "/platform/login", platform.login),
+    ("GET", "/platform/token/validate", platform.validate),
+]
+"""The reference's login routes (not in ``/openapi.json``, which describes the data API)."""
 DATASET_ROUTES = [
     ("GET", "tail", datasets.tail),
     ("GET", "metadata", datasets.metadata),
 ]
-"""Routes under a dataset's path (``/{dataset}/<name>``); ``POST /{dataset}/ingest`` joins them."""
+"""Routes under a dataset's path (``/{dataset}/<name>``); ``POST /{dataset}/ingest`` beside them is
+``odfd.server.ingest_api``'s (its own mount; ``/openapi.json`` documents it too)."""
 
 
 def query_api_mount(node: Node) -> Mount:
@@ -46,7 +54,8 @@ def query_api_mount(node: Node) -> Mount:
 
 def add_routes(app: web.Application, node: Node) -> None:
     app[NODE_KEY] = node
-    for method, path, handler in ROOT_ROUTES:
+    app[THROTTLE_KEY] = LoginThrottle()
+    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))

@@ -7,8 +7,8 @@ from importlib.resources import files
 
 from aiohttp import web
 
+from odfd.app.accounts import subject_of
 from odfd.app.answers import node_signer
-from odfd.app.resources import DEFAULT_ACCOUNT, account_handle
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import error_response
 from odfd.server.state import bearer_token
@@ -29,14 +29,21 @@ async def info(request: web.Request) -> web.Response:
 
 
 async def account(request: web.Request) -> web.Response:
-    """The node's one account, for a request with any of its tokens (odfd has no users)."""
-    config = context.state(request).config
-    token = bearer_token(request)
-    known = config.may_read_private(token) or (token is not None and token in config.push_tokens)
-    if not known:
+    """The account of the request's token: an issued token's account, or the built-in account
+    for a token of the ``[server]`` lists."""
+    subject = await subject_of(
+        context.node(request), context.state(request).config, bearer_token(request)
+    )
+    if subject is None:
         return error_response(401, "Unauthenticated")
-    handle = account_handle(DEFAULT_ACCOUNT)
-    return web.json_response({"id": handle.id, "accountName": str(handle.name)})
+    body: dict[str, object] = {"id": subject.id, "accountName": subject.name}
+    if subject.display_name != subject.name:
+        body["displayName"] = subject.display_name
+    if subject.email is not None:
+        body["email"] = subject.email
+    if subject.avatar_url is not None:
+        body["avatarUrl"] = subject.avatar_url
+    return web.json_response(body)
 
 
 async def openapi(request: web.Request) -> web.Response:

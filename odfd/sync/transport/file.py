@@ -53,10 +53,9 @@ class FileTransport:
         yield RemoteView(dataset, self.url, store_source(dataset))
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
-        from odfd.sync.transport.probe import read_head
+        from odfd.sync.transport.probe import probe_view
 
-        async with self.open(session) as view:
-            return await read_head(view, self.url, known)
+        return await probe_view(self.open(session), self.url, known)
 
     async def push(
         self, target: PullTarget, options: PushOptions, progress: Progress

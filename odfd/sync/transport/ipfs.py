@@ -71,17 +71,17 @@ class IpfsTransport:
             yield view
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
-        from odfd.sync.transport.probe import read_head
+        from odfd.sync.transport.probe import probe_view
 
-        async with self.open(session) as view:
-            return await read_head(view, self.url, known)
+        return await probe_view(self.open(session), self.url, known)
 
     async def push(
         self, target: PullTarget, options: PushOptions, progress: Progress
     ) -> PushResult:
-        raise UnsupportedUrlError(
-            f"{self.url}: cannot push to ipfs:// (a CID names fixed content); "
-            "push to ipns:// instead"
+        from odfd.sync.transport.probe import refuse_push
+
+        refuse_push(
+            self.url, "cannot push to ipfs:// (a CID names fixed content); push to ipns:// instead"
         )
 
     async def list_datasets(self) -> list[Listed]:

@@ -66,13 +66,13 @@ class IpnsTransport:
             yield view
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
-        from odfd.sync.transport.probe import read_head
+        from odfd.sync.transport.probe import probe_view
 
         cid = await self.resolve()
         if known is not None and known.cid == str(cid):
             return known
-        async with gateway_view(session, cid, self.subpath, self.url, self.ipfs) as view:
-            return await read_head(view, self.url, known, str(cid))
+        opened = gateway_view(session, cid, self.subpath, self.url, self.ipfs)
+        return await probe_view(opened, self.url, known, str(cid))
 
     async def push(
         self, target: PullTarget, options: PushOptions, progress: Progress

@@ -1,7 +1,8 @@
 """Publishing to ``ipns://[KEY]``: the dataset folder added to IPFS (UnixFS, CIDv1, raw leaves,
 ``info/`` left out, as the reference publishes) and published under the IPNS key (default: the
 dataset's own key, the one behind its DID, imported into the node on first push, so the name is
-the DID's). What the name pointed at before is compared
+the DID's; a node that does not own the dataset, such as a mirror, publishes under a key its
+IPFS node generates). What the name pointed at before is compared
 with the local history first, as every push does."""
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from storage.keys import KeyStore
 from storage.layout import dataset_dir_name
 
 IPNS_KEY_PREFIX = "odfd-did-"
+#: Names of keys the IPFS node generates for datasets this node publishes but does not own.
+NODE_KEY_PREFIX = "odfd-"
 _RESOLVE_OWN_KEY_SECONDS = 5.0
 
 
@@ -41,10 +44,14 @@ async def push_ipns(
             f"{url}: an IPNS push adds the dataset's folder to IPFS, but this node keeps "
             f"{target.alias} in a bucket ([storage] url)"
         )
+    owns_did_name = not name and target.workspace.keys.load(target.record.id) is not None
     if name:
         key = await _ipns_key(client, name)
-    else:
+    elif owns_did_name:
         key = await import_dataset_key(client, target.workspace.keys, target.record.id, url)
+    else:
+        # Not the owner (a mirror): the DID's name is not ours to sign; a key of the IPFS node.
+        key = await _node_key(client, f"{NODE_KEY_PREFIX}{dataset_dir_name(target.record.id)}")
     published = f"ipns://{key.id}"
     remote_head = common = None
     try:
@@ -64,7 +71,7 @@ async def push_ipns(
     assert local.hash is not None and local.sequence_number is not None  # push() checked
     cid = await client.add_directory(target.dataset.layout.root, exclude=("info",))
     await client.name_publish(cid, key=key.name, lifetime=f"{ipfs.record_validity:.0f}s")
-    if not name:
+    if owns_did_name:
         await note_republished(target.dataset, key.id)
     blocks = local.sequence_number - (
         common.sequence_number if common and common.sequence_number is not None else -1
@@ -82,6 +89,14 @@ async def _ipns_key(client: IpfsClient, name_or_id: str) -> IpfsKey:
         if key.name == name_or_id or (wanted is not None and str(key.id) == wanted):
             return key
     raise SyncError(f"the IPFS node has no key named {name_or_id} or publishing that IPNS name")
+
+
+async def _node_key(client: IpfsClient, key_name: str) -> IpfsKey:
+    """The IPFS node's key named ``key_name``, generated on first use."""
+    for key in await client.key_list():
+        if key.name == key_name:
+            return key
+    return await client.key_gen(key_name)
 
 
 async def import_dataset_key(

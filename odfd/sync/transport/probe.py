@@ -1,13 +1,37 @@
-"""The cheap "has the head changed?" check a mirror makes before pulling: read ``refs/head``
-(one small request); only when it is new, fetch its block (one more), check it against its hash
-and decode it for its sequence number (``storage.chain.reader``), which gives the mirror's lag in
-blocks without walking the chain."""
+"""What the transports share beyond their ``open``: the probe and the refusal of a push.
+
+The probe is the cheap "has the head changed?" check a mirror makes before pulling: read
+``refs/head`` (one small request); only when it is new, fetch its block (one more), check it
+against its hash and decode it for its sequence number (``storage.chain.reader``), which gives the
+mirror's lag in blocks without walking the chain. Every transport probes the view its ``open``
+gives (``probe_view``); one that cannot be written refuses a push with its reason
+(``refuse_push``)."""
 
 from __future__ import annotations
 
-from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError
+from contextlib import AbstractAsyncContextManager
+from typing import NoReturn
+
+from odfd.sync.errors import CorruptSourceError, RemoteNotFoundError, UnsupportedUrlError
 from odfd.sync.transport.base import RemoteView, SourceHead
 from storage.chain.reader import ChainBlock, HashMismatch, MalformedBlock, check_block
+
+
+async def probe_view(
+    opened: AbstractAsyncContextManager[RemoteView],
+    where: str,
+    known: SourceHead | None,
+    cid: str | None = None,
+) -> SourceHead:
+    """The head of the remote ``opened`` gives (``Transport.probe``), read as ``read_head``
+    reads it."""
+    async with opened as view:
+        return await read_head(view, where, known, cid)
+
+
+def refuse_push(url: str, why: str) -> NoReturn:
+    """``Transport.push`` of a remote that cannot be written."""
+    raise UnsupportedUrlError(f"{url}: {why}")
 
 
 async def read_head(

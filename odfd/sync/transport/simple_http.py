@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from odfd.sync.errors import SyncError, UnsupportedUrlError
+from odfd.sync.errors import SyncError
 from odfd.sync.transport.base import (
     Listed,
     RemoteView,
@@ -99,17 +99,18 @@ class SimpleHttpTransport:
         return http_source(session, url_of, self.limits)
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
-        from odfd.sync.transport.probe import read_head
+        from odfd.sync.transport.probe import probe_view
 
-        async with self.open(session) as view:
-            return await read_head(view, self.url, known)
+        return await probe_view(self.open(session), self.url, known)
 
     async def push(
         self, target: PullTarget, options: PushOptions, progress: Progress
     ) -> PushResult:
-        raise UnsupportedUrlError(
-            f"{self.url}: the Simple Transfer Protocol is read-only; a push takes the Smart "
-            "Transfer Protocol"
+        from odfd.sync.transport.probe import refuse_push
+
+        refuse_push(
+            self.url,
+            "the Simple Transfer Protocol is read-only; a push takes the Smart Transfer Protocol",
         )
 
     async def list_datasets(self) -> list[Listed]:

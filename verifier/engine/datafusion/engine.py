@@ -11,8 +11,12 @@ It follows the ODF engine contract as the reference DataFusion engine implements
   (:func:`verifier.engine.output.write_batches`): offsets from the next offset in result order,
   ``op`` (0 unless the query sets it) and ``system_time`` added, timestamps as milliseconds in UTC,
   columns ``offset, op, system_time, event_time``, then the rest;
+* a column is REQUIRED where the optimized plan proves it non-null (as the reference writes
+  it), unless the dataset's schema already declares it optional;
 * the output watermark is the lowest of the inputs' latest declared watermarks; like the
-  reference, the engine keeps no checkpoint.
+  reference, the engine keeps no checkpoint;
+* the reference's JSON functions (``json_get_str``, ``->``, ...) are there
+  (:mod:`verifier.engine.datafusion.json_functions`).
 
 Determinism (the verifier re-executes transactions and compares logical hashes): one target
 partition, no repartitioning, a fixed batch size and time zone, plain (not view) string types,
@@ -42,16 +46,17 @@ from verifier.engine.contract import (
     step_name,
     validate_transform,
 )
+from verifier.engine.datafusion import json_functions
 from verifier.engine.errors import (
     InvalidQueryError,
     NonDeterministicQueryError,
     QueryExecutionError,
     TransformError,
 )
-from verifier.engine.output import write_batches
+from verifier.engine.output import required_columns, write_batches
 
 if TYPE_CHECKING:
-    from datafusion import DataFrame, SessionContext
+    from datafusion import DataFrame, SessionContext, SQLOptions
 
 ENGINE_NAME = "datafusion"
 
@@ -116,13 +121,18 @@ class DataFusionEngine:
             )
         result = _run_steps(ctx, query_steps(transform), what, deterministic=True)
         columns = _validate_result(result.schema(), request, what)
+        planned = _physical_schema(ctx, result, what)
+        result_schema = pa.schema([planned.field(name) for name in columns])
+        required = required_columns(result_schema, request.dataset_schema)
         schema, written = write_batches(
-            pa.schema([result.schema().field(name) for name in columns]),
-            _batches(result, columns, f"{what}: the transform"),
+            result_schema,
+            _batches(result, planned, columns, f"{what}: the transform"),
             vocab=request.vocab,
             start_offset=request.next_offset,
             system_time=request.system_time,
             out_path=request.out_dir / "data.parquet",
+            required=required,
+            op_required=request.vocab.op not in columns or request.vocab.op in required,
         )
         return TransformResult(schema, written, output_watermark(request), None)
 
@@ -135,9 +145,9 @@ class DataFusionEngine:
                     ctx, table.name, table.paths, table.schema, Path(scratch) / str(number)
                 )
             result = _run_steps(ctx, steps, "", deterministic=False)
-            names = result.schema().names
-            batches = list(_batches(result, names, "the query"))
-        return pa.Table.from_batches(batches, _plain_schema(result.schema()))
+            planned = _physical_schema(ctx, result, "")
+            batches = list(_batches(result, planned, planned.names, "the query"))
+        return pa.Table.from_batches(batches, _plain_schema(planned))
 
 
 class StreamingQuery:
@@ -294,10 +304,7 @@ def _run_steps(
     result = None
     for number, step in enumerate(steps, start=1):
         where = prefix + step_name(steps, number)
-        try:
-            result = ctx.sql_with_options(step.query, queries_only)
-        except Exception as err:  # DataFusion planning errors share no type
-            raise InvalidQueryError(f"{where} is invalid: {_first_line(err)}") from err
+        result = _plan(ctx, step.query, queries_only, where)
         if deterministic:
             _check_deterministic(result, where)
         if step.alias:
@@ -306,6 +313,31 @@ def _run_steps(
             ctx.sql(f"CREATE VIEW {quote_identifier(step.alias)} AS SELECT * FROM {hidden}")
     assert result is not None
     return result
+
+
+def _physical_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema:
+    """The result's schema as the optimized plan (which the reference writes, and which runs)
+    gives it: it may prove more columns non-null than the query as written (a UDF over
+    literals folds into a literal)."""
+    try:
+        return ctx.create_dataframe_from_logical_plan(df.optimized_logical_plan()).schema()
+    except Exception as err:  # DataFusion's errors share no type
+        prefix = f"{what}: " if what else ""
+        raise InvalidQueryError(f"{prefix}the query cannot be planned: {_first_line(err)}") from err
+
+
+def _plan(ctx: SessionContext, query: str, options: SQLOptions, where: str) -> DataFrame:
+    """The step's plan, with the JSON functions it calls registered: the first of the rewritten
+    candidates (:func:`json_functions.rewrite`) that plans; else the last one's error."""
+    failure: Exception | None = None
+    for text, json_calls in json_functions.rewrite(query):
+        json_functions.register(ctx, json_calls)
+        try:
+            return ctx.sql_with_options(text, options)
+        except Exception as err:  # noqa: BLE001  # DataFusion planning errors share no type
+            failure = err
+    assert failure is not None
+    raise InvalidQueryError(f"{where} is invalid: {_first_line(failure)}") from failure
 
 
 def _hidden_name() -> str:
@@ -336,38 +368,42 @@ def _check_deterministic(df: DataFrame, where: str) -> None:
 
 
 def _validate_result(schema: pa.Schema, request: TransformRequest, what: str) -> list[str]:
-    """Checks the result as the reference does; its columns in slice order (event time first)."""
+    """Checks the result as the reference does (a bad result is an invalid query, as there);
+    its columns in slice order (event time first)."""
     vocab = request.vocab
     names = schema.names
     for system in (vocab.offset, vocab.system_time):
         if system in names:
-            raise TransformError(
+            raise InvalidQueryError(
                 f"{what}: the query's result has a column '{system}' that clashes with a system "
                 "column; rename it or set a different vocabulary"
             )
     if vocab.event_time not in names:
-        raise TransformError(
+        raise InvalidQueryError(
             f"{what}: the query's result has no event time column '{vocab.event_time}' "
             f"(it has {', '.join(names)})"
         )
     event_type = schema.field(vocab.event_time).type
     if not any(test(event_type) for test in _EVENT_TIME_TYPES):
-        raise TransformError(
+        raise InvalidQueryError(
             f"{what}: event time column '{vocab.event_time}' must be a timestamp or a date, "
             f"found {event_type}"
         )
     if vocab.op in names and schema.field(vocab.op).type not in _OP_TYPES:
-        raise TransformError(
-            f"{what}: operation type column '{vocab.op}' must be an INT, "
-            f"found {schema.field(vocab.op).type}"
+        raise InvalidQueryError(
+            f"{what}: operation type column '{vocab.op}' must be int32 (or a narrower integer "
+            f"type, which is widened), found {schema.field(vocab.op).type}"
         )
     rest = [n for n in names if n not in (vocab.op, vocab.event_time)]
     return [*([vocab.op] if vocab.op in names else []), vocab.event_time, *rest]
 
 
-def _batches(df: DataFrame, columns: Sequence[str], what: str) -> Iterator[pa.RecordBatch]:
-    """The result's batches, partition after partition, columns in the given order."""
-    plain = _plain_schema(pa.schema([df.schema().field(name) for name in columns]))
+def _batches(
+    df: DataFrame, schema: pa.Schema, columns: Sequence[str], what: str
+) -> Iterator[pa.RecordBatch]:
+    """The result's batches, partition after partition, columns in the given order, with the
+    result's ``schema`` (:func:`_physical_schema`)."""
+    plain = _plain_schema(pa.schema([schema.field(name) for name in columns]))
     try:
         streams = df.execute_stream_partitioned()
     except Exception as err:  # nor do its execution errors

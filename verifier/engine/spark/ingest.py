@@ -28,16 +28,26 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
     request's preprocess engine. Blocking."""
     source = request.input.source
     spark = isolated_session()
-    reader = reader_for(request.read)
+    reader = reader_for(request.read, spark)
     infer = _inferred(request.read) and request.preprocess is None
+    declared = declared_required(request.read, spark)
+    required = declared
+    if request.preprocess is not None and not preprocess_in_session:
+        spark.conf.set("spark.sql.caseSensitive", "true")
     try:
         data = reader.read(spark, request.input)
         if data is None:
             return None
         if request.preprocess is not None:
             engine = None if preprocess_in_session else request.preprocess_engine
-            data = preprocess(
-                spark, request.preprocess, engine, data, request.dataset_alias, request.work
+            data, required = preprocess(
+                spark,
+                request.preprocess,
+                engine,
+                data,
+                declared,
+                request.dataset_alias,
+                request.work,
             )
         elif infer:
             data = preprocess_default(data, request.merge, request.vocab)
@@ -62,7 +72,7 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
             system_time=request.system_time,
             out_path=request.out_path,
             spill_dir=str(request.work),
-            required=_required_columns(request),
+            required=_required_columns(request, required),
         )
         return IngestResult(schema, written)
     except NullValuesError as err:
@@ -84,13 +94,14 @@ def _inferred(read_step: object) -> bool:
     return getattr(read_step, "schema", None) is None and not getattr(read_step, "ddl_schema", None)
 
 
-def _required_columns(request: IngestRequest) -> frozenset[str]:
+def _required_columns(request: IngestRequest, result_required: frozenset[str]) -> frozenset[str]:
     """Data columns a new slice must not hold nulls in, decided as the reference does.
 
     Once the dataset has a schema, its columns keep their nullability (the reference coerces the
     new data to it and never rewrites the schema). Before that: the event-time column (always
-    filled) and whatever the read schema declares required.
+    filled) and ``result_required``: what the read schema declares required, or after a
+    preprocess step what that step's engine proves (nothing, for Spark).
     """
     if request.dataset_schema is not None:
         return frozenset(f.name for f in request.dataset_schema if not f.nullable)
-    return declared_required(request.read) | {request.vocab.event_time}
+    return result_required | {request.vocab.event_time}

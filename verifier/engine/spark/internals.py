@@ -36,6 +36,15 @@ def is_connect(obj: object) -> bool:
     return type(obj).__module__.startswith(_CONNECT_MODULES)
 
 
+def parse_ddl(session: SparkSession, text: str) -> Any:
+    """A DDL column list (``a STRING, b BIGINT NOT NULL``) parsed by ``session``'s own parser:
+    PySpark's ``StructType.fromDDL`` asks for a classic SparkContext of the process, which a
+    Spark Connect client does not have."""
+    if is_connect(session):
+        return session._parse_ddl(text)
+    return session.sparkContext._parse_ddl(text)
+
+
 def spark_home() -> Path:
     """The pyspark package's folder: Spark's ``jars/`` and ``bin/`` (``spark-submit``)."""
     import pyspark

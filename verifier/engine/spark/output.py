@@ -28,13 +28,14 @@ def write_slice(
     out_path: Path,
     spill_dir: str | None = None,
     required: frozenset[str] = frozenset(),
+    op_required: bool = True,
     merge_keys: tuple[str, str] | None = None,
 ) -> tuple[pa.Schema, WrittenSlice | None]:
     """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
 
     Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
     A null in a ``required`` column raises :class:`~verifier.engine.output.NullValuesError`
-    before anything is kept.
+    before anything is kept; ``op`` is required unless ``op_required`` is false.
     With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
     here (:func:`verifier.engine.spark.collect.merged_batches`); the second key is not written.
     """
@@ -45,6 +46,7 @@ def write_slice(
         system_time=system_time,
         out_path=out_path,
         required=required,
+        op_required=op_required,
     )
     if merge_keys is not None:
         with merged_batches(df, *merge_keys, spill_dir=spill_dir) as (result_schema, runs):

@@ -6,9 +6,10 @@ clock (e.g. to stamp an ingestion time): root data is not re-derived by verifier
 
 A preprocess step naming Spark runs in the ingest's Spark session. Any other engine odfd has
 (DataFusion) runs its raw query (``Engine.query``) on the read data written to a Parquet file, in
-order, and its result is read back into Spark for the merge step. Without a preprocess step and without a declared schema,
-:func:`preprocess_default` renames columns that clash with system columns, as the reference's
-default preprocessing does.
+order, and its result is read back into Spark for the merge step (in a case-sensitive session,
+as DataFusion's identifiers are: ``MIXed`` and ``mixed`` are two columns). Without a preprocess
+step and without a declared schema, :func:`preprocess_default` renames columns that clash with
+system columns, as the reference's default preprocessing does.
 """
 
 from __future__ import annotations
@@ -38,27 +39,33 @@ def preprocess(
     sql: TransformSql,
     engine: Engine | None,
     data: DataFrame,
+    declared_required: frozenset[str],
     dataset: str,
     work: Path,
-) -> DataFrame:
+) -> tuple[DataFrame, frozenset[str]]:
     """``data`` reshaped by the preprocess query ``sql``: in ``spark`` itself (``engine``
-    ``None``), else in ``engine``; ``work`` holds intermediate files."""
+    ``None``), else in ``engine``; ``work`` holds intermediate files. Also the result's columns
+    that are required, as the reference decides: none from Spark (its engine reads the input as
+    all-nullable); from another engine, what its plan proves non-null over the input's
+    ``declared_required`` columns."""
     what = f"{dataset}: preprocess"
     if engine is None:
         data.createOrReplaceTempView(INPUT_VIEW)
-        return run_queries(spark, sql, what, require_deterministic=False)
+        return run_queries(spark, sql, what, require_deterministic=False), frozenset()
     read_path = work / "preprocess-input.parquet"
     with ordered_batches(data, spill_dir=str(work)) as (schema, batches):
         with pq.ParquetWriter(str(read_path), schema) as writer:
             for batch in batches:
                 writer.write_batch(batch)
+    declared = pa.schema([f.with_nullable(f.name not in declared_required) for f in schema])
     try:
-        result = engine.query(query_steps(sql), [QueryTable(INPUT_VIEW, (read_path,), schema)])
+        result = engine.query(query_steps(sql), [QueryTable(INPUT_VIEW, (read_path,), declared)])
     except OdfError as err:
         raise type(err)(f"{what}: {err}") from err
     result_path = work / "preprocess-output.parquet"
     pq.write_table(_utc_timestamps(result), str(result_path))
-    return spark.read.parquet(str(result_path))
+    required = frozenset(f.name for f in result.schema if not f.nullable)
+    return spark.read.parquet(str(result_path)), required
 
 
 def _utc_timestamps(table: pa.Table) -> pa.Table:

@@ -13,7 +13,7 @@ inputs already checked to be valid UTF-8 where they are read as UTF-8.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import InitVar, dataclass
 from typing import TYPE_CHECKING, Any
 
 from protocol.model import (
@@ -38,15 +38,17 @@ if TYPE_CHECKING:
 RFC3339 = "rfc3339"
 
 
-def reader_for(read_step: object) -> Reader:
+def reader_for(read_step: object, spark: SparkSession) -> Reader:
+    """The reader of ``read_step``; a legacy DDL schema is parsed by ``spark`` (a classic or a
+    Connect session: neither needs the other to exist)."""
     if isinstance(read_step, ReadStepCsv):
-        return CsvReader(read_step)
+        return CsvReader(read_step, spark)
     if isinstance(read_step, (ReadStepJson, ReadStepNdJson)):
-        return JsonLinesReader(read_step, _json_options(read_step))
+        return JsonLinesReader(read_step, spark, _json_options(read_step))
     if isinstance(read_step, (ReadStepGeoJson, ReadStepNdGeoJson, ReadStepEsriShapefile)):
-        return JsonLinesReader(read_step, {})
+        return JsonLinesReader(read_step, spark, {})
     if isinstance(read_step, ReadStepParquet):
-        return ParquetReader(read_step)
+        return ParquetReader(read_step, spark)
     kind = type(read_step).__name__.removeprefix("ReadStep")
     raise UnsupportedError(
         f"read step {kind} is not supported "
@@ -75,9 +77,10 @@ def _empty(spark: SparkSession, schema: StructType | None) -> DataFrame | None:
 @dataclass
 class CsvReader(Reader):
     step: ReadStepCsv
+    spark: InitVar[SparkSession]
 
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
+    def __post_init__(self, spark: SparkSession) -> None:
+        self.schema = declared_schema(self.step, spark)
         for name in ("separator", "quote", "escape"):
             value = getattr(self.step, name)
             if value is not None and len(value) > 1:
@@ -129,10 +132,11 @@ class CsvReader(Reader):
 @dataclass
 class JsonLinesReader(Reader):
     step: Any
+    spark: InitVar[SparkSession]
     json_options: dict[str, str]
 
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
+    def __post_init__(self, spark: SparkSession) -> None:
+        self.schema = declared_schema(self.step, spark)
 
     def read(self, spark: SparkSession, input: IngestInput) -> DataFrame | None:
         if input.path.stat().st_size == 0:
@@ -158,9 +162,10 @@ class JsonLinesReader(Reader):
 @dataclass
 class ParquetReader(Reader):
     step: ReadStepParquet
+    spark: InitVar[SparkSession]
 
-    def __post_init__(self) -> None:
-        self.schema = declared_schema(self.step)
+    def __post_init__(self, spark: SparkSession) -> None:
+        self.schema = declared_schema(self.step, spark)
 
     def read(self, spark: SparkSession, input: IngestInput) -> DataFrame | None:
         df = spark.read.parquet(str(input.path))

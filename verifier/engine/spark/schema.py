@@ -11,14 +11,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from verifier.engine.errors import IngestError
-from verifier.engine.spark.internals import from_arrow_schema
+from verifier.engine.spark.internals import from_arrow_schema, parse_ddl
 
 if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
     from pyspark.sql.types import StructType
 
 
-def declared_schema(read_step: Any) -> StructType | None:
-    """The read step's ``schema`` (preferred) or legacy ``ddlSchema``; ``None`` to infer."""
+def declared_schema(read_step: Any, spark: SparkSession) -> StructType | None:
+    """The read step's ``schema`` (preferred) or legacy ``ddlSchema`` (parsed by ``spark``);
+    ``None`` to infer."""
     from pyspark.sql.types import StructType
 
     schema = getattr(read_step, "schema", None)
@@ -28,7 +30,7 @@ def declared_schema(read_step: Any) -> StructType | None:
     if ddl:
         text = ", ".join(ddl)
         try:
-            parsed = StructType.fromDDL(text)
+            parsed = parse_ddl(spark, text)
         except Exception as err:  # Spark's parser raises several exception types
             raise IngestError(
                 f"read.ddlSchema: invalid schema {text!r}: {str(err).splitlines()[0]}"
@@ -39,7 +41,7 @@ def declared_schema(read_step: Any) -> StructType | None:
     return None
 
 
-def declared_required(read_step: Any) -> frozenset[str]:
+def declared_required(read_step: Any, spark: SparkSession) -> frozenset[str]:
     """Top-level columns the read step's schema makes required, by the reference's rules.
 
     ``DataSchema`` form: every field not wrapped in ``kind: Option``. Legacy DDL: columns marked
@@ -53,7 +55,7 @@ def declared_required(read_step: Any) -> frozenset[str]:
     schema = getattr(read_step, "schema", None)
     if schema is not None:
         return frozenset(f.name for f in schema.fields if not isinstance(f.type, DataTypeOption))
-    parsed = declared_schema(read_step)
+    parsed = declared_schema(read_step, spark)
     if parsed is None:
         return frozenset()
     return frozenset(

@@ -21,7 +21,7 @@ logical hash:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from protocol.identity import DatasetId
 from protocol.model import Timestamp, TransformSql
@@ -34,18 +34,22 @@ from verifier.engine.contract import (
     validate_transform,
 )
 from verifier.engine.errors import InvalidQueryError, TransformError
+from verifier.engine.output import required_columns
 from verifier.engine.spark.cancel import jobs_of_task
 from verifier.engine.spark.columns import col, quote
 from verifier.engine.spark.determinism import check_deterministic
 from verifier.engine.spark.failures import describe, spark_failures
-from verifier.engine.spark.internals import from_arrow_schema
+from verifier.engine.spark.internals import from_arrow_schema, to_arrow_schema
 from verifier.engine.spark.output import write_slice
 from verifier.engine.spark.session import isolated_session
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 ENGINE_NAME = "spark"
+#: The keys of a Spark schema's JSON form that say whether a value may be null.
+_NULLABILITY_KEYS = frozenset({"nullable", "containsNull", "valueContainsNull"})
 _OUTPUT_VIEW = "__output__"
 
 #: Largest input partition. Part of the engine's contract: changing it changes how aggregations
@@ -71,6 +75,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             )
         result = run_queries(spark, transform, request.dataset_alias, require_deterministic=True)
         result = _prepare_output(result, request.vocab, request.dataset_alias)
+        required = required_columns(to_arrow_schema(result.schema), request.dataset_schema)
         schema, written = write_slice(
             result,
             vocab=request.vocab,
@@ -78,6 +83,8 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             system_time=request.system_time,
             out_path=request.out_dir / "data.parquet",
             spill_dir=request.spill_dir,
+            required=required,
+            op_required=request.vocab.op in required,
         )
     watermarks = _input_watermarks(request)
     # Spark's checkpoints are imported here: a DataFusion pull never loads them.
@@ -100,13 +107,16 @@ def transform_session() -> SparkSession:
 def input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: str) -> DataFrame:
     """The input's records in the interval, in offset order, in the input's current schema.
 
-    Slices written before columns were added lack them: they read as nulls.
+    Every column reads as nullable, as Spark's Parquet reader reads any file and as the
+    reference's engine reads its inputs: what a query selects from an input is optional in
+    the result whether or not the input has records. Slices written before columns were added
+    lack them: they read as nulls.
     """
     from pyspark.sql import functions as F
 
     if input_slice.schema is None:
         raise TransformError(f"{dataset}: input '{input_slice.alias}' has no data schema yet")
-    schema = from_arrow_schema(input_slice.schema)
+    schema = _as_nullable(from_arrow_schema(input_slice.schema))
     if input_slice.offset_interval is None or not input_slice.data_paths:
         return spark.createDataFrame([], schema)
     frames = []
@@ -131,6 +141,24 @@ def input_frame(spark: SparkSession, input_slice: TransformInputSlice, dataset: 
     if sum(path.stat().st_size for path in input_slice.data_paths) <= INPUT_SPLIT_BYTES:
         return df.coalesce(1)
     return df
+
+
+def _as_nullable(schema: StructType) -> StructType:
+    """``schema`` with every field, element and value nullable, at every depth (Spark's own
+    ``StructType.asNullable``, which PySpark lacks)."""
+    from pyspark.sql.types import StructType
+
+    def loosen(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                key: True if key in _NULLABILITY_KEYS else loosen(item)
+                for key, item in value.items()
+            }
+        if isinstance(value, list):
+            return [loosen(item) for item in value]
+        return value
+
+    return StructType.fromJson(loosen(schema.jsonValue()))
 
 
 def run_queries(

@@ -7,7 +7,7 @@ import html
 import json
 from collections.abc import Callable
 
-from odfd.console.lineage import LineageGraph, LineageNode
+from odfd.app.lineage import LineageGraph, LineageNode
 
 FORMATS = ("tree", "dot", "json", "html")
 

@@ -1,0 +1,126 @@
+"""SQL over the node's datasets for a server that answers many small queries (Flight SQL): the
+use case of :mod:`odfd.app.query` (each dataset a table under its alias, ``[server] private``
+ones only for callers with a token, DataFusion), with its tables kept between queries.
+
+Each kind of caller (with or without access to private datasets) has one DataFusion session in
+which every dataset it may read is registered; before a query plans, the catalog's heads are
+compared with what is registered and only datasets that moved are read and registered again.
+A query then costs its planning and execution, not a session and a chain walk per dataset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from odfd.app.query import query_table, readable
+from odfd.coordinator.query import dataset_view
+from odfd.errors import OdfdError
+from protocol.errors import OdfError
+from verifier.engine.datafusion.session import PlannedQuery, QuerySession
+from verifier.engine.errors import InvalidQueryError, TransformError
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from protocol.identity import Multihash
+
+
+@dataclass(frozen=True, slots=True)
+class LiveTable:
+    """A dataset as a table: its alias and the schema a query sees (empty before any data)."""
+
+    name: str
+    schema: pa.Schema
+
+
+class LiveQueries:
+    """Queries over ``node``'s datasets as they are when each query plans."""
+
+    def __init__(self, node: Node) -> None:
+        self._node = node
+        self._sessions = {private: _Kept(QuerySession()) for private in (False, True)}
+
+    async def tables(self, *, may_read_private: bool) -> Sequence[LiveTable]:
+        kept = self._sessions[may_read_private]
+        async with kept.lock:
+            await self._refresh(kept, may_read_private)
+            return sorted(kept.schemas.values(), key=lambda table: table.name)
+
+    async def plan(
+        self, sql: str, *, may_read_private: bool, parameters: Mapping[str, Any] | None = None
+    ) -> PlannedQuery:
+        """``sql`` planned over the datasets the caller may read, at their heads now (raises
+        ``verifier.engine.errors.InvalidQueryError`` for SQL that does not plan, and
+        ``TransformError`` for a dataset whose files cannot be read, :class:`UnreadableDatasetError`
+        for a query that names a dataset whose metadata cannot be read)."""
+        kept = self._sessions[may_read_private]
+        async with kept.lock:
+            await self._refresh(kept, may_read_private)
+            try:
+                return kept.session.plan(sql, parameters)
+            except InvalidQueryError:
+                for alias, reason in kept.broken.items():
+                    if alias.lower() in sql.lower():
+                        raise UnreadableDatasetError(
+                            f"dataset '{alias}' cannot be read: {reason}"
+                        ) from None
+                raise
+
+    def close(self) -> None:
+        for kept in self._sessions.values():
+            kept.session.close()
+
+    async def _refresh(self, kept: _Kept, may_read_private: bool) -> None:
+        """Registers the datasets whose head moved since they were registered; forgets the
+        ones that are gone (or are no longer readable)."""
+        workspace = self._node.workspace
+        marker = await workspace.catalog.change_marker()
+        if marker == kept.marker:
+            return
+        visible = readable(self._node, may_read_private=may_read_private)
+        records = [record for record in await workspace.list_datasets() if visible(record)]
+        aliases = {record.alias for record in records}
+        for name in (kept.session.names | kept.broken.keys()) - aliases:
+            kept.session.deregister(name)
+            kept.schemas.pop(name, None)
+            kept.broken.pop(name, None)
+            kept.versions.pop(name, None)
+        for record in records:
+            if record.alias in kept.versions and kept.versions[record.alias] == record.head:
+                continue
+            kept.versions[record.alias] = record.head
+            try:
+                view = await dataset_view(workspace.open_dataset(record.id))
+                # off the loop: registering reads the files' footers
+                await asyncio.to_thread(kept.session.register, query_table(view), str(view.head))
+            except (OdfError, TransformError) as err:  # other tables stay queryable
+                kept.session.deregister(record.alias)
+                kept.schemas.pop(record.alias, None)
+                kept.broken[record.alias] = str(err)
+                continue
+            kept.broken.pop(record.alias, None)
+            kept.schemas[record.alias] = LiveTable(record.alias, view.schema or pa.schema([]))
+        kept.marker = marker
+
+
+class UnreadableDatasetError(OdfdError):
+    """A query names a dataset whose blocks or files cannot be read on this node now."""
+
+
+@dataclass
+class _Kept:
+    """A session and what was registered in it."""
+
+    session: QuerySession
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    versions: dict[str, Multihash | None] = field(default_factory=dict)
+    """Alias -> the catalog's head when last registered (or found unreadable)."""
+    schemas: dict[str, LiveTable] = field(default_factory=dict)
+    broken: dict[str, str] = field(default_factory=dict)
+    """Alias -> why the dataset cannot be read."""
+    marker: tuple[int, int] | None = None
+    """The catalog's change marker when the session was last brought up to date."""

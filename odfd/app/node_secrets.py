@@ -1,0 +1,67 @@
+"""Secrets kept by the node only encrypted: JWE (RFC 7516, compact form) to the node's own key.
+
+The key is the X25519 form of the node's ed25519 identity key (``storage.keys``, named by the
+node's ``did:key``), converted by libsodium; values are encrypted with ``ECDH-ES+A256KW`` and
+``A256GCM`` through ``joserfc``. Because the public half follows from the node's DID, anyone can
+encrypt a secret for a node (``odfd`` prints its public JWK) and put the JWE in a manifest; only
+that node can read it. Plain values never leave this module except to the code that uses them.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from joserfc import jwe
+from joserfc.errors import JoseError
+from joserfc.jwk import OKPKey
+
+from odfd.errors import OdfdError
+from storage.keys import KeyStore
+
+CONTENT_ENCODING = "jwe"
+_HEADER = {"alg": "ECDH-ES+A256KW", "enc": "A256GCM"}
+
+
+class SecretError(OdfdError):
+    """A secret that this node cannot decrypt (never carries the value)."""
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+@dataclass
+class NodeSecrets:
+    keys: KeyStore
+
+    @cached_property
+    def _private(self) -> OKPKey:
+        private = self.keys.node_key().to_curve25519_private_key()
+        return OKPKey.import_key(
+            {
+                "kty": "OKP",
+                "crv": "X25519",
+                "x": _b64(bytes(private.public_key)),
+                "d": _b64(bytes(private)),
+            }
+        )
+
+    def public_jwk(self) -> dict[str, Any]:
+        """The node's public encryption key, to encrypt secrets for it elsewhere."""
+        jwk: dict[str, Any] = self._private.as_dict(private=False)
+        return jwk
+
+    def encrypt(self, plain: str) -> str:
+        return jwe.encrypt_compact(_HEADER, plain.encode(), self._private)
+
+    def decrypt(self, token: str) -> str:
+        try:
+            return jwe.decrypt_compact(token, self._private).plaintext.decode()  # type: ignore[union-attr]
+        except (JoseError, ValueError, UnicodeDecodeError) as err:
+            raise SecretError(
+                f"not a JWE this node can decrypt ({type(err).__name__}: {err}); encrypt it to "
+                "this node's public key, or give the plain value to have the node encrypt it"
+            ) from None

@@ -1,0 +1,186 @@
+"""``POST /{dataset}/ingest``: raw data pushed into a root dataset's push source, on the wire
+as the reference's api-server (``ingest_handler.rs``).
+
+The body is the data (``Content-Type``: CSV, JSON, NdJson, GeoJSON, NdGeoJSON, Parquet or a
+zipped Shapefile; another format than the source's is transcoded into the source's schema),
+``?sourceName=`` picks the push source and the ``odf-event-time`` header gives the event time of
+records that carry none. It takes a push or admin token (``[server] push_tokens``,
+``admin_tokens``). Answers: 200 (empty body) once committed or when there was nothing to add;
+otherwise ``{"message": …}`` with 400 (no such source, or the data cannot be read, breaks the
+schema, or a bad header), 401 (no token), 403 (a token that may not ingest), 404 (no such
+dataset, or a private one the token may not see), 413 (body too large), 415 (media type), 409
+(other writers kept moving the head). Nothing is committed unless the whole ingest succeeded.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, BinaryIO
+
+from aiohttp import web
+
+from odfd.app.push_ingest import (
+    IngestLocks,
+    PushIngestOptions,
+    UnsupportedMediaTypeError,
+    format_of_media_type,
+    push_ingest,
+)
+from odfd.coordinator.commit import RUN_DIR
+from odfd.coordinator.schema import IncompatibleSchemaError
+from odfd.ingest.errors import IngestError
+from odfd.server.simple import DATASET
+from odfd.server.state import STATE_KEY, ServerState, bearer_token
+from protocol.errors import OdfError, ParseError
+from protocol.model import Timestamp
+from storage.errors import RefCasError
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+    from protocol.identity import DatasetId
+
+log = logging.getLogger(__name__)
+
+MAX_INGEST_BYTES = 1 << 30
+"""The largest body one ingest takes (the data is staged on disk, never held in memory)."""
+
+EVENT_TIME_HEADER = "odf-event-time"
+INGEST_ROUTE = ("POST", "ingest")
+"""The route's method and its name under a dataset's path (``/{dataset}/ingest``)."""
+_CHUNK = 1 << 20
+
+
+Ingested = Callable[["DatasetId"], Awaitable[None]]
+"""Told of each dataset an ingest moved (a daemon updates its derivatives and audits it)."""
+
+
+class IngestApi:
+    """Mounts the ingest route on a server's app (``odfd.server.app.Mount``). ``node`` gives the
+    node to ingest with at each request (a daemon's reload swaps its node)."""
+
+    def __init__(self, node: Callable[[], Node], *, ingested: Ingested | None = None) -> None:
+        self._node = node
+        self._ingested = ingested
+        self._locks = IngestLocks()
+
+    def __call__(self, app: web.Application) -> None:
+        method, name = INGEST_ROUTE
+        app.router.add_route(method, f"/{DATASET}/{name}", self.handle)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        state: ServerState = request.app[STATE_KEY]
+        _authorize(state, request)
+        dataset_path = request.match_info["dataset"]
+        try:
+            record = await state.find(dataset_path, request)
+        except web.HTTPForbidden as withheld:  # the daemon withholds it: said as JSON too
+            raise _error(web.HTTPForbidden, withheld.text or "forbidden") from None
+        if record is None:
+            raise _error(web.HTTPNotFound, f"no dataset {dataset_path} on this node")
+        options = PushIngestOptions(
+            source_name=request.query.get("sourceName"),
+            media_type=request.headers.get("Content-Type"),
+            event_time=_event_time(request),
+        )
+        try:
+            format_of_media_type(options.media_type)  # a 415 before reading the body
+        except UnsupportedMediaTypeError as err:
+            raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
+        node = self._node()
+        body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
+        try:
+            await _receive(request, body)
+            outcome = await push_ingest(node, record.id, body, options, locks=self._locks)
+        except UnsupportedMediaTypeError as err:
+            raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
+        except (IngestError, IncompatibleSchemaError) as err:
+            log.info("ingest into %s refused: %s", record.alias, err)
+            raise _error(web.HTTPBadRequest, _without_path(str(err), body)) from None
+        except RefCasError as err:
+            raise _error(
+                web.HTTPConflict, f"{record.alias}: other writes kept moving its head: {err}"
+            ) from None
+        except OdfError as err:
+            log.error("ingest into %s failed: %s", record.alias, err)
+            raise _error(web.HTTPInternalServerError, _without_path(str(err), body)) from None
+        finally:
+            await asyncio.to_thread(body.unlink, True)
+        if outcome.up_to_date:
+            log.info("ingest into %s: nothing committed: %s", record.alias, outcome.reason)
+            return web.Response(status=200)
+        log.info(
+            "ingest into %s: %d record(s), head %s",
+            record.alias,
+            outcome.num_records,
+            outcome.new_head,
+        )
+        if self._ingested is not None:
+            await self._ingested(record.id)
+        return web.Response(status=200)
+
+
+def _authorize(state: ServerState, request: web.Request) -> None:
+    token = bearer_token(request)
+    if token is None:
+        raise _error(
+            web.HTTPUnauthorized,
+            "ingesting needs a push or admin bearer token (Authorization: Bearer …)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if token not in state.config.push_tokens and not state.config.is_admin(token):
+        raise _error(web.HTTPForbidden, "this token may not ingest (it is no push or admin token)")
+
+
+def _event_time(request: web.Request) -> Timestamp | None:
+    text = request.headers.get(EVENT_TIME_HEADER)
+    if text is None:
+        return None
+    try:
+        return Timestamp.parse_rfc3339(text.strip())
+    except ParseError as err:
+        raise _error(web.HTTPBadRequest, f"header {EVENT_TIME_HEADER}: {err}") from None
+
+
+async def _receive(request: web.Request, path: Path) -> None:
+    """Streams the body into ``path`` (chunks written on a thread), refusing one too large."""
+    if request.content_length is not None and request.content_length > MAX_INGEST_BYTES:
+        raise _too_large()
+    await asyncio.to_thread(path.parent.mkdir, parents=True, exist_ok=True)
+    out: BinaryIO = await asyncio.to_thread(open, path, "wb")
+    try:
+        size = 0
+        async for chunk in request.content.iter_chunked(_CHUNK):
+            size += len(chunk)
+            if size > MAX_INGEST_BYTES:
+                raise _too_large()
+            await asyncio.to_thread(out.write, chunk)
+    finally:
+        await asyncio.to_thread(out.close)
+
+
+def _too_large() -> web.HTTPException:
+    message = f"the body is larger than this node's ingest limit of {MAX_INGEST_BYTES} bytes"
+    return web.HTTPRequestEntityTooLarge(
+        MAX_INGEST_BYTES,
+        MAX_INGEST_BYTES + 1,
+        text=json.dumps({"message": message}),
+        content_type="application/json",
+    )
+
+
+def _without_path(message: str, body: Path) -> str:
+    """The staged body's file name means nothing to the client: it is "the request body"."""
+    return message.replace(str(body.absolute()), "the request body").replace(
+        str(body), "the request body"
+    )
+
+
+def _error(
+    kind: Callable[..., web.HTTPException], message: str, **kwargs: object
+) -> web.HTTPException:
+    return kind(text=json.dumps({"message": message}), content_type="application/json", **kwargs)

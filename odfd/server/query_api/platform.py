@@ -1,0 +1,102 @@
+"""``POST /platform/login`` and ``GET /platform/token/validate``, as the reference's clients call
+them.
+
+A login's body is ``{"loginMethod": "password", "loginCredentialsJson": "{\\"login\\": …,
+\\"password\\": …}"}`` (the credentials are a JSON document inside a string); the answer is
+``{"accessToken": …}``, or 401 for wrong credentials and 400 for a malformed request. Failed logins
+for a name slow its later attempts (:class:`LoginThrottle`); neither the password nor a token ever
+appears in an answer or the log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+
+from aiohttp import web
+
+from odfd.app.accounts import LoginRejected, login_with_password, subject_of
+from odfd.server.query_api import context
+from odfd.server.query_api.errors import error_response
+from odfd.server.state import bearer_token
+
+PASSWORD_METHOD = "password"
+
+
+@dataclass
+class LoginThrottle:
+    """After ``free`` failed logins for a name, each further attempt for it waits ``base`` seconds
+    doubled per failure (at most ``ceiling``) before it is checked; a success clears the count.
+    Failures are forgotten after ``memory`` seconds without one."""
+
+    free: int = 3
+    base: float = 0.5
+    ceiling: float = 8.0
+    memory: float = 900.0
+    _failures: dict[str, tuple[int, float]] = field(default_factory=dict)
+
+    def delay(self, login: str) -> float:
+        count, last = self._failures.get(login, (0, 0.0))
+        if count < self.free or time.monotonic() - last > self.memory:
+            return 0.0
+        return min(self.ceiling, self.base * 2 ** (count - self.free))
+
+    def failed(self, login: str) -> None:
+        count, last = self._failures.get(login, (0, 0.0))
+        if time.monotonic() - last > self.memory:
+            count = 0
+        self._failures[login] = (count + 1, time.monotonic())
+
+    def succeeded(self, login: str) -> None:
+        self._failures.pop(login, None)
+
+
+THROTTLE_KEY: web.AppKey[LoginThrottle] = web.AppKey("odfd_login_throttle", LoginThrottle)
+
+
+def _credentials(body: object) -> tuple[str, str]:
+    if not isinstance(body, dict):
+        raise ValueError("the body must be a JSON object")
+    method = body.get("loginMethod")
+    if method != PASSWORD_METHOD:
+        raise ValueError(f"unsupported loginMethod {method!r}: odfd supports {PASSWORD_METHOD!r}")
+    raw = body.get("loginCredentialsJson")
+    if not isinstance(raw, str):
+        raise ValueError("loginCredentialsJson must be a string holding a JSON object")
+    credentials = json.loads(raw)
+    if not isinstance(credentials, dict):
+        raise ValueError("loginCredentialsJson must hold a JSON object")
+    login, password = credentials.get("login"), credentials.get("password")
+    if not isinstance(login, str) or not isinstance(password, str):
+        raise ValueError("loginCredentialsJson needs string fields login and password")
+    return login, password
+
+
+async def login(request: web.Request) -> web.Response:
+    try:
+        name, password = _credentials(await request.json())
+    except ValueError as err:  # json.JSONDecodeError is one; its text quotes no input
+        message = str(err) if not isinstance(err, json.JSONDecodeError) else "malformed JSON"
+        return error_response(400, message)
+    throttle = request.app[THROTTLE_KEY]
+    key = name.lower()
+    wait = throttle.delay(key)
+    if wait:
+        await asyncio.sleep(wait)
+    try:
+        issued = await login_with_password(context.node(request), name, password)
+    except LoginRejected as err:
+        throttle.failed(key)
+        return error_response(401, str(err))
+    throttle.succeeded(key)
+    return web.json_response({"accessToken": issued.secret})
+
+
+async def validate(request: web.Request) -> web.Response:
+    subject = await subject_of(
+        context.node(request), context.state(request).config, bearer_token(request)
+    )
+    if subject is None:
+        return error_response(401, "token is missing or invalid")
+    return web.Response(status=200)
