@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +30,7 @@ from odfd.cli import via_daemon
 from odfd.cli.main import main
 from odfd.daemon import commands
 from odfd.daemon.commands import CommandRunner
+from protocol.identity import DatasetId
 from verifier.engine.cancel import current_scope
 
 REQUESTS: list[Request] = [
@@ -197,3 +200,21 @@ def test_names_spelled_out_for_light_parsing_are_the_real_ones() -> None:
 
     assert ingest.INPUT_FORMATS == tuple(sorted(FORMATS))
     assert sql.DEFAULT_ENGINE == DEFAULT_ENGINE
+
+
+async def test_what_a_killed_process_left_is_settled_and_said_as_a_local_run_says_it(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A headless dataset folder untouched for ten minutes is removed before the command runs,
+    with the ``Recovered:`` line a local run prints (``workspace_args.report_orphans``)."""
+    _, dataset_id = DatasetId.new_generated()
+    folder = served.node.workspace.layout.dataset(dataset_id).create().root
+    then = time.time() - 600
+    for item in [folder, *folder.rglob("*")]:
+        os.utime(item, (then, then))
+    shown = Recorded()
+    assert await served.send(SqlRequest(("SELECT 1 AS one",), "datafusion", "json"), shown) == 0
+    assert not folder.exists()
+    err = capsys.readouterr().err
+    assert f"Recovered: removed dataset folder {folder.name}: no refs/head" in err
+    assert [event.text for event in shown.events] == ['[\n {"one": 1}\n]\n']
