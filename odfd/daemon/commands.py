@@ -53,7 +53,7 @@ from odfd.app.ingest import IngestRequest, ingest
 from odfd.app.provenance import ProvenanceRequest, trace
 from odfd.app.pull import PullRequest, pull
 from odfd.app.sql import SqlRequest, run_statements
-from odfd.app.verify import VerifyRequest, result_json, verify
+from odfd.app.verify import ReportedProgress, VerifyRequest, result_json, verify
 from storage.orphans import recover_orphans
 from verifier.engine.cancel import cancellable_jobs
 
@@ -93,7 +93,7 @@ async def _pull(node: Node, request: PullRequest, sink: EventSink) -> None:
 
 
 async def _verify(node: Node, request: VerifyRequest, sink: EventSink) -> dict[str, Any]:
-    report = await verify(node, request)
+    report = await verify(node, request, ReportedProgress(sink))
     return await asyncio.to_thread(result_json, report)
 
 

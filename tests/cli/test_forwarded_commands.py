@@ -25,13 +25,16 @@ from odfd.app.node import Node, open_node
 from odfd.app.provenance import ProvenanceRequest
 from odfd.app.pull import PullRequest
 from odfd.app.sql import EVENTS, SqlRequest
-from odfd.app.verify import VerifyRequest
+from odfd.app.verify import VerifyRequest, verify
 from odfd.cli import via_daemon
+from odfd.cli.commands import verify as verify_command
 from odfd.cli.main import main
 from odfd.daemon import commands
 from odfd.daemon.commands import CommandRunner
 from protocol.identity import DatasetId
+from tests.replication.datagen import create_root
 from verifier.engine.cancel import current_scope
+from verifier.progress import Progress, Titled
 
 REQUESTS: list[Request] = [
     IngestRequest("a", (IngestFile("/data/1.csv", "1.csv"),), "src", "2024-01-01T00:00:00Z"),
@@ -218,3 +221,39 @@ async def test_what_a_killed_process_left_is_settled_and_said_as_a_local_run_say
     err = capsys.readouterr().err
     assert f"Recovered: removed dataset folder {folder.name}: no refs/head" in err
     assert [event.text for event in shown.events] == ['[\n {"one": 1}\n]\n']
+
+
+@dataclass
+class Drawn(Progress):
+    """The progress a renderer draws: each layer's label and what was checked in it."""
+
+    layers: list[tuple[str, str, int | None]] = field(default_factory=list)
+    checked: list[tuple[int, int]] = field(default_factory=list)
+    ended: int = 0
+
+    def begin(
+        self, dataset: str, layer: Titled, *, blocks: int | None = None, bytes: int | None = None
+    ) -> None:
+        self.layers.append((dataset, layer.title, blocks))
+        self.checked.append((0, 0))
+
+    def advance(self, *, blocks: int = 0, bytes: int = 0) -> None:
+        done_blocks, done_bytes = self.checked[-1]
+        self.checked[-1] = (done_blocks + blocks, done_bytes + bytes)
+
+    def end(self) -> None:
+        self.ended += 1
+
+
+async def test_a_forwarded_verify_draws_the_progress_a_local_run_draws(served: Served) -> None:
+    await create_root(served.node.workspace, "kept", slices=2)
+    request = VerifyRequest(("kept",))
+    local = Drawn()
+    report = await verify(served.node, request, local)
+    assert report.exit_code == 0 and local.layers and local.ended == len(local.layers)
+    assert all(blocks > 0 for blocks, _ in local.checked)
+
+    rendering = verify_command.Rendering("text")
+    rendering.progress = forwarded = Drawn()
+    assert await served.send(request, rendering) == 0
+    assert forwarded == local
