@@ -44,6 +44,7 @@ from storage.layout import (
     existing_layout,
 )
 from storage.local_storage import LocalDatasetStorage
+from storage.placed_storage import PlacedStorage, VolumeUnavailableError
 from storage.scratch import Scratch, holding_folder, sweep_staging
 from storage.signing import HeadSigner
 from storage.snapshots import normalize_snapshot
@@ -223,13 +224,19 @@ class Workspace:
         events: list[MetadataEvent] | None = None,
         *,
         system_time: Timestamp | None = None,
+        volume: str | None = None,
     ) -> Dataset:
         """A new dataset with a fresh ed25519 identity: ``Seed`` then ``events`` as blocks, all
-        with one system time and one head move (the reference writes snapshots the same way)."""
+        with one system time and one head move (the reference writes snapshots the same way).
+        ``volume``: the id of the volume to keep it on (``storage.placed_storage``)."""
         alias_text = str(DatasetAlias.parse(str(alias)))
         if await self.catalog.find_by_alias(alias_text) is not None:
             raise DatasetExistsError(f"dataset {alias_text} already exists in {self.root}")
         key, dataset_id = DatasetId.new_generated()
+        if volume is not None:
+            if not isinstance(self.storage, PlacedStorage):
+                raise VolumeUnavailableError(f"volume {volume} is not available on this node")
+            self.storage.place(dataset_id, volume)
         self.keys.save(dataset_id, key)
         try:
             await self.storage.prepare(dataset_id)
@@ -263,7 +270,11 @@ class Workspace:
         return None
 
     async def create_from_snapshot(
-        self, snapshot: DatasetSnapshot, *, system_time: Timestamp | None = None
+        self,
+        snapshot: DatasetSnapshot,
+        *,
+        system_time: Timestamp | None = None,
+        volume: str | None = None,
     ) -> Dataset:
         async def resolve(ref: DatasetRef) -> DatasetId | None:
             record = await self.try_resolve(ref)
@@ -273,7 +284,7 @@ class Workspace:
             raise DatasetExistsError(f"dataset {snapshot.name} already exists in {self.root}")
         events = await normalize_snapshot(snapshot, resolve)
         return await self.create_dataset(
-            snapshot.name, snapshot.kind, events, system_time=system_time
+            snapshot.name, snapshot.kind, events, system_time=system_time, volume=volume
         )
 
     # --- changing -------------------------------------------------------------------------------

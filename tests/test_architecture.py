@@ -23,7 +23,7 @@ LAYERS = ("protocol", "storage", "verifier", "odfd")
 ODFD_LAYERS: tuple[tuple[str, ...], ...] = (
     ("odfd", "odfd.config", "odfd.errors"),
     ("odfd.coordinator", "odfd.sync", "odfd.ingest"),
-    ("odfd.app", "odfd.flows", "odfd.webhooks"),
+    ("odfd.app", "odfd.flows", "odfd.sources", "odfd.volumes", "odfd.webhooks"),
     ("odfd.server", "odfd.flight_sql"),
     ("odfd.console",),
     ("odfd.daemon",),
@@ -227,6 +227,7 @@ NOT_REMOTES = {
     "odfd.ingest": "the URLs of ingest sources' fetch steps (files, HTTP, Ethereum RPC)",
     "odfd.cli.manifest_source": "where `odfd add` reads a manifest from (a path or http(s) URL)",
     "odfd.webhooks": "a WebhookTarget's URL: the http(s) endpoint events are posted to",
+    "odfd.volumes": "a PersistentVolume's S3 endpoint, made into the bucket URL storage reads",
 }
 """Modules whose URLs are not remotes, so they may test a scheme, each with the reason."""
 

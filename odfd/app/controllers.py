@@ -4,6 +4,12 @@ it went in each resource's ``status`` (``phase``, ``observedGeneration``, ``cond
 * ``Mirror``: the ``mirrors`` row of ``headers.name`` matches the spec (source, targets, interval,
   paused). The sync scheduler then adds the ``Synced`` and ``Audited`` conditions.
 * ``SecretSet``: ``Ready`` when the node can decrypt every secret; ``VariableSet``: ``Ready``.
+* ``Source``: ``Ready`` when its config values resolve and its templates fill (``odfd.sources``
+  runs it, from a flow's ``Ingest`` task).
+* ``Projection``: ``Ready`` when its query is one odfd runs and its inputs exist (its result is
+  computed when a query reads it, ``odfd.app.projections``).
+* ``PersistentVolume``: ``Ready`` when its bucket answers with its credentials; a ``Dataset``
+  with ``volume:`` is then created on it (``odfd.volumes``; an existing dataset is never moved).
 * ``Dataset``: a missing dataset is created from the spec (as ``odfd add`` does a snapshot); for
   an existing one, every event of the spec that differs from the latest event of its kind in the
   chain (``AddPushSource``: of its source name) is appended, so re-applying an edited manifest
@@ -21,7 +27,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from odfd.app.node_secrets import NodeSecrets, SecretError
-from odfd.app.resource_types import FLOW, SECRET_SET, VARIABLE_SET, WEBHOOK_TARGET
+from odfd.app.projections import ProjectionError, ProjectionSpec
+from odfd.app.resource_types import (
+    FLOW,
+    PERSISTENT_VOLUME,
+    PROJECTION,
+    SECRET_SET,
+    SOURCE,
+    VARIABLE_SET,
+    WEBHOOK_TARGET,
+)
 from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
@@ -32,15 +47,23 @@ from odfd.app.resources import (
     utc_now_text,
 )
 from odfd.app.secret_values import undecryptable
+from odfd.app.value_refs import ValueRefError, resolve_values
 from odfd.config import SyncConfig
 from odfd.errors import OdfdError
 from odfd.flows.spec import FlowSpec, FlowSpecError
+from odfd.ingest.errors import IngestError
+from odfd.sources.ingest import CONFIG
+from odfd.sources.render import Redactor, polling_source
+from odfd.sources.spec import SourceDefinition, SourceSpecError
+from odfd.volumes.attach import attach, placed
+from odfd.volumes.errors import VolumeError
 from odfd.webhooks.delivery import WebhookError, WebhookTarget
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddPushSource, DatasetSnapshot, MetadataEvent, kind_name
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable
+from storage.catalog.resource_references import ResourceReferenceTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.snapshots import normalize_snapshot
 from storage.workspace import Workspace
@@ -147,6 +170,15 @@ class Reconciler:
                 message = None
             elif record.schema == FLOW.schema:
                 self._flow(record)
+                message = None
+            elif record.schema == SOURCE.schema:
+                await self._source(record)
+                message = None
+            elif record.schema == PERSISTENT_VOLUME.schema:
+                await self._volume(record)
+                message = None
+            elif record.schema == PROJECTION.schema:
+                await self._projection(record)
                 message = None
             else:
                 raise ReconcileFailure(
@@ -266,6 +298,76 @@ class Reconciler:
         except FlowSpecError as err:
             raise ReconcileFailure(err.code, str(err)) from None
 
+    # --- Source (run by odfd.sources, from a flow's Ingest task) -------------------------------
+
+    async def _source(self, record: ResourceRecord) -> None:
+        """Ready when a run could start now: the spec reads, every config value resolves (its
+        secrets decrypt) and the ingress's templates are all filled."""
+        redactor = Redactor(())
+        try:
+            source = SourceDefinition.from_record(record)
+            values = await resolve_values(
+                self.workspace, record.id, f"Source {record.name}", CONFIG, self.secrets
+            )
+            redactor = Redactor(values.secrets)
+            if not source.pushed:
+                polling_source(source, values)
+        except (SourceSpecError, ValueRefError) as err:
+            raise ReconcileFailure(err.code, redactor.redact(str(err))) from None
+        except IngestError as err:  # a template that names no value
+            raise ReconcileFailure("invalid-template", redactor.redact(str(err))) from None
+
+    # --- Projection (computed when a query reads it: odfd.app.projections) ----------------------
+
+    async def _projection(self, record: ResourceRecord) -> None:
+        """Ready when its query is one odfd runs and every input dataset exists."""
+        try:
+            spec = ProjectionSpec.from_record(record)
+        except ProjectionError as err:
+            raise ReconcileFailure(err.code, str(err)) from None
+        missing = [
+            alias
+            for alias in spec.inputs
+            if await self.workspace.catalog.find_by_alias(alias) is None
+        ]
+        if missing:
+            raise ReconcileFailure(
+                "missing-input",
+                f"Projection {record.name}: spec.inputs: no dataset {', '.join(missing)} (yet)",
+            )
+
+    # --- PersistentVolume (datasets placed on it by the Dataset controller) ----------------------
+
+    async def _volume(self, record: ResourceRecord) -> None:
+        """Ready when its bucket answers with its credentials; the workspace can then place
+        datasets on it."""
+        try:
+            await attach(self.workspace, record, self.secrets)
+        except (VolumeError, ValueRefError) as err:
+            raise ReconcileFailure(err.code, str(err)) from None
+        except OdfError as err:
+            raise ReconcileFailure(
+                "unreachable", f"PersistentVolume {record.name}: {err}"
+            ) from None
+
+    async def _volume_of(self, record: ResourceRecord) -> str | None:
+        """The id of the volume a Dataset resource names (None: the node's own storage)."""
+        if "volume" not in record.spec:
+            return None
+        rows = await ResourceReferenceTable(self.workspace.catalog).list(record.id)
+        row = next((r for r in rows if r.path == "spec.volume"), None)
+        target = None if row is None or row.target_id is None else row.target_id
+        volume = None if target is None else await self.resources.get(target)
+        if volume is None:
+            raise ReconcileFailure(
+                "unresolved-reference",
+                f"spec.volume: PersistentVolume {row.target_name if row else '?'} does not exist",
+            )
+        storage = placed(self.workspace)
+        if volume.id not in storage.volumes:
+            await self._volume(volume)
+        return volume.id
+
     # --- Dataset --------------------------------------------------------------------------------
 
     async def _dataset(self, record: ResourceRecord) -> str | None:
@@ -280,8 +382,9 @@ class Reconciler:
                 "(a DID comes from the dataset's key: mirror it, or omit did)",
             )
         snapshot = DatasetSnapshot(name=alias, kind=spec.kind, metadata=spec.metadata)
+        volume = await self._volume_of(record)
         if existing is None:
-            dataset = await self.workspace.create_from_snapshot(snapshot)
+            dataset = await self.workspace.create_from_snapshot(snapshot, volume=volume)
             assert dataset.id is not None  # a workspace dataset has an id
             await self.hooks.dataset_changed(dataset.id)
             return "dataset created"
@@ -290,6 +393,14 @@ class Reconciler:
                 "conflict",
                 f"dataset {record.name} is mirrored: its metadata comes from its "
                 "source and cannot be set here",
+            )
+        placed_on = placed(self.workspace).volume_of(existing.id) if volume else None
+        if volume is not None and placed_on != volume:
+            raise ReconcileFailure(
+                "volume-mismatch",
+                f"dataset {record.name} already exists "
+                + ("on another volume" if placed_on else "in the node's own storage")
+                + ": odfd does not move a dataset's data between volumes",
             )
         if existing.kind is not spec.kind:
             raise ReconcileFailure(

@@ -124,7 +124,10 @@ def storage_of(config: NodeConfig, layout: WorkspaceLayout) -> DatasetStorage:
 async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
     """The node of the workspace at ``root`` (see ``Workspace.open``) on the storage its
     configuration names, checked usable (``StorageError`` naming ``[storage] url`` otherwise)
-    unless not ``check_storage`` (``odfd config`` must be able to fix a wrong bucket)."""
+    unless not ``check_storage`` (``odfd config`` must be able to fix a wrong bucket), with the
+    ``PersistentVolume``s its datasets may be placed on (``odfd.volumes``)."""
+    from odfd.app.node_secrets import NodeSecrets
+    from odfd.volumes.attach import attach_volumes
     from storage.layout import existing_layout
     from storage.workspace import Workspace
 
@@ -132,10 +135,10 @@ async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
     config = read_config(layout.config_path)
     workspace = await Workspace.open(root, storage=lambda found: storage_of(config, found))
     node = Node(workspace, config)
-    if not check_storage:
-        return node
     try:
-        await workspace.storage.check()
+        if check_storage:
+            await workspace.storage.check()
+        await attach_volumes(workspace, NodeSecrets(workspace.keys))
     except BaseException:
         await node.close()
         raise

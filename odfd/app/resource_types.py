@@ -39,11 +39,11 @@ DATASET = _spec("dataset/v1alpha1/Dataset", True)
 MIRROR = ResourceType("Mirror", "https://odfd.dev/schemas/mirror/v1alpha1/Mirror", True)
 SECRET_SET = _spec("config/v1alpha1/SecretSet", True)
 VARIABLE_SET = _spec("config/v1alpha1/VariableSet", True)
-SOURCE = _spec("source/v1alpha1/Source", False)
+SOURCE = _spec("source/v1alpha1/Source", True)
 FLOW = _spec("flow/v1alpha1/Flow", True)
 WEBHOOK_TARGET = _spec("sink/v1alpha1/WebhookTarget", True)
-PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", False)
-PROJECTION = _spec("dataset/v1alpha1/Projection", False)
+PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", True)
+PROJECTION = _spec("dataset/v1alpha1/Projection", True)
 
 TYPES: tuple[ResourceType, ...] = (
     DATASET,

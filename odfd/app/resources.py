@@ -21,7 +21,7 @@ bumps the generation and sets the phase back to ``Pending``; an unchanged manife
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -114,6 +114,9 @@ class MirrorSpec:
     every: float | None = None
     """Seconds between syncs; ``None``: the node's ``[sync] default_interval``."""
     paused: bool = False
+    subscribe: bool = False
+    """Ask the source node (an odfd node over HTTP) to notify this node of head moves by
+    webhook, and sync on each (polling stays the fallback)."""
 
     @classmethod
     def from_json(cls, spec: Any, where: str) -> MirrorSpec:
@@ -132,11 +135,12 @@ class MirrorSpec:
         spec = json_value(tree)
         if not isinstance(spec, dict):
             raise Invalid("", "expected a mapping")
-        unknown = sorted(set(spec) - {"source", "targets", "every", "paused"})
+        unknown = sorted(set(spec) - {"source", "targets", "every", "paused", "subscribe"})
         if unknown:
             raise Invalid(
                 "",
-                f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, paused)",
+                f"unknown field(s) {', '.join(unknown)} (a Mirror has source, targets, every, "
+                "paused, subscribe)",
             )
         source = spec.get("source")
         if not isinstance(source, str) or not source:
@@ -164,7 +168,10 @@ class MirrorSpec:
         paused = spec.get("paused", False)
         if not isinstance(paused, bool):
             raise Invalid("paused", "expected true or false")
-        return cls(source, tuple(urls), seconds, paused)
+        subscribe = spec.get("subscribe", False)
+        if not isinstance(subscribe, bool):
+            raise Invalid("subscribe", "expected true or false")
+        return cls(source, tuple(urls), seconds, paused, subscribe)
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source}
@@ -174,6 +181,8 @@ class MirrorSpec:
             out["every"] = format_duration(self.every)
         if self.paused:
             out["paused"] = True
+        if self.subscribe:
+            out["subscribe"] = True
         return out
 
 
@@ -253,25 +262,40 @@ def manifest_files(paths: Iterable[Path]) -> list[Path]:
 
 
 def load_manifests(paths: Iterable[Path]) -> list[Manifest]:
+    def documents() -> Iterator[tuple[Any, str]]:
+        for path in manifest_files(paths):
+            try:
+                parsed = parse_documents(path.read_bytes(), str(path))
+            except DecodeError as err:
+                raise ManifestError(str(err)) from None
+            for n, document in enumerate(parsed):
+                if document is not None:
+                    yield document, f"{path} document {n}"
+
+    return read_documents(documents())
+
+
+def read_documents(
+    documents: Iterable[tuple[Any, str]], account: AccountName | None = None
+) -> list[Manifest]:
+    """Manifests from parsed documents (each with where it came from, for errors), checked as one
+    batch: a type and name declared twice is refused. A document that names no account is the
+    ``account``'s (None: the node's own)."""
     manifests: list[Manifest] = []
     seen: dict[tuple[str, str], str] = {}
-    for path in manifest_files(paths):
-        try:
-            documents = parse_documents(path.read_bytes(), str(path))
-        except DecodeError as err:
-            raise ManifestError(str(err)) from None
-        for n, document in enumerate(documents):
-            if document is None:
-                continue
-            manifest = parse_manifest(document, f"{path} document {n}")
-            key = (manifest.schema, manifest.name.lower())
-            if key in seen:
-                raise ManifestError(
-                    f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in "
-                    f"{seen[key]}"
-                )
-            seen[key] = manifest.where
-            manifests.append(manifest)
+    for document, where in documents:
+        if account is not None and isinstance(document, dict):
+            headers = document.get("headers")
+            if isinstance(headers, dict) and "account" not in headers:
+                document = {**document, "headers": {**headers, "account": {"name": str(account)}}}
+        manifest = parse_manifest(document, where)
+        key = (manifest.schema, manifest.name.lower())
+        if key in seen:
+            raise ManifestError(
+                f"{manifest.where}: {manifest.kind} {manifest.name} is also defined in {seen[key]}"
+            )
+        seen[key] = manifest.where
+        manifests.append(manifest)
     return manifests
 
 
@@ -298,6 +322,7 @@ def parse_manifest(document: Any, where: str) -> Manifest:
         except SchemaViolation as err:
             raise ManifestError(str(err)) from None
     codec = _spec_codec(kind.schema)
+    volume = _take_volume(tree) if kind is DATASET else None
     try:
         if canonical:
             resource = read_resource(tree, codec, where).to_input()
@@ -305,12 +330,9 @@ def parse_manifest(document: Any, where: str) -> Manifest:
             resource = read_resource_input(tree, codec, where)
     except ResourceError as err:
         raise ManifestError(str(err)) from None
-    if kind is DATASET and resource.spec.volume is not None:
-        raise ManifestError(
-            f"{where}: spec.volume: storage volumes are not supported; datasets are "
-            "stored in the node's workspace"
-        )
     spec = codec.write(resource.spec)
+    if volume is not None:
+        spec["volume"] = volume
     check_encodings(kind.schema, spec, where)
     references_of(kind.schema, spec, where)
     headers = resource.headers
@@ -331,6 +353,16 @@ def parse_manifest(document: Any, where: str) -> Manifest:
 
 
 _SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
+
+
+def _take_volume(tree: dict[str, Any]) -> Any:
+    """A Dataset's ``volume`` (a reference to a ``PersistentVolume``, in any of its forms, read by
+    ``odfd.app.references``), taken out of the spec before the model reads the rest."""
+    spec = tree.get("spec")
+    if not isinstance(spec, dict) or "volume" not in spec:
+        return None
+    tree["spec"] = {k: v for k, v in spec.items() if k != "volume"}
+    return spec["volume"]
 
 
 def _input_form(tree: dict[str, Any]) -> dict[str, Any]:
@@ -361,10 +393,11 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
     headers = ResourceHeadersInput(
         id=record.id, name=ResourceName(str(alias.dataset_name)), account=account
     )
+    spec = {k: v for k, v in record.spec.items() if k != "volume"}  # a reference: see _take_volume
     return DatasetResource(
         schema=record.schema,
         headers=headers,
-        spec=from_tree(record.spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
+        spec=from_tree(spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
     )
 
 
@@ -424,9 +457,12 @@ async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str]
             record = targets[row.target_id]
             if record is not None and row.target_key not in _values_of(record):
                 found.append(f"{row.path}: {target} has no key {row.target_key}")
+    current = await table.condition_everywhere(REFERENCES)
     for resource_id, messages in problems.items():
         condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
-        await table.update_status(resource_id, conditions={REFERENCES: condition})
+        # Written only where it changes: an apply must not rewrite every referencing resource.
+        if resource_id in current and current[resource_id] != condition:
+            await table.update_status(resource_id, conditions={REFERENCES: condition})
 
 
 def resource_of(record: ResourceRecord) -> Resource[Any]:
@@ -470,6 +506,8 @@ def resource_document(
     """A resource as ``odfd get`` shows it (YAML or JSON): the canonical form, fields in the
     reference's order; each resolved reference in its long form with the target's id."""
     document = write_resource(resource_of(record), _spec_codec(record.schema))
+    if record.schema == DATASET_SCHEMA and "volume" in record.spec:
+        document["spec"]["volume"] = record.spec["volume"]
     for row in references:
         if row.target_id is not None:
             _show_id(document, row)

@@ -29,7 +29,17 @@ from odfd.app.dataset_details import (
     schema_document,
     transform_history,
 )
+from odfd.app.flow_history import (
+    HistoryQuery,
+    delivery_document,
+    flow_runs,
+    run_document,
+    webhook_deliveries,
+)
 from odfd.app.lineage import build_lineage
+from odfd.app.resource_service import list_resources
+from odfd.app.resources import kind_of
+from odfd.app.selectors import Selector
 from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
 from odfd.console.sql import SQL_BOX_ENGINE, json_cell, run_sql, run_sql_with_proof
@@ -38,6 +48,8 @@ from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
 from storage.catalog import DatasetRecord
 from storage.catalog.audits import AuditTable
+from storage.catalog.resources import ResourceNotFoundError
+from storage.workspace import Workspace
 from verifier.engine.inputs import all_slices, slice_paths
 
 log = logging.getLogger("odfd.console")
@@ -113,6 +125,9 @@ def add_console(app: web.Application, backend: NodeBackend) -> None:
         ("GET", "/ui/api/node", _node),
         ("GET", "/ui/api/datasets", _datasets),
         ("GET", "/ui/api/mirrors", _mirrors),
+        ("GET", "/ui/api/resources", _resources),
+        ("GET", "/ui/api/flowruns", _flow_runs),
+        ("GET", "/ui/api/webhookdeliveries", _webhook_deliveries),
         ("GET", "/ui/api/datasets/{dataset}", _overview),
         ("GET", "/ui/api/datasets/{dataset}/data", _data),
         ("GET", "/ui/api/datasets/{dataset}/blocks", _blocks),
@@ -377,6 +392,63 @@ async def _mirrors(request: web.Request) -> web.Response:
     }
     mirrors = [m for m in status["mirrors"] if m["name"].lower() not in hidden]
     return _json({"daemon": status["daemon"], "mirrors": mirrors})
+
+
+def _resource_reader(request: web.Request) -> Workspace:
+    """Resources say how the node reaches its sources and sinks: read and admin tokens only."""
+    state, _ = _parts(request)
+    if not state.reads_private(request):
+        raise web.HTTPForbidden(text="resources are shown to read and admin tokens only")
+    return state.workspace
+
+
+async def _resources(request: web.Request) -> web.Response:
+    """Every resource: type, name, phase, generations and conditions (never a spec: secrets and
+    infrastructure stay out of the page)."""
+    workspace = _resource_reader(request)
+    records = await list_resources(workspace, Selector())
+    return _json(
+        {
+            "resources": [
+                {
+                    "id": r.id,
+                    "kind": kind_of(r.schema),
+                    "name": r.name,
+                    "phase": r.status.get("phase"),
+                    "generation": r.generation,
+                    "observedGeneration": r.status.get("observedGeneration"),
+                    "conditions": {
+                        key.rsplit("/", 1)[-1]: value
+                        for key, value in sorted((r.status.get("conditions") or {}).items())
+                    },
+                    "updatedAt": r.updated_at.isoformat(),
+                }
+                for r in records
+            ]
+        }
+    )
+
+
+async def _flow_runs(request: web.Request) -> web.Response:
+    workspace = _resource_reader(request)
+    query = HistoryQuery(request.query.get("flow") or None, _int(request, "limit", PAGE, MAX_PAGE))
+    try:
+        runs = await flow_runs(workspace, query)
+    except ResourceNotFoundError as err:
+        raise web.HTTPNotFound(text=str(err)) from None
+    return _json({"runs": [run_document(r) for r in runs]})
+
+
+async def _webhook_deliveries(request: web.Request) -> web.Response:
+    workspace = _resource_reader(request)
+    query = HistoryQuery(
+        request.query.get("target") or None, _int(request, "limit", PAGE, MAX_PAGE)
+    )
+    try:
+        deliveries = await webhook_deliveries(workspace, query)
+    except ResourceNotFoundError as err:
+        raise web.HTTPNotFound(text=str(err)) from None
+    return _json({"deliveries": [delivery_document(d) for d in deliveries]})
 
 
 async def _node(request: web.Request) -> web.Response:

@@ -112,22 +112,77 @@ async def ingest_polling(
         hint = " (it takes pushed data: use `odfd ingest`)" if state.push_sources else ""
         raise SourceError(f"{alias} has no polling source{hint}")
     prev_state = state.last_source_state if _is_polling_state(state.last_source_state) else None
+    outcome, _ = await _poll(
+        engines,
+        workspace,
+        dataset,
+        alias,
+        state,
+        polling,
+        prev_state,
+        fetch_uncacheable=fetch_uncacheable,
+        system_time=system_time,
+        chain_keeps_state=True,
+    )
+    return outcome
+
+
+async def ingest_external(
+    workspace: Workspace,
+    dataset: Dataset,
+    source: SetPollingSource,
+    prev_state: SourceState | None,
+    *,
+    engines: Engines,
+    fetch_uncacheable: bool = False,
+    system_time: Timestamp | None = None,
+) -> tuple[IngestOutcome, SourceState | None]:
+    """One transaction from a polling source kept outside the chain (an RFC-018 ``Source``
+    resource): nothing of ``source`` is committed, not even its source state, which is returned
+    for the caller to keep (the same as ``prev_state`` when nothing was fetched)."""
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    return await _poll(
+        engines,
+        workspace,
+        dataset,
+        alias,
+        state,
+        source,
+        prev_state,
+        fetch_uncacheable=fetch_uncacheable,
+        system_time=system_time,
+        chain_keeps_state=False,
+    )
+
+
+async def _poll(
+    engines: Engines,
+    workspace: Workspace,
+    dataset: Dataset,
+    alias: str,
+    state: ChainState,
+    polling: SetPollingSource,
+    prev_state: SourceState | None,
+    *,
+    fetch_uncacheable: bool,
+    system_time: Timestamp | None,
+    chain_keeps_state: bool,
+) -> tuple[IngestOutcome, SourceState | None]:
     if state.last_offset is not None:
         if isinstance(getattr(polling.fetch, "cache", None), SourceCachingForever):
-            return IngestOutcome(
-                alias, True, reason="the source is cached forever and was already ingested"
-            )
+            reason = "the source is cached forever and was already ingested"
+            return IngestOutcome(alias, True, reason=reason), prev_state
         if prev_state is None and not fetch_uncacheable:
-            return IngestOutcome(
-                alias,
-                True,
-                reason="the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it",
+            reason = (
+                "the source gives no ETag or Last-Modified; pass --fetch-uncacheable to re-fetch it"
             )
+            return IngestOutcome(alias, True, reason=reason), prev_state
     time = system_time or Timestamp.now()
     async with transaction_dir(workspace.root) as work:
         fetched = await asyncio.to_thread(fetch, polling.fetch, prev_state, work, time)
         if fetched is None:
-            return IngestOutcome(alias, True, reason="the source has not changed")
+            return IngestOutcome(alias, True, reason="the source has not changed"), prev_state
         committed = False
         try:
             created = await asyncio.to_thread(
@@ -145,11 +200,11 @@ async def ingest_polling(
                 work,
                 system_time=time,
                 source_event_time=fetched.source_event_time or time,
-                source_state=fetched.source_state,
+                source_state=fetched.source_state if chain_keeps_state else None,
                 has_more=fetched.has_more,
             )
             committed = True
-            return outcome
+            return outcome, fetched.source_state or prev_state
         finally:
             if fetched.receipt is not None:
                 await asyncio.to_thread(fetched.receipt.settle, committed)
@@ -208,6 +263,36 @@ async def ingest_push(
         head = state.head if outcome.up_to_date else outcome.new_head
         await memo.record(key_at(head, digest, source_name, input_format))
     return outcome
+
+
+async def ingest_file_external(
+    workspace: Workspace,
+    dataset: Dataset,
+    path: Path,
+    steps: tuple[Any, Any, Any],
+    *,
+    engines: Engines,
+    system_time: Timestamp | None = None,
+) -> IngestOutcome:
+    """One transaction of a file read by the ``(read, preprocess, merge)`` steps of a source kept
+    outside the chain (records pushed to an RFC-018 ``RestEndpoint`` Source)."""
+    alias = await dataset.alias() or str(dataset.id)
+    state = await dataset.chain.state()
+    time = system_time or Timestamp.now()
+    async with transaction_dir(workspace.root) as work:
+        return await _transaction(
+            engines,
+            dataset,
+            alias,
+            state,
+            _Source(*steps),
+            path,
+            work,
+            system_time=time,
+            source_event_time=time,
+            source_state=None,
+            has_more=False,
+        )
 
 
 def _empty_is_a_snapshot(source: _Source, state: ChainState) -> bool:

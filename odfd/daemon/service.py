@@ -42,6 +42,7 @@ from aiohttp import web
 
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
+from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
 from odfd.config import NodeConfig
 from odfd.console.api import console_mount
@@ -58,6 +59,7 @@ from odfd.daemon.logs import configure_logging
 from odfd.daemon.loop_lag import watch_loop_lag
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
+from odfd.daemon.mirror_webhooks import MirrorWebhooks
 from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
@@ -67,7 +69,10 @@ from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
+from odfd.server.resource_api import ResourceApi
+from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
+from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
@@ -140,6 +145,11 @@ class Daemon:
             workspace, config, node.transport, self.metrics, self._synced
         )
         self.syncs = self.mirror_schedule.runner
+        self.mirror_webhooks = MirrorWebhooks(
+            lambda: self.node,
+            lambda: self.config.server.base_url or self.server_url,
+            self.syncs.run_now,
+        )
         self.mirrors = self.mirror_schedule.table
         self.commands = CommandRunner(lambda: self.node)
         self.admin = AdminApi(self)
@@ -158,11 +168,20 @@ class Daemon:
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
         resources = ResourceTable(workspace.catalog)
+        self.source_buffers = SourceBuffers()
+        self._source_checking = False
+        self._source_check_again = False
         self.flows = FlowRunner(
             resources,
             FlowRunTable(workspace.catalog),
-            NodeTasks(node, WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources)),
+            NodeTasks(
+                node,
+                WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources),
+                self.source_buffers,
+                moved=self._ingested,
+            ),
             WorkspaceTargets(node),
+            sources=self.source_buffers,
         )
 
     # --- life cycle -----------------------------------------------------------------------------
@@ -347,6 +366,9 @@ class Daemon:
             console_mount(DaemonBackend(self)),
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
+            ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
+            self.mirror_webhooks,
+            SourceApi(lambda: self.node, self.source_buffers, pushed=self._source_pushed),
         ]
         app = create_app(self.workspace, self.config.server, mounts=mounts)
         app[STATE_KEY].withheld = self.withheld
@@ -477,6 +499,26 @@ class Daemon:
         except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
             log.exception("flows on dataset.ref.updated failed", extra={"dataset": str(dataset_id)})
 
+    async def _source_pushed(self, source: str) -> None:
+        """Records reached a pushed Source: its flows' Source triggers may now be due. One check
+        runs at a time; pushes arriving meanwhile ask for one more check after it."""
+        self._source_check_again = True
+        if self._source_checking:
+            return
+        self._source_checking = True
+
+        async def check() -> None:
+            try:
+                while self._source_check_again:
+                    self._source_check_again = False
+                    await self.flows.source_pushed()
+            except Exception:  # a flow's trouble is recorded in its runs; this keeps the daemon up
+                log.exception("flows on pushed records failed", extra={"source": source})
+            finally:
+                self._source_checking = False
+
+        self._in_background(check(), "flows")
+
     async def _ingested(self, dataset_id: DatasetId) -> None:
         """Data pushed over HTTP (``POST /{dataset}/ingest``) moved a dataset's head."""
         await self._dataset_moved(dataset_id, "ingest")
@@ -524,6 +566,7 @@ class Daemon:
 
     async def mirror_changed(self, name: str) -> None:
         await self.mirror_schedule.changed(name)
+        self._in_background(self.mirror_webhooks.ensure(name), "mirror-subscription")
 
     async def dataset_changed(self, dataset_id: DatasetId) -> None:
         """A controller created or changed a dataset: a derivative gets its (next) transform."""
@@ -535,10 +578,11 @@ class Daemon:
     async def _chore(self, key: Hashable) -> None:
         now = datetime.now(UTC)
         if key == _RECONCILE:
-            await self.reconcile_resources()
             self.chores.schedule_at(
                 _RECONCILE, now + timedelta(seconds=self.config.daemon.reconcile_interval)
-            )
+            )  # first: a failure here must not end it
+            await self.reconcile_resources()
+            await self.mirror_webhooks.ensure()
         elif key == _FLOWS:
             self.chores.schedule_at(_FLOWS, now + _FLOW_TICK)  # first: a failure must not end it
             await self.flows.tick()

@@ -4,7 +4,9 @@ The daemon calls :meth:`FlowRunner.tick` on a timer and :meth:`FlowRunner.datase
 when a dataset's head moves. A ``Schedule`` trigger fires at each cron time (the first one after
 the runner first saw the flow: a restart does not replay missed times); an ``Event`` trigger
 fires on ``dataset.ref.updated`` of a targeted dataset, at most once per ``cooldown``: an event
-inside the cooldown is held and fires when it ends. Each run is a ``flow_runs`` row (state,
+inside the cooldown is held and fires when it ends; a ``Source`` trigger fires when its pushed
+Source's buffer holds ``minRecordsToAwait`` records or its oldest has waited ``maxAwaitInterval``
+(checked on each tick and when records arrive, :meth:`FlowRunner.source_pushed`). Each run is a ``flow_runs`` row (state,
 start, end, error) and the flow's ``LastRun`` condition; a failing flow backs off exponentially
 (triggers held meanwhile) and carries a ``Failing`` condition until a run succeeds.
 """
@@ -21,7 +23,15 @@ from typing import Any, Protocol
 from odfd.app.resource_types import FLOW
 from odfd.app.resources import CONDITION_BASE
 from odfd.errors import OdfdError
-from odfd.flows.spec import EventTrigger, FlowSpec, FlowSpecError, ScheduleTrigger, Task
+from odfd.flows.payload import RunContext
+from odfd.flows.spec import (
+    EventTrigger,
+    FlowSpec,
+    FlowSpecError,
+    ScheduleTrigger,
+    SourceTrigger,
+    Task,
+)
 from protocol.errors import OdfError
 from storage.catalog.flow_runs import FlowRunTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
@@ -35,7 +45,25 @@ FAILING = CONDITION_BASE + "Failing"
 class TaskExecutor(Protocol):
     """Runs one task of a flow for the datasets it targets (those named by ``datasets``)."""
 
-    async def run(self, task: Task, datasets: list[str], event: dict[str, Any] | None) -> None: ...
+    async def run(
+        self,
+        task: Task,
+        datasets: list[str],
+        event: dict[str, Any] | None,
+        *,
+        context: RunContext | None = None,
+    ) -> None: ...
+
+
+class PendingSources(Protocol):
+    """What waits in pushed Sources' buffers: ``(records, age of the oldest in seconds)``."""
+
+    def pending(self, source_name: str) -> tuple[int, float | None]: ...
+
+
+class _NoSources:
+    def pending(self, source_name: str) -> tuple[int, float | None]:
+        return 0, None
 
 
 class TargetLister(Protocol):
@@ -75,7 +103,9 @@ class FlowRunner:
         targets: TargetLister,
         clock: Callable[[], datetime] = lambda: datetime.now(UTC),
         back_off: BackOff | None = None,
+        sources: PendingSources | None = None,
     ) -> None:
+        self.sources = sources or _NoSources()
         self.resources = resources
         self.runs = runs
         self.executor = executor
@@ -122,11 +152,30 @@ class FlowRunner:
                     state.next_due[index] = trigger.cron.next_after(now)
             if due:
                 started.append(await self._run(record, spec, state, "schedule", None))
+            elif self._source_due(spec) and not self._blocked(state, now):
+                started.append(await self._run(record, spec, state, "source", None))
             if state.held_events and self._event_may_fire(spec, state, now):
                 held = state.held_events
                 state.held_events = {}
                 started.append(await self._fire_events(record, spec, state, held))
         return started
+
+    async def source_pushed(self) -> list[int]:
+        """Records arrived at a pushed Source: run the flows whose Source trigger is now due."""
+        return await self.tick()
+
+    def _source_due(self, spec: FlowSpec) -> bool:
+        for trigger in spec.triggers:
+            if isinstance(trigger, SourceTrigger):
+                count, age = self.sources.pending(trigger.source)
+                if count >= trigger.min_records or (
+                    count
+                    and trigger.max_wait is not None
+                    and age is not None
+                    and age >= trigger.max_wait
+                ):
+                    return True
+        return False
 
     async def dataset_updated(self, dataset: str, event: dict[str, Any]) -> list[int]:
         """A dataset's head moved: fire (or hold) the Event triggers of flows targeting it."""
@@ -184,8 +233,9 @@ class FlowRunner:
         try:
             datasets = sorted(events) if events else await self.targets.datasets(spec)
             event = None if not events else next(iter(events.values()))
+            context = RunContext(record.id, record.name, run_id, trigger, event, tuple(datasets))
             for task in spec.tasks:
-                await self.executor.run(task, datasets, event)
+                await self.executor.run(task, datasets, event, context=context)
         except (OdfdError, OdfError, OSError) as err:
             error = f"{type(err).__name__}: {err}"
         finished_at = self.clock()

@@ -1,8 +1,9 @@
 """A ``Flow`` resource's spec read into a model: what it targets, what fires it, what it runs.
 
 Read on apply (by the controller, so an invalid cron or duration fails the resource with a
-condition naming it) and by the runner. ``Source`` and ``Dataset`` triggers are read and kept,
-but fire nothing until this node runs Source resources.
+condition naming it) and by the runner. A ``Source`` trigger fires when the named pushed
+(``RestEndpoint``) Source holds ``minRecordsToAwait`` records, or its oldest record has waited
+``maxAwaitInterval``. ``Dataset`` triggers are read and kept, but fire nothing yet.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from odfd.app.selectors import Selector, check_label_filter
 from odfd.config import parse_duration
 from odfd.errors import ManifestError, OdfdError
 from odfd.flows.cron import CronError, CronSchedule
+from odfd.flows.payload import Payload, PayloadError
 
 DATASET_REF_UPDATED = "dataset.ref.updated"
 TASK_KINDS = ("Ingest", "Compaction", "GarbageCollection", "WebhookCall")
@@ -52,11 +54,20 @@ class EventTrigger:
 
 
 @dataclass(frozen=True, slots=True)
+class SourceTrigger:
+    source: str
+    """The Source's ``[account/]name``."""
+    min_records: int
+    max_wait: float | None
+    """Seconds the oldest buffered record may wait (None: only ``min_records`` fires)."""
+
+
+@dataclass(frozen=True, slots=True)
 class OtherTrigger:
     kind: str
 
 
-Trigger = ScheduleTrigger | EventTrigger | OtherTrigger
+Trigger = ScheduleTrigger | EventTrigger | SourceTrigger | OtherTrigger
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +135,24 @@ def _trigger(value: dict[str, Any], where: str) -> Trigger:
             )
         cooldown = duration(value["cooldown"], f"{where}.cooldown") if "cooldown" in value else 0
         return EventTrigger(event_type, cooldown)
+    if kind == "Source":
+        source = value.get("source")
+        if isinstance(source, dict):
+            source = source.get("name")
+        if not isinstance(source, str) or not source:
+            raise FlowSpecError("invalid-trigger", f"{where}.source: name the Source to await")
+        source = source.removeprefix("Source:")
+        min_records = value.get("minRecordsToAwait", 1)
+        if isinstance(min_records, bool) or not isinstance(min_records, int) or min_records < 1:
+            raise FlowSpecError(
+                "invalid-trigger", f"{where}.minRecordsToAwait: expected a positive integer"
+            )
+        max_wait = (
+            duration(value["maxAwaitInterval"], f"{where}.maxAwaitInterval")
+            if "maxAwaitInterval" in value
+            else None
+        )
+        return SourceTrigger(source, min_records, max_wait)
     return OtherTrigger(str(kind))
 
 
@@ -134,4 +163,14 @@ def _task(value: dict[str, Any], where: str) -> Task:
     target = value.get("target", value.get("source"))
     if isinstance(target, dict):
         target = target.get("name")
-    return Task(str(kind), dict(value.get("params") or {}), target, value.get("payload"))
+    if kind == "Ingest":
+        if not isinstance(target, str) or not target:
+            raise FlowSpecError("invalid-task", f"{where}.source: name the Source to ingest from")
+        target = target.removeprefix("Source:")
+    payload = value.get("payload")
+    if payload is not None:
+        try:
+            Payload.parse(str(payload), f"{where}.payload")
+        except PayloadError as err:
+            raise FlowSpecError("invalid-payload", str(err)) from None
+    return Task(str(kind), dict(value.get("params") or {}), target, payload)

@@ -2,9 +2,10 @@
 
 ``Compaction`` compacts each targeted dataset as ``odfd compact`` does (a dataset with nothing to
 compact is fine; a copy pulled from elsewhere fails the run); ``GarbageCollection`` removes the
-workspace's leftovers as ``odfd system gc`` does; ``WebhookCall`` delivers the triggering event
-(or a run notice) to the named ``WebhookTarget``; ``Ingest`` needs a ``Source`` resource, which
-this node does not run yet, so it fails the run saying so.
+workspace's leftovers as ``odfd system gc`` does; ``WebhookCall`` delivers its rendered ``payload``
+(:mod:`odfd.flows.payload`; without one, the triggering event or a run notice) to the named
+``WebhookTarget``; ``Ingest`` runs the named ``Source`` resource into each targeted dataset
+(``odfd.sources.ingest``).
 """
 
 from __future__ import annotations
@@ -17,7 +18,10 @@ from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import DATASET, WEBHOOK_TARGET
 from odfd.app.selectors import like
 from odfd.errors import OdfdError
+from odfd.flows.payload import Payload, PayloadError, RunContext
 from odfd.flows.spec import FlowSpec, Task
+from odfd.sources.buffers import SourceBuffers
+from odfd.sources.ingest import Moved, SourceIngest, ingest_params
 from odfd.webhooks.delivery import WebhookDeliverer, WebhookTarget
 from storage.catalog.resources import ResourceTable
 
@@ -76,23 +80,36 @@ class WorkspaceTargets:
 
 
 class NodeTasks:
-    def __init__(self, node: Node, deliverer: WebhookDeliverer) -> None:
+    def __init__(
+        self,
+        node: Node,
+        deliverer: WebhookDeliverer,
+        buffers: SourceBuffers | None = None,
+        moved: Moved | None = None,
+    ) -> None:
         self.node = node
         self.deliverer = deliverer
+        self.sources = SourceIngest(node, buffers or SourceBuffers(), moved)
         self.resources = ResourceTable(node.workspace.catalog)
         self.secrets = NodeSecrets(node.workspace.keys)
 
-    async def run(self, task: Task, datasets: list[str], event: dict[str, Any] | None) -> None:
+    async def run(
+        self,
+        task: Task,
+        datasets: list[str],
+        event: dict[str, Any] | None,
+        *,
+        context: RunContext | None = None,
+    ) -> None:
         if task.kind == "Compaction":
             await self._compact(task, datasets)
         elif task.kind == "GarbageCollection":
             await self._gc()
         elif task.kind == "WebhookCall":
-            await self._webhook(task, datasets, event)
+            await self._webhook(task, datasets, event, context)
         else:
-            raise TaskError(
-                f"{task.kind} needs a Source resource, which this node does not run yet"
-            )
+            assert task.target is not None  # FlowSpec requires an Ingest task's source
+            await self.sources.run(task.target, datasets, ingest_params(task.params))
 
     async def _compact(self, task: Task, datasets: list[str]) -> None:
         from odfd.app.history import compact_datasets
@@ -124,7 +141,13 @@ class NodeTasks:
         )
         await leftovers.remove(found)
 
-    async def _webhook(self, task: Task, datasets: list[str], event: dict[str, Any] | None) -> None:
+    async def _webhook(
+        self,
+        task: Task,
+        datasets: list[str],
+        event: dict[str, Any] | None,
+        context: RunContext | None,
+    ) -> None:
         records = [
             r
             for r in await self.resources.list(WEBHOOK_TARGET.schema)
@@ -133,7 +156,12 @@ class NodeTasks:
         if not records:
             raise TaskError(f"WebhookTarget {task.target!r} does not exist")
         target = WebhookTarget.from_record(records[0], self.secrets)
-        data = event if event is not None else {"datasets": datasets}
+        data: Any = event if event is not None else {"datasets": datasets}
+        if task.payload is not None and context is not None:
+            try:
+                data = Payload.parse(task.payload, "payload").render(context)
+            except PayloadError as err:
+                raise TaskError(str(err)) from None
         outcome = await self.deliverer.deliver(
             target, str(data.get("type", "flow.run")) if event else "flow.run", data
         )

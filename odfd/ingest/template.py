@@ -2,8 +2,10 @@
 
 Inside the braces: one or more alternatives separated by ``||``, tried left to right; the first
 that has a value is used. An alternative is ``env.NAME`` (an environment variable; letters,
-digits, ``_`` and ``-``), a number (``123``, ``-1.5``) or a single-quoted string (``'text'``).
-No alternative with a value, or one that is none of these, is an error naming the template.
+digits, ``_`` and ``-``), ``config.NAME`` (a value an RFC-018 ``Source`` brings in with its
+``config``, when rendering for one), a number (``123``, ``-1.5``) or a single-quoted string
+(``'text'``). No alternative with a value, or one that is none of these, is an error naming the
+template (never a value).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from odfd.ingest.errors import IngestError
 
 _TEMPLATE = re.compile(r"\$\{\{([^}]*)\}\}")
 _ENV = re.compile(r"^env\.([a-zA-Z\-_0-9]+)$")
+_CONFIG = re.compile(r"^config\.([a-zA-Z\-_0-9]+)$")
 _NUMBER = re.compile(r"^(-?[0-9]+(?:\.[0-9]+)?)$")
 _STRING = re.compile(r"^'([^']*)'$")
 
@@ -24,37 +27,63 @@ class TemplateError(IngestError):
     """A template names a variable that is not set (and has no default), or cannot be parsed."""
 
 
-def render(text: str, field: str, environ: Mapping[str, str] | None = None) -> str:
-    """``text`` with every ``${{ … }}`` replaced; ``field`` names where it came from in errors."""
+def render(
+    text: str,
+    field: str,
+    environ: Mapping[str, str] | None = None,
+    config: Mapping[str, str] | None = None,
+) -> str:
+    """``text`` with every ``${{ … }}`` replaced; ``field`` names where it came from in errors.
+    ``config``: the values ``config.NAME`` reads (None: ``config.`` is not allowed here)."""
     env = os.environ if environ is None else environ
 
     def substitute(match: re.Match[str]) -> str:
         expression = match.group(1).strip()
-        lookups = [_alternative(part.strip(), expression, field) for part in expression.split("||")]
+        parts = [part.strip() for part in expression.split("||")]
+        lookups = [_alternative(part, expression, field, env, config) for part in parts]
         for lookup in lookups:
-            value = lookup(env)
+            value = lookup()
             if value is not None:
                 return value
-        names = [part.strip()[4:] for part in expression.split("||")]
         raise TemplateError(
-            f"{field}: environment variable {' or '.join(names)} is not set "
-            f"(template '${{{{ {expression} }}}}')"
+            f"{field}: {_unset(parts)} is not set (template '${{{{ {expression} }}}}')"
         )
 
     return _TEMPLATE.sub(substitute, text)
 
 
+def _unset(parts: list[str]) -> str:
+    """``environment variable A or B``, ``config value A``, or each named when they mix."""
+    env = [p[4:] for p in parts if p.startswith("env.")]
+    config = [p[7:] for p in parts if p.startswith("config.")]
+    if not config:
+        return f"environment variable {' or '.join(env)}"
+    if not env:
+        return f"config value {' or '.join(config)}"
+    return " or ".join(
+        [f"environment variable {n}" for n in env] + [f"config value {n}" for n in config]
+    )
+
+
 def _alternative(
-    part: str, expression: str, field: str
-) -> Callable[[Mapping[str, str]], str | None]:
+    part: str,
+    expression: str,
+    field: str,
+    environ: Mapping[str, str],
+    config: Mapping[str, str] | None,
+) -> Callable[[], str | None]:
     if env := _ENV.match(part):
         name = env.group(1)
-        return lambda environ: environ.get(name)
+        return lambda: environ.get(name)
+    if config is not None and (found := _CONFIG.match(part)):
+        key = found.group(1)
+        return lambda: config.get(key)
     literal = _NUMBER.match(part) or _STRING.match(part)
     if literal:
         text = literal.group(1).strip()
-        return lambda _: text
+        return lambda: text
+    allowed = "env.NAME, config.NAME" if config is not None else "env.NAME"
     raise TemplateError(
-        f"{field}: '{part}' in template '${{{{ {expression} }}}}' is not env.NAME, "
+        f"{field}: '{part}' in template '${{{{ {expression} }}}}' is not {allowed}, "
         "a number or a 'quoted string'"
     )

@@ -32,7 +32,9 @@ from odfd.cli.main import main
 from odfd.daemon import commands
 from odfd.daemon.commands import CommandRunner
 from protocol.identity import DatasetId
+from tests.query_api import verifier as answer_verifier
 from tests.replication.datagen import create_root
+from tests.verifier.builders import root_with_slices
 from verifier.engine.cancel import current_scope
 from verifier.progress import Progress, Titled
 
@@ -257,3 +259,18 @@ async def test_a_forwarded_verify_draws_the_progress_a_local_run_draws(served: S
     rendering.progress = forwarded = Drawn()
     assert await served.send(request, rendering) == 0
     assert forwarded == local
+
+
+async def test_a_forwarded_proof_is_the_signed_answer_a_local_run_prints(served: Served) -> None:
+    """``odfd sql -o json --proof`` through the daemon: signed with the workspace's node key,
+    which the daemon's node holds as a local run's does."""
+    await root_with_slices(served.node.workspace, "nums", [[1, 2, 3]])
+    shown = Recorded()
+    sql = 'SELECT "offset", value FROM nums ORDER BY "offset"'
+    request = SqlRequest((sql,), "datafusion", "json", proof=True, limit=2)
+    assert await served.send(request, shown) == 0
+    (event,) = shown.events
+    answer = json.loads(event.text)
+    answer_verifier.check(answer)  # canonical JSON, sha3-256, ed25519: nothing of odfd's
+    assert answer["output"]["data"] == [{"offset": 0, "value": 1}, {"offset": 1, "value": 2}]
+    assert answer["proof"]["verificationMethod"].startswith("did:key:z6Mk")  # ed25519

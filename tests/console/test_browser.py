@@ -11,8 +11,9 @@ import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import aiohttp
 import pytest
 import pytest_asyncio
 from selenium.webdriver.common.by import By
@@ -26,7 +27,9 @@ from protocol.codec.yaml import load_snapshot
 from protocol.identity import DidKey
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.audits import AuditTable
+from storage.catalog.flow_runs import FlowRunTable
 from storage.catalog.mirrors import MirrorTable
+from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 from storage.workspace import Workspace
 from tests.console.browser import Browser
 from tests.console.pipelines import MIDDLE, ROOT, TOP, derivative
@@ -471,3 +474,77 @@ async def test_row_detail_shows_its_provenance(node: Node) -> None:
         browser.screenshot("row-provenance")
 
     await node.run(step)
+
+
+async def test_resources_flow_runs_and_deliveries(node: Node) -> None:
+    """Resources applied over the daemon's resource protocol, a flow's run and a webhook
+    delivery, as the Resources page shows them to a read token (and to nobody else); no secret
+    appears in the page."""
+    plain = "console-plain-secret"
+    manifests: list[tuple[str, dict[str, Any]]] = [
+        (
+            "/config/v1alpha1/secretset",
+            {"headers": {"name": "console-keys"}, "spec": {"secrets": {"token": plain}}},
+        ),
+        (
+            "/sink/v1alpha1/webhooktarget",
+            {
+                "headers": {"name": "console.hook"},
+                "spec": {"url": "http://127.0.0.1:9/hook", "secret": plain},
+            },
+        ),
+        (
+            "/flow/v1alpha1/flow",
+            {
+                "headers": {"name": "console-flow"},
+                "spec": {
+                    "target": "Dataset:%",
+                    "triggers": [{"kind": "Schedule", "cron": "bad cron"}],
+                    "tasks": [{"kind": "GarbageCollection"}],
+                },
+            },
+        ),
+    ]
+    base = node.daemon.server_url
+    assert base is not None
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {ADMIN}"}) as client:
+        ids = {}
+        for path, manifest in manifests:
+            async with client.post(base.rstrip("/") + path, json=manifest) as response:
+                body = await response.json()
+                assert response.status == 201, body
+                ids[body["headers"]["name"]] = body["headers"]["id"]
+    assert body["status"]["phase"] == "Failed"  # the daemon's controller read the bad cron
+    at = datetime(2026, 3, 1, tzinfo=UTC)
+    runs = FlowRunTable(node.workspace.catalog)
+    run_id = await runs.start(ids["console-flow"], "console-flow", "schedule", at)
+    await runs.finish(run_id, "failed", at, "TaskError: console test")
+    deliveries = WebhookDeliveryTable(node.workspace.catalog)
+    await deliveries.start("msg_console", ids["console.hook"], "console.hook", "flow.run")
+    await deliveries.attempted("msg_console", 503, "HTTP 503 Service Unavailable")
+    await deliveries.finish("msg_console", "failed")
+
+    def step(browser: Browser) -> None:
+        _fresh(browser, node.url + "#/resources")
+        assert "read and admin tokens" in browser.wait_for(".error").text
+        browser.console_errors()  # the refused requests' 403s
+        _fresh(browser, node.url + "#/resources", READ)
+        row = browser.wait_for('tr.resource-row[data-name="console-flow"]')
+        assert "Failed" in row.find_element(By.CSS_SELECTOR, ".phase").text
+        assert "cron" in row.find_element(By.CSS_SELECTOR, ".conditions").text
+        keys = browser.wait_for('tr.resource-row[data-name="console-keys"]')
+        assert "Ready" in keys.text
+        run = browser.wait_for('tr.run-row[data-flow="console-flow"]')
+        assert "failed" in run.text and "TaskError: console test" in run.text
+        delivery = browser.wait_for('tr.delivery-row[data-target="console.hook"]')
+        assert "msg_console" in delivery.text and "503" in delivery.text
+        assert plain not in browser.driver.page_source
+        assert browser.console_errors() == []
+        browser.screenshot("resources")
+
+    await node.run(step)
+    async with aiohttp.ClientSession(headers={"Authorization": f"Bearer {ADMIN}"}) as client:
+        for path, manifest in manifests:
+            name = manifest["headers"]["name"]
+            async with client.delete(f"{base.rstrip('/')}{path}/{name}") as response:
+                assert response.status == 200

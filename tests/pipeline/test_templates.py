@@ -38,3 +38,15 @@ def test_template_string_strings_and_multiple_options() -> None:
     with pytest.raises(TemplateError, match="nope or other is not set"):
         render("${{ env.nope || env.other }}", "f", ENV)
     assert render("no templates here", "f", {}) == "no templates here"
+
+
+def test_config_values_of_a_source_resource() -> None:
+    """``config.NAME`` reads the values a ``Source`` brings in; outside one it is not allowed."""
+    config = {"apiKey": "k1", "startDate": "2024-01-01"}
+    text = "https://x/?d=${{ config.startDate }}&k=${{ config.apiKey }}"
+    assert render(text, "f", {}, config) == "https://x/?d=2024-01-01&k=k1"
+    assert render("${{ config.nope || env.test1 }}", "f", ENV, config) == "val1"
+    with pytest.raises(TemplateError, match=r"^f: config value nope is not set"):
+        render("${{ config.nope }}", "f", {}, config)
+    with pytest.raises(TemplateError, match=r"'config.apiKey' in template .* is not env.NAME, a"):
+        render("${{ config.apiKey }}", "f", {})

@@ -1,5 +1,5 @@
 """One node for the query API's HTTP tests: the datasets of ``datasets.py`` served in this process
-by the real server (transfer protocols, query API and ingest, as ``odfd serve`` mounts them) on
+by the real server (transfer protocols, query API, ingest and the resource protocol, as ``odfd serve`` mounts them) on
 loopback, on a thread of its own running the node's event loop. Its identity key is the
 reference's test key, so its signatures can be compared with the reference's."""
 
@@ -19,16 +19,19 @@ from typing import Any
 import pytest
 
 from odfd.app.node import Node
+from odfd.app.resource_service import reconcile_here
 from odfd.config import NodeConfig, ServerConfig
 from odfd.server.app import Mount, running
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
+from odfd.server.resource_api import ResourceApi
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
 from tests.query_api.datasets import PRIVATE, TEST_KEY_SEED, add_all
 
 READ_TOKEN = "query-api-reader"
 PUSH_TOKEN = "query-api-pusher"
+ADMIN_TOKEN = "query-api-admin"
 
 
 @dataclass
@@ -106,6 +109,7 @@ SERVER = ServerConfig(
     private=(DatasetAliasPattern.parse(PRIVATE),),
     read_tokens=frozenset({READ_TOKEN}),
     push_tokens=frozenset({PUSH_TOKEN}),
+    admin_tokens=frozenset({ADMIN_TOKEN}),
 )
 
 
@@ -122,7 +126,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             install_test_key(workspace)
             await add_all(workspace)
             node = Node(workspace, NodeConfig(server=SERVER))
-            mounts: list[Mount] = [query_api_mount(node), IngestApi(lambda: node)]
+            mounts: list[Mount] = [
+                query_api_mount(node),
+                IngestApi(lambda: node),
+                ResourceApi(lambda: node, reconcile_here(node)),
+            ]
             async with running(workspace, SERVER, mounts=mounts) as server:
                 holder.append(Served(server.url, root, asyncio.get_running_loop(), node))
                 ready.set()

@@ -35,11 +35,13 @@ def _serve(args: argparse.Namespace) -> int:
     async def run(node: Node) -> None:
         import logging
 
+        from odfd.app.resource_service import reconcile_here
         from odfd.console.api import console_mount
         from odfd.console.backend import WorkspaceBackend
         from odfd.server.app import Mount, running
         from odfd.server.ingest_api import IngestApi
         from odfd.server.query_api import query_api_mount
+        from odfd.server.resource_api import ResourceApi
 
         config = node.config.server
         if args.address is not None:
@@ -50,8 +52,14 @@ def _serve(args: argparse.Namespace) -> int:
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
         console = console_mount(WorkspaceBackend(node))
+        resources = ResourceApi(lambda: node, reconcile_here(node))
         try:
-            mounts: list[Mount] = [console, query_api_mount(node), IngestApi(lambda: node)]
+            mounts: list[Mount] = [
+                console,
+                query_api_mount(node),
+                IngestApi(lambda: node),
+                resources,
+            ]
             async with running(node.workspace, config, mounts=mounts) as server:
                 print(
                     f"serving {len(await node.workspace.list_datasets())} dataset(s) at "

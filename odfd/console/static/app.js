@@ -1,7 +1,7 @@
 // The odfd console: a single page talking to the node's JSON API under /ui/api.
 // Templating: htm + Preact (vendor/htm-preact-standalone.mjs); lineage layout: dagre
 // (vendor/dagre.min.js, global `dagre`). Routes live in the URL fragment: #/, #/datasets/NAME/TAB,
-// #/mirrors, #/node.
+// #/mirrors, #/resources, #/node.
 import { html, render, useState, useEffect, useCallback } from "./vendor/htm-preact-standalone.mjs";
 
 // --- token and API ---------------------------------------------------------------------------
@@ -122,6 +122,7 @@ function Header({ route }) {
     <nav>
       ${link("#/", "Datasets", route.page === "datasets" || route.page === "dataset")}
       ${link("#/mirrors", "Mirrors", route.page === "mirrors")}
+      ${link("#/resources", "Resources", route.page === "resources")}
       ${link("#/node", "Node", route.page === "node")}
     </nav>
     <form class="token" onSubmit=${save}>
@@ -518,6 +519,65 @@ function MirrorsPage() {
   </main>`;
 }
 
+// --- resources, flow runs, webhook deliveries --------------------------------------------------
+
+function phasePill(phase) {
+  const kind = { Ready: "ok", Failed: "bad" }[phase] || "warn";
+  return html`<${Pill} kind=${kind}>${phase || "?"}<//>`;
+}
+
+function statePill(state) {
+  const kind = { succeeded: "ok", delivered: "ok", failed: "bad" }[state] || "warn";
+  return html`<${Pill} kind=${kind}>${state}<//>`;
+}
+
+function conditionText(conditions) {
+  return Object.entries(conditions)
+    .map(([key, c]) => `${key}: ${c.status || c.code || c.value || ""}${c.message ? ` (${c.message})` : ""}`)
+    .join("; ");
+}
+
+function ResourcesPage() {
+  const resources = useApi("resources");
+  const runs = useApi("flowruns");
+  const deliveries = useApi("webhookdeliveries");
+  return html`<main id="resources-page">
+    <h1>Resources</h1>
+    <${Error_} message=${resources.error} />
+    ${resources.data ? (resources.data.resources.length ? html`<table class="grid" id="resources">
+      <thead><tr><th>Kind</th><th>Name</th><th>Phase</th><th class="num">Generation</th><th class="num">Observed</th><th>Conditions</th><th>Updated</th></tr></thead>
+      <tbody>${resources.data.resources.map((r) => html`<tr class="resource-row" data-kind=${r.kind} data-name=${r.name}>
+        <td>${r.kind}</td><td class="mono">${r.name}</td><td class="phase">${phasePill(r.phase)}</td>
+        <td class="num">${r.generation}</td><td class="num">${r.observedGeneration ?? "–"}</td>
+        <td class="wrap conditions">${conditionText(r.conditions)}</td>
+        <td title=${r.updatedAt}>${ago(r.updatedAt)}</td>
+      </tr>`)}</tbody></table>` : html`<p class="muted">No resources (<span class="mono">odfd apply -f FILE</span>).</p>`)
+      : resources.error ? null : html`<${Loading} />`}
+    <h2>Flow runs</h2>
+    <${Error_} message=${runs.error} />
+    ${runs.data ? (runs.data.runs.length ? html`<table class="grid" id="flow-runs">
+      <thead><tr><th class="num">Run</th><th>Flow</th><th>Trigger</th><th>State</th><th>Started</th><th>Finished</th><th>Error</th></tr></thead>
+      <tbody>${runs.data.runs.map((r) => html`<tr class="run-row" data-flow=${r.flowName}>
+        <td class="num">${r.runId}</td><td class="mono">${r.flowName}</td><td>${r.trigger}</td>
+        <td class="state">${statePill(r.state)}</td>
+        <td title=${r.startedAt}>${ago(r.startedAt)}</td><td title=${r.finishedAt || ""}>${ago(r.finishedAt)}</td>
+        <td class="mono wrap">${r.error || ""}</td>
+      </tr>`)}</tbody></table>` : html`<p class="muted">No flow has run yet.</p>`)
+      : runs.error ? null : html`<${Loading} />`}
+    <h2>Webhook deliveries</h2>
+    <${Error_} message=${deliveries.error} />
+    ${deliveries.data ? (deliveries.data.deliveries.length ? html`<table class="grid" id="webhook-deliveries">
+      <thead><tr><th>Message</th><th>Target</th><th>Event</th><th>State</th><th class="num">Attempts</th><th class="num">HTTP</th><th>Created</th><th>Error</th></tr></thead>
+      <tbody>${deliveries.data.deliveries.map((d) => html`<tr class="delivery-row" data-target=${d.targetName}>
+        <td class="mono">${d.messageId}</td><td class="mono">${d.targetName}</td><td>${d.eventType}</td>
+        <td class="state">${statePill(d.state)}</td>
+        <td class="num">${d.attempts}</td><td class="num">${d.lastStatus ?? "–"}</td>
+        <td title=${d.createdAt}>${ago(d.createdAt)}</td><td class="mono wrap">${d.error || ""}</td>
+      </tr>`)}</tbody></table>` : html`<p class="muted">No webhook deliveries yet.</p>`)
+      : deliveries.error ? null : html`<${Loading} />`}
+  </main>`;
+}
+
 function NodePage() {
   const { data, error } = useApi("node");
   if (error) return html`<main><h1>Node</h1><${Error_} message=${error} /></main>`;
@@ -557,6 +617,7 @@ function parseRoute() {
     return { page: "dataset", alias: parts[1], tab: TABS.includes(parts[2]) ? parts[2] : "overview" };
   }
   if (parts[0] === "mirrors") return { page: "mirrors" };
+  if (parts[0] === "resources") return { page: "resources" };
   if (parts[0] === "node") return { page: "node" };
   return { page: "datasets" };
 }
@@ -573,6 +634,7 @@ function App() {
   if (route.page === "dataset") page = html`<${DatasetPage} key=${`${route.alias}/${generation}`} alias=${route.alias} tab=${route.tab} />`;
   else if (route.page === "mirrors") page = html`<${MirrorsPage} key=${generation} />`;
   else if (route.page === "node") page = html`<${NodePage} key=${generation} />`;
+  else if (route.page === "resources") page = html`<${ResourcesPage} key=${generation} />`;
   else page = html`<${DatasetsPage} key=${generation} />`;
   return html`<${Header} route=${route} />${page}`;
 }

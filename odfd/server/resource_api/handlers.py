@@ -1,0 +1,323 @@
+"""The resource protocol's routes.
+
+* ``GET /<context>/<version>/<type>``: ``{"items": [...]}``, the resources of that type in the
+  account (``?account=``: a name or DID; absent or empty: the token's), filtered by ``?name=``
+  (a pattern, ``%`` any run of characters) and ``?labelSelector=key=value,...`` (repeatable).
+* ``POST /<context>/<version>/<type>``: apply (create or update) the manifest in the body (JSON
+  or YAML; a list or several YAML documents apply as one batch, all validated before any is
+  stored); answers the resource as stored, with the status its controller reached (201 when it
+  was created), or ``{"items": [...]}`` for a batch.
+* ``GET /<context>/<version>/<type>/<id|did|name>``: one resource; with ``?watch=true`` a stream
+  of ``{"type": "ADDED"|"MODIFIED"|"DELETED", "object": ...}`` lines (NDJSON), one now and one
+  at each change of its generation or status, until ``timeoutSeconds`` (default 60) or deletion.
+* ``DELETE /<context>/<version>/<type>/<id|did|name>``: the resource as it was.
+* ``GET /flow/v1alpha1/flow/<ref>/runs``, ``GET /sink/v1alpha1/webhooktarget/<ref>/deliveries``:
+  ``{"items": [...]}``, what the flow or webhook target did, newest first (``?limit=``, 100).
+
+Errors are ``{"message": ...}`` naming the document and field (400), the token (401/403) or the
+resource (404). Secrets come back only as the ciphertext the node stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from odfd.app.flow_history import (
+    DEFAULT_LIMIT,
+    HistoryQuery,
+    delivery_document,
+    flow_runs,
+    run_document,
+    webhook_deliveries,
+)
+from odfd.app.resource_service import (
+    AccountDid,
+    AccountScope,
+    Reconcile,
+    account_scope,
+    apply_and_reconcile,
+    find_resource,
+    list_resources,
+    resource_documents,
+)
+from odfd.app.resource_types import TYPES, ResourceType, type_of
+from odfd.app.resources import (
+    DEFAULT_ACCOUNT,
+    ResourceKey,
+    account_handle,
+    delete_resources,
+    read_documents,
+)
+from odfd.app.selectors import Selector, parse_label_arguments
+from odfd.errors import ManifestError
+from odfd.server.query_api.errors import error_response
+from odfd.server.resource_api.access import Denied, ResourceAccess, TokenAccess
+from protocol.codec.yaml import parse_documents
+from protocol.errors import DecodeError, OdfError
+from protocol.identity import AccountName
+from storage.catalog.resources import ResourceNotFoundError, ResourceRecord, ResourceTable
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+
+WATCH_POLL_SECONDS = 0.2
+MAX_WATCH_SECONDS = 600.0
+_CONTEXTS = sorted({t.schema.split("/")[-3] for t in TYPES})
+COLLECTION = "/{context}/{version}/{type}"
+ITEM = COLLECTION + "/{ref}"
+RUNS = "/flow/v1alpha1/flow/{ref}/runs"
+DELIVERIES = "/sink/v1alpha1/webhooktarget/{ref}/deliveries"
+ROUTES = [
+    ("GET", COLLECTION),
+    ("POST", COLLECTION),
+    ("GET", ITEM),
+    ("DELETE", ITEM),
+    ("GET", RUNS),
+    ("GET", DELIVERIES),
+]
+"""Every route (method, path as ``/openapi.json`` documents it)."""
+_PATTERNS = {
+    "context": "|".join(_CONTEXTS),
+    "version": "v[0-9][a-z0-9]*",
+    "type": "[A-Za-z]+",
+    "ref": "[^/]+",
+}
+"""What each path part matches (only known contexts, so dataset routes are left alone)."""
+
+
+def _routed(path: str) -> str:
+    for part, pattern in _PATTERNS.items():
+        path = path.replace("{" + part + "}", "{" + part + ":" + pattern + "}")
+    return path
+
+
+@dataclass(frozen=True, slots=True)
+class _Path:
+    kind: ResourceType
+
+    @classmethod
+    def of(cls, request: web.Request) -> _Path:
+        """The type the path names, at the context and version that type has here."""
+        info = request.match_info
+        try:
+            kind = type_of(info["type"])
+        except ManifestError as err:
+            raise _NotFound(str(err)) from None
+        context, version, _ = kind.schema.split("/")[-3:]
+        if (info["context"], info["version"]) != (context, version):
+            raise _NotFound(
+                f"this node serves {kind.name} at /{context}/{version}/{kind.name.lower()}"
+            )
+        return cls(kind)
+
+
+class _NotFound(Exception):
+    pass
+
+
+class ResourceApi:
+    """Mounts the routes on a server's app (``odfd.server.app.Mount``). ``node`` gives the node
+    at each request (a daemon's reload swaps it); ``reconcile`` runs the controllers after an
+    apply (the daemon's own, else in the server's process)."""
+
+    def __init__(
+        self,
+        node: Callable[[], Node],
+        reconcile: Reconcile,
+        access: ResourceAccess | None = None,
+    ) -> None:
+        self._node = node
+        self._reconcile = reconcile
+        self._access = access or TokenAccess(node)
+
+    def __call__(self, app: web.Application) -> None:
+        handlers = (self.list, self.apply, self.get, self.delete, self.runs, self.deliveries)
+        for (method, path), handler in zip(ROUTES, handlers, strict=True):
+            app.router.add_route(method, _routed(path), _guarded(handler))
+
+    async def list(self, request: web.Request) -> web.StreamResponse:
+        path = _Path.of(request)
+        scope = await self._scope(request, write=False)
+        labels = parse_label_arguments(request.query.getall("labelSelector", []))
+        selector = Selector(path.kind.schema, request.query.get("name") or None, labels)
+        workspace = self._node().workspace
+        records = await list_resources(workspace, selector, scope)
+        return web.json_response({"items": await resource_documents(workspace, records)})
+
+    async def get(self, request: web.Request) -> web.StreamResponse:
+        path = _Path.of(request)
+        scope = await self._scope(request, write=False)
+        workspace = self._node().workspace
+        record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
+        if request.query.get("watch", "").lower() in ("true", "1"):
+            return await self._watch(request, record)
+        return web.json_response((await resource_documents(workspace, [record]))[0])
+
+    async def apply(self, request: web.Request) -> web.StreamResponse:
+        path = _Path.of(request)
+        scope = await self._scope(request, write=True)
+        if not (scope is None or isinstance(scope, AccountName)):
+            raise ManifestError("?account= of an apply names one account by name")
+        documents, batch = _documents(await request.read(), request.content_type, path.kind)
+        manifests = read_documents(documents, scope)
+        node = self._node()
+        applied = await apply_and_reconcile(node.workspace, manifests, self._reconcile)
+        records = [a.record for a in applied]
+        # Answer what is stored now: the controllers have written each one's status.
+        table = ResourceTable(node.workspace.catalog)
+        current = [await table.get(r.id) or r for r in records]
+        shown = await resource_documents(node.workspace, current)
+        if not batch:
+            created = applied[0].result.change == "created"
+            return web.json_response(shown[0], status=201 if created else 200)
+        return web.json_response({"items": shown})
+
+    async def delete(self, request: web.Request) -> web.StreamResponse:
+        path = _Path.of(request)
+        scope = await self._scope(request, write=True)
+        workspace = self._node().workspace
+        record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
+        shown = (await resource_documents(workspace, [record]))[0]
+        await delete_resources(workspace, [ResourceKey(record.schema, record.name)])
+        return web.json_response(shown)
+
+    async def runs(self, request: web.Request) -> web.StreamResponse:
+        query = await self._history_query(request)
+        runs = await flow_runs(self._node().workspace, query)
+        return web.json_response({"items": [run_document(r) for r in runs]})
+
+    async def deliveries(self, request: web.Request) -> web.StreamResponse:
+        query = await self._history_query(request)
+        found = await webhook_deliveries(self._node().workspace, query)
+        return web.json_response({"items": [delivery_document(d) for d in found]})
+
+    async def _history_query(self, request: web.Request) -> HistoryQuery:
+        scope = await self._scope(request, write=False)
+        try:
+            limit = int(request.query.get("limit", DEFAULT_LIMIT))
+        except ValueError:
+            raise ManifestError("?limit= takes a whole number") from None
+        return HistoryQuery(request.match_info["ref"], limit, scope)
+
+    async def _scope(self, request: web.Request, *, write: bool) -> AccountScope:
+        """The account the request acts upon (``?account=``, else the token's)."""
+        requester = await self._access.authorize(request, write=write)
+        scope = account_scope(request.query.get("account"), requester.account)
+        if not requester.is_admin and not _own(scope, requester.account):
+            raise Denied(403, "this token acts on its own account's resources only")
+        return scope
+
+    async def _watch(self, request: web.Request, record: ResourceRecord) -> web.StreamResponse:
+        try:
+            timeout = float(request.query.get("timeoutSeconds", 60))
+        except ValueError:
+            raise ManifestError("?timeoutSeconds= takes a number of seconds") from None
+        timeout = max(0.0, min(timeout, MAX_WATCH_SECONDS))
+        workspace = self._node().workspace
+        table = ResourceTable(workspace.catalog)
+        response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
+        await response.prepare(request)
+
+        async def send(kind: str, shown: ResourceRecord) -> None:
+            document = (await resource_documents(workspace, [shown]))[0]
+            line = json.dumps({"type": kind, "object": document}) + "\n"
+            await response.write(line.encode())
+
+        await send("ADDED", record)
+        seen = (record.generation, record.status)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while loop.time() < deadline:
+            await asyncio.sleep(min(WATCH_POLL_SECONDS, max(0.0, deadline - loop.time())))
+            now = await table.get(record.id)
+            if now is None:
+                await send("DELETED", record)
+                break
+            if (now.generation, now.status) != seen:
+                seen = (now.generation, now.status)
+                record = now
+                await send("MODIFIED", now)
+        await response.write_eof()
+        return response
+
+
+def _own(scope: AccountScope, account: AccountName | None) -> bool:
+    if isinstance(scope, AccountDid):
+        return str(account_handle(account or DEFAULT_ACCOUNT).did) == scope.did
+    return scope == account
+
+
+def _documents(
+    body: bytes, content_type: str, kind: ResourceType
+) -> tuple[list[tuple[Any, str]], bool]:
+    """The manifests of a request body (JSON: one object or a list; YAML: one or more
+    documents), each with the type the path names when it gives no ``$schema``; and whether the
+    body was a batch (a list, several documents)."""
+    if not body.strip():
+        raise ManifestError("the request body is empty: send the manifest (JSON or YAML)")
+    batch = False
+    if "yaml" in content_type:
+        try:
+            parsed: Any = [d for d in parse_documents(body, "request body") if d is not None]
+        except DecodeError as err:
+            raise ManifestError(str(err)) from None
+        batch = len(parsed) > 1
+    else:
+        try:
+            parsed = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as err:
+            raise ManifestError(f"request body: not JSON: {err}") from None
+        batch = isinstance(parsed, list)
+        parsed = parsed if batch else [parsed]
+    if not parsed:
+        raise ManifestError("the request body holds no manifest")
+    documents = []
+    for n, document in enumerate(parsed):
+        where = f"request body document {n}"
+        if not isinstance(document, dict):
+            raise ManifestError(f"{where}: expected a resource manifest (a mapping)")
+        written = document.get("$schema")
+        if written is None:
+            document = {"$schema": kind.schema, **document}
+        else:
+            try:
+                given = type_of(str(written))
+            except ManifestError as err:
+                raise ManifestError(f"{where}: $schema: {err}") from None
+            if given is not kind:
+                raise ManifestError(
+                    f"{where}: $schema: a {given.name} sent to the {kind.name} path; "
+                    f"send it to /{'/'.join(given.schema.split('/')[-3:-1])}/{given.name.lower()}"
+                )
+        documents.append((document, where))
+    return documents, batch
+
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def _guarded(handler: Handler) -> Handler:
+    """Failures answered as ``{"message": ...}`` with the status that says whose they are."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        try:
+            return await handler(request)
+        except Denied as denied:
+            headers = {"WWW-Authenticate": "Bearer"} if denied.status == 401 else {}
+            response = error_response(denied.status, denied.message)
+            response.headers.update(headers)
+            return response
+        except (_NotFound, ResourceNotFoundError) as err:
+            return error_response(404, str(err))
+        except ManifestError as err:
+            return error_response(400, str(err))
+        except OdfError as err:
+            return error_response(500, f"Internal error: {err}")
+
+    return guarded

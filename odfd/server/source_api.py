@@ -1,0 +1,168 @@
+"""``POST /source/{name}/ingest`` (and ``/{account}/source/{name}/ingest``): records pushed to an
+RFC-018 ``RestEndpoint`` Source, held in its buffer until a flow's ``Ingest`` task commits them.
+
+The body is JSON records: NdJson (``application/x-ndjson``, or no media type) or a JSON array or
+object (``application/json``); each record must be a JSON object. It takes a push or admin
+token, as ``POST /{dataset}/ingest`` does. Answers: 202 ``{"accepted", "dropped", "buffered"}``
+once the records are in the buffer; otherwise ``{"message": …}`` with 400 (a record that is not a
+JSON object), 401/403 (token), 404 (no such Source, or one that takes no pushes), 413 (body too
+large), 415 (media type), 429 (the buffer is full and its ``overflowPolicy`` is ``Reject``:
+nothing of the post was taken).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from aiohttp import web
+
+from odfd.app.resource_types import SOURCE
+from odfd.server.state import STATE_KEY, ServerState, bearer_token
+from odfd.sources.buffers import BufferFullError, SourceBuffers
+from odfd.sources.spec import SourceDefinition, SourceSpecError
+from storage.catalog.resources import ResourceTable
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
+
+log = logging.getLogger(__name__)
+
+MAX_PUSH_BYTES = 64 << 20
+"""The largest body one push takes (it is held in memory, as the buffer is)."""
+_NDJSON = ("application/x-ndjson", "application/jsonl", "application/json-seq")
+
+Pushed = Callable[[str], Awaitable[None]]
+"""Told the name of a Source that received records (a daemon checks its flows' triggers)."""
+
+
+class BadRecordsError(ValueError):
+    """A body that is not JSON records."""
+
+
+def parse_records(body: bytes, media_type: str | None) -> list[bytes]:
+    """The records of a body, each as one line of JSON (what the buffer holds)."""
+    essence = (media_type or "").split(";", 1)[0].strip().lower()
+    if essence == "application/json":
+        try:
+            value = json.loads(body)
+        except ValueError as err:
+            raise BadRecordsError(f"the body is not JSON: {err}") from None
+        items = value if isinstance(value, list) else [value]
+        for n, item in enumerate(items):
+            if not isinstance(item, dict):
+                raise BadRecordsError(f"record {n} is not a JSON object")
+        return [json.dumps(item, separators=(",", ":")).encode() for item in items]
+    if essence and essence not in _NDJSON:
+        raise ValueError(
+            f"media type {essence!r} is not supported here; send application/x-ndjson or "
+            "application/json records"
+        )
+    records = []
+    for n, line in enumerate(body.splitlines()):
+        line = line.strip()
+        if not line:
+            continue
+        if not line.startswith(b"{"):
+            raise BadRecordsError(f"line {n + 1} is not a JSON object")
+        try:
+            json.loads(line)
+        except ValueError as err:
+            raise BadRecordsError(f"line {n + 1} is not JSON: {err}") from None
+        records.append(line)
+    return records
+
+
+class SourceApi:
+    """Mounts the push route of ``RestEndpoint`` Sources (``odfd.server.app.Mount``)."""
+
+    def __init__(
+        self, node: Callable[[], Node], buffers: SourceBuffers, *, pushed: Pushed | None = None
+    ) -> None:
+        self._node = node
+        self._buffers = buffers
+        self._pushed = pushed
+
+    def __call__(self, app: web.Application) -> None:
+        app.router.add_post("/source/{name}/ingest", self.handle)
+        app.router.add_post("/{account}/source/{name}/ingest", self.handle)
+
+    async def handle(self, request: web.Request) -> web.Response:
+        state: ServerState = request.app[STATE_KEY]
+        _authorize(state, request)
+        account = request.match_info.get("account")
+        name = request.match_info["name"]
+        stored = name if account is None else f"{account}/{name}"
+        resources = ResourceTable(self._node().workspace.catalog)
+        record = await resources.find(SOURCE.schema, stored)
+        if record is None:
+            raise _error(web.HTTPNotFound, f"no Source {stored} on this node")
+        try:
+            source = SourceDefinition.from_record(record)
+        except SourceSpecError as err:
+            raise _error(web.HTTPNotFound, f"Source {stored} cannot take pushes: {err}") from None
+        if not source.pushed:
+            raise _error(
+                web.HTTPNotFound, f"Source {stored} polls its data; it takes no pushed records"
+            )
+        if request.content_length is not None and request.content_length > MAX_PUSH_BYTES:
+            raise _too_large()
+        body = await request.content.read(MAX_PUSH_BYTES + 1)
+        if len(body) > MAX_PUSH_BYTES:
+            raise _too_large()
+        try:
+            records = parse_records(body, request.headers.get("Content-Type"))
+        except BadRecordsError as err:
+            raise _error(web.HTTPBadRequest, str(err)) from None
+        except ValueError as err:
+            raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
+        buffer = self._buffers.of(record.id, record.name, source.buffer())
+        try:
+            accepted = buffer.push(records)
+        except BufferFullError as err:
+            raise _error(web.HTTPTooManyRequests, str(err)) from None
+        if accepted.dropped:
+            log.warning(
+                "source buffer full: oldest records dropped",
+                extra={"source": record.name, "dropped": accepted.dropped},
+            )
+        if self._pushed is not None:
+            await self._pushed(record.name)
+        return web.json_response(
+            {
+                "accepted": accepted.records,
+                "dropped": accepted.dropped,
+                "buffered": accepted.buffered,
+            },
+            status=202,
+        )
+
+
+def _authorize(state: ServerState, request: web.Request) -> None:
+    token = bearer_token(request)
+    if token is None:
+        raise _error(
+            web.HTTPUnauthorized,
+            "pushing records needs a push or admin bearer token (Authorization: Bearer …)",
+            headers={"WWW-Authenticate": "Bearer"},
+        )
+    if token not in state.config.push_tokens and not state.config.is_admin(token):
+        raise _error(web.HTTPForbidden, "this token may not push (it is no push or admin token)")
+
+
+def _too_large() -> web.HTTPException:
+    message = f"the body is larger than a push's limit of {MAX_PUSH_BYTES} bytes"
+    return web.HTTPRequestEntityTooLarge(
+        MAX_PUSH_BYTES,
+        MAX_PUSH_BYTES + 1,
+        text=json.dumps({"message": message}),
+        content_type="application/json",
+    )
+
+
+def _error(
+    kind: Callable[..., web.HTTPException], message: str, **kwargs: object
+) -> web.HTTPException:
+    return kind(text=json.dumps({"message": message}), content_type="application/json", **kwargs)
