@@ -29,10 +29,11 @@ def fsync_dir(folder: Path) -> None:
         os.close(fd)
 
 
-def write_staged(folder: Path, data: bytes) -> Path:
-    """Write ``data`` durably to a new staging file in ``folder`` and return its path."""
+def write_staged(folder: Path, data: bytes, *, mode: int = 0o644) -> Path:
+    """Write ``data`` durably to a new staging file in ``folder`` (created with ``mode``, so a
+    secret is never readable by others, not even for a moment) and return its path."""
     path = staging_path(folder)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
     try:
         view = memoryview(data)
         while view:
@@ -48,9 +49,9 @@ def write_staged(folder: Path, data: bytes) -> Path:
     return path
 
 
-def write_file_atomic(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
-    """Replace ``path`` with ``data`` atomically and durably."""
-    staged = write_staged(path.parent, data)
+def write_file_atomic(path: Path, data: bytes, *, sync_dir: bool = True, mode: int = 0o644) -> None:
+    """Replace ``path`` with ``data`` atomically and durably (the new file has ``mode``)."""
+    staged = write_staged(path.parent, data, mode=mode)
     try:
         os.replace(staged, path)
     except BaseException:

@@ -180,14 +180,21 @@ async def revoke_token(node: Node, account: str, token_id: str) -> None:
 
 async def account_for_token(node: Node, secret: str) -> AccountRecord | None:
     """The account a live (unexpired, unrevoked) token belongs to, or None."""
+    return await token_account(node.workspace, secret)
+
+
+async def token_account(workspace: Workspace, secret: str) -> AccountRecord | None:
+    """:func:`account_for_token` for a caller holding the workspace, not a node (the transfer
+    server)."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
-    record = await _table(node).token_by_hash(token_hash(secret))
+    table = AccountTable(workspace.catalog)
+    record = await table.token_by_hash(token_hash(secret))
     if record is None or record.revoked_at is not None:
         return None
     if record.expires_at is not None and record.expires_at <= datetime.now(UTC):
         return None
-    return await _table(node).get(record.account)
+    return await table.get(record.account)
 
 
 LOGIN_TOKEN_LIFETIME = timedelta(days=30)

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from odfd.app.dataset_rows import dataset_row
 from odfd.app.events import Confirm, Event, EventSink
+from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.errors import ManifestError
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetRef
 from protocol.model import AddData, DatasetSnapshot, ExecuteTransform, SetTransform
@@ -107,11 +108,13 @@ async def add_datasets(
     replace: bool,
     confirm: Confirm,
     sink: EventSink,
+    actor: Actor | None = None,
 ) -> AddResult:
-    """Creates a dataset per manifest, dependencies first. A name that exists is skipped, or,
-    with ``replace``, the batch replaces it all or nothing (see :func:`_replace`)."""
+    """Creates a dataset per manifest, dependencies first, each recorded as done by ``actor``
+    (default: a local command). A name that exists is skipped, or, with ``replace``, the batch
+    replaces it all or nothing (see :func:`_replace`)."""
     workspace = node.workspace
-    if replace and await _replace(workspace, snapshots, confirm, sink):
+    if replace and await _replace(workspace, snapshots, confirm, sink, actor or local_actor()):
         return AddResult(0)
     failed = 0
     for snapshot in _in_order(snapshots):
@@ -124,12 +127,24 @@ async def add_datasets(
             failed += 1
             sink.emit(DatasetNotAdded(str(snapshot.name), str(error)))
             continue
+        await record_write(
+            workspace,
+            actor or local_actor(),
+            "add",
+            str(snapshot.name),
+            dataset_id=dataset.id,
+            new_head=await dataset.chain.head(),
+        )
         sink.emit(DatasetAdded(str(snapshot.name), str(dataset.id)))
     return AddResult(failed)
 
 
 async def _replace(
-    workspace: Workspace, snapshots: list[DatasetSnapshot], confirm: Confirm, sink: EventSink
+    workspace: Workspace,
+    snapshots: list[DatasetSnapshot],
+    confirm: Confirm,
+    sink: EventSink,
+    actor: Actor,
 ) -> bool:
     """Replaces the existing datasets the batch names again; ``False`` when it names none (a
     plain add then). The whole batch is created first under staging names, so a manifest that
@@ -157,9 +172,20 @@ async def _replace(
     staged = await _stage(workspace, snapshots, sink)
     for record in graph.downstream_first(doomed):
         await workspace.delete_dataset(str(record.id))
+        await record_write(
+            workspace, actor, "delete", record.alias, dataset_id=record.id, old_head=record.head
+        )
         sink.emit(DatasetDeleted(record.alias, str(record.id)))
     for snapshot, dataset_id in staged:
         await workspace.rename_dataset(str(dataset_id), snapshot.name)
+        await record_write(
+            workspace,
+            actor,
+            "add",
+            str(snapshot.name),
+            dataset_id=dataset_id,
+            new_head=await workspace.open_dataset(dataset_id).chain.head(),
+        )
         sink.emit(DatasetAdded(str(snapshot.name), str(dataset_id)))
     return True
 
@@ -251,9 +277,11 @@ async def delete_datasets(
     recursive: bool,
     confirm: Confirm,
     sink: EventSink,
+    actor: Actor | None = None,
 ) -> int:
     """Deletes the named datasets (``None``: every one) and, with ``recursive``, the derivatives
-    reading them in all layers, readers first; the number deleted. Refused, deleting nothing,
+    reading them in all layers, readers first, each recorded as done by ``actor`` (default: a
+    local command); the number deleted. Refused, deleting nothing,
     when a dataset left behind would read a deleted one."""
     workspace = node.workspace
     records = await workspace.list_datasets()
@@ -274,6 +302,14 @@ async def delete_datasets(
     confirm(f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
     for record in graph.downstream_first(doomed):
         await workspace.delete_dataset(str(record.id))
+        await record_write(
+            workspace,
+            actor or local_actor(),
+            "delete",
+            record.alias,
+            dataset_id=record.id,
+            old_head=record.head,
+        )
         sink.emit(DatasetDeleted(record.alias, str(record.id)))
     return len(doomed)
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Confirm, Event, EventSink
+from odfd.app.write_log import Actor, local_actor, record_write
 from storage.errors import StorageError
 
 if TYPE_CHECKING:
@@ -29,9 +30,12 @@ class ResetResult:
     """Blocks after the target block (0: the head was there already, nothing changed)."""
 
 
-async def reset_dataset(node: Node, ref: str, block: Multihash, confirm: Confirm) -> ResetResult:
+async def reset_dataset(
+    node: Node, ref: str, block: Multihash, confirm: Confirm, *, actor: Actor | None = None
+) -> ResetResult:
     """Moves the dataset's head back to ``block`` of its history (the blocks after it stay in
-    the block store, unreferenced, until ``odfd system gc``); asks first, naming its readers."""
+    the block store, unreferenced, until ``odfd system gc``); asks first, naming its readers;
+    recorded as done by ``actor`` (default: a local command)."""
     workspace = node.workspace
     record = await workspace.resolve(ref)
     dataset = workspace.open_dataset(record.id)
@@ -58,6 +62,15 @@ async def reset_dataset(node: Node, ref: str, block: Multihash, confirm: Confirm
     warning = f" ({', '.join(readers)} read it)" if readers else ""
     confirm(f"Reset {record.alias} to {block}, dropping its last {dropped} block(s){warning}?")
     await dataset.chain.reset_to(block, expected_head=head)
+    await record_write(
+        workspace,
+        actor or local_actor(),
+        "reset",
+        record.alias,
+        dataset_id=record.id,
+        old_head=head,
+        new_head=block,
+    )
     return ResetResult(record.alias, dropped)
 
 
@@ -92,9 +105,11 @@ async def compact_datasets(
     *,
     confirm: Confirm,
     sink: EventSink,
+    actor: Actor | None = None,
 ) -> None:
     """Compacts the named datasets (their readers reset to their metadata), after one question
-    naming everything that changes; a copy pulled from a remote is refused, changing nothing."""
+    naming everything that changes, recorded as done by ``actor`` (default: a local command);
+    a copy pulled from a remote is refused, changing nothing."""
     from odfd.coordinator.compact import (
         CompactionOptions,
         NothingToCompactError,
@@ -141,7 +156,18 @@ async def compact_datasets(
         plan = plans.get(record.id)
         if plan is None:
             continue
-        result = await execute_compaction(workspace.root, workspace.open_dataset(record.id), plan)
+        dataset = workspace.open_dataset(record.id)
+        old_head = await dataset.chain.head()
+        result = await execute_compaction(workspace.root, dataset, plan)
+        await record_write(
+            workspace,
+            actor or local_actor(),
+            "compact",
+            record.alias,
+            dataset_id=record.id,
+            old_head=old_head,
+            new_head=result.new_head,
+        )
         if record.id in reset_ids:
             sink.emit(ReaderReset(record.alias, plan.dropped_blocks))
         else:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
+from odfd.app.write_log import local_actor, record_write
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -117,6 +118,15 @@ async def ingest(
         if outcome.up_to_date:
             sink.emit(FileSkipped(outcome.dataset, file.label, str(outcome.reason)))
         else:
+            await record_write(
+                workspace,
+                local_actor(),
+                "ingest",
+                outcome.dataset,
+                dataset_id=dataset.id,
+                old_head=outcome.old_head,
+                new_head=outcome.new_head,
+            )
             sink.emit(
                 FileIngested(
                     outcome.dataset, file.label, outcome.num_records, str(outcome.new_head)

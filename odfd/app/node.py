@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.login_store import tokens_by_url
 from odfd.config import NodeConfig, load_config
 from odfd.sync.transport.settings import TransportSettings
 
@@ -60,9 +61,9 @@ class Node:
         self.workspace = workspace
         self.config = config
         self._engines = engines
-        self.transport = TransportSettings.from_config(config)
-        """How the node reaches remotes (HTTP limits, IPFS, S3, tokens), built once here; the
-        use cases hand it to ``odfd.sync``."""
+        self.transport = TransportSettings.from_config(config, tokens_by_url(workspace.root))
+        """How the node reaches remotes (HTTP limits, IPFS, S3, tokens of ``[sync.tokens]`` and
+        of ``odfd login``), built once here; the use cases hand it to ``odfd.sync``."""
 
     @property
     def engines(self) -> Engines:

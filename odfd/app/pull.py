@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from odfd.app.events import Event, EventSink, Recovered
 from odfd.app.forwarding import Request
+from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.errors import OdfdError
 from odfd.sync.did_names import is_did
 from odfd.sync.errors import SyncError
@@ -270,15 +271,17 @@ async def split_for_all(node: Node) -> tuple[list[DatasetRecord], list[DatasetRe
 
 
 async def pull_local(
-    node: Node, refs: list[str], how: LocalPull, sink: EventSink
+    node: Node, refs: list[str], how: LocalPull, sink: EventSink, *, actor: Actor | None = None
 ) -> list[PullOutcome]:
-    """Updates the datasets from their sources (and, ``recursive``, everything upstream first)."""
+    """Updates the datasets from their sources (and, ``recursive``, everything upstream first),
+    each update recorded as done by ``actor`` (default: a local command)."""
     from odfd.coordinator.pull import pull_local as coordinate
 
     def reset(alias: str) -> None:
         sink.emit(DerivativeReset(alias))
 
-    return await coordinate(
+    before = {r.alias: r.head for r in await node.workspace.list_datasets()}
+    outcomes = await coordinate(
         node.workspace,
         refs,
         engines=node.engines,
@@ -288,6 +291,19 @@ async def pull_local(
         on_retry=lambda alias, lost: sink.emit(PullRetrying(alias, str(lost.actual))),
         reset_diverged=reset if how.reset_diverged else None,
     )
+    for outcome in outcomes:
+        record = await node.workspace.try_resolve(outcome.dataset) if outcome.updated else None
+        if record is not None:
+            await record_write(
+                node.workspace,
+                actor or local_actor(),
+                "pull",
+                record.alias,
+                dataset_id=record.id,
+                old_head=before.get(record.alias),
+                new_head=record.head,
+            )
+    return outcomes
 
 
 async def replicate(
@@ -298,11 +314,13 @@ async def replicate(
     as_alias: str | None,
     sink: EventSink,
     progress: Callable[[str], Progress] | None = None,
+    actor: Actor | None = None,
 ) -> None:
     """Syncs each URL (into ``as_alias``, else the dataset pulled from there, else the URL's last
     segment) and each replica from its recorded remotes, reached with the node's transport
     settings; ``progress`` gives the display of the
-    transfer labelled so (none: nothing drawn)."""
+    transfer labelled so (none: nothing drawn); each update is recorded as done by ``actor``
+    (default: a local command)."""
     from odfd.sync.pull import pull, pull_from_remotes
 
     for ref in refs:
@@ -323,6 +341,16 @@ async def replicate(
                 node.workspace, ref, options=options, progress=shown, settings=node.transport
             )
         for result in results:
+            if result.updated:
+                await record_write(
+                    node.workspace,
+                    actor or local_actor(),
+                    "pull",
+                    result.alias,
+                    dataset_id=result.dataset_id,
+                    old_head=result.old_head,
+                    new_head=result.new_head,
+                )
             for note in result.recovered:
                 sink.emit(Recovered(note))
             sink.emit(

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.coordinator.ingest import IngestOutcome, ingest_push
 from odfd.coordinator.retry import retry_lost_race
 from odfd.ingest.errors import IngestError
@@ -92,10 +93,12 @@ async def push_ingest(
     options: PushIngestOptions,
     *,
     locks: IngestLocks | None = None,
+    actor: Actor | None = None,
 ) -> IngestOutcome:
-    """Ingests the data in ``path`` into the dataset through its push source; raises an
-    ``IngestError`` (``SourceError``, ``BadInputError``, ``UnsupportedMediaTypeError``, …)
-    or ``IncompatibleSchemaError`` with the dataset unchanged."""
+    """Ingests the data in ``path`` into the dataset through its push source, as ``actor``
+    (default: a local command) in the audit trail; raises an ``IngestError`` (``SourceError``,
+    ``BadInputError``, ``UnsupportedMediaTypeError``, …) or ``IncompatibleSchemaError`` with
+    the dataset unchanged."""
     input_format = format_of_media_type(options.media_type)
     dataset = node.workspace.open_dataset(dataset_id)
 
@@ -118,6 +121,18 @@ async def push_ingest(
         )
 
     if locks is None:
-        return await retry_lost_race(attempt, retrying)
-    async with locks.of(dataset_id):
-        return await retry_lost_race(attempt, retrying)
+        outcome = await retry_lost_race(attempt, retrying)
+    else:
+        async with locks.of(dataset_id):
+            outcome = await retry_lost_race(attempt, retrying)
+    if not outcome.up_to_date:
+        await record_write(
+            node.workspace,
+            actor or local_actor(),
+            "ingest",
+            outcome.dataset,
+            dataset_id=dataset_id,
+            old_head=outcome.old_head,
+            new_head=outcome.new_head,
+        )
+    return outcome

@@ -26,6 +26,7 @@ from odfd.app.resources import (
     split_name,
 )
 from odfd.app.selectors import Selector
+from odfd.app.write_log import Actor
 from odfd.errors import ManifestError
 from protocol.errors import ParseError
 from protocol.identity import AccountName
@@ -191,11 +192,16 @@ async def resource_documents(
 
 
 async def apply_and_reconcile(
-    workspace: Workspace, manifests: list[Manifest], reconcile: Reconcile
+    workspace: Workspace,
+    manifests: list[Manifest],
+    reconcile: Reconcile,
+    *,
+    actor: Actor | None = None,
 ) -> list[AppliedResource]:
-    """Store the manifests (all validated first), run their controllers, and answer where each
-    applied resource got to (``Pending`` if the controllers did not reach it)."""
-    results = await apply_manifests(workspace, manifests)
+    """Store the manifests (all validated first) as done by ``actor`` (default: a local
+    command), run their controllers, and answer where each applied resource got to
+    (``Pending`` if the controllers did not reach it)."""
+    results = await apply_manifests(workspace, manifests, actor=actor)
     outcomes = {r.resource.id: r for r in await reconcile([r.record for r in results])}
     applied = []
     for result in results:

@@ -36,6 +36,7 @@ from odfd.app.resource_types import (
     type_of,
 )
 from odfd.app.secret_values import check_encodings, encrypt_secrets
+from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.config import format_duration, parse_duration
 from odfd.errors import ManifestError
 from odfd.sync.transport.url import parse_remote
@@ -404,9 +405,12 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
 PENDING_STATUS: dict[str, Any] = {"phase": "Pending", "conditions": {}}
 
 
-async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> list[PutResult]:
+async def apply_manifests(
+    workspace: Workspace, manifests: list[Manifest], *, actor: Actor | None = None
+) -> list[PutResult]:
     """Store the manifests, then record and resolve their references (those among the manifests
-    applied together resolve to each other, whatever their order)."""
+    applied together resolve to each other, whatever their order); each change is recorded as
+    done by ``actor`` (default: a local command)."""
     table = ResourceTable(workspace.catalog)
     secrets = NodeSecrets(workspace.keys)
     results = []
@@ -435,6 +439,10 @@ async def apply_manifests(workspace: Workspace, manifests: list[Manifest]) -> li
         await references.replace(record.id, written)
     await references.resolve()
     await refresh_reference_conditions(workspace, [r.record.id for r in results])
+    for result in results:
+        if result.change != "unchanged":
+            target = f"{kind_of(result.record.schema)}:{result.record.name}"
+            await record_write(workspace, actor or local_actor(), "apply", target)
     return results
 
 
@@ -564,10 +572,13 @@ class ResourceKey:
         return f"{kind_of(self.schema)}:{self.name}"
 
 
-async def delete_resources(workspace: Workspace, keys: list[ResourceKey]) -> list[ResourceRecord]:
-    """Delete the named resources (every one is found before any is deleted). The objects a
-    resource made are left in place (a ``Dataset`` resource's dataset stays in the workspace),
-    except a ``Mirror``'s sync schedule, which exists only to serve the resource."""
+async def delete_resources(
+    workspace: Workspace, keys: list[ResourceKey], *, actor: Actor | None = None
+) -> list[ResourceRecord]:
+    """Delete the named resources (every one is found before any is deleted), each recorded as
+    done by ``actor`` (default: a local command). The objects a resource made are left in place
+    (a ``Dataset`` resource's dataset stays in the workspace), except a ``Mirror``'s sync
+    schedule, which exists only to serve the resource."""
     table = ResourceTable(workspace.catalog)
     records = []
     for key in keys:
@@ -582,5 +593,7 @@ async def delete_resources(workspace: Workspace, keys: list[ResourceKey]) -> lis
             if mirror is not None and mirror.resource_id == record.id:
                 await mirrors.remove(record.name)
         await table.delete(record.id)
+        target = f"{kind_of(record.schema)}:{record.name}"
+        await record_write(workspace, actor or local_actor(), "delete", target)
     await refresh_reference_conditions(workspace)
     return records

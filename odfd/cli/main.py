@@ -67,6 +67,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "repo": ("repo", "named remote repositories and dataset aliases"),
     "account": ("account", "accounts on this node and their access tokens"),
+    "login": (
+        "login",
+        "log in to a remote node and keep its access token for pull, push, search, sql",
+    ),
+    "logout": ("logout", "forget the access token kept for a remote node"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "compact": (
         "compact",

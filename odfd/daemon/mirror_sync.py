@@ -18,6 +18,7 @@ from typing import Any
 
 import aiohttp
 
+from odfd.app.write_log import DAEMON, record_write
 from odfd.config import NodeConfig
 from odfd.sync.did_names import is_did, is_due, read_state, republish
 from odfd.sync.pull import PullOptions, PullResult, pull
@@ -113,6 +114,16 @@ class MirrorSyncer:
                     settings=self.transports,
                 )
                 dataset_id = pulled.dataset_id
+                if pulled.updated:
+                    await record_write(
+                        self.workspace,
+                        DAEMON,
+                        "pull",
+                        pulled.alias,
+                        dataset_id=pulled.dataset_id,
+                        old_head=pulled.old_head,
+                        new_head=pulled.new_head,
+                    )
         except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
             errors.append(describe_error(err))
         local_id, local_head = await self.local_head(mirror.name)

@@ -17,6 +17,7 @@ from odfd.app.events import Event
 from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import DATASET, WEBHOOK_TARGET
 from odfd.app.selectors import like
+from odfd.app.write_log import DAEMON
 from odfd.errors import OdfdError
 from odfd.flows.payload import Payload, PayloadError, RunContext
 from odfd.flows.spec import FlowSpec, Task
@@ -126,7 +127,12 @@ class NodeTasks:
         )
         if datasets:
             await compact_datasets(
-                self.node, datasets, options, confirm=lambda _: None, sink=_Discard()
+                self.node,
+                datasets,
+                options,
+                confirm=lambda _: None,
+                sink=_Discard(),
+                actor=DAEMON,
             )
 
     async def _gc(self) -> None:

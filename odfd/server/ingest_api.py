@@ -31,6 +31,8 @@ from odfd.app.push_ingest import (
     format_of_media_type,
     push_ingest,
 )
+from odfd.app.resources import DEFAULT_ACCOUNT
+from odfd.app.write_log import Actor
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.schema import IncompatibleSchemaError
 from odfd.ingest.errors import IngestError
@@ -74,7 +76,7 @@ class IngestApi:
 
     async def handle(self, request: web.Request) -> web.Response:
         state: ServerState = request.app[STATE_KEY]
-        _authorize(state, request)
+        actor = _authorize(state, request)
         dataset_path = request.match_info["dataset"]
         try:
             record = await state.find(dataset_path, request)
@@ -95,7 +97,9 @@ class IngestApi:
         body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
         try:
             await _receive(request, body)
-            outcome = await push_ingest(node, record.id, body, options, locks=self._locks)
+            outcome = await push_ingest(
+                node, record.id, body, options, locks=self._locks, actor=actor
+            )
         except UnsupportedMediaTypeError as err:
             raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
         except (IngestError, IncompatibleSchemaError) as err:
@@ -124,7 +128,8 @@ class IngestApi:
         return web.Response(status=200)
 
 
-def _authorize(state: ServerState, request: web.Request) -> None:
+def _authorize(state: ServerState, request: web.Request) -> Actor:
+    """Who ingests: a push or admin token of ``[server]`` acts as the built-in account."""
     token = bearer_token(request)
     if token is None:
         raise _error(
@@ -134,6 +139,7 @@ def _authorize(state: ServerState, request: web.Request) -> None:
         )
     if token not in state.config.push_tokens and not state.config.is_admin(token):
         raise _error(web.HTTPForbidden, "this token may not ingest (it is no push or admin token)")
+    return Actor(str(DEFAULT_ACCOUNT), "http")
 
 
 def _event_time(request: web.Request) -> Timestamp | None:

@@ -44,7 +44,7 @@ async def get_signed_head(request: web.Request) -> web.Response:
 
 async def put_signed_head(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
-    if not state.is_push_token(request):
+    if await state.pusher(request) is None:
         raise web.HTTPUnauthorized(
             text="storing a signed head needs a push token (Authorization: Bearer …)"
         )

@@ -95,13 +95,20 @@ async def get_ref(request: web.Request) -> web.StreamResponse:
 
 async def get_object(request: web.Request) -> web.StreamResponse:
     state = _state(request)
-    record = await state.require(request.match_info["dataset"], request)
+    path = request.match_info["dataset"]
     kind = _kind(request)
     hash = _hash(request)
     if "signature" in request.query:
+        # A URL signed for a session that could read the dataset (a Smart Transfer pull with a
+        # read token) is the grant itself: its GET carries no token.
         granted = state.signer.verify("GET", kind.value, hash, request.query)
-        if granted is None or granted[0] != str(record.id):
+        record = await state.find(path, request, signed=True)
+        if record is None or granted is None or granted[0] != str(record.id):
+            if record is None or not state.visible(record, request):
+                raise web.HTTPNotFound(text=f"no dataset {path} on this node")
             raise web.HTTPForbidden(text="the signed URL is invalid or has expired")
+    else:
+        record = await state.require(path, request)
     dataset = state.workspace.open_dataset(record.id)
     store = {
         ObjectKind.BLOCK: dataset.blocks,

@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from aiohttp import web
 
+from odfd.app.write_log import Actor, record_write
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
@@ -55,7 +56,8 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
     check_version(request)
-    if not state.is_push_token(request):
+    actor = await state.pusher(request)
+    if actor is None:
         raise web.HTTPUnauthorized(
             text="pushing needs a valid bearer token (Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
@@ -77,7 +79,12 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     channel = ServerChannel(ws, f"push to {target.alias}")
     session_id = state.new_upload_session(target.dataset)
     session = _PushSession(
-        channel, state, target, state.dataset_url(request, dataset_path), session_id
+        channel,
+        state,
+        target,
+        state.dataset_url(request, dataset_path),
+        session_id,
+        Actor(actor, "http"),
     )
     try:
         await session.run()
@@ -128,12 +135,14 @@ class _PushSession:
         target: PullTarget,
         base_url: str,
         session_id: str,
+        actor: Actor,
     ) -> None:
         self.channel = channel
         self.state = state
         self.target = target
         self.base_url = base_url
         self.session_id = session_id
+        self.actor = actor
 
     async def run(self) -> None:
         request = await self.channel.receive(m.DatasetPushRequest.from_json, "DatasetPushRequest")
@@ -279,7 +288,7 @@ class _PushSession:
 
     async def _commit(self, walk: WalkResult, force: bool) -> None:
         try:
-            await commit(self.target, walk, force=force)
+            new_head, _ = await commit(self.target, walk, force=force)
         except RefCasError as err:
             raise _internal(
                 "CompleteRequest", f"diverged: head moved to {_short(err.actual)}"
@@ -288,6 +297,16 @@ class _PushSession:
             raise _internal("CompleteRequest", f"rejected: [{err.rule}] {err}") from None
         except StorageError as err:
             raise _internal("CompleteRequest", str(err)) from None
+        record = await self.state.workspace.try_resolve(self.target.alias)
+        await record_write(
+            self.state.workspace,
+            self.actor,
+            "push",
+            self.target.alias,
+            dataset_id=None if record is None else record.id,
+            old_head=self.target.head.hash,
+            new_head=new_head,
+        )
 
 
 def _first_parent(blocks: list[tuple[Multihash, bytes]]) -> ChainPoint | None:

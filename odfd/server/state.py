@@ -63,16 +63,19 @@ class ServerState:
     def is_admin(self, request: web.Request) -> bool:
         return self.config.is_admin(bearer_token(request))
 
-    async def find(self, path: str, request: web.Request | None = None) -> DatasetRecord | None:
+    async def find(
+        self, path: str, request: web.Request | None = None, *, signed: bool = False
+    ) -> DatasetRecord | None:
         """``None`` when nothing has that name (or it is private and ``request`` has no token that
-        may read it); a withheld dataset is refused (403) with the reason, so clients report why
-        instead of "not found"."""
+        may read it, unless ``signed``: the caller checked a URL this server signed for it); a
+        withheld dataset is refused (403) with the reason, so clients report why instead of
+        "not found"."""
         try:
             ref = parse_dataset_path(path)
         except ParseError:
             return None
         record = await self._resolve(ref)
-        if record is not None and not self.visible(record, request):
+        if record is not None and not signed and not self.visible(record, request):
             return None
         if record is not None and record.id in self.withheld:
             raise web.HTTPForbidden(
@@ -104,8 +107,20 @@ class ServerState:
         self.uploads[session_id] = UploadSession(dataset)
         return session_id
 
-    def is_push_token(self, request: web.Request) -> bool:
-        return bearer_token(request) in self.config.push_tokens
+    async def pusher(self, request: web.Request) -> str | None:
+        """The account a push is done as: the built-in account for a ``push_tokens`` token, an
+        administrator for a token issued to one (``odfd login`` as it); None: not allowed. (Who
+        else may push to which dataset is the authorization decision's to say.)"""
+        from odfd.app.accounts import token_account
+        from odfd.app.resources import DEFAULT_ACCOUNT
+
+        token = bearer_token(request)
+        if token is None:
+            return None
+        if token in self.config.push_tokens:
+            return str(DEFAULT_ACCOUNT)
+        account = await token_account(self.workspace, token)
+        return account.name if account is not None and account.is_admin else None
 
 
 def bearer_token(request: web.Request) -> str | None:

@@ -15,8 +15,8 @@ this follows that crate's code (not its README where they differ):
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
   reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
 
-Given an executor, a digest SHA3s its leaf columns' records side by side on the executor's
-threads, each column's in order (``lanes``), while the caller goes on decoding and encoding;
+Given an executor, a digest encodes and SHA3s its leaf columns' records side by side on the
+executor's threads, each column's blocks in order (``lanes``), while the caller goes on decoding;
 ``finalize`` waits for them.
 """
 
@@ -132,19 +132,19 @@ class RecordsDigest:
     def update(self, batch: pa.RecordBatch) -> None:
         """Hash the rows of ``batch``, which must have this digest's schema (as hashed).
 
-        The values are encoded on the calling thread; with an executor, SHA3 runs on its
-        threads (``finalize`` waits for it), else here.
+        With an executor, each block of a column is encoded and SHA3'd on its threads (Arrow
+        and NumPy kernels and SHA3 release the GIL), so the caller only decodes and every core
+        encodes; ``finalize`` waits for them. Without one, all of it runs here.
         """
         self._check_schema(batch.schema)
         for lane, (leaf, array, valid) in enumerate(self._leaf_columns(batch)):
             for start in range(0, len(array), _BLOCK_ROWS):
                 block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
-                records = encode(array.slice(start, _BLOCK_ROWS), block_valid, False).data
-                data = records.data if isinstance(records, np.ndarray) else records
+                block = array.slice(start, _BLOCK_ROWS)
                 if self._lanes is None:
-                    leaf.hasher.update(data)
+                    _hash_block(leaf, block, block_valid)
                 else:
-                    self._lanes.submit(lane, partial(leaf.hasher.update, data))
+                    self._lanes.submit(lane, partial(_hash_block, leaf, block, block_valid))
 
     def _check_schema(self, schema: pa.Schema) -> None:
         if any(schema.equals(seen) for seen in self._accepted_schemas):
@@ -176,6 +176,13 @@ class RecordsDigest:
 
 
 _LeafColumn = tuple[_Leaf, pa.Array, "np.ndarray | None"]
+
+
+def _hash_block(leaf: _Leaf, block: pa.Array, valid: np.ndarray | None) -> None:
+    """Feed ``leaf``'s hasher the records of ``block`` (one lane task: a column's blocks are
+    fed in order)."""
+    records = encode(block, valid, False).data
+    leaf.hasher.update(records.data if isinstance(records, np.ndarray) else records)
 
 
 def _collect_leaves(

@@ -27,7 +27,7 @@ from tests.verifier.builders import root_with_slices
 SQL = 'SELECT "offset", value FROM nums ORDER BY "offset"'
 
 
-async def _workspace(root: Path, *, with_data: bool = True, with_key: bool = True) -> None:
+async def workspace_with_nums(root: Path, *, with_data: bool = True, with_key: bool = True) -> None:
     async with await Workspace.init(root) as workspace:
         if with_key:
             workspace.keys.node_key()
@@ -38,7 +38,7 @@ async def _workspace(root: Path, *, with_data: bool = True, with_key: bool = Tru
 @pytest.fixture
 def node_root(tmp_path: Path) -> Path:
     root = tmp_path / "ws"
-    asyncio.run(_workspace(root))
+    asyncio.run(workspace_with_nums(root))
     return root
 
 
@@ -139,7 +139,7 @@ def test_a_node_without_the_dataset_says_so(
 ) -> None:
     answer = _answer(capsys, node_root)
     other = tmp_path / "other"
-    asyncio.run(_workspace(other, with_data=False, with_key=False))
+    asyncio.run(workspace_with_nums(other, with_data=False, with_key=False))
     code, out = _verify(capsys, other, answer)
     assert code == 1
     dataset_id = answer["input"]["datasets"][0]["id"]
@@ -151,7 +151,7 @@ def test_a_node_without_the_dataset_says_so(
 
 
 @contextmanager
-def _serving(root: Path) -> Iterator[str]:
+def serving(root: Path, config: ServerConfig | None = None) -> Iterator[str]:
     """The node at ``root`` served (query API) on a thread of its own, at the URL yielded."""
     urls: list[str] = []
     loops: list[asyncio.AbstractEventLoop] = []
@@ -161,9 +161,9 @@ def _serving(root: Path) -> Iterator[str]:
     async def serve() -> None:
         stop.append(asyncio.Event())
         async with await Workspace.open(root) as workspace:
-            config = ServerConfig(address="127.0.0.1", port=0)
-            node = Node(workspace, NodeConfig(server=config))
-            async with running(workspace, config, mounts=[query_api_mount(node)]) as server:
+            settings = config or ServerConfig(address="127.0.0.1", port=0)
+            node = Node(workspace, NodeConfig(server=settings))
+            async with running(workspace, settings, mounts=[query_api_mount(node)]) as server:
                 urls.append(server.url)
                 ready.set()
                 await stop[0].wait()
@@ -194,8 +194,8 @@ def test_a_remote_node_re_executes_through_its_verify(
 ) -> None:
     answer = _answer(capsys, node_root)
     client = tmp_path / "client"
-    asyncio.run(_workspace(client, with_data=False, with_key=False))
-    with _serving(node_root) as remote:
+    asyncio.run(workspace_with_nums(client, with_data=False, with_key=False))
+    with serving(node_root) as remote:
         code, out = _verify(capsys, client, answer, "--remote", remote)
         assert code == 0, out
         assert out.strip().endswith(f"re-executed at the pinned blocks by {remote}")
@@ -207,7 +207,7 @@ def test_a_remote_node_re_executes_through_its_verify(
         # a changed pin changes the input: caught before the remote is asked
         assert "the answer on its own: InvalidRequest::InputHash" in out
 
-    with _serving(client) as lacking:
+    with serving(client) as lacking:
         code, out = _verify(capsys, client, answer, "--remote", lacking)
         assert code == 1
         assert (

@@ -29,6 +29,8 @@ from storage.errors import DatasetNotFoundError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from odfd.app.write_log import BlockWriters
+    from storage.catalog.write_log import WriteRecord
 
 _GROUPS = {
     "data": {"AddData", "ExecuteTransform"},
@@ -51,6 +53,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--limit", type=positive_int, default=None, help="show at most this many blocks"
+    )
+    parser.add_argument(
+        "--who",
+        action="store_true",
+        help="with each block, the account whose write brought it (push, ingest, pull, ...) "
+        "and how (cli:OS-USER, http, daemon), from the node's audit trail",
+    )
+    parser.add_argument(
+        "--writes",
+        action="store_true",
+        help="instead of blocks, the audit trail of writes to the dataset (also reset, "
+        "delete; a deleted dataset's by its name), oldest first",
     )
     add_root_argument(parser)
     parser.set_defaults(func=_log)
@@ -82,6 +96,10 @@ def kind_name_of(event_type: type) -> str:
 
 
 def _log(args: argparse.Namespace) -> int:
+    if args.writes:
+        return run_in_node(args, lambda node: _writes(node, args))
+    if args.who:
+        return run_in_node(args, lambda node: _blocks(node, args))
     located = read_in_node(
         args,
         lambda catalog, node: (
@@ -101,17 +119,66 @@ def _log(args: argparse.Namespace) -> int:
         printer.finish()
         return 0
 
-    async def run(node: Node) -> int:
-        workspace = node.workspace
-        dataset = await workspace.get_dataset(args.dataset)
-        printer = _Printer(args)
-        async for hash, block in dataset.chain.iter_blocks():
-            if not printer.show(hash, block):
-                break
-        printer.finish()
-        return 0
+    return run_in_node(args, lambda node: _blocks(node, args))
 
-    return run_in_node(args, run)
+
+async def _blocks(node: Node, args: argparse.Namespace) -> int:
+    workspace = node.workspace
+    record = await workspace.resolve(args.dataset)
+    dataset = workspace.open_dataset(record.id)
+    printer = _Printer(args)
+    if args.who:
+        from odfd.app.write_log import BlockWriters, writes_of
+
+        printer.writers = BlockWriters(await writes_of(workspace, record.id))
+    async for hash, block in dataset.chain.iter_blocks():
+        if not printer.show(hash, block):
+            break
+    printer.finish()
+    return 0
+
+
+async def _writes(node: Node, args: argparse.Namespace) -> int:
+    """The trail of one dataset (by id, or by alias when it is gone), oldest first."""
+    from odfd.app.write_log import writes_of, writes_to
+
+    record = await node.workspace.try_resolve(args.dataset)
+    if record is not None:
+        writes = await writes_of(node.workspace, record.id)
+    else:
+        writes = await writes_to(node.workspace, args.dataset)
+        if not writes:
+            raise DatasetNotFoundError(f"dataset {args.dataset} is not in the workspace")
+    entries = [_write_entry(w) for w in writes]
+    if args.output in ("json", "yaml"):
+        print(json.dumps(entries, indent=2))
+    elif args.output == "ndjson":
+        for entry in entries:
+            print(json.dumps(entry))
+    else:
+        for w in writes:
+            heads = f"{_short(w.old_head)} -> {_short(w.new_head)}"
+            print(
+                f"{w.at.isoformat(timespec='seconds')}  {w.action:<8} {w.account:<12} {w.via:<16} {heads}"
+            )
+    return 0
+
+
+def _short(head: str | None) -> str:
+    return "-" if head is None else head[-8:]
+
+
+def _write_entry(write: WriteRecord) -> dict[str, Any]:
+    return {
+        "at": write.at.isoformat(),
+        "action": write.action,
+        "account": write.account,
+        "via": write.via,
+        "target": write.target,
+        "datasetId": write.dataset_id,
+        "oldHead": write.old_head,
+        "newHead": write.new_head,
+    }
 
 
 class _Printer:
@@ -124,22 +191,29 @@ class _Printer:
         self.limit: int | None = args.limit
         self.shown = 0
         self.entries: list[dict[str, Any]] = []
+        self.writers: BlockWriters | None = None
+        """With ``--who``: which write brought each block."""
 
     def show(self, hash: Multihash, block: MetadataBlock) -> bool:
         """Writes ``block`` if the filter keeps it; ``False`` once the limit is reached."""
+        # Every block walked past, shown or not, moves the attribution along.
+        write = None if self.writers is None else self.writers.writer(str(hash))
         if self.limit is not None and self.shown >= self.limit:
             return False
         if self.kinds is not None and kind_name(block.event).lower() not in self.kinds:
             return True
         self.shown += 1
         if self.output == "yaml":
-            sys.stdout.write(_yaml(hash, block))
+            sys.stdout.write(_yaml(hash, block, None if self.writers is None else _who(write)))
         elif self.output == "table":
-            sys.stdout.write(summary_line(hash, block) + "\n")
+            who = "" if self.writers is None else f"  [{_who(write)}]"
+            sys.stdout.write(summary_line(hash, block) + who + "\n")
         else:
             from protocol.codec import json as odf_json  # the summary lines need no codec
 
             entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
+            if self.writers is not None:
+                entry["writtenBy"] = None if write is None else _write_entry(write)
             if self.output == "ndjson":
                 sys.stdout.write(json.dumps(entry, ensure_ascii=False) + "\n")
             else:
@@ -149,6 +223,12 @@ class _Printer:
     def finish(self) -> None:
         if self.output == "json":
             print(json.dumps(self.entries, indent=2, ensure_ascii=False))
+
+
+def _who(write: WriteRecord | None) -> str:
+    if write is None:
+        return "unknown: before the audit trail"
+    return f"{write.account} by {write.action} via {write.via}, {write.at.isoformat(timespec='seconds')}"
 
 
 def summary_line(hash: Multihash, block: MetadataBlock) -> str:
@@ -180,7 +260,8 @@ def _what(event: object) -> str:
     return ""
 
 
-def _yaml(hash: object, block: MetadataBlock) -> str:
+def _yaml(hash: object, block: MetadataBlock, who: str | None = None) -> str:
     from protocol.codec import yaml as odf_yaml  # the summary lines need no codec
 
-    return f"---\n# Block: {hash}\n{odf_yaml.dump_block(block)}\n"
+    written = "" if who is None else f"# Written by: {who}\n"
+    return f"---\n# Block: {hash}\n{written}{odf_yaml.dump_block(block)}\n"

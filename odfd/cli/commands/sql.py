@@ -103,7 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--remote",
         metavar="URL",
-        help="with --verify: have the node at URL re-execute the query (its /verify) instead",
+        help="run the query on the node at URL (its query API, with the token `odfd login` "
+        "kept for it); with --verify: have that node re-execute the answer (its /verify)",
     )
     sql_server.add_arguments(parser)
     add_root_argument(parser)
@@ -128,8 +129,6 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
     _check_not_server(args)
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
-    if args.remote is not None:
-        raise SqlArgumentError("--remote URL goes with --verify FILE")
     if len(given) + (args.script is not None) > 1:
         raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
     check_output_args(args.output, args.output_path)
@@ -174,6 +173,8 @@ def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
     statements = _statements(args)
     if statements is None:
         return "it opens an interactive shell"
+    if args.remote is not None:
+        return "another node answers it"
     return _request(args, statements), Rendering()
 
 
@@ -183,6 +184,8 @@ def _sql(args: argparse.Namespace) -> int:
     if args.verify is not None:
         return _verify(args)
     statements = _statements(args)
+    if args.remote is not None:
+        return _remote(args, statements)
 
     async def run(node: Node) -> int:
         from odfd.app.query import pinned_at
@@ -195,6 +198,26 @@ def _sql(args: argparse.Namespace) -> int:
         return await _shell(node, args, block, time)
 
     return run_in_node(args, run)
+
+
+def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
+    """``--remote URL``: each statement answered by that node's query API."""
+    if statements is None:
+        raise SqlArgumentError("--remote URL runs a query given as QUERY, -c, --script or stdin")
+    if args.proof or args.as_of is not None or args.engine != DEFAULT_ENGINE:
+        raise SqlArgumentError("--remote URL takes no --proof, --as-of or --engine")
+
+    async def run(node: Node) -> int:
+        from odfd.app.remote_query import query_remote
+        from odfd.app.result_formats import write_result
+
+        for statement in statements:
+            write_result(
+                await query_remote(node, args.remote, statement), args.output, args.output_path
+            )
+        return 0
+
+    return run_in_node(args, run, check_storage=False)
 
 
 class Printer:

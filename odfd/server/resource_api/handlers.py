@@ -55,6 +55,7 @@ from odfd.app.resources import (
     read_documents,
 )
 from odfd.app.selectors import Selector, parse_label_arguments
+from odfd.app.write_log import Actor
 from odfd.errors import ManifestError
 from odfd.server.query_api.errors import error_response
 from odfd.server.resource_api.access import Denied, ResourceAccess, TokenAccess
@@ -167,7 +168,9 @@ class ResourceApi:
         documents, batch = _documents(await request.read(), request.content_type, path.kind)
         manifests = read_documents(documents, scope)
         node = self._node()
-        applied = await apply_and_reconcile(node.workspace, manifests, self._reconcile)
+        applied = await apply_and_reconcile(
+            node.workspace, manifests, self._reconcile, actor=await self._actor(request)
+        )
         records = [a.record for a in applied]
         # Answer what is stored now: the controllers have written each one's status.
         table = ResourceTable(node.workspace.catalog)
@@ -184,7 +187,9 @@ class ResourceApi:
         workspace = self._node().workspace
         record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
         shown = (await resource_documents(workspace, [record]))[0]
-        await delete_resources(workspace, [ResourceKey(record.schema, record.name)])
+        await delete_resources(
+            workspace, [ResourceKey(record.schema, record.name)], actor=await self._actor(request)
+        )
         return web.json_response(shown)
 
     async def runs(self, request: web.Request) -> web.StreamResponse:
@@ -204,6 +209,11 @@ class ResourceApi:
         except ValueError:
             raise ManifestError("?limit= takes a whole number") from None
         return HistoryQuery(request.match_info["ref"], limit, scope)
+
+    async def _actor(self, request: web.Request) -> Actor:
+        """Who a write is recorded as in the audit trail: the token's account."""
+        requester = await self._access.authorize(request, write=True)
+        return Actor(str(requester.account or DEFAULT_ACCOUNT), "http")
 
     async def _scope(self, request: web.Request, *, write: bool) -> AccountScope:
         """The account the request acts upon (``?account=``, else the token's)."""

@@ -10,9 +10,10 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from odfd.sync.errors import SyncError, UnsupportedUrlError
-from odfd.sync.transport.base import Listed, RemoteView, SmartEndpoint, SourceHead, Transport
-from odfd.sync.transport.ipfs import IPFS_PEER, gateway_view
+from odfd.sync.errors import SyncError
+from odfd.sync.transport.base import Listed, RemoteView, SourceHead, Transport
+from odfd.sync.transport.ipfs import gateway_view
+from odfd.sync.transport.plain import ThroughIpfsNode
 from protocol.identity import DatasetId, DatasetName
 from storage.ipfs_settings import IpfsSettings
 
@@ -25,7 +26,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class DidTransport:
+class DidTransport(ThroughIpfsNode):
     dataset_id: DatasetId
     ipfs: IpfsSettings
 
@@ -33,16 +34,9 @@ class DidTransport:
     def url(self) -> str:
         return str(self.dataset_id)
 
-    @property
-    def smart(self) -> SmartEndpoint | None:
-        return None
-
     def default_name(self) -> DatasetName | None:
         """The DID's key in multibase: unique, and all a user who only knows the DID has."""
         return DatasetName.parse(self.dataset_id.to_multibase())
-
-    def peer_key(self) -> str:
-        return IPFS_PEER
 
     @asynccontextmanager
     async def open(self, session: aiohttp.ClientSession) -> AsyncIterator[RemoteView]:
@@ -54,20 +48,21 @@ class DidTransport:
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
         from odfd.sync.did_names import resolve_did
-        from odfd.sync.transport.probe import read_head
+        from odfd.sync.transport.probe import probe_view
 
         cid = (await resolve_did(self.ipfs, self.dataset_id)).cid
         if known is not None and known.cid == str(cid):
             return known
-        async with gateway_view(session, cid, "", self.url, self.ipfs) as view:
-            return await read_head(view, self.url, known, str(cid))
+        opened = gateway_view(session, cid, "", self.url, self.ipfs)
+        return await probe_view(opened, self.url, known, str(cid))
 
     async def push(
         self, target: PullTarget, options: PushOptions, progress: Progress
     ) -> PushResult:
-        raise UnsupportedUrlError(
-            f"{self.url}: a DID is published to with `odfd push DATASET ipns://` on its "
-            "owner's node"
+        from odfd.sync.transport.probe import refuse_push
+
+        refuse_push(
+            self.url, "a DID is published to with `odfd push DATASET ipns://` on its owner's node"
         )
 
     async def list_datasets(self) -> list[Listed]:

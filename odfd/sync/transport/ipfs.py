@@ -11,15 +11,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.sync.errors import RemoteNotFoundError, SyncError, UnsupportedUrlError
-from odfd.sync.transport.base import (
-    Listed,
-    RemoteView,
-    SmartEndpoint,
-    SourceHead,
-    name_from_url,
-    read_only_dataset,
-)
-from protocol.identity import DatasetName
+from odfd.sync.transport.base import Listed, RemoteView, SourceHead, read_only_dataset
+from odfd.sync.transport.plain import ThroughIpfsNode
 from storage.ipfs_settings import IpfsSettings
 
 if TYPE_CHECKING:
@@ -31,32 +24,14 @@ if TYPE_CHECKING:
     from odfd.sync.target import PullTarget
     from storage.ipfs_client import IpfsGateway
 
-IPFS_PEER = "ipfs"
-"""Every ``ipfs://`` and ``ipns://`` remote is fetched through the one IPFS node."""
-
 
 @dataclass(frozen=True, slots=True)
-class IpfsTransport:
+class IpfsTransport(ThroughIpfsNode):
     text: str
-    """The URL as given, without a trailing slash."""
     cid: str
     subpath: str
     """Below the CID, ``""`` for the CID itself."""
     ipfs: IpfsSettings
-
-    @property
-    def url(self) -> str:
-        return self.text
-
-    @property
-    def smart(self) -> SmartEndpoint | None:
-        return None
-
-    def default_name(self) -> DatasetName | None:
-        return name_from_url(self.url)
-
-    def peer_key(self) -> str:
-        return IPFS_PEER
 
     @asynccontextmanager
     async def open(self, session: aiohttp.ClientSession) -> AsyncIterator[RemoteView]:

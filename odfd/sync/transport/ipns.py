@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.sync.errors import SyncError, UnsupportedUrlError
-from odfd.sync.transport.base import Listed, RemoteView, SmartEndpoint, SourceHead, name_from_url
-from odfd.sync.transport.ipfs import IPFS_PEER, gateway_view
-from protocol.identity import DatasetName
+from odfd.sync.transport.base import Listed, RemoteView, SourceHead
+from odfd.sync.transport.ipfs import gateway_view
+from odfd.sync.transport.plain import ThroughIpfsNode
 from storage.ipfs_settings import IpfsSettings
 
 if TYPE_CHECKING:
@@ -26,27 +26,12 @@ if TYPE_CHECKING:
 
 
 @dataclass(frozen=True, slots=True)
-class IpnsTransport:
+class IpnsTransport(ThroughIpfsNode):
     text: str
-    """The URL as given, without a trailing slash."""
     name: str
     """A key's IPNS name, a key's name (for a push), or ``""``: the dataset's own key."""
     subpath: str
     ipfs: IpfsSettings
-
-    @property
-    def url(self) -> str:
-        return self.text
-
-    @property
-    def smart(self) -> SmartEndpoint | None:
-        return None
-
-    def default_name(self) -> DatasetName | None:
-        return name_from_url(self.url)
-
-    def peer_key(self) -> str:
-        return IPFS_PEER
 
     async def resolve(self) -> CID:
         """The CID the name points at now."""

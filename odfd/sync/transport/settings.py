@@ -29,16 +29,21 @@ class TransportSettings:
     ipfs: IpfsSettings = IpfsSettings()
     s3: S3Settings = S3Settings()
     tokens: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
-    """URL prefix -> bearer token (``[sync.tokens]``; the longest matching prefix wins)."""
+    """URL prefix -> bearer token (``[sync.tokens]`` and the node URLs of ``odfd login``; the
+    longest matching prefix wins)."""
 
     @classmethod
-    def from_config(cls, config: NodeConfig) -> TransportSettings:
+    def from_config(
+        cls, config: NodeConfig, logins: Mapping[str, str] | None = None
+    ) -> TransportSettings:
+        """The settings of ``config``, with ``logins`` (node URL -> token, as ``odfd login``
+        stored them) beside ``[sync.tokens]``, a login winning over the same prefix there."""
         return cls(
             limits=config.sync.limits(),
             operation_timeout=config.sync.pull_timeout(),
             ipfs=config.ipfs.settings(),
             s3=config.s3.settings(),
-            tokens=config.sync.tokens,
+            tokens=MappingProxyType({**config.sync.tokens, **(logins or {})}),
         )
 
     def token_for(self, url: str) -> str | None:

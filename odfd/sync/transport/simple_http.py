@@ -13,15 +13,8 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from odfd.sync.errors import SyncError
-from odfd.sync.transport.base import (
-    Listed,
-    RemoteView,
-    SmartEndpoint,
-    SourceHead,
-    name_from_url,
-    read_only_dataset,
-)
-from protocol.identity import DatasetName
+from odfd.sync.transport.base import Listed, RemoteView, SourceHead, read_only_dataset
+from odfd.sync.transport.plain import PlainTransport
 from storage.stores.http_limits import HttpLimits
 
 if TYPE_CHECKING:
@@ -38,24 +31,13 @@ LISTING_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
-class SimpleHttpTransport:
+class SimpleHttpTransport(PlainTransport):
     text: str
     """The URL as given, without a trailing slash (``odf+`` kept): how it is recorded."""
     http_base: str
     """``http(s)://…/``: where the dataset's keys are, with one trailing slash."""
     token: str | None = None
     limits: HttpLimits = HttpLimits()
-
-    @property
-    def url(self) -> str:
-        return self.text
-
-    @property
-    def smart(self) -> SmartEndpoint | None:
-        return None
-
-    def default_name(self) -> DatasetName | None:
-        return name_from_url(self.url)
 
     def peer_key(self) -> str:
         """``host:port`` of the server."""
@@ -114,7 +96,8 @@ class SimpleHttpTransport:
         )
 
     async def list_datasets(self) -> list[Listed]:
-        """The node's JSON listing at the base URL."""
+        """The node's JSON listing at the base URL (with the token: private datasets are
+        listed only for a token that may read them)."""
         import aiohttp
 
         base = self.http_base
@@ -123,7 +106,7 @@ class SimpleHttpTransport:
                 aiohttp.ClientSession(
                     timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
                 ) as session,
-                session.get(base) as response,
+                session.get(base, headers=self.headers()) as response,
             ):
                 if response.status != 200:
                     raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")

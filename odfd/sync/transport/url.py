@@ -42,7 +42,8 @@ def parse_remote(
     protocol: str = "auto",
 ) -> Transport:
     """The transport for the remote at ``text``, with ``settings`` (``token`` authorises HTTP
-    requests; ``limits`` replaces the settings' time-outs; ``protocol`` says how an HTTP remote
+    requests, else the settings' token for the URL, from ``[sync.tokens]`` or ``odfd login``;
+    ``limits`` replaces the settings' time-outs; ``protocol`` says how an HTTP remote
     is read: ``auto``, the Smart Transfer Protocol when offered, ``smart`` or ``simple``).
     ``UnsupportedUrlError`` names what is wrong with the URL."""
     if is_did(text):
@@ -57,6 +58,8 @@ def parse_remote(
         url = text.rstrip("/")
         http_base = (url[len(_SMART_ONLY) :] if smart_only else url) + "/"
         limits = limits or settings.limits
+        if token is None:
+            token = settings.token_for(http_base)
         if protocol == "simple":
             return SimpleHttpTransport(url, http_base, token, limits)
         required = smart_only or protocol == "smart"
@@ -81,6 +84,21 @@ def parse_remote(
         f"{text}: unsupported URL; use http(s)://, odf+http(s)://, file://, ipfs://, ipns://, "
         "s3:// or s3+http(s)://"
     )
+
+
+def node_url(text: str) -> str:
+    """The HTTP node serving the remote at ``text``, as a token is kept for it:
+    ``http(s)://host[:port]/path/`` with scheme and host in lower case, ``odf+`` dropped and one
+    trailing slash, so one node's URL is never a prefix of another host's or port's URL."""
+    transport = parse_remote(text)
+    if not isinstance(transport, SmartHttpTransport | SimpleHttpTransport):
+        raise UnsupportedUrlError(f"{text}: logins are to http:// or https:// nodes")
+    parts = urlsplit(transport.http_base)
+    if parts.query or parts.fragment or parts.username or parts.password or not parts.hostname:
+        raise UnsupportedUrlError(f"{text}: a node's URL has a host and no query or credentials")
+    host = f"[{parts.hostname}]" if ":" in parts.hostname else parts.hostname
+    port = f":{parts.port}" if parts.port is not None else ""
+    return f"{parts.scheme.lower()}://{host}{port}{parts.path.rstrip('/')}/"
 
 
 def canonical_url(text: str) -> str:

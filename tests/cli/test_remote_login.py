@@ -1,0 +1,239 @@
+"""``odfd login`` / ``odfd logout`` against a second, real ``odfd serve``: the token is kept per
+node in a 0600 store, never printed, sent by push, pull and search to that node only, and
+forgotten on logout (the push is then refused again)."""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import json
+import signal
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from odfd.app.accounts import add_account, set_password
+from odfd.app.login_store import tokens_by_url
+from odfd.app.node import open_node
+from odfd.config import ServerConfig
+from odfd.sync.transport.settings import TransportSettings
+from odfd.sync.transport.url import node_url, parse_remote
+from protocol.identity import DatasetAliasPattern
+from tests.cli.helpers import MANIFESTS, run
+from tests.cli.test_sql_proof import serving, workspace_with_nums
+
+ADMIN_PASSWORD = "a long admin passphrase"
+ALICE_PASSWORD = "alice's own passphrase"
+DATASET = "test.root.url-csv"
+READ_TOKEN = "a-read-token-of-the-served-node"
+
+
+@pytest.fixture(scope="module")
+def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """Node B, served by ``odfd serve`` in a subprocess, with an admin password and a
+    non-admin account; no ``[server] push_tokens``."""
+    root = tmp_path_factory.mktemp("remote") / "node-b"
+    subprocess.run([sys.executable, "-m", "odfd.cli.main", "-q", "init", "--root", str(root)])
+
+    async def prepare() -> None:
+        async with await open_node(root) as node:
+            await set_password(node, "admin", ADMIN_PASSWORD)
+            await add_account(node, "alice", password=ALICE_PASSWORD)
+
+    asyncio.run(prepare())
+    process = subprocess.Popen(
+        [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("serving"), line
+        yield root, line.split(" at ")[1].split()[0]
+    finally:
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=20)
+
+
+@pytest.fixture
+def local(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Node A with one dataset; the user's store in a folder of the test's own."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    root = tmp_path / "node-a"
+    subprocess.run([sys.executable, "-m", "odfd.cli.main", "-q", "init", "--root", str(root)])
+    subprocess.run(
+        [sys.executable, "-m", "odfd.cli.main", "-q", "add", "--root", str(root)]
+        + [str(MANIFESTS / "root-url-csv.yaml")]
+    )
+    return root
+
+
+def _login(
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    root: Path,
+    url: str,
+    name: str,
+    password: str,
+    *extra: str,
+) -> tuple[int, str, str]:
+    monkeypatch.setattr(sys, "stdin", io.StringIO(password + "\n"))
+    return run(
+        capsys, "login", url, "--root", str(root), "--user", name, "--password-stdin", *extra
+    )
+
+
+def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
+    remote: tuple[Path, str],
+    local: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, url = remote
+    ws = ("--root", str(local))
+    monkeypatch.delenv("ODFD_TOKEN", raising=False)
+    code, _, err = run(capsys, "push", DATASET, url + DATASET, *ws)
+    assert code != 0 and "token" in err
+
+    code, out, err = _login(capsys, monkeypatch, local, url, "admin", "wrong password")
+    assert code != 0 and "invalid login or password" in err
+    assert "wrong password" not in out + err
+    assert not (local / "logins.json").exists()
+
+    code, out, err = _login(capsys, monkeypatch, local, url, "admin", ADMIN_PASSWORD)
+    assert code == 0, err
+    assert f"admin at {node_url(url)}" in err
+    store = local / "logins.json"
+    assert stat.S_IMODE(store.stat().st_mode) == 0o600
+    token = tokens_by_url(local)[node_url(url)]
+    assert token.startswith("odfd_") and token not in out + err
+    assert ADMIN_PASSWORD not in store.read_text()
+
+    code, out, err = run(capsys, "login", url, "--check", *ws)
+    assert code == 0 and out.startswith(f"admin at {node_url(url)}") and token not in out
+
+    code, _, err = run(capsys, "push", DATASET, url + DATASET, *ws)
+    assert code == 0, err
+    code, out, err = run(capsys, "log", DATASET, "--who", "--root", str(remote[0]))
+    assert code == 0, err
+    lines = out.splitlines()
+    assert len(lines) == 6 and all("[admin by push via http, " in line for line in lines)
+    trail = json.loads(
+        run(capsys, "log", DATASET, "--writes", "-o", "json", "--root", str(remote[0]))[1]
+    )
+    assert [(w["action"], w["account"], w["via"]) for w in trail] == [("push", "admin", "http")]
+    assert trail[0]["oldHead"] is None and trail[0]["newHead"].endswith(lines[0].split()[3])
+
+    other = tmp_path / "node-c"
+    assert run(capsys, "-q", "init", "--root", str(other))[0] == 0
+    (other / "logins.json").write_bytes(store.read_bytes())
+    code, _, err = run(capsys, "pull", url + DATASET, "--as", "copy", "--root", str(other))
+    assert code == 0, err
+    assert "copy" in run(capsys, "list", "--root", str(other))[1]
+
+    code, _, err = run(capsys, "logout", url, *ws)
+    assert code == 0 and "Logged out: admin" in err
+    assert not store.exists()
+    code, _, err = run(capsys, "push", DATASET, url + DATASET, "--force", *ws)
+    assert code != 0 and "token" in err
+    code, _, err = run(capsys, "login", url, "--check", *ws)
+    assert code != 0 and "not logged in" in err
+
+
+def test_a_token_login_is_checked_and_kept_in_the_user_store(
+    remote: tuple[Path, str],
+    local: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, url = remote
+    code, _, err = _login(capsys, monkeypatch, local, url, "alice", ALICE_PASSWORD, "--global")
+    assert code == 0, err
+    user_store = tmp_path / "xdg" / "odfd" / "logins.json"
+    assert stat.S_IMODE(user_store.stat().st_mode) == 0o600
+    assert not (local / "logins.json").exists()
+    token = tokens_by_url(local)[node_url(url)]
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO(token + "\n"))
+    code, _, err = run(capsys, "login", url, "--token-stdin", "--root", str(local))
+    assert code == 0 and "alice" in err and token not in err
+    code, out, _ = run(capsys, "login", "--list", "--root", str(local))
+    assert code == 0 and out.count("alice") == 2 and token not in out
+
+    monkeypatch.setattr(sys, "stdin", io.StringIO("odfd_not-a-token\n"))
+    code, _, err = run(capsys, "login", url, "--token-stdin", "--root", str(local))
+    assert code != 0 and "invalid, expired or revoked" in err and "not-a-token" not in err
+
+    code, _, err = run(capsys, "logout", "--all", "--root", str(local))
+    assert code == 0 and err.count("Logged out") == 2
+    assert not user_store.exists()
+
+
+def test_a_kept_token_goes_to_its_own_node_only() -> None:
+    settings = TransportSettings(tokens={node_url("HTTP://Node.Example:8080"): "t-8080"})
+    assert parse_remote("http://node.example:8080/a/ds", settings).token == "t-8080"  # type: ignore[attr-defined]
+    assert parse_remote("odf+http://node.example:8080/ds", settings).token == "t-8080"  # type: ignore[attr-defined]
+    assert parse_remote("http://node.example:80/ds", settings).token is None  # type: ignore[attr-defined]
+    assert parse_remote("http://node.example:8080.evil/ds", settings).token is None  # type: ignore[attr-defined]
+    assert parse_remote("https://node.example:8080/ds", settings).token is None  # type: ignore[attr-defined]
+    given = parse_remote("http://node.example:8080/ds", settings, token="explicit")
+    assert given.token == "explicit"  # type: ignore[attr-defined]
+
+
+def test_sql_remote_search_and_pull_send_the_kept_token(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A private dataset answers ``odfd sql --remote``, is found by ``odfd search`` and can be
+    pulled only while a login with a read token of that node is kept."""
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
+    served = tmp_path / "served"
+    asyncio.run(workspace_with_nums(served))
+    client = tmp_path / "client"
+    assert run(capsys, "-q", "init", "--root", str(client))[0] == 0
+    config = ServerConfig(
+        address="127.0.0.1",
+        port=0,
+        private=(DatasetAliasPattern.parse("nums"),),
+        read_tokens=frozenset({READ_TOKEN}),
+    )
+    query = ("sql", "-c", "SELECT value FROM nums ORDER BY value", "-o", "json")
+    search = ("search", "num", "--repo", "b", "-o", "json", "--root", str(client))
+    with serving(served, config) as url:
+        assert run(capsys, "repo", "add", "b", url, "--root", str(client))[0] == 0
+        code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code != 0 and "nums" in err
+        assert json.loads(run(capsys, *search)[1]) == []
+        pull = ("pull", url + "nums", "--as", "copy", "--root", str(client))
+        code, _, err = run(capsys, *pull)
+        assert code != 0 and "nums" in err
+        monkeypatch.setattr(sys, "stdin", io.StringIO(READ_TOKEN + "\n"))
+        code, _, err = run(capsys, "login", url, "--token-stdin", "--root", str(client))
+        assert code == 0, err
+        code, out, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code == 0, err
+        assert json.loads(out) == [{"value": 1}, {"value": 2}, {"value": 3}]
+        assert [hit["alias"] for hit in json.loads(run(capsys, *search)[1])] == ["nums"]
+        code, _, err = run(capsys, *pull)
+        assert code == 0, err
+        code, out, err = run(
+            capsys,
+            "sql",
+            "-c",
+            "SELECT sum(value) AS s FROM copy",
+            "-o",
+            "json",
+            "--root",
+            str(client),
+        )
+        assert code == 0 and json.loads(out) == [{"s": 6}], err
+        assert run(capsys, "logout", url, "--root", str(client))[0] == 0
+        code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
+        assert code != 0 and "nums" in err
