@@ -10,19 +10,24 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, TextIO
-
-if TYPE_CHECKING:  # only annotations: a pull's status line need not load the report model
-    from verifier.report import Layer
+from typing import Protocol, TextIO
 
 REDRAW_SECONDS = 0.2
+
+
+class Titled(Protocol):
+    """What a progress line shows of a layer (``verifier.report.Layer``, or a layer's title a
+    daemon sent: a pull's status line and a thin client need not load the report model)."""
+
+    @property
+    def title(self) -> str: ...
 
 
 class Progress:
     """Receives progress events; this base class ignores them."""
 
     def begin(
-        self, dataset: str, layer: Layer, *, blocks: int | None = None, bytes: int | None = None
+        self, dataset: str, layer: Titled, *, blocks: int | None = None, bytes: int | None = None
     ) -> None:
         """A layer of ``dataset`` starts; totals are given when known."""
 
@@ -54,7 +59,7 @@ class TerminalProgress(Progress):
         self._width = 0
 
     def begin(
-        self, dataset: str, layer: Layer, *, blocks: int | None = None, bytes: int | None = None
+        self, dataset: str, layer: Titled, *, blocks: int | None = None, bytes: int | None = None
     ) -> None:
         with self._lock:
             self._label = f"{dataset}: {layer.title}"

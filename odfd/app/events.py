@@ -36,6 +36,16 @@ class Working(Event):
     label: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class Recovered(Event):
+    """Something an interrupted process left was settled before this work: a staged transfer,
+    an orphan dataset folder (``storage.orphans``). Any use case may report one; callers print
+    it as ``Recovered: what``."""
+
+    name: ClassVar[str] = "recovered"
+    what: str
+
+
 def announcing(sink: EventSink) -> Callable[[str], AbstractAsyncContextManager[None]]:
     """An ``around`` for use cases that reports the work it wraps to ``sink`` as ``Working``
     events (for a caller that shows them elsewhere, such as a daemon's thin client)."""

@@ -17,7 +17,7 @@ from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from odfd.app.events import Event, EventSink
+from odfd.app.events import Event, EventSink, Recovered
 from odfd.app.forwarding import Request
 from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.errors import OdfdError
@@ -52,14 +52,6 @@ class DerivativeReset(Event):
 
     name: ClassVar[str] = "derivativeReset"
     alias: str
-
-
-@dataclass(frozen=True, slots=True)
-class Recovered(Event):
-    """Something an interrupted pull left was settled (a staged transfer) before this one."""
-
-    name: ClassVar[str] = "recovered"
-    what: str
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,6 +15,8 @@ from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from odfd.app.node import Node
 
 
@@ -29,6 +31,11 @@ class SqlRequest(Request):
     """Write the (single) result there instead of sending it back."""
     as_of: str | None = None
     """A block hash or a time every dataset is pinned to."""
+    proof: bool = False
+    """Answer the single statement with the signed answer ``/query`` gives with a proof
+    (``odfd.app.answer_checks``), as JSON."""
+    limit: int | None = None
+    """With ``proof``: at most this many rows (default: the node's ``[server] query_max_rows``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,16 +55,32 @@ async def run_statements(node: Node, request: SqlRequest, sink: EventSink) -> No
     import io
     from pathlib import Path
 
-    from odfd.app.query import query
+    from odfd.app.query import pinned_at, query
     from odfd.app.result_formats import write_result
-    from odfd.coordinator.query import AsOf, resolve_as_of
 
-    block = time = None
-    if request.as_of:
-        block, time = await resolve_as_of(node.workspace, AsOf.parse(request.as_of))
     path = None if request.output_path is None else Path(request.output_path)
+    if request.proof:
+        await _answer_with_proof(node, request, path, sink)
+        return
+    block, time = await pinned_at(node, request.as_of)
     for statement in request.statements:
         table = await query(node, statement, engine=request.engine, block=block, time=time)
         text = io.StringIO()
         await asyncio.to_thread(write_result, table, request.output, path, text)
         sink.emit(StatementResult(text.getvalue()))
+
+
+async def _answer_with_proof(
+    node: Node, request: SqlRequest, path: Path | None, sink: EventSink
+) -> None:
+    import asyncio
+
+    from odfd.app.answer_checks import answer_with_proof
+
+    (statement,) = request.statements
+    proven = await answer_with_proof(node, statement, engine=request.engine, limit=request.limit)
+    if path is not None:
+        await asyncio.to_thread(path.write_bytes, proven.body + b"\n")
+        sink.emit(StatementResult(""))
+    else:
+        sink.emit(StatementResult(proven.body.decode("utf-8") + "\n"))

@@ -7,15 +7,19 @@ form and this module imports the verifier only when it runs.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
 from odfd.errors import OdfdError
+from verifier.progress import Progress, Titled
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from verifier.progress import Progress
     from verifier.report import VerifyReport
 
 #: Exit code of a verify that could not start: a dataset it names is unknown.
@@ -43,6 +47,78 @@ class VerifyRequest(Request):
     cross_engine: str | None = None
     full: bool = False
     """Read every data file again, not only those changed since they last verified."""
+
+
+@dataclass(frozen=True, slots=True)
+class LayerBegan(Event):
+    """A layer of a dataset's audit starts (``verifier.progress.Progress.begin``)."""
+
+    name: ClassVar[str] = "verifyLayerBegan"
+    dataset: str
+    layer: str
+    """The layer's title (``verifier.report.Layer.title``)."""
+    total_blocks: int | None
+    total_bytes: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Checked(Event):
+    """More of the layer was checked since the last such event."""
+
+    name: ClassVar[str] = "verifyChecked"
+    blocks: int
+    size: int
+    """Bytes."""
+
+
+@dataclass(frozen=True, slots=True)
+class LayerEnded(Event):
+    name: ClassVar[str] = "verifyLayerEnded"
+
+
+EVENTS: tuple[type[Event], ...] = (LayerBegan, Checked, LayerEnded)
+
+#: Seconds between ``Checked`` events: a terminal redraws no faster (``verifier.progress``).
+REPORT_SECONDS = 0.1
+
+
+class ReportedProgress(Progress):
+    """A verify's progress as events for a caller that draws it elsewhere (a daemon's thin
+    client): checked blocks and bytes are summed and sent at most every ``REPORT_SECONDS``.
+    Workers advance it from their threads, so ``sink`` must take events from any thread."""
+
+    def __init__(self, sink: EventSink, clock: Callable[[], float] = time.monotonic) -> None:
+        self._sink = sink
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._blocks = self._bytes = 0
+        self._sent_at = 0.0
+
+    def begin(
+        self, dataset: str, layer: Titled, *, blocks: int | None = None, bytes: int | None = None
+    ) -> None:
+        with self._lock:
+            self._send()
+            self._sink.emit(LayerBegan(dataset, layer.title, blocks, bytes))
+            self._sent_at = self._clock()
+
+    def advance(self, *, blocks: int = 0, bytes: int = 0) -> None:
+        with self._lock:
+            self._blocks += blocks
+            self._bytes += bytes
+            if self._clock() - self._sent_at >= REPORT_SECONDS:
+                self._send()
+
+    def end(self) -> None:
+        with self._lock:
+            self._send()
+            self._sink.emit(LayerEnded())
+
+    def _send(self) -> None:
+        if self._blocks or self._bytes:
+            self._sink.emit(Checked(self._blocks, self._bytes))
+            self._blocks = self._bytes = 0
+            self._sent_at = self._clock()
 
 
 async def verify(

@@ -90,9 +90,10 @@ class Printer:
 
     def emit(self, event: Event) -> None:
         from odfd.app import pull
+        from odfd.app.events import Recovered
 
         match event:
-            case pull.Recovered(what=what):
+            case Recovered(what=what):
                 terminal.info(f"Recovered: {what}")
             case pull.Replicated() as done:
                 verb = "Updated" if done.updated else "Skipped"

@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from odfd import __version__
+from odfd.app.events import Recovered
 from odfd.app.forwarding import (
     ACCEPTED,
     ERROR,
@@ -319,7 +320,9 @@ class _Session:
         while True:
             frame = self._frame(response)
             kind = frame["frame"]
-            if kind == EVENT:
+            if kind == EVENT and frame["event"].get("event") == Recovered.name:
+                terminal.info(f"Recovered: {frame['event'].get('what')}")  # any command's
+            elif kind == EVENT:
                 rendering.event(frame["event"])
             elif kind == RESULT:
                 return rendering.result(frame.get("result"))

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from odfd import __version__
-from odfd.app.events import Event, announcing
+from odfd.app.events import Event, Recovered, announcing
 from odfd.app.failures import describe_failure
 from odfd.app.forwarding import (
     ACCEPTED,
@@ -53,7 +53,8 @@ from odfd.app.ingest import IngestRequest, ingest
 from odfd.app.provenance import ProvenanceRequest, trace
 from odfd.app.pull import PullRequest, pull
 from odfd.app.sql import SqlRequest, run_statements
-from odfd.app.verify import VerifyRequest, result_json, verify
+from odfd.app.verify import ReportedProgress, VerifyRequest, result_json, verify
+from storage.orphans import recover_orphans
 from verifier.engine.cancel import cancellable_jobs
 
 if TYPE_CHECKING:
@@ -92,7 +93,7 @@ async def _pull(node: Node, request: PullRequest, sink: EventSink) -> None:
 
 
 async def _verify(node: Node, request: VerifyRequest, sink: EventSink) -> dict[str, Any]:
-    report = await verify(node, request)
+    report = await verify(node, request, ReportedProgress(sink))
     return await asyncio.to_thread(result_json, report)
 
 
@@ -230,9 +231,13 @@ class CommandRunner:
     async def _execute(self, job: Job, request: Request, frames: _Frames) -> None:
         """The use case, then the frame that ends the command."""
         _, use_case = USE_CASES[request.command]
+        node = self.node()
         try:
+            # what a local run settles first (``workspace_args.report_orphans``), said alike
+            for action in await recover_orphans(node.workspace):
+                frames.emit(Recovered(action.describe()))
             async with cancellable_jobs(f"command-{request.command}"):
-                result = await use_case(self.node(), request, frames)
+                result = await use_case(node, request, frames)
             end: dict[str, Any] = {"frame": RESULT, "result": result}
         except asyncio.CancelledError:
             end = {"frame": INTERRUPTED}

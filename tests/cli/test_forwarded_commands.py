@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,12 +25,18 @@ from odfd.app.node import Node, open_node
 from odfd.app.provenance import ProvenanceRequest
 from odfd.app.pull import PullRequest
 from odfd.app.sql import EVENTS, SqlRequest
-from odfd.app.verify import VerifyRequest
+from odfd.app.verify import VerifyRequest, verify
 from odfd.cli import via_daemon
+from odfd.cli.commands import verify as verify_command
 from odfd.cli.main import main
 from odfd.daemon import commands
 from odfd.daemon.commands import CommandRunner
+from protocol.identity import DatasetId
+from tests.query_api import verifier as answer_verifier
+from tests.replication.datagen import create_root
+from tests.verifier.builders import root_with_slices
 from verifier.engine.cancel import current_scope
+from verifier.progress import Progress, Titled
 
 REQUESTS: list[Request] = [
     IngestRequest("a", (IngestFile("/data/1.csv", "1.csv"),), "src", "2024-01-01T00:00:00Z"),
@@ -197,3 +205,72 @@ def test_names_spelled_out_for_light_parsing_are_the_real_ones() -> None:
 
     assert ingest.INPUT_FORMATS == tuple(sorted(FORMATS))
     assert sql.DEFAULT_ENGINE == DEFAULT_ENGINE
+
+
+async def test_what_a_killed_process_left_is_settled_and_said_as_a_local_run_says_it(
+    served: Served, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A headless dataset folder untouched for ten minutes is removed before the command runs,
+    with the ``Recovered:`` line a local run prints (``workspace_args.report_orphans``)."""
+    _, dataset_id = DatasetId.new_generated()
+    folder = served.node.workspace.layout.dataset(dataset_id).create().root
+    then = time.time() - 600
+    for item in [folder, *folder.rglob("*")]:
+        os.utime(item, (then, then))
+    shown = Recorded()
+    assert await served.send(SqlRequest(("SELECT 1 AS one",), "datafusion", "json"), shown) == 0
+    assert not folder.exists()
+    err = capsys.readouterr().err
+    assert f"Recovered: removed dataset folder {folder.name}: no refs/head" in err
+    assert [event.text for event in shown.events] == ['[\n {"one": 1}\n]\n']
+
+
+@dataclass
+class Drawn(Progress):
+    """The progress a renderer draws: each layer's label and what was checked in it."""
+
+    layers: list[tuple[str, str, int | None]] = field(default_factory=list)
+    checked: list[tuple[int, int]] = field(default_factory=list)
+    ended: int = 0
+
+    def begin(
+        self, dataset: str, layer: Titled, *, blocks: int | None = None, bytes: int | None = None
+    ) -> None:
+        self.layers.append((dataset, layer.title, blocks))
+        self.checked.append((0, 0))
+
+    def advance(self, *, blocks: int = 0, bytes: int = 0) -> None:
+        done_blocks, done_bytes = self.checked[-1]
+        self.checked[-1] = (done_blocks + blocks, done_bytes + bytes)
+
+    def end(self) -> None:
+        self.ended += 1
+
+
+async def test_a_forwarded_verify_draws_the_progress_a_local_run_draws(served: Served) -> None:
+    await create_root(served.node.workspace, "kept", slices=2)
+    request = VerifyRequest(("kept",))
+    local = Drawn()
+    report = await verify(served.node, request, local)
+    assert report.exit_code == 0 and local.layers and local.ended == len(local.layers)
+    assert all(blocks > 0 for blocks, _ in local.checked)
+
+    rendering = verify_command.Rendering("text")
+    rendering.progress = forwarded = Drawn()
+    assert await served.send(request, rendering) == 0
+    assert forwarded == local
+
+
+async def test_a_forwarded_proof_is_the_signed_answer_a_local_run_prints(served: Served) -> None:
+    """``odfd sql -o json --proof`` through the daemon: signed with the workspace's node key,
+    which the daemon's node holds as a local run's does."""
+    await root_with_slices(served.node.workspace, "nums", [[1, 2, 3]])
+    shown = Recorded()
+    sql = 'SELECT "offset", value FROM nums ORDER BY "offset"'
+    request = SqlRequest((sql,), "datafusion", "json", proof=True, limit=2)
+    assert await served.send(request, shown) == 0
+    (event,) = shown.events
+    answer = json.loads(event.text)
+    answer_verifier.check(answer)  # canonical JSON, sha3-256, ed25519: nothing of odfd's
+    assert answer["output"]["data"] == [{"offset": 0, "value": 1}, {"offset": 1, "value": 2}]
+    assert answer["proof"]["verificationMethod"].startswith("did:key:z6Mk")  # ed25519

@@ -126,14 +126,9 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
     stdin is read once (the result is kept on ``args``)."""
     if "statements" in args:  # set below, on the first call
         return list(args.statements) if args.statements is not None else None
-    if args.address is not None or args.port is not None:
-        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+    _check_not_server(args)
     # Every argument error comes before the workspace is opened or Spark starts.
     given = [q for q in (args.query, args.command) if q is not None]
-    if args.verify is not None:
-        _check_verify_args(args, given)
-        args.statements = None
-        return None
     if len(given) + (args.script is not None) > 1:
         raise SqlArgumentError("give one of QUERY, -c QUERY and --script FILE")
     check_output_args(args.output, args.output_path)
@@ -153,18 +148,29 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
     return statements
 
 
+def _check_not_server(args: argparse.Namespace) -> None:
+    if args.address is not None or args.port is not None:
+        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+
+
 def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
     path = None if args.output_path is None else str(args.output_path.absolute())
-    return SqlRequest(tuple(statements), args.engine, args.output, path, args.as_of)
+    return SqlRequest(
+        tuple(statements),
+        args.engine,
+        args.output,
+        path,
+        args.as_of,
+        proof=args.proof,
+        limit=args.limit,
+    )
 
 
 def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
-    statements = _statements(args)
     if args.verify is not None:
         return "it checks a saved answer"
-    if args.proof:
-        return "it signs the answer with this node's key"
+    statements = _statements(args)
     if statements is None:
         return "it opens an interactive shell"
     if args.remote is not None:
@@ -175,9 +181,9 @@ def forward(args: argparse.Namespace) -> tuple[SqlRequest, Rendering] | str:
 def _sql(args: argparse.Namespace) -> int:
     if args.query == sql_server.WORD:
         return sql_server.run(args, default_engine=DEFAULT_ENGINE)
-    statements = _statements(args)
     if args.verify is not None:
         return _verify(args)
+    statements = _statements(args)
     if args.remote is not None:
         return _remote(args, statements)
 
@@ -185,10 +191,6 @@ def _sql(args: argparse.Namespace) -> int:
         from odfd.app.query import pinned_at
         from odfd.app.sql import run_statements
 
-        if args.proof:
-            assert statements is not None
-            await _print_proven(node, statements[0], args)
-            return 0
         if statements is not None:
             await run_statements(node, _request(args, statements), Printer())
             return 0
@@ -280,23 +282,12 @@ def _check_proof_args(args: argparse.Namespace, statements: list[str] | None) ->
         )
 
 
-async def _print_proven(node: Node, sql: str, args: argparse.Namespace) -> None:
-    from odfd.app.answer_checks import answer_with_proof
-
-    proven = await answer_with_proof(node, sql, engine=args.engine, limit=args.limit)
-    if args.output_path is not None:
-        args.output_path.write_bytes(proven.body + b"\n")
-    else:
-        sys.stdout.write(proven.body.decode("utf-8") + "\n")
-
-
-def _check_verify_args(args: argparse.Namespace, given: list[str]) -> None:
-    if given or args.script is not None or args.proof or args.as_of is not None:
-        raise SqlArgumentError("--verify FILE takes no query, --script, --proof or --as-of")
-
-
 def _verify(args: argparse.Namespace) -> int:
     """``--verify FILE``: one line, ``OK`` or ``FAILED`` with the check that failed."""
+    _check_not_server(args)
+    given = [q for q in (args.query, args.command) if q is not None]
+    if given or args.script is not None or args.proof or args.as_of is not None:
+        raise SqlArgumentError("--verify FILE takes no query, --script, --proof or --as-of")
     source = "stdin" if args.verify == "-" else args.verify
     text = sys.stdin.buffer.read() if args.verify == "-" else _read_answer(Path(args.verify))
 

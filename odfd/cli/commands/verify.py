@@ -9,8 +9,8 @@ node does not have (e.g. Flink). The JSON report (``--output json``) is document
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from odfd.app.verify import VerifyRequest
@@ -138,15 +138,38 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 class Rendering:
-    """What the daemon answers, printed as a local run prints it: the report in the daemon's
-    rendering (``odfd.app.verify.result_json``), so that this process loads no report model."""
+    """What the daemon answers, printed as a local run prints it: the progress line the
+    daemon's events draw, then the report in the daemon's rendering
+    (``odfd.app.verify.result_json``), so that this process loads no report model."""
 
     def __init__(self, output: str) -> None:
+        from verifier.progress import progress_for
+
         self.output = output
+        self.progress = progress_for(sys.stderr)
 
     def event(self, data: dict[str, Any]) -> None:
-        raise ValueError(f"verify sends no events, got {json.dumps(data)}")
+        from odfd.app.events import event_from_json
+        from odfd.app.verify import EVENTS, Checked, LayerBegan, LayerEnded
+
+        match event_from_json(data, EVENTS):
+            case LayerBegan() as began:
+                layer = _Title(began.layer)
+                self.progress.begin(
+                    began.dataset, layer, blocks=began.total_blocks, bytes=began.total_bytes
+                )
+            case Checked(blocks=blocks, size=size):
+                self.progress.advance(blocks=blocks, bytes=size)
+            case LayerEnded():
+                self.progress.end()
 
     def result(self, data: Any) -> int:
         sys.stdout.write(data[self.output])
         return int(data["exitCode"])
+
+
+@dataclass(frozen=True, slots=True)
+class _Title:
+    """A layer as the daemon names it (``verifier.progress.Titled``)."""
+
+    title: str
