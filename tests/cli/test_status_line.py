@@ -63,17 +63,19 @@ def test_nothing_on_a_pipe_or_with_quiet(monkeypatch: pytest.MonkeyPatch) -> Non
 def test_a_thin_client_draws_the_line_of_the_work_its_daemon_reports(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """``odfd.cli.commands.ingest.Rendering``: the daemon's ``working`` events start and stop
-    the same line a local run draws."""
+    """``odfd.cli.forwarded_rendering.StatusLineRendering`` (ingest's and pull's): the daemon's
+    ``working`` events start and stop the same line a local run draws."""
     import time
 
     from odfd.app.events import Working
-    from odfd.cli.commands.ingest import Rendering
+    from odfd.app.ingest import EVENTS
+    from odfd.cli.commands.ingest import Printer
+    from odfd.cli.forwarded_rendering import StatusLineRendering
 
     monkeypatch.setattr(status_line, "REDRAW_SECONDS", 0.05)
     monkeypatch.setattr(term._settings, "level", term.NORMAL)
     terminal = Terminal()
-    rendering = Rendering()
+    rendering = StatusLineRendering(EVENTS, Printer())
     rendering.line = status_line.StatusLine(terminal)
     rendering.event(Working("ingest a.b: data.csv").to_json())
     time.sleep(0.3)

@@ -10,9 +10,9 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from odfd.app.events import Event, Working, event_from_json
+from odfd.app.events import Event
 from odfd.app.ingest import (
     EVENTS,
     FileIngested,
@@ -23,6 +23,7 @@ from odfd.app.ingest import (
 )
 from odfd.cli import terminal
 from odfd.cli.arguments import parse_rfc3339
+from odfd.cli.forwarded_rendering import StatusLineRendering
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 
 if TYPE_CHECKING:
@@ -63,12 +64,12 @@ def _request(args: argparse.Namespace, files: list[IngestFile]) -> IngestRequest
     )
 
 
-def forward(args: argparse.Namespace) -> tuple[IngestRequest, Rendering] | str:
+def forward(args: argparse.Namespace) -> tuple[IngestRequest, StatusLineRendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
     if "-" in args.files:
         return "it reads stdin"
     files = [IngestFile(str(Path(name).absolute()), name) for name in args.files]
-    return _request(args, files), Rendering()
+    return _request(args, files), StatusLineRendering(EVENTS, Printer())
 
 
 def _ingest(args: argparse.Namespace) -> int:
@@ -99,27 +100,6 @@ class Printer:
                     f"Retrying: {again.dataset}: {again.file}: another write moved its head to "
                     f"{again.head} first; ingesting again on top of it"
                 )
-
-
-class Rendering:
-    """What the daemon answers, printed as a local run prints it (the status line too)."""
-
-    def __init__(self) -> None:
-        from odfd.cli.status_line import StatusLine
-
-        self.line = StatusLine()
-
-    def event(self, data: dict[str, Any]) -> None:
-        event = event_from_json(data, (*EVENTS, Working))
-        if isinstance(event, Working) and event.label is not None:
-            self.line.start(event.label)
-        elif isinstance(event, Working):
-            self.line.stop()
-        else:
-            Printer().emit(event)
-
-    def result(self, data: Any) -> int:
-        return 0
 
 
 @contextmanager

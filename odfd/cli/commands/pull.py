@@ -10,12 +10,12 @@ arguments and prints its events.
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from odfd.app.events import Working, event_from_json
 from odfd.app.pull import EVENTS, PullRequest
 from odfd.cli import remote_pull
 from odfd.cli.arguments import parse_rfc3339
+from odfd.cli.forwarded_rendering import StatusLineRendering
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 
 if TYPE_CHECKING:
@@ -84,14 +84,14 @@ def _request(args: argparse.Namespace) -> PullRequest:
     return request
 
 
-def forward(args: argparse.Namespace) -> tuple[PullRequest, Rendering] | str:
+def forward(args: argparse.Namespace) -> tuple[PullRequest, StatusLineRendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
     from odfd.sync.transport.url import looks_like_url
 
     request = _request(args)
     if any(looks_like_url(ref) for ref in request.datasets):
         return "it pulls from a remote URL (no engine to share)"
-    return request, Rendering()
+    return request, StatusLineRendering(EVENTS, remote_pull.Printer())
 
 
 def _pull(args: argparse.Namespace) -> int:
@@ -106,24 +106,3 @@ def _pull(args: argparse.Namespace) -> int:
         return 0
 
     return run_in_node(args, run)
-
-
-class Rendering:
-    """What the daemon answers, printed as a local run prints it (the status line too)."""
-
-    def __init__(self) -> None:
-        from odfd.cli.status_line import StatusLine
-
-        self.line = StatusLine()
-
-    def event(self, data: dict[str, Any]) -> None:
-        event = event_from_json(data, (*EVENTS, Working))
-        if isinstance(event, Working) and event.label is not None:
-            self.line.start(event.label)
-        elif isinstance(event, Working):
-            self.line.stop()
-        else:
-            remote_pull.Printer().emit(event)
-
-    def result(self, data: Any) -> int:
-        return 0
