@@ -7,12 +7,15 @@ names (Spark whatever the case; DataFusion, as odfd runs it, exactly). A name ma
 ``WITH`` clause defines in scope is that subquery, not a dataset. When the query cannot be parsed,
 every candidate is kept: the engine then reports the query's real error.
 
-sqlglot is imported only when there is something to decide (a dataset's alias appears in the
-query's text), so ``odfd sql`` over no dataset never pays for it.
+sqlglot is imported only when there is something to decide: not when no dataset's alias appears in
+the query's text, nor when a plain ``SELECT`` names every alias its text holds right after a
+top-level ``FROM`` or ``JOIN`` (then every one is read whatever a parse says), so the everyday
+``odfd sql`` does not pay for it.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
@@ -29,12 +32,93 @@ def read_aliases(sql: str, sql_dialect: str, aliases: Iterable[str]) -> list[str
     candidates = [alias for alias in aliases if alias.lower() in sql.lower()]
     if not candidates:
         return []  # nothing to decide: no parse, no sqlglot import
+    if _all_plainly_read(sql, sql_dialect, candidates):
+        return candidates
     dialect = _dialect(sql_dialect)
     tables = None if dialect is None else referenced_tables(sql, dialect)
     if dialect is None or tables is None:
         return candidates
     fold = dialect.case_insensitive
     return [alias for alias in candidates if (alias.lower() if fold else alias) in tables]
+
+
+_QUOTES = {"spark": "`", "datafusion": '"'}
+"""The identifier quote of each dialect the cheap pass reads (which folds case: Spark only)."""
+
+_TOKEN = re.compile(
+    r"""(?P<space>\s+)|(?P<string>'[^']*')|(?P<quoted>"(?:[^"]|"")*"|`(?:[^`]|``)*`)"""
+    r"""|(?P<word>[A-Za-z_][A-Za-z0-9_]*)|(?P<number>[0-9]+(?:\.[0-9]+)?)"""
+    r"""|(?P<symbol>[(),;.*=<>!+%|-])"""
+)
+
+
+def _all_plainly_read(sql: str, sql_dialect: str, candidates: list[str]) -> bool:
+    """Whether ``sql`` is one plain ``SELECT`` (no ``WITH``, no comment) whose top-level ``FROM``
+    and ``JOIN`` clauses name every candidate: each is then read whatever a full parse says (and
+    kept if it cannot parse), so the answer needs no sqlglot. ``False`` means: ask the parser."""
+    quote = _QUOTES.get(sql_dialect)
+    if quote is None:
+        return False
+    tokens = _tokens(sql, quote)
+    if not tokens or tokens[0] != ("word", "SELECT"):
+        return False
+    if ("word", "WITH") in tokens or ("symbol", ";") in tokens[:-1]:
+        return False
+    originals = _tokens(sql, quote, keywords=False) or []
+    fold = sql_dialect == "spark"
+    wanted = {alias.lower() if fold else alias for alias in candidates}
+    named: set[str] = set()
+    depth = 0
+    for at, token in enumerate(tokens):
+        if token[0] == "symbol" and token[1] in "()":
+            depth += 1 if token[1] == "(" else -1
+        elif depth == 0 and token in (("word", "FROM"), ("word", "JOIN")):
+            name = _table_name(originals, at + 1, quote)
+            if name is not None:
+                named.add(name.lower() if fold else name)
+    return wanted <= named
+
+
+def _tokens(sql: str, quote: str, keywords: bool = True) -> list[tuple[str, str]] | None:
+    """``sql`` as (kind, text) tokens, spaces dropped, words uppercase with ``keywords``; ``None`` for text
+    this small lexer does not fully understand (comments, escapes, the other dialect's quotes)."""
+    tokens: list[tuple[str, str]] = []
+    at = 0
+    while at < len(sql):
+        match = _TOKEN.match(sql, at)
+        if match is None or (match.lastgroup == "quoted" and match.group()[0] != quote):
+            return None
+        text = match.group()
+        if match.lastgroup == "string" and "\\" in text:
+            return None
+        if match.lastgroup == "symbol" and sql.startswith(("--", "/*"), at):
+            return None
+        if keywords and match.lastgroup == "word":
+            text = text.upper()
+        if match.lastgroup != "space":
+            tokens.append((str(match.lastgroup), text))
+        at = match.end()
+    return tokens
+
+
+def _table_name(tokens: list[tuple[str, str]], at: int, quote: str) -> str | None:
+    """The dotted table name that starts at ``tokens[at]`` when it plainly is one (not a table
+    function or a subquery), as a parse would join its parts; else ``None``."""
+    parts: list[str] = []
+    while at < len(tokens) and tokens[at][0] in ("word", "quoted"):
+        kind, text = tokens[at]
+        parts.append(text[1:-1].replace(quote * 2, quote) if kind == "quoted" else text)
+        at += 1
+        if at < len(tokens) and tokens[at] == ("symbol", "."):
+            at += 1
+        else:
+            break
+    else:
+        return None
+    following = tokens[at] if at < len(tokens) else None
+    if following is not None and following[0] == "symbol" and following[1] not in ",);":
+        return None
+    return ".".join(parts)
 
 
 def referenced_tables(sql: str, dialect: TagDialect) -> frozenset[str] | None:
