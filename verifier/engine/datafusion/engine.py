@@ -76,9 +76,6 @@ SETTINGS = {
     "datafusion.execution.parquet.schema_force_view_types": "false",
 }
 
-#: A streamed result travels in larger batches: fewer messages for a client to take apart.
-STREAMING_SETTINGS = {"datafusion.execution.batch_size": "65536"}
-
 _VOLATILE = re.compile(
     r"\b(random|uuid|now|current_date|current_time|current_timestamp|localtime|localtimestamp)\("
 )
@@ -148,62 +145,6 @@ class DataFusionEngine:
             planned = _physical_schema(ctx, result, "")
             batches = list(_batches(result, planned, planned.names, "the query"))
         return pa.Table.from_batches(batches, _plain_schema(planned))
-
-
-class StreamingQuery:
-    """A raw query planned for reading its result batch by batch, never whole (Flight SQL).
-
-    Planning happens on creation (blocking): :attr:`schema` is then known, nullability included,
-    and every batch has exactly that schema. :meth:`start` (blocking) sets up execution;
-    :meth:`next_batch` runs the engine until the next batch, on the running event loop;
-    :meth:`close` drops the execution, which stops the engine's work even in the middle of a
-    batch (a cancelled ``next_batch`` alone does not). The tables' files are linked from a
-    scratch folder that lives until ``close``.
-    """
-
-    def __init__(self, steps: Sequence[SqlQueryStep], tables: Sequence[QueryTable]) -> None:
-        self._scratch = tempfile.TemporaryDirectory(prefix="odfd-datafusion-stream-")
-        folder = Path(self._scratch.name)
-        try:
-            ctx = new_context(STREAMING_SETTINGS)
-            for number, table in enumerate(tables):
-                _register_files(ctx, table.name, table.paths, table.schema, folder / str(number))
-            self._frame: DataFrame | None = _run_steps(ctx, steps, "", deterministic=False)
-            self.schema = _plain_schema(self._frame.schema())
-        except BaseException:
-            self._scratch.cleanup()
-            raise
-        self._stream: Any = None
-
-    def start(self) -> None:
-        """Builds the physical plan and starts executing it (blocking: it reads file footers)."""
-        if self._frame is None:
-            raise QueryExecutionError("the query was closed")
-        try:
-            self._stream = self._frame.execute_stream()
-        except Exception as err:  # DataFusion's errors share no type
-            raise QueryExecutionError(f"the query failed: {_first_line(err)}") from err
-
-    async def next_batch(self) -> pa.RecordBatch | None:
-        """The next batch (columns cast to :attr:`schema`), ``None`` after the last."""
-        if self._stream is None:
-            raise QueryExecutionError("the query was not started or was closed")
-        try:
-            batch = await self._stream.__anext__()
-        except StopAsyncIteration:
-            return None
-        except Exception as err:
-            raise QueryExecutionError(f"the query failed: {_first_line(err)}") from err
-        arrow = batch.to_pyarrow()
-        return pa.RecordBatch.from_arrays(
-            [_plain(arrow.column(i), field.type) for i, field in enumerate(self.schema)],
-            schema=self.schema,
-        )
-
-    def close(self) -> None:
-        self._stream = None
-        self._frame = None
-        self._scratch.cleanup()
 
 
 def new_context(overrides: dict[str, str] | None = None) -> SessionContext:

@@ -23,7 +23,6 @@ import pyarrow as pa
 from verifier.engine.contract import QueryTable
 from verifier.engine.datafusion import json_functions
 from verifier.engine.datafusion.engine import (
-    STREAMING_SETTINGS,
     _first_line,
     _plain,
     _plain_schema,
@@ -36,6 +35,9 @@ if TYPE_CHECKING:
     from datafusion import DataFrame
 
 _KEPT_PLANS = 256
+
+#: A streamed result travels in larger batches: fewer messages for a client to take apart.
+STREAMING_SETTINGS = {"datafusion.execution.batch_size": "65536"}
 
 
 class QuerySession:
@@ -172,9 +174,11 @@ class PlannedQuery:
 
 @dataclass(eq=False)
 class StreamingQuery:
-    """A planned query, read batch by batch: :meth:`start` (blocking) sets up execution,
-    :meth:`next_batch` runs the engine to the next batch on the running event loop, :meth:`close`
-    drops the execution, which stops the engine's work even in the middle of a batch."""
+    """A planned query, read batch by batch, never whole: :meth:`start` (blocking) sets up
+    execution, :meth:`next_batch` runs the engine to the next batch on the running event loop,
+    :meth:`close` drops the execution, which stops the engine's work even in the middle of a
+    batch (a cancelled ``next_batch`` alone does not). The registrations it holds keep the files
+    it reads linked until ``close``, even when their tables are registered again meanwhile."""
 
     _frame: DataFrame | None
     schema: pa.Schema
@@ -183,6 +187,7 @@ class StreamingQuery:
     _stream: Any = None
 
     def start(self) -> None:
+        """Builds the physical plan and starts executing it (blocking: it reads file footers)."""
         if self._frame is None:
             raise QueryExecutionError("the query was closed")
         try:
