@@ -42,8 +42,9 @@ def read_aliases(sql: str, sql_dialect: str, aliases: Iterable[str]) -> list[str
     return [alias for alias in candidates if (alias.lower() if fold else alias) in tables]
 
 
-_QUOTES = {"spark": "`", "datafusion": '"'}
-"""The identifier quote of each dialect the cheap pass reads (which folds case: Spark only)."""
+_LEXICAL = {"spark": ("`", True), "datafusion": ('"', False)}
+"""Of each dialect the cheap pass reads: its identifier quote, and whether it folds the case of
+table names."""
 
 _TOKEN = re.compile(
     r"""(?P<space>\s+)|(?P<string>'[^']*')|(?P<quoted>"(?:[^"]|"")*"|`(?:[^`]|``)*`)"""
@@ -56,16 +57,16 @@ def _all_plainly_read(sql: str, sql_dialect: str, candidates: list[str]) -> bool
     """Whether ``sql`` is one plain ``SELECT`` (no ``WITH``, no comment) whose top-level ``FROM``
     and ``JOIN`` clauses name every candidate: each is then read whatever a full parse says (and
     kept if it cannot parse), so the answer needs no sqlglot. ``False`` means: ask the parser."""
-    quote = _QUOTES.get(sql_dialect)
-    if quote is None:
+    lexical = _LEXICAL.get(sql_dialect)
+    if lexical is None:
         return False
+    quote, fold = lexical
     tokens = _tokens(sql, quote)
     if not tokens or tokens[0] != ("word", "SELECT"):
         return False
     if ("word", "WITH") in tokens or ("symbol", ";") in tokens[:-1]:
         return False
     originals = _tokens(sql, quote, keywords=False) or []
-    fold = sql_dialect == "spark"
     wanted = {alias.lower() if fold else alias for alias in candidates}
     named: set[str] = set()
     depth = 0
