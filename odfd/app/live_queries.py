@@ -1,23 +1,26 @@
 """SQL over the node's datasets for a server that answers many small queries (Flight SQL): the
-use case of :mod:`odfd.app.query` (each dataset a table under its alias, ``[server] private``
-ones only for callers with a token, DataFusion), with its tables kept between queries.
+use case of :mod:`odfd.app.query` (each dataset a table under its alias, only those the
+authorization decision lets the caller read, DataFusion), with its tables kept between queries.
 
-Each kind of caller (with or without access to private datasets) has one DataFusion session in
-which every dataset it may read is registered; before a query plans, the catalog's heads are
-compared with what is registered and only datasets that moved are read and registered again.
-A query then costs its planning and execution, not a session and a chain walk per dataset.
+Callers who may read the same datasets share one DataFusion session in which every one of them is
+registered (a few sessions serve every anonymous client and every account); before a query plans,
+the catalog's heads are compared with what is registered and only datasets that moved are read
+and registered again. A query then costs its planning and execution, not a session and a chain
+walk per dataset.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from odfd.app.query import query_table, readable
+from odfd.app.authorization import Action, Policy, PolicyCache, Principal
+from odfd.app.query import query_table
 from odfd.coordinator.query import dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -27,6 +30,11 @@ from verifier.engine.errors import InvalidQueryError, TransformError
 if TYPE_CHECKING:
     from odfd.app.node import Node
     from protocol.identity import Multihash
+    from storage.catalog.records import DatasetRecord
+
+_MAX_SESSIONS = 32
+"""Distinct sets of readable datasets kept (each a DataFusion session); the least recently used
+goes when more callers with different views arrive."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,24 +50,29 @@ class LiveQueries:
 
     def __init__(self, node: Node) -> None:
         self._node = node
-        self._sessions = {private: _Kept(QuerySession()) for private in (False, True)}
+        self._policies = PolicyCache(node.workspace, node.config.server.is_private)
+        self._sessions: OrderedDict[frozenset[str], _Kept] = OrderedDict()
+        self._listed: tuple[tuple[int, int], list[DatasetRecord]] | None = None
+        self._views: dict[Principal, frozenset[str]] = {}
+        self._views_of: tuple[tuple[int, int], Policy] | None = None
 
-    async def tables(self, *, may_read_private: bool) -> Sequence[LiveTable]:
-        kept = self._sessions[may_read_private]
+    async def tables(self, subject: Principal) -> Sequence[LiveTable]:
+        """The datasets ``subject`` may read, as tables."""
+        kept, records = await self._kept(subject)
         async with kept.lock:
-            await self._refresh(kept, may_read_private)
+            await self._refresh(kept, records)
             return sorted(kept.schemas.values(), key=lambda table: table.name)
 
     async def plan(
-        self, sql: str, *, may_read_private: bool, parameters: Mapping[str, Any] | None = None
+        self, sql: str, subject: Principal, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         """``sql`` planned over the datasets the caller may read, at their heads now (raises
         ``verifier.engine.errors.InvalidQueryError`` for SQL that does not plan, and
         ``TransformError`` for a dataset whose files cannot be read, :class:`UnreadableDatasetError`
         for a query that names a dataset whose metadata cannot be read)."""
-        kept = self._sessions[may_read_private]
+        kept, records = await self._kept(subject)
         async with kept.lock:
-            await self._refresh(kept, may_read_private)
+            await self._refresh(kept, records)
             try:
                 return kept.session.plan(sql, parameters)
             except InvalidQueryError:
@@ -74,15 +87,40 @@ class LiveQueries:
         for kept in self._sessions.values():
             kept.session.close()
 
-    async def _refresh(self, kept: _Kept, may_read_private: bool) -> None:
+    async def _kept(self, subject: Principal) -> tuple[_Kept, list[DatasetRecord]]:
+        """The session of the datasets ``subject`` may read now, and their records."""
+        workspace = self._node.workspace
+        marker = await workspace.catalog.change_marker()
+        if self._listed is None or self._listed[0] != marker:
+            self._listed = (marker, await workspace.list_datasets())
+        records = self._listed[1]
+        policy = await self._policies.policy()
+        if self._views_of is None or self._views_of[0] != marker or self._views_of[1] is not policy:
+            self._views, self._views_of = {}, (marker, policy)
+        visible = self._views.get(subject)
+        if visible is None:
+            visible = self._views[subject] = frozenset(
+                record.alias
+                for record in records
+                if policy.decide(subject, Action.READ, record.alias).allowed
+            )
+        kept = self._sessions.get(visible)
+        if kept is None:
+            kept = self._sessions[visible] = _Kept(QuerySession())
+            while len(self._sessions) > _MAX_SESSIONS:
+                _, evicted = self._sessions.popitem(last=False)
+                async with evicted.lock:
+                    evicted.session.close()
+        self._sessions.move_to_end(visible)
+        return kept, [record for record in records if record.alias in visible]
+
+    async def _refresh(self, kept: _Kept, records: list[DatasetRecord]) -> None:
         """Registers the datasets whose head moved since they were registered; forgets the
         ones that are gone (or are no longer readable)."""
         workspace = self._node.workspace
         marker = await workspace.catalog.change_marker()
         if marker == kept.marker:
             return
-        visible = readable(self._node, may_read_private=may_read_private)
-        records = [record for record in await workspace.list_datasets() if visible(record)]
         aliases = {record.alias for record in records}
         for name in (kept.session.names | kept.broken.keys()) - aliases:
             kept.session.deregister(name)

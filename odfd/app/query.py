@@ -118,10 +118,3 @@ def run_query(
 def query_table(view: DatasetView) -> QueryTable:
     """The table a query reads for a dataset: its files under its alias, with its schema."""
     return QueryTable(view.alias, view.paths, view.schema)
-
-
-def readable(node: Node, *, may_read_private: bool) -> Callable[[DatasetRecord], bool]:
-    """Which datasets a caller may query: ``[server] private`` ones only with a read or admin
-    token (for everyone else they do not exist)."""
-    server = node.config.server
-    return lambda record: may_read_private or not server.is_private(record.alias)

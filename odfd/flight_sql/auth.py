@@ -1,13 +1,15 @@
 """Who is calling: the Flight SQL handshake, bearer tokens and the sessions they name.
 
 Every call but the handshake carries ``authorization: Bearer TOKEN``; a call without one, or with
-a token this server does not know, is refused (UNAUTHENTICATED). A token is one of the server's
-read or admin tokens (``[server] read_tokens`` / ``admin_tokens``: its holder also sees private
-datasets), or an anonymous session token the handshake handed out. The handshake takes HTTP
-Basic credentials, as the ADBC and JDBC drivers send them (the Go driver without base64
-padding): user ``anonymous`` with no password (or the password ``anonymous``, for clients that
-cannot send an empty one) opens an anonymous session; any user with a read or admin token as the
-password is that token's holder. The answer names the bearer token in the response headers.
+a token this server does not know (or one that expired or was revoked), is refused
+(UNAUTHENTICATED). A token is one the node knows (an issued account token, ``odfd account token
+create``, or one of the ``[server]`` token lists), resolved on every call to the node's one
+authorization subject (:func:`odfd.app.authorization.principal_of`), or an anonymous session
+token the handshake handed out. The handshake takes HTTP Basic credentials, as the ADBC and JDBC
+drivers send them (the Go driver without base64 padding): user ``anonymous`` with no password
+(or the password ``anonymous``, for clients that cannot send an empty one) opens an anonymous
+session; any user with a token as the password is that token's holder. The answer names the
+bearer token in the response headers.
 
 Sessions keep their prepared statements; idle ones expire and their number is bounded, so
 clients that never close cannot grow the server's memory.
@@ -15,20 +17,26 @@ clients that never close cannot grow the server's memory.
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql.service import ANONYMOUS, Subject
 from odfd.flight_sql.status import NotFound, Unauthenticated
+
+TokenResolver = Callable[[str], Coroutine[Any, Any, Subject | None]]
+"""A bearer token's subject; ``None`` for a token that is unknown, expired or revoked."""
+_RESOLVE_SECONDS = 30.0
 
 ANONYMOUS_USER = "anonymous"
 _ANONYMOUS_PASSWORDS = ("", ANONYMOUS_USER)
@@ -80,8 +88,9 @@ class Sessions:
         return token
 
     def touch(self, token: str, subject: Subject | None = None) -> Subject | None:
-        """The subject of the session ``token`` names, marked as used; ``subject`` opens it if it
-        is not open (a configured token's session). ``None``: no such session."""
+        """The subject of the session ``token`` names, marked as used; ``subject`` (the token's
+        subject as resolved now) opens it if it is not open, or replaces what it was.
+        ``None``: no such session."""
         with self._lock:
             self._expire()
             session = self._sessions.get(token)
@@ -89,6 +98,8 @@ class Sessions:
                 if subject is None:
                     return None
                 session = self._sessions[token] = _Session(subject, self._clock())
+            elif subject is not None:
+                session.subject = subject
             session.last_used = self._clock()
             self._sessions.move_to_end(token)
             while len(self._sessions) > self._max_sessions:
@@ -171,10 +182,11 @@ class Authenticator(flight.ServerMiddlewareFactory):
     """The middleware's key: ``context.get_middleware(KEY).caller`` in a handler."""
 
     def __init__(
-        self, sessions: Sessions, read_tokens: Collection[str], admin_tokens: Collection[str]
+        self, sessions: Sessions, resolve: TokenResolver, loop: asyncio.AbstractEventLoop
     ) -> None:
         self._sessions = sessions
-        self._tokens = frozenset(read_tokens) | frozenset(admin_tokens)
+        self._resolve = resolve
+        self._loop = loop
 
     def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> CallerMiddleware:
         values = headers.get("authorization", [])
@@ -185,7 +197,7 @@ class Authenticator(flight.ServerMiddlewareFactory):
             return CallerMiddleware(self._handshake(scheme.lower(), credentials))
         if scheme.lower() != "bearer" or not credentials:
             raise Unauthenticated(
-                "no bearer token: authenticate with a read or admin token, or hand shake with "
+                "no bearer token: authenticate with a token of this node, or hand shake with "
                 "Basic credentials of the user 'anonymous' for an anonymous session"
             )
         return CallerMiddleware(Caller(self._subject(credentials), credentials))
@@ -196,24 +208,33 @@ class Authenticator(flight.ServerMiddlewareFactory):
         if scheme != "basic":
             raise Unauthenticated(
                 "the handshake takes Basic credentials: user 'anonymous' with no password, or a "
-                "read or admin token as the password"
+                "token of this node as the password"
             )
         user, password = _basic(credentials)
         if user == ANONYMOUS_USER and password in _ANONYMOUS_PASSWORDS:
             return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
-        if password in self._tokens:
+        if password and self._principal(password) is not None:
             return Caller(self._subject(password), password, reply_token=True)
         raise Unauthenticated(
-            "unknown credentials: use the user 'anonymous' with no password, or a read or admin "
-            "token as the password"
+            "unknown, expired or revoked credentials: use the user 'anonymous' with no password, "
+            "or a token of this node as the password"
         )
 
     def _subject(self, token: str) -> Subject:
-        subject = Subject("token", may_read_private=True) if token in self._tokens else None
+        """An anonymous session's subject, or the token's as it resolves now (so a revoked or
+        expired token stops working on its next call)."""
+        subject = None if token.startswith(_ANONYMOUS_PREFIX) else self._principal(token)
         known = self._sessions.touch(token, subject)
         if known is None:
-            raise Unauthenticated("unknown or expired bearer token; connect again")
+            raise Unauthenticated("unknown, expired or revoked bearer token; connect again")
         return known
+
+    def _principal(self, token: str) -> Subject | None:
+        """The token's subject (resolved on the node's loop: the calls run on gRPC's threads)."""
+        subject = asyncio.run_coroutine_threadsafe(self._resolve(token), self._loop).result(
+            _RESOLVE_SECONDS
+        )
+        return None if subject is None or subject.account is None else subject
 
 
 def _basic(credentials: str) -> tuple[str, str]:

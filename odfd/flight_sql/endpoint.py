@@ -12,6 +12,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from odfd.errors import OdfdError
+from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.server import FlightSqlServer
 from odfd.flight_sql.service import QueryService
 
@@ -47,8 +48,7 @@ async def start(
     *,
     address: str,
     port: int,
-    read_tokens: frozenset[str] = frozenset(),
-    admin_tokens: frozenset[str] = frozenset(),
+    resolve: TokenResolver,
     time_limit: float = 600.0,
 ) -> FlightSqlEndpoint:
     """Serves ``service`` on ``address:port`` (0: a free port) from the running loop."""
@@ -60,8 +60,7 @@ async def start(
             f"grpc://{host}:{port}",
             service,
             loop,
-            read_tokens=read_tokens,
-            admin_tokens=admin_tokens,
+            resolve=resolve,
             time_limit=time_limit,
         )
     except pa.ArrowException:  # gRPC says only that it did not start; the OS says why

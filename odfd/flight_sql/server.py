@@ -32,7 +32,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql import catalog, messages, sql_info, status
-from odfd.flight_sql.auth import Authenticator, Caller, Sessions
+from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
 from odfd.flight_sql.service import (
     DataUnavailableError,
     InvalidQueryError,
@@ -87,8 +87,7 @@ class FlightSqlServer(flight.FlightServerBase):
         service: QueryService,
         loop: asyncio.AbstractEventLoop,
         *,
-        read_tokens: frozenset[str] = frozenset(),
-        admin_tokens: frozenset[str] = frozenset(),
+        resolve: TokenResolver,
         time_limit: float = 600.0,
         sessions: Sessions | None = None,
     ) -> None:
@@ -103,9 +102,7 @@ class FlightSqlServer(flight.FlightServerBase):
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
-            middleware={
-                Authenticator.KEY: Authenticator(self._sessions, read_tokens, admin_tokens)
-            },
+            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop)},
         )
 
     def close(self) -> None:

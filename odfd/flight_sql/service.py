@@ -14,19 +14,14 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from odfd.app.authorization import ANONYMOUS, Principal
 from odfd.errors import OdfdError
 
+Subject = Principal
+"""Who asks: the node's one authorization subject (an account or anonymous). A dataset it may
+not read is not there at all for it: absent from the table lists, unknown to its queries."""
 
-@dataclass(frozen=True, slots=True)
-class Subject:
-    """Who asks. Private datasets (``[server] private``) exist only for a subject that may read
-    them (a read or admin token); for everyone else they are not there at all."""
-
-    name: str
-    may_read_private: bool = False
-
-
-ANONYMOUS = Subject("anonymous")
+__all__ = ["ANONYMOUS", "Subject"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
+from odfd.app.authorization import Principal, principal_of
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
+from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
+from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
 from odfd.flight_sql.service import (
     DataUnavailableError,
@@ -25,6 +28,7 @@ from odfd.flight_sql.service import (
     TableInfo,
     UnknownTableError,
 )
+from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
 from verifier.engine.datafusion.session import PlannedQuery as LivePlan
 from verifier.engine.datafusion.session import StreamingQuery
@@ -45,7 +49,7 @@ class NodeQueries:
         self._live = LiveQueries(node)
 
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
-        tables = await self._live.tables(may_read_private=subject.may_read_private)
+        tables = await self._live.tables(subject)
         return [TableInfo(table.name, table.schema) for table in tables]
 
     async def plan(
@@ -80,9 +84,7 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None
     ) -> LivePlan:
         try:
-            return await self._live.plan(
-                sql, may_read_private=subject.may_read_private, parameters=parameters
-            )
+            return await self._live.plan(sql, subject, parameters)
         except engine_errors.InvalidQueryError as err:
             unknown = _UNKNOWN_TABLE.search(str(err))
             if unknown:
@@ -138,14 +140,23 @@ class _Stream:
 
 
 async def serve(node: Node, *, address: str, port: int) -> FlightSqlEndpoint:
-    """A Flight SQL server on ``address:port`` over ``node``, with its ``[server]`` tokens,
-    private datasets and query time limit."""
+    """A Flight SQL server on ``address:port`` over ``node``: its callers are the subjects of
+    the node's tokens (issued account tokens and the ``[server]`` lists), what they see is the
+    authorization decision's, with the node's query time limit."""
     config = node.config.server
     return await endpoint.start(
         NodeQueries(node),
         address=address,
         port=port,
-        read_tokens=config.read_tokens,
-        admin_tokens=config.admin_tokens,
+        resolve=token_resolver(node.workspace, config),
         time_limit=config.query_timeout,
     )
+
+
+def token_resolver(workspace: Workspace, config: ServerConfig) -> TokenResolver:
+    """A bearer token's subject as every server of the node establishes it."""
+
+    async def resolve(token: str) -> Principal | None:
+        return await principal_of(workspace, config, token)
+
+    return resolve

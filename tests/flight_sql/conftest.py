@@ -23,7 +23,7 @@ from odfd.app.node import Node as OdfdNode
 from odfd.config import NodeConfig, ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.service import PlannedQuery, QueryStream, Subject, TableInfo
-from odfd.flight_sql.workspace_queries import NodeQueries
+from odfd.flight_sql.workspace_queries import NodeQueries, token_resolver
 from protocol.identity import DatasetAliasPattern
 from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
 from storage.workspace import Workspace
@@ -168,19 +168,20 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             await root_with_table(workspace, "kamu/covid19.cases", cases_table())
             await root_with_slices(workspace, "big", [list(range(BIG_ROWS))], row_group_size=8192)
             config = NodeConfig(
-                server=ServerConfig(private=(DatasetAliasPattern.parse("secret.%"),))
+                server=ServerConfig(
+                    private=(DatasetAliasPattern.parse("secret.%"),),
+                    read_tokens=frozenset({READ_TOKEN}),
+                    admin_tokens=frozenset({ADMIN_TOKEN}),
+                )
             )
             queries = OpenQueries(NodeQueries(OdfdNode(workspace, config)))
-            read, admin = frozenset({READ_TOKEN}), frozenset({ADMIN_TOKEN})
-            main = await endpoint.start(
-                queries, address="127.0.0.1", port=0, read_tokens=read, admin_tokens=admin
-            )
+            resolve = token_resolver(workspace, config.server)
+            main = await endpoint.start(queries, address="127.0.0.1", port=0, resolve=resolve)
             strict = await endpoint.start(
                 queries,
                 address="127.0.0.1",
                 port=0,
-                read_tokens=read,
-                admin_tokens=admin,
+                resolve=resolve,
                 time_limit=STRICT_TIME_LIMIT,
             )
             running.node = Node(main.url, strict.url, root, queries)
