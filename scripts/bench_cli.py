@@ -143,13 +143,14 @@ def main() -> None:
         shutil.rmtree(work, ignore_errors=True)
 
 
-def workspaces(work: Path, *names: str) -> list[Path]:
+def workspaces(work: Path, *names: str, tree: Path = REPO) -> list[Path]:
+    """Fresh workspaces made by the code in ``tree`` (a baseline cannot open a newer catalog)."""
     roots = []
     for name in names:
         root = work / name / "ws"
         root.parent.mkdir()
-        odfd(root, "init")
-        reset(root)
+        odfd(root, "init", tree=tree)
+        reset(root, tree)
         roots.append(root)
     return roots
 
@@ -210,8 +211,8 @@ def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
     """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
     in the machine's load touches both alike."""
     trees = {"now": REPO, "baseline": baseline}
-    cold = dict(zip(trees, workspaces(work, "local-now", "local-baseline"), strict=True))
-    warm = dict(zip(trees, workspaces(work, "daemon-now", "daemon-baseline"), strict=True))
+    cold = {tree: workspaces(work, f"local-{tree}", tree=code)[0] for tree, code in trees.items()}
+    warm = {tree: workspaces(work, f"daemon-{tree}", tree=code)[0] for tree, code in trees.items()}
     print(f"median of {repeat} whole-process runs each (seconds); baseline: {baseline}")
     print(f"{'command':<34} {'now':>7} {'baseline':>9} {'ratio':>6}")
     for argv in NO_ENGINE:
