@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from odfd.app.query import referenced_views
+from odfd.app.projections import ProjectionError
+from odfd.app.query import query_inputs
 from odfd.coordinator.query import DatasetView, dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -265,20 +266,14 @@ async def execute(
             f"limit {request.limit} is above this node's cap of {limits.max_rows} rows per "
             "query ([server] query_max_rows); page through the result with skip and limit"
         )
-    states, views = await _tables(node, request, engine, visible)
-    tables = [QueryTable(view.alias, view.paths, view.schema) for view in views]
+    states, tables = await _tables(node, request, engine, visible)
     if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
-        versions = [str(view.head) for view in views]
         schema, batches = await _datafusion(
-            node,
-            request.query,
-            list(zip(tables, versions, strict=True)),
-            request.skip,
-            request.limit,
-            limits.time_limit,
+            node, request.query, tables, request.skip, request.limit, limits.time_limit
         )
     else:
-        schema, batches = await _engine(node, engine, request, tables, limits.time_limit)
+        plain = [table for table, _ in tables]
+        schema, batches = await _engine(node, engine, request, plain, limits.time_limit)
     return Answer(request, tuple(states), schema, tuple(batches))
 
 
@@ -321,25 +316,32 @@ async def tail(
 
 async def _tables(
     node: Node, request: QueryRequest, engine: str, visible: Visible | None
-) -> tuple[list[DatasetState], list[DatasetView]]:
-    """The datasets the query reads (pinned ones as pinned; else the tables it names, parsed in
-    ``engine``'s dialect, at their heads) and what it sees of each."""
-    if request.datasets is None:
-        records = {
-            record.alias: record
-            for record in await node.workspace.list_datasets()
-            if visible is None or visible(record)
-        }
-        views = await referenced_views(node, request.query, engine=engine, visible=visible)
-        views = [view for view in views if view.head is not None]
-        states = [DatasetState(records[view.alias].id, view.alias, view.head) for view in views]
-        return states, views
-    states, views = [], []
-    for pinned in request.datasets:
-        view = await _pinned_view(node, pinned, visible)
-        views.append(replace(view, alias=pinned.alias))
-        states.append(DatasetState(pinned.id, pinned.alias, view.head))
-    return states, [view for view in views if view.head is not None]
+) -> tuple[list[DatasetState], list[tuple[QueryTable, str]]]:
+    """The tables the query reads (``odfd.app.query.query_inputs``: pinned datasets as pinned,
+    else the datasets it names at their heads, and the projections it names over their inputs),
+    each with the block it is read at, and the datasets read, directly or through a projection
+    (what a proof pins, so ``/verify`` computes a projection at the same blocks)."""
+    pinned = None
+    if request.datasets is not None:
+        pinned = []
+        for dataset in request.datasets:
+            view = await _pinned_view(node, dataset, visible)
+            pinned.append(replace(view, alias=dataset.alias))
+    try:
+        inputs = await query_inputs(
+            node, request.query, engine=engine, visible=visible, pinned=pinned
+        )
+    except ProjectionError as error:
+        raise QueryFailedError(str(error)) from None
+    if request.datasets is not None:
+        states = [
+            DatasetState(d.id, d.alias, v.head)
+            for d, v in zip(request.datasets, pinned or [], strict=True)
+        ]
+        return states, inputs.tables()
+    ids = {record.alias: record.id for record in await node.workspace.list_datasets()}
+    states = [DatasetState(ids[view.alias], view.alias, view.head) for view in inputs.datasets()]
+    return states, inputs.tables()
 
 
 async def _pinned_view(node: Node, pinned: DatasetState, visible: Visible | None) -> DatasetView:

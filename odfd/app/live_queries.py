@@ -1,6 +1,7 @@
 """SQL over the node's datasets for a server that answers many small queries (Flight SQL): the
 use case of :mod:`odfd.app.query` (each dataset a table under its alias, only those the
-authorization decision lets the caller read, DataFusion), with its tables kept between queries.
+authorization decision lets the caller read, DataFusion; a ``Projection`` whose every input they
+may read, under its name, as ``odfd.app.query`` registers it), with its tables kept between queries.
 
 Callers who may read the same datasets share one DataFusion session in which every one of them is
 registered (a few sessions serve every anonymous client and every account); before a query plans,
@@ -20,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from odfd.app.authorization import Action, Policy, PolicyCache, Principal
-from odfd.app.query import query_table
+from odfd.app.projections import ProjectedTable, ProjectionError
+from odfd.app.query import projected_tables, query_table, readable_projections
 from odfd.coordinator.query import dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -59,9 +61,11 @@ class LiveQueries:
     async def tables(self, subject: Principal) -> Sequence[LiveTable]:
         """The datasets ``subject`` may read, as tables."""
         kept, records = await self._kept(subject)
+        projected = await readable_projections(self._node, [record.alias for record in records])
         async with kept.lock:
             await self._refresh(kept, records)
-            return sorted(kept.schemas.values(), key=lambda table: table.name)
+            found = [*kept.schemas.values(), *(_projection_table(p) for p in projected)]
+            return sorted(found, key=lambda table: table.name)
 
     async def plan(
         self, sql: str, subject: Principal, parameters: Mapping[str, Any] | None = None
@@ -71,8 +75,17 @@ class LiveQueries:
         ``TransformError`` for a dataset whose files cannot be read, :class:`UnreadableDatasetError`
         for a query that names a dataset whose metadata cannot be read)."""
         kept, records = await self._kept(subject)
+        try:
+            projected = await projected_tables(
+                self._node, sql, [record.alias for record in records]
+            )
+        except ProjectionError as err:
+            raise UnreadableDatasetError(str(err)) from None
         async with kept.lock:
             await self._refresh(kept, records)
+            for table in projected:  # off the loop: registering reads the file's footer
+                if kept.session.version(table.table.name) != table.version:
+                    await asyncio.to_thread(kept.session.register, table.table, table.version)
             try:
                 return kept.session.plan(sql, parameters)
             except InvalidQueryError:
@@ -143,6 +156,13 @@ class LiveQueries:
             kept.broken.pop(record.alias, None)
             kept.schemas[record.alias] = LiveTable(record.alias, view.schema or pa.schema([]))
         kept.marker = marker
+
+
+def _projection_table(projected: ProjectedTable) -> LiveTable:
+    """A projection as a listed table: its name and its result's schema."""
+    import pyarrow.parquet as pq
+
+    return LiveTable(projected.table.name, pq.read_schema(projected.table.paths[0]))
 
 
 class UnreadableDatasetError(OdfdError):

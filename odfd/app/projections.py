@@ -14,6 +14,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import re
+import uuid
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -21,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow.parquet as pq
 
 from odfd.app.resource_types import PROJECTION
-from odfd.coordinator.query import dataset_view
+from odfd.coordinator.query import DatasetView, dataset_view
 from odfd.errors import OdfdError
 from protocol.model import SqlQueryStep
 from storage.catalog.resources import ResourceRecord, ResourceTable
@@ -30,10 +32,11 @@ from verifier.errors import VerifierError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from storage.catalog import DatasetRecord
 
 _LATEST = re.compile(r"\blatest\s*\(", re.IGNORECASE)
 _ENGINES = ("datafusion",)
+_KEPT_RESULTS = 4
+"""Results kept per projection, the newest first."""
 
 
 class ProjectionError(OdfdError):
@@ -128,6 +131,20 @@ def _closing(sql: str, start: int) -> int | None:
     return None
 
 
+@dataclass(frozen=True, slots=True)
+class ProjectedTable:
+    """A projection's result as a query reads it, and the datasets (at the blocks) it was
+    computed from: what an answer records as read."""
+
+    table: QueryTable
+    inputs: tuple[DatasetView, ...]
+
+    @property
+    def version(self) -> str:
+        """What identifies the result: its file, named by generation and input heads."""
+        return str(self.table.paths[0])
+
+
 class Projections:
     """The projections of a node, computed when a query reads them."""
 
@@ -135,36 +152,43 @@ class Projections:
         self.node = node
         self.resources = ResourceTable(node.workspace.catalog)
 
-    async def named(self, visible: dict[str, DatasetRecord]) -> dict[str, ResourceRecord]:
-        """Projections by name (those a caller may see: every input visible to them)."""
+    async def named(self, readable: Collection[str]) -> dict[str, ResourceRecord]:
+        """Projections by name, of those whose every input is one of the ``readable`` dataset
+        aliases (what the authorization decision lets the caller read, or what a request pins)."""
         found = {}
         for record in await self.resources.list(PROJECTION.schema):
             try:
                 spec = ProjectionSpec.from_record(record)
             except ProjectionError:
                 continue
-            if all(alias in visible for alias in spec.inputs):
+            if all(alias in readable for alias in spec.inputs):
                 found[record.name] = record
         return found
 
-    async def table(self, record: ResourceRecord) -> QueryTable:
-        """The projection's current result, as a table a query can read."""
+    async def table(
+        self, record: ResourceRecord, views: Mapping[str, DatasetView] | None = None
+    ) -> ProjectedTable:
+        """The projection's result over ``views`` of its inputs (by alias; by default each input
+        at its head), as a table a query can read."""
         spec = ProjectionSpec.from_record(record)
         workspace = self.node.workspace
-        views = []
+        inputs = []
         for alias in spec.inputs:
+            if views is not None and alias in views:
+                inputs.append(views[alias])
+                continue
             found = await workspace.catalog.find_by_alias(alias)
             if found is None:
                 raise ProjectionError(
                     "missing-input", f"Projection {record.name}: dataset {alias} does not exist"
                 )
-            views.append(await dataset_view(workspace.open_dataset(found.id)))
+            inputs.append(await dataset_view(workspace.open_dataset(found.id)))
         key = hashlib.sha256(
-            repr((record.id, record.generation, [str(v.head) for v in views])).encode()
+            repr((record.id, record.generation, [str(v.head) for v in inputs])).encode()
         ).hexdigest()[:32]
         path = workspace.root / "cache" / "projections" / f"{record.id}-{key}.parquet"
         if not path.exists():
-            tables = [QueryTable(v.alias, v.paths, v.schema) for v in views if v.head is not None]
+            tables = [QueryTable(v.alias, v.paths, v.schema) for v in inputs if v.head is not None]
             engine = await asyncio.to_thread(self.node.engines.named, spec.engine)
             try:
                 result = await asyncio.to_thread(
@@ -175,14 +199,24 @@ class Projections:
                     "query-failed", f"Projection {record.name}: {type(err).__name__}: {err}"
                 ) from None
             await asyncio.to_thread(_write, path, result, f"{record.id}-*.parquet")
-        return QueryTable(record.name, (path,), None)
+        return ProjectedTable(QueryTable(record.name, (path,), None), tuple(inputs))
 
 
 def _write(path: Path, table: Any, older: str) -> None:
-    """The result at ``path``, the projection's older results (``older``: a glob) removed."""
+    """The result at ``path``; of the projection's older results (``older``: a glob), only the
+    newest few stay (a query planned over one a moment ago, or an answer pinned to older blocks,
+    may still read it)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    for stale in path.parent.glob(older):
-        stale.unlink(missing_ok=True)
-    staged = path.with_suffix(".tmp")
+    staged = path.with_name(f"{path.stem}.{uuid.uuid4().hex}.tmp")  # writers may race
     pq.write_table(table, staged)
     staged.replace(path)
+    kept = sorted(path.parent.glob(older), key=_modified, reverse=True)
+    for stale in kept[_KEPT_RESULTS:]:
+        stale.unlink(missing_ok=True)
+
+
+def _modified(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except FileNotFoundError:
+        return 0.0

@@ -1,15 +1,17 @@
 """SQL over the node's datasets (``odfd sql``, the console's SQL box): each dataset a query
 names is a table under its alias, pinned to a block or a time when asked, run in the engine the
 caller chose (DataFusion by default, in-process; Spark through the node's configured session).
-A ``Projection`` resource it names is a table too: its current result (``odfd.app.projections``)."""
+A ``Projection`` resource it names is a table too: its current result (``odfd.app.projections``).
+``query_inputs`` is the one registration every query surface uses."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from odfd.app.projections import Projections
+from odfd.app.projections import ProjectedTable, ProjectionError, Projections, ProjectionSpec
 from odfd.app.query_tables import read_aliases
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from protocol.model import SqlQueryStep
@@ -27,6 +29,30 @@ if TYPE_CHECKING:
 DEFAULT_ENGINE = "datafusion"
 
 
+@dataclass(frozen=True, slots=True)
+class QueryInputs:
+    """What a query reads, registered the same way by every query surface (``odfd sql``, the
+    console, the HTTP query API, Flight SQL): each dataset it names under its alias, and each
+    ``Projection`` it names under its name, as its result over its inputs."""
+
+    views: tuple[DatasetView, ...]
+    projections: tuple[ProjectedTable, ...] = ()
+
+    def tables(self) -> list[tuple[QueryTable, str]]:
+        """Each table with what identifies its content (the block a dataset is read at, a
+        projection's result file); a dataset that did not exist yet (AS OF) is no table."""
+        datasets = [(query_table(view), str(view.head)) for view in self.views if view.head]
+        return datasets + [(projected.table, projected.version) for projected in self.projections]
+
+    def datasets(self) -> list[DatasetView]:
+        """Every dataset read, by the query or through a projection, once each, with data."""
+        seen: dict[str, DatasetView] = {}
+        for view in [*self.views, *(v for p in self.projections for v in p.inputs)]:
+            if view.head is not None:
+                seen.setdefault(view.alias, view)
+        return list(seen.values())
+
+
 async def query(
     node: Node,
     sql: str,
@@ -36,34 +62,103 @@ async def query(
     time: Timestamp | None = None,
     visible: Callable[[DatasetRecord], bool] | None = None,
 ) -> pa.Table:
-    """The result of ``sql`` over the datasets it names (of those ``visible`` allows), as of
-    ``block`` or ``time`` when given."""
-    views = await referenced_views(
-        node, sql, engine=engine, block=block, time=time, visible=visible
+    """The result of ``sql`` over the datasets and projections it names (of those ``visible``
+    allows), as of ``block`` or ``time`` when given."""
+    inputs = await query_inputs(node, sql, engine=engine, block=block, time=time, visible=visible)
+    projected = [projected.table for projected in inputs.projections]
+    return await asyncio.to_thread(
+        run_query, node.engines, sql, list(inputs.views), engine, projected
     )
-    projected = await projection_tables(node, sql, engine=engine, visible=visible)
-    return await asyncio.to_thread(run_query, node.engines, sql, views, engine, projected)
 
 
-async def projection_tables(
+async def query_inputs(
     node: Node,
     sql: str,
     *,
     engine: str = DEFAULT_ENGINE,
+    block: Multihash | None = None,
+    time: Timestamp | None = None,
     visible: Callable[[DatasetRecord], bool] | None = None,
-) -> list[QueryTable]:
-    """The results of the ``Projection``s the query names (of those whose inputs it may see)."""
-    records = {
+    pinned: Sequence[DatasetView] | None = None,
+) -> QueryInputs:
+    """The tables ``sql`` reads (``odfd.app.query_tables``, in ``engine``'s dialect): of the
+    datasets ``visible`` allows, at their heads or as of ``block``/``time``, or exactly the
+    ``pinned`` views (under their aliases); and the projections whose every input is one of
+    those, computed over the same views of their inputs."""
+    if pinned is None:
+        records = await _visible_records(node, visible)
+        views = await _views(node, sql, records, engine, block, time)
+        readable: Collection[str] = records.keys()
+    else:
+        records, views, readable = {}, list(pinned), {view.alias for view in pinned}
+    projected = await projected_tables(
+        node,
+        sql,
+        readable,
+        engine=engine,
+        views={view.alias: view for view in views},
+        open_view=lambda alias: _open_view(node, records[alias], block, time),
+    )
+    return QueryInputs(tuple(views), tuple(projected))
+
+
+async def projected_tables(
+    node: Node,
+    sql: str,
+    readable: Collection[str],
+    *,
+    engine: str = DEFAULT_ENGINE,
+    views: Mapping[str, DatasetView] | None = None,
+    open_view: Callable[[str], Awaitable[DatasetView]] | None = None,
+) -> list[ProjectedTable]:
+    """The results of the ``Projection``s ``sql`` names, of those whose every input is one of
+    the ``readable`` dataset aliases (a projection is readable by exactly who may read all its
+    inputs), over ``views`` of their inputs (by alias; else ``open_view``'s, else each at its
+    head)."""
+    projections = Projections(node)
+    named = await projections.named(readable)
+    if not named:
+        return []
+    dialect = (await asyncio.to_thread(node.engines.named, engine)).sql_dialect
+    found = []
+    for name in read_aliases(sql, dialect, named):
+        given = dict(views or {})
+        if open_view is not None:
+            for alias in ProjectionSpec.from_record(named[name]).inputs:
+                if alias not in given:
+                    given[alias] = await open_view(alias)
+        found.append(await projections.table(named[name], given))
+    return found
+
+
+async def readable_projections(node: Node, readable: Collection[str]) -> list[ProjectedTable]:
+    """Every projection whose inputs are all among ``readable``, at their inputs' heads (a table
+    list's rows; one that cannot be computed now is left out, its status says why)."""
+    projections = Projections(node)
+    found = []
+    for record in (await projections.named(readable)).values():
+        try:
+            found.append(await projections.table(record))
+        except ProjectionError:
+            continue
+    return found
+
+
+async def _visible_records(
+    node: Node, visible: Callable[[DatasetRecord], bool] | None
+) -> dict[str, DatasetRecord]:
+    return {
         record.alias: record
         for record in await node.workspace.list_datasets()
         if visible is None or visible(record)
     }
-    projections = Projections(node)
-    named = await projections.named(records)
-    if not named:
-        return []
-    dialect = (await asyncio.to_thread(node.engines.named, engine)).sql_dialect
-    return [await projections.table(named[name]) for name in read_aliases(sql, dialect, named)]
+
+
+async def _open_view(
+    node: Node, record: DatasetRecord, block: Multihash | None, time: Timestamp | None
+) -> DatasetView:
+    dataset = node.workspace.open_dataset(record.id)
+    return await dataset_view(dataset, pinned_block=block, pinned_time=time)
 
 
 async def pinned_at(node: Node, as_of: str | None) -> tuple[Multihash | None, Timestamp | None]:
@@ -85,19 +180,23 @@ async def referenced_views(
 ) -> list[DatasetView]:
     """The views of the datasets the query reads as tables, parsed in the dialect of ``engine``
     (``odfd.app.query_tables``)."""
-    workspace = node.workspace
-    records = {
-        record.alias: record
-        for record in await workspace.list_datasets()
-        if visible is None or visible(record)
-    }
+    return await _views(node, sql, await _visible_records(node, visible), engine, block, time)
+
+
+async def _views(
+    node: Node,
+    sql: str,
+    records: Mapping[str, DatasetRecord],
+    engine: str,
+    block: Multihash | None,
+    time: Timestamp | None,
+) -> list[DatasetView]:
     # in a worker thread: the engine's first use imports its library
     dialect = (await asyncio.to_thread(node.engines.named, engine)).sql_dialect
-    views = []
-    for alias in read_aliases(sql, dialect, records):
-        dataset = workspace.open_dataset(records[alias].id)
-        views.append(await dataset_view(dataset, pinned_block=block, pinned_time=time))
-    return views
+    return [
+        await _open_view(node, records[alias], block, time)
+        for alias in read_aliases(sql, dialect, records)
+    ]
 
 
 def run_query(
