@@ -28,7 +28,7 @@ from typing import Any, Protocol
 
 from odfd.app.account_resources import AccountResourceError, reconcile_account
 from odfd.app.authorization import RelationsError, check_relations
-from odfd.app.node_secrets import NodeSecrets, SecretError
+from odfd.app.node_secrets import SecretError, node_secrets
 from odfd.app.projections import ProjectionError, ProjectionSpec
 from odfd.app.resource_types import (
     ACCOUNT,
@@ -36,6 +36,7 @@ from odfd.app.resource_types import (
     PERSISTENT_VOLUME,
     PROJECTION,
     RELATIONS,
+    RESOURCE,
     SECRET_SET,
     SOURCE,
     VARIABLE_SET,
@@ -45,6 +46,7 @@ from odfd.app.resources import (
     DATASET_SCHEMA,
     MIRROR_SCHEMA,
     RECONCILE_ERROR,
+    REMOTE_ANNOTATION,
     MirrorSpec,
     dataset_resource,
     kind_of,
@@ -115,7 +117,7 @@ class Reconciler:
         self.hooks = hooks or NoHooks()
         self.resources = ResourceTable(workspace.catalog)
         self.mirrors = MirrorTable(workspace.catalog)
-        self.secrets = NodeSecrets(workspace.keys)
+        self.secrets = node_secrets(workspace.keys)
 
     async def reconcile_all(self, *, unsettled_only: bool = False) -> list[ReconcileResult]:
         """Mirrors first (derivative datasets may read what they bring), then datasets.
@@ -190,6 +192,8 @@ class Reconciler:
             elif record.schema == RELATIONS.schema:
                 self._relations(record)
                 message = None
+            elif record.schema == RESOURCE.schema:
+                raise ReconcileFailure("not-reconciled", _generic_message(record))
             else:
                 raise ReconcileFailure(
                     "no-controller",
@@ -459,3 +463,18 @@ def _settled(record: ResourceRecord) -> bool:
 
 def _event_key(event: MetadataEvent) -> tuple[str, str | None]:
     return kind_name(event), event.source_name if isinstance(event, AddPushSource) else None
+
+
+def _generic_message(record: ResourceRecord) -> str:
+    """What a generic ``Resource`` is, and why nothing acts on it."""
+    remote = record.annotations.get(REMOTE_ANNOTATION)
+    what = (
+        f"a view of {remote}, stored under this node's own account and an id of its own"
+        if remote
+        else "stored as given"
+    )
+    return (
+        f"a generic Resource, {what}: its $schema (resource/v1alpha1/Resource) names no type, so "
+        "no controller of this node acts on it; apply it with its own type's $schema (e.g. "
+        "sink/v1alpha1/WebhookTarget) to have this node reconcile it"
+    )

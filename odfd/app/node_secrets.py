@@ -10,6 +10,7 @@ that node can read it. Plain values never leave this module except to the code t
 from __future__ import annotations
 
 import base64
+import weakref
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -65,3 +66,15 @@ class NodeSecrets:
                 f"not a JWE this node can decrypt ({type(err).__name__}: {err}); encrypt it to "
                 "this node's public key, or give the plain value to have the node encrypt it"
             ) from None
+
+
+_OF_KEYS: weakref.WeakKeyDictionary[KeyStore, NodeSecrets] = weakref.WeakKeyDictionary()
+
+
+def node_secrets(keys: KeyStore) -> NodeSecrets:
+    """The secrets of the node whose keys are ``keys``, one per key store: its key is read and
+    converted once, not on every apply."""
+    found = _OF_KEYS.get(keys)
+    if found is None:
+        found = _OF_KEYS[keys] = NodeSecrets(keys)
+    return found

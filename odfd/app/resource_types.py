@@ -46,6 +46,9 @@ PERSISTENT_VOLUME = _spec("storage/v1alpha1/PersistentVolume", True)
 PROJECTION = _spec("dataset/v1alpha1/Projection", True)
 ACCOUNT = _spec("auth/v1alpha1/Account", True)
 RELATIONS = _spec("auth/v1alpha1/Relations", True)
+RESOURCE = _spec("resource/v1alpha1/Resource", True)
+"""The generic container: a resource whose ``$schema`` names no type (e.g. another node's
+resource as it shows it). Stored as given; its status says why nothing acts on it."""
 
 TYPES: tuple[ResourceType, ...] = (
     DATASET,
@@ -59,6 +62,7 @@ TYPES: tuple[ResourceType, ...] = (
     PROJECTION,
     ACCOUNT,
     RELATIONS,
+    RESOURCE,
 )
 _BY_SCHEMA = {t.schema: t for t in TYPES}
 _BY_NAME = {t.name.lower(): t for t in TYPES}

@@ -27,11 +27,12 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from odfd.app.node_secrets import NodeSecrets
+from odfd.app.node_secrets import node_secrets
 from odfd.app.references import references_of
 from odfd.app.resource_types import (
     DATASET,
     MIRROR,
+    RESOURCE,
     short_name,
     type_of,
 )
@@ -315,6 +316,8 @@ def parse_manifest(document: Any, where: str) -> Manifest:
     tree = json_value({**document, "$schema": kind.schema})
     assert isinstance(tree, dict)  # resource_schema read `$schema` from it
     canonical = "status" in tree
+    if kind is RESOURCE:
+        return _generic_resource(tree, canonical, where)
     # A Dataset's spec is read by the reference's own rules (its reader names unknown fields too,
     # and accepts the spellings kamu-cli does, e.g. `type: int64`, that the schema's enums do not).
     if kind.spec_schema is not None and kind is not DATASET:
@@ -351,6 +354,91 @@ def parse_manifest(document: Any, where: str) -> Manifest:
         headers.id,
         where,
     )
+
+
+REMOTE_ANNOTATION = CONDITION_BASE + "ViewOf"
+"""Set on a generic ``Resource`` that shows another node's resource: whose it is there."""
+_SECRET_FIELDS = frozenset({"secret", "secrets", "password", "token", "apiKey", "api_key"})
+
+
+def _generic_resource(tree: dict[str, Any], canonical: bool, where: str) -> Manifest:
+    """A generic ``Resource`` (its ``$schema`` names no type): stored as given, reconciled by
+    nothing (its status says so). One whose account is not an account of this node (another
+    node's resource as that node shows it, e.g. the spec's canonical webhook view) is stored as
+    a view: under this node's own account with an id of its own, its identity there kept in the
+    ``…/daemon/v1alpha1/ViewOf`` annotation. So it never takes an id or an account this node did not
+    give, and the identity checks of every resource of this node stay as they are."""
+    try:
+        validate(tree, RESOURCE.schema if canonical else RESOURCE.schema + "Input", where)
+    except SchemaViolation as err:
+        raise ManifestError(str(err)) from None
+    headers: dict[str, Any] = tree["headers"]
+    spec: dict[str, Any] = tree["spec"]
+    _refuse_plain_secrets(spec, f"{where}: spec", where)
+    name = str(headers["name"])
+    annotations = dict(headers.get("annotations") or {})
+    account = headers.get("account")
+    account_name = account.get("name") if isinstance(account, dict) else account
+    foreign = _foreign_account(account, where)
+    if foreign is not None:
+        which = f"resource {headers['id']}" if headers.get("id") else "a resource"
+        annotations[REMOTE_ANNOTATION] = f"{which} of {foreign}"
+        resource_id = None
+        stored = name
+    else:
+        try:
+            owner = None if account_name is None else AccountName(str(account_name))
+        except OdfError as err:
+            raise ManifestError(f"{where}: headers.account.name: {err}") from None
+        owner = None if owner == DEFAULT_ACCOUNT else owner
+        resource_id = headers.get("id")
+        stored = name if owner is None else f"{owner}/{name}"
+    return Manifest(
+        RESOURCE.schema,
+        stored,
+        spec,
+        dict(headers.get("labels") or {}),
+        annotations,
+        resource_id,
+        where,
+    )
+
+
+def _foreign_account(account: Any, where: str) -> str | None:
+    """``account`` (a handle or a name) described, when it is not an account of this node (its
+    id or DID is not the one this node gives that name); ``None`` when it is."""
+    if not isinstance(account, dict):
+        return None
+    name = account.get("name")
+    if not isinstance(name, str):
+        return f"account {account.get('did') or account.get('id')}"
+    try:
+        handle = account_handle(AccountName(name))
+    except (OdfError, ManifestError) as err:
+        raise ManifestError(f"{where}: headers.account.name: {err}") from None
+    given_id, given_did = account.get("id"), account.get("did")
+    if given_id not in (None, handle.id) or given_did not in (None, str(handle.did)):
+        parts = [f"id {given_id}" if given_id else "", f"did {given_did}" if given_did else ""]
+        return f"account {name} ({', '.join(p for p in parts if p)}) of another node"
+    return None
+
+
+def _refuse_plain_secrets(value: Any, path: str, where: str) -> None:
+    """odfd cannot know which fields of a generic resource are secrets; those named like one must
+    come encrypted (``{value, contentEncoding: jwe}``), never to be stored in plain text."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            here = f"{path}.{key}"
+            if key in _SECRET_FIELDS and isinstance(item, str | int | float):
+                raise ManifestError(
+                    f"{here}: a generic Resource is stored as given, and this looks like a plain "
+                    "secret: give it encrypted ({value: <JWE>, contentEncoding: jwe}) or apply "
+                    "the resource with its own type's $schema"
+                )
+            _refuse_plain_secrets(item, here, where)
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _refuse_plain_secrets(item, f"{path}[{n}]", where)
 
 
 _SYSTEM_HEADERS = ("generation", "createdAt", "updatedAt", "deletedAt")
@@ -412,7 +500,7 @@ async def apply_manifests(
     applied together resolve to each other, whatever their order); each change is recorded as
     done by ``actor`` (default: a local command)."""
     table = ResourceTable(workspace.catalog)
-    secrets = NodeSecrets(workspace.keys)
+    secrets = node_secrets(workspace.keys)
     results = []
     for m in manifests:
         previous = await (
@@ -438,7 +526,7 @@ async def apply_manifests(
         ]
         await references.replace(record.id, written)
     await references.resolve()
-    await refresh_reference_conditions(workspace, [r.record.id for r in results])
+    await refresh_reference_conditions(workspace, around=[r.record.id for r in results])
     for result in results:
         if result.change != "unchanged":
             target = f"{kind_of(result.record.schema)}:{result.record.name}"
@@ -446,10 +534,16 @@ async def apply_manifests(
     return results
 
 
-async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str] = ()) -> None:
+async def refresh_reference_conditions(
+    workspace: Workspace, around: Iterable[str] | None = None
+) -> None:
     """Set the ``References`` condition of every resource with a reference that does not reach an
-    existing resource (naming each), and clear it where all do (and on the ``also`` resources)."""
-    rows = await ResourceReferenceTable(workspace.catalog).list()
+    existing resource (naming each), and clear it where all do. With ``around``: only of those
+    resources and of the ones referencing them (what applying them can change), so an apply
+    reads what it touches, not every resource."""
+    references = ResourceReferenceTable(workspace.catalog)
+    also = [] if around is None else list(around)
+    rows = await (references.list() if around is None else references.list_around(also))
     table = ResourceTable(workspace.catalog)
     problems: dict[str, list[str]] = {resource_id: [] for resource_id in also}
     targets: dict[str, ResourceRecord | None] = {}
@@ -465,7 +559,9 @@ async def refresh_reference_conditions(workspace: Workspace, also: Iterable[str]
             record = targets[row.target_id]
             if record is not None and row.target_key not in _values_of(record):
                 found.append(f"{row.path}: {target} has no key {row.target_key}")
-    current = await table.condition_everywhere(REFERENCES)
+    current = await table.condition_everywhere(
+        REFERENCES, None if around is None else problems.keys()
+    )
     for resource_id, messages in problems.items():
         condition = {"status": "Unresolved", "message": "; ".join(messages)} if messages else None
         # Written only where it changes: an apply must not rewrite every referencing resource.

@@ -43,7 +43,7 @@ def _registry() -> Registry[Any]:
                 if file.name.endswith(".json"):
                     schema = json.loads(file.read_text())
                     entries.append((schema["$id"], DRAFT202012.create_resource(schema)))
-    registry: Registry[Any] = Registry().with_resources(entries)
+    registry: Registry[Any] = Registry().with_resources(entries).crawl()  # anchors found once
     return registry
 
 
@@ -58,7 +58,10 @@ def known_schema(uri: str) -> bool:
 
 @cache
 def _validator(uri: str) -> Draft202012Validator:
-    return Draft202012Validator({"$ref": uri}, registry=_registry())
+    """One validator per schema, kept: the schema itself at the root (no ``$ref`` to look up
+    on every call), its references resolved in the registry built once."""
+    registry = _registry()
+    return Draft202012Validator(registry.contents(uri), registry=registry)
 
 
 def validate(document: Any, uri: str, where: str = "") -> None:

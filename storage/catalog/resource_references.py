@@ -9,6 +9,8 @@ their target exists.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from storage.catalog.catalog import Catalog
@@ -83,6 +85,21 @@ class ResourceReferenceTable:
 
     async def list(self, resource_id: str | None = None) -> list[ReferenceRow]:
         where, args = ("WHERE f.resource_id = ?", (resource_id,)) if resource_id else ("", ())
+        return await self._rows(where, args)
+
+    async def list_around(self, resource_ids: Iterable[str]) -> list[ReferenceRow]:
+        """The references of the ``resource_ids`` and of every resource that references one of
+        them: the rows an apply of those resources can change the meaning of, without reading
+        the whole table."""
+        ids = json.dumps(list(resource_ids))
+        return await self._rows(
+            "WHERE f.resource_id IN (SELECT value FROM json_each(?))"
+            " OR f.resource_id IN (SELECT resource_id FROM resource_references"
+            " WHERE target_id IN (SELECT value FROM json_each(?)))",
+            (ids, ids),
+        )
+
+    async def _rows(self, where: str, args: tuple[str, ...]) -> list[ReferenceRow]:
         rows = await self._sql.fetchall(
             "SELECT f.resource_id, f.path, f.target_schema, f.target_name, f.target_id,"
             " f.target_key, r.id IS NOT NULL FROM resource_references f"

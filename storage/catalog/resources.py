@@ -11,7 +11,7 @@ from __future__ import annotations
 import builtins
 import json
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -206,14 +206,24 @@ class ResourceTable:
         )
         return [_record(row) for row in rows]
 
-    async def condition_everywhere(self, key: str) -> dict[str, JsonObject | None]:
-        """The condition ``key`` of every resource (None where it has none), by id: one column
-        read, without decoding whole resources."""
+    async def condition_everywhere(
+        self, key: str, of: Iterable[str] | None = None
+    ) -> dict[str, JsonObject | None]:
+        """The condition ``key`` of every resource (or of those with the ids ``of``; None where
+        it has none), by id: one column read, without decoding whole resources."""
         if '"' in key:
             raise StorageError(f"condition key {key!r} must not contain a double quote")
-        rows = await self._sql.fetchall(
-            "SELECT id, json_extract(status, ?) FROM resources", (f'$.conditions."{key}"',)
-        )
+        path = f'$.conditions."{key}"'
+        if of is None:
+            rows = await self._sql.fetchall(
+                "SELECT id, json_extract(status, ?) FROM resources", (path,)
+            )
+        else:
+            rows = await self._sql.fetchall(
+                "SELECT id, json_extract(status, ?) FROM resources"
+                " WHERE id IN (SELECT value FROM json_each(?))",
+                (path, json.dumps(list(of))),
+            )
         return {row[0]: None if row[1] is None else json.loads(row[1]) for row in rows}
 
     async def update_status(

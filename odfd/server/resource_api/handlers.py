@@ -36,12 +36,12 @@ from odfd.app.flow_history import (
     run_document,
     webhook_deliveries,
 )
+from odfd.app.grouped_applies import GroupedApplies
 from odfd.app.resource_service import (
     AccountDid,
     AccountScope,
     Reconcile,
     account_scope,
-    apply_and_reconcile,
     find_resource,
     list_resources,
     resource_documents,
@@ -134,8 +134,8 @@ class ResourceApi:
         access: ResourceAccess | None = None,
     ) -> None:
         self._node = node
-        self._reconcile = reconcile
         self._access = access or TokenAccess(node)
+        self._applies = GroupedApplies(reconcile)
 
     def __call__(self, app: web.Application) -> None:
         handlers = (self.list, self.apply, self.get, self.delete, self.runs, self.deliveries)
@@ -168,9 +168,7 @@ class ResourceApi:
         documents, batch = _documents(await request.read(), request.content_type, path.kind)
         manifests = read_documents(documents, scope)
         node = self._node()
-        applied = await apply_and_reconcile(
-            node.workspace, manifests, self._reconcile, actor=await self._actor(request)
-        )
+        applied = await self._applies.apply(node.workspace, manifests, await self._actor(request))
         records = [a.record for a in applied]
         # Answer what is stored now: the controllers have written each one's status.
         table = ResourceTable(node.workspace.catalog)
