@@ -129,6 +129,64 @@ async def subscribe(node: Node, record: ResourceRecord, callback_url: str) -> di
     return condition
 
 
+@dataclass(frozen=True, slots=True)
+class Unsubscribed:
+    """What deleting a subscribed Mirror undid at its source, or why it could not."""
+
+    mirror: str
+    source: str
+    name: str
+    """The WebhookTarget and Flow at the source."""
+    error: str | None = None
+    """Why they are still there (the source unreachable or refusing); None: removed."""
+
+    def __str__(self) -> str:
+        made = f"WebhookTarget:{self.name} and Flow:{self.name} at {self.source}"
+        if self.error is None:
+            return f"mirror {self.mirror}: unsubscribed ({made} removed)"
+        return (
+            f"mirror {self.mirror}: could not unsubscribe, {made} remain ({self.error}); its "
+            f"notifications are refused here; remove them there (DELETE "
+            f"{self.source}flow/v1alpha1/flow/{self.name} and "
+            f"{self.source}sink/v1alpha1/webhooktarget/{self.name}, with an admin token)"
+        )
+
+
+async def unsubscribe(node: Node, record: ResourceRecord) -> Unsubscribed | None:
+    """Remove the Flow and WebhookTarget that subscribing the Mirror resource ``record`` made at
+    its source (one already gone counts as removed); ``None`` when it has no subscription. Never
+    raises for the source's sake: a source that cannot be reached is answered in the result."""
+    condition = (record.status.get("conditions") or {}).get(SUBSCRIBED) or {}
+    if condition.get("status") != "True" or not condition.get("name"):
+        return None
+    source, name = str(condition["source"]), str(condition["name"])
+    try:
+        account = SourceDataset.of(str(condition.get("sourceUrl") or "")).dataset.rpartition("/")[0]
+    except SubscriptionError:
+        account = ""
+    query = f"?account={account}" if account else ""
+    token = node.transport.token_for(source)
+    try:
+        async with aiohttp.ClientSession(
+            source.rstrip("/"),
+            timeout=aiohttp.ClientTimeout(total=10),
+            headers={"Authorization": f"Bearer {token}"} if token else {},
+        ) as client:
+            await _delete(client, f"/flow/v1alpha1/flow/{name}{query}")
+            await _delete(client, f"/sink/v1alpha1/webhooktarget/{name}{query}")
+    except (SubscriptionError, aiohttp.ClientError, TimeoutError) as err:
+        return Unsubscribed(record.name, source, name, str(err) or type(err).__name__)
+    return Unsubscribed(record.name, source, name)
+
+
+async def _delete(client: aiohttp.ClientSession, path: str) -> None:
+    async with client.delete(path) as response:
+        if response.status not in (200, 404):  # 404: already gone
+            raise SubscriptionError(
+                f"the source node answered {response.status}: {await response.text()}"
+            )
+
+
 async def _apply(client: aiohttp.ClientSession, path: str, manifest: dict[str, Any]) -> None:
     async with client.post(path, json=manifest) as response:
         if response.status not in (200, 201):

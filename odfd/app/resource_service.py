@@ -10,17 +10,23 @@ of its own node).
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from odfd.app.controllers import Reconciler, ReconcileResult
+from odfd.app.mirror_subscriptions import Unsubscribed, unsubscribe
+from odfd.app.resource_types import MIRROR
 from odfd.app.resources import (
+    CONDITION_BASE,
     DEFAULT_ACCOUNT,
     Manifest,
+    ResourceKey,
     account_handle,
     apply_manifests,
+    delete_resources,
     kind_of,
     resource_document,
     split_name,
@@ -54,6 +60,7 @@ class AccountDid:
     did: str
 
 
+log = logging.getLogger(__name__)
 ALL_ACCOUNTS: Final = AllAccounts()
 AccountScope = AccountName | AccountDid | AllAccounts | None
 """One account (None: the node's own), or every account."""
@@ -209,3 +216,33 @@ async def apply_and_reconcile(
         phase, message = ("Pending", None) if outcome is None else (outcome.phase, outcome.message)
         applied.append(AppliedResource(result, phase, message))
     return applied
+
+
+UNSUBSCRIBED = CONDITION_BASE + "Unsubscribed"
+"""On a deleted Mirror's last document: whether its subscription at the source was removed."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """A deleted resource, and what deleting it undid elsewhere (a subscribed Mirror's
+    subscription at its source node)."""
+
+    record: ResourceRecord
+    unsubscribed: Unsubscribed | None = None
+
+
+async def delete_and_undo(
+    node: Node, keys: list[ResourceKey], *, actor: Actor | None = None
+) -> list[Deleted]:
+    """Delete the named resources (``odfd delete``, the resource protocol's ``DELETE``), then
+    remove what each made at other nodes: a subscribed Mirror's WebhookTarget and Flow at its
+    source. The local deletion stands whatever the source says; a source that cannot be reached
+    is in the result (and logged), naming what remains there and how to remove it."""
+    records = await delete_resources(node.workspace, keys, actor=actor)
+    deleted = []
+    for record in records:
+        undone = await unsubscribe(node, record) if record.schema == MIRROR.schema else None
+        if undone is not None and undone.error is not None:
+            log.warning("%s", undone)
+        deleted.append(Deleted(record, undone))
+    return deleted

@@ -18,8 +18,10 @@ import aiohttp
 
 from odfd.app.mirror_subscriptions import SUBSCRIBED, subscription_name
 from odfd.app.node import Node
+from odfd.app.resource_service import UNSUBSCRIBED, delete_and_undo
 from odfd.app.resource_types import FLOW, MIRROR, WEBHOOK_TARGET
-from odfd.config import load_config
+from odfd.app.resources import ResourceKey, apply_manifests, load_manifests
+from odfd.config import NodeConfig, load_config
 from odfd.daemon.service import Daemon
 from odfd.webhooks.signing import signed_headers
 from storage.catalog.resources import ResourceTable
@@ -167,6 +169,61 @@ async def _check(
     ):
         assert response.status == 403
         assert "signature" in (await response.json())["message"]
+
+    # Deleting the mirror removes what it made at the source, through the source's protocol.
+    deleted = await _delete_mirror(mirror, "cities")
+    said = deleted["status"]["conditions"][UNSUBSCRIBED]
+    assert said["status"] == "True" and name in said["message"], said
+    assert await at_source.find(WEBHOOK_TARGET.schema, name) is None
+    assert await at_source.find(FLOW.schema, name) is None
+    # The other mirror was never subscribed: nothing to undo, nothing said.
+    deleted = await _delete_mirror(mirror, "unreachable")
+    assert UNSUBSCRIBED not in deleted["status"]["conditions"]
+
+
+async def _delete_mirror(mirror: Daemon, name: str) -> dict[str, Any]:
+    headers = {"Authorization": f"Bearer {MIRROR_ADMIN}"}
+    async with (
+        aiohttp.ClientSession(headers=headers) as client,
+        client.delete(f"{mirror.server_url}mirror/v1alpha1/mirror/{name}") as response,
+    ):
+        assert response.status == 200, await response.text()
+        document: dict[str, Any] = await response.json()
+        return document
+
+
+async def test_a_source_unreachable_at_delete_time_is_said_precisely(tmp_path: Path) -> None:
+    """The mirror is deleted here whatever the source says; what remains there is named, with
+    how to remove it, in the delete's answer (and the log)."""
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        path = tmp_path / "mirror.yaml"
+        path.write_text(
+            "$schema: Mirror\nheaders: {name: gone}\n"
+            "spec: {source: 'http://127.0.0.1:9/cities/', subscribe: true}\n"
+        )
+        [applied] = await apply_manifests(workspace, load_manifests([path]))
+        await ResourceTable(workspace.catalog).update_status(
+            applied.record.id,
+            conditions={
+                SUBSCRIBED: {
+                    "status": "True",
+                    "source": "http://127.0.0.1:9/",
+                    "name": "odfd-mirror-0123456789abcdef",
+                    "sourceUrl": "http://127.0.0.1:9/cities/",
+                }
+            },
+        )
+        node = Node(workspace, NodeConfig())
+        [deleted] = await delete_and_undo(node, [ResourceKey(MIRROR.schema, "gone")])
+        assert await ResourceTable(workspace.catalog).find(MIRROR.schema, "gone") is None
+        assert deleted.unsubscribed is not None and deleted.unsubscribed.error
+        said = str(deleted.unsubscribed)
+        assert "could not unsubscribe" in said
+        assert (
+            "WebhookTarget:odfd-mirror-0123456789abcdef and Flow:odfd-mirror-0123456789abcdef"
+            in said
+        )
+        assert "DELETE http://127.0.0.1:9/flow/v1alpha1/flow/odfd-mirror-0123456789abcdef" in said
 
 
 async def _equals(read: Callable[[], Awaitable[Any]], expected: Any) -> bool:

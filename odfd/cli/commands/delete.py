@@ -80,18 +80,20 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _delete_resources(args: argparse.Namespace, names: list[str]) -> int:
-    from odfd.app.resources import (
-        ResourceKey,
-        delete_resources,
-        load_manifests,
-    )
+    from odfd.app.resource_service import delete_and_undo
+    from odfd.app.resources import ResourceKey, load_manifests
 
     keys = [ResourceKey.parse(name) for name in names]
     keys += [ResourceKey(m.schema, m.name) for m in load_manifests(args.paths)]
 
     async def run(node: Node) -> int:
-        for record in await delete_resources(node.workspace, keys):
+        for deleted in await delete_and_undo(node, keys):
+            record = deleted.record
             terminal.info(f"Deleted: {ResourceKey(record.schema, record.name)} ({record.id})")
+            if deleted.unsubscribed is not None and deleted.unsubscribed.error is None:
+                terminal.info(f"  {deleted.unsubscribed}")
+            elif deleted.unsubscribed is not None:
+                terminal.warn(str(deleted.unsubscribed))
         return 0
 
     return run_in_node(args, run)

@@ -38,10 +38,12 @@ from odfd.app.flow_history import (
 )
 from odfd.app.grouped_applies import GroupedApplies
 from odfd.app.resource_service import (
+    UNSUBSCRIBED,
     AccountDid,
     AccountScope,
     Reconcile,
     account_scope,
+    delete_and_undo,
     find_resource,
     list_resources,
     resource_documents,
@@ -51,7 +53,6 @@ from odfd.app.resources import (
     DEFAULT_ACCOUNT,
     ResourceKey,
     account_handle,
-    delete_resources,
     read_documents,
 )
 from odfd.app.selectors import Selector, parse_label_arguments
@@ -182,12 +183,19 @@ class ResourceApi:
     async def delete(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
         scope = await self._scope(request, write=True)
-        workspace = self._node().workspace
-        record = await find_resource(workspace, path.kind.schema, request.match_info["ref"], scope)
-        shown = (await resource_documents(workspace, [record]))[0]
-        await delete_resources(
-            workspace, [ResourceKey(record.schema, record.name)], actor=await self._actor(request)
+        node = self._node()
+        record = await find_resource(
+            node.workspace, path.kind.schema, request.match_info["ref"], scope
         )
+        shown = (await resource_documents(node.workspace, [record]))[0]
+        [deleted] = await delete_and_undo(
+            node, [ResourceKey(record.schema, record.name)], actor=await self._actor(request)
+        )
+        if deleted.unsubscribed is not None:  # what deleting it undid at its source, or not
+            shown["status"]["conditions"][UNSUBSCRIBED] = {
+                "status": "False" if deleted.unsubscribed.error else "True",
+                "message": str(deleted.unsubscribed),
+            }
         return web.json_response(shown)
 
     async def runs(self, request: web.Request) -> web.StreamResponse:
