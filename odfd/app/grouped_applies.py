@@ -17,8 +17,14 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
+from typing import Any
 
-from odfd.app.resource_service import AppliedResource, Reconcile, apply_and_reconcile
+from odfd.app.resource_service import (
+    AppliedResource,
+    Reconcile,
+    apply_and_reconcile,
+    documents_now,
+)
 from odfd.app.resources import Manifest, apply_manifests
 from odfd.app.write_log import Actor
 from storage.workspace import Workspace
@@ -27,12 +33,20 @@ MAX_GROUP = 500
 """Manifests stored in one transaction at most (a group holds the catalog that long)."""
 
 
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """One request's resources as applied, and their documents as stored right after."""
+
+    applied: list[AppliedResource]
+    documents: list[dict[str, Any]]
+
+
 @dataclass
 class _Request:
     workspace: Workspace
     manifests: list[Manifest]
     actor: Actor
-    answer: asyncio.Future[list[AppliedResource]] = field(
+    answer: asyncio.Future[Answered] = field(
         default_factory=lambda: asyncio.get_running_loop().create_future()
     )
 
@@ -47,9 +61,10 @@ class GroupedApplies:
 
     async def apply(
         self, workspace: Workspace, manifests: list[Manifest], actor: Actor
-    ) -> list[AppliedResource]:
+    ) -> Answered:
         """Store ``manifests`` (validated already) as done by ``actor`` and reconcile them, in
-        the next group; answers where each got to, as ``apply_and_reconcile`` does."""
+        the next group; answers where each got to, as ``apply_and_reconcile`` does, and their
+        documents (read for the whole group at once)."""
         request = _Request(workspace, manifests, actor)
         self._waiting.append(request)
         if self._worker is None or self._worker.done():
@@ -100,8 +115,15 @@ class GroupedApplies:
                 request.answer.set_exception(error)
             return
         outcomes = {outcome.resource.id: outcome for outcome in reconciled}
+        try:
+            documents = await documents_now(first.workspace, [r.record for r in results])
+        except Exception as error:  # noqa: BLE001 - stored and reconciled; the reading failed
+            for request in group:
+                request.answer.set_exception(error)
+            return
         at = 0
         for request in group:
+            shown = documents[at : at + len(request.manifests)]
             mine = results[at : at + len(request.manifests)]
             at += len(request.manifests)
             answer = []
@@ -111,14 +133,15 @@ class GroupedApplies:
                     answer.append(AppliedResource(result, "Pending", None))
                 else:
                     answer.append(AppliedResource(result, outcome.phase, outcome.message))
-            request.answer.set_result(answer)
+            request.answer.set_result(Answered(answer, shown))
 
     async def _apply_alone(self, request: _Request) -> None:
         try:
             applied = await apply_and_reconcile(
                 request.workspace, request.manifests, self._reconcile, actor=request.actor
             )
+            shown = await documents_now(request.workspace, [a.record for a in applied])
         except Exception as error:  # noqa: BLE001 - handed to the one caller it belongs to
             request.answer.set_exception(error)
         else:
-            request.answer.set_result(applied)
+            request.answer.set_result(Answered(applied, shown))

@@ -190,12 +190,26 @@ async def resource_documents(
     records = list(records)
     table = ResourceReferenceTable(workspace.catalog)
     references: dict[str, list[ReferenceRow]] = {}
-    if len(records) == 1:  # one resource (a get, an apply): only its own references
-        references[records[0].id] = await table.list(records[0].id)
-    else:
-        for row in await table.list():
-            references.setdefault(row.resource_id, []).append(row)
+    for row in await table.list_of(record.id for record in records):
+        references.setdefault(row.resource_id, []).append(row)
     return [resource_document(r, references.get(r.id, ())) for r in records]
+
+
+async def documents_now(
+    workspace: Workspace, records: Iterable[ResourceRecord]
+) -> list[dict[str, Any]]:
+    """The canonical documents of ``records`` as stored now (the status the controllers wrote
+    since), in two reads whatever their number: what an apply answers."""
+    records = list(records)
+    ids = [record.id for record in records]
+    current = await ResourceTable(workspace.catalog).get_many(ids)
+    references: dict[str, list[ReferenceRow]] = {}
+    for row in await ResourceReferenceTable(workspace.catalog).list_of(ids):
+        references.setdefault(row.resource_id, []).append(row)
+    return [
+        resource_document(current.get(record.id, record), references.get(record.id, ()))
+        for record in records
+    ]
 
 
 async def apply_and_reconcile(

@@ -87,6 +87,13 @@ class ResourceReferenceTable:
         where, args = ("WHERE f.resource_id = ?", (resource_id,)) if resource_id else ("", ())
         return await self._rows(where, args)
 
+    async def list_of(self, resource_ids: Iterable[str]) -> list[ReferenceRow]:
+        """The references of the ``resource_ids``, in one read."""
+        return await self._rows(
+            "WHERE f.resource_id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(resource_ids)),),
+        )
+
     async def list_around(self, resource_ids: Iterable[str]) -> list[ReferenceRow]:
         """The references of the ``resource_ids`` and of every resource that references one of
         them: the rows an apply of those resources can change the meaning of, without reading

@@ -179,6 +179,14 @@ class ResourceTable:
         )
         return None if row is None else _record(row)
 
+    async def get_many(self, resource_ids: Iterable[str]) -> dict[str, ResourceRecord]:
+        """The resources of those ids that exist, by id, in one read."""
+        rows = await self._sql.fetchall(
+            f"SELECT {_COLUMNS} FROM resources WHERE id IN (SELECT value FROM json_each(?))",
+            (json.dumps(list(resource_ids)),),
+        )
+        return {row[0]: _record(row) for row in rows}
+
     async def list(self, schema: str | None = None) -> list[ResourceRecord]:
         where, args = ("WHERE schema = ?", (schema,)) if schema is not None else ("", ())
         rows = await self._sql.fetchall(

@@ -169,16 +169,12 @@ class ResourceApi:
         documents, batch = _documents(await request.read(), request.content_type, path.kind)
         manifests = read_documents(documents, scope)
         node = self._node()
-        applied = await self._applies.apply(node.workspace, manifests, await self._actor(request))
-        records = [a.record for a in applied]
-        # Answer what is stored now: the controllers have written each one's status.
-        table = ResourceTable(node.workspace.catalog)
-        current = [await table.get(r.id) or r for r in records]
-        shown = await resource_documents(node.workspace, current)
+        answered = await self._applies.apply(node.workspace, manifests, await self._actor(request))
+        # what is stored now: the controllers have written each one's status
         if not batch:
-            created = applied[0].result.change == "created"
-            return web.json_response(shown[0], status=201 if created else 200)
-        return web.json_response({"items": shown})
+            created = answered.applied[0].result.change == "created"
+            return web.json_response(answered.documents[0], status=201 if created else 200)
+        return web.json_response({"items": answered.documents})
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
