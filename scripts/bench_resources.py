@@ -46,11 +46,11 @@ import aiohttp
 from odfd.app.node import Node
 from odfd.app.resource_service import reconcile_here
 from odfd.app.resources import apply_manifests, load_manifests
-from odfd.config import NodeConfig, ServerConfig, SyncConfig, load_config
-from odfd.daemon.service import Daemon
+from odfd.config import NodeConfig, ServerConfig, SyncConfig
 from odfd.server.app import running
 from odfd.server.resource_api import ResourceApi
 from storage.workspace import Workspace
+from tests.fixtures.daemons import QUIET_DAEMON, start_daemon
 from tests.replication.datagen import create_root
 
 TARGET_SECONDS = 10.0
@@ -150,28 +150,6 @@ async def apply_by_http(root: Path, count: int) -> tuple[float, float]:
 
 
 LAG_TARGET_SECONDS = 1.0
-DAEMON_CONFIG = """
-[sync]
-startup_spread = "0s"
-default_interval = "1h"
-[audit]
-after_sync = false
-interval = "0s"
-[daemon]
-spark_connect = false
-shutdown_timeout = "5s"
-reconcile_interval = "1h"
-"""
-
-
-async def _daemon(workspace: Workspace, config: str) -> Daemon:
-    path = workspace.layout.config_path
-    path.write_text(path.read_text() + config)
-    daemon = Daemon(
-        Node(workspace, load_config(path)), server_overrides={"address": "127.0.0.1", "port": 0}
-    )
-    await daemon.start()
-    return daemon
 
 
 async def _until(check: Callable[[], Awaitable[bool]], within: float = 60) -> None:
@@ -188,9 +166,11 @@ async def mirror_lag(tmp: Path, moves: int) -> list[float]:
         await Workspace.init(tmp / "lag-mirror") as mirror_ws,
     ):
         writer = await create_root(source_ws, "cities", slices=1)
-        source = await _daemon(source_ws, f'[server]\nadmin_tokens = ["{TOKEN}"]\n' + DAEMON_CONFIG)
-        mirror = await _daemon(
-            mirror_ws, DAEMON_CONFIG + f'[sync.tokens]\n"{source.server_url}" = "{TOKEN}"\n'
+        source = await start_daemon(
+            source_ws, f'[server]\nadmin_tokens = ["{TOKEN}"]\n' + QUIET_DAEMON
+        )
+        mirror = await start_daemon(
+            mirror_ws, QUIET_DAEMON + f'[sync.tokens]\n"{source.server_url}" = "{TOKEN}"\n'
         )
         lags = []
         try:

@@ -29,6 +29,7 @@ from storage.catalog.flow_runs import FlowRunTable
 from storage.catalog.resources import ResourceTable
 from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 from storage.workspace import Workspace
+from tests.fixtures.resources import apply_and_reconcile_files, stored
 from tests.verifier.builders import root_with_slices
 
 EXAMPLES = Path(__file__).parents[1] / "fixtures" / "spec_examples"
@@ -111,13 +112,10 @@ class Env:
     async def apply(self, name: str, text: str) -> None:
         path = self.folder / name
         path.write_text(text)
-        await apply_manifests(self.workspace, load_manifests([path]))
-        await Reconciler(self.workspace, SyncConfig()).reconcile_all()
+        await apply_and_reconcile_files(self.workspace, path)
 
     async def resource(self, schema: str, name: str) -> Any:
-        record = await self.resources.find(schema, name)
-        assert record is not None
-        return record
+        return await stored(self.resources, schema, name)
 
 
 @pytest.fixture

@@ -21,27 +21,17 @@ from odfd.app.node import Node
 from odfd.app.resource_service import UNSUBSCRIBED, delete_and_undo
 from odfd.app.resource_types import FLOW, MIRROR, WEBHOOK_TARGET
 from odfd.app.resources import ResourceKey, apply_manifests, load_manifests
-from odfd.config import NodeConfig, load_config
+from odfd.config import NodeConfig
 from odfd.daemon.service import Daemon
 from odfd.webhooks.signing import signed_headers
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
+from tests.fixtures.daemons import QUIET_DAEMON, start_daemon
 from tests.replication.datagen import create_root
 
 SOURCE_ADMIN = "source-admin-token"
 MIRROR_ADMIN = "mirror-admin-token"
-COMMON = """
-[sync]
-startup_spread = "0s"
-default_interval = "1h"
-[audit]
-after_sync = false
-interval = "0s"
-[daemon]
-spark_connect = false
-shutdown_timeout = "5s"
-reconcile_interval = "1h"
-"""
+COMMON = QUIET_DAEMON
 
 
 async def _eventually(what: str, check: Callable[[], Awaitable[Any]], within: float = 15) -> Any:
@@ -52,16 +42,6 @@ async def _eventually(what: str, check: Callable[[], Awaitable[Any]], within: fl
             return found
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         await asyncio.sleep(0.05)
-
-
-async def _daemon(workspace: Workspace, config: str) -> Daemon:
-    path = workspace.layout.config_path
-    path.write_text(path.read_text() + config)
-    daemon = Daemon(
-        Node(workspace, load_config(path)), server_overrides={"address": "127.0.0.1", "port": 0}
-    )
-    await daemon.start()
-    return daemon
 
 
 def test_a_head_move_reaches_a_subscribed_mirror_by_webhook(tmp_path: Path) -> None:
@@ -76,10 +56,12 @@ async def _two_daemons(tmp_path: Path) -> None:
         await Workspace.init(tmp_path / "mirror") as mirror_ws,
     ):
         writer = await create_root(source_ws, "cities", slices=1, seed=3)
-        source = await _daemon(source_ws, f'[server]\nadmin_tokens = ["{SOURCE_ADMIN}"]\n' + COMMON)
+        source = await start_daemon(
+            source_ws, f'[server]\nadmin_tokens = ["{SOURCE_ADMIN}"]\n' + COMMON
+        )
         try:
             assert source.server_url is not None
-            mirror = await _daemon(
+            mirror = await start_daemon(
                 mirror_ws,
                 f'[server]\nadmin_tokens = ["{MIRROR_ADMIN}"]\n'
                 + COMMON

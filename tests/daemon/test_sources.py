@@ -9,7 +9,6 @@ from __future__ import annotations
 import http.server
 import json
 import logging
-import threading
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,12 +17,11 @@ from typing import Any
 
 import pytest
 
-from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_types import FLOW, SOURCE
-from odfd.app.resources import RECONCILE_ERROR, apply_manifests, load_manifests, resource_document
+from odfd.app.resources import RECONCILE_ERROR, resource_document
 from odfd.app.value_refs import ResolvedValues
-from odfd.config import NodeConfig, SyncConfig
+from odfd.config import NodeConfig
 from odfd.coordinator.ingest import ingest_external, pull_root
 from odfd.flows.runner import FAILING, LAST_RUN, BackOff, FlowRunner
 from odfd.flows.tasks import NodeTasks, WorkspaceTargets
@@ -36,6 +34,8 @@ from storage.catalog.flow_runs import FlowRunTable
 from storage.catalog.resources import ResourceTable
 from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 from storage.workspace import Workspace
+from tests.fixtures.local_http import answer_with_etag, serving
+from tests.fixtures.resources import apply_and_reconcile_files, stored
 from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create
 
@@ -59,16 +59,7 @@ class _Api(http.server.BaseHTTPRequestHandler):
             self.end_headers()
             self.wfile.write(b"bad token")
             return
-        if self.headers.get("If-None-Match") == '"v1"':
-            self.send_response(304)
-            self.end_headers()
-            return
-        body = CSV.encode()
-        self.send_response(200)
-        self.send_header("ETag", '"v1"')
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer_with_etag(self, '"v1"', CSV.encode())
 
     def log_message(self, *args: object) -> None:
         pass
@@ -76,13 +67,8 @@ class _Api(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def api() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Api)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Api) as base:
+        yield base
 
 
 def example_manifests(folder: Path, api: str, api_key: str = API_KEY) -> None:
@@ -125,13 +111,10 @@ class Env:
     runs: FlowRunTable
 
     async def apply(self) -> None:
-        await apply_manifests(self.workspace, load_manifests([self.folder]))
-        await Reconciler(self.workspace, SyncConfig()).reconcile_all()
+        await apply_and_reconcile_files(self.workspace, self.folder)
 
     async def record(self, schema: str, name: str) -> Any:
-        record = await self.resources.find(schema, name)
-        assert record is not None
-        return record
+        return await stored(self.resources, schema, name)
 
 
 @pytest.fixture

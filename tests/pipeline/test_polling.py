@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import gzip
 import http.server
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from odfd.coordinator.ingest import ingest_push, pull_root
 from odfd.ingest.errors import SourceError
 from protocol.model import SourceState, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.local_http import answer_with_etag, serving
 from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events, rows, write
 
@@ -28,17 +28,8 @@ class _Server(http.server.BaseHTTPRequestHandler):
     def do_GET(self) -> None:
         etag = f'"v{type(self).version}"'
         type(self).requests.append(self.headers.get("If-None-Match"))
-        if self.headers.get("If-None-Match") == etag:
-            self.send_response(304)
-            self.end_headers()
-            return
         body = gzip.compress(type(self).bodies[type(self).version].encode())
-        self.send_response(200)
-        self.send_header("ETag", etag)
-        self.send_header("Last-Modified", "Mon, 01 Jul 2024 12:00:00 GMT")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        answer_with_etag(self, etag, body, {"Last-Modified": "Mon, 01 Jul 2024 12:00:00 GMT"})
 
     def log_message(self, *args: object) -> None:
         pass
@@ -46,13 +37,8 @@ class _Server(http.server.BaseHTTPRequestHandler):
 
 @pytest.fixture
 def url() -> Iterator[str]:
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Server)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/people.csv.gz"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(_Server) as base:
+        yield f"{base}/people.csv.gz"
 
 
 async def test_http_snapshot_source_with_etag(workspace: Workspace, url: str) -> None:
