@@ -83,7 +83,9 @@ class GroupedApplies:
 
     def _next_group(self) -> list[_Request]:
         first = self._waiting[0]
-        group, rest, size = [], [], 0
+        group: list[_Request] = []
+        rest: list[_Request] = []
+        size = 0
         for request in self._waiting:
             same = request.workspace is first.workspace and request.actor == first.actor
             if same and (not group or size + len(request.manifests) <= MAX_GROUP):

@@ -9,6 +9,7 @@ their target exists.
 
 from __future__ import annotations
 
+import builtins
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -87,14 +88,14 @@ class ResourceReferenceTable:
         where, args = ("WHERE f.resource_id = ?", (resource_id,)) if resource_id else ("", ())
         return await self._rows(where, args)
 
-    async def list_of(self, resource_ids: Iterable[str]) -> list[ReferenceRow]:
+    async def list_of(self, resource_ids: Iterable[str]) -> builtins.list[ReferenceRow]:
         """The references of the ``resource_ids``, in one read."""
         return await self._rows(
             "WHERE f.resource_id IN (SELECT value FROM json_each(?))",
             (json.dumps(list(resource_ids)),),
         )
 
-    async def list_around(self, resource_ids: Iterable[str]) -> list[ReferenceRow]:
+    async def list_around(self, resource_ids: Iterable[str]) -> builtins.list[ReferenceRow]:
         """The references of the ``resource_ids`` and of every resource that references one of
         them: the rows an apply of those resources can change the meaning of, without reading
         the whole table."""
@@ -106,7 +107,7 @@ class ResourceReferenceTable:
             (ids, ids),
         )
 
-    async def _rows(self, where: str, args: tuple[str, ...]) -> list[ReferenceRow]:
+    async def _rows(self, where: str, args: tuple[str, ...]) -> builtins.list[ReferenceRow]:
         rows = await self._sql.fetchall(
             "SELECT f.resource_id, f.path, f.target_schema, f.target_name, f.target_id,"
             " f.target_key, r.id IS NOT NULL FROM resource_references f"
