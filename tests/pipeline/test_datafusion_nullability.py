@@ -11,7 +11,6 @@ required input field stays REQUIRED, while ``named_struct``, ``struct``, ``make_
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -34,6 +33,7 @@ from verifier.engine.columns import Vocab
 from verifier.engine.contract import QueryTable, TransformInputSlice, TransformRequest
 from verifier.engine.datafusion.engine import DataFusionEngine
 from verifier.engine.datafusion.session import QuerySession
+from tests.pipeline.conftest import parquet_repetition
 from verifier.engine.output import TIMESTAMP_MS_UTC, NullValuesError, write_batches
 
 ENGINE = DataFusionEngine()
@@ -98,29 +98,6 @@ def transform(tmp_path: Path, foo: TransformInputSlice, query: str, **changes: o
     return ENGINE.run_transform(dataclasses.replace(request, **changes))  # type: ignore[arg-type]
 
 
-_PARQUET_NODE = re.compile(r"^\s*(required|optional|repeated) (?:group|\w+) field_id=-?\d+ (\w+)")
-
-
-def parquet_repetition(path: Path) -> dict[str, str]:
-    """Every node of the file's Parquet schema by dotted path (``ids.list.element``) and its
-    repetition, as the Parquet schema printer shows them."""
-    found: dict[str, str] = {}
-    stack: list[str] = []
-    printed = str(pq.ParquetFile(path).schema).splitlines()
-    nodes = [line for line in printed if _PARQUET_NODE.match(line) or line.strip() == "}"]
-    for line in nodes[1:-1]:  # within the root group
-        if line.strip() == "}":
-            stack.pop()
-            continue
-        match = _PARQUET_NODE.match(line)
-        assert match, line
-        repetition, name = match.groups()
-        found[".".join([*stack, name])] = repetition.upper()
-        if line.rstrip().endswith("{"):
-            stack.append(name)
-    return {k: v for k, v in found.items() if k.split(".")[0] not in ("offset", "op")}
-
-
 def odf_nullability(data_type: DataType, path: str) -> dict[str, bool]:
     """Whether each level of an ODF (``SetDataSchema``) type is wrapped in ``Option``."""
     optional = isinstance(data_type, DataTypeOption)
@@ -153,6 +130,8 @@ def test_nested_fields_read_from_required_ones_stay_required(
     result = transform(tmp_path, foo, query)
     assert result.new_data is not None
     assert parquet_repetition(result.new_data.path) == {
+        "offset": "REQUIRED",
+        "op": "REQUIRED",
         "system_time": "REQUIRED",
         "event_time": "REQUIRED",
         "point": "REQUIRED",
@@ -207,7 +186,7 @@ def test_constructed_structs_and_lists_are_as_the_plan_declares(
     assert {
         k: v
         for k, v in parquet_repetition(result.new_data.path).items()
-        if k.split(".")[0] not in ("system_time", "event_time")
+        if k.split(".")[0] not in ("offset", "op", "system_time", "event_time")
     } == {
         "pair": "OPTIONAL",
         "pair.a": "OPTIONAL",

@@ -379,12 +379,12 @@ def _to_slice_batch(
         if not target.nullable and column.null_count:
             raise NullValuesError(target.name, column.null_count)
         if column.type != target.type:
-            _check_nested_nulls(column, target.type, target.name)
+            check_nested_nulls(column, target.type, target.name)
         columns.append(_normalize(column, target.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
-def _check_nested_nulls(column: pa.Array, target: pa.DataType, path: str) -> None:
+def check_nested_nulls(column: pa.Array, target: pa.DataType, path: str) -> None:
     """Raises :class:`NullValuesError` naming the first struct field, list item or map value
     (``st.a``, ``l[]``, ``m{}``) that ``target`` makes required and ``column`` holds nulls in
     (a value under a null parent does not count). Arrow's casts would let a null list item
@@ -401,17 +401,17 @@ def _check_nested_nulls(column: pa.Array, target: pa.DataType, path: str) -> Non
             nulls = child.null_count - column.null_count
             if not field.nullable and nulls:
                 raise NullValuesError(where, nulls)
-            _check_nested_nulls(child, field.type, where)
+            check_nested_nulls(child, field.type, where)
     elif pa.types.is_map(target) and pa.types.is_map(column.type):
         items, where = _map_items(column), f"{path}{{}}"
         if not target.item_field.nullable and items.null_count:
             raise NullValuesError(where, items.null_count)
-        _check_nested_nulls(items, target.item_type, where)
+        check_nested_nulls(items, target.item_type, where)
     elif any(is_list(target) and is_list(column.type) for is_list, _ in _LIST_KINDS):
         items, where = column.flatten(), f"{path}[]"
         if not target.value_field.nullable and items.null_count:
             raise NullValuesError(where, items.null_count)
-        _check_nested_nulls(items, target.value_type, where)
+        check_nested_nulls(items, target.value_type, where)
 
 
 def _map_items(column: pa.MapArray) -> pa.Array:
