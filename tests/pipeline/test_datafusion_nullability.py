@@ -29,11 +29,11 @@ from protocol.model import (
     Timestamp,
     TransformSql,
 )
+from tests.pipeline.conftest import parquet_repetition
 from verifier.engine.columns import Vocab
 from verifier.engine.contract import QueryTable, TransformInputSlice, TransformRequest
 from verifier.engine.datafusion.engine import DataFusionEngine
 from verifier.engine.datafusion.session import QuerySession
-from tests.pipeline.conftest import parquet_repetition
 from verifier.engine.output import TIMESTAMP_MS_UTC, NullValuesError, write_batches
 
 ENGINE = DataFusionEngine()
