@@ -22,14 +22,13 @@ The decision is cheap: the relations are read into dictionaries once and cached 
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from odfd.app.accounts import TOKEN_PREFIX, token_account, token_hash
+from odfd.app.accounts import TOKEN_PREFIX, in_token_list, token_account, token_hash
 from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, type_of
 from odfd.app.resources import DEFAULT_ACCOUNT
 from odfd.config import ServerConfig
@@ -303,14 +302,6 @@ class PolicyCache:
             self._policy = policy_of(specs, self._is_private)
             self._stamp = stamp
         return self._policy
-
-
-def in_token_list(token: str, tokens: Iterable[str]) -> bool:
-    """Whether ``token`` is one of ``tokens``, compared timing-safe against every one."""
-    found = False
-    for known in tokens:
-        found |= hmac.compare_digest(token.encode(), known.encode())
-    return found
 
 
 _PUSH_EVERYWHERE = frozenset({Action.WRITE, Action.MAINTAIN})
