@@ -138,13 +138,6 @@ class ServerConfig:
         parsed = _alias(alias)
         return any(pattern.matches(parsed) for pattern in self.private)
 
-    def may_read_private(self, token: str | None) -> bool:
-        """Read and admin tokens see private datasets."""
-        return token is not None and (token in self.read_tokens or token in self.admin_tokens)
-
-    def is_admin(self, token: str | None) -> bool:
-        return token is not None and token in self.admin_tokens
-
 
 @functools.lru_cache(maxsize=65536)
 def _alias(text: str) -> DatasetAlias:

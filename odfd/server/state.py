@@ -78,11 +78,18 @@ class ServerState:
             return ANONYMOUS
         return request.get(_PRINCIPAL, ANONYMOUS)
 
-    def decide(self, request: web.Request | None, action: Action, alias: str) -> Decision:
+    def policy(self, request: web.Request | None) -> Policy:
+        """The node's policy as the request's authorization fetched it (outside a request: no
+        relations, only the ``[server] private`` patterns)."""
         policy = None if request is None else request.get(_POLICY)
-        if policy is None:
-            policy = Policy(is_private=self.config.is_private)
-        return policy.decide(self.principal(request), action, alias)
+        return policy if policy is not None else Policy(is_private=self.config.is_private)
+
+    def decide(self, request: web.Request | None, action: Action, alias: str) -> Decision:
+        return self.policy(request).decide(self.principal(request), action, alias)
+
+    def decide_account(self, request: web.Request, action: Action, account: str) -> Decision:
+        """What the request may do to the resources and Sources of ``account``."""
+        return self.policy(request).decide_account(self.principal(request), action, account)
 
     def visible(self, record: DatasetRecord, request: web.Request | None) -> bool:
         """Whether the request may read the dataset (when not, the dataset does not exist for
