@@ -23,6 +23,7 @@ from protocol.query.render.columns import (
     object_layout,
     render_column,
 )
+from protocol.query.render.small import SMALL_ROWS, small_texts
 from protocol.query.render.text import constant, data_bytes, join
 from protocol.query.request import DataFormat
 
@@ -115,6 +116,9 @@ class DataWriter:
         out = Rendered()
         if chunk.num_rows == 0:
             return out
+        if chunk.num_rows <= SMALL_ROWS and self._small_rows(chunk, out):
+            self._first_row = False
+            return out
         texts = self._texts(chunk)
         names = chunk.schema.names
         for name, style in self._styles:
@@ -136,6 +140,37 @@ class DataWriter:
             getattr(out, name).append(body[1:] if self._first_row else body)
         self._first_row = False
         return out
+
+    def _small_rows(self, chunk: pa.RecordBatch, out: Rendered) -> bool:
+        """A few rows of plain columns written value by value (``render.small``), as
+        ``_rows`` writes them; ``False`` (nothing written) when a column needs the vectorized
+        path."""
+        names = chunk.schema.names
+        arrays = self.data_format is DataFormat.JSON_AOA
+        order = list(range(len(names))) if arrays else object_layout(names)
+        rendered = []
+        for name, style in self._styles:
+            columns = []
+            for index in order:
+                texts = small_texts(chunk.column(index), canonical=style.canonical)
+                if texts is None:
+                    return False
+                columns.append(texts)
+            rendered.append((name, style, columns))
+        for name, style, columns in rendered:
+            if arrays:
+                keys = ["" for _ in order]
+                opening, closing = ",[", "]"
+            else:
+                keys = [object_key(names[index], style) for index in order]
+                opening, closing = ",{", "}"
+            pairs = list(zip(keys, columns, strict=True))
+            body = "".join(
+                opening + ",".join(key + column[row] for key, column in pairs) + closing
+                for row in range(chunk.num_rows)
+            ).encode()
+            getattr(out, name).append(body[1:] if self._first_row else body)
+        return True
 
     def _texts(self, chunk: pa.RecordBatch) -> dict[str, list[pa.Array]]:
         """Each column's texts per form; columns the forms write alike are rendered once."""
