@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from odfd.config import ServerConfig
     from protocol.identity import DatasetId, Multihash
     from storage.catalog import DatasetRecord
-    from storage.dataset import Dataset
+    from storage.catalog.reader import CatalogReader
     from storage.workspace import Workspace
     from verifier.engine.datafusion.session import StreamingQuery
 
@@ -118,6 +118,10 @@ class QueryBlockNotFoundError(AnswerError):
         super().__init__(f"Dataset {dataset_id} does not have a block {block_hash}")
 
 
+SMALL_ANSWER_VALUES = 4_096
+"""Values (rows x columns) of an answer small enough to render on the event loop."""
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A query's result: the rows the request asked for (after ``skip``, at most ``limit``),
@@ -131,6 +135,12 @@ class Answer:
     @property
     def num_rows(self) -> int:
         return sum(batch.num_rows for batch in self.batches)
+
+    @property
+    def is_small(self) -> bool:
+        """Whether rendering it is well under a millisecond of work, cheaper than a trip to a
+        worker thread: it may be rendered on the event loop."""
+        return self.num_rows * max(len(self.schema), 1) <= SMALL_ANSWER_VALUES
 
     def render(self, signer: ResponseSigner | None = None) -> bytes:
         """The response body (``protocol.query.response``), signed when the request asks for a
@@ -164,13 +174,10 @@ async def body_stream(
     can be answered with a status (no signer, a result that cannot be rendered) are raised
     before the first piece.
 
-    A small answer is written at once on the event loop: two thread trips would cost more than
-    rendering it."""
-    if _is_small(answer):
-        writer = QueryResponseWriter(
-            answer.request, datasets=answer.datasets, schema=answer.schema, signer=signer
-        )
-        yield b"".join(bytes(chunk) for chunk in writer.chunks(answer.batches))
+    A small answer (``Answer.is_small``) is written at once on the event loop: two thread trips
+    would cost more than rendering it."""
+    if answer.is_small:
+        yield answer.render(signer)
         return
     writer = await asyncio.to_thread(
         QueryResponseWriter,
@@ -192,15 +199,6 @@ async def body_stream(
 
     while piece := await asyncio.to_thread(next_piece):
         yield piece
-
-
-SMALL_ANSWER_VALUES = 4_096
-"""Values (rows x columns) an answer may have to be rendered on the event loop (well under a
-millisecond of work)."""
-
-
-def _is_small(answer: Answer) -> bool:
-    return answer.num_rows * max(len(answer.schema), 1) <= SMALL_ANSWER_VALUES
 
 
 def node_signer(node: Node) -> ResponseSigner | None:
@@ -359,11 +357,12 @@ async def _tables(
 ) -> tuple[list[DatasetState], list[DatasetView]]:
     """The datasets the query reads (pinned ones as pinned; else the tables it names, parsed in
     ``engine``'s dialect, at their heads) and what it sees of each."""
-    views_at = _kept_session(node).views
+    kept = _kept_session(node)
+    views_at = kept.views
     if request.datasets is None:
         records = {
             record.alias: record
-            for record in await node.workspace.list_datasets()
+            for record in await kept.records(node.workspace)
             if visible is None or visible(record)
         }
         dialect = await _sql_dialect(node, engine)
@@ -372,9 +371,7 @@ async def _tables(
             record = records[alias]
             if record.head is None:
                 continue  # no data yet: no table
-            view = await views_at.view(
-                record.id, node.workspace.open_dataset(record.id), record.head
-            )
+            view = await views_at.view(node.workspace, record.id, record.head)
             views.append(replace(view, alias=alias))
             states.append(DatasetState(record.id, alias, view.head))
         return states, views
@@ -401,7 +398,7 @@ async def _pinned_view(
     try:
         if block is None:
             return await dataset_view(dataset)
-        return await views_at.view(record.id, dataset, block)
+        return await views_at.view(node.workspace, record.id, block)
     except OdfError as error:
         raise QueryFailedError(f"dataset {record.alias} cannot be read: {error}") from None
 
@@ -438,14 +435,16 @@ class _Views:
         """Whether the view of the dataset at ``block`` is kept (so the dataset has the block)."""
         return (dataset_id, block) in self._kept
 
-    async def view(self, dataset_id: DatasetId, dataset: Dataset, block: Multihash) -> DatasetView:
+    async def view(
+        self, workspace: Workspace, dataset_id: DatasetId, block: Multihash
+    ) -> DatasetView:
         """The dataset ``dataset_id`` at ``block`` (which it must hold)."""
         key = (dataset_id, block)
         view = self._kept.get(key)
         if view is not None:
             self._kept.move_to_end(key)
             return view
-        view = await dataset_view(dataset, pinned_block=block)
+        view = await dataset_view(workspace.open_dataset(dataset_id), pinned_block=block)
         if view.head == block:  # else the dataset lacks the block: nothing to keep
             self._kept[key] = view
             while len(self._kept) > self._size:
@@ -469,6 +468,23 @@ class _KeptSession:
         self.session = QuerySession()
         self.lock = asyncio.Lock()
         self.views = _Views()
+        self._reader: CatalogReader | None = None
+        self._records: tuple[int, list[DatasetRecord]] | None = None
+
+    async def records(self, workspace: Workspace) -> list[DatasetRecord]:
+        """The workspace's datasets, listed again only when the catalog changed: a commit by
+        any connection moves the data version, which a connection of its own reads on the
+        event loop in microseconds (a round trip to the catalog's thread costs two wake-ups)."""
+        from storage.catalog.reader import CatalogReader
+
+        if self._reader is None:
+            self._reader = await CatalogReader.open(workspace.catalog.path)
+        version = self._reader.data_version()
+        if version is None or self._records is None or self._records[0] != version:
+            records = await workspace.list_datasets()
+            self._records = None if version is None else (version, records)
+            return records
+        return self._records[1]
 
     def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
         """Blocking (registering reads the files' footers); call with ``lock`` held."""
