@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
 import shutil
 import statistics
 import sys
@@ -91,15 +92,38 @@ async def timed_queries(
     return latencies
 
 
-async def small_queries(url: str, clients: int, proof: bool, per_client: int) -> list[float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def small_queries(
+    url: str, clients: int, proof: bool, per_client: int, pid: int
+) -> tuple[list[float], float]:
+    """The latencies, and the daemon's CPU time per request (ms)."""
     body: dict[str, object] = {"query": SMALL_QUERY}
     if proof:
         body["include"] = ["Proof"]
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
         await timed_queries(session, url, body, 3)  # warm up: connections, the plan cache
+        used = cpu_seconds(pid)
         runs = [timed_queries(session, url, body, per_client) for _ in range(clients)]
-        return [latency for run in await asyncio.gather(*runs) for latency in run]
+        latencies = [latency for run in await asyncio.gather(*runs) for latency in run]
+        used = cpu_seconds(pid) - used
+    return latencies, used * 1000 / len(latencies)
+
+
+def floor_note(cpu_ms: float, clients: int) -> str:
+    """What the CPU a request costs the daemon implies for the median with ``clients`` clients
+    kept busy: at best ``clients`` requests share the machine's cores."""
+    cores = os.cpu_count() or 1
+    return (
+        f"daemon CPU {cpu_ms:.2f} ms/request; with {clients} clients on {cores} cores a request "
+        f"waits for ~{clients} x {cpu_ms:.2f} / {min(clients, cores)} = "
+        f"{clients * cpu_ms / min(clients, cores):.1f} ms of CPU (the p50 floor)"
+    )
 
 
 async def head_under_load(url: str, seconds: float) -> tuple[list[float], int]:
@@ -196,10 +220,13 @@ async def main() -> None:
         print("1. small /query")
         for proof in (False, True):
             for clients in (1, 16):
-                latencies = await small_queries(url, clients, proof, args.per_client)
+                latencies, cpu_ms = await small_queries(
+                    url, clients, proof, args.per_client, daemon.pid
+                )
                 label = f"{clients:2d} client(s){' + proof' if proof else '        '}"
                 figures = percentiles(latencies, SMALL_P50_TARGET_MS, SMALL_P99_TARGET_MS)
                 print(f"   {label}: {figures}")
+                print(f"      {floor_note(cpu_ms, clients)}")
 
         latencies, stopped = await head_under_load(url, args.seconds)
         print("2. GET refs/head while 4 clients run heavy queries")

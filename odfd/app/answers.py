@@ -170,7 +170,8 @@ async def body_stream(
     answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
 ) -> AsyncIterator[bytes]:
     """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
-    event loop, so a large answer is sent while the rest is still being written. Errors that
+    event loop while the one before is sent, so a large answer is sent while the rest is still
+    being written. Errors that
     can be answered with a status (no signer, a result that cannot be rendered) are raised
     before the first piece.
 
@@ -197,8 +198,24 @@ async def body_stream(
                 break
         return b"".join(pieces)
 
-    while piece := await asyncio.to_thread(next_piece):
-        yield piece
+    def render_next() -> asyncio.Future[bytes]:
+        future = asyncio.ensure_future(asyncio.to_thread(next_piece))
+        future.add_done_callback(_retrieve)
+        return future
+
+    pending = render_next()
+    try:
+        while piece := await pending:
+            pending = render_next()  # the next piece is rendered while this one is sent
+            yield piece
+    finally:
+        pending.cancel()  # a client gone: the piece being rendered is dropped
+
+
+def _retrieve(future: asyncio.Future[bytes]) -> None:
+    """Marks a piece's failure seen (it is raised where the piece is awaited, if it is)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def node_signer(node: Node) -> ResponseSigner | None:
