@@ -14,9 +14,10 @@ from hypothesis import strategies as st
 
 from protocol.query import DataFormat
 from protocol.query.render import data
-from protocol.query.render.columns import Style, render_column
+from protocol.query.render.columns import Style, column_pieces, render_column
 from protocol.query.render.data import DataWriter
 from protocol.query.render.small import SMALL_ROWS, small_texts
+from protocol.query.render.text import join
 
 FORMATS = [DataFormat.JSON_AOS, DataFormat.JSON_AOA, DataFormat.JSON_SOA]
 
@@ -152,3 +153,21 @@ def test_any_floats_and_strings_agree(floats: list[float | None], texts: list[st
     )
     with pytest.MonkeyPatch.context() as monkeypatch:
         _assert_paths_agree(batch, monkeypatch)
+
+
+def test_row_pieces_agree_with_columns() -> None:
+    """Columns left in pieces for the row join (timestamps and strings without nulls) join to
+    the texts ``render_column`` writes."""
+    plain_strings = pa.array(["a", "é❤", "", "x y"])
+    escaped = pa.array(["a", "\x7f", 'q"', "\u2028"], pa.large_string())
+    columns = [plain_strings, escaped, plain_strings.cast(pa.string_view())]
+    for column in _timestamps().values():
+        columns.append(column.filter(column.is_valid()))
+    columns.append(pa.array([1, 86_399_999, 5], pa.time32("ms")))
+    for column in columns:
+        for canonical in (False, True):
+            style = Style(canonical=canonical)
+            pieces = column_pieces(column, style)
+            assert join(pieces).to_pylist() == render_column(column, style).to_pylist()
+    assert len(column_pieces(plain_strings, Style())) == 3  # left in pieces
+    assert len(column_pieces(columns[3], Style())) > 1
