@@ -109,7 +109,8 @@ def _first_digit_exponents(numbers: np.ndarray) -> np.ndarray:
     """The decimal exponent of the first of the shortest digits of each value in ``[1e-5,
     1e16)``: the double nearest a power of ten is the least value whose shortest digits start
     at that power."""
-    return np.searchsorted(_POWERS, np.abs(numbers), side="right").astype(np.int64) - 6
+    found = np.searchsorted(_POWERS, np.abs(numbers), side="right")
+    return np.asarray(found, dtype=np.int64) - 6
 
 
 def _texts(numbers: np.ndarray, single: bool) -> pa.StringArray:
