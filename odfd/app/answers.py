@@ -171,9 +171,8 @@ async def body_stream(
 ) -> AsyncIterator[bytes]:
     """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
     event loop while the one before is sent, so a large answer is sent while the rest is still
-    being written. Errors that
-    can be answered with a status (no signer, a result that cannot be rendered) are raised
-    before the first piece.
+    being written. Errors that can be answered with a status (no signer, a result that cannot
+    be rendered) are raised before the first piece.
 
     A small answer (``Answer.is_small``) is written at once on the event loop: two thread trips
     would cost more than rendering it."""
