@@ -148,6 +148,7 @@ def join(pieces: list[Piece]) -> pa.LargeStringArray:
     is the joined rows' bytes, and every ``len(pieces)``-th of its offsets bounds a row. Two
     copies per byte, where Arrow's ``binary_join_element_wise`` was most of the time of
     rendering a large answer."""
+    pieces = [_compact(piece) if isinstance(piece, Indexed) else piece for piece in pieces]
     columns = [_as_text(piece) for piece in pieces if isinstance(piece, pa.Array)]
     tables = [piece for piece in pieces if isinstance(piece, Indexed)]
     if columns:
@@ -190,6 +191,20 @@ def join(pieces: list[Piece]) -> pa.LargeStringArray:
     )
     assert isinstance(array, pa.LargeStringArray)
     return array
+
+
+def _compact(piece: Indexed) -> Indexed | pa.Array:
+    """The part of the table the rows use; taken out as a column when that is still longer
+    than the rows (laying the table would copy more than taking its rows)."""
+    rows = len(piece.index)
+    if rows == 0:
+        return piece.table.slice(0, 0)
+    low, high = int(piece.index.min()), int(piece.index.max())
+    if high - low + 1 > rows:
+        return piece.table.take(pa.array(piece.index))
+    if low == 0 and high == len(piece.table) - 1:
+        return piece
+    return Indexed(piece.table.slice(low, high - low + 1), piece.index - low)
 
 
 def map_values(
