@@ -33,6 +33,7 @@ import pyarrow.flight as flight
 
 from odfd.flight_sql import catalog, messages, sql_info, status
 from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
+from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered
 from odfd.flight_sql.service import (
     DataUnavailableError,
     InvalidQueryError,
@@ -159,12 +160,16 @@ class FlightSqlServer(flight.FlightServerBase):
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == _CREATE_PREPARED:
             request = _expect(body, "ActionCreatePreparedStatementRequest")
-            planned = self._plan(context, caller, request.query)
-            handle = self._sessions.add_statement(caller.token, request.query)
+            sql = _numbered(request.query)
+            planned = self._plan(context, caller, sql)
+            handle = self._sessions.add_statement(caller.token, sql)
             result = messages.new(
                 "ActionCreatePreparedStatementResult",
                 prepared_statement_handle=handle,
                 dataset_schema=planned.schema.serialize().to_pybytes(),
+                parameter_schema=(  # none: empty, as the protocol says
+                    planned.parameters.serialize().to_pybytes() if planned.parameters else b""
+                ),
             )
             return iter([flight.Result(messages.pack(result))])
         if action.type == _CLOSE_PREPARED:
@@ -255,7 +260,7 @@ class FlightSqlServer(flight.FlightServerBase):
         caller = _caller(context)
         parameters = None
         if name == "CommandStatementQuery":
-            planned = self._plan(context, caller, message.query)
+            planned = self._plan(context, caller, _numbered(message.query))
         elif name == "CommandPreparedStatementQuery":
             statement = self._sessions.statement(caller.token, message.prepared_statement_handle)
             parameters = statement.parameters
@@ -460,6 +465,13 @@ def _decode_handle(handle: bytes) -> tuple[str, str, pa.RecordBatch | None]:
     except (ValueError, KeyError, TypeError, binascii.Error, pa.ArrowException):
         raise status.InvalidArgument("the ticket is not one this server issued") from None
     return sql, digest, parameters
+
+
+def _numbered(sql: str) -> str:
+    try:
+        return numbered(sql)
+    except MixedPlaceholdersError as err:
+        raise status.InvalidArgument(str(err)) from None
 
 
 def _is_statement(ticket: bytes) -> bool:

@@ -9,7 +9,7 @@ application layer can implement it the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -34,10 +34,12 @@ class TableInfo:
 
 @dataclass(frozen=True, slots=True)
 class PlannedQuery:
-    """A query that planned, and the schema of its result (nullability included)."""
+    """A query that planned, the schema of its result (nullability included) and of its
+    parameters (one field per placeholder, ``$1`` first; ``null`` where the type is unknown)."""
 
     sql: str
     schema: pa.Schema
+    parameters: pa.Schema = field(default_factory=lambda: pa.schema([]))
 
 
 class QueryStream(Protocol):

@@ -18,6 +18,7 @@ from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
+from odfd.flight_sql.parameters import parameter_schema
 from odfd.flight_sql.service import (
     DataUnavailableError,
     InvalidQueryError,
@@ -56,7 +57,7 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         query = await self._planned(subject, sql, parameters)
-        return PlannedQuery(sql, query.schema)
+        return PlannedQuery(sql, query.schema, parameter_schema(sql, query.frame.logical_plan()))
 
     async def execute(
         self,
