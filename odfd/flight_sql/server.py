@@ -6,9 +6,9 @@ it watches the client: a client that went away (or whose own deadline passed) ca
 and so does a server that is shutting down.
 
 Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
-the announced schema; DoGet plans it again over the datasets as they are then (planning in the
-node's kept session costs microseconds) and refuses to stream a result whose schema is not the
-one announced. Results stream batch by batch, the next batch computed while the current one is
+the announced schema; DoGet runs the plan GetFlightInfo kept for the ticket
+(:mod:`odfd.flight_sql.tickets`), or plans the SQL again over the datasets as they are then and
+refuses to stream a result whose schema is not the one announced. Results stream batch by batch, the next batch computed while the current one is
 sent: the server holds two batches per query, never the whole result.
 """
 
@@ -44,6 +44,7 @@ from odfd.flight_sql.service import (
     QueryTimeoutError,
     UnknownTableError,
 )
+from odfd.flight_sql.tickets import PlannedTickets
 
 log = logging.getLogger(__name__)
 
@@ -100,6 +101,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._closing = threading.Event()
         self._cancel_lock = threading.Lock()
         self._cancelled: OrderedDict[bytes, None] = OrderedDict()
+        self._tickets = PlannedTickets()
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
@@ -123,7 +125,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def get_schema(
         self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
     ) -> flight.SchemaResult:
-        return flight.SchemaResult(self._describe(context, descriptor)[0])
+        return flight.SchemaResult(self._describe(context, descriptor, fetched=False)[0])
 
     def do_get(
         self, context: flight.ServerCallContext, ticket: flight.Ticket
@@ -136,7 +138,11 @@ class FlightSqlServer(flight.FlightServerBase):
             stream = self._wait(
                 context,
                 self._service.execute(
-                    caller.subject, sql, _bound(parameters), time_limit=self._time_limit
+                    caller.subject,
+                    sql,
+                    _bound(parameters),
+                    time_limit=self._time_limit,
+                    planned=self._tickets.take(ticket_bytes, caller.subject),
                 ),
                 ticket=ticket_bytes,
             )
@@ -251,9 +257,14 @@ class FlightSqlServer(flight.FlightServerBase):
     # --- describing and answering commands -------------------------------------------------------
 
     def _describe(
-        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+        self,
+        context: flight.ServerCallContext,
+        descriptor: flight.FlightDescriptor,
+        *,
+        fetched: bool = True,
     ) -> tuple[pa.Schema, bytes]:
-        """The schema of what a command answers, and the ticket that fetches it."""
+        """The schema of what a command answers, and the ticket that fetches it (its plan kept
+        for the DoGet when the ticket will be ``fetched``)."""
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
             raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
         name, message = _unpack(descriptor.command, "command")
@@ -270,8 +281,10 @@ class FlightSqlServer(flight.FlightServerBase):
         else:
             raise _not_offered(name)
         handle = _encode_handle(planned, parameters)
-        ticket = messages.new("TicketStatementQuery", statement_handle=handle)
-        return planned.schema, messages.pack(ticket)
+        ticket = messages.pack(messages.new("TicketStatementQuery", statement_handle=handle))
+        if fetched:
+            self._tickets.keep(ticket, caller.subject, planned)
+        return planned.schema, ticket
 
     def _plan(
         self,

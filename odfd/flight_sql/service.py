@@ -32,7 +32,7 @@ class TableInfo:
     schema: pa.Schema
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PlannedQuery:
     """A query that planned, the schema of its result (nullability included) and of its
     parameters (one field per placeholder, ``$1`` first; ``null`` where the type is unknown)."""
@@ -40,6 +40,9 @@ class PlannedQuery:
     sql: str
     schema: pa.Schema
     parameters: pa.Schema = field(default_factory=lambda: pa.schema([]))
+    engine: object = None
+    """The engine's plan, opaque to the server: :meth:`QueryService.execute` given this query
+    runs it as planned (over the datasets as they were) instead of planning again."""
 
 
 class QueryStream(Protocol):
@@ -83,9 +86,11 @@ class QueryService(Protocol):
         parameters: Mapping[str, Any] | None = None,
         *,
         time_limit: float,
+        planned: PlannedQuery | None = None,
     ) -> QueryStream:
-        """Starts ``sql`` over the datasets as they are now; ``time_limit`` (seconds) bounds the
-        engine's time. Raises as :meth:`plan`, and :class:`QueryTimeoutError`."""
+        """Starts ``sql`` over the datasets as they are now, or ``planned`` (what :meth:`plan`
+        answered for it) as it was planned; ``time_limit`` (seconds) bounds the engine's time.
+        Raises as :meth:`plan`, and :class:`QueryTimeoutError`."""
         ...
 
 

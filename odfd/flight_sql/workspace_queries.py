@@ -57,7 +57,8 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         query = await self._planned(subject, sql, parameters)
-        return PlannedQuery(sql, query.schema, parameter_schema(sql, query.frame.logical_plan()))
+        placeholders = parameter_schema(sql, query.frame.logical_plan())
+        return PlannedQuery(sql, query.schema, placeholders, engine=query)
 
     async def execute(
         self,
@@ -66,10 +67,15 @@ class NodeQueries:
         parameters: Mapping[str, Any] | None = None,
         *,
         time_limit: float,
+        planned: PlannedQuery | None = None,
     ) -> _Stream:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_limit
-        streaming = (await self._planned(subject, sql, parameters)).stream()
+        if planned is not None and isinstance(planned.engine, LivePlan):
+            live = planned.engine
+        else:
+            live = await self._planned(subject, sql, parameters)
+        streaming = live.stream()
         stream = _Stream(streaming, time_limit, deadline - loop.time())
         try:
             await stream.start()
