@@ -31,6 +31,7 @@ from odfd.flight_sql.service import (
 )
 from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
+from verifier.engine.datafusion.placeholders import placeholder_types
 from verifier.engine.datafusion.session import PlannedQuery as LivePlan
 from verifier.engine.datafusion.session import StreamingQuery
 from verifier.engine.errors import QueryExecutionError
@@ -57,7 +58,7 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         query = await self._planned(subject, sql, parameters)
-        placeholders = parameter_schema(sql, query.frame.logical_plan())
+        placeholders = parameter_schema(sql, placeholder_types(query.frame.logical_plan()))
         return PlannedQuery(sql, query.schema, placeholders, engine=query)
 
     async def execute(

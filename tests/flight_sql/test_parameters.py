@@ -1,4 +1,4 @@
-"""Numbering ``?`` placeholders and the parameter schema, on DataFusion's own plans."""
+"""Numbering ``?`` placeholders, and the parameter schema of DataFusion's own plans."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import pytest
 from datafusion import SessionContext
 
 from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered, parameter_schema
+from verifier.engine.datafusion.placeholders import placeholder_types
 
 
 def test_question_marks_are_numbered_outside_literals_names_and_comments() -> None:
@@ -51,5 +52,5 @@ def ctx() -> SessionContext:
 def test_parameter_schema_types_what_the_engine_inferred(
     ctx: SessionContext, sql: str, expected: list[pa.DataType]
 ) -> None:
-    schema = parameter_schema(sql, ctx.sql(sql).logical_plan())
+    schema = parameter_schema(sql, placeholder_types(ctx.sql(sql).logical_plan()))
     assert schema == pa.schema([(f"${n}", t) for n, t in enumerate(expected, start=1)])
