@@ -72,6 +72,7 @@ from odfd.server.query_api import query_api_mount
 from odfd.server.resource_api import ResourceApi
 from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
+from odfd.server.upload_api import UploadApi
 from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
@@ -366,6 +367,7 @@ class Daemon:
             console_mount(DaemonBackend(self)),
             query_api_mount(self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
+            UploadApi(lambda: self.node),
             ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
             self.mirror_webhooks,
             SourceApi(lambda: self.node, self.source_buffers, pushed=self._source_pushed),
