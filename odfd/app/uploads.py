@@ -11,7 +11,7 @@ upload (owner, name, length, media type, expiry), so an edited token is an unkno
 Each upload is a folder under the workspace's ``uploads/`` (``<owner>/<upload_id>/``) holding
 ``upload.json`` (what was prepared) and, once sent, ``content`` (the file: its client-given name
 never becomes a path). Uploads expire ``[server] upload_ttl`` after they were prepared and are
-removed by :meth:`Uploads.sweep`, which every prepare runs.
+removed by :meth:`Uploads.sweep`, which every prepare runs (and a daemon hourly).
 """
 
 from __future__ import annotations

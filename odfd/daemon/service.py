@@ -44,6 +44,7 @@ from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
+from odfd.app.uploads import uploads_of
 from odfd.config import NodeConfig, ServerConfig
 from odfd.console.api import console_mount
 from odfd.daemon.admin import AdminApi
@@ -650,6 +651,7 @@ class Daemon:
             )
             if pruned:
                 log.info("old sync attempts pruned", extra={"rows": pruned})
+            await asyncio.to_thread(uploads_of(self.node).sweep)  # expired uploads
             if self.config.sync.transform_derivatives:
                 await self.derivatives.catch_up()
             await self._refresh_gauges()
