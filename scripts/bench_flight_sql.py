@@ -5,15 +5,23 @@
    table, as a ratio to DataFusion reading the same data in-process (the engine odfd runs, the
    same files, no network). Target: <= 1.3x.
 2. Small query round trip (plan + fetch, a fresh statement each time) with 1 and 16 concurrent
-   clients, each on its own ADBC connection: p50 and p99. Target: p50 <= 10 ms.
+   clients, each on its own ADBC connection, anonymous and with an issued account token (whose
+   subject the server resolves on every call): p50 and p99. Target: p50 <= 10 ms. Beside each:
+   the CPU one query costs the server and the client (both measured over the run), and the p50
+   those costs allow at best on this machine's cores: with N clients always waiting, a query
+   waits for the N queries ahead of it, so p50 >= N x (server + client CPU) / cores.
 3. The server's peak memory while it streams the large result: its resident set sampled every
    10 ms during the fetch, above what it held before. Target: bounded, far under the result.
-   (DataFusion's allocations keep the resident set of any process that runs it growing by
-   tens of MiB per large scan until they are released in bulk, with or without Flight, so
-   the resident set before each fetch is printed as well.)
+   (The resident set before each fetch is printed as well: it grows over the first fetches
+   and then swings, by ~350 MiB for 10M rows, with or without Flight. Measured: Arrow's pool
+   holds 0 bytes after a fetch and glibc's malloc_trim releases nothing; DataFusion streaming
+   the same scan in a plain process, no Flight and no conversion to pyarrow, swings between
+   ~400 and ~760 MiB over six runs: memory the engine's own Rust allocator keeps for reuse,
+   bounded, not held by the server.)
 
-The dataset is written once as slices (no ingest). Each large timing is the best of
-``--repeat``. Usage: ``.venv/bin/python scripts/bench_flight_sql.py [--rows 10000000]``.
+The dataset is written once as slices (no ingest); ``--workspace DIR`` keeps it for the next
+run. Each large timing is the best of ``--repeat``. Usage:
+``.venv/bin/python scripts/bench_flight_sql.py [--rows 10000000] [--workspace DIR]``.
 """
 
 from __future__ import annotations
@@ -29,15 +37,19 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
 import pyarrow as pa
 from bench_engines import root_with, trades_table
 
+from odfd.app.accounts import AccountError, add_account, create_token, require_account
+from odfd.app.node import open_node
 from odfd.app.query import query_table
 from odfd.coordinator.query import dataset_view
 from storage.workspace import Workspace
@@ -48,10 +60,24 @@ SMALL = "few.trades"
 SMALL_QUERY = f'SELECT symbol, price FROM "{SMALL}" WHERE seq = 7'
 
 
+BENCH_ACCOUNT = "bench"
+
+
 async def setup(root: Path, rows: int) -> None:
     async with await Workspace.init(root) as workspace:
         await root_with(workspace, LARGE, trades_table(rows, 1000))
         await root_with(workspace, SMALL, trades_table(300, 20))
+
+
+async def issue_token(root: Path) -> str:
+    """A new token of the bench's account (created on first use), as ``odfd account token
+    create`` issues them."""
+    async with await open_node(root) as node:
+        try:
+            await require_account(node, BENCH_ACCOUNT)
+        except AccountError:
+            await add_account(node, BENCH_ACCOUNT, password=None)
+        return (await create_token(node, BENCH_ACCOUNT, label="bench")).secret
 
 
 async def in_process(root: Path) -> tuple[float, pa.Table]:
@@ -70,15 +96,15 @@ async def in_process(root: Path) -> tuple[float, pa.Table]:
     return seconds, table
 
 
-def connect(url: str) -> flightsql.Connection:
-    return flightsql.connect(
-        url,
-        db_kwargs={
-            adbc_driver_manager.DatabaseOptions.USERNAME.value: "anonymous",
-            adbc_driver_manager.DatabaseOptions.PASSWORD.value: "",
-        },
-        autocommit=True,
+def connect(url: str, token: str | None = None) -> flightsql.Connection:
+    """An anonymous ADBC connection (as ``kamu.connect`` makes one), or one with ``token``."""
+    options = adbc_driver_manager.DatabaseOptions
+    credentials = (
+        {options.USERNAME.value: "anonymous", options.PASSWORD.value: ""}
+        if token is None
+        else {adbc_driver_flightsql.DatabaseOptions.AUTHORIZATION_HEADER.value: f"Bearer {token}"}
     )
+    return flightsql.connect(url, db_kwargs=credentials, autocommit=True)
 
 
 def fetch(connection: flightsql.Connection, sql: str) -> pa.Table:
@@ -115,21 +141,65 @@ def peak_while(pid: int, work: Callable[[], pa.Table]) -> tuple[int, int, pa.Tab
     return before, peak, result
 
 
-def latencies(url: str, clients: int, queries: int) -> list[float]:
-    """Round-trip seconds of ``queries`` small queries on each of ``clients`` connections."""
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) a process spent so far, all its threads."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
-    def client(_: int) -> list[float]:
-        with connect(url) as connection:
-            fetch(connection, SMALL_QUERY)  # the handshake and first plan are not timed
-            times = []
-            for _ in range(queries):
-                started = time.perf_counter()
-                fetch(connection, SMALL_QUERY)
-                times.append(time.perf_counter() - started)
-            return times
 
-    with ThreadPoolExecutor(clients) as pool:
-        return [t for times in pool.map(client, range(clients)) for t in times]
+@dataclass
+class RoundTrips:
+    """Round trips of small queries and the CPU each cost the server and the clients."""
+
+    clients: int
+    seconds: list[float]
+    server_cpu: float
+    client_cpu: float
+
+    def line(self, who: str) -> str:
+        cores = os.cpu_count() or 1
+        floor = self.clients * (self.server_cpu + self.client_cpu) / min(self.clients, cores)
+        return (
+            f"small query round trip, {who}, {self.clients:>2} client(s), "
+            f"{len(self.seconds)} queries: p50 {percentile(self.seconds, 0.5) * 1000:.1f} ms, "
+            f"p99 {percentile(self.seconds, 0.99) * 1000:.1f} ms (target p50 <= 10 ms); "
+            f"CPU per query: server {self.server_cpu * 1000:.2f} ms, client "
+            f"{self.client_cpu * 1000:.2f} ms; best p50 these allow on {cores} cores: "
+            f"{floor * 1000:.1f} ms"
+        )
+
+
+def latencies(
+    url: str, server: int, clients: int, queries: int, token: str | None = None
+) -> RoundTrips:
+    """``queries`` small queries on each of ``clients`` connections: their round trips and the
+    CPU the server and this process (the clients) spent per query meanwhile."""
+    connections = [connect(url, token) for _ in range(clients)]
+    ready = threading.Barrier(clients + 1)
+
+    def client(connection: flightsql.Connection) -> list[float]:
+        fetch(connection, SMALL_QUERY)  # the handshake and first plan are not timed
+        ready.wait()
+        times = []
+        for _ in range(queries):
+            started = time.perf_counter()
+            fetch(connection, SMALL_QUERY)
+            times.append(time.perf_counter() - started)
+        return times
+
+    try:
+        with ThreadPoolExecutor(clients) as pool:
+            running = [pool.submit(client, connection) for connection in connections]
+            ready.wait()
+            server_before, client_before = cpu_seconds(server), time.process_time()
+            seconds = [t for future in running for t in future.result()]
+            server_cpu = cpu_seconds(server) - server_before
+            client_cpu = time.process_time() - client_before
+    finally:
+        for connection in connections:
+            connection.close()
+    count = clients * queries
+    return RoundTrips(clients, seconds, server_cpu / count, client_cpu / count)
 
 
 def server_url(server: subprocess.Popen[str]) -> str:
@@ -154,12 +224,17 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=10_000_000)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--queries", type=int, default=200, help="small queries per client")
+    parser.add_argument(
+        "--workspace", type=Path, help="keep the workspace here (made once, then reused)"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="odfd-bench-flight-sql-") as folder:
-        root = Path(folder) / "ws"
+        root = args.workspace or Path(folder) / "ws"
         started = time.perf_counter()
-        asyncio.run(setup(root, args.rows))
-        print(f"setup: {args.rows:,} rows written in {time.perf_counter() - started:.1f} s")
+        if not root.exists():
+            asyncio.run(setup(root, args.rows))
+            print(f"setup: {args.rows:,} rows written in {time.perf_counter() - started:.1f} s")
+        token = asyncio.run(issue_token(root))
         local = []
         for _ in range(args.repeat):
             seconds, table = asyncio.run(in_process(root))
@@ -188,8 +263,13 @@ def main() -> None:
                     befores.append(before)
                     assert table.num_rows == args.rows
                     del table
-            one = latencies(url, 1, args.queries)
-            many = latencies(url, 16, max(args.queries // 4, 10))
+            small = {
+                (who, clients): latencies(
+                    url, server.pid, clients, queries, None if who == "anonymous" else token
+                )
+                for who in ("anonymous", "with a token")
+                for clients, queries in ((1, args.queries), (16, max(args.queries // 4, 10)))
+            }
         finally:
             server.terminate()
             server.wait(60)
@@ -199,12 +279,8 @@ def main() -> None:
         f"{min(remote):.2f} s, DataFusion in-process {min(local):.2f} s: "
         f"ratio {ratio:.2f}x (target <= 1.3x)"
     )
-    for clients, values in ((1, one), (16, many)):
-        print(
-            f"small query round trip, {clients:>2} client(s), {len(values)} queries: "
-            f"p50 {percentile(values, 0.5) * 1000:.1f} ms, "
-            f"p99 {percentile(values, 0.99) * 1000:.1f} ms (target p50 <= 10 ms)"
-        )
+    for (who, _), trips in small.items():
+        print(trips.line(who))
     print(
         f"server peak memory while streaming: +{max(peaks) / 1024:,.0f} MiB above its resident "
         f"set before the fetch (worst of {len(peaks)}; the result is {size_mib:,.0f} MiB; "

@@ -6,9 +6,9 @@ it watches the client: a client that went away (or whose own deadline passed) ca
 and so does a server that is shutting down.
 
 Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
-the announced schema; DoGet plans it again over the datasets as they are then (planning in the
-node's kept session costs microseconds) and refuses to stream a result whose schema is not the
-one announced. Results stream batch by batch, the next batch computed while the current one is
+the announced schema; DoGet runs the plan GetFlightInfo kept for the ticket
+(:mod:`odfd.flight_sql.tickets`), or plans the SQL again over the datasets as they are then and
+refuses to stream a result whose schema is not the one announced. Results stream batch by batch, the next batch computed while the current one is
 sent: the server holds two batches per query, never the whole result.
 """
 
@@ -25,7 +25,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -33,6 +33,7 @@ import pyarrow.flight as flight
 
 from odfd.flight_sql import catalog, messages, sql_info, status
 from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
+from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered
 from odfd.flight_sql.service import (
     DataUnavailableError,
     InvalidQueryError,
@@ -43,6 +44,7 @@ from odfd.flight_sql.service import (
     QueryTimeoutError,
     UnknownTableError,
 )
+from odfd.flight_sql.tickets import PlannedTickets
 
 log = logging.getLogger(__name__)
 
@@ -88,17 +90,19 @@ class FlightSqlServer(flight.FlightServerBase):
         loop: asyncio.AbstractEventLoop,
         *,
         resolve: TokenResolver,
-        time_limit: float = 600.0,
+        time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
     ) -> None:
         status.install()
         self._service = service
         self._loop = loop
-        self._time_limit = time_limit
+        self._time_limit_of = time_limit if callable(time_limit) else lambda: time_limit
+        """The query time limit now (a daemon's reload changes it)."""
         self._sessions = sessions or Sessions()
         self._closing = threading.Event()
         self._cancel_lock = threading.Lock()
         self._cancelled: OrderedDict[bytes, None] = OrderedDict()
+        self._tickets = PlannedTickets()
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
@@ -122,7 +126,7 @@ class FlightSqlServer(flight.FlightServerBase):
     def get_schema(
         self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
     ) -> flight.SchemaResult:
-        return flight.SchemaResult(self._describe(context, descriptor)[0])
+        return flight.SchemaResult(self._describe(context, descriptor, fetched=False)[0])
 
     def do_get(
         self, context: flight.ServerCallContext, ticket: flight.Ticket
@@ -135,7 +139,11 @@ class FlightSqlServer(flight.FlightServerBase):
             stream = self._wait(
                 context,
                 self._service.execute(
-                    caller.subject, sql, _bound(parameters), time_limit=self._time_limit
+                    caller.subject,
+                    sql,
+                    _bound(parameters),
+                    time_limit=self._time_limit_of(),
+                    planned=self._tickets.take(ticket_bytes, caller.subject),
                 ),
                 ticket=ticket_bytes,
             )
@@ -159,12 +167,16 @@ class FlightSqlServer(flight.FlightServerBase):
         body = action.body.to_pybytes() if action.body is not None else b""
         if action.type == _CREATE_PREPARED:
             request = _expect(body, "ActionCreatePreparedStatementRequest")
-            planned = self._plan(context, caller, request.query)
-            handle = self._sessions.add_statement(caller.token, request.query)
+            sql = _numbered(request.query)
+            planned = self._plan(context, caller, sql)
+            handle = self._sessions.add_statement(caller.token, sql)
             result = messages.new(
                 "ActionCreatePreparedStatementResult",
                 prepared_statement_handle=handle,
                 dataset_schema=planned.schema.serialize().to_pybytes(),
+                parameter_schema=(  # none: empty, as the protocol says
+                    planned.parameters.serialize().to_pybytes() if planned.parameters else b""
+                ),
             )
             return iter([flight.Result(messages.pack(result))])
         if action.type == _CLOSE_PREPARED:
@@ -246,16 +258,21 @@ class FlightSqlServer(flight.FlightServerBase):
     # --- describing and answering commands -------------------------------------------------------
 
     def _describe(
-        self, context: flight.ServerCallContext, descriptor: flight.FlightDescriptor
+        self,
+        context: flight.ServerCallContext,
+        descriptor: flight.FlightDescriptor,
+        *,
+        fetched: bool = True,
     ) -> tuple[pa.Schema, bytes]:
-        """The schema of what a command answers, and the ticket that fetches it."""
+        """The schema of what a command answers, and the ticket that fetches it (its plan kept
+        for the DoGet when the ticket will be ``fetched``)."""
         if descriptor.descriptor_type != flight.DescriptorType.CMD:
             raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
         name, message = _unpack(descriptor.command, "command")
         caller = _caller(context)
         parameters = None
         if name == "CommandStatementQuery":
-            planned = self._plan(context, caller, message.query)
+            planned = self._plan(context, caller, _numbered(message.query))
         elif name == "CommandPreparedStatementQuery":
             statement = self._sessions.statement(caller.token, message.prepared_statement_handle)
             parameters = statement.parameters
@@ -265,8 +282,10 @@ class FlightSqlServer(flight.FlightServerBase):
         else:
             raise _not_offered(name)
         handle = _encode_handle(planned, parameters)
-        ticket = messages.new("TicketStatementQuery", statement_handle=handle)
-        return planned.schema, messages.pack(ticket)
+        ticket = messages.pack(messages.new("TicketStatementQuery", statement_handle=handle))
+        if fetched:
+            self._tickets.keep(ticket, caller.subject, planned)
+        return planned.schema, ticket
 
     def _plan(
         self,
@@ -278,7 +297,7 @@ class FlightSqlServer(flight.FlightServerBase):
         return self._wait(
             context,
             self._service.plan(caller.subject, sql, _bound(parameters)),
-            time_limit=self._time_limit,
+            time_limit=self._time_limit_of(),
         )
 
     def _cancel(self, info: bytes) -> int:
@@ -460,6 +479,13 @@ def _decode_handle(handle: bytes) -> tuple[str, str, pa.RecordBatch | None]:
     except (ValueError, KeyError, TypeError, binascii.Error, pa.ArrowException):
         raise status.InvalidArgument("the ticket is not one this server issued") from None
     return sql, digest, parameters
+
+
+def _numbered(sql: str) -> str:
+    try:
+        return numbered(sql)
+    except MixedPlaceholdersError as err:
+        raise status.InvalidArgument(str(err)) from None
 
 
 def _is_statement(ticket: bytes) -> bool:

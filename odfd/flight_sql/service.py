@@ -9,7 +9,7 @@ application layer can implement it the same way.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import pyarrow as pa
@@ -32,12 +32,17 @@ class TableInfo:
     schema: pa.Schema
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class PlannedQuery:
-    """A query that planned, and the schema of its result (nullability included)."""
+    """A query that planned, the schema of its result (nullability included) and of its
+    parameters (one field per placeholder, ``$1`` first; ``null`` where the type is unknown)."""
 
     sql: str
     schema: pa.Schema
+    parameters: pa.Schema = field(default_factory=lambda: pa.schema([]))
+    engine: object = None
+    """The engine's plan, opaque to the server: :meth:`QueryService.execute` given this query
+    runs it as planned (over the datasets as they were) instead of planning again."""
 
 
 class QueryStream(Protocol):
@@ -81,9 +86,11 @@ class QueryService(Protocol):
         parameters: Mapping[str, Any] | None = None,
         *,
         time_limit: float,
+        planned: PlannedQuery | None = None,
     ) -> QueryStream:
-        """Starts ``sql`` over the datasets as they are now; ``time_limit`` (seconds) bounds the
-        engine's time. Raises as :meth:`plan`, and :class:`QueryTimeoutError`."""
+        """Starts ``sql`` over the datasets as they are now, or ``planned`` (what :meth:`plan`
+        answered for it) as it was planned; ``time_limit`` (seconds) bounds the engine's time.
+        Raises as :meth:`plan`, and :class:`QueryTimeoutError`."""
         ...
 
 

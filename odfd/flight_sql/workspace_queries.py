@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
@@ -18,6 +18,7 @@ from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
+from odfd.flight_sql.parameters import parameter_schema
 from odfd.flight_sql.service import (
     DataUnavailableError,
     InvalidQueryError,
@@ -30,6 +31,7 @@ from odfd.flight_sql.service import (
 )
 from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
+from verifier.engine.datafusion.placeholders import placeholder_types
 from verifier.engine.datafusion.session import PlannedQuery as LivePlan
 from verifier.engine.datafusion.session import StreamingQuery
 from verifier.engine.errors import QueryExecutionError
@@ -45,8 +47,8 @@ _UNKNOWN_TABLE = re.compile(r"table '(?:[^'.]*\.)?(?:[^'.]*\.)?([^']*)' not foun
 class NodeQueries:
     """Queries over ``node``'s datasets, as :class:`LiveQueries` answers them."""
 
-    def __init__(self, node: Node) -> None:
-        self._live = LiveQueries(node)
+    def __init__(self, node: Node, settings: Callable[[], ServerConfig] | None = None) -> None:
+        self._live = LiveQueries(node, settings)
 
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
         tables = await self._live.tables(subject)
@@ -56,7 +58,8 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         query = await self._planned(subject, sql, parameters)
-        return PlannedQuery(sql, query.schema)
+        placeholders = parameter_schema(sql, placeholder_types(query.frame.logical_plan()))
+        return PlannedQuery(sql, query.schema, placeholders, engine=query)
 
     async def execute(
         self,
@@ -65,10 +68,15 @@ class NodeQueries:
         parameters: Mapping[str, Any] | None = None,
         *,
         time_limit: float,
+        planned: PlannedQuery | None = None,
     ) -> _Stream:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + time_limit
-        streaming = (await self._planned(subject, sql, parameters)).stream()
+        if planned is not None and isinstance(planned.engine, LivePlan):
+            live = planned.engine
+        else:
+            live = await self._planned(subject, sql, parameters)
+        streaming = live.stream()
         stream = _Stream(streaming, time_limit, deadline - loop.time())
         try:
             await stream.start()
@@ -139,24 +147,40 @@ class _Stream:
             self._remaining -= loop.time() - started
 
 
-async def serve(node: Node, *, address: str, port: int) -> FlightSqlEndpoint:
+async def serve(
+    node: Node,
+    *,
+    address: str,
+    port: int,
+    current: Callable[[], Node] | None = None,
+) -> FlightSqlEndpoint:
     """A Flight SQL server on ``address:port`` over ``node``: its callers are the subjects of
     the node's tokens (issued account tokens and the ``[server]`` lists), what they see is the
-    authorization decision's, with the node's query time limit."""
-    config = node.config.server
+    authorization decision's, with the node's query time limit. ``current`` gives the node
+    whose ``[server]`` settings (tokens, private datasets, time limit) apply at each call (a
+    daemon's reload swaps it); default: ``node``'s, fixed."""
+    now = current or (lambda: node)
+
+    def settings() -> ServerConfig:
+        return now().config.server
+
     return await endpoint.start(
-        NodeQueries(node),
+        NodeQueries(node, settings),
         address=address,
         port=port,
-        resolve=token_resolver(node.workspace, config),
-        time_limit=config.query_timeout,
+        resolve=token_resolver(node.workspace, settings),
+        time_limit=lambda: settings().query_timeout,
     )
 
 
-def token_resolver(workspace: Workspace, config: ServerConfig) -> TokenResolver:
-    """A bearer token's subject as every server of the node establishes it."""
+def token_resolver(
+    workspace: Workspace, config: ServerConfig | Callable[[], ServerConfig]
+) -> TokenResolver:
+    """A bearer token's subject as every server of the node establishes it (``config``: the
+    server's settings, or where to read them at each call)."""
+    settings = config if callable(config) else lambda: config
 
     async def resolve(token: str) -> Principal | None:
-        return await principal_of(workspace, config, token)
+        return await principal_of(workspace, settings(), token)
 
     return resolve

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -56,8 +57,11 @@ class UploadSession:
 @dataclass(slots=True)
 class ServerState:
     workspace: Workspace
-    config: ServerConfig
+    settings: Callable[[], ServerConfig]
+    """The server's settings as they are now (a daemon's reload changes them): every request
+    reads them through :attr:`config`, never a copy taken at start-up."""
     signer: UrlSigner
+    """Signs object URLs with the key and lifetime of start-up (URLs it signed stay valid)."""
     uploads: dict[str, UploadSession] = field(default_factory=dict)
     withheld: set[DatasetId] = field(default_factory=set)
     """Datasets not served (the daemon withholds those whose last audit failed)."""
@@ -67,10 +71,21 @@ class ServerState:
     policies: PolicyCache | None = None
 
     @classmethod
-    def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
-        state = cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
-        state.policies = PolicyCache(workspace, config.is_private)
+    def create(
+        cls,
+        workspace: Workspace,
+        config: ServerConfig,
+        settings: Callable[[], ServerConfig] | None = None,
+    ) -> ServerState:
+        """``settings``: where the current settings are read (default: ``config``, fixed)."""
+        current = settings or (lambda: config)
+        state = cls(workspace, current, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
+        state.policies = PolicyCache(workspace, lambda alias: state.config.is_private(alias))
         return state
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.settings()
 
     def principal(self, request: web.Request | None) -> Principal:
         """Who ``request`` speaks for (anonymous outside a request or before authorization)."""

@@ -100,8 +100,11 @@ class OpenQueries:
         parameters: Mapping[str, Any] | None = None,
         *,
         time_limit: float,
+        planned: PlannedQuery | None = None,
     ) -> QueryStream:
-        stream = await self._service.execute(subject, sql, parameters, time_limit=time_limit)
+        stream = await self._service.execute(
+            subject, sql, parameters, time_limit=time_limit, planned=planned
+        )
         self._opened(id(stream))
         return _Closing(stream, lambda: self._closed(id(stream)))
 

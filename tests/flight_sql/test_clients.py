@@ -175,6 +175,41 @@ def test_adbc_prepared_statement_with_parameters(adbc: flightsql.Connection) -> 
         assert cursor.fetchall() == [("odf!",)]
 
 
+def test_adbc_prepared_statement_announces_its_parameter_schema(adbc: flightsql.Connection) -> None:
+    with adbc.cursor() as cursor:
+        schema = cursor.adbc_prepare(
+            'select id from "kamu/covid19.cases" where id > $1 and gender = $2 and $3 is null'
+        )
+    # typed as the columns they are compared with; unknown (null) where nothing says
+    assert schema == pa.schema([("$1", pa.int64()), ("$2", pa.utf8()), ("$3", pa.null())])
+
+
+def test_adbc_binds_question_mark_parameters_in_order(adbc: flightsql.Connection) -> None:
+    query = "select value, '?' as mark from nums where value > ? and value < ? order by value"
+    with adbc.cursor() as cursor:
+        schema = cursor.adbc_prepare(query)
+        assert schema == pa.schema([("$1", pa.int64()), ("$2", pa.int64())])
+        for low, high, expected in ((1, 5, [2, 3, 4]), (3, 9, [4, 5])):
+            cursor.execute(query, parameters=(low, high))
+            table = cursor.fetch_arrow_table()
+            assert table.column("value").to_pylist() == expected
+            assert set(table.column("mark").to_pylist()) == {"?"}  # a literal, not a parameter
+
+
+def test_adbc_binds_an_arrow_batch_of_parameters(adbc: flightsql.Connection) -> None:
+    bound = pa.record_batch([pa.array(["F"]), pa.array([2], pa.int64())], names=["g", "low"])
+    with adbc.cursor() as cursor:
+        cursor.execute(
+            'select id from "kamu/covid19.cases" where gender = ? and id >= ? order by id', bound
+        )
+        assert cursor.fetch_arrow_table().column("id").to_pylist() == [2, 4]
+
+
+def test_adbc_mixed_placeholders_are_refused(adbc: flightsql.Connection) -> None:
+    with adbc.cursor() as cursor, pytest.raises(adbc_driver_manager.Error, match="mixes"):
+        cursor.execute("select value from nums where value > ? and value < $2", parameters=(1, 2))
+
+
 def test_adbc_execute_schema_plans_without_running(adbc: flightsql.Connection) -> None:
     with adbc.cursor() as cursor:
         schema = cursor.adbc_execute_schema("select 1 as one, 'x' as letter")

@@ -440,5 +440,16 @@ def test_datasets_written_while_serving_are_read_at_their_new_heads(
     asyncio.run(create())
     assert alias in table_names(client)
     assert client.query(total).to_pylist() == [{"s": 30, "n": 2}]
+    answered = client.info("CommandStatementQuery", query=total)
+    [created] = client.action(
+        "CreatePreparedStatement", "ActionCreatePreparedStatementRequest", query=total
+    )
+    handle = messages.unpack(created)[1].prepared_statement_handle
     asyncio.run(append())
     assert client.query(total).to_pylist() == [{"s": 60, "n": 3}]
+    # a FlightInfo answered before is the datasets as they were then (its plan was kept) ...
+    assert client.fetch(answered).to_pylist() == [{"s": 30, "n": 2}]
+    # ... and its ticket fetched again is planned anew; a prepared statement reads them now
+    assert client.fetch(answered).to_pylist() == [{"s": 60, "n": 3}]
+    prepared = client.info("CommandPreparedStatementQuery", prepared_statement_handle=handle)
+    assert client.fetch(prepared).to_pylist() == [{"s": 60, "n": 3}]
