@@ -29,7 +29,8 @@ from protocol.hashing import (
     hashing_batches,
     open_parquet,
 )
-from protocol.hashing.parquet_files import IN_MEMORY_BYTES, STREAM_BUFFER_BYTES
+from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
+from protocol.hashing.physical import IN_MEMORY_BYTES
 from protocol.identity import Multicodec, Multihash
 from protocol.model import DataSlice
 from verifier.engine.columns import Op, Vocab
