@@ -111,6 +111,8 @@ class ServerConfig:
     query_timeout = "10m"        # how long a query may keep the engine busy producing its result
     query_max_rows = 1000000     # the most rows one answer of /query (or a tail) may hold
     node_key = "/path/to/key"    # the node's identity key (default: keys/node.key of the workspace)
+    upload_max_bytes = 52428800  # the largest file one upload (/platform/file/upload) may hold
+    upload_ttl = "1h"            # how long an uploaded file waits for its ingest before removal
     """
 
     address: str = "127.0.0.1"
@@ -131,19 +133,16 @@ class ServerConfig:
     node_key: str | None = None
     """A file with the node's ed25519 identity key, which signs its answers to queries (raw
     32-byte seed or the reference's multibase text); default: the workspace's ``node.key``."""
+    upload_max_bytes: int = 50 << 20
+    """The largest file one upload takes (the reference's default: 50 MiB)."""
+    upload_ttl: float = 3600.0
+    """Seconds an upload stays usable (by ``?uploadToken=``) before it is removed."""
 
     def is_private(self, alias: str) -> bool:
         if not self.private:
             return False
         parsed = _alias(alias)
         return any(pattern.matches(parsed) for pattern in self.private)
-
-    def may_read_private(self, token: str | None) -> bool:
-        """Read and admin tokens see private datasets."""
-        return token is not None and (token in self.read_tokens or token in self.admin_tokens)
-
-    def is_admin(self, token: str | None) -> bool:
-        return token is not None and token in self.admin_tokens
 
 
 @functools.lru_cache(maxsize=65536)
@@ -531,6 +530,8 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "query_timeout": _positive_duration,
             "query_max_rows": _int(1),
             "node_key": _str(),
+            "upload_max_bytes": _int(1),
+            "upload_ttl": _positive_duration,
         },
     ),
     "ipfs": (

@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import io
+import os
 import shutil
 import statistics
 import sys
@@ -91,15 +92,38 @@ async def timed_queries(
     return latencies
 
 
-async def small_queries(url: str, clients: int, proof: bool, per_client: int) -> list[float]:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def small_queries(
+    url: str, clients: int, proof: bool, per_client: int, pid: int
+) -> tuple[list[float], float]:
+    """The latencies, and the daemon's CPU time per request (ms)."""
     body: dict[str, object] = {"query": SMALL_QUERY}
     if proof:
         body["include"] = ["Proof"]
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
         await timed_queries(session, url, body, 3)  # warm up: connections, the plan cache
+        used = cpu_seconds(pid)
         runs = [timed_queries(session, url, body, per_client) for _ in range(clients)]
-        return [latency for run in await asyncio.gather(*runs) for latency in run]
+        latencies = [latency for run in await asyncio.gather(*runs) for latency in run]
+        used = cpu_seconds(pid) - used
+    return latencies, used * 1000 / len(latencies)
+
+
+def floor_note(cpu_ms: float, clients: int) -> str:
+    """What the CPU a request costs the daemon implies for the median with ``clients`` clients
+    kept busy: at best ``clients`` requests share the machine's cores."""
+    cores = os.cpu_count() or 1
+    return (
+        f"daemon CPU {cpu_ms:.2f} ms/request; with {clients} clients on {cores} cores a request "
+        f"waits for ~{clients} x {cpu_ms:.2f} / {min(clients, cores)} = "
+        f"{clients * cpu_ms / min(clients, cores):.1f} ms of CPU (the p50 floor)"
+    )
 
 
 async def head_under_load(url: str, seconds: float) -> tuple[list[float], int]:
@@ -130,21 +154,24 @@ async def head_under_load(url: str, seconds: float) -> tuple[list[float], int]:
     return latencies, stopped
 
 
-async def large_export(url: str, rows: int) -> tuple[float, int]:
+async def large_export(url: str, rows: int, pid: int) -> tuple[float, int, float]:
+    """Seconds until the client has read the whole body, its size, and the daemon's CPU
+    seconds meanwhile."""
     body = {"query": f'SELECT * FROM "{LARGE}"', "limit": rows}
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(timeout=timeout) as session:
+        used = cpu_seconds(pid)
         started = time.perf_counter()
         async with session.post(f"{url}query", json=body) as response:
             content = await response.read()
             assert response.status == 200, content[:500]
-        return time.perf_counter() - started, len(content)
+        return time.perf_counter() - started, len(content), cpu_seconds(pid) - used
 
 
-async def engine_export(root: Path, scratch: Path) -> tuple[float, float, float]:
+async def engine_export(root: Path, scratch: Path) -> tuple[float, float, float, float]:
     """DataFusion in this process: executing the query alone, executing it with the result
     written as JSON by its own writer, and pyarrow writing the result as text (CSV: pyarrow has
-    no JSON writer), in seconds."""
+    no JSON writer), in seconds; and the CPU seconds of executing and writing JSON."""
     from protocol.model import SqlQueryStep
     from verifier.engine.contract import QueryTable
     from verifier.engine.datafusion.engine import DataFusionEngine, new_context
@@ -165,9 +192,11 @@ async def engine_export(root: Path, scratch: Path) -> tuple[float, float, float]
     context = new_context()
     context.register_parquet("big", str(view.paths[0]), file_extension="")
     out = scratch / "export.json"
+    used = time.process_time()
     started = time.perf_counter()
     context.sql('SELECT * FROM "big"').write_json(str(out))
-    return execute, time.perf_counter() - started, text
+    written = time.perf_counter() - started
+    return execute, written, text, time.process_time() - used
 
 
 def best(runs: list[float]) -> float:
@@ -196,27 +225,39 @@ async def main() -> None:
         print("1. small /query")
         for proof in (False, True):
             for clients in (1, 16):
-                latencies = await small_queries(url, clients, proof, args.per_client)
+                latencies, cpu_ms = await small_queries(
+                    url, clients, proof, args.per_client, daemon.pid
+                )
                 label = f"{clients:2d} client(s){' + proof' if proof else '        '}"
                 figures = percentiles(latencies, SMALL_P50_TARGET_MS, SMALL_P99_TARGET_MS)
                 print(f"   {label}: {figures}")
+                print(f"      {floor_note(cpu_ms, clients)}")
 
         latencies, stopped = await head_under_load(url, args.seconds)
         print("2. GET refs/head while 4 clients run heavy queries")
         figures = percentiles(latencies, None, HEAD_P99_TARGET_MS)
         print(f"   {figures}; {stopped} heavy queries stopped at the time limit")
 
-        api = best([(await large_export(url, args.rows))[0] for _ in range(args.repeat)])
-        size = (await large_export(url, args.rows))[1]
-        engine = [await engine_export(root, work) for _ in range(args.repeat)]
+        exports, engine = [], []
+        for _ in range(args.repeat):  # interleaved: both see the machine's load alike
+            exports.append(await large_export(url, args.rows, daemon.pid))
+            engine.append(await engine_export(root, work))
+        api, size = best([run[0] for run in exports]), exports[0][1]
+        api_cpu = best([run[2] for run in exports])
         execute = best([run[0] for run in engine])
         written = best([run[1] for run in engine])
         text = best([run[2] for run in engine])
+        written_cpu = best([run[3] for run in engine])
         print(f"3. {args.rows:,}-row SELECT * as JsonAoS")
         print(f"   /query, body read by the client: {api:6.2f} s ({size / 1e6:.0f} MB)")
         print(f"   DataFusion executing it:         {execute:6.2f} s")
         print(f"   DataFusion executing + writing JSON: {written:6.2f} s")
         print(f"   pyarrow writing it as CSV:       {text:6.2f} s")
+        print(
+            f"   CPU: the daemon answering {api_cpu:.2f} s, DataFusion executing + writing JSON "
+            f"{written_cpu:.2f} s: {api_cpu / written_cpu:.2f}x (on a shared machine the wall "
+            "ratios below move with other load; CPU time does not)"
+        )
         for label, ratio in (
             ("DataFusion execute + JSON", api / written),
             ("execute + pyarrow text   ", api / (execute + text)),

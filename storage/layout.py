@@ -123,6 +123,11 @@ class WorkspaceLayout:
         """Temporary files of the processes using the workspace (``storage.scratch``)."""
         return self.root / "staging"
 
+    @property
+    def uploads_dir(self) -> Path:
+        """Files clients uploaded for a later ingest (``odfd.app.uploads``), one folder each."""
+        return self.root / "uploads"
+
     def dataset(self, dataset_id: DatasetId) -> DatasetLayout:
         return DatasetLayout(self.datasets_dir / dataset_dir_name(dataset_id))
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import secrets
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -224,8 +225,10 @@ class Subject:
     is_admin: bool = False
 
 
-def _built_in(token: str, tokens: frozenset[str]) -> bool:
-    """Whether ``token`` is one of ``tokens``, compared timing-safe against every one."""
+def in_token_list(token: str, tokens: Iterable[str]) -> bool:
+    """Whether ``token`` is one of ``tokens`` (a ``[server]`` list), compared timing-safe
+    against every one: how long it takes says nothing of how much of a listed token matched.
+    Issued tokens are found by their hash instead (:func:`token_hash`)."""
     found = False
     for known in tokens:
         found |= hmac.compare_digest(token.encode(), known.encode())
@@ -249,8 +252,8 @@ async def subject_of(node: Node, server: ServerConfig, token: str | None) -> Sub
             record.avatar_url,
             record.is_admin,
         )
-    if _built_in(token, server.push_tokens | server.read_tokens | server.admin_tokens):
+    if in_token_list(token, server.push_tokens | server.read_tokens | server.admin_tokens):
         handle = account_handle(DEFAULT_ACCOUNT)
         name = str(handle.name)
-        return Subject(name, handle.id, name, is_admin=_built_in(token, server.admin_tokens))
+        return Subject(name, handle.id, name, is_admin=in_token_list(token, server.admin_tokens))
     return None

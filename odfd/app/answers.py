@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 import weakref
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
-from odfd.app.query import referenced_views
+from odfd.app.query_tables import read_aliases
 from odfd.coordinator.query import DatasetView, dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -57,6 +58,7 @@ if TYPE_CHECKING:
     from odfd.config import ServerConfig
     from protocol.identity import DatasetId, Multihash
     from storage.catalog import DatasetRecord
+    from storage.catalog.reader import CatalogReader
     from storage.workspace import Workspace
     from verifier.engine.datafusion.session import StreamingQuery
 
@@ -116,6 +118,10 @@ class QueryBlockNotFoundError(AnswerError):
         super().__init__(f"Dataset {dataset_id} does not have a block {block_hash}")
 
 
+SMALL_ANSWER_VALUES = 4_096
+"""Values (rows x columns) of an answer small enough to render on the event loop."""
+
+
 @dataclass(frozen=True, slots=True)
 class Answer:
     """A query's result: the rows the request asked for (after ``skip``, at most ``limit``),
@@ -129,6 +135,12 @@ class Answer:
     @property
     def num_rows(self) -> int:
         return sum(batch.num_rows for batch in self.batches)
+
+    @property
+    def is_small(self) -> bool:
+        """Whether rendering it is well under a millisecond of work, cheaper than a trip to a
+        worker thread: it may be rendered on the event loop."""
+        return self.num_rows * max(len(self.schema), 1) <= SMALL_ANSWER_VALUES
 
     def render(self, signer: ResponseSigner | None = None) -> bytes:
         """The response body (``protocol.query.response``), signed when the request asks for a
@@ -158,9 +170,15 @@ async def body_stream(
     answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
 ) -> AsyncIterator[bytes]:
     """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
-    event loop, so a large answer is sent while the rest is still being written. Errors that
-    can be answered with a status (no signer, a result that cannot be rendered) are raised
-    before the first piece."""
+    event loop while the one before is sent, so a large answer is sent while the rest is still
+    being written. Errors that can be answered with a status (no signer, a result that cannot
+    be rendered) are raised before the first piece.
+
+    A small answer (``Answer.is_small``) is written at once on the event loop: two thread trips
+    would cost more than rendering it."""
+    if answer.is_small:
+        yield answer.render(signer)
+        return
     writer = await asyncio.to_thread(
         QueryResponseWriter,
         answer.request,
@@ -179,8 +197,24 @@ async def body_stream(
                 break
         return b"".join(pieces)
 
-    while piece := await asyncio.to_thread(next_piece):
-        yield piece
+    def render_next() -> asyncio.Future[bytes]:
+        future = asyncio.ensure_future(asyncio.to_thread(next_piece))
+        future.add_done_callback(_retrieve)
+        return future
+
+    pending = render_next()
+    try:
+        while piece := await pending:
+            pending = render_next()  # the next piece is rendered while this one is sent
+            yield piece
+    finally:
+        pending.cancel()  # a client gone: the piece being rendered is dropped
+
+
+def _retrieve(future: asyncio.Future[bytes]) -> None:
+    """Marks a piece's failure seen (it is raised where the piece is awaited, if it is)."""
+    if not future.cancelled():
+        future.exception()
 
 
 def node_signer(node: Node) -> ResponseSigner | None:
@@ -189,9 +223,24 @@ def node_signer(node: Node) -> ResponseSigner | None:
     answers, but without proofs). Raises ``StorageError`` naming an unreadable key file."""
     from storage.keys import load_signing_key
 
-    path = node.config.server.node_key
-    key = load_signing_key(Path(path)) if path is not None else node.keys.load_node_key()
-    return None if key is None else ResponseSigner(key)
+    configured = node.config.server.node_key
+    path = Path(configured) if configured is not None else node.keys.node_key_path
+    try:
+        stat = path.stat()
+    except OSError:
+        if configured is not None:
+            load_signing_key(path)  # raises the StorageError naming the file
+        return None
+    version = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
+    kept = _SIGNERS.get(path)
+    if kept is None or kept[0] != version:
+        kept = _SIGNERS[path] = (version, ResponseSigner(load_signing_key(path)))
+    return kept[1]
+
+
+_SIGNERS: dict[Path, tuple[tuple[int, int, int], ResponseSigner]] = {}
+"""Signers by key file, with the file's identity when read: a key replaced on disk is read
+again, an unchanged one is not read per request."""
 
 
 def limits_of(config: ServerConfig) -> QueryLimits:
@@ -324,36 +373,99 @@ async def _tables(
 ) -> tuple[list[DatasetState], list[DatasetView]]:
     """The datasets the query reads (pinned ones as pinned; else the tables it names, parsed in
     ``engine``'s dialect, at their heads) and what it sees of each."""
+    kept = _kept_session(node)
+    views_at = kept.views
     if request.datasets is None:
         records = {
             record.alias: record
-            for record in await node.workspace.list_datasets()
+            for record in await kept.records(node.workspace)
             if visible is None or visible(record)
         }
-        views = await referenced_views(node, request.query, engine=engine, visible=visible)
-        views = [view for view in views if view.head is not None]
-        states = [DatasetState(records[view.alias].id, view.alias, view.head) for view in views]
+        dialect = await _sql_dialect(node, engine)
+        states, views = [], []
+        for alias in read_aliases(request.query, dialect, records):
+            record = records[alias]
+            if record.head is None:
+                continue  # no data yet: no table
+            view = await views_at.view(node.workspace, record.id, record.head)
+            views.append(replace(view, alias=alias))
+            states.append(DatasetState(record.id, alias, view.head))
         return states, views
     states, views = [], []
     for pinned in request.datasets:
-        view = await _pinned_view(node, pinned, visible)
+        view = await _pinned_view(node, pinned, visible, views_at)
         views.append(replace(view, alias=pinned.alias))
         states.append(DatasetState(pinned.id, pinned.alias, view.head))
     return states, [view for view in views if view.head is not None]
 
 
-async def _pinned_view(node: Node, pinned: DatasetState, visible: Visible | None) -> DatasetView:
+async def _pinned_view(
+    node: Node, pinned: DatasetState, visible: Visible | None, views_at: _Views
+) -> DatasetView:
     record = await node.workspace.try_resolve(str(pinned.id))
     if record is None or (visible is not None and not visible(record)):
         raise QueryDatasetNotFoundError(pinned.id)
     dataset = node.workspace.open_dataset(record.id)
     block = pinned.block_hash
-    if block is not None and not await dataset.blocks.contains(block):
+    if block is None:
+        block = record.head
+    elif not views_at.holds(record.id, block) and not await dataset.blocks.contains(block):
         raise QueryBlockNotFoundError(pinned.id, block)
     try:
-        return await dataset_view(dataset, pinned_block=block)
+        if block is None:
+            return await dataset_view(dataset)
+        return await views_at.view(node.workspace, record.id, block)
     except OdfError as error:
         raise QueryFailedError(f"dataset {record.alias} cannot be read: {error}") from None
+
+
+_DIALECTS: dict[str, str] = {}
+"""Each engine's SQL dialect (``Engine.sql_dialect``), known once the engine was first built."""
+
+
+async def _sql_dialect(node: Node, engine: str) -> str:
+    dialect = _DIALECTS.get(engine)
+    if dialect is None:  # in a worker thread: the engine's first use imports its library
+        built = await asyncio.to_thread(node.engines.named, engine)
+        dialect = _DIALECTS[engine] = built.sql_dialect
+    return dialect
+
+
+_KEPT_VIEWS = 256
+
+
+class _Views:
+    """What queries see of datasets at given blocks, kept between queries (reading a view walks
+    the dataset's metadata chain: milliseconds, most of a small query's work).
+
+    A view at a block never changes: the block's hash fixes the chain below it, hence the
+    schema and the data files. So views are kept by dataset and block, and a dataset that moved
+    is looked up at its new head, never served from an older one. The alias is the caller's to
+    set (a dataset may be renamed, or pinned under another alias)."""
+
+    def __init__(self, size: int = _KEPT_VIEWS) -> None:
+        self._size = size
+        self._kept: OrderedDict[tuple[DatasetId, Multihash], DatasetView] = OrderedDict()
+
+    def holds(self, dataset_id: DatasetId, block: Multihash) -> bool:
+        """Whether the view of the dataset at ``block`` is kept (so the dataset has the block)."""
+        return (dataset_id, block) in self._kept
+
+    async def view(
+        self, workspace: Workspace, dataset_id: DatasetId, block: Multihash
+    ) -> DatasetView:
+        """The dataset ``dataset_id`` at ``block`` (which it must hold)."""
+        key = (dataset_id, block)
+        view = self._kept.get(key)
+        if view is not None:
+            self._kept.move_to_end(key)
+            return view
+        view = await dataset_view(workspace.open_dataset(dataset_id), pinned_block=block)
+        if view.head == block:  # else the dataset lacks the block: nothing to keep
+            self._kept[key] = view
+            while len(self._kept) > self._size:
+                self._kept.popitem(last=False)
+        return view
 
 
 class _KeptSession:
@@ -371,6 +483,24 @@ class _KeptSession:
 
         self.session = QuerySession()
         self.lock = asyncio.Lock()
+        self.views = _Views()
+        self._reader: CatalogReader | None = None
+        self._records: tuple[int, list[DatasetRecord]] | None = None
+
+    async def records(self, workspace: Workspace) -> list[DatasetRecord]:
+        """The workspace's datasets, listed again only when the catalog changed: a commit by
+        any connection moves the data version, which a connection of its own reads on the
+        event loop in microseconds (a round trip to the catalog's thread costs two wake-ups)."""
+        from storage.catalog.reader import CatalogReader
+
+        if self._reader is None:
+            self._reader = await CatalogReader.open(workspace.catalog.path)
+        version = self._reader.data_version()
+        if version is None or self._records is None or self._records[0] != version:
+            records = await workspace.list_datasets()
+            self._records = None if version is None else (version, records)
+            return records
+        return self._records[1]
 
     def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
         """Blocking (registering reads the files' footers); call with ``lock`` held."""
@@ -442,6 +572,7 @@ async def _datafusion(
         planning.add_done_callback(_close_planned)
         raise
     kept_batches: list[pa.RecordBatch] = []
+    finished = False
     try:
         to_skip, wanted = skip, limit
         while wanted > 0:
@@ -450,6 +581,7 @@ async def _datafusion(
             except engine_errors.QueryExecutionError as error:
                 raise QueryFailedError(str(error)) from None
             if batch is None:
+                finished = True
                 break
             if to_skip >= batch.num_rows:
                 to_skip -= batch.num_rows
@@ -460,7 +592,10 @@ async def _datafusion(
             kept_batches.append(batch)
         return query.schema, kept_batches
     finally:
-        await asyncio.to_thread(query.close)
+        if finished:
+            query.close()  # nothing left running to stop
+        else:
+            await asyncio.to_thread(query.close)
 
 
 def _close_planned(planning: asyncio.Future[StreamingQuery]) -> None:

@@ -22,14 +22,13 @@ The decision is cheap: the relations are read into dictionaries once and cached 
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
-from odfd.app.accounts import TOKEN_PREFIX, token_account, token_hash
+from odfd.app.accounts import TOKEN_PREFIX, in_token_list, token_account, token_hash
 from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, type_of
 from odfd.app.resources import DEFAULT_ACCOUNT
 from odfd.config import ServerConfig
@@ -172,6 +171,33 @@ class Policy:
             return Decision(readable, readable, reason)
         return Decision(action in actions, readable, reason)
 
+    def decide_account(self, subject: Principal, action: Action, account: str) -> Decision:
+        """What ``subject`` may do to what lives in ``account`` besides its datasets: its
+        resources (the resource protocol: reading them is :attr:`Action.READ`, applying or
+        deleting :attr:`Action.ADMIN`) and its ``RestEndpoint`` Sources (posting records is
+        :attr:`Action.WRITE`). An account holds the owner role on itself and an organisation's
+        members their role on it; a subject's ``limit`` narrows it as on datasets. The
+        ``everywhere`` reach of the ``[server]`` token lists covers datasets only (those tokens
+        act for the built-in account's resources and Sources). Accounts are not hidden: a
+        refusal is 403."""
+        if subject.is_admin:
+            return Decision(True, True, f"{subject.label} is a node admin")
+        if subject.account is None:
+            return Decision(False, True, "anonymous clients have no role on any account")
+        key = account.lower()
+        if subject.account == key:
+            role: str | None = "owner"
+            reason = f"{key} is the account itself"
+        else:
+            role = self.account_roles.get(key, {}).get(subject.account)
+            source = self.sources.get((key, subject.account), "?")
+            reason = "no role" if role is None else f"{role} of account {key} (Relations {source})"
+        actions = ROLE_ACTIONS[role] if role is not None else frozenset()
+        if subject.limit is not None and role is not None:
+            actions &= subject.limit
+            reason += f", limited to {'/'.join(sorted(subject.limit))} ({subject.via})"
+        return Decision(action in actions, True, reason)
+
     def readable(self, subject: Principal, aliases: Iterable[str]) -> list[str]:
         """The aliases ``subject`` may read (listings, search, table lists)."""
         return [a for a in aliases if self.decide(subject, Action.READ, a).allowed]
@@ -276,14 +302,6 @@ class PolicyCache:
             self._policy = policy_of(specs, self._is_private)
             self._stamp = stamp
         return self._policy
-
-
-def in_token_list(token: str, tokens: Iterable[str]) -> bool:
-    """Whether ``token`` is one of ``tokens``, compared timing-safe against every one."""
-    found = False
-    for known in tokens:
-        found |= hmac.compare_digest(token.encode(), known.encode())
-    return found
 
 
 _PUSH_EVERYWHERE = frozenset({Action.WRITE, Action.MAINTAIN})

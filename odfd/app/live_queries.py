@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,8 @@ from verifier.engine.errors import InvalidQueryError, TransformError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-    from protocol.identity import Multihash
+    from odfd.config import ServerConfig
+    from protocol.identity import DatasetAliasPattern, Multihash
     from storage.catalog.records import DatasetRecord
 
 _MAX_SESSIONS = 32
@@ -48,13 +49,20 @@ class LiveTable:
 class LiveQueries:
     """Queries over ``node``'s datasets as they are when each query plans."""
 
-    def __init__(self, node: Node) -> None:
+    def __init__(self, node: Node, settings: Callable[[], ServerConfig] | None = None) -> None:
+        """``settings``: where the server's current settings are read (a daemon's reload changes
+        its private datasets); default: ``node``'s."""
         self._node = node
-        self._policies = PolicyCache(node.workspace, node.config.server.is_private)
+        self._settings = settings or (lambda: node.config.server)
+        self._policies = PolicyCache(
+            node.workspace, lambda alias: self._settings().is_private(alias)
+        )
         self._sessions: OrderedDict[frozenset[str], _Kept] = OrderedDict()
         self._listed: tuple[tuple[int, int], list[DatasetRecord]] | None = None
         self._views: dict[Principal, frozenset[str]] = {}
-        self._views_of: tuple[tuple[int, int], Policy] | None = None
+        self._views_of: tuple[tuple[int, int], Policy, tuple[DatasetAliasPattern, ...]] | None = (
+            None
+        )
 
     async def tables(self, subject: Principal) -> Sequence[LiveTable]:
         """The datasets ``subject`` may read, as tables."""
@@ -95,8 +103,10 @@ class LiveQueries:
             self._listed = (marker, await workspace.list_datasets())
         records = self._listed[1]
         policy = await self._policies.policy()
-        if self._views_of is None or self._views_of[0] != marker or self._views_of[1] is not policy:
-            self._views, self._views_of = {}, (marker, policy)
+        private = self._settings().private
+        seen = self._views_of
+        if seen is None or seen[0] != marker or seen[1] is not policy or seen[2] != private:
+            self._views, self._views_of = {}, (marker, policy, private)
         visible = self._views.get(subject)
         if visible is None:
             visible = self._views[subject] = frozenset(

@@ -43,6 +43,26 @@ MEDIA_TYPES: dict[str, str] = {
 }
 
 
+#: The file extensions of each media type, as the reference's format registry lists them (an
+#: upload's media type, when it declared none, is its file name's).
+FILE_EXTENSIONS: dict[str, str] = {
+    "csv": "text/csv",
+    "json": "application/json",
+    "ndjson": "application/x-ndjson",
+    "geojson": "application/geo+json",
+    "ndgeojson": "application/x-ndgeojson",
+    "parquet": "application/vnd.apache.parquet",
+    "shp": "application/vnd.shp",
+    "shx": "application/vnd.shp",
+}
+
+
+def media_type_of_file_name(name: str) -> str | None:
+    """The media type a file name's extension says (None: no extension the node knows)."""
+    _, dot, extension = name.rpartition(".")
+    return FILE_EXTENSIONS.get(extension.lower()) if dot else None
+
+
 class UnsupportedMediaTypeError(IngestError):
     """The body's media type is none the node reads."""
 

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import getpass
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
@@ -38,8 +40,26 @@ class Actor:
     via: str
 
 
+_ACTING: ContextVar[Actor | None] = ContextVar("odfd_acting", default=None)
+
+
+@contextmanager
+def acting(actor: Actor) -> Iterator[None]:
+    """Commands run within act as ``actor``: the daemon runs an admin socket client's commands
+    as the subject its socket peer or token was taken for."""
+    reset = _ACTING.set(actor)
+    try:
+        yield
+    finally:
+        _ACTING.reset(reset)
+
+
 def local_actor() -> Actor:
-    """A command run on this machine: the workspace's account, and who ran it."""
+    """A command run on this machine: the workspace's account, and who ran it (or, in the
+    daemon, whom the admin socket took its client for: :func:`acting`)."""
+    given = _ACTING.get()
+    if given is not None:
+        return given
     try:
         user = getpass.getuser()
     except (KeyError, OSError):

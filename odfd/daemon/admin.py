@@ -1,6 +1,6 @@
-"""The daemon's local admin API: HTTP over a Unix socket in the workspace (mode 0600, so only
-the node's user can talk to it), used by ``odfd mirror``, ``apply``, ``status`` and
-``daemon reload|stop|audit``. ``AdminApi`` serves it for a running daemon;
+"""The daemon's local admin API: HTTP over a Unix socket in the workspace (mode 0600; its peer
+must be the node's own user or carry a node admin's token: ``odfd.daemon.admin_auth``), used
+by ``odfd mirror``, ``apply``, ``status`` and ``daemon reload|stop|audit``. ``AdminApi`` serves it for a running daemon;
 ``odfd.daemon.admin_client`` talks to it.
 
 ``GET /status`` (``odfd.app.status``), ``GET /metrics``, ``POST /reload`` (config and mirror
@@ -22,6 +22,7 @@ from aiohttp import web
 from odfd.app.node import Node
 from odfd.app.status import build_status
 from odfd.config import NodeConfig
+from odfd.daemon.admin_auth import AdminSocketAuth
 from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.jobs import JobRunner
@@ -83,7 +84,12 @@ class AdminApi:
 
     async def start(self, path: Path) -> web.AppRunner:
         """Listen on ``path`` (mode 0600); the caller cleans the returned runner up."""
-        app = web.Application()
+        daemon = self.daemon
+        app = web.Application(
+            middlewares=[
+                AdminSocketAuth(lambda: (daemon.workspace, daemon.config.server)).middleware
+            ]
+        )
         routes = [
             ("GET", "/ping", json_handler(self.ping)),
             ("GET", "/status", json_handler(self.status)),

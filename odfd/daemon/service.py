@@ -44,7 +44,8 @@ from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
-from odfd.config import NodeConfig
+from odfd.app.uploads import uploads_of
+from odfd.config import NodeConfig, ServerConfig
 from odfd.console.api import console_mount
 from odfd.daemon.admin import AdminApi
 from odfd.daemon.admin_client import socket_path
@@ -72,6 +73,7 @@ from odfd.server.query_api import query_api_mount
 from odfd.server.resource_api import ResourceApi
 from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
+from odfd.server.upload_api import UploadApi
 from odfd.sources.buffers import SourceBuffers
 from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
@@ -364,13 +366,16 @@ class Daemon:
     async def _start_server(self) -> None:
         mounts: list[Mount] = [
             console_mount(DaemonBackend(self)),
-            query_api_mount(self.node),
+            query_api_mount(lambda: self.node),
             IngestApi(lambda: self.node, ingested=self._ingested),
+            UploadApi(lambda: self.node),
             ResourceApi(lambda: self.node, reconciling_with(self.reconciler)),
             self.mirror_webhooks,
             SourceApi(lambda: self.node, self.source_buffers, pushed=self._source_pushed),
         ]
-        app = create_app(self.workspace, self.config.server, mounts=mounts)
+        app = create_app(
+            self.workspace, self.config.server, mounts=mounts, settings=lambda: self.config.server
+        )
         app[STATE_KEY].withheld = self.withheld
         if self.config.metrics.enabled:
             app.router.add_get("/metrics", self.admin.metrics)
@@ -396,13 +401,48 @@ class Daemon:
 
     async def _start_flight_sql(self) -> None:
         """Arrow Flight SQL on ``[server] flight_sql_port``, when one is set."""
-        server = self.config.server
-        if server.flight_sql_port is not None:
-            from odfd.flight_sql import workspace_queries
+        self.flight_sql = await self._flight_sql_on(self.config.server)
 
-            self.flight_sql = await workspace_queries.serve(
-                self.node, address=server.address, port=server.flight_sql_port
-            )
+    async def _flight_sql_on(self, server: ServerConfig) -> FlightSqlEndpoint | None:
+        """A Flight SQL server where ``server`` says (None: off); the settings its calls apply
+        (tokens, private datasets, time limit) are the daemon's current ones."""
+        if server.flight_sql_port is None:
+            return None
+        from odfd.flight_sql import workspace_queries
+
+        return await workspace_queries.serve(
+            self.node,
+            address=server.address,
+            port=server.flight_sql_port,
+            current=lambda: self.node,
+        )
+
+    async def _move_flight_sql(self, new: ServerConfig) -> str | None:
+        """After a reload: the Flight SQL listener moved to the new address or port, started or
+        stopped; one line saying what happened (None: where it was). The new listener starts
+        before the old one stops, so one that cannot listen leaves the old one serving."""
+        old = self.config.server
+        moved = (new.address, new.flight_sql_port) != (old.address, old.flight_sql_port)
+        if not moved and (self.flight_sql is None) == (new.flight_sql_port is None):
+            return None  # where it was (one that could not listen is tried again)
+        from odfd.flight_sql.endpoint import FlightSqlStartError
+
+        previous = self.flight_sql
+        try:
+            started = await self._flight_sql_on(new)
+        except FlightSqlStartError as err:
+            where = "off" if previous is None else f"on {previous.url}"
+            line = f"Flight SQL stays {where}: {err}"
+            log.error("reload: %s", line)
+            return line
+        if previous is None and started is None:
+            return None
+        if previous is not None:
+            await previous.stop()
+        self.flight_sql = started
+        line = "Flight SQL is off" if started is None else f"Flight SQL now serves on {started.url}"
+        log.info("reload: %s", line)
+        return line
 
     async def _start_admin(self) -> None:
         self._runners.append(await self.admin.start(self.admin_path))
@@ -425,11 +465,14 @@ class Daemon:
             )
             raise
         needs_restart = [
-            name
-            for name in ("server", "spark", "daemon")
-            if getattr(new, name) != getattr(self.config, name)
-            and not (name == "server" and _same_server(new, self.config))
+            name for name in ("spark", "daemon") if getattr(new, name) != getattr(self.config, name)
         ]
+        needs_restart += [
+            f"server.{key}"
+            for key in _SERVER_AT_START
+            if getattr(new.server, key) != getattr(self.config.server, key)
+        ]
+        flight_sql = await self._move_flight_sql(new.server)
         for key in ("max_concurrent", "max_per_peer", "peer_connections"):
             if getattr(new.sync, key) != getattr(self.config.sync, key):
                 needs_restart.append(f"sync.{key}")
@@ -454,7 +497,10 @@ class Daemon:
                 extra={"settings": ", ".join(needs_restart)},
             )
         log.info("configuration reloaded", extra={"mirrors": count})
-        return {"mirrors": count, "needsRestart": needs_restart}
+        answer: dict[str, Any] = {"mirrors": count, "needsRestart": needs_restart}
+        if flight_sql is not None:
+            answer["flightSql"] = flight_sql
+        return answer
 
     async def _reload_on_signal(self) -> None:
         try:
@@ -605,6 +651,7 @@ class Daemon:
             )
             if pruned:
                 log.info("old sync attempts pruned", extra={"rows": pruned})
+            await asyncio.to_thread(uploads_of(self.node).sweep)  # expired uploads
             if self.config.sync.transform_derivatives:
                 await self.derivatives.catch_up()
             await self._refresh_gauges()
@@ -647,9 +694,11 @@ class Daemon:
         }
 
 
-def _same_server(a: NodeConfig, b: NodeConfig) -> bool:
-    """Equal but for the signing key, which is random per start unless configured."""
-    return replace(a.server, url_signing_key=b"") == replace(b.server, url_signing_key=b"")
+_SERVER_AT_START = ("address", "port", "url_ttl_seconds")
+"""``[server]`` settings a reload does not apply (the HTTP listener and the URL signer are made
+at start-up). The others are read at each request, so a reload applies them: tokens, private
+datasets, query limits, uploads, the node's key; and a changed ``flight_sql_port`` moves the
+Flight SQL listener. The signing key is left out: unless configured it is random per read."""
 
 
 async def run_daemon(

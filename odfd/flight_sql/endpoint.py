@@ -7,6 +7,7 @@ import asyncio
 import errno
 import os
 import socket
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -49,9 +50,10 @@ async def start(
     address: str,
     port: int,
     resolve: TokenResolver,
-    time_limit: float = 600.0,
+    time_limit: float | Callable[[], float] = 600.0,
 ) -> FlightSqlEndpoint:
-    """Serves ``service`` on ``address:port`` (0: a free port) from the running loop."""
+    """Serves ``service`` on ``address:port`` (0: a free port) from the running loop;
+    ``time_limit`` may be read anew for each query (a callable)."""
     host = f"[{address}]" if ":" in address else address
     loop = asyncio.get_running_loop()
     try:

@@ -25,7 +25,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -88,13 +88,14 @@ class FlightSqlServer(flight.FlightServerBase):
         loop: asyncio.AbstractEventLoop,
         *,
         resolve: TokenResolver,
-        time_limit: float = 600.0,
+        time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
     ) -> None:
         status.install()
         self._service = service
         self._loop = loop
-        self._time_limit = time_limit
+        self._time_limit_of = time_limit if callable(time_limit) else lambda: time_limit
+        """The query time limit now (a daemon's reload changes it)."""
         self._sessions = sessions or Sessions()
         self._closing = threading.Event()
         self._cancel_lock = threading.Lock()
@@ -135,7 +136,7 @@ class FlightSqlServer(flight.FlightServerBase):
             stream = self._wait(
                 context,
                 self._service.execute(
-                    caller.subject, sql, _bound(parameters), time_limit=self._time_limit
+                    caller.subject, sql, _bound(parameters), time_limit=self._time_limit_of()
                 ),
                 ticket=ticket_bytes,
             )
@@ -278,7 +279,7 @@ class FlightSqlServer(flight.FlightServerBase):
         return self._wait(
             context,
             self._service.plan(caller.subject, sql, _bound(parameters)),
-            time_limit=self._time_limit,
+            time_limit=self._time_limit_of(),
         )
 
     def _cancel(self, info: bytes) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
@@ -45,8 +45,8 @@ _UNKNOWN_TABLE = re.compile(r"table '(?:[^'.]*\.)?(?:[^'.]*\.)?([^']*)' not foun
 class NodeQueries:
     """Queries over ``node``'s datasets, as :class:`LiveQueries` answers them."""
 
-    def __init__(self, node: Node) -> None:
-        self._live = LiveQueries(node)
+    def __init__(self, node: Node, settings: Callable[[], ServerConfig] | None = None) -> None:
+        self._live = LiveQueries(node, settings)
 
     async def tables(self, subject: Subject) -> Sequence[TableInfo]:
         tables = await self._live.tables(subject)
@@ -139,24 +139,40 @@ class _Stream:
             self._remaining -= loop.time() - started
 
 
-async def serve(node: Node, *, address: str, port: int) -> FlightSqlEndpoint:
+async def serve(
+    node: Node,
+    *,
+    address: str,
+    port: int,
+    current: Callable[[], Node] | None = None,
+) -> FlightSqlEndpoint:
     """A Flight SQL server on ``address:port`` over ``node``: its callers are the subjects of
     the node's tokens (issued account tokens and the ``[server]`` lists), what they see is the
-    authorization decision's, with the node's query time limit."""
-    config = node.config.server
+    authorization decision's, with the node's query time limit. ``current`` gives the node
+    whose ``[server]`` settings (tokens, private datasets, time limit) apply at each call (a
+    daemon's reload swaps it); default: ``node``'s, fixed."""
+    now = current or (lambda: node)
+
+    def settings() -> ServerConfig:
+        return now().config.server
+
     return await endpoint.start(
-        NodeQueries(node),
+        NodeQueries(node, settings),
         address=address,
         port=port,
-        resolve=token_resolver(node.workspace, config),
-        time_limit=config.query_timeout,
+        resolve=token_resolver(node.workspace, settings),
+        time_limit=lambda: settings().query_timeout,
     )
 
 
-def token_resolver(workspace: Workspace, config: ServerConfig) -> TokenResolver:
-    """A bearer token's subject as every server of the node establishes it."""
+def token_resolver(
+    workspace: Workspace, config: ServerConfig | Callable[[], ServerConfig]
+) -> TokenResolver:
+    """A bearer token's subject as every server of the node establishes it (``config``: the
+    server's settings, or where to read them at each call)."""
+    settings = config if callable(config) else lambda: config
 
     async def resolve(token: str) -> Principal | None:
-        return await principal_of(workspace, config, token)
+        return await principal_of(workspace, settings(), token)
 
     return resolve

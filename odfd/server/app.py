@@ -29,12 +29,17 @@ Mount = Callable[[web.Application], None]
 
 
 def create_app(
-    workspace: Workspace, config: ServerConfig, *, mounts: Sequence[Mount] = ()
+    workspace: Workspace,
+    config: ServerConfig,
+    *,
+    mounts: Sequence[Mount] = (),
+    settings: Callable[[], ServerConfig] | None = None,
 ) -> web.Application:
     """The transfer protocols (Simple and Smart), ``refs/head.sig`` and the listing, plus what
-    ``mounts`` add."""
+    ``mounts`` add. ``settings`` gives the current settings at each request (a daemon's, which
+    a reload changes); default: ``config``."""
     app = web.Application(client_max_size=MAX_REQUEST_BYTES, middlewares=[authorize])
-    app[STATE_KEY] = ServerState.create(workspace, config)
+    app[STATE_KEY] = ServerState.create(workspace, config, settings)
     app.cleanup_ctx.append(_catalog_reader)
     for mount in mounts:
         mount(app)

@@ -4,7 +4,11 @@ as the reference's api-server (``ingest_handler.rs``).
 The body is the data (``Content-Type``: CSV, JSON, NdJson, GeoJSON, NdGeoJSON, Parquet or a
 zipped Shapefile; another format than the source's is transcoded into the source's schema),
 ``?sourceName=`` picks the push source and the ``odf-event-time`` header gives the event time of
-records that carry none. It takes a push or admin token (``[server] push_tokens``,
+records that carry none. With ``?uploadToken=`` the data is instead a file the same account
+uploaded ahead (``odfd.server.upload_api``), its media type the one declared when the upload was
+prepared, else its file name's extension; it is ingested exactly as the same bytes in the body
+would be (an unknown, expired or altered token: 404; another account's upload: 403; a file not
+of its declared length: 400). It takes a push or admin token (``[server] push_tokens``,
 ``admin_tokens``). Answers: 200 (empty body) once committed or when there was nothing to add;
 otherwise ``{"message": …}`` with 400 (no such source, or the data cannot be read, breaks the
 schema, or a bad header), 401 (no token), 403 (a token that may not ingest), 404 (no such
@@ -17,8 +21,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
+import shutil
 import uuid
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
@@ -30,8 +37,10 @@ from odfd.app.push_ingest import (
     PushIngestOptions,
     UnsupportedMediaTypeError,
     format_of_media_type,
+    media_type_of_file_name,
     push_ingest,
 )
+from odfd.app.uploads import UploadError, UploadToken, uploads_of
 from odfd.app.write_log import Actor
 from odfd.coordinator.commit import RUN_DIR
 from odfd.coordinator.schema import IncompatibleSchemaError
@@ -52,6 +61,8 @@ MAX_INGEST_BYTES = 1 << 30
 """The largest body one ingest takes (the data is staged on disk, never held in memory)."""
 
 EVENT_TIME_HEADER = "odf-event-time"
+UPLOAD_TOKEN = "uploadToken"
+"""The query parameter naming a file uploaded ahead (``odfd.server.upload_api``) as the data."""
 INGEST_ROUTE = ("POST", "ingest")
 """The route's method and its name under a dataset's path (``/{dataset}/ingest``)."""
 _CHUNK = 1 << 20
@@ -90,19 +101,32 @@ class IngestApi:
             raise _error(
                 web.HTTPForbidden, f"{who} may not ingest into {record.alias}: {decision.reason}"
             )
+        node = self._node()
+        event_time = _event_time(request)
+        body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
+        upload_token = request.query.get(UPLOAD_TOKEN)
+        upload = None
+        if upload_token is not None:
+            upload = await _uploaded(node, actor.account, upload_token)
+            media_type = upload.token.content_type or media_type_of_file_name(
+                upload.token.file_name
+            )
+        else:
+            media_type = request.headers.get("Content-Type")
         options = PushIngestOptions(
             source_name=request.query.get("sourceName"),
-            media_type=request.headers.get("Content-Type"),
-            event_time=_event_time(request),
+            media_type=media_type,
+            event_time=event_time,
         )
         try:
             format_of_media_type(options.media_type)  # a 415 before reading the body
         except UnsupportedMediaTypeError as err:
             raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
-        node = self._node()
-        body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
         try:
-            await _receive(request, body)
+            if upload is None:
+                await _receive(request, body)
+            else:
+                await asyncio.to_thread(_stage, upload.path, body)
             outcome = await push_ingest(
                 node, record.id, body, options, locks=self._locks, actor=actor
             )
@@ -145,6 +169,38 @@ def _authorize(state: ServerState, request: web.Request) -> Actor:
             headers={"WWW-Authenticate": "Bearer"},
         )
     return Actor(account, "http")
+
+
+@dataclass(frozen=True, slots=True)
+class _Upload:
+    token: UploadToken
+    path: Path
+
+
+async def _uploaded(node: Node, account: str, text: str) -> _Upload:
+    """The file uploaded under ``text`` (the reference's ``uploadToken``) by ``account``."""
+    try:
+        token = UploadToken.decode(text)
+        return _Upload(token, await uploads_of(node).content(token, account))
+    except UploadError as err:
+        raise _error(_STATUS[err.status], str(err)) from None
+
+
+_STATUS: dict[int, Callable[..., web.HTTPException]] = {
+    400: web.HTTPBadRequest,
+    403: web.HTTPForbidden,
+    404: web.HTTPNotFound,
+}
+
+
+def _stage(upload: Path, body: Path) -> None:
+    """The upload as this ingest's own file (a link; a copy across file systems), so the
+    upload's expiry cannot remove it mid-ingest."""
+    body.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(upload, body)
+    except OSError:
+        shutil.copyfile(upload, body)
 
 
 def _event_time(request: web.Request) -> Timestamp | None:

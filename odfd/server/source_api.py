@@ -2,8 +2,10 @@
 RFC-018 ``RestEndpoint`` Source, held in its buffer until a flow's ``Ingest`` task commits them.
 
 The body is JSON records: NdJson (``application/x-ndjson``, or no media type) or a JSON array or
-object (``application/json``); each record must be a JSON object. It takes a push or admin
-token, as ``POST /{dataset}/ingest`` does. Answers: 202 ``{"accepted", "dropped", "buffered"}``
+object (``application/json``); each record must be a JSON object. Posting writes data into the
+Source's account, so the node's one decision asks for write on that account: the account's own
+token, an editor (or stronger) role in it when it is an organisation, or a node admin; the
+``[server] push_tokens`` act for the built-in account, whose Sources have no account part. Answers: 202 ``{"accepted", "dropped", "buffered"}``
 once the records are in the buffer; otherwise ``{"message": …}`` with 400 (a record that is not a
 JSON object), 401/403 (token), 404 (no such Source, or one that takes no pushes), 413 (body too
 large), 415 (media type), 429 (the buffer is full and its ``overflowPolicy`` is ``Reject``:
@@ -19,8 +21,10 @@ from typing import TYPE_CHECKING
 
 from aiohttp import web
 
+from odfd.app.authorization import Action
 from odfd.app.resource_types import SOURCE
-from odfd.server.state import STATE_KEY, ServerState, bearer_token
+from odfd.app.resources import DEFAULT_ACCOUNT
+from odfd.server.state import STATE_KEY, ServerState
 from odfd.sources.buffers import BufferFullError, SourceBuffers
 from odfd.sources.spec import SourceDefinition, SourceSpecError
 from storage.catalog.resources import ResourceTable
@@ -91,8 +95,8 @@ class SourceApi:
 
     async def handle(self, request: web.Request) -> web.Response:
         state: ServerState = request.app[STATE_KEY]
-        _authorize(state, request)
         account = request.match_info.get("account")
+        _authorize(state, request, (account or str(DEFAULT_ACCOUNT)).lower())
         name = request.match_info["name"]
         stored = name if account is None else f"{account}/{name}"
         resources = ResourceTable(self._node().workspace.catalog)
@@ -140,16 +144,21 @@ class SourceApi:
         )
 
 
-def _authorize(state: ServerState, request: web.Request) -> None:
-    token = bearer_token(request)
-    if token is None:
+def _authorize(state: ServerState, request: web.Request, account: str) -> None:
+    """Posting records writes data into ``account``: the node's one decision is asked."""
+    if state.principal(request).account is None:
         raise _error(
             web.HTTPUnauthorized,
-            "pushing records needs a push or admin bearer token (Authorization: Bearer …)",
+            "pushing records needs a bearer token (Authorization: Bearer …)",
             headers={"WWW-Authenticate": "Bearer"},
         )
-    if token not in state.config.push_tokens and not state.config.is_admin(token):
-        raise _error(web.HTTPForbidden, "this token may not push (it is no push or admin token)")
+    decision = state.decide_account(request, Action.WRITE, account)
+    if not decision.allowed:
+        raise _error(
+            web.HTTPForbidden,
+            f"this token may not push records to the Sources of account {account} (that needs "
+            f"the account itself, an editor role in it or a node admin); why: {decision.reason}",
+        )
 
 
 def _too_large() -> web.HTTPException:

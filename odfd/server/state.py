@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -56,8 +57,11 @@ class UploadSession:
 @dataclass(slots=True)
 class ServerState:
     workspace: Workspace
-    config: ServerConfig
+    settings: Callable[[], ServerConfig]
+    """The server's settings as they are now (a daemon's reload changes them): every request
+    reads them through :attr:`config`, never a copy taken at start-up."""
     signer: UrlSigner
+    """Signs object URLs with the key and lifetime of start-up (URLs it signed stay valid)."""
     uploads: dict[str, UploadSession] = field(default_factory=dict)
     withheld: set[DatasetId] = field(default_factory=set)
     """Datasets not served (the daemon withholds those whose last audit failed)."""
@@ -67,10 +71,21 @@ class ServerState:
     policies: PolicyCache | None = None
 
     @classmethod
-    def create(cls, workspace: Workspace, config: ServerConfig) -> ServerState:
-        state = cls(workspace, config, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
-        state.policies = PolicyCache(workspace, config.is_private)
+    def create(
+        cls,
+        workspace: Workspace,
+        config: ServerConfig,
+        settings: Callable[[], ServerConfig] | None = None,
+    ) -> ServerState:
+        """``settings``: where the current settings are read (default: ``config``, fixed)."""
+        current = settings or (lambda: config)
+        state = cls(workspace, current, UrlSigner(config.url_signing_key, config.url_ttl_seconds))
+        state.policies = PolicyCache(workspace, lambda alias: state.config.is_private(alias))
         return state
+
+    @property
+    def config(self) -> ServerConfig:
+        return self.settings()
 
     def principal(self, request: web.Request | None) -> Principal:
         """Who ``request`` speaks for (anonymous outside a request or before authorization)."""
@@ -78,11 +93,18 @@ class ServerState:
             return ANONYMOUS
         return request.get(_PRINCIPAL, ANONYMOUS)
 
-    def decide(self, request: web.Request | None, action: Action, alias: str) -> Decision:
+    def policy(self, request: web.Request | None) -> Policy:
+        """The node's policy as the request's authorization fetched it (outside a request: no
+        relations, only the ``[server] private`` patterns)."""
         policy = None if request is None else request.get(_POLICY)
-        if policy is None:
-            policy = Policy(is_private=self.config.is_private)
-        return policy.decide(self.principal(request), action, alias)
+        return policy if policy is not None else Policy(is_private=self.config.is_private)
+
+    def decide(self, request: web.Request | None, action: Action, alias: str) -> Decision:
+        return self.policy(request).decide(self.principal(request), action, alias)
+
+    def decide_account(self, request: web.Request, action: Action, account: str) -> Decision:
+        """What the request may do to the resources and Sources of ``account``."""
+        return self.policy(request).decide_account(self.principal(request), action, account)
 
     def visible(self, record: DatasetRecord, request: web.Request | None) -> bool:
         """Whether the request may read the dataset (when not, the dataset does not exist for

@@ -98,6 +98,18 @@ class CatalogReader:
             rows = await asyncio.to_thread(_read_all_waiting, self.path, sql, schema)
         return [(row[0], json.loads(row[1])) for row in rows]
 
+    def data_version(self) -> int | None:
+        """Differs whenever another connection, of this process or another, committed to the
+        catalog since it was last asked: what caches of the catalog's contents are kept by.
+        ``None`` when the catalog is busy (nothing can be assumed unchanged)."""
+        try:
+            row = self._db.execute("PRAGMA data_version").fetchone()
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) not in _BUSY:
+                raise
+            return None
+        return int(row[0])
+
     async def _one(self, sql: str, key: str) -> DatasetRecord | None:
         row = await self._row(sql, key)
         return None if row is None else dataset_record(row)

@@ -1,8 +1,14 @@
-"""Helpers for CLI tests: running ``odfd`` in-process and fingerprinting a workspace on disk."""
+"""Helpers for CLI tests: running ``odfd`` in-process, serving a workspace with a real ``odfd
+serve`` and fingerprinting a workspace on disk."""
 
 from __future__ import annotations
 
 import hashlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -21,6 +27,27 @@ def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
         code = int(exit.code or 0)
     out, err = capsys.readouterr()
     return code, out, err
+
+
+@contextmanager
+def odfd_serve(root: Path) -> Iterator[tuple[str, subprocess.Popen[str]]]:
+    """``odfd serve`` of ``root`` in a subprocess on a free port: its URL and process (stopped
+    with SIGINT, as a user's Ctrl-C, when the block exits)."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert line.startswith("serving"), line
+        yield line.split(" at ")[1].split()[0], process
+    finally:
+        if process.poll() is None:
+            process.send_signal(signal.SIGINT)
+            process.wait(timeout=20)
 
 
 def fingerprint(root: Path) -> dict[str, str]:

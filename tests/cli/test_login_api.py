@@ -9,7 +9,6 @@ import asyncio
 import json
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from datetime import timedelta
@@ -22,6 +21,7 @@ import requests
 from odfd.app.accounts import add_account, create_token, revoke_token
 from odfd.app.node import open_node
 from storage.workspace import Workspace
+from tests.cli.helpers import odfd_serve
 
 PUSH_TOKEN = "legacy-push-token-123"
 PASSWORD = "correct horse battery"
@@ -44,20 +44,8 @@ def node(
     asyncio.run(prepare())
     with open(root / "config.toml", "a") as config:
         config.write(f'\n[server]\npush_tokens = ["{PUSH_TOKEN}"]\n')
-    process = subprocess.Popen(
-        [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("serving"), line
-        yield root, line.split(" at ")[1].split()[0], process
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+    with odfd_serve(root) as (url, process):
+        yield root, url, process
 
 
 def _login(url: str, login: str, password: str) -> requests.Response:

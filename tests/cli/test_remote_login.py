@@ -7,10 +7,10 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import signal
 import stat
 import subprocess
 import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,11 +23,12 @@ from odfd.config import ServerConfig
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import node_url, parse_remote
 from protocol.identity import DatasetAliasPattern
-from tests.cli.helpers import MANIFESTS, run
+from tests.cli.helpers import MANIFESTS, odfd_serve, run
 from tests.cli.test_sql_proof import serving, workspace_with_nums
 
 ADMIN_PASSWORD = "a long admin passphrase"
 ALICE_PASSWORD = "alice's own passphrase"
+ROLE_PASSWORD = "a passphrase of a role's holder"
 DATASET = "test.root.url-csv"
 READ_TOKEN = "a-read-token-of-the-served-node"
 
@@ -43,22 +44,12 @@ def remote(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str
         async with await open_node(root) as node:
             await set_password(node, "admin", ADMIN_PASSWORD)
             await add_account(node, "alice", password=ALICE_PASSWORD)
+            for name in ("maint", "ed"):
+                await add_account(node, name, password=ROLE_PASSWORD)
 
     asyncio.run(prepare())
-    process = subprocess.Popen(
-        [sys.executable, "-m", "odfd.cli.main", "serve", "--root", str(root), "--port", "0"],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert process.stdout is not None
-        line = process.stdout.readline()
-        assert line.startswith("serving"), line
-        yield root, line.split(" at ")[1].split()[0]
-    finally:
-        process.send_signal(signal.SIGINT)
-        process.wait(timeout=20)
+    with odfd_serve(root) as (url, _):
+        yield root, url
 
 
 @pytest.fixture
@@ -89,6 +80,22 @@ def _login(
     )
 
 
+def _push(capsys: pytest.CaptureFixture[str], root: Path, url: str, *extra: str) -> tuple[int, str]:
+    """``odfd push DATASET URL`` from ``root``: exit code and stderr."""
+    code, _, err = run(capsys, "push", DATASET, url, "--root", str(root), *extra)
+    return code, err
+
+
+def _refused_without_login(
+    capsys: pytest.CaptureFixture[str], root: Path, url: str, *extra: str
+) -> bool:
+    """No login kept for the node: ``--check`` says so and a push is refused for want of a
+    token."""
+    code, err = _push(capsys, root, url + DATASET, *extra)
+    checked, _, said = run(capsys, "login", url, "--check", "--root", str(root))
+    return code != 0 and "token" in err and checked != 0 and "not logged in" in said
+
+
 def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
     remote: tuple[Path, str],
     local: Path,
@@ -99,8 +106,7 @@ def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
     _, url = remote
     ws = ("--root", str(local))
     monkeypatch.delenv("ODFD_TOKEN", raising=False)
-    code, _, err = run(capsys, "push", DATASET, url + DATASET, *ws)
-    assert code != 0 and "token" in err
+    assert _refused_without_login(capsys, local, url)
 
     code, out, err = _login(capsys, monkeypatch, local, url, "admin", "wrong password")
     assert code != 0 and "invalid login or password" in err
@@ -119,7 +125,7 @@ def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
     code, out, err = run(capsys, "login", url, "--check", *ws)
     assert code == 0 and out.startswith(f"admin at {node_url(url)}") and token not in out
 
-    code, _, err = run(capsys, "push", DATASET, url + DATASET, *ws)
+    code, err = _push(capsys, local, url + DATASET)
     assert code == 0, err
     code, out, err = run(capsys, "log", DATASET, "--who", "--root", str(remote[0]))
     assert code == 0, err
@@ -141,10 +147,61 @@ def test_login_then_push_and_pull_with_the_kept_token_and_logout_forgets_it(
     code, _, err = run(capsys, "logout", url, *ws)
     assert code == 0 and "Logged out: admin" in err
     assert not store.exists()
-    code, _, err = run(capsys, "push", DATASET, url + DATASET, "--force", *ws)
-    assert code != 0 and "token" in err
-    code, _, err = run(capsys, "login", url, "--check", *ws)
-    assert code != 0 and "not logged in" in err
+    assert _refused_without_login(capsys, local, url, "--force")
+
+
+FORCED = "rewritten"
+ROLES = f"""\
+$schema: https://opendatafabric.org/schemas/auth/v1alpha1/Relations
+headers:
+  name: rewriters
+spec:
+  relations:
+    - {{subject: 'Account:maint', relation: role, value: maintainer, object: 'Dataset:{FORCED}'}}
+    - {{subject: 'Account:ed', relation: role, value: editor, object: 'Dataset:{FORCED}'}}
+"""
+
+
+def test_a_forced_push_needs_the_maintainer_role(
+    remote: tuple[Path, str],
+    local: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``odfd push --force`` that moves a served dataset's head back: an editor is refused and
+    the head stays; a maintainer rewrites it."""
+    remote_root, url = remote
+    target = url + FORCED
+    (tmp_path / "roles.yaml").write_text(ROLES)
+    code, _, err = run(
+        capsys, "apply", "-f", str(tmp_path / "roles.yaml"), "--root", str(remote_root)
+    )
+    assert code == 0, err
+    assert _login(capsys, monkeypatch, local, url, "admin", ADMIN_PASSWORD)[0] == 0
+    assert _push(capsys, local, target)[0] == 0
+    blocks = json.loads(run(capsys, "log", DATASET, "-o", "json", "--root", str(local))[1])
+    served_head = _head(target)
+    assert served_head == blocks[0]["hash"]
+    # Back one block here: the served history is now ahead, and only a forced push rewinds it.
+    assert run(capsys, "-y", "reset", DATASET, blocks[1]["hash"], "--root", str(local))[0] == 0
+    for name in ("ed", "maint"):
+        assert run(capsys, "logout", url, "--root", str(local))[0] == 0
+        assert _login(capsys, monkeypatch, local, url, name, ROLE_PASSWORD)[0] == 0
+        code, err = _push(capsys, local, target, "--force")
+        if name == "ed":
+            # Refused inside Smart Transfer (the force flag comes after the upgrade: no 403).
+            assert code != 0 and "a forced push rewrites the history" in err, err
+            assert _head(target) == served_head
+        else:
+            assert code == 0, err
+            assert _head(target) == blocks[1]["hash"]
+    assert run(capsys, "logout", url, "--root", str(local))[0] == 0
+
+
+def _head(dataset_url: str) -> str:
+    with urllib.request.urlopen(dataset_url + "/refs/head", timeout=30) as response:
+        return response.read().decode().strip()
 
 
 def test_a_token_login_is_checked_and_kept_in_the_user_store(

@@ -25,6 +25,7 @@ from odfd.server.app import Mount, running
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
 from odfd.server.resource_api import ResourceApi
+from odfd.server.upload_api import UploadApi
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
 from tests.query_api.datasets import PRIVATE, TEST_KEY_SEED, add_all
@@ -129,6 +130,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
             mounts: list[Mount] = [
                 query_api_mount(node),
                 IngestApi(lambda: node),
+                UploadApi(lambda: node),
                 ResourceApi(lambda: node, reconcile_here(node)),
             ]
             async with running(workspace, SERVER, mounts=mounts) as server:

@@ -61,6 +61,32 @@ async def test_a_proof_made_before_new_data_still_verifies(node: Node) -> None:
     assert (await answers.verify(node, VerifyRequest.from_answer(before))).ok
 
 
+async def test_kept_views_follow_heads_and_renames(node: Node) -> None:
+    """Views are kept by dataset and block between queries: a dataset that moved is read at
+    its new head, one renamed is found under its new alias, an older block stays readable."""
+    sql = f'select sum(value) as total from "{GROWING}"'
+    first = await ask(node, {"query": sql, "include": ["Input"]})
+    again = await ask(node, {"query": sql, "include": ["Input"]})  # from the kept view
+    assert first == again
+    old_head = first["input"]["datasets"][0]["blockHash"]
+    await grow(node.workspace, GROWING, [10])
+    moved = await ask(node, {"query": sql, "include": ["Input"]})
+    assert moved["output"]["data"] == [{"total": 16}]
+    record = await node.workspace.resolve(GROWING)
+    assert moved["input"]["datasets"][0]["blockHash"] == str(record.head) != old_head
+    pinned = {"id": str(record.id), "alias": "g", "blockHash": old_head}
+    at_old = await ask(node, {"query": "select sum(value) as total from g", "datasets": [pinned]})
+    assert at_old["output"]["data"] == [{"total": 6}]
+    await node.workspace.rename_dataset(GROWING, "renamed")
+    renamed = await ask(
+        node, {"query": 'select sum(value) as total from "renamed"', "include": ["Input"]}
+    )
+    assert renamed["output"]["data"] == [{"total": 16}]
+    assert renamed["input"]["datasets"][0]["alias"] == "renamed"
+    with pytest.raises(answers.BadQueryError):
+        await ask(node, {"query": sql})
+
+
 async def test_pinned_datasets_read_at_their_block_under_their_alias(node: Node) -> None:
     record = await node.workspace.resolve(GROWING)
     await grow(node.workspace, GROWING, [10])

@@ -16,6 +16,7 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from odfd.server.ingest_api import INGEST_ROUTE
 from odfd.server.query_api import DATASET_ROUTES, ROOT_ROUTES
 from odfd.server.resource_api import ROUTES as RESOURCE_ROUTES
+from odfd.server.upload_api import ROUTES as UPLOAD_ROUTES
 from tests.query_api.conftest import Served
 
 EXAMPLES = 10
@@ -26,7 +27,7 @@ ROUTED = {(method, path) for method, path, _ in ROOT_ROUTES if path != "/openapi
     for method, name in [*((m, n) for m, n, _ in DATASET_ROUTES), INGEST_ROUTE]
     for path in (f"/{{dataset}}/{name}", f"/{{account}}/{{dataset}}/{name}")
 }
-ROUTED |= set(RESOURCE_ROUTES)
+ROUTED |= set(RESOURCE_ROUTES) | set(UPLOAD_ROUTES)
 """The operations schemathesis tests (all but the document itself)."""
 
 

@@ -42,6 +42,7 @@ def _serve(args: argparse.Namespace) -> int:
         from odfd.server.ingest_api import IngestApi
         from odfd.server.query_api import query_api_mount
         from odfd.server.resource_api import ResourceApi
+        from odfd.server.upload_api import UploadApi
 
         config = node.config.server
         if args.address is not None:
@@ -58,6 +59,7 @@ def _serve(args: argparse.Namespace) -> int:
                 console,
                 query_api_mount(node),
                 IngestApi(lambda: node),
+                UploadApi(lambda: node),
                 resources,
             ]
             async with running(node.workspace, config, mounts=mounts) as server:

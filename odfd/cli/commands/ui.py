@@ -43,6 +43,7 @@ def _ui(args: argparse.Namespace) -> int:
         from odfd.server.ingest_api import IngestApi
         from odfd.server.query_api import query_api_mount
         from odfd.server.resource_api import ResourceApi
+        from odfd.server.upload_api import UploadApi
 
         client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
         if client is not None:
@@ -59,7 +60,13 @@ def _ui(args: argparse.Namespace) -> int:
         )
         console = console_mount(WorkspaceBackend(node))
         resources = ResourceApi(lambda: node, reconcile_here(node))
-        mounts: list[Mount] = [console, query_api_mount(node), IngestApi(lambda: node), resources]
+        mounts: list[Mount] = [
+            console,
+            query_api_mount(node),
+            IngestApi(lambda: node),
+            UploadApi(lambda: node),
+            resources,
+        ]
         async with running(node.workspace, config, mounts=mounts) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)

@@ -11,6 +11,7 @@ JSON out. Datasets are named as the transfer routes name them (``name``, ``accou
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from odfd.server.query_api import datasets, general, platform, query
@@ -47,13 +48,14 @@ DATASET_ROUTES = [
 ``odfd.server.ingest_api``'s (its own mount; ``/openapi.json`` documents it too)."""
 
 
-def query_api_mount(node: Node) -> Mount:
-    """Mounts the query API over ``node`` on a server's app (``odfd.server.app.create_app``)."""
+def query_api_mount(node: Node | Callable[[], Node]) -> Mount:
+    """Mounts the query API over ``node`` on a server's app (``odfd.server.app.create_app``);
+    a callable gives the node at each request (a daemon's reload swaps it)."""
     return lambda app: add_routes(app, node)
 
 
-def add_routes(app: web.Application, node: Node) -> None:
-    app[NODE_KEY] = node
+def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
+    app[NODE_KEY] = node if callable(node) else lambda: node
     app[THROTTLE_KEY] = LoginThrottle()
     for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -13,11 +14,12 @@ if TYPE_CHECKING:
     from odfd.app.answers import Visible
     from odfd.app.node import Node
 
-NODE_KEY: web.AppKey[Node] = web.AppKey("odfd_query_api_node")
+NODE_KEY: web.AppKey[Callable[[], Node]] = web.AppKey("odfd_query_api_node")
 
 
 def node(request: web.Request) -> Node:
-    return request.app[NODE_KEY]
+    """The node as it is now (a daemon's reload swaps it: its key, its settings)."""
+    return request.app[NODE_KEY]()
 
 
 def state(request: web.Request) -> ServerState:

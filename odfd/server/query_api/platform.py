@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from aiohttp import web
@@ -34,19 +35,21 @@ class LoginThrottle:
     base: float = 0.5
     ceiling: float = 8.0
     memory: float = 900.0
+    clock: Callable[[], float] = time.monotonic
     _failures: dict[str, tuple[int, float]] = field(default_factory=dict)
 
     def delay(self, login: str) -> float:
         count, last = self._failures.get(login, (0, 0.0))
-        if count < self.free or time.monotonic() - last > self.memory:
+        if count < self.free or self.clock() - last > self.memory:
             return 0.0
         return min(self.ceiling, self.base * 2 ** (count - self.free))
 
     def failed(self, login: str) -> None:
         count, last = self._failures.get(login, (0, 0.0))
-        if time.monotonic() - last > self.memory:
+        now = self.clock()
+        if now - last > self.memory:
             count = 0
-        self._failures[login] = (count + 1, time.monotonic())
+        self._failures[login] = (count + 1, now)
 
     def succeeded(self, login: str) -> None:
         self._failures.pop(login, None)

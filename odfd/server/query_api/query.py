@@ -20,7 +20,8 @@ async def post_query(request: web.Request) -> web.StreamResponse:
 
 
 async def _answer(request: web.Request, query: QueryRequest) -> web.StreamResponse:
-    """Streamed: the status is decided once the first piece of the body is rendered."""
+    """Streamed: the status is decided once the first piece of the body is rendered. A small
+    answer is one response written at once (headers and body in one send)."""
     node = context.node(request)
     signer = answers.node_signer(node) if query.wants_proof else None
     if query.wants_proof and signer is None:
@@ -28,6 +29,8 @@ async def _answer(request: web.Request, query: QueryRequest) -> web.StreamRespon
     result = await answers.execute(
         node, query, visible=context.visible(request), limits=context.limits(request)
     )
+    if result.is_small:
+        return web.Response(body=result.render(signer), headers={"Content-Type": JSON})
     pieces = answers.body_stream(result, signer)
     first = await anext(pieces)
     response = web.StreamResponse(headers={"Content-Type": JSON})

@@ -37,10 +37,8 @@ from odfd.app.flow_history import (
     webhook_deliveries,
 )
 from odfd.app.resource_service import (
-    AccountDid,
     AccountScope,
     Reconcile,
-    account_scope,
     apply_and_reconcile,
     find_resource,
     list_resources,
@@ -50,7 +48,6 @@ from odfd.app.resource_types import TYPES, ResourceType, type_of
 from odfd.app.resources import (
     DEFAULT_ACCOUNT,
     ResourceKey,
-    account_handle,
     delete_resources,
     read_documents,
 )
@@ -58,7 +55,7 @@ from odfd.app.selectors import Selector, parse_label_arguments
 from odfd.app.write_log import Actor
 from odfd.errors import ManifestError
 from odfd.server.query_api.errors import error_response
-from odfd.server.resource_api.access import Denied, ResourceAccess, TokenAccess
+from odfd.server.resource_api.access import Denied, ResourceAccess
 from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
 from protocol.identity import AccountName
@@ -131,11 +128,10 @@ class ResourceApi:
         self,
         node: Callable[[], Node],
         reconcile: Reconcile,
-        access: ResourceAccess | None = None,
     ) -> None:
         self._node = node
         self._reconcile = reconcile
-        self._access = access or TokenAccess(node)
+        self._access = ResourceAccess()
 
     def __call__(self, app: web.Application) -> None:
         handlers = (self.list, self.apply, self.get, self.delete, self.runs, self.deliveries)
@@ -217,11 +213,7 @@ class ResourceApi:
 
     async def _scope(self, request: web.Request, *, write: bool) -> AccountScope:
         """The account the request acts upon (``?account=``, else the token's)."""
-        requester = await self._access.authorize(request, write=write)
-        scope = account_scope(request.query.get("account"), requester.account)
-        if not requester.is_admin and not _own(scope, requester.account):
-            raise Denied(403, "this token acts on its own account's resources only")
-        return scope
+        return (await self._access.authorize(request, write=write)).scope
 
     async def _watch(self, request: web.Request, record: ResourceRecord) -> web.StreamResponse:
         try:
@@ -255,12 +247,6 @@ class ResourceApi:
                 await send("MODIFIED", now)
         await response.write_eof()
         return response
-
-
-def _own(scope: AccountScope, account: AccountName | None) -> bool:
-    if isinstance(scope, AccountDid):
-        return str(account_handle(account or DEFAULT_ACCOUNT).did) == scope.did
-    return scope == account
 
 
 def _documents(

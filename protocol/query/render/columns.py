@@ -25,14 +25,16 @@ import pyarrow.compute as pc
 
 from protocol.query.errors import RenderError
 from protocol.query.render.floats import render_floats
-from protocol.query.render.temporal import render_temporal
+from protocol.query.render.temporal import render_temporal, timestamp_pieces
 from protocol.query.render.text import (
     NULL,
     TEXT,
+    Piece,
     constant,
     join,
     json_strings,
     quoted,
+    string_pieces,
     validity,
     with_nulls,
 )
@@ -83,6 +85,21 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
     if pa.types.is_struct(kind):
         return _structs(array, style)
     raise RenderError(f"a column of type {kind} cannot be written as JSON")
+
+
+def column_pieces(array: pa.Array, style: Style) -> list[Piece]:
+    """The texts of ``render_column`` as pieces of a row join: timestamps and strings without
+    nulls (the bulk of most answers) are left in parts (quotes, tables of dates and times of
+    day) that the row join copies once, instead of being joined into a column first."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks()
+    kind = array.type
+    if len(array) and array.null_count == 0:
+        if pa.types.is_timestamp(kind):
+            return timestamp_pieces(array, kind.unit, kind.tz)
+        if _is_string(kind):
+            return string_pieces(array, ascii_only=style.canonical)
+    return [render_column(array, style)]
 
 
 def differs_by_style(kind: pa.DataType) -> bool:

@@ -18,12 +18,13 @@ import pyarrow as pa
 from protocol.query.errors import DataTooLargeError
 from protocol.query.render.columns import (
     Style,
+    column_pieces,
     differs_by_style,
     object_key,
     object_layout,
-    render_column,
 )
-from protocol.query.render.text import constant, data_bytes, join
+from protocol.query.render.small import SMALL_ROWS, small_texts
+from protocol.query.render.text import Piece, constant, data_bytes, join
 from protocol.query.request import DataFormat
 
 ROWS_PER_CHUNK = 16_384
@@ -115,21 +116,24 @@ class DataWriter:
         out = Rendered()
         if chunk.num_rows == 0:
             return out
+        if chunk.num_rows <= SMALL_ROWS and self._small_rows(chunk, out):
+            self._first_row = False
+            return out
         texts = self._texts(chunk)
         names = chunk.schema.names
         for name, style in self._styles:
             columns = texts[name]
-            pieces: list[pa.Array | str]
+            pieces: list[Piece]
             if self.data_format is DataFormat.JSON_AOA:
                 pieces = [",["]
                 for index, column in enumerate(columns):
-                    pieces += [",", column] if index else [column]
+                    pieces += [",", *column] if index else column
                 pieces.append("]")
             else:
                 pieces = [",{"]
                 for position, index in enumerate(object_layout(names)):
                     pieces += [("," if position else "") + object_key(names[index], style)]
-                    pieces.append(columns[index])
+                    pieces += columns[index]
                 pieces.append("}")
             rows = _join_rows(pieces, chunk.num_rows)
             body = data_bytes(rows)
@@ -137,15 +141,47 @@ class DataWriter:
         self._first_row = False
         return out
 
+    def _small_rows(self, chunk: pa.RecordBatch, out: Rendered) -> bool:
+        """A few rows of plain columns written value by value (``render.small``), as
+        ``_rows`` writes them; ``False`` (nothing written) when a column needs the vectorized
+        path."""
+        names = chunk.schema.names
+        arrays = self.data_format is DataFormat.JSON_AOA
+        order = list(range(len(names))) if arrays else object_layout(names)
+        rendered = []
+        for name, style in self._styles:
+            columns = []
+            for index in order:
+                texts = small_texts(chunk.column(index), canonical=style.canonical)
+                if texts is None:
+                    return False
+                columns.append(texts)
+            rendered.append((name, style, columns))
+        for name, style, columns in rendered:
+            if arrays:
+                keys = ["" for _ in order]
+                opening, closing = ",[", "]"
+            else:
+                keys = [object_key(names[index], style) for index in order]
+                opening, closing = ",{", "}"
+            pairs = list(zip(keys, columns, strict=True))
+            body = "".join(
+                opening + ",".join(key + column[row] for key, column in pairs) + closing
+                for row in range(chunk.num_rows)
+            ).encode()
+            getattr(out, name).append(body[1:] if self._first_row else body)
+        return True
+
     def _texts(self, chunk: pa.RecordBatch) -> dict[str, list[pa.Array]]:
-        """Each column's texts per form; columns the forms write alike are rendered once."""
-        texts: dict[str, list[pa.Array]] = {name: [] for name, _ in self._styles}
+        """Each column's texts per form, as pieces of a row join (``columns.column_pieces``);
+        columns the forms write alike are rendered once."""
+        texts: dict[str, list[list[Piece]]] = {name: [] for name, _ in self._styles}
         for column in chunk.columns:
             shared = (
-                None if differs_by_style(column.type) else render_column(column, self._styles[0][1])
+                None if differs_by_style(column.type) else column_pieces(column, self._styles[0][1])
             )
             for name, style in self._styles:
-                texts[name].append(shared if shared is not None else render_column(column, style))
+                texts[name].append(shared if shared is not None else column_pieces(column, style))
         return texts
 
     def _collect(self, batch: pa.RecordBatch) -> None:
@@ -157,7 +193,7 @@ class DataWriter:
             texts = self._texts(batch.slice(start, ROWS_PER_CHUNK))
             for name, _ in self._styles:
                 for index, column in enumerate(texts[name]):
-                    body = bytes(data_bytes(join([",", column])))
+                    body = bytes(data_bytes(join(_merged([",", *column]))))
                     self._soa[name][index].append(body)
                     if name == self._styles[0][0]:
                         self._soa_size += len(body)
@@ -168,14 +204,20 @@ class DataWriter:
                 )
 
 
-def _join_rows(pieces: list[pa.Array | str], rows: int) -> pa.Array:
+def _join_rows(pieces: list[Piece], rows: int) -> pa.Array:
     """Row-wise concatenation, adjacent constant texts merged first."""
-    merged: list[pa.Array | str] = []
+    merged = _merged(pieces)
+    if len(merged) == 1 and isinstance(merged[0], str):
+        return constant(merged[0], rows)  # a batch without columns
+    return join(merged)
+
+
+def _merged(pieces: list[Piece]) -> list[Piece]:
+    """Adjacent constant texts as one."""
+    merged: list[Piece] = []
     for piece in pieces:
         if isinstance(piece, str) and merged and isinstance(merged[-1], str):
             merged[-1] += piece
         else:
             merged.append(piece)
-    if len(merged) == 1 and isinstance(merged[0], str):
-        return constant(merged[0], rows)  # a batch without columns
-    return join(merged)
+    return merged

@@ -59,6 +59,8 @@ def render_floats(array: pa.Array, *, canonical: bool) -> pa.LargeStringArray:
 
 def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStringArray:
     """Texts of finite values after the reference's write and re-read."""
+    if not single and not canonical and _read_back_exactly(numbers):
+        return _wire(_texts(numbers, False), numbers, _first_digit_exponents(numbers))
     texts = _texts(numbers, single)
     parts = decompose(pc.utf8_ltrim(texts, characters="-"))
     fixed = F32_FIXED_EXPONENTS if single else F64_FIXED_EXPONENTS
@@ -73,7 +75,42 @@ def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStrin
         parts.update(changed, decompose(pc.utf8_ltrim(again, characters="-")))
     if canonical:
         return _canonical(np.signbit(reread), parts)
-    return _wire(texts, reread, parts)
+    return _wire(texts, reread, parts.exponent)
+
+
+_EXACT_BELOW = 9e14
+"""Magnitudes below which a value's digits (times ten, for a whole number) fit in 15 digits."""
+_EXACT_FROM = 1e-5
+_POWERS = np.array([float(f"1e{exponent}") for exponent in range(-5, 17)], dtype=np.float64)
+
+
+def _read_back_exactly(numbers: np.ndarray) -> bool:
+    """Whether the reference's re-read gives back every value unchanged, known without taking
+    the texts apart: a value in ``[1e-5, 9e14)`` equal to ``m / 10**k`` for an integer ``m <
+    10**15`` and ``k <= 15`` is written in fixed notation with at most 15 digits (its shortest
+    digits are no more than ``m``'s), so the reader's integer and power of ten are exact
+    doubles and its one division rounds correctly, to the value itself. (Prices, measurements,
+    anything with a few decimals.)"""
+    magnitudes = np.abs(numbers)
+    if not ((magnitudes >= _EXACT_FROM) & (magnitudes < _EXACT_BELOW)).all():
+        return False
+    pending = magnitudes
+    for places in range(16):
+        scale = _POW10[places]
+        whole = np.rint(pending * scale)
+        found = (whole < 1e15) & (whole / scale == pending)
+        pending = pending[~found]
+        if pending.size == 0:
+            return True
+    return False
+
+
+def _first_digit_exponents(numbers: np.ndarray) -> np.ndarray:
+    """The decimal exponent of the first of the shortest digits of each value in ``[1e-5,
+    1e16)``: the double nearest a power of ten is the least value whose shortest digits start
+    at that power."""
+    found = np.searchsorted(_POWERS, np.abs(numbers), side="right")
+    return np.asarray(found, dtype=np.int64) - 6
 
 
 def _texts(numbers: np.ndarray, single: bool) -> pa.StringArray:
@@ -137,12 +174,11 @@ def _from_parts(parts: Decomposed, fixed: range) -> np.ndarray:
     return np.asarray(result, dtype=np.float64)
 
 
-def _wire(texts: pa.StringArray, numbers: np.ndarray, parts: Decomposed) -> pa.LargeStringArray:
+def _wire(texts: pa.StringArray, numbers: np.ndarray, exponent: np.ndarray) -> pa.LargeStringArray:
     """serde_json's layout from Arrow's: fixed notation for first-digit exponents -5..=15, with
     ``.0`` on integers; ``d.ddde+N`` / ``d.ddde-N`` beyond."""
     plain = pc.invert(pc.or_(pc.match_substring(texts, "."), pc.match_substring(texts, "e")))
     result = pc.if_else(plain, pc.binary_join_element_wise(texts, ".0", ""), texts)
-    exponent = parts.exponent
     differ = np.flatnonzero((exponent == -6) | ((exponent >= 10) & (exponent <= 15)))
     if differ.size:
         redone = pa.array([wire_text(float(numbers[row])) for row in differ], pa.string())

@@ -28,6 +28,8 @@ import pyarrow.compute as pc
 from protocol.query.errors import RenderError
 from protocol.query.render.text import (
     TEXT,
+    Indexed,
+    Piece,
     from_matrix,
     join,
     map_values,
@@ -78,13 +80,20 @@ def _split(values: np.ndarray, per_second: int) -> tuple[np.ndarray, np.ndarray]
 
 
 def _timestamps(array: pa.Array, unit: str, zone: str | None) -> pa.LargeStringArray:
+    return join(timestamp_pieces(array, unit, zone))
+
+
+def timestamp_pieces(array: pa.Array, unit: str, zone: str | None) -> list[Piece]:
+    """The JSON strings of a timestamp column as pieces of a ``join`` (nulls not handled)."""
     raw = _ints(array)
     per_second = _UNITS_PER_SECOND[unit]
     seconds, nanos = _split(raw, per_second)
     if zone is None:
-        return _datetimes(seconds, nanos, time=True, per_second=per_second)
+        return _datetime_pieces(seconds, nanos, time=True, per_second=per_second)
     offsets = _offsets(seconds, zone)
-    return _datetimes(seconds + offsets, nanos, time=True, per_second=per_second, offsets=offsets)
+    return _datetime_pieces(
+        seconds + offsets, nanos, time=True, per_second=per_second, offsets=offsets
+    )
 
 
 _ARROW_ZONE_HORIZON = 2_114_380_800
@@ -170,23 +179,34 @@ def _datetimes(
     per_second: int = 1_000_000_000,
     offsets: np.ndarray | None = None,
 ) -> pa.LargeStringArray:
+    return join(_datetime_pieces(seconds, nanos, time=time, per_second=per_second, offsets=offsets))
+
+
+def _datetime_pieces(
+    seconds: np.ndarray,
+    nanos: np.ndarray,
+    *,
+    time: bool,
+    per_second: int = 1_000_000_000,
+    offsets: np.ndarray | None = None,
+) -> list[Piece]:
     """``"YYYY-MM-DD[THH:MM:SS[.fff]][Z|+HH:MM]"`` of local seconds since the epoch: each part is
-    taken from a small table of texts (the days present, the seconds of a day, three-digit
-    groups) and the parts are joined row by row, quotes included."""
+    picked from a small table of texts (the days present, the seconds of a day, three-digit
+    groups) as the parts are joined row by row, quotes included."""
     days = np.floor_divide(seconds, _SECONDS_PER_DAY)
-    pieces: list[pa.Array | str] = ['"', _dates_of(days)]
+    pieces: list[Piece] = ['"', _dates_of(days)]
     if time:
         of_day = seconds - days * _SECONDS_PER_DAY
-        pieces += ["T", _clock_texts().take(pa.array(of_day)), _fractions(nanos, per_second)]
+        pieces += ["T", Indexed(_clock_texts(), of_day), _fractions(nanos, per_second)]
     if offsets is not None:
         pieces.append(_offset_texts(offsets))
     pieces.append('"')
-    return join(_merged(pieces))
+    return _merged(pieces)
 
 
-def _merged(pieces: list[pa.Array | str]) -> list[pa.Array | str]:
+def _merged(pieces: list[Piece]) -> list[Piece]:
     """Adjacent constant texts as one."""
-    merged: list[pa.Array | str] = []
+    merged: list[Piece] = []
     for piece in pieces:
         if isinstance(piece, str) and merged and isinstance(merged[-1], str):
             merged[-1] += piece
@@ -195,7 +215,7 @@ def _merged(pieces: list[pa.Array | str]) -> list[pa.Array | str]:
     return merged
 
 
-def _dates_of(days: np.ndarray) -> pa.Array:
+def _dates_of(days: np.ndarray) -> Indexed:
     """The date text of each day number, through a table of the days present."""
     low, high = int(days.min()), int(days.max())
     if high - low < max(4 * len(days), 4096):
@@ -203,7 +223,7 @@ def _dates_of(days: np.ndarray) -> pa.Array:
         index = days - low
     else:
         table_days, index = np.unique(days, return_inverse=True)
-    return date_texts(table_days).take(pa.array(index))
+    return Indexed(date_texts(table_days), index.reshape(-1))
 
 
 def date_texts(days: np.ndarray) -> pa.LargeStringArray:
@@ -255,11 +275,19 @@ def _three_digits() -> pa.LargeStringArray:
     return pa.array([f"{value:03d}" for value in range(1000)], TEXT)
 
 
-def _fractions(nanos: np.ndarray, per_second: int) -> pa.Array | str:
+@functools.cache
+def _millis_fractions() -> pa.LargeStringArray:
+    """``""`` (no fraction), then ``.001`` to ``.999``."""
+    return pa.array(["", *(f".{value:03d}" for value in range(1, 1000))], TEXT)
+
+
+def _fractions(nanos: np.ndarray, per_second: int) -> Piece:
     """chrono's automatic fraction of a second: none, 3, 6 or 9 digits, whichever shows the
     value exactly."""
     if per_second == 1 or not nanos.any():
         return ""
+    if per_second == 1_000:  # whole milliseconds: none or 3 digits
+        return Indexed(_millis_fractions(), nanos // 1_000_000)
     groups = _three_digits()
     millis = groups.take(pa.array(nanos // 1_000_000))
     fraction = pc.if_else(pa.array(nanos == 0), "", join([".", millis]))

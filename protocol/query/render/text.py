@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeAlias
 
 import numpy as np
 import pyarrow as pa
@@ -97,6 +99,16 @@ def quoted(texts: pa.Array) -> pa.LargeStringArray:
     return join(['"', texts, '"'])
 
 
+def string_pieces(strings: pa.Array, *, ascii_only: bool) -> list[Piece]:
+    """``json_strings`` as pieces of a row join: the strings between quotes when none needs
+    escaping."""
+    strings = _as_text(strings.cast(TEXT) if strings.type != TEXT else strings)
+    pattern = _NEEDS_ASCII_ESCAPE if ascii_only else _NEEDS_ESCAPE
+    if strings.null_count or pc.any(pc.match_substring_regex(strings, pattern)).as_py():
+        return [json_strings(strings, ascii_only=ascii_only)]
+    return ['"', strings, '"']
+
+
 def json_strings(strings: pa.Array, *, ascii_only: bool) -> pa.LargeStringArray:
     """Each string as a JSON string literal, escaped as serde_json (``ascii_only=False``) or
     canonical JSON (``ascii_only=True``) escapes it; nulls stay null."""
@@ -113,30 +125,58 @@ def json_strings(strings: pa.Array, *, ascii_only: bool) -> pa.LargeStringArray:
     return _as_text(result)
 
 
-def join(pieces: list[pa.Array | str]) -> pa.LargeStringArray:
+@dataclass(frozen=True, slots=True)
+class Indexed:
+    """A column of few distinct texts, row ``i`` being ``table[index[i]]`` (dates, times of
+    day): ``join`` picks its rows straight from the table, never taking the column out first.
+    It has no nulls."""
+
+    table: pa.LargeStringArray
+    index: np.ndarray
+
+
+Piece: TypeAlias = pa.Array | Indexed | str
+"""A part of each row of a ``join``: a text column, an indexed table of texts or a constant."""
+
+
+def join(pieces: list[Piece]) -> pa.LargeStringArray:
     """Row-wise concatenation of text columns and constant texts (a row with a null piece is
     null).
 
-    The columns and the constants are laid end to end in one array, and ``take`` picks its
-    elements row by row, piece by piece: the taken array's data is the joined rows' bytes,
-    and every ``len(pieces)``-th of its offsets bounds a row. Two copies per byte, where
-    Arrow's ``binary_join_element_wise`` was most of the time of rendering a large answer."""
-    columns = [_as_text(piece) for piece in pieces if not isinstance(piece, str)]
-    if not columns:
+    The columns, the tables of indexed pieces and the constants are laid end to end in one
+    array, and ``take`` picks its elements row by row, piece by piece: the taken array's data
+    is the joined rows' bytes, and every ``len(pieces)``-th of its offsets bounds a row. Two
+    copies per byte, where Arrow's ``binary_join_element_wise`` was most of the time of
+    rendering a large answer."""
+    pieces = [_compact(piece) if isinstance(piece, Indexed) else piece for piece in pieces]
+    columns = [_as_text(piece) for piece in pieces if isinstance(piece, pa.Array)]
+    tables = [piece for piece in pieces if isinstance(piece, Indexed)]
+    if columns:
+        rows = len(columns[0])
+    elif tables:
+        rows = len(tables[0].index)
+    else:
         raise ValueError("a row-wise join needs at least one column")
-    rows = len(columns[0])
     constants = [piece for piece in pieces if isinstance(piece, str)]
-    laid = pa.concat_arrays([*columns, pa.array(constants, TEXT)])
+    laid = pa.concat_arrays(
+        [*columns, *(table.table for table in tables), pa.array(constants, TEXT)]
+    )
     index = np.empty((rows, len(pieces)), dtype=np.int64)
-    column_base, constant_base = 0, rows * len(columns)
+    column_base = 0
+    table_base = rows * len(columns)
+    constant_base = table_base + sum(len(table.table) for table in tables)
     valid: np.ndarray | None = None
     for position, piece in enumerate(pieces):
         if isinstance(piece, str):
             index[:, position] = constant_base
             constant_base += 1
-            continue
-        index[:, position] = np.arange(column_base, column_base + rows, dtype=np.int64)
-        column_base += rows
+        elif isinstance(piece, Indexed):
+            index[:, position] = piece.index
+            index[:, position] += table_base
+            table_base += len(piece.table)
+        else:
+            index[:, position] = np.arange(column_base, column_base + rows, dtype=np.int64)
+            column_base += rows
     for column in columns:
         if column.null_count:
             mask = np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
@@ -151,6 +191,20 @@ def join(pieces: list[pa.Array | str]) -> pa.LargeStringArray:
     )
     assert isinstance(array, pa.LargeStringArray)
     return array
+
+
+def _compact(piece: Indexed) -> Indexed | pa.Array:
+    """The part of the table the rows use; taken out as a column when that is still longer
+    than the rows (laying the table would copy more than taking its rows)."""
+    rows = len(piece.index)
+    if rows == 0:
+        return piece.table.slice(0, 0)
+    low, high = int(piece.index.min()), int(piece.index.max())
+    if high - low + 1 > rows:
+        return piece.table.take(pa.array(piece.index))
+    if low == 0 and high == len(piece.table) - 1:
+        return piece
+    return Indexed(piece.table.slice(low, high - low + 1), piece.index - low)
 
 
 def map_values(

@@ -1,0 +1,173 @@
+"""The value-by-value path for small chunks (``render.small``) writes the bytes the vectorized
+path writes, in every data format and both forms, for every type (those it leaves to the
+vectorized path included: a chunk holding one of them is written the vectorized way whole)."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from protocol.query import DataFormat
+from protocol.query.render import data
+from protocol.query.render.columns import Style, column_pieces, render_column
+from protocol.query.render.data import DataWriter
+from protocol.query.render.small import SMALL_ROWS, small_texts
+from protocol.query.render.text import join
+
+FORMATS = [DataFormat.JSON_AOS, DataFormat.JSON_AOA, DataFormat.JSON_SOA]
+
+
+def _both_forms(batch: pa.RecordBatch, data_format: DataFormat) -> tuple[bytes, bytes]:
+    writer = DataWriter(data_format, wire=True, canonical=True)
+    wire, canonical = [], []
+    for rendered in (writer.write(batch), writer.finish()):
+        wire += rendered.wire
+        canonical += rendered.canonical
+    return b"".join(bytes(p) for p in wire), b"".join(bytes(p) for p in canonical)
+
+
+def _assert_paths_agree(batch: pa.RecordBatch, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert batch.num_rows <= SMALL_ROWS
+    for data_format in FORMATS:
+        small = _both_forms(batch, data_format)
+        with monkeypatch.context() as patched:
+            patched.setattr(data, "SMALL_ROWS", 0)  # every chunk the vectorized way
+            vectorized = _both_forms(batch, data_format)
+        assert small == vectorized, (data_format, small, vectorized)
+
+
+PLAIN = pa.record_batch(
+    {
+        "nothing": pa.nulls(6),
+        "flag": pa.array([True, False, None, True, False, True]),
+        "tiny": pa.array([-128, 127, None, 0, 1, -1], pa.int8()),
+        "big": pa.array([2**64 - 1, 0, None, 1, 2**63, 7], pa.uint64()),
+        "signed": pa.array([-(2**63), 2**63 - 1, None, -5, 0, 9], pa.int64()),
+        "f64": pa.array(
+            [float("nan"), float("inf"), float("-inf"), None, -0.0, 1.7976931348623157e308]
+        ),
+        "more_f64": pa.array([5e-324, 123.0, 0.1 + 0.2, 1e16, 1.5e-7, -2.5e15]),
+        "f32": pa.array([0.1, float("nan"), None, -3.4028235e38, 1e-45, 16777216.0], pa.float32()),
+        "f16": pa.array(np.array([1.5, -0.0, np.inf, 65504, 6e-8, 0.1], np.float16)),
+        "text": pa.array(["é❤𝄞", "\x7f\x00\x1f", 'quote " back \\', None, "\u2028", "plain"]),
+        "large": pa.array(["a", None, "\n\t\r\b\f", "ü", "", "z"], pa.large_string()),
+        "view": pa.array(["v", "w", None, "🙂", "x", "y"], pa.string_view()),
+        "renamed": pa.array([1, 2, 3, 4, 5, 6]),
+    }
+)
+
+
+def test_plain_columns_take_the_small_path() -> None:
+    for column in PLAIN.columns:
+        for canonical in (False, True):
+            texts = small_texts(column, canonical=canonical)
+            assert texts == render_column(column, Style(canonical=canonical)).to_pylist()
+
+
+def test_plain_columns_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    _assert_paths_agree(PLAIN, monkeypatch)
+    _assert_paths_agree(PLAIN.slice(2, 3), monkeypatch)
+    repeated = pa.record_batch([PLAIN.column(1), PLAIN.column(2)], names=["b", "b"])
+    _assert_paths_agree(repeated, monkeypatch)  # a repeated name keeps its last value
+    _assert_paths_agree(pa.record_batch([pa.array([1, 2])], names=["ключ\n"]), monkeypatch)
+
+
+def test_a_batch_without_columns_agrees(monkeypatch: pytest.MonkeyPatch) -> None:
+    _assert_paths_agree(pa.RecordBatch.from_pydict({}).slice(0, 0), monkeypatch)
+    empty_rows = pa.Table.from_pydict({"a": [1, 2, 3]}).select([]).to_batches()
+    for batch in empty_rows:
+        _assert_paths_agree(batch, monkeypatch)
+
+
+def _timestamps() -> dict[str, pa.Array]:
+    raw = [0, -1, 1_577_880_000_123, None, 253_402_300_799_999, -62_135_596_800_001]
+    columns: dict[str, pa.Array] = {}
+    for unit in ("s", "ms", "us", "ns"):
+        for zone in (None, "UTC", "+05:30", "-0800", "America/New_York", "Asia/Kolkata"):
+            values = pa.array(raw, pa.int64())
+            if unit == "ns":
+                values = pa.array([v if v is None else v % 2**40 for v in raw], pa.int64())
+            columns[f"ts_{unit}_{zone}"] = values.cast(pa.timestamp(unit, zone))
+    return columns
+
+
+OTHER = pa.record_batch(
+    {
+        "decimal": pa.array(
+            [decimal.Decimal("-0.05"), decimal.Decimal("12.34"), None, decimal.Decimal("-99.99")]
+            + [decimal.Decimal("0.00"), decimal.Decimal("1.00")],
+            pa.decimal128(4, 2),
+        ),
+        "binary": pa.array([b"\x00\xff", b"", None, b"ab", b"\x10", b"z"]),
+        "fixed": pa.array([b"ab", b"cd", None, b"ef", b"gh", b"ij"], pa.binary(2)),
+        "date": pa.array([0, -1, None, 2_932_896, 18_000, 1], pa.date32()),
+        "time": pa.array([0, 86_399_999, None, 1, 500, 43_200_000], pa.time32("ms")),
+        "duration": pa.array([0, -1, None, 3_628_800, 42, 1], pa.duration("s")),
+        "list": pa.array([[1.5, None], [], None, [float("nan")], [2.0], [0.1]]),
+        "struct": pa.array(
+            [{"z": "é", "a": 1}, {"z": None, "a": None}, None, {"z": "\x00", "a": -1}]
+            + [{"z": "x", "a": 2}, {"z": "y", "a": 3}]
+        ),
+        "nested": pa.array(
+            [[{"k": [1, 2]}], [], None, [{"k": None}], [{"k": []}], [{"k": [3]}]],
+        ),
+        **_timestamps(),
+        "text": PLAIN.column("text"),
+        "f64": PLAIN.column("f64"),
+    }
+)
+
+
+def test_other_types_fall_back_and_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    for column in OTHER.columns[:9]:
+        assert small_texts(column, canonical=False) is None
+    _assert_paths_agree(OTHER, monkeypatch)
+
+
+def test_batches_around_the_threshold_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(5)
+    values = rng.normal(size=SMALL_ROWS + 1) * 10.0 ** rng.integers(-30, 30, SMALL_ROWS + 1)
+    table = pa.table({"x": values, "s": [f"r{i}\u00e9" for i in range(SMALL_ROWS + 1)]})
+    for rows in (1, SMALL_ROWS - 1, SMALL_ROWS):
+        _assert_paths_agree(table.slice(0, rows).to_batches()[0], monkeypatch)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.floats()), min_size=1, max_size=SMALL_ROWS),
+    st.lists(st.one_of(st.none(), st.text()), min_size=1, max_size=SMALL_ROWS),
+)
+def test_any_floats_and_strings_agree(floats: list[float | None], texts: list[str | None]) -> None:
+    rows = min(len(floats), len(texts))
+    batch = pa.record_batch(
+        {
+            "f": pa.array(floats[:rows], pa.float64()),
+            "g": pa.array(floats[:rows], pa.float64()).cast(pa.float32(), safe=False),
+            "s": pa.array(texts[:rows], pa.string()),
+        }
+    )
+    with pytest.MonkeyPatch.context() as monkeypatch:
+        _assert_paths_agree(batch, monkeypatch)
+
+
+def test_row_pieces_agree_with_columns() -> None:
+    """Columns left in pieces for the row join (timestamps and strings without nulls) join to
+    the texts ``render_column`` writes."""
+    plain_strings = pa.array(["a", "é❤", "", "x y"])
+    escaped = pa.array(["a", "\x7f", 'q"', "\u2028"], pa.large_string())
+    columns = [plain_strings, escaped, plain_strings.cast(pa.string_view())]
+    for column in _timestamps().values():
+        columns.append(column.filter(column.is_valid()))
+    columns.append(pa.array([1, 86_399_999, 5], pa.time32("ms")))
+    for column in columns:
+        for canonical in (False, True):
+            style = Style(canonical=canonical)
+            pieces = column_pieces(column, style)
+            assert join(pieces).to_pylist() == render_column(column, style).to_pylist()
+    assert len(column_pieces(plain_strings, Style())) == 3  # left in pieces
+    assert len(column_pieces(columns[3], Style())) > 1
