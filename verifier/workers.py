@@ -1,13 +1,14 @@
 """Where layer 2's file checks run: threads of this process.
 
 A check reads and decodes its file on one of ``jobs`` file threads; the hashing it asks for (the
-file's physical hash, the logical hash's columns) runs on ``jobs`` hashing threads shared by every
-check, side by side with the decoding. SHA3 (``hashlib`` on buffers over 2 KiB), Arrow's Parquet
-decoder and kernels and NumPy's array operations release the GIL, so threads keep every core busy
-without the start-up and pickling of worker processes (measured with ``scripts/bench_verify.py``:
-the value stream is built by whole-column kernels, so the Python left under the GIL is a few calls
-per column and batch). Memory is bounded by ``jobs`` files (each at most
-``protocol.hashing.parquet_files.IN_MEMORY_BYTES`` in memory) and a few batches per file.
+file's physical hash, the logical hash's columns) runs on hashing threads shared by every check,
+side by side with the decoding: one per core (or per job, if there are more jobs than cores), so
+that even one job at a time hashes on every core. SHA3 (``hashlib`` on buffers over 2 KiB), Arrow's
+Parquet decoder and kernels and NumPy's array operations release the GIL, so threads keep every
+core busy without the start-up and pickling of worker processes (measured with
+``scripts/bench_verify.py``: the value stream is built by whole-column kernels, so the Python left
+under the GIL is a few calls per column and batch). Memory is bounded by ``jobs`` files (each at
+most ``protocol.hashing.physical.IN_MEMORY_BYTES`` in memory) and a few batches per file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 
+from protocol.hashing import available_cores
 from protocol.identity import Multihash
 from verifier.file_checks import (
     FileCheck,
@@ -89,7 +91,9 @@ class CheckRunner:
     async def run(self, task: FileTask) -> FileCheck:
         if self._files is None or self._hashing is None:
             self._files = ThreadPoolExecutor(self.jobs, thread_name_prefix="odfd-verify")
-            self._hashing = ThreadPoolExecutor(self.jobs, thread_name_prefix="odfd-hash")
+            self._hashing = ThreadPoolExecutor(
+                max(self.jobs, available_cores()), thread_name_prefix="odfd-hash"
+            )
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._files, task.run, self._progress_bytes, self._hashing

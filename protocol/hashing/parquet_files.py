@@ -12,6 +12,8 @@ of a file's hashes from one read of its bytes.
 - :func:`hash_parquet_file` reads a file once into memory (up to :data:`IN_MEMORY_BYTES`) and
   hashes its bytes on the executor while the main thread decodes its records, whose columns are
   hashed on the executor too; a larger file is read twice, both passes at once, in bounded memory.
+  A caller may start the read and the physical hash itself (``physical.read_whole``) before this
+  module and Arrow are imported, so that they overlap the imports.
 """
 
 from __future__ import annotations
@@ -27,15 +29,12 @@ import pyarrow.parquet as pq
 import pyarrow.types as pat
 
 from protocol.hashing.errors import DataFileError, UnsupportedDataTypeError
-from protocol.hashing.physical import physical_hash_bytes, physical_hash_file
+from protocol.hashing.physical import IN_MEMORY_BYTES, WholeFile, read_whole
 from protocol.hashing.records_digest import PARQUET_BATCH_ROWS, RecordsDigest, exact_batches
 from protocol.identity import Multihash
 
 FLAT_BATCH_ROWS = 1 << 17
 """Rows per batch for schemas whose logical hash does not depend on batch boundaries."""
-
-IN_MEMORY_BYTES = 256 << 20
-"""Largest file read once into memory for both hashes; larger ones are streamed twice."""
 
 STREAM_BUFFER_BYTES = 1 << 20
 """Read buffer per column chunk of a file streamed from disk: pages decode as they arrive."""
@@ -157,22 +156,15 @@ class FileHashes:
     physical: Multihash
 
 
-def hash_parquet_file(path: str | os.PathLike[str], executor: Executor) -> FileHashes:
-    """Both hashes of a Parquet file, its bytes and its records hashed side by side."""
+def hash_parquet_file(
+    path: str | os.PathLike[str], executor: Executor, reading: WholeFile | None = None
+) -> FileHashes:
+    """Both hashes of a Parquet file, its bytes and its records hashed side by side; ``reading``
+    is the file's read already started by ``physical.read_whole`` (else it starts here)."""
     where = os.fspath(path)
-    try:
-        data = None
-        if os.stat(where).st_size <= IN_MEMORY_BYTES:
-            with open(where, "rb") as file:
-                data = file.read()
-    except FileNotFoundError as error:
-        raise DataFileError(f"cannot read {where}: no such file") from error
-    except OSError as error:
-        raise DataFileError(f"cannot read {where}: {error.strerror or error}") from error
-    if data is None:
-        physical = executor.submit(physical_hash_file, where)
-        logical = _logical_hash(where, where, executor)
-    else:
-        physical = executor.submit(physical_hash_bytes, data)
-        logical = _logical_hash(pa.BufferReader(data), where, executor)
-    return FileHashes(logical, physical.result())
+    if reading is None:
+        reading = read_whole(where, executor, IN_MEMORY_BYTES)
+    data = reading.data.result()
+    source: Source = where if data is None else pa.BufferReader(data)
+    logical = _logical_hash(source, where, executor)
+    return FileHashes(logical, reading.physical.result())

@@ -1,15 +1,24 @@
-"""Physical hashes: SHA3-256 of a data or checkpoint file's exact bytes, as ODF names files."""
+"""Physical hashes: SHA3-256 of a data or checkpoint file's exact bytes, as ODF names files.
+
+This module needs only ``hashlib`` (no Arrow, no NumPy), so that :func:`read_whole` can start
+reading and hashing a file while the decoder's libraries are still loading.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
+from concurrent.futures import Executor, Future
+from dataclasses import dataclass
 
 from protocol.hashing.errors import DataFileError
 from protocol.identity import Multicodec, Multihash
 
 _CHUNK_SIZE = 1 << 20
 """Read size for streaming a file: large enough that per-read overhead is negligible."""
+
+IN_MEMORY_BYTES = 256 << 20
+"""Largest file read once into memory for both hashes; larger ones are streamed twice."""
 
 
 class PhysicalHasher:
@@ -42,3 +51,43 @@ def physical_hash_file(path: str | os.PathLike[str]) -> Multihash:
     except OSError as error:
         raise DataFileError(f"cannot read {os.fspath(path)}: {error.strerror or error}") from error
     return hasher.multihash()
+
+
+@dataclass(frozen=True, slots=True)
+class WholeFile:
+    """A file being read into memory and SHA3'd on an executor's threads (see :func:`read_whole`)."""
+
+    data: Future[bytes | None]
+    """The file's bytes, or ``None`` when it is larger than the limit (it is then streamed)."""
+    physical: Future[Multihash]
+
+
+def read_whole(
+    path: str | os.PathLike[str], executor: Executor, limit: int = IN_MEMORY_BYTES
+) -> WholeFile:
+    """Starts reading ``path`` into memory (up to ``limit`` bytes) and hashing its bytes, on
+    ``executor``'s threads: the hash starts as soon as the bytes are read, and a file larger than
+    ``limit`` is hashed by streaming it instead. Errors (:class:`DataFileError`) come from the
+    futures. ``executor`` must start tasks in the order they were submitted (a
+    ``ThreadPoolExecutor`` does): the hash's task waits for the read's.
+    """
+    where = os.fspath(path)
+    data = executor.submit(_read_up_to, where, limit)
+    return WholeFile(data, executor.submit(_physical_of, where, data))
+
+
+def _read_up_to(path: str, limit: int) -> bytes | None:
+    try:
+        with open(path, "rb") as file:
+            if os.fstat(file.fileno()).st_size > limit:
+                return None
+            return file.read()
+    except FileNotFoundError as error:
+        raise DataFileError(f"cannot read {path}: no such file") from error
+    except OSError as error:
+        raise DataFileError(f"cannot read {path}: {error.strerror or error}") from error
+
+
+def _physical_of(path: str, data: Future[bytes | None]) -> Multihash:
+    content = data.result()
+    return physical_hash_file(path) if content is None else physical_hash_bytes(content)

@@ -20,6 +20,9 @@ when asked for them.
 
 Values under a null are read from the buffers exactly as arrow-digest reads them, because its
 null-combining rule (see ``records_digest``) can make such a value count as valid.
+
+Kernels are called as array methods, which import ``pyarrow.compute`` on first use: that import
+costs a tenth of a second of CPU, which columns of fixed-width values without nulls never need.
 """
 
 from __future__ import annotations
@@ -30,7 +33,6 @@ from typing import cast
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import pyarrow.types as pat
 
 _NULL_MARKER_SIZE = 1
@@ -161,7 +163,7 @@ def _filter_bytes(data: np.ndarray, kept: np.ndarray) -> memoryview:
     n = len(data)
     values = pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(data)])
     selection = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(kept)])
-    result = pc.filter(values, selection)
+    result = values.filter(selection)
     return memoryview(result.buffers()[1])[result.offset : result.offset + len(result)]
 
 

@@ -86,3 +86,15 @@ def test_a_flipped_byte_and_a_wrong_size_are_reported_either_way(
     assert "size" in rules and "physical-hash" not in rules
     path.unlink()
     assert [p.rule for p in run(path, recorded).problems] == ["missing-file"]
+
+
+def test_a_thread_reuses_its_read_buffer_without_mixing_files(tmp_path: Path) -> None:
+    """A shorter slice read after a longer one is exactly its own bytes, and a file that grew
+    since its size was taken is still read whole."""
+    buffer = file_checks._ReadBuffer()
+    long, short = tmp_path / "long", tmp_path / "short"
+    long.write_bytes(b"L" * 5000)
+    short.write_bytes(b"s" * 100)
+    assert bytes(buffer.read(long, 5000)) == b"L" * 5000
+    assert bytes(buffer.read(short, 100)) == b"s" * 100
+    assert bytes(file_checks._ReadBuffer().read(long, 10)) == b"L" * 5000
