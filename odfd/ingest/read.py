@@ -30,6 +30,7 @@ from protocol.model import (
     ReadStepNdGeoJson,
     ReadStepNdJson,
 )
+from protocol.model.maps import json_text
 from verifier.engine.contract import IngestInput
 
 
@@ -174,9 +175,10 @@ def _feature_record(feature: Any, source: Path, number: int) -> dict[str, Any]:
 
 
 def geometry_text(geometry: dict[str, Any]) -> str:
-    """A feature's geometry as the reference stores it: compact JSON, keys sorted at every level
-    (its JSON maps are ordered by key), non-ASCII text kept as UTF-8."""
-    return json.dumps(geometry, separators=(",", ":"), sort_keys=True, ensure_ascii=False)
+    """A feature's geometry as the reference stores it: serde_json's compact text, keys sorted at
+    every level (its JSON maps are ordered by key), non-ASCII text kept as UTF-8, floats spelled as
+    Rust spells an ``f64`` (``1e-7``, ``1e16``, not Python's ``1e-07``, ``1e+16``)."""
+    return json_text(geometry)
 
 
 def _load_json(source: Path) -> Any:

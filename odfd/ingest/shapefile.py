@@ -34,7 +34,6 @@ import zipfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack
 from datetime import date
-from decimal import Decimal
 from itertools import pairwise
 from pathlib import Path
 from typing import Any
@@ -42,6 +41,7 @@ from typing import Any
 import shapefile
 
 from odfd.ingest.errors import BadInputError, UnsupportedError
+from protocol.model.maps import format_float
 
 _POINTS = {shapefile.POINT, shapefile.POINTZ, shapefile.POINTM}
 _MULTIPOINTS = {shapefile.MULTIPOINT, shapefile.MULTIPOINTZ, shapefile.MULTIPOINTM}
@@ -286,28 +286,4 @@ def _geojson(kind: str, coordinates: Any) -> str:
 def _coordinates(value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return "[" + ",".join(_coordinates(v) for v in value) + "]"
-    return rust_float(value)
-
-
-def rust_float(value: float) -> str:
-    """``value`` as Rust's serde_json writes an ``f64``: the shortest digits that read back
-    (as Python's ``repr``), laid out as the ``ryu`` crate does (``1.0``, ``0.0001``, ``1e-7``,
-    ``1.5e16``)."""
-    if value == 0:
-        return "-0.0" if str(value).startswith("-") else "0.0"
-    sign, digit_tuple, exponent = Decimal(repr(value)).normalize().as_tuple()
-    assert isinstance(exponent, int)  # finite: NaN and infinities are not coordinates
-    digits = "".join(map(str, digit_tuple))
-    length = len(digits)
-    point = length + exponent  # 10^(point-1) <= |value| < 10^point
-    if 0 <= exponent and point <= 16:
-        text = digits + "0" * exponent + ".0"
-    elif 0 < point <= 16:
-        text = digits[:point] + "." + digits[point:]
-    elif -5 < point <= 0:
-        text = "0." + "0" * -point + digits
-    elif length == 1:
-        text = f"{digits}e{point - 1}"
-    else:
-        text = f"{digits[0]}.{digits[1:]}e{point - 1}"
-    return ("-" if sign else "") + text
+    return format_float(value)

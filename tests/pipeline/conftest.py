@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pyarrow as pa
@@ -59,3 +60,26 @@ def _spark_for_spark_tests(request: pytest.FixtureRequest) -> None:
     """Tests marked ``spark`` run on the shared test session, started with the test settings."""
     if request.node.get_closest_marker("spark") is not None:
         request.getfixturevalue("spark")
+
+
+_PARQUET_NODE = re.compile(r"^\s*(required|optional|repeated) (?:group|\w+) field_id=-?\d+ (\w+)")
+
+
+def parquet_repetition(path: Path) -> dict[str, str]:
+    """Every node of the file's Parquet schema by dotted path (``ids.list.element``) and its
+    repetition, as the Parquet schema printer shows them."""
+    found: dict[str, str] = {}
+    stack: list[str] = []
+    printed = str(pq.ParquetFile(path).schema).splitlines()
+    nodes = [line for line in printed if _PARQUET_NODE.match(line) or line.strip() == "}"]
+    for line in nodes[1:-1]:  # within the root group
+        if line.strip() == "}":
+            stack.pop()
+            continue
+        match = _PARQUET_NODE.match(line)
+        assert match, line
+        repetition, name = match.groups()
+        found[".".join([*stack, name])] = repetition.upper()
+        if line.rstrip().endswith("{"):
+            stack.append(name)
+    return found

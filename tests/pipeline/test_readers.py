@@ -170,7 +170,7 @@ schema:
         {
             "type": "Feature",
             "properties": {"name": "b"},
-            "geometry": {"type": "Point", "coordinates": [3.5, 4.0]},
+            "geometry": {"type": "Point", "coordinates": [1e-7, 1.5e16]},
         },
     ]
     geo = await create(workspace, root_snapshot("geo", "kind: GeoJson\n" + read))
@@ -192,7 +192,7 @@ schema:
     )
     expected = [
         ("a", '{"coordinates":[1.0,2.0],"type":"Point"}'),
-        ("b", '{"coordinates":[3.5,4.0],"type":"Point"}'),
+        ("b", '{"coordinates":[1e-7,1.5e16],"type":"Point"}'),  # as Rust spells f64
     ]
     assert await rows(geo, "name", "geometry") == expected
     assert await rows(nd, "name", "geometry") == expected

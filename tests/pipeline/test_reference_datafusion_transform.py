@@ -1,10 +1,11 @@
-"""The reference DataFusion engine's own transform tests, restated against odfd's DataFusion engine.
+"""The reference DataFusion engine's own tests, restated against odfd's DataFusion engine.
 
 Each test names the test of ``kamu-data/kamu-engine-datafusion`` (v0.9.0,
-``tests/tests/test_transform.rs``) it restates: the same input slice (three cities, every column
-REQUIRED, as the reference's ``write_sample_data`` writes it), the same queries, and the rows,
+``tests/tests/test_transform.rs`` and ``tests/tests/test_regressions.rs``) it restates: the
+same input slice (three cities, every column REQUIRED, as the reference's
+``write_sample_data`` writes it; the regressions' own inputs), the same queries, and the rows,
 Parquet schema (REQUIRED / OPTIONAL per column), offsets, watermark and error kind it expects.
-No JVM is started.
+Only ``test_issues_arrow_4308`` (a file Spark wrote) starts a JVM.
 """
 
 from __future__ import annotations
@@ -36,7 +37,12 @@ from tests.fixtures.workspace import object_path
 from tests.verifier.builders import T0, root_with_slices
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.columns import Op, Vocab
-from verifier.engine.contract import TransformInputSlice, TransformRequest, TransformResult
+from verifier.engine.contract import (
+    QueryTable,
+    TransformInputSlice,
+    TransformRequest,
+    TransformResult,
+)
 from verifier.engine.datafusion.engine import DataFusionEngine
 from verifier.engine.errors import InvalidQueryError
 from verifier.engine.inputs import all_slices, arrow_schema_of
@@ -424,3 +430,204 @@ async def test_a_derivative_written_before_keeps_its_schema(workspace: Workspace
         assert report.exit_code == 0
         hashes.append(logical_hash_parquet(object_path(dataset.data, slice_hash)))
     assert hashes[0] == hashes[1]
+
+
+def test_result_optimal_parquet_encoding(foo: TransformInputSlice, tmp_path: Path) -> None:
+    """Restates the encoding half of ``test_result_optimal_parquet_encoding``: one row group,
+    every column SNAPPY-compressed, ``op`` and ``system_time`` (one value per slice)
+    dictionary-encoded in data pages v1."""
+    result = transform(tmp_path, foo)
+    assert result.new_data is not None
+    metadata = pq.ParquetFile(result.new_data.path).metadata
+    assert metadata.num_row_groups == 1
+    group = metadata.row_group(0)
+    columns = {group.column(i).path_in_schema: group.column(i) for i in range(group.num_columns)}
+    assert {c.compression for c in columns.values()} == {"SNAPPY"}
+    for name in ("op", "system_time"):
+        assert "RLE_DICTIONARY" in columns[name].encodings, name
+        assert columns[name].has_dictionary_page, name
+
+
+# The reference engine's regression tests (tests/tests/test_regressions.rs), as pipelines.
+
+CASES_VOCAB = Vocab(event_time="reported_date")
+
+
+def write_cases(path: Path, ids: pa.Array, genders: pa.Array, start: int) -> TransformInputSlice:
+    """A province's case records as the regression's input files hold them: ``id`` of the
+    given integer type, ``gender`` required or not, ``age_group`` required, ``location`` and
+    the event time ``reported_date`` optional."""
+    n = len(ids)
+    table = pa.table(
+        {
+            "reported_date": pa.array(
+                [datetime(2020, 3, 10 + i % 2, tzinfo=UTC) for i in range(n)], TIMESTAMP_MS_UTC
+            ),
+            "id": ids,
+            "gender": genders,
+            "age_group": [f"{20 + 10 * (i % 5)}s" for i in range(n)],
+            "location": [f"Zone {i % 3}" for i in range(n)],
+        }
+    )
+    schema, written = write_batches(
+        table.schema,
+        iter(table.to_batches()),
+        vocab=CASES_VOCAB,
+        start_offset=start,
+        system_time=INPUT_SYSTEM_TIME,
+        out_path=path,
+        required=frozenset({"age_group"} | ({"gender"} if genders.null_count == 0 else set())),
+    )
+    assert written is not None
+    alias = path.stem
+    return TransformInputSlice(
+        DatasetId.new_seeded(alias.encode()),
+        alias,
+        CASES_VOCAB,
+        schema,
+        (written.path,),
+        (start, start + n - 1),
+    )
+
+
+def test_issues_datafusion_6463(tmp_path: Path) -> None:
+    """Restates ``test_issues_datafusion_6463``: a ``UNION ALL`` of two inputs whose columns
+    differ in type (Int64 / Int32 ``id``) and nullability (``gender`` required in one) is
+    written and reads back whole (20 records): ``id`` widened to Int64, ``gender`` OPTIONAL
+    (one side may be null), the literal ``province`` REQUIRED. The reference's query reads
+    the files as they are; as a pipeline, the inputs are datasets whose event time is
+    ``reported_date``."""
+    ab = write_cases(
+        tmp_path / "ab.parquet",
+        pa.array(range(500_000, 500_010), pa.int64()),
+        pa.array(["F", "M"] * 5, pa.string()),
+        10,
+    )
+    bc = write_cases(
+        tmp_path / "bc.parquet",
+        pa.array(range(1, 11), pa.int32()),
+        pa.array(["F", None] * 5, pa.string()),
+        10,
+    )
+    assert not ab.schema.field("gender").nullable and bc.schema.field("gender").nullable
+    query = """
+        SELECT * FROM (
+            SELECT 'AB' as province, id, reported_date, gender, location FROM ab
+            UNION ALL
+            SELECT 'BC' as province, id, reported_date, gender, location FROM bc
+        )
+    """
+    result = transform(tmp_path, ab, (None, query), inputs=(ab, bc), vocab=CASES_VOCAB)
+    assert result.new_data is not None
+    table = pq.read_table(result.new_data.path)
+    assert table.num_rows == 20
+    assert table.column("province").to_pylist() == ["AB"] * 10 + ["BC"] * 10
+    assert table.column("id").to_pylist() == [*range(500_000, 500_010), *range(1, 11)]
+    assert result.schema.field("id").type == pa.int64()
+    assert repetition(result.new_data.path) == {
+        "offset": "REQUIRED",
+        "op": "REQUIRED",
+        "system_time": "REQUIRED",
+        "reported_date": "OPTIONAL",
+        "province": "REQUIRED",
+        "id": "OPTIONAL",
+        "gender": "OPTIONAL",
+        "location": "OPTIONAL",
+    }
+    assert logical_hash_parquet(result.new_data.path) == result.new_data.logical_hash
+
+
+@pytest.mark.spark
+def test_issues_arrow_4308(spark, tmp_path: Path) -> None:
+    """Restates ``test_issues_arrow_4308``: a file Spark's Parquet writer (parquet-mr) wrote,
+    with millisecond timestamps adjusted to UTC and no Arrow schema in its footer, is read by
+    DataFusion with ``system_time`` as Timestamp(ms, UTC). The reference's fixture was written
+    by parquet-mr 1.10, which stored the legacy converted type only; today's Spark (and
+    pyarrow) store the logical type as well, so the converted-type-only case itself is not
+    restated (see docs/differences-from-kamu-cli.md)."""
+    folder = tmp_path / "spark"
+    spark.conf.set("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MILLIS")
+    try:
+        spark.sql(
+            "SELECT id AS offset, timestamp_millis(1685394131331) AS system_time, "
+            "timestamp_millis(1607817600000 + id * 86400000) AS date_reported, "
+            "'Edmonton Zone' AS zone FROM range(10)"
+        ).coalesce(1).write.parquet(str(folder))
+    finally:
+        spark.conf.unset("spark.sql.parquet.outputTimestampType")
+    [path] = folder.glob("*.parquet")
+    assert b"ARROW:schema" not in pq.ParquetFile(path).metadata.metadata
+    result = ENGINE.query(
+        [SqlQueryStep(query="select * from cases")], [QueryTable("cases", (path,), None)]
+    )
+    assert result.schema.field("system_time").type == TIMESTAMP_MS_UTC
+    assert result.schema.field("date_reported").type == TIMESTAMP_MS_UTC
+    assert result.num_rows == 10
+
+
+def test_issues_datafusion_14281(tmp_path: Path) -> None:
+    """Restates ``test_issues_datafusion_14281``: an input slice whose file stores ``city`` as
+    Utf8View (as DataFusion writes it) under a dataset schema saying Utf8, with an optional
+    Int32 ``population``; ``cast(population * 10 as int)`` runs, the input's watermark is
+    the output's, and the result keeps the plan's nullability."""
+    input_time = datetime(2050, 1, 1, 12, tzinfo=UTC)
+    data = pa.table(
+        {
+            "op": pa.array([0, 0, 0], pa.int32()),
+            "event_time": pa.array([input_time] * 3, TIMESTAMP_MS_UTC),
+            "city": pa.array(["A", "B", "C"], pa.string_view()),
+            "population": pa.array([10, 20, 30], pa.int32()),
+        }
+    )
+    schema, written = write_batches(
+        data.schema,
+        iter(data.to_batches()),
+        vocab=Vocab(),
+        start_offset=0,
+        system_time=Timestamp.from_datetime(input_time),
+        out_path=tmp_path / "data.parquet",
+        required=frozenset({"event_time"}),
+    )
+    assert written is not None
+    assert pq.read_schema(written.path).field("city").type == pa.string_view()
+    plain = schema.set(schema.get_field_index("city"), pa.field("city", pa.string()))
+    watermark = Timestamp.from_datetime(input_time)
+    root = TransformInputSlice(
+        DatasetId.new_seeded(b"foo"),
+        "root",
+        Vocab(),
+        plain,
+        (written.path,),
+        (0, 2),
+        explicit_watermarks=(Watermark(system_time=watermark, event_time=watermark),),
+    )
+    query = """
+        SELECT
+            op,
+            event_time,
+            city,
+            cast(population * 10 as int) as population_x10
+        FROM root
+    """
+    result = transform(
+        tmp_path,
+        root,
+        (None, query),
+        inputs=(root,),
+        dataset_alias="deriv",
+        system_time=Timestamp.parse_rfc3339("2050-01-02T12:00:00Z"),
+    )
+    assert result.new_data is not None
+    assert (result.new_data.offset_start, result.new_data.offset_end) == (0, 2)
+    assert result.new_watermark == watermark
+    assert [r[4:] for r in rows(result)] == [("A", 100), ("B", 200), ("C", 300)]
+    assert result.schema.field("city").type == pa.string()
+    assert result.schema.field("population_x10").type == pa.int32()
+    assert repetition(result.new_data.path) == {
+        "offset": "REQUIRED",
+        "op": "REQUIRED",
+        "system_time": "REQUIRED",
+        "event_time": "REQUIRED",
+        "city": "OPTIONAL",
+        "population_x10": "OPTIONAL",
+    }

@@ -29,7 +29,7 @@ from storage.workspace import Workspace
 from tests.fixtures.manifests import indented, push_source, root_snapshot
 from tests.fixtures.spark import TEST_ENGINES
 from tests.fixtures.workspace import object_path
-from tests.pipeline.conftest import create, data_events, rows, write
+from tests.pipeline.conftest import create, data_events, parquet_repetition, rows, write
 from verifier.engine.inputs import all_slices
 
 pytestmark = pytest.mark.spark
@@ -476,3 +476,63 @@ content:
             (1, 0, "B", 20000),
             (2, 0, "C", 30000),
         ]
+
+
+NESTED_READ = """\
+kind: NdJson
+schema:
+  fields:
+    - {name: city, type: {kind: String}}
+    - name: point
+      type:
+        kind: Struct
+        fields:
+          - {name: x, type: {kind: Int64}}
+          - {name: label, type: {kind: Option, inner: {kind: String}}}
+    - {name: ids, type: {kind: Option, inner: {kind: List, itemType: {kind: Int64}}}}
+"""
+NESTED_REPETITION = {
+    "point": "REQUIRED",
+    "point.x": "REQUIRED",
+    "point.label": "OPTIONAL",
+    "ids": "OPTIONAL",
+    "ids.list": "REPEATED",
+    "ids.list.element": "REQUIRED",
+}
+
+
+async def test_nested_fields_keep_the_read_schema_nullability(
+    workspace: Workspace, tmp_path: Path
+) -> None:
+    """The reference reads with the declared schema and keeps its nullability at every depth
+    (a struct field or list item not wrapped in ``kind: Option`` is REQUIRED), in the file and
+    in ``SetDataSchema``; Spark's readers make nested fields nullable, and odfd writes the
+    declared ones anyway, also through a DataFusion preprocess step selecting the columns. A
+    null in a required struct field is a bad row naming the field."""
+    line = '{"city": "A", "point": {"x": 1}, "ids": [1, 2]}\n'
+    preprocess = """      preprocess:
+        kind: Sql
+        engine: datafusion
+        query: select city, point, ids from input
+      merge:"""
+    plain = await create(workspace, root_snapshot("plain", NESTED_READ))
+    through = await create(
+        workspace,
+        root_snapshot("through", NESTED_READ).replace("      merge:", preprocess),
+    )
+    for dataset in (plain, through):
+        await ingest(workspace, dataset, tmp_path / "1.ndjson", line)
+        written = parquet_repetition(await last_slice(dataset))
+        assert {k: v for k, v in written.items() if k.split(".")[0] in ("point", "ids")} == (
+            NESTED_REPETITION
+        ), dataset.alias
+        [schema] = await schema_blocks(dataset)
+        assert schema.schema is not None
+        [point] = [f for f in schema.schema.fields if f.name == "point"]
+        assert not isinstance(point.type, DataTypeOption)
+        assert [isinstance(f.type, DataTypeOption) for f in point.type.fields] == [False, True]
+        assert await rows(dataset, "city", "point", "ids") == [
+            ("A", {"x": 1, "label": None}, [1, 2])
+        ]
+    with pytest.raises(BadInputError, match=r"Column `point\.x` contains 1 null values"):
+        await ingest(workspace, plain, tmp_path / "2.ndjson", '{"city": "B", "point": {}}\n', T2)

@@ -17,8 +17,9 @@ import shapefile
 
 from odfd.coordinator.ingest import ingest_push, pull_root
 from odfd.ingest.errors import BadInputError, UnsupportedError
-from odfd.ingest.shapefile import rust_float, shapefile_to_lines
+from odfd.ingest.shapefile import shapefile_to_lines
 from protocol.model import SourceState, Timestamp
+from protocol.model.maps import format_float
 from storage.workspace import Workspace
 from tests.fixtures.manifests import root_snapshot
 from tests.fixtures.spark import TEST_ENGINES
@@ -139,7 +140,7 @@ def test_text_is_decoded_with_the_cpg_encoding_and_never_replaced(tmp_path: Path
     )
 
 
-def test_rust_float_spelling() -> None:
+def test_coordinates_are_spelled_as_rust_spells_f64() -> None:
     cases = {
         1.0: "1.0",
         -0.0: "-0.0",
@@ -154,7 +155,7 @@ def test_rust_float_spelling() -> None:
         -2.5e-8: "-2.5e-8",
         3456789.125: "3456789.125",
     }
-    assert {value: rust_float(value) for value in cases} == cases
+    assert {value: format_float(value) for value in cases} == cases
 
 
 def test_choosing_the_shp_file(tmp_path: Path) -> None:

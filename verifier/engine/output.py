@@ -92,13 +92,17 @@ def slice_schema(
     required: frozenset[str] = frozenset(),
     *,
     op_required: bool = True,
+    declared: pa.Schema | None = None,
 ) -> pa.Schema:
     """The Arrow schema of a slice made from a result with ``result``'s columns.
 
     ``offset`` and ``system_time`` are required, ``op`` unless ``op_required`` is false (a
     transform query's own ``op`` keeps its plan's nullability, as the reference writes it); a
     data column is required when named in ``required`` (an ingest decides that from the read
-    schema or the dataset's schema, a transform from its plan, as the reference does).
+    schema or the dataset's schema, a transform from its plan, as the reference does). Inside a
+    column (struct fields, list items, map values) the result's nullability holds, except where
+    ``declared`` (the dataset's schema) has the column: there it keeps what it declares at every
+    depth (:func:`declared_nesting`).
     """
     fields = [
         pa.field(vocab.offset, OFFSET_TYPE, nullable=False),
@@ -114,8 +118,53 @@ def slice_schema(
         if result_field.name == vocab.op:
             continue
         nullable = result_field.name not in required
-        fields.append(pa.field(result_field.name, _normalized_type(result_field.type), nullable))
+        data_type = _normalized_type(result_field.type)
+        if declared is not None and declared.get_field_index(result_field.name) >= 0:
+            data_type = declared_nesting(data_type, declared.field(result_field.name).type)
+        fields.append(pa.field(result_field.name, data_type, nullable))
     return pa.schema(fields)
+
+
+def declared_nesting(data_type: pa.DataType, declared: pa.DataType) -> pa.DataType:
+    """``data_type`` with the nullability ``declared`` gives its struct fields, list items and
+    map values, at every depth where both have the same shape (a struct field by name); the
+    rest as ``data_type`` has it. A dataset's schema is never rewritten by a later transaction,
+    so slices written under it keep its nullability inside columns too (datasets odfd wrote
+    before nested fields followed the plan keep their optional nested fields)."""
+    if pa.types.is_struct(data_type) and pa.types.is_struct(declared):
+        names = {declared.field(i).name: declared.field(i) for i in range(declared.num_fields)}
+        return pa.struct(
+            [
+                _declared_field(data_type.field(i), names.get(data_type.field(i).name))
+                for i in range(data_type.num_fields)
+            ]
+        )
+    if pa.types.is_map(data_type) and pa.types.is_map(declared):
+        return pa.map_(
+            data_type.key_field.with_type(declared_nesting(data_type.key_type, declared.key_type)),
+            _declared_field(data_type.item_field, declared.item_field),
+            data_type.keys_sorted,
+        )
+    for is_list, make in _LIST_KINDS:
+        if is_list(data_type) and is_list(declared):
+            item = _declared_field(data_type.value_field, declared.value_field)
+            return make(data_type, item)
+    return data_type
+
+
+def _declared_field(field: pa.Field, declared: pa.Field | None) -> pa.Field:
+    if declared is None:
+        return field
+    return field.with_type(declared_nesting(field.type, declared.type)).with_nullable(
+        declared.nullable
+    )
+
+
+_LIST_KINDS: tuple[tuple[Callable[[pa.DataType], bool], Callable[..., pa.DataType]], ...] = (
+    (pa.types.is_list, lambda _, item: pa.list_(item)),
+    (pa.types.is_large_list, lambda _, item: pa.large_list(item)),
+    (pa.types.is_fixed_size_list, lambda t, item: pa.list_(item, t.list_size)),
+)
 
 
 def write_batches(
@@ -128,9 +177,13 @@ def write_batches(
     out_path: Path,
     required: frozenset[str] = frozenset(),
     op_required: bool = True,
+    declared: pa.Schema | None = None,
 ) -> tuple[pa.Schema, WrittenSlice | None]:
-    """Writes a result's batches, in order, as a slice: the path every engine's output takes."""
-    schema = slice_schema(result_schema, vocab, required, op_required=op_required)
+    """Writes a result's batches, in order, as a slice: the path every engine's output takes
+    (nullability as :func:`slice_schema` decides it)."""
+    schema = slice_schema(
+        result_schema, vocab, required, op_required=op_required, declared=declared
+    )
     return schema, _write(batches, schema, vocab, start_offset, system_time, out_path)
 
 
@@ -325,8 +378,47 @@ def _to_slice_batch(
         column = batch.column(target.name)
         if not target.nullable and column.null_count:
             raise NullValuesError(target.name, column.null_count)
+        if column.type != target.type:
+            check_nested_nulls(column, target.type, target.name)
         columns.append(_normalize(column, target.type))
     return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def check_nested_nulls(column: pa.Array, target: pa.DataType, path: str) -> None:
+    """Raises :class:`NullValuesError` naming the first struct field, list item or map value
+    (``st.a``, ``l[]``, ``m{}``) that ``target`` makes required and ``column`` holds nulls in
+    (a value under a null parent does not count). Arrow's casts would let a null list item
+    through, and the Parquet writer's refusal would name neither the column nor the count."""
+    if pa.types.is_struct(target) and pa.types.is_struct(column.type):
+        children = column.flatten()  # each with the struct's own nulls merged in
+        for index in range(column.type.num_fields):
+            name = column.type.field(index).name
+            position = target.get_field_index(name)
+            if position < 0:
+                continue
+            field = target.field(position)
+            child, where = children[index], f"{path}.{name}"
+            nulls = child.null_count - column.null_count
+            if not field.nullable and nulls:
+                raise NullValuesError(where, nulls)
+            check_nested_nulls(child, field.type, where)
+    elif pa.types.is_map(target) and pa.types.is_map(column.type):
+        items, where = _map_items(column), f"{path}{{}}"
+        if not target.item_field.nullable and items.null_count:
+            raise NullValuesError(where, items.null_count)
+        check_nested_nulls(items, target.item_type, where)
+    elif any(is_list(target) and is_list(column.type) for is_list, _ in _LIST_KINDS):
+        items, where = column.flatten(), f"{path}[]"
+        if not target.value_field.nullable and items.null_count:
+            raise NullValuesError(where, items.null_count)
+        check_nested_nulls(items, target.value_type, where)
+
+
+def _map_items(column: pa.MapArray) -> pa.Array:
+    """The values of the maps in ``column`` (a slice of the array's children reaches past it)."""
+    offsets = column.offsets
+    first, last = offsets[0].as_py(), offsets[-1].as_py()
+    return column.items.slice(first, last - first)
 
 
 def _normalized_type(data_type: pa.DataType) -> pa.DataType:

@@ -11,8 +11,9 @@ It follows the ODF engine contract as the reference DataFusion engine implements
   (:func:`verifier.engine.output.write_batches`): offsets from the next offset in result order,
   ``op`` (0 unless the query sets it) and ``system_time`` added, timestamps as milliseconds in UTC,
   columns ``offset, op, system_time, event_time``, then the rest;
-* a column is REQUIRED where the optimized plan proves it non-null (as the reference writes
-  it), unless the dataset's schema already declares it optional;
+* a column, struct field or list item is REQUIRED where the optimized plan proves it non-null
+  (as the reference writes it), unless the dataset's schema already declares it (then it keeps
+  what the schema declares, at every depth);
 * the output watermark is the lowest of the inputs' latest declared watermarks; like the
   reference, the engine keeps no checkpoint;
 * the reference's JSON functions (``json_get_str``, ``->``, ...) are there
@@ -118,7 +119,7 @@ class DataFusionEngine:
             )
         result = _run_steps(ctx, query_steps(transform), what, deterministic=True)
         columns = _validate_result(result.schema(), request, what)
-        planned = _physical_schema(ctx, result, what)
+        planned = optimized_schema(ctx, result, what)
         result_schema = pa.schema([planned.field(name) for name in columns])
         required = required_columns(result_schema, request.dataset_schema)
         schema, written = write_batches(
@@ -130,6 +131,7 @@ class DataFusionEngine:
             out_path=request.out_dir / "data.parquet",
             required=required,
             op_required=request.vocab.op not in columns or request.vocab.op in required,
+            declared=request.dataset_schema,
         )
         return TransformResult(schema, written, output_watermark(request), None)
 
@@ -142,7 +144,7 @@ class DataFusionEngine:
                     ctx, table.name, table.paths, table.schema, Path(scratch) / str(number)
                 )
             result = _run_steps(ctx, steps, "", deterministic=False)
-            planned = _physical_schema(ctx, result, "")
+            planned = optimized_schema(ctx, result, "")
             batches = list(_batches(result, planned, planned.names, "the query"))
         return pa.Table.from_batches(batches, _plain_schema(planned))
 
@@ -256,7 +258,7 @@ def _run_steps(
     return result
 
 
-def _physical_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema:
+def optimized_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema:
     """The result's schema as the optimized plan (which the reference writes, and which runs)
     gives it: it may prove more columns non-null than the query as written (a UDF over
     literals folds into a literal)."""
@@ -343,7 +345,7 @@ def _batches(
     df: DataFrame, schema: pa.Schema, columns: Sequence[str], what: str
 ) -> Iterator[pa.RecordBatch]:
     """The result's batches, partition after partition, columns in the given order, with the
-    result's ``schema`` (:func:`_physical_schema`)."""
+    result's ``schema`` (:func:`optimized_schema`)."""
     plain = _plain_schema(pa.schema([schema.field(name) for name in columns]))
     try:
         streams = df.execute_stream_partitioned()

@@ -27,6 +27,7 @@ from verifier.engine.datafusion.engine import (
     _plain,
     _plain_schema,
     new_context,
+    optimized_schema,
     quote_identifier,
 )
 from verifier.engine.errors import InvalidQueryError, QueryExecutionError, TransformError
@@ -128,10 +129,12 @@ class QuerySession:
             json_functions.register(self._ctx, json_calls)
             try:
                 frame = self._ctx.sql_with_options(text, queries_only, param_values=values)
-                schema = _plain_schema(frame.schema())
             except Exception as err:  # noqa: BLE001  # DataFusion planning errors share no type
                 failure = err
                 continue
+            # The optimized plan's schema, as a transform writes it: it proves more columns
+            # non-null than the query as written (a JSON call over literals folds into one).
+            schema = _plain_schema(optimized_schema(self._ctx, frame, ""))
             return PlannedQuery(frame, schema, tuple(self._tables.values()))
         assert failure is not None
         raise InvalidQueryError(f"query is invalid: {_first_line(failure)}") from failure

@@ -4,7 +4,10 @@ The file is read with the declared schema (``read``), reshaped by the preprocess
 neither a preprocess step nor a declared schema, by the reference's default renaming
 (``preprocess``), merged with the dataset's history under its merge strategy and ordered
 (``records``, ``merge``), then written as the slice (``output``). A malformed record is named by
-file, row and column (``bad_rows``); a null where the schema requires a value, by column.
+file, row and column (``bad_rows``); a null where the schema requires a value, by column (or
+struct field, list item). Spark reads every nested field as nullable; the slice gets the
+nullability inside columns from the dataset's schema, else from the read schema or the
+preprocess step's engine, as the reference writes it.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from verifier.engine.spark.output import write_slice
 from verifier.engine.spark.preprocess import preprocess, preprocess_default
 from verifier.engine.spark.read import reader_for
 from verifier.engine.spark.records import new_records
-from verifier.engine.spark.schema import declared_required
+from verifier.engine.spark.schema import declared_nesting_schema, declared_required
 from verifier.engine.spark.session import isolated_session
 
 
@@ -32,6 +35,7 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
     infer = _inferred(request.read) and request.preprocess is None
     declared = declared_required(request.read, spark)
     required = declared
+    nesting = declared_nesting_schema(request.read)
     if request.preprocess is not None and not preprocess_in_session:
         spark.conf.set("spark.sql.caseSensitive", "true")
     try:
@@ -40,7 +44,7 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
             return None
         if request.preprocess is not None:
             engine = None if preprocess_in_session else request.preprocess_engine
-            data, required = preprocess(
+            data, required, nesting = preprocess(
                 spark,
                 request.preprocess,
                 engine,
@@ -48,6 +52,7 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
                 declared,
                 request.dataset_alias,
                 request.work,
+                nesting,
             )
         elif infer:
             data = preprocess_default(data, request.merge, request.vocab)
@@ -73,6 +78,7 @@ def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> Ingest
             out_path=request.out_path,
             spill_dir=str(request.work),
             required=_required_columns(request, required),
+            declared=request.dataset_schema if request.dataset_schema is not None else nesting,
         )
         return IngestResult(schema, written)
     except NullValuesError as err:

@@ -29,13 +29,15 @@ def write_slice(
     spill_dir: str | None = None,
     required: frozenset[str] = frozenset(),
     op_required: bool = True,
+    declared: pa.Schema | None = None,
     merge_keys: tuple[str, str] | None = None,
 ) -> tuple[pa.Schema, WrittenSlice | None]:
     """Runs ``df`` and writes its rows as a slice at ``out_path`` (``None`` if it has no rows).
 
     Returns the slice's Arrow schema too: an empty result still defines the dataset's schema.
     A null in a ``required`` column raises :class:`~verifier.engine.output.NullValuesError`
-    before anything is kept; ``op`` is required unless ``op_required`` is false.
+    before anything is kept; ``op`` is required unless ``op_required`` is false; inside the
+    columns ``declared`` has, its nullability holds (:func:`~verifier.engine.output.slice_schema`).
     With ``merge_keys``, ``df`` is sorted by them within partitions only and its rows are merged
     here (:func:`verifier.engine.spark.collect.merged_batches`); the second key is not written.
     """
@@ -47,6 +49,7 @@ def write_slice(
         out_path=out_path,
         required=required,
         op_required=op_required,
+        declared=declared,
     )
     if merge_keys is not None:
         with merged_batches(df, *merge_keys, spill_dir=spill_dir) as (result_schema, runs):

@@ -24,6 +24,7 @@ from protocol.errors import OdfError
 from protocol.model import MergeStrategyChangelogStream, MergeStrategyUpsertStream, TransformSql
 from verifier.engine.columns import Vocab
 from verifier.engine.contract import Engine, QueryTable, query_steps
+from verifier.engine.output import check_nested_nulls, declared_nesting
 from verifier.engine.spark.collect import ordered_batches
 from verifier.engine.spark.columns import col
 from verifier.engine.spark.transform import run_queries
@@ -42,21 +43,25 @@ def preprocess(
     declared_required: frozenset[str],
     dataset: str,
     work: Path,
-) -> tuple[DataFrame, frozenset[str]]:
+    nesting: pa.Schema | None = None,
+) -> tuple[DataFrame, frozenset[str], pa.Schema | None]:
     """``data`` reshaped by the preprocess query ``sql``: in ``spark`` itself (``engine``
     ``None``), else in ``engine``; ``work`` holds intermediate files. Also the result's columns
-    that are required, as the reference decides: none from Spark (its engine reads the input as
-    all-nullable); from another engine, what its plan proves non-null over the input's
-    ``declared_required`` columns."""
+    that are required, as the reference decides, and the schema whose nested nullability the
+    slice keeps: from Spark none and ``None`` (its engine reads the input as all-nullable);
+    from another engine, what its plan proves non-null over the input's ``declared_required``
+    columns and the nested nullability of ``nesting`` (the read schema), and its result's
+    schema."""
     what = f"{dataset}: preprocess"
     if engine is None:
         data.createOrReplaceTempView(INPUT_VIEW)
-        return run_queries(spark, sql, what, require_deterministic=False), frozenset()
+        return run_queries(spark, sql, what, require_deterministic=False), frozenset(), None
     read_path = work / "preprocess-input.parquet"
     with ordered_batches(data, spill_dir=str(work)) as (schema, batches):
+        schema = _nested_as_declared(schema, nesting)
         with pq.ParquetWriter(str(read_path), schema) as writer:
             for batch in batches:
-                writer.write_batch(batch)
+                writer.write_batch(_cast_nested(batch, schema))
     declared = pa.schema([f.with_nullable(f.name not in declared_required) for f in schema])
     try:
         result = engine.query(query_steps(sql), [QueryTable(INPUT_VIEW, (read_path,), declared)])
@@ -65,7 +70,36 @@ def preprocess(
     result_path = work / "preprocess-output.parquet"
     pq.write_table(_utc_timestamps(result), str(result_path))
     required = frozenset(f.name for f in result.schema if not f.nullable)
-    return spark.read.parquet(str(result_path)), required
+    return spark.read.parquet(str(result_path)), required, result.schema
+
+
+def _nested_as_declared(schema: pa.Schema, nesting: pa.Schema | None) -> pa.Schema:
+    """``schema`` (Spark's, nullable at every depth) with the read schema's nullability inside
+    its columns: DataFusion reads a file only as the nullability it was written with."""
+    if nesting is None:
+        return schema
+    return pa.schema(
+        [
+            f.with_type(declared_nesting(f.type, nesting.field(f.name).type))
+            if nesting.get_field_index(f.name) >= 0
+            else f
+            for f in schema
+        ]
+    )
+
+
+def _cast_nested(batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``batch`` with ``schema``'s nested nullability; a null where it requires a value is a
+    :class:`~verifier.engine.output.NullValuesError` naming the field."""
+    if batch.schema == schema:
+        return batch
+    columns = []
+    for column, target in zip(batch.columns, schema, strict=True):
+        if column.type != target.type:
+            check_nested_nulls(column, target.type, target.name)
+            column = column.cast(target.type)
+        columns.append(column)
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
 
 
 def _utc_timestamps(table: pa.Table) -> pa.Table:

@@ -65,6 +65,15 @@ def declared_required(read_step: Any, spark: SparkSession) -> frozenset[str]:
     )
 
 
+def declared_nesting_schema(read_step: Any) -> pa.Schema | None:
+    """The read step's ``DataSchema`` as Arrow, whose struct fields and list items keep their
+    declared nullability in the slice (Spark's readers lose it); ``None`` for a legacy
+    ``ddlSchema`` (its nested fields are nullable, as DataFusion's SQL types, which the
+    reference parses it with, make them) or an inferred schema."""
+    schema = getattr(read_step, "schema", None)
+    return None if schema is None else arrow_schema_of(schema)
+
+
 def arrow_schema_of(data_schema: Any) -> pa.Schema:
     """An ODF ``DataSchema`` as the Arrow schema it describes (RFC-016)."""
     from protocol.arrow_schema import UnsupportedSchemaError, schema_to_arrow

@@ -85,6 +85,7 @@ def execute_transform(request: TransformRequest) -> TransformResult:
             spill_dir=request.spill_dir,
             required=required,
             op_required=request.vocab.op in required,
+            declared=request.dataset_schema,
         )
     watermarks = _input_watermarks(request)
     # Spark's checkpoints are imported here: a DataFusion pull never loads them.
