@@ -19,7 +19,10 @@ same run, for the code at REV beside the working tree's (REV's files exported to
 folder and put first on ``PYTHONPATH``; both run on this checkout's ``.venv``): each command with
 a daemon of its own code and without a daemon, and the ratio now / baseline.
 
-Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV]``.
+With ``--no-spark`` only the commands that need no engine are measured (a minute, not half an
+hour: for checking start-up work against a baseline).
+
+Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV] [--no-spark]``.
 """
 
 from __future__ import annotations
@@ -131,14 +134,18 @@ def main() -> None:
     parser.add_argument(
         "--baseline", metavar="REV", help="also measure the code at commit REV, for ratios"
     )
+    parser.add_argument(
+        "--no-spark", action="store_true", help="measure only the commands that need no engine"
+    )
     args = parser.parse_args()
     byte_compile()
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-cli-"))
     try:
         if args.baseline is None:
-            against_today(work, args.repeat)
+            against_today(work, args.repeat, spark=not args.no_spark)
         else:
-            against_baseline(work, args.repeat, export(args.baseline, work / "baseline"))
+            baseline = export(args.baseline, work / "baseline")
+            against_baseline(work, args.repeat, baseline, spark=not args.no_spark)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -164,7 +171,7 @@ SPARK_STEPS = [  # (name, arguments, target seconds with a daemon)
 ]
 
 
-def against_today(work: Path, repeat: int) -> None:
+def against_today(work: Path, repeat: int, *, spark: bool = True) -> None:
     """Today's commands beside how they ran before: eager imports, no daemon."""
     warm, cold = workspaces(work, "daemon", "local")
     # commands that need no engine, on a quiet machine: before the daemon (and its JVM) starts
@@ -178,6 +185,8 @@ def against_today(work: Path, repeat: int) -> None:
         )
     floor = median(repeat, lambda: python("pass"))
     print(f"{'(python -c pass)':<28} {floor:7.2f}")
+    if not spark:
+        return
     daemon = start_daemon(warm)
     try:
         print(f"\n{'command':<28} {'daemon':>7} {'own process':>12} {'no daemon':>10} {'ratio':>6}")
@@ -207,7 +216,7 @@ def against_today(work: Path, repeat: int) -> None:
         daemon.wait(120)
 
 
-def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
+def against_baseline(work: Path, repeat: int, baseline: Path, *, spark: bool = True) -> None:
     """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
     in the machine's load touches both alike."""
     trees = {"now": REPO, "baseline": baseline}
@@ -223,6 +232,8 @@ def against_baseline(work: Path, repeat: int, baseline: Path) -> None:
         now, before = (statistics.median(runs[tree]) for tree in trees)
         goal = "  (target <= 0.3 s)" if argv[0] != "tail" else ""
         print(f"{' '.join(argv):<34} {now:7.2f} {before:9.2f} {now / before:5.2f}x{goal}")
+    if not spark:
+        return
     daemons = [start_daemon(warm[tree], code) for tree, code in trees.items()]
     try:
         modes = [("daemon", warm, {}), ("no daemon", cold, {"ODFD_NO_DAEMON": "1"})]

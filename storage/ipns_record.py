@@ -27,11 +27,10 @@ from google.protobuf.message import DecodeError, Message
 
 from protocol.identity import DatasetId
 from storage.errors import StorageError
-from storage.ipns_name import IpnsName
+from storage.ipns_name import IpnsName, ipns_name_of
 
 SIGNATURE_PREFIX = b"ipns-signature:"
 _ED25519 = 1  # libp2p KeyType
-_IDENTITY_MULTIHASH = 0x00
 _VALUE_FIELD, _VALIDITY_FIELD, _SIGNATURE_V2_FIELD, _DATA_FIELD = 1, 4, 8, 9
 _EOL = 0
 # js-ipfs's key import (@libp2p/crypto's aes-gcm defaults): PBKDF2-SHA256, AES-128-GCM.
@@ -52,12 +51,6 @@ class IpnsRecord:
     validity: datetime
     sequence: int
     ttl_ns: int
-
-
-def ipns_name_of(dataset_id: DatasetId) -> IpnsName:
-    """The IPNS name of a dataset: the identity multihash of its libp2p public key."""
-    public_key = _encode("PublicKey", Type=_ED25519, Data=dataset_id.public_key)
-    return IpnsName(bytes([_IDENTITY_MULTIHASH, len(public_key)]) + public_key)
 
 
 def verify_record(raw: bytes, dataset_id: DatasetId, now: datetime | None = None) -> IpnsRecord:
@@ -166,8 +159,8 @@ _MESSAGES: dict[str, tuple[tuple[str, int, int], ...]] = {
         ("signatureV2", _SIGNATURE_V2_FIELD, _F.TYPE_BYTES),
         ("data", _DATA_FIELD, _F.TYPE_BYTES),
     ),
-    # libp2p's key messages (the KeyType enum is a varint, as uint32 is on the wire)
-    "PublicKey": (("Type", 1, _F.TYPE_UINT32), ("Data", 2, _F.TYPE_BYTES)),
+    # libp2p's private key message (the KeyType enum is a varint, as uint32 is on the wire;
+    # the public key's is written by storage.ipns_name)
     "PrivateKey": (("Type", 1, _F.TYPE_UINT32), ("Data", 2, _F.TYPE_BYTES)),
 }
 

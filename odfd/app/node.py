@@ -9,7 +9,8 @@ reload asks :meth:`Node.reconfigured` for a new node over the same workspace and
 
 A bucket is checked once when the node opens, so a wrong credential or a missing bucket is one
 line at start, not a failure half-way through a command. Importing this module is cheap (the
-thin client of a daemon reads the admin socket's place through it).
+thin client of a daemon reads the admin socket's place through it, and a command that only reads
+the catalog builds a :class:`NodeView` without the transports' modules).
 """
 
 from __future__ import annotations
@@ -19,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from odfd.app.login_store import tokens_by_url
 from odfd.config import NodeConfig, load_config
-from odfd.sync.transport.settings import TransportSettings
 
 if TYPE_CHECKING:
+    from odfd.sync.transport.settings import TransportSettings
     from storage.dataset_storage import DatasetStorage
     from storage.keys import KeyStore
     from storage.layout import WorkspaceLayout
@@ -58,10 +58,15 @@ class Node:
         *,
         engines: Engines | None = None,
     ) -> None:
+        from odfd.app.login_store import tokens_by_url
+        from odfd.sync.transport.settings import TransportSettings
+
         self.workspace = workspace
         self.config = config
         self._engines = engines
-        self.transport = TransportSettings.from_config(config, tokens_by_url(workspace.root))
+        self.transport: TransportSettings = TransportSettings.from_config(
+            config, tokens_by_url(workspace.root)
+        )
         """How the node reaches remotes (HTTP limits, IPFS, S3, tokens of ``[sync.tokens]`` and
         of ``odfd login``), built once here; the use cases hand it to ``odfd.sync``."""
 

@@ -125,7 +125,7 @@ def compose_status(
     """``next_runs`` (mirror name -> due time) and ``withheld`` (dataset ids) come from a running
     daemon; without one, the schedule stored in the catalog is shown. ``freeze_after`` is
     ``[sync] freeze_after``; a mirror's own bound wins."""
-    from storage.ipns_record import ipns_name_of
+    from storage.ipns_name import ipns_name_of
 
     signed_heads, bounds, mirrors = rows.signed_heads, rows.freeze_bounds, rows.mirrors
     attempts, audits = rows.attempts, rows.audits

@@ -68,7 +68,8 @@ async def resolve_did(ipfs: IpfsSettings, dataset_id: DatasetId) -> Resolved:
     """The folder ``dataset_id``'s IPNS name points at, by the owner's signed record (fetched
     through the node's routing, checked here: another key's or an expired record is refused)."""
     from storage.ipfs_client import IpfsNotFoundError, parse_cid
-    from storage.ipns_record import IpnsRecordError, ipns_name_of, record_cid, verify_record
+    from storage.ipns_name import ipns_name_of
+    from storage.ipns_record import IpnsRecordError, record_cid, verify_record
 
     name = ipns_name_of(dataset_id)
     try:
@@ -90,7 +91,8 @@ async def republish(ipfs: IpfsSettings, dataset_id: DatasetId, dataset: Dataset)
     """Puts the owner's signed record back into the IPFS routing and announces its folder: the
     freshest valid one of what this node kept and what the IPFS node holds."""
     from storage.ipfs_client import IpfsError, parse_cid
-    from storage.ipns_record import IpnsRecordError, ipns_name_of, record_cid, verify_record
+    from storage.ipns_name import ipns_name_of
+    from storage.ipns_record import IpnsRecordError, record_cid, verify_record
 
     name = ipns_name_of(dataset_id)
     client = ipfs.client()
@@ -133,7 +135,7 @@ async def note_republished(dataset: Dataset, name: IpnsName) -> None:
 async def read_state(dataset: Dataset, dataset_id: DatasetId) -> IpnsState:
     """The dataset's IPNS name, and when this node last (re)published its record (``None``:
     never)."""
-    from storage.ipns_record import ipns_name_of
+    from storage.ipns_name import ipns_name_of
 
     raw = await dataset.info.get(_STATE_INFO)
     return IpnsState(str(ipns_name_of(dataset_id)), None if raw is None else _stamp(raw))

@@ -107,9 +107,20 @@ NOT_LOADED = {
     # the dataset's folder read as files, the catalog with plain sqlite3; summary lines decode
     # blocks but print no YAML and check no signature
     "log": ("asyncio", "aiosqlite", "ssl", "nacl", "yaml"),
-    # no daemon: the catalog's rows read with plain sqlite3, no HTTP client
-    "status": ("asyncio", "aiosqlite", "ssl", "aiohttp", "yaml"),
+    # no daemon: the catalog's rows read with plain sqlite3, no HTTP client; the datasets' IPNS
+    # names written out without multiformats or protobuf (google)
+    "status": ("asyncio", "aiosqlite", "ssl", "aiohttp", "yaml", "multiformats", "google"),
 }
+
+
+@pytest.mark.parametrize("argv", [["list"], ["log", "match.scores"], ["status"]])
+def test_a_catalog_read_builds_no_transports(root: Path, argv: list[str]) -> None:
+    """A command that only reads the catalog gets the node's layout and configuration
+    (``NodeView``), never its transports or login store (issue 30's <= 1.05x of the baseline)."""
+    modules = _modules(*argv, "--root", str(root))
+    assert "odfd.app.node" in modules
+    unneeded = ("odfd.sync.transport", "odfd.app.login_store")
+    assert [name for name in modules if name.startswith(unneeded)] == []
 
 
 def test_data_hash_loads_no_engine_nor_pandas(tmp_path: Path) -> None:

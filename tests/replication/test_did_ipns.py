@@ -40,12 +40,8 @@ from protocol.identity import DatasetId
 from storage.catalog.mirrors import MirrorTable
 from storage.ipfs_client import IpfsClient
 from storage.ipfs_settings import IpfsSettings
-from storage.ipns_record import (
-    IpnsRecordError,
-    encode_record,
-    ipns_name_of,
-    verify_record,
-)
+from storage.ipns_name import ipns_name_of
+from storage.ipns_record import IpnsRecordError, encode_record, verify_record
 from storage.workspace import Workspace
 from tests.fixtures.ipfs import IpfsNodeFactory
 from tests.fixtures.ipfs_node import LocalIpfsNode, stop_node

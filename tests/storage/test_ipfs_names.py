@@ -9,7 +9,9 @@ import pytest
 from multiformats import CID, multihash
 
 from protocol.errors import ParseError
+from protocol.identity import DatasetId
 from storage.ipfs_client import IpnsName, api_multiaddr, parse_cid
+from storage.ipns_name import ipns_name_of
 
 PEER_ID = "12D3KooWQgft4wjwbFUjYbYBLxgAJxBNV25dtdXGVPDy1wZc32sj"
 PEER_ID_AS_CID = "k51qzi5uqu5dlosmrhdr8tu8pt9tase6gwavao8buoxh8fawjdbpzh0dgnyheq"
@@ -22,6 +24,13 @@ def test_peer_id_and_libp2p_key_cid_are_the_same_name() -> None:
     assert hash(by_peer_id) == hash(by_cid)
     assert str(by_peer_id) == PEER_ID_AS_CID
     assert by_cid.peer_id == PEER_ID
+
+
+@pytest.mark.parametrize("key", [bytes(32), bytes(range(32)), b"\xff" * 32])
+def test_a_dataset_name_prints_as_multiformats_prints_its_cid(key: bytes) -> None:
+    name = ipns_name_of(DatasetId(key))
+    assert str(name) == str(CID("base36", 1, "libp2p-key", name.key_multihash))
+    assert IpnsName.parse(str(name)) == IpnsName.parse(name.peer_id) == name
 
 
 @pytest.mark.parametrize(

@@ -20,7 +20,8 @@ from protocol.errors import ParseError
 from protocol.identity import DatasetId
 from storage.ipfs_client import IpfsClient, IpfsKey, IpfsNotFoundError, IpfsTimeoutError, IpnsName
 from storage.ipfs_settings import IpfsSettings
-from storage.ipns_record import encrypt_libp2p_key, export_libp2p_key, ipns_name_of
+from storage.ipns_name import ipns_name_of
+from storage.ipns_record import encrypt_libp2p_key, export_libp2p_key
 from storage.keys import KeyStore
 from storage.layout import dataset_dir_name
 
