@@ -19,10 +19,14 @@ target is met).
    time from each move to the mirror's head equal to it is measured: p50 and p90 against the
    target (p50 < 1 s) and against polling at ``[sync] default_interval`` (on average half of it).
 
-Not measured here: a ``RestEndpoint`` source's ingest rate (Source resources are not on this
-branch).
+4. A ``RestEndpoint`` Source's sustained ingest rate: the spec's ``source-push-http`` example on
+   a daemon in this process (its buffer made large enough for the run, its flow's ``Source``
+   trigger firing every ``--flush-records`` records or after one second), 16 concurrent clients
+   posting NDJSON bodies of 1,000 records for ``--seconds``; records accepted into the buffer per
+   second against the target (>= 20,000 records/s), then the time until the flow has committed
+   every accepted record to the dataset (the engine's start-up included).
 
-Usage: ``.venv/bin/python scripts/bench_resources.py [--count 1000] [--moves 20]``.
+Usage: ``.venv/bin/python scripts/bench_resources.py [--count 1000] [--moves 20] [--seconds 5]``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
+import pyarrow.parquet as pq
 
 from odfd.app.node import Node
 from odfd.app.resource_service import reconcile_here
@@ -53,6 +58,7 @@ from storage.workspace import Workspace
 from tests.fixtures.daemons import QUIET_DAEMON, start_daemon
 from tests.replication.datagen import create_root
 
+REPO = Path(__file__).resolve().parents[1]
 TARGET_SECONDS = 10.0
 """Applying 1,000 resources (scaled with --count)."""
 TOKEN = "bench-admin"
@@ -150,6 +156,9 @@ async def apply_by_http(root: Path, count: int) -> tuple[float, float]:
 
 
 LAG_TARGET_SECONDS = 1.0
+INGEST_TARGET = 20_000
+"""Records per second into a ``RestEndpoint`` Source's buffer, 16 concurrent posters."""
+PUSH_EXAMPLE = REPO / "tests" / "fixtures" / "spec_examples" / "source-push-http"
 
 
 async def _until(check: Callable[[], Awaitable[bool]], within: float = 60) -> None:
@@ -205,10 +214,87 @@ spec: {{source: "{source.server_url}cities/", every: 1h, subscribe: true}}
         return lags
 
 
+def _push_manifests(folder: Path, capacity: int, flush_records: int) -> None:
+    """The spec's push example, its buffer and trigger sized for a sustained run."""
+    folder.mkdir()
+    for name in ("dataset-raw.yaml", "source.yaml", "flow.yaml"):
+        text = (PUSH_EXAMPLE / name).read_text().replace("UInt64", "Int64")
+        text = text.replace("bufferSize: 1000", f"bufferSize: {capacity}")
+        text = text.replace("minRecordsToAwait: 100", f"minRecordsToAwait: {flush_records}")
+        (folder / name).write_text(text.replace("maxAwaitInterval: 1h", "maxAwaitInterval: 1s"))
+
+
+def _ndjson(records: int) -> bytes:
+    return b"\n".join(
+        json.dumps(
+            {
+                "ts": f"2026-03-02T{i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d}Z",
+                "temp": 20.5 + i % 7,
+            }
+        ).encode()
+        for i in range(records)
+    )
+
+
+def _records_in(data_dir: Path) -> int:
+    """Records in a dataset's committed data files (files being written start with a dot)."""
+    files = [f for f in data_dir.glob("*") if f.is_file() and not f.name.startswith(".")]
+    return sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+
+
+async def rest_endpoint_rate(
+    tmp: Path, seconds: float, flush_records: int
+) -> tuple[float, int, float]:
+    """(records/s accepted, records accepted, seconds from the last post until all committed)."""
+    async with await Workspace.init(tmp / "push") as workspace:
+        folder = tmp / "push-manifests"
+        _push_manifests(folder, capacity=5_000_000, flush_records=flush_records)
+        daemon = await start_daemon(
+            workspace, f'[server]\npush_tokens = ["{TOKEN}"]\n' + QUIET_DAEMON
+        )
+        try:
+            await apply_manifests(workspace, load_manifests([folder]))
+            await daemon.reconcile_resources()
+            url = f"{daemon.server_url}source/sensor.temp.http/ingest"
+            body = _ndjson(1000)
+            headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/x-ndjson"}
+            accepted = 0
+            async with aiohttp.ClientSession() as http:
+
+                async def poster(until: float) -> None:
+                    nonlocal accepted
+                    while time.perf_counter() < until:
+                        async with http.post(url, data=body, headers=headers) as response:
+                            answer = await response.json()
+                            if response.status != 202:
+                                raise RuntimeError(f"post refused: {response.status} {answer}")
+                            accepted += answer["accepted"]
+
+                started = time.perf_counter()
+                await asyncio.gather(*(poster(started + seconds) for _ in range(CLIENTS)))
+                elapsed = time.perf_counter() - started
+            posted = time.perf_counter()
+            found = await workspace.catalog.find_by_alias("sensor.temp")
+            assert found is not None
+            layout = workspace.open_dataset(found.id).layout
+            assert layout is not None
+            data = layout.data_dir
+            deadline = posted + 600
+            while await asyncio.to_thread(_records_in, data) < accepted:
+                if time.perf_counter() > deadline:
+                    raise TimeoutError("the flow did not commit every accepted record")
+                await asyncio.sleep(0.2)
+            return accepted / elapsed, accepted, time.perf_counter() - posted
+        finally:
+            await daemon.shutdown()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--count", type=int, default=1000)
     parser.add_argument("--moves", type=int, default=20)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--flush-records", type=int, default=100_000)
     args = parser.parse_args()
     count = args.count - args.count % len(KINDS)
     with tempfile.TemporaryDirectory(prefix="bench-resources-") as tmp:
@@ -238,6 +324,15 @@ def main() -> None:
             f"target p50 {LAG_TARGET_SECONDS:.0f} s: x{LAG_TARGET_SECONDS / p50:.1f}  "
             f"polling every {SyncConfig().default_interval:.0f} s (mean lag {polling:.0f} s): "
             f"x{polling / p50:.0f}"
+        )
+        rate, accepted, flushed = asyncio.run(
+            rest_endpoint_rate(Path(tmp), args.seconds, args.flush_records)
+        )
+        print(
+            f"{'RestEndpoint ingest, ' + str(CLIENTS) + ' posters':<52} "
+            f"{rate:9.0f} records/s ({accepted} in {args.seconds:.0f} s)  "
+            f"target {INGEST_TARGET}: x{rate / INGEST_TARGET:.1f}  "
+            f"all committed by the flow {flushed:.1f} s after the last post"
         )
 
 
