@@ -22,6 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from aiohttp import web
 
+from odfd.app.authorization import Action
 from odfd.app.dataset_details import (
     SummaryCache,
     block_log,
@@ -38,7 +39,7 @@ from odfd.app.flow_history import (
 )
 from odfd.app.lineage import build_lineage
 from odfd.app.resource_service import list_resources
-from odfd.app.resources import kind_of
+from odfd.app.resources import DEFAULT_ACCOUNT, kind_of, split_name
 from odfd.app.selectors import Selector
 from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
@@ -394,22 +395,30 @@ async def _mirrors(request: web.Request) -> web.Response:
     return _json({"daemon": status["daemon"], "mirrors": mirrors})
 
 
-def _resource_reader(request: web.Request) -> Workspace:
-    """Resources say how the node reaches its sources and sinks: read and admin tokens only."""
+def _resource_reader(request: web.Request) -> tuple[Workspace, Callable[[str], bool]]:
+    """The workspace and which stored names the request may see: resources say how the node
+    reaches its sources and sinks, so each is shown only where the node's one decision lets the
+    caller read its account's resources (as the resource protocol does); anonymous visitors are
+    refused."""
     state, _ = _parts(request)
-    principal = state.principal(request)
-    if principal.account is None or principal.via == "push_tokens":
+    if state.principal(request).account is None:
         raise web.HTTPForbidden(
             text="resources are shown to accounts' tokens and read and admin tokens only"
         )
-    return state.workspace
+
+    def readable(stored_name: str) -> bool:
+        account, _ = split_name(stored_name)
+        decision = state.decide_account(request, Action.READ, str(account or DEFAULT_ACCOUNT))
+        return decision.allowed
+
+    return state.workspace, readable
 
 
 async def _resources(request: web.Request) -> web.Response:
     """Every resource: type, name, phase, generations and conditions (never a spec: secrets and
     infrastructure stay out of the page)."""
-    workspace = _resource_reader(request)
-    records = await list_resources(workspace, Selector())
+    workspace, readable = _resource_reader(request)
+    records = [r for r in await list_resources(workspace, Selector()) if readable(r.name)]
     return _json(
         {
             "resources": [
@@ -433,17 +442,17 @@ async def _resources(request: web.Request) -> web.Response:
 
 
 async def _flow_runs(request: web.Request) -> web.Response:
-    workspace = _resource_reader(request)
+    workspace, readable = _resource_reader(request)
     query = HistoryQuery(request.query.get("flow") or None, _int(request, "limit", PAGE, MAX_PAGE))
     try:
         runs = await flow_runs(workspace, query)
     except ResourceNotFoundError as err:
         raise web.HTTPNotFound(text=str(err)) from None
-    return _json({"runs": [run_document(r) for r in runs]})
+    return _json({"runs": [run_document(r) for r in runs if readable(r.flow_name)]})
 
 
 async def _webhook_deliveries(request: web.Request) -> web.Response:
-    workspace = _resource_reader(request)
+    workspace, readable = _resource_reader(request)
     query = HistoryQuery(
         request.query.get("target") or None, _int(request, "limit", PAGE, MAX_PAGE)
     )
@@ -451,7 +460,8 @@ async def _webhook_deliveries(request: web.Request) -> web.Response:
         deliveries = await webhook_deliveries(workspace, query)
     except ResourceNotFoundError as err:
         raise web.HTTPNotFound(text=str(err)) from None
-    return _json({"deliveries": [delivery_document(d) for d in deliveries]})
+    shown = [delivery_document(d) for d in deliveries if readable(d.target_name)]
+    return _json({"deliveries": shown})
 
 
 async def _node(request: web.Request) -> web.Response:

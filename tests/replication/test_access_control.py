@@ -326,6 +326,7 @@ async def test_the_docs_table_says_what_each_role_may_do_on_each_way_in(
         "resource protocol: list bob's resources",
         "resource protocol: apply in bob's account",
         "RestEndpoint Source of bob (`POST /bob/source/…/ingest`)",
+        "console Resources page: bob's Source shown",
     )
     sql = json.dumps({"query": f'SELECT count(*) AS n FROM "{DATASET}"'}).encode()
     rows = []
@@ -350,6 +351,9 @@ async def test_the_docs_table_says_what_each_role_may_do_on_each_way_in(
             "POST", "source/v1alpha1/source?account=bob", who, READINGS_SOURCE_JSON
         )
         posted = await site.call("POST", "bob/source/readings/ingest", who, b'{"v": 1}')
+        shown = await site.call("GET", "ui/api/resources", who) == 200 and any(
+            r["name"].endswith("readings") for r in json.loads(site.last)["resources"]
+        )
         rows.append(
             (
                 role,
@@ -366,6 +370,7 @@ async def test_the_docs_table_says_what_each_role_may_do_on_each_way_in(
                     resources,
                     applied in (200, 201),
                     posted == 202,
+                    shown,
                 ),
             )
         )
@@ -382,7 +387,7 @@ async def test_the_docs_table_says_what_each_role_may_do_on_each_way_in(
         ]
     )
     expected = dict(rows)
-    reads, of_bob, nothing = (True,) * 6, (True,) * 3, (False,) * 3
+    reads, of_bob, nothing = (True,) * 6, (True,) * 4, (False,) * 4
     assert expected["anonymous"] == (False,) * 9 + nothing
     assert expected["signed-in, no role"] == expected["reader"] == reads + (False,) * 3 + nothing
     assert expected["editor"] == reads + (True, True, False) + nothing
