@@ -202,7 +202,7 @@ def _datetime_pieces(
     pieces: list[Piece] = ['"', _dates_of(days)]
     if time:
         of_day = seconds - days * _SECONDS_PER_DAY
-        pieces += ["T", Indexed(_clock_texts(), of_day), _fractions(nanos, per_second)]
+        pieces += ["T", Indexed(_clock_texts(), of_day, 8), _fractions(nanos, per_second)]
     if offsets is not None:
         pieces.append(_offset_texts(offsets))
     pieces.append('"')
