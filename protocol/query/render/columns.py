@@ -63,7 +63,7 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
     if isinstance(kind, pa.ExtensionType):
         return render_column(array.storage, style)
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind):
-        return with_nulls(array.cast(pa.string()), None)
+        return with_nulls(array.cast(TEXT), None)
     if pa.types.is_floating(kind):
         return render_floats(array, canonical=style.canonical)
     if pa.types.is_decimal(kind):
