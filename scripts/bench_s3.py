@@ -187,14 +187,15 @@ async def _big(server: SeaweedServer, work: Path, mb: int, slices: int, repeat: 
                 for p in data_files]  # fmt: skip
         copy_dest = Dataset.open_local(DatasetLayout(work / f"copy{turn}").create().root)
         fetcher = ObjectFetcher(copy_dest, where=url, parallel=PARALLEL)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.process_time()
         await fetcher.fetch_all(refs, store_source(s3_dataset(bucket, parse_s3_url(url))))
-        odfd_copy.offer(time.perf_counter() - t, load())
+        odfd_copy.offer(time.perf_counter() - t, f"CPU {time.process_time() - cpu:.2f} s, {load()}")
         await _durable_download(bucket, "baseline/", data_keys, dest, copies)
 
         # What a pull does beyond copying: every data file read once (records, offsets,
         # logical hash), on every core as the pull runs them beside its downloads.
-        checks.offer(await asyncio.to_thread(checks_alone, data_files), load())
+        seconds, cpu = await asyncio.to_thread(checks_alone, data_files)
+        checks.offer(seconds, f"CPU {cpu:.2f} s, {load()}")
         await b.close()
         shutil.rmtree(work / f"b{turn}")
         shutil.rmtree(work / f"copy{turn}")

@@ -249,10 +249,11 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                         pulls[protocol].offer(
                             seconds, f"{blocks} blocks, {objects} objects  [{load()}]\n{phases}"
                         )
+                    seconds, cpu = await asyncio.to_thread(checks_alone, files)
                     checks.offer(
-                        await asyncio.to_thread(checks_alone, files),
+                        seconds,
                         f"{len(files)} files read once, on every core (part of each full "
-                        f"pull)  [{load()}]",
+                        f"pull), CPU {cpu:.2f} s  [{load()}]",
                     )
                 for way, best in tars.items():
                     rows.append((f"tar stream, {way}", best.seconds, 1.0, best.detail))
