@@ -12,7 +12,7 @@
    and to DataFusion executing it plus pyarrow writing the rows as text (CSV: pyarrow has no
    JSON writer). Target: <= 1.5x.
 
-Usage: ``.venv/bin/python scripts/bench_api.py [--rows 1000000] [--seconds 5]``.
+Usage: ``.venv/bin/python scripts/bench_api.py [--rows 1000000] [--seconds 5] [--parts 1,2,3]``.
 """
 
 from __future__ import annotations
@@ -209,7 +209,11 @@ async def main() -> None:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--per-client", type=int, default=40)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument(
+        "--parts", default="1,2,3", help="which of the measurements to run (comma-separated)"
+    )
     args = parser.parse_args()
+    parts = {int(part) for part in args.parts.split(",")}
 
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-api-"))
     root = work / "ws"
@@ -222,8 +226,9 @@ async def main() -> None:
         assert url is not None
         print(f"daemon at {url}; {args.rows:,} rows in {LARGE}")
 
-        print("1. small /query")
-        for proof in (False, True):
+        for proof in (False, True) if 1 in parts else ():
+            if not proof:
+                print("1. small /query")
             for clients in (1, 16):
                 latencies, cpu_ms = await small_queries(
                     url, clients, proof, args.per_client, daemon.pid
@@ -233,10 +238,13 @@ async def main() -> None:
                 print(f"   {label}: {figures}")
                 print(f"      {floor_note(cpu_ms, clients)}")
 
-        latencies, stopped = await head_under_load(url, args.seconds)
-        print("2. GET refs/head while 4 clients run heavy queries")
-        figures = percentiles(latencies, None, HEAD_P99_TARGET_MS)
-        print(f"   {figures}; {stopped} heavy queries stopped at the time limit")
+        if 2 in parts:
+            latencies, stopped = await head_under_load(url, args.seconds)
+            print("2. GET refs/head while 4 clients run heavy queries")
+            figures = percentiles(latencies, None, HEAD_P99_TARGET_MS)
+            print(f"   {figures}; {stopped} heavy queries stopped at the time limit")
+        if 3 not in parts:
+            return
 
         exports, engine = [], []
         for _ in range(args.repeat):  # interleaved: both see the machine's load alike

@@ -39,6 +39,7 @@ from protocol.query import (
     DatasetBlockNotFound,
     DatasetNotFound,
     DatasetState,
+    Include,
     QueryDialect,
     QueryRequest,
     QueryResponseWriter,
@@ -372,7 +373,7 @@ async def _tables(
     ``Projection``s it names, over the same views of their inputs: ``odfd.app.query``'s
     registration), and the datasets read, directly or through a projection (what a proof pins,
     so ``/verify`` computes a projection at the same blocks)."""
-    kept = _kept_session(node)
+    kept = await _kept_session(node)
     views_at = kept.views
     states: list[DatasetState] = []
     views: list[DatasetView] = []
@@ -538,14 +539,52 @@ def _registered_as(table: QueryTable, version: str) -> str:
     return f"{version} {[str(path) for path in table.paths]}"
 
 
-_SESSIONS: weakref.WeakKeyDictionary[Workspace, _KeptSession] = weakref.WeakKeyDictionary()
+_SESSIONS: weakref.WeakKeyDictionary[Workspace, asyncio.Future[_KeptSession]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _kept_session(node: Node) -> _KeptSession:
-    kept = _SESSIONS.get(node.workspace)
-    if kept is None:
-        kept = _SESSIONS[node.workspace] = _KeptSession()
-    return kept
+async def _kept_session(node: Node) -> _KeptSession:
+    """The workspace's kept session, built in a worker thread the first time: building it
+    imports DataFusion (a second of imports the event loop must not wait through). Requests
+    arriving meanwhile wait for the same one."""
+    building = _SESSIONS.get(node.workspace)
+    if building is None or (building.done() and building.exception() is not None):
+        building = asyncio.ensure_future(asyncio.to_thread(_KeptSession))
+        _SESSIONS[node.workspace] = building
+    return await asyncio.shield(building)
+
+
+async def warm_up(node: Node) -> None:
+    """Do in worker threads what a node's first query would otherwise do on the event loop:
+    build the kept session, load the engine (its SQL dialect) and the SQL parser, and render a
+    small answer of the common column types (their renderers' lazy imports). A server starts
+    this when it starts, so its first query costs what any other does."""
+    await _kept_session(node)
+    await _sql_dialect(node, _ENGINE_OF[QueryDialect.SQL_DATAFUSION])
+    await asyncio.to_thread(_render_sample)
+
+
+def _render_sample() -> None:
+    """Read the tables of a query and render an answer of one row of the common types."""
+    read_aliases('SELECT * FROM (SELECT 1) AS "warm"', "datafusion", ["warm"])
+    row = {
+        "offset": pa.array([0], pa.int64()),
+        "event_time": pa.array([0], pa.timestamp("ms", tz="UTC")),
+        "price": pa.array([1.5], pa.float64()),
+        "amount": pa.array([1], pa.decimal128(10, 2)),
+        "name": pa.array(["warm"], pa.string()),
+        "day": pa.array([0], pa.date32()),
+    }
+    batch = pa.RecordBatch.from_pydict(row)
+    for data_format, schema_format in zip(DataFormat, SchemaFormat, strict=False):
+        request = QueryRequest(
+            "SELECT 1",
+            data_format=data_format,
+            include=frozenset({Include.SCHEMA}),
+            schema_format=schema_format,
+        )
+        Answer(request, (), batch.schema, (batch,)).render()
 
 
 async def _datafusion(
@@ -560,7 +599,7 @@ async def _datafusion(
     ``tables`` are the query's tables with the block each is read at."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + time_limit
-    kept = _kept_session(node)
+    kept = await _kept_session(node)
 
     def plan() -> StreamingQuery:
         query = kept.plan(sql, tables)

@@ -11,9 +11,11 @@ JSON out. Datasets are named as the transfer routes name them (``name``, ``accou
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from odfd.app import answers
 from odfd.server.query_api import datasets, general, platform, query
 from odfd.server.query_api.context import NODE_KEY
 from odfd.server.query_api.errors import json_errors
@@ -61,3 +63,13 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
+    app.cleanup_ctx.append(_warming_up)
+
+
+async def _warming_up(app: web.Application) -> AsyncIterator[None]:
+    """While the server runs: ``answers.warm_up`` started when it starts, in the background
+    (serving does not wait for it; a first query that comes sooner waits for its part)."""
+    warming = asyncio.create_task(answers.warm_up(app[NODE_KEY]()), name="query-api-warm-up")
+    yield
+    warming.cancel()
+    await asyncio.gather(warming, return_exceptions=True)
