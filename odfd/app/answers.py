@@ -30,6 +30,7 @@ import pyarrow as pa
 from odfd.app.projections import ProjectionError
 from odfd.app.query import projected_tables
 from odfd.app.query_tables import read_aliases
+from odfd.app.resource_types import PROJECTION
 from odfd.coordinator.query import DatasetView, dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -377,11 +378,10 @@ async def _tables(
     views_at = kept.views
     states: list[DatasetState] = []
     views: list[DatasetView] = []
+    listing = await kept.catalog(node.workspace)
     if request.datasets is None:
         records = {
-            record.alias: record
-            for record in await kept.records(node.workspace)
-            if visible is None or visible(record)
+            record.alias: record for record in listing.records if visible is None or visible(record)
         }
         dialect = await _sql_dialect(node, engine)
         for alias in read_aliases(request.query, dialect, records):
@@ -400,8 +400,12 @@ async def _tables(
             states.append(DatasetState(pinned.id, pinned.alias, view.head))
         readable = {view.alias for view in views}
     try:
-        projected = await projected_tables(
-            node, request.query, readable, engine=engine, views={v.alias: v for v in views}
+        projected = (
+            await projected_tables(
+                node, request.query, readable, engine=engine, views={v.alias: v for v in views}
+            )
+            if listing.names_projection(request.query)
+            else []
         )
     except ProjectionError as error:
         raise QueryFailedError(str(error)) from None
@@ -488,6 +492,20 @@ class _Views:
         return view
 
 
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What a query may name: the workspace's datasets and the names of its projections."""
+
+    records: list[DatasetRecord]
+    projections: tuple[str, ...]
+
+    def names_projection(self, sql: str) -> bool:
+        """Whether ``sql``'s text holds a projection's name (else it reads none: the test
+        ``read_aliases`` starts with)."""
+        text = sql.lower()
+        return any(name.lower() in text for name in self.projections)
+
+
 class _KeptSession:
     """The node's DataFusion session for answers, kept between queries (a new session and its
     registrations cost milliseconds; planning in a kept one, tens of microseconds).
@@ -505,22 +523,25 @@ class _KeptSession:
         self.lock = asyncio.Lock()
         self.views = _Views()
         self._reader: CatalogReader | None = None
-        self._records: tuple[int, list[DatasetRecord]] | None = None
+        self._listing: tuple[int, _Listing] | None = None
 
-    async def records(self, workspace: Workspace) -> list[DatasetRecord]:
-        """The workspace's datasets, listed again only when the catalog changed: a commit by
-        any connection moves the data version, which a connection of its own reads on the
-        event loop in microseconds (a round trip to the catalog's thread costs two wake-ups)."""
+    async def catalog(self, workspace: Workspace) -> _Listing:
+        """The workspace's datasets and projections, listed again only when the catalog
+        changed: a commit by any connection moves the data version, which a connection of its
+        own reads on the event loop in microseconds (a round trip to the catalog's thread costs
+        two wake-ups)."""
         from storage.catalog.reader import CatalogReader
 
         if self._reader is None:
             self._reader = await CatalogReader.open(workspace.catalog.path)
         version = self._reader.data_version()
-        if version is None or self._records is None or self._records[0] != version:
+        if version is None or self._listing is None or self._listing[0] != version:
             records = await workspace.list_datasets()
-            self._records = None if version is None else (version, records)
-            return records
-        return self._records[1]
+            projections = [name for name, _ in await self._reader.specs(PROJECTION.schema)]
+            listing = _Listing(records, tuple(projections))
+            self._listing = None if version is None else (version, listing)
+            return listing
+        return self._listing[1]
 
     def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
         """Blocking (registering reads the files' footers); call with ``lock`` held."""
@@ -657,8 +678,10 @@ async def _datafusion(
 
 
 def _close_planned(planning: asyncio.Future[StreamingQuery]) -> None:
+    """Drops a query whose planning ended after its request gave up, in a worker thread (its
+    execution was started: dropping it stops the engine's tasks)."""
     if not planning.cancelled() and planning.exception() is None:
-        planning.result().close()
+        asyncio.get_running_loop().run_in_executor(None, planning.result().close)
 
 
 async def _engine(
