@@ -742,10 +742,11 @@ class RowStream:
 
 
 async def _within(work: Awaitable[T], deadline: float, time_limit: float) -> T:
-    """``work``'s result, or ``QueryRefusedError`` once the query's deadline has passed."""
-    loop = asyncio.get_running_loop()
+    """``work``'s result, or ``QueryRefusedError`` once the query's deadline has passed
+    (awaited in this task: no task of its own per step, as ``wait_for`` would make)."""
     try:
-        return await asyncio.wait_for(work, max(deadline - loop.time(), 0.0))
+        async with asyncio.timeout_at(deadline):
+            return await work
     except TimeoutError:
         raise QueryRefusedError(
             f"the query ran past this node's time limit of {time_limit:g} s and was "

@@ -1,6 +1,6 @@
 """A query never holds the server's event loop: not the node's first (DataFusion and the
-renderers are loaded in worker threads when the server starts, not on the loop when the first
-query comes), nor one stopped at its time limit (stopping it and dropping its execution happen
+renderers are loaded in worker threads as the server starts, before it listens, not on the loop
+when the first query comes), nor one stopped at its time limit (stopping it and dropping its execution happen
 off the loop), nor two stopped at once while a transfer is served. Measured in a fresh
 interpreter (``loop_probe``) with the daemon tests' check: asyncio's debug mode reports every
 step that ran longer than 100 ms."""

@@ -11,8 +11,7 @@ JSON out. Datasets are named as the transfer routes name them (``name``, ``accou
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from odfd.app import answers
@@ -63,13 +62,11 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
-    app.cleanup_ctx.append(_warming_up)
+    app.on_startup.append(_warm_up)
 
 
-async def _warming_up(app: web.Application) -> AsyncIterator[None]:
-    """While the server runs: ``answers.warm_up`` started when it starts, in the background
-    (serving does not wait for it; a first query that comes sooner waits for its part)."""
-    warming = asyncio.create_task(answers.warm_up(app[NODE_KEY]()), name="query-api-warm-up")
-    yield
-    warming.cancel()
-    await asyncio.gather(warming, return_exceptions=True)
+async def _warm_up(app: web.Application) -> None:
+    """Before the server listens: ``answers.warm_up`` (its imports in worker threads while
+    nothing is served: loading a large extension holds the GIL, which a request being served
+    would wait for), so the first query costs what any other does."""
+    await answers.warm_up(app[NODE_KEY]())
