@@ -1,18 +1,23 @@
 """A large answer is sent while the engine still produces it: the body is byte for byte the
 answer rendered whole (with its proof), a query that fails before the first piece is a 4xx with
-its message, and one that fails after it ends the body early (the client sees a truncated
-body, never a complete-looking one)."""
+its message, one that fails after it ends the body early (the client sees a truncated body,
+never a complete-looking one), and a client that leaves mid-answer leaves nothing running."""
 
 from __future__ import annotations
 
 import http.client
 import json
+import os
+import socket
+import sys
+import time
+import traceback
 import urllib.request
 from typing import Any
 
 import pytest
 
-from odfd.app import answers
+from odfd.app import answers, batch_feed
 from protocol.query import QueryRequest
 from tests.query_api import verifier
 from tests.query_api.conftest import HEAVY_QUERY_SECONDS, Served
@@ -61,3 +66,29 @@ def test_a_query_failing_after_the_first_piece_ends_the_body_early(served: Serve
     sql = f"select value as v, 1 as w from generate_series(1, 300000) union all {HEAVY}"
     with pytest.raises(http.client.IncompleteRead):
         _post(served, {"query": sql, "limit": 1_000_000})
+
+
+def test_a_client_leaving_mid_answer_frees_the_server(served: Served) -> None:
+    """More answers abandoned than the node has worker threads, each while its rendering
+    thread waits for rows the engine has not produced yet: a thread left waiting would be held
+    for good, and the last query would find none to plan in."""
+    stalling = f"select value as v, 1 as w from generate_series(1, 300000) union all {HEAVY}"
+    body = json.dumps({"query": stalling, "limit": 1_000_000}).encode()
+    host, port = served.url.removeprefix("http://").rstrip("/").rsplit(":", 1)
+    for _ in range(min(32, (os.cpu_count() or 1) + 4) + 1):  # the default executor's size + 1
+        with socket.create_connection((host, int(port)), timeout=30) as client:
+            client.sendall(
+                b"POST /query HTTP/1.1\r\nHost: node\r\nContent-Type: application/json\r\n"
+                + f"Content-Length: {len(body)}\r\n\r\n".encode()
+                + body
+            )
+            assert client.recv(4096).startswith(b"HTTP/1.1 200")
+    status, whole = _post(served, {"query": LARGE, "limit": 150_000})
+    assert status == 200 and len(json.loads(whole)["output"]["data"]) == 150_000
+    time.sleep(HEAVY_QUERY_SECONDS)  # every abandoned query has ended by now
+    waiting = [
+        frame
+        for frame in sys._current_frames().values()
+        if any(entry.filename == batch_feed.__file__ for entry in traceback.extract_stack(frame))
+    ]
+    assert not waiting, "a rendering thread still waits for rows of an abandoned answer"
