@@ -17,19 +17,22 @@ node. Rendering and hashing are CPU-bound and run off the event loop.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import weakref
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Sequence
+from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 import pyarrow as pa
 
+from odfd.app.batch_feed import BatchFeed
 from odfd.app.projections import ProjectionError
 from odfd.app.query import projected_tables
 from odfd.app.query_tables import read_aliases
+from odfd.app.resource_types import PROJECTION
 from odfd.coordinator.query import DatasetView, dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
@@ -39,6 +42,7 @@ from protocol.query import (
     DatasetBlockNotFound,
     DatasetNotFound,
     DatasetState,
+    Include,
     QueryDialect,
     QueryRequest,
     QueryResponseWriter,
@@ -133,6 +137,9 @@ class Answer:
     datasets: tuple[DatasetState, ...]
     schema: pa.Schema
     batches: tuple[pa.RecordBatch, ...]
+    rest: RowStream | None = None
+    """The rows after ``batches`` when they are still being produced (``execute``'s
+    ``stream_after``): only :func:`body_stream` renders such an answer, and closes it."""
 
     @property
     def num_rows(self) -> int:
@@ -142,7 +149,8 @@ class Answer:
     def is_small(self) -> bool:
         """Whether rendering it is well under a millisecond of work, cheaper than a trip to a
         worker thread: it may be rendered on the event loop."""
-        return self.num_rows * max(len(self.schema), 1) <= SMALL_ANSWER_VALUES
+        values = self.num_rows * max(len(self.schema), 1)
+        return self.rest is None and values <= SMALL_ANSWER_VALUES
 
     def render(self, signer: ResponseSigner | None = None) -> bytes:
         """The response body (``protocol.query.response``), signed when the request asks for a
@@ -170,47 +178,72 @@ _OUTPUT_PREFIX = b'{"output":'
 
 async def body_stream(
     answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
-) -> AsyncIterator[bytes]:
+) -> AsyncGenerator[bytes, None]:
     """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
-    event loop while the one before is sent, so a large answer is sent while the rest is still
-    being written. Errors that can be answered with a status (no signer, a result that cannot
-    be rendered) are raised before the first piece.
+    event loop while the one before is sent (and, for an answer still being produced, while the
+    engine produces the next rows), so a large answer is sent while the rest is still being
+    computed and written. Errors that can be answered with a status (no signer, a result that
+    cannot be rendered, a query that fails or runs out of time before the first piece) are
+    raised before the first piece; after it, the body ends early with the error raised.
 
     A small answer (``Answer.is_small``) is written at once on the event loop: two thread trips
     would cost more than rendering it."""
     if answer.is_small:
         yield answer.render(signer)
         return
-    writer = await asyncio.to_thread(
-        QueryResponseWriter,
-        answer.request,
-        datasets=answer.datasets,
-        schema=answer.schema,
-        signer=signer,
-    )
-    chunks = iter(writer.chunks(answer.batches))
-
-    def next_piece() -> bytes:
-        pieces, size = [], 0
-        for chunk in chunks:
-            pieces.append(chunk)
-            size += memoryview(chunk).nbytes
-            if size >= piece_bytes:
-                break
-        return b"".join(pieces)
-
-    def render_next() -> asyncio.Future[bytes]:
-        future = asyncio.ensure_future(asyncio.to_thread(next_piece))
-        future.add_done_callback(_retrieve)
-        return future
-
-    pending = render_next()
+    feed = None if answer.rest is None else BatchFeed()
+    producing = None if feed is None else asyncio.create_task(_produce(answer, feed))
     try:
-        while piece := await pending:
-            pending = render_next()  # the next piece is rendered while this one is sent
-            yield piece
+        writer = await asyncio.to_thread(
+            QueryResponseWriter,
+            answer.request,
+            datasets=answer.datasets,
+            schema=answer.schema,
+            signer=signer,
+        )
+        batches = answer.batches if feed is None else itertools.chain(answer.batches, feed)
+        chunks = iter(writer.chunks(batches))
+
+        def next_piece() -> bytes:
+            pieces, size = [], 0
+            for chunk in chunks:
+                pieces.append(chunk)
+                size += memoryview(chunk).nbytes
+                if size >= piece_bytes:
+                    break
+            return b"".join(pieces)
+
+        def render_next() -> asyncio.Future[bytes]:
+            future = asyncio.ensure_future(asyncio.to_thread(next_piece))
+            future.add_done_callback(_retrieve)
+            return future
+
+        pending = render_next()
+        try:
+            while piece := await pending:
+                pending = render_next()  # the next piece is rendered while this one is sent
+                yield piece
+        finally:
+            pending.cancel()  # a client gone: the piece being rendered is dropped
     finally:
-        pending.cancel()  # a client gone: the piece being rendered is dropped
+        if feed is not None and producing is not None:
+            feed.stop()  # a thread waiting for rows gives up
+            producing.cancel()
+            await asyncio.gather(producing, return_exceptions=True)
+
+
+async def _produce(answer: Answer, feed: BatchFeed) -> None:
+    """Reads the rest of ``answer`` into ``feed``, then closes it (stopping the engine when it
+    is given up early)."""
+    assert answer.rest is not None
+    try:
+        while (batch := await answer.rest.next()) is not None:
+            await feed.put(batch)
+        feed.end()
+    except AnswerError as error:
+        feed.fail(error)
+    finally:
+        await answer.rest.close()
 
 
 def _retrieve(future: asyncio.Future[bytes]) -> None:
@@ -303,8 +336,11 @@ async def execute(
     *,
     visible: Visible | None = None,
     limits: QueryLimits = QueryLimits(),
+    stream_after: int | None = None,
 ) -> Answer:
-    """Run ``request``'s query: the rows it asks for and the datasets as read."""
+    """Run ``request``'s query: the rows it asks for and the datasets as read. With
+    ``stream_after``, a DataFusion answer of more values (rows x columns) than that comes back
+    with the rows read so far and the rest still to read (``Answer.rest``)."""
     engine = _ENGINE_OF.get(request.query_dialect)
     if engine is None:
         raise BadQueryError(
@@ -317,14 +353,21 @@ async def execute(
             "query ([server] query_max_rows); page through the result with skip and limit"
         )
     states, tables = await _tables(node, request, engine, visible)
+    rest = None
     if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
-        schema, batches = await _datafusion(
-            node, request.query, tables, request.skip, request.limit, limits.time_limit
+        schema, batches, rest = await _datafusion(
+            node,
+            request.query,
+            tables,
+            request.skip,
+            request.limit,
+            limits.time_limit,
+            stream_after,
         )
     else:
         plain = [table for table, _ in tables]
         schema, batches = await _engine(node, engine, request, plain, limits.time_limit)
-    return Answer(request, tuple(states), schema, tuple(batches))
+    return Answer(request, tuple(states), schema, tuple(batches), rest)
 
 
 async def tail(
@@ -359,7 +402,7 @@ async def tail(
         f"OFFSET {skip}) ORDER BY {offset}"
     )
     tables = [(QueryTable(view.alias, view.paths, view.schema), str(view.head))]
-    schema, batches = await _datafusion(node, sql, tables, 0, limit, limits.time_limit)
+    schema, batches, _ = await _datafusion(node, sql, tables, 0, limit, limits.time_limit)
     state = DatasetState(record.id, view.alias, view.head)
     return Answer(replace(request, query=sql), (state,), schema, tuple(batches))
 
@@ -372,15 +415,14 @@ async def _tables(
     ``Projection``s it names, over the same views of their inputs: ``odfd.app.query``'s
     registration), and the datasets read, directly or through a projection (what a proof pins,
     so ``/verify`` computes a projection at the same blocks)."""
-    kept = _kept_session(node)
+    kept = await _kept_session(node)
     views_at = kept.views
     states: list[DatasetState] = []
     views: list[DatasetView] = []
+    listing = await kept.catalog(node.workspace)
     if request.datasets is None:
         records = {
-            record.alias: record
-            for record in await kept.records(node.workspace)
-            if visible is None or visible(record)
+            record.alias: record for record in listing.records if visible is None or visible(record)
         }
         dialect = await _sql_dialect(node, engine)
         for alias in read_aliases(request.query, dialect, records):
@@ -399,8 +441,12 @@ async def _tables(
             states.append(DatasetState(pinned.id, pinned.alias, view.head))
         readable = {view.alias for view in views}
     try:
-        projected = await projected_tables(
-            node, request.query, readable, engine=engine, views={v.alias: v for v in views}
+        projected = (
+            await projected_tables(
+                node, request.query, readable, engine=engine, views={v.alias: v for v in views}
+            )
+            if listing.names_projection(request.query)
+            else []
         )
     except ProjectionError as error:
         raise QueryFailedError(str(error)) from None
@@ -487,6 +533,20 @@ class _Views:
         return view
 
 
+@dataclass(frozen=True, slots=True)
+class _Listing:
+    """What a query may name: the workspace's datasets and the names of its projections."""
+
+    records: list[DatasetRecord]
+    projections: tuple[str, ...]
+
+    def names_projection(self, sql: str) -> bool:
+        """Whether ``sql``'s text holds a projection's name (else it reads none: the test
+        ``read_aliases`` starts with)."""
+        text = sql.lower()
+        return any(name.lower() in text for name in self.projections)
+
+
 class _KeptSession:
     """The node's DataFusion session for answers, kept between queries (a new session and its
     registrations cost milliseconds; planning in a kept one, tens of microseconds).
@@ -504,22 +564,25 @@ class _KeptSession:
         self.lock = asyncio.Lock()
         self.views = _Views()
         self._reader: CatalogReader | None = None
-        self._records: tuple[int, list[DatasetRecord]] | None = None
+        self._listing: tuple[int, _Listing] | None = None
 
-    async def records(self, workspace: Workspace) -> list[DatasetRecord]:
-        """The workspace's datasets, listed again only when the catalog changed: a commit by
-        any connection moves the data version, which a connection of its own reads on the
-        event loop in microseconds (a round trip to the catalog's thread costs two wake-ups)."""
+    async def catalog(self, workspace: Workspace) -> _Listing:
+        """The workspace's datasets and projections, listed again only when the catalog
+        changed: a commit by any connection moves the data version, which a connection of its
+        own reads on the event loop in microseconds (a round trip to the catalog's thread costs
+        two wake-ups)."""
         from storage.catalog.reader import CatalogReader
 
         if self._reader is None:
             self._reader = await CatalogReader.open(workspace.catalog.path)
         version = self._reader.data_version()
-        if version is None or self._records is None or self._records[0] != version:
+        if version is None or self._listing is None or self._listing[0] != version:
             records = await workspace.list_datasets()
-            self._records = None if version is None else (version, records)
-            return records
-        return self._records[1]
+            projections = [name for name, _ in await self._reader.specs(PROJECTION.schema)]
+            listing = _Listing(records, tuple(projections))
+            self._listing = None if version is None else (version, listing)
+            return listing
+        return self._listing[1]
 
     def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
         """Blocking (registering reads the files' footers); call with ``lock`` held."""
@@ -538,14 +601,52 @@ def _registered_as(table: QueryTable, version: str) -> str:
     return f"{version} {[str(path) for path in table.paths]}"
 
 
-_SESSIONS: weakref.WeakKeyDictionary[Workspace, _KeptSession] = weakref.WeakKeyDictionary()
+_SESSIONS: weakref.WeakKeyDictionary[Workspace, asyncio.Future[_KeptSession]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-def _kept_session(node: Node) -> _KeptSession:
-    kept = _SESSIONS.get(node.workspace)
-    if kept is None:
-        kept = _SESSIONS[node.workspace] = _KeptSession()
-    return kept
+async def _kept_session(node: Node) -> _KeptSession:
+    """The workspace's kept session, built in a worker thread the first time: building it
+    imports DataFusion (a second of imports the event loop must not wait through). Requests
+    arriving meanwhile wait for the same one."""
+    building = _SESSIONS.get(node.workspace)
+    if building is None or (building.done() and building.exception() is not None):
+        building = asyncio.ensure_future(asyncio.to_thread(_KeptSession))
+        _SESSIONS[node.workspace] = building
+    return await asyncio.shield(building)
+
+
+async def warm_up(node: Node) -> None:
+    """Do in worker threads what a node's first query would otherwise do on the event loop:
+    build the kept session, load the engine (its SQL dialect) and the SQL parser, and render a
+    small answer of the common column types (their renderers' lazy imports). A server starts
+    this when it starts, so its first query costs what any other does."""
+    await _kept_session(node)
+    await _sql_dialect(node, _ENGINE_OF[QueryDialect.SQL_DATAFUSION])
+    await asyncio.to_thread(_render_sample)
+
+
+def _render_sample() -> None:
+    """Read the tables of a query and render an answer of one row of the common types."""
+    read_aliases('SELECT * FROM (SELECT 1) AS "warm"', "datafusion", ["warm"])
+    row = {
+        "offset": pa.array([0], pa.int64()),
+        "event_time": pa.array([0], pa.timestamp("ms", tz="UTC")),
+        "price": pa.array([1.5], pa.float64()),
+        "amount": pa.array([1], pa.decimal128(10, 2)),
+        "name": pa.array(["warm"], pa.string()),
+        "day": pa.array([0], pa.date32()),
+    }
+    batch = pa.RecordBatch.from_pydict(row)
+    for data_format, schema_format in zip(DataFormat, SchemaFormat, strict=False):
+        request = QueryRequest(
+            "SELECT 1",
+            data_format=data_format,
+            include=frozenset({Include.SCHEMA}),
+            schema_format=schema_format,
+        )
+        Answer(request, (), batch.schema, (batch,)).render()
 
 
 async def _datafusion(
@@ -555,12 +656,15 @@ async def _datafusion(
     skip: int,
     limit: int,
     time_limit: float,
-) -> tuple[pa.Schema, list[pa.RecordBatch]]:
+    stream_after: int | None = None,
+) -> tuple[pa.Schema, list[pa.RecordBatch], RowStream | None]:
     """Stream the result, keeping rows ``skip`` to ``skip + limit``; the engine stops there.
-    ``tables`` are the query's tables with the block each is read at."""
+    ``tables`` are the query's tables with the block each is read at. With ``stream_after``,
+    once more values (rows x columns) than that were read, the rest is returned unread as a
+    :class:`RowStream` (the caller's to read or close)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + time_limit
-    kept = _kept_session(node)
+    kept = await _kept_session(node)
 
     def plan() -> StreamingQuery:
         query = kept.plan(sql, tables)
@@ -571,55 +675,90 @@ async def _datafusion(
             raise
         return query
 
-    async def within_limit(work: Awaitable[T]) -> T:
-        try:
-            return await asyncio.wait_for(work, max(deadline - loop.time(), 0.0))
-        except TimeoutError:
-            raise QueryRefusedError(
-                f"the query ran past this node's time limit of {time_limit:g} s and was "
-                "stopped ([server] query_timeout)"
-            ) from None
-
-    await within_limit(kept.lock.acquire())
+    await _within(kept.lock.acquire(), deadline, time_limit)
     planning = asyncio.ensure_future(asyncio.to_thread(plan))
     planning.add_done_callback(lambda _: kept.lock.release())  # planning cannot be interrupted
     try:
-        query = await within_limit(asyncio.shield(planning))
+        query = await _within(asyncio.shield(planning), deadline, time_limit)
     except engine_errors.TransformError as error:
         raise _bad_query(error) from None
     except QueryRefusedError:
         planning.add_done_callback(_close_planned)
         raise
-    kept_batches: list[pa.RecordBatch] = []
-    finished = False
+    rows = RowStream(query, skip, limit, deadline, time_limit)
+    read: list[pa.RecordBatch] = []
+    values, width = 0, max(len(query.schema), 1)
     try:
-        to_skip, wanted = skip, limit
-        while wanted > 0:
+        while (batch := await rows.next()) is not None:
+            read.append(batch)
+            values += batch.num_rows * width
+            if stream_after is not None and values > stream_after:
+                return query.schema, read, rows
+    except BaseException:
+        await rows.close()
+        raise
+    await rows.close()
+    return query.schema, read, None
+
+
+class RowStream:
+    """The rest of a DataFusion answer, batch by batch, within the query's time limit and its
+    ``skip`` and ``limit``; :meth:`close` stops the engine (in a worker thread, unless the
+    stream had ended) and must be awaited once it is no longer read."""
+
+    def __init__(
+        self, query: StreamingQuery, skip: int, limit: int, deadline: float, time_limit: float
+    ) -> None:
+        self._query = query
+        self._skip, self._wanted = skip, limit
+        self._deadline, self._time_limit = deadline, time_limit
+        self._ended = False
+
+    async def next(self) -> pa.RecordBatch | None:
+        """The next batch of the answer's rows, ``None`` after the last. Raises
+        ``QueryRefusedError`` past the time limit, ``QueryFailedError`` when the engine fails."""
+        while self._wanted > 0:
             try:
-                batch = await within_limit(query.next_batch())
+                batch = await _within(self._query.next_batch(), self._deadline, self._time_limit)
             except engine_errors.QueryExecutionError as error:
                 raise QueryFailedError(str(error)) from None
             if batch is None:
-                finished = True
-                break
-            if to_skip >= batch.num_rows:
-                to_skip -= batch.num_rows
+                self._ended = True
+                return None
+            if self._skip >= batch.num_rows:
+                self._skip -= batch.num_rows
                 continue
-            batch = batch.slice(to_skip, wanted)
-            to_skip = 0
-            wanted -= batch.num_rows
-            kept_batches.append(batch)
-        return query.schema, kept_batches
-    finally:
-        if finished:
-            query.close()  # nothing left running to stop
+            batch = batch.slice(self._skip, self._wanted)
+            self._skip = 0
+            self._wanted -= batch.num_rows
+            return batch
+        return None
+
+    async def close(self) -> None:
+        if self._ended:
+            self._query.close()  # nothing left running to stop
         else:
-            await asyncio.to_thread(query.close)
+            await asyncio.to_thread(self._query.close)
+
+
+async def _within(work: Awaitable[T], deadline: float, time_limit: float) -> T:
+    """``work``'s result, or ``QueryRefusedError`` once the query's deadline has passed
+    (awaited in this task: no task of its own per step, as ``wait_for`` would make)."""
+    try:
+        async with asyncio.timeout_at(deadline):
+            return await work
+    except TimeoutError:
+        raise QueryRefusedError(
+            f"the query ran past this node's time limit of {time_limit:g} s and was "
+            "stopped ([server] query_timeout)"
+        ) from None
 
 
 def _close_planned(planning: asyncio.Future[StreamingQuery]) -> None:
+    """Drops a query whose planning ended after its request gave up, in a worker thread (its
+    execution was started: dropping it stops the engine's tasks)."""
     if not planning.cancelled() and planning.exception() is None:
-        planning.result().close()
+        asyncio.get_running_loop().run_in_executor(None, planning.result().close)
 
 
 async def _engine(

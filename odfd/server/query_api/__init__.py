@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from odfd.app import answers
 from odfd.server.query_api import datasets, general, platform, query
 from odfd.server.query_api.context import NODE_KEY
 from odfd.server.query_api.errors import json_errors
@@ -61,3 +62,11 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
+    app.on_startup.append(_warm_up)
+
+
+async def _warm_up(app: web.Application) -> None:
+    """Before the server listens: ``answers.warm_up`` (its imports in worker threads while
+    nothing is served: loading a large extension holds the GIL, which a request being served
+    would wait for), so the first query costs what any other does."""
+    await answers.warm_up(app[NODE_KEY]())
