@@ -10,6 +10,13 @@ the announced schema; DoGet runs the plan GetFlightInfo kept for the ticket
 (:mod:`odfd.flight_sql.tickets`), or plans the SQL again over the datasets as they are then and
 refuses to stream a result whose schema is not the one announced. Results stream batch by batch, the next batch computed while the current one is
 sent: the server holds two batches per query, never the whole result.
+
+Plans are kept by subject, SQL and parameters while the node is unchanged
+(:mod:`odfd.flight_sql.versioned`): the ADBC driver prepares every statement it runs and then
+asks for its FlightInfo, and a dashboard asks the same queries again and again; each of those
+would otherwise plan on the node's loop, through the catalog and the authorization decision.
+A kept plan is the one the node would make now (any catalog commit or settings reload drops
+them all), so its schema is the one the stream will have.
 """
 
 from __future__ import annotations
@@ -26,6 +33,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -42,9 +50,11 @@ from odfd.flight_sql.service import (
     QueryService,
     QueryStream,
     QueryTimeoutError,
+    Subject,
     UnknownTableError,
 )
 from odfd.flight_sql.tickets import PlannedTickets
+from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +70,8 @@ _CANCEL_FLIGHT_INFO = "CancelFlightInfo"
 _CANCEL_QUERY = "CancelQuery"
 _KEPT_CANCELLATIONS = 10_000
 """Cancelled tickets remembered (a DoGet of one after its cancel answers CANCELLED)."""
+KEPT_PLANS = 1_000
+"""Plans kept for statements asked again (the least recently used goes first)."""
 _CATALOG_COMMANDS = (
     "CommandGetSqlInfo",
     "CommandGetCatalogs",
@@ -92,7 +104,10 @@ class FlightSqlServer(flight.FlightServerBase):
         resolve: TokenResolver,
         time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
+        version: Version = unversioned,
     ) -> None:
+        """``version``: the node's version now, which the server's caches of plans and token
+        subjects are kept by (default: nothing is cached)."""
         status.install()
         self._service = service
         self._loop = loop
@@ -103,10 +118,12 @@ class FlightSqlServer(flight.FlightServerBase):
         self._cancel_lock = threading.Lock()
         self._cancelled: OrderedDict[bytes, None] = OrderedDict()
         self._tickets = PlannedTickets()
+        self._version = version
+        self._plans: VersionedCache[_PlanKey, _Plan] = VersionedCache(KEPT_PLANS)
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
-            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop)},
+            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop, version)},
         )
 
     def close(self) -> None:
@@ -168,7 +185,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if action.type == _CREATE_PREPARED:
             request = _expect(body, "ActionCreatePreparedStatementRequest")
             sql = _numbered(request.query)
-            planned = self._plan(context, caller, sql)
+            planned = self._plan(context, caller, sql).query
             handle = self._sessions.add_statement(caller.token, sql)
             result = messages.new(
                 "ActionCreatePreparedStatementResult",
@@ -284,8 +301,8 @@ class FlightSqlServer(flight.FlightServerBase):
         handle = _encode_handle(planned, parameters)
         ticket = messages.pack(messages.new("TicketStatementQuery", statement_handle=handle))
         if fetched:
-            self._tickets.keep(ticket, caller.subject, planned)
-        return planned.schema, ticket
+            self._tickets.keep(ticket, caller.subject, planned.query)
+        return planned.query.schema, ticket
 
     def _plan(
         self,
@@ -293,12 +310,23 @@ class FlightSqlServer(flight.FlightServerBase):
         caller: Caller,
         sql: str,
         parameters: pa.RecordBatch | None = None,
-    ) -> PlannedQuery:
-        return self._wait(
+    ) -> _Plan:
+        """``sql`` planned for ``caller``: kept from an earlier call while the node is
+        unchanged, else planned on the node's loop."""
+        bound = _bound(parameters)
+        key = (caller.subject, sql, _parameters_key(bound))
+        version = self._version()
+        kept = self._plans.get(key, version)
+        if kept is not None:
+            return kept
+        query = self._wait(
             context,
-            self._service.plan(caller.subject, sql, _bound(parameters)),
+            self._service.plan(caller.subject, sql, bound),
             time_limit=self._time_limit_of(),
         )
+        planned = _Plan(query, _digest(query.schema))
+        self._plans.put(key, version, planned)
+        return planned
 
     def _cancel(self, info: bytes) -> int:
         """Marks the tickets of a FlightInfo this server answered as cancelled: a running query
@@ -453,11 +481,27 @@ def _not_offered(name: str) -> Exception:
     return status.InvalidArgument(f"{name} is not a command this server knows")
 
 
-def _encode_handle(planned: PlannedQuery, parameters: pa.RecordBatch | None) -> bytes:
+_PlanKey = tuple[Subject, str, tuple[tuple[str, str], ...]]
+"""Who plans, the SQL, and its parameters (by their values' text, types included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A plan, and the digest of its schema its tickets carry."""
+
+    query: PlannedQuery
+    digest: str
+
+
+def _parameters_key(parameters: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((name, repr(value)) for name, value in (parameters or {}).items()))
+
+
+def _encode_handle(planned: _Plan, parameters: pa.RecordBatch | None) -> bytes:
     """A statement ticket's handle: the SQL, its bound parameters (Arrow IPC), its announced
     schema's digest and a nonce that tells two tickets of one query apart (for cancelling).
     Opaque to the client; a forged one is only another query, checked like any other."""
-    document = {"sql": planned.sql, "schema": _digest(planned.schema), "id": secrets.token_hex(8)}
+    document = {"sql": planned.query.sql, "schema": planned.digest, "id": secrets.token_hex(8)}
     if parameters is not None:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, parameters.schema) as writer:
