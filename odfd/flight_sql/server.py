@@ -8,8 +8,10 @@ and so does a server that is shutting down.
 Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
 the announced schema; DoGet runs the plan GetFlightInfo kept for the ticket
 (:mod:`odfd.flight_sql.tickets`), or plans the SQL again over the datasets as they are then and
-refuses to stream a result whose schema is not the one announced. Results stream batch by batch, the next batch computed while the current one is
-sent: the server holds two batches per query, never the whole result.
+refuses to stream a result whose schema is not the one announced. Results stream batch by
+batch: one coroutine on the loop opens the query and hands its batches to the call's thread
+(:mod:`odfd.flight_sql.channel`), computing the next while one is sent; the server holds at most
+four batches per query, never the whole result.
 
 Plans are kept by subject, SQL and parameters while the node is unchanged
 (:mod:`odfd.flight_sql.versioned`): the ADBC driver prepares every statement it runs and then
@@ -27,26 +29,26 @@ import binascii
 import concurrent.futures
 import hashlib
 import json
-import logging
 import secrets
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql import catalog, messages, sql_info, status
 from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
+from odfd.flight_sql.channel import Channel, Pending
 from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered
 from odfd.flight_sql.service import (
     DataUnavailableError,
-    InvalidQueryError,
     PlannedQuery,
-    QueryFailedError,
+    QueryError,
     QueryService,
     QueryStream,
     QueryTimeoutError,
@@ -55,8 +57,6 @@ from odfd.flight_sql.service import (
 )
 from odfd.flight_sql.tickets import PlannedTickets
 from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
-
-log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -153,26 +153,30 @@ class FlightSqlServer(flight.FlightServerBase):
         if name == "TicketStatementQuery":
             ticket_bytes = ticket.ticket
             sql, digest, parameters = _decode_handle(message.statement_handle)
-            stream = self._wait(
-                context,
-                self._service.execute(
-                    caller.subject,
-                    sql,
-                    _bound(parameters),
-                    time_limit=self._time_limit_of(),
-                    planned=self._tickets.take(ticket_bytes, caller.subject),
-                ),
-                ticket=ticket_bytes,
+            opening = self._service.execute(
+                caller.subject,
+                sql,
+                _bound(parameters),
+                time_limit=self._time_limit_of(),
+                planned=self._tickets.take(ticket_bytes, caller.subject),
             )
-            if _digest(stream.schema) != digest:
-                self._wait(context, stream.close())
-                raise status.InvalidArgument(
-                    "the datasets this query reads changed their schema since it was planned; "
-                    "run it again"
-                )
-            return flight.GeneratorStream(
-                stream.schema, self._stream(context, stream, ticket_bytes)
-            )
+            channel: Channel[_Produced] = Channel(self._loop)
+            producing = asyncio.run_coroutine_threadsafe(_produce(opening, channel), self._loop)
+            try:
+                opened = self._take(context, channel, ticket_bytes)
+                assert isinstance(opened, _Opened)
+                stream = opened.stream
+                if _digest(stream.schema) != digest:
+                    raise status.InvalidArgument(
+                        "the datasets this query reads changed their schema since it was "
+                        "planned; run it again"
+                    )
+            except BaseException:
+                producing.cancel()
+                raise
+            batches = self._stream(context, channel, producing, stream.schema, ticket_bytes)
+            weakref.finalize(batches, producing.cancel)  # a stream never read stops too
+            return flight.GeneratorStream(stream.schema, batches)
         if name in _CATALOG_COMMANDS:
             return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
         raise _not_offered(name)
@@ -390,14 +394,8 @@ class FlightSqlServer(flight.FlightServerBase):
                 pass
             except concurrent.futures.CancelledError:
                 raise status.Cancelled("the query was cancelled") from None
-            except (InvalidQueryError, QueryFailedError) as err:
-                raise status.InvalidArgument(str(err)) from None
-            except UnknownTableError as err:
-                raise status.NotFound(str(err)) from None
-            except QueryTimeoutError as err:
-                raise status.DeadlineExceeded(str(err)) from None
-            except DataUnavailableError as err:
-                raise status.Unavailable(str(err)) from None
+            except QueryError as err:
+                raise _status_of(err) from None
             if context.is_cancelled():
                 future.cancel()
                 raise status.Cancelled("the client cancelled the call or went away")
@@ -413,33 +411,94 @@ class FlightSqlServer(flight.FlightServerBase):
                     f"planning the query took longer than its time limit of {time_limit:g} s"
                 )
 
+    def _take(
+        self, context: flight.ServerCallContext, channel: Channel[_Produced], ticket: bytes
+    ) -> _Produced:
+        """The next thing the query's producer put, waiting for it as :meth:`_result` waits."""
+        while True:
+            try:
+                item = channel.take(_POLL_SECONDS)
+            except (asyncio.CancelledError, concurrent.futures.CancelledError):
+                raise status.Cancelled("the query was cancelled") from None
+            except QueryError as err:
+                raise _status_of(err) from None
+            if not isinstance(item, Pending):
+                return item
+            if context.is_cancelled():
+                raise status.Cancelled("the client cancelled the call or went away")
+            if ticket in self._cancelled:
+                raise status.Cancelled("the query was cancelled (CancelFlightInfo)")
+            if self._closing.is_set():
+                raise status.Unavailable("the server is shutting down")
+
     def _stream(
-        self, context: flight.ServerCallContext, stream: QueryStream, ticket: bytes
+        self,
+        context: flight.ServerCallContext,
+        channel: Channel[_Produced],
+        producing: concurrent.futures.Future[None],
+        schema: pa.Schema,
+        ticket: bytes,
     ) -> Iterator[pa.RecordBatch]:
-        """The stream's batches; the next is computed while one is being sent. Empty batches are
-        skipped (JDBC reads a result with some as empty) but an empty result sends one."""
-        pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+        """The query's batches as its producer puts them. Empty batches are skipped (JDBC
+        reads a result with some as empty) but an empty result sends one."""
         sent = False
         try:
             while True:
-                batch = self._result(context, pending, ticket=ticket)
+                batch = self._take(context, channel, ticket)
                 if batch is None:
                     break
-                pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+                assert isinstance(batch, pa.RecordBatch)
                 if batch.num_rows:
                     sent = True
                     yield batch
             if not sent:
-                yield pa.RecordBatch.from_pylist([], stream.schema)
-        finally:  # the client's answer is complete: the query is released behind it
-            pending.cancel()
-            closing = asyncio.run_coroutine_threadsafe(stream.close(), self._loop)
-            closing.add_done_callback(_log_failure)
+                yield pa.RecordBatch.from_pylist([], schema)
+        finally:  # the client's answer is complete or abandoned: the query is released
+            producing.cancel()
 
 
-def _log_failure(done: concurrent.futures.Future[None]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        log.error("closing a Flight SQL query failed", exc_info=done.exception())
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    stream: QueryStream
+
+
+_Produced: TypeAlias = "_Opened | pa.RecordBatch | None"
+"""What a query's producer puts: the opened stream, then its batches, then ``None``."""
+
+
+async def _produce(opening: Coroutine[Any, Any, QueryStream], channel: Channel[_Produced]) -> None:
+    """Opens the query, puts its stream and then its batches into ``channel`` as the consumer
+    takes them (see :mod:`odfd.flight_sql.channel`); closes the query when it ends, fails or
+    is cancelled."""
+    stream = None
+    try:
+        stream = await opening
+        channel.put(_Opened(stream))
+        while True:
+            await channel.space()
+            batch = await stream.next_batch()
+            channel.put(batch)
+            if batch is None:
+                return
+    except QueryError as err:  # the consumer answers it as a status
+        channel.fail(err)
+    except BaseException as err:  # cancelled (the consumer has gone), or a bug
+        channel.fail(err)
+        raise
+    finally:
+        if stream is not None:
+            await stream.close()
+
+
+def _status_of(err: QueryError) -> Exception:
+    """The gRPC status of a service error."""
+    if isinstance(err, UnknownTableError):
+        return status.NotFound(str(err))
+    if isinstance(err, QueryTimeoutError):
+        return status.DeadlineExceeded(str(err))
+    if isinstance(err, DataUnavailableError):
+        return status.Unavailable(str(err))
+    return status.InvalidArgument(str(err))  # InvalidQueryError, QueryFailedError
 
 
 def _caller(context: flight.ServerCallContext) -> Caller:
