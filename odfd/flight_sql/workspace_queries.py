@@ -140,7 +140,8 @@ class _Stream:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            return await asyncio.wait_for(work, max(self._remaining, 0.0))
+            async with asyncio.timeout(max(self._remaining, 0.0)):  # no task per batch
+                return await work
         except TimeoutError:
             await self.close()
             raise QueryTimeoutError(
