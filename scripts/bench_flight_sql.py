@@ -4,12 +4,15 @@
 1. Large result: ``SELECT *`` of a 10,000,000-row dataset fetched through ADBC into an Arrow
    table, as a ratio to DataFusion reading the same data in-process (the engine odfd runs, the
    same files, no network). Target: <= 1.3x.
-2. Small query round trip (plan + fetch, a fresh statement each time) with 1 and 16 concurrent
-   clients, each on its own ADBC connection, anonymous and with an issued account token (whose
-   subject the server resolves on every call): p50 and p99. Target: p50 <= 10 ms. Beside each:
-   the CPU one query costs the server and the client (both measured over the run), and the p50
-   those costs allow at best on this machine's cores: with N clients always waiting, a query
-   waits for the N queries ahead of it, so p50 >= N x (server + client CPU) / cores.
+2. Small query round trip (plan + fetch, a fresh statement each time: the ADBC driver makes four
+   calls of it, CreatePreparedStatement, GetFlightInfo, DoGet, ClosePreparedStatement) with 1
+   and 16 concurrent clients, each on its own ADBC connection, anonymous and with an issued
+   account token (whose subject the server checks on every call): p50 and p99. Target: p50 <=
+   10 ms. Beside each: the CPU one query costs the server and the client (both measured over
+   the run: the server's from /proc, all its threads; the clients' as this process's), and the
+   p50 those costs allow at best on this machine's cores: with N clients always waiting, a
+   query waits for the N queries ahead of it, so p50 >= N x (server + client CPU) / min(N,
+   cores); one client cannot go below server + client CPU.
 3. The server's peak memory while it streams the large result: its resident set sampled every
    10 ms during the fetch, above what it held before. Target: bounded, far under the result.
    (The resident set before each fetch is printed as well: it grows over the first fetches

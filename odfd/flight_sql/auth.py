@@ -11,6 +11,11 @@ drivers send them (the Go driver without base64 padding): user ``anonymous`` wit
 session; any user with a token as the password is that token's holder. The answer names the
 bearer token in the response headers.
 
+A token's subject is kept (by the token's digest) while the node is unchanged and the token
+has not expired (:mod:`odfd.flight_sql.versioned`): a client's every call would otherwise cost a
+trip through the node's event loop and catalog. Revoking a token commits to the catalog, which
+drops every kept subject, so the token's next call is refused.
+
 Sessions keep their prepared statements; idle ones expire and their number is bounded, so
 clients that never close cannot grow the server's memory.
 """
@@ -20,12 +25,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+import hashlib
 import secrets
 import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
@@ -33,10 +40,22 @@ import pyarrow.flight as flight
 
 from odfd.flight_sql.service import ANONYMOUS, Subject
 from odfd.flight_sql.status import NotFound, Unauthenticated
+from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
 
-TokenResolver = Callable[[str], Coroutine[Any, Any, Subject | None]]
-"""A bearer token's subject; ``None`` for a token that is unknown, expired or revoked."""
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    """What a bearer token is: the subject it speaks for, until when (``None``: no expiry)."""
+
+    subject: Subject
+    expires: datetime | None = None
+
+
+TokenResolver = Callable[[str], Coroutine[Any, Any, Grant | None]]
+"""A bearer token's grant; ``None`` for a token that is unknown, expired or revoked."""
 _RESOLVE_SECONDS = 30.0
+KEPT_GRANTS = 10_000
+"""Token subjects kept, at most (the least recently used goes first)."""
 
 ANONYMOUS_USER = "anonymous"
 _ANONYMOUS_PASSWORDS = ("", ANONYMOUS_USER)
@@ -182,11 +201,17 @@ class Authenticator(flight.ServerMiddlewareFactory):
     """The middleware's key: ``context.get_middleware(KEY).caller`` in a handler."""
 
     def __init__(
-        self, sessions: Sessions, resolve: TokenResolver, loop: asyncio.AbstractEventLoop
+        self,
+        sessions: Sessions,
+        resolve: TokenResolver,
+        loop: asyncio.AbstractEventLoop,
+        version: Version = unversioned,
     ) -> None:
         self._sessions = sessions
         self._resolve = resolve
         self._loop = loop
+        self._version = version
+        self._grants: VersionedCache[bytes, Subject] = VersionedCache(KEPT_GRANTS)
 
     def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> CallerMiddleware:
         values = headers.get("authorization", [])
@@ -223,18 +248,34 @@ class Authenticator(flight.ServerMiddlewareFactory):
     def _subject(self, token: str) -> Subject:
         """An anonymous session's subject, or the token's as it resolves now (so a revoked or
         expired token stops working on its next call)."""
-        subject = None if token.startswith(_ANONYMOUS_PREFIX) else self._principal(token)
+        subject = None
+        if not token.startswith(_ANONYMOUS_PREFIX):
+            subject = self._principal(token)
+            if subject is None:  # its session (and prepared statements) end with it
+                self._sessions.close(token)
+                raise Unauthenticated("unknown, expired or revoked bearer token; connect again")
         known = self._sessions.touch(token, subject)
         if known is None:
             raise Unauthenticated("unknown, expired or revoked bearer token; connect again")
         return known
 
     def _principal(self, token: str) -> Subject | None:
-        """The token's subject (resolved on the node's loop: the calls run on gRPC's threads)."""
-        subject = asyncio.run_coroutine_threadsafe(self._resolve(token), self._loop).result(
+        """The token's subject: kept from an earlier call while the node is unchanged and the
+        token lives, else resolved on the node's loop (the calls run on gRPC's threads). Only
+        known tokens are kept: an unknown one is asked about every time."""
+        key = hashlib.sha256(token.encode()).digest()
+        version = self._version()
+        kept = self._grants.get(key, version)
+        if kept is not None:
+            return kept
+        grant = asyncio.run_coroutine_threadsafe(self._resolve(token), self._loop).result(
             _RESOLVE_SECONDS
         )
-        return None if subject is None or subject.account is None else subject
+        if grant is None or grant.subject.account is None:
+            return None
+        until = None if grant.expires is None else grant.expires.timestamp()
+        self._grants.put(key, version, grant.subject, until=until)
+        return grant.subject
 
 
 def _basic(credentials: str) -> tuple[str, str]:

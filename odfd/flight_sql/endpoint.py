@@ -7,7 +7,7 @@ import asyncio
 import errno
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -16,6 +16,7 @@ from odfd.errors import OdfdError
 from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.server import FlightSqlServer
 from odfd.flight_sql.service import QueryService
+from odfd.flight_sql.versioned import Version, unversioned
 
 _ENGINE_SETTLE_SECONDS = 0.2
 """After the last query closed, how long the engine's threads get to hand their last results
@@ -32,6 +33,9 @@ class FlightSqlEndpoint:
     server: FlightSqlServer
     address: str
     port: int
+    release: Callable[[], Awaitable[None]] | None = None
+    """What the server used that outlives it otherwise (its catalog connection), released
+    once it stopped."""
 
     @property
     def url(self) -> str:
@@ -42,6 +46,8 @@ class FlightSqlEndpoint:
         """Cancels running queries, waits for calls to end and the engine to settle."""
         await asyncio.to_thread(self.server.close)
         await asyncio.sleep(_ENGINE_SETTLE_SECONDS)
+        if self.release is not None:
+            await self.release()
 
 
 async def start(
@@ -51,9 +57,12 @@ async def start(
     port: int,
     resolve: TokenResolver,
     time_limit: float | Callable[[], float] = 600.0,
+    version: Version = unversioned,
+    release: Callable[[], Awaitable[None]] | None = None,
 ) -> FlightSqlEndpoint:
     """Serves ``service`` on ``address:port`` (0: a free port) from the running loop;
-    ``time_limit`` may be read anew for each query (a callable)."""
+    ``time_limit`` may be read anew for each query (a callable); ``version`` keeps the server's
+    caches (:class:`FlightSqlServer`); ``release`` runs once the server stopped."""
     host = f"[{address}]" if ":" in address else address
     loop = asyncio.get_running_loop()
     try:
@@ -64,12 +73,13 @@ async def start(
             loop,
             resolve=resolve,
             time_limit=time_limit,
+            version=version,
         )
     except pa.ArrowException:  # gRPC says only that it did not start; the OS says why
         raise FlightSqlStartError(
             f"cannot listen on {address}:{port} for Flight SQL: {_bind_failure(address, port)}"
         ) from None
-    return FlightSqlEndpoint(server, address, server.port)
+    return FlightSqlEndpoint(server, address, server.port, release)
 
 
 def _bind_failure(address: str, port: int) -> str:

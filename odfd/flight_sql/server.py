@@ -8,8 +8,17 @@ and so does a server that is shutting down.
 Statement queries are planned by GetFlightInfo, whose ticket carries the SQL and a digest of
 the announced schema; DoGet runs the plan GetFlightInfo kept for the ticket
 (:mod:`odfd.flight_sql.tickets`), or plans the SQL again over the datasets as they are then and
-refuses to stream a result whose schema is not the one announced. Results stream batch by batch, the next batch computed while the current one is
-sent: the server holds two batches per query, never the whole result.
+refuses to stream a result whose schema is not the one announced. Results stream batch by
+batch: one coroutine on the loop opens the query and hands its batches to the call's thread
+(:mod:`odfd.flight_sql.channel`), computing the next while one is sent; the server holds at most
+four batches per query, never the whole result.
+
+Plans are kept by subject, SQL and parameters while the node is unchanged
+(:mod:`odfd.flight_sql.versioned`): the ADBC driver prepares every statement it runs and then
+asks for its FlightInfo, and a dashboard asks the same queries again and again; each of those
+would otherwise plan on the node's loop, through the catalog and the authorization decision.
+A kept plan is the one the node would make now (any catalog commit or settings reload drops
+them all), so its schema is the one the stream will have.
 """
 
 from __future__ import annotations
@@ -20,33 +29,34 @@ import binascii
 import concurrent.futures
 import hashlib
 import json
-import logging
 import secrets
 import threading
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
-from typing import Any, TypeVar
+from dataclasses import dataclass
+from typing import Any, TypeAlias, TypeVar
 
 import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql import catalog, messages, sql_info, status
 from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
+from odfd.flight_sql.channel import Channel, Pending
 from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered
 from odfd.flight_sql.service import (
     DataUnavailableError,
-    InvalidQueryError,
     PlannedQuery,
-    QueryFailedError,
+    QueryError,
     QueryService,
     QueryStream,
     QueryTimeoutError,
+    Subject,
     UnknownTableError,
 )
 from odfd.flight_sql.tickets import PlannedTickets
-
-log = logging.getLogger(__name__)
+from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
 
 T = TypeVar("T")
 
@@ -60,6 +70,8 @@ _CANCEL_FLIGHT_INFO = "CancelFlightInfo"
 _CANCEL_QUERY = "CancelQuery"
 _KEPT_CANCELLATIONS = 10_000
 """Cancelled tickets remembered (a DoGet of one after its cancel answers CANCELLED)."""
+KEPT_PLANS = 1_000
+"""Plans kept for statements asked again (the least recently used goes first)."""
 _CATALOG_COMMANDS = (
     "CommandGetSqlInfo",
     "CommandGetCatalogs",
@@ -92,7 +104,10 @@ class FlightSqlServer(flight.FlightServerBase):
         resolve: TokenResolver,
         time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
+        version: Version = unversioned,
     ) -> None:
+        """``version``: the node's version now, which the server's caches of plans and token
+        subjects are kept by (default: nothing is cached)."""
         status.install()
         self._service = service
         self._loop = loop
@@ -103,10 +118,12 @@ class FlightSqlServer(flight.FlightServerBase):
         self._cancel_lock = threading.Lock()
         self._cancelled: OrderedDict[bytes, None] = OrderedDict()
         self._tickets = PlannedTickets()
+        self._version = version
+        self._plans: VersionedCache[_PlanKey, _Plan] = VersionedCache(KEPT_PLANS)
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
-            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop)},
+            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop, version)},
         )
 
     def close(self) -> None:
@@ -136,26 +153,30 @@ class FlightSqlServer(flight.FlightServerBase):
         if name == "TicketStatementQuery":
             ticket_bytes = ticket.ticket
             sql, digest, parameters = _decode_handle(message.statement_handle)
-            stream = self._wait(
-                context,
-                self._service.execute(
-                    caller.subject,
-                    sql,
-                    _bound(parameters),
-                    time_limit=self._time_limit_of(),
-                    planned=self._tickets.take(ticket_bytes, caller.subject),
-                ),
-                ticket=ticket_bytes,
+            opening = self._service.execute(
+                caller.subject,
+                sql,
+                _bound(parameters),
+                time_limit=self._time_limit_of(),
+                planned=self._tickets.take(ticket_bytes, caller.subject),
             )
-            if _digest(stream.schema) != digest:
-                self._wait(context, stream.close())
-                raise status.InvalidArgument(
-                    "the datasets this query reads changed their schema since it was planned; "
-                    "run it again"
-                )
-            return flight.GeneratorStream(
-                stream.schema, self._stream(context, stream, ticket_bytes)
-            )
+            channel: Channel[_Produced] = Channel(self._loop)
+            producing = asyncio.run_coroutine_threadsafe(_produce(opening, channel), self._loop)
+            try:
+                opened = self._take(context, channel, ticket_bytes)
+                assert isinstance(opened, _Opened)
+                stream = opened.stream
+                if _digest(stream.schema) != digest:
+                    raise status.InvalidArgument(
+                        "the datasets this query reads changed their schema since it was "
+                        "planned; run it again"
+                    )
+            except BaseException:
+                producing.cancel()
+                raise
+            batches = self._stream(context, channel, producing, stream.schema, ticket_bytes)
+            weakref.finalize(batches, producing.cancel)  # a stream never read stops too
+            return flight.GeneratorStream(stream.schema, batches)
         if name in _CATALOG_COMMANDS:
             return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
         raise _not_offered(name)
@@ -168,7 +189,7 @@ class FlightSqlServer(flight.FlightServerBase):
         if action.type == _CREATE_PREPARED:
             request = _expect(body, "ActionCreatePreparedStatementRequest")
             sql = _numbered(request.query)
-            planned = self._plan(context, caller, sql)
+            planned = self._plan(context, caller, sql).query
             handle = self._sessions.add_statement(caller.token, sql)
             result = messages.new(
                 "ActionCreatePreparedStatementResult",
@@ -284,8 +305,8 @@ class FlightSqlServer(flight.FlightServerBase):
         handle = _encode_handle(planned, parameters)
         ticket = messages.pack(messages.new("TicketStatementQuery", statement_handle=handle))
         if fetched:
-            self._tickets.keep(ticket, caller.subject, planned)
-        return planned.schema, ticket
+            self._tickets.keep(ticket, caller.subject, planned.query)
+        return planned.query.schema, ticket
 
     def _plan(
         self,
@@ -293,12 +314,23 @@ class FlightSqlServer(flight.FlightServerBase):
         caller: Caller,
         sql: str,
         parameters: pa.RecordBatch | None = None,
-    ) -> PlannedQuery:
-        return self._wait(
+    ) -> _Plan:
+        """``sql`` planned for ``caller``: kept from an earlier call while the node is
+        unchanged, else planned on the node's loop."""
+        bound = _bound(parameters)
+        key = (caller.subject, sql, _parameters_key(bound))
+        version = self._version()
+        kept = self._plans.get(key, version)
+        if kept is not None:
+            return kept
+        query = self._wait(
             context,
-            self._service.plan(caller.subject, sql, _bound(parameters)),
+            self._service.plan(caller.subject, sql, bound),
             time_limit=self._time_limit_of(),
         )
+        planned = _Plan(query, _digest(query.schema))
+        self._plans.put(key, version, planned)
+        return planned
 
     def _cancel(self, info: bytes) -> int:
         """Marks the tickets of a FlightInfo this server answered as cancelled: a running query
@@ -362,14 +394,8 @@ class FlightSqlServer(flight.FlightServerBase):
                 pass
             except concurrent.futures.CancelledError:
                 raise status.Cancelled("the query was cancelled") from None
-            except (InvalidQueryError, QueryFailedError) as err:
-                raise status.InvalidArgument(str(err)) from None
-            except UnknownTableError as err:
-                raise status.NotFound(str(err)) from None
-            except QueryTimeoutError as err:
-                raise status.DeadlineExceeded(str(err)) from None
-            except DataUnavailableError as err:
-                raise status.Unavailable(str(err)) from None
+            except QueryError as err:
+                raise _status_of(err) from None
             if context.is_cancelled():
                 future.cancel()
                 raise status.Cancelled("the client cancelled the call or went away")
@@ -385,33 +411,94 @@ class FlightSqlServer(flight.FlightServerBase):
                     f"planning the query took longer than its time limit of {time_limit:g} s"
                 )
 
+    def _take(
+        self, context: flight.ServerCallContext, channel: Channel[_Produced], ticket: bytes
+    ) -> _Produced:
+        """The next thing the query's producer put, waiting for it as :meth:`_result` waits."""
+        while True:
+            try:
+                item = channel.take(_POLL_SECONDS)
+            except (asyncio.CancelledError, concurrent.futures.CancelledError):
+                raise status.Cancelled("the query was cancelled") from None
+            except QueryError as err:
+                raise _status_of(err) from None
+            if not isinstance(item, Pending):
+                return item
+            if context.is_cancelled():
+                raise status.Cancelled("the client cancelled the call or went away")
+            if ticket in self._cancelled:
+                raise status.Cancelled("the query was cancelled (CancelFlightInfo)")
+            if self._closing.is_set():
+                raise status.Unavailable("the server is shutting down")
+
     def _stream(
-        self, context: flight.ServerCallContext, stream: QueryStream, ticket: bytes
+        self,
+        context: flight.ServerCallContext,
+        channel: Channel[_Produced],
+        producing: concurrent.futures.Future[None],
+        schema: pa.Schema,
+        ticket: bytes,
     ) -> Iterator[pa.RecordBatch]:
-        """The stream's batches; the next is computed while one is being sent. Empty batches are
-        skipped (JDBC reads a result with some as empty) but an empty result sends one."""
-        pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+        """The query's batches as its producer puts them. Empty batches are skipped (JDBC
+        reads a result with some as empty) but an empty result sends one."""
         sent = False
         try:
             while True:
-                batch = self._result(context, pending, ticket=ticket)
+                batch = self._take(context, channel, ticket)
                 if batch is None:
                     break
-                pending = asyncio.run_coroutine_threadsafe(stream.next_batch(), self._loop)
+                assert isinstance(batch, pa.RecordBatch)
                 if batch.num_rows:
                     sent = True
                     yield batch
             if not sent:
-                yield pa.RecordBatch.from_pylist([], stream.schema)
-        finally:  # the client's answer is complete: the query is released behind it
-            pending.cancel()
-            closing = asyncio.run_coroutine_threadsafe(stream.close(), self._loop)
-            closing.add_done_callback(_log_failure)
+                yield pa.RecordBatch.from_pylist([], schema)
+        finally:  # the client's answer is complete or abandoned: the query is released
+            producing.cancel()
 
 
-def _log_failure(done: concurrent.futures.Future[None]) -> None:
-    if not done.cancelled() and done.exception() is not None:
-        log.error("closing a Flight SQL query failed", exc_info=done.exception())
+@dataclass(frozen=True, slots=True)
+class _Opened:
+    stream: QueryStream
+
+
+_Produced: TypeAlias = "_Opened | pa.RecordBatch | None"
+"""What a query's producer puts: the opened stream, then its batches, then ``None``."""
+
+
+async def _produce(opening: Coroutine[Any, Any, QueryStream], channel: Channel[_Produced]) -> None:
+    """Opens the query, puts its stream and then its batches into ``channel`` as the consumer
+    takes them (see :mod:`odfd.flight_sql.channel`); closes the query when it ends, fails or
+    is cancelled."""
+    stream = None
+    try:
+        stream = await opening
+        channel.put(_Opened(stream))
+        while True:
+            await channel.space()
+            batch = await stream.next_batch()
+            channel.put(batch)
+            if batch is None:
+                return
+    except QueryError as err:  # the consumer answers it as a status
+        channel.fail(err)
+    except BaseException as err:  # cancelled (the consumer has gone), or a bug
+        channel.fail(err)
+        raise
+    finally:
+        if stream is not None:
+            await stream.close()
+
+
+def _status_of(err: QueryError) -> Exception:
+    """The gRPC status of a service error."""
+    if isinstance(err, UnknownTableError):
+        return status.NotFound(str(err))
+    if isinstance(err, QueryTimeoutError):
+        return status.DeadlineExceeded(str(err))
+    if isinstance(err, DataUnavailableError):
+        return status.Unavailable(str(err))
+    return status.InvalidArgument(str(err))  # InvalidQueryError, QueryFailedError
 
 
 def _caller(context: flight.ServerCallContext) -> Caller:
@@ -453,11 +540,27 @@ def _not_offered(name: str) -> Exception:
     return status.InvalidArgument(f"{name} is not a command this server knows")
 
 
-def _encode_handle(planned: PlannedQuery, parameters: pa.RecordBatch | None) -> bytes:
+_PlanKey = tuple[Subject, str, tuple[tuple[str, str], ...]]
+"""Who plans, the SQL, and its parameters (by their values' text, types included)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """A plan, and the digest of its schema its tickets carry."""
+
+    query: PlannedQuery
+    digest: str
+
+
+def _parameters_key(parameters: dict[str, Any] | None) -> tuple[tuple[str, str], ...]:
+    return tuple(sorted((name, repr(value)) for name, value in (parameters or {}).items()))
+
+
+def _encode_handle(planned: _Plan, parameters: pa.RecordBatch | None) -> bytes:
     """A statement ticket's handle: the SQL, its bound parameters (Arrow IPC), its announced
     schema's digest and a nonce that tells two tickets of one query apart (for cancelling).
     Opaque to the client; a forged one is only another query, checked like any other."""
-    document = {"sql": planned.sql, "schema": _digest(planned.schema), "id": secrets.token_hex(8)}
+    document = {"sql": planned.query.sql, "schema": planned.digest, "id": secrets.token_hex(8)}
     if parameters is not None:
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, parameters.schema) as writer:

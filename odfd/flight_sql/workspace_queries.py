@@ -1,22 +1,25 @@
 """The Flight SQL server's :class:`~odfd.flight_sql.service.QueryService` over a node: the
 application layer's live queries (:mod:`odfd.app.live_queries`, the use case ``odfd sql`` runs,
-with its tables kept between queries), its errors as the service's.
+with its tables kept between queries), its errors as the service's; the node's tokens as the
+server resolves them, and the node's version its caches are kept by (:class:`CatalogVersion`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from odfd.app.authorization import Principal, principal_of
+from odfd.app.accounts import token_hash
+from odfd.app.authorization import principal_of
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
-from odfd.flight_sql.auth import TokenResolver
+from odfd.flight_sql.auth import Grant, TokenResolver
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
 from odfd.flight_sql.parameters import parameter_schema
 from odfd.flight_sql.service import (
@@ -29,6 +32,8 @@ from odfd.flight_sql.service import (
     TableInfo,
     UnknownTableError,
 )
+from storage.catalog.accounts import AccountTable
+from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
 from verifier.engine.datafusion.placeholders import placeholder_types
@@ -135,7 +140,8 @@ class _Stream:
         loop = asyncio.get_running_loop()
         started = loop.time()
         try:
-            return await asyncio.wait_for(work, max(self._remaining, 0.0))
+            async with asyncio.timeout(max(self._remaining, 0.0)):  # no task per batch
+                return await work
         except TimeoutError:
             await self.close()
             raise QueryTimeoutError(
@@ -164,23 +170,66 @@ async def serve(
     def settings() -> ServerConfig:
         return now().config.server
 
-    return await endpoint.start(
-        NodeQueries(node, settings),
-        address=address,
-        port=port,
-        resolve=token_resolver(node.workspace, settings),
-        time_limit=lambda: settings().query_timeout,
-    )
+    version = await CatalogVersion.open(node.workspace, settings)
+    try:
+        return await endpoint.start(
+            NodeQueries(node, settings),
+            address=address,
+            port=port,
+            resolve=token_resolver(node.workspace, settings),
+            time_limit=lambda: settings().query_timeout,
+            version=version,
+            release=version.close,
+        )
+    except BaseException:
+        await version.close()
+        raise
+
+
+class CatalogVersion:
+    """The node's version as the server's caches need it (:mod:`odfd.flight_sql.versioned`):
+    the catalog's ``PRAGMA data_version`` on a read-only connection of its own, which changes
+    whenever any other connection (the node's own included, or another process's) commits, with
+    the server settings in force (a daemon's reload changes private datasets and token lists).
+    Everything a plan or a token's subject depends on is in one or the other: datasets' heads,
+    issued and revoked tokens, accounts, ``Relations`` and ``Projection`` resources. Called
+    from gRPC's threads: one pragma, no trip through the event loop."""
+
+    def __init__(self, reader: CatalogReader, settings: Callable[[], ServerConfig]) -> None:
+        self._reader = reader
+        self._settings = settings
+        self._lock = threading.Lock()
+
+    @classmethod
+    async def open(
+        cls, workspace: Workspace, settings: Callable[[], ServerConfig]
+    ) -> CatalogVersion:
+        return cls(await CatalogReader.open(workspace.catalog.path), settings)
+
+    def __call__(self) -> Hashable | None:
+        with self._lock:
+            version = self._reader.data_version()
+        return None if version is None else (version, self._settings())
+
+    async def close(self) -> None:
+        with self._lock:
+            await self._reader.close()
 
 
 def token_resolver(
     workspace: Workspace, config: ServerConfig | Callable[[], ServerConfig]
 ) -> TokenResolver:
     """A bearer token's subject as every server of the node establishes it (``config``: the
-    server's settings, or where to read them at each call)."""
+    server's settings, or where to read them at each call), and an issued token's expiry."""
     settings = config if callable(config) else lambda: config
 
-    async def resolve(token: str) -> Principal | None:
-        return await principal_of(workspace, settings(), token)
+    async def resolve(token: str) -> Grant | None:
+        subject = await principal_of(workspace, settings(), token)
+        if subject is None:
+            return None
+        if subject.via != "token":  # a [server] list token: it lives as long as the list
+            return Grant(subject)
+        record = await AccountTable(workspace.catalog).token_by_hash(token_hash(token))
+        return None if record is None else Grant(subject, record.expires_at)
 
     return resolve

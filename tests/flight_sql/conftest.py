@@ -23,7 +23,7 @@ from odfd.app.node import Node as OdfdNode
 from odfd.config import NodeConfig, ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.service import PlannedQuery, QueryStream, Subject, TableInfo
-from odfd.flight_sql.workspace_queries import NodeQueries, token_resolver
+from odfd.flight_sql.workspace_queries import CatalogVersion, NodeQueries, token_resolver
 from protocol.identity import DatasetAliasPattern
 from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
 from storage.workspace import Workspace
@@ -179,13 +179,17 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             )
             queries = OpenQueries(NodeQueries(OdfdNode(workspace, config)))
             resolve = token_resolver(workspace, config.server)
-            main = await endpoint.start(queries, address="127.0.0.1", port=0, resolve=resolve)
+            version = await CatalogVersion.open(workspace, lambda: config.server)
+            main = await endpoint.start(
+                queries, address="127.0.0.1", port=0, resolve=resolve, version=version
+            )
             strict = await endpoint.start(
                 queries,
                 address="127.0.0.1",
                 port=0,
                 resolve=resolve,
                 time_limit=STRICT_TIME_LIMIT,
+                version=version,
             )
             running.node = Node(main.url, strict.url, root, queries)
             running.loop, running.stop = asyncio.get_running_loop(), stop
@@ -195,6 +199,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
             finally:
                 await main.stop()
                 await strict.stop()
+                await version.close()
 
     def run() -> None:
         try:
