@@ -88,7 +88,7 @@ def _compared(self: Any) -> tuple[object, ...]:
     return tuple(getattr(self, name) for name in type(self)._frozen_compared)
 
 
-def _eq(self: Any, other: object) -> bool:
+def _eq(self: Any, other: object) -> Any:
     if other.__class__ is self.__class__:
         return _compared(self) == _compared(other)
     return NotImplemented
@@ -112,7 +112,7 @@ def frozen_dataclass(cls: type[_T]) -> type[_T]:
         if name not in own or name in FROZEN_METHODS:
             setattr(cls, name, method)
     if not explicit_hash:
-        setattr(cls, "__hash__", _hash)
+        cls.__hash__ = _hash  # type: ignore[method-assign]
     made: Any = dataclass(slots=True, init=False, repr=False, eq=False)(cls)
     found: tuple[Field[Any], ...] = fields(made)
     if any(f.kw_only is True or not f.init for f in found):

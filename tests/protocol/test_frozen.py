@@ -32,8 +32,8 @@ def _body(name: str) -> type:
 
 
 # Module level (both under one name in turn) so that pickle finds them.
-Standard = dataclasses.dataclass(frozen=True, slots=True)(_body("Standard"))
-Shared = frozen_dataclass(_body("Shared"))
+Standard: Any = dataclasses.dataclass(frozen=True, slots=True)(_body("Standard"))
+Shared: Any = frozen_dataclass(_body("Shared"))
 KINDS = [Standard, Shared]
 
 
@@ -91,7 +91,7 @@ def test_equality_and_hash_follow_compare_fields() -> None:
         assert kind("h") != kind("h", port=1)
         assert kind("h").__eq__(object()) is NotImplemented
     assert Shared("h") != Standard("h")
-    hashable = frozen_dataclass(type("Point", (), {"__annotations__": {"x": "int", "y": "int"}}))
+    hashable: Any = frozen_dataclass(type("Point", (), {"__annotations__": {"x": "int", "y": "int"}}))
     assert hash(hashable(1, 2)) == hash(hashable(1, 2)) == hash((1, 2))
     with pytest.raises(TypeError):
         hash(Shared("h"))  # a list field, as the standard class refuses it
@@ -100,9 +100,9 @@ def test_equality_and_hash_follow_compare_fields() -> None:
 def test_frozen_and_slotted() -> None:
     value = Shared("h")
     with pytest.raises(dataclasses.FrozenInstanceError):
-        value.port = 1  # type: ignore[misc]
+        value.port = 1
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del value.port  # type: ignore[misc]
+        del value.port
     assert not hasattr(value, "__dict__")
     assert Shared.__slots__ == Standard.__slots__
 
