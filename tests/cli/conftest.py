@@ -1,4 +1,5 @@
-"""The ``workspace_root`` fixture: a workspace with the test datasets (metadata only)."""
+"""The ``workspace_root`` fixture: a workspace with the test datasets (metadata only); and
+``empty_root``: a workspace just initialized."""
 
 from __future__ import annotations
 
@@ -25,4 +26,12 @@ def workspace_root(_template_workspace: Path, tmp_path: Path) -> Path:
     one made once per session."""
     ws = tmp_path / "ws"
     shutil.copytree(_template_workspace, ws, symlinks=True)
+    return ws
+
+
+@pytest.fixture
+def empty_root(tmp_path: Path) -> Path:
+    """A workspace just made by ``odfd init``."""
+    ws = tmp_path / "ws"
+    assert main(["init", "--root", str(ws)]) == 0
     return ws

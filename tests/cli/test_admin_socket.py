@@ -19,7 +19,6 @@ from odfd.app.forwarding import PROTOCOL, RUN_PATH, relevant_env
 from odfd.app.node import Node, open_node
 from odfd.app.sql import SqlRequest
 from odfd.app.write_log import local_actor, record_write
-from odfd.cli.main import main
 from odfd.config import NodeConfig
 from odfd.daemon import admin_auth, commands
 from odfd.daemon.admin import AdminApi, AdminTarget
@@ -77,15 +76,8 @@ class Socket:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    assert main(["init", "--root", str(root)]) == 0
-    return root
-
-
-@pytest.fixture
-async def socket(root: Path, tmp_path: Path) -> AsyncIterator[Socket]:
-    node = await open_node(root)
+async def socket(empty_root: Path, tmp_path: Path) -> AsyncIterator[Socket]:
+    node = await open_node(empty_root)
     await add_account(node, "ops", password=None, is_admin=True)
     await add_account(node, "alice", password=None)
     tokens = {name: (await create_token(node, name)).secret for name in ("ops", "alice")}

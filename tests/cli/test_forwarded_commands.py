@@ -28,7 +28,6 @@ from odfd.app.sql import EVENTS, SqlRequest
 from odfd.app.verify import VerifyRequest, verify
 from odfd.cli import via_daemon
 from odfd.cli.commands import verify as verify_command
-from odfd.cli.main import main
 from odfd.daemon import commands
 from odfd.daemon.commands import CommandRunner
 from protocol.identity import DatasetId
@@ -94,15 +93,8 @@ class Served:
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> Path:
-    root = tmp_path / "ws"
-    assert main(["init", "--root", str(root)]) == 0
-    return root
-
-
-@pytest.fixture
-async def served(root: Path, tmp_path: Path) -> AsyncIterator[Served]:
-    node = await open_node(root)
+async def served(empty_root: Path, tmp_path: Path) -> AsyncIterator[Served]:
+    node = await open_node(empty_root)
     runner = CommandRunner(lambda: node)
     runner.ready = True
     app = web.Application()

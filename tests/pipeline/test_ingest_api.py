@@ -16,6 +16,7 @@ import json
 import textwrap
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import aiohttp
 import pyarrow as pa
@@ -23,7 +24,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from odfd.app.node import Node
-from odfd.config import load_config
+from odfd.config import ServerConfig, load_config
 from odfd.coordinator.commit import RUN_DIR
 from odfd.daemon.service import Daemon
 from odfd.server.app import running
@@ -119,7 +120,9 @@ class Served:
             return response.status, json.loads(text) if text else None
 
 
-async def _served(workspace: Workspace) -> AsyncIterator[Served]:
+def node_with_tokens(workspace: Workspace, **server_settings: Any) -> tuple[Node, ServerConfig]:
+    """A node of ``workspace`` serving on any loopback port with this module's push, admin and
+    read tokens (and ``server_settings``), and its server settings."""
     config = load_config(workspace.layout.config_path)
     server = replace(
         config.server,
@@ -128,8 +131,13 @@ async def _served(workspace: Workspace) -> AsyncIterator[Served]:
         push_tokens=frozenset({PUSH}),
         admin_tokens=frozenset({ADMIN}),
         read_tokens=frozenset({READ}),
+        **server_settings,
     )
-    node = Node(workspace, replace(config, server=server), engines=TEST_ENGINES)
+    return Node(workspace, replace(config, server=server), engines=TEST_ENGINES), server
+
+
+async def _served(workspace: Workspace) -> AsyncIterator[Served]:
+    node, server = node_with_tokens(workspace)
     dataset = await create(workspace, _snapshot(SOURCE1))
     async with (
         running(workspace, server, mounts=[IngestApi(lambda: node)]) as running_server,

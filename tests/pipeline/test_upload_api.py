@@ -22,7 +22,6 @@ import pytest
 from odfd.app.accounts import add_account, create_token
 from odfd.app.node import Node
 from odfd.app.uploads import UploadToken, owner_id
-from odfd.config import load_config
 from odfd.server.app import Mount, running
 from odfd.server.ingest_api import IngestApi
 from odfd.server.upload_api import UploadApi
@@ -31,7 +30,14 @@ from storage.dataset import Dataset
 from storage.workspace import Workspace
 from tests.fixtures.spark import TEST_ENGINES
 from tests.pipeline.conftest import create, data_events
-from tests.pipeline.test_ingest_api import ADMIN, PUSH, READ, SOURCE1, _records, _snapshot
+from tests.pipeline.test_ingest_api import (
+    PUSH,
+    READ,
+    SOURCE1,
+    _records,
+    _snapshot,
+    node_with_tokens,
+)
 
 LIMIT = 1000
 """The test node's ``[server] upload_max_bytes``."""
@@ -101,17 +107,8 @@ class Uploading:
 
 @pytest.fixture
 async def uploading(workspace: Workspace) -> AsyncIterator[Uploading]:
-    config = load_config(workspace.layout.config_path)
-    server = replace(
-        config.server,
-        address="127.0.0.1",
-        port=0,
-        push_tokens=frozenset({PUSH}),
-        admin_tokens=frozenset({ADMIN}),
-        read_tokens=frozenset({READ}),
-        upload_max_bytes=LIMIT,
-    )
-    nodes = [Node(workspace, replace(config, server=server), engines=TEST_ENGINES)]
+    node, server = node_with_tokens(workspace, upload_max_bytes=LIMIT)
+    nodes = [node]
     dataset = await create(workspace, _snapshot(SOURCE1))
     mounts: list[Mount] = [IngestApi(lambda: nodes[0]), UploadApi(lambda: nodes[0])]
     async with (

@@ -35,14 +35,8 @@ def _serve(args: argparse.Namespace) -> int:
     async def run(node: Node) -> None:
         import logging
 
-        from odfd.app.resource_service import reconcile_here
-        from odfd.console.api import console_mount
-        from odfd.console.backend import WorkspaceBackend
-        from odfd.server.app import Mount, running
-        from odfd.server.ingest_api import IngestApi
-        from odfd.server.query_api import query_api_mount
-        from odfd.server.resource_api import ResourceApi
-        from odfd.server.upload_api import UploadApi
+        from odfd.cli.served_mounts import workspace_mounts
+        from odfd.server.app import running
 
         config = node.config.server
         if args.address is not None:
@@ -52,17 +46,8 @@ def _serve(args: argparse.Namespace) -> int:
         logging.basicConfig(
             level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
         )
-        console = console_mount(WorkspaceBackend(node))
-        resources = ResourceApi(lambda: node, reconcile_here(node))
         try:
-            mounts: list[Mount] = [
-                console,
-                query_api_mount(node),
-                IngestApi(lambda: node),
-                UploadApi(lambda: node),
-                resources,
-            ]
-            async with running(node.workspace, config, mounts=mounts) as server:
+            async with running(node.workspace, config, mounts=workspace_mounts(node)) as server:
                 print(
                     f"serving {len(await node.workspace.list_datasets())} dataset(s) at "
                     f"{server.url} (console: {server.url}ui/)",

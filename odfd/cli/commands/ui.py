@@ -35,15 +35,9 @@ def _open(url: str, args: argparse.Namespace) -> None:
 
 def _ui(args: argparse.Namespace) -> int:
     async def run(node: Node) -> None:
-        from odfd.app.resource_service import reconcile_here
-        from odfd.console.api import console_mount
-        from odfd.console.backend import WorkspaceBackend
+        from odfd.cli.served_mounts import workspace_mounts
         from odfd.daemon.admin_client import AdminClient
-        from odfd.server.app import Mount, running
-        from odfd.server.ingest_api import IngestApi
-        from odfd.server.query_api import query_api_mount
-        from odfd.server.resource_api import ResourceApi
-        from odfd.server.upload_api import UploadApi
+        from odfd.server.app import running
 
         client = await AdminClient.connect(node.layout, node.config.daemon.admin_socket)
         if client is not None:
@@ -58,16 +52,7 @@ def _ui(args: argparse.Namespace) -> int:
             port=args.port,
             read_tokens=server.read_tokens | {token},
         )
-        console = console_mount(WorkspaceBackend(node))
-        resources = ResourceApi(lambda: node, reconcile_here(node))
-        mounts: list[Mount] = [
-            console,
-            query_api_mount(node),
-            IngestApi(lambda: node),
-            UploadApi(lambda: node),
-            resources,
-        ]
-        async with running(node.workspace, config, mounts=mounts) as served:
+        async with running(node.workspace, config, mounts=workspace_mounts(node)) as served:
             _open(f"{served.url}ui/#token={token}", args)
             print("serving the console until interrupted (Ctrl-C)", flush=True)
             await asyncio.Event().wait()
