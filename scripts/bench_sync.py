@@ -37,7 +37,16 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _baselines import DURABILITY, checks_alone, fsync_tree, load
+from _baselines import (
+    DURABILITY,
+    Best,
+    PhaseClock,
+    checks_alone,
+    checks_timed,
+    fsync_tree,
+    load,
+    overlap_report,
+)
 
 from odfd.config import ServerConfig
 from odfd.server.app import create_app
@@ -121,19 +130,16 @@ def dataset_files(dataset_root: Path) -> set[str]:
     }
 
 
-async def durable_tar_pull(
-    session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path, repeat: int
-) -> dict[str, tuple[float, int, str]]:
-    """Best-of-``repeat`` tar stream baselines, made durable per file and by one syncfs."""
-    best: dict[str, tuple[float, int, str]] = {}
-    for run in range(repeat):
-        for way, sync in DURABILITY.items():
-            target = dest.parent / f"{dest.name}-{run}-{way.replace(' ', '-')}"
-            seconds, size = await tar_pull(session, base, paths, target, sync)
-            if way not in best or seconds < best[way][0]:
-                best[way] = (seconds, size, load())
-            await asyncio.to_thread(shutil.rmtree, target, True)
-    return best
+async def durable_tar_pulls(
+    session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
+) -> dict[str, tuple[float, int]]:
+    """One tar stream baseline made durable each way (seconds, bytes)."""
+    times: dict[str, tuple[float, int]] = {}
+    for way, sync in DURABILITY.items():
+        target = dest.parent / f"{dest.name}-{way.replace(' ', '-')}"
+        times[way] = await tar_pull(session, base, paths, target, sync)
+        await asyncio.to_thread(shutil.rmtree, target, True)
+    return times
 
 
 async def tar_pull(
@@ -167,10 +173,15 @@ async def tar_pull(
     return time.perf_counter() - started, size
 
 
-async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[float, int, int]:
-    started = time.perf_counter()
-    result = await pull(workspace, url, options=PullOptions(protocol=protocol))
-    return time.perf_counter() - started, result.num_blocks, result.num_objects
+async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[float, int, int, str]:
+    """Seconds, blocks, objects and where the time went (``overlap_report``)."""
+    clock = PhaseClock()
+    with checks_timed() as checks:
+        started = time.perf_counter()
+        result = await pull(workspace, url, options=PullOptions(protocol=protocol), progress=clock)
+        ended = time.perf_counter()
+        report = overlap_report(clock, checks, ended)
+    return ended - started, result.num_blocks, result.num_objects, report
 
 
 async def bench(args: argparse.Namespace, work: Path) -> None:
@@ -212,44 +223,52 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             rows: list[tuple[str, float, float, str]] = []
             async with aiohttp.ClientSession() as session:
                 full_files = sorted(dataset_files(dataset_root))
-                baselines = await durable_tar_pull(
-                    session, base, full_files, work / "tar-full", args.repeat
-                )
-                for way, (seconds, size, at) in baselines.items():
-                    rows.append(
-                        (
-                            f"tar stream, {way}",
-                            seconds,
-                            1.0,
-                            f"{len(full_files)} files, {size / 2**20:.1f} MiB, best of "
-                            f"{args.repeat}  [{at}]",
+                files = sorted((dataset_root / "data").iterdir())
+                tars = {way: Best() for way in DURABILITY}
+                pulls = {protocol: Best() for protocol in args.protocols}
+                checks = Best()
+                clients: dict[str, Workspace] = {}
+                # Every measurement once per round, the rounds one after another: the machine's
+                # other load falls on all of them alike, and each keeps its best round.
+                for _ in range(args.repeat):
+                    tar = await durable_tar_pulls(session, base, full_files, work / "tar-full")
+                    for way, (seconds, size) in tar.items():
+                        tars[way].offer(
+                            seconds, f"{len(full_files)} files, {size / 2**20:.1f} MiB  [{load()}]"
                         )
+                    for protocol in pulls:
+                        if protocol in clients:
+                            await clients.pop(protocol).close()
+                            await asyncio.to_thread(
+                                shutil.rmtree, work / f"node-b-{protocol}", True
+                            )
+                        clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
+                        seconds, blocks, objects, phases = await timed_pull(
+                            clients[protocol], url, protocol
+                        )
+                        pulls[protocol].offer(
+                            seconds, f"{blocks} blocks, {objects} objects  [{load()}]\n{phases}"
+                        )
+                    seconds, cpu = await asyncio.to_thread(checks_alone, files)
+                    checks.offer(
+                        seconds,
+                        f"{len(files)} files read once, on every core (part of each full "
+                        f"pull), CPU {cpu:.2f} s  [{load()}]",
                     )
-                tar_full = min(seconds for seconds, _, _ in baselines.values())
-                clients = {}
-                for protocol in ("simple", "smart"):
-                    clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
-                    seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
+                for way, best in tars.items():
+                    rows.append((f"tar stream, {way}", best.seconds, 1.0, best.detail))
+                tar_full = min(best.seconds for best in tars.values())
+                for protocol, best in pulls.items():
                     rows.append(
                         (
                             f"{protocol} pull, full",
-                            seconds,
-                            seconds / tar_full,
-                            f"{blocks} blocks, {objects} objects  [{load()}]",
+                            best.seconds,
+                            best.seconds / tar_full,
+                            best.detail,
                         )
                     )
-                files = sorted((dataset_root / "data").iterdir())
-                checks = min(
-                    [await asyncio.to_thread(checks_alone, files) for _ in range(args.repeat)]
-                )
                 rows.append(
-                    (
-                        "data checks alone",
-                        checks,
-                        checks / tar_full,
-                        f"{len(files)} files read once, on every core, best of "
-                        f"{args.repeat} (part of each full pull)  [{load()}]",
-                    )
+                    ("data checks alone", checks.seconds, checks.seconds / tar_full, checks.detail)
                 )
                 before = dataset_files(dataset_root)
                 await writer.append(slices=1, rows=args.rows, empty_blocks=9, checkpoints=False)
@@ -260,8 +279,8 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                     session, base, new_files, work / "tar-incremental", fsync_tree
                 )
                 rows.append(("tar stream, incremental", tar_incr, 1.0, f"{len(new_files)} files"))
-                for protocol in ("simple", "smart"):
-                    seconds, blocks, objects = await timed_pull(clients[protocol], url, protocol)
+                for protocol in args.protocols:
+                    seconds, blocks, objects, _ = await timed_pull(clients[protocol], url, protocol)
                     rows.append(
                         (
                             f"{protocol} pull, incremental",
@@ -276,12 +295,14 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             async with asyncio.timeout(20):
                 await server.wait()
     print()
+    print(f"each full-size figure is the best of {args.repeat} rounds run one after another")
     print(f"{'operation':<28}{'seconds':>10}{'x tar':>10}  detail")
     for name, seconds, ratio, detail in rows:
-        print(f"{name:<28}{seconds:>10.3f}{ratio:>10.2f}  {detail}")
+        first, *more = detail.split("\n")
+        print(f"{name:<28}{seconds:>10.3f}{ratio:>10.2f}  {first}")
+        for line in more:
+            print(f"{'':<50}{line}")
     smart_full = next(r for r in rows if r[0] == "smart pull, full")
-    smart_incr = next(r for r in rows if r[0] == "smart pull, incremental")
-    simple_incr = next(r for r in rows if r[0] == "simple pull, incremental")
     checks_row = next(r for r in rows if r[0] == "data checks alone")
     print()
     for way in DURABILITY:
@@ -297,7 +318,8 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
             f"{larger:.3f} s: {smart_full[1] / larger:.2f}x -> "
             f"{'met' if smart_full[1] <= 1.2 * larger else 'MISSED'}"
         )
-    for name, row in (("smart", smart_incr), ("simple", simple_incr)):
+    for name in args.protocols:
+        row = next(r for r in rows if r[0] == f"{name} pull, incremental")
         print(
             f"target {name} incremental pull < 1 s: {row[1]:.3f} s -> {'met' if row[1] < 1 else 'MISSED'}"
         )
@@ -316,11 +338,20 @@ def main() -> None:
         "--blocks-per-slice", type=int, default=10, help="blocks per data file (default 10)"
     )
     parser.add_argument("--rows", type=int, default=400, help="rows per data file (default 400)")
-    parser.add_argument("--repeat", type=int, default=3, help="baseline runs (best kept)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="rounds of every full-size measurement (best kept)"
+    )
+    parser.add_argument(
+        "--protocols",
+        type=lambda text: text.split(","),
+        default=["simple", "smart"],
+        help="pulls to time, of simple,smart (default both; smart is always timed)",
+    )
     parser.add_argument(
         "--dir", type=Path, help="work folder (default: a temporary one, removed after)"
     )
     args = parser.parse_args()
+    args.protocols = sorted(set(args.protocols) | {"smart"}, reverse=True)
     work = args.dir or Path(tempfile.mkdtemp(prefix="bench-sync-"))
     try:
         asyncio.run(bench(args, work))

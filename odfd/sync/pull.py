@@ -249,6 +249,7 @@ class _PullRun:
             on_bytes=progress.add_bytes,
         )
         self.checks = DataChecks(remote.url)
+        self._stashing: asyncio.Future[None] | None = None
         self.transfer: Transfer | None = None
         self.resumed = 0
         self.decision: HeadDecision | None = None
@@ -278,6 +279,7 @@ class _PullRun:
             self.checks.cancel()
             if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 raise
+            await self._settle_stash()
             await self.stash.discard_added()
             await self.fetcher.discard_added()
             await discard_staging(self.target)
@@ -290,8 +292,25 @@ class _PullRun:
             await discard_staging(self.target)  # nothing was new: no dataset to keep
         return result
 
+    async def _stashed(self) -> None:
+        """Wait for the blocks being stored beside the downloads (their error, if any, is
+        raised: a block that could not be stored fails the pull)."""
+        stashing, self._stashing = self._stashing, None
+        if stashing is not None:
+            await stashing
+
+    async def _settle_stash(self) -> None:
+        """On the way out of a failed pull: let the block writes end (they run in threads that
+        a cancellation cannot stop), so ``stash.added`` is complete before it is kept or
+        discarded."""
+        try:
+            await asyncio.shield(self._stashed())
+        except Exception:  # noqa: BLE001 - the pull's own error is the one reported
+            pass
+
     async def _keep_progress(self) -> None:
         self.checks.cancel()
+        await self._settle_stash()
         await self.stash.flush()
         await self._save_progress(force=True)
         await discard_staging_if_empty(self.target)
@@ -370,7 +389,11 @@ class _PullRun:
         )
         self._check_walk(walk)
         data_of = dict(blocks)
-        await self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
+        # The blocks are stored while the objects download (both wait mostly on the device and
+        # the network, not on each other); the commit waits for both.
+        self._stashing = asyncio.ensure_future(
+            self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
+        )
         self.progress.add_blocks(len(walk.new_blocks))
         refs = await self._plan_objects(walk)
         for start in range(0, len(refs), URL_BATCH):
@@ -509,6 +532,7 @@ class _PullRun:
         return store.path_of(hash)
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
+        await self._stashed()
         self.progress.set_phase("checking data")
         await self.checks.verify(
             {

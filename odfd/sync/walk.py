@@ -193,8 +193,9 @@ class BlockStash:
         if not self._pending or self.store is None:
             return
         batch, self._pending = self._pending, []
-        await self.store.put_many([data for _, data in batch])
+        # Recorded before the write: a write that fails half-way may have stored some of them.
         self.added.extend(h for h, _ in batch)
+        await self.store.put_many([data for _, data in batch])
 
     async def discard_added(self) -> None:
         """Remove what this stash added (after the source proved untrustworthy)."""

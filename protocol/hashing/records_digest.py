@@ -15,8 +15,8 @@ this follows that crate's code (not its README where they differ):
   structs with nulls at two levels the hash depends on batch boundaries, as it does in the
   reference; a Parquet file is therefore hashed in the reference's batches (``parquet_files``).
 
-Given an executor, a digest encodes and SHA3s its leaf columns' records side by side on the
-executor's threads, each column's blocks in order (``lanes``), while the caller goes on decoding;
+Given an executor, a digest encodes its leaf columns' blocks on the executor's threads as they
+arrive and SHA3s each column's records in order (``lanes``), while the caller goes on decoding;
 ``finalize`` waits for them.
 """
 
@@ -132,9 +132,11 @@ class RecordsDigest:
     def update(self, batch: pa.RecordBatch) -> None:
         """Hash the rows of ``batch``, which must have this digest's schema (as hashed).
 
-        With an executor, each block of a column is encoded and SHA3'd on its threads (Arrow
-        and NumPy kernels and SHA3 release the GIL), so the caller only decodes and every core
-        encodes; ``finalize`` waits for them. Without one, all of it runs here.
+        With an executor, each block of a column is encoded on any of its threads as soon as it
+        is handed over, and SHA3'd in order in the column's lane (Arrow and NumPy kernels and
+        SHA3 release the GIL), so the caller only decodes, every core encodes, and a column's
+        chain of steps in order is its SHA3 alone; ``finalize`` waits for them. Without one, all
+        of it runs here.
         """
         self._check_schema(batch.schema)
         for lane, (leaf, array, valid) in enumerate(self._leaf_columns(batch)):
@@ -142,9 +144,11 @@ class RecordsDigest:
                 block_valid = None if valid is None else valid[start : start + _BLOCK_ROWS]
                 block = array.slice(start, _BLOCK_ROWS)
                 if self._lanes is None:
-                    _hash_block(leaf, block, block_valid)
+                    leaf.hasher.update(_records(block, block_valid))
                 else:
-                    self._lanes.submit(lane, partial(_hash_block, leaf, block, block_valid))
+                    self._lanes.submit_prepared(
+                        lane, partial(_records, block, block_valid), leaf.hasher.update
+                    )
 
     def _check_schema(self, schema: pa.Schema) -> None:
         if any(schema.equals(seen) for seen in self._accepted_schemas):
@@ -178,11 +182,11 @@ class RecordsDigest:
 _LeafColumn = tuple[_Leaf, pa.Array, "np.ndarray | None"]
 
 
-def _hash_block(leaf: _Leaf, block: pa.Array, valid: np.ndarray | None) -> None:
-    """Feed ``leaf``'s hasher the records of ``block`` (one lane task: a column's blocks are
-    fed in order)."""
+def _records(block: pa.Array, valid: np.ndarray | None) -> memoryview:
+    """The bytes ``block`` feeds its column's hasher (with an executor, built on any of its
+    threads; the lane then feeds them to the hasher in order)."""
     records = encode(block, valid, False).data
-    leaf.hasher.update(records.data if isinstance(records, np.ndarray) else records)
+    return records.data if isinstance(records, np.ndarray) else records
 
 
 def _collect_leaves(

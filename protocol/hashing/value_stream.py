@@ -316,7 +316,10 @@ def _length_prefixed(
     order = _interleaved(n)
     if valid is not None:
         # A null value takes the null marker (at 2n) for its header and the empty body (2n + 1).
-        order = np.where(np.repeat(valid, 2), order, _null_order(n))
+        headers_of_nulls = 2 * np.flatnonzero(~valid)
+        order = order.copy()
+        order[headers_of_nulls] = 2 * n
+        order[headers_of_nulls + 1] = 2 * n + 1
     joined = source.take(_indices(order))
     joined_offsets = np.frombuffer(joined.buffers()[1], dtype=np.int64, count=2 * n + 1)
     data = memoryview(joined.buffers()[2])[joined_offsets[0] : joined_offsets[-1]]
@@ -335,14 +338,6 @@ def _header_offsets(n: int) -> np.ndarray:
 def _interleaved(n: int) -> np.ndarray:
     """``0, n, 1, n + 1, ...``: each value's header (at ``i``) then its body (at ``n + i``)."""
     order = np.arange(2 * n, dtype=np.int64).reshape(2, n).T.reshape(-1)
-    order.flags.writeable = False
-    return order
-
-
-@functools.lru_cache(maxsize=4)
-def _null_order(n: int) -> np.ndarray:
-    """``2n, 2n + 1, 2n, ...``: every value as a null, the marker then the empty body."""
-    order = np.tile(np.array([2 * n, 2 * n + 1], dtype=np.int64), n)
     order.flags.writeable = False
     return order
 

@@ -11,7 +11,9 @@ from pathlib import Path
 import pytest
 
 from protocol.identity import Multicodec, Multihash
+from storage.atomic import sync_file_system
 from storage.errors import CorruptRefError, HashMismatchError, ObjectNotFoundError, RefCasError
+from storage.stores import localfs
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 
 
@@ -86,6 +88,39 @@ async def test_missing_object_raises_not_found(tmp_path: Path) -> None:
         await store.size(missing)
     with pytest.raises(ObjectNotFoundError):
         [c async for c in store.iter_chunks(missing)]
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+async def test_a_large_batch_is_stored_whole_and_leaves_no_staged_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, has_syncfs: bool
+) -> None:
+    """A pull's thousands of blocks: staged unsynced, one syncfs, then named (or, without
+    syncfs, an fsync per file); an object already stored and a repeat in the batch are fine."""
+    synced: list[Path] = []
+
+    def sync(folder: Path) -> bool:
+        named = [name for name in os.listdir(folder) if not name.startswith(".")]
+        assert named == [sha3(b"already").to_multibase()], "named before it was durable"
+        assert len(os.listdir(folder)) == 1 + 400  # the new objects, staged
+        synced.append(folder)
+        return has_syncfs
+
+    monkeypatch.setattr(localfs, "sync_file_system", sync)
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "objects")
+    await store.put_bytes(b"already")
+    items = [b"already", *(f"block {i}".encode() for i in range(400)), b"block 7"]
+    hashes = await store.put_many(items)
+    assert hashes == [sha3(item) for item in items]
+    assert synced == [tmp_path / "objects"]
+    for item, hash in zip(items, hashes, strict=True):
+        assert await store.get_bytes(hash) == item
+    assert sorted(os.listdir(tmp_path / "objects")) == sorted({h.to_multibase() for h in hashes})
+
+
+def test_sync_file_system_reaches_the_kernel(tmp_path: Path) -> None:
+    assert sync_file_system(tmp_path) is True  # Linux has syncfs(2)
+    with pytest.raises(FileNotFoundError):
+        sync_file_system(tmp_path / "missing")
 
 
 async def test_listing_skips_staging_files(tmp_path: Path) -> None:

@@ -79,3 +79,50 @@ def test_a_shut_down_pool_fails_wait_instead_of_hanging() -> None:
     lanes.submit(0, lambda: None)
     with pytest.raises(RuntimeError):
         lanes.wait()
+
+
+def test_preparations_run_side_by_side_and_their_results_are_used_in_lane_order() -> None:
+    """A later block's preparation may finish first (the first one here waits for the second
+    to start); the lane still uses the results in the order they were submitted."""
+    second_started = threading.Event()
+    used: list[int] = []
+
+    def prepare(step: int) -> int:
+        if step == 0:
+            assert second_started.wait(5), "the second preparation did not run beside the first"
+        if step == 1:
+            second_started.set()
+        return step
+
+    with ThreadPoolExecutor(max_workers=3) as pool:
+        lanes = Lanes(pool, 1, max_pending=4)
+        for step in range(4):
+            lanes.submit_prepared(0, partial(prepare, step), used.append)
+        lanes.wait()
+    assert used == [0, 1, 2, 3]
+
+
+def test_a_failed_preparation_is_its_tasks_error_and_later_tasks_are_skipped() -> None:
+    used: list[int] = []
+
+    def prepare(step: int) -> int:
+        if step == 1:
+            raise ValueError("cannot encode block 1")
+        return step
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        lanes = Lanes(pool, 1, max_pending=10)
+        for step in range(3):
+            lanes.submit_prepared(0, partial(prepare, step), used.append)
+        with pytest.raises(ValueError, match="block 1"):
+            lanes.wait()
+    assert used == [0]
+
+
+def test_a_shut_down_pool_fails_a_prepared_task_instead_of_hanging() -> None:
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.shutdown()
+    lanes = Lanes(pool, 1, max_pending=2)
+    lanes.submit_prepared(0, lambda: 1, lambda _: None)
+    with pytest.raises(RuntimeError):
+        lanes.wait()
