@@ -91,7 +91,9 @@ def test_equality_and_hash_follow_compare_fields() -> None:
         assert kind("h") != kind("h", port=1)
         assert kind("h").__eq__(object()) is NotImplemented
     assert Shared("h") != Standard("h")
-    hashable: Any = frozen_dataclass(type("Point", (), {"__annotations__": {"x": "int", "y": "int"}}))
+    hashable: Any = frozen_dataclass(
+        type("Point", (), {"__annotations__": {"x": "int", "y": "int"}})
+    )
     assert hash(hashable(1, 2)) == hash(hashable(1, 2)) == hash((1, 2))
     with pytest.raises(TypeError):
         hash(Shared("h"))  # a list field, as the standard class refuses it
