@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from protocol.query.errors import RenderError
-from protocol.query.render.floats import render_floats
+from protocol.query.render.floats import float_pieces, render_floats
 from protocol.query.render.temporal import render_temporal, timestamp_pieces
 from protocol.query.render.text import (
     NULL,
@@ -63,7 +63,7 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
     if isinstance(kind, pa.ExtensionType):
         return render_column(array.storage, style)
     if pa.types.is_boolean(kind) or pa.types.is_integer(kind):
-        return with_nulls(array.cast(pa.string()), None)
+        return with_nulls(array.cast(TEXT), None)
     if pa.types.is_floating(kind):
         return render_floats(array, canonical=style.canonical)
     if pa.types.is_decimal(kind):
@@ -88,8 +88,8 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
 
 
 def column_pieces(array: pa.Array, style: Style) -> list[Piece]:
-    """The texts of ``render_column`` as pieces of a row join: timestamps and strings without
-    nulls (the bulk of most answers) are left in parts (quotes, tables of dates and times of
+    """The texts of ``render_column`` as pieces of a row join: timestamps, strings and floats
+    without nulls (the bulk of most answers) are left in parts (quotes, tables of dates and times of
     day) that the row join copies once, instead of being joined into a column first."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
@@ -99,6 +99,8 @@ def column_pieces(array: pa.Array, style: Style) -> list[Piece]:
             return timestamp_pieces(array, kind.unit, kind.tz)
         if _is_string(kind):
             return string_pieces(array, ascii_only=style.canonical)
+        if pa.types.is_floating(kind):
+            return float_pieces(array, canonical=style.canonical)
     return [render_column(array, style)]
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from protocol.query.errors import DataTooLargeError
 from protocol.query.render.columns import (
@@ -24,7 +25,7 @@ from protocol.query.render.columns import (
     object_layout,
 )
 from protocol.query.render.small import SMALL_ROWS, small_texts
-from protocol.query.render.text import Piece, constant, data_bytes, join
+from protocol.query.render.text import TEXT, Piece, constant, data_bytes, join
 from protocol.query.request import DataFormat
 
 ROWS_PER_CHUNK = 16_384
@@ -98,7 +99,7 @@ class DataWriter:
                 pieces.append((b"," if position else b"") + key + b"[")
                 column = self._soa[name][index]
                 for number, chunk in enumerate(column):
-                    pieces.append(chunk[1:] if number == 0 else chunk)
+                    pieces += [b",", chunk] if number else [chunk]
                 pieces.append(b"]")
             pieces.append(b"}")
         return out
@@ -193,7 +194,7 @@ class DataWriter:
             texts = self._texts(batch.slice(start, ROWS_PER_CHUNK))
             for name, _ in self._styles:
                 for index, column in enumerate(texts[name]):
-                    body = bytes(data_bytes(join(_merged([",", *column]))))
+                    body = _comma_separated(column)
                     self._soa[name][index].append(body)
                     if name == self._styles[0][0]:
                         self._soa_size += len(body)
@@ -202,6 +203,16 @@ class DataWriter:
                     f"the answer is larger than {self._soa_limit} bytes, the limit of JsonSoA "
                     "(which cannot be streamed); ask for JsonAoS or JsonAoA, or fewer rows"
                 )
+
+
+def _comma_separated(pieces: list[Piece]) -> Bytes:
+    """A column's texts separated by commas: a column rendered whole by one Arrow
+    ``binary_join`` over it as one list, a column in pieces by the row join with a comma
+    piece (the last comma cut off)."""
+    if len(pieces) == 1 and isinstance(pieces[0], pa.Array):
+        listed = pa.LargeListArray.from_arrays(pa.array([0, len(pieces[0])], pa.int64()), pieces[0])
+        return data_bytes(pc.binary_join(listed, pa.scalar(",", TEXT)))
+    return data_bytes(join(_merged([*pieces, ","])))[:-1]
 
 
 def _join_rows(pieces: list[Piece], rows: int) -> pa.Array:

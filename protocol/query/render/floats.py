@@ -6,7 +6,8 @@ serde_json's only in a few places (``123`` for ``123.0``; fixed or scientific no
 digit exponents -6 and 10..15). So the texts are Arrow's, read back into digits and exponents with
 Arrow string kernels, put through the reference's re-read on whole numpy arrays (the values it
 changes get new texts), and patched where the layouts differ. Canonical texts (Rust ``{:e}``) are
-assembled from the digits with the same kernels.
+assembled from the digits with the same kernels. Columns whose values all have a few decimals
+(the common case) skip all that: their texts are two integer casts (``_fixed_places``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,16 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from protocol.query.floats import F32_FIXED_EXPONENTS, F64_FIXED_EXPONENTS, POW10, wire_text
-from protocol.query.render.text import NULL, TEXT, constant, digit_count, join, with_nulls
+from protocol.query.render.text import (
+    NULL,
+    TEXT,
+    Indexed,
+    Piece,
+    constant,
+    digit_count,
+    join,
+    with_nulls,
+)
 
 _POW10 = np.array(POW10, dtype=np.float64)
 _POW10_INT = np.array([10**i for i in range(20)], dtype=np.uint64)
@@ -39,6 +49,17 @@ class Decomposed:
         self.exponent[rows] = other.exponent
 
 
+def float_pieces(array: pa.Array, *, canonical: bool) -> list[Piece]:
+    """``render_floats``'s texts as pieces of a row join: a column without nulls whose values
+    all have a few decimals (``_fixed_places``) in parts the row join copies once."""
+    if not canonical and pa.types.is_float64(array.type) and array.null_count == 0:
+        numbers = np.asarray(array.to_numpy(zero_copy_only=False), np.float64)
+        places = _fixed_places(numbers)
+        if places is not None:
+            return _fixed_pieces(numbers, places)
+    return [render_floats(array, canonical=canonical)]
+
+
 def render_floats(array: pa.Array, *, canonical: bool) -> pa.LargeStringArray:
     """JSON texts of a float16/32/64 column as the reference's answer holds them: ``null`` for
     nulls, NaN and infinities."""
@@ -59,8 +80,10 @@ def render_floats(array: pa.Array, *, canonical: bool) -> pa.LargeStringArray:
 
 def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStringArray:
     """Texts of finite values after the reference's write and re-read."""
-    if not single and not canonical and _read_back_exactly(numbers):
-        return _wire(_texts(numbers, False), numbers, _first_digit_exponents(numbers))
+    if not single and not canonical:
+        places = _fixed_places(numbers)
+        if places is not None:
+            return join(_fixed_pieces(numbers, places))
     texts = _texts(numbers, single)
     parts = decompose(pc.utf8_ltrim(texts, characters="-"))
     fixed = F32_FIXED_EXPONENTS if single else F64_FIXED_EXPONENTS
@@ -81,36 +104,70 @@ def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStrin
 _EXACT_BELOW = 9e14
 """Magnitudes below which a value's digits (times ten, for a whole number) fit in 15 digits."""
 _EXACT_FROM = 1e-5
-_POWERS = np.array([float(f"1e{exponent}") for exponent in range(-5, 17)], dtype=np.float64)
 
 
-def _read_back_exactly(numbers: np.ndarray) -> bool:
-    """Whether the reference's re-read gives back every value unchanged, known without taking
-    the texts apart: a value in ``[1e-5, 9e14)`` equal to ``m / 10**k`` for an integer ``m <
-    10**15`` and ``k <= 15`` is written in fixed notation with at most 15 digits (its shortest
-    digits are no more than ``m``'s), so the reader's integer and power of ten are exact
-    doubles and its one division rounds correctly, to the value itself. (Prices, measurements,
-    anything with a few decimals.)"""
+def _fixed_places(numbers: np.ndarray) -> np.ndarray | None:
+    """The decimal places ``k`` of each value when every value is in ``[1e-5, 9e14)`` and equal
+    to ``m / 10**k`` for an integer ``m < 10**15`` and ``k <= 15`` (the least such ``k``);
+    ``None`` otherwise. (Prices, measurements, anything with a few decimals.)
+
+    Such a value's shortest digits are ``m``'s (two decimals of at most 15 digits that read as
+    the same double are equal), it is written in fixed notation (its first digit's exponent is
+    in ``-5..=14``), and the reference's re-read gives it back unchanged: the reader's integer
+    and power of ten are exact doubles and its one division rounds correctly, to the value
+    itself. So its text can be built from the integers, without the float writer or the
+    re-read."""
     magnitudes = np.abs(numbers)
     if not ((magnitudes >= _EXACT_FROM) & (magnitudes < _EXACT_BELOW)).all():
-        return False
-    pending = magnitudes
-    for places in range(16):
-        scale = _POW10[places]
-        whole = np.rint(pending * scale)
-        found = (whole < 1e15) & (whole / scale == pending)
+        return None
+    places = np.zeros(len(numbers), dtype=np.int64)
+    pending = np.arange(len(numbers))
+    for count in range(16):
+        scale = _POW10[count]
+        values = magnitudes[pending]
+        whole = np.rint(values * scale)
+        found = (whole < 1e15) & (whole / scale == values)
+        places[pending[found]] = count
         pending = pending[~found]
         if pending.size == 0:
-            return True
-    return False
+            return places
+    return None
 
 
-def _first_digit_exponents(numbers: np.ndarray) -> np.ndarray:
-    """The decimal exponent of the first of the shortest digits of each value in ``[1e-5,
-    1e16)``: the double nearest a power of ten is the least value whose shortest digits start
-    at that power."""
-    found = np.searchsorted(_POWERS, np.abs(numbers), side="right")
-    return np.asarray(found, dtype=np.int64) - 6
+def _fixed_pieces(numbers: np.ndarray, places: np.ndarray) -> list[Piece]:
+    """serde_json's fixed-notation texts of values ``m / 10**k`` (``_fixed_places``) as pieces
+    of a row join: ``[-]``, ``m // 10**k``, then ``.`` and ``m % 10**k`` in ``k`` digits (``.0``
+    for a whole number). The integers are written by Arrow's integer cast, the fraction's as
+    ``10**k + m % 10**k`` with its leading ``1`` made the point."""
+    scaled = np.rint(np.abs(numbers) * _POW10[places]).astype(np.int64)
+    unit = _POW10_INT[places].astype(np.int64)
+    fraction = scaled % unit + unit
+    fraction[places == 0] = 10
+    pieces: list[Piece] = [
+        pa.array(scaled // unit).cast(TEXT),
+        _first_as_point(pa.array(fraction).cast(TEXT)),
+    ]
+    negative = np.signbit(numbers)
+    if negative.any():
+        pieces.insert(0, Indexed(_SIGNS, negative.astype(np.int64)))
+    return pieces
+
+
+_SIGNS = pa.array(["", "-"], TEXT)
+
+
+def _first_as_point(texts: pa.Array) -> pa.LargeStringArray:
+    """Each (non-empty) text with its first character replaced by ``.``."""
+    offsets = np.frombuffer(
+        texts.buffers()[1], dtype=np.int64, count=len(texts) + 1, offset=texts.offset * 8
+    )
+    data = np.frombuffer(texts.buffers()[2], dtype=np.uint8).copy()
+    data[offsets[:-1]] = ord(".")
+    array = pa.Array.from_buffers(
+        TEXT, len(texts), [None, pa.py_buffer(np.ascontiguousarray(offsets)), pa.py_buffer(data)]
+    )
+    assert isinstance(array, pa.LargeStringArray)
+    return array
 
 
 def _texts(numbers: np.ndarray, single: bool) -> pa.StringArray:

@@ -103,9 +103,14 @@ _CHRONO_TZ_HORIZON = 4_102_444_799
 offset in force then."""
 
 
+_UTC_ZONES = frozenset({"UTC", "Etc/UTC"})
+"""Zone names whose offset is zero at every instant (the usual zone of event and system times):
+known without asking the zone database row by row."""
+
+
 def _offsets(seconds: np.ndarray, zone: str) -> np.ndarray:
     """The zone's UTC offset (seconds) at each instant."""
-    fixed = fixed_offset(zone)
+    fixed = 0 if zone in _UTC_ZONES else fixed_offset(zone)
     if fixed is not None:
         return np.full(len(seconds), fixed, dtype=np.int64)
     instants = pa.array(np.minimum(seconds, _ARROW_ZONE_HORIZON), pa.timestamp("s", tz=zone))
@@ -197,7 +202,7 @@ def _datetime_pieces(
     pieces: list[Piece] = ['"', _dates_of(days)]
     if time:
         of_day = seconds - days * _SECONDS_PER_DAY
-        pieces += ["T", Indexed(_clock_texts(), of_day), _fractions(nanos, per_second)]
+        pieces += ["T", Indexed(_clock_texts(), of_day, 8), _fractions(nanos, per_second)]
     if offsets is not None:
         pieces.append(_offset_texts(offsets))
     pieces.append('"')

@@ -435,7 +435,7 @@ def test_floats_with_few_decimals_follow_the_scalar_rules() -> None:
     """Values the re-read gives back unchanged (``m / 10**k``, fixed notation) skip it: their
     texts are still the scalar rules' (the ``.0`` of whole numbers, exponents 10..14 laid out
     as serde_json lays them), and a column with one other value takes the full path."""
-    from protocol.query.render.floats import _read_back_exactly
+    from protocol.query.render.floats import _fixed_places
 
     rng = np.random.default_rng(11)
     places = rng.integers(0, 16, 4000)
@@ -448,11 +448,43 @@ def test_floats_with_few_decimals_follow_the_scalar_rules() -> None:
     values += [1e-5, -1e-5, 9.99999e-5, 1.0, 100.0, 12.34, 1e10, 1.5e10, 123456789012.5]
     values += [8.99999999999999e14, 0.1, 0.7, 99.99, 1e14, 5e-5, 0.00012]
     numbers = np.array(values)
-    assert _read_back_exactly(numbers)
+    assert _fixed_places(numbers) is not None
     got = render_column(pa.array(values, pa.float64()), Style()).to_pylist()
     assert got == [_scalar_float(value, canonical=False) for value in values]
     for other in (0.0, 1e-6, 9e14, 0.1 + 0.2, 1e300):
-        assert not _read_back_exactly(np.array([*values, other]))
+        assert _fixed_places(np.array([*values, other])) is None
         mixed = [*values[:50], other]
         got = render_column(pa.array(mixed, pa.float64()), Style()).to_pylist()
         assert got == [_scalar_float(value, canonical=False) for value in mixed]
+
+
+def test_an_answer_like_a_dataset_streams_and_reads_back() -> None:
+    """The columns of a typical dataset take the row join's pieces (few-decimal floats, strings
+    and UTC timestamps without nulls): batch boundaries never show, in any layout, and the
+    values read back."""
+    rng = np.random.default_rng(8)
+    rows = 20_000
+    millis = 1_577_880_000_000 + np.sort(rng.integers(0, 10**11, rows))
+    millis[::5] -= millis[::5] % 1000  # some without a fraction of a second
+    prices = np.round(rng.uniform(-100, 100, rows), 2)
+    table = pa.table(
+        {
+            "event_time": pa.array(millis, pa.timestamp("ms", "UTC")),
+            "symbol": pa.array([f"S{i:03d}é" for i in rng.integers(0, 500, rows)]),
+            "price": pa.array(prices),
+            "seq": pa.array(np.arange(rows)),
+        }
+    )
+    whole = table.combine_chunks().to_batches()
+    pieces = table.to_batches(max_chunksize=8_192)
+    for data_format in DataFormat:
+        text = _write(pieces, data_format)
+        assert text == _write(whole, data_format)
+        assert _canonical(pieces, data_format) == _canonical(whole, data_format)
+    rows_read = json.loads(_write(pieces, DataFormat.JSON_AOS))
+    assert [row["price"] for row in rows_read] == prices.tolist()
+    assert [row["symbol"] for row in rows_read] == table.column("symbol").to_pylist()
+    expected_times = [
+        _expected_timestamp(int(value), 1_000, "UTC") for value in millis[:: rows // 100]
+    ]
+    assert [json.dumps(row["event_time"]) for row in rows_read[:: rows // 100]] == expected_times
