@@ -19,13 +19,14 @@ import re
 import secrets
 import tomllib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import field, fields, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from odfd.errors import OdfdError
 from protocol.errors import ParseError
+from protocol.frozen import frozen_dataclass
 from storage.ipfs_settings import (
     DEFAULT_IPFS_API,
     DEFAULT_IPFS_GATEWAY,
@@ -93,7 +94,7 @@ def format_duration(seconds: float) -> str:
 # --- sections -------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class ServerConfig:
     """``[server]``: the node's HTTP server (``odfd serve``, the daemon)::
 
@@ -153,7 +154,7 @@ def _alias(text: str) -> DatasetAlias:
     return DatasetAlias.parse(text)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IpfsConfig:
     """``[ipfs]``: the IPFS node (Kubo RPC API and gateway) used for ``ipfs://`` / ``ipns://``
     remotes and pinning."""
@@ -180,7 +181,7 @@ class IpfsConfig:
 _LIMITS = HttpLimits()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class SyncConfig:
     """``[sync]``: how the daemon schedules and runs mirror syncs."""
 
@@ -229,7 +230,7 @@ class SyncConfig:
         return self.operation_timeout or None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class AuditConfig:
     """``[audit]``: integrity checks after syncs and full audits on a schedule."""
 
@@ -246,7 +247,7 @@ class AuditConfig:
     """Audit reports kept per dataset."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class DaemonConfig:
     """``[daemon]``: the process itself."""
 
@@ -270,7 +271,7 @@ class DaemonConfig:
     so mirrors can tell a quiet dataset from a frozen peer; 0 never (docs/signed-heads.md)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class S3Config:
     """``[s3]``: how ``s3://`` and ``s3+http(s)://`` remotes are reached. Credentials come from
     ``[s3.remotes."URL prefix"]`` (longest matching prefix), else the ``AWS_*`` variables, else
@@ -289,7 +290,7 @@ class S3Config:
         )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class StorageConfig:
     """``[storage]``: where the node keeps its datasets (the catalog, keys and cache stay in the
     workspace folder)."""
@@ -303,7 +304,7 @@ class StorageConfig:
     used in the last 10 minutes stay)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class LogConfig:
     """``[log]``: structured logs on stderr."""
 
@@ -311,7 +312,7 @@ class LogConfig:
     level: str = "info"
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class MetricsConfig:
     """``[metrics]``: Prometheus exposition."""
 
@@ -319,8 +320,10 @@ class MetricsConfig:
     """Serve ``/metrics`` on the HTTP server (it is always on the admin socket)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class NodeConfig:
+    """The whole configuration: one section each."""
+
     server: ServerConfig = field(default_factory=ServerConfig)
     spark: SparkSettings = field(default_factory=SparkSettings)
     ipfs: IpfsConfig = field(default_factory=IpfsConfig)

@@ -20,9 +20,12 @@ folder and put first on ``PYTHONPATH``; both run on this checkout's ``.venv``): 
 a daemon of its own code and without a daemon, and the ratio now / baseline.
 
 With ``--no-spark`` only the commands that need no engine are measured (a minute, not half an
-hour: for checking start-up work against a baseline).
+hour: for checking start-up work against a baseline). With ``--callgrind`` (and ``--baseline``)
+those commands are also counted in instructions under ``valgrind --tool=callgrind``, median of
+``--repeat`` runs: a figure the machine's load does not move, for comparing start-up work.
 
-Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV] [--no-spark]``.
+Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV] [--no-spark]
+[--callgrind]``.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from __future__ import annotations
 import argparse
 import functools
 import os
+import re
 import shutil
 import signal
 import statistics
@@ -60,6 +64,21 @@ def odfd(root: Path, *args: str, env: dict[str, str] | None = None, tree: Path =
     if done.returncode != 0:
         raise RuntimeError(f"odfd {' '.join(args)} failed:\n{done.stderr.decode()}")
     return seconds
+
+
+def instructions(root: Path, *args: str, tree: Path = REPO) -> int:
+    """Instructions one ``odfd ARGS`` process of the code in ``tree`` ran (callgrind's count)."""
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run(
+            ["valgrind", "--tool=callgrind", f"--callgrind-out-file={scratch}/out"]
+            + [sys.executable, str(ODFD), *args],
+            env={**os.environ, "ODFD_HOME": str(root), "PYTHONPATH": str(tree)},
+            capture_output=True,
+        )
+    counted = re.search(rb"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or counted is None:
+        raise RuntimeError(f"odfd {' '.join(args)} under callgrind failed:\n{done.stderr.decode()}")
+    return int(counted.group(1))
 
 
 def python(code: str) -> float:
@@ -137,7 +156,14 @@ def main() -> None:
     parser.add_argument(
         "--no-spark", action="store_true", help="measure only the commands that need no engine"
     )
+    parser.add_argument(
+        "--callgrind",
+        action="store_true",
+        help="with --baseline: also count the engine-less commands' instructions (valgrind)",
+    )
     args = parser.parse_args()
+    if args.callgrind and args.baseline is None:
+        parser.error("--callgrind needs --baseline")
     byte_compile()
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-cli-"))
     try:
@@ -145,7 +171,9 @@ def main() -> None:
             against_today(work, args.repeat, spark=not args.no_spark)
         else:
             baseline = export(args.baseline, work / "baseline")
-            against_baseline(work, args.repeat, baseline, spark=not args.no_spark)
+            against_baseline(
+                work, args.repeat, baseline, spark=not args.no_spark, callgrind=args.callgrind
+            )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -216,7 +244,9 @@ def against_today(work: Path, repeat: int, *, spark: bool = True) -> None:
         daemon.wait(120)
 
 
-def against_baseline(work: Path, repeat: int, baseline: Path, *, spark: bool = True) -> None:
+def against_baseline(
+    work: Path, repeat: int, baseline: Path, *, spark: bool = True, callgrind: bool = False
+) -> None:
     """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
     in the machine's load touches both alike."""
     trees = {"now": REPO, "baseline": baseline}
@@ -232,6 +262,18 @@ def against_baseline(work: Path, repeat: int, baseline: Path, *, spark: bool = T
         now, before = (statistics.median(runs[tree]) for tree in trees)
         goal = "  (target <= 0.3 s)" if argv[0] != "tail" else ""
         print(f"{' '.join(argv):<34} {now:7.2f} {before:9.2f} {now / before:5.2f}x{goal}")
+    if callgrind:
+        print(f"\nmedian of {repeat} callgrind counts each (millions of instructions)")
+        for argv in NO_ENGINE:
+            counts: dict[str, list[int]] = {tree: [] for tree in trees}
+            for round in range(repeat):
+                for tree, code in _in_turn(trees, round):
+                    counts[tree].append(instructions(cold[tree], *argv, tree=code))
+            now_i, before_i = (statistics.median(counts[tree]) for tree in trees)
+            print(
+                f"{' '.join(argv):<34} {now_i / 1e6:7.1f} {before_i / 1e6:9.1f} "
+                f"{now_i / before_i:5.3f}x"
+            )
     if not spark:
         return
     daemons = [start_daemon(warm[tree], code) for tree, code in trees.items()]

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from protocol.frozen import frozen_dataclass
 
 if TYPE_CHECKING:
     from storage.ipfs_client import IpfsClient
@@ -16,7 +17,7 @@ DEFAULT_REPUBLISH_INTERVAL = 4 * 3600.0
 """Kubo's own republishing period for the records of its keys."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IpfsSettings:
     """The node odfd uses: ``$ODFD_IPFS_API`` / ``$ODFD_IPFS_GATEWAY``, else ``[ipfs]`` ``api`` /
     ``gateway`` (and ``record_validity``, ``republish_interval``) in ``config.toml``, else Kubo's defaults on loopback (``odfd.config`` reads them)."""

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from protocol.frozen import frozen_dataclass
 from protocol.identity import DatasetId, Multihash
 from storage.errors import WorkspaceError
 
@@ -33,7 +33,7 @@ def dataset_dir_name(dataset_id: DatasetId) -> str:
     return dataset_id.to_multibase()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class DatasetLayout:
     """The folders of one dataset (spec "Dataset Layout")."""
 
@@ -75,7 +75,7 @@ class DatasetLayout:
         return self.blocks_dir.is_dir() and self.refs_dir.is_dir()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class WorkspaceLayout:
     """The folders and files of an odfd node workspace."""
 

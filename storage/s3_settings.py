@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from protocol.errors import ParseError
+from protocol.frozen import frozen_dataclass
 from storage.errors import StorageError
 
 DEFAULT_REGION = "us-east-1"
@@ -35,7 +36,7 @@ class S3EndpointError(StorageError):
 # --- URLs ------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class S3Location:
     """A bucket and a key prefix (``""`` or ending in ``/``) on an endpoint (``None``: AWS)."""
 
@@ -102,7 +103,7 @@ def _check_bucket(bucket: str, text: str) -> None:
 # --- credentials -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class S3Credentials:
     """Per-remote settings from ``config.toml``; empty fields fall back to the environment."""
 
@@ -113,7 +114,7 @@ class S3Credentials:
     profile: str = ""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class S3Settings:
     """How odfd reaches S3: ``[s3]`` defaults and per-remote credentials (``remotes``, keyed by
     URL prefix, longest match wins), then ``AWS_*`` variables, then the shared credentials
@@ -221,7 +222,7 @@ def _check_endpoint(value: str, where: str) -> str:
     return value.rstrip("/")
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class _Profile:
     """One AWS profile: its keys (the credentials file's winning) and its ``services`` entry
     for S3 (``s3 =`` followed by indented ``key = value`` lines)."""

@@ -132,7 +132,6 @@ async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
     configuration names, checked usable (``StorageError`` naming ``[storage] url`` otherwise)
     unless not ``check_storage`` (``odfd config`` must be able to fix a wrong bucket), with the
     ``PersistentVolume``s its datasets may be placed on (``odfd.volumes``)."""
-    from odfd.app.node_secrets import NodeSecrets
     from odfd.volumes.attach import attach_volumes
     from storage.layout import existing_layout
     from storage.workspace import Workspace
@@ -144,7 +143,7 @@ async def open_node(root: Path | None, *, check_storage: bool = True) -> Node:
     try:
         if check_storage:
             await workspace.storage.check()
-        await attach_volumes(workspace, NodeSecrets(workspace.keys))
+        await attach_volumes(workspace)
     except BaseException:
         await node.close()
         raise

@@ -4,6 +4,7 @@ and after it (``odfd pull -q``), with the same meaning everywhere (see ``odfd.cl
 from __future__ import annotations
 
 import argparse
+from collections.abc import Collection
 
 
 def add_to(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
@@ -36,8 +37,14 @@ def add_to(parser: argparse.ArgumentParser, *, top_level: bool = False) -> None:
     )
 
 
-def add_to_subcommands(subparsers: argparse._SubParsersAction) -> None:
-    for parser in subparsers.choices.values():
+def add_to_subcommands(
+    subparsers: argparse._SubParsersAction, *, skip: Collection[str] = ()
+) -> None:
+    """Adds the options to every command of ``subparsers`` but those named in ``skip`` (the
+    stand-ins that only name a command in ``odfd --help``: they never parse)."""
+    for name, parser in subparsers.choices.items():
+        if name in skip:
+            continue
         add_to(parser)
         for action in parser._actions:
             if isinstance(action, argparse._SubParsersAction):

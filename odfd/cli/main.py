@@ -103,13 +103,15 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     global_options.add_to(parser, top_level=True)
     add_root_argument(parser, top_level=True)
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    stand_ins: set[str] = set()
     for name, (module_name, summary) in COMMANDS.items():
         if command is None or name == command:
             module = importlib.import_module(f"odfd.cli.commands.{module_name}")
             module.register(subparsers)
         else:
             subparsers.add_parser(name, help=summary, add_help=False)
-    global_options.add_to_subcommands(subparsers)
+            stand_ins.add(name)
+    global_options.add_to_subcommands(subparsers, skip=stand_ins)
     return parser
 
 

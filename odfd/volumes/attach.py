@@ -9,14 +9,16 @@ unsupported) is left out, and its datasets say so when opened (``VolumeUnavailab
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
-from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import PERSISTENT_VOLUME
-from odfd.app.value_refs import ValueRefError
 from odfd.volumes.errors import VolumeError
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.placed_storage import PLACEMENTS_FILE, PlacedStorage
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node_secrets import NodeSecrets
 
 log = logging.getLogger(__name__)
 
@@ -38,13 +40,18 @@ async def attach(workspace: Workspace, record: ResourceRecord, secrets: NodeSecr
     placed(workspace).add_volume(record.id, storage)
 
 
-async def attach_volumes(workspace: Workspace, secrets: NodeSecrets) -> None:
-    """At open: every usable volume, if the workspace has any volume or placed dataset."""
+async def attach_volumes(workspace: Workspace) -> None:
+    """At open: every usable volume (read with the node's secrets), if the workspace has any
+    volume or placed dataset. Only then are the secrets' modules loaded (JOSE and cryptography
+    cost a command that opens a node ~0.1 s)."""
     records = await ResourceTable(workspace.catalog).list(PERSISTENT_VOLUME.schema)
     if not records and not (workspace.root / PLACEMENTS_FILE).exists():
         return
+    from odfd.app.node_secrets import NodeSecrets
+    from odfd.app.value_refs import ValueRefError
     from odfd.volumes.spec import volume_storage
 
+    secrets = NodeSecrets(workspace.keys)
     storage = placed(workspace)
     for record in records:
         try:

@@ -21,12 +21,12 @@ async over any ``BlockSource`` (every object store is one) and sync over a folde
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator, Container, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from protocol.codec.flatbuffers import block_hash, decode_block, is_block_hash, peek_prev_block_hash
 from protocol.errors import DecodeError
+from protocol.frozen import frozen_dataclass
 from protocol.identity import Multihash
 from protocol.model import MetadataBlock
 from storage.errors import ObjectNotFoundError
@@ -44,14 +44,14 @@ class BlockSource(Protocol):
         ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class BlockPosition:
     hash: Multihash
     sequence_number: int | None
     """``None`` when only the block's link was read (``read_forward``'s first pass)."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class ChainBlock:
     """A block that passed every check, with the bytes it was stored as."""
 
@@ -64,7 +64,7 @@ class ChainBlock:
         return BlockPosition(self.hash, self.block.sequence_number)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class ChainFault:
     """Why a read stopped at block ``hash``."""
 
@@ -73,13 +73,13 @@ class ChainFault:
     """The block whose ``prevBlockHash`` named this one; ``None`` for the block the read began at."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class MissingBlock(ChainFault):
     store: str
     """Where it was looked for."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class HashMismatch(ChainFault):
     actual: Multihash
     """What the stored bytes hash to."""
@@ -87,13 +87,13 @@ class HashMismatch(ChainFault):
     """How many bytes are stored."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class MalformedBlock(ChainFault):
     reason: str
     """The decoder's message."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class BrokenLink(ChainFault):
     """Blocks in hand (``check_run``) out of link order: the child's ``prevBlockHash`` names
     ``named``, but the next block given is ``hash``."""
@@ -101,7 +101,7 @@ class BrokenLink(ChainFault):
     named: Multihash | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class BrokenSequence(ChainFault):
     """The block's sequence number does not fit its place: not below its child's (strict: not
     exactly one below), or (strict) #0 with a ``prevBlockHash`` or another number without one.

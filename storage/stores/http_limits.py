@@ -3,14 +3,15 @@ cheap (``odfd.config`` builds them before any command knows whether it talks to 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from protocol.frozen import frozen_dataclass
 
 if TYPE_CHECKING:
     import aiohttp
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class HttpLimits:
     """Time-outs for talking to a peer (seconds; ``min_rate`` in bytes per second, 0: none)."""
 

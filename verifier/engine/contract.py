@@ -15,12 +15,12 @@ once per process; each lives in a package of its own (``verifier/engine/<name>/`
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
 import pyarrow as pa
 
+from protocol.frozen import frozen_dataclass
 from protocol.identity import DatasetId, Multihash
 from protocol.model import Checkpoint, SqlQueryStep, Timestamp, TransformSql, Watermark
 from verifier.engine.columns import Vocab
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from verifier.engine.output import WrittenSlice
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class QueryTable:
     """A table a raw query reads: Parquet files (oldest first) registered under ``name``."""
 
@@ -41,7 +41,7 @@ class QueryTable:
     lets the engine take it from the files."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TransformInputSlice:
     """What one input contributes to a transaction."""
 
@@ -57,7 +57,7 @@ class TransformInputSlice:
     explicit_watermarks: tuple[Watermark, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TransformRequest:
     dataset_alias: str
     transform: TransformSql
@@ -76,7 +76,7 @@ class TransformRequest:
     nullability from its plan keep their schema."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class WrittenCheckpoint:
     """A checkpoint file an engine wrote, and what the block says about it."""
 
@@ -89,7 +89,7 @@ class WrittenCheckpoint:
         return Checkpoint(physical_hash=self.physical_hash, size=self.size)
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class TransformResult:
     schema: pa.Schema
     new_data: WrittenSlice | None
@@ -97,7 +97,7 @@ class TransformResult:
     new_checkpoint: WrittenCheckpoint | None
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IngestInput:
     """The file an ingest reads, as the engine receives it.
 
@@ -112,7 +112,7 @@ class IngestInput:
     number, since its line in ``source`` is unknown; ``None`` for a file read as it is."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IngestRequest:
     """One ingest transaction's engine work: a file in, the root dataset's next slice out."""
 
@@ -140,7 +140,7 @@ class IngestRequest:
     """The transaction's folder for intermediate files."""
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class IngestResult:
     schema: pa.Schema
     """The slice's schema (an input without records still defines it)."""

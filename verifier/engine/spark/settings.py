@@ -21,10 +21,11 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 
+from protocol.frozen import frozen_dataclass
 from verifier.engine.spark.jvm_plugin import SHUFFLE_MANAGER
 from verifier.errors import VerifierError
 
@@ -106,7 +107,7 @@ _KNOWN_KEYS = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_dataclass
 class SparkSettings:
     """Operator-chosen Spark settings (the ``[spark]`` table of ``config.toml``).
 
