@@ -310,10 +310,10 @@ async def main() -> None:
             )
         print("   the same answer in the other layouts (daemon CPU; none should cost more):")
         for label, runs in exports.items():
-            cpu = best([run[2] for run in runs])
+            layout_cpu = best([run[2] for run in runs])
             wall = best([run[0] for run in runs])
             print(
-                f"   {label:<27} {cpu:5.2f} s CPU ({cpu / api_cpu:4.2f}x JsonAoS's), "
+                f"   {label:<27} {layout_cpu:5.2f} s CPU ({layout_cpu / api_cpu:4.2f}x JsonAoS's), "
                 f"{wall:5.2f} s wall, {runs[0][1] / 1e6:.0f} MB"
             )
     finally:
