@@ -7,7 +7,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -90,21 +90,21 @@ _CHECK_SPANS: list[tuple[float, float]] = []
 @contextmanager
 def checks_timed() -> Iterator[list[tuple[float, float]]]:
     """Record (start, end) of every data check a pull runs (the check itself is unchanged)."""
-    original = data_checks.read_slice_facts
+    original = data_checks.read_first_present
 
-    def timed(path: Path, offset_column: str) -> data_checks.SliceFacts:
+    def timed(paths: Sequence[Path], offset_column: str) -> data_checks.SliceFacts:
         begun = time.perf_counter()
         try:
-            return original(path, offset_column)
+            return original(paths, offset_column)
         finally:
             _CHECK_SPANS.append((begun, time.perf_counter()))
 
     _CHECK_SPANS.clear()
-    data_checks.read_slice_facts = timed
+    data_checks.read_first_present = timed
     try:
         yield _CHECK_SPANS
     finally:
-        data_checks.read_slice_facts = original
+        data_checks.read_first_present = original
 
 
 def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: float) -> str:

@@ -23,6 +23,7 @@ only while both go on at once.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,32 @@ class SliceFileError(Exception):
 
 def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
     """Read ``path`` once (blocking: run it in a thread)."""
+    return read_first_present((path,), offset_column)
+
+
+def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
+    """Read the first of ``paths`` that exists (a staged file is renamed to its name while
+    checks wait: whichever path it has when opened, the open file is the same)."""
     try:
-        parquet = open_parquet(str(path), STREAM_BUFFER_BYTES)
+        source = _open_first(paths)
+    except OSError as err:
+        raise SliceFileError(f"is not a readable file: {err}") from None
+    with source:
+        return _read_facts(source, offset_column)
+
+
+def _open_first(paths: Sequence[Path]) -> pa.NativeFile:
+    for path in paths[:-1]:
+        try:
+            return pa.OSFile(str(path))
+        except FileNotFoundError:
+            continue
+    return pa.OSFile(str(paths[-1]))
+
+
+def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
+    try:
+        parquet = open_parquet(source, STREAM_BUFFER_BYTES)
     except (OSError, pa.ArrowException) as err:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
@@ -123,22 +148,23 @@ class DataChecks:
                 self._claims.append(_Claim(item, event.new_data, column))
                 self._columns.setdefault(event.new_data.physical_hash, column)
 
-    def start(self, hash: Multihash, path: Path) -> None:
-        """Begin reading a stored file in a worker thread (no-op if not a planned data file)."""
+    def start(self, hash: Multihash, paths: Sequence[Path]) -> None:
+        """Begin reading a stored file in a worker thread (no-op if not a planned data file);
+        ``paths``: where it may be, in order (``read_first_present``)."""
         if hash in self._columns and hash not in self._facts:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(
                     available_cores(), thread_name_prefix="odfd-pull-check"
                 )
             self._facts[hash] = asyncio.get_running_loop().run_in_executor(
-                self._threads, read_slice_facts, path, self._columns[hash]
+                self._threads, read_first_present, paths, self._columns[hash]
             )
 
-    async def verify(self, path_of: dict[Multihash, Path]) -> None:
-        """Compare every planned block with its file (``path_of`` gives each file's path);
+    async def verify(self, path_of: dict[Multihash, Sequence[Path]]) -> None:
+        """Compare every planned block with its file (``path_of`` gives each file's paths);
         ``CorruptSourceError`` names the first block that misdescribes its data."""
-        for hash, path in path_of.items():
-            self.start(hash, path)
+        for hash, paths in path_of.items():
+            self.start(hash, paths)
         for claim in self._claims:
             hash = claim.data_slice.physical_hash
             try:

@@ -3,9 +3,11 @@ ones in parallel with retries, each checked against its size and physical hash o
 
 An object is read only up to one byte past its advertised size (whatever the HTTP framing,
 within the time-outs of ``storage.stores.http_fetch``; a stalled object is not retried), hashed while it is written to a
-staging file, and becomes visible under its name only if hash and size match, so a lying source
-can neither plant wrong bytes nor make us read without end. Objects already present (from an
-earlier, interrupted pull) are not fetched again.
+staging file, and kept only if hash and size match, so a lying source can neither plant wrong
+bytes nor make us read without end. What is kept is named in batches (``StagedObjects``): when
+the pull commits, when it is interrupted (so the next pull resumes from it), and whenever
+``NAME_EVERY`` bytes wait unnamed (bounding what a killed process loses). Objects already present
+(from an earlier, interrupted pull) are not fetched again.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from protocol.model import AddData, ExecuteTransform
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.errors import HashMismatchError, ObjectNotFoundError
-from storage.stores.base import ObjectStore
+from storage.stores.base import ObjectStore, StagedObjects
 from storage.stores.http_fetch import StalledError, iter_body, open_get
 from storage.stores.http_limits import HttpLimits
 from storage.stores.localfs import LocalFsObjectStore
@@ -33,6 +35,8 @@ from storage.stores.remote import RemoteStoreError, RemoteUnavailableError
 
 DEFAULT_PARALLEL = 8
 DEFAULT_RETRIES = 3
+NAME_EVERY = 256 << 20
+"""Bytes fetched and not yet named after which a pull names them (see the module docstring)."""
 _CHUNK = 1 << 20
 _STORE_CHUNK = 8 << 20
 """Stores hand out whole pieces (an S3 ranged read, a file read): fewer hops per object."""
@@ -211,7 +215,10 @@ def http_source(
 class ObjectFetcher:
     """Fetches objects into a dataset, ``parallel`` at a time, retrying transient failures.
 
-    ``on_done(ref)`` runs after each object is stored; ``on_bytes(n)`` as bytes arrive.
+    Fetched objects are written to one ``StagedObjects`` batch per store and named when
+    ``fetch_all`` ends, or, with ``defer_naming`` (a pull, which checks them first), by
+    ``name_fetched`` (until then ``readable_path`` says where to read one). ``on_done(ref)``
+    runs after each object is written and checked; ``on_bytes(n)`` as bytes arrive.
     """
 
     def __init__(
@@ -223,6 +230,7 @@ class ObjectFetcher:
         retries: int = DEFAULT_RETRIES,
         on_done: Callable[[ObjectRef], Awaitable[None]] | None = None,
         on_bytes: Callable[[int], None] | None = None,
+        defer_naming: bool = False,
     ) -> None:
         if parallel < 1 or retries < 1:
             raise SyncError("parallel downloads and attempts must be at least 1")
@@ -232,7 +240,25 @@ class ObjectFetcher:
         self.retries = retries
         self.on_done = on_done
         self.on_bytes = on_bytes
+        self.defer_naming = defer_naming
         self.added: list[ObjectRef] = []
+        self._batches: dict[ObjectKind, StagedObjects] = {}
+
+    def _batch(self, kind: ObjectKind) -> StagedObjects:
+        if kind not in self._batches:
+            self._batches[kind] = store_for(self.dest, kind).staged()
+        return self._batches[kind]
+
+    def readable_path(self, ref: ObjectRef) -> Path | None:
+        """Where a fetched object not yet named can be read (``None``: it is named, or was not
+        fetched by this fetcher)."""
+        batch = self._batches.get(ref.kind)
+        return batch.readable_path(ref.hash) if batch is not None else None
+
+    async def name_fetched(self) -> None:
+        """Make every object fetched so far durable and give it its name."""
+        for batch in self._batches.values():
+            await batch.commit()
 
     async def fetch_all(self, refs: Sequence[ObjectRef], source: ChunkSource) -> None:
         if not refs:
@@ -251,19 +277,22 @@ class ObjectFetcher:
             # Report a lying source before a flaky one: it decides whether to keep what arrived.
             errors = sorted(group.exceptions, key=lambda e: not isinstance(e, CorruptSourceError))
             raise errors[0] from None
+        finally:
+            if not self.defer_naming:
+                await self.name_fetched()
 
     async def fetch_one(self, ref: ObjectRef, source: ChunkSource) -> None:
-        store = store_for(self.dest, ref.kind)
+        batch = self._batch(ref.kind)
         # Recorded before the write: a write cancelled half-way may still have stored it.
         self.added.append(ref)
         local = source.local_file(ref) if isinstance(source, StoreSource) else None
         for attempt in range(1, self.retries + 1):
             try:
                 if local is not None:
-                    stored = await self._put_file(store, ref, local)
+                    stored = await self._put_file(batch, ref, local)
                     break
                 async with source(ref) as chunks:
-                    stored = await store.put_stream(
+                    stored = await batch.put_stream(
                         bounded(chunks, ref, self.where, self.on_bytes), expected=ref.hash
                     )
                 break
@@ -287,8 +316,10 @@ class ObjectFetcher:
         assert stored == ref.hash  # put_stream checked it
         if self.on_done is not None:
             await self.on_done(ref)
+        if sum(batch.staged_bytes for batch in self._batches.values()) >= NAME_EVERY:
+            await self.name_fetched()
 
-    async def _put_file(self, store: ObjectStore, ref: ObjectRef, path: Path) -> Multihash:
+    async def _put_file(self, batch: StagedObjects, ref: ObjectRef, path: Path) -> Multihash:
         """A local file's size is checked before it is stored; ``put_file`` checks its hash
         on the bytes it stores (and fails before an upload completes)."""
         try:
@@ -299,12 +330,15 @@ class ObjectFetcher:
             raise CorruptSourceError(
                 f"{self.where}: {ref} has {size} bytes, its block records {ref.size}"
             )
-        stored = await store.put_file(path, expected=ref.hash)
+        stored = await batch.put_file(path, ref.hash)
         if self.on_bytes is not None:
             self.on_bytes(size)
         return stored
 
     async def discard_added(self) -> None:
+        """Remove what this fetcher wrote (after the source proved untrustworthy)."""
+        for batch in self._batches.values():
+            await batch.abort()
         for ref in self.added:
             await store_for(self.dest, ref.kind).delete(ref.hash)
         self.added.clear()

@@ -5,11 +5,13 @@ history into the workspace without trusting the remote.
 2. get the remote's new blocks: Smart Transfer Protocol (one tarball from the last shared block)
    when the server speaks it, else walk the chain by the Simple Transfer Protocol; every block is
    hash-checked and must link; divergence is refused unless ``force``;
-3. fetch missing data/checkpoint files in parallel, each checked against hash and size;
-4. commit: chain rules and object presence are checked, ``head`` moves last by compare-and-swap.
-On a verification failure everything this pull stored is removed again; on a network failure it
-is kept, so running the pull again resumes where it stopped (the catalog's ``transfers`` row
-says how far it got).
+3. fetch missing data/checkpoint files in parallel into staging, each checked against hash and
+   size, each data file read against its blocks as soon as it is there;
+4. name the fetched objects (one ``syncfs``, then renames: ``StagedObjects``), then commit: chain
+   rules and object presence are checked, ``head`` moves last by compare-and-swap.
+On a verification failure everything this pull stored is removed again; on a network failure
+what was fetched and checked is named and kept, so running the pull again resumes where it
+stopped (the catalog's ``transfers`` row says how far it got).
 """
 
 from __future__ import annotations
@@ -247,6 +249,7 @@ class _PullRun:
             parallel=options.parallel,
             on_done=self._object_done,
             on_bytes=progress.add_bytes,
+            defer_naming=True,
         )
         self.checks = DataChecks(remote.url)
         self._stashing: asyncio.Future[None] | None = None
@@ -312,6 +315,7 @@ class _PullRun:
         self.checks.cancel()
         await self._settle_stash()
         await self.stash.flush()
+        await self.fetcher.name_fetched()
         await self._save_progress(force=True)
         await discard_staging_if_empty(self.target)
 
@@ -510,7 +514,7 @@ class _PullRun:
 
     async def _object_done(self, ref: ObjectRef) -> None:
         if ref.kind is ObjectKind.DATA:
-            self.checks.start(ref.hash, self._path_of(ref.hash))
+            self.checks.start(ref.hash, self._paths_of(ref))
         self.progress.object_done()
         await self._save_progress()
 
@@ -526,22 +530,28 @@ class _PullRun:
             bytes_done=self.progress.bytes,
         )
 
-    def _path_of(self, hash: Multihash) -> Path:
+    def _paths_of(self, ref: ObjectRef) -> tuple[Path, ...]:
+        """Where a data file is read: where it was staged, if it still is, else its name (the
+        check opens the first it finds, so a file named meanwhile is found all the same)."""
         store = self.target.dataset.data
         assert isinstance(store, LocalFiles)  # a folder, or a bucket through the cache
-        return store.path_of(hash)
+        staged = self.fetcher.readable_path(ref)
+        named = store.path_of(ref.hash)
+        return (named,) if staged is None else (staged, named)
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         await self._stashed()
         self.progress.set_phase("checking data")
         await self.checks.verify(
             {
-                ref.hash: self._path_of(ref.hash)
+                ref.hash: self._paths_of(ref)
                 for ref in objects_of(walk.new_blocks)
                 if ref.kind is ObjectKind.DATA
             }
         )
         self.progress.set_phase("committing")
+        crash_point("pull.objects-staged")
+        await self.fetcher.name_fetched()
         crash_point("pull.objects-fetched")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)

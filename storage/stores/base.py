@@ -60,6 +60,73 @@ class ObjectStore(ABC):
     def iter_hashes(self) -> AsyncIterator[Multihash]:
         """Every stored object's hash, in no particular order."""
 
+    def staged(self) -> StagedObjects:
+        """A batch of objects written now and named together later (a pull's downloads). Stores
+        with no cheaper way name each object as it is written (``NamedAtOnce``)."""
+        return NamedAtOnce(self)
+
+
+class StagedObjects(ABC):
+    """Objects written and hash-checked one by one, then named together by ``commit``.
+
+    A pull writes what it downloads here, checks it, and names it all just before its head
+    moves: a local folder makes the whole batch durable with one ``syncfs`` instead of an fsync
+    per object (an object still gets its name only once its bytes are durable). Until ``commit``
+    an object may be readable only at ``readable_path``; ``abort`` drops what is not named yet.
+    """
+
+    @abstractmethod
+    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+        """Write an object; ``HashMismatchError`` (and nothing kept) if it is not ``expected``."""
+
+    @abstractmethod
+    async def put_file(self, path: Path, expected: Multihash) -> Multihash:
+        """Write a copy of a local file's content, checked as ``put_stream`` checks."""
+
+    @abstractmethod
+    def readable_path(self, hash: Multihash) -> Path | None:
+        """Where a written, not yet named object can be read; ``None`` if it is not one."""
+
+    @property
+    @abstractmethod
+    def staged_bytes(self) -> int:
+        """Bytes written and not yet named."""
+
+    @abstractmethod
+    async def commit(self) -> None:
+        """Make every object written so far durable, then give each its name."""
+
+    @abstractmethod
+    async def abort(self) -> None:
+        """Remove every object written and not yet named."""
+
+
+class NamedAtOnce(StagedObjects):
+    """The default batch: each object is stored (durable and named) as it is written, so
+    ``commit`` and ``abort`` have nothing to do (the caller deletes what it no longer wants)."""
+
+    def __init__(self, store: ObjectStore) -> None:
+        self._store = store
+
+    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+        return await self._store.put_stream(chunks, expected)
+
+    async def put_file(self, path: Path, expected: Multihash) -> Multihash:
+        return await self._store.put_file(path, expected)
+
+    def readable_path(self, hash: Multihash) -> Path | None:
+        return None
+
+    @property
+    def staged_bytes(self) -> int:
+        return 0
+
+    async def commit(self) -> None:
+        return None
+
+    async def abort(self) -> None:
+        return None
+
 
 class RefStore(ABC):
     """Named pointers to blocks (``head``) moved only by compare-and-swap."""

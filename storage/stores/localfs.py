@@ -15,7 +15,7 @@ import hashlib
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import BinaryIO
 
 from protocol.errors import ParseError
 from protocol.identity import Multicodec, Multihash
@@ -35,7 +35,13 @@ from storage.errors import (
     disk_full,
 )
 from storage.layout import object_name
-from storage.stores.base import NamedStore, ObjectStore, RefStore
+from storage.stores.base import NamedStore, ObjectStore, RefStore, StagedObjects
+from storage.stores.localfs_batch import (
+    FolderAccess,
+    LocalFsStagedObjects,
+    hash_and_write,
+    write_all,
+)
 from storage.stores.ref_file import read_ref_file
 
 INLINE_IO_LIMIT = 256 * 1024
@@ -242,7 +248,7 @@ class LocalFsObjectStore(ObjectStore):
             with open(path, "rb", buffering=0) as src, open(staged, "xb", buffering=0) as dst:
                 while chunk := src.read(_COPY_CHUNK):
                     digest.update(chunk)
-                    _write_all(dst, chunk)
+                    write_all(dst, chunk)
                 os.fsync(dst.fileno())
         except OSError as err:
             staged.unlink(missing_ok=True)
@@ -281,7 +287,7 @@ class LocalFsObjectStore(ObjectStore):
                 f = await asyncio.to_thread(self._open_staged, staged)
                 with f:
                     async for chunk in chunks:
-                        await asyncio.to_thread(_hash_and_write, digest, f, chunk)
+                        await asyncio.to_thread(hash_and_write, digest, f, chunk)
                     hash = Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
                     self._check(expected, hash)
                     finish = asyncio.ensure_future(
@@ -319,6 +325,12 @@ class LocalFsObjectStore(ObjectStore):
             self._install(staged, target)
             fsync_dir(self.root)
 
+    def staged(self) -> StagedObjects:
+        """Written unsynced to the staging folder, named with one ``syncfs`` (``localfs_batch``)."""
+        return LocalFsStagedObjects(
+            FolderAccess(self.root, self._stage_dir, self.path_of, self._install)
+        )
+
     async def delete(self, hash: Multihash) -> None:
         await asyncio.to_thread(self.path_of(hash).unlink, missing_ok=True)
 
@@ -353,22 +365,6 @@ def _read_all(fd: int, size: int) -> bytes:
     if len(parts) == 1:
         return parts[0]
     return b"".join(parts)
-
-
-def _write_all(f: BinaryIO, chunk: bytes) -> None:
-    """Unbuffered: each chunk reaches the file at once, not Python's buffer, so what a killed
-    pull had received is on disk in its staging folder (and a stall shows as a file that
-    stopped growing)."""
-    view = memoryview(chunk)
-    while view:
-        view = view[f.write(view) or 0 :]
-
-
-def _hash_and_write(digest: Any, f: BinaryIO, chunk: bytes) -> None:
-    """Hashing a received chunk in the same worker thread as its write keeps the event loop free
-    (hashlib lets go of the GIL, so downloads go on while chunks are hashed)."""
-    digest.update(chunk)
-    _write_all(f, chunk)
 
 
 class LocalFsRefStore(RefStore):

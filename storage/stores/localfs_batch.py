@@ -1,0 +1,177 @@
+"""A local folder's ``StagedObjects``: a pull's downloads written unsynced to the process's
+staging folder, hash-checked as they arrive, and named together.
+
+``commit`` makes the whole batch durable with one ``syncfs`` of the staging folder's file
+system (an fsync per file where ``syncfs`` is missing), renames each file to its object name,
+and fsyncs the objects' folder once: an object is never visible under its name before its bytes
+are durable, and a thousand objects cost one device flush, not two thousand. Staged files live
+in the process's own, ``flock``-held staging subfolder (``storage.scratch``): a process killed
+before ``commit`` leaves them there, and the next process to open the workspace removes them
+(never those of a process still running); the interrupted pull fetches them again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import AsyncIterable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from protocol.identity import Multicodec, Multihash
+from storage.atomic import fsync_dir, fsync_file, staging_path, sync_file_system
+from storage.errors import HashMismatchError, disk_full
+from storage.stores.base import StagedObjects
+
+_COPY_CHUNK = 8 << 20
+
+
+@dataclass(frozen=True, slots=True)
+class FolderAccess:
+    """What a batch needs of its local object store."""
+
+    root: Path
+    stage_dir: Callable[[], Path]
+    path_of: Callable[[Multihash], Path]
+    install: Callable[[Path, Path], None]
+    """Rename a staged file to its name (copying it durably across file systems)."""
+
+
+class LocalFsStagedObjects(StagedObjects):
+    def __init__(self, folder: FolderAccess) -> None:
+        self._folder = folder
+        self._staged: dict[Multihash, Path] = {}
+        self._bytes = 0
+        self._naming = asyncio.Lock()
+
+    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+        """Three kinds of thread hop per object: open the staging file; hash and write each
+        chunk; close it."""
+        staged = staging_path(self._folder.stage_dir())
+        digest = hashlib.sha3_256()
+        size = 0
+        kept = False
+        try:
+            try:
+                f = await asyncio.to_thread(_open_new, staged)
+                try:
+                    async for chunk in chunks:
+                        await asyncio.to_thread(hash_and_write, digest, f, chunk)
+                        size += len(chunk)
+                finally:
+                    await asyncio.shield(asyncio.to_thread(f.close))
+            except OSError as err:
+                if (full := disk_full(err, self._folder.root)) is not None:
+                    raise full from None
+                raise
+            self._keep(expected, _multihash(digest), staged, size)
+            kept = True
+            return expected
+        finally:
+            if not kept:
+                await asyncio.shield(asyncio.to_thread(staged.unlink, missing_ok=True))
+
+    async def put_file(self, path: Path, expected: Multihash) -> Multihash:
+        staged = staging_path(self._folder.stage_dir())
+        try:
+            hash, size = await asyncio.to_thread(_copy_hashing, path, staged)
+            self._keep(expected, hash, staged, size)
+        except BaseException as err:
+            await asyncio.shield(asyncio.to_thread(staged.unlink, missing_ok=True))
+            if isinstance(err, OSError) and (full := disk_full(err, self._folder.root)):
+                raise full from None
+            raise
+        return expected
+
+    def _keep(self, expected: Multihash, actual: Multihash, staged: Path, size: int) -> None:
+        if actual != expected:
+            raise HashMismatchError(f"object for {self._folder.root}", expected, actual)
+        if expected in self._staged:
+            staged.unlink(missing_ok=True)  # the same object twice in one batch
+            return
+        self._staged[expected] = staged
+        self._bytes += size
+
+    def readable_path(self, hash: Multihash) -> Path | None:
+        return self._staged.get(hash)
+
+    @property
+    def staged_bytes(self) -> int:
+        return self._bytes
+
+    async def commit(self) -> None:
+        async with self._naming:
+            batch, self._staged, self._bytes = self._staged, {}, 0
+            if batch:
+                # Renames in a thread a cancellation cannot stop: let them end, so the caller
+                # knows what is named.
+                await asyncio.shield(asyncio.to_thread(self._name_all, batch))
+
+    def _name_all(self, batch: dict[Multihash, Path]) -> None:
+        folder = self._folder
+        try:
+            if not sync_file_system(folder.stage_dir()):
+                for path in batch.values():
+                    fsync_file(path)
+            folder.root.mkdir(parents=True, exist_ok=True)
+            for hash, path in batch.items():
+                target = folder.path_of(hash)
+                if not target.exists():
+                    folder.install(path, target)
+            fsync_dir(folder.root)
+        except OSError as err:
+            if (full := disk_full(err, folder.root)) is not None:
+                raise full from None
+            raise
+        finally:
+            for path in batch.values():
+                path.unlink(missing_ok=True)  # still there if the object was stored already
+
+    async def abort(self) -> None:
+        batch, self._staged, self._bytes = self._staged, {}, 0
+        if batch:
+            await asyncio.shield(asyncio.to_thread(_unlink_all, list(batch.values())))
+
+
+def _open_new(path: Path) -> BinaryIO:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return open(path, "xb", buffering=0)
+
+
+def _multihash(digest: Any) -> Multihash:
+    return Multihash(code=Multicodec.SHA3_256, digest=digest.digest())
+
+
+def _copy_hashing(source: Path, staged: Path) -> tuple[Multihash, int]:
+    """One read: the bytes are hashed as they are written, so what is kept is what was checked
+    even if the source changes meanwhile."""
+    digest = hashlib.sha3_256()
+    size = 0
+    with open(source, "rb", buffering=0) as src, _open_new(staged) as dst:
+        while chunk := src.read(_COPY_CHUNK):
+            digest.update(chunk)
+            write_all(dst, chunk)
+            size += len(chunk)
+    return _multihash(digest), size
+
+
+def _unlink_all(paths: list[Path]) -> None:
+    for path in paths:
+        path.unlink(missing_ok=True)
+
+
+def write_all(f: BinaryIO, chunk: bytes) -> None:
+    """Unbuffered: each chunk reaches the file at once, not Python's buffer, so what a killed
+    pull had received is on disk in its staging folder (and a stall shows as a file that
+    stopped growing)."""
+    view = memoryview(chunk)
+    while view:
+        view = view[f.write(view) or 0 :]
+
+
+def hash_and_write(digest: Any, f: BinaryIO, chunk: bytes) -> None:
+    """Hashing a received chunk in the same worker thread as its write keeps the event loop free
+    (hashlib lets go of the GIL, so downloads go on while chunks are hashed)."""
+    digest.update(chunk)
+    write_all(f, chunk)
