@@ -1,6 +1,7 @@
-"""No leftovers: a real ``odfd pull`` process killed with ``SIGKILL`` in the middle of a data file
-or as it renames a new dataset's folder into place leaves nothing that the next run does not
-clean up or adopt by itself; ``odfd system gc`` removes what interrupted runs left."""
+"""No leftovers: a real ``odfd pull`` process killed with ``SIGKILL`` in the middle of a data file,
+between fetching its objects and naming them, or as it renames a new dataset's folder into place
+leaves nothing that the next run does not clean up or adopt by itself; ``odfd system gc``
+removes what interrupted runs left."""
 
 from __future__ import annotations
 
@@ -17,8 +18,11 @@ import pytest
 from aiohttp import web
 
 from protocol.identity import DatasetId
+from storage.chain import validate_chain
+from storage.crashpoints import ENV as CRASH_AT
 from storage.scratch import try_lock_folder
 from storage.workspace import Workspace
+from tests.replication.conftest import ServeFactory
 from tests.replication.datagen import create_root, verify_integrity
 from tests.replication.test_wild_peers import Peer, peer, remote_head, stray_files
 
@@ -117,6 +121,61 @@ async def test_kill_9_in_the_middle_of_a_data_file(
     assert "Updated: copy" in err
     assert (await node_b.resolve("copy")).head == await remote_head(peer)
     await verify_integrity(await node_b.get_dataset("copy"))
+    assert stray_files(node_b) == []
+
+
+def _named(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if not p.name.startswith(".")] if folder.is_dir() else []
+
+
+async def test_kill_9_between_staging_the_objects_and_naming_them(
+    node_a: Workspace,
+    node_b: Workspace,
+    serve: ServeFactory,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A pull's objects are written to its process's staging folder and named only once they
+    are checked and durable, just before the head moves: killed in between, a first pull and an
+    incremental one leave no head on an object that is missing, and the next pull completes."""
+    writer = await create_root(node_a, "cities", slices=2)
+    url = (await serve(node_a)).url + "cities"
+    root = str(node_b.root)
+    staged = node_b.layout.staging_dir
+
+    monkeypatch.setenv(CRASH_AT, "pull.objects-staged")
+    code, err = await run_odfd("pull", url, "--as", "copy", "--root", root)
+    assert code == -signal.SIGKILL, err
+    assert await node_b.list_datasets() == []
+    [pulling] = list(node_b.layout.datasets_dir.iterdir())
+    assert pulling.name.startswith(".pull-")  # no dataset folder: nothing points at anything
+    assert _named(pulling / "blocks") and not _named(pulling / "data")  # blocks kept to resume
+    assert len([p for p in staged.rglob(".pending-*") if p.stat().st_size > 0]) >= 2
+
+    monkeypatch.delenv(CRASH_AT)
+    code, err = await run_odfd("pull", url, "--as", "copy", "--root", root)
+    assert code == 0, err
+    copy = await node_b.get_dataset("copy")
+    assert await copy.chain.head() == await writer.dataset.chain.head()
+    await verify_integrity(copy)
+    assert stray_files(node_b) == []  # the dead process's staged objects were swept
+
+    old_head = await copy.chain.head()
+    assert copy.layout is not None
+    named_before = _named(copy.layout.data_dir)
+    new_head = await writer.append(slices=2)
+    monkeypatch.setenv(CRASH_AT, "pull.objects-staged")
+    code, err = await run_odfd("pull", "copy", "--root", root)
+    assert code == -signal.SIGKILL, err
+    assert await copy.chain.head() == old_head
+    await validate_chain(copy.chain, data=copy.data, checkpoints=copy.checkpoints)
+    assert _named(copy.layout.data_dir) == named_before
+
+    monkeypatch.delenv(CRASH_AT)
+    code, err = await run_odfd("pull", "copy", "--root", root)
+    assert code == 0, err
+    assert await copy.chain.head() == new_head
+    assert (await node_b.resolve("copy")).head == new_head
+    await verify_integrity(copy)
     assert stray_files(node_b) == []
 
 

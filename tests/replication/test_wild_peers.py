@@ -28,6 +28,7 @@ from protocol.model import AddData, OffsetInterval
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.catalog.mirrors import MirrorTable
+from storage.stores.localfs_batch import LocalFsStagedObjects
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root, verify_integrity
 from tests.replication.test_lying_server import Liar, reblock
@@ -178,8 +179,20 @@ async def assert_refused_cleanly(
 
 
 async def test_add_data_with_another_slices_logical_hash_is_refused(
-    node_b: Workspace, peer: Peer, capsys: pytest.CaptureFixture[str]
+    node_b: Workspace,
+    peer: Peer,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """Refused before any fetched data file got its name (each is checked while staged)."""
+    named: list[Multihash] = []
+    name_all = LocalFsStagedObjects._name_all
+
+    def naming(batch: LocalFsStagedObjects, staged: dict[Multihash, Path]) -> None:
+        named.extend(staged)
+        name_all(batch, staged)
+
+    monkeypatch.setattr(LocalFsStagedObjects, "_name_all", naming)
     chain = await peer.liar.chain()
     first_slice = next(
         decode_block(data).event.new_data
@@ -191,6 +204,7 @@ async def test_add_data_with_another_slices_logical_hash_is_refused(
     await assert_refused_cleanly(
         capsys, node_b, peer.url, r"records logicalHash .* hash to ", "--as", "copy"
     )
+    assert named == []
 
 
 async def test_add_data_claiming_more_records_than_its_file_is_refused(

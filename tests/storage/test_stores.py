@@ -6,6 +6,7 @@ import hashlib
 import multiprocessing
 import os
 import stat
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ import pytest
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import sync_file_system
 from storage.errors import CorruptRefError, HashMismatchError, ObjectNotFoundError, RefCasError
-from storage.stores import localfs
+from storage.stores import localfs, localfs_batch
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 
 
@@ -115,6 +116,61 @@ async def test_a_large_batch_is_stored_whole_and_leaves_no_staged_files(
     for item, hash in zip(items, hashes, strict=True):
         assert await store.get_bytes(hash) == item
     assert sorted(os.listdir(tmp_path / "objects")) == sorted({h.to_multibase() for h in hashes})
+
+
+async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
+    for part in parts:
+        yield part
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+async def test_a_staged_batch_names_its_objects_only_once_they_are_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, has_syncfs: bool
+) -> None:
+    """A pull's downloads: each checked as it is written to staging, readable there, named by
+    ``commit`` after one syncfs (or an fsync per file); a wrong object keeps nothing."""
+    staging, objects = tmp_path / "staging", tmp_path / "objects"
+    synced: list[Path] = []
+    fsynced: list[Path] = []
+
+    def sync(folder: Path) -> bool:
+        assert not objects.exists() or os.listdir(objects) == [], "named before it was durable"
+        synced.append(folder)
+        return has_syncfs
+
+    monkeypatch.setattr(localfs_batch, "sync_file_system", sync)
+
+    def fsync(path: Path) -> None:
+        assert not objects.exists() or os.listdir(objects) == [], "named before it was durable"
+        fsynced.append(path)
+
+    monkeypatch.setattr(localfs_batch, "fsync_file", fsync)
+    store = LocalFsObjectStore(objects, staging=lambda: staging)
+    batch = store.staged()
+    good, other = b"good " * 1000, b"other"
+    with pytest.raises(HashMismatchError):
+        await batch.put_stream(_chunks(b"evil"), sha3(good))
+    source = tmp_path / "source"
+    source.write_bytes(b"evil")
+    with pytest.raises(HashMismatchError):
+        await batch.put_file(source, sha3(other))
+    assert os.listdir(staging) == [] and batch.staged_bytes == 0  # nothing of them kept
+    assert await batch.put_stream(_chunks(good[:7], good[7:]), sha3(good)) == sha3(good)
+    source.write_bytes(other)
+    assert await batch.put_file(source, sha3(other)) == sha3(other)
+    assert batch.staged_bytes == len(good) + len(other)
+    staged = batch.readable_path(sha3(good))
+    assert staged is not None and staged.parent == staging and staged.read_bytes() == good
+    assert not await store.contains(sha3(good))
+    await batch.commit()
+    assert synced == [staging]
+    assert len(fsynced) == (0 if has_syncfs else 2)
+    assert await store.get_bytes(sha3(good)) == good and await store.get_bytes(sha3(other)) == other
+    assert batch.readable_path(sha3(good)) is None and os.listdir(staging) == []
+
+    await batch.put_stream(_chunks(b"dropped"), sha3(b"dropped"))
+    await batch.abort()
+    assert os.listdir(staging) == [] and not await store.contains(sha3(b"dropped"))
 
 
 def test_sync_file_system_reaches_the_kernel(tmp_path: Path) -> None:
