@@ -7,8 +7,9 @@ durable steps every time. Unset (always, outside tests) a point costs one enviro
 
 Points: ``chain.blocks-stored`` (blocks written, head not moved), ``chain.head-moved`` (head
 moved, catalog and signature not yet told), ``transaction.objects-stored`` (an ingest's or
-transform's data and checkpoint stored, no block yet), ``pull.objects-fetched`` (a pull's blocks
-and objects stored, nothing committed), ``audit.verified`` (an audit ran, its report not yet
+transform's data and checkpoint stored, no block yet), ``pull.objects-staged`` (a pull's
+blocks stored, its objects fetched and checked but not named), ``pull.objects-fetched`` (a pull's
+blocks and objects stored, nothing committed), ``audit.verified`` (an audit ran, its report not yet
 recorded).
 """
 
