@@ -46,28 +46,33 @@ class LocalFsStagedObjects(StagedObjects):
         self._naming = asyncio.Lock()
 
     async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
-        """Three kinds of thread hop per object: open the staging file; hash and write each
-        chunk; close it."""
+        """One thread hop per chunk and one to close (a pull's objects are mostly one chunk):
+        the first chunk's hop opens the staging file too."""
         staged = staging_path(self._folder.stage_dir())
         digest = hashlib.sha3_256()
         size = 0
+        f: BinaryIO | None = None
         kept = False
         try:
             try:
-                f = await asyncio.to_thread(_open_new, staged)
-                try:
-                    async for chunk in chunks:
+                async for chunk in chunks:
+                    if f is None:
+                        f = await asyncio.to_thread(_open_and_write, staged, digest, chunk)
+                    else:
                         await asyncio.to_thread(hash_and_write, digest, f, chunk)
-                        size += len(chunk)
-                finally:
+                    size += len(chunk)
+                if f is None:
+                    f = await asyncio.to_thread(_open_and_write, staged, digest, b"")
+            finally:
+                if f is not None:
                     await asyncio.shield(asyncio.to_thread(f.close))
-            except OSError as err:
-                if (full := disk_full(err, self._folder.root)) is not None:
-                    raise full from None
-                raise
             self._keep(expected, _multihash(digest), staged, size)
             kept = True
             return expected
+        except OSError as err:
+            if (full := disk_full(err, self._folder.root)) is not None:
+                raise full from None
+            raise
         finally:
             if not kept:
                 await asyncio.shield(asyncio.to_thread(staged.unlink, missing_ok=True))
@@ -137,6 +142,16 @@ class LocalFsStagedObjects(StagedObjects):
 def _open_new(path: Path) -> BinaryIO:
     path.parent.mkdir(parents=True, exist_ok=True)
     return open(path, "xb", buffering=0)
+
+
+def _open_and_write(path: Path, digest: Any, chunk: bytes) -> BinaryIO:
+    f = _open_new(path)
+    try:
+        hash_and_write(digest, f, chunk)
+    except BaseException:
+        f.close()
+        raise
+    return f
 
 
 def _multihash(digest: Any) -> Multihash:
