@@ -110,11 +110,13 @@ def checks_timed() -> Iterator[list[tuple[float, float]]]:
 def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: float) -> str:
     """Where a pull's time went: metadata, downloads (first phase "objects" to the last object
     stored), checks (first start to last end; busy = summed check time), what was left to wait
-    for once the last object was stored, and the commit."""
+    for once the last object was stored, naming the fetched objects (one ``syncfs``, renames)
+    and the commit."""
     objects = clock.phases.get("objects", clock.started)
     last_stored = max(clock.stored, default=objects)
     checking = clock.phases.get("checking data", last_stored)
     committing = clock.phases.get("committing", ended)
+    naming = clock.phases.get("naming objects", committing)
     parts = [
         f"metadata {objects - clock.started:.2f} s",
         f"downloads {last_stored - objects:.2f} s ({len(clock.stored)} objects)",
@@ -127,7 +129,8 @@ def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: 
             f"checks {first - objects:+.2f}..{last - objects:.2f} s ({len(checks)} files, "
             f"{busy:.2f} s busy, {during / busy if busy else 0:.0%} of it during downloads)"
         )
-    parts.append(f"waiting for checks after the last object {committing - checking:.2f} s")
+    parts.append(f"waiting for checks after the last object {naming - checking:.2f} s")
+    parts.append(f"naming objects {committing - naming:.2f} s")
     parts.append(f"commit {ended - committing:.2f} s")
     parts.append(f"CPU {time.process_time() - clock.cpu_started:.2f} s in this process")
     return ", ".join(parts)

@@ -549,9 +549,10 @@ class _PullRun:
                 if ref.kind is ObjectKind.DATA
             }
         )
-        self.progress.set_phase("committing")
+        self.progress.set_phase("naming objects")
         crash_point("pull.objects-staged")
         await self.fetcher.name_fetched()
+        self.progress.set_phase("committing")
         crash_point("pull.objects-fetched")
         try:
             new_head, _ = await commit(self.target, walk, force=self.options.force)
