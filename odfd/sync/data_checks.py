@@ -176,11 +176,17 @@ class DataChecks:
             self._compare(claim, facts)
         self._close()
 
-    def cancel(self) -> None:
+    async def cancel(self) -> None:
+        """Drop the checks not begun and wait for those running: a pull that gives up leaves
+        no thread holding one of its files open (an unlinked staged file's space is freed only
+        once nobody reads it)."""
         for future in self._facts.values():
             future.cancel()
         self._facts.clear()
-        self._close()
+        threads, self._threads = self._threads, None
+        if threads is not None:
+            threads.shutdown(wait=False, cancel_futures=True)
+            await asyncio.shield(asyncio.to_thread(threads.shutdown, wait=True))
 
     def _close(self) -> None:
         if self._threads is not None:

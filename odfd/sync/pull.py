@@ -279,7 +279,7 @@ class _PullRun:
                 f"{self.remote.url}: the transfer failed: {err or type(err).__name__}"
             ) from None
         except BaseException as err:
-            self.checks.cancel()
+            await self.checks.cancel()
             if isinstance(err, (KeyboardInterrupt, SystemExit)):
                 raise
             await self._settle_stash()
@@ -312,7 +312,7 @@ class _PullRun:
             pass
 
     async def _keep_progress(self) -> None:
-        self.checks.cancel()
+        await self.checks.cancel()
         await self._settle_stash()
         await self.stash.flush()
         await self.fetcher.name_fetched()
