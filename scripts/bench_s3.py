@@ -48,10 +48,10 @@ from odfd.sync.objects import ObjectFetcher, ObjectRef, store_source
 from odfd.sync.pull import pull
 from odfd.sync.push import push
 from odfd.sync.transport.settings import TransportSettings
+from protocol.errors import OdfError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
-from storage.errors import StorageError
 from storage.layout import DatasetLayout
 from storage.s3_client import S3Bucket
 from storage.s3_settings import parse_s3_url
@@ -279,7 +279,7 @@ async def main() -> None:
         server.start()
         await _big(server, work, args.mb, args.slices, args.repeat)
         await _incremental(server, work)
-    except (StorageError, obstore.exceptions.BaseError) as err:
+    except (OdfError, obstore.exceptions.BaseError) as err:
         first_line = str(err).split("\n", 1)[0]
         raise SystemExit(f"bench_s3: stopped by an S3 error: {first_line}") from None
     finally:
