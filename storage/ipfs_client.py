@@ -31,6 +31,7 @@ from multiformats import CID
 
 from protocol.errors import ParseError
 from storage.errors import StorageError
+from storage.ipfs_car import raw_blocks
 from storage.ipns_name import IpnsName as IpnsName  # re-exported: callers import it from here
 
 T = TypeVar("T")
@@ -204,6 +205,36 @@ class IpfsClient:
             for obj in answer["Objects"]
             for link in obj.get("Links") or ()
         ]
+
+    async def ls_names(self, path: CID | str) -> dict[str, CID]:
+        """Name -> CID of a folder's entries, in one call that skips asking for each entry's
+        type and size (which costs the node a block read per entry)."""
+        answer = await self._fetch_call(
+            f"ls {path}",
+            self._rpc.ls,
+            str(path),
+            opts={"timeout": f"{self._fetch_timeout}s", "resolve-type": "false", "size": "false"},
+        )
+        return {
+            str(link["Name"]): parse_cid(link["Hash"])
+            for obj in answer["Objects"]
+            for link in obj.get("Links") or ()
+        }
+
+    async def export_raw_blocks(self, cid: CID, *, max_bytes: int) -> dict[bytes, bytes]:
+        """CID bytes -> bytes of the raw blocks of the DAG below ``cid`` (``dag/export``: one
+        stream), up to about ``max_bytes`` of them (the rest left out, not an error)."""
+
+        def export() -> dict[bytes, bytes]:
+            chunks = self._rpc._client.request(
+                "/dag/export", (str(cid),), stream=True, timeout=self._fetch_timeout + 10.0
+            )
+            try:
+                return dict(raw_blocks(chunks, max_bytes))
+            finally:
+                chunks.close()
+
+        return await self._call(f"dag export {cid}", export)
 
     async def key_gen(self, name: str) -> IpfsKey:
         """Creates an ed25519 key (Kubo's default; js-ipfs would make RSA without being told)."""
