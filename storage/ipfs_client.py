@@ -31,7 +31,7 @@ from multiformats import CID
 
 from protocol.errors import ParseError
 from storage.errors import StorageError
-from storage.ipfs_car import raw_blocks
+from storage.ipfs_car import CarFormatError, raw_blocks
 from storage.ipns_name import IpnsName as IpnsName  # re-exported: callers import it from here
 
 T = TypeVar("T")
@@ -231,6 +231,8 @@ class IpfsClient:
             )
             try:
                 return dict(raw_blocks(chunks, max_bytes))
+            except CarFormatError as err:
+                raise IpfsError(f"dag export {cid} on the IPFS node at {self.api}: {err}") from None
             finally:
                 chunks.close()
 
