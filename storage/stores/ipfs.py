@@ -17,6 +17,8 @@ checks every block's and object's bytes against the hash that names it, as for a
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Protocol
@@ -35,9 +37,9 @@ from storage.stores.remote import ReadOnlyObjectStore, ReadOnlyRefStore, RemoteS
 class IpfsFolderReader(Protocol):
     """What the stores need of the node's RPC API (``storage.ipfs_client.IpfsClient``)."""
 
-    async def ls_names(self, path: CID | str) -> dict[str, CID]: ...
+    async def ls_names(self, path: CID | str) -> dict[str, str]: ...
 
-    async def export_raw_blocks(self, cid: CID, *, max_bytes: int) -> dict[bytes, bytes]: ...
+    async def export_raw_blocks(self, cid: CID | str, *, max_bytes: int) -> dict[bytes, bytes]: ...
 
 
 LIST_AFTER = 16
@@ -49,8 +51,8 @@ EXPORT_MAX_BYTES = 256 << 20
 
 @dataclass(frozen=True, slots=True)
 class _Listed:
-    entries: dict[str, CID]
-    """Name -> CID of the folder's files."""
+    entries: dict[str, str]
+    """Name -> CID (text) of the folder's files."""
     exported: dict[bytes, bytes]
     """CID bytes -> file bytes of the files exported in one stream (blocks only)."""
 
@@ -93,7 +95,8 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         listed = await self._listed()
         if listed is not None:
             cid = listed.entries.get(hash.to_multibase())
-            data = listed.exported.pop(bytes(cid), None) if cid is not None else None
+            key = _cid_bytes(cid) if cid is not None else None
+            data = listed.exported.pop(key, None) if key is not None else None
             if data is not None:  # taken once: a walk reads each block once
                 if len(data) > self.max_bytes:
                     raise RemoteStoreError(f"{self!r}{hash} is larger than {self.max_bytes} bytes")
@@ -185,3 +188,15 @@ class IpfsRefStore(ReadOnlyRefStore):
             return await self.gateway.get_ipfs(self.root, key, length=MAX_SIGNATURE_BYTES + 1)
         except IpfsNotFoundError:
             return None
+
+
+def _cid_bytes(text: str) -> bytes | None:
+    """The binary form of a CIDv1 in base32 (``b…``, what ``ls_names`` asks for), decoded
+    without ``multiformats``; ``None`` for any other form (never in an export's raw blocks)."""
+    if not text.startswith("b"):
+        return None
+    body = text[1:].upper()
+    try:
+        return base64.b32decode(body + "=" * (-len(body) % 8))
+    except binascii.Error:
+        return None
