@@ -16,7 +16,8 @@ stores. Ratios are baseline time / odfd time (targets: >= 0.8x); incremental pul
 The pull is also taken apart: its copy part alone (odfd's object fetcher from the bucket into a
 fresh folder) against obstore downloading the same data objects, and its data checks alone (on
 every core, as a pull runs them beside its downloads); target: the pull <= 1.2x max(copy alone,
-checks alone). The load average is printed beside each figure.
+checks alone). The load average, and the CPU seconds of odfd and of SeaweedFS, are printed
+beside the figures.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from _baselines import (
     load,
     overlap_report,
 )
+from _proc_cpu import servers_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -128,15 +130,23 @@ async def _durable_download(
         await asyncio.to_thread(shutil.rmtree, target, True)
 
 
-async def _timed_pull(workspace: Workspace, url: str) -> tuple[float, int, str]:
-    """Seconds, objects and where the time went (``overlap_report``)."""
+def _server_pids(server: SeaweedServer) -> list[int]:
+    return [p.pid for p in (server.cluster, server.process) if p is not None]
+
+
+async def _timed_pull(
+    workspace: Workspace, url: str, server: SeaweedServer
+) -> tuple[float, int, str]:
+    """Seconds, objects and where the time went (``overlap_report``), with SeaweedFS's CPU."""
     clock = PhaseClock()
+    weed = servers_cpu(_server_pids(server))
     with checks_timed() as checks:
         t = time.perf_counter()
         pulled = await pull(workspace, url, progress=clock, settings=_via(workspace))
         ended = time.perf_counter()
         report = overlap_report(clock, checks, ended)
-    return ended - t, pulled.num_objects, report
+    weed = servers_cpu(_server_pids(server)) - weed
+    return ended - t, pulled.num_objects, f"{report}, CPU {weed:.2f} s in SeaweedFS"
 
 
 async def _big(server: SeaweedServer, work: Path, mb: int, slices: int, repeat: int) -> None:
@@ -185,7 +195,7 @@ async def _big_in(
     dest = work / "baseline-download"
     for turn in range(repeat):
         async with await _node(work / f"b{turn}", server) as b:
-            seconds, objects, phases = await _timed_pull(b, url)
+            seconds, objects, phases = await _timed_pull(b, url, server)
             assert objects == slices, objects
             odfd_pull.offer(seconds, f"{load()}]\n  where the pull's time went: {phases}")
             await _durable_download(bucket, "baseline/", keys, dest, downloads)
@@ -199,10 +209,11 @@ async def _big_in(
             copy_dest = Dataset.open_local(DatasetLayout(work / f"copy{turn}").create().root)
             fetcher = ObjectFetcher(copy_dest, where=url, parallel=PARALLEL)
             t, cpu = time.perf_counter(), time.process_time()
+            weed = servers_cpu(_server_pids(server))
             await fetcher.fetch_all(refs, store_source(s3_dataset(bucket, parse_s3_url(url))))
-            odfd_copy.offer(
-                time.perf_counter() - t, f"CPU {time.process_time() - cpu:.2f} s, {load()}"
-            )
+            weed = servers_cpu(_server_pids(server)) - weed
+            cpus = f"CPU {time.process_time() - cpu:.2f} s odfd + {weed:.2f} s SeaweedFS"
+            odfd_copy.offer(time.perf_counter() - t, f"{cpus}, {load()}")
             await _durable_download(bucket, "baseline/", data_keys, dest, copies)
 
             # What a pull does beyond copying: every data file read once (records, offsets,
