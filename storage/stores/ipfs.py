@@ -5,21 +5,19 @@ ranges), the same keys as the Simple Transfer Protocol. The CID is resolved once
 ``ipfs://`` or by resolving ``ipns://``) so one pull reads one consistent snapshot.
 
 Resolving ``<cid>/blocks/<name>`` walks a large (sharded) folder on every request, which costs a
-node several times what serving a file by its own CID does. So once a pull has read more than a
-few objects of one folder, the folder is listed once (``IpfsFolderLister``: names and CIDs, one
-RPC call) and its objects are read as ``/ipfs/<object cid>``; a name the listing lacks is
-missing (the folder is immutable). Blocks, which a chain walk reads one after another, come
-instead from one export of the folder (``dag/export``: every block in one stream, a fraction of
-the node's work per block of one request each). Nothing read this way is trusted: the caller
-checks every block's and object's bytes against the hash that names it, as for any remote.
+node several times what serving a file by its own CID does. So once a pull has read more than
+``LIST_AFTER`` objects of one folder, the folder is listed once (names and CIDs, one RPC call)
+and its objects are read as ``/ipfs/<object cid>``; a name the listing lacks is missing (the
+folder is immutable). Blocks, which a chain walk reads one after another, come instead from one
+export of their folder (``dag/export``: every block in one stream, a fraction of the node's work
+per block of one request each), named by hashing them. Nothing read this way is trusted: the
+caller checks every block's and object's bytes against the hash that names it, as for any remote.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -51,10 +49,11 @@ EXPORT_MAX_BYTES = 256 << 20
 
 @dataclass(frozen=True, slots=True)
 class _Listed:
-    entries: dict[str, str]
-    """Name -> CID (text) of the folder's files."""
-    exported: dict[bytes, bytes]
-    """CID bytes -> file bytes of the files exported in one stream (blocks only)."""
+    entries: dict[str, str] | None
+    """Name -> CID (text) of the folder's files; ``None``: not listed (blocks), read by path."""
+    exported: dict[str, bytes]
+    """Name (its SHA3-256 multihash, as a block's name is) -> bytes of every single-block file
+    of one export (blocks only)."""
 
 
 class IpfsObjectStore(ReadOnlyObjectStore):
@@ -94,9 +93,7 @@ class IpfsObjectStore(ReadOnlyObjectStore):
     async def get_bytes(self, hash: Multihash) -> bytes:
         listed = await self._listed()
         if listed is not None:
-            cid = listed.entries.get(hash.to_multibase())
-            key = _cid_bytes(cid) if cid is not None else None
-            data = listed.exported.pop(key, None) if key is not None else None
+            data = listed.exported.pop(hash.to_multibase(), None)
             if data is not None:  # taken once: a walk reads each block once
                 if len(data) > self.max_bytes:
                     raise RemoteStoreError(f"{self!r}{hash} is larger than {self.max_bytes} bytes")
@@ -122,7 +119,7 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         """``/ipfs/<object cid>`` once the folder is listed, else the object's path below the
         dataset's CID."""
         listed = await self._listed()
-        if listed is None:
+        if listed is None or listed.entries is None:
             return f"/ipfs/{self.root}/{object_key(self.kind, hash)}"
         cid = listed.entries.get(hash.to_multibase())
         if cid is None:
@@ -144,15 +141,15 @@ class IpfsObjectStore(ReadOnlyObjectStore):
             folder = (await rpc.ls_names(f"/ipfs/{self.root}")).get(self.kind.value)
             if folder is None:
                 return _Listed({}, {})
-            entries = await rpc.ls_names(folder)
-            exported = (
-                await rpc.export_raw_blocks(folder, max_bytes=EXPORT_MAX_BYTES)
-                if self.kind is ObjectKind.BLOCK
-                else {}
-            )
+            if self.kind is not ObjectKind.BLOCK:
+                return _Listed(await rpc.ls_names(folder), {})
+            # A chain's blocks are many and small: one export, named by hashing each (listing
+            # the folder too would cost the node as much again); a block the export lacks is
+            # read by path.
+            exported = await rpc.export_raw_blocks(folder, max_bytes=EXPORT_MAX_BYTES)
         except IpfsError:
             return None  # no RPC API to list with (a gateway alone): keep reading by path
-        return _Listed(entries, exported)
+        return _Listed(None, await asyncio.to_thread(_by_name, exported.values()))
 
     async def aclose(self) -> None:
         """Drops what was exported and not taken."""
@@ -190,13 +187,5 @@ class IpfsRefStore(ReadOnlyRefStore):
             return None
 
 
-def _cid_bytes(text: str) -> bytes | None:
-    """The binary form of a CIDv1 in base32 (``b…``, what ``ls_names`` asks for), decoded
-    without ``multiformats``; ``None`` for any other form (never in an export's raw blocks)."""
-    if not text.startswith("b"):
-        return None
-    body = text[1:].upper()
-    try:
-        return base64.b32decode(body + "=" * (-len(body) % 8))
-    except binascii.Error:
-        return None
+def _by_name(blocks: Iterable[bytes]) -> dict[str, bytes]:
+    return {Multihash.from_digest_sha3_256(data).to_multibase(): data for data in blocks}
