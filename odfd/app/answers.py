@@ -22,7 +22,7 @@ import re
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -429,7 +429,7 @@ async def _tables(
             record.alias: record for record in listing.records if visible is None or visible(record)
         }
         dialect = await _sql_dialect(node, engine)
-        for alias in read_aliases(request.query, dialect, records):
+        for alias in listing.read_aliases(request.query, dialect, tuple(records)):
             record = records[alias]
             if record.head is None:
                 continue  # no data yet: no table
@@ -537,12 +537,34 @@ class _Views:
         return view
 
 
+_KEPT_READS = 256
+_KEPT_SQL_CHARS = 4_096
+"""Longer query texts are lexed each time (the kept ones stay small)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Listing:
-    """What a query may name: the workspace's datasets and the names of its projections."""
+    """What a query may name: the workspace's datasets and the names of its projections; and,
+    while they are unchanged, which of them each query text read (lexing it is a tenth of a
+    small query's time on the event loop)."""
 
     records: list[DatasetRecord]
     projections: tuple[str, ...]
+    _reads: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
+
+    def read_aliases(self, sql: str, dialect: str, aliases: tuple[str, ...]) -> list[str]:
+        """``query_tables.read_aliases`` of ``aliases`` (those of the listed datasets the
+        caller may see), kept by the query's text."""
+        if len(sql) > _KEPT_SQL_CHARS:
+            return read_aliases(sql, dialect, aliases)
+        key = (sql, dialect, aliases)
+        read = self._reads.get(key)
+        if read is None:
+            read = read_aliases(sql, dialect, aliases)
+            if len(self._reads) >= _KEPT_READS:
+                self._reads.clear()
+            self._reads[key] = read
+        return list(read)
 
     def names_projection(self, sql: str) -> bool:
         """Whether ``sql``'s text holds a projection's name (else it reads none: the test
