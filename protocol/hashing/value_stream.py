@@ -14,9 +14,9 @@ value, and without copies where the layout allows: fixed-width values without nu
 straight from the Arrow buffer; with nulls, one Arrow ``filter`` over the bytes keeps a whole
 value where it is valid and the first (zeroed) byte where it is null. Strings of one length form
 a byte matrix; other strings interleave a header array and a body array by one ``take``; a
-dictionary column takes its values' records by index, one ``take`` of whole records. A list
-needs the boundaries of its items' records to cut its bodies, so encoders return record offsets
-when asked for them.
+dictionary column takes its values' records by index, one ``take`` of whole records (of matrix
+rows, when they are all of one width). A list needs the boundaries of its items' records to cut
+its bodies, so encoders return record offsets when asked for them.
 
 Values under a null are read from the buffers exactly as arrow-digest reads them, because its
 null-combining rule (see ``records_digest``) can make such a value count as valid.
@@ -237,6 +237,9 @@ def _dictionary_records(array: pa.Array, valid: np.ndarray | None, with_offsets:
     dictionary = array.dictionary
     entries = encode(dictionary, None, with_offsets=True)
     entry_offsets = cast(np.ndarray, entries.offsets)
+    own = validity_mask(array)
+    if _uniform_records(entry_offsets, own, valid):
+        return _uniform_dictionary_records(array, entries.data, entry_offsets, valid, with_offsets)
     end = int(entry_offsets[-1])
     empty, null = len(dictionary), len(dictionary) + 1
     records = pa.Array.from_buffers(
@@ -251,7 +254,6 @@ def _dictionary_records(array: pa.Array, valid: np.ndarray | None, with_offsets:
         ],
     )
     index_array = array.indices
-    own = validity_mask(array)
     if own is None and valid is None:
         taken = call_function("take", [records, index_array])
     else:
@@ -273,6 +275,36 @@ def _dictionary_records(array: pa.Array, valid: np.ndarray | None, with_offsets:
     taken_offsets = np.frombuffer(taken.buffers()[1], dtype=np.int64, count=len(array) + 1)
     data = memoryview(taken.buffers()[2])[taken_offsets[0] : taken_offsets[-1]]
     return Records(data, taken_offsets - taken_offsets[0] if with_offsets else None)
+
+
+def _uniform_records(
+    entry_offsets: np.ndarray, own: np.ndarray | None, valid: np.ndarray | None
+) -> bool:
+    """Whether a dictionary's records can be taken as rows of a byte matrix: its entries' records
+    are of one width (values of one length: codes, identifiers), and no own-null slot counts as
+    valid (it would take an empty value's shorter record)."""
+    widths = np.diff(entry_offsets)
+    if len(widths) == 0 or widths.min() != widths.max():
+        return False
+    return own is None or (valid is not None and not np.any(valid & ~own))
+
+
+def _uniform_dictionary_records(
+    array: pa.Array,
+    entry_data: np.ndarray | memoryview,
+    entry_offsets: np.ndarray,
+    valid: np.ndarray | None,
+    with_offsets: bool,
+) -> Records:
+    """Records of a dictionary array whose entries' records are of one width: one fixed-width
+    ``take`` of matrix rows (a gather, a fifth of the cost of taking variable-length values)."""
+    dictionary_size = len(entry_offsets) - 1
+    width = int(entry_offsets[1] - entry_offsets[0])
+    rows = pa.Array.from_buffers(
+        pa.binary(width), dictionary_size, [None, pa.py_buffer(_bytes(entry_data))]
+    )
+    taken = call_function("take", [rows, array.indices])  # own-null slots: null rows
+    return _fixed_records(_value_matrix(taken, width), valid, with_offsets)
 
 
 def _list_records(array: pa.Array, valid: np.ndarray | None, with_offsets: bool) -> Records:
