@@ -2,7 +2,7 @@
 
 1. The logical hash of an in-memory table, as a ratio to plain SHA3-256 over the table's bytes.
    Targets: >= 0.8 for fixed-width columns, >= 0.4 for string-heavy data.
-2. ``odfd data hash`` (a whole process: start-up, reading the file, both hashes) on a Parquet
+2. ``odfd data hash`` (a whole process: start-up, one read of the file, both hashes) on a Parquet
    file of ``--file-mb``, as a ratio to its floor: one process that reads the file, SHA3s its
    bytes, then SHA3s as many bytes again as the logical hash's value stream holds (arrow-digest's
    records of the file's columns, counted before the runs). Target >= 0.85, for fixed-width

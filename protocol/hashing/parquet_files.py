@@ -12,11 +12,9 @@ of a file's hashes from one read of its bytes.
   small enough that the batches in flight and their records fit in memory the allocator reuses:
   memory first touched costs a page fault and the zeroing of its pages, which at twice this size
   cost ~5% of the CPU of ``odfd data hash`` and of a verification (and 20-70 MB more peak memory).
-- :func:`hash_parquet_file` reads a small file once into memory (up to
-  :data:`~protocol.hashing.physical.WHOLE_READ_BYTES`) and hashes its bytes on the executor while
-  the main thread decodes its records, whose columns are hashed on the executor too; a larger file
-  is read twice, both passes at once, through reused buffers (cheaper than fresh memory for the
-  whole file, and bounded).
+- :func:`hash_parquet_file` reads a file once into memory (up to :data:`IN_MEMORY_BYTES`) and
+  hashes its bytes on the executor while the main thread decodes its records, whose columns are
+  hashed on the executor too; a larger file is read twice, both passes at once, in bounded memory.
   A caller may start the read and the physical hash itself (``physical.read_whole``) before this
   module and Arrow are imported, so that they overlap the imports.
 """
@@ -34,7 +32,7 @@ import pyarrow.parquet as pq
 import pyarrow.types as pat
 
 from protocol.hashing.errors import DataFileError, UnsupportedDataTypeError
-from protocol.hashing.physical import WHOLE_READ_BYTES, WholeFile, read_whole
+from protocol.hashing.physical import IN_MEMORY_BYTES, WholeFile, read_whole
 from protocol.hashing.records_digest import PARQUET_BATCH_ROWS, RecordsDigest, exact_batches
 from protocol.identity import Multihash
 
@@ -168,7 +166,7 @@ def hash_parquet_file(
     is the file's read already started by ``physical.read_whole`` (else it starts here)."""
     where = os.fspath(path)
     if reading is None:
-        reading = read_whole(where, executor, WHOLE_READ_BYTES)
+        reading = read_whole(where, executor, IN_MEMORY_BYTES)
     data = reading.data.result()
     source: Source = where if data is None else pa.BufferReader(data)
     logical = _logical_hash(source, where, executor)

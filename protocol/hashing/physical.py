@@ -18,14 +18,7 @@ _CHUNK_SIZE = 1 << 20
 """Read size for streaming a file: large enough that per-read overhead is negligible."""
 
 IN_MEMORY_BYTES = 256 << 20
-"""Largest file a caller with a reused buffer (the verifier's file threads) reads once into
-memory for both hashes; larger ones are streamed twice."""
-
-WHOLE_READ_BYTES = 8 << 20
-"""Largest file :func:`read_whole` reads into fresh memory for both hashes. A larger one is read
-twice, both passes at once, through reused buffers: the second read from the page cache costs
-less than the fault and zeroing of every page of a file-sized buffer (~7% of ``odfd data hash``'s
-CPU on a 128 MB file, and as much more peak memory as the file's size)."""
+"""Largest file read once into memory for both hashes; larger ones are streamed twice."""
 
 
 class PhysicalHasher:
@@ -70,7 +63,7 @@ class WholeFile:
 
 
 def read_whole(
-    path: str | os.PathLike[str], executor: Executor, limit: int = WHOLE_READ_BYTES
+    path: str | os.PathLike[str], executor: Executor, limit: int = IN_MEMORY_BYTES
 ) -> WholeFile:
     """Starts reading ``path`` into memory (up to ``limit`` bytes) and hashing its bytes, on
     ``executor``'s threads: the hash starts as soon as the bytes are read, and a file larger than

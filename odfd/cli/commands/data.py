@@ -20,10 +20,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _hash(args: argparse.Namespace) -> int:
-    # The file's bytes and its columns are hashed on every core at once (a small file from one
-    # read, a large one streamed twice at once: see protocol.hashing.physical.WHOLE_READ_BYTES).
-    # The physical hash needs only hashlib: it starts before Arrow and NumPy are imported (a
-    # third of a second of CPU), so that the imports overlap it.
+    # One read of the file; its bytes and its columns are hashed on every core at once. The read
+    # and the physical hash need only hashlib: they start before Arrow and NumPy are imported
+    # (a third of a second of CPU), so that the imports overlap them.
     from protocol.hashing.lanes import available_cores
     from protocol.hashing.physical import read_whole
 

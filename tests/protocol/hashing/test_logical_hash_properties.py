@@ -283,7 +283,7 @@ def test_dictionary_pages_are_read_undecoded_and_both_hashes_come_from_one_read(
     assert pa.types.is_dictionary(parquet.schema_arrow.field("repeated").type)
     assert not pa.types.is_dictionary(parquet.schema_arrow.field("unique").type)
     if not in_memory:
-        monkeypatch.setattr(parquet_files, "WHOLE_READ_BYTES", 0)
+        monkeypatch.setattr(parquet_files, "IN_MEMORY_BYTES", 0)
     assert logical_hash_parquet(path) == logical_hash(table)
     with ThreadPoolExecutor(2) as pool:
         hashes = hash_parquet_file(path, pool)
