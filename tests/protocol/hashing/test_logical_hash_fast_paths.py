@@ -199,3 +199,21 @@ def test_hashing_columns_on_threads_changes_nothing(
     for batch in batches:
         digest.update(batch)
     assert digest.finalize().digest == reference_hash(batches, schema)
+
+
+@pytest.mark.parametrize("parent_nulls", [False, True], ids=["top-level", "in-a-struct"])
+def test_a_dictionary_of_one_width_hashes_as_the_reference_does(parent_nulls: bool) -> None:
+    """Values of one length (codes, identifiers) take their records as matrix rows; own-null
+    slots are null rows, or, where the combining rule makes them count, empty values."""
+    rng = np.random.default_rng(5)
+    n = 5_000
+    codes = pa.array([f"code-{i:03d}" for i in range(40)], pa.string())
+    own = rng.random(n) >= 0.2
+    indices = pa.array(rng.integers(0, len(codes), n).astype(np.int16), mask=~own)
+    column = pa.DictionaryArray.from_arrays(indices, codes).slice(7)
+    if parent_nulls:
+        parent_valid = rng.random(len(column)) >= 0.3
+        column = pa.StructArray.from_arrays([column], names=["code"], mask=pa.array(~parent_valid))
+    batch = pa.RecordBatch.from_arrays([column], names=["c"])
+    batches = [batch.slice(0, 1_000), batch.slice(1_000)]
+    assert logical_hash(batches, batch.schema).digest == reference_hash(batches, batch.schema)
