@@ -16,7 +16,8 @@ stores. Ratios are baseline time / odfd time (targets: >= 0.8x); incremental pul
 The pull is also taken apart: its copy part alone (odfd's object fetcher from the bucket into a
 fresh folder) against obstore downloading the same data objects, and its data checks alone (on
 every core, as a pull runs them beside its downloads); target: the pull <= 1.2x max(copy alone,
-checks alone). The load average is printed beside each figure.
+checks alone). The load average, and the CPU seconds of odfd and of SeaweedFS, are printed
+beside the figures.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ import time
 from pathlib import Path
 
 import obstore
+import obstore.exceptions
 from _baselines import (
     DURABILITY,
     Best,
@@ -39,6 +41,7 @@ from _baselines import (
     load,
     overlap_report,
 )
+from _proc_cpu import servers_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -47,6 +50,7 @@ from odfd.sync.objects import ObjectFetcher, ObjectRef, store_source
 from odfd.sync.pull import pull
 from odfd.sync.push import push
 from odfd.sync.transport.settings import TransportSettings
+from protocol.errors import OdfError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
@@ -63,6 +67,8 @@ _BYTES_PER_ROW = 78  # the generator's Parquet, uncompressed: ~78 bytes a row
 
 
 async def _node(path: Path, server: SeaweedServer) -> Workspace:
+    """A workspace configured for ``server``, to use as ``async with``: one left open keeps its
+    catalog's (non-daemon) thread waiting, and the process would hang after an error."""
     workspace = await Workspace.init(path)
     config = workspace.layout.config_path
     config.write_text(config.read_text() + "\n" + server.config_toml())
@@ -124,20 +130,35 @@ async def _durable_download(
         await asyncio.to_thread(shutil.rmtree, target, True)
 
 
-async def _timed_pull(workspace: Workspace, url: str) -> tuple[float, int, str]:
-    """Seconds, objects and where the time went (``overlap_report``)."""
+def _server_pids(server: SeaweedServer) -> list[int]:
+    return [p.pid for p in (server.cluster, server.process) if p is not None]
+
+
+async def _timed_pull(
+    workspace: Workspace, url: str, server: SeaweedServer
+) -> tuple[float, int, str]:
+    """Seconds, objects and where the time went (``overlap_report``), with SeaweedFS's CPU."""
     clock = PhaseClock()
+    weed = servers_cpu(_server_pids(server))
     with checks_timed() as checks:
         t = time.perf_counter()
         pulled = await pull(workspace, url, progress=clock, settings=_via(workspace))
         ended = time.perf_counter()
         report = overlap_report(clock, checks, ended)
-    return ended - t, pulled.num_objects, report
+    weed = servers_cpu(_server_pids(server)) - weed
+    return ended - t, pulled.num_objects, f"{report}, CPU {weed:.2f} s in SeaweedFS"
 
 
 async def _big(server: SeaweedServer, work: Path, mb: int, slices: int, repeat: int) -> None:
     url = server.url(server.make_bucket("bench-big"), "big")
-    a = await _node(work / "a", server)
+    async with await _node(work / "a", server) as a:
+        await _big_in(a, server, work, url, mb, slices, repeat)
+    shutil.rmtree(work / "a")
+
+
+async def _big_in(
+    a: Workspace, server: SeaweedServer, work: Path, url: str, mb: int, slices: int, repeat: int
+) -> None:
     rows = mb * 1_000_000 // slices // _BYTES_PER_ROW
     t = time.perf_counter()
     writer = await create_root(a, "big", slices=slices, rows=rows, checkpoints=False)
@@ -173,30 +194,32 @@ async def _big(server: SeaweedServer, work: Path, mb: int, slices: int, repeat: 
     data_keys = [key for _, key in files if key.startswith("data/")]
     dest = work / "baseline-download"
     for turn in range(repeat):
-        b = await _node(work / f"b{turn}", server)
-        seconds, objects, phases = await _timed_pull(b, url)
-        assert objects == slices, objects
-        odfd_pull.offer(seconds, f"{load()}]\n  where the pull's time went: {phases}")
-        await _durable_download(bucket, "baseline/", keys, dest, downloads)
+        async with await _node(work / f"b{turn}", server) as b:
+            seconds, objects, phases = await _timed_pull(b, url, server)
+            assert objects == slices, objects
+            odfd_pull.offer(seconds, f"{load()}]\n  where the pull's time went: {phases}")
+            await _durable_download(bucket, "baseline/", keys, dest, downloads)
 
-        # The copy part of odfd's pull alone: the data objects fetched from the bucket into a
-        # fresh dataset folder (download, hash, size check, staged write, fsync, rename), next
-        # to obstore downloading the same objects into plain files, made durable.
-        data_files = sorted((b.layout.dataset(dataset_id).root / "data").iterdir())
-        refs = [ObjectRef(ObjectKind.DATA, Multihash.from_multibase(p.name), p.stat().st_size)
-                for p in data_files]  # fmt: skip
-        copy_dest = Dataset.open_local(DatasetLayout(work / f"copy{turn}").create().root)
-        fetcher = ObjectFetcher(copy_dest, where=url, parallel=PARALLEL)
-        t, cpu = time.perf_counter(), time.process_time()
-        await fetcher.fetch_all(refs, store_source(s3_dataset(bucket, parse_s3_url(url))))
-        odfd_copy.offer(time.perf_counter() - t, f"CPU {time.process_time() - cpu:.2f} s, {load()}")
-        await _durable_download(bucket, "baseline/", data_keys, dest, copies)
+            # The copy part of odfd's pull alone: the data objects fetched from the bucket into a
+            # fresh dataset folder (download, hash, size check, staged write, fsync, rename), next
+            # to obstore downloading the same objects into plain files, made durable.
+            data_files = sorted((b.layout.dataset(dataset_id).root / "data").iterdir())
+            refs = [ObjectRef(ObjectKind.DATA, Multihash.from_multibase(p.name), p.stat().st_size)
+                    for p in data_files]  # fmt: skip
+            copy_dest = Dataset.open_local(DatasetLayout(work / f"copy{turn}").create().root)
+            fetcher = ObjectFetcher(copy_dest, where=url, parallel=PARALLEL)
+            t, cpu = time.perf_counter(), time.process_time()
+            weed = servers_cpu(_server_pids(server))
+            await fetcher.fetch_all(refs, store_source(s3_dataset(bucket, parse_s3_url(url))))
+            weed = servers_cpu(_server_pids(server)) - weed
+            cpus = f"CPU {time.process_time() - cpu:.2f} s odfd + {weed:.2f} s SeaweedFS"
+            odfd_copy.offer(time.perf_counter() - t, f"{cpus}, {load()}")
+            await _durable_download(bucket, "baseline/", data_keys, dest, copies)
 
-        # What a pull does beyond copying: every data file read once (records, offsets,
-        # logical hash), on every core as the pull runs them beside its downloads.
-        seconds, cpu = await asyncio.to_thread(checks_alone, data_files)
-        checks.offer(seconds, f"CPU {cpu:.2f} s, {load()}")
-        await b.close()
+            # What a pull does beyond copying: every data file read once (records, offsets,
+            # logical hash), on every core as the pull runs them beside its downloads.
+            seconds, cpu = await asyncio.to_thread(checks_alone, data_files)
+            checks.offer(seconds, f"CPU {cpu:.2f} s, {load()}")
         shutil.rmtree(work / f"b{turn}")
         shutil.rmtree(work / f"copy{turn}")
     base_pull = min(best.seconds for best in downloads.values())
@@ -226,14 +249,15 @@ async def _big(server: SeaweedServer, work: Path, mb: int, slices: int, repeat: 
         print(f"  pull against max({name} copy alone, checks alone) = {larger:.2f} s: "
               f"{odfd_pull.seconds / larger:.2f}x (target <= 1.2x: "
               f"{'met' if odfd_pull.seconds <= 1.2 * larger else 'MISSED'})")  # fmt: skip
-    await a.close()
-    shutil.rmtree(work / "a")
 
 
 async def _incremental(server: SeaweedServer, work: Path) -> None:
     url = server.url(server.make_bucket("bench-long"), "long")
-    a = await _node(work / "c", server)
-    b = await _node(work / "d", server)
+    async with await _node(work / "c", server) as a, await _node(work / "d", server) as b:
+        await _incremental_between(a, b, url)
+
+
+async def _incremental_between(a: Workspace, b: Workspace, url: str) -> None:
     # 2 + 166 x (slice + 5 watermark blocks) = 998 blocks, then 2 more to reach 1,000.
     writer = await create_root(a, "long", slices=166, empty_blocks=5)
     await writer.append(slices=1, empty_blocks=1)
@@ -248,8 +272,6 @@ async def _incremental(server: SeaweedServer, work: Path) -> None:
     assert again.num_blocks == 10, again
     print(f"incremental pull of {again.num_blocks} new blocks on a {blocks}-block dataset: "
           f"{elapsed:.3f} s (target < 1 s)")  # fmt: skip
-    await a.close()
-    await b.close()
 
 
 async def main() -> None:
@@ -268,8 +290,11 @@ async def main() -> None:
         server.start()
         await _big(server, work, args.mb, args.slices, args.repeat)
         await _incremental(server, work)
+    except (OdfError, obstore.exceptions.BaseError) as err:
+        first_line = str(err).split("\n", 1)[0]
+        raise SystemExit(f"bench_s3: stopped by an S3 error: {first_line}") from None
     finally:
-        server.kill_all()
+        server.kill_all()  # only the processes this run started
         shutil.rmtree(work, ignore_errors=True)
 
 

@@ -22,7 +22,7 @@ import re
 import weakref
 from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
@@ -178,11 +178,13 @@ _OUTPUT_PREFIX = b'{"output":'
 
 async def body_stream(
     answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
-) -> AsyncGenerator[bytes, None]:
-    """The response body of ``answer`` in pieces of about ``piece_bytes``, each rendered off the
-    event loop while the one before is sent (and, for an answer still being produced, while the
-    engine produces the next rows), so a large answer is sent while the rest is still being
-    computed and written. Errors that can be answered with a status (no signer, a result that
+) -> AsyncGenerator[bytes | memoryview, None]:
+    """The response body of ``answer`` as the writer's buffers, rendered off the event loop in
+    pieces of about ``piece_bytes`` each while the piece before is sent (and, for an answer
+    still being produced, while the engine produces the next rows), so a large answer is sent
+    while the rest is still being computed and written. A piece's buffers are handed on as
+    they are, never joined: the HTTP layer copies each into its chunked framing anyway, and
+    joining them first would copy every byte of the answer once more. Errors that can be answered with a status (no signer, a result that
     cannot be rendered, a query that fails or runs out of time before the first piece) are
     raised before the first piece; after it, the body ends early with the error raised.
 
@@ -204,16 +206,17 @@ async def body_stream(
         batches = answer.batches if feed is None else itertools.chain(answer.batches, feed)
         chunks = iter(writer.chunks(batches))
 
-        def next_piece() -> bytes:
-            pieces, size = [], 0
+        def next_piece() -> list[bytes | memoryview]:
+            pieces: list[bytes | memoryview] = []
+            size = 0
             for chunk in chunks:
                 pieces.append(chunk)
                 size += memoryview(chunk).nbytes
                 if size >= piece_bytes:
                     break
-            return b"".join(pieces)
+            return pieces
 
-        def render_next() -> asyncio.Future[bytes]:
+        def render_next() -> asyncio.Future[list[bytes | memoryview]]:
             future = asyncio.ensure_future(asyncio.to_thread(next_piece))
             future.add_done_callback(_retrieve)
             return future
@@ -222,7 +225,8 @@ async def body_stream(
         try:
             while piece := await pending:
                 pending = render_next()  # the next piece is rendered while this one is sent
-                yield piece
+                for buffer in piece:
+                    yield buffer
         finally:
             pending.cancel()  # a client gone: the piece being rendered is dropped
     finally:
@@ -246,7 +250,7 @@ async def _produce(answer: Answer, feed: BatchFeed) -> None:
         await answer.rest.close()
 
 
-def _retrieve(future: asyncio.Future[bytes]) -> None:
+def _retrieve(future: asyncio.Future[list[bytes | memoryview]]) -> None:
     """Marks a piece's failure seen (it is raised where the piece is awaited, if it is)."""
     if not future.cancelled():
         future.exception()
@@ -425,7 +429,7 @@ async def _tables(
             record.alias: record for record in listing.records if visible is None or visible(record)
         }
         dialect = await _sql_dialect(node, engine)
-        for alias in read_aliases(request.query, dialect, records):
+        for alias in listing.read_aliases(request.query, dialect, tuple(records)):
             record = records[alias]
             if record.head is None:
                 continue  # no data yet: no table
@@ -533,12 +537,34 @@ class _Views:
         return view
 
 
+_KEPT_READS = 256
+_KEPT_SQL_CHARS = 4_096
+"""Longer query texts are lexed each time (the kept ones stay small)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _Listing:
-    """What a query may name: the workspace's datasets and the names of its projections."""
+    """What a query may name: the workspace's datasets and the names of its projections; and,
+    while they are unchanged, which of them each query text read (lexing it is a tenth of a
+    small query's time on the event loop)."""
 
     records: list[DatasetRecord]
     projections: tuple[str, ...]
+    _reads: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
+
+    def read_aliases(self, sql: str, dialect: str, aliases: tuple[str, ...]) -> list[str]:
+        """``query_tables.read_aliases`` of ``aliases`` (those of the listed datasets the
+        caller may see), kept by the query's text."""
+        if len(sql) > _KEPT_SQL_CHARS:
+            return read_aliases(sql, dialect, aliases)
+        key = (sql, dialect, aliases)
+        read = self._reads.get(key)
+        if read is None:
+            read = read_aliases(sql, dialect, aliases)
+            if len(self._reads) >= _KEPT_READS:
+                self._reads.clear()
+            self._reads[key] = read
+        return list(read)
 
     def names_projection(self, sql: str) -> bool:
         """Whether ``sql``'s text holds a projection's name (else it reads none: the test

@@ -7,18 +7,23 @@ through the gateway, verifying everything.
 
 from __future__ import annotations
 
+import shutil
 import socket
 
 import pytest
 
-from odfd.sync.errors import UnsupportedUrlError
+import storage.stores.ipfs as ipfs_stores
+from odfd.sync.errors import CorruptSourceError, UnsupportedUrlError
 from odfd.sync.pull import pull
 from odfd.sync.push import push
 from odfd.sync.transport.ipns_push import IPNS_KEY_PREFIX
 from odfd.sync.transport.settings import TransportSettings
-from storage.ipfs_client import IpfsClient, IpfsUnavailableError, IpnsName
+from protocol.identity import Multihash
+from protocol.transfer.simple import ObjectKind
+from storage.ipfs_client import IpfsClient, IpfsGateway, IpfsUnavailableError, IpnsName
 from storage.ipfs_settings import IpfsSettings
 from storage.layout import dataset_dir_name
+from storage.stores.ipfs import LIST_AFTER, IpfsObjectStore
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
@@ -111,3 +116,81 @@ async def test_unreachable_ipfs_node_fails_clearly(node_a: Workspace, node_b: Wo
     assert (await node_a.resolve("cities")).head == head
     assert await node_b.list_datasets() == []
     assert await node_a.catalog.remote_aliases((await node_a.resolve("cities")).id, "push") == []
+
+
+async def _published_copy(node: Workspace, alias: str, tmp_path, ipfs: IpfsClient, spoil: str):
+    """The dataset's folder copied, one ``spoil`` (``"blocks"``/``"data"``) file's bytes changed
+    (its name kept), added to IPFS: a publisher serving bytes its names do not match."""
+    record = await node.resolve(alias)
+    folder = tmp_path / "published"
+    shutil.copytree(node.layout.dataset(record.id).root, folder)
+    if spoil:
+        victim = max((folder / spoil).iterdir())
+        data = bytearray(victim.read_bytes())
+        data[len(data) // 2] ^= 0x01
+        victim.write_bytes(bytes(data))
+    return record, await ipfs.add_directory(folder, exclude=("info",))
+
+
+async def test_long_chain_is_pulled_by_listing_and_one_export(
+    node_a: Workspace,
+    node_b: Workspace,
+    tmp_path,
+    use_ipfs: IpfsClient,
+    via: TransportSettings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """More blocks and files than ``LIST_AFTER``: after the first reads by path, the folders are
+    listed and the blocks come from one ``dag/export``, the rest by CID; all verified."""
+    await create_root(node_a, "long", slices=LIST_AFTER + 4, empty_blocks=1)
+    record, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil="")
+    exports = []
+    real_export = IpfsClient.export_raw_blocks
+
+    async def counted(self: IpfsClient, folder, *, max_bytes: int) -> dict[bytes, bytes]:
+        exports.append(folder)
+        return await real_export(self, folder, max_bytes=max_bytes)
+
+    monkeypatch.setattr(IpfsClient, "export_raw_blocks", counted)
+    pulled = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
+    assert pulled.new_head == record.head and pulled.num_blocks == 2 * (LIST_AFTER + 4) + 2
+    assert len(exports) == 1
+    await verify_integrity(await node_b.get_dataset("long"))
+
+
+async def test_exported_blocks_need_no_gateway(
+    node_a: Workspace, use_ipfs: IpfsClient, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once listed, every block is served from the export alone (the gateway here is dead)."""
+    await create_root(node_a, "long", slices=3)
+    record, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil="")
+    monkeypatch.setattr(ipfs_stores, "LIST_AFTER", 0)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    async with IpfsGateway(dead) as gateway:
+        blocks = IpfsObjectStore(gateway, cid, ObjectKind.BLOCK, rpc=use_ipfs)
+        names = sorted((tmp_path / "published/blocks").iterdir())
+        for path in names:
+            hash = Multihash.from_multibase(path.name)
+            assert await blocks.get_bytes(hash) == path.read_bytes()
+        await blocks.aclose()
+
+
+@pytest.mark.parametrize("spoil", ["blocks", "data"])
+async def test_corrupt_object_from_ipfs_is_refused_and_nothing_committed(
+    node_a: Workspace,
+    node_b: Workspace,
+    tmp_path,
+    use_ipfs: IpfsClient,
+    via: TransportSettings,
+    spoil: str,
+) -> None:
+    """A published folder with one block's or data file's bytes changed (long enough to be read
+    by listing and export): the pull fails naming the remote and leaves node B without it."""
+    await create_root(node_a, "long", slices=LIST_AFTER + 4)
+    _, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil=spoil)
+    with pytest.raises(CorruptSourceError, match=str(cid)):
+        await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
+    assert await node_b.list_datasets() == []
+    assert not any(node_b.layout.datasets_dir.iterdir())

@@ -22,7 +22,9 @@ if TYPE_CHECKING:
     from odfd.sync.progress import Progress
     from odfd.sync.push_steps import PushOptions, PushResult
     from odfd.sync.target import PullTarget
-    from storage.ipfs_client import IpfsGateway
+    from protocol.transfer.simple import ObjectKind
+    from storage.ipfs_client import IpfsClient, IpfsGateway
+    from storage.stores.ipfs import IpfsObjectStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,10 +76,29 @@ async def gateway_view(
 
     async with IpfsGateway(ipfs.gateway, session=session) as gateway:
         folder = cid if not subpath else await _resolve_subpath(gateway, cid, subpath, where, ipfs)
-        dataset = read_only_dataset(
-            lambda kind: IpfsObjectStore(gateway, folder, kind), IpfsRefStore(gateway, folder)
-        )
-        yield RemoteView(dataset, f"{where} (/ipfs/{folder})", store_source(dataset))
+        rpc = _client_of(ipfs)
+        stores: list[IpfsObjectStore] = []
+
+        def store(kind: ObjectKind) -> IpfsObjectStore:
+            stores.append(IpfsObjectStore(gateway, folder, kind, rpc=rpc))
+            return stores[-1]
+
+        dataset = read_only_dataset(store, IpfsRefStore(gateway, folder))
+        try:
+            yield RemoteView(dataset, f"{where} (/ipfs/{folder})", store_source(dataset))
+        finally:
+            for opened in stores:
+                await opened.aclose()
+
+
+def _client_of(ipfs: IpfsSettings) -> IpfsClient | None:
+    """The node's RPC client, to list folders (``None``: the gateway alone is used)."""
+    from protocol.errors import ParseError
+
+    try:
+        return ipfs.client()
+    except ParseError:
+        return None
 
 
 async def _resolve_subpath(

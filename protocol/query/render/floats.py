@@ -7,7 +7,8 @@ digit exponents -6 and 10..15). So the texts are Arrow's, read back into digits 
 Arrow string kernels, put through the reference's re-read on whole numpy arrays (the values it
 changes get new texts), and patched where the layouts differ. Canonical texts (Rust ``{:e}``) are
 assembled from the digits with the same kernels. Columns whose values all have a few decimals
-(the common case) skip all that: their texts are two integer casts (``_fixed_places``).
+(the common case) skip all that: their wire texts are two integer casts (``_fixed_places``), and
+their canonical digits and exponents come from the same integers (``_fixed_parts``).
 """
 
 from __future__ import annotations
@@ -80,8 +81,10 @@ def render_floats(array: pa.Array, *, canonical: bool) -> pa.LargeStringArray:
 
 def _render(numbers: np.ndarray, single: bool, canonical: bool) -> pa.LargeStringArray:
     """Texts of finite values after the reference's write and re-read."""
-    if not single and not canonical:
+    if not single:
         places = _fixed_places(numbers)
+        if places is not None and canonical:
+            return _canonical(np.signbit(numbers), _fixed_parts(numbers, places))
         if places is not None:
             return join(_fixed_pieces(numbers, places))
     texts = _texts(numbers, single)
@@ -154,6 +157,21 @@ def _fixed_pieces(numbers: np.ndarray, places: np.ndarray) -> list[Piece]:
 
 
 _SIGNS = pa.array(["", "-"], TEXT)
+
+
+def _fixed_parts(numbers: np.ndarray, places: np.ndarray) -> Decomposed:
+    """The digits and first-digit exponents of values ``m / 10**k`` (``_fixed_places``),
+    straight from the integers: what ``decompose`` reads from their texts (and the re-read
+    leaves them unchanged), without writing or parsing any text."""
+    scaled = np.rint(np.abs(numbers) * _POW10[places]).astype(np.uint64)
+    exponent = digit_count(scaled).astype(np.int64) - 1 - places
+    digits = scaled.copy()
+    for _ in range(19):
+        zeros = (digits % 10 == 0) & (digits != 0)
+        if not zeros.any():
+            break
+        digits[zeros] //= 10
+    return Decomposed(digits, digit_count(digits).astype(np.int64), exponent)
 
 
 def _first_as_point(texts: pa.Array) -> pa.LargeStringArray:

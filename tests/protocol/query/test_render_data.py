@@ -434,7 +434,8 @@ def test_strings_canonical_form_is_ascii() -> None:
 def test_floats_with_few_decimals_follow_the_scalar_rules() -> None:
     """Values the re-read gives back unchanged (``m / 10**k``, fixed notation) skip it: their
     texts are still the scalar rules' (the ``.0`` of whole numbers, exponents 10..14 laid out
-    as serde_json lays them), and a column with one other value takes the full path."""
+    as serde_json lays them; canonical ``d.dddE<exp>`` digits and exponents taken from the
+    integers), and a column with one other value takes the full path."""
     from protocol.query.render.floats import _fixed_places
 
     rng = np.random.default_rng(11)
@@ -449,13 +450,15 @@ def test_floats_with_few_decimals_follow_the_scalar_rules() -> None:
     values += [8.99999999999999e14, 0.1, 0.7, 99.99, 1e14, 5e-5, 0.00012]
     numbers = np.array(values)
     assert _fixed_places(numbers) is not None
-    got = render_column(pa.array(values, pa.float64()), Style()).to_pylist()
-    assert got == [_scalar_float(value, canonical=False) for value in values]
-    for other in (0.0, 1e-6, 9e14, 0.1 + 0.2, 1e300):
-        assert _fixed_places(np.array([*values, other])) is None
-        mixed = [*values[:50], other]
-        got = render_column(pa.array(mixed, pa.float64()), Style()).to_pylist()
-        assert got == [_scalar_float(value, canonical=False) for value in mixed]
+    for canonical in (False, True):
+        style = Style(canonical=canonical)
+        got = render_column(pa.array(values, pa.float64()), style).to_pylist()
+        assert got == [_scalar_float(value, canonical=canonical) for value in values]
+        for other in (0.0, 1e-6, 9e14, 0.1 + 0.2, 1e300):
+            assert _fixed_places(np.array([*values, other])) is None
+            mixed = [*values[:50], other]
+            got = render_column(pa.array(mixed, pa.float64()), style).to_pylist()
+            assert got == [_scalar_float(value, canonical=canonical) for value in mixed]
 
 
 def test_an_answer_like_a_dataset_streams_and_reads_back() -> None:
