@@ -22,10 +22,12 @@ a daemon of its own code and without a daemon, and the ratio now / baseline.
 With ``--no-spark`` only the commands that need no engine are measured (a minute, not half an
 hour: for checking start-up work against a baseline). With ``--callgrind`` (and ``--baseline``)
 those commands are also counted in instructions under ``valgrind --tool=callgrind``, median of
-``--repeat`` runs: a figure the machine's load does not move, for comparing start-up work.
+``--repeat`` runs: a figure the machine's load does not move, for comparing start-up work. With
+``--no-daemon-only`` only the Spark commands on a workspace without a daemon are measured (a JVM
+per command: the slowest figures, a third of the full run's time).
 
 Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV] [--no-spark]
-[--callgrind]``.
+[--callgrind] [--no-daemon-only]``.
 """
 
 from __future__ import annotations
@@ -161,18 +163,30 @@ def main() -> None:
         action="store_true",
         help="with --baseline: also count the engine-less commands' instructions (valgrind)",
     )
+    parser.add_argument(
+        "--no-daemon-only",
+        action="store_true",
+        help="measure only the Spark commands on a workspace without a daemon",
+    )
     args = parser.parse_args()
     if args.callgrind and args.baseline is None:
         parser.error("--callgrind needs --baseline")
+    if args.no_daemon_only and (args.no_spark or args.callgrind):
+        parser.error("--no-daemon-only measures only Spark commands (no --no-spark, --callgrind)")
     byte_compile()
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-cli-"))
     try:
         if args.baseline is None:
-            against_today(work, args.repeat, spark=not args.no_spark)
+            against_today(work, args.repeat, spark=not args.no_spark, only_cold=args.no_daemon_only)
         else:
             baseline = export(args.baseline, work / "baseline")
             against_baseline(
-                work, args.repeat, baseline, spark=not args.no_spark, callgrind=args.callgrind
+                work,
+                args.repeat,
+                baseline,
+                spark=not args.no_spark,
+                callgrind=args.callgrind,
+                only_cold=args.no_daemon_only,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -199,8 +213,13 @@ SPARK_STEPS = [  # (name, arguments, target seconds with a daemon)
 ]
 
 
-def against_today(work: Path, repeat: int, *, spark: bool = True) -> None:
-    """Today's commands beside how they ran before: eager imports, no daemon."""
+def against_today(work: Path, repeat: int, *, spark: bool = True, only_cold: bool = False) -> None:
+    """Today's commands beside how they ran before: eager imports, no daemon (``only_cold``:
+    only the Spark commands without a daemon)."""
+    if only_cold:
+        (cold,) = workspaces(work, "local")
+        _no_daemon_only({"now": (REPO, cold)}, repeat)
+        return
     warm, cold = workspaces(work, "daemon", "local")
     # commands that need no engine, on a quiet machine: before the daemon (and its JVM) starts
     print(f"median of {repeat} whole-process runs each (seconds)")
@@ -245,12 +264,22 @@ def against_today(work: Path, repeat: int, *, spark: bool = True) -> None:
 
 
 def against_baseline(
-    work: Path, repeat: int, baseline: Path, *, spark: bool = True, callgrind: bool = False
+    work: Path,
+    repeat: int,
+    baseline: Path,
+    *,
+    spark: bool = True,
+    callgrind: bool = False,
+    only_cold: bool = False,
 ) -> None:
     """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
-    in the machine's load touches both alike."""
+    in the machine's load touches both alike (``only_cold``: only the Spark commands without a
+    daemon)."""
     trees = {"now": REPO, "baseline": baseline}
     cold = {tree: workspaces(work, f"local-{tree}", tree=code)[0] for tree, code in trees.items()}
+    if only_cold:
+        _no_daemon_only({tree: (trees[tree], cold[tree]) for tree in trees}, repeat)
+        return
     warm = {tree: workspaces(work, f"daemon-{tree}", tree=code)[0] for tree, code in trees.items()}
     print(f"median of {repeat} whole-process runs each (seconds); baseline: {baseline}")
     print(f"{'command':<34} {'now':>7} {'baseline':>9} {'ratio':>6}")
@@ -299,6 +328,29 @@ def against_baseline(
             daemon.send_signal(signal.SIGTERM)
         for daemon in daemons:
             daemon.wait(120)
+
+
+def _no_daemon_only(trees: dict[str, tuple[Path, Path]], repeat: int) -> None:
+    """The Spark commands without a daemon for each tree (its code, its workspace), runs
+    interleaved; with two trees, the ratio of the first to the second."""
+    print(f"median of {repeat} whole-process runs each (seconds), no daemon: a JVM per command")
+    codes = {tree: code for tree, (code, _root) in trees.items()}
+    times: dict[tuple[str, str], list[float]] = {}
+    for round in range(repeat):
+        for tree, code in _in_turn(codes, round):
+            root = trees[tree][1]
+            reset(root, code)
+            for name, argv, _target in SPARK_STEPS:
+                seconds = odfd(root, *argv, env={"ODFD_NO_DAEMON": "1"}, tree=code)
+                times.setdefault((name, tree), []).append(seconds)
+                print(f"  run: {name} ({tree}) {seconds:.2f} s", flush=True)
+    print(f"{'command (no daemon)':<34} " + " ".join(f"{tree:>9}" for tree in trees))
+    for name, _argv, _target in SPARK_STEPS:
+        medians = [statistics.median(times[(name, tree)]) for tree in trees]
+        ratio = f" {medians[0] / medians[1]:5.2f}x" if len(medians) == 2 else ""
+        print(f"{name:<34} " + " ".join(f"{m:9.2f}" for m in medians) + ratio)
+    if len(trees) == 2:
+        print("ratio: now / baseline (target <= 1.05x)")
 
 
 def _in_turn(trees: dict[str, Path], round: int) -> list[tuple[str, Path]]:
