@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
-from odfd.app.write_log import local_actor, record_write
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -84,6 +83,7 @@ async def ingest(
     A failure stops at the file it names, the ones before stay committed."""
     from pathlib import Path
 
+    from odfd.app.write_log import local_actor, record_write
     from odfd.coordinator.ingest import IngestOutcome, ingest_push
     from odfd.coordinator.retry import retry_lost_race
     from protocol.model import Timestamp

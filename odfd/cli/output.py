@@ -9,7 +9,6 @@ another program never mixes the two.
 from __future__ import annotations
 
 import argparse
-import csv
 import io
 import json
 import sys
@@ -53,6 +52,8 @@ def write_records(
 
         out.write(yaml_dump(_plain(rows)) if rows else "[]\n")
     elif fmt == "csv":
+        import csv  # only this format needs it
+
         keys = list(rows[0]) if rows else [key for _, key in columns]
         buffer = io.StringIO()
         writer = csv.DictWriter(buffer, fieldnames=keys, lineterminator="\n")

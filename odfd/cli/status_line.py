@@ -8,7 +8,6 @@ on worker threads, so the event loop is free to redraw.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import sys
 import threading
@@ -26,6 +25,8 @@ _SPINNER = "|/-\\"
 @contextlib.asynccontextmanager
 async def working(label: str, stream: TextIO | None = None) -> AsyncIterator[None]:
     """While the body runs, ``label · 12s`` on ``stream`` (stderr by default) if it is a terminal."""
+    import asyncio  # here, not above: a thin client of the daemon draws with ``StatusLine``
+
     out = sys.stderr if stream is None else stream
     if not _shown(out):
         yield

@@ -8,8 +8,6 @@ tools connect to it. Tokens and private datasets are the ``[server]`` table's.
 from __future__ import annotations
 
 import argparse
-import asyncio
-import signal
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
@@ -63,6 +61,9 @@ def run(args: argparse.Namespace, *, default_engine: str) -> int:
         )
 
     async def serve(node: Node) -> int:
+        import asyncio
+        import signal
+
         from odfd.flight_sql import workspace_queries
 
         config = node.config.server
