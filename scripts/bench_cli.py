@@ -24,10 +24,13 @@ hour: for checking start-up work against a baseline). With ``--callgrind`` (and 
 those commands are also counted in instructions under ``valgrind --tool=callgrind``, median of
 ``--repeat`` runs: a figure the machine's load does not move, for comparing start-up work. With
 ``--no-daemon-only`` only the Spark commands on a workspace without a daemon are measured (a JVM
-per command: the slowest figures, a third of the full run's time).
+per command: the slowest figures, a third of the full run's time). With ``--forwarded-only``
+(and ``--baseline``) only the Spark commands a running daemon takes over are measured, each
+beside the CPU its thin client process spent (a figure the load moves little: the client's
+start-up, the daemon's work excluded).
 
 Usage: ``.venv/bin/python scripts/bench_cli.py [--repeat 5] [--baseline REV] [--no-spark]
-[--callgrind] [--no-daemon-only]``.
+[--callgrind] [--no-daemon-only] [--forwarded-only]``.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ import argparse
 import functools
 import os
 import re
+import resource
 import shutil
 import signal
 import statistics
@@ -56,6 +60,15 @@ EAGER_IMPORTS = "from odfd.cli.main import build_parser; build_parser()"
 
 def odfd(root: Path, *args: str, env: dict[str, str] | None = None, tree: Path = REPO) -> float:
     """Seconds one ``odfd ARGS`` process of the code in ``tree`` took (it must succeed)."""
+    return odfd_with_cpu(root, *args, env=env, tree=tree)[0]
+
+
+def odfd_with_cpu(
+    root: Path, *args: str, env: dict[str, str] | None = None, tree: Path = REPO
+) -> tuple[float, float]:
+    """``odfd``'s seconds and the CPU seconds of the process itself (user + system: what the
+    machine's load moves little, e.g. a thin client's start-up beside its daemon's work)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     began = time.perf_counter()
     done = subprocess.run(
         [str(ODFD), *args],
@@ -63,9 +76,11 @@ def odfd(root: Path, *args: str, env: dict[str, str] | None = None, tree: Path =
         capture_output=True,
     )
     seconds = time.perf_counter() - began
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if done.returncode != 0:
         raise RuntimeError(f"odfd {' '.join(args)} failed:\n{done.stderr.decode()}")
-    return seconds
+    cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
+    return seconds, cpu
 
 
 def instructions(root: Path, *args: str, tree: Path = REPO) -> int:
@@ -168,11 +183,20 @@ def main() -> None:
         action="store_true",
         help="measure only the Spark commands on a workspace without a daemon",
     )
+    parser.add_argument(
+        "--forwarded-only",
+        action="store_true",
+        help="with --baseline: measure only the Spark commands run by a daemon",
+    )
     args = parser.parse_args()
-    if args.callgrind and args.baseline is None:
-        parser.error("--callgrind needs --baseline")
-    if args.no_daemon_only and (args.no_spark or args.callgrind):
-        parser.error("--no-daemon-only measures only Spark commands (no --no-spark, --callgrind)")
+    if (args.callgrind or args.forwarded_only) and args.baseline is None:
+        parser.error("--callgrind and --forwarded-only need --baseline")
+    only = args.no_daemon_only + args.forwarded_only
+    if only and (args.no_spark or args.callgrind) or only > 1:
+        parser.error(
+            "--no-daemon-only and --forwarded-only measure only Spark commands, one of them "
+            "(no --no-spark, --callgrind)"
+        )
     byte_compile()
     work = Path(tempfile.mkdtemp(prefix="odfd-bench-cli-"))
     try:
@@ -187,6 +211,7 @@ def main() -> None:
                 spark=not args.no_spark,
                 callgrind=args.callgrind,
                 only_cold=args.no_daemon_only,
+                only_forwarded=args.forwarded_only,
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -271,11 +296,15 @@ def against_baseline(
     spark: bool = True,
     callgrind: bool = False,
     only_cold: bool = False,
+    only_forwarded: bool = False,
 ) -> None:
     """Every figure for the working tree and for ``baseline``, runs interleaved so that a change
     in the machine's load touches both alike (``only_cold``: only the Spark commands without a
-    daemon)."""
+    daemon; ``only_forwarded``: only those with one)."""
     trees = {"now": REPO, "baseline": baseline}
+    if only_forwarded:
+        _forwarded_only(work, trees, repeat)
+        return
     cold = {tree: workspaces(work, f"local-{tree}", tree=code)[0] for tree, code in trees.items()}
     if only_cold:
         _no_daemon_only({tree: (trees[tree], cold[tree]) for tree in trees}, repeat)
@@ -328,6 +357,43 @@ def against_baseline(
             daemon.send_signal(signal.SIGTERM)
         for daemon in daemons:
             daemon.wait(120)
+
+
+def _forwarded_only(work: Path, trees: dict[str, Path], repeat: int) -> None:
+    """The Spark commands run by a warm daemon of each tree's code, runs interleaved: the
+    medians of their seconds and of their client processes' CPU seconds, and the ratios."""
+    warm = {tree: workspaces(work, f"daemon-{tree}", tree=code)[0] for tree, code in trees.items()}
+    daemons = [start_daemon(warm[tree], code) for tree, code in trees.items()]
+    try:
+        for tree, code in trees.items():  # untimed: each daemon's first command is cold
+            reset(warm[tree], code)
+            for _name, argv, _target in SPARK_STEPS:
+                odfd(warm[tree], *argv, tree=code)
+        times: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for round in range(repeat):
+            for tree, code in _in_turn(trees, round):
+                reset(warm[tree], code)
+                for name, argv, _target in SPARK_STEPS:
+                    seconds, cpu = odfd_with_cpu(warm[tree], *argv, tree=code)
+                    times.setdefault((name, tree), []).append((seconds, cpu))
+                    print(f"  run: {name} ({tree}) {seconds:.2f} s, client CPU {cpu:.3f} s")
+    finally:
+        for daemon in daemons:
+            daemon.send_signal(signal.SIGTERM)
+        for daemon in daemons:
+            daemon.wait(120)
+    print(f"median of {repeat} runs each (seconds), commands run by a daemon")
+    print(f"{'command (daemon)':<28} {'now':>6} {'baseline':>9} {'ratio':>6}   client CPU")
+    for name, _argv, _target in SPARK_STEPS:
+        (now, now_cpu), (before, before_cpu) = (
+            (statistics.median(s for s, _ in runs), statistics.median(c for _, c in runs))
+            for runs in (times[(name, tree)] for tree in trees)
+        )
+        print(
+            f"{name:<28} {now:6.2f} {before:9.2f} {now / before:5.2f}x   "
+            f"{now_cpu:.3f} vs {before_cpu:.3f} s {now_cpu / before_cpu:5.2f}x"
+        )
+    print("ratio: now / baseline (target <= 1.05x)")
 
 
 def _no_daemon_only(trees: dict[str, tuple[Path, Path]], repeat: int) -> None:

@@ -19,16 +19,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from odfd.app.events import Event, EventSink, Recovered
 from odfd.app.forwarding import Request
-from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.errors import OdfdError
 from odfd.sync.did_names import is_did
 from odfd.sync.errors import SyncError
-from odfd.sync.repos import expand
 from odfd.sync.transport.url import looks_like_url
 from protocol.errors import ParseError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from odfd.app.write_log import Actor
     from odfd.coordinator.pull import PullOutcome
     from odfd.sync.progress import Progress
     from odfd.sync.pull import PullOptions
@@ -241,6 +240,8 @@ async def expanded(node: Node, ref: str) -> str:
             return ref
     except ParseError:
         pass  # not a dataset reference: maybe REPO/NAME
+    from odfd.sync.repos import expand
+
     return await expand(node.workspace, ref)
 
 
@@ -275,6 +276,7 @@ async def pull_local(
 ) -> list[PullOutcome]:
     """Updates the datasets from their sources (and, ``recursive``, everything upstream first),
     each update recorded as done by ``actor`` (default: a local command)."""
+    from odfd.app.write_log import local_actor, record_write
     from odfd.coordinator.pull import pull_local as coordinate
 
     def reset(alias: str) -> None:
@@ -321,6 +323,7 @@ async def replicate(
     settings; ``progress`` gives the display of the
     transfer labelled so (none: nothing drawn); each update is recorded as done by ``actor``
     (default: a local command)."""
+    from odfd.app.write_log import local_actor, record_write
     from odfd.sync.pull import pull, pull_from_remotes
 
     for ref in refs:

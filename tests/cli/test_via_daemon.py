@@ -180,9 +180,10 @@ def test_the_client_of_a_daemon_imports_no_engine_nor_event_loop(
         '{"match_time": "2024-07-01T18:00:00Z", "match_id": 9001, "player": "x", "score": 1}\n'
     )
     before = jobs(node)
-    _, loaded = _client_modules("ingest", "match.scores", str(row), root=node.root)
-    assert jobs(node) == before + 1
-    assert NOT_IN_A_CLIENT & loaded == set()
+    for argv in (("ingest", "match.scores", str(row)), ("pull", "match.leaderboard")):
+        _, loaded = _client_modules(*argv, root=node.root)
+        assert NOT_IN_A_CLIENT & loaded == set()
+    assert jobs(node) == before + 2
 
 
 def test_errors_are_one_line_and_the_same_as_a_local_run(

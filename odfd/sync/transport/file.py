@@ -3,7 +3,6 @@ dataset folders), read and written in place."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -68,6 +67,8 @@ class FileTransport:
         return await push_into_folder(target, dest, self.url, options, progress)
 
     async def list_datasets(self) -> list[Listed]:
+        import asyncio  # here: a thin client parsing a pull's arguments runs no event loop
+
         return await asyncio.to_thread(self._listing)
 
     def _listing(self) -> list[Listed]:
