@@ -22,7 +22,7 @@ from odfd.app.forwarding import Request
 from odfd.errors import OdfdError
 from odfd.sync.did_names import is_did
 from odfd.sync.errors import SyncError
-from odfd.sync.transport.url import looks_like_url
+from odfd.sync.transport import looks_like_url
 from protocol.errors import ParseError
 
 if TYPE_CHECKING:

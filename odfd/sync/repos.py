@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 
 from odfd.errors import OdfdError
-from odfd.sync.transport.url import canonical_url, looks_like_url
+from odfd.sync.transport import looks_like_url
+from odfd.sync.transport.url import canonical_url
 from storage.workspace import Workspace
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")

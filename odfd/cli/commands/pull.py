@@ -86,7 +86,7 @@ def _request(args: argparse.Namespace) -> PullRequest:
 
 def forward(args: argparse.Namespace) -> tuple[PullRequest, StatusLineRendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
-    from odfd.sync.transport.url import looks_like_url
+    from odfd.sync.transport import looks_like_url
 
     request = _request(args)
     if any(looks_like_url(ref) for ref in request.datasets):

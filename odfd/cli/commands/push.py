@@ -19,7 +19,7 @@ from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.sync.progress import Progress
 from odfd.sync.repos import RepoError
-from odfd.sync.transport.url import looks_like_url
+from odfd.sync.transport import looks_like_url
 
 if TYPE_CHECKING:
     from odfd.app.events import Event

@@ -113,7 +113,3 @@ def peer_key(text: str) -> str:
         return parse_remote(text).peer_key()
     except UnsupportedUrlError:
         return ""
-
-
-def looks_like_url(text: str) -> bool:
-    return "://" in text
