@@ -45,6 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
+from _proc_cpu import process_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -102,11 +103,6 @@ async def _add_mirrors(root: Path, burst: list[str], peers: list[str], total: in
 def _sql(root: Path, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
         return db.execute(query, params).fetchall()
-
-
-def _cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime + stime
 
 
 def _status_kib(pid: int, field: str) -> int:
@@ -217,7 +213,7 @@ async def _burst(
     )
     daemon.signal(signal.SIGHUP)  # reload: re-arm every timer from the catalog
     await asyncio.sleep(max((due - datetime.now(UTC)).total_seconds(), 0))
-    cpu_before, started = _cpu_seconds(daemon.pid), time.monotonic()
+    cpu_before, started = process_cpu(daemon.pid, children=False), time.monotonic()
     stop = asyncio.Event()
     probe = asyncio.create_task(_probe(url, stop))
     while True:
@@ -228,7 +224,7 @@ async def _burst(
             raise RuntimeError("the burst did not finish within an hour")
         await asyncio.sleep(0.5)
     elapsed = time.monotonic() - started
-    cpu = (_cpu_seconds(daemon.pid) - cpu_before) / elapsed
+    cpu = (process_cpu(daemon.pid, children=False) - cpu_before) / elapsed
     stop.set()
     return elapsed, await probe, cpu
 
@@ -269,9 +265,11 @@ def main() -> None:
         time.sleep(15.0)  # start-up chores (reconcile, housekeeping, re-signing) settle
         url = f"{b.server_url}{SERVED}/refs/head"
         rss_idle = _status_kib(b.pid, "VmRSS")
-        cpu_before, window_start = _cpu_seconds(b.pid), time.monotonic()
+        cpu_before, window_start = process_cpu(b.pid, children=False), time.monotonic()
         time.sleep(args.idle_window)
-        idle_cpu = (_cpu_seconds(b.pid) - cpu_before) / (time.monotonic() - window_start)
+        idle_cpu = (process_cpu(b.pid, children=False) - cpu_before) / (
+            time.monotonic() - window_start
+        )
         idle_latencies = asyncio.run(_probe_for(url, 5.0))
         admin = asyncio.run(_admin_and_metrics(work / "b", b.server_url or ""))
         lag_before = asyncio.run(_lag_buckets(b.server_url or ""))

@@ -49,6 +49,7 @@ import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
 import pyarrow as pa
+from _proc_cpu import process_cpu
 from bench_engines import root_with, trades_table
 
 from odfd.app.accounts import AccountError, add_account, create_token, require_account
@@ -144,12 +145,6 @@ def peak_while(pid: int, work: Callable[[], pa.Table]) -> tuple[int, int, pa.Tab
     return before, peak, result
 
 
-def cpu_seconds(pid: int) -> float:
-    """CPU time (user + system) a process spent so far, all its threads."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 @dataclass
 class RoundTrips:
     """Round trips of small queries and the CPU each cost the server and the clients."""
@@ -194,9 +189,9 @@ def latencies(
         with ThreadPoolExecutor(clients) as pool:
             running = [pool.submit(client, connection) for connection in connections]
             ready.wait()
-            server_before, client_before = cpu_seconds(server), time.process_time()
+            server_before, client_before = process_cpu(server, children=False), time.process_time()
             seconds = [t for future in running for t in future.result()]
-            server_cpu = cpu_seconds(server) - server_before
+            server_cpu = process_cpu(server, children=False) - server_before
             client_cpu = time.process_time() - client_before
     finally:
         for connection in connections:

@@ -56,6 +56,7 @@ from protocol.query import (
     output_hash,
     render_query_response,
 )
+from storage.catalog.versioned_cache import VersionedCache
 from verifier.engine import errors as engine_errors
 from verifier.engine.contract import QueryTable
 
@@ -550,7 +551,11 @@ class _Listing:
 
     records: list[DatasetRecord]
     projections: tuple[str, ...]
-    _reads: dict[tuple[str, str, tuple[str, ...]], list[str]] = field(default_factory=dict)
+    version: int | None
+    """The catalog's data version listed (``None``: unknown, nothing kept)."""
+    _reads: VersionedCache[tuple[str, str, tuple[str, ...]], list[str]] = field(
+        default_factory=lambda: VersionedCache(_KEPT_READS)
+    )
 
     def read_aliases(self, sql: str, dialect: str, aliases: tuple[str, ...]) -> list[str]:
         """``query_tables.read_aliases`` of ``aliases`` (those of the listed datasets the
@@ -558,12 +563,10 @@ class _Listing:
         if len(sql) > _KEPT_SQL_CHARS:
             return read_aliases(sql, dialect, aliases)
         key = (sql, dialect, aliases)
-        read = self._reads.get(key)
+        read = self._reads.get(key, self.version)
         if read is None:
             read = read_aliases(sql, dialect, aliases)
-            if len(self._reads) >= _KEPT_READS:
-                self._reads.clear()
-            self._reads[key] = read
+            self._reads.put(key, self.version, read)
         return list(read)
 
     def names_projection(self, sql: str) -> bool:
@@ -605,7 +608,7 @@ class _KeptSession:
         if version is None or self._listing is None or self._listing[0] != version:
             records = await workspace.list_datasets()
             projections = [name for name, _ in await self._reader.specs(PROJECTION.schema)]
-            listing = _Listing(records, tuple(projections))
+            listing = _Listing(records, tuple(projections), version)
             self._listing = None if version is None else (version, listing)
             return listing
         return self._listing[1]

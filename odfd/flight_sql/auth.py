@@ -12,9 +12,9 @@ session; any user with a token as the password is that token's holder. The answe
 bearer token in the response headers.
 
 A token's subject is kept (by the token's digest) while the node is unchanged and the token
-has not expired (:mod:`odfd.flight_sql.versioned`): a client's every call would otherwise cost a
-trip through the node's event loop and catalog. Revoking a token commits to the catalog, which
-drops every kept subject, so the token's next call is refused.
+has not expired (:mod:`storage.catalog.versioned_cache`): a client's every call would otherwise
+cost a trip through the node's event loop and catalog. Revoking a token commits to the catalog,
+which drops every kept subject, so the token's next call is refused.
 
 Sessions keep their prepared statements; idle ones expire and their number is bounded, so
 clients that never close cannot grow the server's memory.
@@ -40,7 +40,7 @@ import pyarrow.flight as flight
 
 from odfd.flight_sql.service import ANONYMOUS, Subject
 from odfd.flight_sql.status import NotFound, Unauthenticated
-from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
+from storage.catalog.versioned_cache import Version, VersionedCache, unversioned
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from odfd.errors import OdfdError
 from odfd.flight_sql.auth import TokenResolver
 from odfd.flight_sql.server import FlightSqlServer
 from odfd.flight_sql.service import QueryService
-from odfd.flight_sql.versioned import Version, unversioned
+from storage.catalog.versioned_cache import Version, unversioned
 
 _ENGINE_SETTLE_SECONDS = 0.2
 """After the last query closed, how long the engine's threads get to hand their last results

@@ -14,9 +14,10 @@ batch: one coroutine on the loop opens the query and hands its batches to the ca
 four batches per query, never the whole result.
 
 Plans are kept by subject, SQL and parameters while the node is unchanged
-(:mod:`odfd.flight_sql.versioned`): the ADBC driver prepares every statement it runs and then
-asks for its FlightInfo, and a dashboard asks the same queries again and again; each of those
-would otherwise plan on the node's loop, through the catalog and the authorization decision.
+(:mod:`storage.catalog.versioned_cache`): the ADBC driver prepares every statement it runs and
+then asks for its FlightInfo, and a dashboard asks the same queries again and again; each of
+those would otherwise plan on the node's loop, through the catalog and the authorization
+decision.
 A kept plan is the one the node would make now (any catalog commit or settings reload drops
 them all), so its schema is the one the stream will have.
 """
@@ -56,7 +57,7 @@ from odfd.flight_sql.service import (
     UnknownTableError,
 )
 from odfd.flight_sql.tickets import PlannedTickets
-from odfd.flight_sql.versioned import Version, VersionedCache, unversioned
+from storage.catalog.versioned_cache import Version, VersionedCache, unversioned
 
 T = TypeVar("T")
 

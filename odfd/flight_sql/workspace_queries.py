@@ -187,10 +187,11 @@ async def serve(
 
 
 class CatalogVersion:
-    """The node's version as the server's caches need it (:mod:`odfd.flight_sql.versioned`):
-    the catalog's ``PRAGMA data_version`` on a read-only connection of its own, which changes
-    whenever any other connection (the node's own included, or another process's) commits, with
-    the server settings in force (a daemon's reload changes private datasets and token lists).
+    """The node's version as the server's caches need it
+    (:mod:`storage.catalog.versioned_cache`): the catalog's ``PRAGMA data_version`` on a
+    read-only connection of its own, which changes whenever any other connection (the node's
+    own included, or another process's) commits, with the server settings in force (a daemon's
+    reload changes private datasets and token lists).
     Everything a plan or a token's subject depends on is in one or the other: datasets' heads,
     issued and revoked tokens, accounts, ``Relations`` and ``Projection`` resources. Called
     from gRPC's threads: one pragma, no trip through the event loop."""

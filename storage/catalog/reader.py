@@ -13,10 +13,10 @@ lookup by three orders of magnitude (measured in an otherwise idle server at loa
 p99 of 80–110 ms). When SQLite answers "busy" (another connection recovering the WAL, or
 holding the file in exclusive mode), the lookup waits for it in a worker thread instead.
 
-Answers are kept until the catalog changes: ``PRAGMA data_version`` (microseconds, no table read)
-moves whenever another connection commits, and this one never writes, so an answer kept at one
-version is the answer at that version. A revoked token, a new dataset or a changed resource is
-a commit, hence seen by the very next lookup.
+Answers are kept until the catalog changes (``versioned_cache``): ``PRAGMA data_version``
+(microseconds, no table read) moves whenever another connection commits, and this one never
+writes, so an answer kept at one version is the answer at that version. A revoked token, a new
+dataset or a changed resource is a commit, hence seen by the very next lookup.
 """
 
 from __future__ import annotations
@@ -32,12 +32,15 @@ from typing import Any
 from protocol.identity import DatasetId
 from storage.catalog.columns import from_text
 from storage.catalog.records import DATASET_COLUMNS, DatasetRecord, dataset_record
+from storage.catalog.versioned_cache import VersionedCache
 
 _BUSY = (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
 _BUSY_TIMEOUT = 10.0
 """Seconds a lookup that found the catalog busy waits in its worker thread (as ``Catalog``)."""
 _KEPT_ANSWERS = 4096
-"""Lookups kept per catalog version (all are forgotten when more arrive: unknown tokens)."""
+"""Lookups kept per catalog version (the least recently used go first: unknown tokens)."""
+_KeptRow = tuple[sqlite3.Row | None]
+"""A lookup's row by statement and key, in a 1-tuple: no row is an answer too."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,9 +63,7 @@ class CatalogReader:
     def __init__(self, path: Path, db: sqlite3.Connection) -> None:
         self.path = path
         self._db = db
-        self._kept: dict[tuple[str, str], sqlite3.Row | None] = {}
-        self._kept_at: int | None = None
-        """The data version ``_kept``'s answers were read at."""
+        self._kept: VersionedCache[tuple[str, str], _KeptRow] = VersionedCache(_KEPT_ANSWERS)
 
     @classmethod
     async def open(cls, path: Path) -> CatalogReader:
@@ -127,18 +128,16 @@ class CatalogReader:
     async def _row(self, sql: str, key: str) -> sqlite3.Row | None:
         """The row, kept until the catalog changes (not kept while it is busy)."""
         version = self.data_version()
-        if version is not None and version == self._kept_at and (sql, key) in self._kept:
-            return self._kept[sql, key]
+        kept = self._kept.get((sql, key), version)
+        if kept is not None:
+            return kept[0]
         try:
             row: sqlite3.Row | None = self._db.execute(sql, (key,)).fetchone()
         except sqlite3.OperationalError as err:
             if getattr(err, "sqlite_errorcode", None) not in _BUSY:
                 raise
             return await asyncio.to_thread(_read_waiting, self.path, sql, key)
-        if version is not None:
-            if version != self._kept_at or len(self._kept) >= _KEPT_ANSWERS:
-                self._kept, self._kept_at = {}, version
-            self._kept[sql, key] = row
+        self._kept.put((sql, key), version, (row,))
         return row
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import fcntl
+import functools
 import hashlib
 import os
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
@@ -21,6 +22,7 @@ from protocol.errors import ParseError
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import (
     fsync_dir,
+    fsync_file,
     move_file_atomic,
     staging_path,
     sync_file_system,
@@ -40,6 +42,7 @@ from storage.stores.localfs_batch import (
     FolderAccess,
     LocalFsStagedObjects,
     hash_and_write,
+    unlink_all,
     write_all,
 )
 from storage.stores.ref_file import read_ref_file
@@ -209,21 +212,40 @@ class LocalFsObjectStore(ObjectStore):
                 target = self.path_of(hash)
                 if target not in staged and not target.exists():
                     staged[target] = write_staged(stage, item, sync=False)
-            if not staged:
-                return hashes
-            if not sync_file_system(stage):
-                return None
+        except BaseException as err:
+            unlink_all(staged.values())
+            if isinstance(err, OSError) and (full := disk_full(err, self.root)):
+                raise full from None
+            raise
+        if staged and not self._name_staged(staged, fsync_each=False):
+            return None
+        return hashes
+
+    def _name_staged(self, staged: dict[Path, Path], *, fsync_each: bool) -> bool:
+        """Names unsynced staged files (``{target: staged path}``) for a batch's price: one
+        ``syncfs`` of the staging folder's file system, each file renamed to its target (unless
+        it is there already), one fsync of the folder, so no object has its name before its
+        bytes are durable. Without ``syncfs``: an fsync per file first if ``fsync_each``, else
+        nothing is named and the answer is ``False`` (the caller then writes one by one). The
+        staged files are gone afterwards either way."""
+        try:
+            if not sync_file_system(self._stage_dir()):
+                if not fsync_each:
+                    return False
+                for path in staged.values():
+                    fsync_file(path)
+            self._ensure_root()
             for target, path in staged.items():
-                self._install(path, target)
+                if not target.exists():
+                    self._install(path, target)
             fsync_dir(self.root)
+            return True
         except OSError as err:
             if (full := disk_full(err, self.root)) is not None:
                 raise full from None
             raise
         finally:
-            for path in staged.values():
-                path.unlink(missing_ok=True)
-        return hashes
+            unlink_all(staged.values())  # still there if the object was stored already
 
     def _put_group(self, items: Sequence[bytes]) -> list[Multihash]:
         """Writes each object fsynced, leaving the folder's fsync to the caller."""
@@ -328,7 +350,12 @@ class LocalFsObjectStore(ObjectStore):
     def staged(self) -> StagedObjects:
         """Written unsynced to the staging folder, named with one ``syncfs`` (``localfs_batch``)."""
         return LocalFsStagedObjects(
-            FolderAccess(self.root, self._stage_dir, self.path_of, self._install)
+            FolderAccess(
+                self.root,
+                self._stage_dir,
+                self.path_of,
+                functools.partial(self._name_staged, fsync_each=True),
+            )
         )
 
     async def delete(self, hash: Multihash) -> None:

@@ -4,7 +4,8 @@ staging folder, hash-checked as they arrive, and named together.
 ``commit`` makes the whole batch durable with one ``syncfs`` of the staging folder's file
 system (an fsync per file where ``syncfs`` is missing), renames each file to its object name,
 and fsyncs the objects' folder once: an object is never visible under its name before its bytes
-are durable, and a thousand objects cost one device flush, not two thousand. Staged files live
+are durable, and a thousand objects cost one device flush, not two thousand (the store's
+``_name_staged``, which its ``put_many`` shares for large batches). Staged files live
 in the process's own, ``flock``-held staging subfolder (``storage.scratch``): a process killed
 before ``commit`` leaves them there, and the next process to open the workspace removes them
 (never those of a process still running); the interrupted pull fetches them again.
@@ -14,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-from collections.abc import AsyncIterable, Callable
+from collections.abc import AsyncIterable, Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
 from protocol.identity import Multicodec, Multihash
-from storage.atomic import fsync_dir, fsync_file, staging_path, sync_file_system
+from storage.atomic import staging_path
 from storage.errors import HashMismatchError, disk_full
 from storage.stores.base import StagedObjects
 
@@ -34,8 +35,9 @@ class FolderAccess:
     root: Path
     stage_dir: Callable[[], Path]
     path_of: Callable[[Multihash], Path]
-    install: Callable[[Path, Path], None]
-    """Rename a staged file to its name (copying it durably across file systems)."""
+    name_staged: Callable[[dict[Path, Path]], bool]
+    """Name staged files ``{target: staged path}`` durably, fsyncing each where ``syncfs`` is
+    missing (``LocalFsObjectStore._name_staged``, which ``put_many`` shares)."""
 
 
 class LocalFsStagedObjects(StagedObjects):
@@ -114,29 +116,12 @@ class LocalFsStagedObjects(StagedObjects):
                 await asyncio.shield(asyncio.to_thread(self._name_all, batch))
 
     def _name_all(self, batch: dict[Multihash, Path]) -> None:
-        folder = self._folder
-        try:
-            if not sync_file_system(folder.stage_dir()):
-                for path in batch.values():
-                    fsync_file(path)
-            folder.root.mkdir(parents=True, exist_ok=True)
-            for hash, path in batch.items():
-                target = folder.path_of(hash)
-                if not target.exists():
-                    folder.install(path, target)
-            fsync_dir(folder.root)
-        except OSError as err:
-            if (full := disk_full(err, folder.root)) is not None:
-                raise full from None
-            raise
-        finally:
-            for path in batch.values():
-                path.unlink(missing_ok=True)  # still there if the object was stored already
+        self._folder.name_staged({self._folder.path_of(hash): path for hash, path in batch.items()})
 
     async def abort(self) -> None:
         batch, self._staged, self._bytes = self._staged, {}, 0
         if batch:
-            await asyncio.shield(asyncio.to_thread(_unlink_all, list(batch.values())))
+            await asyncio.shield(asyncio.to_thread(unlink_all, list(batch.values())))
 
 
 def _open_new(path: Path) -> BinaryIO:
@@ -171,7 +156,7 @@ def _copy_hashing(source: Path, staged: Path) -> tuple[Multihash, int]:
     return _multihash(digest), size
 
 
-def _unlink_all(paths: list[Path]) -> None:
+def unlink_all(paths: Iterable[Path]) -> None:
     for path in paths:
         path.unlink(missing_ok=True)
 

@@ -76,3 +76,17 @@ async def test_a_busy_catalog_is_waited_for_in_a_worker_thread(
     finally:
         lock.close()
         await reader.close()
+
+
+async def test_a_lookup_that_found_nothing_holds_only_until_the_next_commit(
+    node_a: Workspace,
+) -> None:
+    reader = await CatalogReader.open(node_a.catalog.path)
+    try:
+        assert await reader.find_by_alias("cities") is None
+        assert await reader.find_by_alias("cities") is None  # the kept answer
+        await create_root(node_a, "cities", slices=1, checkpoints=False)
+        record = await reader.find_by_alias("cities")
+        assert record is not None and record.alias == "cities"
+    finally:
+        await reader.close()

@@ -14,7 +14,7 @@ import pytest
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import sync_file_system
 from storage.errors import CorruptRefError, HashMismatchError, ObjectNotFoundError, RefCasError
-from storage.stores import localfs, localfs_batch
+from storage.stores import localfs
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 
 
@@ -138,13 +138,13 @@ async def test_a_staged_batch_names_its_objects_only_once_they_are_durable(
         synced.append(folder)
         return has_syncfs
 
-    monkeypatch.setattr(localfs_batch, "sync_file_system", sync)
+    monkeypatch.setattr(localfs, "sync_file_system", sync)
 
     def fsync(path: Path) -> None:
         assert not objects.exists() or os.listdir(objects) == [], "named before it was durable"
         fsynced.append(path)
 
-    monkeypatch.setattr(localfs_batch, "fsync_file", fsync)
+    monkeypatch.setattr(localfs, "fsync_file", fsync)
     store = LocalFsObjectStore(objects, staging=lambda: staging)
     batch = store.staged()
     good, other = b"good " * 1000, b"other"

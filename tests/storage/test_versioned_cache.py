@@ -1,8 +1,8 @@
-"""The server's caches keep answers of one version of the node only, each until its deadline."""
+"""A versioned cache keeps answers of one version only, each until its deadline."""
 
 from __future__ import annotations
 
-from odfd.flight_sql.versioned import VersionedCache
+from storage.catalog.versioned_cache import VersionedCache
 
 
 class Clock:

@@ -1,16 +1,16 @@
-"""Answers the server keeps while the node is unchanged: plans and token subjects.
+"""Answers kept while the catalog (or what else they depend on) is unchanged.
 
-A small query costs the server four calls (the ADBC driver prepares every statement, asks for
-its FlightInfo, fetches it and closes it), and each used to resolve the caller's token and plan
-the SQL again on the node's event loop: a trip through the loop and the catalog per call, more
-CPU than the query itself. These caches answer from the gRPC thread instead.
+Serving a request reads the same few things again and again: a token's grant, a dataset's row,
+a query's plan, which datasets a query text reads. Each is kept by a *version* (:data:`Version`):
+a value that differs whenever anything the answer depends on may have changed, e.g. the
+catalog's ``PRAGMA data_version`` (any commit: a dataset's head, a token issued or revoked, a
+resource), with the settings in force where answers depend on them too. A cache holds answers
+of one version only: asked with another, it forgets everything it holds, so no answer outlives
+the state it was computed from, and a revoked token or a dataset made private takes effect on
+the next call. ``None`` (the version cannot be read now) caches nothing.
 
-They are kept by a *version* of the node (:data:`Version`): a value that differs whenever
-anything an answer depends on may have changed (any commit to the catalog: a dataset's head, a
-token issued or revoked, a ``Relations`` resource; or the server's settings, reloaded). The cache
-holds answers of one version only: asked with another, it forgets everything it holds, so no
-answer outlives the state it was computed from, and a revoked token or a dataset made private
-takes effect on the next call. ``None`` (the version cannot be read now) caches nothing.
+Used by the catalog reader's lookups (``reader``), the Flight SQL server's token subjects and
+plans (``odfd.flight_sql``) and the query API's reads of query texts (``odfd.app.answers``).
 """
 
 from __future__ import annotations
@@ -26,11 +26,11 @@ K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 Version = Callable[[], Hashable | None]
-"""The node's version now; ``None`` when it cannot be told (nothing is cached then)."""
+"""The version now; ``None`` when it cannot be told (nothing is cached then)."""
 
 
 def unversioned() -> None:
-    """A :data:`Version` for a server that caches nothing."""
+    """A :data:`Version` for a holder that caches nothing."""
     return None
 
 
@@ -73,7 +73,7 @@ class VersionedCache(Generic[K, V]):
         self, key: K, version: Hashable | None, value: V, *, until: float | None = None
     ) -> None:
         """Keeps ``value``, computed at ``version`` (read before computing it): dropped when the
-        node has moved on since."""
+        version has moved on since."""
         if version is None:
             return
         with self._lock:
