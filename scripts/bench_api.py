@@ -106,11 +106,13 @@ def cpu_seconds(pid: int, thread: int | None = None) -> float:
 
 @dataclass(frozen=True)
 class ServerCpu:
-    """The daemon's CPU time per request, in ms: the whole process's, and its event loop's
-    (the main thread, which runs every request's handler one at a time)."""
+    """CPU time per request, in ms: the daemon's whole process's, its event loop's (the main
+    thread, which runs every request's handler one at a time), and this client's (its HTTP
+    requests and responses, on the same cores as the daemon)."""
 
     process: float
     loop: float
+    client: float
 
 
 async def small_queries(
@@ -123,12 +125,13 @@ async def small_queries(
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
         await timed_queries(session, url, body, 3)  # warm up: connections, the plan cache
-        used, looped = cpu_seconds(pid), cpu_seconds(pid, pid)
+        used, looped, client = cpu_seconds(pid), cpu_seconds(pid, pid), time.process_time()
         runs = [timed_queries(session, url, body, per_client) for _ in range(clients)]
         latencies = [latency for run in await asyncio.gather(*runs) for latency in run]
         used, looped = cpu_seconds(pid) - used, cpu_seconds(pid, pid) - looped
+        client = time.process_time() - client
     per_request = 1000 / len(latencies)
-    return latencies, ServerCpu(used * per_request, looped * per_request)
+    return latencies, ServerCpu(used * per_request, looped * per_request, client * per_request)
 
 
 def floor_note(cpu: ServerCpu, clients: int) -> str:
@@ -138,10 +141,13 @@ def floor_note(cpu: ServerCpu, clients: int) -> str:
     cores = os.cpu_count() or 1
     shared = clients * cpu.process / min(clients, cores)
     looped = clients * cpu.loop
+    both = clients * (cpu.process + cpu.client) / cores
     return (
         f"daemon CPU {cpu.process:.2f} ms/request ({cpu.loop:.2f} on its event loop); with "
         f"{clients} clients on {cores} cores the p50 floor is max({clients} x {cpu.process:.2f}"
         f" / {min(clients, cores)}, {clients} x {cpu.loop:.2f}) = {max(shared, looped):.1f} ms"
+        f"\n      with this client's CPU ({cpu.client:.2f} ms/request) on the same cores: "
+        f"{clients} x ({cpu.process:.2f} + {cpu.client:.2f}) / {cores} = {both:.1f} ms"
     )
 
 

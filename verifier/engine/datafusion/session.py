@@ -116,6 +116,11 @@ class QuerySession:
             self._plans.move_to_end(key)
         return planned
 
+    def kept_plan(self, sql: str) -> PlannedQuery | None:
+        """The plan of ``sql`` (without parameters) kept since the tables last changed, ``None``
+        when it must be planned: a lookup that neither blocks nor changes the session."""
+        return self._plans.get((sql, ()))
+
     def _plan(self, sql: str, parameters: Mapping[str, Any] | None) -> PlannedQuery:
         from datafusion import SQLOptions
 
