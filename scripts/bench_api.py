@@ -141,13 +141,13 @@ def floor_note(cpu: ServerCpu, clients: int) -> str:
     cores = os.cpu_count() or 1
     shared = clients * cpu.process / min(clients, cores)
     looped = clients * cpu.loop
-    both = clients * (cpu.process + cpu.client) / cores
+    both = clients * (cpu.process + cpu.client) / min(clients, cores)
     return (
         f"daemon CPU {cpu.process:.2f} ms/request ({cpu.loop:.2f} on its event loop); with "
         f"{clients} clients on {cores} cores the p50 floor is max({clients} x {cpu.process:.2f}"
         f" / {min(clients, cores)}, {clients} x {cpu.loop:.2f}) = {max(shared, looped):.1f} ms"
         f"\n      with this client's CPU ({cpu.client:.2f} ms/request) on the same cores: "
-        f"{clients} x ({cpu.process:.2f} + {cpu.client:.2f}) / {cores} = {both:.1f} ms"
+        f"{clients} x ({cpu.process:.2f} + {cpu.client:.2f}) / {min(clients, cores)} = {both:.1f} ms"
     )
 
 
