@@ -573,6 +573,11 @@ class _Listing:
         return any(name.lower() in text for name in self.projections)
 
 
+_IN_MEMORY_BYTES = 1 << 20
+"""Tables of a query whose files are this small are held in memory while the kept session
+holds them (it holds only the tables of the query at hand)."""
+
+
 class _KeptSession:
     """The node's DataFusion session for answers, kept between queries (a new session and its
     registrations cost milliseconds; planning in a kept one, tens of microseconds).
@@ -589,7 +594,7 @@ class _KeptSession:
     def __init__(self) -> None:
         from verifier.engine.datafusion.session import QuerySession
 
-        self.session = QuerySession()
+        self.session = QuerySession(in_memory_bytes=_IN_MEMORY_BYTES)
         self.lock = asyncio.Lock()
         self.views = _Views()
         self._reader: CatalogReader | None = None

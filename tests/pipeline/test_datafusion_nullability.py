@@ -329,13 +329,10 @@ def test_a_declared_required_nested_field_refuses_nulls(
 
 
 @pytest.fixture(params=["in memory", "files"])
-def session(
-    foo: TransformInputSlice, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
-):
-    """Small tables are read into memory when registered; ``files`` scans them as large ones."""
-    if request.param == "files":
-        monkeypatch.setattr(session_module, "IN_MEMORY_BYTES", 0)
-    session = QuerySession()
+def session(foo: TransformInputSlice, request: pytest.FixtureRequest):
+    """A session that reads its small tables into memory (the query API's), and one that scans
+    their files."""
+    session = QuerySession(in_memory_bytes=1 << 20 if request.param == "in memory" else 0)
     session.register(QueryTable("foo", foo.data_paths, foo.schema), "v1")
     yield session
     session.close()
@@ -398,9 +395,9 @@ async def test_files_unlike_the_table_schema_are_scanned(foo: TransformInputSlic
     assert foo.schema is not None
     wider = foo.schema.append(pa.field("added", pa.string()))
     table = QueryTable("wider", foo.data_paths, wider)
-    assert session_module._small_table(table) is None
-    assert session_module._small_table(QueryTable("foo", foo.data_paths, foo.schema)) is not None
-    session = QuerySession()
+    assert session_module._small_table(table, 1 << 20) is None
+    assert session_module._small_table(QueryTable("foo", foo.data_paths, foo.schema), 1 << 20)
+    session = QuerySession(in_memory_bytes=1 << 20)
     try:
         session.register(table, "v1")
         _, batches = await _stream(session, "select a, added from wider order by a")

@@ -48,7 +48,10 @@ class QuerySession:
     event loop); the queries it plans run on any thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, in_memory_bytes: int = 0) -> None:
+        """``in_memory_bytes``: tables whose files take at most this many bytes are read into
+        memory when registered (for a session that holds few tables at a time)."""
+        self._in_memory_bytes = in_memory_bytes
         self._ctx = new_context(STREAMING_SETTINGS)
         self._tables: dict[str, _Registered] = {}
         self._plans: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], PlannedQuery] = (
@@ -72,7 +75,7 @@ class QuerySession:
         """Makes ``table`` readable under its name at ``version``, replacing what was there;
         a query planned before reads on from the files it was planned over."""
         try:
-            rows = _small_table(table)
+            rows = _small_table(table, self._in_memory_bytes)
             registered = _Registered(version, self._root, () if rows is not None else table.paths)
             if rows is not None:
                 frame = self._ctx.from_arrow(rows)
@@ -153,21 +156,17 @@ class QuerySession:
         self._cleanup()
 
 
-IN_MEMORY_BYTES = 1 << 20
-"""Tables whose files are this small are read once into memory when registered: each query
-over them then skips listing, opening and decoding the files (half of a small query's engine
-time, most of it physical planning over the files)."""
-
-
-def _small_table(table: QueryTable) -> pa.Table | None:
-    """``table``'s rows, when its files are small and each holds exactly the table's schema
-    (then a scan of the files and of these rows answer alike); else ``None``."""
+def _small_table(table: QueryTable, most_bytes: int) -> pa.Table | None:
+    """``table``'s rows, when its files take at most ``most_bytes`` and each holds exactly the
+    table's schema (then a scan of the files and of these rows answer alike); else ``None``.
+    A query over rows in memory skips listing, opening and decoding files: half of a small
+    query's engine time, most of it in physical planning over the files."""
     import pyarrow.parquet as pq
 
     if not table.paths or table.schema is None:
         return None
     try:
-        if sum(path.stat().st_size for path in table.paths) > IN_MEMORY_BYTES:
+        if sum(path.stat().st_size for path in table.paths) > most_bytes:
             return None
         parts = [pq.read_table(path) for path in table.paths]
     except (OSError, pa.ArrowException):
