@@ -67,7 +67,7 @@ if TYPE_CHECKING:
     from storage.catalog import DatasetRecord
     from storage.catalog.reader import CatalogReader
     from storage.workspace import Workspace
-    from verifier.engine.datafusion.session import StreamingQuery
+    from verifier.engine.datafusion.session import PlannedQuery, StreamingQuery
 
 T = TypeVar("T")
 
@@ -576,6 +576,11 @@ class _Listing:
         return any(name.lower() in text for name in self.projections)
 
 
+_IN_MEMORY_BYTES = 1 << 20
+"""Tables of a query whose files are this small are held in memory while the kept session
+holds them (it holds only the tables of the query at hand)."""
+
+
 class _KeptSession:
     """The node's DataFusion session for answers, kept between queries (a new session and its
     registrations cost milliseconds; planning in a kept one, tens of microseconds).
@@ -583,13 +588,16 @@ class _KeptSession:
     It holds exactly the tables of the query being planned: a table is registered again only
     when the query reads it at another block (or another dataset under that alias), and tables
     the query does not read are dropped first, so no query sees a table another caller was
-    allowed to read or pinned. Registering and planning are serialised by ``lock``; the planned
-    queries then run concurrently, each on the files it was planned over."""
+    allowed to read or pinned. Registering and planning are serialised by ``lock``; a query asked
+    again over the same tables takes its kept plan without it (``kept_plan``), and building the
+    physical plans and running them happen outside it, concurrently, each query on the files it
+    was planned over. (A physical plan is not kept: in this DataFusion, executing one again
+    can answer no rows.)"""
 
     def __init__(self) -> None:
         from verifier.engine.datafusion.session import QuerySession
 
-        self.session = QuerySession()
+        self.session = QuerySession(in_memory_bytes=_IN_MEMORY_BYTES)
         self.lock = asyncio.Lock()
         self.views = _Views()
         self._reader: CatalogReader | None = None
@@ -613,7 +621,7 @@ class _KeptSession:
             return listing
         return self._listing[1]
 
-    def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> StreamingQuery:
+    def plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> PlannedQuery:
         """Blocking (registering reads the files' footers); call with ``lock`` held."""
         versions = {table.name: version for table, version in tables}
         for name in self.session.names - versions.keys():
@@ -621,7 +629,19 @@ class _KeptSession:
         for table, version in tables:
             if self.session.version(table.name) != _registered_as(table, version):
                 self.session.register(table, _registered_as(table, version))
-        return self.session.plan(sql).stream()
+        return self.session.plan(sql)
+
+    def kept_plan(self, sql: str, tables: Sequence[tuple[QueryTable, str]]) -> PlannedQuery | None:
+        """The plan of ``sql`` when the session holds exactly ``tables`` (no other, each at its
+        version) and has planned ``sql`` since: a lookup on the event loop, without the lock or
+        a worker thread (the common case of a query asked again over unchanged datasets).
+        ``None`` while ``lock`` is held: the session may be half way through a change."""
+        if self.lock.locked() or len(tables) != len(self.session.names):
+            return None
+        for table, version in tables:
+            if self.session.version(table.name) != _registered_as(table, version):
+                return None
+        return self.session.kept_plan(sql)
 
 
 def _registered_as(table: QueryTable, version: str) -> str:
@@ -695,8 +715,8 @@ async def _datafusion(
     deadline = loop.time() + time_limit
     kept = await _kept_session(node)
 
-    def plan() -> StreamingQuery:
-        query = kept.plan(sql, tables)
+    def start(planned: PlannedQuery) -> StreamingQuery:
+        query = planned.stream()
         try:
             query.start()
         except BaseException:
@@ -704,15 +724,24 @@ async def _datafusion(
             raise
         return query
 
-    await _within(kept.lock.acquire(), deadline, time_limit)
-    planning = asyncio.ensure_future(asyncio.to_thread(plan))
-    planning.add_done_callback(lambda _: kept.lock.release())  # planning cannot be interrupted
+    planned = kept.kept_plan(sql, tables)
+    if planned is None:
+        await _within(kept.lock.acquire(), deadline, time_limit)
+        planning = asyncio.ensure_future(asyncio.to_thread(kept.plan, sql, tables))
+        planning.add_done_callback(lambda _: kept.lock.release())  # it cannot be interrupted
+        try:
+            planned = await _within(asyncio.shield(planning), deadline, time_limit)
+        except engine_errors.TransformError as error:
+            raise _bad_query(error) from None
+    # Outside the lock: building the physical plan is most of a small query's engine time, and
+    # queries planned over the session's tables run at once, each on its own files.
+    starting = asyncio.ensure_future(asyncio.to_thread(start, planned))
     try:
-        query = await _within(asyncio.shield(planning), deadline, time_limit)
+        query = await _within(asyncio.shield(starting), deadline, time_limit)
     except engine_errors.TransformError as error:
         raise _bad_query(error) from None
     except QueryRefusedError:
-        planning.add_done_callback(_close_planned)
+        starting.add_done_callback(_close_planned)
         raise
     rows = RowStream(query, skip, limit, deadline, time_limit)
     read: list[pa.RecordBatch] = []

@@ -32,6 +32,7 @@ from protocol.model import (
 from tests.pipeline.conftest import parquet_repetition
 from verifier.engine.columns import Vocab
 from verifier.engine.contract import QueryTable, TransformInputSlice, TransformRequest
+from verifier.engine.datafusion import session as session_module
 from verifier.engine.datafusion.engine import DataFusionEngine
 from verifier.engine.datafusion.session import QuerySession
 from verifier.engine.output import TIMESTAMP_MS_UTC, NullValuesError, write_batches
@@ -327,9 +328,11 @@ def test_a_declared_required_nested_field_refuses_nulls(
 # StreamingQuery: the frames a kept session streams (Flight SQL, the query API)
 
 
-@pytest.fixture
-def session(foo: TransformInputSlice):
-    session = QuerySession()
+@pytest.fixture(params=["in memory", "files"])
+def session(foo: TransformInputSlice, request: pytest.FixtureRequest):
+    """A session that reads its small tables into memory (the query API's), and one that scans
+    their files."""
+    session = QuerySession(in_memory_bytes=1 << 20 if request.param == "in memory" else 0)
     session.register(QueryTable("foo", foo.data_paths, foo.schema), "v1")
     yield session
     session.close()
@@ -384,3 +387,20 @@ async def test_streamed_structs_in_lists(session: QuerySession) -> None:
     assert pairs.value_field.nullable and pairs.value_type.field("a").nullable
     assert [batch.schema for batch in batches] == [schema]
     assert batches[0].column(0).to_pylist() == [INPUT.column("point").to_pylist()]
+
+
+async def test_files_unlike_the_table_schema_are_scanned(foo: TransformInputSlice) -> None:
+    """A small table whose files do not hold exactly its schema (here a column added later) is
+    not read into memory: the scan of its files fills the missing column, as for a large one."""
+    assert foo.schema is not None
+    wider = foo.schema.append(pa.field("added", pa.string()))
+    table = QueryTable("wider", foo.data_paths, wider)
+    assert session_module._small_table(table, 1 << 20) is None
+    assert session_module._small_table(QueryTable("foo", foo.data_paths, foo.schema), 1 << 20)
+    session = QuerySession(in_memory_bytes=1 << 20)
+    try:
+        session.register(table, "v1")
+        _, batches = await _stream(session, "select a, added from wider order by a")
+    finally:
+        session.close()
+    assert [row["added"] for batch in batches for row in batch.to_pylist()] == [None, None]

@@ -3,6 +3,7 @@ independent checker accepts, re-execution at the pinned blocks, limits."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -16,9 +17,10 @@ from odfd.app.node import Node
 from odfd.config import NodeConfig
 from protocol.identity import DatasetId, Multihash
 from protocol.query import QueryRequest, ResponseSigner, ResponseSigningNotConfigured, VerifyRequest
+from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 from tests.query_api import verifier
-from tests.query_api.datasets import GROWING, POPULATION, TEST_KEY_SEED, add_all, grow
+from tests.query_api.datasets import GROWING, POPULATION, PRIVATE, TEST_KEY_SEED, add_all, grow
 
 SIGNER = ResponseSigner(SigningKey(TEST_KEY_SEED))
 POPULATION_SQL = f'select offset, city, population from "{POPULATION}" order by offset desc'
@@ -85,6 +87,46 @@ async def test_kept_views_follow_heads_and_renames(node: Node) -> None:
     assert renamed["input"]["datasets"][0]["alias"] == "renamed"
     with pytest.raises(answers.BadQueryError):
         await ask(node, {"query": sql})
+
+
+async def test_a_kept_plan_serves_only_the_same_tables(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A query asked again over unchanged datasets runs its kept plan (no planning, no lock);
+    a caller who may not read a dataset never runs a plan kept over it, even among callers who
+    may asking at once; a new block is read by the next query."""
+    sql = f'select value from "{PRIVATE}" order by value'
+    kept = await answers._kept_session(node)
+    planned: list[str] = []
+    plan = kept.plan
+
+    def counted(sql: str, tables: Any) -> Any:
+        planned.append(sql)
+        return plan(sql, tables)
+
+    monkeypatch.setattr(kept, "plan", counted)
+    rows = [{"value": 7}, {"value": 8}]
+    for _ in range(3):
+        assert (await ask(node, {"query": sql}))["output"]["data"] == rows
+    assert len(planned) == 1
+
+    def hidden(record: DatasetRecord) -> bool:
+        return record.alias != PRIVATE
+
+    async def data(visible: answers.Visible | None) -> object:
+        try:
+            return (await ask(node, {"query": sql}, visible=visible))["output"]["data"]
+        except answers.BadQueryError as error:
+            assert "not found" in str(error)
+            return None
+
+    callers = [None if i % 3 else hidden for i in range(16)]
+    assert await asyncio.gather(*map(data, callers)) == [
+        rows if visible is None else None for visible in callers
+    ]
+    assert await data(hidden) is None
+    await grow(node.workspace, PRIVATE, [9])
+    assert await data(None) == [*rows, {"value": 9}]
 
 
 async def test_pinned_datasets_read_at_their_block_under_their_alias(node: Node) -> None:

@@ -48,7 +48,10 @@ class QuerySession:
     event loop); the queries it plans run on any thread.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, in_memory_bytes: int = 0) -> None:
+        """``in_memory_bytes``: tables whose files take at most this many bytes are read into
+        memory when registered (for a session that holds few tables at a time)."""
+        self._in_memory_bytes = in_memory_bytes
         self._ctx = new_context(STREAMING_SETTINGS)
         self._tables: dict[str, _Registered] = {}
         self._plans: OrderedDict[tuple[str, tuple[tuple[str, str], ...]], PlannedQuery] = (
@@ -71,9 +74,12 @@ class QuerySession:
     def register(self, table: QueryTable, version: str) -> None:
         """Makes ``table`` readable under its name at ``version``, replacing what was there;
         a query planned before reads on from the files it was planned over."""
-        registered = _Registered(version, self._root, table.paths)
         try:
-            if table.paths:
+            rows = _small_table(table, self._in_memory_bytes)
+            registered = _Registered(version, self._root, () if rows is not None else table.paths)
+            if rows is not None:
+                frame = self._ctx.from_arrow(rows)
+            elif table.paths:
                 frame = self._ctx.read_parquet(str(registered.folder), schema=table.schema)
             else:  # no data yet: no rows, and no columns without a schema
                 empty = (table.schema or pa.schema([])).empty_table()
@@ -116,6 +122,11 @@ class QuerySession:
             self._plans.move_to_end(key)
         return planned
 
+    def kept_plan(self, sql: str) -> PlannedQuery | None:
+        """The plan of ``sql`` (without parameters) kept since the tables last changed, ``None``
+        when it must be planned: a lookup that neither blocks nor changes the session."""
+        return self._plans.get((sql, ()))
+
     def _plan(self, sql: str, parameters: Mapping[str, Any] | None) -> PlannedQuery:
         from datafusion import SQLOptions
 
@@ -143,6 +154,27 @@ class QuerySession:
         self._tables.clear()
         self._plans.clear()
         self._cleanup()
+
+
+def _small_table(table: QueryTable, most_bytes: int) -> pa.Table | None:
+    """``table``'s rows, when its files take at most ``most_bytes`` and each holds exactly the
+    table's schema (then a scan of the files and of these rows answer alike); else ``None``.
+    A query over rows in memory skips listing, opening and decoding files: half of a small
+    query's engine time, most of it in physical planning over the files."""
+    import pyarrow.parquet as pq
+
+    if not table.paths or table.schema is None:
+        return None
+    try:
+        if sum(path.stat().st_size for path in table.paths) > most_bytes:
+            return None
+        parts = [pq.read_table(path) for path in table.paths]
+    except (OSError, pa.ArrowException):
+        return None  # the scan of the files says what is wrong with them
+    schema = table.schema.remove_metadata()
+    if any(not part.schema.remove_metadata().equals(schema) for part in parts):
+        return None
+    return pa.concat_tables(parts).cast(table.schema)
 
 
 class _Registered:
