@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import mmap
 import os
+import stat
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 
@@ -88,12 +89,17 @@ def read_whole(
 def _read_up_to(path: str, limit: int) -> bytes | mmap.mmap | None:
     try:
         with open(path, "rb") as file:
-            size = os.fstat(file.fileno()).st_size
-            if size > limit:
+            status = os.fstat(file.fileno())
+            if status.st_size > limit:
                 return None
-            if size == 0:  # an empty file cannot be mapped
-                return b""
-            return mmap.mmap(file.fileno(), size, flags=_MAP_FLAGS, prot=mmap.PROT_READ)
+            if status.st_size == 0 or not stat.S_ISREG(status.st_mode):
+                return file.read()  # nothing to map: empty, or a pipe
+            try:
+                return mmap.mmap(
+                    file.fileno(), status.st_size, flags=_MAP_FLAGS, prot=mmap.PROT_READ
+                )
+            except OSError:  # a file system that cannot map files
+                return file.read()
     except FileNotFoundError as error:
         raise DataFileError(f"cannot read {path}: no such file") from error
     except OSError as error:
