@@ -16,7 +16,11 @@
    mostly Snappy and copies) is printed too, and so is that of building arrow-digest's value
    stream from them: a check cannot skip either and the floor counts neither, so
    ``floor / (floor + decoding + building)`` bounds the CPU efficiency, and with it what all
-   cores can reach of the all-core floor.
+   cores can reach of the all-core floor. Each figure is, within the noise of the raw SHA3's own
+   wall vs CPU time, its CPU efficiency times the cores it kept busy (CPU time over wall time)
+   over the floor's cores, printed beside it with the CPU time split into SHA3, decoding,
+   building and the rest: a figure below its ceiling on a busy machine shows there as cores not
+   kept busy (other processes had them), not as work.
 2. Incremental audit: a root dataset of ``--blocks`` small slices is audited in full (stamping
    every file and remembering the verified head), ``--new-blocks`` more are committed, and an
    incremental audit (metadata layer reading only the blocks after the remembered head once every
@@ -283,12 +287,21 @@ def bench_data_integrity(work: Path, total_mb: int, files: int, jobs: int, repea
         verdict = "meets" if ratio / floor_k >= target else "MISSES"
         if workers > 1 and ceiling < target:
             verdict += f", above the ceiling {ceiling:4.2f}"
+        used = best["cpu_seconds"] / best["seconds"]  # one job hashes on every core too
+        other = best["cpu_seconds"] - floor_cpu - decode_cpu - build_cpu
         print(
             f"  verify data layer, jobs={workers:<3} {rate:8.1f} MB/s  ratio to SHA3 {ratio:5.2f}"
             f"  floor ({min(workers, cores)} core{'s' if min(workers, cores) > 1 else ''}) "
             f"{floor_k:4.2f}: {ratio / floor_k:4.2f} of it ({verdict} >= {target})"
             f"  CPU efficiency {floor_cpu / best['cpu_seconds']:4.2f}"
             f"  peak RSS {best['max_rss_mb']:.0f} MB  [{best['load']}]"
+        )
+        print(
+            f"    = CPU efficiency x cores used {used:4.2f} / the floor's {min(workers, cores)} "
+            f"(CPU {best['cpu_seconds']:5.2f} s over {best['seconds']:5.2f} s; of {cores} cores): "
+            f"SHA3 {floor_cpu:5.2f} s + decoding "
+            f"{decode_cpu:4.2f} + building {build_cpu:4.2f} + the rest {other:4.2f} (reading, "
+            f"column checks, hand-offs)"
         )
     quarter = max(len(paths) // 4, 1)
     # Blocks 0 and 1 are the seed and the schema; slice n is block n + 2.

@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
-from odfd.cli.main import COMMANDS, build_parser
+from odfd.cli.main import COMMANDS, ENV_PREFIX, build_parser
 from odfd.cli.workspace_args import WORKSPACE_ENV
+from odfd.config import ENV_PREFIX as CONFIG_ENV_PREFIX
 
 REPO = Path(__file__).resolve().parents[2]
 ENGINE_MODULES = ("pyspark", "py4j", "datafusion", "pandas")
@@ -49,10 +53,15 @@ print(json.dumps({"code": code, "loaded": sorted(sys.modules)}), file=sys.stderr
 """
 
 
-def _modules(*argv: str) -> list[str]:
+def _modules(*argv: str, env: dict[str, str] | None = None) -> list[str]:
     """Every module ``odfd ARGV`` has imported by the time it ends."""
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *argv], capture_output=True, text=True, cwd=REPO, timeout=120
+        [sys.executable, "-c", _PROBE, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+        env=env,
     )
     report = json.loads(done.stderr.strip().splitlines()[-1])
     assert report["code"] == 0, done.stderr
@@ -126,14 +135,23 @@ def test_a_catalog_read_builds_no_transports(root: Path, argv: list[str]) -> Non
 def test_data_hash_loads_no_engine_nor_pandas(tmp_path: Path) -> None:
     """Hashing strings with nulls and dictionary columns is Arrow and NumPy alone (``pa.array``
     of a NumPy array would load pandas: 0.3 s of the command's start-up)."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     path = tmp_path / "slice.parquet"
     words = pa.array(["a", None, "bcd"] * 1000)
     pq.write_table(pa.table({"w": words, "d": words, "n": pa.array([1, None, 3] * 1000)}), path)
     loaded = _loaded("data", "hash", str(path))
     assert [name for name in loaded if name in ENGINE_MODULES] == []
+
+
+def test_without_odfd_variables_no_command_loads_the_configuration_for_its_check(
+    tmp_path: Path,
+) -> None:
+    """``odfd data hash`` reads no configuration: the check for misspelled ``ODFD_*`` variables
+    loads the configuration module (~0.06 s of CPU) only when one is set."""
+    path = tmp_path / "slice.parquet"
+    pq.write_table(pa.table({"n": [1, 2, 3]}), path)
+    env = {name: value for name, value in os.environ.items() if not name.startswith(ENV_PREFIX)}
+    assert "odfd.config" not in _modules("data", "hash", str(path), env=env)
+    assert ENV_PREFIX == CONFIG_ENV_PREFIX
 
 
 def test_each_commands_summary_is_its_own_help() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -51,7 +52,25 @@ def test_a_whole_read_hashes_as_the_file_does(tmp_path, limit: int) -> None:
     with ThreadPoolExecutor(1) as pool:  # one thread: the hash's task waits for the read's
         reading = read_whole(path, pool, limit)
         assert reading.physical.result() == physical_hash_bytes(data)
-        assert reading.data.result() == (data if limit > len(data) else None)
+        content = reading.data.result()
+        assert (None if content is None else bytes(content)) == (
+            data if limit > len(data) else None
+        )
+
+
+def test_a_whole_read_of_a_pipe_reads_what_comes_through_it(tmp_path) -> None:
+    """A pipe has no size to map: its bytes are read as they come (``odfd data hash /dev/stdin``)."""
+    data = b"some bytes" * 1000
+    path = tmp_path / "pipe"
+    os.mkfifo(path)
+    with ThreadPoolExecutor(2) as pool:
+        writing = pool.submit(path.write_bytes, data)
+        with ThreadPoolExecutor(1) as reader:
+            reading = read_whole(path, reader)
+            content = reading.data.result()
+            assert content is not None and bytes(content) == data
+            assert reading.physical.result() == physical_hash_bytes(data)
+        writing.result()
 
 
 def test_a_whole_read_of_a_missing_file_names_it(tmp_path) -> None:
