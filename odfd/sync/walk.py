@@ -235,11 +235,14 @@ async def walk_remote_chain(
     *,
     where: str,
     on_block: Callable[[int], None] | None = None,
+    on_new: Callable[[VerifiedBlock], Awaitable[None]] | None = None,
     max_blocks: int = MAX_CHAIN_LENGTH,
 ) -> WalkResult:
     """Walk back from ``remote_head`` (Simple Transfer Protocol) to the last shared block.
 
     Blocks already in the local store (from an interrupted pull) are read locally.
+    ``on_new`` sees each new block as soon as it is verified and linked to the head, newest
+    first (a pull starts fetching its objects while the walk goes on).
     """
     newest_first: list[VerifiedBlock] = []
     common: ChainPoint | None = None
@@ -256,9 +259,12 @@ async def walk_remote_chain(
                 break
             if source.fetched:
                 await stash.add(item.hash, item.data)
-            newest_first.append(VerifiedBlock(item.hash, item.block))
+            verified = VerifiedBlock(item.hash, item.block)
+            newest_first.append(verified)
             if on_block is not None:
                 on_block(1)
+            if on_new is not None:
+                await on_new(verified)
     await stash.flush()
     newest_first.reverse()
     remote = ChainPoint(
