@@ -664,9 +664,14 @@ class _EarlyObjects:
     async def _offer(self, refs: list[ObjectRef]) -> None:
         refs = [ref for ref in refs if ref not in self._seen]
         self._seen.update(refs)
-        for ref in await missing_objects(self._dataset, refs):
+        missing = await missing_objects(self._dataset, refs)
+        for ref in missing:
             self.missing.append(ref)
             self._queue.put_nowait(ref)
+        if missing:
+            # A walk over blocks already in memory (an IPFS export, a resumed pull's stash)
+            # never waits: let the downloads take their turn on the loop.
+            await asyncio.sleep(0)
 
     def close(self) -> None:
         """No more objects: the fetch ends once those offered are stored."""
