@@ -404,15 +404,23 @@ class _PullRun:
         )
         self.progress.add_blocks(len(walk.new_blocks))
         refs = await self._plan_objects(walk)
-        for start in range(0, len(refs), URL_BATCH):
-            chunk = refs[start : start + URL_BATCH]
-            files = tuple(
-                m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
-            )
-            urls = await smart.pull_object_urls(channel, files)
-            await self.fetcher.fetch_all(
-                chunk, http_source(self.session, partial(_url_of, urls), self.limits)
-            )
+        urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl] = {}
+
+        async def with_urls() -> AsyncIterator[ObjectRef]:
+            # One batch's URLs are asked for when the downloads reach it: no URL waits long
+            # enough to expire, and no batch waits for the last download of the one before.
+            for start in range(0, len(refs), URL_BATCH):
+                chunk = refs[start : start + URL_BATCH]
+                files = tuple(
+                    m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
+                )
+                urls.update(await smart.pull_object_urls(channel, files))
+                for ref in chunk:
+                    yield ref
+
+        await self.fetcher.fetch_all(
+            with_urls(), http_source(self.session, partial(_url_of, urls), self.limits)
+        )
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
