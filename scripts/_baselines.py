@@ -109,17 +109,19 @@ def checks_timed() -> Iterator[list[tuple[float, float]]]:
 
 def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: float) -> str:
     """Where a pull's time went: metadata, downloads (first phase "objects" to the last object
-    stored), checks (first start to last end; busy = summed check time), what was left to wait
+    stored; a pull that fetches while it walks stores some before that), checks (first start to last end; busy = summed check time), what was left to wait
     for once the last object was stored, naming the fetched objects (one ``syncfs``, renames)
     and the commit."""
     objects = clock.phases.get("objects", clock.started)
+    during_walk = sum(1 for at in clock.stored if at < objects)
     last_stored = max(clock.stored, default=objects)
     checking = clock.phases.get("checking data", last_stored)
     committing = clock.phases.get("committing", ended)
     naming = clock.phases.get("naming objects", committing)
     parts = [
         f"metadata {objects - clock.started:.2f} s",
-        f"downloads {last_stored - objects:.2f} s ({len(clock.stored)} objects)",
+        f"downloads {last_stored - objects:.2f} s more ({len(clock.stored)} objects, "
+        f"{during_walk} of them stored during the metadata phase)",
     ]
     if checks:
         first, last = min(s for s, _ in checks), max(e for _, e in checks)

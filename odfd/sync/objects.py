@@ -13,7 +13,14 @@ the pull commits, when it is interrupted (so the next pull resumes from it), and
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
+from collections.abc import (
+    AsyncIterable,
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Sequence,
+)
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +83,17 @@ def objects_of(blocks: Iterable[VerifiedBlock]) -> list[ObjectRef]:
             )
             seen.setdefault((ref.kind, ref.hash), ref)
     return list(seen.values())
+
+
+async def _as_async(
+    refs: Sequence[ObjectRef] | AsyncIterable[ObjectRef],
+) -> AsyncIterator[ObjectRef]:
+    if isinstance(refs, Sequence):
+        for ref in refs:
+            yield ref
+    else:
+        async for ref in refs:
+            yield ref
 
 
 def store_for(dataset: Dataset, kind: ObjectKind) -> ObjectStore:
@@ -260,18 +278,25 @@ class ObjectFetcher:
         for batch in self._batches.values():
             await batch.commit()
 
-    async def fetch_all(self, refs: Sequence[ObjectRef], source: ChunkSource) -> None:
-        if not refs:
+    async def fetch_all(
+        self, refs: Sequence[ObjectRef] | AsyncIterable[ObjectRef], source: ChunkSource
+    ) -> None:
+        """Fetch ``refs``; an async iterable is fetched as it yields (a pull names objects
+        while it still walks the chain), ``parallel`` at a time, until it ends."""
+        if isinstance(refs, Sequence) and not refs:
             return
         limit = asyncio.Semaphore(self.parallel)
 
         async def one(ref: ObjectRef) -> None:
-            async with limit:
+            try:
                 await self.fetch_one(ref, source)
+            finally:
+                limit.release()
 
         try:
             async with asyncio.TaskGroup() as group:
-                for ref in refs:
+                async for ref in _as_async(refs):
+                    await limit.acquire()
                     group.create_task(one(ref))
         except BaseExceptionGroup as group:
             # Report a lying source before a flaky one: it decides whether to keep what arrived.

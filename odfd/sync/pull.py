@@ -6,7 +6,8 @@ history into the workspace without trusting the remote.
    when the server speaks it, else walk the chain by the Simple Transfer Protocol; every block is
    hash-checked and must link; divergence is refused unless ``force``;
 3. fetch missing data/checkpoint files in parallel into staging, each checked against hash and
-   size, each data file read against its blocks as soon as it is there;
+   size, each data file read against its blocks as soon as it is there (by the Simple protocol
+   a block's files start downloading once the walk has verified it, while the walk goes on);
 4. name the fetched objects (one ``syncfs``, then renames: ``StagedObjects``), then commit: chain
    rules and object presence are checked, ``head`` moves last by compare-and-swap.
 On a verification failure everything this pull stored is removed again; on a network failure
@@ -59,6 +60,7 @@ from odfd.sync.walk import (
     MAX_CHAIN_LENGTH,
     BlockStash,
     LocalCursor,
+    VerifiedBlock,
     WalkResult,
     match_linked_run,
     walk_remote_chain,
@@ -257,6 +259,8 @@ class _PullRun:
         self.resumed = 0
         self.decision: HeadDecision | None = None
         self._saved_at = 0.0
+        self._planned = False
+        self._fetched_early: list[ObjectRef] = []
 
     async def execute(self) -> PullResult:
         try:
@@ -400,15 +404,23 @@ class _PullRun:
         )
         self.progress.add_blocks(len(walk.new_blocks))
         refs = await self._plan_objects(walk)
-        for start in range(0, len(refs), URL_BATCH):
-            chunk = refs[start : start + URL_BATCH]
-            files = tuple(
-                m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
-            )
-            urls = await smart.pull_object_urls(channel, files)
-            await self.fetcher.fetch_all(
-                chunk, http_source(self.session, partial(_url_of, urls), self.limits)
-            )
+        urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl] = {}
+
+        async def with_urls() -> AsyncIterator[ObjectRef]:
+            # One batch's URLs are asked for when the downloads reach it: no URL waits long
+            # enough to expire, and no batch waits for the last download of the one before.
+            for start in range(0, len(refs), URL_BATCH):
+                chunk = refs[start : start + URL_BATCH]
+                files = tuple(
+                    m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
+                )
+                urls.update(await smart.pull_object_urls(channel, files))
+                for ref in chunk:
+                    yield ref
+
+        await self.fetcher.fetch_all(
+            with_urls(), http_source(self.session, partial(_url_of, urls), self.limits)
+        )
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
@@ -419,21 +431,38 @@ class _PullRun:
                 raise RemoteNotFoundError(f"{view.label}: no dataset there (refs/head is missing)")
             remote_head = await self._decide(view, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
-            walk = await walk_remote_chain(
-                remote_head,
-                view.block,
-                cursor,
-                self.stash,
-                where=view.label,
-                on_block=self.progress.add_blocks,
-                max_blocks=self.options.max_blocks,
-            )
-            self._check_walk(walk)
-            if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
-                await self._remember_signed()
-                return self._result(protocol, walk)
-            refs = await self._plan_objects(walk)
-            await self.fetcher.fetch_all(refs, view.objects)
+            early = _EarlyObjects(self.target, local, self.options.force)
+            try:
+                # The objects of each block walked are fetched while the walk goes on toward
+                # the seed (both wait on the remote); the commit waits for both.
+                async with asyncio.TaskGroup() as group:
+                    fetching = group.create_task(
+                        self.fetcher.fetch_all(early.wanted(), view.objects)
+                    )
+                    try:
+                        walk = await walk_remote_chain(
+                            remote_head,
+                            view.block,
+                            cursor,
+                            self.stash,
+                            where=view.label,
+                            on_block=self.progress.add_blocks,
+                            on_new=early.offer,
+                            max_blocks=self.options.max_blocks,
+                        )
+                        self._check_walk(walk)
+                        if walk.up_to_date and not (
+                            self.options.force and needs_reset(self.target, walk)
+                        ):
+                            await self._remember_signed()
+                            return self._result(protocol, walk)
+                        await early.offer_all(walk.new_blocks)
+                        await self._plan_objects(walk, early)
+                    finally:
+                        early.close()
+                    await fetching
+            except BaseExceptionGroup as errors:
+                raise _first_error(errors) from None
             return await self._commit(walk, protocol)
 
     # --- shared steps ---------------------------------------------------------------------------
@@ -487,13 +516,24 @@ class _PullRun:
                 f"{self.remote.url}: the history does not start with a Seed block"
             )
 
-    async def _plan_objects(self, walk: WalkResult) -> list[ObjectRef]:
+    async def _plan_objects(
+        self, walk: WalkResult, early: _EarlyObjects | None = None
+    ) -> list[ObjectRef]:
+        """Plan the checks and record the transfer; the objects still to fetch (with
+        ``early``: those it found missing, already being fetched)."""
         vocab = None
         if self.target.record is not None and self.target.head.hash is not None:
             vocab = (await self.target.dataset.chain.state()).vocab
         self.checks.plan(walk.new_blocks, vocab)
+        for ref in self._fetched_early:
+            self.checks.start(ref.hash, self._paths_of(ref))
+        self._fetched_early.clear()
+        self._planned = True
         wanted = objects_of(walk.new_blocks)
-        refs = await missing_objects(self.target.dataset, wanted)
+        if early is None:
+            refs = await missing_objects(self.target.dataset, wanted)
+        else:
+            refs = early.missing
         dataset_id = walk.dataset_id or (self.target.record.id if self.target.record else None)
         if dataset_id is not None and walk.remote.hash is not None:
             catalog = self.target.workspace.catalog
@@ -514,7 +554,10 @@ class _PullRun:
 
     async def _object_done(self, ref: ObjectRef) -> None:
         if ref.kind is ObjectKind.DATA:
-            self.checks.start(ref.hash, self._paths_of(ref))
+            if self._planned:
+                self.checks.start(ref.hash, self._paths_of(ref))
+            else:  # fetched during the walk: checked once the walk has planned the checks
+                self._fetched_early.append(ref)
         self.progress.object_done()
         await self._save_progress()
 
@@ -601,6 +644,70 @@ class _PullRun:
             trust=self.decision.trust if self.decision is not None else "unsigned",
             trust_note=self.decision.note if self.decision is not None else None,
         )
+
+
+class _EarlyObjects:
+    """The objects of the blocks a walk verifies, offered for fetching as they come.
+
+    Without ``force``, only blocks newer than the local head are offered during the walk: an
+    older new block means the histories diverged, which the pull refuses, and nothing should be
+    downloaded for it. Each object is offered once; one already stored (an interrupted pull) is
+    counted, not fetched.
+    """
+
+    def __init__(self, target: PullTarget, local: ChainPoint, force: bool) -> None:
+        self._dataset = target.dataset
+        self._above = -1 if force or local.sequence_number is None else local.sequence_number
+        self._seen: set[ObjectRef] = set()
+        self._queue: asyncio.Queue[ObjectRef | None] = asyncio.Queue()
+        self.missing: list[ObjectRef] = []
+
+    async def offer(self, item: VerifiedBlock) -> None:
+        if item.block.sequence_number > self._above:
+            await self._offer(objects_of((item,)))
+
+    async def offer_all(self, blocks: list[VerifiedBlock]) -> None:
+        """After the walk: every new block's objects (those not offered yet)."""
+        await self._offer(objects_of(blocks))
+
+    async def _offer(self, refs: list[ObjectRef]) -> None:
+        refs = [ref for ref in refs if ref not in self._seen]
+        self._seen.update(refs)
+        missing = await missing_objects(self._dataset, refs)
+        for ref in missing:
+            self.missing.append(ref)
+            self._queue.put_nowait(ref)
+        if missing:
+            # A walk over blocks already in memory (an IPFS export, a resumed pull's stash)
+            # never waits: let the downloads take their turn on the loop.
+            await asyncio.sleep(0)
+
+    def close(self) -> None:
+        """No more objects: the fetch ends once those offered are stored."""
+        self._queue.put_nowait(None)
+
+    async def wanted(self) -> AsyncIterator[ObjectRef]:
+        while (ref := await self._queue.get()) is not None:
+            yield ref
+
+
+def _first_error(errors: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The error a pull reports from its walk and its fetch running together: a lying source
+    first (it decides whether what arrived is kept), then anything but a cancellation."""
+    leaves: list[BaseException] = []
+
+    def collect(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                collect(inner)
+        else:
+            leaves.append(error)
+
+    collect(errors)
+    leaves.sort(
+        key=lambda e: (not isinstance(e, CorruptSourceError), isinstance(e, asyncio.CancelledError))
+    )
+    return leaves[0]
 
 
 def _starts_at_seed(data: bytes) -> bool:

@@ -131,7 +131,9 @@ async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[
         if not force:
             raise StorageError("refusing to replace a diverged history without force")
         return await _replace_history(target, walk)
-    head = await target.dataset.chain.append_stored(hashes)
+    head = await target.dataset.chain.append_stored(
+        hashes, [item.block for item in walk.new_blocks]
+    )
     return head, walk.new_blocks[-1].block.sequence_number
 
 
@@ -201,7 +203,9 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
     staged = Dataset.open_local(
         staging, dataset_id, saved_states=workspace.chain_states, staging=workspace.scratch.folder
     )
-    head = await staged.chain.append_stored([item.hash for item in walk.new_blocks])
+    head = await staged.chain.append_stored(
+        [item.hash for item in walk.new_blocks], [item.block for item in walk.new_blocks]
+    )
     await staged.set_alias(target.alias)
     if await workspace.storage.exists(dataset_id):
         # Left by a pull killed between the rename and the catalog: settle it now.

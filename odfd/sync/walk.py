@@ -14,6 +14,8 @@ is the last shared block. Everything newer on the remote side is what a pull bri
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -165,6 +167,7 @@ class BlockStash:
         # By hash: the walk looks up every block it reads here first (a list scan made a
         # 10,000-block pull ~2.5M comparisons).
         self._pending: dict[Multihash, bytes] = {}
+        self._writing: asyncio.Future[list[Multihash]] | None = None
 
     async def local_bytes(self, hash: Multihash) -> bytes | None:
         pending = self._pending.get(hash)
@@ -193,15 +196,29 @@ class BlockStash:
         await self.flush()
 
     async def flush(self) -> None:
+        await self.settle()
         if not self._pending or self.store is None:
             return
         batch, self._pending = self._pending, {}
         # Recorded before the write: a write that fails half-way may have stored some of them.
         self.added.extend(batch)
-        await self.store.put_many(list(batch.values()))
+        # A cancelled walk (its pull's downloads failed) leaves the write running in its
+        # thread; ``settle`` waits for it before anything is kept or removed.
+        self._writing = asyncio.ensure_future(self.store.put_many(list(batch.values())))
+        await asyncio.shield(self._writing)
+        self._writing = None
+
+    async def settle(self) -> None:
+        """Wait for a block write that a cancellation left running (its error, if any, is the
+        pull's to report, not this wait's)."""
+        writing, self._writing = self._writing, None
+        if writing is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.shield(writing)
 
     async def discard_added(self) -> None:
         """Remove what this stash added (after the source proved untrustworthy)."""
+        await self.settle()
         self._pending.clear()
         for hash in self.added if self.store is not None else ():
             await self.store.delete(hash)  # type: ignore[union-attr]  # the loop runs only when store is set
@@ -235,11 +252,14 @@ async def walk_remote_chain(
     *,
     where: str,
     on_block: Callable[[int], None] | None = None,
+    on_new: Callable[[VerifiedBlock], Awaitable[None]] | None = None,
     max_blocks: int = MAX_CHAIN_LENGTH,
 ) -> WalkResult:
     """Walk back from ``remote_head`` (Simple Transfer Protocol) to the last shared block.
 
     Blocks already in the local store (from an interrupted pull) are read locally.
+    ``on_new`` sees each new block as soon as it is verified and linked to the head, newest
+    first (a pull starts fetching its objects while the walk goes on).
     """
     newest_first: list[VerifiedBlock] = []
     common: ChainPoint | None = None
@@ -256,9 +276,12 @@ async def walk_remote_chain(
                 break
             if source.fetched:
                 await stash.add(item.hash, item.data)
-            newest_first.append(VerifiedBlock(item.hash, item.block))
+            verified = VerifiedBlock(item.hash, item.block)
+            newest_first.append(verified)
             if on_block is not None:
                 on_block(1)
+            if on_new is not None:
+                await on_new(verified)
     await stash.flush()
     newest_first.reverse()
     remote = ChainPoint(

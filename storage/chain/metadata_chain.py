@@ -19,7 +19,7 @@ from collections import ChainMap, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
 from contextlib import aclosing
 
-from protocol.codec.flatbuffers import hash_block
+from protocol.codec.flatbuffers import block_hash, hash_block, is_block_hash
 from protocol.errors import DecodeError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
@@ -97,6 +97,12 @@ class MetadataChain:
 
     async def get_block_bytes(self, hash: Multihash) -> bytes:
         return await self.blocks.get_bytes(hash)
+
+    async def _check_stored(self, hash: Multihash) -> None:
+        """The stored file named ``hash`` holds bytes that hash to it."""
+        data = await self.blocks.get_bytes(hash)
+        if not is_block_hash(hash, data):
+            raise fault_error(HashMismatch(hash, None, block_hash(data), len(data)))
 
     async def get_block(self, hash: Multihash) -> MetadataBlock:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""
@@ -283,13 +289,24 @@ class MetadataChain:
         await self.blocks.put_many(encoded)
         return await self._move_head(expected_head, state), blocks
 
-    async def append_stored(self, hashes: Sequence[Multihash]) -> Multihash:
+    async def append_stored(
+        self, hashes: Sequence[Multihash], decoded: Sequence[MetadataBlock] | None = None
+    ) -> Multihash:
         """Move head over blocks already in the block store (oldest first), after checking each
         one's hash, the rules and the objects it names. Replication stores blocks as it receives
-        them and calls this last."""
+        them and calls this last. ``decoded``: the same blocks as the caller decoded them from
+        the bytes it verified; each stored file is still re-read and hash-checked (a corrupt
+        file cannot pass), but not decoded again."""
         if not hashes:
             raise StorageError("append_stored needs at least one block")
-        blocks = [await self.get_block(h) for h in hashes]
+        if decoded is None:
+            blocks = [await self.get_block(h) for h in hashes]
+        else:
+            if len(decoded) != len(hashes):
+                raise StorageError("append_stored: one decoded block per hash")
+            for hash in hashes:
+                await self._check_stored(hash)
+            blocks = list(decoded)
         expected = blocks[0].prev_block_hash
         state = await self.state(expected, use_current_head=False)
         for hash, block in zip(hashes, blocks, strict=True):

@@ -7,6 +7,7 @@ replace what it answers for chosen keys.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import gzip
 import io
@@ -42,6 +43,8 @@ class Liar:
         default_factory=dict
     )
     tarball: Callable[[list[tuple[Multihash, bytes]]], bytes] | None = None
+    before_block: Callable[[Multihash], Awaitable[None]] | None = None
+    """Awaited before a block is served (Simple Transfer Protocol)."""
     sent_bytes: int = 0
 
     def app(self) -> web.Application:
@@ -61,6 +64,8 @@ class Liar:
 
     async def block(self, request: web.Request) -> web.Response:
         hash = Multihash.from_multibase(request.match_info["hash"])
+        if self.before_block is not None:
+            await self.before_block(hash)
         if hash in self.blocks:
             return web.Response(body=self.blocks[hash])
         path = self.root / "blocks" / str(hash)
@@ -180,6 +185,35 @@ async def test_honest_liar_server_is_pullable(
         result = await pull(node_b, url, alias="copy", options=PullOptions(protocol=protocol))
         assert result.num_objects == 6 and result.new_head == await liar.dataset().chain.head()
         await node_b.delete_dataset("copy")
+
+
+async def test_simple_pull_fetches_objects_while_it_walks(
+    node_b: Workspace, liar_server: tuple[Liar, str]
+) -> None:
+    """The objects of the blocks walked are requested before the walk reaches the seed: the
+    server holds the seed back until a data file was asked for (a pull that walked to the end
+    first would wait for it in vain)."""
+    liar, url = liar_server
+    seed = (await liar.chain())[0][0]
+    asked = asyncio.Event()
+
+    def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
+        async def serve(request: web.Request) -> web.Response:
+            asked.set()
+            return web.Response(body=path.read_bytes())
+
+        return serve
+
+    for path in (liar.root / "data").iterdir():
+        liar.objects[f"data/{path.name}"] = serving(path)
+
+    async def hold_seed(hash: Multihash) -> None:
+        if hash == seed:
+            await asyncio.wait_for(asked.wait(), 5)
+
+    liar.before_block = hold_seed
+    result = await pull(node_b, url, alias="copy", options=PullOptions(protocol="simple"))
+    assert result.num_objects == 6 and result.new_head == await liar.dataset().chain.head()
 
 
 async def test_wrong_bytes_for_a_data_hash(

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 from pathlib import Path
 
 import pytest
 
-from protocol.codec.flatbuffers import encode_block
+from protocol.codec.flatbuffers import encode_block, hash_block
 from protocol.identity import DatasetId
 from protocol.model import (
     AddData,
@@ -259,3 +260,26 @@ async def test_remote_aliases_use_the_reference_config_format(tmp_path: Path) ->
         "pull": ["https://example.org/ds"],
         "push": ["odf+https://node/ds"],
     }
+
+
+async def test_append_stored_with_decoded_blocks_still_rehashes_each_stored_file(
+    tmp_path: Path,
+) -> None:
+    """Replication hands over the blocks it decoded; a stored file with other bytes under the
+    block's name still stops the head."""
+    dataset = await new_dataset(tmp_path)
+    seed = await dataset.chain.head()
+    assert seed is not None
+    seed_block = await dataset.chain.get_block(seed)
+    block = dataclasses.replace(
+        seed_block, prev_block_hash=seed, sequence_number=1, event=SetInfo(description="x")
+    )
+    hash, data = hash_block(block)
+    block_file = tmp_path / "blocks" / object_name(hash)
+    block_file.write_bytes(data[:-1] + bytes([data[-1] ^ 1]))
+    with pytest.raises(HashMismatchError):
+        await dataset.chain.append_stored([hash], [block])
+    assert await dataset.chain.head() == seed
+    block_file.write_bytes(data)
+    assert await dataset.chain.append_stored([hash], [block]) == hash
+    assert await dataset.chain.head() == hash
