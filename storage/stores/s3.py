@@ -13,10 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import itertools
 import tempfile
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multicodec, Multihash
@@ -92,39 +93,33 @@ class S3ObjectStore(ObjectStore):
     async def iter_chunks(
         self, hash: Multihash, chunk_size: int = _FILE_CHUNK
     ) -> AsyncIterator[bytes]:
+        """The first range's answer gives the object's size (no HEAD first); the rest come as
+        parallel ranged reads, yielded in order, at most ``RANGE_WINDOW`` held at once. Chunks
+        are views of obstore's buffers (hashed and written by the caller without a copy)."""
         key = self.key_of(hash)
-        found = await self.bucket.head(key)
+        found = await self.bucket.get_start(key, RANGE_SIZE)
         if found is None:
             raise ObjectNotFoundError(repr(self), hash)
-        size = found[0]
-        if size <= RANGE_SIZE:
-            chunks = await self.bucket.stream(key, chunk_size)
-            if chunks is None:
-                raise ObjectNotFoundError(repr(self), hash)
-            async for chunk in chunks:
-                yield chunk
-            return
-        # Parallel ranged reads, yielded in order: at most RANGE_WINDOW ranges held at once.
-        starts = list(range(0, size, RANGE_SIZE))
-        pending: list[asyncio.Task[bytes]] = []
+        first, size = found
+        starts = iter(range(len(first), size, RANGE_SIZE))
+        pending = [
+            asyncio.ensure_future(self._range(key, start, size))
+            for start in itertools.islice(starts, RANGE_WINDOW)
+        ]
         try:
-            for start in starts[:RANGE_WINDOW]:
-                pending.append(asyncio.ensure_future(self._range(key, start, size)))
-            next_start = RANGE_WINDOW
+            for offset in range(0, len(first), chunk_size):
+                yield _uncopied(first[offset : offset + chunk_size])
             while pending:
                 data = await pending.pop(0)
-                if next_start < len(starts):
-                    pending.append(
-                        asyncio.ensure_future(self._range(key, starts[next_start], size))
-                    )
-                    next_start += 1
+                if (start := next(starts, None)) is not None:
+                    pending.append(asyncio.ensure_future(self._range(key, start, size)))
                 for offset in range(0, len(data), chunk_size):
-                    yield data[offset : offset + chunk_size]
+                    yield _uncopied(data[offset : offset + chunk_size])
         finally:
             for task in pending:
                 task.cancel()
 
-    async def _range(self, key: str, start: int, size: int) -> bytes:
+    async def _range(self, key: str, start: int, size: int) -> memoryview:
         return await self.bucket.get_range(key, start, min(RANGE_SIZE, size - start))
 
     def _check(self, expected: Multihash | None, actual: Multihash) -> None:
@@ -358,6 +353,13 @@ class _Hashing:
         if self._pending is not None:
             await asyncio.gather(self._pending, return_exceptions=True)
             self._pending = None
+
+
+def _uncopied(view: memoryview) -> bytes:
+    """A piece of obstore's buffer handed on as the bytes ``iter_chunks`` promises, uncopied:
+    every reader of chunks (hashlib, file and socket writes, ``b"".join``, obstore's uploads)
+    takes any buffer, and copying each 8 MB range cost a pull about an eighth of its copy CPU."""
+    return cast(bytes, view)
 
 
 async def _read_file(file: BinaryIO) -> AsyncIterator[bytes]:

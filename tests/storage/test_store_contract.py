@@ -192,6 +192,9 @@ async def test_every_put_names_the_object_by_its_hash(writable: Writable, tmp_pa
     assert await store.put_file(large, expected=large_hash) == large_hash
     assert await store.put_file(large) == large_hash
     assert await store.get_bytes(large_hash) == large.read_bytes()
+    chunks = [chunk async for chunk in store.iter_chunks(large_hash, 1 << 20)]
+    assert b"".join(chunks) == large.read_bytes()  # on S3: a first range, then ranged reads
+    assert all(len(chunk) <= 1 << 20 for chunk in chunks)
     await store.delete(large_hash)
     others = [b"a", b"b", b""]
     assert await store.put_many(others) == [Multihash.from_digest_sha3_256(o) for o in others]
