@@ -198,9 +198,11 @@ async def test_simple_pull_fetches_objects_while_it_walks(
     asked = asyncio.Event()
 
     def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
+        body = path.read_bytes()
+
         async def serve(request: web.Request) -> web.Response:
             asked.set()
-            return web.Response(body=path.read_bytes())
+            return web.Response(body=body)
 
         return serve
 
