@@ -96,6 +96,26 @@ async def _as_async(
             yield ref
 
 
+def first_error(errors: BaseExceptionGroup[BaseException]) -> BaseException:
+    """The one error a pull reports from tasks that failed together (its downloads, its walk):
+    a lying source first (it decides whether what arrived is kept), then anything but a
+    cancellation, in the order they were raised."""
+    leaves: list[BaseException] = []
+
+    def collect(error: BaseException) -> None:
+        if isinstance(error, BaseExceptionGroup):
+            for inner in error.exceptions:
+                collect(inner)
+        else:
+            leaves.append(error)
+
+    collect(errors)
+    leaves.sort(
+        key=lambda e: (not isinstance(e, CorruptSourceError), isinstance(e, asyncio.CancelledError))
+    )
+    return leaves[0]
+
+
 def store_for(dataset: Dataset, kind: ObjectKind) -> ObjectStore:
     return dataset.data if kind is ObjectKind.DATA else dataset.checkpoints
 
@@ -299,9 +319,7 @@ class ObjectFetcher:
                     await limit.acquire()
                     group.create_task(one(ref))
         except BaseExceptionGroup as group:
-            # Report a lying source before a flaky one: it decides whether to keep what arrived.
-            errors = sorted(group.exceptions, key=lambda e: not isinstance(e, CorruptSourceError))
-            raise errors[0] from None
+            raise first_error(group) from None
         finally:
             if not self.defer_naming:
                 await self.name_fetched()

@@ -36,7 +36,14 @@ from odfd.sync.errors import (
     RemoteNotFoundError,
     SyncError,
 )
-from odfd.sync.objects import ObjectFetcher, ObjectRef, http_source, missing_objects, objects_of
+from odfd.sync.objects import (
+    ObjectFetcher,
+    ObjectRef,
+    first_error,
+    http_source,
+    missing_objects,
+    objects_of,
+)
 from odfd.sync.progress import Progress
 from odfd.sync.target import (
     PullTarget,
@@ -462,7 +469,7 @@ class _PullRun:
                         early.close()
                     await fetching
             except BaseExceptionGroup as errors:
-                raise _first_error(errors) from None
+                raise first_error(errors) from None
             return await self._commit(walk, protocol)
 
     # --- shared steps ---------------------------------------------------------------------------
@@ -689,25 +696,6 @@ class _EarlyObjects:
     async def wanted(self) -> AsyncIterator[ObjectRef]:
         while (ref := await self._queue.get()) is not None:
             yield ref
-
-
-def _first_error(errors: BaseExceptionGroup[BaseException]) -> BaseException:
-    """The error a pull reports from its walk and its fetch running together: a lying source
-    first (it decides whether what arrived is kept), then anything but a cancellation."""
-    leaves: list[BaseException] = []
-
-    def collect(error: BaseException) -> None:
-        if isinstance(error, BaseExceptionGroup):
-            for inner in error.exceptions:
-                collect(inner)
-        else:
-            leaves.append(error)
-
-    collect(errors)
-    leaves.sort(
-        key=lambda e: (not isinstance(e, CorruptSourceError), isinstance(e, asyncio.CancelledError))
-    )
-    return leaves[0]
 
 
 def _starts_at_seed(data: bytes) -> bool:
