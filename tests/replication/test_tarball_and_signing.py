@@ -90,6 +90,30 @@ def test_limits_and_garbage() -> None:
         unpack_blocks(payload[: len(payload) // 2])
 
 
+@pytest.mark.parametrize("format", [tarfile.USTAR_FORMAT, tarfile.PAX_FORMAT])
+def test_other_tar_formats_unpack_alike(format: int) -> None:
+    """The quick scan reads GNU and POSIX headers; anything else (pax) goes through tarfile."""
+    items = blocks()
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=format) as tar:
+        for hash, data in items:
+            info = tarfile.TarInfo(str(hash))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    assert unpack_blocks(gzip.compress(raw.getvalue()), expected_count=2) == items
+
+
+def test_a_damaged_header_is_refused() -> None:
+    items = blocks()
+    raw = bytearray(gzip.decompress(pack_blocks(items)[1]))
+    second = 512 + -(-len(items[0][1]) // 512) * 512
+    for at, match in ((124, "not a valid gzipped tar"), (second + 124, "the message says 2")):
+        damaged = bytearray(raw)
+        damaged[at] = ord("7")  # a member's size, under a checksum that now lies
+        with pytest.raises(TarballError, match=match):
+            unpack_blocks(gzip.compress(bytes(damaged)), expected_count=2)
+
+
 def test_signed_urls_grant_one_operation_until_they_expire() -> None:
     signer = UrlSigner(b"k" * 32, ttl_seconds=60)
     hash = Multihash.from_digest_sha3_256(b"object")

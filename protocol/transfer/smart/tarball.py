@@ -15,8 +15,10 @@ from __future__ import annotations
 import gzip
 import io
 import tarfile
-from collections.abc import Iterable
+import zlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from protocol.codec.flatbuffers import block_hash
 from protocol.errors import ParseError, ProtocolError
@@ -60,47 +62,163 @@ def unpack_blocks(
 
     Raises ``TarballError`` naming the member at the first problem.
     """
-    blocks: list[tuple[Multihash, bytes]] = []
-    seen: set[Multihash] = set()
-    total = 0
     try:
-        with tarfile.open(fileobj=io.BytesIO(payload), mode="r|gz") as tar:
-            for member in tar:
-                where = f"metadata tarball member {len(blocks)} {member.name!r}"
-                hash = _check_member(member, where, limits)
-                if hash in seen:
-                    raise TarballError(f"{where}: the same block appears twice")
-                if len(blocks) >= limits.max_blocks:
-                    raise TarballError(
-                        f"metadata tarball is over the limit of {limits.max_blocks} blocks"
-                    )
-                total += member.size
-                if total > limits.max_total_bytes:
-                    raise TarballError(
-                        f"metadata tarball is over the limit of {limits.max_total_bytes} bytes"
-                    )
-                extracted = tar.extractfile(member)
-                if extracted is None:
-                    raise TarballError(f"{where}: not a regular file")
-                data = extracted.read(member.size + 1)
-                if len(data) != member.size:
-                    raise TarballError(
-                        f"{where}: holds {len(data)} bytes, its header says {member.size}"
-                    )
-                actual = block_hash(data)
-                if actual != hash:
-                    raise TarballError(f"{where}: block bytes hash to {actual}, not to its name")
-                seen.add(hash)
-                blocks.append((hash, data))
-    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile, ValueError) as err:
-        if isinstance(err, TarballError):
-            raise
-        raise TarballError(f"metadata tarball is not a valid gzipped tar: {err}") from None
+        blocks = _verified(_scan_members(payload), limits)
+    except _Unusual:
+        # Anything the quick scan does not read itself (pax or long-name headers, base-256
+        # sizes, a damaged stream) is read again by ``tarfile``, which names the problem.
+        blocks = _verified(_tarfile_members(payload), limits)
     if expected_count is not None and len(blocks) != expected_count:
         raise TarballError(
             f"metadata tarball holds {len(blocks)} blocks, the message says {expected_count}"
         )
     return blocks
+
+
+Members = Iterator[tuple[tarfile.TarInfo, Callable[[int], bytes]]]
+"""Each member's header and a reader of its first n bytes, in archive order."""
+
+
+def _verified(members: Members, limits: TarballLimits) -> list[tuple[Multihash, bytes]]:
+    blocks: list[tuple[Multihash, bytes]] = []
+    seen: set[Multihash] = set()
+    total = 0
+    try:
+        for member, read in members:
+            where = f"metadata tarball member {len(blocks)} {member.name!r}"
+            hash = _check_member(member, where, limits)
+            if hash in seen:
+                raise TarballError(f"{where}: the same block appears twice")
+            if len(blocks) >= limits.max_blocks:
+                raise TarballError(
+                    f"metadata tarball is over the limit of {limits.max_blocks} blocks"
+                )
+            total += member.size
+            if total > limits.max_total_bytes:
+                raise TarballError(
+                    f"metadata tarball is over the limit of {limits.max_total_bytes} bytes"
+                )
+            data = read(member.size + 1)
+            if len(data) != member.size:
+                raise TarballError(
+                    f"{where}: holds {len(data)} bytes, its header says {member.size}"
+                )
+            actual = block_hash(data)
+            if actual != hash:
+                raise TarballError(f"{where}: block bytes hash to {actual}, not to its name")
+            seen.add(hash)
+            blocks.append((hash, data))
+    except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile, ValueError) as err:
+        if isinstance(err, TarballError):
+            raise
+        raise TarballError(f"metadata tarball is not a valid gzipped tar: {err}") from None
+    return blocks
+
+
+def _tarfile_members(payload: bytes) -> Members:
+    with tarfile.open(fileobj=io.BytesIO(payload), mode="r|gz") as tar:
+        for member in tar:
+            # Read only once ``_verified`` has checked the header (a link is refused unread).
+            yield member, partial(_extract, tar, member)
+
+
+def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
+    extracted = tar.extractfile(member)
+    if extracted is None:
+        raise TarballError(f"metadata tarball member {member.name!r}: not a regular file")
+    return extracted.read(limit)
+
+
+class _Unusual(Exception):
+    """The quick scan met something only ``tarfile`` reads."""
+
+
+_BLOCK = 512
+_GNU_MAGIC = b"ustar  \0"
+_POSIX_MAGIC = b"ustar\x0000"
+
+
+def _scan_members(payload: bytes) -> Members:
+    """The members of a plain GNU or POSIX tar of regular files with short names, as the
+    reference and ``pack_blocks`` write it, read straight from the gunzipped bytes: a tenth of
+    the CPU of ``tarfile``, whose per-member header objects cost more than the blocks' hashing.
+    The gunzipped bytes are produced as they are read, so the limits still bound memory."""
+    stream = _Gunzip(payload)
+    while True:
+        header = stream.read(_BLOCK)
+        if len(header) < _BLOCK:
+            raise _Unusual  # no end-of-archive marker: let tarfile judge the truncation
+        if header.count(0) == _BLOCK:
+            stream.finish()
+            return
+        magic = header[257:265]
+        if not (magic == _GNU_MAGIC or (magic == _POSIX_MAGIC and header[345] == 0)) or header[
+            156:157
+        ] not in (b"0", b"\0"):
+            raise _Unusual  # long names, pax headers, other member types: tarfile's reading
+        stored = header[148:156].split(b"\0", 1)[0].strip()
+        size_field = header[124:136]
+        if size_field[0] & 0x80 or not stored:
+            raise _Unusual
+        try:
+            checksum = int(stored, 8)
+            size = int(size_field.split(b"\0", 1)[0].strip() or b"0", 8)
+        except ValueError:
+            raise _Unusual from None
+        if checksum != sum(header) - sum(header[148:156]) + 8 * 0x20:
+            raise _Unusual
+        info = tarfile.TarInfo(header[:100].split(b"\0", 1)[0].decode("utf-8", "replace"))
+        info.size = size
+        info.type = header[156:157] if header[156] else tarfile.AREGTYPE
+        padded = -(-size // _BLOCK) * _BLOCK
+        taken = False
+
+        def read(limit: int, size: int = size, padded: int = padded) -> bytes:
+            nonlocal taken
+            taken = True
+            data = stream.read(padded)
+            if len(data) < padded:
+                raise _Unusual
+            return data[: min(limit, size)]
+
+        yield info, read
+        if not taken:
+            stream.read(padded)
+
+
+class _Gunzip:
+    """The gunzipped bytes of one gzip member, decompressed as they are read."""
+
+    __slots__ = ("_buffer", "_inflate", "_offset", "_payload")
+
+    _STEP = 1 << 20
+
+    def __init__(self, payload: bytes) -> None:
+        self._inflate = zlib.decompressobj(wbits=31)
+        self._payload = payload
+        self._buffer = b""
+        self._offset = 0
+
+    def read(self, n: int) -> bytes:
+        while len(self._buffer) - self._offset < n and not self._inflate.eof:
+            source = self._inflate.unconsumed_tail or self._payload
+            self._payload = b""
+            try:
+                more = self._inflate.decompress(source, max(self._STEP, n))
+            except zlib.error:
+                raise _Unusual from None
+            self._buffer = self._buffer[self._offset :] + more
+            self._offset = 0
+            if not more and not self._inflate.unconsumed_tail and not self._inflate.eof:
+                break  # the compressed stream ends early
+        data = self._buffer[self._offset : self._offset + n]
+        self._offset += len(data)
+        return data
+
+    def finish(self) -> None:
+        """The archive ended: a second gzip member after it is left to ``tarfile``."""
+        if self._inflate.unused_data:
+            raise _Unusual
 
 
 def _check_member(member: tarfile.TarInfo, where: str, limits: TarballLimits) -> Multihash:
