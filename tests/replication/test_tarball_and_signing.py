@@ -33,6 +33,19 @@ def test_layout_is_gzipped_gnu_tar_of_blocks_named_by_hash_oldest_first() -> Non
     assert unpack_blocks(payload, expected_count=2) == items
 
 
+@pytest.mark.parametrize("count", [0, 1, 2, 19])
+def test_headers_are_the_ones_tarfile_writes(count: int) -> None:
+    items = (blocks() * 10)[:count]
+    raw = io.BytesIO()
+    with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
+        for hash, data in items:
+            info = tarfile.TarInfo(str(hash))
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    assert gzip.decompress(pack_blocks(items)[1]) == raw.getvalue()
+
+
 def tar_of(*members: tuple[tarfile.TarInfo, bytes]) -> bytes:
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=tarfile.GNU_FORMAT) as tar:
