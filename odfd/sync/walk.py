@@ -306,9 +306,12 @@ async def match_linked_run(
     max_blocks: int = MAX_CHAIN_LENGTH,
 ) -> WalkResult:
     """Verify a run of blocks received oldest first (Smart Transfer Protocol tarball) that must
-    continue ``begin_after`` (``None``: start at the seed), and find the last shared block."""
+    continue ``begin_after`` (``None``: start at the seed), and find the last shared block.
+
+    Each block's bytes must already have been found to hash to its name: ``unpack_blocks``
+    checks that of every member of the tarball."""
     verified: list[VerifiedBlock] = []
-    for checked in check_run(reversed(blocks), strict=True):
+    for checked in check_run(reversed(blocks), strict=True, hashed=True):
         if isinstance(checked, ChainFault):
             raise _corrupt(checked, where)
         if not verified:

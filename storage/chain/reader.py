@@ -121,11 +121,16 @@ class BackwardCheck:
     """Checks the blocks of a chain met newest first, one at a time; remembers the last one
     accepted, whose ``prevBlockHash`` names the next block to check."""
 
-    __slots__ = ("_hash", "_named", "_number", "strict")
+    __slots__ = ("_hash", "_named", "_number", "hashed", "strict")
 
-    def __init__(self, *, strict: bool = False, after: ChainBlock | None = None) -> None:
-        """``after``: a block already accepted, the child of the first block to check."""
+    def __init__(
+        self, *, strict: bool = False, after: ChainBlock | None = None, hashed: bool = False
+    ) -> None:
+        """``after``: a block already accepted, the child of the first block to check.
+        ``hashed``: every block's bytes were already found to hash to its name (a metadata
+        tarball's members are), so that check is not paid twice."""
         self.strict = strict
+        self.hashed = hashed
         self._hash: Multihash | None = None
         self._number = 0
         self._named: Multihash | None = None
@@ -142,7 +147,7 @@ class BackwardCheck:
 
     def check(self, hash: Multihash, data: bytes) -> ChainItem:
         """The block stored as ``data`` under ``hash``, or what is wrong with it."""
-        if not is_block_hash(hash, data):
+        if not self.hashed and not is_block_hash(hash, data):
             return HashMismatch(hash, self.child, block_hash(data), len(data))
         try:
             block = decode_block(data)
@@ -177,10 +182,11 @@ def check_run(
     *,
     strict: bool = False,
     after: ChainBlock | None = None,
+    hashed: bool = False,
 ) -> Iterator[ChainItem]:
     """Blocks in hand, newest first, each of which must be the one the block before it (or,
-    first, ``after``) names."""
-    check = BackwardCheck(strict=strict, after=after)
+    first, ``after``) names. ``hashed``: as for ``BackwardCheck``."""
+    check = BackwardCheck(strict=strict, after=after, hashed=hashed)
     for hash, data in blocks:
         item = check.check(hash, data)
         yield item

@@ -294,6 +294,14 @@ def test_blocks_in_hand_must_follow_their_links() -> None:
     assert list(check_run(intact_run, strict=True)) == [block_of(stored, x) for x in reversed(h)]
     after = list(check_run(intact_run[2:], after=block_of(stored, h[2])))
     assert after == [block_of(stored, x) for x in (h[1], h[0])]
+    misnamed = [(h[3], stored.files[h[3]]), (h[2], stored.files[h[1]])]
+    assert isinstance(list(check_run(misnamed))[-1], HashMismatch)
+    # Bytes whose hash was checked already (a tarball's members) are only decoded and linked.
+    hashed = list(check_run(misnamed, hashed=True))
+    assert [(item.hash, item.block) for item in hashed] == [
+        (h[3], block_of(stored, h[3]).block),
+        (h[2], block_of(stored, h[1]).block),
+    ]
 
 
 def test_one_block_alone() -> None:

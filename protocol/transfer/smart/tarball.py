@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
 
-from protocol.codec.flatbuffers import block_hash
+from protocol.codec.flatbuffers import block_hash, is_block_hash
 from protocol.errors import ParseError, ProtocolError
 from protocol.identity import Multihash
 
@@ -123,9 +123,10 @@ def _verified(members: Members, limits: TarballLimits) -> list[tuple[Multihash, 
                 raise TarballError(
                     f"{where}: holds {len(data)} bytes, its header says {member.size}"
                 )
-            actual = block_hash(data)
-            if actual != hash:
-                raise TarballError(f"{where}: block bytes hash to {actual}, not to its name")
+            if not is_block_hash(hash, data):
+                raise TarballError(
+                    f"{where}: block bytes hash to {block_hash(data)}, not to its name"
+                )
             seen.add(hash)
             blocks.append((hash, data))
     except (tarfile.TarError, EOFError, OSError, gzip.BadGzipFile, ValueError) as err:
