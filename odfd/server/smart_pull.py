@@ -18,7 +18,7 @@ from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import TransferFlowError
-from protocol.codec.flatbuffers import block_hash, decode_block
+from protocol.codec.flatbuffers import decode_block, is_block_hash
 from protocol.errors import OdfError
 from protocol.identity import Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock
@@ -73,7 +73,7 @@ async def read_interval(
     hash: Multihash | None = head
     while hash is not None and hash != begin_after:
         data = await chain.get_block_bytes(hash)
-        if block_hash(data) != hash:
+        if not is_block_hash(hash, data):
             raise StorageError(f"block file {hash} is corrupt")
         block = decode_block(data)
         newest_first.append((hash, data, block))
