@@ -12,7 +12,9 @@ every data file a pull brings (or finds already stored by an interrupted pull) i
 
 Parquet keeps its schema in a footer at the end of the file, so the logical hash starts once the
 file's last byte arrived; each file is checked in a worker thread as soon as it is stored, while
-the other downloads go on. The check reads the file as the verifier does
+the other downloads (and the walk toward the seed) go on. Only the offset bounds depend on the
+vocabulary, which the walk may find after the file was read: those alone are read again when
+the offset column turns out to be another than the one assumed. The check reads the file as the verifier does
 (``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns undecoded, large
 batches where the hash allows), its value stream built by whole-column kernels that release the
 GIL. Checks run on one thread per core, no more: more would only queue for the cores and the GIL
@@ -25,11 +27,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.parquet as pq
 
 from odfd.sync.errors import CorruptSourceError
 from odfd.sync.walk import VerifiedBlock
@@ -52,6 +55,11 @@ class SliceFacts:
     """What a data file holds, read from the file itself."""
 
     records: int
+    offset_column: str
+    """The column the offset bounds were read from (a check that began before the walk
+    reached the block's vocabulary read its best guess; ``DataChecks`` re-reads the bounds if
+    the guess was wrong)."""
+    has_offset_column: bool
     first_offset: int | None
     last_offset: int | None
     logical_hash: Multihash | None
@@ -59,7 +67,7 @@ class SliceFacts:
 
 
 class SliceFileError(Exception):
-    """The file cannot be read as Parquet with the expected offset column."""
+    """The file cannot be read as Parquet."""
 
 
 def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
@@ -94,8 +102,7 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
         schema = parquet.schema_arrow
-        if schema.get_field_index(offset_column) < 0:
-            raise SliceFileError(f"has no offset column {offset_column!r}")
+        has_column = schema.get_field_index(offset_column) >= 0
         try:
             digest: RecordsDigest | None = RecordsDigest(schema)
         except UnsupportedDataTypeError:
@@ -105,11 +112,8 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
             for batch in hashing_batches(parquet):
                 if digest is not None:
                     digest.update(batch)
-                if batch.num_rows:
-                    bounds = pc.min_max(batch.column(offset_column))
-                    low, high = bounds["min"].as_py(), bounds["max"].as_py()
-                    first = low if first is None or low < first else first
-                    last = high if last is None or high > last else last
+                if has_column:
+                    first, last = _widen(first, last, batch.column(offset_column))
                 rows += batch.num_rows
         except (OSError, pa.ArrowException) as err:
             raise SliceFileError(f"cannot be read past record {rows}: {err}") from None
@@ -117,7 +121,47 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
             raise SliceFileError(
                 f"holds {rows} records, its footer says {parquet.metadata.num_rows}"
             )
-    return SliceFacts(rows, first, last, digest.finalize() if digest is not None else None)
+    logical = digest.finalize() if digest is not None else None
+    return SliceFacts(rows, offset_column, has_column, first, last, logical)
+
+
+def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) -> SliceFacts:
+    """``facts`` with the offset bounds read again from ``column`` (blocking: run it in a
+    thread). Only that column's pages are read: the record count and the logical hash do not
+    depend on which column holds the offsets."""
+    try:
+        source = _open_first(paths)
+    except OSError as err:
+        raise SliceFileError(f"is not a readable file: {err}") from None
+    with source:
+        try:
+            parquet = pq.ParquetFile(source, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
+        except (OSError, pa.ArrowException) as err:
+            raise SliceFileError(f"is not a readable Parquet file: {err}") from None
+        with parquet:
+            if parquet.schema_arrow.get_field_index(column) < 0:
+                return replace(facts, offset_column=column, has_offset_column=False)
+            first, last = None, None
+            try:
+                for batch in parquet.iter_batches(columns=[column]):
+                    first, last = _widen(first, last, batch.column(0))
+            except (OSError, pa.ArrowException) as err:
+                raise SliceFileError(f"cannot be read again: {err}") from None
+    return replace(
+        facts, offset_column=column, has_offset_column=True, first_offset=first, last_offset=last
+    )
+
+
+def _widen(first: int | None, last: int | None, offsets: pa.Array) -> tuple[int | None, int | None]:
+    """The bounds ``first``..``last`` widened to cover ``offsets``."""
+    if not len(offsets):
+        return first, last
+    bounds = pc.min_max(offsets)
+    low, high = bounds["min"].as_py(), bounds["max"].as_py()
+    return (
+        low if first is None or low < first else first,
+        high if last is None or high > last else last,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,30 +172,57 @@ class _Claim:
 
 
 class DataChecks:
-    """The data files of one pull's new blocks, each read once, compared with its blocks."""
+    """The data files of one pull's new blocks, each read once, compared with its blocks.
+
+    A file's check may begin before the walk reached the vocabulary that names its block's
+    offset column (``expect``: the walk goes from the head toward the seed, and a ``SetVocab``
+    comes before the data it names); it then reads the offset bounds from the column guessed so
+    far, and ``verify`` reads only the bounds again where ``plan`` found another column.
+    """
 
     def __init__(self, where: str) -> None:
         self.where = where
+        self._guess = DEFAULT_OFFSET_COLUMN
         self._claims: list[_Claim] = []
         self._columns: dict[Multihash, str] = {}
         self._facts: dict[Multihash, asyncio.Future[SliceFacts]] = {}
+        self._reread: dict[tuple[Multihash, str], SliceFacts] = {}
         self._threads: ThreadPoolExecutor | None = None
+
+    def guess_vocab(self, vocab: SetVocab | None) -> None:
+        """The vocabulary to assume for files expected from now on (the local head's)."""
+        self._guess = _offset_column(vocab)
+
+    def expect(self, item: VerifiedBlock) -> None:
+        """A block just walked (newest first): its data file may be checked once stored,
+        reading offsets from the column guessed so far (the newest ``SetVocab`` walked)."""
+        event = item.block.event
+        if isinstance(event, SetVocab):
+            self._guess = _offset_column(event)
+        if isinstance(event, (AddData, ExecuteTransform)) and event.new_data is not None:
+            self._columns.setdefault(event.new_data.physical_hash, self._guess)
 
     def plan(self, blocks: list[VerifiedBlock], vocab: SetVocab | None) -> None:
         """Note what each new block says about its data file (offset column as of that block)."""
         column = _offset_column(vocab)
+        planned: set[Multihash] = set()
         for item in blocks:
             event = item.block.event
             if isinstance(event, SetVocab):
                 column = _offset_column(event)
             if isinstance(event, (AddData, ExecuteTransform)) and event.new_data is not None:
                 self._claims.append(_Claim(item, event.new_data, column))
-                self._columns.setdefault(event.new_data.physical_hash, column)
+                hash = event.new_data.physical_hash
+                if hash not in planned:  # a file not begun is read with its first block's column
+                    planned.add(hash)
+                    self._columns[hash] = column
 
-    def start(self, hash: Multihash, paths: Sequence[Path]) -> None:
-        """Begin reading a stored file in a worker thread (no-op if not a planned data file);
-        ``paths``: where it may be, in order (``read_first_present``)."""
-        if hash in self._columns and hash not in self._facts:
+    def start(self, hash: Multihash, paths: Sequence[Path]) -> bool:
+        """Begin reading a stored file in a worker thread, if not begun; ``paths``: where it may
+        be, in order (``read_first_present``). False if ``hash`` is no data file expected."""
+        if hash not in self._columns:
+            return False
+        if hash not in self._facts:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(
                     available_cores(), thread_name_prefix="odfd-pull-check"
@@ -159,6 +230,7 @@ class DataChecks:
             self._facts[hash] = asyncio.get_running_loop().run_in_executor(
                 self._threads, read_first_present, paths, self._columns[hash]
             )
+        return True
 
     async def verify(self, path_of: dict[Multihash, Sequence[Path]]) -> None:
         """Compare every planned block with its file (``path_of`` gives each file's paths);
@@ -169,12 +241,27 @@ class DataChecks:
             hash = claim.data_slice.physical_hash
             try:
                 facts = await self._facts[hash]
+                if facts.offset_column != claim.offset_column:
+                    facts = await self._reread_bounds(facts, path_of[hash], claim)
             except SliceFileError as err:
                 raise CorruptSourceError(
                     f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
                 ) from None
             self._compare(claim, facts)
         self._close()
+
+    async def _reread_bounds(
+        self, facts: SliceFacts, paths: Sequence[Path], claim: _Claim
+    ) -> SliceFacts:
+        """``facts`` with the bounds of the claim's offset column (read once per file and
+        column, in a worker thread)."""
+        key = (claim.data_slice.physical_hash, claim.offset_column)
+        if key not in self._reread:
+            assert self._threads is not None  # the file's first read ran on them
+            self._reread[key] = await asyncio.get_running_loop().run_in_executor(
+                self._threads, reread_offset_bounds, paths, facts, claim.offset_column
+            )
+        return self._reread[key]
 
     async def cancel(self) -> None:
         """Drop the checks not begun and wait for those running: a pull that gives up leaves
@@ -201,6 +288,11 @@ class DataChecks:
         interval = recorded.offset_interval
         wanted = interval.end - interval.start + 1
         where = f"{self.where}: block {self._name(claim)}"
+        if not facts.has_offset_column:
+            raise CorruptSourceError(
+                f"{self.where}: data/{recorded.physical_hash} of block {self._name(claim)} "
+                f"has no offset column {claim.offset_column!r}"
+            )
         if facts.records != wanted:
             raise CorruptSourceError(
                 f"{where} says its data holds offsets [{interval.start}, {interval.end}] "

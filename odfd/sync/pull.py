@@ -75,6 +75,7 @@ from odfd.sync.walk import (
 from protocol.codec.flatbuffers import peek_prev_block_hash
 from protocol.errors import DecodeError, OdfError
 from protocol.identity import DatasetId, Multihash
+from protocol.model import SetVocab
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import TarballError, TarballLimits, unpack_blocks
@@ -268,6 +269,7 @@ class _PullRun:
         self._saved_at = 0.0
         self._planned = False
         self._fetched_early: list[ObjectRef] = []
+        self._vocab: tuple[SetVocab | None] | None = None  # once read
 
     async def execute(self) -> PullResult:
         try:
@@ -439,6 +441,12 @@ class _PullRun:
             remote_head = await self._decide(view, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
             early = _EarlyObjects(self.target, local, self.options.force)
+            self.checks.guess_vocab(await self._local_vocab())
+
+            async def walked(item: VerifiedBlock) -> None:
+                self.checks.expect(item)  # its file is checked as soon as it is stored
+                await early.offer(item)
+
             try:
                 # The objects of each block walked are fetched while the walk goes on toward
                 # the seed (both wait on the remote); the commit waits for both.
@@ -454,7 +462,7 @@ class _PullRun:
                             self.stash,
                             where=view.label,
                             on_block=self.progress.add_blocks,
-                            on_new=early.offer,
+                            on_new=walked,
                             max_blocks=self.options.max_blocks,
                         )
                         self._check_walk(walk)
@@ -528,10 +536,7 @@ class _PullRun:
     ) -> list[ObjectRef]:
         """Plan the checks and record the transfer; the objects still to fetch (with
         ``early``: those it found missing, already being fetched)."""
-        vocab = None
-        if self.target.record is not None and self.target.head.hash is not None:
-            vocab = (await self.target.dataset.chain.state()).vocab
-        self.checks.plan(walk.new_blocks, vocab)
+        self.checks.plan(walk.new_blocks, await self._local_vocab())
         for ref in self._fetched_early:
             self.checks.start(ref.hash, self._paths_of(ref))
         self._fetched_early.clear()
@@ -559,11 +564,19 @@ class _PullRun:
         self.progress.set_phase("objects", objects_total=len(refs))
         return refs
 
+    async def _local_vocab(self) -> SetVocab | None:
+        """The local head's vocabulary (the one new blocks start from), read once."""
+        if self._vocab is None:
+            vocab = None
+            if self.target.record is not None and self.target.head.hash is not None:
+                vocab = (await self.target.dataset.chain.state()).vocab
+            self._vocab = (vocab,)
+        return self._vocab[0]
+
     async def _object_done(self, ref: ObjectRef) -> None:
         if ref.kind is ObjectKind.DATA:
-            if self._planned:
-                self.checks.start(ref.hash, self._paths_of(ref))
-            else:  # fetched during the walk: checked once the walk has planned the checks
+            if not self.checks.start(ref.hash, self._paths_of(ref)) and not self._planned:
+                # Its block was not walked by this pull (a resumed stash): checked once planned.
                 self._fetched_early.append(ref)
         self.progress.object_done()
         await self._save_progress()

@@ -13,18 +13,19 @@ import gzip
 import io
 import random
 import tarfile
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import TypedDict, Unpack
 
 import pytest
 from aiohttp import WSMsgType, web
 
+from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import CorruptSourceError
 from odfd.sync.pull import PullOptions, pull
 from protocol.codec.flatbuffers import decode_block, hash_block
 from protocol.identity import Multihash
-from protocol.model import MetadataBlock, MetadataEvent
+from protocol.model import MetadataBlock, MetadataEvent, SetDataSchema, SetVocab
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
@@ -216,6 +217,44 @@ async def test_simple_pull_fetches_objects_while_it_walks(
     liar.before_block = hold_seed
     result = await pull(node_b, url, alias="copy", options=PullOptions(protocol="simple"))
     assert result.num_objects == 6 and result.new_head == await liar.dataset().chain.head()
+
+
+async def test_file_checked_during_the_walk_is_checked_under_the_vocab_found_later(
+    node_b: Workspace, liar_server: tuple[Liar, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``SetVocab`` inserted after the schema names ``op`` (0 in every record) the offset
+    column, so every data block misstates its offsets. The server holds that block back until
+    a data file's check began: the check read the bounds of ``offset`` (the column known then)
+    and must read them again from ``op`` once the walk reaches the vocabulary."""
+    liar, url = liar_server
+    chain = await liar.chain()
+    assert isinstance(decode_block(chain[1][1]).event, SetDataSchema)
+    vocab_hash, liar.blocks[vocab_hash] = reblock(
+        chain[1][1],
+        prev_block_hash=chain[1][0],
+        sequence_number=2,
+        event=SetVocab(offset_column="op"),
+    )
+    prev = vocab_hash
+    for number, (_, data) in enumerate(chain[2:], start=3):
+        prev, liar.blocks[prev] = reblock(data, prev_block_hash=prev, sequence_number=number)
+    liar.head = prev
+    begun = asyncio.Event()
+    start = DataChecks.start
+
+    def starting(checks: DataChecks, hash: Multihash, paths: Sequence[Path]) -> bool:
+        if started := start(checks, hash, paths):
+            begun.set()
+        return started
+
+    async def hold_vocab(hash: Multihash) -> None:
+        if hash == vocab_hash:
+            await asyncio.wait_for(begun.wait(), 5)
+
+    monkeypatch.setattr(DataChecks, "start", starting)
+    liar.before_block = hold_vocab
+    await assert_fails_cleanly(node_b, url, r"the file's op column runs from 0 to 0")
+    assert begun.is_set()
 
 
 async def test_wrong_bytes_for_a_data_hash(
