@@ -39,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import aiohttp
 import pyarrow.csv as pyarrow_csv
+from _proc_cpu import process_cpu
 from bench_engines import root_with, trades_table
 
 from odfd.coordinator.query import dataset_view
@@ -105,12 +106,10 @@ def idle_seconds() -> float:
     return (int(fields[4]) + int(fields[5])) / os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int, thread: int | None = None) -> float:
-    """User + system CPU time so far of a process (all its threads), or of one of its threads
-    (the main thread's id is the process's)."""
-    stat = f"/proc/{pid}/stat" if thread is None else f"/proc/{pid}/task/{thread}/stat"
-    fields = Path(stat).read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def daemon_cpu(pid: int, thread: int | None = None) -> float:
+    """CPU seconds so far of the daemon (all its threads) or of one of its threads, without
+    its children's (the Spark JVM a query could start is not the daemon's own work)."""
+    return process_cpu(pid, thread, children=False)
 
 
 @dataclass(frozen=True)
@@ -135,9 +134,9 @@ async def settle(pid: int, seconds: float = 60.0) -> None:
     after starting (its first scans and syncs) would be counted as the queries' CPU."""
     ended = time.monotonic() + seconds
     while time.monotonic() < ended:
-        used = cpu_seconds(pid)
+        used = daemon_cpu(pid)
         await asyncio.sleep(0.5)
-        if cpu_seconds(pid) - used < 0.01:
+        if daemon_cpu(pid) - used < 0.01:
             return
 
 
@@ -151,12 +150,12 @@ async def small_queries(
     connector = aiohttp.TCPConnector(limit=clients)
     async with aiohttp.ClientSession(connector=connector) as session:
         await timed_queries(session, url, body, 3)  # warm up: connections, the plan cache
-        used, looped, client = cpu_seconds(pid), cpu_seconds(pid, pid), time.process_time()
+        used, looped, client = daemon_cpu(pid), daemon_cpu(pid, pid), time.process_time()
         started, idle = time.perf_counter(), idle_seconds()
         runs = [timed_queries(session, url, body, per_client) for _ in range(clients)]
         latencies = [latency for run in await asyncio.gather(*runs) for latency in run]
         wall, idle = time.perf_counter() - started, idle_seconds() - idle
-        used, looped = cpu_seconds(pid) - used, cpu_seconds(pid, pid) - looped
+        used, looped = daemon_cpu(pid) - used, daemon_cpu(pid, pid) - looped
         client = time.process_time() - client
     per_request = 1000 / len(latencies)
     cores = os.cpu_count() or 1
@@ -230,12 +229,12 @@ async def large_export(
     body = {"query": f'SELECT * FROM "{LARGE}"', "limit": rows, **options}
     timeout = aiohttp.ClientTimeout(total=600)
     async with aiohttp.ClientSession(timeout=timeout) as session:
-        used = cpu_seconds(pid)
+        used = daemon_cpu(pid)
         started = time.perf_counter()
         async with session.post(f"{url}query", json=body) as response:
             content = await response.read()
             assert response.status == 200, content[:500]
-        return time.perf_counter() - started, len(content), cpu_seconds(pid) - used
+        return time.perf_counter() - started, len(content), daemon_cpu(pid) - used
 
 
 async def engine_export(root: Path, scratch: Path) -> tuple[float, float, float, float]:

@@ -262,8 +262,14 @@ def optimized_schema(ctx: SessionContext, df: DataFrame, what: str) -> pa.Schema
     """The result's schema as the optimized plan (which the reference writes, and which runs)
     gives it: it may prove more columns non-null than the query as written (a UDF over
     literals folds into a literal)."""
+    return optimized_frame(ctx, df, what).schema()
+
+
+def optimized_frame(ctx: SessionContext, df: DataFrame, what: str) -> DataFrame:
+    """``df`` over its optimized plan: what runs, and (executed again and again) a cheaper
+    start than the plan as written, whose views and aliases each execution optimizes away anew."""
     try:
-        return ctx.create_dataframe_from_logical_plan(df.optimized_logical_plan()).schema()
+        return ctx.create_dataframe_from_logical_plan(df.optimized_logical_plan())
     except Exception as err:  # DataFusion's errors share no type
         prefix = f"{what}: " if what else ""
         raise InvalidQueryError(f"{prefix}the query cannot be planned: {_first_line(err)}") from err
