@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
-from _proc_cpu import process_cpu
+from _proc_cpu import memory_kib, process_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -103,13 +103,6 @@ async def _add_mirrors(root: Path, burst: list[str], peers: list[str], total: in
 def _sql(root: Path, query: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
     with sqlite3.connect(root / "catalog.sqlite", timeout=30) as db:
         return db.execute(query, params).fetchall()
-
-
-def _status_kib(pid: int, field: str) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field}")
 
 
 def _max_overlap(spans: list[tuple[datetime, datetime]]) -> int:
@@ -264,7 +257,7 @@ def main() -> None:
         print(f"daemon B started in {time.monotonic() - started:.1f} s", flush=True)
         time.sleep(15.0)  # start-up chores (reconcile, housekeeping, re-signing) settle
         url = f"{b.server_url}{SERVED}/refs/head"
-        rss_idle = _status_kib(b.pid, "VmRSS")
+        rss_idle = memory_kib(b.pid, "VmRSS")
         cpu_before, window_start = process_cpu(b.pid, children=False), time.monotonic()
         time.sleep(args.idle_window)
         idle_cpu = (process_cpu(b.pid, children=False) - cpu_before) / (
@@ -275,7 +268,7 @@ def main() -> None:
         lag_before = asyncio.run(_lag_buckets(b.server_url or ""))
         elapsed, latencies, burst_cpu = asyncio.run(_burst(work / "b", b, names, url))
         lag = _lag_summary(lag_before, asyncio.run(_lag_buckets(b.server_url or "")))
-        peak_rss = _status_kib(b.pid, "VmHWM")
+        peak_rss = memory_kib(b.pid, "VmHWM")
         attempts = _sql(
             work / "b", "SELECT source, started_at, finished_at, outcome FROM sync_attempts"
         )

@@ -49,7 +49,7 @@ import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
 import pyarrow as pa
-from _proc_cpu import process_cpu
+from _proc_cpu import memory_kib, process_cpu
 from bench_engines import root_with, trades_table
 
 from odfd.app.accounts import AccountError, add_account, create_token, require_account
@@ -117,22 +117,16 @@ def fetch(connection: flightsql.Connection, sql: str) -> pa.Table:
         return cursor.fetch_arrow_table()
 
 
-def rss_kib(pid: int) -> int:
-    status = Path(f"/proc/{pid}/status").read_text()
-    found = re.search(r"VmRSS:\s+(\d+) kB", status)
-    return int(found.group(1)) if found else 0
-
-
 def peak_while(pid: int, work: Callable[[], pa.Table]) -> tuple[int, int, pa.Table]:
     """The server's resident set before ``work`` and its peak during it (KiB), and the result."""
-    before = rss_kib(pid)
+    before = memory_kib(pid)
     peak = before
     done = threading.Event()
 
     def sample() -> None:
         nonlocal peak
         while not done.is_set():
-            peak = max(peak, rss_kib(pid))
+            peak = max(peak, memory_kib(pid))
             time.sleep(0.01)
 
     sampler = threading.Thread(target=sample)

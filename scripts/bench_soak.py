@@ -31,6 +31,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _proc_cpu import memory_kib
+
 from odfd.config import parse_duration
 from storage.workspace import Workspace
 from tests.daemon.flaky_peer import FlakyPeerProcess
@@ -43,13 +45,6 @@ from tests.daemon.processes import (
 from tests.replication.datagen import DatasetWriter, create_root, verify_integrity
 
 QUIET = '\n[audit]\nafter_sync = false\ninterval = "0s"\n'
-
-
-def _rss_kib(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1])
-    raise RuntimeError("no VmRSS")
 
 
 def _outcomes(root: Path) -> dict[str, int]:
@@ -151,7 +146,7 @@ async def _run(args: argparse.Namespace, folder: Path) -> None:
                 appended += 1
                 next_append += args.append_every
             if now >= next_sample:
-                rss = _rss_kib(b.pid)
+                rss = memory_kib(b.pid)
                 samples.append((now - started, rss))
                 counts = _outcomes(b_root)
                 print(

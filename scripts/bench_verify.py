@@ -201,6 +201,7 @@ def load() -> str:
 _CHILD = """
 import asyncio, json, sys, time
 from pathlib import Path
+from scripts._proc_cpu import memory_kib
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.registry import Engines
@@ -225,10 +226,7 @@ async def main():
 
 def peak_rss_mb():
     # VmHWM belongs to this program's memory map; ru_maxrss would include the parent's before exec.
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmHWM:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
+    return memory_kib("self", "VmHWM") / 1024
 
 asyncio.run(main())
 """

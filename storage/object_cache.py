@@ -21,7 +21,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
 
 from protocol.identity import Multihash
-from storage.stores.base import ObjectStore
+from storage.stores.base import Chunk, ObjectStore
 from storage.stores.localfs import LocalFsObjectStore
 
 DEFAULT_CACHE_BYTES = 10 << 30
@@ -96,7 +96,7 @@ class ObjectCache:
 
     async def add_stream(
         self,
-        chunks: AsyncIterable[bytes],
+        chunks: AsyncIterable[Chunk],
         expected: Multihash | None,
         staging: Callable[[], Path] | None = None,
     ) -> Multihash:
@@ -138,7 +138,7 @@ class CachedObjectStore(ObjectStore):
     async def get_bytes(self, hash: Multihash) -> bytes:
         return await self.remote.get_bytes(hash)
 
-    async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+    async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[Chunk]:
         if await asyncio.to_thread(_touch, self.path_of(hash)):
             source: ObjectStore = self.cache.store
         else:
@@ -161,7 +161,7 @@ class CachedObjectStore(ObjectStore):
         return await self.remote.put_file(cached, hash)
 
     async def put_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+        self, chunks: AsyncIterable[Chunk], expected: Multihash | None = None
     ) -> Multihash:
         hash = await self.cache.add_stream(chunks, expected, self.staging)
         return await self.remote.put_file(self.path_of(hash), hash)

@@ -20,7 +20,6 @@ import asyncio
 import itertools
 import re
 import weakref
-from collections import OrderedDict
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +56,7 @@ from protocol.query import (
     render_query_response,
 )
 from storage.catalog.versioned_cache import VersionedCache
+from storage.lru import Lru
 from verifier.engine import errors as engine_errors
 from verifier.engine.contract import QueryTable
 
@@ -514,8 +514,7 @@ class _Views:
     set (a dataset may be renamed, or pinned under another alias)."""
 
     def __init__(self, size: int = _KEPT_VIEWS) -> None:
-        self._size = size
-        self._kept: OrderedDict[tuple[DatasetId, Multihash], DatasetView] = OrderedDict()
+        self._kept: Lru[tuple[DatasetId, Multihash], DatasetView] = Lru(size)
 
     def holds(self, dataset_id: DatasetId, block: Multihash) -> bool:
         """Whether the view of the dataset at ``block`` is kept (so the dataset has the block)."""
@@ -528,13 +527,10 @@ class _Views:
         key = (dataset_id, block)
         view = self._kept.get(key)
         if view is not None:
-            self._kept.move_to_end(key)
             return view
         view = await dataset_view(workspace.open_dataset(dataset_id), pinned_block=block)
         if view.head == block:  # else the dataset lacks the block: nothing to keep
-            self._kept[key] = view
-            while len(self._kept) > self._size:
-                self._kept.popitem(last=False)
+            self._kept.put(key, view)
         return view
 
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from odfd.flight_sql.service import PlannedQuery, Subject
+from storage.lru import Lru
 
 KEPT_TICKETS = 256
 """Plans waiting for their DoGet, at most (the oldest goes first)."""
@@ -42,25 +42,22 @@ class PlannedTickets:
         seconds: float = KEPT_SECONDS,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self._limit = limit
         self._seconds = seconds
         self._clock = clock
         self._lock = threading.Lock()
-        self._kept: OrderedDict[bytes, _Kept] = OrderedDict()
+        self._kept: Lru[bytes, _Kept] = Lru(limit)
 
     def keep(self, ticket: bytes, subject: Subject, planned: PlannedQuery) -> None:
         now = self._clock()
         with self._lock:
-            self._kept[ticket] = _Kept(subject, planned, now + self._seconds)
-            while len(self._kept) > self._limit or (
-                self._kept and next(iter(self._kept.values())).until < now
-            ):
-                self._kept.popitem(last=False)
+            self._kept.put(ticket, _Kept(subject, planned, now + self._seconds))
+            while (oldest := self._kept.oldest()) is not None and oldest.until < now:
+                self._kept.pop_oldest()
 
     def take(self, ticket: bytes, subject: Subject) -> PlannedQuery | None:
         """The plan kept for ``ticket`` if ``subject`` made it and it is still waiting."""
         with self._lock:
-            kept = self._kept.pop(ticket, None)
+            kept = self._kept.pop(ticket)
         if kept is None or kept.subject != subject or kept.until < self._clock():
             return None
         return kept.planned

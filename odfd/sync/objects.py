@@ -34,7 +34,7 @@ from protocol.model import AddData, ExecuteTransform
 from protocol.transfer.simple import ObjectKind
 from storage.dataset import Dataset
 from storage.errors import HashMismatchError, ObjectNotFoundError
-from storage.stores.base import ObjectStore, StagedObjects
+from storage.stores.base import Chunk, ObjectStore, StagedObjects
 from storage.stores.http_fetch import StalledError, iter_body, open_get
 from storage.stores.http_limits import HttpLimits
 from storage.stores.localfs import LocalFsObjectStore
@@ -133,16 +133,16 @@ async def missing_objects(dataset: Dataset, refs: Sequence[ObjectRef]) -> list[O
     return missing
 
 
-ChunkSource = Callable[[ObjectRef], AbstractAsyncContextManager[AsyncIterator[bytes]]]
+ChunkSource = Callable[[ObjectRef], AbstractAsyncContextManager[AsyncIterator[Chunk]]]
 """Opens a stream of an object's bytes that reads at most ``size + 1`` bytes."""
 
 
 async def bounded(
-    chunks: AsyncIterator[bytes],
+    chunks: AsyncIterator[Chunk],
     ref: ObjectRef,
     where: str,
     on_bytes: Callable[[int], None] | None = None,
-) -> AsyncIterator[bytes]:
+) -> AsyncIterator[Chunk]:
     """Pass chunks through, failing as soon as more than ``ref.size`` bytes arrive or when the
     stream ends short."""
     total = 0
@@ -166,7 +166,7 @@ class _StoreChunks:
         self._store = store
         self._ref = ref
 
-    async def __aenter__(self) -> AsyncIterator[bytes]:
+    async def __aenter__(self) -> AsyncIterator[Chunk]:
         return self._store.iter_chunks(self._ref.hash, min(_STORE_CHUNK, self._ref.size + 1))
 
     async def __aexit__(self, *exc: object) -> None:
@@ -181,7 +181,7 @@ class StoreSource:
     def __init__(self, source: Dataset) -> None:
         self.source = source
 
-    def __call__(self, ref: ObjectRef) -> AbstractAsyncContextManager[AsyncIterator[bytes]]:
+    def __call__(self, ref: ObjectRef) -> AbstractAsyncContextManager[AsyncIterator[Chunk]]:
         return _StoreChunks(store_for(self.source, ref.kind), ref)
 
     def local_file(self, ref: ObjectRef) -> Path | None:
@@ -209,7 +209,7 @@ class _HttpChunks:
         self._limits = limits
         self._opened: AbstractAsyncContextManager[aiohttp.ClientResponse] | None = None
 
-    async def __aenter__(self) -> AsyncIterator[bytes]:
+    async def __aenter__(self) -> AsyncIterator[Chunk]:
         self._opened = open_get(
             self._session, self._url, headers=self._headers, limits=self._limits
         )

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
+
+from storage.lru import Lru
 
 K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
@@ -45,11 +46,10 @@ class VersionedCache(Generic[K, V]):
     until its own deadline if it has one (on ``clock``, seconds); thread-safe."""
 
     def __init__(self, limit: int, *, clock: Callable[[], float] = time.time) -> None:
-        self._limit = limit
         self._clock = clock
         self._lock = threading.Lock()
         self._version: Hashable | None = None
-        self._entries: OrderedDict[K, _Entry[V]] = OrderedDict()
+        self._entries: Lru[K, _Entry[V]] = Lru(limit)
 
     def get(self, key: K, version: Hashable | None) -> V | None:
         """The answer kept for ``key`` at ``version``; ``None``: compute it."""
@@ -64,9 +64,8 @@ class VersionedCache(Generic[K, V]):
             if entry is None:
                 return None
             if entry.until is not None and self._clock() >= entry.until:
-                del self._entries[key]
+                self._entries.pop(key)
                 return None
-            self._entries.move_to_end(key)
             return entry.value
 
     def put(
@@ -79,10 +78,7 @@ class VersionedCache(Generic[K, V]):
         with self._lock:
             if version != self._version:
                 return
-            self._entries[key] = _Entry(value, until)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self._limit:
-                self._entries.popitem(last=False)
+            self._entries.put(key, _Entry(value, until))
 
     def __len__(self) -> int:
         with self._lock:

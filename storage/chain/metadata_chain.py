@@ -19,7 +19,7 @@ from collections import ChainMap, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
 from contextlib import aclosing
 
-from protocol.codec.flatbuffers import block_hash, hash_block, is_block_hash
+from protocol.codec.flatbuffers import hash_block
 from protocol.errors import DecodeError
 from protocol.identity import DatasetId, Multihash
 from protocol.model import AddData, ExecuteTransform, MetadataBlock, MetadataEvent, Timestamp
@@ -33,6 +33,7 @@ from storage.chain.reader import (
     MalformedBlock,
     MissingBlock,
     check_block,
+    check_hash,
     read_back,
     read_back_from_folder,
     read_forward,
@@ -99,10 +100,9 @@ class MetadataChain:
         return await self.blocks.get_bytes(hash)
 
     async def _check_stored(self, hash: Multihash) -> None:
-        """The stored file named ``hash`` holds bytes that hash to it."""
-        data = await self.blocks.get_bytes(hash)
-        if not is_block_hash(hash, data):
-            raise fault_error(HashMismatch(hash, None, block_hash(data), len(data)))
+        """The stored file named ``hash`` holds bytes that hash to it (not decoded)."""
+        if (mismatch := check_hash(hash, await self.blocks.get_bytes(hash))) is not None:
+            raise fault_error(mismatch)
 
     async def get_block(self, hash: Multihash) -> MetadataBlock:
         """The block named ``hash``; its bytes are re-hashed so a corrupt file cannot pass."""

@@ -147,8 +147,8 @@ class BackwardCheck:
 
     def check(self, hash: Multihash, data: bytes) -> ChainItem:
         """The block stored as ``data`` under ``hash``, or what is wrong with it."""
-        if not self.hashed and not is_block_hash(hash, data):
-            return HashMismatch(hash, self.child, block_hash(data), len(data))
+        if not self.hashed and (mismatch := check_hash(hash, data, self.child)) is not None:
+            return mismatch
         try:
             block = decode_block(data)
         except DecodeError as err:
@@ -170,6 +170,16 @@ class BackwardCheck:
 
     def _accept(self, hash: Multihash, block: MetadataBlock) -> None:
         self._hash, self._number, self._named = hash, block.sequence_number, block.prev_block_hash
+
+
+def check_hash(
+    hash: Multihash, data: bytes, child: BlockPosition | None = None
+) -> HashMismatch | None:
+    """Whether the stored ``data`` hash to ``hash``, its name (the first check of every block,
+    and the only one of a block the caller already decoded from the bytes it verified)."""
+    if is_block_hash(hash, data):
+        return None
+    return HashMismatch(hash, child, block_hash(data), len(data))
 
 
 def check_block(hash: Multihash, data: bytes) -> ChainItem:

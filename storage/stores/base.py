@@ -7,8 +7,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import AsyncIterable, AsyncIterator, Sequence
 from pathlib import Path
+from typing import TypeAlias
 
 from protocol.identity import Multihash
+
+Chunk: TypeAlias = bytes | memoryview
+"""A piece of a streamed object: bytes, or a view of a client's buffer handed on uncopied (the
+S3 store's ranged reads). Every reader of chunks takes both: hashlib, file and socket writes,
+``len``, ``b"".join``, obstore's uploads."""
 
 
 class ObjectStore(ABC):
@@ -31,7 +37,7 @@ class ObjectStore(ABC):
         """Whole object; ``ObjectNotFoundError`` if absent. Meant for small objects (blocks)."""
 
     @abstractmethod
-    def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
+    def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[Chunk]:
         """Stream a (possibly large) object; ``ObjectNotFoundError`` if absent."""
 
     @abstractmethod
@@ -49,7 +55,7 @@ class ObjectStore(ABC):
 
     @abstractmethod
     async def put_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+        self, chunks: AsyncIterable[Chunk], expected: Multihash | None = None
     ) -> Multihash: ...
 
     @abstractmethod
@@ -76,7 +82,7 @@ class StagedObjects(ABC):
     """
 
     @abstractmethod
-    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+    async def put_stream(self, chunks: AsyncIterable[Chunk], expected: Multihash) -> Multihash:
         """Write an object; ``HashMismatchError`` (and nothing kept) if it is not ``expected``."""
 
     @abstractmethod
@@ -108,7 +114,7 @@ class NamedAtOnce(StagedObjects):
     def __init__(self, store: ObjectStore) -> None:
         self._store = store
 
-    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+    async def put_stream(self, chunks: AsyncIterable[Chunk], expected: Multihash) -> Multihash:
         return await self._store.put_stream(chunks, expected)
 
     async def put_file(self, path: Path, expected: Multihash) -> Multihash:

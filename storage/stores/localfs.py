@@ -37,7 +37,7 @@ from storage.errors import (
     disk_full,
 )
 from storage.layout import object_name
-from storage.stores.base import NamedStore, ObjectStore, RefStore, StagedObjects
+from storage.stores.base import Chunk, NamedStore, ObjectStore, RefStore, StagedObjects
 from storage.stores.localfs_batch import (
     FolderAccess,
     LocalFsStagedObjects,
@@ -297,7 +297,7 @@ class LocalFsObjectStore(ObjectStore):
         return hash
 
     async def put_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+        self, chunks: AsyncIterable[Chunk], expected: Multihash | None = None
     ) -> Multihash:
         """Three kinds of thread hop per object, no more (a pull stores thousands): open the
         staging file; hash and write each chunk; fsync, name it and fsync the folder."""

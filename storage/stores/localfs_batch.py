@@ -23,7 +23,7 @@ from typing import Any, BinaryIO
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import staging_path
 from storage.errors import HashMismatchError, disk_full
-from storage.stores.base import StagedObjects
+from storage.stores.base import Chunk, StagedObjects
 
 _COPY_CHUNK = 8 << 20
 
@@ -47,7 +47,7 @@ class LocalFsStagedObjects(StagedObjects):
         self._bytes = 0
         self._naming = asyncio.Lock()
 
-    async def put_stream(self, chunks: AsyncIterable[bytes], expected: Multihash) -> Multihash:
+    async def put_stream(self, chunks: AsyncIterable[Chunk], expected: Multihash) -> Multihash:
         """One thread hop per chunk and one to close (a pull's objects are mostly one chunk):
         the first chunk's hop opens the staging file too."""
         staged = staging_path(self._folder.stage_dir())
@@ -129,7 +129,7 @@ def _open_new(path: Path) -> BinaryIO:
     return open(path, "xb", buffering=0)
 
 
-def _open_and_write(path: Path, digest: Any, chunk: bytes) -> BinaryIO:
+def _open_and_write(path: Path, digest: Any, chunk: Chunk) -> BinaryIO:
     f = _open_new(path)
     try:
         hash_and_write(digest, f, chunk)
@@ -161,7 +161,7 @@ def unlink_all(paths: Iterable[Path]) -> None:
         path.unlink(missing_ok=True)
 
 
-def write_all(f: BinaryIO, chunk: bytes) -> None:
+def write_all(f: BinaryIO, chunk: Chunk) -> None:
     """Unbuffered: each chunk reaches the file at once, not Python's buffer, so what a killed
     pull had received is on disk in its staging folder (and a stall shows as a file that
     stopped growing)."""
@@ -170,7 +170,7 @@ def write_all(f: BinaryIO, chunk: bytes) -> None:
         view = view[f.write(view) or 0 :]
 
 
-def hash_and_write(digest: Any, f: BinaryIO, chunk: bytes) -> None:
+def hash_and_write(digest: Any, f: BinaryIO, chunk: Chunk) -> None:
     """Hashing a received chunk in the same worker thread as its write keeps the event loop free
     (hashlib lets go of the GIL, so downloads go on while chunks are hashed)."""
     digest.update(chunk)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from protocol.identity import Multihash
 from storage.errors import HashMismatchError, ObjectNotFoundError, RefCasError
-from storage.stores.base import NamedStore, ObjectStore, RefStore
+from storage.stores.base import Chunk, NamedStore, ObjectStore, RefStore
 
 
 class MemoryObjectStore(ObjectStore):
@@ -55,7 +55,7 @@ class MemoryObjectStore(ObjectStore):
         return hash
 
     async def put_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+        self, chunks: AsyncIterable[Chunk], expected: Multihash | None = None
     ) -> Multihash:
         return await self.put_bytes(b"".join([chunk async for chunk in chunks]), expected)
 

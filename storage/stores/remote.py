@@ -12,7 +12,7 @@ from pathlib import Path
 
 from protocol.identity import Multihash
 from storage.errors import StorageError
-from storage.stores.base import NamedStore, ObjectStore, RefStore
+from storage.stores.base import Chunk, NamedStore, ObjectStore, RefStore
 
 
 class RemoteStoreError(StorageError):
@@ -50,7 +50,7 @@ class ReadOnlyObjectStore(ObjectStore):
         raise self._refuse("store objects")
 
     async def put_stream(
-        self, chunks: AsyncIterable[bytes], expected: Multihash | None = None
+        self, chunks: AsyncIterable[Chunk], expected: Multihash | None = None
     ) -> Multihash:
         raise self._refuse("store objects")
 

@@ -28,6 +28,7 @@ from storage.chain.reader import (
     MalformedBlock,
     MissingBlock,
     check_block,
+    check_hash,
     check_run,
     read_back,
     read_back_from_folder,
@@ -311,6 +312,17 @@ def test_one_block_alone() -> None:
     other = block_hash(GARBAGE)
     assert check_block(other, data) == HashMismatch(other, None, stored.head, len(data))
     assert isinstance(check_block(other, GARBAGE), MalformedBlock)
+
+
+def test_a_hash_check_alone_does_not_decode() -> None:
+    stored = chain(0)
+    data = stored.files[stored.head]
+    assert check_hash(stored.head, data) is None
+    assert check_hash(block_hash(GARBAGE), GARBAGE) is None  # named right, though no block
+    child = BlockPosition(stored.head, 1)
+    assert check_hash(stored.head, GARBAGE, child) == HashMismatch(
+        stored.head, child, block_hash(GARBAGE), len(GARBAGE)
+    )
 
 
 # --- laziness, stretches and stops -------------------------------------------------------------

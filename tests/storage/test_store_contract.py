@@ -202,6 +202,28 @@ async def test_every_put_names_the_object_by_its_hash(writable: Writable, tmp_pa
     assert sorted(listed) == sorted([hash, *(Multihash.from_digest_sha3_256(o) for o in others)])
 
 
+async def test_streamed_views_are_stored_as_their_bytes(writable: Writable) -> None:
+    """Chunks may be views of another buffer, uncopied (the S3 store streams its ranged reads
+    so): every store takes them, and an object streamed from one store into another arrives."""
+    store = writable.objects
+    payload = os.urandom(5000)
+    hash = Multihash.from_digest_sha3_256(payload)
+
+    async def views() -> AsyncIterator[memoryview]:
+        buffer = memoryview(payload)
+        for start in range(0, len(buffer), 1000):
+            yield buffer[start : start + 1000]
+
+    assert await store.put_stream(views(), expected=hash) == hash
+    assert await store.get_bytes(hash) == payload
+    chunks = [chunk async for chunk in store.iter_chunks(hash, 1000)]
+    if isinstance(store, S3ObjectStore):
+        assert all(isinstance(chunk, memoryview) for chunk in chunks)  # not copied to bytes
+    copy = MemoryObjectStore()
+    assert await copy.put_stream(store.iter_chunks(hash, 1000), expected=hash) == hash
+    assert await copy.get_bytes(hash) == payload
+
+
 async def test_a_wrong_expected_hash_stores_nothing(writable: Writable, tmp_path: Path) -> None:
     store = writable.objects
     wrong = Multihash.from_digest_sha3_256(b"something else")
