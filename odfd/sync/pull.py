@@ -455,16 +455,17 @@ class _PullRun:
                         self.fetcher.fetch_all(early.wanted(), view.objects)
                     )
                     try:
-                        walk = await walk_remote_chain(
-                            remote_head,
-                            view.block,
-                            cursor,
-                            self.stash,
-                            where=view.label,
-                            on_block=self.progress.add_blocks,
-                            on_new=walked,
-                            max_blocks=self.options.max_blocks,
-                        )
+                        async with view.walk_blocks(self.stash.store) as fetch_block:
+                            walk = await walk_remote_chain(
+                                remote_head,
+                                fetch_block,
+                                cursor,
+                                self.stash,
+                                where=view.label,
+                                on_block=self.progress.add_blocks,
+                                on_new=walked,
+                                max_blocks=self.options.max_blocks,
+                            )
                         self._check_walk(walk)
                         if walk.up_to_date and not (
                             self.options.force and needs_reset(self.target, walk)

@@ -9,8 +9,8 @@ Protocol endpoint when it has one, and the peer a scheduler counts it against.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import unquote, urlsplit
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from odfd.sync.progress import Progress
     from odfd.sync.push_steps import PushOptions, PushResult
     from odfd.sync.target import PullTarget
+    from odfd.sync.walk import FetchBlock
     from protocol.transfer.simple import ObjectKind
     from storage.dataset import Dataset
     from storage.stores.base import ObjectStore, RefStore
@@ -65,11 +66,13 @@ class SmartEndpoint:
 class RemoteView:
     """A remote dataset opened for reading by the Simple Transfer Protocol; ``label`` names it in
     messages, ``objects`` fetches its data and checkpoint files (parallel HTTP downloads, or
-    reads of its stores)."""
+    reads of its stores); ``lists_blocks``: its block store lists its keys cheaply (a bucket),
+    so a walk reads blocks ahead."""
 
     dataset: Dataset
     label: str
     objects: ChunkSource
+    lists_blocks: bool = False
 
     async def head(self) -> Multihash | None:
         return await self.dataset.refs.get(HEAD_REF)
@@ -81,6 +84,24 @@ class RemoteView:
     async def block(self, hash: Multihash) -> bytes:
         """A block's bytes, as received (the walk verifies them)."""
         return await self.dataset.blocks.get_bytes(hash)
+
+    @asynccontextmanager
+    async def walk_blocks(self, local: ObjectStore | None) -> AsyncIterator[FetchBlock]:
+        """How a walk into ``local`` reads blocks: ``block``, or where the remote lists its
+        blocks, a read-ahead of those ``local`` lacks (``odfd.sync.block_read_ahead``), stopped
+        when the walk leaves."""
+        if not self.lists_blocks:
+            yield self.block
+            return
+        from odfd.sync.block_read_ahead import BlockReadAhead
+
+        async def held_locally(hash: Multihash) -> bool:
+            return local is not None and await local.contains(hash)
+
+        async with BlockReadAhead(
+            self.dataset.blocks.iter_hashes, self.block, held_locally
+        ) as ahead:
+            yield ahead.get
 
 
 class Transport(Protocol):

@@ -68,7 +68,7 @@ class S3Transport:
         from odfd.sync.objects import store_source
 
         dataset = await self.dataset()
-        yield RemoteView(dataset, self.url, store_source(dataset))
+        yield RemoteView(dataset, self.url, store_source(dataset), lists_blocks=True)
 
     async def probe(self, session: aiohttp.ClientSession, known: SourceHead | None) -> SourceHead:
         from odfd.sync.transport.probe import probe_view

@@ -1,0 +1,157 @@
+"""S3 pulls read blocks ahead of the walk (``odfd.sync.block_read_ahead``) and still check every
+block: a tampered block is refused, junk block keys the chain never reaches are dropped, each
+block is fetched once, and an incremental pull fetches only the new blocks. The read-ahead's
+bounds, cancellation and error rules are checked directly on in-memory blocks."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from odfd.sync.block_read_ahead import BlockReadAhead
+from odfd.sync.errors import CorruptSourceError
+from odfd.sync.pull import pull
+from odfd.sync.push import push
+from protocol.identity import Multihash
+from storage.layout import object_name
+from storage.stores.s3 import S3ObjectStore
+from tests.fixtures.seaweedfs import SeaweedServer
+from tests.replication.datagen import create_root
+from tests.replication.test_s3 import bucket_of, s3_node, via
+
+
+def _junk_hash(seed: bytes) -> Multihash:
+    return Multihash.from_digest_sha3_256(hashlib.sha3_256(seed).digest())
+
+
+@pytest.fixture
+def block_gets(monkeypatch: pytest.MonkeyPatch) -> Counter[Multihash]:
+    """Every block GET an S3 object store makes, by hash."""
+    gets: Counter[Multihash] = Counter()
+    original = S3ObjectStore.get_bytes
+
+    async def counted(self: S3ObjectStore, hash: Multihash) -> bytes:
+        if self.folder.endswith("blocks/"):
+            gets[hash] += 1
+        return await original(self, hash)
+
+    monkeypatch.setattr(S3ObjectStore, "get_bytes", counted)
+    return gets
+
+
+async def test_a_tampered_block_is_refused_with_read_ahead(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+) -> None:
+    url = s3_server.url(s3_bucket, "cities")
+    async with (
+        await s3_node(tmp_path / "a", s3_server) as node_a,
+        await s3_node(tmp_path / "b", s3_server) as node_b,
+    ):
+        writer = await create_root(node_a, "cities", slices=3)
+        await push(node_a, "cities", url, settings=via(node_a))
+        head = await writer.dataset.chain.head()
+        assert head is not None
+        victim = (await writer.dataset.chain.get_block(head)).prev_block_hash
+        assert victim is not None
+        bucket = bucket_of(s3_server, url)
+        await bucket.put(bucket.location.key(f"blocks/{object_name(victim)}"), b"not a block")
+        with pytest.raises(CorruptSourceError, match=f"block {victim} has bytes that hash to"):
+            await pull(node_b, url, settings=via(node_b))
+        assert await node_b.list_datasets() == []
+        assert not any(node_b.layout.datasets_dir.iterdir())
+
+
+async def test_junk_block_keys_are_dropped_and_pulls_fetch_each_new_block_once(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path, block_gets: Counter[Multihash]
+) -> None:
+    url = s3_server.url(s3_bucket, "cities")
+    async with (
+        await s3_node(tmp_path / "a", s3_server) as node_a,
+        await s3_node(tmp_path / "b", s3_server) as node_b,
+    ):
+        writer = await create_root(node_a, "cities", slices=3, empty_blocks=1)
+        await push(node_a, "cities", url, settings=via(node_a))
+        bucket = bucket_of(s3_server, url)
+        junk = [_junk_hash(b"junk-%d" % i) for i in range(3)]
+        for hash in junk:  # named like blocks, but no block links to them
+            await bucket.put(bucket.location.key(f"blocks/{object_name(hash)}"), b"junk")
+        await bucket.put(bucket.location.key("blocks/not-a-hash"), b"junk")
+        chain = [hash async for hash, _ in writer.dataset.chain.iter_blocks()]
+        block_gets.clear()  # the pushes read the bucket's blocks too
+
+        first = await pull(node_b, url, settings=via(node_b))
+        assert first.num_blocks == len(chain) == 8
+        copy = await node_b.get_dataset("cities")
+        assert copy.id is not None
+        stored = {p.name for p in node_b.layout.dataset(copy.id).blocks_dir.iterdir()}
+        assert stored == {object_name(hash) for hash in chain}
+        assert {hash: block_gets[hash] for hash in chain} == dict.fromkeys(chain, 1)
+        assert set(block_gets) <= {*chain, *junk}
+
+        await writer.append(slices=2)
+        await push(node_a, "cities", url, settings=via(node_a))
+        new = [hash async for hash, _ in writer.dataset.chain.iter_blocks()][:2]
+        block_gets.clear()
+        second = await pull(node_b, url, settings=via(node_b))
+        assert second.num_blocks == 2
+        # Only the new blocks came over (the junk, never walked, is still not held locally).
+        assert set(block_gets) <= {*new, *junk}
+        assert {hash: block_gets[hash] for hash in new} == dict.fromkeys(new, 1)
+        stored = {p.name for p in node_b.layout.dataset(copy.id).blocks_dir.iterdir()}
+        assert stored == {object_name(hash) for hash in [*new, *chain]}
+
+
+def _blocks(n: int) -> dict[Multihash, bytes]:
+    return {_junk_hash(b"%d" % i): b"%d" % i * 100 for i in range(n)}
+
+
+async def test_the_read_ahead_is_bounded_never_fetches_twice_and_drops_unasked_errors() -> None:
+    blocks = _blocks(200)
+    order = sorted(blocks)
+    broken = order[5]  # read ahead, failing, but never asked for
+    gets: Counter[Multihash] = Counter()
+    running = 0
+    most_running = 0
+
+    async def listing() -> AsyncIterator[Multihash]:
+        for hash in order:
+            yield hash
+
+    async def fetch(hash: Multihash) -> bytes:
+        nonlocal running, most_running
+        gets[hash] += 1
+        running += 1
+        most_running = max(most_running, running)
+        try:
+            await asyncio.sleep(0.001)
+        finally:
+            running -= 1
+        if hash == broken:
+            raise OSError("the server hung up")
+        return blocks[hash]
+
+    async def held_locally(hash: Multihash) -> bool:
+        return hash == order[0]
+
+    wanted = order[100:0:-1]
+    wanted.remove(broken)
+    async with BlockReadAhead(listing, fetch, held_locally, in_flight=8, max_bytes=2000) as ahead:
+        for hash in wanted:
+            assert await ahead.get(hash) == blocks[hash]
+        assert ahead.read_ahead > 0
+        lister = ahead._lister
+        pending = list(ahead._ahead.values())
+    assert lister is not None and lister.done()
+    assert all(task.done() for task in pending)
+    assert most_running <= 8 + 1  # the read-ahead's GETs and the walk's own
+    assert order[0] not in gets
+    assert max(gets.values()) == 1
+    with pytest.raises(OSError, match="hung up"):  # asked for, it fails as without read-ahead
+        async with BlockReadAhead(listing, fetch, held_locally) as ahead:
+            await asyncio.sleep(0.05)
+            await ahead.get(broken)
