@@ -11,7 +11,8 @@ does without it, and a key the walk never asks for (an unreachable block, junk) 
 the walk ends, never stored. A block the walk asks for before it was read ahead is fetched
 directly (awaited if its GET is already running: never fetched twice); a failed read-ahead is
 retried by the walk's own fetch, so its error, if any, is reported as without read-ahead, and
-the errors of blocks never asked for are nobody's. Memory is bounded: ``in_flight`` GETs and
+the errors of blocks never asked for are nobody's. The listing starts once the walk has asked
+for ``start_after`` blocks, so a short walk costs what it did. Memory is bounded: ``in_flight`` GETs and
 about ``max_bytes`` of fetched-but-not-taken blocks (listing pauses until the walk takes some).
 """
 
@@ -28,6 +29,9 @@ IN_FLIGHT = 48
 """GETs running at once (enough to hide the round trip on a local or a far endpoint)."""
 MAX_BYTES = 64 << 20
 """Fetched blocks held for the walk before the read-ahead waits for it to take some."""
+START_AFTER = 16
+"""Blocks the walk fetches itself before the listing starts: an incremental pull of a few
+blocks never lists the whole chain (~40 ms for 1,000 keys)."""
 
 
 class BlockReadAhead:
@@ -42,12 +46,14 @@ class BlockReadAhead:
         *,
         in_flight: int = IN_FLIGHT,
         max_bytes: int = MAX_BYTES,
+        start_after: int = START_AFTER,
     ) -> None:
         self._listing = listing
         self._fetch = fetch
         self._held_locally = held_locally
         self._slots = asyncio.Semaphore(in_flight)
         self._max_bytes = max_bytes
+        self._start_after = start_after
         self._held_bytes = 0
         self._room = asyncio.Condition()
         self._ahead: dict[Multihash, asyncio.Task[bytes]] = {}
@@ -57,7 +63,6 @@ class BlockReadAhead:
         """How many GETs the read-ahead started (tests count them)."""
 
     async def __aenter__(self) -> BlockReadAhead:
-        self._lister = asyncio.create_task(self._list())
         return self
 
     async def __aexit__(
@@ -76,6 +81,8 @@ class BlockReadAhead:
     async def get(self, hash: Multihash) -> bytes:
         """The block's bytes as the remote serves them (the walk verifies them)."""
         self._asked.add(hash)
+        if self._lister is None and len(self._asked) > self._start_after:
+            self._lister = asyncio.create_task(self._list())
         task = self._ahead.pop(hash, None)
         if task is not None:
             with contextlib.suppress(Exception):
