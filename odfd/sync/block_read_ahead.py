@@ -2,18 +2,19 @@
 
 The walk (``odfd.sync.walk``) can only ask for one block at a time: each block names the one
 before it. Over S3 that makes a chain of n blocks n GETs in series, each waiting for the last
-(~1.2 s of a 10,000-block pull). A bucket lists its block keys, though, so the read-ahead lists
-them once (paged), leaves out those the local dataset already holds, and GETs the rest many at
-once; the walk then mostly finds the block it asks for already here, or on its way.
+(3.3 s for a 2,004-block chain in a loopback SeaweedFS; 0.9 s read ahead). A bucket lists its
+block keys, though, so the read-ahead lists them once (paged), leaves out those the local
+dataset already holds, and GETs the rest many at once; the walk then mostly finds the block it
+asks for already here, or on its way.
 
-It only moves bytes: the walk still checks every block's hash, link and sequence number as it
-does without it, and a key the walk never asks for (an unreachable block, junk) is dropped when
-the walk ends, never stored. A block the walk asks for before it was read ahead is fetched
-directly (awaited if its GET is already running: never fetched twice); a failed read-ahead is
-retried by the walk's own fetch, so its error, if any, is reported as without read-ahead, and
-the errors of blocks never asked for are nobody's. The listing starts once the walk has asked
-for ``start_after`` blocks, so a short walk costs what it did. Memory is bounded: ``in_flight`` GETs and
-about ``max_bytes`` of fetched-but-not-taken blocks (listing pauses until the walk takes some).
+It only moves bytes: the walk still checks every block's hash, link and sequence number as it does
+without it, and a key the walk never asks for (an unreachable block, junk) is dropped when the walk
+ends, never stored. A block the walk asks for before it was read ahead is fetched directly (awaited
+if its GET is already running: never fetched twice); a failed read-ahead is retried by the walk's
+own fetch, so its error, if any, is reported as without read-ahead, and the errors of blocks never
+asked for are nobody's. The listing starts once the walk has asked for ``start_after`` blocks, so a
+short walk costs what it did. Memory is bounded: ``in_flight`` GETs and about ``max_bytes`` of
+fetched-but-not-taken blocks (listing pauses until the walk takes some).
 """
 
 from __future__ import annotations

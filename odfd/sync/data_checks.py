@@ -13,13 +13,13 @@ every data file a pull brings (or finds already stored by an interrupted pull) i
 Parquet keeps its schema in a footer at the end of the file, so the logical hash starts once the
 file's last byte arrived; each file is checked in a worker thread as soon as it is stored, while
 the other downloads (and the walk toward the seed) go on. Only the offset bounds depend on the
-vocabulary, which the walk may find after the file was read: those alone are read again when
-the offset column turns out to be another than the one assumed. The check reads the file as the verifier does
-(``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns undecoded, large
-batches where the hash allows), its value stream built by whole-column kernels that release the
-GIL. Checks run on one thread per core, no more: more would only queue for the cores and the GIL
-that the event loop's downloads need, and a pull costs the larger of its copy and its checks
-only while both go on at once.
+vocabulary, which the walk may find after the file was read: those alone are read again when the
+offset column turns out to be another than the one assumed. The check reads the file as the
+verifier does (``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns
+undecoded, large batches where the hash allows), its value stream built by whole-column kernels
+that release the GIL. Checks run on one thread per core, no more: more would only queue for the
+cores and the GIL that the event loop's downloads need, and a pull costs the larger of its copy and
+its checks only while both go on at once.
 """
 
 from __future__ import annotations
@@ -78,21 +78,21 @@ def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
 def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
     """Read the first of ``paths`` that exists (a staged file is renamed to its name while
     checks wait: whichever path it has when opened, the open file is the same)."""
-    try:
-        source = _open_first(paths)
-    except OSError as err:
-        raise SliceFileError(f"is not a readable file: {err}") from None
-    with source:
+    with _open_first(paths) as source:
         return _read_facts(source, offset_column)
 
 
 def _open_first(paths: Sequence[Path]) -> pa.NativeFile:
-    for path in paths[:-1]:
-        try:
-            return pa.OSFile(str(path))
-        except FileNotFoundError:
-            continue
-    return pa.OSFile(str(paths[-1]))
+    """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be."""
+    try:
+        for path in paths[:-1]:
+            try:
+                return pa.OSFile(str(path))
+            except FileNotFoundError:
+                continue
+        return pa.OSFile(str(paths[-1]))
+    except OSError as err:
+        raise SliceFileError(f"is not a readable file: {err}") from None
 
 
 def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
@@ -129,11 +129,7 @@ def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) 
     """``facts`` with the offset bounds read again from ``column`` (blocking: run it in a
     thread). Only that column's pages are read: the record count and the logical hash do not
     depend on which column holds the offsets."""
-    try:
-        source = _open_first(paths)
-    except OSError as err:
-        raise SliceFileError(f"is not a readable file: {err}") from None
-    with source:
+    with _open_first(paths) as source:
         try:
             parquet = pq.ParquetFile(source, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
         except (OSError, pa.ArrowException) as err:
