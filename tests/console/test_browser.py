@@ -193,7 +193,12 @@ async def test_lineage_leads_from_a_derivative_to_its_input(node: Node) -> None:
         browser.screenshot("lineage-top")
         browser.find(f'svg#lineage .lineage-node[data-alias="{MIDDLE}"] text')[0].click()
         browser.wait_for("#dataset-title", MIDDLE)
-        browser.wait("the graph", lambda: len(browser.find("svg#lineage .lineage-node")) == 3)
+        # The previous graph has 3 nodes too: wait for the one drawn around the clicked dataset.
+        browser.wait(
+            f"the graph of {MIDDLE}",
+            lambda: len(browser.find(f'svg#lineage .lineage-node.current[data-alias="{MIDDLE}"]')) == 1
+            and len(browser.find("svg#lineage .lineage-node")) == 3,
+        )
         browser.find(f'svg#lineage .lineage-node[data-alias="{ROOT}"] text')[0].click()
         browser.wait_for("#dataset-title", ROOT)
         browser.find("#tab-overview")[0].click()
