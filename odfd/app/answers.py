@@ -729,12 +729,10 @@ async def _datafusion(
             planned = await _within(asyncio.shield(planning), deadline, time_limit)
         except engine_errors.TransformError as error:
             raise _bad_query(error) from None
-    if planned.bounded:  # all of it in one worker-thread call, at half the engine's CPU
-        running = asyncio.ensure_future(asyncio.to_thread(_collect, planned))
+    if planned.bounded:  # all of it in one worker-thread call, at a third of the engine's CPU
+        running = asyncio.ensure_future(asyncio.to_thread(planned.collect))
         try:
             collected = await _within(asyncio.shield(running), deadline, time_limit)
-        except engine_errors.TransformError as error:
-            raise _bad_query(error) from None
         except engine_errors.QueryExecutionError as error:
             raise QueryFailedError(str(error)) from None
         return planned.schema, _rows(collected, skip, limit), None
@@ -762,16 +760,6 @@ async def _datafusion(
         raise
     await rows.close()
     return query.schema, read, None
-
-
-def _collect(planned: PlannedQuery) -> list[pa.RecordBatch]:
-    """Run a bounded query whole (``PlannedQuery.bounded``); blocking."""
-    query = planned.stream()
-    try:
-        query.start()
-        return query.collect()
-    finally:
-        query.close()
 
 
 def _rows(batches: list[pa.RecordBatch], skip: int, limit: int) -> list[pa.RecordBatch]:

@@ -424,19 +424,14 @@ async def test_bounded_queries_collect_what_they_stream(
     session: QuerySession, query: str, bounded: bool
 ) -> None:
     """Only a query that filters, projects, sorts, aggregates or limits rows held in memory (no
-    table function, join, window, unnest or subquery) may be run whole by ``collect``, which
+    table function, join, window, unnest or subquery) may be run whole by ``PlannedQuery.collect``, which
     cannot be stopped half way; its rows and schema are those it streams."""
     planned = session.plan(query)
     in_memory = session._in_memory_bytes > 0
     assert planned.bounded is (bounded and (in_memory or "from foo" not in query))
     if not planned.bounded:
         return
-    collecting = planned.stream()
-    collecting.start()
-    try:
-        collected = collecting.collect()
-    finally:
-        collecting.close()
+    collected = planned.collect()
     schema, streamed = await _stream(session, query)
     assert [batch.schema for batch in collected] == [schema] * len(collected)
     assert pa.Table.from_batches(collected, schema) == pa.Table.from_batches(streamed, schema)
