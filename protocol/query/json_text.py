@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
-from json.encoder import encode_basestring, encode_basestring_ascii  # type: ignore[attr-defined]
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from protocol.query.errors import RequestError
