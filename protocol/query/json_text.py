@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable
+from json.encoder import encode_basestring, encode_basestring_ascii
 from typing import Any
 
 from protocol.query.errors import RequestError
@@ -113,7 +114,9 @@ def encode(
     """Compact JSON with floats written by ``float_text`` (non-finite ones as ``null``, as a
     JSON value cannot hold them), keys sorted or not, non-ASCII escaped or not."""
     parts: list[str] = []
-    _encode_into(value, parts, float_text, sort_keys, ascii_only)
+    # what json.dumps writes for a string, without building an encoder per string
+    text = encode_basestring_ascii if ascii_only else encode_basestring
+    _encode_into(value, parts, float_text, sort_keys, text)
     return "".join(parts)
 
 
@@ -122,7 +125,7 @@ def _encode_into(
     parts: list[str],
     float_text: Callable[[float], str],
     sort_keys: bool,
-    ascii_only: bool,
+    text: Callable[[str], str],
 ) -> None:
     if value is None:
         parts.append("null")
@@ -131,7 +134,7 @@ def _encode_into(
     elif value is False:
         parts.append("false")
     elif isinstance(value, str):
-        parts.append(json.dumps(value, ensure_ascii=ascii_only))
+        parts.append(text(value))
     elif isinstance(value, int):
         parts.append(str(value))
     elif isinstance(value, float):
@@ -144,16 +147,16 @@ def _encode_into(
                 raise TypeError(f"a JSON object key is a string, got {type(key).__name__}")
             if index:
                 parts.append(",")
-            parts.append(json.dumps(key, ensure_ascii=ascii_only))
+            parts.append(text(key))
             parts.append(":")
-            _encode_into(item, parts, float_text, sort_keys, ascii_only)
+            _encode_into(item, parts, float_text, sort_keys, text)
         parts.append("}")
     elif isinstance(value, list | tuple):
         parts.append("[")
         for index, item in enumerate(value):
             if index:
                 parts.append(",")
-            _encode_into(item, parts, float_text, sort_keys, ascii_only)
+            _encode_into(item, parts, float_text, sort_keys, text)
         parts.append("]")
     else:
         raise TypeError(f"{type(value).__name__} is not a JSON value")

@@ -404,3 +404,35 @@ async def test_files_unlike_the_table_schema_are_scanned(foo: TransformInputSlic
     finally:
         session.close()
     assert [row["added"] for batch in batches for row in batch.to_pylist()] == [None, None]
+
+
+@pytest.mark.parametrize(
+    ("query", "bounded"),
+    [
+        ("select event_time, a + 1 as more from foo where a > 0", True),
+        ("select a, count(*) as n from foo group by a order by n limit 1", True),
+        ("select 1 as one", True),
+        ("select sum(value) as s from generate_series(1, 100000000000)", False),
+        ("select x.a from foo x join foo y on x.a = y.a", False),
+        ("select a from foo where a > (select max(value) from generate_series(1, 10))", False),
+        ("select (select sum(value) from generate_series(1, 10)) as s", False),
+        ("select event_time, row_number() over (order by a) as place from foo", False),
+        ("select unnest([a, a]) as twice from foo", False),
+    ],
+)
+async def test_bounded_queries_collect_what_they_stream(
+    session: QuerySession, query: str, bounded: bool
+) -> None:
+    """Only a query that filters, projects, sorts, aggregates or limits rows held in memory (no
+    table function, join, window, unnest or subquery) may be run whole by ``PlannedQuery.collect``, which
+    cannot be stopped half way; its rows and schema are those it streams."""
+    planned = session.plan(query)
+    in_memory = session._in_memory_bytes > 0
+    assert planned.bounded is (bounded and (in_memory or "from foo" not in query))
+    if not planned.bounded:
+        return
+    collected = planned.collect()
+    schema, streamed = await _stream(session, query)
+    assert [batch.schema for batch in collected] == [schema] * len(collected)
+    assert pa.Table.from_batches(collected, schema) == pa.Table.from_batches(streamed, schema)
+    assert pa.Table.from_batches(collected, schema).num_rows >= 1

@@ -33,7 +33,7 @@ from verifier.engine.datafusion.engine import (
 from verifier.engine.errors import InvalidQueryError, QueryExecutionError, TransformError
 
 if TYPE_CHECKING:
-    from datafusion import DataFrame
+    from datafusion import DataFrame, LogicalPlan
 
 _KEPT_PLANS = 256
 
@@ -84,6 +84,8 @@ class QuerySession:
             else:  # no data yet: no rows, and no columns without a schema
                 empty = (table.schema or pa.schema([])).empty_table()
                 frame = self._ctx.from_arrow(empty)
+            if not registered.folder.exists():  # its rows are in memory
+                registered.in_memory_scans = _scanned_tables(frame.logical_plan())
             self._ctx.register_view(registered.hidden, frame)
             self._ctx.sql(
                 f"CREATE OR REPLACE VIEW {quote_identifier(table.name)} "
@@ -148,7 +150,10 @@ class QuerySession:
             # more columns non-null than the query as written: a JSON call over literals folds).
             optimized = optimized_frame(self._ctx, frame, "")
             schema = _plain_schema(optimized.schema())
-            return PlannedQuery(optimized, schema, tuple(self._tables.values()))
+            holds = tuple(self._tables.values())
+            in_memory = frozenset(name for held in holds for name in held.in_memory_scans)
+            bounded = _bounded(optimized.logical_plan(), in_memory)
+            return PlannedQuery(optimized, schema, holds, bounded)
         assert failure is not None
         raise InvalidQueryError(f"query is invalid: {_first_line(failure)}") from failure
 
@@ -179,6 +184,37 @@ def _small_table(table: QueryTable, most_bytes: int) -> pa.Table | None:
     return pa.concat_tables(parts).cast(table.schema)
 
 
+_LINEAR_STEPS = frozenset(
+    {"Projection", "Filter", "TableScan", "SubqueryAlias", "Limit", "Sort", "Aggregate"}
+    | {"Distinct", "EmptyRelation", "Values"}
+)
+"""Logical plan steps whose output is no bigger than their input and whose work grows with it
+linearly (n log n for a sort): no join, union, unnest, window or recursion."""
+
+
+def _bounded(plan: LogicalPlan, in_memory: frozenset[str]) -> bool:
+    """Whether running ``plan`` is bounded by rows held in memory (each table it scans is one,
+    every step is one of :data:`_LINEAR_STEPS`, and no expression holds a subquery): then it is
+    cheap enough to run whole in one blocking call, which cannot be stopped half way (a table
+    function such as ``generate_series`` or a join could run for hours)."""
+    return "subquery>" not in plan.display_indent() and _linear(plan, in_memory)
+
+
+def _linear(plan: LogicalPlan, in_memory: frozenset[str]) -> bool:
+    step = plan.to_variant()
+    kind = type(step).__name__
+    if kind not in _LINEAR_STEPS or (kind == "TableScan" and step.table_name() not in in_memory):
+        return False
+    return all(_linear(child, in_memory) for child in plan.inputs())
+
+
+def _scanned_tables(plan: LogicalPlan) -> frozenset[str]:
+    """The names of the tables ``plan`` scans."""
+    step = plan.to_variant()
+    names = {step.table_name()} if type(step).__name__ == "TableScan" else set()
+    return frozenset(names.union(*(_scanned_tables(child) for child in plan.inputs())))
+
+
 class _Registered:
     """One registration of a table: its files linked, named by position, from a folder of its
     own (DataFusion reads a folder's files sorted by name), removed once neither the session
@@ -187,6 +223,8 @@ class _Registered:
     def __init__(self, version: str, root: Path, paths: Sequence[Path]) -> None:
         self.version = version
         self.hidden = f"__odf_{uuid.uuid4().hex}"
+        self.in_memory_scans: frozenset[str] = frozenset()
+        """The tables a scan of its rows reads, when they are held in memory."""
         self.folder = root / self.hidden
         if paths:
             self.folder.mkdir()
@@ -204,9 +242,30 @@ class PlannedQuery:
     schema: pa.Schema
     """The schema of every batch, nullability included."""
     holds: tuple[_Registered, ...]
+    bounded: bool = False
+    """Whether it only filters, projects, sorts, aggregates or limits rows held in memory: its
+    work is bounded by them, so :meth:`StreamingQuery.collect` may run it whole."""
 
     def stream(self) -> StreamingQuery:
         return StreamingQuery(self.frame, self.schema, self.holds)
+
+    def collect(self) -> list[pa.RecordBatch]:
+        """Every batch of a run of it (columns cast to :attr:`schema`), in this thread: blocking,
+        and it cannot be stopped half way, so only for a :attr:`bounded` query, where it costs
+        a third of streaming the batches (in one call: 0.2 ms of CPU against 0.6 ms for
+        ``stream`` read on an event loop, for a filter over a few hundred rows)."""
+        try:
+            batches = self.frame.collect()
+        except Exception as err:  # DataFusion's errors share no type
+            raise QueryExecutionError(f"the query failed: {_first_line(err)}") from err
+        return [_cast(batch, self.schema) for batch in batches]
+
+
+def _cast(arrow: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """``arrow``'s columns as ``schema`` types them (DataFusion's own types may differ)."""
+    return pa.RecordBatch.from_arrays(
+        [_plain(arrow.column(i), field.type) for i, field in enumerate(schema)], schema=schema
+    )
 
 
 @dataclass(eq=False)
@@ -242,11 +301,7 @@ class StreamingQuery:
             return None
         except Exception as err:
             raise QueryExecutionError(f"the query failed: {_first_line(err)}") from err
-        arrow = batch.to_pyarrow()
-        return pa.RecordBatch.from_arrays(
-            [_plain(arrow.column(i), field.type) for i, field in enumerate(self.schema)],
-            schema=self.schema,
-        )
+        return _cast(batch.to_pyarrow(), self.schema)
 
     def close(self) -> None:
         self._stream = None
