@@ -11,27 +11,19 @@ from odfd.flight_sql.service import ANONYMOUS
 from odfd.flight_sql.status import NotFound
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-
 def test_idle_sessions_expire_and_the_least_recently_touched_goes_first() -> None:
-    clock = Clock()
-    sessions = Sessions(idle_timeout=10.0, max_sessions=2, clock=clock)
+    now = [0.0]
+    sessions = Sessions(idle_timeout=10.0, max_sessions=2, clock=lambda: now[0])
     first = sessions.open_anonymous()
-    clock.now = 1.0
+    now[0] = 1.0
     second = sessions.open_anonymous()
-    clock.now = 2.0
+    now[0] = 2.0
     assert sessions.touch(first) == ANONYMOUS  # ``second`` is now the least recently touched
     third = sessions.open_anonymous()
-    clock.now = 5.0
+    now[0] = 5.0
     assert sessions.touch(second) is None
     assert sessions.touch(first) == ANONYMOUS
-    clock.now = 12.5  # ``third`` (made at 2.0) has been idle too long, ``first`` (5.0) not
+    now[0] = 12.5  # ``third`` (made at 2.0) has been idle too long, ``first`` (5.0) not
     assert sessions.touch(third) is None
     assert sessions.touch(first) == ANONYMOUS
 
