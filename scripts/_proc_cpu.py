@@ -1,7 +1,7 @@
-"""CPU seconds and memory of another process (a server a benchmark started: SeaweedFS, the IPFS
-node, the daemon, the Flight SQL server), read from ``/proc`` so a benchmark can print what a run
-cost the server beside what it cost odfd (imported by ``scripts/bench_*.py``, which run with this
-folder first on ``sys.path``)."""
+"""CPU seconds of another process (a server a benchmark started: SeaweedFS, the IPFS node, the
+daemon, the Flight SQL server), read from ``/proc`` so a benchmark can print what a run cost the
+server beside what it cost odfd (imported by ``scripts/bench_*.py``, which run with this folder
+first on ``sys.path``). Memory figures: ``tests.fixtures.proc_memory``."""
 
 from __future__ import annotations
 
@@ -28,13 +28,3 @@ def process_cpu(pid: int, thread: int | None = None, *, children: bool = True) -
 
 def servers_cpu(pids: list[int]) -> float:
     return sum(process_cpu(pid) for pid in pids)
-
-
-def memory_kib(pid: int | str, field: str = "VmRSS") -> int:
-    """A memory figure of ``pid`` (``"self"``: this process) from ``/proc/<pid>/status``, in KiB:
-    ``VmRSS`` (resident now) or ``VmHWM`` (the resident peak so far). Raises ``RuntimeError``
-    when the process has no such line (a zombie has no memory map)."""
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith(f"{field}:"):
-            return int(line.split()[1])
-    raise RuntimeError(f"no {field} in /proc/{pid}/status")

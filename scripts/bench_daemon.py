@@ -45,7 +45,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import aiohttp
-from _proc_cpu import memory_kib, process_cpu
+from _proc_cpu import process_cpu
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -56,6 +56,7 @@ from storage.catalog.mirrors import MirrorTable
 from storage.layout import WorkspaceLayout
 from storage.workspace import Workspace
 from tests.daemon.processes import DaemonProcess, ServeProcess, init_workspace
+from tests.fixtures.proc_memory import memory_kib
 from tests.replication.datagen import create_root
 
 IDLE_CPU_TARGET = 0.02

@@ -49,7 +49,7 @@ import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
 import pyarrow as pa
-from _proc_cpu import memory_kib, process_cpu
+from _proc_cpu import process_cpu
 from bench_engines import root_with, trades_table
 
 from odfd.app.accounts import AccountError, add_account, create_token, require_account
@@ -57,6 +57,7 @@ from odfd.app.node import open_node
 from odfd.app.query import query_table
 from odfd.coordinator.query import dataset_view
 from storage.workspace import Workspace
+from tests.fixtures.proc_memory import memory_kib
 from verifier.engine.datafusion.session import QuerySession
 
 LARGE = "big.trades"

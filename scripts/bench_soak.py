@@ -31,8 +31,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from _proc_cpu import memory_kib
-
 from odfd.config import parse_duration
 from storage.workspace import Workspace
 from tests.daemon.flaky_peer import FlakyPeerProcess
@@ -42,6 +40,7 @@ from tests.daemon.processes import (
     mirror_manifests,
     odfd,
 )
+from tests.fixtures.proc_memory import memory_kib
 from tests.replication.datagen import DatasetWriter, create_root, verify_integrity
 
 QUIET = '\n[audit]\nafter_sync = false\ninterval = "0s"\n'

@@ -201,7 +201,7 @@ def load() -> str:
 _CHILD = """
 import asyncio, json, sys, time
 from pathlib import Path
-from scripts._proc_cpu import memory_kib
+from tests.fixtures.proc_memory import memory_kib
 from storage.workspace import Workspace
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.registry import Engines

@@ -1,8 +1,10 @@
 """A size-bounded least-recently-used map: the one the node's caches are built on.
 
-The caches that keep answers between requests (``storage.catalog.versioned_cache``, the query
-API's views in ``odfd.app.answers``, the Flight SQL server's planned tickets) each add their own
-rule of what may be kept and for how long; the bound and the order they forget in are this.
+The caches and bounded memories of the node (``storage.catalog.versioned_cache``, the query
+API's views in ``odfd.app.answers``, the Flight SQL server's planned tickets, sessions, prepared
+statements and cancelled tickets, the live query sessions of ``odfd.app.live_queries``) each add
+their own rule of what may be kept and for how long; the bound and the order they forget in are
+this.
 Not thread-safe: a holder used from several threads locks around it.
 """
 
@@ -32,6 +34,11 @@ class Lru(Generic[K, V]):
             self._entries.move_to_end(key)
         return value
 
+    def peek(self, key: K) -> V | None:
+        """The value kept for ``key`` without using it (its place in the order stays), for a
+        holder whose order is not every read's (first put, last touched); ``None``: not kept."""
+        return self._entries.get(key)
+
     def put(self, key: K, value: V) -> None:
         """Keeps ``value`` as the most recently used, forgetting the least recently used
         beyond the limit."""
@@ -52,6 +59,11 @@ class Lru(Generic[K, V]):
         """Forgets the least recently used value (if any)."""
         if self._entries:
             self._entries.popitem(last=False)
+
+    def values(self) -> list[V]:
+        """The values kept, least recently used first (a copy: the holder may forget while
+        going through them)."""
+        return list(self._entries.values())
 
     def clear(self) -> None:
         self._entries.clear()

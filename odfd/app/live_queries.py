@@ -13,7 +13,6 @@ walk per dataset.
 from __future__ import annotations
 
 import asyncio
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -26,6 +25,7 @@ from odfd.app.query import projected_tables, query_table, readable_projections
 from odfd.coordinator.query import dataset_view
 from odfd.errors import OdfdError
 from protocol.errors import OdfError
+from storage.lru import Lru
 from verifier.engine.datafusion.session import PlannedQuery, QuerySession
 from verifier.engine.errors import InvalidQueryError, TransformError
 
@@ -59,7 +59,7 @@ class LiveQueries:
         self._policies = PolicyCache(
             node.workspace, lambda alias: self._settings().is_private(alias)
         )
-        self._sessions: OrderedDict[frozenset[str], _Kept] = OrderedDict()
+        self._sessions: Lru[frozenset[str], _Kept] = Lru(_MAX_SESSIONS)
         self._listed: tuple[tuple[int, int], list[DatasetRecord]] | None = None
         self._views: dict[Principal, frozenset[str]] = {}
         self._views_of: tuple[tuple[int, int], Policy, tuple[DatasetAliasPattern, ...]] | None = (
@@ -129,12 +129,13 @@ class LiveQueries:
             )
         kept = self._sessions.get(visible)
         if kept is None:
-            kept = self._sessions[visible] = _Kept(QuerySession())
-            while len(self._sessions) > _MAX_SESSIONS:
-                _, evicted = self._sessions.popitem(last=False)
+            full = len(self._sessions) >= _MAX_SESSIONS
+            evicted = self._sessions.oldest() if full else None
+            kept = _Kept(QuerySession())
+            self._sessions.put(visible, kept)  # forgets ``evicted``
+            if evicted is not None:
                 async with evicted.lock:
                     evicted.session.close()
-        self._sessions.move_to_end(visible)
         return kept, [record for record in records if record.alias in visible]
 
     async def _refresh(self, kept: _Kept, records: list[DatasetRecord]) -> None:

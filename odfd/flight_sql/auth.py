@@ -29,9 +29,8 @@ import hashlib
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -41,6 +40,7 @@ import pyarrow.flight as flight
 from odfd.flight_sql.service import ANONYMOUS, Subject
 from odfd.flight_sql.status import NotFound, Unauthenticated
 from storage.catalog.versioned_cache import Version, VersionedCache, unversioned
+from storage.lru import Lru
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,8 @@ class PreparedStatement:
 class _Session:
     subject: Subject
     last_used: float
-    statements: OrderedDict[bytes, PreparedStatement] = field(default_factory=OrderedDict)
+    statements: Lru[bytes, PreparedStatement]
+    """First made, first forgotten: reading one does not keep it longer."""
 
 
 class Sessions:
@@ -90,20 +91,17 @@ class Sessions:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.idle_timeout = idle_timeout
-        self._max_sessions = max_sessions
         self._max_statements = max_statements
         self._clock = clock
         self._lock = threading.Lock()
-        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._sessions: Lru[str, _Session] = Lru(max_sessions)
 
     def open_anonymous(self) -> str:
         """A new anonymous session; its bearer token."""
         token = _ANONYMOUS_PREFIX + secrets.token_urlsafe(24)
         with self._lock:
             self._expire()
-            self._sessions[token] = _Session(ANONYMOUS, self._clock())
-            while len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
+            self._sessions.put(token, self._new_session(ANONYMOUS))
         return token
 
     def touch(self, token: str, subject: Subject | None = None) -> Subject | None:
@@ -116,18 +114,16 @@ class Sessions:
             if session is None:
                 if subject is None:
                     return None
-                session = self._sessions[token] = _Session(subject, self._clock())
+                session = self._new_session(subject)
+                self._sessions.put(token, session)
             elif subject is not None:
                 session.subject = subject
             session.last_used = self._clock()
-            self._sessions.move_to_end(token)
-            while len(self._sessions) > self._max_sessions:
-                self._sessions.popitem(last=False)
             return session.subject
 
     def close(self, token: str) -> None:
         with self._lock:
-            self._sessions.pop(token, None)
+            self._sessions.pop(token)
 
     def add_statement(self, token: str, sql: str) -> bytes:
         """Keeps a prepared statement in the session; its handle. The session's oldest
@@ -135,15 +131,13 @@ class Sessions:
         handle = secrets.token_bytes(16)
         with self._lock:
             statements = self._session(token).statements
-            statements[handle] = PreparedStatement(sql)
-            while len(statements) > self._max_statements:
-                statements.popitem(last=False)
+            statements.put(handle, PreparedStatement(sql))
         return handle
 
     def statement(self, token: str, handle: bytes) -> PreparedStatement:
         """A prepared statement of this session. Raises :class:`NotFound`."""
         with self._lock:
-            statement = self._session(token).statements.get(handle)
+            statement = self._session(token).statements.peek(handle)
         if statement is None:
             raise NotFound(
                 "no such prepared statement in this session (closed, expired, or never created)"
@@ -158,21 +152,21 @@ class Sessions:
 
     def remove_statement(self, token: str, handle: bytes) -> None:
         with self._lock:
-            self._session(token).statements.pop(handle, None)
+            self._session(token).statements.pop(handle)
+
+    def _new_session(self, subject: Subject) -> _Session:
+        return _Session(subject, self._clock(), Lru(self._max_statements))
 
     def _session(self, token: str) -> _Session:
-        session = self._sessions.get(token)
+        session = self._sessions.peek(token)  # only ``touch`` marks it used
         if session is None:
             raise Unauthenticated("the session expired; connect again")
         return session
 
     def _expire(self) -> None:
         cutoff = self._clock() - self.idle_timeout
-        while self._sessions:
-            token, session = next(iter(self._sessions.items()))
-            if session.last_used >= cutoff:
-                break
-            del self._sessions[token]
+        while (oldest := self._sessions.oldest()) is not None and oldest.last_used < cutoff:
+            self._sessions.pop_oldest()
 
 
 @dataclass(frozen=True, slots=True)

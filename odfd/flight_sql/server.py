@@ -34,7 +34,6 @@ import secrets
 import threading
 import time
 import weakref
-from collections import OrderedDict
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
@@ -58,6 +57,7 @@ from odfd.flight_sql.service import (
 )
 from odfd.flight_sql.tickets import PlannedTickets
 from storage.catalog.versioned_cache import Version, VersionedCache, unversioned
+from storage.lru import Lru
 
 T = TypeVar("T")
 
@@ -117,7 +117,7 @@ class FlightSqlServer(flight.FlightServerBase):
         self._sessions = sessions or Sessions()
         self._closing = threading.Event()
         self._cancel_lock = threading.Lock()
-        self._cancelled: OrderedDict[bytes, None] = OrderedDict()
+        self._cancelled: Lru[bytes, bool] = Lru(_KEPT_CANCELLATIONS)
         self._tickets = PlannedTickets()
         self._version = version
         self._plans: VersionedCache[_PlanKey, _Plan] = VersionedCache(KEPT_PLANS)
@@ -345,9 +345,7 @@ class FlightSqlServer(flight.FlightServerBase):
             return messages.NOT_CANCELLABLE
         with self._cancel_lock:
             for ticket in tickets:
-                self._cancelled[ticket] = None
-            while len(self._cancelled) > _KEPT_CANCELLATIONS:
-                self._cancelled.popitem(last=False)
+                self._cancelled.put(ticket, True)
         return messages.CANCELLED
 
     def _catalog_result(

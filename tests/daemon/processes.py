@@ -17,6 +17,8 @@ from typing import Any, TypeVar
 
 import aiohttp
 
+from tests.fixtures.proc_memory import memory_kib
+
 T = TypeVar("T")
 
 REPO = Path(__file__).resolve().parents[2]
@@ -209,10 +211,7 @@ class DaemonProcess:
         return samples
 
     def rss_kib(self) -> int:
-        for line in Path(f"/proc/{self.pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-        raise AssertionError("no VmRSS")
+        return memory_kib(self.pid)
 
 
 def free_port() -> int:

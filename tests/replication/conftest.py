@@ -10,6 +10,8 @@ import pytest
 from odfd.config import ServerConfig
 from odfd.server.app import RunningServer, running
 from storage.workspace import Workspace
+from tests.fixtures.seaweedfs import SeaweedServer
+from tests.replication.s3_pair import S3Pair, s3_node
 
 PUSH_TOKEN = "s3cret-push-token"
 
@@ -26,6 +28,19 @@ async def node_a(tmp_path: Path) -> AsyncIterator[Workspace]:
 async def node_b(tmp_path: Path) -> AsyncIterator[Workspace]:
     async with await Workspace.init(tmp_path / "node-b") as workspace:
         yield workspace
+
+
+@pytest.fixture
+async def s3_pair(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+) -> AsyncIterator[S3Pair]:
+    """Nodes ``a`` (source) and ``b`` (target) of the S3 server, and ``cities`` in a fresh
+    bucket."""
+    async with (
+        await s3_node(tmp_path / "a", s3_server) as source,
+        await s3_node(tmp_path / "b", s3_server) as target,
+    ):
+        yield S3Pair(s3_server, s3_server.url(s3_bucket, "cities"), source, target)
 
 
 @pytest.fixture

@@ -35,25 +35,8 @@ from storage.stores.s3 import S3RefStore, s3_dataset
 from storage.workspace import Workspace
 from tests.fixtures.seaweedfs import ACCESS_KEY, SECRET_KEY, SeaweedServer
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
+from tests.replication.s3_pair import S3Pair, bucket_of, s3_node, via
 from tests.replication.test_cli import odfd
-
-
-async def s3_node(path: Path, server: SeaweedServer, *, secret: str | None = None) -> Workspace:
-    """A workspace whose config.toml holds the server's credentials (or a wrong secret)."""
-    workspace = await Workspace.init(path)
-    text = server.config_toml() if secret is None else server.config_toml(secret=secret)
-    config = workspace.layout.config_path
-    await asyncio.to_thread(config.write_text, config.read_text() + "\n" + text)
-    return workspace
-
-
-def via(workspace: Workspace) -> TransportSettings:
-    """The transport settings the node's configuration gives, as its ``Node`` builds them."""
-    return TransportSettings.from_config(load_config(workspace.layout.config_path))
-
-
-def bucket_of(server: SeaweedServer, url: str) -> S3Bucket:
-    return S3Bucket(parse_s3_url(url), server.settings())
 
 
 async def bucket_files(server: SeaweedServer, url: str) -> dict[str, bytes]:
@@ -75,40 +58,36 @@ def folder_files(root: Path, *, without: tuple[str, ...] = ("info", "refs/head.s
 
 
 async def test_push_pull_round_trip_is_byte_identical_and_incremental(
-    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+    s3_pair: S3Pair, s3_bucket: str
 ) -> None:
-    url = s3_server.url(s3_bucket, "datasets/cities")
-    async with (
-        await s3_node(tmp_path / "a", s3_server) as node_a,
-        await s3_node(tmp_path / "b", s3_server) as node_b,
-    ):
-        writer = await create_root(node_a, "cities", slices=3, empty_blocks=1)
-        pushed = await push(node_a, "cities", url, settings=via(node_a))
-        assert (pushed.num_blocks, pushed.num_objects, pushed.signed) == (8, 6, True)
-        source = node_a.layout.dataset(writer.dataset_id).root
-        # The bucket holds the spec's layout, with the same keys and bytes as the folder.
-        stored = await bucket_files(s3_server, url)
-        assert {k: v for k, v in stored.items() if not k.startswith("info")} == folder_files(
-            source, without=("info",)
-        )
-        assert stored["info/alias"] == b"cities"
+    pair = replace(s3_pair, url=s3_pair.server.url(s3_bucket, "datasets/cities"))
+    writer = await pair.create_root(slices=3, empty_blocks=1)
+    pushed = await pair.push()
+    assert (pushed.num_blocks, pushed.num_objects, pushed.signed) == (8, 6, True)
+    source = pair.source.layout.dataset(writer.dataset_id).root
+    # The bucket holds the spec's layout, with the same keys and bytes as the folder.
+    stored = await bucket_files(pair.server, pair.url)
+    assert {k: v for k, v in stored.items() if not k.startswith("info")} == folder_files(
+        source, without=("info",)
+    )
+    assert stored["info/alias"] == b"cities"
 
-        first = await pull(node_b, url, settings=via(node_b))
-        assert (first.num_blocks, first.num_objects) == (8, 6)
-        copy = await node_b.get_dataset("cities")
-        assert copy.id == writer.dataset_id
-        assert folder_files(node_b.layout.dataset(copy.id).root) == folder_files(source)
-        assert await verify_integrity(copy) == await verify_integrity(writer.dataset)
-        await odfd_verify_integrity(node_b, "cities")
+    first = await pair.pull()
+    assert (first.num_blocks, first.num_objects) == (8, 6)
+    copy = await pair.target.get_dataset("cities")
+    assert copy.id == writer.dataset_id
+    assert folder_files(pair.target.layout.dataset(copy.id).root) == folder_files(source)
+    assert await verify_integrity(copy) == await verify_integrity(writer.dataset)
+    await odfd_verify_integrity(pair.target, "cities")
 
-        new_head = await writer.append(slices=2)
-        again = await push(node_a, "cities", url, settings=via(node_a))
-        assert (again.num_blocks, again.num_objects) == (2, 4)
-        second = await pull(node_b, url, settings=via(node_b))
-        assert (second.num_blocks, second.num_objects, second.new_head) == (2, 4, new_head)
-        assert folder_files(node_b.layout.dataset(copy.id).root) == folder_files(source)
-        assert (await pull(node_b, url, settings=via(node_b))).num_blocks == 0
-        assert (await push(node_a, "cities", url, settings=via(node_a))).num_blocks == 0
+    new_head = await writer.append(slices=2)
+    again = await pair.push()
+    assert (again.num_blocks, again.num_objects) == (2, 4)
+    second = await pair.pull()
+    assert (second.num_blocks, second.num_objects, second.new_head) == (2, 4, new_head)
+    assert folder_files(pair.target.layout.dataset(copy.id).root) == folder_files(source)
+    assert (await pair.pull()).num_blocks == 0
+    assert (await pair.push()).num_blocks == 0
 
 
 async def test_refs_head_moves_by_conditional_writes_exactly_one_racer_wins(
@@ -306,29 +285,24 @@ async def test_wrong_credentials_missing_bucket_and_empty_prefix_change_nothing(
 
 @pytest.mark.parametrize("lose", ["data", "blocks"])
 async def test_a_bucket_missing_an_object_is_refused_and_nothing_is_kept(
-    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path, lose: str
+    s3_pair: S3Pair, lose: str
 ) -> None:
-    url = s3_server.url(s3_bucket, "cities")
-    async with (
-        await s3_node(tmp_path / "a", s3_server) as node_a,
-        await s3_node(tmp_path / "b", s3_server) as node_b,
-    ):
-        writer = await create_root(node_a, "cities", slices=2)
-        await push(node_a, "cities", url, settings=via(node_a))
-        folder = node_a.layout.dataset(writer.dataset_id)
-        head = await writer.dataset.chain.head()
-        assert head is not None
-        if lose == "blocks":
-            victim = (await writer.dataset.chain.get_block(head)).prev_block_hash
-        else:
-            victim = min(Multihash.from_multibase(p.name) for p in folder.data_dir.iterdir())
-        assert victim is not None
-        bucket = bucket_of(s3_server, url)
-        await bucket.delete(bucket.location.key(f"{lose}/{object_name(victim)}"))
-        with pytest.raises(CorruptSourceError, match=str(victim)):
-            await pull(node_b, url, settings=via(node_b))
-        assert await node_b.list_datasets() == []
-        assert not any(node_b.layout.datasets_dir.iterdir())
+    writer = await s3_pair.create_root(slices=2)
+    await s3_pair.push()
+    folder = s3_pair.source.layout.dataset(writer.dataset_id)
+    head = await writer.dataset.chain.head()
+    assert head is not None
+    if lose == "blocks":
+        victim = (await writer.dataset.chain.get_block(head)).prev_block_hash
+    else:
+        victim = min(Multihash.from_multibase(p.name) for p in folder.data_dir.iterdir())
+    assert victim is not None
+    bucket = s3_pair.bucket()
+    await bucket.delete(bucket.location.key(f"{lose}/{object_name(victim)}"))
+    with pytest.raises(CorruptSourceError, match=str(victim)):
+        await s3_pair.pull()
+    assert await s3_pair.target.list_datasets() == []
+    assert not any(s3_pair.target.layout.datasets_dir.iterdir())
 
 
 async def test_server_killed_mid_upload_then_the_next_push_completes(

@@ -38,8 +38,9 @@ from tests.pipeline.conftest import create
 from tests.pipeline.test_pipelines import EXAMPLES, add_examples, clock
 from tests.replication.conftest import PUSH_TOKEN, ServeFactory
 from tests.replication.datagen import create_root, odfd_verify_integrity
+from tests.replication.s3_pair import bucket_of
 from tests.replication.test_cli import odfd
-from tests.replication.test_s3 import bucket_files, bucket_of
+from tests.replication.test_s3 import bucket_files
 from verifier.audit import VerifyOptions, verify
 from verifier.engine.inputs import all_slices, slice_paths
 

@@ -9,20 +9,16 @@ import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import pytest
 
 from odfd.sync.block_read_ahead import START_AFTER, BlockReadAhead
 from odfd.sync.errors import CorruptSourceError
-from odfd.sync.pull import pull
-from odfd.sync.push import push
 from protocol.identity import Multihash
 from storage.layout import object_name
 from storage.stores.s3 import S3ObjectStore
-from tests.fixtures.seaweedfs import SeaweedServer
-from tests.replication.datagen import create_root
-from tests.replication.test_s3 import bucket_of, s3_node, via
+from tests.replication.datagen import DatasetWriter
+from tests.replication.s3_pair import S3Pair
 
 
 def _junk_hash(seed: bytes) -> Multihash:
@@ -44,64 +40,58 @@ def block_gets(monkeypatch: pytest.MonkeyPatch) -> Counter[Multihash]:
     return gets
 
 
-async def test_a_tampered_block_is_refused_with_read_ahead(
-    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
-) -> None:
-    url = s3_server.url(s3_bucket, "cities")
-    async with (
-        await s3_node(tmp_path / "a", s3_server) as node_a,
-        await s3_node(tmp_path / "b", s3_server) as node_b,
-    ):
-        writer = await create_root(node_a, "cities", slices=3, empty_blocks=30)
-        await push(node_a, "cities", url, settings=via(node_a))
-        # Deep enough that the walk takes it from the read-ahead.
-        victim = [hash async for hash, _ in writer.dataset.chain.iter_blocks()][-3]
-        bucket = bucket_of(s3_server, url)
-        await bucket.put(bucket.location.key(f"blocks/{object_name(victim)}"), b"not a block")
-        with pytest.raises(CorruptSourceError, match=f"block {victim} has bytes that hash to"):
-            await pull(node_b, url, settings=via(node_b))
-        assert await node_b.list_datasets() == []
-        assert not any(node_b.layout.datasets_dir.iterdir())
+async def _pushed_root(pair: S3Pair) -> DatasetWriter:
+    """A root deep enough (33 blocks) for the walk to take blocks from the read-ahead, pushed."""
+    writer = await pair.create_root(slices=3, empty_blocks=30)
+    await pair.push()
+    return writer
+
+
+async def test_a_tampered_block_is_refused_with_read_ahead(s3_pair: S3Pair) -> None:
+    writer = await _pushed_root(s3_pair)
+    # Deep enough that the walk takes it from the read-ahead.
+    victim = [hash async for hash, _ in writer.dataset.chain.iter_blocks()][-3]
+    bucket = s3_pair.bucket()
+    await bucket.put(bucket.location.key(f"blocks/{object_name(victim)}"), b"not a block")
+    with pytest.raises(CorruptSourceError, match=f"block {victim} has bytes that hash to"):
+        await s3_pair.pull()
+    assert await s3_pair.target.list_datasets() == []
+    assert not any(s3_pair.target.layout.datasets_dir.iterdir())
 
 
 async def test_junk_block_keys_are_dropped_and_pulls_fetch_each_new_block_once(
-    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path, block_gets: Counter[Multihash]
+    s3_pair: S3Pair, block_gets: Counter[Multihash]
 ) -> None:
-    url = s3_server.url(s3_bucket, "cities")
-    async with (
-        await s3_node(tmp_path / "a", s3_server) as node_a,
-        await s3_node(tmp_path / "b", s3_server) as node_b,
-    ):
-        writer = await create_root(node_a, "cities", slices=3, empty_blocks=30)
-        await push(node_a, "cities", url, settings=via(node_a))
-        bucket = bucket_of(s3_server, url)
-        junk = [_junk_hash(b"junk-%d" % i) for i in range(3)]
-        for hash in junk:  # named like blocks, but no block links to them
-            await bucket.put(bucket.location.key(f"blocks/{object_name(hash)}"), b"junk")
-        await bucket.put(bucket.location.key("blocks/not-a-hash"), b"junk")
-        chain = [hash async for hash, _ in writer.dataset.chain.iter_blocks()]
-        block_gets.clear()  # the pushes read the bucket's blocks too
+    writer = await _pushed_root(s3_pair)
+    bucket = s3_pair.bucket()
+    junk = [_junk_hash(b"junk-%d" % i) for i in range(3)]
+    for hash in junk:  # named like blocks, but no block links to them
+        await bucket.put(bucket.location.key(f"blocks/{object_name(hash)}"), b"junk")
+    await bucket.put(bucket.location.key("blocks/not-a-hash"), b"junk")
+    chain = [hash async for hash, _ in writer.dataset.chain.iter_blocks()]
+    block_gets.clear()  # the pushes read the bucket's blocks too
+    target = s3_pair.target
 
-        first = await pull(node_b, url, settings=via(node_b))
-        assert first.num_blocks == len(chain) > START_AFTER
-        copy = await node_b.get_dataset("cities")
-        assert copy.id is not None
-        stored = {p.name for p in node_b.layout.dataset(copy.id).blocks_dir.iterdir()}
-        assert stored == {object_name(hash) for hash in chain}
-        assert {hash: block_gets[hash] for hash in chain} == dict.fromkeys(chain, 1)
-        assert set(block_gets) <= {*chain, *junk}
+    first = await s3_pair.pull()
+    assert first.num_blocks == len(chain) > START_AFTER
+    copy = await target.get_dataset("cities")
+    assert copy.id is not None
+    stored = {p.name for p in target.layout.dataset(copy.id).blocks_dir.iterdir()}
+    assert stored == {object_name(hash) for hash in chain}
+    assert {hash: block_gets[hash] for hash in chain} == dict.fromkeys(chain, 1)
+    assert set(block_gets) <= {*chain, *junk}
 
-        await writer.append(slices=2, empty_blocks=20)
-        await push(node_a, "cities", url, settings=via(node_a))
-        new = [hash async for hash, _ in writer.dataset.chain.iter_blocks(stop_at=chain[0])]
-        block_gets.clear()
-        second = await pull(node_b, url, settings=via(node_b))
-        assert second.num_blocks == len(new) > START_AFTER
-        # Only the new blocks came over (the junk, never walked, is still not held locally).
-        assert set(block_gets) <= {*new, *junk}
-        assert {hash: block_gets[hash] for hash in new} == dict.fromkeys(new, 1)
-        stored = {p.name for p in node_b.layout.dataset(copy.id).blocks_dir.iterdir()}
-        assert stored == {object_name(hash) for hash in [*new, *chain]}
+    await writer.append(slices=2, empty_blocks=20)
+    await s3_pair.push()
+    new = [hash async for hash, _ in writer.dataset.chain.iter_blocks(stop_at=chain[0])]
+    block_gets.clear()
+    second = await s3_pair.pull()
+    assert second.num_blocks == len(new) > START_AFTER
+    # Only the new blocks came over (the junk, never walked, is still not held locally).
+    assert set(block_gets) <= {*new, *junk}
+    assert {hash: block_gets[hash] for hash in new} == dict.fromkeys(new, 1)
+    stored = {p.name for p in target.layout.dataset(copy.id).blocks_dir.iterdir()}
+    assert stored == {object_name(hash) for hash in [*new, *chain]}
 
 
 def _blocks(n: int) -> dict[Multihash, bytes]:

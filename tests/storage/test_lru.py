@@ -43,3 +43,15 @@ def test_oldest_pop_and_clear() -> None:
     lru.clear()
     assert len(lru) == 0
     assert lru.get("c") is None
+
+
+def test_peek_does_not_use_a_key_and_values_go_oldest_first() -> None:
+    lru: Lru[str, int] = Lru(2)
+    lru.put("a", 1)
+    lru.put("b", 2)
+    assert lru.peek("a") == 1  # "a" stays the least recently used
+    assert lru.peek("z") is None
+    assert lru.values() == [1, 2]
+    lru.put("c", 3)
+    assert "a" not in lru
+    assert lru.values() == [2, 3]
