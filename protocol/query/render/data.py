@@ -31,8 +31,8 @@ from protocol.query.request import DataFormat
 ROWS_PER_CHUNK = 65_536
 """Rows rendered at once: bounds the temporary arrays whatever the batch size (~10 MB for a
 typical dataset row): a streamed answer's whole batch (``STREAMING_SETTINGS``). A 1M-row answer
-renders ~20% faster than
-in chunks of 16,384 (less per-chunk work, and more tables small enough to fold)."""
+renders ~20% faster than in chunks of 16,384 (less per-chunk work, and more tables small
+enough to fold)."""
 MAX_SOA_BYTES = 100_000_000
 """The reference's limit on a JsonSoA answer."""
 
