@@ -175,6 +175,8 @@ def join(pieces: list[Piece]) -> pa.LargeStringArray:
     pieces = _folded(pieces, rows)
     columns = [_as_text(piece) for piece in pieces if isinstance(piece, pa.Array)]
     tables = [piece for piece in pieces if isinstance(piece, Indexed)]
+    if any(len(column) != rows for column in columns):
+        raise ValueError("the columns of a row-wise join differ in length")
     constants = [piece for piece in pieces if isinstance(piece, str)]
     laid = pa.concat_arrays(
         [*columns, *(table.table for table in tables), pa.array(constants, TEXT)]
@@ -208,7 +210,8 @@ def join(pieces: list[Piece]) -> pa.LargeStringArray:
         if column.null_count:
             mask = np.asarray(column.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
             valid = mask if valid is None else valid & mask
-    # the indices are in bounds by construction: Arrow's check of each would cost ~5%
+    # in bounds by construction (columns as long as the rows, tables' indices checked by
+    # _compact): Arrow's check of each index would cost ~5%
     taken = _as_text(pc.take(laid, pa.array(index.reshape(-1)), boundscheck=False))
     offsets = np.frombuffer(
         taken.buffers()[1], dtype=np.int64, count=len(taken) + 1, offset=taken.offset * 8
@@ -277,11 +280,14 @@ def integer_texts(
 
 def _compact(piece: Indexed) -> Indexed | pa.Array:
     """The part of the table the rows use; taken out as a column when that is still longer
-    than the rows (laying the table would copy more than taking its rows)."""
+    than the rows (laying the table would copy more than taking its rows). Raises
+    ``IndexError`` for an index outside the table: ``join`` takes without Arrow's check."""
     rows = len(piece.index)
     if rows == 0:
         return piece.table.slice(0, 0)
     low, high = int(piece.index.min()), int(piece.index.max())
+    if low < 0 or high >= len(piece.table):
+        raise IndexError(f"indices {low}..{high} outside a table of {len(piece.table)} texts")
     if high - low + 1 > rows:
         if piece.width:
             return _fixed_width_take(piece.table, piece.index, piece.width)

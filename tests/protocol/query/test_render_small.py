@@ -243,3 +243,20 @@ def test_integers_of_a_small_range_agree(monkeypatch: pytest.MonkeyPatch) -> Non
     batch = pa.record_batch(columns)
     for start in range(0, len(batch), SMALL_ROWS):
         _assert_paths_agree(batch.slice(start, SMALL_ROWS), monkeypatch)
+
+
+def test_an_index_outside_its_table_is_refused() -> None:
+    """The row join takes without Arrow's bounds check: an indexed piece's indices are checked
+    against its table first, and its columns' lengths against each other."""
+    table = pa.array(["a", "b"], pa.large_string())
+    for index in ([0, 2, 1, 1], [0, -1, 1, 1]):
+        with pytest.raises(IndexError, match="outside a table of 2 texts"):
+            join(["[", Indexed(table, np.array(index, dtype=np.int64)), "]"])
+    with pytest.raises(ValueError, match="differ in length"):
+        join([table, ",", pa.array(["x"], pa.large_string())])
+    assert join(["[", Indexed(table, np.array([1, 0, 1, 1])), "]"]).to_pylist() == [
+        "[b]",
+        "[a]",
+        "[b]",
+        "[b]",
+    ]
