@@ -31,6 +31,7 @@ from protocol.query.render.text import (
     TEXT,
     Piece,
     constant,
+    integer_texts,
     join,
     json_strings,
     quoted,
@@ -101,6 +102,8 @@ def column_pieces(array: pa.Array, style: Style) -> list[Piece]:
             return string_pieces(array, ascii_only=style.canonical)
         if pa.types.is_floating(kind):
             return float_pieces(array, canonical=style.canonical)
+        if pa.types.is_integer(kind):
+            return [integer_texts(np.asarray(array.to_numpy(zero_copy_only=False)))]
     return [render_column(array, style)]
 
 

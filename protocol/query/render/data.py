@@ -28,8 +28,13 @@ from protocol.query.render.small import SMALL_ROWS, small_texts
 from protocol.query.render.text import TEXT, Piece, constant, data_bytes, join
 from protocol.query.request import DataFormat
 
-ROWS_PER_CHUNK = 16_384
-"""Rows rendered at once: bounds the temporary arrays whatever the batch size."""
+ROWS_PER_CHUNK = 65_536
+"""Rows rendered at once, at most: a streamed answer's whole batch (``STREAMING_SETTINGS``). A
+1M-row answer renders ~20% faster than in chunks of 16,384 (less per-chunk work, and more
+tables small enough to fold)."""
+VALUES_PER_CHUNK = 8 * ROWS_PER_CHUNK
+"""Values (rows x columns) rendered at once, at most: bounds the temporary arrays whatever the
+batch's size and width (~10 MB of text for a typical dataset's rows)."""
 MAX_SOA_BYTES = 100_000_000
 """The reference's limit on a JsonSoA answer."""
 
@@ -79,8 +84,9 @@ class DataWriter:
             self._collect(batch)
             return Rendered()
         out = self._open()
-        for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
-            out.extend(self._rows(batch.slice(start, ROWS_PER_CHUNK)))
+        step = _chunk_rows(batch)
+        for start in range(0, batch.num_rows, step):
+            out.extend(self._rows(batch.slice(start, step)))
         return out
 
     def finish(self) -> Rendered:
@@ -190,8 +196,9 @@ class DataWriter:
             self._columns = list(batch.schema.names)
             for name, _ in self._styles:
                 self._soa[name] = [[] for _ in self._columns]
-        for start in range(0, batch.num_rows, ROWS_PER_CHUNK):
-            texts = self._texts(batch.slice(start, ROWS_PER_CHUNK))
+        step = _chunk_rows(batch)
+        for start in range(0, batch.num_rows, step):
+            texts = self._texts(batch.slice(start, step))
             for name, _ in self._styles:
                 for index, column in enumerate(texts[name]):
                     body = _comma_separated(column)
@@ -203,6 +210,12 @@ class DataWriter:
                     f"the answer is larger than {self._soa_limit} bytes, the limit of JsonSoA "
                     "(which cannot be streamed); ask for JsonAoS or JsonAoA, or fewer rows"
                 )
+
+
+def _chunk_rows(batch: pa.RecordBatch) -> int:
+    """Rows of ``batch`` rendered at once (``ROWS_PER_CHUNK``, fewer for a wide batch)."""
+    columns: int = max(batch.num_columns, 1)
+    return max(1, min(ROWS_PER_CHUNK, VALUES_PER_CHUNK // columns))
 
 
 def _comma_separated(pieces: list[Piece]) -> Bytes:

@@ -25,6 +25,7 @@ from protocol.query.render.text import (
     Piece,
     constant,
     digit_count,
+    integer_texts,
     join,
     with_nulls,
 )
@@ -146,10 +147,7 @@ def _fixed_pieces(numbers: np.ndarray, places: np.ndarray) -> list[Piece]:
     unit = _POW10_INT[places].astype(np.int64)
     fraction = scaled % unit + unit
     fraction[places == 0] = 10
-    pieces: list[Piece] = [
-        pa.array(scaled // unit).cast(TEXT),
-        _first_as_point(pa.array(fraction).cast(TEXT)),
-    ]
+    pieces: list[Piece] = [integer_texts(scaled // unit), integer_texts(fraction, _first_as_point)]
     negative = np.signbit(numbers)
     if negative.any():
         pieces.insert(0, Indexed(_SIGNS, negative.astype(np.int64)))

@@ -19,6 +19,7 @@ from protocol.query import DataFormat, DataTooLargeError
 from protocol.query.canonical_json import canonical_json
 from protocol.query.floats import canonical_text, reread, wire_text
 from protocol.query.json_text import loads
+from protocol.query.render import data as data_module
 from protocol.query.render.columns import Style, render_column
 from protocol.query.render.data import DataWriter
 
@@ -260,6 +261,28 @@ def test_streaming_equals_writing_at_once() -> None:
     for data_format in DataFormat:
         assert _write(pieces, data_format) == _write(whole, data_format)
         assert _canonical(pieces, data_format) == _canonical(whole, data_format)
+
+
+def test_a_wide_batch_is_rendered_in_fewer_rows_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch is rendered at most ``VALUES_PER_CHUNK`` values at a time (its temporary arrays
+    grow with rows x columns): chunk boundaries never show either."""
+    rng = np.random.default_rng(6)
+    batch = pa.record_batch(
+        {f"c{n}": pa.array(rng.integers(-(10**6), 10**6, 3_000)) for n in range(12)}
+    )
+    at_once = {data_format: _write([batch], data_format) for data_format in DataFormat}
+    sliced: list[int] = []
+    real_rows = data_module.DataWriter._rows
+
+    def counted(writer: DataWriter, chunk: pa.RecordBatch) -> data_module.Rendered:
+        sliced.append(chunk.num_rows)
+        return real_rows(writer, chunk)
+
+    monkeypatch.setattr(data_module, "VALUES_PER_CHUNK", 12 * 700)
+    monkeypatch.setattr(data_module.DataWriter, "_rows", counted)
+    for data_format in DataFormat:
+        assert _write([batch], data_format) == at_once[data_format]
+    assert sliced[:5] == [700, 700, 700, 700, 200]
 
 
 def test_canonical_data_is_canonical_json_of_the_answer() -> None:

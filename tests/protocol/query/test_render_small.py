@@ -13,11 +13,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from protocol.query import DataFormat
+from protocol.query.floats import wire_text
 from protocol.query.render import data
 from protocol.query.render.columns import Style, column_pieces, render_column
 from protocol.query.render.data import DataWriter
 from protocol.query.render.small import SMALL_ROWS, small_texts
-from protocol.query.render.text import join
+from protocol.query.render.text import Indexed, join
 
 FORMATS = [DataFormat.JSON_AOS, DataFormat.JSON_AOA, DataFormat.JSON_SOA]
 
@@ -216,3 +217,46 @@ def test_random_columns_of_many_types_agree(data: st.DataObject) -> None:
         columns[f"{name}{position}é"] = pa.array(drawn, kind)
     with pytest.MonkeyPatch.context() as monkeypatch:
         _assert_paths_agree(pa.record_batch(columns), monkeypatch)
+
+
+def test_integers_of_a_small_range_agree(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Integers spanning few values beside their count (an ``op`` column, a price's whole part
+    and cents) become an indexed table of their range's texts that the row join folds with its
+    neighbours: every width, at both ends of its range, writes what the scalar rules write."""
+    rng = np.random.default_rng(5)
+    columns: dict[str, pa.Array] = {}
+    for kind in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint8(), pa.uint64()):
+        info = np.iinfo(kind.to_pandas_dtype())
+        for end, low in (("low", int(info.min)), ("high", int(info.max) - 7)):
+            values = rng.integers(low, low + 7, 400, endpoint=True, dtype=info.dtype)
+            columns[f"{kind}_{end}"] = pa.array(values, kind)
+    columns["op"] = pa.array(rng.integers(0, 4, 400), pa.int32())
+    prices = np.round(rng.uniform(0.01, 3, 400), 2) * rng.choice([-1, 1], 400)
+    columns["price"] = pa.array(prices)  # the few-decimals path: no 0.0
+    columns["seq"] = pa.array(np.arange(400))  # a wide range: Arrow's cast
+    for name, column in columns.items():
+        pieces = column_pieces(column, Style())
+        if name != "seq":
+            assert any(isinstance(piece, Indexed) for piece in pieces), name
+        scalar = wire_text if name == "price" else str
+        assert join(pieces).to_pylist() == [scalar(value) for value in column.to_pylist()]
+    batch = pa.record_batch(columns)
+    for start in range(0, len(batch), SMALL_ROWS):
+        _assert_paths_agree(batch.slice(start, SMALL_ROWS), monkeypatch)
+
+
+def test_an_index_outside_its_table_is_refused() -> None:
+    """The row join takes without Arrow's bounds check: an indexed piece's indices are checked
+    against its table first, and its columns' lengths against each other."""
+    table = pa.array(["a", "b"], pa.large_string())
+    for index in ([0, 2, 1, 1], [0, -1, 1, 1]):
+        with pytest.raises(IndexError, match="outside a table of 2 texts"):
+            join(["[", Indexed(table, np.array(index, dtype=np.int64)), "]"])
+    with pytest.raises(ValueError, match="differ in length"):
+        join([table, ",", pa.array(["x"], pa.large_string())])
+    assert join(["[", Indexed(table, np.array([1, 0, 1, 1])), "]"]).to_pylist() == [
+        "[b]",
+        "[a]",
+        "[b]",
+        "[b]",
+    ]
