@@ -138,6 +138,13 @@ def _sha3_buffer(data: memoryview) -> Multihash:
     return Multihash(Multicodec.SHA3_256, hashlib.sha3_256(data).digest())
 
 
+GROWTH_HEADROOM = 8
+"""A read buffer outgrown by a slice is replaced by one 1/8 larger than that slice, so that the
+next slices, a few bytes larger or smaller, fit it: slices of one dataset are rarely the same
+size, and each new buffer costs the zeroing of every page (8 slices of 56 MB on 2 threads made
+5 new buffers, 5% of the audit's CPU)."""
+
+
 class _ReadBuffer(threading.local):
     """Each file thread's buffer for the slices it reads whole, reused from slice to slice:
     fresh memory for every slice would cost a page fault and the zeroing of a page per 4 KiB read
@@ -150,7 +157,7 @@ class _ReadBuffer(threading.local):
     def read(self, path: Path, size: int) -> memoryview:
         """``path``'s bytes (``size`` expected; a file that grew since is read whole all the same)."""
         if len(self.data) < size + 1:  # one byte more than expected: a file that grew shows
-            self.data = bytearray(size + 1)
+            self.data = bytearray(size + 1 + size // GROWTH_HEADROOM)
         view = memoryview(self.data)
         filled = 0
         with open(path, "rb", buffering=0) as file:

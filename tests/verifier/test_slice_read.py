@@ -98,3 +98,16 @@ def test_a_thread_reuses_its_read_buffer_without_mixing_files(tmp_path: Path) ->
     assert bytes(buffer.read(long, 5000)) == b"L" * 5000
     assert bytes(buffer.read(short, 100)) == b"s" * 100
     assert bytes(file_checks._ReadBuffer().read(long, 10)) == b"L" * 5000
+
+
+def test_a_slice_a_little_larger_than_the_last_reuses_the_read_buffer(tmp_path: Path) -> None:
+    """Slices of one dataset differ by a few bytes: the next, slightly larger one fits the buffer
+    (a new buffer costs the zeroing of all its pages), and is still read exactly."""
+    buffer = file_checks._ReadBuffer()
+    first, larger = tmp_path / "first", tmp_path / "larger"
+    first.write_bytes(b"f" * 8000)
+    larger.write_bytes(b"g" * 8500)
+    assert bytes(buffer.read(first, 8000)) == b"f" * 8000
+    kept = buffer.data
+    assert bytes(buffer.read(larger, 8500)) == b"g" * 8500
+    assert buffer.data is kept
