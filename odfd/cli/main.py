@@ -205,8 +205,11 @@ peak memory was 12% lower too)."""
 
 def prefer_arrow_memory_pool() -> None:
     """Selects :data:`ARROW_MEMORY_POOL` for the process; Arrow reads the variable at its first
-    allocation, so this runs before anything is decoded (the command modules import Arrow)."""
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)
+    allocation, so this runs before anything is decoded (the command modules import Arrow).
+    Only on Linux, where pyarrow's wheels always include jemalloc (elsewhere an Arrow without it
+    would warn on every command)."""
+    if sys.platform.startswith("linux"):
+        os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", ARROW_MEMORY_POOL)
 
 
 def run() -> int:
