@@ -142,7 +142,7 @@ GROWTH_HEADROOM = 8
 """A read buffer outgrown by a slice is replaced by one 1/8 larger than that slice, so that the
 next slices, a few bytes larger or smaller, fit it: slices of one dataset are rarely the same
 size, and each new buffer costs the zeroing of every page (8 slices of 56 MB on 2 threads made
-5 new buffers, 5% of the audit's CPU)."""
+5 new buffers: 40,000 of the audit's 100,000 page faults)."""
 
 
 class _ReadBuffer(threading.local):
