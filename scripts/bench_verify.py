@@ -9,7 +9,7 @@
    one-core floor for one job, the k-core floor for k jobs; targets >= 0.85 and, for all cores,
    >= 0.8) and the load average while it ran. One job checks one file at a time: its reading and
    decoding overlap its hashing, on a second thread. Every verification runs in a fresh child
-   process, whose peak memory is printed next to the data size, and again for a quarter of the
+   process (with Arrow's allocator chosen as the ``odfd`` program chooses it), whose peak memory is printed next to the data size, and again for a quarter of the
    files (it must not grow with the data); "CPU efficiency" is the floor's SHA3 CPU time over
    the verification's CPU time, all threads (robust on a loaded machine: the share of the work
    that is not SHA3 shows there). The CPU time of decoding the records alone (Parquet pages,
@@ -199,6 +199,8 @@ def load() -> str:
 
 
 _CHILD = """
+from odfd.cli.main import prefer_arrow_memory_pool
+prefer_arrow_memory_pool()  # the allocator the `odfd` program runs with (before Arrow loads)
 import asyncio, json, sys, time
 from pathlib import Path
 from tests.fixtures.proc_memory import memory_kib

@@ -4,6 +4,7 @@ are kept, and only the program (not the in-process ``main``) freezes the collect
 from __future__ import annotations
 
 import gc
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -66,3 +67,25 @@ def test_the_program_keeps_its_exit_code_and_output(tmp_path: Path) -> None:
     )
     assert again.returncode == 1
     assert "no-such-dataset" in again.stderr
+
+
+def _arrow_pool(env: dict[str, str]) -> str:
+    """The memory pool Arrow allocates from in a process that starts as the `odfd` program."""
+    code = (
+        "from odfd.cli.main import prefer_arrow_memory_pool\n"
+        "prefer_arrow_memory_pool()\n"
+        "import pyarrow as pa\n"
+        "pa.array([1, 2, 3])\n"
+        "print(pa.default_memory_pool().backend_name)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip()
+
+
+def test_the_program_allocates_arrow_memory_from_jemalloc_unless_told_otherwise() -> None:
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    assert _arrow_pool(env) == "jemalloc"
+    assert _arrow_pool({**env, "ARROW_DEFAULT_MEMORY_POOL": "system"}) == "system"

@@ -3,6 +3,8 @@ and batch-dependent logical hashes are still computed in the reference's batches
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from verifier import file_checks
 from verifier.engine.columns import Vocab
 from verifier.file_checks import FileCheck, SliceExpectation, check_slice
 
+REPO = Path(__file__).resolve().parents[2]
 ROWS = 25_000  # more than two of the reference's 10,000-row batches
 
 
@@ -98,3 +101,61 @@ def test_a_thread_reuses_its_read_buffer_without_mixing_files(tmp_path: Path) ->
     assert bytes(buffer.read(long, 5000)) == b"L" * 5000
     assert bytes(buffer.read(short, 100)) == b"s" * 100
     assert bytes(file_checks._ReadBuffer().read(long, 10)) == b"L" * 5000
+
+
+def test_a_slice_a_little_larger_than_the_last_reuses_the_read_buffer(tmp_path: Path) -> None:
+    """Slices of one dataset differ by a few bytes: the next, slightly larger one fits the buffer
+    (a new buffer costs the zeroing of all its pages), and is still read exactly."""
+    buffer = file_checks._ReadBuffer()
+    first, larger = tmp_path / "first", tmp_path / "larger"
+    first.write_bytes(b"f" * 8000)
+    larger.write_bytes(b"g" * 8500)
+    assert bytes(buffer.read(first, 8000)) == b"f" * 8000
+    kept = buffer.data
+    assert bytes(buffer.read(larger, 8500)) == b"g" * 8500
+    assert buffer.data is kept
+
+
+def test_offsets_are_read_in_place_at_the_slice_of_the_batch() -> None:
+    """Offsets are viewed straight from the column's buffer, at the array's own start."""
+    for data_type in (pa.int64(), pa.uint64()):
+        column = pa.array(range(10, 20), data_type).slice(3, 4)
+        values = file_checks._offset_values(column)
+        assert values.tolist() == [13, 14, 15, 16] and values.dtype == data_type.to_pandas_dtype()
+
+
+_NO_PANDAS_PROBE = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from protocol.identity import Multihash
+from protocol.model import DataSlice, OffsetInterval
+from verifier.engine.columns import Vocab
+from verifier.file_checks import SliceExpectation, check_slice
+path, logical, physical, rows = Path(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
+recorded = DataSlice(
+    logical_hash=Multihash.from_multibase(logical),
+    physical_hash=Multihash.from_multibase(physical),
+    offset_interval=OffsetInterval(start=0, end=rows - 1),
+    size=path.stat().st_size,
+)
+before = "pandas" in sys.modules
+with ThreadPoolExecutor(2) as hashing:
+    found = check_slice(path, recorded.physical_hash, recorded.size,
+                        SliceExpectation(recorded, Vocab(), None), lambda n: None, hashing)
+print(before, found.problems == (), "pandas" in sys.modules)
+"""
+
+
+def test_a_slice_check_loads_no_pandas(tmp_path: Path) -> None:
+    """The column checks use Arrow and NumPy alone: ``Array.to_numpy`` would import pandas in
+    an audit's first check (0.3 s of CPU holding the GIL while the other jobs wait)."""
+    path = tmp_path / "slice.parquet"
+    table = slice_table(0, list(range(ROWS)))
+    pq.write_table(table, path)
+    argv = [str(path), str(logical_hash(table)), str(physical_hash_file(path)), str(ROWS)]
+    done = subprocess.run(
+        [sys.executable, "-c", _NO_PANDAS_PROBE, *argv], capture_output=True, text=True, cwd=REPO
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False", "True", "False"]
