@@ -66,13 +66,19 @@ def pack_blocks(
     return len(parts) // 3, gzip.compress(raw, compresslevel=compresslevel, mtime=0)
 
 
+_GNU_TAIL = b"0" + bytes(100) + _GNU_MAGIC + bytes(64) + _GNU_DEVICES
+"""Type flag, link name, magic, owner names and device numbers: the same in every header."""
+_GNU_FIXED_SUM = sum(_GNU_OWNER) + sum(_GNU_MTIME) + sum(_GNU_TAIL) + 8 * 0x20
+"""What the fixed fields add to a header's checksum (its own field counts as eight spaces)."""
+
+
 def _gnu_header(name: bytes, size: int) -> bytes:
     if len(name) > 100 or size >= 8**11:
         raise TarballError(f"block {name!r} of {size} bytes does not fit a plain tar header")
-    head = name.ljust(100, b"\0") + _GNU_OWNER + b"%011o\0" % size + _GNU_MTIME
-    tail = b"0" + bytes(100) + _GNU_MAGIC + bytes(64) + _GNU_DEVICES
-    checksum = sum(head) + sum(tail) + 8 * 0x20
-    return (head + b"%06o\0 " % checksum + tail).ljust(_BLOCK, b"\0")
+    size_field = b"%011o\0" % size
+    checksum = _GNU_FIXED_SUM + sum(name) + sum(size_field)
+    head = name.ljust(100, b"\0") + _GNU_OWNER + size_field + _GNU_MTIME
+    return (head + b"%06o\0 " % checksum + _GNU_TAIL).ljust(_BLOCK, b"\0")
 
 
 def unpack_blocks(
