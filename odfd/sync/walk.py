@@ -190,8 +190,9 @@ class BlockStash:
     async def add_many(self, items: Sequence[tuple[Multihash, bytes]]) -> None:
         if self.store is None:
             return
+        absent = set(await self.store.missing([hash for hash, _ in items]))
         for hash, data in items:
-            if not await self.store.contains(hash):
+            if hash in absent:
                 self._pending[hash] = data
         await self.flush()
 
