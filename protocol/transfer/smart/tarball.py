@@ -89,11 +89,14 @@ def unpack_blocks(
     Raises ``TarballError`` naming the member at the first problem.
     """
     try:
-        blocks = _verified(_scan_members(payload), limits)
+        blocks = _plain_blocks(payload, limits)
     except _Unusual:
-        # Anything the quick scan does not read itself (pax or long-name headers, base-256
-        # sizes, a damaged stream) is read again by ``tarfile``, which names the problem.
-        blocks = _verified(_tarfile_members(payload), limits)
+        try:
+            blocks = _verified(_scan_members(payload), limits)
+        except _Unusual:
+            # Anything the quick scan does not read itself (pax or long-name headers, base-256
+            # sizes, a damaged stream) is read again by ``tarfile``, which names the problem.
+            blocks = _verified(_tarfile_members(payload), limits)
     if expected_count is not None and len(blocks) != expected_count:
         raise TarballError(
             f"metadata tarball holds {len(blocks)} blocks, the message says {expected_count}"
@@ -140,6 +143,59 @@ def _verified(members: Members, limits: TarballLimits) -> list[tuple[Multihash, 
             raise
         raise TarballError(f"metadata tarball is not a valid gzipped tar: {err}") from None
     return blocks
+
+
+def _plain_blocks(payload: bytes, limits: TarballLimits) -> list[tuple[Multihash, bytes]]:
+    """``unpack_blocks`` of an archive with nothing wrong in it, as ``pack_blocks`` and the
+    reference write it: plain headers, canonical (base16) block names, every check passed.
+
+    Anything else raises ``_Unusual`` and the archive is read again by ``_verified``, which
+    names the problem. This path checks the same things at half the CPU: no header object,
+    reader or generator step per member (10,000 blocks: ~0.09 -> ~0.05 s)."""
+    stream = _Gunzip(payload)
+    read = stream.read
+    blocks: list[tuple[Multihash, bytes]] = []
+    seen: set[Multihash] = set()
+    total = 0
+    try:
+        while True:
+            header = read(_BLOCK)
+            if len(header) < _BLOCK:
+                raise _Unusual
+            if header[0] == 0:  # no name: the end-of-archive marker, or something odd
+                if header.count(0) != _BLOCK:
+                    raise _Unusual
+                stream.finish()
+                return blocks
+            magic = header[257:265]
+            if not (magic == _GNU_MAGIC or (magic == _POSIX_MAGIC and header[345] == 0)) or header[
+                156
+            ] not in (0x30, 0):
+                raise _Unusual
+            name = header[:100].split(b"\0", 1)[0]
+            if name[:1] != b"f" or header[124] & 0x80:
+                raise _Unusual
+            stored = header[148:156].split(b"\0", 1)[0].strip()
+            if int(stored, 8) != sum(header) - sum(header[148:156]) + 8 * 0x20:
+                raise _Unusual
+            size = int(header[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
+            if size > limits.max_block_bytes or len(blocks) >= limits.max_blocks:
+                raise _Unusual
+            total += size
+            if total > limits.max_total_bytes:
+                raise _Unusual
+            padded = -(-size // _BLOCK) * _BLOCK
+            data = read(padded)
+            if len(data) < padded:
+                raise _Unusual
+            data = data[:size]
+            hash = Multihash.from_multibase(name.decode("ascii"))
+            if hash in seen or not is_block_hash(hash, data):
+                raise _Unusual
+            seen.add(hash)
+            blocks.append((hash, data))
+    except (ValueError, ParseError):  # octal fields, names: ``_verified`` names the problem
+        raise _Unusual from None
 
 
 def _tarfile_members(payload: bytes) -> Members:
