@@ -21,7 +21,6 @@ async over any ``BlockSource`` (every object store is one) and sync over a folde
 from __future__ import annotations
 
 import inspect
-
 from collections.abc import AsyncGenerator, Container, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
