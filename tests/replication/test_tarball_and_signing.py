@@ -131,6 +131,16 @@ def test_limits_and_garbage() -> None:
         unpack_blocks(payload[: len(payload) // 2])
 
 
+@pytest.mark.parametrize("level", [1, 3, 6, 9])
+def test_every_cut_of_the_stream_is_refused(level: int) -> None:
+    """Wherever the gzip stream is cut (even after the end-of-archive marker, or between two
+    members, where tarfile would stop quietly) the archive is refused, at any level."""
+    _, payload = pack_blocks(blocks(), compresslevel=level)
+    for cut in range(len(payload)):
+        with pytest.raises(TarballError, match="not a valid gzipped tar"):
+            unpack_blocks(payload[:cut])
+
+
 @pytest.mark.parametrize("format", [tarfile.USTAR_FORMAT, tarfile.PAX_FORMAT])
 def test_other_tar_formats_unpack_alike(format: int) -> None:
     """The quick scan reads GNU and POSIX headers; anything else (pax) goes through tarfile."""

@@ -49,9 +49,12 @@ class TarballLimits:
 
 
 def pack_blocks(
-    blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 6
+    blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 3
 ) -> tuple[int, bytes]:
     """Blocks (oldest first) as a gzipped tar; returns the block count and the archive.
+
+    Level 3, not gzip's usual 6: for 10,000 blocks, packing, the message's JSON both ways and
+    unpacking cost 0.196 s CPU instead of 0.230 s, for a payload 9% larger (1.25 MB, not 1.14).
 
     The headers are the ones ``tarfile`` writes in GNU format for a regular file of mode 0644
     (a test holds them byte-identical), built here directly: ``tarfile``'s header objects cost
@@ -199,10 +202,17 @@ def _plain_blocks(payload: bytes, limits: TarballLimits) -> list[tuple[Multihash
 
 
 def _tarfile_members(payload: bytes) -> Members:
-    with tarfile.open(fileobj=io.BytesIO(payload), mode="r|gz") as tar:
+    with (
+        gzip.GzipFile(fileobj=io.BytesIO(payload)) as stream,
+        tarfile.open(fileobj=stream, mode="r|") as tar,
+    ):
         for member in tar:
             # Read only once ``_verified`` has checked the header (a link is refused unread).
             yield member, partial(_extract, tar, member)
+        # tarfile ends at the end-of-archive marker, or quietly at a header cut short: the gzip
+        # stream must go on to its end, where its CRC and length are checked.
+        while stream.read(1 << 20):
+            pass
 
 
 def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
@@ -294,7 +304,16 @@ class _Gunzip:
         return data
 
     def finish(self) -> None:
-        """The archive ended: a second gzip member after it is left to ``tarfile``."""
+        """The archive ended: the rest of the stream (the archive's padding) is read to the end
+        of the gzip member, whose CRC and length ``zlib`` then checks, so a stream cut short
+        after the end-of-archive marker is refused too; a second gzip member is left to
+        ``tarfile``."""
+        while self.read(self._STEP):
+            pass
+        if not self._inflate.eof:
+            raise TarballError(
+                "metadata tarball is not a valid gzipped tar: the gzip stream ends early"
+            )
         if self._inflate.unused_data:
             raise _Unusual
 
