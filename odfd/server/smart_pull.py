@@ -18,10 +18,9 @@ from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import TransferFlowError
-from protocol.codec.flatbuffers import decode_block, is_block_hash
-from protocol.errors import OdfError
+from protocol.codec.flatbuffers import is_block_hash, peek_transfer_facts
+from protocol.errors import DecodeError, OdfError
 from protocol.identity import Multihash
-from protocol.model import AddData, ExecuteTransform, MetadataBlock
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.chain import MetadataChain
@@ -32,30 +31,11 @@ log = logging.getLogger(__name__)
 
 @dataclass(frozen=True, slots=True)
 class Interval:
-    """Blocks after ``begin_after`` up to ``head``, oldest first, with their bytes."""
+    """Blocks after ``begin_after`` up to ``head``, oldest first, with their bytes, and the
+    transfer plan they make."""
 
-    blocks: list[tuple[Multihash, bytes, MetadataBlock]]
-
-    def plan(self) -> m.TransferPlan:
-        objects = records = object_bytes = 0
-        for _, _, block in self.blocks:
-            event = block.event
-            if isinstance(event, (AddData, ExecuteTransform)):
-                if event.new_data is not None:
-                    objects += 1
-                    object_bytes += event.new_data.size
-                    interval = event.new_data.offset_interval
-                    records += interval.end - interval.start + 1
-                if event.new_checkpoint is not None:
-                    objects += 1
-                    object_bytes += event.new_checkpoint.size
-        return m.TransferPlan(
-            len(self.blocks),
-            objects,
-            records,
-            sum(len(data) for _, data, _ in self.blocks),
-            object_bytes,
-        )
+    blocks: list[tuple[Multihash, bytes]]
+    plan: m.TransferPlan
 
 
 class InvalidInterval(OdfdError):
@@ -66,22 +46,46 @@ async def read_interval(
     chain: MetadataChain, head: Multihash, begin_after: Multihash | None, force: bool
 ) -> Interval:
     """Walk back from ``head`` to ``begin_after``; ``InvalidInterval`` if it is not an ancestor
-    (with ``force``, the whole chain instead)."""
+    (with ``force``, the whole chain instead).
+
+    Each block file must hash to its name, link on to the next and be numbered one below its
+    child (``StorageError`` otherwise); only those fields and the objects a block adds are read
+    (``peek_transfer_facts``), not the whole block: the receiver decodes and checks each one."""
     if begin_after is not None and not force and not await chain.blocks.contains(begin_after):
         raise InvalidInterval()
-    newest_first: list[tuple[Multihash, bytes, MetadataBlock]] = []
+    newest_first: list[tuple[Multihash, bytes]] = []
+    objects = object_bytes = records = size = 0
+    expected: int | None = None
     hash: Multihash | None = head
     while hash is not None and hash != begin_after:
         data = await chain.get_block_bytes(hash)
         if not is_block_hash(hash, data):
             raise StorageError(f"block file {hash} is corrupt")
-        block = decode_block(data)
-        newest_first.append((hash, data, block))
-        hash = block.prev_block_hash
+        try:
+            facts = peek_transfer_facts(data)
+        except DecodeError as err:
+            raise StorageError(f"block file {hash} is malformed: {err}") from None
+        number = facts.sequence_number
+        if (expected is not None and number != expected) or (number == 0) != (
+            facts.prev_block_hash is None
+        ):
+            raise StorageError(
+                f"block {hash} has sequence number {number}"
+                + (f", its child says {expected}" if expected is not None else "")
+                + f" and links to {facts.prev_block_hash or '<nothing>'}"
+            )
+        newest_first.append((hash, data))
+        objects += facts.objects
+        object_bytes += facts.object_bytes
+        records += facts.records
+        size += len(data)
+        expected = number - 1
+        hash = facts.prev_block_hash
     if hash is None and begin_after is not None and not force:
         raise InvalidInterval()
     newest_first.reverse()
-    return Interval(newest_first)
+    plan = m.TransferPlan(len(newest_first), objects, records, size, object_bytes)
+    return Interval(newest_first, plan)
 
 
 async def handle_pull(request: web.Request) -> web.StreamResponse:
@@ -133,13 +137,13 @@ async def _pull_flow(
             )
         )
         return
-    await channel.send(m.DatasetPullResponse(interval.plan()))
+    await channel.send(m.DatasetPullResponse(interval.plan))
     if (
         await channel.receive(m.DatasetPullMetadataRequest.from_json, "DatasetPullMetadataRequest")
         is None
     ):
         return
-    count, payload = await asyncio.to_thread(pack_blocks, ((h, d) for h, d, _ in interval.blocks))
+    count, payload = await asyncio.to_thread(pack_blocks, interval.blocks)
     await channel.send(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload)))
     base = state.dataset_url(request, dataset_path)
     while True:

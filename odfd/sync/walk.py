@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Sequence
+import gc
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
 
@@ -190,8 +191,9 @@ class BlockStash:
     async def add_many(self, items: Sequence[tuple[Multihash, bytes]]) -> None:
         if self.store is None:
             return
+        absent = set(await self.store.missing([hash for hash, _ in items]))
         for hash, data in items:
-            if not await self.store.contains(hash):
+            if hash in absent:
                 self._pending[hash] = data
         await self.flush()
 
@@ -297,6 +299,23 @@ async def walk_remote_chain(
     return WalkResult(newest_first, common, cursor.head, remote)
 
 
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """The cyclic garbage collector off while a run of blocks is decoded (no await inside).
+
+    Decoding makes a dozen lasting, acyclic objects a block; their allocations alone set off
+    collections that walk everything the process holds: 10,000 blocks took 0.11-0.13 s to
+    check with the collector on, 0.06 s with it off. It runs again as soon as they are made."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
 async def match_linked_run(
     blocks: Sequence[tuple[Multihash, bytes]],
     begin_after: ChainPoint | None,
@@ -311,12 +330,13 @@ async def match_linked_run(
     Each block's bytes must already have been found to hash to its name: ``unpack_blocks``
     checks that of every member of the tarball."""
     verified: list[VerifiedBlock] = []
-    for checked in check_run(reversed(blocks), strict=True, hashed=True):
-        if isinstance(checked, ChainFault):
-            raise _corrupt(checked, where)
-        if not verified:
-            _check_length(checked, where, max_blocks)
-        verified.append(VerifiedBlock(checked.hash, checked.block))
+    with _collector_paused():
+        for checked in check_run(reversed(blocks), strict=True, hashed=True):
+            if isinstance(checked, ChainFault):
+                raise _corrupt(checked, where)
+            if not verified:
+                _check_length(checked, where, max_blocks)
+            verified.append(VerifiedBlock(checked.hash, checked.block))
     if verified:
         oldest = verified[-1].block
         expected_prev = begin_after.hash if begin_after is not None else None

@@ -2,12 +2,14 @@
 
 ``encode_block`` returns the exact bytes the reference writes and hashes; ``decode_block`` reads
 untrusted bytes and fails only with ``DecodeError`` naming the field path;
-``peek_prev_block_hash`` reads just the link, for walking a chain backward.
+``peek_prev_block_hash`` reads just the link, for walking a chain backward;
+``peek_transfer_facts`` the link, the sequence number and the objects a block adds, for serving it.
 """
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from struct import Struct
 
 from protocol.codec._fb_generated import decode_metadata_block, encode_metadata_block
@@ -27,6 +29,7 @@ _PACK_I32 = packer("i")
 _PACK_U32 = packer("I")
 _I64_AT = Struct("<q").unpack_from
 _I32_AT = Struct("<i").unpack_from
+_U64_AT = Struct("<Q").unpack_from
 _BLOCK_FIELDS = 5
 """Slots of the ``MetadataBlock`` table: systemTime, prevBlockHash, sequenceNumber, event type, event."""
 _PADDING = (b"", b"\0\0\0", b"\0\0", b"\0")
@@ -129,6 +132,63 @@ def peek_prev_block_hash(data: bytes) -> Multihash | None:
         raise DecodeError(f"metadata block is malformed: {error}") from None
     except DECODE_FAILURES as error:
         raise DecodeError(f"metadata block is malformed: {error or type(error).__name__}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class TransferFacts:
+    """What serving a block in a transfer needs from it: its link and sequence number (to walk
+    and check the chain) and what its ``newData`` / ``newCheckpoint`` add (for the plan)."""
+
+    prev_block_hash: Multihash | None
+    sequence_number: int
+    objects: int
+    object_bytes: int
+    records: int
+
+
+_OBJECT_FIELDS = {1: (7, 2, 3), 2: (6, 3, 4)}
+"""``MetadataEvent`` union tag -> (table's field count, ``newData`` slot, ``newCheckpoint`` slot),
+for ``AddData`` (1) and ``ExecuteTransform`` (2), the events that add objects."""
+
+
+def peek_transfer_facts(data: bytes) -> TransferFacts:
+    """``TransferFacts`` of a manifest-wrapped block, read without decoding the rest of it.
+
+    A third of ``decode_block``'s work: a node serving its chain walks every block of it, and
+    the receiver decodes and checks each one in full anyway. The manifest's kind and version
+    are checked; reads are bounds-checked (``DecodeError``)."""
+    content = _manifest_content(bytes(data))
+    try:
+        reader = Reader(content)
+        block, (_, prev_at, number_at, tag_at, event_at) = reader.table_fields(0, _BLOCK_FIELDS)
+        prev = _multihash_at(reader, block + prev_at) if prev_at else None
+        number = _U64_AT(content, block + number_at)[0] if number_at else 0
+        objects = object_bytes = records = 0
+        layout = _OBJECT_FIELDS.get(content[block + tag_at] if tag_at else 0)
+        if layout is not None and event_at:
+            count, data_slot, checkpoint_slot = layout
+            event, fields = reader.table_fields(block + event_at, count)
+            if fields[data_slot]:
+                piece, (_, _, interval_at, size_at) = reader.table_fields(
+                    event + fields[data_slot], 4
+                )
+                if not interval_at:
+                    raise Invalid("newData.offsetInterval", "required field is missing")
+                interval, (start_at, end_at) = reader.table_fields(piece + interval_at, 2)
+                start = _U64_AT(content, interval + start_at)[0] if start_at else 0
+                end = _U64_AT(content, interval + end_at)[0] if end_at else 0
+                objects += 1
+                object_bytes += _U64_AT(content, piece + size_at)[0] if size_at else 0
+                records += end - start + 1
+            if fields[checkpoint_slot]:
+                checkpoint, (_, size_at) = reader.table_fields(event + fields[checkpoint_slot], 2)
+                objects += 1
+                object_bytes += _U64_AT(content, checkpoint + size_at)[0] if size_at else 0
+    except Invalid as error:
+        raise DecodeError(f"metadata block is malformed: {error}") from None
+    except DECODE_FAILURES as error:
+        raise DecodeError(f"metadata block is malformed: {error or type(error).__name__}") from None
+    return TransferFacts(prev, number, objects, object_bytes, records)
 
 
 def _manifest_content(data: bytes) -> bytes:

@@ -20,6 +20,7 @@ async over any ``BlockSource`` (every object store is one) and sync over a folde
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import AsyncGenerator, Container, Iterable, Iterator
 from pathlib import Path
 from typing import Protocol
@@ -116,6 +117,13 @@ class BrokenSequence(ChainFault):
 
 ChainItem = ChainBlock | ChainFault
 
+_new = object.__new__
+_set_hash = inspect.getattr_static(ChainBlock, "hash").__set__
+_set_block = inspect.getattr_static(ChainBlock, "block").__set__
+_set_data = inspect.getattr_static(ChainBlock, "data").__set__
+"""``check`` builds every ``ChainBlock`` through its slots, as the block decoder builds blocks: the
+generic frozen ``__init__`` cost a 10,000-block walk ~0.03 s."""
+
 
 class BackwardCheck:
     """Checks the blocks of a chain met newest first, one at a time; remembers the last one
@@ -166,7 +174,11 @@ class BackwardCheck:
         if not fits:
             return BrokenSequence(hash, self.child, number, block.prev_block_hash)
         self._accept(hash, block)
-        return ChainBlock(hash, block, data)
+        item = _new(ChainBlock)
+        _set_hash(item, hash)
+        _set_block(item, block)
+        _set_data(item, data)
+        return item
 
     def _accept(self, hash: Multihash, block: MetadataBlock) -> None:
         self._hash, self._number, self._named = hash, block.sequence_number, block.prev_block_hash

@@ -28,6 +28,11 @@ class ObjectStore(ABC):
     @abstractmethod
     async def contains(self, hash: Multihash) -> bool: ...
 
+    async def missing(self, hashes: Sequence[Multihash]) -> list[Multihash]:
+        """Those of ``hashes`` not stored, in order (a pull asks this of thousands of blocks at
+        once; a backend may answer in one go)."""
+        return [hash for hash in hashes if not await self.contains(hash)]
+
     @abstractmethod
     async def size(self, hash: Multihash) -> int:
         """Size in bytes; ``ObjectNotFoundError`` if absent."""

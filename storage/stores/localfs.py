@@ -52,6 +52,8 @@ _PUT_THREADS = 4
 _PARALLEL_PUT_MIN = 16
 _SYNCFS_BATCH_MIN = 256
 """From this many objects, one ``syncfs`` costs less than an fsync per file."""
+_INLINE_STATS = 64
+"""``missing`` looks fewer objects up inline (a thread hand-off costs more than the stats)."""
 _FILE_CHUNK = 1 << 20
 _COPY_CHUNK = 8 << 20
 
@@ -103,6 +105,16 @@ class LocalFsObjectStore(ObjectStore):
     async def contains(self, hash: Multihash) -> bool:
         # A small read like get_bytes' (module docstring): pulls ask this for every block.
         return os.path.isfile(self._prefix + object_name(hash))  # noqa: ASYNC240 (a stat, inline by design)
+
+    async def missing(self, hashes: Sequence[Multihash]) -> list[Multihash]:
+        # Thousands of stats at once run in a thread, beside the loop's work (a stat releases
+        # the GIL): 10,000 of them cost a pull's event loop ~0.05-0.1 s inline.
+        if len(hashes) < _INLINE_STATS:
+            return await super().missing(hashes)
+        prefix = self._prefix
+        return await asyncio.to_thread(
+            lambda: [h for h in hashes if not os.path.isfile(prefix + object_name(h))]
+        )
 
     async def size(self, hash: Multihash) -> int:
         try:

@@ -86,6 +86,16 @@ def test_metadata_batch_payload_is_an_array_of_bytes() -> None:
         )
 
 
+@pytest.mark.parametrize(
+    "payload", [b"", b"\x00", bytes(range(256)), bytes(range(255, -1, -1)) * 3 + b"\x07"]
+)
+@pytest.mark.parametrize("media_type", ["application/tar+gzip", 'odd "type" \\ é\n'])
+def test_a_batch_message_text_is_what_json_dumps_writes(payload: bytes, media_type: str) -> None:
+    batch = m.MetadataBlocksBatch(len(payload), payload, media_type=media_type)
+    for message in (m.DatasetMetadataPullResponse(batch), m.DatasetPushMetadataRequest(batch)):
+        assert m.encode(message) == json.dumps(message.to_json(), separators=(",", ":"))
+
+
 def test_object_transfer_messages() -> None:
     file = m.ObjectFileReference("DataSlice", H1, 123)
     expires = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)

@@ -11,7 +11,16 @@ import pytest
 from odfd.server.signing import UrlSigner
 from protocol.codec.flatbuffers import encode_block
 from protocol.identity import Multihash
-from protocol.transfer.smart.tarball import TarballError, TarballLimits, pack_blocks, unpack_blocks
+from protocol.transfer.smart.tarball import (
+    TarballError,
+    TarballLimits,
+    _plain_blocks,
+    _scan_members,
+    _Unusual,
+    _verified,
+    pack_blocks,
+    unpack_blocks,
+)
 from tests.storage.chain_builder import ChainBuilder, schema
 
 
@@ -82,8 +91,27 @@ def member(
 )
 def test_unsafe_or_wrong_members_are_refused(make, match) -> None:
     hash, data = blocks()[0]
+    payload = tar_of(*make(hash, data))
     with pytest.raises(TarballError, match=match):
-        unpack_blocks(tar_of(*make(hash, data)))
+        unpack_blocks(payload)
+    with pytest.raises(_Unusual):  # the fast path leaves naming the problem to _verified
+        _plain_blocks(payload, TarballLimits())
+
+
+@pytest.mark.parametrize("count", [0, 1, 2, 19])
+def test_the_fast_path_reads_a_sound_archive_as_the_checked_scan_does(count: int) -> None:
+    items = [(h, d) for h, d in (blocks() * 10)[:count]]
+    unique = list(dict(items).items())
+    _, payload = pack_blocks(unique)
+    expected = _verified(_scan_members(payload), TarballLimits())
+    assert _plain_blocks(payload, TarballLimits()) == expected == unique
+    for limits in (
+        TarballLimits(max_blocks=len(unique) - 1),
+        TarballLimits(max_total_bytes=sum(len(d) for _, d in unique) - 1),
+    ):
+        if unique:
+            with pytest.raises(_Unusual):
+                _plain_blocks(payload, limits)
 
 
 def test_limits_and_garbage() -> None:
@@ -101,6 +129,16 @@ def test_limits_and_garbage() -> None:
         unpack_blocks(b"plain bytes")
     with pytest.raises(TarballError, match="not a valid gzipped tar"):
         unpack_blocks(payload[: len(payload) // 2])
+
+
+@pytest.mark.parametrize("level", [1, 3, 6, 9])
+def test_every_cut_of_the_stream_is_refused(level: int) -> None:
+    """Wherever the gzip stream is cut (even after the end-of-archive marker, or between two
+    members, where tarfile would stop quietly) the archive is refused, at any level."""
+    _, payload = pack_blocks(blocks(), compresslevel=level)
+    for cut in range(len(payload)):
+        with pytest.raises(TarballError, match="not a valid gzipped tar"):
+            unpack_blocks(payload[:cut])
 
 
 @pytest.mark.parametrize("format", [tarfile.USTAR_FORMAT, tarfile.PAX_FORMAT])

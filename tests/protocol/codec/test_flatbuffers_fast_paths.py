@@ -3,7 +3,8 @@
 ``Builder.table`` must lay tables out byte for byte as ``start_table``/``add_*``/``end_table`` do;
 the precomputed manifest must equal the one the builder writes; the hash and dataset id readers
 must agree with the identity parsers; the vtable cache must never let a buffer skip a check; and
-``peek_prev_block_hash`` must agree with ``decode_block`` and fail only with ``DecodeError``.
+``peek_prev_block_hash`` and ``peek_transfer_facts`` must agree with ``decode_block`` and fail only
+with ``DecodeError``.
 """
 
 from __future__ import annotations
@@ -24,16 +25,19 @@ from protocol.codec.fb_values import (
     _multihash_at,
 )
 from protocol.codec.flatbuffers import (
+    TransferFacts,
     build_manifest,
     decode_block,
     encode_block,
     peek_prev_block_hash,
+    peek_transfer_facts,
 )
 from protocol.errors import DecodeError, EncodeError
 from protocol.identity import DatasetId, Multicodec, Multihash
 from protocol.identity.multihash import DIGEST_SIZES
-from protocol.model import MetadataBlock, Timestamp
+from protocol.model import AddData, ExecuteTransform, MetadataBlock, Timestamp
 from tests.protocol.codec.odf_golden import stability_events, wrap
+from tests.protocol.codec.odf_strategies import metadata_blocks
 
 _SCALAR_RANGES = {
     "B": (0, 2**8 - 1),
@@ -218,14 +222,50 @@ def test_peek_agrees_with_decode(index: int) -> None:
     assert peek_prev_block_hash(encode_block(first)) is None
 
 
+def _facts_of(block: MetadataBlock) -> TransferFacts:
+    """``TransferFacts`` from the decoded block, the way a transfer plan counted them before."""
+    objects = object_bytes = records = 0
+    event = block.event
+    if isinstance(event, (AddData, ExecuteTransform)):
+        if event.new_data is not None:
+            objects += 1
+            object_bytes += event.new_data.size
+            interval = event.new_data.offset_interval
+            records += interval.end - interval.start + 1
+        if event.new_checkpoint is not None:
+            objects += 1
+            object_bytes += event.new_checkpoint.size
+    return TransferFacts(
+        block.prev_block_hash, block.sequence_number, objects, object_bytes, records
+    )
+
+
+@pytest.mark.parametrize("index", range(len(VALID)))
+def test_transfer_facts_agree_with_decode(index: int) -> None:
+    assert peek_transfer_facts(VALID[index]) == _facts_of(decode_block(VALID[index]))
+
+
+def test_the_golden_events_carry_objects_for_the_facts_to_count() -> None:
+    facts = [peek_transfer_facts(data) for data in VALID]
+    assert any(f.objects and f.records and f.object_bytes for f in facts)
+
+
+@settings(max_examples=300, deadline=None)
+@given(metadata_blocks)
+def test_transfer_facts_agree_with_decode_on_any_block(block: MetadataBlock) -> None:
+    data = encode_block(block)
+    assert peek_transfer_facts(data) == _facts_of(decode_block(data))
+
+
 @pytest.mark.parametrize("index", range(len(VALID)))
 def test_peek_rejects_every_truncation_with_decode_error(index: int) -> None:
     data = VALID[index]
     for length in range(len(data)):
-        try:
-            peek_prev_block_hash(data[:length])
-        except DecodeError:
-            pass
+        for peek in (peek_prev_block_hash, peek_transfer_facts):
+            try:
+                peek(data[:length])
+            except DecodeError:
+                pass
 
 
 @settings(max_examples=200, deadline=None)
@@ -237,7 +277,8 @@ def test_peek_survives_bit_flips(data: bytes, flips: list[tuple[int, int]]) -> N
     mutated = bytearray(data)
     for position, bit in flips:
         mutated[position % len(mutated)] ^= 1 << bit
-    try:
-        peek_prev_block_hash(bytes(mutated))
-    except DecodeError:
-        pass
+    for peek in (peek_prev_block_hash, peek_transfer_facts):
+        try:
+            peek(bytes(mutated))
+        except DecodeError:
+            pass
