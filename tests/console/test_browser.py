@@ -196,8 +196,10 @@ async def test_lineage_leads_from_a_derivative_to_its_input(node: Node) -> None:
         # The previous graph has 3 nodes too: wait for the one drawn around the clicked dataset.
         browser.wait(
             f"the graph of {MIDDLE}",
-            lambda: len(browser.find(f'svg#lineage .lineage-node.current[data-alias="{MIDDLE}"]')) == 1
-            and len(browser.find("svg#lineage .lineage-node")) == 3,
+            lambda: (
+                len(browser.find(f'svg#lineage .lineage-node.current[data-alias="{MIDDLE}"]')) == 1
+                and len(browser.find("svg#lineage .lineage-node")) == 3
+            ),
         )
         browser.find(f'svg#lineage .lineage-node[data-alias="{ROOT}"] text')[0].click()
         browser.wait_for("#dataset-title", ROOT)
