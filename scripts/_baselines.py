@@ -109,9 +109,10 @@ def checks_timed() -> Iterator[list[tuple[float, float]]]:
 
 def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: float) -> str:
     """Where a pull's time went: metadata, downloads (first phase "objects" to the last object
-    stored; a pull that fetches while it walks stores some before that), checks (first start to last end; busy = summed check time), what was left to wait
-    for once the last object was stored, naming the fetched objects (one ``syncfs``, renames)
-    and the commit."""
+    stored; a pull that fetches while it walks stores some before that), checks (first start to
+    last end; busy = summed check time), what was left to wait for once the last object was
+    stored (the blocks being stored beside the downloads, then the checks), naming the fetched
+    objects (one ``syncfs``, renames) and the commit."""
     objects = clock.phases.get("objects", clock.started)
     during_walk = sum(1 for at in clock.stored if at < objects)
     last_stored = max(clock.stored, default=objects)
@@ -131,7 +132,10 @@ def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: 
             f"checks {first - objects:+.2f}..{last - objects:.2f} s ({len(checks)} files, "
             f"{busy:.2f} s busy, {during / busy if busy else 0:.0%} of it during downloads)"
         )
-    parts.append(f"waiting for checks after the last object {naming - checking:.2f} s")
+    # The pull's commit first waits for its blocks to be stored (beside the downloads), then for
+    # the checks: both can outlast the last object.
+    parts.append(f"waiting for the blocks after the last object {checking - last_stored:.2f} s")
+    parts.append(f"waiting for checks after the blocks {naming - checking:.2f} s")
     parts.append(f"naming objects {committing - naming:.2f} s")
     parts.append(f"commit {ended - committing:.2f} s")
     parts.append(f"CPU {time.process_time() - clock.cpu_started:.2f} s in this process")

@@ -239,7 +239,9 @@ class LocalFsObjectStore(ObjectStore):
         it is there already), one fsync of the folder, so no object has its name before its
         bytes are durable. Without ``syncfs``: an fsync per file first if ``fsync_each``, else
         nothing is named and the answer is ``False`` (the caller then writes one by one). The
-        staged files are gone afterwards either way."""
+        staged files are gone afterwards either way (a renamed one is not unlinked again: for a
+        pull's 10,000 blocks, that was 10,000 failing syscalls)."""
+        left = dict(staged)
         try:
             if not sync_file_system(self._stage_dir()):
                 if not fsync_each:
@@ -250,6 +252,7 @@ class LocalFsObjectStore(ObjectStore):
             for target, path in staged.items():
                 if not target.exists():
                     self._install(path, target)
+                    del left[target]
             fsync_dir(self.root)
             return True
         except OSError as err:
@@ -257,7 +260,7 @@ class LocalFsObjectStore(ObjectStore):
                 raise full from None
             raise
         finally:
-            unlink_all(staged.values())  # still there if the object was stored already
+            unlink_all(left.values())  # stored already, not reached, or not named at all
 
     def _put_group(self, items: Sequence[bytes]) -> list[Multihash]:
         """Writes each object fsynced, leaving the folder's fsync to the caller."""

@@ -48,23 +48,24 @@ class LocalFsStagedObjects(StagedObjects):
         self._naming = asyncio.Lock()
 
     async def put_stream(self, chunks: AsyncIterable[Chunk], expected: Multihash) -> Multihash:
-        """One thread hop per chunk and one to close (a pull's objects are mostly one chunk):
-        the first chunk's hop opens the staging file too."""
+        """One thread hop per chunk: a chunk is written once the next one arrived, the last one
+        by the hop that also closes the file (the first one's opens it), so an object that
+        arrives in one chunk, as most of a pull's do, costs one hop."""
         staged = staging_path(self._folder.stage_dir())
         digest = hashlib.sha3_256()
         size = 0
         f: BinaryIO | None = None
+        held: Chunk | None = None
         kept = False
         try:
             try:
                 async for chunk in chunks:
-                    if f is None:
-                        f = await asyncio.to_thread(_open_and_write, staged, digest, chunk)
-                    else:
-                        await asyncio.to_thread(hash_and_write, digest, f, chunk)
+                    if held is not None:
+                        f = await asyncio.to_thread(_write_part, f, staged, digest, held)
+                    held = chunk
                     size += len(chunk)
-                if f is None:
-                    f = await asyncio.to_thread(_open_and_write, staged, digest, b"")
+                last, f = f, None  # the last hop closes it, whatever happens
+                await asyncio.to_thread(_write_last, last, staged, digest, held or b"")
             finally:
                 if f is not None:
                     await asyncio.shield(asyncio.to_thread(f.close))
@@ -129,14 +130,22 @@ def _open_new(path: Path) -> BinaryIO:
     return open(path, "xb", buffering=0)
 
 
-def _open_and_write(path: Path, digest: Any, chunk: Chunk) -> BinaryIO:
-    f = _open_new(path)
+def _write_part(f: BinaryIO | None, path: Path, digest: Any, chunk: Chunk) -> BinaryIO:
+    """Hash and write a chunk that is not the last, opening the staging file first if ``f`` is
+    ``None``."""
+    f = _open_new(path) if f is None else f
     try:
         hash_and_write(digest, f, chunk)
     except BaseException:
         f.close()
         raise
     return f
+
+
+def _write_last(f: BinaryIO | None, path: Path, digest: Any, chunk: Chunk) -> None:
+    """Hash and write the last chunk and close the file (opened first if ``f`` is ``None``)."""
+    with _open_new(path) if f is None else f as out:
+        hash_and_write(digest, out, chunk)
 
 
 def _multihash(digest: Any) -> Multihash:

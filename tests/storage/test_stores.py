@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import multiprocessing
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -171,6 +172,29 @@ async def test_a_staged_batch_names_its_objects_only_once_they_are_durable(
     await batch.put_stream(_chunks(b"dropped"), sha3(b"dropped"))
     await batch.abort()
     assert os.listdir(staging) == [] and not await store.contains(sha3(b"dropped"))
+
+
+@pytest.mark.parametrize("parts", [(), (b"one",), (b"a", b"bc", b"def")])
+async def test_a_staged_object_costs_one_thread_hop_per_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, parts: tuple[bytes, ...]
+) -> None:
+    """A pull's objects mostly arrive in one chunk: opening, writing and closing the staging
+    file is one hop to a worker thread, not one per step; whatever the chunking, the staged
+    bytes are the stream's."""
+    hops: list[str] = []
+    to_thread = asyncio.to_thread
+
+    async def counted(func: Callable[..., object], /, *args: object, **kwargs: object) -> object:
+        hops.append(getattr(func, "__name__", repr(func)))
+        return await to_thread(func, *args, **kwargs)
+
+    monkeypatch.setattr(asyncio, "to_thread", counted)
+    batch = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "staging").staged()
+    whole = b"".join(parts)
+    assert await batch.put_stream(_chunks(*parts), sha3(whole)) == sha3(whole)
+    assert len(hops) == max(len(parts), 1)
+    staged = batch.readable_path(sha3(whole))
+    assert staged is not None and staged.read_bytes() == whole
 
 
 def test_sync_file_system_reaches_the_kernel(tmp_path: Path) -> None:
