@@ -202,8 +202,8 @@ async def test_lineage_leads_from_a_derivative_to_its_input(node: Node) -> None:
             ),
         )
         browser.find(f'svg#lineage .lineage-node[data-alias="{ROOT}"] text')[0].click()
-        browser.wait_for("#dataset-title", ROOT)
-        browser.find("#tab-overview")[0].click()
+        # Not the title's text: "cities" is in "cities.values", the page it was clicked on.
+        browser.wait_for(f'#tab-overview[href="#/datasets/{ROOT}/overview"]').click()
         assert browser.wait_for("#fact-name").text == ROOT
         assert browser.wait_for("#fact-records").text == "20"
         assert browser.console_errors() == []
