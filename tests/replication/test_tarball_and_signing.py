@@ -15,7 +15,7 @@ from protocol.transfer.smart.tarball import (
     TarballError,
     TarballLimits,
     _plain_blocks,
-    _scan_members,
+    _tarfile_members,
     _Unusual,
     _verified,
     pack_blocks,
@@ -99,11 +99,11 @@ def test_unsafe_or_wrong_members_are_refused(make, match) -> None:
 
 
 @pytest.mark.parametrize("count", [0, 1, 2, 19])
-def test_the_fast_path_reads_a_sound_archive_as_the_checked_scan_does(count: int) -> None:
+def test_the_fast_path_reads_a_sound_archive_as_tarfile_does(count: int) -> None:
     items = [(h, d) for h, d in (blocks() * 10)[:count]]
     unique = list(dict(items).items())
     _, payload = pack_blocks(unique)
-    expected = _verified(_scan_members(payload), TarballLimits())
+    expected = _verified(_tarfile_members(payload), TarballLimits())
     assert _plain_blocks(payload, TarballLimits()) == expected == unique
     for limits in (
         TarballLimits(max_blocks=len(unique) - 1),
@@ -143,7 +143,7 @@ def test_every_cut_of_the_stream_is_refused(level: int) -> None:
 
 @pytest.mark.parametrize("format", [tarfile.USTAR_FORMAT, tarfile.PAX_FORMAT])
 def test_other_tar_formats_unpack_alike(format: int) -> None:
-    """The quick scan reads GNU and POSIX headers; anything else (pax) goes through tarfile."""
+    """The fast path reads GNU and POSIX headers; anything else (pax) goes through tarfile."""
     items = blocks()
     raw = io.BytesIO()
     with tarfile.open(fileobj=raw, mode="w", format=format) as tar:

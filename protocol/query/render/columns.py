@@ -89,9 +89,10 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
 
 
 def column_pieces(array: pa.Array, style: Style) -> list[Piece]:
-    """The texts of ``render_column`` as pieces of a row join: timestamps, strings and floats
-    without nulls (the bulk of most answers) are left in parts (quotes, tables of dates and times of
-    day) that the row join copies once, instead of being joined into a column first."""
+    """The texts of ``render_column`` as pieces of a row join: timestamps, strings, floats and
+    integers without nulls (the bulk of most answers) are left in parts (quotes, tables of dates,
+    times of day and small-range integers) that the row join copies once, instead of being
+    joined into a column first."""
     if isinstance(array, pa.ChunkedArray):
         array = array.combine_chunks()
     kind = array.type
