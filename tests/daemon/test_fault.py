@@ -100,6 +100,13 @@ async def _check_between_heads(
     return heads
 
 
+def _staged_object(root: Path) -> bool:
+    """Whether a pull in progress (its ``.pull-*`` folder, renamed into place at commit) holds an
+    object yet."""
+    pulls = (root / "datasets").glob(".pull-*")
+    return any(any(folder.glob("blocks/*")) or any(folder.glob("data/*")) for folder in pulls)
+
+
 def test_sigkill_mid_transfer_converges_and_verifies(source: Source, tmp_path: Path) -> None:
     root = tmp_path / "b"
     init_workspace(root, FAST_SYNC_CONFIG)
@@ -110,9 +117,14 @@ def test_sigkill_mid_transfer_converges_and_verifies(source: Source, tmp_path: P
     b = DaemonProcess(root, tmp_path / "b.log")
     rng = random.Random(7)
     complete = []
-    for _ in range(KILLS):
+    for kill in range(KILLS):
         b.start()
-        asyncio.run(asyncio.sleep(rng.uniform(0.05, 1.5)))
+        if kill == 0:
+            # The first kill lands while objects are being pulled (a pull can finish within the
+            # random delays below on a fast machine).
+            wait_for("a pull to stage an object", lambda: _staged_object(root), 30, 0.002)
+        else:
+            asyncio.run(asyncio.sleep(rng.uniform(0.05, 1.5)))
         b.kill()
         heads = asyncio.run(_check_between_heads(root, source.history))
         complete.append(sum(1 for alias, head in heads.items() if head == source.heads[alias]))
