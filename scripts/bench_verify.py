@@ -16,7 +16,9 @@
    mostly Snappy and copies) is printed too, and so is that of building arrow-digest's value
    stream from them: a check cannot skip either and the floor counts neither, so
    ``floor / (floor + decoding + building)`` bounds the CPU efficiency, and with it what all
-   cores can reach of the all-core floor. Each figure is, within the noise of the raw SHA3's own
+   cores can reach of the all-core floor. Of decoding, the pages' decompression is printed on
+   its own: no reader of the files can skip it, so ``floor / (floor + decompression)`` bounds
+   any verifier of them, however it decodes. Each figure is, within the noise of the raw SHA3's own
    wall vs CPU time, its CPU efficiency times the cores it kept busy (CPU time over wall time)
    over the floor's cores, printed beside it with the CPU time split into SHA3, decoding,
    building and the rest: a figure below its ceiling on a busy machine shows there as cores not
@@ -194,6 +196,41 @@ def unhashed_cpu_seconds(paths: list[Path]) -> tuple[float, float]:
     return decode, build
 
 
+def decoding_cpu_seconds(contents: list[pa.Buffer]) -> float:
+    """CPU seconds of decoding Parquet files in memory as layer 2 does, without hashing them."""
+    from protocol.hashing import hashing_batches, open_parquet
+
+    started = time.process_time()
+    for content in contents:
+        with open_parquet(pa.BufferReader(content)) as parquet:
+            for _ in hashing_batches(parquet):
+                pass
+    return time.process_time() - started
+
+
+def decompression_cpu_seconds(paths: list[Path], repeat: int) -> float:
+    """CPU seconds of decompressing the files' pages (Snappy): decoding them as they are less
+    decoding the same pages written uncompressed (same row groups, same dictionary and page
+    limits, which apply to uncompressed sizes). No reader of these files can skip it."""
+    originals, uncompressed = [], []
+    for path in paths:
+        content = pa.py_buffer(path.read_bytes())
+        metadata = pq.ParquetFile(pa.BufferReader(content)).metadata
+        sink = pa.BufferOutputStream()
+        pq.write_table(
+            pq.read_table(pa.BufferReader(content)),
+            sink,
+            row_group_size=metadata.row_group(0).num_rows,
+            compression="none",
+        )
+        originals.append(content)
+        uncompressed.append(sink.getvalue())
+    runs = [
+        (decoding_cpu_seconds(originals), decoding_cpu_seconds(uncompressed)) for _ in range(repeat)
+    ]
+    return max(min(o for o, _ in runs) - min(u for _, u in runs), 0.0)
+
+
 def load() -> str:
     return "load " + " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
@@ -267,6 +304,13 @@ def bench_data_integrity(work: Path, total_mb: int, files: int, jobs: int, repea
         f"  decoding the records alone   {decode_cpu:5.2f} s CPU, {decode_cpu / floor_cpu:4.2f} of the "
         f"floor's {floor_cpu:5.2f} s (pyarrow's Parquet decoder, mostly Snappy and copies): CPU "
         f"efficiency, and so the all-core figure, can reach at most {ceiling:4.2f}"
+    )
+    decompress_cpu = decompression_cpu_seconds(paths, repeat)
+    bound = floor_cpu / (floor_cpu + decompress_cpu)
+    print(
+        f"    of which decompression     {decompress_cpu:5.2f} s CPU, {decompress_cpu / floor_cpu:4.2f} "
+        f"of the floor's (the pages' Snappy: decoding them less decoding them uncompressed): "
+        f"SHA3 and decompression alone bound CPU efficiency at {bound:4.2f}"
     )
     ceiling = floor_cpu / (floor_cpu + decode_cpu + build_cpu)
     print(
