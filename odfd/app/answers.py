@@ -17,10 +17,13 @@ node. Rendering and hashing are CPU-bound and run off the event loop.
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
+import os
 import re
 import weakref
 from collections.abc import AsyncGenerator, Awaitable, Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -177,6 +180,15 @@ class Answer:
 _OUTPUT_PREFIX = b'{"output":'
 
 
+@functools.cache
+def _renderers() -> ThreadPoolExecutor:
+    """The threads large answers' chunks are rendered in, one per core, shared by all answers
+    (so concurrent exports never render on more threads than there are cores): rendering is
+    mostly Arrow and numpy work that releases the GIL, so an answer rendered on every core
+    keeps up with an engine that writes JSON on every core."""
+    return ThreadPoolExecutor(os.cpu_count() or 1, thread_name_prefix="odfd-render")
+
+
 async def body_stream(
     answer: Answer, signer: ResponseSigner | None = None, *, piece_bytes: int = 1 << 20
 ) -> AsyncGenerator[bytes | memoryview, None]:
@@ -205,7 +217,7 @@ async def body_stream(
             signer=signer,
         )
         batches = answer.batches if feed is None else itertools.chain(answer.batches, feed)
-        chunks = iter(writer.chunks(batches))
+        chunks = iter(writer.chunks(batches, _renderers()))
 
         def next_piece() -> list[bytes | memoryview]:
             pieces: list[bytes | memoryview] = []

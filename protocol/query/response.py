@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +27,7 @@ from protocol.query.floats import wire_text
 from protocol.query.json_text import dumps, encode
 from protocol.query.proof import Commitment, Proof, ResponseSigner, ResponseSigningNotConfigured
 from protocol.query.render.data import MAX_SOA_BYTES, DataWriter, Rendered
+from protocol.query.render.ordered import in_order
 from protocol.query.request import DatasetState, QueryRequest, SchemaFormat
 from protocol.query.schema import render_schema
 
@@ -67,16 +69,18 @@ class QueryResponseWriter:
         )
         self.signed: SignedAnswer | None = None
 
-    def chunks(self, batches: Iterable[pa.RecordBatch]) -> Iterator[bytes | memoryview]:
-        """The body's bytes. Nothing is yielded before the first batch is rendered (all of
+    def chunks(
+        self, batches: Iterable[pa.RecordBatch], workers: Executor | None = None
+    ) -> Iterator[bytes | memoryview]:
+        """The body's bytes. Nothing is yielded before the first rows are rendered (all of
         JsonSoA's only at the end), so an error rendering the data can still be answered with
-        an error status."""
+        an error status. With ``workers``, successive chunks of rows are rendered there at
+        once (``render.ordered``), the bytes the same."""
         head = b"{"
         if self.echo is not None:
             head += b'"input":' + dumps(self.echo.to_json()).encode() + b","
         pending: list[bytes | memoryview] = [head + b'"output":', *self._output.start()]
-        for batch in batches:
-            pieces = self._output.write(batch)
+        for pieces in self._output.pieces(batches, workers):
             if pieces:
                 yield from pending
                 pending = []
@@ -114,8 +118,8 @@ def output_hash(
     ``QueryRequest.to_reproduce``); nothing else is rendered."""
     writer = _OutputWriter(request.with_implications(), schema, wire=False, canonical=True)
     writer.start()
-    for batch in batches:
-        writer.write(batch)
+    for _ in writer.pieces(batches, None):
+        pass
     writer.finish()
     return writer.canonical_hash()
 
@@ -147,8 +151,14 @@ class _OutputWriter:
     def start(self) -> list[bytes | memoryview]:
         return self._emit(Rendered([b'{"data":'], [b'{"data":']))
 
-    def write(self, batch: pa.RecordBatch) -> list[bytes | memoryview]:
-        return self._emit(self._data.write(batch))
+    def pieces(
+        self, batches: Iterable[pa.RecordBatch], workers: Executor | None
+    ) -> Iterator[list[bytes | memoryview]]:
+        """The wire pieces of each chunk of the rows, in order; with ``workers``, chunks are
+        rendered there, several at once."""
+        chunks = (chunk for batch in batches for chunk in self._data.split(batch))
+        for rendered in in_order(self._data.render, chunks, workers):
+            yield self._emit(self._data.place(rendered))
 
     def finish(self) -> list[bytes | memoryview]:
         out = self._data.finish()

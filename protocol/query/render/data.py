@@ -80,13 +80,44 @@ class DataWriter:
 
     def write(self, batch: pa.RecordBatch) -> Rendered:
         """The text of ``batch``'s rows (for JsonSoA nothing until ``finish``)."""
+        out = Rendered() if self.data_format is DataFormat.JSON_SOA else self._open()
+        for chunk in self.split(batch):
+            out.extend(self.place(self.render(chunk)))
+        return out
+
+    def split(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+        """``batch`` cut into the chunks ``render`` takes (bounding its temporary arrays).
+        Called for each batch in order: JsonSoA takes its columns from the first."""
+        if self.data_format is DataFormat.JSON_SOA and self._columns is None:
+            self._columns = list(batch.schema.names)
+            for name, _ in self._styles:
+                self._soa[name] = [[] for _ in self._columns]
+        step = _chunk_rows(batch)
+        return [batch.slice(start, step) for start in range(0, batch.num_rows, step)]
+
+    def render(self, chunk: pa.RecordBatch) -> Rendered:
+        """The text of one of ``split``'s chunks, whatever came before it (JsonAoS and JsonAoA
+        rows each with a leading comma, JsonSoA's columns each comma-separated): it reads no
+        state, so successive chunks may be rendered at once in several threads; ``place``
+        puts them in order."""
         if self.data_format is DataFormat.JSON_SOA:
-            self._collect(batch)
+            return self._soa_columns(chunk)
+        return self._rows(chunk)
+
+    def place(self, rendered: Rendered) -> Rendered:
+        """The text of a rendered chunk where it follows those placed before (JsonSoA's kept
+        for ``finish``); chunks are placed in order."""
+        if self.data_format is DataFormat.JSON_SOA:
+            self._collect(rendered)
             return Rendered()
         out = self._open()
-        step = _chunk_rows(batch)
-        for start in range(0, batch.num_rows, step):
-            out.extend(self._rows(batch.slice(start, step)))
+        if rendered.wire or rendered.canonical:
+            for name, _ in self._styles:
+                pieces = getattr(rendered, name)
+                if self._first_row:
+                    pieces[0] = pieces[0][1:]
+                getattr(out, name).extend(pieces)
+            self._first_row = False
         return out
 
     def finish(self) -> Rendered:
@@ -124,7 +155,6 @@ class DataWriter:
         if chunk.num_rows == 0:
             return out
         if chunk.num_rows <= SMALL_ROWS and self._small_rows(chunk, out):
-            self._first_row = False
             return out
         texts = self._texts(chunk)
         names = chunk.schema.names
@@ -143,9 +173,7 @@ class DataWriter:
                     pieces += columns[index]
                 pieces.append("}")
             rows = _join_rows(pieces, chunk.num_rows)
-            body = data_bytes(rows)
-            getattr(out, name).append(body[1:] if self._first_row else body)
-        self._first_row = False
+            getattr(out, name).append(data_bytes(rows))
         return out
 
     def _small_rows(self, chunk: pa.RecordBatch, out: Rendered) -> bool:
@@ -176,7 +204,7 @@ class DataWriter:
                 opening + ",".join(key + column[row] for key, column in pairs) + closing
                 for row in range(chunk.num_rows)
             ).encode()
-            getattr(out, name).append(body[1:] if self._first_row else body)
+            getattr(out, name).append(body)
         return True
 
     def _texts(self, chunk: pa.RecordBatch) -> dict[str, list[pa.Array]]:
@@ -191,25 +219,25 @@ class DataWriter:
                 texts[name].append(shared if shared is not None else column_pieces(column, style))
         return texts
 
-    def _collect(self, batch: pa.RecordBatch) -> None:
-        if self._columns is None:
-            self._columns = list(batch.schema.names)
-            for name, _ in self._styles:
-                self._soa[name] = [[] for _ in self._columns]
-        step = _chunk_rows(batch)
-        for start in range(0, batch.num_rows, step):
-            texts = self._texts(batch.slice(start, step))
-            for name, _ in self._styles:
-                for index, column in enumerate(texts[name]):
-                    body = _comma_separated(column)
-                    self._soa[name][index].append(body)
-                    if name == self._styles[0][0]:
-                        self._soa_size += len(body)
-            if self._soa_size >= self._soa_limit:
-                raise DataTooLargeError(
-                    f"the answer is larger than {self._soa_limit} bytes, the limit of JsonSoA "
-                    "(which cannot be streamed); ask for JsonAoS or JsonAoA, or fewer rows"
-                )
+    def _soa_columns(self, chunk: pa.RecordBatch) -> Rendered:
+        """Each column's texts comma-separated, per form."""
+        texts = self._texts(chunk)
+        out = Rendered()
+        for name, _ in self._styles:
+            getattr(out, name).extend(_comma_separated(column) for column in texts[name])
+        return out
+
+    def _collect(self, rendered: Rendered) -> None:
+        for name, _ in self._styles:
+            for index, body in enumerate(getattr(rendered, name)):
+                self._soa[name][index].append(body)
+                if name == self._styles[0][0]:
+                    self._soa_size += len(body)
+        if self._soa_size >= self._soa_limit:
+            raise DataTooLargeError(
+                f"the answer is larger than {self._soa_limit} bytes, the limit of JsonSoA "
+                "(which cannot be streamed); ask for JsonAoS or JsonAoA, or fewer rows"
+            )
 
 
 def _chunk_rows(batch: pa.RecordBatch) -> int:

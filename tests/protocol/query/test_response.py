@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pyarrow as pa
 import pytest
@@ -16,6 +19,7 @@ from protocol.query import (
     ResponseSigner,
     ResponseSigningNotConfigured,
 )
+from protocol.query.render.ordered import in_order
 
 SCHEMA = pa.schema([pa.field("x", pa.int64())])
 
@@ -65,3 +69,59 @@ def test_streamed_body_is_one_json_document_with_the_proof_last() -> None:
     assert len(answer["output"]["data"]) == 3000
     assert writer.signed is not None
     assert answer["commitment"] == writer.signed.commitment.to_json()
+
+
+@pytest.mark.parametrize("data_format", ["JsonAoS", "JsonAoA", "JsonSoA"])
+def test_chunks_rendered_in_worker_threads_give_the_same_bytes_and_proof(
+    data_format: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Successive chunks rendered at once in a pool are placed in order: the body, the
+    canonical output's hash and so the commitment are those of rendering one at a time."""
+    monkeypatch.setattr("protocol.query.render.data.ROWS_PER_CHUNK", 300)
+    batches = [
+        pa.record_batch([pa.array([f"s{i}" if i % 7 else None for i in range(n)])], ["x"])
+        for n in (0, 1000, 5, 2000)
+    ]
+    key = SigningKey.generate()
+    request = QueryRequest.from_json(
+        {"query": "q", "include": ["proof"], "dataFormat": data_format}
+    )
+    bodies, commitments = [], []
+    with ThreadPoolExecutor(2) as workers:
+        for pool in (None, workers):
+            writer = QueryResponseWriter(
+                request, datasets=[], schema=batches[0].schema, signer=ResponseSigner(key)
+            )
+            bodies.append(b"".join(bytes(chunk) for chunk in writer.chunks(batches, pool)))
+            assert writer.signed is not None
+            commitments.append(writer.signed.commitment.to_json())
+    assert bodies[0] == bodies[1]
+    assert commitments[0] == commitments[1]
+    assert len(json.loads(bodies[1])["output"]["data"]) == (1 if data_format == "JsonSoA" else 3005)
+
+
+def test_in_order_keeps_order_bounds_the_work_and_hands_on_results_before_a_failure() -> None:
+    started: list[int] = []
+    release = threading.Event()
+
+    def slow_square(item: int) -> int:
+        started.append(item)
+        if item == 0:
+            release.wait(5)  # the first item finishes last
+        return item * item
+
+    def items() -> Iterator[int]:
+        yield from range(6)
+        raise ValueError("the source failed")
+
+    results = in_order(slow_square, items(), ThreadPoolExecutor(2), ahead=3)
+    waiter = threading.Timer(0.2, release.set)
+    waiter.start()
+    assert next(results) == 0
+    assert sorted(started) == [0, 1, 2]  # no more than ``ahead`` taken before a result is
+    rest = []
+    with pytest.raises(ValueError, match="the source failed"):
+        for result in results:
+            rest.append(result)
+    assert rest == [1, 4, 9, 16, 25]  # all taken before the failure come first, in order
+    waiter.join()
