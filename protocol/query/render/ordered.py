@@ -9,10 +9,12 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Executor, Future
-from typing import TypeVar
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
+
+_END: Any = object()
 
 
 def in_order(
@@ -22,11 +24,22 @@ def in_order(
     on there at once (so at most ``ahead`` results wait: memory stays bounded). When ``items``
     fails, the results of the items before it come first, as they would one at a time; a
     generator closed early cancels the work not started."""
-    if workers is None:
-        yield from map(function, items)
-        return
-    waiting: deque[Future[R]] = deque()
     source = iter(items)
+    if workers is None:
+        yield from map(function, source)
+        return
+    first = next(source, _END)
+    if first is _END:
+        return
+    try:
+        second = next(source, _END)
+    except BaseException:
+        yield function(first)
+        raise
+    if second is _END:  # one item (a small answer): no hand-off to a worker
+        yield function(first)
+        return
+    waiting: deque[Future[R]] = deque(workers.submit(function, item) for item in (first, second))
     try:
         while True:
             try:

@@ -125,3 +125,27 @@ def test_in_order_keeps_order_bounds_the_work_and_hands_on_results_before_a_fail
             rest.append(result)
     assert rest == [1, 4, 9, 16, 25]  # all taken before the failure come first, in order
     waiter.join()
+
+
+def test_in_order_works_one_item_in_the_calling_thread_and_hands_it_on_before_a_failure() -> None:
+    """A small answer (one chunk) is rendered without a hand-off to the workers."""
+    workers = ThreadPoolExecutor(2)
+    threads: list[str] = []
+
+    def record(item: int) -> int:
+        threads.append(threading.current_thread().name)
+        return item + 1
+
+    assert list(in_order(record, [1], workers)) == [2]
+    assert threads == [threading.current_thread().name]
+
+    def one_then_failure() -> Iterator[int]:
+        yield 1
+        raise ValueError("the source failed")
+
+    results = in_order(record, one_then_failure(), workers)
+    assert next(results) == 2
+    with pytest.raises(ValueError, match="the source failed"):
+        next(results)
+    assert list(in_order(record, [], workers)) == []
+    workers.shutdown()
