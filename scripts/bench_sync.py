@@ -16,6 +16,13 @@ before its head moves (record count, offsets, logical hash: ``odfd.sync.data_che
 overlapping the downloads; those checks alone (on every core, as a pull runs them) are timed
 too. Targets: smart full pull <= 1.3x the durable tar stream, and <= 1.2x max(copy alone,
 checks alone); incremental pulls under 1 s. The load average is printed beside each figure.
+
+Nothing is deleted until every figure is taken: each round writes into folders of its own. On
+ext4, creating thousands of files within seconds of deleting thousands costs seconds of kernel
+time (measured here; apparently the inode allocator passing over recently freed inodes), so a
+measurement that followed the previous one's clean-up was charged for it: 10,000 file creations
+took 0.4-0.7 s, or 9-15 s within seconds of an ``rm -rf`` of 10,000 files (a ``syncfs`` in
+between does not help).
 """
 
 from __future__ import annotations
@@ -133,12 +140,12 @@ def dataset_files(dataset_root: Path) -> set[str]:
 async def durable_tar_pulls(
     session: aiohttp.ClientSession, base: str, paths: list[str], dest: Path
 ) -> dict[str, tuple[float, int]]:
-    """One tar stream baseline made durable each way (seconds, bytes)."""
+    """One tar stream baseline made durable each way (seconds, bytes); what it extracted is
+    left in place (removed with the work folder: see the module's docstring)."""
     times: dict[str, tuple[float, int]] = {}
     for way, sync in DURABILITY.items():
         target = dest.parent / f"{dest.name}-{way.replace(' ', '-')}"
         times[way] = await tar_pull(session, base, paths, target, sync)
-        await asyncio.to_thread(shutil.rmtree, target, True)
     return times
 
 
@@ -230,8 +237,10 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                 clients: dict[str, Workspace] = {}
                 # Every measurement once per round, the rounds one after another: the machine's
                 # other load falls on all of them alike, and each keeps its best round.
-                for _ in range(args.repeat):
-                    tar = await durable_tar_pulls(session, base, full_files, work / "tar-full")
+                for number in range(args.repeat):
+                    tar = await durable_tar_pulls(
+                        session, base, full_files, work / f"tar-full-{number}"
+                    )
                     for way, (seconds, size) in tar.items():
                         tars[way].offer(
                             seconds, f"{len(full_files)} files, {size / 2**20:.1f} MiB  [{load()}]"
@@ -239,10 +248,9 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                     for protocol in pulls:
                         if protocol in clients:
                             await clients.pop(protocol).close()
-                            await asyncio.to_thread(
-                                shutil.rmtree, work / f"node-b-{protocol}", True
-                            )
-                        clients[protocol] = await Workspace.init(work / f"node-b-{protocol}")
+                        clients[protocol] = await Workspace.init(
+                            work / f"node-b-{protocol}-{number}"
+                        )
                         seconds, blocks, objects, phases = await timed_pull(
                             clients[protocol], url, protocol
                         )
