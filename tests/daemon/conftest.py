@@ -1,7 +1,8 @@
 """Every async daemon test runs with asyncio's debug mode and fails if a callback blocked the
-event loop for more than 100 ms (see ``loop_check``). The test's own steps (building data,
-asserting) are not counted: the check is about the daemon. Synchronous tests drive daemons in
-other processes or in ``asyncio.run``, outside this check."""
+event loop for more than 100 ms (see ``loop_check``; time its thread waited for a CPU, on a
+loaded machine, is not blocking). The test's own steps (building data, asserting) are not
+counted: the check is about the daemon. Synchronous tests drive daemons in other processes or in
+``asyncio.run``, outside this check."""
 
 from __future__ import annotations
 

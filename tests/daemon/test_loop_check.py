@@ -1,4 +1,5 @@
-"""The loop-blocking check of the daemon tests catches a blocking call and ignores a waiting one."""
+"""The loop-blocking check of the daemon tests catches a blocking call or a long computation, and
+ignores a step that waits off the loop."""
 
 from __future__ import annotations
 
@@ -32,3 +33,24 @@ def test_a_callback_that_blocks_the_loop_is_reported() -> None:
 async def test_this_suite_runs_async_tests_under_the_check() -> None:
     loop = asyncio.get_running_loop()
     assert loop.get_debug() and loop.slow_callback_duration == 0.1
+
+
+def _spin(cpu_seconds: float) -> None:
+    """Run on a CPU (not sleep) until this thread has used ``cpu_seconds`` of it."""
+    start = time.thread_time()
+    while time.thread_time() - start < cpu_seconds:
+        pass
+
+
+def test_a_step_that_computes_for_long_is_reported() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        with LoopBlockingCheck(loop) as check:
+
+            async def computes() -> None:
+                _spin(0.2)
+
+            loop.run_until_complete(computes())
+        assert len(check.slow) == 1 and "computes()" in check.slow[0], check.slow
+    finally:
+        loop.close()

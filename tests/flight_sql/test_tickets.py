@@ -7,16 +7,10 @@ import pyarrow as pa
 from odfd.app.authorization import ANONYMOUS, Principal
 from odfd.flight_sql.service import PlannedQuery
 from odfd.flight_sql.tickets import PlannedTickets
+from tests.fixtures.clock import ManualClock
 
 PLANNED = PlannedQuery("select 1", pa.schema([("one", pa.int64())]))
 ALICE = Principal("alice")
-
-
-class Clock:
-    now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_ticket_is_taken_once_by_its_subject() -> None:
@@ -31,7 +25,7 @@ def test_a_ticket_is_taken_once_by_its_subject() -> None:
 
 
 def test_plans_not_fetched_in_time_or_beyond_the_limit_are_dropped() -> None:
-    clock = Clock()
+    clock = ManualClock()
     tickets = PlannedTickets(limit=2, seconds=10.0, clock=clock)
     tickets.keep(b"old", ANONYMOUS, PLANNED)
     clock.now = 11.0

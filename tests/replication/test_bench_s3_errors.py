@@ -4,10 +4,11 @@ ever) and killed the SeaweedFS processes it started."""
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from pathlib import Path
+
+from tests.fixtures.proc_state import process_alive
 
 _SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 
@@ -52,12 +53,5 @@ def test_bench_s3_exits_on_an_s3_error_and_stops_seaweedfs(tmp_path: Path) -> No
     pids = [int(pid) for pid in run.stdout.split()]
     assert len(pids) == 2
     for pid in pids:
-        assert not os.path.exists(f"/proc/{pid}") or _zombie(pid), f"SeaweedFS {pid} still runs"
+        assert not process_alive(pid), f"SeaweedFS {pid} still runs"
     assert list(tmp_path.iterdir()) == []  # its work folder removed
-
-
-def _zombie(pid: int) -> bool:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except OSError:
-        return True

@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from storage.catalog.versioned_cache import VersionedCache
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.fixtures.clock import ManualClock
 
 
 def test_an_answer_is_kept_while_the_version_is_the_same() -> None:
@@ -48,7 +41,7 @@ def test_an_unknown_version_caches_nothing() -> None:
 
 
 def test_an_answer_is_kept_until_its_deadline() -> None:
-    clock = Clock()
+    clock = ManualClock(100.0)
     cache: VersionedCache[str, int] = VersionedCache(10, clock=clock)
     cache.get("token", 1)
     cache.put("token", 1, 7, until=clock.now + 5)
