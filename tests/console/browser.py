@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from selenium import webdriver
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.remote.webelement import WebElement
@@ -59,9 +60,14 @@ class Browser:
         self.driver.get(url)
 
     def wait(self, what: str, condition: Callable[[], Any], timeout: float = 15.0) -> Any:
-        return WebDriverWait(self.driver, timeout, poll_frequency=0.1).until(
-            lambda _: condition(), message=f"waiting for {what}"
-        )
+        """Poll ``condition`` until it returns something true; an element it looked at that the
+        page re-rendered meanwhile (stale) just means trying again."""
+        return WebDriverWait(
+            self.driver,
+            timeout,
+            poll_frequency=0.1,
+            ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
+        ).until(lambda _: condition(), message=f"waiting for {what}")
 
     def find(self, css: str) -> list[WebElement]:
         return self.driver.find_elements(By.CSS_SELECTOR, css)
