@@ -239,9 +239,7 @@ async def _big_in(
             cpu.offer("copy SeaweedFS", weed)
             cpus = f"CPU {own:.2f} s odfd + {weed:.2f} s SeaweedFS"
             odfd_copy.offer(time.perf_counter() - t, f"{cpus}, {load()}")
-            await _durable_download(
-                bucket, "baseline/", data_keys, work / f"data{turn}", copies
-            )
+            await _durable_download(bucket, "baseline/", data_keys, work / f"data{turn}", copies)
 
             # What a pull does beyond copying: every data file read once (records, offsets,
             # logical hash), on every core as the pull runs them beside its downloads.
