@@ -441,6 +441,8 @@ class _PullRun:
             remote_head = await self._decide(view, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
             below = -1 if local.sequence_number is None else local.sequence_number
+            if local.hash is None:
+                await self.stash.list_held()
             early = _EarlyObjects(self.target, local, self.options.force)
             self.checks.guess_vocab(await self._local_vocab())
 
