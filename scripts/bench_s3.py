@@ -21,7 +21,8 @@ beside the figures, and with them the pull's CPU floor: the CPU seconds of the c
 SeaweedFS) and of the checks, each the least of its rounds, spread over every core. Both parts
 are CPU-bound on this machine, so a pull cannot take less than that floor however it overlaps
 them; when the floor is above 1.2x max(copy alone, checks alone), the target is out of reach on
-this many cores.
+this many cores. Nothing is deleted until every figure is taken (each round writes to its own
+folders): on ext4, files created right after a large ``rm -rf`` cost many times more.
 """
 
 from __future__ import annotations
@@ -133,7 +134,6 @@ async def _durable_download(
         await _baseline_download(bucket, prefix, keys, target)
         await asyncio.to_thread(sync, target)
         best.setdefault(way, Best()).offer(time.perf_counter() - t, load())
-        await asyncio.to_thread(shutil.rmtree, target, True)
 
 
 def _server_pids(server: SeaweedServer) -> list[int]:
@@ -215,13 +215,12 @@ async def _big_in(
     copies: dict[str, Best] = {}
     keys = [key for _, key in files]
     data_keys = [key for _, key in files if key.startswith("data/")]
-    dest = work / "baseline-download"
-    for turn in range(repeat):
+    for turn in range(repeat):  # each round writes to its own folders (see the docstring)
         async with await _node(work / f"b{turn}", server) as b:
             seconds, objects, phases = await _timed_pull(b, url, server, cpu)
             assert objects == slices, objects
             odfd_pull.offer(seconds, f"{load()}]\n  where the pull's time went: {phases}")
-            await _durable_download(bucket, "baseline/", keys, dest, downloads)
+            await _durable_download(bucket, "baseline/", keys, work / f"all{turn}", downloads)
 
             # The copy part of odfd's pull alone: the data objects fetched from the bucket into a
             # fresh dataset folder (download, hash, size check, staged write, fsync, rename), next
@@ -240,15 +239,13 @@ async def _big_in(
             cpu.offer("copy SeaweedFS", weed)
             cpus = f"CPU {own:.2f} s odfd + {weed:.2f} s SeaweedFS"
             odfd_copy.offer(time.perf_counter() - t, f"{cpus}, {load()}")
-            await _durable_download(bucket, "baseline/", data_keys, dest, copies)
+            await _durable_download(bucket, "baseline/", data_keys, work / f"data{turn}", copies)
 
             # What a pull does beyond copying: every data file read once (records, offsets,
             # logical hash), on every core as the pull runs them beside its downloads.
             seconds, own = await asyncio.to_thread(checks_alone, data_files)
             cpu.offer("checks", own)
             checks.offer(seconds, f"CPU {own:.2f} s, {load()}")
-        shutil.rmtree(work / f"b{turn}")
-        shutil.rmtree(work / f"copy{turn}")
     base_pull = min(best.seconds for best in downloads.values())
     base_copy = min(best.seconds for best in copies.values())
 

@@ -13,8 +13,12 @@ ends, never stored. A block the walk asks for before it was read ahead is fetche
 if its GET is already running: never fetched twice); a failed read-ahead is retried by the walk's
 own fetch, so its error, if any, is reported as without read-ahead, and the errors of blocks never
 asked for are nobody's. The listing starts once the walk has asked for ``start_after`` blocks, so a
-short walk costs what it did. Memory is bounded: ``in_flight`` GETs and about ``max_bytes`` of
-fetched-but-not-taken blocks (listing pauses until the walk takes some).
+short walk costs what it did, or as soon as the head block arrives if its sequence number puts more
+than ``start_after`` blocks above the local head: a long walk's first GETs one after another are
+slowed by the pull's downloads running beside them (a 500 MB S3 pull's 34-block metadata phase took
+0.94 s, 0.14 s listed at once). That number is read before the walk checks the head: a remote lying
+about it can only make the walk list. Memory is bounded: ``in_flight`` GETs and about
+``max_bytes`` of fetched-but-not-taken blocks (listing pauses until the walk takes some).
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import contextlib
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from types import TracebackType
 
+from protocol.codec.flatbuffers import peek_transfer_facts
+from protocol.errors import DecodeError
 from protocol.identity import Multihash
 
 IN_FLIGHT = 48
@@ -48,13 +54,17 @@ class BlockReadAhead:
         in_flight: int = IN_FLIGHT,
         max_bytes: int = MAX_BYTES,
         start_after: int = START_AFTER,
+        local_sequence: int | None = None,
     ) -> None:
+        """``local_sequence``: the local head's sequence number (-1 for no local chain), to
+        list at once for a long walk; ``None``: unknown (the count of blocks asked decides)."""
         self._listing = listing
         self._fetch = fetch
         self._held_locally = held_locally
         self._slots = asyncio.Semaphore(in_flight)
         self._max_bytes = max_bytes
         self._start_after = start_after
+        self._local_sequence = local_sequence
         self._held_bytes = 0
         self._room = asyncio.Condition()
         self._ahead: dict[Multihash, asyncio.Task[bytes]] = {}
@@ -90,7 +100,21 @@ class BlockReadAhead:
                 data = await task
                 await self._taken(len(data))
                 return data
-        return await self._fetch(hash)
+        data = await self._fetch(hash)
+        if self._lister is None and len(self._asked) == 1 and self._long_walk(data):
+            self._lister = asyncio.create_task(self._list())
+        return data
+
+    def _long_walk(self, head: bytes) -> bool:
+        """Whether the head's (unchecked) sequence number puts more than ``start_after`` blocks
+        above the local head."""
+        if self._local_sequence is None:
+            return False
+        try:
+            sequence_number = peek_transfer_facts(head).sequence_number
+        except DecodeError:
+            return False  # the walk reports it
+        return sequence_number - self._local_sequence > self._start_after
 
     async def _taken(self, size: int) -> None:
         async with self._room:

@@ -440,6 +440,9 @@ class _PullRun:
                 raise RemoteNotFoundError(f"{view.label}: no dataset there (refs/head is missing)")
             remote_head = await self._decide(view, served)
             cursor = LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number)
+            below = -1 if local.sequence_number is None else local.sequence_number
+            if local.hash is None:
+                await self.stash.list_held()
             early = _EarlyObjects(self.target, local, self.options.force)
             self.checks.guess_vocab(await self._local_vocab())
 
@@ -455,7 +458,7 @@ class _PullRun:
                         self.fetcher.fetch_all(early.wanted(), view.objects)
                     )
                     try:
-                        async with view.walk_blocks(self.stash.store) as fetch_block:
+                        async with view.walk_blocks(self.stash.store, below) as fetch_block:
                             walk = await walk_remote_chain(
                                 remote_head,
                                 fetch_block,

@@ -169,12 +169,21 @@ class BlockStash:
         # 10,000-block pull ~2.5M comparisons).
         self._pending: dict[Multihash, bytes] = {}
         self._writing: asyncio.Future[list[Multihash]] | None = None
+        self._held: set[Multihash] | None = None
+        """The store's blocks when ``list_held`` ran (``None``: not listed, each lookup asks)."""
+
+    async def list_held(self) -> None:
+        """List the store's blocks once, for a walk into a dataset with no head (none held, or
+        an interrupted pull's stash): its thousands of lookups then ask the store only for the
+        blocks it holds, instead of a failing open each (~0.4 s of the loop for 10,000)."""
+        if self.store is not None:
+            self._held = {hash async for hash in self.store.iter_hashes()}
 
     async def local_bytes(self, hash: Multihash) -> bytes | None:
         pending = self._pending.get(hash)
         if pending is not None:
             return pending
-        if self.store is None:
+        if self.store is None or (self._held is not None and hash not in self._held):
             return None
         try:
             return await self.store.get_bytes(hash)

@@ -9,6 +9,7 @@ import asyncio
 import hashlib
 from collections import Counter
 from collections.abc import AsyncIterator
+from pathlib import Path
 
 import pytest
 
@@ -17,7 +18,8 @@ from odfd.sync.errors import CorruptSourceError
 from protocol.identity import Multihash
 from storage.layout import object_name
 from storage.stores.s3 import S3ObjectStore
-from tests.replication.datagen import DatasetWriter
+from storage.workspace import Workspace
+from tests.replication.datagen import DatasetWriter, create_root
 from tests.replication.s3_pair import S3Pair
 
 
@@ -146,3 +148,50 @@ async def test_the_read_ahead_is_bounded_never_fetches_twice_and_drops_unasked_e
             await ahead.get(order[1])
             await asyncio.sleep(0.05)
             await ahead.get(broken)
+
+
+async def test_a_long_walk_lists_once_the_head_arrives_a_short_one_after_start_after(
+    tmp_path: Path,
+) -> None:
+    """The head's sequence number, against the local head's, says whether the walk is long; a
+    head that cannot be read that way (junk) leaves the count of blocks asked to decide."""
+    async with await Workspace.init(tmp_path / "a") as workspace:
+        writer = await create_root(workspace, "long", slices=1, empty_blocks=START_AFTER + 4)
+        chain = writer.dataset.chain
+        hashes = [hash async for hash, _ in chain.iter_blocks()]  # newest first
+        blocks = {hash: await chain.get_block_bytes(hash) for hash in hashes}
+    head, head_sequence = hashes[0], len(hashes) - 1
+    junk = _junk_hash(b"junk head")
+    blocks[junk] = b"not a block"
+    listed: list[Multihash] = []
+
+    async def listing() -> AsyncIterator[Multihash]:
+        for hash in hashes:
+            listed.append(hash)
+            yield hash
+
+    async def fetch(hash: Multihash) -> bytes:
+        return blocks[hash]
+
+    async def held_locally(hash: Multihash) -> bool:
+        return False
+
+    cases = [
+        (head, -1, True),  # nothing local: the whole chain to walk
+        (head, head_sequence - START_AFTER - 1, True),
+        (head, head_sequence - START_AFTER, False),  # START_AFTER blocks to go: a short walk
+        (head, None, False),  # the local head unknown
+        (junk, -1, False),
+    ]
+    for first, local_sequence, lists in cases:
+        listed.clear()
+        async with BlockReadAhead(
+            listing, fetch, held_locally, local_sequence=local_sequence
+        ) as ahead:
+            assert await ahead.get(first) == blocks[first]
+            await asyncio.sleep(0.05)
+            assert bool(listed) is lists, (first, local_sequence)
+            for hash in hashes[1 : START_AFTER + 1]:  # a walk of START_AFTER + 1 blocks lists
+                assert await ahead.get(hash) == blocks[hash]
+            await asyncio.sleep(0.05)
+            assert listed

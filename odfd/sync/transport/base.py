@@ -86,10 +86,12 @@ class RemoteView:
         return await self.dataset.blocks.get_bytes(hash)
 
     @asynccontextmanager
-    async def walk_blocks(self, local: ObjectStore | None) -> AsyncIterator[FetchBlock]:
-        """How a walk into ``local`` reads blocks: ``block``, or where the remote lists its
-        blocks, a read-ahead of those ``local`` lacks (``odfd.sync.block_read_ahead``), stopped
-        when the walk leaves."""
+    async def walk_blocks(
+        self, local: ObjectStore | None, local_sequence: int | None = None
+    ) -> AsyncIterator[FetchBlock]:
+        """How a walk into ``local`` (whose head has ``local_sequence``, -1 for none) reads
+        blocks: ``block``, or where the remote lists its blocks, a read-ahead of those ``local``
+        lacks (``odfd.sync.block_read_ahead``), stopped when the walk leaves."""
         if not self.lists_blocks:
             yield self.block
             return
@@ -99,7 +101,10 @@ class RemoteView:
             return local is not None and await local.contains(hash)
 
         async with BlockReadAhead(
-            self.dataset.blocks.iter_hashes, self.block, held_locally
+            self.dataset.blocks.iter_hashes,
+            self.block,
+            held_locally,
+            local_sequence=local_sequence,
         ) as ahead:
             yield ahead.get
 
