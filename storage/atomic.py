@@ -19,7 +19,6 @@ from pathlib import Path
 from storage.errors import disk_full
 from storage.layout import STAGING_PREFIX
 
-
 _STEM = secrets.token_hex(4)
 _NUMBERS = itertools.count()
 
