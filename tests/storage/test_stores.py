@@ -8,6 +8,9 @@ import multiprocessing
 import os
 import resource
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -178,6 +181,52 @@ async def test_a_large_batch_on_a_full_disk_names_nothing(
         await store.put_many(items)
     assert os.listdir(mount / "objects") == []
     assert os.listdir(mount / "stage") == []
+
+
+_KILLED_WRITER = """
+import asyncio, os, sys
+from pathlib import Path
+from storage.stores.localfs import LocalFsObjectStore
+root = Path(sys.argv[1])
+store = LocalFsObjectStore(root / "objects", staging=lambda: root / "stage")
+asyncio.run(store.put_many([os.urandom(300) for _ in range(40_000)]))
+"""
+
+
+def test_a_batch_child_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A pull killed while its blocks are written: the child is killed too (it does not go on
+    writing into a staging folder the next process empties), and no object has its name."""
+    (tmp_path / "stage").mkdir()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    deadline = time.monotonic() + 60
+    while len(os.listdir(tmp_path / "stage")) < 100:
+        assert writer.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    children = [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _cmdline(pid).endswith(f"batch_child.py\0{writer.pid}\0")
+    ]
+    assert len(children) == 1
+    writer.kill()
+    writer.wait()
+    while time.monotonic() < deadline and "batch_child.py" in _cmdline(children[0]):
+        time.sleep(0.01)
+    assert "batch_child.py" not in _cmdline(children[0]), "the child outlived its parent"
+    staged = len(os.listdir(tmp_path / "stage"))
+    time.sleep(0.2)
+    assert len(os.listdir(tmp_path / "stage")) == staged
+    assert not (tmp_path / "objects").exists() or os.listdir(tmp_path / "objects") == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
