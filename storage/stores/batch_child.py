@@ -5,11 +5,14 @@ process every ``open``/``write``/``close``/``rename`` of a block gives up the GI
 it back behind the checks, so writing the blocks took 1.7-3.1 s inside a pull against 1.1 s
 alone. This script (standard library only, started with ``python -I -S``) does the same steps
 as ``LocalFsObjectStore``'s in-process batch, on its own GIL and core: each object hashed
-(SHA3-256) and staged unsynced under ``<staging>.<n>`` unless its name exists already, one
+(SHA3-256) and staged unsynced under ``<stem>.<n>`` unless its name exists already, one
 ``syncfs`` of the file system, each staged file renamed to its name unless that exists by now,
-one fsync of the objects' folder. No object has its name before its bytes are durable; a staged
-file left by a failure is removed, and one left by a kill lies in the pulling process's staging
-folder, which the next process to open the workspace empties. The script dies with the process
+one fsync of the objects' folder. Into an empty folder (a new dataset's blocks: a first pull)
+the objects are staged under their names in a folder ``<stem>.d`` that, after the ``syncfs``,
+replaces the empty one by one ``rename(2)`` (10,000 renames cost the child 0.16 s of its 0.38 s
+CPU in a pull). No object has its name in the store before its bytes are durable; what a
+failure staged is removed, and what a kill left lies in the pulling process's staging folder,
+which the next process to open the workspace empties. The script dies with the process
 that started it (``PR_SET_PDEATHSIG``), so a killed pull does not go on writing behind it.
 
 Input on stdin: ``<QQQQ`` lengths of the objects' folder, the staging folder, the staged
@@ -53,36 +56,79 @@ def store_batch(payload: bytes, syncfs: Callable[[str], bool]) -> bytes:
     at += root_len + stage_len + stem_len
     sizes = struct.unpack_from(f"<{count}Q", data, at)
     at += 8 * count
+    # Into an empty folder (a new dataset's blocks), the objects are staged under their names in
+    # a folder of their own that then replaces it: one rename, not one per object.
+    fresh = stage != root and _is_empty_folder(root)
+    folder = f"{stage}/{stem}.d"
     staged: dict[str, str] = {}
     digests = bytearray()
     try:
+        if fresh:
+            os.mkdir(folder)
         for number, size in enumerate(sizes):
             item = data[at : at + size]
             at += size
             digest = hashlib.sha3_256(item).digest()
             digests += digest
-            target = os.path.join(root, _NAME_PREFIX + digest.hex())
-            if target not in staged and not os.path.exists(target):
-                path = f"{stage}/{stem}.{number}"
+            name = _NAME_PREFIX + digest.hex()
+            target = os.path.join(root, name)
+            if target not in staged and (fresh or not os.path.exists(target)):
+                path = f"{folder}/{name}" if fresh else f"{stage}/{stem}.{number}"
                 _write_new(path, item)
                 staged[target] = path
         if staged and not syncfs(stage):
             return b"N"
+        if fresh and staged and _replace_empty_folder(folder, root):
+            staged.clear()
+            _fsync_folder(os.path.dirname(root))
         for target, path in list(staged.items()):
             if not os.path.exists(target):
                 os.rename(path, target)
                 del staged[target]
-        fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        _fsync_folder(root)
     except OSError as err:
         failure = {"errno": err.errno, "strerror": err.strerror, "filename": err.filename}
         return b"E" + json.dumps(failure).encode()
     finally:
         _unlink_all(staged.values())  # stored already, not reached, or not named at all
+        if fresh:
+            _remove_folder(folder)
     return b"K" + bytes(digests)
+
+
+def _is_empty_folder(path: str) -> bool:
+    """An empty folder, not a link to one (replacing a link would move the store)."""
+    if os.path.islink(path):
+        return False
+    with os.scandir(path) as entries:
+        return next(entries, None) is None
+
+
+def _replace_empty_folder(folder: str, root: str) -> bool:
+    """``rename(2)`` replaces an empty folder whole; ``False`` if ``root`` is not empty by now
+    (another writer) or cannot be replaced (a mount point): then each object is renamed."""
+    try:
+        os.rename(folder, root)
+    except OSError:
+        return False
+    return True
+
+
+def _fsync_folder(path: str) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _remove_folder(folder: str) -> None:
+    """The staging folder of a batch not named whole (gone if it replaced the empty one)."""
+    try:
+        _unlink_all(os.path.join(folder, name) for name in os.listdir(folder))
+        os.rmdir(folder)
+    except FileNotFoundError:
+        pass
 
 
 def _die_with_parent(libc: ctypes.CDLL, parent: int) -> None:

@@ -4,6 +4,7 @@ handing it the batch: one pipe write of every object's bytes, one answer back.""
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -40,3 +41,13 @@ def encode_batch(root: Path, stage: Path, stem: str, items: Sequence[bytes]) -> 
     header = HEADER.pack(*(len(p) for p in paths), len(items))
     sizes = struct.pack(f"<{len(items)}Q", *(len(item) for item in items))
     return b"".join([header, *paths, sizes, *items])
+
+
+def remove_staged(stage: Path, stem: str) -> None:
+    """What a child that failed or was killed left staged: ``<stem>.<n>`` files, or the
+    ``<stem>.d`` folder of objects staged under their names."""
+    for path in stage.glob(f"{stem}.*"):
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)

@@ -39,7 +39,7 @@ from storage.errors import (
 )
 from storage.layout import object_name
 from storage.stores.base import Chunk, NamedStore, ObjectStore, RefStore, StagedObjects
-from storage.stores.batch_run import run_batch_child
+from storage.stores.batch_run import remove_staged, run_batch_child
 from storage.stores.localfs_batch import (
     FolderAccess,
     LocalFsStagedObjects,
@@ -244,7 +244,7 @@ class LocalFsObjectStore(ObjectStore):
         try:
             answer = run_batch_child(self.root, stage, stem, items)
         except BaseException:
-            unlink_all(stage.glob(f"{stem}.*"))  # the child failed or was killed half-way
+            remove_staged(stage, stem)  # the child failed or was killed half-way
             raise
         kind = answer[:1]
         if kind == b"N":

@@ -152,6 +152,57 @@ def test_a_batch_child_names_objects_only_once_they_are_durable(
         assert (objects / sha3(item).to_multibase()).read_bytes() == item
 
 
+@pytest.mark.parametrize("has_syncfs", [True, False])
+def test_a_batch_child_fills_an_empty_folder_with_one_rename_once_durable(
+    tmp_path: Path, has_syncfs: bool
+) -> None:
+    """Into an empty folder (a new dataset's blocks) the child stages the objects under their
+    names in a folder of its own, and that folder replaces the empty one only after ``syncfs``;
+    without ``syncfs`` nothing is named and nothing stays staged."""
+    objects, stage = tmp_path / "objects", tmp_path / "stage"
+    objects.mkdir()
+    stage.mkdir()
+    items = [*(f"block {i}".encode() for i in range(400)), b"block 7"]
+
+    def sync(folder: str) -> bool:
+        assert os.listdir(objects) == [], "named before durable"
+        assert os.listdir(stage) == [".pending-x.d"]
+        assert len(os.listdir(stage / ".pending-x.d")) == 400
+        return has_syncfs
+
+    answer = batch_child.store_batch(encode_batch(objects, stage, ".pending-x", items), sync)
+    assert os.listdir(stage) == []
+    if not has_syncfs:
+        assert answer == b"N"
+        assert os.listdir(objects) == []
+        return
+    assert answer == b"K" + b"".join(hashlib.sha3_256(item).digest() for item in items)
+    assert sorted(os.listdir(objects)) == sorted({sha3(item).to_multibase() for item in items})
+    for item in items:
+        assert (objects / sha3(item).to_multibase()).read_bytes() == item
+
+
+def test_a_batch_child_names_each_object_when_the_empty_folder_filled_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Another writer's object arriving in the folder during the batch: the folder is not
+    replaced (that object stays), each object of the batch is renamed instead."""
+    objects, stage = tmp_path / "objects", tmp_path / "stage"
+    objects.mkdir()
+    stage.mkdir()
+    items = [f"block {i}".encode() for i in range(300)]
+
+    def sync(folder: str) -> bool:
+        (objects / sha3(b"other").to_multibase()).write_bytes(b"other")
+        return True
+
+    answer = batch_child.store_batch(encode_batch(objects, stage, ".pending-x", items), sync)
+    assert answer[:1] == b"K"
+    assert os.listdir(stage) == []
+    expected = {sha3(item).to_multibase() for item in [*items, b"other"]}
+    assert sorted(os.listdir(objects)) == sorted(expected)
+
+
 async def test_a_large_batch_without_syncfs_is_stored_file_by_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -202,7 +253,7 @@ def test_a_batch_child_dies_with_the_process_that_started_it(tmp_path: Path) -> 
         cwd=Path(__file__).resolve().parents[2],
     )
     deadline = time.monotonic() + 60
-    while len(os.listdir(tmp_path / "stage")) < 100:
+    while _files_under(tmp_path / "stage") < 100:
         assert writer.poll() is None and time.monotonic() < deadline
         time.sleep(0.01)
     children = [
@@ -216,10 +267,14 @@ def test_a_batch_child_dies_with_the_process_that_started_it(tmp_path: Path) -> 
     while time.monotonic() < deadline and "batch_child.py" in _cmdline(children[0]):
         time.sleep(0.01)
     assert "batch_child.py" not in _cmdline(children[0]), "the child outlived its parent"
-    staged = len(os.listdir(tmp_path / "stage"))
+    staged = _files_under(tmp_path / "stage")
     time.sleep(0.2)
-    assert len(os.listdir(tmp_path / "stage")) == staged
+    assert _files_under(tmp_path / "stage") == staged
     assert not (tmp_path / "objects").exists() or os.listdir(tmp_path / "objects") == []
+
+
+def _files_under(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder))
 
 
 def _cmdline(pid: str) -> str:
