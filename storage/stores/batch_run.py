@@ -17,16 +17,22 @@ from storage.stores.batch_child import HEADER
 _CHILD = Path(__file__).with_name("batch_child.py")
 
 
-def run_batch_child(root: Path, stage: Path, stem: str, items: Sequence[bytes]) -> bytes:
+def run_batch_child(root: Path, stage: Path, stem: str, items: Sequence[bytes]) -> bytes | None:
     """``batch_child``'s answer for ``items`` stored in ``root``, staged in ``stage`` as
-    ``<stem>.<n>`` (blocking: call from a thread). A child that dies without answering raises
-    ``StorageError``; the caller removes what it staged."""
-    done = subprocess.run(
-        [sys.executable, "-I", "-S", str(_CHILD), str(os.getpid())],
-        input=encode_batch(root, stage, stem, items),
-        capture_output=True,
-        check=False,
-    )
+    ``<stem>.<n>`` (blocking: call from a thread); ``None`` if no child could be started (then
+    nothing was written). A child that dies without answering raises ``StorageError``; the
+    caller removes what it staged."""
+    if not sys.executable:
+        return None
+    try:
+        done = subprocess.run(
+            [sys.executable, "-I", "-S", str(_CHILD), str(os.getpid())],
+            input=encode_batch(root, stage, stem, items),
+            capture_output=True,
+            check=False,
+        )
+    except (FileNotFoundError, PermissionError):  # the interpreter cannot be run
+        return None
     if done.returncode != 0 or done.stdout[:1] not in (b"K", b"N", b"E"):
         reason = done.stderr.decode(errors="replace").strip().splitlines()[-1:] or [
             f"exit status {done.returncode}"

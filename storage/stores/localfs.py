@@ -223,6 +223,9 @@ class LocalFsObjectStore(ObjectStore):
         stage = self._stage_dir()
         if os.stat(stage).st_dev == os.stat(self.root).st_dev:
             return self._put_batch_in_child(items, stage)
+        return self._put_batch_in_process(items, stage)
+
+    def _put_batch_in_process(self, items: Sequence[bytes], stage: Path) -> list[Multihash] | None:
         hashes = [Multihash.from_digest_sha3_256(item) for item in items]
         staged: dict[Path, Path] = {}
         try:
@@ -246,6 +249,8 @@ class LocalFsObjectStore(ObjectStore):
         except BaseException:
             remove_staged(stage, stem)  # the child failed or was killed half-way
             raise
+        if answer is None:  # no interpreter to start (an embedded Python)
+            return self._put_batch_in_process(items, stage)
         kind = answer[:1]
         if kind == b"N":
             return None

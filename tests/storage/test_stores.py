@@ -203,6 +203,19 @@ def test_a_batch_child_names_each_object_when_the_empty_folder_filled_meanwhile(
     assert sorted(os.listdir(objects)) == sorted(expected)
 
 
+async def test_a_large_batch_is_stored_in_process_when_no_child_can_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No interpreter to start (an embedded Python): the store writes the batch itself."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    (tmp_path / "stage").mkdir()
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "stage")
+    items = [f"block {i}".encode() for i in range(300)]
+    assert await store.put_many(items) == [sha3(item) for item in items]
+    assert sorted(os.listdir(tmp_path / "objects")) == sorted(sha3(i).to_multibase() for i in items)
+    assert os.listdir(tmp_path / "stage") == []
+
+
 async def test_a_large_batch_without_syncfs_is_stored_file_by_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
