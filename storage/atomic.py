@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
 import os
 import secrets
 import shutil
@@ -18,9 +19,16 @@ from pathlib import Path
 from storage.errors import disk_full
 from storage.layout import STAGING_PREFIX
 
+_STEM = secrets.token_hex(4)
+_NUMBERS = itertools.count()
+
 
 def staging_path(folder: Path) -> Path:
-    return folder / f"{STAGING_PREFIX}{secrets.token_hex(8)}"
+    """A name no other writer uses: this process's random stem, its pid (a forked child keeps
+    the stem) and a counter. Not ``os.urandom`` per name: a pull's event loop names a staging
+    file per object, and each ``urandom`` call let go of the GIL and waited to get it back behind
+    the downloads' checks (~0.1 ms each)."""
+    return folder / f"{STAGING_PREFIX}{_STEM}-{os.getpid():x}-{next(_NUMBERS):x}"
 
 
 def fsync_dir(folder: Path) -> None:

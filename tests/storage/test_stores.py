@@ -6,7 +6,11 @@ import asyncio
 import hashlib
 import multiprocessing
 import os
+import resource
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
@@ -14,8 +18,15 @@ import pytest
 
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import sync_file_system
-from storage.errors import CorruptRefError, HashMismatchError, ObjectNotFoundError, RefCasError
-from storage.stores import localfs
+from storage.errors import (
+    CorruptRefError,
+    HashMismatchError,
+    ObjectNotFoundError,
+    RefCasError,
+    StorageError,
+)
+from storage.stores import batch_child, localfs
+from storage.stores.batch_run import encode_batch
 from storage.stores.localfs import LocalFsNamedStore, LocalFsObjectStore, LocalFsRefStore
 
 
@@ -92,31 +103,198 @@ async def test_missing_object_raises_not_found(tmp_path: Path) -> None:
         [c async for c in store.iter_chunks(missing)]
 
 
-@pytest.mark.parametrize("has_syncfs", [True, False])
-async def test_a_large_batch_is_stored_whole_and_leaves_no_staged_files(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, has_syncfs: bool
-) -> None:
-    """A pull's thousands of blocks: staged unsynced, one syncfs, then named (or, without
-    syncfs, an fsync per file); an object already stored and a repeat in the batch are fine."""
-    synced: list[Path] = []
-
-    def sync(folder: Path) -> bool:
-        named = [name for name in os.listdir(folder) if not name.startswith(".")]
-        assert named == [sha3(b"already").to_multibase()], "named before it was durable"
-        assert len(os.listdir(folder)) == 1 + 400  # the new objects, staged
-        synced.append(folder)
-        return has_syncfs
-
-    monkeypatch.setattr(localfs, "sync_file_system", sync)
-    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "objects")
+async def test_a_large_batch_is_stored_whole_and_leaves_no_staged_files(tmp_path: Path) -> None:
+    """A pull's thousands of blocks, written by a child process (``batch_child``): every
+    object under its name, an object already stored and a repeat in the batch are fine, and
+    nothing is left in the staging folder."""
+    (tmp_path / "stage").mkdir()
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "stage")
     await store.put_bytes(b"already")
     items = [b"already", *(f"block {i}".encode() for i in range(400)), b"block 7"]
+    children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
     hashes = await store.put_many(items)
+    assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children_before
     assert hashes == [sha3(item) for item in items]
-    assert synced == [tmp_path / "objects"]
     for item, hash in zip(items, hashes, strict=True):
         assert await store.get_bytes(hash) == item
     assert sorted(os.listdir(tmp_path / "objects")) == sorted({h.to_multibase() for h in hashes})
+    assert os.listdir(tmp_path / "stage") == []
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+def test_a_batch_child_names_objects_only_once_they_are_durable(
+    tmp_path: Path, has_syncfs: bool
+) -> None:
+    """The child stages every new object, makes them durable with one ``syncfs``, then names
+    them; without ``syncfs`` it names nothing, leaves nothing staged and answers ``N``."""
+    objects, stage = tmp_path / "objects", tmp_path / "stage"
+    objects.mkdir()
+    stage.mkdir()
+    (objects / sha3(b"already").to_multibase()).write_bytes(b"already")
+    synced: list[str] = []
+
+    def sync(folder: str) -> bool:
+        assert os.listdir(objects) == [sha3(b"already").to_multibase()], "named before durable"
+        assert len(os.listdir(stage)) == 400  # the new objects, staged
+        synced.append(folder)
+        return has_syncfs
+
+    items = [b"already", *(f"block {i}".encode() for i in range(400)), b"block 7"]
+    answer = batch_child.store_batch(encode_batch(objects, stage, ".pending-x", items), sync)
+    assert synced == [str(stage)]
+    assert os.listdir(stage) == []
+    if not has_syncfs:
+        assert answer == b"N"
+        assert os.listdir(objects) == [sha3(b"already").to_multibase()]
+        return
+    assert answer == b"K" + b"".join(hashlib.sha3_256(item).digest() for item in items)
+    for item in items:
+        assert (objects / sha3(item).to_multibase()).read_bytes() == item
+
+
+@pytest.mark.parametrize("has_syncfs", [True, False])
+def test_a_batch_child_fills_an_empty_folder_with_one_rename_once_durable(
+    tmp_path: Path, has_syncfs: bool
+) -> None:
+    """Into an empty folder (a new dataset's blocks) the child stages the objects under their
+    names in a folder of its own, and that folder replaces the empty one only after ``syncfs``;
+    without ``syncfs`` nothing is named and nothing stays staged."""
+    objects, stage = tmp_path / "objects", tmp_path / "stage"
+    objects.mkdir()
+    stage.mkdir()
+    items = [*(f"block {i}".encode() for i in range(400)), b"block 7"]
+
+    def sync(folder: str) -> bool:
+        assert os.listdir(objects) == [], "named before durable"
+        assert os.listdir(stage) == [".pending-x.d"]
+        assert len(os.listdir(stage / ".pending-x.d")) == 400
+        return has_syncfs
+
+    answer = batch_child.store_batch(encode_batch(objects, stage, ".pending-x", items), sync)
+    assert os.listdir(stage) == []
+    if not has_syncfs:
+        assert answer == b"N"
+        assert os.listdir(objects) == []
+        return
+    assert answer == b"K" + b"".join(hashlib.sha3_256(item).digest() for item in items)
+    assert sorted(os.listdir(objects)) == sorted({sha3(item).to_multibase() for item in items})
+    for item in items:
+        assert (objects / sha3(item).to_multibase()).read_bytes() == item
+
+
+def test_a_batch_child_names_each_object_when_the_empty_folder_filled_meanwhile(
+    tmp_path: Path,
+) -> None:
+    """Another writer's object arriving in the folder during the batch: the folder is not
+    replaced (that object stays), each object of the batch is renamed instead."""
+    objects, stage = tmp_path / "objects", tmp_path / "stage"
+    objects.mkdir()
+    stage.mkdir()
+    items = [f"block {i}".encode() for i in range(300)]
+
+    def sync(folder: str) -> bool:
+        (objects / sha3(b"other").to_multibase()).write_bytes(b"other")
+        return True
+
+    answer = batch_child.store_batch(encode_batch(objects, stage, ".pending-x", items), sync)
+    assert answer[:1] == b"K"
+    assert os.listdir(stage) == []
+    expected = {sha3(item).to_multibase() for item in [*items, b"other"]}
+    assert sorted(os.listdir(objects)) == sorted(expected)
+
+
+async def test_a_large_batch_is_stored_in_process_when_no_child_can_start(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No interpreter to start (an embedded Python): the store writes the batch itself."""
+    monkeypatch.setattr(sys, "executable", str(tmp_path / "no-python"))
+    (tmp_path / "stage").mkdir()
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "stage")
+    items = [f"block {i}".encode() for i in range(300)]
+    assert await store.put_many(items) == [sha3(item) for item in items]
+    assert sorted(os.listdir(tmp_path / "objects")) == sorted(sha3(i).to_multibase() for i in items)
+    assert os.listdir(tmp_path / "stage") == []
+
+
+async def test_a_large_batch_without_syncfs_is_stored_file_by_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A child that finds no ``syncfs`` (answer ``N``, nothing written): the store writes the
+    batch itself, an fsync per file."""
+
+    def child_without_syncfs(root: Path, stage: Path, stem: str, items: list[bytes]) -> bytes:
+        return batch_child.store_batch(encode_batch(root, stage, stem, items), lambda _: False)
+
+    monkeypatch.setattr(localfs, "run_batch_child", child_without_syncfs)
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: tmp_path / "objects")
+    items = [f"block {i}".encode() for i in range(300)]
+    assert await store.put_many(items) == [sha3(item) for item in items]
+    assert sorted(os.listdir(tmp_path / "objects")) == sorted(sha3(i).to_multibase() for i in items)
+
+
+async def test_a_large_batch_on_a_full_disk_names_nothing(
+    small_fs: Callable[[str], Path],
+) -> None:
+    """The child's ``ENOSPC`` comes back as the store's disk-full error; nothing is named and
+    nothing stays staged."""
+    mount = small_fs("2m")
+    (mount / "stage").mkdir()
+    store = LocalFsObjectStore(mount / "objects", staging=lambda: mount / "stage")
+    items = [bytes([i % 251]) * 10_000 + i.to_bytes(4, "little") for i in range(400)]
+    with pytest.raises(StorageError, match="no space left on device"):
+        await store.put_many(items)
+    assert os.listdir(mount / "objects") == []
+    assert os.listdir(mount / "stage") == []
+
+
+_KILLED_WRITER = """
+import asyncio, os, sys
+from pathlib import Path
+from storage.stores.localfs import LocalFsObjectStore
+root = Path(sys.argv[1])
+store = LocalFsObjectStore(root / "objects", staging=lambda: root / "stage")
+asyncio.run(store.put_many([os.urandom(300) for _ in range(40_000)]))
+"""
+
+
+def test_a_batch_child_dies_with_the_process_that_started_it(tmp_path: Path) -> None:
+    """A pull killed while its blocks are written: the child is killed too (it does not go on
+    writing into a staging folder the next process empties), and no object has its name."""
+    (tmp_path / "stage").mkdir()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", _KILLED_WRITER, str(tmp_path)],
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    deadline = time.monotonic() + 60
+    while _files_under(tmp_path / "stage") < 100:
+        assert writer.poll() is None and time.monotonic() < deadline
+        time.sleep(0.01)
+    children = [
+        pid
+        for pid in os.listdir("/proc")
+        if pid.isdigit() and _cmdline(pid).endswith(f"batch_child.py\0{writer.pid}\0")
+    ]
+    assert len(children) == 1
+    writer.kill()
+    writer.wait()
+    while time.monotonic() < deadline and "batch_child.py" in _cmdline(children[0]):
+        time.sleep(0.01)
+    assert "batch_child.py" not in _cmdline(children[0]), "the child outlived its parent"
+    staged = _files_under(tmp_path / "stage")
+    time.sleep(0.2)
+    assert _files_under(tmp_path / "stage") == staged
+    assert not (tmp_path / "objects").exists() or os.listdir(tmp_path / "objects") == []
+
+
+def _files_under(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except (FileNotFoundError, ProcessLookupError):
+        return ""
 
 
 async def _chunks(*parts: bytes) -> AsyncIterator[bytes]:
