@@ -290,3 +290,50 @@ def test_ctrl_c_interrupts_the_command_in_the_daemon_and_commits_nothing(
     done = ok(run("ingest", "match.scores", str(small), root=node.root))
     assert b"Ingested: match.scores" in done.stderr
     assert jobs(node) == before + 3
+
+
+_COLLECTED_SESSIONS = """
+import gc, sys, threading
+from verifier.engine.spark import session
+from verifier.engine.spark.settings import SparkSettings
+
+session.configure(SparkSettings(remote=sys.argv[1]))
+session.get_spark()
+gc.set_threshold(20, 1, 1)  # collections at allocations of every thread, PySpark's own included
+failures = []
+
+def transactions():
+    for n in range(40):
+        spark = session.isolated_session()
+        try:
+            assert spark.range(0, 100 + n).selectExpr("sum(id)").toArrow().num_rows == 1
+        except Exception as err:
+            failures.append(repr(err))
+        spark.cycle = spark  # left to the cyclic collector, as a failed transaction's session is
+
+threads = [threading.Thread(target=transactions) for _ in range(4)]
+for thread in threads:
+    thread.start()
+for thread in threads:
+    thread.join()
+print(len(failures), failures[:3])
+"""
+
+
+def test_sessions_collected_in_any_thread_leave_the_engine_working(node: DaemonProcess) -> None:
+    """A Connect session collected at any moment (a cancelled transaction's, for one) once shut
+    down PySpark's shared ReleaseExecute pool from its ``__del__``: every later query of the
+    process then failed, or blocked for good (the daemon's next ingest hung, and it did not stop)."""
+    record = live_server(node.root)
+    assert record is not None
+    done = subprocess.run(
+        [sys.executable, "-c", _COLLECTED_SESSIONS, record.address.url],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip() == "0 []", done.stderr[-3000:]
+    assert "Exception ignored" not in done.stderr, done.stderr[-3000:]

@@ -91,9 +91,9 @@ def test_releasing_a_session_whose_server_is_gone_does_not_wait_on_retries() -> 
         "import os, socket, time\n"
         "os.environ['SPARK_CONNECT_MODE_ENABLED'] = '1'\n"
         "s = socket.socket(); s.bind(('127.0.0.1', 0)); port = s.getsockname()[1]; s.close()\n"
-        "from verifier.engine.spark import session\n"
+        "from verifier.engine.spark import release, session\n"
         "connect = session._connect_session(f'sc://127.0.0.1:{port}')\n"
-        "session._release(connect.client)\n"
+        "release.release(connect.client)\n"
         "print('released')\n"
     )
     done = subprocess.run(

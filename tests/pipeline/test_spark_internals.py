@@ -115,8 +115,11 @@ def test_the_connect_client_api_odfd_calls_is_there() -> None:
         "plan",
         "observations",
     ]
-    for method in ("set_retry_policies", "release_session", "close"):
+    for method in ("set_retry_policies", "release_session"):
         assert callable(getattr(SparkConnectClient, method)), method
+    assert "self._channel = " in inspect.getsource(SparkConnectClient.__init__)
+    # divert_close: a collected session closes its client, which must reach the diverted close
+    assert "self.client.close()" in inspect.getsource(ConnectSession.__del__)
     assert list(inspect.signature(RuntimeConf._set_all).parameters) == [
         "self",
         "configs",

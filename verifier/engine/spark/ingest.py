@@ -12,10 +12,13 @@ preprocess step's engine, as the reference writes it.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from verifier.engine.contract import IngestRequest, IngestResult
 from verifier.engine.errors import BadInputError, IngestError
 from verifier.engine.output import NullValuesError
 from verifier.engine.spark import bad_rows
+from verifier.engine.spark.cancel import jobs_of_task
 from verifier.engine.spark.failures import describe, spark_error_types
 from verifier.engine.spark.output import write_slice
 from verifier.engine.spark.preprocess import preprocess, preprocess_default
@@ -24,13 +27,24 @@ from verifier.engine.spark.records import new_records
 from verifier.engine.spark.schema import declared_nesting_schema, declared_required
 from verifier.engine.spark.session import isolated_session
 
+if TYPE_CHECKING:  # Spark is imported when work starts
+    from pyspark.sql import SparkSession
+
 
 def run_ingest(request: IngestRequest, *, preprocess_in_session: bool) -> IngestResult | None:
     """The request's slice (``None`` for an empty file whose columns nothing declares); the
     preprocess query runs in this Spark session with ``preprocess_in_session``, else in the
-    request's preprocess engine. Blocking."""
-    source = request.input.source
+    request's preprocess engine. Blocking. Inside ``cancellable_jobs`` its Spark work is
+    interrupted when the task that started it is cancelled (a client's Ctrl-C)."""
     spark = isolated_session()
+    with jobs_of_task(spark):
+        return _ingest(request, spark, preprocess_in_session)
+
+
+def _ingest(
+    request: IngestRequest, spark: SparkSession, preprocess_in_session: bool
+) -> IngestResult | None:
+    source = request.input.source
     reader = reader_for(request.read, spark)
     infer = _inferred(request.read) and request.preprocess is None
     declared = declared_required(request.read, spark)

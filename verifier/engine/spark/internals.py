@@ -11,7 +11,8 @@ in odfd touches an underscore name of PySpark or imports its internal modules.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+import functools
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,12 +121,25 @@ def connect_client(session: SparkSession) -> object:
 
 def release_connect_client(client: Any) -> None:
     """Frees the server state of a client's session and closes its channel, in one attempt
-    (no retries); raises a PySpark error when the server does not answer."""
+    (no retries); raises when the server does not answer."""
     client.set_retry_policies([])
     try:
         client.release_session()
     finally:
-        client.close()
+        client._channel.close()
+
+
+def divert_close(client: Any, close: Callable[[Any], None]) -> None:
+    """Makes ``client.close()`` call ``close(client)`` instead of PySpark's own.
+
+    A Connect session's ``__del__`` calls ``client.close()``, which shuts down PySpark's one
+    ReleaseExecute thread pool, shared by every session of the process, waiting under a
+    class-wide lock. A session is collected in whatever thread drops it, or at any allocation of
+    any thread (the cyclic collector): inside that pool's ``submit`` the shutdown deadlocks and
+    every later result stream of the process blocks on the lock; in one of the pool's threads it
+    fails half-way, and every later stream fails ("cannot schedule new futures after shutdown").
+    """
+    client.close = functools.partial(close, client)
 
 
 def set_confs(session: SparkSession, confs: Mapping[str, str]) -> None:

@@ -23,7 +23,6 @@ import shutil
 import sys
 import tempfile
 import threading
-import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -33,6 +32,7 @@ from urllib.parse import urlsplit
 from verifier.engine.errors import EngineStartError
 from verifier.engine.spark import internals
 from verifier.engine.spark.jvm_plugin import plugin_jar
+from verifier.engine.spark.release import release_on_close
 from verifier.engine.spark.settings import DETERMINISM, STARTUP, SparkSettings
 
 if TYPE_CHECKING:
@@ -213,24 +213,10 @@ def _start_connect(settings: SparkSettings) -> SparkSession:
 
 
 def _connect_session(url: str) -> SparkSession:
-    """A new server-side session, released when the client object is collected."""
+    """A new server-side session, released when the session object is collected (``release``)."""
     session = internals.new_connect_session(url)
-    # Not at exit: a server that is gone would hold the exit up with retries, and it forgets
-    # idle sessions by itself.
-    weakref.finalize(session, _release, internals.connect_client(session)).atexit = False
+    release_on_close(internals.connect_client(session))
     return session
-
-
-def _release(client: object) -> None:
-    """Frees a collected session's server state and channel, in one attempt: the server may be
-    gone (crashed, or stopped first at shutdown), and the client's retries would otherwise hold
-    up whoever collected the session, such as an exit, for minutes."""
-    from pyspark.errors import PySparkException
-
-    try:
-        internals.release_connect_client(client)
-    except PySparkException as err:
-        logging.getLogger(__name__).debug("releasing a Spark Connect session failed: %s", err)
 
 
 def _reachable(host: str, port: int) -> bool:
