@@ -54,7 +54,9 @@ class Rendered:
 
 
 class DataWriter:
-    """Writes one answer's ``data`` value; ``wire`` and ``canonical`` say which forms."""
+    """Writes one answer's ``data`` value; ``wire`` and ``canonical`` say which forms. Each
+    batch is ``split`` into chunks, each chunk ``render``-ed (in any thread) and ``place``-d in
+    order, then ``finish`` closes the value (``protocol.query.response`` drives the steps)."""
 
     def __init__(
         self,
@@ -77,13 +79,6 @@ class DataWriter:
         self._columns: list[str] | None = None
         self._soa: dict[str, list[list[Bytes]]] = {name: [] for name, _ in self._styles}
         self._soa_size = 0
-
-    def write(self, batch: pa.RecordBatch) -> Rendered:
-        """The text of ``batch``'s rows (for JsonSoA nothing until ``finish``)."""
-        out = Rendered() if self.data_format is DataFormat.JSON_SOA else self._open()
-        for chunk in self.split(batch):
-            out.extend(self.place(self.render(chunk)))
-        return out
 
     def split(self, batch: pa.RecordBatch) -> list[pa.RecordBatch]:
         """``batch`` cut into the chunks ``render`` takes (bounding its temporary arrays).

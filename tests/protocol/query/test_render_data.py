@@ -22,13 +22,14 @@ from protocol.query.json_text import loads
 from protocol.query.render import data as data_module
 from protocol.query.render.columns import Style, render_column
 from protocol.query.render.data import DataWriter
+from tests.protocol.query.rendering import render_batch
 
 
 def _write(batches: list[pa.RecordBatch], data_format: DataFormat, **options: object) -> str:
     writer = DataWriter(data_format, **options)  # type: ignore[arg-type]
     pieces = []
     for batch in batches:
-        pieces += writer.write(batch).wire
+        pieces += render_batch(writer, batch).wire
     pieces += writer.finish().wire
     return b"".join(bytes(piece) for piece in pieces).decode()
 
@@ -37,7 +38,7 @@ def _canonical(batches: list[pa.RecordBatch], data_format: DataFormat) -> bytes:
     writer = DataWriter(data_format, wire=False, canonical=True)
     pieces = []
     for batch in batches:
-        pieces += writer.write(batch).canonical
+        pieces += render_batch(writer, batch).canonical
     pieces += writer.finish().canonical
     return b"".join(bytes(piece) for piece in pieces)
 
@@ -216,10 +217,10 @@ def test_json_soa_max_size() -> None:
     with pytest.raises(DataTooLargeError):
         _write([_sample_batch()], DataFormat.JSON_SOA, soa_limit=10)
     writer = DataWriter(DataFormat.JSON_SOA, soa_limit=2_000)
-    assert writer.write(_sample_batch()).wire == []
+    assert render_batch(writer, _sample_batch()).wire == []
     with pytest.raises(DataTooLargeError):
         for _ in range(10):
-            assert writer.write(_sample_batch()).wire == []
+            assert render_batch(writer, _sample_batch()).wire == []
 
 
 def test_data_formats_of_the_api_server() -> None:

@@ -19,6 +19,7 @@ from protocol.query.render.columns import Style, column_pieces, render_column
 from protocol.query.render.data import DataWriter
 from protocol.query.render.small import SMALL_ROWS, small_texts
 from protocol.query.render.text import Indexed, join
+from tests.protocol.query.rendering import render_batch
 
 FORMATS = [DataFormat.JSON_AOS, DataFormat.JSON_AOA, DataFormat.JSON_SOA]
 
@@ -26,7 +27,7 @@ FORMATS = [DataFormat.JSON_AOS, DataFormat.JSON_AOA, DataFormat.JSON_SOA]
 def _both_forms(batch: pa.RecordBatch, data_format: DataFormat) -> tuple[bytes, bytes]:
     writer = DataWriter(data_format, wire=True, canonical=True)
     wire, canonical = [], []
-    for rendered in (writer.write(batch), writer.finish()):
+    for rendered in (render_batch(writer, batch), writer.finish()):
         wire += rendered.wire
         canonical += rendered.canonical
     return b"".join(bytes(p) for p in wire), b"".join(bytes(p) for p in canonical)
