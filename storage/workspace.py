@@ -263,12 +263,6 @@ class Workspace:
             raise
         return self.open_dataset(dataset_id)
 
-    def _local_folder(self, dataset_id: DatasetId) -> Path | None:
-        """The dataset's folder when the datasets are folders here (``None``: a bucket)."""
-        if isinstance(self.storage, LocalDatasetStorage):
-            return self.storage.layout(dataset_id).root
-        return None
-
     async def create_from_snapshot(
         self,
         snapshot: DatasetSnapshot,

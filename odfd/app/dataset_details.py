@@ -20,7 +20,6 @@ from protocol.model import (
     ExecuteTransform,
     MetadataBlock,
     SetAttachments,
-    SetDataSchema,
     SetInfo,
     SetLicense,
     SetTransform,
@@ -125,11 +124,6 @@ class SummaryCache:
 
 
 # --- schema ---------------------------------------------------------------------------------------
-
-
-async def schema_of(dataset: Dataset) -> pa.Schema | None:
-    state = await dataset.chain.state()
-    return None if state.schema is None else arrow_schema_of(state.schema)
 
 
 async def schema_document(dataset: Dataset) -> dict[str, Any]:
@@ -302,7 +296,3 @@ async def transform_history(dataset: Dataset) -> list[TransformStep]:
                 }
             )
     return steps
-
-
-def is_schema_event(block: MetadataBlock) -> bool:
-    return isinstance(block.event, SetDataSchema)

@@ -61,13 +61,6 @@ def announcing(sink: EventSink) -> Callable[[str], AbstractAsyncContextManager[N
     return around
 
 
-class NoEvents:
-    """A sink that drops every event (callers that only want the result)."""
-
-    def emit(self, event: Event) -> None:
-        pass
-
-
 Confirm = Callable[[str], None]
 """Asked before a destructive step with the question; returns when the user agreed, raises
 otherwise (the CLI asks on a terminal or takes ``-y``)."""

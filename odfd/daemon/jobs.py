@@ -111,10 +111,6 @@ class JobRunner:
     def timers(self) -> int:
         return len(self._timers)
 
-    def running_in(self, group: Hashable) -> int:
-        """Jobs of ``group`` running now."""
-        return self._running_in.get(group, 0)
-
     def _fire(self, key: Hashable) -> None:
         self._timers.pop(key, None)
         self._due_at.pop(key, None)

@@ -16,11 +16,10 @@ from protocol.codec.tree import from_tree, manifest, read_manifest, to_tree
 from protocol.codec.tree_values import Plain
 from protocol.codec.yaml_emitter import dump
 from protocol.errors import DecodeError
-from protocol.model import DatasetSnapshot, MetadataBlock, MetadataEvent
+from protocol.model import DatasetSnapshot, MetadataBlock
 
 METADATA_BLOCK_VERSION = 3
 DATASET_SNAPSHOT_VERSION = 1
-METADATA_EVENT_VERSION = 1
 
 _Loader = getattr(pyyaml, "CSafeLoader", pyyaml.SafeLoader)
 _MAX_NODES = 1_000_000
@@ -48,18 +47,6 @@ def load_block(text: str | bytes, source: str = "") -> MetadataBlock:
         document, "MetadataBlock", METADATA_BLOCK_VERSION, "MetadataBlock", source
     )
     return block
-
-
-def dump_event(event: MetadataEvent) -> str:
-    return dump(manifest("MetadataEvent", METADATA_EVENT_VERSION, event))
-
-
-def load_event(text: str | bytes, source: str = "") -> MetadataEvent:
-    (document,) = _single(text, source)
-    event: MetadataEvent = read_manifest(
-        document, "MetadataEvent", METADATA_EVENT_VERSION, "MetadataEvent", source
-    )
-    return event
 
 
 def dump_snapshot(snapshot: DatasetSnapshot) -> str:

@@ -11,12 +11,7 @@ alias of its variants (``MetadataEvent``). Sequences are tuples, maps are read-o
 from __future__ import annotations
 
 from protocol.model._generated import *  # noqa: F403 (the generated model, re-exported whole)
-from protocol.model._generated import (
-    KIND_NAMES,
-    UNION_VARIANTS,
-    DataField,
-    DataSchema,
-)
+from protocol.model._generated import KIND_NAMES, UNION_VARIANTS
 from protocol.model._generated import MetadataEvent as MetadataEvent
 from protocol.model.maps import FrozenMap as FrozenMap
 from protocol.model.maps import JsonValue as JsonValue
@@ -39,18 +34,6 @@ def kind_name(value: object) -> str:
         return KIND_NAMES[type(value)]
     except KeyError:
         raise TypeError(f"{type(value).__name__} is not a union variant") from None
-
-
-def is_metadata_event(value: object) -> bool:
-    return type(value) in METADATA_EVENT_TYPES
-
-
-def schema_field(schema: DataSchema, name: str) -> DataField | None:
-    """The top-level field called ``name`` (exact match), if any."""
-    for data_field in schema.fields:
-        if data_field.name == name:
-            return data_field
-    return None
 
 
 __all__ = [name for name in dir() if not name.startswith("_") and name not in ("annotations",)] + [

@@ -74,10 +74,6 @@ class TypeRef:
     def parse(cls, text: str) -> Self:
         return cls(text)
 
-    @property
-    def is_uri(self) -> bool:
-        return self._key[0] == 0
-
     def __str__(self) -> str:
         return self.text
 

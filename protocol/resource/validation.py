@@ -47,15 +47,6 @@ def _registry() -> Registry[Any]:
     return registry
 
 
-def known_schema(uri: str) -> bool:
-    """Whether the spec ships a JSON Schema with that ``$id``."""
-    try:
-        _registry().contents(uri)
-    except LookupError:
-        return False
-    return True
-
-
 @cache
 def _validator(uri: str) -> Draft202012Validator:
     """One validator per schema, kept: the schema itself at the root (no ``$ref`` to look up

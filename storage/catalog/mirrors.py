@@ -164,11 +164,6 @@ class MirrorTable:
             )
             return await self.require(name)
 
-    async def set_next_run(self, name: str, at: datetime) -> None:
-        await self._sql.execute(
-            "UPDATE mirrors SET next_run_at = ? WHERE name = ?", (to_text(at), name)
-        )
-
     # --- attempts -------------------------------------------------------------------------------
 
     async def finish_attempt(self, attempt: SyncAttempt, book: AttemptBookkeeping) -> int:

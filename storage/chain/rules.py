@@ -121,10 +121,6 @@ class ChainState:
         """Same keys, in the same order, as ``push_sources``."""
         self.transform_block: Multihash | None = None
 
-    @property
-    def is_empty(self) -> bool:
-        return self.head is None
-
     def copy(self) -> ChainState:
         clone = ChainState.__new__(ChainState)
         for name in ChainState.__slots__:

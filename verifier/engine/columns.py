@@ -37,7 +37,3 @@ class Vocab:
             "event_time": getattr(vocab, "event_time_column", None),
         }
         return cls(**{key: value for key, value in names.items() if value})
-
-    @property
-    def system_columns(self) -> tuple[str, str, str, str]:
-        return (self.offset, self.op, self.system_time, self.event_time)

@@ -19,7 +19,6 @@ import pyarrow.compute as pc
 TEXT = pa.large_string()
 NULL = "null"
 
-_ASCII_ZERO = 48
 
 _NEEDS_ESCAPE = r'[\x00-\x1f"\\]'
 """What serde_json escapes in a string: quotes, backslashes and control characters."""
@@ -52,25 +51,6 @@ def _from_buffers(rows: int, offsets: np.ndarray, data: np.ndarray) -> pa.LargeS
     )
     assert isinstance(array, pa.LargeStringArray)
     return array
-
-
-def put_digits(
-    matrix: np.ndarray, rows: np.ndarray, start: np.ndarray, value: np.ndarray, count: np.ndarray
-) -> None:
-    """Write the ``count`` low decimal digits of ``value`` (zero-padded) at column ``start`` of
-    each of ``rows``; ``count`` may differ per row (at most 19)."""
-    if rows.size == 0:
-        return
-    value = value.astype(np.uint64, copy=True)
-    width = int(count.max()) if count.size else 0
-    flat = matrix.reshape(-1)
-    stride = matrix.shape[1]
-    for place in range(width):
-        position = start + count - 1 - place
-        digit = (value % 10).astype(np.uint8) + _ASCII_ZERO
-        value //= 10
-        live = place < count
-        flat[(rows * stride + position)[live]] = digit[live]
 
 
 def digit_count(value: np.ndarray) -> np.ndarray:

@@ -244,11 +244,6 @@ def merge_upsert_stream(
     return Merged(current.unionByName(corrected_from), sort_keys)
 
 
-def project_state(ledger: DataFrame, primary_key: list[str], vocab: Vocab) -> DataFrame:
-    """The current state of a changelog: the last record per key unless it is a retraction."""
-    return _project_state(ledger, primary_key, vocab).drop(vocab.offset, vocab.op)
-
-
 def _project_state(ledger: DataFrame, pk: list[str], vocab: Vocab) -> DataFrame:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
