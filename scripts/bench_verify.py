@@ -46,6 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -175,36 +176,40 @@ def unhashed_cpu_seconds(paths: list[Path]) -> tuple[float, float]:
     """CPU seconds of decoding the files' records as layer 2 does (from bytes in memory), and of
     then building their value stream, without hashing or checking them: work a check must do
     that the floor does not count."""
-    from protocol.hashing import hashing_batches, open_parquet
     from protocol.hashing.value_stream import encode, validity_mask
 
+    build = 0.0
+
+    def build_stream(batch: pa.RecordBatch) -> None:
+        nonlocal build
+        started = time.process_time()
+        for column in batch.columns:
+            encode(column, validity_mask(column), False)
+        build += time.process_time() - started
+
     contents = [pa.py_buffer(path.read_bytes()) for path in paths]
-    decode = build = 0.0
-    for content in contents:
-        with open_parquet(pa.BufferReader(content)) as parquet:
-            batches = iter(hashing_batches(parquet))
-            while True:
-                started = time.process_time()
-                batch = next(batches, None)
-                decoded = time.process_time()
-                decode += decoded - started
-                if batch is None:
-                    break
-                for column in batch.columns:
-                    encode(column, validity_mask(column), False)
-                build += time.process_time() - decoded
+    decode = sum(decoding_cpu_seconds(content, build_stream) for content in contents)
     return decode, build
 
 
-def decoding_cpu_seconds(content: pa.Buffer) -> float:
-    """CPU seconds of decoding a Parquet file in memory as layer 2 does, without hashing it."""
+def decoding_cpu_seconds(
+    content: pa.Buffer, then: Callable[[pa.RecordBatch], None] | None = None
+) -> float:
+    """CPU seconds of decoding a Parquet file in memory as layer 2 does, without hashing it;
+    ``then`` runs on each record batch, outside the time counted."""
     from protocol.hashing import hashing_batches, open_parquet
 
-    started = time.process_time()
+    decode = 0.0
     with open_parquet(pa.BufferReader(content)) as parquet:
-        for _ in hashing_batches(parquet):
-            pass
-    return time.process_time() - started
+        batches = iter(hashing_batches(parquet))
+        while True:
+            started = time.process_time()
+            batch = next(batches, None)
+            decode += time.process_time() - started
+            if batch is None:
+                return decode
+            if then is not None:
+                then(batch)
 
 
 def decompression_cpu_seconds(paths: list[Path], repeat: int) -> float:
