@@ -25,7 +25,14 @@ from protocol.query.render.columns import (
     object_layout,
 )
 from protocol.query.render.small import SMALL_ROWS, small_texts
-from protocol.query.render.text import TEXT, Piece, constant, data_bytes, join
+from protocol.query.render.text import (
+    TEXT,
+    Piece,
+    constant,
+    data_bytes,
+    join,
+    merged_constants,
+)
 from protocol.query.request import DataFormat
 
 ROWS_PER_CHUNK = 65_536
@@ -248,23 +255,12 @@ def _comma_separated(pieces: list[Piece]) -> Bytes:
     if len(pieces) == 1 and isinstance(pieces[0], pa.Array):
         listed = pa.LargeListArray.from_arrays(pa.array([0, len(pieces[0])], pa.int64()), pieces[0])
         return data_bytes(pc.binary_join(listed, pa.scalar(",", TEXT)))
-    return data_bytes(join(_merged([*pieces, ","])))[:-1]
+    return data_bytes(join(merged_constants([*pieces, ","])))[:-1]
 
 
 def _join_rows(pieces: list[Piece], rows: int) -> pa.Array:
     """Row-wise concatenation, adjacent constant texts merged first."""
-    merged = _merged(pieces)
+    merged = merged_constants(pieces)
     if len(merged) == 1 and isinstance(merged[0], str):
         return constant(merged[0], rows)  # a batch without columns
     return join(merged)
-
-
-def _merged(pieces: list[Piece]) -> list[Piece]:
-    """Adjacent constant texts as one."""
-    merged: list[Piece] = []
-    for piece in pieces:
-        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    return merged

@@ -33,6 +33,7 @@ from protocol.query.render.text import (
     from_matrix,
     join,
     map_values,
+    merged_constants,
     validity,
     with_nulls,
 )
@@ -206,18 +207,7 @@ def _datetime_pieces(
     if offsets is not None:
         pieces.append(_offset_texts(offsets))
     pieces.append('"')
-    return _merged(pieces)
-
-
-def _merged(pieces: list[Piece]) -> list[Piece]:
-    """Adjacent constant texts as one."""
-    merged: list[Piece] = []
-    for piece in pieces:
-        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
-            merged[-1] += piece
-        else:
-            merged.append(piece)
-    return merged
+    return merged_constants(pieces)
 
 
 def _dates_of(days: np.ndarray) -> Indexed:
@@ -326,7 +316,7 @@ def _times(array: pa.Array, unit: str) -> pa.LargeStringArray:
     inside = (raw >= 0) & (raw < _SECONDS_PER_DAY * per_second)
     seconds, nanos = _split(np.where(inside, raw, 0), per_second)
     clock = _clock_texts().take(pa.array(seconds))
-    texts = join(_merged(['"', clock, _fractions(nanos, per_second), '"']))
+    texts = join(merged_constants(['"', clock, _fractions(nanos, per_second), '"']))
     valid = np.asarray(pc.is_valid(array).to_numpy(zero_copy_only=False), dtype=bool)
     outside = np.flatnonzero(~inside & valid)
     if outside.size:

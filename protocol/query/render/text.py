@@ -137,6 +137,17 @@ Piece: TypeAlias = pa.Array | Indexed | str
 """A part of each row of a ``join``: a text column, an indexed table of texts or a constant."""
 
 
+def merged_constants(pieces: list[Piece]) -> list[Piece]:
+    """``pieces`` with adjacent constant texts as one (fewer pieces for ``join`` to lay out)."""
+    merged: list[Piece] = []
+    for piece in pieces:
+        if isinstance(piece, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += piece
+        else:
+            merged.append(piece)
+    return merged
+
+
 def join(pieces: list[Piece]) -> pa.LargeStringArray:
     """Row-wise concatenation of text columns and constant texts (a row with a null piece is
     null).
