@@ -18,6 +18,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from protocol.query.arrow_types import is_list
 from protocol.query.errors import RenderError
 
 _INDENT = 2
@@ -110,7 +111,7 @@ def _field(arrow: pa.Field) -> _Primitive | _Group:
         return primitive("FIXED_LEN_BYTE_ARRAY", None, kind.byte_width)
     if pa.types.is_binary(kind) or pa.types.is_large_binary(kind) or kind == pa.binary_view():
         return primitive("BYTE_ARRAY")
-    if _is_list(kind):
+    if is_list(kind):
         element = _field(kind.value_field)
         inner = _Group("list", "REPEATED", (element,))
         return _Group(name, repetition, (inner,), "LIST")
@@ -134,16 +135,6 @@ def _decimal(name: str, repetition: str, precision: int, scale: int) -> _Primiti
         physical = "FIXED_LEN_BYTE_ARRAY"
         length = math.ceil((math.log2(10.0**precision + 1.0) + 1.0) / 8.0)
     return _Primitive(name, repetition, physical, length, f"DECIMAL({precision},{scale})")
-
-
-def _is_list(kind: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(kind)
-        or pa.types.is_large_list(kind)
-        or pa.types.is_fixed_size_list(kind)
-        or pa.types.is_list_view(kind)
-        or pa.types.is_large_list_view(kind)
-    )
 
 
 def _annotation(node: _Primitive | _Group) -> str:

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from protocol.query.arrow_types import is_list
 from protocol.query.errors import RenderError
 from protocol.query.render.floats import float_pieces, render_floats
 from protocol.query.render.temporal import render_temporal, timestamp_pieces
@@ -81,7 +82,7 @@ def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
         return render_column(pc.run_end_decode(array), style)
     if pa.types.is_map(kind):
         return _maps(array, style)
-    if _is_list(kind):
+    if is_list(kind):
         return _lists(array, style)
     if pa.types.is_struct(kind):
         return _structs(array, style)
@@ -119,7 +120,7 @@ def differs_by_style(kind: pa.DataType) -> bool:
         return differs_by_style(kind.value_type)
     if pa.types.is_run_end_encoded(kind):
         return differs_by_style(kind.value_type)
-    if _is_list(kind):
+    if is_list(kind):
         return differs_by_style(kind.value_type)
     if pa.types.is_struct(kind):
         fields = [kind.field(index) for index in range(kind.num_fields)]
@@ -150,16 +151,6 @@ def _is_binary(kind: pa.DataType) -> bool:
         or pa.types.is_large_binary(kind)
         or pa.types.is_fixed_size_binary(kind)
         or kind == pa.binary_view()
-    )
-
-
-def _is_list(kind: pa.DataType) -> bool:
-    return bool(
-        pa.types.is_list(kind)
-        or pa.types.is_large_list(kind)
-        or pa.types.is_fixed_size_list(kind)
-        or pa.types.is_list_view(kind)
-        or pa.types.is_large_list_view(kind)
     )
 
 
