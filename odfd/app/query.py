@@ -169,20 +169,6 @@ async def pinned_at(node: Node, as_of: str | None) -> tuple[Multihash | None, Ti
     return await resolve_as_of(node.workspace, AsOf.parse(as_of))
 
 
-async def referenced_views(
-    node: Node,
-    sql: str,
-    *,
-    engine: str = DEFAULT_ENGINE,
-    block: Multihash | None = None,
-    time: Timestamp | None = None,
-    visible: Callable[[DatasetRecord], bool] | None = None,
-) -> list[DatasetView]:
-    """The views of the datasets the query reads as tables, parsed in the dialect of ``engine``
-    (``odfd.app.query_tables``)."""
-    return await _views(node, sql, await _visible_records(node, visible), engine, block, time)
-
-
 async def _views(
     node: Node,
     sql: str,

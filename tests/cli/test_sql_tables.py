@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from odfd.app.node import open_node
-from odfd.app.query import referenced_views
+from odfd.app.query import query_inputs
 from odfd.app.query_tables import read_aliases
 
 ALIASES = ("match.scores", "scores", "Scores", "my-data", "a", "alice/x-y", "b")
@@ -112,8 +112,8 @@ async def test_sql_registers_only_the_datasets_the_query_reads(workspace_root: P
         'JOIN "test.root.files-by-time" USING (id)'
     )
     async with await open_node(workspace_root) as node:
-        views = await referenced_views(node, sql)
-    assert sorted(view.alias for view in views) == [
+        inputs = await query_inputs(node, sql)
+    assert sorted(view.alias for view in inputs.views) == [
         "test.root.files-by-time",
         "test.root.files-glob",
     ]
