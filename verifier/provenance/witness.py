@@ -44,7 +44,7 @@ class TaggedRun:
 
     def witnesses(self, tag: str | None) -> Witnesses:
         """The input rows behind a tag string, frame references resolved (blocking)."""
-        grouped: dict[int, set[int]] = {}
+        rows: list[str] = []
         pending, seen = [tag or ""], set()
         while pending:
             for token in pending.pop().split(","):
@@ -54,9 +54,8 @@ class TaggedRun:
                 if token.startswith("w"):
                     pending.extend(self._frame_rows(token))
                 else:
-                    number, _, offset = token.partition(":")
-                    grouped.setdefault(int(number), set()).add(int(offset))
-        return {k: tuple(sorted(v)) for k, v in sorted(grouped.items())}
+                    rows.append(token)
+        return parse_tags(",".join(rows))
 
     def _frame_rows(self, reference: str) -> list[str]:
         """Tags of the rows of frame ``w<n>:<partition>:<first>:<last>``."""
@@ -159,7 +158,8 @@ def locate(
 
 
 def parse_tags(text: str | None) -> Witnesses:
-    """``"0:3,1:7,0:4"`` -> ``{0: (3, 4), 1: (7,)}``."""
+    """Row tags (``input:offset``, no frame references) grouped by input:
+    ``"0:3,1:7,0:4"`` -> ``{0: (3, 4), 1: (7,)}``."""
     grouped: dict[int, set[int]] = {}
     for tag in (text or "").split(","):
         if not tag:
