@@ -65,6 +65,10 @@ class Lru(Generic[K, V]):
         going through them)."""
         return list(self._entries.values())
 
+    def items(self) -> list[tuple[K, V]]:
+        """The keys and values kept, least recently used first (a copy, as ``values``)."""
+        return list(self._entries.items())
+
     def clear(self) -> None:
         self._entries.clear()
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from collections import ChainMap, OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
 from contextlib import aclosing
 
@@ -43,6 +42,7 @@ from storage.chain.saved_state import SavedState, SavedStateError, SavedStateSto
 from storage.crashpoints import crash_point
 from storage.errors import ChainRuleError, HashMismatchError, ObjectNotFoundError, StorageError
 from storage.layout import HEAD_REF, DatasetLayout
+from storage.lru import Lru
 from storage.stores.base import ObjectStore, RefStore
 from storage.stores.ref_file import read_ref_file
 
@@ -86,9 +86,8 @@ class MetadataChain:
         self.saved_states = saved_states
         self._data = data
         self._checkpoints = checkpoints
-        self._recent_states: OrderedDict[Multihash, ChainState] = OrderedDict()
+        self._recent_states: Lru[Multihash, ChainState] = Lru(_RECENT_STATES)
         self._state_checkpoints: dict[Multihash, ChainState] = {}
-        self._known_states = ChainMap(self._recent_states, self._state_checkpoints)
         self._saved_state_consulted = False
 
     # --- reading --------------------------------------------------------------------------------
@@ -161,7 +160,7 @@ class MetadataChain:
             head = await self.head()
         if head is None:
             return ChainState(self.dataset_id)
-        state = self._known_states.get(head)
+        state = self._known_state(head)
         if state is None:
             state = await self._restore_saved_state(head)
         if state is None:
@@ -178,7 +177,9 @@ class MetadataChain:
     async def _compute_state(self, head: Multihash) -> tuple[ChainState, int]:
         """The state at ``head`` from the nearest known ancestor state; keeps a checkpoint every
         ``STATE_CHECKPOINT_INTERVAL`` blocks on the way. Returns it and the blocks applied."""
-        known = self._known_states
+        # the states kept when the walk starts, copied: the base's stays here even if another
+        # caller's state pushes it out of the recent ones meanwhile
+        known = {**self._state_checkpoints, **dict(self._recent_states.items())}
         state: ChainState | None = None
         applied = 0
         async for hash, block in self.iter_blocks_forward(head, after=known):
@@ -208,7 +209,7 @@ class MetadataChain:
             return None
         try:
             saved = SavedState.from_bytes(data)
-            if saved.dataset_id != self.dataset_id or saved.head in self._known_states:
+            if saved.dataset_id != self.dataset_id or self._known_state(saved.head) is not None:
                 return None
             state = await saved.restore(self.get_block)
         except (SavedStateError, StorageError, DecodeError):
@@ -237,11 +238,13 @@ class MetadataChain:
 
     def _remember(self, state: ChainState) -> None:
         assert state.head is not None  # only states past a block are kept
-        recent = self._recent_states
-        recent[state.head] = state
-        recent.move_to_end(state.head)
-        while len(recent) > _RECENT_STATES:
-            recent.popitem(last=False)
+        self._recent_states.put(state.head, state)
+
+    def _known_state(self, head: Multihash) -> ChainState | None:
+        """The state at ``head`` kept in memory (recent or a checkpoint), if any; looking does
+        not count as a use (``_remember`` does)."""
+        recent = self._recent_states.peek(head)
+        return recent if recent is not None else self._state_checkpoints.get(head)
 
     # --- appending ------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ def test_oldest_pop_and_clear() -> None:
     assert lru.get("c") is None
 
 
-def test_peek_does_not_use_a_key_and_values_go_oldest_first() -> None:
+def test_peek_does_not_use_a_key_and_values_and_items_go_oldest_first() -> None:
     lru: Lru[str, int] = Lru(2)
     lru.put("a", 1)
     lru.put("b", 2)
@@ -55,3 +55,6 @@ def test_peek_does_not_use_a_key_and_values_go_oldest_first() -> None:
     lru.put("c", 3)
     assert "a" not in lru
     assert lru.values() == [2, 3]
+    assert lru.items() == [("b", 2), ("c", 3)]
+    lru.get("b")
+    assert lru.items() == [("c", 3), ("b", 2)]
