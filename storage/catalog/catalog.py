@@ -304,18 +304,6 @@ class Catalog:
             from_text(row[4]),
         )
 
-    async def record_remote_head(
-        self, dataset_id: DatasetId, remote: str, head: Multihash | None
-    ) -> None:
-        now = now_text()
-        await self.sql.execute(
-            "INSERT INTO sync_state (dataset_id, remote, last_remote_head, last_remote_seen_at, updated_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT (dataset_id, remote) DO UPDATE SET"
-            " last_remote_head = excluded.last_remote_head,"
-            " last_remote_seen_at = excluded.last_remote_seen_at, updated_at = excluded.updated_at",
-            (str(dataset_id), remote, hash_to_text(head), now, now),
-        )
-
     async def record_synced(self, dataset_id: DatasetId, remote: str, head: Multihash) -> None:
         """Both sides are at ``head`` now."""
         now = now_text()

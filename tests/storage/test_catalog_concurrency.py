@@ -154,9 +154,7 @@ async def test_concurrent_writers_all_land_while_others_roll_back(catalog: Catal
         await asyncio.sleep(0)
         await catalog.update_head(dataset_id, fake_hash(f"head{n}"), n)
         await mirrors.add(f"m{n}", f"https://source.example/{n}", [], 60.0)
-        await catalog.record_remote_head(
-            dataset_id, "https://remote.example", fake_hash(f"remote{n}")
-        )
+        await catalog.record_synced(dataset_id, "https://remote.example", fake_hash(f"remote{n}"))
         await audits.add(
             AuditRecord(
                 dataset_id,

@@ -323,10 +323,11 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
             assert row[0] == "wal"
         _, dataset_id = DatasetId.new_generated()
         await catalog.add_dataset(dataset_id, "a", DatasetKind.ROOT, fake_hash("h"), 0)
-        await catalog.record_remote_head(dataset_id, "https://r", fake_hash("remote"))
+        assert await catalog.get_sync_state(dataset_id, "https://r") is None
+        await catalog.record_synced(dataset_id, "https://r", fake_hash("first"))
         state = await catalog.get_sync_state(dataset_id, "https://r")
-        assert state is not None and state.last_remote_head == fake_hash("remote")
-        assert state.last_synced_local_head is None
+        assert state is not None
+        assert state.last_synced_local_head == fake_hash("first") == state.last_remote_head
         await catalog.record_synced(dataset_id, "https://r", fake_hash("both"))
         state = await catalog.get_sync_state(dataset_id, "https://r")
         assert state.last_synced_local_head == fake_hash("both") == state.last_remote_head
