@@ -34,8 +34,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import pyarrow as pa
+import pyarrow.parquet as pq
+
 from odfd.sync.pull import pull
+from protocol.arrow_schema import schema_to_arrow
 from protocol.codec.flatbuffers import hash_block
+from protocol.hashing.parquet_files import logical_hash_parquet
 from protocol.identity import DatasetRef, Multicodec, Multihash
 from protocol.model import (
     AddData,
@@ -107,12 +112,28 @@ async def write_events(dataset: Dataset, events: Iterable[MetadataEvent]) -> Mul
     return state.head
 
 
-def data_object(dataset: Dataset, label: str) -> tuple[Multihash, int]:
-    """A small object in ``data/`` (its bytes are not Parquet: nothing measured here reads them)."""
-    data = f"slice {label}\n".encode() * 20
-    hash = Multihash.from_digest_sha3_256(data)
-    (dataset.layout.data_dir / object_name(hash)).write_bytes(data)
-    return hash, len(data)
+def data_object(dataset: Dataset, first_offset: int) -> tuple[Multihash, Multihash, int]:
+    """A ``ROWS``-record Parquet slice in ``data/`` starting at ``first_offset``: pulls check
+    every data file they fetch, so the slice is real. Returns its logical and physical hashes
+    and its size."""
+    rows = range(first_offset, first_offset + ROWS)
+    times = [T0.epoch_nanos // 1_000_000 + n for n in rows]
+    table = pa.Table.from_pydict(
+        {
+            "offset": list(rows),
+            "system_time": times,
+            "event_time": times,
+            "value": [n * 7 for n in rows],
+        },
+        schema=schema_to_arrow(SCHEMA.schema),
+    )
+    sink = pa.BufferOutputStream()
+    pq.write_table(table, sink)
+    data = sink.getvalue().to_pybytes()
+    physical = Multihash.from_digest_sha3_256(data)
+    path = dataset.layout.data_dir / object_name(physical)
+    path.write_bytes(data)
+    return logical_hash_parquet(path), physical, len(data)
 
 
 def root_events(
@@ -126,14 +147,15 @@ def root_events(
         prev = offset - 1 if offset else None
         if n % every == 0:
             if dataset is not None:
-                hash, size = data_object(dataset, f"{offset}")
+                logical, hash, size = data_object(dataset, offset)
             else:
                 hash, size = Multihash.from_digest_sha3_256(str(offset).encode()), 100
+                logical = Multihash(code=Multicodec.ARROW0_SHA3_256, digest=hash.digest)
             yield AddData(
                 prev_offset=prev,
                 new_watermark=watermark,
                 new_data=DataSlice(
-                    logical_hash=Multihash(code=Multicodec.ARROW0_SHA3_256, digest=hash.digest),
+                    logical_hash=logical,
                     physical_hash=hash,
                     offset_interval=OffsetInterval(start=offset, end=offset + ROWS - 1),
                     size=size,
