@@ -73,16 +73,15 @@ from storage.workspace import Workspace
 from verifier.engine.replay import replay_request
 
 T0 = Timestamp.of(2024, 1, 1)
-SCHEMA = SetDataSchema(
-    schema=DataSchema(
-        fields=(
-            DataField(name="offset", type=DataTypeInt64()),
-            DataField(name="system_time", type=DataTypeTimestamp()),
-            DataField(name="event_time", type=DataTypeTimestamp()),
-            DataField(name="value", type=DataTypeInt64()),
-        )
+DATA_SCHEMA = DataSchema(
+    fields=(
+        DataField(name="offset", type=DataTypeInt64()),
+        DataField(name="system_time", type=DataTypeTimestamp()),
+        DataField(name="event_time", type=DataTypeTimestamp()),
+        DataField(name="value", type=DataTypeInt64()),
     )
 )
+SCHEMA = SetDataSchema(schema=DATA_SCHEMA)
 ROWS = 10
 
 
@@ -125,7 +124,7 @@ def data_object(dataset: Dataset, first_offset: int) -> tuple[Multihash, Multiha
             "event_time": times,
             "value": [n * 7 for n in rows],
         },
-        schema=schema_to_arrow(SCHEMA.schema),
+        schema=schema_to_arrow(DATA_SCHEMA),
     )
     sink = pa.BufferOutputStream()
     pq.write_table(table, sink)

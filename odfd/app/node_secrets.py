@@ -3,8 +3,8 @@
 The key is the X25519 form of the node's ed25519 identity key (``storage.keys``, named by the
 node's ``did:key``), converted by libsodium; values are encrypted with ``ECDH-ES+A256KW`` and
 ``A256GCM`` through ``joserfc``. Because the public half follows from the node's DID, anyone can
-encrypt a secret for a node (``odfd`` prints its public JWK) and put the JWE in a manifest; only
-that node can read it. Plain values never leave this module except to the code that uses them.
+encrypt a secret for a node (``odfd secrets key`` prints its public JWK, ``odfd secrets encrypt
+--key`` encrypts to it without the node) and put the JWE in a manifest; only that node can read it. Plain values never leave this module except to the code that uses them.
 """
 
 from __future__ import annotations
@@ -66,6 +66,27 @@ class NodeSecrets:
                 f"not a JWE this node can decrypt ({type(err).__name__}: {err}); encrypt it to "
                 "this node's public key, or give the plain value to have the node encrypt it"
             ) from None
+
+
+def encrypt_to(public_jwk: Any, plain: str) -> str:
+    """``plain`` as a JWE only the node whose public JWK (``NodeSecrets.public_jwk``) this is can
+    decrypt: how a publisher keeps a secret out of manifests and repositories without the node.
+    Raises ``SecretError`` for anything but an X25519 public key."""
+    if not isinstance(public_jwk, dict) or public_jwk.get("kty") != "OKP":
+        raise SecretError('not a node\'s public key: expected a JWK object with "kty": "OKP"')
+    if public_jwk.get("crv") != "X25519":
+        raise SecretError(
+            f'not a node\'s public key: "crv" is {public_jwk.get("crv")!r}, expected "X25519"'
+        )
+    if "d" in public_jwk:
+        raise SecretError(
+            'this JWK holds a private key ("d"); give the public key `odfd secrets key` prints'
+        )
+    try:
+        key = OKPKey.import_key(public_jwk)
+    except (JoseError, ValueError, TypeError) as err:
+        raise SecretError(f"not a node's public key ({type(err).__name__}: {err})") from None
+    return jwe.encrypt_compact(_HEADER, plain.encode(), key)
 
 
 _OF_KEYS: weakref.WeakKeyDictionary[KeyStore, NodeSecrets] = weakref.WeakKeyDictionary()

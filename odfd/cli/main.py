@@ -73,6 +73,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "log in to a remote node and keep its access token for pull, push, search, sql",
     ),
     "logout": ("logout", "forget the access token kept for a remote node"),
+    "secrets": ("secrets", "the node's public key, and secrets encrypted to it for manifests"),
     "reset": ("reset", "move a dataset's head back to an earlier block (asks first)"),
     "compact": (
         "compact",
