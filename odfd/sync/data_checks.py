@@ -46,6 +46,7 @@ from protocol.hashing import (
 from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
+from storage.direct_io import read_direct
 
 DEFAULT_OFFSET_COLUMN = "offset"
 
@@ -83,16 +84,24 @@ def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
 
 
 def _open_first(paths: Sequence[Path]) -> pa.NativeFile:
-    """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be."""
+    """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be. A file
+    up to ``READ_LIMIT`` is read whole around the page cache (``storage.direct_io``: a pull
+    wrote it so, and reading it through the cache would fill as many fresh pages as writing it
+    through the cache would have), into this thread's buffer; a larger one is read in pieces."""
     try:
         for path in paths[:-1]:
             try:
-                return pa.OSFile(str(path))
+                return _open(path)
             except FileNotFoundError:
                 continue
-        return pa.OSFile(str(paths[-1]))
+        return _open(paths[-1])
     except OSError as err:
         raise SliceFileError(f"is not a readable file: {err}") from None
+
+
+def _open(path: Path) -> pa.NativeFile:
+    whole = read_direct(path)
+    return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
 
 
 def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
