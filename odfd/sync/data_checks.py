@@ -104,9 +104,14 @@ def _open(path: Path) -> pa.NativeFile:
     return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
 
 
+def _buffer_size(source: pa.NativeFile) -> int:
+    """A file in memory is read without a read buffer: its pages are slices of it, not copies."""
+    return 0 if isinstance(source, pa.BufferReader) else STREAM_BUFFER_BYTES
+
+
 def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
     try:
-        parquet = open_parquet(source, STREAM_BUFFER_BYTES)
+        parquet = open_parquet(source, _buffer_size(source))
     except (OSError, pa.ArrowException) as err:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
@@ -140,7 +145,7 @@ def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) 
     depend on which column holds the offsets."""
     with _open_first(paths) as source:
         try:
-            parquet = pq.ParquetFile(source, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
+            parquet = pq.ParquetFile(source, buffer_size=_buffer_size(source), pre_buffer=False)
         except (OSError, pa.ArrowException) as err:
             raise SliceFileError(f"is not a readable Parquet file: {err}") from None
         with parquet:
