@@ -7,10 +7,10 @@ memory, and on this project's machines (virtual machines that hand free memory b
 host) filling such pages cost more CPU than the SHA3 of the same bytes: 0.4-1.2 s per 500 MB
 written, where ``O_DIRECT`` from a reused buffer costs ~0.02 s. The copy goes through one small
 aligned buffer per open file (taken from a bounded pool, so its pages stay warm), the check reads
-the whole file into a buffer kept per thread (files up to ``READ_LIMIT``; larger ones are read
-through the cache, in pieces, as before). Durability does not change: ``O_DIRECT`` bytes reach
-the device, yet the file's size and extents are durable only after the ``fsync``/``syncfs`` that
-comes before its name. Where ``O_DIRECT`` is refused (tmpfs, some network file systems), files
+the whole file into a pooled buffer (files up to ``READ_LIMIT``, one buffer per core at most;
+larger files, or files read while every buffer is in use, are read through the cache, in pieces,
+as before). Durability does not change: ``O_DIRECT`` bytes reach the device, yet the file's
+size and extents are durable only after the ``fsync``/``syncfs`` that comes before its name. Where ``O_DIRECT`` is refused (tmpfs, some network file systems), files
 are written and read as plain files.
 """
 
@@ -22,6 +22,8 @@ import io
 import mmap
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, cast
 
@@ -29,30 +31,30 @@ ALIGN = 4096
 """Offsets, lengths and buffer addresses of ``O_DIRECT`` I/O are multiples of this (the
 largest logical block size of common devices)."""
 WRITE_BUFFER = 2 << 20
-_POOL_MAX = 16
-"""Write buffers kept for reuse (32 MB at most), beyond those a pull's parallel writes hold."""
-READ_LIMIT = 64 << 20
-"""Files up to this size are read whole by ``read_direct``, into one buffer per thread."""
+_POOL_MAX = 8
+"""Write buffers kept for reuse (a pull writes 8 objects at once)."""
+READ_LIMIT = 32 << 20
+"""Files up to this size are read whole by ``read_direct`` (into pooled buffers, one per core
+at most)."""
 
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _pool: list[mmap.mmap] = []
 _pool_lock = threading.Lock()
-_reading = threading.local()
 
 
 def _take_buffer() -> mmap.mmap:
     with _pool_lock:
         if _pool:
             return _pool.pop()
-    return mmap.mmap(-1, WRITE_BUFFER)  # page-aligned, as O_DIRECT needs
+    return _anonymous(WRITE_BUFFER)
 
 
 def _give_back(buffer: mmap.mmap) -> None:
+    """Pooled unless the pool is full (then dropped: freed once no view of it is left)."""
+    _lazily_free(buffer)
     with _pool_lock:
         if len(_pool) < _POOL_MAX:
             _pool.append(buffer)
-            return
-    buffer.close()
 
 
 def open_new(path: Path) -> BinaryIO:
@@ -145,44 +147,95 @@ class _DirectWriter(io.RawIOBase):
             super().close()
 
 
-def read_direct(path: Path) -> memoryview | None:
-    """The whole of ``path``, read around the page cache into this thread's buffer (valid until
-    the thread's next ``read_direct``); ``None`` if the file is larger than ``READ_LIMIT`` or
-    its file system refuses ``O_DIRECT`` (read it as a plain file). ``FileNotFoundError`` if it
-    is missing."""
+@contextmanager
+def read_direct(path: Path) -> Iterator[memoryview | None]:
+    """The whole of ``path``, read around the page cache into a pooled buffer that is valid
+    until the ``with`` ends; ``None`` if the file is larger than ``READ_LIMIT``, its file system
+    refuses ``O_DIRECT``, or every pooled buffer is in use (read it as a plain file then).
+    ``FileNotFoundError`` if it is missing."""
+    fd = _open_for_reading(path)
+    if fd is None:
+        yield None
+        return
+    buffer: mmap.mmap | None = None
+    try:
+        size = os.fstat(fd).st_size
+        buffer = (
+            _take_read_buffer(-(-size // ALIGN) * ALIGN or ALIGN) if size <= READ_LIMIT else None
+        )
+        whole = None if buffer is None else _read_all(fd, memoryview(buffer), size)
+    finally:
+        os.close(fd)
+    try:
+        yield whole
+    finally:
+        if buffer is not None:
+            _give_back_read_buffer(buffer)
+
+
+def _open_for_reading(path: Path) -> int | None:
     if not _O_DIRECT:
         return None
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_DIRECT)
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_DIRECT)
     except OSError as err:
         if err.errno != errno.EINVAL:
             raise
         return None
+
+
+def _read_all(fd: int, view: memoryview, size: int) -> memoryview | None:
+    got = 0
     try:
-        size = os.fstat(fd).st_size
-        if size > READ_LIMIT:
-            return None
-        view = _read_buffer(-(-size // ALIGN) * ALIGN or ALIGN)
-        got = 0
-        try:
-            while got < size:
-                count = os.readv(fd, [view[got:]])
-                if count == 0:
-                    break
-                got += count
-        except OSError as err:
-            if err.errno != errno.EINVAL:
-                raise
-            return None
-        return view[:got]
-    finally:
-        os.close(fd)
+        while got < size:
+            count = os.readv(fd, [view[got:]])
+            if count == 0:
+                break
+            got += count
+    except OSError as err:
+        if err.errno != errno.EINVAL:
+            raise
+        return None
+    return view[:got]
 
 
-def _read_buffer(size: int) -> memoryview:
-    """This thread's read buffer, grown to ``size`` if smaller."""
-    view: memoryview | None = getattr(_reading, "view", None)
-    if view is None or len(view) < size:
-        view = memoryview(mmap.mmap(-1, max(size, WRITE_BUFFER)))
-        _reading.view = view
-    return view[:size]
+_read_pool: list[mmap.mmap] = []
+_read_buffers = 0
+"""Read buffers in existence: at most one per core (checks are CPU-bound; more would only
+queue for the cores), each at most ``READ_LIMIT``: the memory they hold is bounded."""
+
+
+def _take_read_buffer(size: int) -> mmap.mmap | None:
+    global _read_buffers
+    with _pool_lock:
+        if _read_pool:
+            buffer = _read_pool.pop()
+            if len(buffer) >= size:
+                return buffer
+            _read_buffers -= 1  # too small: dropped, and a larger one made below
+        if _read_buffers >= _cores():
+            return None
+        _read_buffers += 1
+    return _anonymous(max(size, WRITE_BUFFER))
+
+
+def _anonymous(size: int) -> mmap.mmap:
+    """Private memory, page-aligned (as ``O_DIRECT`` needs), that ``MADV_FREE`` applies to."""
+    return mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE)
+
+
+def _give_back_read_buffer(buffer: mmap.mmap) -> None:
+    _lazily_free(buffer)
+    with _pool_lock:
+        _read_pool.append(buffer)
+
+
+def _lazily_free(buffer: mmap.mmap) -> None:
+    """A pooled buffer's pages are the kernel's to take under memory pressure (``MADV_FREE``),
+    and stay warm for the next use otherwise: an idle process holds no memory it needs."""
+    if hasattr(mmap, "MADV_FREE"):
+        buffer.madvise(mmap.MADV_FREE)
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1

@@ -25,8 +25,9 @@ its checks only while both go on at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -83,24 +84,32 @@ def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
         return _read_facts(source, offset_column)
 
 
-def _open_first(paths: Sequence[Path]) -> pa.NativeFile:
+@contextmanager
+def _open_first(paths: Sequence[Path]) -> Iterator[pa.NativeFile]:
     """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be. A file
     up to ``READ_LIMIT`` is read whole around the page cache (``storage.direct_io``: a pull
     wrote it so, and reading it through the cache would fill as many fresh pages as writing it
-    through the cache would have), into this thread's buffer; a larger one is read in pieces."""
-    try:
-        for path in paths[:-1]:
-            try:
-                return _open(path)
-            except FileNotFoundError:
-                continue
-        return _open(paths[-1])
-    except OSError as err:
-        raise SliceFileError(f"is not a readable file: {err}") from None
+    through the cache would have), into a pooled buffer; a larger one is read in pieces."""
+    with ExitStack() as stack:
+        try:
+            source = _enter_first(stack, paths)
+        except OSError as err:
+            raise SliceFileError(f"is not a readable file: {err}") from None
+        with source:
+            yield source
 
 
-def _open(path: Path) -> pa.NativeFile:
-    whole = read_direct(path)
+def _enter_first(stack: ExitStack, paths: Sequence[Path]) -> pa.NativeFile:
+    for path in paths[:-1]:
+        try:
+            return _enter(stack, path)
+        except FileNotFoundError:
+            continue
+    return _enter(stack, paths[-1])
+
+
+def _enter(stack: ExitStack, path: Path) -> pa.NativeFile:
+    whole = stack.enter_context(read_direct(path))
     return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
 
 

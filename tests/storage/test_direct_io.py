@@ -24,8 +24,8 @@ def test_written_in_odd_pieces_reads_back_the_same(tmp_path: Path, size: int) ->
                 data[start : start + 1_000_003]
             )
     assert path.read_bytes() == data
-    whole = read_direct(path)
-    assert whole is not None and bytes(whole) == data
+    with read_direct(path) as whole:
+        assert whole is not None and bytes(whole) == data
 
 
 def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
@@ -42,9 +42,28 @@ def test_a_file_above_the_read_limit_is_left_to_plain_reads(
     monkeypatch.setattr(direct_io, "READ_LIMIT", ALIGN)
     path = tmp_path / "file"
     path.write_bytes(b"x" * (ALIGN + 1))
-    assert read_direct(path) is None
-    with pytest.raises(FileNotFoundError):
-        read_direct(tmp_path / "missing")
+    with read_direct(path) as whole:
+        assert whole is None
+    with pytest.raises(FileNotFoundError), read_direct(tmp_path / "missing"):
+        pass
+
+
+def test_reads_hold_at_most_one_buffer_per_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond that, a file is left to plain reads; a buffer given back serves the next read."""
+    monkeypatch.setattr(direct_io, "_cores", lambda: 1)
+    monkeypatch.setattr(direct_io, "_read_pool", [])
+    monkeypatch.setattr(direct_io, "_read_buffers", 0)
+    first, second = tmp_path / "first", tmp_path / "second"
+    first.write_bytes(b"1" * 5000)
+    second.write_bytes(b"2" * 7000)
+    with read_direct(first) as one, read_direct(second) as other:
+        assert one is not None and bytes(one) == b"1" * 5000
+        assert other is None
+    with read_direct(second) as other:
+        assert other is not None and bytes(other) == b"2" * 7000
+    assert direct_io._read_buffers == 1
 
 
 def test_without_o_direct_files_are_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,4 +72,5 @@ def test_without_o_direct_files_are_plain(tmp_path: Path, monkeypatch: pytest.Mo
     with open_new(path) as out:
         out.write(b"abc" * 5000)
     assert path.read_bytes() == b"abc" * 5000
-    assert read_direct(path) is None
+    with read_direct(path) as whole:
+        assert whole is None
