@@ -33,6 +33,8 @@ largest logical block size of common devices)."""
 WRITE_BUFFER = 2 << 20
 _POOL_MAX = 8
 """Write buffers kept for reuse (a pull writes 8 objects at once)."""
+DIRECT_MIN = WRITE_BUFFER
+"""Files smaller than this are written and read through the page cache (see ``open_new``)."""
 READ_LIMIT = 32 << 20
 """Files up to this size are read whole by ``read_direct`` (into pooled buffers, one per core
 at most)."""
@@ -58,31 +60,28 @@ def _give_back(buffer: mmap.mmap) -> None:
 
 
 def open_new(path: Path) -> BinaryIO:
-    """Create ``path`` (it must not exist) for writing, around the page cache if the file system
-    allows it (else a plain unbuffered file). Each ``write`` takes the whole chunk."""
+    """Create ``path`` (it must not exist) for writing. Each ``write`` takes the whole chunk; a
+    file that grows past one buffer goes on around the page cache if the file system allows it
+    (a smaller one is written through the cache at ``close``: for small files the device's
+    latency per direct write, and a direct read's, would cost more than the cache's pages)."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    if _O_DIRECT:
-        try:
-            fd = os.open(path, flags | _O_DIRECT, 0o666)
-        except OSError as err:
-            if err.errno != errno.EINVAL:
-                raise
-        else:
-            return cast(BinaryIO, _DirectWriter(fd))
-    return open(os.open(path, flags, 0o666), "wb", buffering=0)
+    return cast(BinaryIO, _DirectWriter(os.open(path, flags, 0o666)))
 
 
 class _DirectWriter(io.RawIOBase):
-    """Bytes gathered in an aligned buffer and written in whole buffers; the tail's last partial
-    block goes through the page cache (``O_DIRECT`` turned off for it). Should the file system
-    refuse an ``O_DIRECT`` write after all, the rest is written as to a plain file."""
+    """Bytes gathered in an aligned buffer and written in whole buffers, around the page cache
+    from the first whole buffer on (``O_DIRECT`` set on the open file then, if the file system
+    takes it); the tail's last partial block goes through the cache (``O_DIRECT`` turned off for
+    it). Should the file system refuse an ``O_DIRECT`` write after all, the rest is written as
+    to a plain file."""
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._buffer: mmap.mmap | None = _take_buffer()
         self._view = memoryview(self._buffer)
         self._held = 0
-        self._direct = True
+        self._direct = False
+        self._tried_direct = False
         self._failed = False
 
     def writable(self) -> bool:
@@ -101,6 +100,8 @@ class _DirectWriter(io.RawIOBase):
                 self._held += take
                 view = view[take:]
                 if self._held == WRITE_BUFFER:
+                    if not self._tried_direct:
+                        self._go_direct()
                     self._flush(WRITE_BUFFER)
         except BaseException:
             self._failed = True  # closing then writes nothing more (a full disk stays full)
@@ -122,8 +123,13 @@ class _DirectWriter(io.RawIOBase):
         self._view[:rest] = self._view[length : self._held]
         self._held = rest
 
+    def _go_direct(self) -> None:
+        self._tried_direct = True
+        if _O_DIRECT and _set_direct(self._fd, on=True):
+            self._direct = True
+
     def _plain(self) -> None:
-        fcntl.fcntl(self._fd, fcntl.F_SETFL, fcntl.fcntl(self._fd, fcntl.F_GETFL) & ~_O_DIRECT)
+        _set_direct(self._fd, on=False)
         self._direct = False
 
     def close(self) -> None:
@@ -150,20 +156,18 @@ class _DirectWriter(io.RawIOBase):
 @contextmanager
 def read_direct(path: Path) -> Iterator[memoryview | None]:
     """The whole of ``path``, read around the page cache into a pooled buffer that is valid
-    until the ``with`` ends; ``None`` if the file is larger than ``READ_LIMIT``, its file system
-    refuses ``O_DIRECT``, or every pooled buffer is in use (read it as a plain file then).
+    until the ``with`` ends; ``None`` (read it as a plain file) if the file is smaller than
+    ``DIRECT_MIN`` (``open_new`` wrote it through the cache) or larger than ``READ_LIMIT``,
+    if its file system refuses ``O_DIRECT``, or if every pooled buffer is in use.
     ``FileNotFoundError`` if it is missing."""
-    fd = _open_for_reading(path)
-    if fd is None:
-        yield None
-        return
     buffer: mmap.mmap | None = None
+    whole: memoryview | None = None
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     try:
         size = os.fstat(fd).st_size
-        buffer = (
-            _take_read_buffer(-(-size // ALIGN) * ALIGN or ALIGN) if size <= READ_LIMIT else None
-        )
-        whole = None if buffer is None else _read_all(fd, memoryview(buffer), size)
+        if _O_DIRECT and DIRECT_MIN <= size <= READ_LIMIT and _set_direct(fd, on=True):
+            buffer = _take_read_buffer(-(-size // ALIGN) * ALIGN)
+            whole = None if buffer is None else _read_all(fd, memoryview(buffer), size)
     finally:
         os.close(fd)
     try:
@@ -173,15 +177,16 @@ def read_direct(path: Path) -> Iterator[memoryview | None]:
             _give_back_read_buffer(buffer)
 
 
-def _open_for_reading(path: Path) -> int | None:
-    if not _O_DIRECT:
-        return None
+def _set_direct(fd: int, *, on: bool) -> bool:
+    """Turn ``O_DIRECT`` on or off for an open file; False if its file system refuses it."""
+    flags = fcntl.fcntl(fd, fcntl.F_GETFL)
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC | _O_DIRECT)
+        fcntl.fcntl(fd, fcntl.F_SETFL, flags | _O_DIRECT if on else flags & ~_O_DIRECT)
     except OSError as err:
         if err.errno != errno.EINVAL:
             raise
-        return None
+        return False
+    return True
 
 
 def _read_all(fd: int, view: memoryview, size: int) -> memoryview | None:

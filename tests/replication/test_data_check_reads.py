@@ -18,6 +18,7 @@ WAYS = ["whole", "above the limit", "no O_DIRECT"]
 
 
 def _around_cache(way: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(direct_io, "DIRECT_MIN", 1)  # the test's files are small
     if way == "above the limit":
         monkeypatch.setattr(direct_io, "READ_LIMIT", 0)
     elif way == "no O_DIRECT":

@@ -25,7 +25,10 @@ def test_written_in_odd_pieces_reads_back_the_same(tmp_path: Path, size: int) ->
             )
     assert path.read_bytes() == data
     with read_direct(path) as whole:
-        assert whole is not None and bytes(whole) == data
+        if size < direct_io.DIRECT_MIN:
+            assert whole is None  # a small file is read through the page cache
+        else:
+            assert whole is not None and bytes(whole) == data
 
 
 def test_an_existing_file_is_not_overwritten(tmp_path: Path) -> None:
@@ -53,6 +56,7 @@ def test_reads_hold_at_most_one_buffer_per_core(
 ) -> None:
     """Beyond that, a file is left to plain reads; a buffer given back serves the next read."""
     monkeypatch.setattr(direct_io, "_cores", lambda: 1)
+    monkeypatch.setattr(direct_io, "DIRECT_MIN", 1)
     monkeypatch.setattr(direct_io, "_read_pool", [])
     monkeypatch.setattr(direct_io, "_read_buffers", 0)
     first, second = tmp_path / "first", tmp_path / "second"
