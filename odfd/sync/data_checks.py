@@ -25,8 +25,9 @@ its checks only while both go on at once.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -46,6 +47,7 @@ from protocol.hashing import (
 from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
+from storage.direct_io import read_direct
 
 DEFAULT_OFFSET_COLUMN = "offset"
 
@@ -82,22 +84,43 @@ def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
         return _read_facts(source, offset_column)
 
 
-def _open_first(paths: Sequence[Path]) -> pa.NativeFile:
-    """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be."""
-    try:
-        for path in paths[:-1]:
-            try:
-                return pa.OSFile(str(path))
-            except FileNotFoundError:
-                continue
-        return pa.OSFile(str(paths[-1]))
-    except OSError as err:
-        raise SliceFileError(f"is not a readable file: {err}") from None
+@contextmanager
+def _open_first(paths: Sequence[Path]) -> Iterator[pa.NativeFile]:
+    """The first of ``paths`` that exists, opened; ``SliceFileError`` if none can be. A file
+    up to ``READ_LIMIT`` is read whole around the page cache (``storage.direct_io``: a pull
+    wrote it so, and reading it through the cache would fill as many fresh pages as writing it
+    through the cache would have), into a pooled buffer; a larger one is read in pieces."""
+    with ExitStack() as stack:
+        try:
+            source = _enter_first(stack, paths)
+        except OSError as err:
+            raise SliceFileError(f"is not a readable file: {err}") from None
+        with source:
+            yield source
+
+
+def _enter_first(stack: ExitStack, paths: Sequence[Path]) -> pa.NativeFile:
+    for path in paths[:-1]:
+        try:
+            return _enter(stack, path)
+        except FileNotFoundError:
+            continue
+    return _enter(stack, paths[-1])
+
+
+def _enter(stack: ExitStack, path: Path) -> pa.NativeFile:
+    whole = stack.enter_context(read_direct(path))
+    return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
+
+
+def _buffer_size(source: pa.NativeFile) -> int:
+    """A file in memory is read without a read buffer: its pages are slices of it, not copies."""
+    return 0 if isinstance(source, pa.BufferReader) else STREAM_BUFFER_BYTES
 
 
 def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
     try:
-        parquet = open_parquet(source, STREAM_BUFFER_BYTES)
+        parquet = open_parquet(source, _buffer_size(source))
     except (OSError, pa.ArrowException) as err:
         raise SliceFileError(f"is not a readable Parquet file: {err}") from None
     with parquet:
@@ -131,7 +154,7 @@ def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) 
     depend on which column holds the offsets."""
     with _open_first(paths) as source:
         try:
-            parquet = pq.ParquetFile(source, buffer_size=STREAM_BUFFER_BYTES, pre_buffer=False)
+            parquet = pq.ParquetFile(source, buffer_size=_buffer_size(source), pre_buffer=False)
         except (OSError, pa.ArrowException) as err:
             raise SliceFileError(f"is not a readable Parquet file: {err}") from None
         with parquet:

@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 from protocol.identity import Multicodec, Multihash
 from storage.atomic import staging_path
+from storage.direct_io import open_new
 from storage.errors import HashMismatchError, disk_full
 from storage.stores.base import Chunk, StagedObjects
 
@@ -126,8 +127,9 @@ class LocalFsStagedObjects(StagedObjects):
 
 
 def _open_new(path: Path) -> BinaryIO:
+    """Written around the page cache where the file system allows it (``storage.direct_io``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    return open(path, "xb", buffering=0)
+    return open_new(path)
 
 
 def _write_part(f: BinaryIO | None, path: Path, digest: Any, chunk: Chunk) -> BinaryIO:
