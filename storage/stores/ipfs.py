@@ -45,7 +45,7 @@ class IpfsFolderReader(Protocol):
 
 
 LIST_AFTER = 16
-"""Objects of a folder read by path before the folder is listed (an incremental pull of a few
+"""Objects of a folder read by path before the folder is exported (an incremental pull of a few
 blocks does not pay for listing or exporting thousands)."""
 EXPORT_MAX_BYTES = 256 << 20
 """Most bytes of blocks held from one export; blocks beyond are read one by one."""
@@ -63,7 +63,7 @@ class _Listed:
     single-block file of one export of the folder."""
     entries: asyncio.Future[dict[str, str] | None] | None = None
     """Name -> CID (text) of the folder's files, listed at the first name the export lacks
-    (``None`` inside: blocks, read by path)."""
+    (never for blocks; ``None`` inside: the listing failed, read by path)."""
 
 
 class IpfsObjectStore(ReadOnlyObjectStore):
