@@ -13,8 +13,9 @@ publishes a dataset (the folder without ``info/``). Per round, one after another
 - the pull: odfd pulls ``ipfs://CID`` into a fresh workspace (every block hashed and linked,
   every object's size and hash checked, every data file's records, offsets and logical hash
   checked, everything fsynced before ``refs/head`` moves), with where its time went;
-- copy alone, twice: odfd's object fetcher bringing the data objects from the gateway into a
-  fresh dataset folder (download, hash, size check, staged write, fsync, rename; no data
+- copy alone, twice: odfd's object fetcher bringing the data objects from the node into a
+  fresh dataset folder as a pull reads them (the first few by path, the rest from one
+  ``dag/export`` of the folder; hash, size check, staged write, fsync, rename; no data
   checks), and plain GETs of the same objects from the gateway written to files (no hashing),
   made durable as odfd makes what it stores (an fsync per file, and one ``syncfs``);
 - checks alone: the pull's data checks of the same files, already local, on every core.

@@ -227,16 +227,19 @@ class IpfsClient:
             for link in obj.get("Links") or ()
         }
 
-    async def export_raw_blocks(self, cid: CID | str, *, max_bytes: int) -> dict[bytes, bytes]:
+    async def export_raw_blocks(
+        self, cid: CID | str, *, max_bytes: int, stop_at_file_node: bool = False
+    ) -> dict[bytes, bytes]:
         """CID bytes -> bytes of the raw blocks of the DAG below ``cid`` (``dag/export``: one
-        stream), up to about ``max_bytes`` of them (the rest left out, not an error)."""
+        stream), up to about ``max_bytes`` of them (the rest left out, not an error), and with
+        ``stop_at_file_node`` up to the first file node (``storage.ipfs_car.raw_blocks``)."""
 
         def export() -> dict[bytes, bytes]:
             chunks = self._rpc._client.request(
                 "/dag/export", (str(cid),), stream=True, timeout=self._fetch_timeout + 10.0
             )
             try:
-                return dict(raw_blocks(chunks, max_bytes))
+                return dict(raw_blocks(chunks, max_bytes, stop_at_file_node=stop_at_file_node))
             except CarFormatError as err:
                 raise IpfsError(f"dag export {cid} on the IPFS node at {self.api}: {err}") from None
             finally:

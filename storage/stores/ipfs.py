@@ -4,14 +4,16 @@ Objects are read through the node's HTTP gateway at ``/ipfs/<cid>/<key>`` (strea
 ranges), the same keys as the Simple Transfer Protocol. The CID is resolved once (from
 ``ipfs://`` or by resolving ``ipns://``) so one pull reads one consistent snapshot.
 
-Resolving ``<cid>/blocks/<name>`` walks a large (sharded) folder on every request, which costs a
-node several times what serving a file by its own CID does. So once a pull has read more than
-``LIST_AFTER`` objects of one folder, the folder is listed once (names and CIDs, one RPC call)
-and its objects are read as ``/ipfs/<object cid>``; a name the listing lacks is missing (the
-folder is immutable). Blocks, which a chain walk reads one after another, come instead from one
-export of their folder (``dag/export``: every block in one stream, a fraction of the node's work
-per block of one request each), named by hashing them. Nothing read this way is trusted: the
-caller checks every block's and object's bytes against the hash that names it, as for any remote.
+Resolving ``<cid>/blocks/<name>`` walks a large (sharded) folder on every request, and any
+gateway request costs a node several times what one block of an export does (js-ipfs: ~2.5 ms of
+its CPU per 34 KB data file by CID, ~0.1 ms per file exported). So once a pull has read more
+than ``LIST_AFTER`` objects of one folder, the folder is exported once (``dag/export``: every
+block in one stream) and its single-block files are named by hashing them: every block of a
+chain, and every data file that fits one chunk. An object the export lacks (a file of several
+chunks, or beyond the bytes held) is read as ``/ipfs/<object cid>`` from one listing of the
+folder (names and CIDs, one RPC call, made only then), a block by path; a name the listing lacks
+is missing (the folder is immutable). Nothing read this way is trusted: the caller checks every
+block's and object's bytes against the hash that names it, as for any remote.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from multiformats import CID
 
@@ -37,23 +39,31 @@ class IpfsFolderReader(Protocol):
 
     async def ls_names(self, path: CID | str) -> dict[str, str]: ...
 
-    async def export_raw_blocks(self, cid: CID | str, *, max_bytes: int) -> dict[bytes, bytes]: ...
+    async def export_raw_blocks(
+        self, cid: CID | str, *, max_bytes: int, stop_at_file_node: bool = False
+    ) -> dict[bytes, bytes]: ...
 
 
 LIST_AFTER = 16
-"""Objects of a folder read by path before the folder is listed (an incremental pull of a few
+"""Objects of a folder read by path before the folder is exported (an incremental pull of a few
 blocks does not pay for listing or exporting thousands)."""
 EXPORT_MAX_BYTES = 256 << 20
 """Most bytes of blocks held from one export; blocks beyond are read one by one."""
+DATA_EXPORT_MAX_BYTES = 128 << 20
+"""Most bytes of data files (or checkpoints) held from one export, read before the first is
+taken; files beyond are read one by one by CID."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class _Listed:
-    entries: dict[str, str] | None
-    """Name -> CID (text) of the folder's files; ``None``: not listed (blocks), read by path."""
+    folder: str | None
+    """CID (text) of the kind's folder; ``None``: the dataset has no such folder."""
     exported: dict[str, bytes]
-    """Name (its SHA3-256 multihash, as a block's name is) -> bytes of every single-block file
-    of one export (blocks only)."""
+    """Name (its SHA3-256 multihash, as a block's and a data file's name is) -> bytes of every
+    single-block file of one export of the folder."""
+    entries: asyncio.Future[dict[str, str] | None] | None = None
+    """Name -> CID (text) of the folder's files, listed at the first name the export lacks
+    (never for blocks; ``None`` inside: the listing failed, read by path)."""
 
 
 class IpfsObjectStore(ReadOnlyObjectStore):
@@ -79,7 +89,7 @@ class IpfsObjectStore(ReadOnlyObjectStore):
 
     async def contains(self, hash: Multihash) -> bool:
         try:
-            await self.gateway.get(await self._path(hash), length=1)
+            await self.gateway.get(await self._path(hash, await self._listed()), length=1)
         except (IpfsNotFoundError, ObjectNotFoundError):
             return False
         return True
@@ -92,15 +102,14 @@ class IpfsObjectStore(ReadOnlyObjectStore):
 
     async def get_bytes(self, hash: Multihash) -> bytes:
         listed = await self._listed()
-        if listed is not None:
-            data = listed.exported.pop(hash.to_multibase(), None)
-            if data is not None:  # taken once: a walk reads each block once
-                if len(data) > self.max_bytes:
-                    raise RemoteStoreError(f"{self!r}{hash} is larger than {self.max_bytes} bytes")
-                return data
+        data = _take_exported(listed, hash)
+        if data is not None:
+            if len(data) > self.max_bytes:
+                raise RemoteStoreError(f"{self!r}{hash} is larger than {self.max_bytes} bytes")
+            return data
         parts: list[bytes] = []
         total = 0
-        async for chunk in self.iter_chunks(hash):
+        async for chunk in self._iter_chunks(hash, listed):
             total += len(chunk)
             if total > self.max_bytes:
                 raise RemoteStoreError(f"{self!r}{hash} is larger than {self.max_bytes} bytes")
@@ -108,23 +117,47 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         return b"".join(parts)
 
     async def iter_chunks(self, hash: Multihash, chunk_size: int = 1 << 20) -> AsyncIterator[bytes]:
-        path = await self._path(hash)
+        listed = await self._listed()
+        data = _take_exported(listed, hash)
+        if data is not None:
+            for at in range(0, len(data), chunk_size):
+                yield data[at : at + chunk_size] if len(data) > chunk_size else data
+            return
+        async for chunk in self._iter_chunks(hash, listed, chunk_size):
+            yield chunk
+
+    async def _iter_chunks(
+        self, hash: Multihash, listed: _Listed | None, chunk_size: int = 1 << 20
+    ) -> AsyncIterator[bytes]:
+        """From the gateway: by CID once the folder is listed, else by path."""
+        path = await self._path(hash, listed)
         try:
             async for chunk in self.gateway.iter_chunks(path, chunk_size=chunk_size):
                 yield chunk
         except IpfsNotFoundError:
             raise ObjectNotFoundError(repr(self), hash) from None
 
-    async def _path(self, hash: Multihash) -> str:
+    async def _path(self, hash: Multihash, listed: _Listed | None) -> str:
         """``/ipfs/<object cid>`` once the folder is listed, else the object's path below the
         dataset's CID."""
-        listed = await self._listed()
-        if listed is None or listed.entries is None:
+        entries = None if listed is None else await self._entries(listed)
+        if entries is None:
             return f"/ipfs/{self.root}/{object_key(self.kind, hash)}"
-        cid = listed.entries.get(hash.to_multibase())
+        cid = entries.get(hash.to_multibase())
         if cid is None:
             raise ObjectNotFoundError(repr(self), hash)
         return f"/ipfs/{cid}"
+
+    async def _entries(self, listed: _Listed) -> dict[str, str] | None:
+        """The folder's listing, made once at the first name its export lacked (``None``:
+        blocks, or no RPC API to list with: read by path)."""
+        if listed.folder is None:
+            return {}
+        if self._rpc is None or self.kind is ObjectKind.BLOCK:
+            return None
+        if listed.entries is None:
+            listed.entries = asyncio.ensure_future(_list_folder(self._rpc, listed.folder))
+        return await asyncio.shield(listed.entries)
 
     async def _listed(self) -> _Listed | None:
         if self._listing is None:
@@ -140,22 +173,32 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         try:
             folder = (await rpc.ls_names(f"/ipfs/{self.root}")).get(self.kind.value)
             if folder is None:
-                return _Listed({}, {})
-            if self.kind is not ObjectKind.BLOCK:
-                return _Listed(await rpc.ls_names(folder), {})
-            # A chain's blocks are many and small: one export, named by hashing each (listing
-            # the folder too would cost the node as much again); a block the export lacks is
-            # read by path.
-            exported = await rpc.export_raw_blocks(folder, max_bytes=EXPORT_MAX_BYTES)
+                return _Listed(None, {})
+            # Blocks: listing the (sharded) folder too would cost the node as much as the
+            # export again; a block the export lacks is read by path. Data files: the export
+            # stops at the first file of several chunks (its chunks are no whole file).
+            blocks = self.kind is ObjectKind.BLOCK
+            exported = await rpc.export_raw_blocks(
+                folder,
+                max_bytes=EXPORT_MAX_BYTES if blocks else DATA_EXPORT_MAX_BYTES,
+                stop_at_file_node=not blocks,
+            )
         except IpfsError:
             return None  # no RPC API to list with (a gateway alone): keep reading by path
-        return _Listed(None, await asyncio.to_thread(_by_name, exported.values()))
+        return _Listed(folder, await asyncio.to_thread(_by_name, exported.values()))
 
     async def aclose(self) -> None:
         """Drops what was exported and not taken."""
-        if self._listing is not None and not self._listing.done():
-            self._listing.cancel()
-            await asyncio.gather(self._listing, return_exceptions=True)
+        pending: list[asyncio.Future[Any]] = []
+        if self._listing is not None:
+            pending.append(self._listing)
+            done = self._listing.done() and not self._listing.cancelled()
+            listed = self._listing.result() if done and not self._listing.exception() else None
+            if listed is not None and listed.entries is not None:
+                pending.append(listed.entries)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
         self._listing = None
         self._rpc = None
 
@@ -185,6 +228,19 @@ class IpfsRefStore(ReadOnlyRefStore):
             return await self.gateway.get_ipfs(self.root, key, length=MAX_SIGNATURE_BYTES + 1)
         except IpfsNotFoundError:
             return None
+
+
+def _take_exported(listed: _Listed | None, hash: Multihash) -> bytes | None:
+    """The object's bytes from its folder's export, taken once (a pull reads each object once);
+    ``None``: not exported (or not yet time to export)."""
+    return None if listed is None else listed.exported.pop(hash.to_multibase(), None)
+
+
+async def _list_folder(rpc: IpfsFolderReader, folder: str) -> dict[str, str] | None:
+    try:
+        return await rpc.ls_names(folder)
+    except IpfsError:
+        return None  # the node stopped answering its RPC API: read by path
 
 
 def _by_name(blocks: Iterable[bytes]) -> dict[str, bytes]:

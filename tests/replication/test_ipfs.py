@@ -140,22 +140,64 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     via: TransportSettings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """More blocks and files than ``LIST_AFTER``: after the first reads by path, the folders are
-    listed and the blocks come from one ``dag/export``, the rest by CID; all verified."""
+    """More blocks and files than ``LIST_AFTER``: after the first reads by path, the blocks, data
+    files and checkpoints come from one ``dag/export`` of each folder, no folder is listed and
+    no file is read by CID; all verified."""
     await create_root(node_a, "long", slices=LIST_AFTER + 4, empty_blocks=1)
     record, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil="")
-    exports = []
-    real_export = IpfsClient.export_raw_blocks
+    exports: list[str] = []
+    listed: list[str] = []
+    real_export, real_ls = IpfsClient.export_raw_blocks, IpfsClient.ls_names
 
-    async def counted(self: IpfsClient, folder, *, max_bytes: int) -> dict[bytes, bytes]:
-        exports.append(folder)
-        return await real_export(self, folder, max_bytes=max_bytes)
+    async def counted(self: IpfsClient, folder, **options) -> dict[bytes, bytes]:
+        exports.append(str(folder))
+        return await real_export(self, folder, **options)
+
+    async def counted_ls(self: IpfsClient, path) -> dict[str, str]:
+        listed.append(str(path))
+        return await real_ls(self, path)
 
     monkeypatch.setattr(IpfsClient, "export_raw_blocks", counted)
+    monkeypatch.setattr(IpfsClient, "ls_names", counted_ls)
     pulled = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert pulled.new_head == record.head and pulled.num_blocks == 2 * (LIST_AFTER + 4) + 2
-    assert len(exports) == 1
+    folders = await real_ls(use_ipfs, cid)
+    assert sorted(exports) == sorted(folders[kind] for kind in ("blocks", "data", "checkpoints"))
+    assert listed == [f"/ipfs/{cid}"] * 3  # each store finds its folder; none is listed
     await verify_integrity(await node_b.get_dataset("long"))
+
+
+async def test_data_files_of_several_chunks_are_read_by_cid(
+    use_ipfs: IpfsClient, ipfs_gateway: IpfsGateway, tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A data folder whose files do not all fit one chunk (256 KiB): the export stops at the
+    first such file, which is read by CID from one listing of the folder; every file's bytes are
+    the file's, whatever the order asked."""
+    folder = tmp_path / "published"
+    (folder / "data").mkdir(parents=True)
+    contents = [bytes([n]) * size for n, size in enumerate([10, 300_000, 20, 1_000_000, 30])]
+    hashes = [Multihash.from_digest_sha3_256(data) for data in contents]
+    for hash, data in zip(hashes, contents, strict=True):
+        (folder / "data" / hash.to_multibase()).write_bytes(data)
+    cid = await use_ipfs.add_directory(folder)
+    monkeypatch.setattr(ipfs_stores, "LIST_AFTER", 0)
+    listed: list[str] = []
+    real_ls = IpfsClient.ls_names
+
+    async def counted_ls(self: IpfsClient, path) -> dict[str, str]:
+        listed.append(str(path))
+        return await real_ls(self, path)
+
+    monkeypatch.setattr(IpfsClient, "ls_names", counted_ls)
+    store = IpfsObjectStore(ipfs_gateway, cid, ObjectKind.DATA, rpc=use_ipfs)
+    try:
+        for hash, data in reversed(list(zip(hashes, contents, strict=True))):
+            assert b"".join([chunk async for chunk in store.iter_chunks(hash)]) == data
+        missing = Multihash.from_digest_sha3_256(b"not published")
+        assert not await store.contains(missing)
+    finally:
+        await store.aclose()
+    assert len(listed) == 2  # the root, then the data folder once
 
 
 async def test_exported_blocks_need_no_gateway(

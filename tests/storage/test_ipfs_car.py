@@ -59,3 +59,34 @@ def test_a_truncated_stream_is_an_error(cut: int) -> None:
 def test_an_empty_stream_is_an_error() -> None:
     with pytest.raises(CarFormatError, match="empty"):
         list(raw_blocks([], max_bytes=1))
+
+
+def _dag_pb(unixfs_type: int, links: bytes = b"") -> tuple[CID, bytes]:
+    """A dag-pb node (its links, then PBNode.Data holding UnixFS Data.Type) and its CIDv1."""
+    node = links + b"\x0a\x02\x08" + bytes([unixfs_type])
+    return CID("base32", 1, "dag-pb", multihash.digest(node, "sha2-256")), node
+
+
+@pytest.mark.parametrize("stop", [False, True])
+def test_an_export_can_stop_at_the_first_file_node(stop: bool) -> None:
+    """Folder nodes (Directory, HAMTShard) are passed over; a file node (a file of several
+    chunks) ends the read when asked, so its chunks and what follows are not moved."""
+    before, chunk, after = b"whole file", b"chunk of a big file", b"file after"
+    link = b"\x12\x03\x0a\x01\x00"  # a PBLink with a (bogus) hash: skipped as a field
+    car = _car(
+        _section(*_dag_pb(1, link)),
+        _section(*_dag_pb(5)),
+        _section(_raw(before), before),
+        _section(*_dag_pb(2)),
+        _section(_raw(chunk), chunk),
+        _section(_raw(after), after),
+    )
+    found = [data for _, data in raw_blocks([car], max_bytes=1 << 20, stop_at_file_node=stop)]
+    assert found == ([before] if stop else [before, chunk, after])
+
+
+def test_a_malformed_dag_pb_node_is_an_error_when_it_decides_the_stop() -> None:
+    bogus = b"\x08\x01"  # a varint field: no PBNode has one
+    cid = CID("base32", 1, "dag-pb", multihash.digest(bogus, "sha2-256"))
+    with pytest.raises(CarFormatError, match="wire type 0"):
+        list(raw_blocks([_car(_section(cid, bogus))], max_bytes=1 << 20, stop_at_file_node=True))
