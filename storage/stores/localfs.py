@@ -222,10 +222,17 @@ class LocalFsObjectStore(ObjectStore):
         place: each object still has its name only once its bytes are durable, without a
         journal commit per file (where ``syncfs`` is missing, a few threads fsync the files).
         """
+        return (await self.put_many_read_back(items))[0]
+
+    async def put_many_read_back(
+        self, items: Sequence[bytes]
+    ) -> tuple[list[Multihash], set[Multihash]]:
+        """``put_many``, and the objects whose files were read back after the batch and found to
+        hash to their names (by the batch child; none when written another way)."""
         if len(items) >= _SYNCFS_BATCH_MIN:
-            hashes = await asyncio.to_thread(self._put_batch_synced_once, items)
-            if hashes is not None:
-                return hashes
+            done = await asyncio.to_thread(self._put_batch_synced_once, items)
+            if done is not None:
+                return done
         if len(items) < _PARALLEL_PUT_MIN:
             hashes = await asyncio.to_thread(self._put_group, items)
         else:
@@ -237,9 +244,11 @@ class LocalFsObjectStore(ObjectStore):
             hashes = [h for group in results for h in group]
         if hashes:
             await asyncio.to_thread(fsync_dir, self.root)
-        return hashes
+        return hashes, set()
 
-    def _put_batch_synced_once(self, items: Sequence[bytes]) -> list[Multihash] | None:
+    def _put_batch_synced_once(
+        self, items: Sequence[bytes]
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         """``put_many``'s large batches; ``None`` (nothing written) without ``syncfs``. Written
         by a process of its own where staging and objects share a file system (``batch_child``:
         the files' system calls then do not wait for this process's GIL)."""
@@ -249,7 +258,9 @@ class LocalFsObjectStore(ObjectStore):
             return self._put_batch_in_child(items, stage)
         return self._put_batch_in_process(items, stage)
 
-    def _put_batch_in_process(self, items: Sequence[bytes], stage: Path) -> list[Multihash] | None:
+    def _put_batch_in_process(
+        self, items: Sequence[bytes], stage: Path
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         hashes = [Multihash.from_digest_sha3_256(item) for item in items]
         staged: dict[Path, Path] = {}
         try:
@@ -264,9 +275,11 @@ class LocalFsObjectStore(ObjectStore):
             raise
         if staged and not self._name_staged(staged, fsync_each=False):
             return None
-        return hashes
+        return hashes, set()
 
-    def _put_batch_in_child(self, items: Sequence[bytes], stage: Path) -> list[Multihash] | None:
+    def _put_batch_in_child(
+        self, items: Sequence[bytes], stage: Path
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         stem = staging_path(stage).name
         try:
             answer = run_batch_child(self.root, stage, stem, items)
@@ -284,13 +297,14 @@ class LocalFsObjectStore(ObjectStore):
             if (full := disk_full(err, self.root)) is not None:
                 raise full from None
             raise err
-        digests = answer[1:]
-        if len(digests) != 32 * len(items):
+        if len(answer) != 1 + 33 * len(items):
             raise StorageError(f"writing {len(items)} objects to {self.root}: a short answer")
-        return [
+        digests, flags = answer[1 : 1 + 32 * len(items)], answer[1 + 32 * len(items) :]
+        hashes = [
             Multihash(code=Multicodec.SHA3_256, digest=digests[i : i + 32])
             for i in range(0, len(digests), 32)
         ]
+        return hashes, {hash for hash, flag in zip(hashes, flags, strict=True) if flag == 1}
 
     def _name_staged(self, staged: dict[Path, Path], *, fsync_each: bool) -> bool:
         """Names unsynced staged files (``{target: staged path}``) for a batch's price: one
