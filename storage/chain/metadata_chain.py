@@ -60,10 +60,10 @@ _RECENT_STATES = 8
 chain forward ask for each state a little after the last)."""
 
 _SAVE_AFTER_BLOCKS = 256
-_CHECK_STORED_TURN = 500
-"""Blocks ``check_stored`` re-reads between turns of the event loop."""
 """A state at the current head computed over at least this many blocks is saved, so the next
 process restores it (head moves save theirs anyway)."""
+_CHECK_STORED_TURN = 500
+"""Blocks ``check_stored`` re-reads between turns of the event loop."""
 
 
 class MetadataChain:
