@@ -98,7 +98,7 @@ def store_batch(payload: bytes, syncfs: Callable[[str], bool]) -> bytes:
     return b"K" + bytes(digests) + _read_back(root, digests)
 
 
-def _read_back(root: str, digests: bytes) -> bytes:
+def _read_back(root: str, digests: bytes | bytearray) -> bytes:
     """One byte per object: 1 if the file under its name now holds bytes that hash to it (re-read
     here, off the pulling process's GIL, instead of by its commit), else 0."""
     flags = bytearray()
