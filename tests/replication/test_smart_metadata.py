@@ -41,7 +41,21 @@ def test_fast_path_reads_the_bytes_json_does(payload: bytes) -> None:
 
 @pytest.mark.parametrize(
     "payload_text",
-    ["1, 2", "01,2", "1,,2", ",1", "1,", "1,2.0", "1,-2", "1e2", "\u0661,2", "1,2]", "0001"],
+    [
+        "1, 2",
+        "01,2",
+        "1,,2",
+        ",1",
+        "1,",
+        "1,2.0",
+        "1,-2",
+        "1e2",
+        "\u0661,2",
+        "1,2]",
+        "0001",
+        "1000",
+        "7,2550",
+    ],
 )
 def test_anything_else_is_left_to_json(payload_text: str) -> None:
     """Spaces are valid JSON (read the slow way, same bytes); the rest fail the same way."""

@@ -53,25 +53,24 @@ def metadata_response(read: tuple[Any, bytes | None]) -> m.DatasetMetadataPullRe
 
 def _byte_values(digits: str) -> bytes | None:
     """The bytes a JSON array's inner text lists, or ``None`` unless it is exactly
-    comma-separated decimal integers 0-255 without leading zeros."""
+    comma-separated decimal integers 0-255 without leading zeros (memory: a few bytes per
+    character, vectorised; a regular expression took four times as long as ``json.loads``)."""
     if not digits:
         return b""
     try:
         raw = digits.encode("ascii")
     except UnicodeEncodeError:
         return None
-    if raw.translate(None, _NOT_DIGITS):
+    if raw.translate(None, _NOT_DIGITS) or raw[:1] == b"," or raw[-1:] == b"," or b",," in raw:
         return None
-    chars = np.frombuffer(raw, dtype=np.uint8)
-    commas = np.flatnonzero(chars == ord(","))
-    bounds = np.concatenate(([-1], commas, [len(raw)]))
-    lengths = np.diff(bounds) - 1
-    if lengths.min() < 1 or lengths.max() > 3:
+    digit = np.frombuffer(raw, dtype=np.uint8) != ord(",")
+    first = np.concatenate(([True], ~digit[:-1]))  # where each value's text begins
+    zero = np.frombuffer(raw, dtype=np.uint8) == ord("0")
+    if np.any(first[:-1] & zero[:-1] & digit[1:]):  # a leading zero
         return None
-    firsts = chars[bounds[:-1] + 1]
-    if np.any((firsts == ord("0")) & (lengths > 1)):
-        return None
-    values = np.fromstring(digits, dtype=np.int64, sep=",")
-    if len(values) != len(lengths) or values.max() > 255:
+    if len(raw) > 3 and np.any(digit[:-3] & digit[1:-2] & digit[2:-1] & digit[3:]):
+        return None  # four digits or more
+    values = np.fromstring(raw, dtype=np.int32, sep=",")
+    if len(values) != raw.count(b",") + 1 or values.max() > 255:
         return None
     return values.astype(np.uint8).tobytes()
