@@ -608,21 +608,38 @@ class _PullRun:
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         await self._stashed()
-        self.progress.set_phase("checking data")
-        await self.checks.verify(
-            {
-                ref.hash: self._paths_of(ref)
-                for ref in objects_of(walk.new_blocks)
-                if ref.kind is ObjectKind.DATA
-            }
+        # Each stored block is re-read and hash-checked before head moves: by the child process
+        # that wrote a large batch of them (``stash.read_back``), the others here while the last
+        # data files are checked and the objects named (the commit re-read all of them after
+        # those: ~0.1 s for 10,000 blocks).
+        rechecking = asyncio.ensure_future(
+            self.target.dataset.chain.check_stored(
+                [item.hash for item in walk.new_blocks if item.hash not in self.stash.read_back]
+            )
         )
-        self.progress.set_phase("naming objects")
-        crash_point("pull.objects-staged")
-        await self.fetcher.name_fetched()
+        try:
+            self.progress.set_phase("checking data")
+            await self.checks.verify(
+                {
+                    ref.hash: self._paths_of(ref)
+                    for ref in objects_of(walk.new_blocks)
+                    if ref.kind is ObjectKind.DATA
+                }
+            )
+            self.progress.set_phase("naming objects")
+            crash_point("pull.objects-staged")
+            await self.fetcher.name_fetched()
+        except BaseException:
+            rechecking.cancel()
+            await asyncio.gather(rechecking, return_exceptions=True)
+            raise
         self.progress.set_phase("committing")
         crash_point("pull.objects-fetched")
         try:
-            new_head, _ = await commit(self.target, walk, force=self.options.force)
+            await rechecking
+            new_head, _ = await commit(
+                self.target, walk, force=self.options.force, stored_checked=True
+            )
         except RefCasError as err:
             raise SyncError(
                 f"{self.target.alias} changed locally during the pull ({err}); pull again"

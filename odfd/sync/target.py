@@ -118,21 +118,24 @@ def check_same_dataset(target: PullTarget, walk: WalkResult, where: str) -> None
         )
 
 
-async def commit(target: PullTarget, walk: WalkResult, *, force: bool) -> tuple[Multihash, int]:
-    """Make the walked blocks the target's history; returns the new head and its sequence number."""
+async def commit(
+    target: PullTarget, walk: WalkResult, *, force: bool, stored_checked: bool = False
+) -> tuple[Multihash, int]:
+    """Make the walked blocks the target's history; returns the new head and its sequence number.
+    ``stored_checked``: the caller re-read every new block's stored file (``check_stored``)."""
     hashes = [item.hash for item in walk.new_blocks]
     if not hashes:
         if force and needs_reset(target, walk):
             return await _reset_head(target, walk.remote)
         raise StorageError("nothing to commit")
     if target.record is None:
-        return await _commit_new(target, walk)
+        return await _commit_new(target, walk, stored_checked)
     if walk.diverged:
         if not force:
             raise StorageError("refusing to replace a diverged history without force")
         return await _replace_history(target, walk)
     head = await target.dataset.chain.append_stored(
-        hashes, [item.block for item in walk.new_blocks]
+        hashes, [item.block for item in walk.new_blocks], stored_checked=stored_checked
     )
     return head, walk.new_blocks[-1].block.sequence_number
 
@@ -180,7 +183,9 @@ async def _replace_history(target: PullTarget, walk: WalkResult) -> tuple[Multih
     return new_head, state.sequence_number
 
 
-async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, int]:
+async def _commit_new(
+    target: PullTarget, walk: WalkResult, stored_checked: bool
+) -> tuple[Multihash, int]:
     first = walk.new_blocks[0].block
     if not isinstance(first.event, Seed) or walk.common is not None:
         raise ChainRuleError(
@@ -204,7 +209,9 @@ async def _commit_new(target: PullTarget, walk: WalkResult) -> tuple[Multihash, 
         staging, dataset_id, saved_states=workspace.chain_states, staging=workspace.scratch.folder
     )
     head = await staged.chain.append_stored(
-        [item.hash for item in walk.new_blocks], [item.block for item in walk.new_blocks]
+        [item.hash for item in walk.new_blocks],
+        [item.block for item in walk.new_blocks],
+        stored_checked=stored_checked,
     )
     await staged.set_alias(target.alias)
     if await workspace.storage.exists(dataset_id):

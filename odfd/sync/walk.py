@@ -39,6 +39,7 @@ from storage.chain.reader import (
 )
 from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
+from storage.stores.localfs import LocalFsObjectStore
 
 MAX_CHAIN_LENGTH = 10_000_000
 """Longest remote chain a walk accepts by default (its head's sequence number + 1)."""
@@ -168,7 +169,10 @@ class BlockStash:
         # By hash: the walk looks up every block it reads here first (a list scan made a
         # 10,000-block pull ~2.5M comparisons).
         self._pending: dict[Multihash, bytes] = {}
-        self._writing: asyncio.Future[list[Multihash]] | None = None
+        self._writing: asyncio.Future[None] | None = None
+        self.read_back: set[Multihash] = set()
+        """Added blocks whose stored files the store read back and found to hash to their names
+        (a commit need not re-read them: ``MetadataChain.check_stored``)."""
         self._held: set[Multihash] | None = None
         """The store's blocks when ``list_held`` ran (``None``: not listed, each lookup asks)."""
 
@@ -215,9 +219,15 @@ class BlockStash:
         self.added.extend(batch)
         # A cancelled walk (its pull's downloads failed) leaves the write running in its
         # thread; ``settle`` waits for it before anything is kept or removed.
-        self._writing = asyncio.ensure_future(self.store.put_many(list(batch.values())))
+        self._writing = asyncio.ensure_future(self._put(self.store, list(batch.values())))
         await asyncio.shield(self._writing)
         self._writing = None
+
+    async def _put(self, store: ObjectStore, items: list[bytes]) -> None:
+        if isinstance(store, LocalFsObjectStore):
+            self.read_back.update((await store.put_many_read_back(items))[1])
+        else:
+            await store.put_many(items)
 
     async def settle(self) -> None:
         """Wait for a block write that a cancellation left running (its error, if any, is the

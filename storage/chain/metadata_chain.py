@@ -13,6 +13,7 @@ a new process from a few blocks (``storage.chain.saved_state``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
@@ -61,6 +62,8 @@ chain forward ask for each state a little after the last)."""
 _SAVE_AFTER_BLOCKS = 256
 """A state at the current head computed over at least this many blocks is saved, so the next
 process restores it (head moves save theirs anyway)."""
+_CHECK_STORED_TURN = 500
+"""Blocks ``check_stored`` re-reads between turns of the event loop."""
 
 
 class MetadataChain:
@@ -97,6 +100,15 @@ class MetadataChain:
 
     async def get_block_bytes(self, hash: Multihash) -> bytes:
         return await self.blocks.get_bytes(hash)
+
+    async def check_stored(self, hashes: Sequence[Multihash]) -> None:
+        """Each stored block file in ``hashes`` holds bytes that hash to its name (re-read, not
+        decoded); the loop gets a turn every few hundred blocks, so this can run beside other
+        work (a pull runs it while its last data files are checked and named)."""
+        for number, hash in enumerate(hashes, 1):
+            await self._check_stored(hash)
+            if number % _CHECK_STORED_TURN == 0:
+                await asyncio.sleep(0)
 
     async def _check_stored(self, hash: Multihash) -> None:
         """The stored file named ``hash`` holds bytes that hash to it (not decoded)."""
@@ -293,13 +305,18 @@ class MetadataChain:
         return await self._move_head(expected_head, state), blocks
 
     async def append_stored(
-        self, hashes: Sequence[Multihash], decoded: Sequence[MetadataBlock] | None = None
+        self,
+        hashes: Sequence[Multihash],
+        decoded: Sequence[MetadataBlock] | None = None,
+        *,
+        stored_checked: bool = False,
     ) -> Multihash:
         """Move head over blocks already in the block store (oldest first), after checking each
         one's hash, the rules and the objects it names. Replication stores blocks as it receives
         them and calls this last. ``decoded``: the same blocks as the caller decoded them from
         the bytes it verified; each stored file is still re-read and hash-checked (a corrupt
-        file cannot pass), but not decoded again."""
+        file cannot pass), but not decoded again; ``stored_checked``: the caller did that
+        re-read (``check_stored`` of these hashes, after they were stored) beside other work."""
         if not hashes:
             raise StorageError("append_stored needs at least one block")
         if decoded is None:
@@ -307,8 +324,8 @@ class MetadataChain:
         else:
             if len(decoded) != len(hashes):
                 raise StorageError("append_stored: one decoded block per hash")
-            for hash in hashes:
-                await self._check_stored(hash)
+            if not stored_checked:
+                await self.check_stored(hashes)
             blocks = list(decoded)
         expected = blocks[0].prev_block_hash
         state = await self.state(expected, use_current_head=False)

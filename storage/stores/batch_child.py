@@ -17,8 +17,10 @@ that started it (``PR_SET_PDEATHSIG``), so a killed pull does not go on writing 
 
 Input on stdin: ``<QQQQ`` lengths of the objects' folder, the staging folder, the staged
 name's stem and the object count, those three as UTF-8, ``count`` sizes as ``<Q``, then the
-objects' bytes one after another. Output: ``K`` and each object's SHA3-256 digest in order,
-``N`` (nothing written: no ``syncfs`` here) or ``E`` and ``{"errno", "strerror", "filename"}``.
+objects' bytes one after another. Output: ``K``, each object's SHA3-256 digest in order and a
+byte per object, 1 if its stored file was read back after the batch and hashes to its name (the
+check a commit makes of every stored block, done here off the pulling process's GIL); ``N``
+(nothing written: no ``syncfs`` here) or ``E`` and ``{"errno", "strerror", "filename"}``.
 """
 
 import ctypes
@@ -93,7 +95,22 @@ def store_batch(payload: bytes, syncfs: Callable[[str], bool]) -> bytes:
         _unlink_all(staged.values())  # stored already, not reached, or not named at all
         if fresh:
             _remove_folder(folder)
-    return b"K" + bytes(digests)
+    return b"K" + bytes(digests) + _read_back(root, digests)
+
+
+def _read_back(root: str, digests: bytes | bytearray) -> bytes:
+    """One byte per object: 1 if the file under its name now holds bytes that hash to it (re-read
+    here, off the pulling process's GIL, instead of by its commit), else 0."""
+    flags = bytearray()
+    for at in range(0, len(digests), 32):
+        digest = digests[at : at + 32]
+        try:
+            with open(f"{root}/{_NAME_PREFIX}{digest.hex()}", "rb", buffering=0) as f:
+                same = hashlib.sha3_256(f.read()).digest() == digest
+        except OSError:
+            same = False
+        flags.append(same)
+    return bytes(flags)
 
 
 def _is_empty_folder(path: str) -> bool:

@@ -71,6 +71,22 @@ def hash_file(path: Path) -> tuple[Multihash, int]:
     return Multihash(code=Multicodec.SHA3_256, digest=digest.digest()), size
 
 
+def _listed_files(folder: Path, limit: int) -> set[str] | None:
+    """The names of the files in ``folder`` (none if it does not exist), or ``None`` if it has
+    more than ``limit`` entries (blocking: call from a thread)."""
+    names: set[str] = set()
+    try:
+        with os.scandir(folder) as entries:
+            for count, entry in enumerate(entries):
+                if count >= limit:
+                    return None
+                if entry.is_file():
+                    names.add(entry.name)
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    return names
+
+
 SIGNATURE_SUFFIX = ".sig"
 """``refs/head.sig`` holds the signed statement of ``refs/head`` (``docs/signed-heads.md``)."""
 MAX_SIGNATURE_BYTES = 4096
@@ -109,14 +125,22 @@ class LocalFsObjectStore(ObjectStore):
         return os.path.isfile(self._prefix + object_name(hash))  # noqa: ASYNC240 (a stat, inline by design)
 
     async def missing(self, hashes: Sequence[Multihash]) -> list[Multihash]:
-        # Thousands of stats at once run in a thread, beside the loop's work (a stat releases
-        # the GIL): 10,000 of them cost a pull's event loop ~0.05-0.1 s inline.
+        # Thousands of lookups at once run in a thread, beside the loop's work: 10,000 stats
+        # cost a pull's event loop ~0.05-0.1 s inline.
         if len(hashes) < _INLINE_STATS:
             return await super().missing(hashes)
+        return await asyncio.to_thread(self._missing_blocking, hashes)
+
+    def _missing_blocking(self, hashes: Sequence[Multihash]) -> list[Multihash]:
+        """The folder is listed first, up to twice as many entries as ``hashes``: a first pull's
+        10,000 blocks then cost one empty listing instead of 10,000 failing stats (and their
+        names), and a folder of about their size one listing; a larger folder is asked by stat,
+        one per hash, as a listing of it would cost more."""
+        held = _listed_files(self.root, 2 * len(hashes))
+        if held is not None:
+            return [h for h in hashes if object_name(h) not in held] if held else list(hashes)
         prefix = self._prefix
-        return await asyncio.to_thread(
-            lambda: [h for h in hashes if not os.path.isfile(prefix + object_name(h))]
-        )
+        return [h for h in hashes if not os.path.isfile(prefix + object_name(h))]
 
     async def size(self, hash: Multihash) -> int:
         try:
@@ -198,10 +222,17 @@ class LocalFsObjectStore(ObjectStore):
         place: each object still has its name only once its bytes are durable, without a
         journal commit per file (where ``syncfs`` is missing, a few threads fsync the files).
         """
+        return (await self.put_many_read_back(items))[0]
+
+    async def put_many_read_back(
+        self, items: Sequence[bytes]
+    ) -> tuple[list[Multihash], set[Multihash]]:
+        """``put_many``, and the objects whose files were read back after the batch and found to
+        hash to their names (by the batch child; none when written another way)."""
         if len(items) >= _SYNCFS_BATCH_MIN:
-            hashes = await asyncio.to_thread(self._put_batch_synced_once, items)
-            if hashes is not None:
-                return hashes
+            done = await asyncio.to_thread(self._put_batch_synced_once, items)
+            if done is not None:
+                return done
         if len(items) < _PARALLEL_PUT_MIN:
             hashes = await asyncio.to_thread(self._put_group, items)
         else:
@@ -213,9 +244,11 @@ class LocalFsObjectStore(ObjectStore):
             hashes = [h for group in results for h in group]
         if hashes:
             await asyncio.to_thread(fsync_dir, self.root)
-        return hashes
+        return hashes, set()
 
-    def _put_batch_synced_once(self, items: Sequence[bytes]) -> list[Multihash] | None:
+    def _put_batch_synced_once(
+        self, items: Sequence[bytes]
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         """``put_many``'s large batches; ``None`` (nothing written) without ``syncfs``. Written
         by a process of its own where staging and objects share a file system (``batch_child``:
         the files' system calls then do not wait for this process's GIL)."""
@@ -225,7 +258,9 @@ class LocalFsObjectStore(ObjectStore):
             return self._put_batch_in_child(items, stage)
         return self._put_batch_in_process(items, stage)
 
-    def _put_batch_in_process(self, items: Sequence[bytes], stage: Path) -> list[Multihash] | None:
+    def _put_batch_in_process(
+        self, items: Sequence[bytes], stage: Path
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         hashes = [Multihash.from_digest_sha3_256(item) for item in items]
         staged: dict[Path, Path] = {}
         try:
@@ -240,9 +275,11 @@ class LocalFsObjectStore(ObjectStore):
             raise
         if staged and not self._name_staged(staged, fsync_each=False):
             return None
-        return hashes
+        return hashes, set()
 
-    def _put_batch_in_child(self, items: Sequence[bytes], stage: Path) -> list[Multihash] | None:
+    def _put_batch_in_child(
+        self, items: Sequence[bytes], stage: Path
+    ) -> tuple[list[Multihash], set[Multihash]] | None:
         stem = staging_path(stage).name
         try:
             answer = run_batch_child(self.root, stage, stem, items)
@@ -260,13 +297,14 @@ class LocalFsObjectStore(ObjectStore):
             if (full := disk_full(err, self.root)) is not None:
                 raise full from None
             raise err
-        digests = answer[1:]
-        if len(digests) != 32 * len(items):
+        if len(answer) != 1 + 33 * len(items):
             raise StorageError(f"writing {len(items)} objects to {self.root}: a short answer")
-        return [
+        digests, flags = answer[1 : 1 + 32 * len(items)], answer[1 + 32 * len(items) :]
+        hashes = [
             Multihash(code=Multicodec.SHA3_256, digest=digests[i : i + 32])
             for i in range(0, len(digests), 32)
         ]
+        return hashes, {hash for hash, flag in zip(hashes, flags, strict=True) if flag == 1}
 
     def _name_staged(self, staged: dict[Path, Path], *, fsync_each: bool) -> bool:
         """Names unsynced staged files (``{target: staged path}``) for a batch's price: one

@@ -3,6 +3,7 @@ the rest, and the catalog's transfer row tracks how far it got."""
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -10,6 +11,7 @@ from aiohttp import web
 
 from odfd.config import ServerConfig
 from odfd.server.app import create_app
+from odfd.sync.errors import SyncError
 from odfd.sync.pull import PullOptions, pull
 from storage.errors import StorageError
 from storage.workspace import Workspace
@@ -74,5 +76,38 @@ async def test_interrupted_pull_resumes_without_refetching(
         assert (await node_b.resolve("cities")).head == record_a.head
         await verify_integrity(await node_b.get_dataset("cities"))
         assert not [p for p in node_b.layout.datasets_dir.iterdir() if p.name.startswith(".")]
+    finally:
+        await runner.cleanup()
+
+
+async def test_a_resumed_pull_rereads_the_blocks_an_earlier_attempt_stored(
+    node_a: Workspace, node_b: Workspace
+) -> None:
+    """A smart pull's large block batch is read back by the child that wrote it; a block the
+    interrupted attempt left (not rewritten by the resumed one) is re-read before head moves:
+    one spoiled meanwhile stops the pull, and nothing is made the dataset."""
+    await create_root(node_a, "cities", slices=30, empty_blocks=9, checkpoints=False)  # 302 blocks
+    flaky = Flaky()
+    app = create_app(node_a, ServerConfig(port=0))
+    app.middlewares.append(flaky.middleware)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    url = f"http://127.0.0.1:{runner.addresses[0][1]}/cities"
+    try:
+        flaky.budget = 5
+        with pytest.raises(StorageError, match="503"):
+            await pull(node_b, url, options=PullOptions(protocol="smart", parallel=1))
+        stashed = sorted(node_b.layout.datasets_dir.glob(".*/blocks/f1620*"))
+        assert len(stashed) == 302
+        for path in stashed[22:]:  # the resumed pull writes these again, in a child
+            path.unlink()
+        stashed[7].write_bytes(stashed[7].read_bytes() + b" ")
+        flaky.budget = None
+        children_before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime
+        with pytest.raises(SyncError, match=f"block file {stashed[7].name}: content hashes"):
+            await pull(node_b, url, options=PullOptions(protocol="smart"))
+        assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children_before
+        assert await node_b.list_datasets() == []
     finally:
         await runner.cleanup()

@@ -280,6 +280,10 @@ async def test_append_stored_with_decoded_blocks_still_rehashes_each_stored_file
     with pytest.raises(HashMismatchError):
         await dataset.chain.append_stored([hash], [block])
     assert await dataset.chain.head() == seed
+    with pytest.raises(HashMismatchError):
+        await dataset.chain.check_stored([hash])  # the same re-read, run beside other work
+    assert await dataset.chain.head() == seed
     block_file.write_bytes(data)
-    assert await dataset.chain.append_stored([hash], [block]) == hash
+    await dataset.chain.check_stored([hash])
+    assert await dataset.chain.append_stored([hash], [block], stored_checked=True) == hash
     assert await dataset.chain.head() == hash

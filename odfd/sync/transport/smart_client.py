@@ -23,6 +23,7 @@ from odfd.sync.errors import (
     SyncError,
     TransferFlowError,
 )
+from odfd.sync.transport.smart_metadata import metadata_response, read_metadata_text
 from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
 
@@ -85,7 +86,13 @@ class SmartChannel:
             self._pending = asyncio.ensure_future(self.ws.receive(timeout=self.receive_timeout))
         return self._pending
 
-    async def receive(self, parse: Callable[[Any], T], what: str) -> T:
+    async def receive(
+        self,
+        parse: Callable[[Any], T],
+        what: str,
+        decode: Callable[[str, str], Any] = m.decode_json,
+    ) -> T:
+        """The next text frame, read by ``decode`` (the JSON value) and then ``parse``."""
         future = self.receive_soon()
         try:
             frame = await future
@@ -97,7 +104,7 @@ class SmartChannel:
         finally:
             self._pending = None
         if frame.type == aiohttp.WSMsgType.TEXT:
-            value = m.decode_json(frame.data, f"{self.where}: {what}")
+            value = decode(frame.data, f"{self.where}: {what}")
             try:
                 return parse(value)
             except m.MessageError as err:
@@ -205,7 +212,7 @@ async def pull_metadata(channel: SmartChannel) -> m.MetadataBlocksBatch:
     channel.receive_timeout = max(patience, RECEIVE_TIMEOUT)
     try:
         response = await channel.receive(
-            m.DatasetMetadataPullResponse.from_json, "DatasetMetadataPullResponse"
+            metadata_response, "DatasetMetadataPullResponse", decode=read_metadata_text
         )
     finally:
         channel.receive_timeout = patience
