@@ -13,7 +13,6 @@ a new process from a few blocks (``storage.chain.saved_state``).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import sqlite3
 from collections.abc import AsyncIterator, Awaitable, Callable, Container, Iterator, Sequence
@@ -105,6 +104,8 @@ class MetadataChain:
         """Each stored block file in ``hashes`` holds bytes that hash to its name (re-read, not
         decoded); the loop gets a turn every few hundred blocks, so this can run beside other
         work (a pull runs it while its last data files are checked and named)."""
+        import asyncio  # here: commands that only read a chain (``odfd log``) load no event loop
+
         for number, hash in enumerate(hashes, 1):
             await self._check_stored(hash)
             if number % _CHECK_STORED_TURN == 0:

@@ -4,7 +4,8 @@ the rest, and the catalog's transfer row tracks how far it got."""
 from __future__ import annotations
 
 import resource
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
 
 import pytest
 from aiohttp import web
@@ -41,19 +42,27 @@ class Flaky:
         return await handler(request)
 
 
+@asynccontextmanager
+async def serve_flaky(node: Workspace, name: str) -> AsyncIterator[tuple[str, Flaky]]:
+    """``node`` served on a free port behind a ``Flaky``: the URL of its dataset ``name``."""
+    flaky = Flaky()
+    app = create_app(node, ServerConfig(port=0))
+    app.middlewares.append(flaky.middleware)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    await web.TCPSite(runner, "127.0.0.1", 0).start()
+    try:
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}/{name}", flaky
+    finally:
+        await runner.cleanup()
+
+
 @pytest.mark.parametrize("protocol", ["simple", "smart"])
 async def test_interrupted_pull_resumes_without_refetching(
     node_a: Workspace, node_b: Workspace, protocol: str
 ) -> None:
     await create_root(node_a, "cities", slices=6)  # 12 objects
-    flaky = Flaky()
-    app = create_app(node_a, ServerConfig(port=0))
-    app.middlewares.append(flaky.middleware)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/cities"
-    try:
+    async with serve_flaky(node_a, "cities") as (url, flaky):
         flaky.budget = 5
         with pytest.raises(StorageError, match="503"):
             await pull(node_b, url, options=PullOptions(protocol=protocol, parallel=1))
@@ -76,8 +85,6 @@ async def test_interrupted_pull_resumes_without_refetching(
         assert (await node_b.resolve("cities")).head == record_a.head
         await verify_integrity(await node_b.get_dataset("cities"))
         assert not [p for p in node_b.layout.datasets_dir.iterdir() if p.name.startswith(".")]
-    finally:
-        await runner.cleanup()
 
 
 async def test_a_resumed_pull_rereads_the_blocks_an_earlier_attempt_stored(
@@ -87,14 +94,7 @@ async def test_a_resumed_pull_rereads_the_blocks_an_earlier_attempt_stored(
     interrupted attempt left (not rewritten by the resumed one) is re-read before head moves:
     one spoiled meanwhile stops the pull, and nothing is made the dataset."""
     await create_root(node_a, "cities", slices=30, empty_blocks=9, checkpoints=False)  # 302 blocks
-    flaky = Flaky()
-    app = create_app(node_a, ServerConfig(port=0))
-    app.middlewares.append(flaky.middleware)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    await web.TCPSite(runner, "127.0.0.1", 0).start()
-    url = f"http://127.0.0.1:{runner.addresses[0][1]}/cities"
-    try:
+    async with serve_flaky(node_a, "cities") as (url, flaky):
         flaky.budget = 5
         with pytest.raises(StorageError, match="503"):
             await pull(node_b, url, options=PullOptions(protocol="smart", parallel=1))
@@ -109,5 +109,3 @@ async def test_a_resumed_pull_rereads_the_blocks_an_earlier_attempt_stored(
             await pull(node_b, url, options=PullOptions(protocol="smart"))
         assert resource.getrusage(resource.RUSAGE_CHILDREN).ru_utime > children_before
         assert await node_b.list_datasets() == []
-    finally:
-        await runner.cleanup()
