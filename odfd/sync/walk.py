@@ -39,7 +39,6 @@ from storage.chain.reader import (
 )
 from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
-from storage.stores.localfs import LocalFsObjectStore
 
 MAX_CHAIN_LENGTH = 10_000_000
 """Longest remote chain a walk accepts by default (its head's sequence number + 1)."""
@@ -224,10 +223,7 @@ class BlockStash:
         self._writing = None
 
     async def _put(self, store: ObjectStore, items: list[bytes]) -> None:
-        if isinstance(store, LocalFsObjectStore):
-            self.read_back.update((await store.put_many_read_back(items))[1])
-        else:
-            await store.put_many(items)
+        self.read_back.update((await store.put_many_read_back(items))[1])
 
     async def settle(self) -> None:
         """Wait for a block write that a cancellation left running (its error, if any, is the

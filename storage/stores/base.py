@@ -52,6 +52,13 @@ class ObjectStore(ABC):
         """Store several small objects; backends may batch their durability work."""
         return [await self.put_bytes(item) for item in items]
 
+    async def put_many_read_back(
+        self, items: Sequence[bytes]
+    ) -> tuple[list[Multihash], set[Multihash]]:
+        """``put_many``, and those objects whose stored files were read back after the batch and
+        found to hash to their names (a pull's commit need not re-read them); none by default."""
+        return await self.put_many(items), set()
+
     @abstractmethod
     async def put_file(
         self, path: Path, expected: Multihash | None = None, *, move: bool = False

@@ -227,8 +227,7 @@ class LocalFsObjectStore(ObjectStore):
     async def put_many_read_back(
         self, items: Sequence[bytes]
     ) -> tuple[list[Multihash], set[Multihash]]:
-        """``put_many``, and the objects whose files were read back after the batch and found to
-        hash to their names (by the batch child; none when written another way)."""
+        """Read back by the batch child (none when the batch is written another way)."""
         if len(items) >= _SYNCFS_BATCH_MIN:
             done = await asyncio.to_thread(self._put_batch_synced_once, items)
             if done is not None:

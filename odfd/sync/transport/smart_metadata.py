@@ -63,9 +63,10 @@ def _byte_values(digits: str) -> bytes | None:
         return None
     if raw.translate(None, _NOT_DIGITS) or raw[:1] == b"," or raw[-1:] == b"," or b",," in raw:
         return None
-    digit = np.frombuffer(raw, dtype=np.uint8) != ord(",")
+    codes = np.frombuffer(raw, dtype=np.uint8)
+    digit = codes != ord(",")
     first = np.concatenate(([True], ~digit[:-1]))  # where each value's text begins
-    zero = np.frombuffer(raw, dtype=np.uint8) == ord("0")
+    zero = codes == ord("0")
     if np.any(first[:-1] & zero[:-1] & digit[1:]):  # a leading zero
         return None
     if len(raw) > 3 and np.any(digit[:-3] & digit[1:-2] & digit[2:-1] & digit[3:]):
