@@ -655,6 +655,8 @@ OTHER_ENV = frozenset(
     {
         "ODFD_HOME",  # the workspace folder
         "ODFD_NO_DAEMON",  # run engine commands in the CLI process, never in the daemon
+        "ODFD_VERBOSE",  # as -v: tracebacks and engine detail on errors
+        "ODFD_CRASH_AT",  # fault tests: named points where the process kills itself
         "ODFD_TOKEN",  # bearer token for pulls and pushes
         "ODFD_CACHE_DIR",  # where the Spark plugin jar is built
         "ODFD_JSIPFS",  # the IPFS node program

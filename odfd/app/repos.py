@@ -4,6 +4,7 @@ keeps them, and in the catalog)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.sync.repos import RepoError, check_name, check_url, expand
@@ -11,7 +12,10 @@ from odfd.sync.transport.url import canonical_url
 from storage.errors import DatasetExistsError
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from odfd.app.node import Node
+    from protocol.identity import Multihash
     from storage.catalog import DatasetRecord
     from storage.catalog.catalog import RemoteAliasKind
     from storage.workspace import Workspace
@@ -70,16 +74,43 @@ async def add_alias(
     return record, text, True
 
 
-async def list_aliases(node: Node, dataset: str | None) -> list[tuple[str, RemoteAliasKind, str]]:
-    """``(dataset alias, kind, remote)`` of one dataset's remotes, or every dataset's."""
+@dataclass(frozen=True, slots=True)
+class RemoteEntry:
+    """One of a dataset's remotes, with the head both sides last had after a pull or push
+    between them and when (``None``: not synced since it was added)."""
+
+    dataset: str
+    kind: RemoteAliasKind
+    remote: str
+    synced_head: Multihash | None
+    synced_at: datetime | None
+
+
+async def list_aliases(node: Node, dataset: str | None) -> list[RemoteEntry]:
+    """One dataset's remotes, or every dataset's, each with its last sync."""
     workspace = node.workspace
-    records = [await workspace.resolve(dataset)] if dataset else await workspace.list_datasets()
-    rows: list[tuple[str, RemoteAliasKind, str]] = []
+    if dataset:
+        record = await workspace.resolve(dataset)
+        records, states = [record], await workspace.catalog.sync_states(record.id)
+    else:
+        records, states = await workspace.list_datasets(), await workspace.catalog.sync_states()
+    synced = {(state.dataset_id, state.remote): state for state in states}
+    entries: list[RemoteEntry] = []
     for record in records:
         aliases = await workspace.open_dataset(record.id).remote_aliases()
         for kind in KINDS:
-            rows += [(record.alias, kind, ref) for ref in aliases[kind]]
-    return rows
+            for ref in aliases[kind]:
+                state = synced.get((record.id, ref))
+                entries.append(
+                    RemoteEntry(
+                        record.alias,
+                        kind,
+                        ref,
+                        None if state is None else state.last_synced_local_head,
+                        None if state is None else state.last_synced_at,
+                    )
+                )
+    return entries
 
 
 async def delete_alias(

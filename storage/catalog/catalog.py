@@ -286,23 +286,30 @@ class Catalog:
 
     # --- sync state -----------------------------------------------------------------------------
 
-    async def get_sync_state(self, dataset_id: DatasetId, remote: str) -> SyncState | None:
-        row = await self.sql.fetchone(
-            "SELECT last_remote_head, last_remote_seen_at, last_synced_local_head, last_synced_at,"
-            " updated_at FROM sync_state WHERE dataset_id = ? AND remote = ?",
-            (str(dataset_id), remote),
+    async def sync_states(self, dataset_id: DatasetId | None = None) -> list[SyncState]:
+        """What the node last knew of each remote copy of ``dataset_id`` (``None``: of every
+        dataset), by remote URL: ``odfd repo alias list`` shows it beside the remotes."""
+        where, parameters = (
+            ("", ()) if dataset_id is None else (" WHERE dataset_id = ?", (str(dataset_id),))
         )
-        if row is None:
-            return None
-        return SyncState(
-            dataset_id,
-            remote,
-            hash_from_text(row[0]),
-            from_text(row[1]),
-            hash_from_text(row[2]),
-            from_text(row[3]),
-            from_text(row[4]),
+        rows = await self.sql.fetchall(
+            "SELECT dataset_id, remote, last_remote_head, last_remote_seen_at,"
+            " last_synced_local_head, last_synced_at, updated_at FROM sync_state"
+            f"{where} ORDER BY dataset_id, remote",
+            parameters,
         )
+        return [
+            SyncState(
+                DatasetId.parse(row[0]),
+                row[1],
+                hash_from_text(row[2]),
+                from_text(row[3]),
+                hash_from_text(row[4]),
+                from_text(row[5]),
+                from_text(row[6]),
+            )
+            for row in rows
+        ]
 
     async def record_synced(self, dataset_id: DatasetId, remote: str, head: Multihash) -> None:
         """Both sides are at ``head`` now."""

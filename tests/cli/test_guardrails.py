@@ -84,7 +84,8 @@ def test_misspelled_environment_variables_are_warned_about(
         "warning: ignoring unknown environment variable ODFD_SERVR_PORT "
         "(did you mean ODFD_SERVER_PORT?)"
     )
-    assert unknown_environment({"ODFD_HOME": "x", "ODFD_TOKEN": "t", "PATH": "/"}) == []
+    read_elsewhere = ("ODFD_HOME", "ODFD_TOKEN", "ODFD_VERBOSE", "ODFD_CRASH_AT", "ODFD_NO_DAEMON")
+    assert unknown_environment({name: "1" for name in read_elsewhere} | {"PATH": "/"}) == []
 
 
 def test_list_refuses_a_broken_config(

@@ -37,8 +37,8 @@ def test_repositories_and_aliases(
     assert run(capsys, "repo", "alias", "add", *ws, mqtt, "hub/mqtt", "--push")[0] == 0
     assert run(capsys, "repo", "alias", "add", *ws, mqtt, "http://peer:8080/mqtt")[0] == 0
     assert _json(capsys, "repo", "alias", "list", *ws, mqtt) == [
-        {"dataset": mqtt, "kind": "pull", "remote": "http://peer:8080/mqtt"},
-        {"dataset": mqtt, "kind": "push", "remote": f"{hub}/mqtt"},
+        {"dataset": mqtt, "kind": kind, "remote": remote, "synced_head": None, "synced_at": None}
+        for kind, remote in (("pull", "http://peer:8080/mqtt"), ("push", f"{hub}/mqtt"))
     ]
     # kept where the reference keeps them, so `odfd repair` and kamu see them too
     _, out, _ = run(capsys, "list", *ws, "-o", "json")
@@ -83,6 +83,21 @@ def test_push_all_recursive_and_to_a_repository_then_pull_all(
     assert run(capsys, "push", *ws, "test.root.mqtt", f"file://{tmp_path / 'solo'}")[0] == 0
     code, _, err = run(capsys, "push", *ws, "test.root.mqtt")
     assert code == 0 and f"file://{tmp_path / 'solo'} is up to date" in err
+    # each remote shows the head both sides had after the last push or pull between them
+    head = _json(capsys, "log", *ws, "test.root.mqtt")[0]["hash"]
+    remotes = _json(capsys, "repo", "alias", "list", *ws, "test.root.mqtt")
+    assert [(r["kind"], r["remote"], r["synced_head"]) for r in remotes] == [
+        ("push", f"file://{hub}/test.root.mqtt", head),
+        ("push", f"file://{tmp_path / 'solo'}", head),
+    ]
+    solo = remotes[1]
+    assert solo["synced_at"].endswith("Z") and solo["synced_at"] >= remotes[0]["synced_at"]
+    _, table, _ = run(capsys, "repo", "alias", "list", *ws, "test.root.mqtt")
+    assert table.splitlines()[0].split("  ")[-2:] == ["Synced head", "Synced at"]
+    assert table.splitlines()[-1].split()[-3:] == [
+        head[-8:],
+        *solo["synced_at"][:19].split("T"),
+    ]
 
     mirror = tmp_path / "mirror"
     assert run(capsys, "init", "--root", str(mirror))[0] == 0
@@ -90,6 +105,14 @@ def test_push_all_recursive_and_to_a_repository_then_pull_all(
     assert run(capsys, "repo", "add", *mirror_ws, "hub", f"file://{hub}")[0] == 0
     code, _, err = run(capsys, "pull", *mirror_ws, "hub/test.root.ethereum")
     assert code == 0 and err.startswith("Updated: test.root.ethereum from file://")
+    pulled = _json(capsys, "repo", "alias", "list", *mirror_ws)
+    assert [(r["kind"], r["remote"], r["synced_head"]) for r in pulled] == [
+        (
+            "pull",
+            f"file://{hub}/test.root.ethereum",
+            _json(capsys, "log", *ws, "test.root.ethereum")[0]["hash"],
+        )
+    ]
     code, _, err = run(capsys, "pull", *mirror_ws, "--all")
     assert code == 0 and err.startswith("Skipped: test.root.ethereum from ") and "up to date" in err
     code, _, err = run(capsys, "pull", *mirror_ws, "-f", "test.root.ethereum")

@@ -61,8 +61,8 @@ async def test_pull_and_incremental_pull(
 
     again = await pull(node_b, url, options=PullOptions(protocol=protocol))
     assert not again.updated and again.describe() == "up to date"
-    state = await node_b.catalog.get_sync_state(copy.id, url)
-    assert state is not None and state.last_synced_local_head == new_head
+    (state,) = await node_b.catalog.sync_states(copy.id)
+    assert state.remote == url and state.last_synced_local_head == new_head
     assert await node_b.catalog.remote_aliases(copy.id, "pull") == [url]
     assert await node_b.catalog.get_transfer(copy.id, url, "pull") is None
 

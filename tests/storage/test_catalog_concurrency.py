@@ -183,8 +183,9 @@ async def test_concurrent_writers_all_land_while_others_roll_back(catalog: Catal
     for n in range(writers):
         record = records[f"ds{n}"]
         assert record.head == fake_hash(f"head{n}") and record.head_sequence == n
-        state = await catalog.get_sync_state(record.id, "https://remote.example")
-        assert state is not None and state.last_remote_head == fake_hash(f"remote{n}")
+        (state,) = await catalog.sync_states(record.id)
+        assert state.remote == "https://remote.example"
+        assert state.last_remote_head == fake_hash(f"remote{n}")
     assert sorted(m.name for m in await mirrors.list()) == sorted(f"m{n}" for n in range(writers))
     assert len(await audits.latest_all()) == writers
     assert await catalog.list_remotes() == []

@@ -323,13 +323,13 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
             assert row[0] == "wal"
         _, dataset_id = DatasetId.new_generated()
         await catalog.add_dataset(dataset_id, "a", DatasetKind.ROOT, fake_hash("h"), 0)
-        assert await catalog.get_sync_state(dataset_id, "https://r") is None
+        assert await catalog.sync_states(dataset_id) == []
         await catalog.record_synced(dataset_id, "https://r", fake_hash("first"))
-        state = await catalog.get_sync_state(dataset_id, "https://r")
-        assert state is not None
+        (state,) = await catalog.sync_states(dataset_id)
+        assert (state.dataset_id, state.remote) == (dataset_id, "https://r")
         assert state.last_synced_local_head == fake_hash("first") == state.last_remote_head
         await catalog.record_synced(dataset_id, "https://r", fake_hash("both"))
-        state = await catalog.get_sync_state(dataset_id, "https://r")
+        (state,) = await catalog.sync_states(dataset_id)
         assert state.last_synced_local_head == fake_hash("both") == state.last_remote_head
         transfer = await catalog.begin_transfer(
             dataset_id, "https://r", "pull", fake_hash("t"), None, 10
@@ -346,7 +346,7 @@ async def test_catalog_migrations_wal_and_sync_tables(tmp_path: Path) -> None:
         await catalog.end_transfer(restarted.id)
         assert await catalog.get_transfer(dataset_id, "https://r", "pull") is None
         await catalog.remove_dataset(dataset_id)
-        assert await catalog.get_sync_state(dataset_id, "https://r") is None
+        assert await catalog.sync_states() == []
     with sqlite3.connect(path) as db:
         versions = [row[0] for row in db.execute("SELECT version FROM schema_migrations")]
     assert versions == [m.version for m in load_migrations()]

@@ -5,7 +5,7 @@ add|list|delete`` (the remotes a dataset pulls from and pushes to, kept in its
 from __future__ import annotations
 
 import argparse
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from odfd.app import repos
 from odfd.cli import terminal
@@ -122,16 +122,41 @@ def _alias_add(args: argparse.Namespace) -> int:
 
 def _alias_list(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
-        rows = [
-            {"dataset": alias, "kind": kind, "remote": remote}
-            for alias, kind, remote in await repos.list_aliases(node, args.dataset)
-        ]
-        write_records(
-            rows, args.output, [("Dataset", "dataset"), ("Kind", "kind"), ("Remote", "remote")]
-        )
+        rows = [_alias_row(entry) for entry in await repos.list_aliases(node, args.dataset)]
+        if args.output == "table":
+            for row in rows:
+                row["synced_short"] = (
+                    None if row["synced_head"] is None else row["synced_head"][-8:]
+                )
+                row["synced_at_short"] = (
+                    None if row["synced_at"] is None else row["synced_at"][:19].replace("T", " ")
+                )
+        write_records(rows, args.output, _ALIAS_COLUMNS)
         return 0
 
     return run_in_node(args, run)
+
+
+_ALIAS_COLUMNS = [
+    ("Dataset", "dataset"),
+    ("Kind", "kind"),
+    ("Remote", "remote"),
+    ("Synced head", "synced_short"),
+    ("Synced at", "synced_at_short"),
+]
+
+
+def _alias_row(entry: repos.RemoteEntry) -> dict[str, Any]:
+    """A remote with the head both sides had after the last pull or push between them."""
+    return {
+        "dataset": entry.dataset,
+        "kind": entry.kind,
+        "remote": entry.remote,
+        "synced_head": None if entry.synced_head is None else str(entry.synced_head),
+        "synced_at": None
+        if entry.synced_at is None
+        else entry.synced_at.isoformat().replace("+00:00", "Z"),
+    }
 
 
 def _alias_delete(args: argparse.Namespace) -> int:
