@@ -13,6 +13,7 @@ from protocol.errors import OdfError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from odfd.sync.search import Found
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,16 +21,6 @@ class RepoSearchFailed(Event):
     name: ClassVar[str] = "repoSearchFailed"
     repo: str
     error: str
-
-
-@dataclass(frozen=True, slots=True)
-class Found:
-    repo: str
-    """``(local)`` for this workspace."""
-    alias: str
-    kind: str | None
-    """``None`` when the repository's listing does not say."""
-    url: str
 
 
 async def search(
@@ -43,7 +34,7 @@ async def search(
     """Datasets whose name contains ``query`` (case-insensitively): this workspace's unless
     ``repos`` names repositories, then those of every named repository (or of ``repos``) unless
     ``local_only``; with the number of repositories that could not be searched."""
-    from odfd.sync.search import search_repo
+    from odfd.sync.search import Found, search_repo
 
     workspace = node.workspace
     needle = query.lower()
@@ -66,5 +57,5 @@ async def search(
                 sink.emit(RepoSearchFailed(name, str(err)))
                 failed += 1
                 continue
-            found += [Found(f.repo, f.alias, f.kind, f.url) for f in hits]
+            found += hits
     return found, failed

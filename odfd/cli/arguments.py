@@ -34,3 +34,22 @@ def parse_rfc3339(text: str) -> str:
 
     Timestamp.parse_rfc3339(text)
     return text
+
+
+def duration(text: str) -> float:
+    """Seconds from ``30s``, ``5m``, ``1h30m``, ``2d`` or a number (``--older-than``); the
+    configuration's parser is imported only when such an option is given."""
+    from odfd.config import parse_duration
+
+    try:
+        return parse_duration(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
+def positive_duration(text: str) -> float:
+    """A :func:`duration` longer than zero (``--every``, time-outs)."""
+    seconds = duration(text)
+    if seconds <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be longer than zero")
+    return seconds

@@ -9,7 +9,7 @@ import os
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
-from odfd.config import parse_duration
+from odfd.cli.arguments import positive_duration
 
 if TYPE_CHECKING:
     from odfd.app.events import Event
@@ -50,13 +50,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--connect-timeout",
-        type=_duration,
+        type=positive_duration,
         metavar="DURATION",
         help="give up connecting to the peer after this long (default: [sync] connect_timeout, 10s)",
     )
     group.add_argument(
         "--first-byte-timeout",
-        type=_duration,
+        type=positive_duration,
         metavar="DURATION",
         help="give up on a peer silent this long (default: [sync] first_byte_timeout, 30s)",
     )
@@ -69,20 +69,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument(
         "--timeout",
-        type=_duration,
+        type=positive_duration,
         metavar="DURATION",
         help="give up on the whole pull after this long (default: [sync] operation_timeout, none)",
     )
-
-
-def _duration(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be longer than zero")
-    return seconds
 
 
 class Printer:

@@ -12,10 +12,15 @@ from odfd.sync.transport.url import parse_remote
 
 @dataclass(frozen=True, slots=True)
 class Found:
+    """A dataset whose name matched, where it was found."""
+
     repo: str
+    """The repository's name; ``(local)`` for this workspace."""
     alias: str
     kind: str | None
+    """``None`` when the repository's listing does not say."""
     url: str
+    """Where to pull it from (a local dataset: its id)."""
 
 
 async def search_repo(

@@ -13,6 +13,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
+from odfd.cli.arguments import positive_int
 from odfd.cli.confirm import confirmer
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 
@@ -29,13 +30,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("datasets", nargs="+", metavar="DATASET", help="dataset alias or id")
     parser.add_argument(
         "--max-slice-size",
-        type=_positive,
+        type=positive_int,
         metavar="BYTES",
         help="largest merged slice in bytes (default 300000000)",
     )
     parser.add_argument(
         "--max-slice-records",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="most records in a merged slice (default 10000)",
     )
@@ -52,16 +53,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add_root_argument(parser)
     parser.set_defaults(func=_compact)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
 
 
 def _compact(args: argparse.Namespace) -> int:

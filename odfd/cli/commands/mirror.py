@@ -19,23 +19,14 @@ from odfd.app.mirrors import (
     remove_mirror,
     set_paused,
 )
+from odfd.cli.arguments import positive_duration
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.config import format_duration, parse_duration
+from odfd.config import format_duration
 from odfd.daemon.admin_client import AdminClient
 from odfd.sync.pins import PinReleaseError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
-
-
-def _duration(text: str) -> float:
-    try:
-        seconds = parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
-    if seconds <= 0:
-        raise argparse.ArgumentTypeError("must be longer than zero")
-    return seconds
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -62,13 +53,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     add.add_argument(
         "--every",
-        type=_duration,
+        type=positive_duration,
         metavar="DURATION",
         help="how often to sync, e.g. 30s, 5m, 1h (default: [sync] default_interval)",
     )
     add.add_argument(
         "--freeze-after",
-        type=_duration,
+        type=positive_duration,
         metavar="DURATION",
         help="report a freeze when the source's newest signed head is older than this "
         "(default: [sync] freeze_after; signed datasets only)",

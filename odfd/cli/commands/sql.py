@@ -25,6 +25,7 @@ from odfd.app.events import Event, event_from_json
 from odfd.app.result_formats import FORMATS, check_output_args
 from odfd.app.sql import EVENTS, SqlRequest, StatementResult
 from odfd.cli import terminal
+from odfd.cli.arguments import positive_int
 from odfd.cli.commands import sql_server
 from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
@@ -89,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--limit",
-        type=_positive,
+        type=positive_int,
         metavar="N",
         help="with --proof: at most N rows in the answer (default: [server] query_max_rows)",
     )
@@ -109,16 +110,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sql_server.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_sql, forward=forward)
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
 
 
 def _statements(args: argparse.Namespace) -> list[str] | None:

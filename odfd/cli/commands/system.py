@@ -9,9 +9,9 @@ from typing import TYPE_CHECKING
 from odfd.app.diagnose import run_checks
 from odfd.app.system import collect_garbage, node_info
 from odfd.cli import terminal
+from odfd.cli.arguments import duration
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.config import parse_duration
 from verifier.progress import format_bytes
 
 if TYPE_CHECKING:
@@ -29,7 +29,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     gc.add_argument(
         "--older-than",
-        type=_duration,
+        type=duration,
         default=3600.0,
         metavar="DURATION",
         help="only what has not changed for this long, so running work keeps its files "
@@ -51,13 +51,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_output_format(info, ("table", "json", "yaml"))
     add_root_argument(info)
     info.set_defaults(func=_info)
-
-
-def _duration(text: str) -> float:
-    try:
-        return parse_duration(text)
-    except ValueError as err:
-        raise argparse.ArgumentTypeError(str(err)) from None
 
 
 def _gc(args: argparse.Namespace) -> int:
