@@ -1,11 +1,10 @@
 """``POST /source/{name}/ingest`` (and ``/{account}/source/{name}/ingest``): records pushed to an
-RFC-018 ``RestEndpoint`` Source, held in its buffer until a flow's ``Ingest`` task commits them.
-
-The body is JSON records: NdJson (``application/x-ndjson``, or no media type) or a JSON array or
-object (``application/json``); each record must be a JSON object. Posting writes data into the
-Source's account, so the node's one decision asks for write on that account: the account's own
+RFC-018 ``RestEndpoint`` Source, held in its buffer until a flow's ``Ingest`` task commits them
+(``odfd.app.source_push``; the body is JSON records). Posting writes data into the Source's
+account, so the node's one decision asks for write on that account: the account's own
 token, an editor (or stronger) role in it when it is an organisation, or a node admin; the
-``[server] push_tokens`` act for the built-in account, whose Sources have no account part. Answers: 202 ``{"accepted", "dropped", "buffered"}``
+``[server] push_tokens`` act for the built-in account, whose Sources have no account part.
+Answers: 202 ``{"accepted", "dropped", "buffered"}``
 once the records are in the buffer; otherwise ``{"message": …}`` with 400 (a record that is not a
 JSON object), 401/403 (token), 404 (no such Source, or one that takes no pushes), 413 (body too
 large), 415 (media type), 429 (the buffer is full and its ``overflowPolicy`` is ``Reject``:
@@ -22,12 +21,15 @@ from typing import TYPE_CHECKING
 from aiohttp import web
 
 from odfd.app.authorization import Action
-from odfd.app.resource_types import SOURCE
 from odfd.app.resources import DEFAULT_ACCOUNT
+from odfd.app.source_push import (
+    BadRecordsError,
+    NoPushSourceError,
+    UnsupportedMediaTypeError,
+    push_source,
+)
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.sources.buffers import BufferFullError, SourceBuffers
-from odfd.sources.spec import SourceDefinition, SourceSpecError
-from storage.catalog.resources import ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -36,47 +38,9 @@ log = logging.getLogger(__name__)
 
 MAX_PUSH_BYTES = 64 << 20
 """The largest body one push takes (it is held in memory, as the buffer is)."""
-_NDJSON = ("application/x-ndjson", "application/jsonl", "application/json-seq")
 
 Pushed = Callable[[str], Awaitable[None]]
 """Told the name of a Source that received records (a daemon checks its flows' triggers)."""
-
-
-class BadRecordsError(ValueError):
-    """A body that is not JSON records."""
-
-
-def parse_records(body: bytes, media_type: str | None) -> list[bytes]:
-    """The records of a body, each as one line of JSON (what the buffer holds)."""
-    essence = (media_type or "").split(";", 1)[0].strip().lower()
-    if essence == "application/json":
-        try:
-            value = json.loads(body)
-        except ValueError as err:
-            raise BadRecordsError(f"the body is not JSON: {err}") from None
-        items = value if isinstance(value, list) else [value]
-        for n, item in enumerate(items):
-            if not isinstance(item, dict):
-                raise BadRecordsError(f"record {n} is not a JSON object")
-        return [json.dumps(item, separators=(",", ":")).encode() for item in items]
-    if essence and essence not in _NDJSON:
-        raise ValueError(
-            f"media type {essence!r} is not supported here; send application/x-ndjson or "
-            "application/json records"
-        )
-    records = []
-    for n, line in enumerate(body.splitlines()):
-        line = line.strip()
-        if not line:
-            continue
-        if not line.startswith(b"{"):
-            raise BadRecordsError(f"line {n + 1} is not a JSON object")
-        try:
-            json.loads(line)
-        except ValueError as err:
-            raise BadRecordsError(f"line {n + 1} is not JSON: {err}") from None
-        records.append(line)
-    return records
 
 
 class SourceApi:
@@ -99,41 +63,30 @@ class SourceApi:
         _authorize(state, request, (account or str(DEFAULT_ACCOUNT)).lower())
         name = request.match_info["name"]
         stored = name if account is None else f"{account}/{name}"
-        resources = ResourceTable(self._node().workspace.catalog)
-        record = await resources.find(SOURCE.schema, stored)
-        if record is None:
-            raise _error(web.HTTPNotFound, f"no Source {stored} on this node")
         try:
-            source = SourceDefinition.from_record(record)
-        except SourceSpecError as err:
-            raise _error(web.HTTPNotFound, f"Source {stored} cannot take pushes: {err}") from None
-        if not source.pushed:
-            raise _error(
-                web.HTTPNotFound, f"Source {stored} polls its data; it takes no pushed records"
-            )
+            source = await push_source(self._node(), stored)
+        except NoPushSourceError as err:
+            raise _error(web.HTTPNotFound, str(err)) from None
         if request.content_length is not None and request.content_length > MAX_PUSH_BYTES:
             raise _too_large()
         body = await request.content.read(MAX_PUSH_BYTES + 1)
         if len(body) > MAX_PUSH_BYTES:
             raise _too_large()
         try:
-            records = parse_records(body, request.headers.get("Content-Type"))
+            accepted = source.push(self._buffers, body, request.headers.get("Content-Type"))
         except BadRecordsError as err:
             raise _error(web.HTTPBadRequest, str(err)) from None
-        except ValueError as err:
+        except UnsupportedMediaTypeError as err:
             raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
-        buffer = self._buffers.of(record.id, record.name, source.buffer())
-        try:
-            accepted = buffer.push(records)
         except BufferFullError as err:
             raise _error(web.HTTPTooManyRequests, str(err)) from None
         if accepted.dropped:
             log.warning(
                 "source buffer full: oldest records dropped",
-                extra={"source": record.name, "dropped": accepted.dropped},
+                extra={"source": source.name, "dropped": accepted.dropped},
             )
         if self._pushed is not None:
-            await self._pushed(record.name)
+            await self._pushed(source.name)
         return web.json_response(
             {
                 "accepted": accepted.records,

@@ -20,12 +20,13 @@ from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_types import SOURCE
 from odfd.app.resources import apply_manifests, load_manifests
+from odfd.app.source_push import parse_records
 from odfd.config import SyncConfig, load_config
 from odfd.daemon.service import Daemon
 from odfd.flows.runner import FlowRunner
 from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import running
-from odfd.server.source_api import SourceApi, parse_records
+from odfd.server.source_api import SourceApi
 from odfd.sources.buffers import BufferFullError, SourceBuffer, SourceBuffers
 from odfd.sources.spec import BufferPolicy, SourceDefinition
 from odfd.webhooks.delivery import WebhookDeliverer
