@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
@@ -210,6 +210,34 @@ async def documents_now(
         resource_document(current.get(record.id, record), references.get(record.id, ()))
         for record in records
     ]
+
+
+WATCH_POLL_SECONDS = 0.2
+"""How often a watch reads the resource again."""
+
+
+async def watch_resource(
+    workspace: Workspace, record: ResourceRecord, seconds: float
+) -> AsyncIterator[tuple[str, ResourceRecord]]:
+    """A watch of one resource (the HTTP protocol's ``?watch=true``): ``ADDED`` with it as it
+    is, then ``MODIFIED`` each time its generation or status changes, until ``DELETED`` or
+    for ``seconds``."""
+    import asyncio
+
+    yield "ADDED", record
+    table = ResourceTable(workspace.catalog)
+    seen = (record.generation, record.status)
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        await asyncio.sleep(min(WATCH_POLL_SECONDS, max(0.0, deadline - loop.time())))
+        now = await table.get(record.id)
+        if now is None:
+            yield "DELETED", record
+            return
+        if (now.generation, now.status) != seen:
+            seen, record = (now.generation, now.status), now
+            yield "MODIFIED", now
 
 
 async def apply_and_reconcile(

@@ -20,7 +20,6 @@ resource (404). Secrets come back only as the ciphertext the node stored.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -45,6 +44,7 @@ from odfd.app.resource_service import (
     find_resource,
     list_resources,
     resource_documents,
+    watch_resource,
 )
 from odfd.app.resource_types import TYPES, ResourceType, type_of
 from odfd.app.resources import (
@@ -60,12 +60,11 @@ from odfd.server.resource_api.access import Denied, ResourceAccess
 from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
 from protocol.identity import AccountName
-from storage.catalog.resources import ResourceNotFoundError, ResourceRecord, ResourceTable
+from storage.catalog.resources import ResourceNotFoundError, ResourceRecord
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
 
-WATCH_POLL_SECONDS = 0.2
 MAX_WATCH_SECONDS = 600.0
 _CONTEXTS = sorted({t.schema.split("/")[-3] for t in TYPES})
 COLLECTION = "/{context}/{version}/{type}"
@@ -224,29 +223,12 @@ class ResourceApi:
             raise ManifestError("?timeoutSeconds= takes a number of seconds") from None
         timeout = max(0.0, min(timeout, MAX_WATCH_SECONDS))
         workspace = self._node().workspace
-        table = ResourceTable(workspace.catalog)
         response = web.StreamResponse(headers={"Content-Type": "application/x-ndjson"})
         await response.prepare(request)
-
-        async def send(kind: str, shown: ResourceRecord) -> None:
+        async for kind, shown in watch_resource(workspace, record, timeout):
             document = (await resource_documents(workspace, [shown]))[0]
             line = json.dumps({"type": kind, "object": document}) + "\n"
             await response.write(line.encode())
-
-        await send("ADDED", record)
-        seen = (record.generation, record.status)
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
-        while loop.time() < deadline:
-            await asyncio.sleep(min(WATCH_POLL_SECONDS, max(0.0, deadline - loop.time())))
-            now = await table.get(record.id)
-            if now is None:
-                await send("DELETED", record)
-                break
-            if (now.generation, now.status) != seen:
-                seen = (now.generation, now.status)
-                record = now
-                await send("MODIFIED", now)
         await response.write_eof()
         return response
 
