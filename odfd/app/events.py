@@ -27,6 +27,13 @@ class EventSink(Protocol):
     def emit(self, event: Event) -> None: ...
 
 
+class DiscardEvents:
+    """A sink for callers that show no progress (a flow's task, the console's row detail)."""
+
+    def emit(self, event: Event) -> None:
+        return None
+
+
 @dataclass(frozen=True, slots=True)
 class Working(Event):
     """Long work began (``label`` says what) or, with ``label`` ``None``, ended: a caller on a

@@ -58,6 +58,8 @@ CONSOLE_KEY: web.AppKey[Console] = web.AppKey("odfd_console")
 STATIC = Path(str(resources.files("odfd.console") / "static"))
 MAX_PAGE = 500
 PAGE = 100
+CONSOLE_PROVENANCE_ROWS = 100
+"""Witness rows of one dataset the row detail traces further at each level (the page lists them)."""
 """Datasets per page of the list (the page's default)."""
 
 
@@ -540,7 +542,8 @@ async def _sql(request: web.Request) -> web.Response:
 async def _provenance(request: web.Request) -> web.Response:
     """Why the row at ``offset`` exists (``depth`` levels, default to the roots); re-executes
     transforms like the SQL box runs queries, so it needs a read or admin token too."""
-    from odfd.console.provenance import row_provenance
+    from odfd.app.events import DiscardEvents
+    from odfd.app.provenance import ProvenanceRequest, trace
 
     state, console = _parts(request)
     if not state.signed_in(request):
@@ -550,14 +553,14 @@ async def _provenance(request: web.Request) -> web.Response:
         return _error(400, "query parameter offset is required")
     offset = _int(request, "offset", 0)
     depth = _int(request, "depth", 0) or None
+    ask = ProvenanceRequest(
+        str(record.id), offsets=(offset,), depth=depth, max_rows=CONSOLE_PROVENANCE_ROWS
+    )
     try:
-        return _json(
-            await row_provenance(
-                state.workspace, console.backend.node.engines, record.id, offset, depth
-            )
-        )
+        result = await trace(console.backend.node, ask, DiscardEvents())
     except OdfError as err:
         return _error(400, str(err))
+    return _json({"checkedByReExecution": True, "row": result.rows[0]})
 
 
 async def _action(request: web.Request, run: Any) -> web.Response:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.events import Event
+from odfd.app.events import DiscardEvents
 from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import DATASET, WEBHOOK_TARGET
 from odfd.app.selectors import like
@@ -131,7 +131,7 @@ class NodeTasks:
                 datasets,
                 options,
                 confirm=lambda _: None,
-                sink=_Discard(),
+                sink=DiscardEvents(),
                 actor=DAEMON,
             )
 
@@ -176,8 +176,3 @@ class NodeTasks:
                 f"webhook to {target.name} failed after {outcome.attempts} attempt(s): "
                 f"{outcome.error}"
             )
-
-
-class _Discard:
-    def emit(self, event: Event) -> None:
-        return None
