@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 from aiohttp import web
 
 from odfd.app.authorization import Action
@@ -38,8 +37,10 @@ from odfd.app.flow_history import (
     webhook_deliveries,
 )
 from odfd.app.lineage import build_lineage
+from odfd.app.presence import DataMissingError
 from odfd.app.resource_service import list_resources
 from odfd.app.resources import DEFAULT_ACCOUNT, kind_of, split_name
+from odfd.app.row_pages import newest_rows
 from odfd.app.selectors import Selector
 from odfd.console.backend import ActionUnavailableError, NodeBackend
 from odfd.console.node import node_info
@@ -51,7 +52,6 @@ from storage.catalog import DatasetRecord
 from storage.catalog.audits import AuditTable
 from storage.catalog.resources import ResourceNotFoundError
 from storage.workspace import Workspace
-from verifier.engine.inputs import all_slices, slice_paths
 
 log = logging.getLogger("odfd.console")
 CONSOLE_KEY: web.AppKey[Console] = web.AppKey("odfd_console")
@@ -297,43 +297,12 @@ async def _data(request: web.Request) -> web.Response:
     offset = _int(request, "offset", 0)
     limit = _int(request, "limit", 50, MAX_PAGE)
     dataset = state.workspace.open_dataset(record.id)
-    hashes = await all_slices(dataset) if record.head is not None else []
-    missing = [h for h in hashes if not await dataset.data.contains(h)]
-    if missing:  # said without the node's paths
-        return _error(
-            500,
-            f"dataset {record.alias}: {len(missing)} of its {len(hashes)} data slice(s) are "
-            f"missing on this node (first: {missing[0]}); pull it again",
-        )
-    paths = await slice_paths(dataset, hashes)
-    columns, rows, total = await asyncio.to_thread(_latest_rows, list(paths), offset, limit)
-    return _json({"columns": columns, "rows": rows, "offset": offset, "total": total})
-
-
-def _latest_rows(
-    paths: list[Path], offset: int, limit: int
-) -> tuple[list[str], list[list[Any]], int]:
-    """Reads only the newest slices the page needs (blocking)."""
-    counts = [pq.read_metadata(path).num_rows for path in paths]
-    total = sum(counts)
-    columns: list[str] = []
-    rows: list[list[Any]] = []
-    skip = offset
-    for path, count in zip(reversed(paths), reversed(counts), strict=True):
-        if skip >= count:
-            skip -= count
-            continue
-        with pq.ParquetFile(path) as file:  # not pq.read_table: ~3 s to set up on first use
-            table = file.read()
-        columns = columns or table.column_names
-        for row in reversed(table.slice(0, count - skip).to_pylist()):
-            rows.append([json_cell(row[c]) for c in table.column_names])
-            if len(rows) >= limit:
-                return columns, rows, total
-        skip = 0
-    if not columns and paths:
-        columns = pq.read_schema(paths[-1]).names
-    return columns, rows, total
+    try:
+        page = await newest_rows(record, dataset, offset=offset, limit=limit)
+    except DataMissingError as err:
+        return _error(500, str(err))
+    rows = [[json_cell(value) for value in row] for row in page.rows]
+    return _json({"columns": page.columns, "rows": rows, "offset": offset, "total": page.total})
 
 
 async def _blocks(request: web.Request) -> web.Response:
