@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import sqlite3
 from datetime import timedelta
 from pathlib import Path
@@ -135,3 +136,19 @@ def test_init_sets_up_the_nodes_admin_account(
             return await check_password(node, "admin", "admin-pw")
 
     assert asyncio.run(login()) is not None
+
+
+def test_access_prints_who_may_do_what_to_a_dataset_and_why(
+    ws: tuple[str, str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "access", *ws, "test.root.mqtt")
+    assert code == 0
+    title, header, *rows = out.splitlines()
+    assert title == "Access to test.root.mqtt:"
+    assert header.split() == ["WHO", "READ", "WRITE", "MAINTAIN", "ADMIN", "WHY"]
+    table = {who: cells for who, *cells in (re.split(r"\s{2,}", row) for row in rows)}
+    assert table["admin"] == ["yes", "yes", "yes", "yes", "admin is a node admin"]
+    assert table["(anonymous)"][:4] == ["yes", "no", "no", "no"]
+    assert "allowAnonymousRead is true" in table["(anonymous)"][4]
+    code, _, err = run(capsys, "access", *ws, "nosuch")
+    assert code == 1 and err.startswith("error: dataset nosuch is not in the workspace")
