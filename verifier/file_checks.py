@@ -69,6 +69,15 @@ class Problem:
     actual: str | None = None
 
 
+def _read_failure(field: str, path: Path, err: OSError) -> FileCheck:
+    """A file that is missing or cannot be read: the check's one finding."""
+    if isinstance(err, FileNotFoundError):
+        message, rule = f"the file {path.name} is missing", "missing-file"
+    else:
+        message, rule = f"cannot read the file: {err}", "unreadable"
+    return FileCheck((_failed(rule, f"{field}.physicalHash", message),))
+
+
 def _failed(
     rule: str, field: str | None, message: str, expected: object = None, actual: object = None
 ) -> Problem:
@@ -107,14 +116,8 @@ def check_object(
             message = f"the file is {size} bytes, the block records {expected_size}"
             return FileCheck((_failed("size", f"{field}.size", message, expected_size, size),))
         actual = _sha3_file(path, on_bytes)
-    except FileNotFoundError:
-        return FileCheck(
-            (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
-        )
     except OSError as err:
-        return FileCheck(
-            (_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),)
-        )
+        return _read_failure(field, path, err)
     if actual != expected_hash:
         message = f"the file's bytes hash to {actual}"
         return FileCheck(
@@ -200,14 +203,8 @@ def check_slice(
     try:
         size = path.stat().st_size
         data = None if size > IN_MEMORY_BYTES else _read_buffer.read(path, size)
-    except FileNotFoundError:
-        return FileCheck(
-            (_failed("missing-file", f"{field}.physicalHash", f"the file {path.name} is missing"),)
-        )
     except OSError as err:
-        return FileCheck(
-            (_failed("unreadable", f"{field}.physicalHash", f"cannot read the file: {err}"),)
-        )
+        return _read_failure(field, path, err)
     if data is None:
         streamed = hashing.submit(check_object, path, expected_hash, expected_size, field, _ignore)
         content = check_slice_content(path, expected, on_bytes, hashing)
