@@ -623,6 +623,8 @@ _SPARK_ENV_KEYS = (
 #: The table of the Spark engine's settings (``SparkSettings``, read by the engine's own parser).
 _SPARK_TABLE = "spark"
 _OTHER_TABLES = {"workspace", _SPARK_TABLE}
+WORKSPACE_VERSION = 1
+"""The workspace layout this odfd reads (``[workspace] version``)."""
 
 
 # --- single settings (``odfd config``) ------------------------------------------------------------
@@ -722,6 +724,7 @@ def load_config(path: Path | None, env: Mapping[str, str] | None = None) -> Node
             section, kind, readers, _table(document, section, where), where, env
         )
     values["spark"] = _load_spark(_table(document, "spark", where), where, env)
+    _check_workspace(_table(document, "workspace", where), where)
     if values["storage"].url and values["ipfs"].pin:
         raise ConfigError(
             f"{where}: [ipfs] pin adds dataset folders to IPFS, but [storage] url keeps the "
@@ -770,6 +773,22 @@ def _load_section(
         assert key in names  # every reader names a field of its section
         config = replace(config, **{key: value})
     return _check_section(section, config, where)
+
+
+def _check_workspace(table: dict[str, Any], where: str) -> None:
+    """``[workspace] version``, written by ``odfd init``: the layout this odfd reads is version
+    1, so a workspace of another version is refused rather than misread."""
+    unknown = sorted(set(table) - {"version"})
+    if unknown:
+        raise ConfigError(
+            f"{where}: [workspace] unknown key(s) {', '.join(unknown)}; known: version"
+        )
+    version = table.get("version", WORKSPACE_VERSION)
+    if type(version) is not int or version != WORKSPACE_VERSION:
+        raise ConfigError(
+            f"{where}: [workspace] version {version!r}: this odfd reads workspaces of version "
+            f"{WORKSPACE_VERSION}"
+        )
 
 
 def _check_section(section: str, config: Any, where: str) -> Any:

@@ -101,6 +101,27 @@ def test_list_refuses_a_broken_config(
     assert fingerprint(workspace_root) == before
 
 
+@pytest.mark.parametrize(
+    ("workspace", "message"),
+    [
+        ("version = 2", "[workspace] version 2: this odfd reads workspaces of version 1"),
+        ('version = "1"', "[workspace] version '1': this odfd reads workspaces of version 1"),
+        ("version = 1\nverison = 2", "[workspace] unknown key(s) verison; known: version"),
+    ],
+)
+def test_a_workspace_of_another_version_is_refused_not_misread(
+    workspace: str, message: str, workspace_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = workspace_root / "config.toml"
+    config.write_text(
+        config.read_text().replace("[workspace]\nversion = 1\n", f"[workspace]\n{workspace}\n")
+    )
+    assert workspace in config.read_text()
+    code, out, err = run(capsys, "list", "--root", str(workspace_root))
+    assert (code, out) == (1, "")
+    assert _one_line(err) == f"error: {config}: {message}"
+
+
 def test_an_empty_manifest_is_refused(
     workspace_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
