@@ -189,13 +189,18 @@ async def token_account(workspace: Workspace, secret: str) -> AccountRecord | No
     server)."""
     if not secret.startswith(TOKEN_PREFIX):
         return None
-    table = AccountTable(workspace.catalog)
-    record = await table.token_by_hash(token_hash(secret))
+    record = await issued_token(workspace, secret)
     if record is None or record.revoked_at is not None:
         return None
     if record.expires_at is not None and record.expires_at <= datetime.now(UTC):
         return None
-    return await table.get(record.account)
+    return await AccountTable(workspace.catalog).get(record.account)
+
+
+async def issued_token(workspace: Workspace, secret: str) -> TokenRecord | None:
+    """The record of an issued token, live or not (its account, expiry, revocation), found by
+    the secret's hash: the Flight SQL server keeps a session no longer than its token lives."""
+    return await AccountTable(workspace.catalog).token_by_hash(token_hash(secret))
 
 
 LOGIN_TOKEN_LIFETIME = timedelta(days=30)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from odfd.app.accounts import token_hash
+from odfd.app.accounts import issued_token
 from odfd.app.authorization import principal_of
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.config import ServerConfig
@@ -32,7 +32,6 @@ from odfd.flight_sql.service import (
     TableInfo,
     UnknownTableError,
 )
-from storage.catalog.accounts import AccountTable
 from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 from verifier.engine import errors as engine_errors
@@ -230,7 +229,7 @@ def token_resolver(
             return None
         if subject.via != "token":  # a [server] list token: it lives as long as the list
             return Grant(subject)
-        record = await AccountTable(workspace.catalog).token_by_hash(token_hash(token))
+        record = await issued_token(workspace, token)
         return None if record is None else Grant(subject, record.expires_at)
 
     return resolve
