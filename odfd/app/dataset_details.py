@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
@@ -29,6 +29,9 @@ from protocol.model import (
 from storage.catalog import DatasetRecord
 from storage.dataset import Dataset
 from verifier.engine.inputs import arrow_schema_of
+
+if TYPE_CHECKING:
+    from storage.workspace import Workspace
 
 
 def _time(moment: Timestamp | None) -> str | None:
@@ -296,3 +299,24 @@ async def transform_history(dataset: Dataset) -> list[TransformStep]:
                 }
             )
     return steps
+
+
+async def audit_history(
+    workspace: Workspace, dataset_id: DatasetId, limit: int
+) -> list[dict[str, Any]]:
+    """The dataset's ``limit`` newest audits, newest first, each with its report."""
+    from storage.catalog.audits import AuditTable
+
+    return [
+        {
+            "scope": audit.scope,
+            "trigger": audit.trigger,
+            "status": audit.status,
+            "summary": audit.summary,
+            "head": None if audit.head is None else audit.head.to_multibase(),
+            "startedAt": audit.started_at.isoformat(),
+            "finishedAt": audit.finished_at.isoformat(),
+            "report": None if audit.report is None else json.loads(audit.report),
+        }
+        for audit in await AuditTable(workspace.catalog).history(dataset_id, limit=limit)
+    ]

@@ -24,6 +24,7 @@ from aiohttp import web
 from odfd.app.authorization import Action
 from odfd.app.dataset_details import (
     SummaryCache,
+    audit_history,
     block_log,
     records_history,
     schema_document,
@@ -49,7 +50,6 @@ from odfd.console.view import CatalogView
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
 from storage.catalog import DatasetRecord
-from storage.catalog.audits import AuditTable
 from storage.catalog.resources import ResourceNotFoundError
 from storage.workspace import Workspace
 
@@ -58,6 +58,8 @@ CONSOLE_KEY: web.AppKey[Console] = web.AppKey("odfd_console")
 STATIC = Path(str(resources.files("odfd.console") / "static"))
 MAX_PAGE = 500
 PAGE = 100
+AUDITS_SHOWN = 20
+"""A dataset's newest audits its Audits tab lists."""
 CONSOLE_PROVENANCE_ROWS = 100
 """Witness rows of one dataset the row detail traces further at each level (the page lists them)."""
 """Datasets per page of the list (the page's default)."""
@@ -339,21 +341,7 @@ async def _history(request: web.Request) -> web.Response:
 async def _audits(request: web.Request) -> web.Response:
     state, _ = _parts(request)
     record = await _record(request)
-    audits = []
-    for audit in await AuditTable(state.workspace.catalog).history(record.id, limit=20):
-        audits.append(
-            {
-                "scope": audit.scope,
-                "trigger": audit.trigger,
-                "status": audit.status,
-                "summary": audit.summary,
-                "head": None if audit.head is None else audit.head.to_multibase(),
-                "startedAt": audit.started_at.isoformat(),
-                "finishedAt": audit.finished_at.isoformat(),
-                "report": None if audit.report is None else json.loads(audit.report),
-            }
-        )
-    return _json({"audits": audits})
+    return _json({"audits": await audit_history(state.workspace, record.id, AUDITS_SHOWN)})
 
 
 async def _mirrors(request: web.Request) -> web.Response:

@@ -4,8 +4,10 @@ requests without the right token or from another site."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import aiohttp
@@ -14,6 +16,8 @@ import pytest
 from odfd.config import ConfigError, ServerConfig, load_config
 from odfd.server.app import running
 from protocol.identity import DatasetAliasPattern
+from storage.catalog.audit_records import AuditRecord
+from storage.catalog.audits import AuditTable
 from storage.workspace import Workspace
 from tests.console.pipelines import MIDDLE, ROOT, TOP, console_of, three_levels
 from tests.query_api import verifier
@@ -142,6 +146,21 @@ async def test_dataset_pages(node: Node) -> None:
     assert [p["records"] for p in history["points"]] == [10, 10, 10]
     _, audits = await node.get(f"ui/api/datasets/{ROOT}/audits")
     assert audits == {"audits": []}
+    record = await node.workspace.resolve(ROOT)
+    started = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    report = {"status": "passed", "datasets": []}
+    for n in range(2):
+        audit = AuditRecord(
+            record.id, ROOT, "integrity", f"test {n}", record.head, started, started, "ok", "fine"
+        )
+        await AuditTable(node.workspace.catalog).add(
+            replace(audit, report=json.dumps(report)) if n else audit, keep=5
+        )
+    _, audits = await node.get(f"ui/api/datasets/{ROOT}/audits")
+    newest, oldest = audits["audits"]
+    assert (newest["trigger"], newest["report"], oldest["report"]) == ("test 1", report, None)
+    assert newest["head"] == record.head.to_multibase() and newest["status"] == "ok"
+    assert newest["startedAt"] == newest["finishedAt"] == "2026-01-02T03:04:05+00:00"
     _, mirrors = await node.get("ui/api/mirrors")
     assert mirrors == {"daemon": {"running": False}, "mirrors": []}
     _, info = await node.get("ui/api/node", ADMIN)
