@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_root_argument(alias_add)
     alias_add.set_defaults(func=_alias_add)
 
-    alias_list = alias_actions.add_parser("list", help="the remotes of one or every dataset")
+    alias_list = alias_actions.add_parser(
+        "list", help="the remotes of one or every dataset, each with its last pull or push"
+    )
     alias_list.add_argument("dataset", nargs="?", metavar="DATASET")
     add_output_format(alias_list)
     add_root_argument(alias_list)
