@@ -401,9 +401,10 @@ class _PullRun:
         self.checks.guess_vocab(await self._local_vocab())
         urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl] = {}
 
-        async def checked(item: VerifiedBlock) -> None:
-            self.checks.expect(item)  # its file is checked as soon as it is stored
-            await early.offer(item)
+        async def checked(items: list[VerifiedBlock]) -> None:
+            for item in items:
+                self.checks.expect(item)  # its file is checked as soon as it is stored
+            await early.offer_run(items)
 
         async def with_urls() -> AsyncIterator[ObjectRef]:
             # One batch's URLs are asked for when the downloads reach it: no URL waits long
@@ -432,7 +433,7 @@ class _PullRun:
                         LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
                         where=self.remote.url,
                         max_blocks=self.options.max_blocks,
-                        on_new=checked,
+                        on_checked=checked,
                     )
                     self._check_walk(walk)
                     data_of = dict(blocks)
@@ -727,6 +728,12 @@ class _EarlyObjects:
     async def offer(self, item: VerifiedBlock) -> None:
         if item.block.sequence_number > self._above:
             await self._offer(objects_of((item,)))
+
+    async def offer_run(self, items: list[VerifiedBlock]) -> None:
+        """``offer`` of several blocks at once: one look at the stores, one turn of the loop."""
+        await self._offer(
+            objects_of(item for item in items if item.block.sequence_number > self._above)
+        )
 
     async def offer_all(self, blocks: list[VerifiedBlock]) -> None:
         """After the walk: every new block's objects (those not offered yet)."""

@@ -341,17 +341,18 @@ async def match_linked_run(
     *,
     where: str,
     max_blocks: int = MAX_CHAIN_LENGTH,
-    on_new: Callable[[VerifiedBlock], Awaitable[None]] | None = None,
+    on_checked: Callable[[list[VerifiedBlock]], Awaitable[None]] | None = None,
 ) -> WalkResult:
     """Verify a run of blocks received oldest first (Smart Transfer Protocol tarball) that must
     continue ``begin_after`` (``None``: start at the seed), and find the last shared block.
 
     Each block's bytes must already have been found to hash to its name: ``unpack_blocks``
     checks that of every member of the tarball. Blocks are checked newest first, as the Simple
-    protocol's walk meets them, ``_CHECK_RUN`` at a time; ``on_new`` sees each one as soon as it
-    is decoded and linked to the newest (a pull starts fetching its objects while the rest are
-    checked, as ``walk_remote_chain`` does). Whether the run continues ``begin_after`` is known
-    only at its oldest block, so ``on_new`` may see blocks of a run that is then refused."""
+    protocol's walk meets them, ``_CHECK_RUN`` at a time; ``on_checked`` sees each such part as
+    soon as its blocks are decoded and linked to the newest (a pull starts fetching their
+    objects while the rest are checked, as ``walk_remote_chain``'s ``on_new`` does). Whether the
+    run continues ``begin_after`` is known only at its oldest block, so ``on_checked`` may see
+    blocks of a run that is then refused."""
     verified: list[VerifiedBlock] = []
     checks = check_run(reversed(blocks), strict=True, hashed=True)
     while True:
@@ -365,9 +366,8 @@ async def match_linked_run(
                 verified.append(VerifiedBlock(checked.hash, checked.block))
         if len(verified) == start:
             break
-        if on_new is not None:
-            for item in verified[start:]:
-                await on_new(item)
+        if on_checked is not None:
+            await on_checked(verified[start:])
     if verified:
         oldest = verified[-1].block
         expected_prev = begin_after.hash if begin_after is not None else None

@@ -24,8 +24,8 @@ from odfd.sync import pull as pull_module
 from odfd.sync import walk as walk_module
 from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import CorruptSourceError
+from odfd.sync.objects import ObjectRef
 from odfd.sync.pull import PullOptions, pull
-from odfd.sync.walk import VerifiedBlock
 from protocol.codec.flatbuffers import decode_block, hash_block
 from protocol.identity import Multihash
 from protocol.model import MetadataBlock, MetadataEvent, SetDataSchema, SetVocab
@@ -232,7 +232,8 @@ async def test_objects_fetched_before_an_older_block_fails_are_not_kept(
     """Both protocols fetch the objects of the newest blocks while older ones are still checked
     (the Smart protocol checks its tarball newest first, one block at a time here). The block
     after the seed says it is #7: the lie is found only once a data file was downloaded (the
-    check holds at block #2 until one was); the pull names that block, and keeps nothing."""
+    check holds after the first objects offered until one was); the pull names that block, and
+    keeps nothing."""
     liar, url = liar_server
     chain = await liar.chain()
     bad, liar.blocks[bad] = reblock(chain[1][1], sequence_number=7)
@@ -253,14 +254,14 @@ async def test_objects_fetched_before_an_older_block_fails_are_not_kept(
 
     for path in (liar.root / "data").iterdir():
         liar.objects[f"data/{path.name}"] = serving(path)
-    offer = pull_module._EarlyObjects.offer
+    offer = pull_module._EarlyObjects._offer
 
-    async def offering(early: pull_module._EarlyObjects, item: VerifiedBlock) -> None:
-        await offer(early, item)
-        if item.block.sequence_number == 2:
+    async def offering(early: pull_module._EarlyObjects, refs: list[ObjectRef]) -> None:
+        await offer(early, refs)
+        if refs:
             await asyncio.wait_for(served.wait(), 5)
 
-    monkeypatch.setattr(pull_module._EarlyObjects, "offer", offering)
+    monkeypatch.setattr(pull_module._EarlyObjects, "_offer", offering)
     monkeypatch.setattr(walk_module, "_CHECK_RUN", 1)
     before = snapshot(node_b)
     with pytest.raises(CorruptSourceError, match=f"block {bad} has sequence number 7"):
