@@ -21,8 +21,10 @@ KEPT_ANSWERS = 4
 MAX_ANSWER_CHARS = 16 << 20
 """The longest answer kept (~35,000 blocks): at most ``KEPT_ANSWERS`` times this in memory."""
 
-IntervalKey = tuple[Multihash, Multihash | None, bool]
-"""``(head, begin_after, force)``: what a pull request asks for."""
+IntervalKey = tuple[str, Multihash, Multihash | None, bool]
+"""``(dataset id, head, begin_after, force)``: what a pull request asks of a dataset. The
+dataset is part of it: a client may name any head (``stop_at``), and an answer read from one
+dataset's chain must not be given to a client of another."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -134,7 +134,7 @@ async def _pull_flow(
             m.TransferError.internal("Pull", "InitialRequest", "dataset has no head")
         )
         return
-    key = (head, pull.begin_after, pull.force_update_if_diverged)
+    key = (scope, head, pull.begin_after, pull.force_update_if_diverged)
     answer = state.pull_answers.get(key)
     if answer is None:
         try:

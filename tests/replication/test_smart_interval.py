@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import aiohttp
 import pytest
 
 from odfd.server import smart_pull
@@ -11,6 +12,7 @@ from odfd.server.pull_answers import PullAnswer, PullAnswers
 from odfd.server.smart_pull import Interval, read_interval
 from odfd.server.state import STATE_KEY
 from odfd.sync.pull import PullOptions, pull
+from odfd.sync.transport import smart_client as smart
 from protocol.codec.flatbuffers import decode_block, encode_block, is_block_hash
 from protocol.identity import Multihash
 from protocol.model import AddData, MetadataBlock
@@ -96,7 +98,9 @@ async def test_a_peer_pulling_an_interval_pulled_before_gets_the_kept_answer(
     first = await pull(
         node_b, server.url + "root", alias="one", options=PullOptions(protocol="smart")
     )
-    kept = server.runner.app[STATE_KEY].pull_answers.get((head, None, False))
+    kept = server.runner.app[STATE_KEY].pull_answers.get(
+        (str(writer.dataset_id), head, None, False)
+    )
     assert kept is not None and reads == [head]
     interval = await read_interval(writer.dataset.chain, head, None, False)
     assert kept.plan == interval.plan
@@ -117,10 +121,29 @@ async def test_a_peer_pulling_an_interval_pulled_before_gets_the_kept_answer(
 def test_kept_answers_are_bounded() -> None:
     plan = m.TransferPlan(1, 0, 0, 1, 0)
     answers = PullAnswers(entries=2, max_chars=10)
-    keys = [(Multihash.from_digest_sha3_256(bytes([i])), None, False) for i in range(3)]
+    keys = [("d", Multihash.from_digest_sha3_256(bytes([i])), None, False) for i in range(3)]
     answers.put(keys[0], PullAnswer(plan, "x" * 11))
     assert answers.get(keys[0]) is None  # over the size bound
     for key in keys:
         answers.put(key, PullAnswer(plan, "x"))
     assert answers.get(keys[0]) is None  # forgotten first
     assert answers.get(keys[1]) is not None and answers.get(keys[2]) is not None
+
+
+async def test_a_kept_answer_is_given_only_for_its_own_dataset(
+    node_a: Workspace, serve: ServeFactory
+) -> None:
+    """A client may name any head (``stop_at``): one of another dataset, whose answer the
+    server keeps, is still looked for in the requested dataset's chain, and not found there."""
+    await create_root(node_a, "x", slices=1)
+    other = await create_root(node_a, "y", slices=1)
+    other_head = await other.dataset.chain.head()
+    server = await serve(node_a)
+    async with aiohttp.ClientSession() as session:
+        async with smart.connect(session, server.url + "y/", "pull", None) as channel:
+            await smart.pull_plan(channel, None, False)
+            batch = await smart.pull_metadata(channel)
+        assert batch.num_blocks > 0
+        async with smart.connect(session, server.url + "x/", "pull", None) as channel:
+            with pytest.raises(smart.RemoteTransferError):
+                await smart.pull_plan(channel, None, False, stop_at=other_head)
