@@ -2,7 +2,9 @@
 
 Request -> transfer plan (or ``InvalidInterval`` when the client's head is not an ancestor of
 ours), metadata request -> the blocks as one tarball, then any number of object requests ->
-signed download URLs, until the client closes.
+signed download URLs, until the client closes. The plan and the metadata answer are made
+together, before the plan goes out, and kept for the next peer asking for the same interval
+(``odfd.server.pull_answers``).
 """
 
 from __future__ import annotations

@@ -6,8 +6,9 @@ history into the workspace without trusting the remote.
    when the server speaks it, else walk the chain by the Simple Transfer Protocol; every block is
    hash-checked and must link; divergence is refused unless ``force``;
 3. fetch missing data/checkpoint files in parallel into staging, each checked against hash and
-   size, each data file read against its blocks as soon as it is there (by the Simple protocol
-   a block's files start downloading once the walk has verified it, while the walk goes on);
+   size, each data file read against its blocks as soon as it is there (a block's files start
+   downloading once the walk has verified it, while the walk goes on: by the Smart protocol
+   the tarball's blocks are checked newest first, a run at a time);
 4. name the fetched objects (one ``syncfs``, then renames: ``StagedObjects``), then commit: chain
    rules and object presence are checked, ``head`` moves last by compare-and-swap.
 On a verification failure everything this pull stored is removed again; on a network failure
