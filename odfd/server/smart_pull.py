@@ -2,7 +2,9 @@
 
 Request -> transfer plan (or ``InvalidInterval`` when the client's head is not an ancestor of
 ours), metadata request -> the blocks as one tarball, then any number of object requests ->
-signed download URLs, until the client closes.
+signed download URLs, until the client closes. The plan and the metadata answer are made
+together, before the plan goes out, and kept for the next peer asking for the same interval
+(``odfd.server.pull_answers``).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from urllib.parse import urlencode
 from aiohttp import web
 
 from odfd.errors import OdfdError
+from odfd.server.pull_answers import PullAnswer
 from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import TransferFlowError
@@ -88,6 +91,13 @@ async def read_interval(
     return Interval(newest_first, plan)
 
 
+def _metadata_text(interval: Interval) -> str:
+    """The interval's blocks as a ``DatasetMetadataPullResponse``'s text (in a thread: ~0.1 s
+    of packing and writing for 10,000 blocks)."""
+    count, payload = pack_blocks(interval.blocks)
+    return m.encode(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload)))
+
+
 async def handle_pull(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
@@ -126,25 +136,30 @@ async def _pull_flow(
             m.TransferError.internal("Pull", "InitialRequest", "dataset has no head")
         )
         return
-    try:
-        interval = await read_interval(
-            dataset.chain, head, pull.begin_after, pull.force_update_if_diverged
-        )
-    except InvalidInterval:
-        await channel.send(
-            m.DatasetPullResponse(
-                error=m.TransferError("InvalidInterval", head=head, tail=pull.begin_after)
+    key = (scope, head, pull.begin_after, pull.force_update_if_diverged)
+    answer = state.pull_answers.get(key)
+    if answer is None:
+        try:
+            interval = await read_interval(
+                dataset.chain, head, pull.begin_after, pull.force_update_if_diverged
             )
-        )
-        return
-    await channel.send(m.DatasetPullResponse(interval.plan))
+        except InvalidInterval:
+            await channel.send(
+                m.DatasetPullResponse(
+                    error=m.TransferError("InvalidInterval", head=head, tail=pull.begin_after)
+                )
+            )
+            return
+        # Packed before the plan goes out: the client asks for the blocks as soon as it has it.
+        answer = PullAnswer(interval.plan, await asyncio.to_thread(_metadata_text, interval))
+        state.pull_answers.put(key, answer)
+    await channel.send(m.DatasetPullResponse(answer.plan))
     if (
         await channel.receive(m.DatasetPullMetadataRequest.from_json, "DatasetPullMetadataRequest")
         is None
     ):
         return
-    count, payload = await asyncio.to_thread(pack_blocks, interval.blocks)
-    await channel.send(m.DatasetMetadataPullResponse(m.MetadataBlocksBatch(count, payload)))
+    await channel.send_text(answer.metadata)
     base = state.dataset_url(request, dataset_path)
     while True:
         objects = await channel.receive(

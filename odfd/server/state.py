@@ -26,6 +26,7 @@ from odfd.app.authorization import (
     principal_of,
 )
 from odfd.config import ServerConfig
+from odfd.server.pull_answers import PullAnswers
 from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
@@ -63,6 +64,8 @@ class ServerState:
     signer: UrlSigner
     """Signs object URLs with the key and lifetime of start-up (URLs it signed stay valid)."""
     uploads: dict[str, UploadSession] = field(default_factory=dict)
+    pull_answers: PullAnswers = field(default_factory=PullAnswers)
+    """Smart Transfer Protocol answers of the intervals pulled last (``odfd.server.pull_answers``)."""
     withheld: set[DatasetId] = field(default_factory=set)
     """Datasets not served (the daemon withholds those whose last audit failed)."""
     reader: CatalogReader | None = None

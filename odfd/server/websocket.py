@@ -54,7 +54,11 @@ class ServerChannel:
         self.where = where
 
     async def send(self, message: Any) -> None:
-        await self.ws.send_str(m.encode(message))
+        await self.send_text(m.encode(message))
+
+    async def send_text(self, text: str) -> None:
+        """A message already encoded (``m.encode``)."""
+        await self.ws.send_str(text)
 
     async def receive(self, parse: Callable[[Any], T], what: str) -> T | None:
         """The next message, or ``None`` if the client closed the session."""

@@ -6,8 +6,9 @@ history into the workspace without trusting the remote.
    when the server speaks it, else walk the chain by the Simple Transfer Protocol; every block is
    hash-checked and must link; divergence is refused unless ``force``;
 3. fetch missing data/checkpoint files in parallel into staging, each checked against hash and
-   size, each data file read against its blocks as soon as it is there (by the Simple protocol
-   a block's files start downloading once the walk has verified it, while the walk goes on);
+   size, each data file read against its blocks as soon as it is there (a block's files start
+   downloading once the walk has verified it, while the walk goes on: by the Smart protocol
+   the tarball's blocks are checked newest first, a run at a time);
 4. name the fetched objects (one ``syncfs``, then renames: ``StagedObjects``), then commit: chain
    rules and object presence are checked, ``head`` moves last by compare-and-swap.
 On a verification failure everything this pull stored is removed again; on a network failure
@@ -397,29 +398,19 @@ class _PullRun:
         begin_after = local if local.hash is not None else None
         if self.options.force and blocks and _starts_at_seed(blocks[0][1]):
             begin_after = None  # a forced pull of a diverged history is sent from the seed
-        walk = await match_linked_run(
-            blocks,
-            begin_after,
-            LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
-            where=self.remote.url,
-            max_blocks=self.options.max_blocks,
-        )
-        self._check_walk(walk)
-        data_of = dict(blocks)
-        # The blocks are stored while the objects download (both wait mostly on the device and
-        # the network, not on each other); the commit waits for both.
-        self._stashing = asyncio.ensure_future(
-            self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
-        )
-        self.progress.add_blocks(len(walk.new_blocks))
-        refs = await self._plan_objects(walk)
+        early = _EarlyObjects(self.target, local, self.options.force)
+        self.checks.guess_vocab(await self._local_vocab())
         urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl] = {}
+
+        async def checked(items: list[VerifiedBlock]) -> None:
+            for item in items:
+                self.checks.expect(item)  # its file is checked as soon as it is stored
+            await early.offer_run(items)
 
         async def with_urls() -> AsyncIterator[ObjectRef]:
             # One batch's URLs are asked for when the downloads reach it: no URL waits long
             # enough to expire, and no batch waits for the last download of the one before.
-            for start in range(0, len(refs), URL_BATCH):
-                chunk = refs[start : start + URL_BATCH]
+            async for chunk in early.batches(URL_BATCH):
                 files = tuple(
                     m.ObjectFileReference(_object_type(r.kind), r.hash, r.size) for r in chunk
                 )
@@ -427,9 +418,41 @@ class _PullRun:
                 for ref in chunk:
                     yield ref
 
-        await self.fetcher.fetch_all(
-            with_urls(), http_source(self.session, partial(_url_of, urls), self.limits)
-        )
+        try:
+            # The objects of each block checked are fetched while the older blocks are still
+            # checked, newest first as by the Simple protocol; the commit waits for both.
+            async with asyncio.TaskGroup() as group:
+                fetching = group.create_task(
+                    self.fetcher.fetch_all(
+                        with_urls(), http_source(self.session, partial(_url_of, urls), self.limits)
+                    )
+                )
+                try:
+                    walk = await match_linked_run(
+                        blocks,
+                        begin_after,
+                        LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
+                        where=self.remote.url,
+                        max_blocks=self.options.max_blocks,
+                        on_checked=checked,
+                    )
+                    self._check_walk(walk)
+                    data_of = dict(blocks)
+                    # The blocks are stored while the objects download (both wait mostly on the
+                    # device and the network, not on each other); the commit waits for both.
+                    self._stashing = asyncio.ensure_future(
+                        self.stash.add_many(
+                            [(item.hash, data_of[item.hash]) for item in walk.new_blocks]
+                        )
+                    )
+                    self.progress.add_blocks(len(walk.new_blocks))
+                    await early.offer_all(walk.new_blocks)
+                    await self._plan_objects(walk, early)
+                finally:
+                    early.close()
+                await fetching
+        except BaseExceptionGroup as errors:
+            raise first_error(errors) from None
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
@@ -707,6 +730,12 @@ class _EarlyObjects:
         if item.block.sequence_number > self._above:
             await self._offer(objects_of((item,)))
 
+    async def offer_run(self, items: list[VerifiedBlock]) -> None:
+        """``offer`` of several blocks at once: one look at the stores, one turn of the loop."""
+        await self._offer(
+            objects_of(item for item in items if item.block.sequence_number > self._above)
+        )
+
     async def offer_all(self, blocks: list[VerifiedBlock]) -> None:
         """After the walk: every new block's objects (those not offered yet)."""
         await self._offer(objects_of(blocks))
@@ -730,6 +759,23 @@ class _EarlyObjects:
     async def wanted(self) -> AsyncIterator[ObjectRef]:
         while (ref := await self._queue.get()) is not None:
             yield ref
+
+    async def batches(self, size: int) -> AsyncIterator[list[ObjectRef]]:
+        """``wanted`` in lists of up to ``size``: each waits for one object, then takes those
+        already offered (a Smart Transfer Protocol request asks for a list's URLs at once)."""
+        ended = False
+        while not ended:
+            first = await self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            while len(batch) < size and not self._queue.empty():
+                ref = self._queue.get_nowait()
+                if ref is None:
+                    ended = True
+                    break
+                batch.append(ref)
+            yield batch
 
 
 def _starts_at_seed(data: bytes) -> bool:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import itertools
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass
@@ -43,6 +44,8 @@ from storage.stores.base import ObjectStore
 MAX_CHAIN_LENGTH = 10_000_000
 """Longest remote chain a walk accepts by default (its head's sequence number + 1)."""
 _STASH_BATCH = 512
+_CHECK_RUN = 500
+"""Blocks of a tarball checked between two looks at their objects (``match_linked_run``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,20 +341,33 @@ async def match_linked_run(
     *,
     where: str,
     max_blocks: int = MAX_CHAIN_LENGTH,
+    on_checked: Callable[[list[VerifiedBlock]], Awaitable[None]] | None = None,
 ) -> WalkResult:
     """Verify a run of blocks received oldest first (Smart Transfer Protocol tarball) that must
     continue ``begin_after`` (``None``: start at the seed), and find the last shared block.
 
     Each block's bytes must already have been found to hash to its name: ``unpack_blocks``
-    checks that of every member of the tarball."""
+    checks that of every member of the tarball. Blocks are checked newest first, as the Simple
+    protocol's walk meets them, ``_CHECK_RUN`` at a time; ``on_checked`` sees each such part as
+    soon as its blocks are decoded and linked to the newest (a pull starts fetching their
+    objects while the rest are checked, as ``walk_remote_chain``'s ``on_new`` does). Whether the
+    run continues ``begin_after`` is known only at its oldest block, so ``on_checked`` may see
+    blocks of a run that is then refused."""
     verified: list[VerifiedBlock] = []
-    with _collector_paused():
-        for checked in check_run(reversed(blocks), strict=True, hashed=True):
-            if isinstance(checked, ChainFault):
-                raise _corrupt(checked, where)
-            if not verified:
-                _check_length(checked, where, max_blocks)
-            verified.append(VerifiedBlock(checked.hash, checked.block))
+    checks = check_run(reversed(blocks), strict=True, hashed=True)
+    while True:
+        start = len(verified)
+        with _collector_paused():
+            for checked in itertools.islice(checks, _CHECK_RUN):
+                if isinstance(checked, ChainFault):
+                    raise _corrupt(checked, where)
+                if not verified:
+                    _check_length(checked, where, max_blocks)
+                verified.append(VerifiedBlock(checked.hash, checked.block))
+        if len(verified) == start:
+            break
+        if on_checked is not None:
+            await on_checked(verified[start:])
     if verified:
         oldest = verified[-1].block
         expected_prev = begin_after.hash if begin_after is not None else None

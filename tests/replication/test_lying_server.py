@@ -20,8 +20,11 @@ from typing import TypedDict, Unpack
 import pytest
 from aiohttp import WSMsgType, web
 
+from odfd.sync import pull as pull_module
+from odfd.sync import walk as walk_module
 from odfd.sync.data_checks import DataChecks
 from odfd.sync.errors import CorruptSourceError
+from odfd.sync.objects import ObjectRef
 from odfd.sync.pull import PullOptions, pull
 from protocol.codec.flatbuffers import decode_block, hash_block
 from protocol.identity import Multihash
@@ -217,6 +220,54 @@ async def test_simple_pull_fetches_objects_while_it_walks(
     liar.before_block = hold_seed
     result = await pull(node_b, url, alias="copy", options=PullOptions(protocol="simple"))
     assert result.num_objects == 6 and result.new_head == await liar.dataset().chain.head()
+
+
+@pytest.mark.parametrize("protocol", ["simple", "smart"])
+async def test_objects_fetched_before_an_older_block_fails_are_not_kept(
+    node_b: Workspace,
+    liar_server: tuple[Liar, str],
+    monkeypatch: pytest.MonkeyPatch,
+    protocol: str,
+) -> None:
+    """Both protocols fetch the objects of the newest blocks while older ones are still checked
+    (the Smart protocol checks its tarball newest first, one block at a time here). The block
+    after the seed says it is #7: the lie is found only once a data file was downloaded (the
+    check holds after the first objects offered until one was); the pull names that block, and
+    keeps nothing."""
+    liar, url = liar_server
+    chain = await liar.chain()
+    bad, liar.blocks[bad] = reblock(chain[1][1], sequence_number=7)
+    prev = bad
+    for number, (_, data) in enumerate(chain[2:], start=2):
+        prev, liar.blocks[prev] = reblock(data, prev_block_hash=prev, sequence_number=number)
+    liar.head = prev
+    served = asyncio.Event()
+
+    def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
+        body = path.read_bytes()
+
+        async def serve(request: web.Request) -> web.Response:
+            served.set()
+            return web.Response(body=body)
+
+        return serve
+
+    for path in (liar.root / "data").iterdir():
+        liar.objects[f"data/{path.name}"] = serving(path)
+    offer = pull_module._EarlyObjects._offer
+
+    async def offering(early: pull_module._EarlyObjects, refs: list[ObjectRef]) -> None:
+        await offer(early, refs)
+        if refs:
+            await asyncio.wait_for(served.wait(), 5)
+
+    monkeypatch.setattr(pull_module._EarlyObjects, "_offer", offering)
+    monkeypatch.setattr(walk_module, "_CHECK_RUN", 1)
+    before = snapshot(node_b)
+    with pytest.raises(CorruptSourceError, match=f"block {bad} has sequence number 7"):
+        await pull(node_b, url, alias="copy", options=PullOptions(protocol=protocol))
+    assert served.is_set()
+    assert await node_b.list_datasets() == [] and snapshot(node_b) == before
 
 
 async def test_file_checked_during_the_walk_is_checked_under_the_vocab_found_later(
