@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from odfd.sync import data_checks
-from odfd.sync.data_checks import read_slice_facts
+from odfd.sync.data_checks import check_threads, read_slice_facts
 from odfd.sync.progress import Progress
-from protocol.hashing import available_cores
 
 
 def load() -> str:
@@ -56,9 +55,9 @@ DURABILITY = {"fsync per file": fsync_tree, "one syncfs": syncfs}
 
 def checks_alone(files: list[Path]) -> tuple[float, float]:
     """Seconds and CPU seconds of a pull's data checks of ``files`` with nothing else of this
-    process running, on every core."""
+    process running, on every core, on as many threads as a pull runs them (``check_threads``)."""
     started, cpu = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(available_cores()) as pool:
+    with ThreadPoolExecutor(check_threads()) as pool:
         list(pool.map(lambda path: read_slice_facts(path, "offset"), files))
     return time.perf_counter() - started, time.process_time() - cpu
 
