@@ -20,7 +20,7 @@ undecoded, large batches where the hash allows), its value stream built by whole
 that release the GIL. At most one check per core decodes and hashes at a time (more would only
 queue for the cores and the GIL that the event loop's downloads need, and a pull costs the larger
 of its copy and its checks only while both go on at once), yet twice as many threads run checks:
-a file is read whole before its check takes a core (``compute_slot``), so reading the next files
+a file is read whole before its check takes a core (``_compute_slots``), so reading the next files
 from the device overlaps the hashing of others instead of leaving a core idle during each read
 (~15 ms per 16 MB file, a quarter of checking it).
 """
