@@ -7,16 +7,17 @@ from __future__ import annotations
 import ctypes
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+import pyarrow as pa
+
 from odfd.sync import data_checks
-from odfd.sync.data_checks import read_slice_facts
+from odfd.sync.data_checks import check_threads, read_slice_facts
 from odfd.sync.progress import Progress
-from protocol.hashing import available_cores
 
 
 def load() -> str:
@@ -56,9 +57,9 @@ DURABILITY = {"fsync per file": fsync_tree, "one syncfs": syncfs}
 
 def checks_alone(files: list[Path]) -> tuple[float, float]:
     """Seconds and CPU seconds of a pull's data checks of ``files`` with nothing else of this
-    process running, on every core."""
+    process running, on every core, on as many threads as a pull runs them (``check_threads``)."""
     started, cpu = time.perf_counter(), time.process_time()
-    with ThreadPoolExecutor(available_cores()) as pool:
+    with ThreadPoolExecutor(check_threads()) as pool:
         list(pool.map(lambda path: read_slice_facts(path, "offset"), files))
     return time.perf_counter() - started, time.process_time() - cpu
 
@@ -89,22 +90,23 @@ _CHECK_SPANS: list[tuple[float, float]] = []
 
 @contextmanager
 def checks_timed() -> Iterator[list[tuple[float, float]]]:
-    """Record (start, end) of every data check a pull runs (the check itself is unchanged)."""
-    original = data_checks.read_first_present
+    """Record (start, end) of every data check a pull runs, from when it holds a core with its
+    file read to its end (the check itself is unchanged)."""
+    original = data_checks._read_facts
 
-    def timed(paths: Sequence[Path], offset_column: str) -> data_checks.SliceFacts:
+    def timed(source: pa.NativeFile, offset_column: str) -> data_checks.SliceFacts:
         begun = time.perf_counter()
         try:
-            return original(paths, offset_column)
+            return original(source, offset_column)
         finally:
             _CHECK_SPANS.append((begun, time.perf_counter()))
 
     _CHECK_SPANS.clear()
-    data_checks.read_first_present = timed
+    data_checks._read_facts = timed
     try:
         yield _CHECK_SPANS
     finally:
-        data_checks.read_first_present = original
+        data_checks._read_facts = original
 
 
 def overlap_report(clock: PhaseClock, checks: list[tuple[float, float]], ended: float) -> str:

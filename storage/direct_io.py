@@ -7,7 +7,7 @@ memory, and on this project's machines (virtual machines that hand free memory b
 host) filling such pages cost more CPU than the SHA3 of the same bytes: 0.4-1.2 s per 500 MB
 written, where ``O_DIRECT`` from a reused buffer costs ~0.02 s. The copy goes through one small
 aligned buffer per open file (taken from a bounded pool, so its pages stay warm), the check reads
-the whole file into a pooled buffer (files up to ``READ_LIMIT``, one buffer per core at most;
+the whole file into a pooled buffer (files up to ``READ_LIMIT``, two buffers per core at most;
 larger files, or files read while every buffer is in use, are read through the cache, in pieces,
 as before). Durability does not change: ``O_DIRECT`` bytes reach the device, yet the file's
 size and extents are durable only after the ``fsync``/``syncfs`` that comes before its name. Where ``O_DIRECT`` is refused (tmpfs, some network file systems), files
@@ -36,8 +36,11 @@ _POOL_MAX = 8
 DIRECT_MIN = WRITE_BUFFER
 """Files smaller than this are written and read through the page cache (see ``open_new``)."""
 READ_LIMIT = 32 << 20
-"""Files up to this size are read whole by ``read_direct`` (into pooled buffers, one per core
+"""Files up to this size are read whole by ``read_direct`` (into pooled buffers, two per core
 at most)."""
+
+READ_BUFFERS_PER_CORE = 2
+"""One for the file checked on each core, one for the next file read meanwhile."""
 
 _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _pool: list[mmap.mmap] = []
@@ -206,8 +209,9 @@ def _read_all(fd: int, view: memoryview, size: int) -> memoryview | None:
 
 _read_pool: list[mmap.mmap] = []
 _read_buffers = 0
-"""Read buffers in existence: at most one per core (checks are CPU-bound; more would only
-queue for the cores), each at most ``READ_LIMIT``: the memory they hold is bounded."""
+"""Read buffers in existence: at most two per core (one file being checked on each core, the
+next one read meanwhile; more would only queue for the cores), each at most ``READ_LIMIT``: the
+memory they hold is bounded."""
 
 
 def _take_read_buffer(size: int) -> mmap.mmap | None:
@@ -218,7 +222,7 @@ def _take_read_buffer(size: int) -> mmap.mmap | None:
             if len(buffer) >= size:
                 return buffer
             _read_buffers -= 1  # too small: dropped, and a larger one made below
-        if _read_buffers >= _cores():
+        if _read_buffers >= READ_BUFFERS_PER_CORE * _cores():
             return None
         _read_buffers += 1
     return _anonymous(max(size, WRITE_BUFFER))

@@ -17,14 +17,18 @@ vocabulary, which the walk may find after the file was read: those alone are rea
 offset column turns out to be another than the one assumed. The check reads the file as the
 verifier does (``protocol.hashing.open_parquet`` / ``hashing_batches``: dictionary columns
 undecoded, large batches where the hash allows), its value stream built by whole-column kernels
-that release the GIL. Checks run on one thread per core, no more: more would only queue for the
-cores and the GIL that the event loop's downloads need, and a pull costs the larger of its copy and
-its checks only while both go on at once.
+that release the GIL. At most one check per core decodes and hashes at a time (more would only
+queue for the cores and the GIL that the event loop's downloads need, and a pull costs the larger
+of its copy and its checks only while both go on at once), yet twice as many threads run checks:
+a file is read whole before its check takes a core (``_compute_slots``), so reading the next files
+from the device overlaps the hashing of others instead of leaving a core idle during each read
+(~15 ms per 16 MB file, a quarter of checking it).
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
@@ -50,6 +54,16 @@ from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
 from storage.direct_io import read_direct
 
 DEFAULT_OFFSET_COLUMN = "offset"
+
+
+def check_threads() -> int:
+    """Threads that run checks: one per core decoding and hashing, one per core reading ahead."""
+    return 2 * available_cores()
+
+
+_compute_slots = threading.BoundedSemaphore(available_cores())
+"""Held by a check while it decodes and hashes (not while it waits for its file's bytes): one
+per core, shared by every pull of the process."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,7 +94,7 @@ def read_slice_facts(path: Path, offset_column: str) -> SliceFacts:
 def read_first_present(paths: Sequence[Path], offset_column: str) -> SliceFacts:
     """Read the first of ``paths`` that exists (a staged file is renamed to its name while
     checks wait: whichever path it has when opened, the open file is the same)."""
-    with _open_first(paths) as source:
+    with _open_first(paths) as source, _compute_slots:
         return _read_facts(source, offset_column)
 
 
@@ -152,7 +166,7 @@ def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) 
     """``facts`` with the offset bounds read again from ``column`` (blocking: run it in a
     thread). Only that column's pages are read: the record count and the logical hash do not
     depend on which column holds the offsets."""
-    with _open_first(paths) as source:
+    with _open_first(paths) as source, _compute_slots:
         try:
             parquet = pq.ParquetFile(source, buffer_size=_buffer_size(source), pre_buffer=False)
         except (OSError, pa.ArrowException) as err:
@@ -244,7 +258,7 @@ class DataChecks:
         if hash not in self._facts:
             if self._threads is None:
                 self._threads = ThreadPoolExecutor(
-                    available_cores(), thread_name_prefix="odfd-pull-check"
+                    check_threads(), thread_name_prefix="odfd-pull-check"
                 )
             self._facts[hash] = asyncio.get_running_loop().run_in_executor(
                 self._threads, read_first_present, paths, self._columns[hash]

@@ -4,14 +4,17 @@ facts, and both refuse a file that is not Parquet."""
 
 from __future__ import annotations
 
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from odfd.sync.data_checks import SliceFileError, read_slice_facts
-from protocol.hashing import logical_hash_parquet
+from odfd.sync import data_checks
+from odfd.sync.data_checks import SliceFileError, check_threads, read_slice_facts
+from protocol.hashing import available_cores, logical_hash_parquet
 from storage import direct_io
 
 WAYS = ["whole", "above the limit", "no O_DIRECT"]
@@ -53,3 +56,37 @@ def test_every_way_refuses_a_file_that_is_not_parquet(
     _around_cache(way, monkeypatch)
     with pytest.raises(SliceFileError, match="is not a readable Parquet file"):
         read_slice_facts(path, "offset")
+
+
+def test_a_check_reads_its_file_before_it_waits_for_a_core(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While every core's slot is held (other files being decoded and hashed), a check already
+    reads its file whole, and finishes once a slot is free: device reads overlap the hashing."""
+    path = tmp_path / "slice.parquet"
+    pq.write_table(pa.table({"offset": pa.array(range(3000), pa.int64())}), path)
+    _around_cache("whole", monkeypatch)
+    monkeypatch.setattr(direct_io, "_read_pool", [])
+    monkeypatch.setattr(direct_io, "_read_buffers", 0)
+    slots = data_checks._compute_slots
+    cores = available_cores()
+    for _ in range(cores):
+        assert slots.acquire(timeout=5)
+    with ThreadPoolExecutor(1) as pool:
+        try:
+            check = pool.submit(read_slice_facts, path, "offset")
+            deadline = time.monotonic() + 5
+            while direct_io._read_buffers == 0 and time.monotonic() < deadline:
+                time.sleep(0.01)
+            assert direct_io._read_buffers == 1, "the file was not read while the cores were busy"
+            assert not check.done()
+        finally:
+            for _ in range(cores):
+                slots.release()
+        facts = check.result(timeout=30)
+    assert (facts.records, facts.first_offset, facts.last_offset) == (3000, 0, 2999)
+
+
+def test_every_check_thread_can_read_ahead_into_a_buffer() -> None:
+    assert check_threads() == 2 * available_cores()
+    assert direct_io.READ_BUFFERS_PER_CORE * available_cores() >= check_threads()

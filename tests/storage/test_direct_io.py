@@ -51,23 +51,26 @@ def test_a_file_above_the_read_limit_is_left_to_plain_reads(
         pass
 
 
-def test_reads_hold_at_most_one_buffer_per_core(
+def test_reads_hold_at_most_two_buffers_per_core(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Beyond that, a file is left to plain reads; a buffer given back serves the next read."""
+    assert direct_io.READ_BUFFERS_PER_CORE == 2
     monkeypatch.setattr(direct_io, "_cores", lambda: 1)
     monkeypatch.setattr(direct_io, "DIRECT_MIN", 1)
     monkeypatch.setattr(direct_io, "_read_pool", [])
     monkeypatch.setattr(direct_io, "_read_buffers", 0)
-    first, second = tmp_path / "first", tmp_path / "second"
+    first, second, third = tmp_path / "first", tmp_path / "second", tmp_path / "third"
     first.write_bytes(b"1" * 5000)
     second.write_bytes(b"2" * 7000)
-    with read_direct(first) as one, read_direct(second) as other:
+    third.write_bytes(b"3" * 9000)
+    with read_direct(first) as one, read_direct(second) as two, read_direct(third) as other:
         assert one is not None and bytes(one) == b"1" * 5000
+        assert two is not None and bytes(two) == b"2" * 7000
         assert other is None
-    with read_direct(second) as other:
-        assert other is not None and bytes(other) == b"2" * 7000
-    assert direct_io._read_buffers == 1
+    with read_direct(third) as other:
+        assert other is not None and bytes(other) == b"3" * 9000
+    assert direct_io._read_buffers == 2
 
 
 def test_without_o_direct_files_are_plain(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
