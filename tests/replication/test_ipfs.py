@@ -144,7 +144,8 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     data files come from one ``dag/export`` of each folder started at once (none is read
     through the gateway), the checkpoints from one export after the first reads by path; the
     root is listed once for all of them, no folder is listed, all verified. A later pull of a
-    few new blocks reads them by path and exports nothing."""
+    few new blocks reads them by path and exports nothing; one of more than ``LIST_AFTER``
+    reads the head by path, then the blocks from one export."""
     writer = await create_root(node_a, "long", slices=LIST_AFTER + 4, empty_blocks=1)
     record, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil="")
     exports: list[str] = []
@@ -183,6 +184,17 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     again = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert (again.num_blocks, again.num_objects, again.new_head) == (1, 2, head)
     assert exports == [] and sorted(set(read)) == ["blocks", "checkpoints", "data", "refs"]
+    await verify_integrity(await node_b.get_dataset("long"))
+
+    head = await writer.append(slices=1, empty_blocks=LIST_AFTER + 1)
+    _, cid = await _published_copy(node_a, "long", tmp_path / "3", use_ipfs, spoil="")
+    exports.clear()
+    read.clear()
+    longer = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
+    assert (longer.num_blocks, longer.new_head) == (LIST_AFTER + 2, head)
+    folders = await real_ls(use_ipfs, cid)
+    assert exports == [folders["blocks"]]  # started once the head said how far the walk goes
+    assert read.count("blocks") == 1  # the head alone
     await verify_integrity(await node_b.get_dataset("long"))
 
 

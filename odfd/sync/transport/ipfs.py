@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from odfd.sync.push_steps import PushOptions, PushResult
     from odfd.sync.target import PullTarget
     from odfd.sync.walk import FetchBlock
+    from protocol.identity import Multihash
     from protocol.transfer.simple import ObjectKind
     from storage.ipfs_client import IpfsClient, IpfsGateway
     from storage.stores.base import ObjectStore
@@ -95,7 +96,7 @@ async def gateway_view(
 
 @dataclass(frozen=True, slots=True)
 class _IpfsView(RemoteView):
-    """A published folder: a walk into an empty dataset starts its exports at once."""
+    """A published folder: a walk that will read many blocks starts their export early."""
 
     folder: IpfsDatasetFolder = field(kw_only=True)
 
@@ -103,10 +104,30 @@ class _IpfsView(RemoteView):
     async def walk_blocks(
         self, local: ObjectStore | None, local_sequence: int | None = None
     ) -> AsyncIterator[FetchBlock]:
+        """Into an empty dataset every block is read: the exports start at once. Else the
+        first block fetched (the head) says how many the walk will read."""
         if local_sequence is not None and local_sequence < 0:
-            self.folder.read_ahead()  # every block will be read: no reads by path first
+            self.folder.read_ahead()
         async with RemoteView.walk_blocks(self, local, local_sequence) as fetch:
-            yield fetch
+            if local_sequence is None or local_sequence < 0:
+                yield fetch
+            else:
+                yield _head_told(fetch, self.folder, local_sequence)
+
+
+def _head_told(fetch: FetchBlock, folder: IpfsDatasetFolder, local_sequence: int) -> FetchBlock:
+    """``fetch``, telling ``folder`` the first block it fetched."""
+    told = False
+
+    async def fetched(hash: Multihash) -> bytes:
+        nonlocal told
+        data = await fetch(hash)
+        if not told:
+            told = True
+            folder.head_read(data, local_sequence)
+        return data
+
+    return fetched
 
 
 def _client_of(ipfs: IpfsSettings) -> IpfsClient | None:
