@@ -19,6 +19,7 @@ from collections.abc import (
     Awaitable,
     Callable,
     Iterable,
+    Mapping,
     Sequence,
 )
 from contextlib import AbstractAsyncContextManager
@@ -120,10 +121,18 @@ def store_for(dataset: Dataset, kind: ObjectKind) -> ObjectStore:
     return dataset.data if kind is ObjectKind.DATA else dataset.checkpoints
 
 
-async def missing_objects(dataset: Dataset, refs: Sequence[ObjectRef]) -> list[ObjectRef]:
-    """Those of ``refs`` not stored in ``dataset`` with the right size."""
+async def missing_objects(
+    dataset: Dataset,
+    refs: Sequence[ObjectRef],
+    held: Mapping[ObjectKind, set[Multihash]] | None = None,
+) -> list[ObjectRef]:
+    """Those of ``refs`` not stored in ``dataset`` with the right size (``held``: each kind's
+    objects listed beforehand; one it lacks is missing without asking the store)."""
     missing = []
     for ref in refs:
+        if held is not None and ref.hash not in held[ref.kind]:
+            missing.append(ref)
+            continue
         try:
             present = await store_for(dataset, ref.kind).size(ref.hash) == ref.size
         except ObjectNotFoundError:

@@ -14,6 +14,14 @@ chunks, or beyond the bytes held) is read as ``/ipfs/<object cid>`` from one lis
 folder (names and CIDs, one RPC call, made only then), a block by path; a name the listing lacks
 is missing (the folder is immutable). Nothing read this way is trusted: the caller checks every
 block's and object's bytes against the hash that names it, as for any remote.
+
+The stores of one dataset folder share an ``IpfsDatasetFolder``: one listing of the dataset's
+root (which names each kind's folder) and each folder's one export. A walk into an empty dataset
+reads every block, so it starts the blocks' export at once and the data files' right after it
+(``read_ahead``), and a walk whose head is more than ``LIST_AFTER`` blocks above the local head
+starts the blocks' export after reading the head (``head_read``), instead of reading blocks by
+path first: each such read walks the folder (~30 ms of js-ipfs's CPU for a block of a
+10,000-block folder, against ~0.2 ms per block exported).
 """
 
 from __future__ import annotations
@@ -25,7 +33,8 @@ from typing import Any, Protocol
 
 from multiformats import CID
 
-from protocol.errors import ParseError
+from protocol.codec.flatbuffers import peek_transfer_facts
+from protocol.errors import DecodeError, ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
@@ -66,6 +75,99 @@ class _Listed:
     (never for blocks; ``None`` inside: the listing failed, read by path)."""
 
 
+class IpfsDatasetFolder:
+    """What the stores of one published dataset folder read through the node's RPC API, once
+    for all of them: the root's listing and each kind's export (started by the first store that
+    wants it, or by ``read_ahead``)."""
+
+    def __init__(self, root: CID, rpc: IpfsFolderReader | None) -> None:
+        self.root = root
+        self.rpc = rpc
+        self._root_listing: asyncio.Future[dict[str, str]] | None = None
+        self._exports: dict[ObjectKind, asyncio.Future[_Listed | None]] = {}
+        self._ahead: asyncio.Future[None] | None = None
+
+    def exporting(self, kind: ObjectKind) -> bool:
+        return kind in self._exports
+
+    def export(self, kind: ObjectKind) -> asyncio.Future[_Listed | None]:
+        """The kind's folder exported (``None`` inside: no RPC API to export with, read by
+        path); started at the first call."""
+        listing = self._exports.get(kind)
+        if listing is None:
+            listing = self._exports[kind] = asyncio.ensure_future(self._export(kind))
+        return listing
+
+    def read_ahead(self) -> None:
+        """Start exporting the blocks, then the data files (a pull into an empty dataset reads
+        them all); checkpoints stay read as asked (a pull may need few of them)."""
+        if self.rpc is not None and self._ahead is None:
+            self._ahead = asyncio.ensure_future(self._data_after(self.export(ObjectKind.BLOCK)))
+
+    def head_read(self, head: bytes, local_sequence: int) -> None:
+        """The first block a walk fetched: if its sequence number puts more than ``LIST_AFTER``
+        blocks above the local head, the blocks' export starts now instead of after that many
+        reads by path. The number is read before the walk checks the block: a remote lying
+        about it can only make the walk export."""
+        try:
+            sequence_number = peek_transfer_facts(head).sequence_number
+        except DecodeError:
+            return  # the walk reports it
+        if self.rpc is not None and sequence_number - local_sequence > LIST_AFTER:
+            self.export(ObjectKind.BLOCK)
+
+    async def _data_after(self, blocks: asyncio.Future[_Listed | None]) -> None:
+        # One at a time: the node exports on one core, and the walk needs every block before
+        # it asks for the data files of the blocks it verified.
+        await asyncio.wait([blocks])
+        self.export(ObjectKind.DATA)
+
+    async def _export(self, kind: ObjectKind) -> _Listed | None:
+        rpc = self.rpc
+        if rpc is None:
+            return None
+        try:
+            folder = (await self._listing(rpc)).get(kind.value)
+            if folder is None:
+                return _Listed(None, {})
+            # Blocks: listing the (sharded) folder too would cost the node as much as the
+            # export again; a block the export lacks is read by path. Data files: the export
+            # stops at the first file of several chunks (its chunks are no whole file).
+            blocks = kind is ObjectKind.BLOCK
+            exported = await rpc.export_raw_blocks(
+                folder,
+                max_bytes=EXPORT_MAX_BYTES if blocks else DATA_EXPORT_MAX_BYTES,
+                stop_at_file_node=not blocks,
+            )
+        except IpfsError:
+            return None  # no RPC API to list with (a gateway alone): keep reading by path
+        return _Listed(folder, await asyncio.to_thread(_by_name, exported.values()))
+
+    async def _listing(self, rpc: IpfsFolderReader) -> dict[str, str]:
+        """The root's entries (``blocks``, ``data``, ...), listed once for every kind."""
+        if self._root_listing is None:
+            self._root_listing = asyncio.ensure_future(rpc.ls_names(f"/ipfs/{self.root}"))
+        return await asyncio.shield(self._root_listing)
+
+    async def aclose(self) -> None:
+        """Drops what was exported and not taken."""
+        pending: list[asyncio.Future[Any]] = [
+            task for task in (self._ahead, self._root_listing) if task is not None
+        ]
+        for export in self._exports.values():
+            pending.append(export)
+            done = export.done() and not export.cancelled()
+            listed = export.result() if done and not export.exception() else None
+            if listed is not None and listed.entries is not None:
+                pending.append(listed.entries)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        self._exports.clear()
+        self._ahead = self._root_listing = None
+        self.rpc = None
+
+
 class IpfsObjectStore(ReadOnlyObjectStore):
     def __init__(
         self,
@@ -75,14 +177,17 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         *,
         max_bytes: int = 16 << 20,
         rpc: IpfsFolderReader | None = None,
+        folder: IpfsDatasetFolder | None = None,
     ) -> None:
+        """``folder``: shared with the dataset's other stores (else one of its own, on
+        ``rpc``; ``aclose`` then closes it)."""
         self.gateway = gateway
         self.root = root
         self.kind = kind
         self.max_bytes = max_bytes
-        self._rpc = rpc
+        self._own_folder = folder is None
+        self._folder = IpfsDatasetFolder(root, rpc) if folder is None else folder
         self._by_path = 0
-        self._listing: asyncio.Future[_Listed | None] | None = None
 
     def __repr__(self) -> str:
         return f"IpfsObjectStore(/ipfs/{self.root}/{self.kind.value}/)"
@@ -153,54 +258,29 @@ class IpfsObjectStore(ReadOnlyObjectStore):
         blocks, or no RPC API to list with: read by path)."""
         if listed.folder is None:
             return {}
-        if self._rpc is None or self.kind is ObjectKind.BLOCK:
+        rpc = self._folder.rpc
+        if rpc is None or self.kind is ObjectKind.BLOCK:
             return None
         if listed.entries is None:
-            listed.entries = asyncio.ensure_future(_list_folder(self._rpc, listed.folder))
+            listed.entries = asyncio.ensure_future(_list_folder(rpc, listed.folder))
         return await asyncio.shield(listed.entries)
 
     async def _listed(self) -> _Listed | None:
-        if self._listing is None:
-            if self._rpc is None:
+        """The folder's export once it is under way (``read_ahead``) or more than
+        ``LIST_AFTER`` objects were read by path; ``None`` until then."""
+        folder = self._folder
+        if not folder.exporting(self.kind):
+            if folder.rpc is None:
                 return None
             self._by_path += 1
             if self._by_path <= LIST_AFTER:
                 return None
-            self._listing = asyncio.ensure_future(self._list(self._rpc))
-        return await asyncio.shield(self._listing)
-
-    async def _list(self, rpc: IpfsFolderReader) -> _Listed | None:
-        try:
-            folder = (await rpc.ls_names(f"/ipfs/{self.root}")).get(self.kind.value)
-            if folder is None:
-                return _Listed(None, {})
-            # Blocks: listing the (sharded) folder too would cost the node as much as the
-            # export again; a block the export lacks is read by path. Data files: the export
-            # stops at the first file of several chunks (its chunks are no whole file).
-            blocks = self.kind is ObjectKind.BLOCK
-            exported = await rpc.export_raw_blocks(
-                folder,
-                max_bytes=EXPORT_MAX_BYTES if blocks else DATA_EXPORT_MAX_BYTES,
-                stop_at_file_node=not blocks,
-            )
-        except IpfsError:
-            return None  # no RPC API to list with (a gateway alone): keep reading by path
-        return _Listed(folder, await asyncio.to_thread(_by_name, exported.values()))
+        return await asyncio.shield(folder.export(self.kind))
 
     async def aclose(self) -> None:
-        """Drops what was exported and not taken."""
-        pending: list[asyncio.Future[Any]] = []
-        if self._listing is not None:
-            pending.append(self._listing)
-            done = self._listing.done() and not self._listing.cancelled()
-            listed = self._listing.result() if done and not self._listing.exception() else None
-            if listed is not None and listed.entries is not None:
-                pending.append(listed.entries)
-        for task in pending:
-            task.cancel()
-        await asyncio.gather(*pending, return_exceptions=True)
-        self._listing = None
-        self._rpc = None
+        """Drops what was exported and not taken (a shared folder is closed by its owner)."""
+        if self._own_folder:
+            await self._folder.aclose()
 
 
 class IpfsRefStore(ReadOnlyRefStore):

@@ -140,14 +140,19 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     via: TransportSettings,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """More blocks and files than ``LIST_AFTER``: after the first reads by path, the blocks, data
-    files and checkpoints come from one ``dag/export`` of each folder, no folder is listed and
-    no file is read by CID; all verified."""
-    await create_root(node_a, "long", slices=LIST_AFTER + 4, empty_blocks=1)
+    """More blocks and files than ``LIST_AFTER``, pulled into an empty dataset: the blocks and
+    data files come from one ``dag/export`` of each folder started at once (none is read
+    through the gateway), the checkpoints from one export after the first reads by path; the
+    root is listed once for all of them, no folder is listed, all verified. A later pull of a
+    few new blocks reads them by path and exports nothing; one of more than ``LIST_AFTER``
+    reads the head by path, then the blocks from one export."""
+    writer = await create_root(node_a, "long", slices=LIST_AFTER + 4, empty_blocks=1)
     record, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil="")
     exports: list[str] = []
     listed: list[str] = []
+    read: list[str] = []
     real_export, real_ls = IpfsClient.export_raw_blocks, IpfsClient.ls_names
+    real_read = IpfsGateway.iter_chunks
 
     async def counted(self: IpfsClient, folder, **options) -> dict[bytes, bytes]:
         exports.append(str(folder))
@@ -157,13 +162,39 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
         listed.append(str(path))
         return await real_ls(self, path)
 
+    def counted_read(self: IpfsGateway, path: str, **options):
+        read.append(path.split("/")[3])  # /ipfs/<cid>/<kind>/...
+        return real_read(self, path, **options)
+
     monkeypatch.setattr(IpfsClient, "export_raw_blocks", counted)
     monkeypatch.setattr(IpfsClient, "ls_names", counted_ls)
+    monkeypatch.setattr(IpfsGateway, "iter_chunks", counted_read)
     pulled = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert pulled.new_head == record.head and pulled.num_blocks == 2 * (LIST_AFTER + 4) + 2
     folders = await real_ls(use_ipfs, cid)
     assert sorted(exports) == sorted(folders[kind] for kind in ("blocks", "data", "checkpoints"))
-    assert listed == [f"/ipfs/{cid}"] * 3  # each store finds its folder; none is listed
+    assert listed == [f"/ipfs/{cid}"]  # one listing of the root for every store
+    assert sorted(set(read)) == ["checkpoints", "refs"]  # head, its signature, 16 checkpoints
+    await verify_integrity(await node_b.get_dataset("long"))
+
+    head = await writer.append(slices=1)
+    _, cid = await _published_copy(node_a, "long", tmp_path / "2", use_ipfs, spoil="")
+    exports.clear()
+    read.clear()
+    again = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
+    assert (again.num_blocks, again.num_objects, again.new_head) == (1, 2, head)
+    assert exports == [] and sorted(set(read)) == ["blocks", "checkpoints", "data", "refs"]
+    await verify_integrity(await node_b.get_dataset("long"))
+
+    head = await writer.append(slices=1, empty_blocks=LIST_AFTER + 1)
+    _, cid = await _published_copy(node_a, "long", tmp_path / "3", use_ipfs, spoil="")
+    exports.clear()
+    read.clear()
+    longer = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
+    assert (longer.num_blocks, longer.new_head) == (LIST_AFTER + 2, head)
+    folders = await real_ls(use_ipfs, cid)
+    assert exports == [folders["blocks"]]  # started once the head said how far the walk goes
+    assert read.count("blocks") == 1  # the head alone
     await verify_integrity(await node_b.get_dataset("long"))
 
 

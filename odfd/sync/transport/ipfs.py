@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from odfd.sync.errors import RemoteNotFoundError, SyncError, UnsupportedUrlError
@@ -22,9 +22,12 @@ if TYPE_CHECKING:
     from odfd.sync.progress import Progress
     from odfd.sync.push_steps import PushOptions, PushResult
     from odfd.sync.target import PullTarget
+    from odfd.sync.walk import FetchBlock
+    from protocol.identity import Multihash
     from protocol.transfer.simple import ObjectKind
     from storage.ipfs_client import IpfsClient, IpfsGateway
-    from storage.stores.ipfs import IpfsObjectStore
+    from storage.stores.base import ObjectStore
+    from storage.stores.ipfs import IpfsDatasetFolder
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,26 +72,62 @@ class IpfsTransport(ThroughIpfsNode):
 async def gateway_view(
     session: aiohttp.ClientSession, cid: CID, subpath: str, where: str, ipfs: IpfsSettings
 ) -> AsyncIterator[RemoteView]:
-    """The dataset folder at ``cid`` / ``subpath``, read through the gateway."""
+    """The dataset folder at ``cid`` / ``subpath``, read through the gateway; its stores share
+    one ``IpfsDatasetFolder`` (one listing of the root, one export per folder)."""
     from odfd.sync.objects import store_source
     from storage.ipfs_client import IpfsGateway
-    from storage.stores.ipfs import IpfsObjectStore, IpfsRefStore
+    from storage.stores.ipfs import IpfsDatasetFolder, IpfsObjectStore, IpfsRefStore
 
     async with IpfsGateway(ipfs.gateway, session=session) as gateway:
         folder = cid if not subpath else await _resolve_subpath(gateway, cid, subpath, where, ipfs)
-        rpc = _client_of(ipfs)
-        stores: list[IpfsObjectStore] = []
+        shared = IpfsDatasetFolder(folder, _client_of(ipfs))
 
         def store(kind: ObjectKind) -> IpfsObjectStore:
-            stores.append(IpfsObjectStore(gateway, folder, kind, rpc=rpc))
-            return stores[-1]
+            return IpfsObjectStore(gateway, folder, kind, folder=shared)
 
         dataset = read_only_dataset(store, IpfsRefStore(gateway, folder))
         try:
-            yield RemoteView(dataset, f"{where} (/ipfs/{folder})", store_source(dataset))
+            yield _IpfsView(
+                dataset, f"{where} (/ipfs/{folder})", store_source(dataset), folder=shared
+            )
         finally:
-            for opened in stores:
-                await opened.aclose()
+            await shared.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class _IpfsView(RemoteView):
+    """A published folder: a walk that will read many blocks starts their export early."""
+
+    folder: IpfsDatasetFolder = field(kw_only=True)
+
+    @asynccontextmanager
+    async def walk_blocks(
+        self, local: ObjectStore | None, local_sequence: int | None = None
+    ) -> AsyncIterator[FetchBlock]:
+        """Into an empty dataset every block is read: the exports start at once. Else the
+        first block fetched (the head) says how many the walk will read."""
+        if local_sequence is not None and local_sequence < 0:
+            self.folder.read_ahead()
+        async with RemoteView.walk_blocks(self, local, local_sequence) as fetch:
+            if local_sequence is None or local_sequence < 0:
+                yield fetch
+            else:
+                yield _head_told(fetch, self.folder, local_sequence)
+
+
+def _head_told(fetch: FetchBlock, folder: IpfsDatasetFolder, local_sequence: int) -> FetchBlock:
+    """``fetch``, telling ``folder`` the first block it fetched."""
+    told = False
+
+    async def fetched(hash: Multihash) -> bytes:
+        nonlocal told
+        data = await fetch(hash)
+        if not told:
+            told = True
+            folder.head_read(data, local_sequence)
+        return data
+
+    return fetched
 
 
 def _client_of(ipfs: IpfsSettings) -> IpfsClient | None:
