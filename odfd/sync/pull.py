@@ -38,6 +38,7 @@ from odfd.sync.errors import (
     SyncError,
 )
 from odfd.sync.objects import (
+    ChunkSource,
     ObjectFetcher,
     ObjectRef,
     first_error,
@@ -419,41 +420,28 @@ class _PullRun:
                 for ref in chunk:
                     yield ref
 
-        try:
-            # The objects of each block checked are fetched while the older blocks are still
-            # checked, newest first as by the Simple protocol; the commit waits for both.
-            async with asyncio.TaskGroup() as group:
-                fetching = group.create_task(
-                    self.fetcher.fetch_all(
-                        with_urls(), http_source(self.session, partial(_url_of, urls), self.limits)
-                    )
-                )
-                try:
-                    walk = await match_linked_run(
-                        blocks,
-                        begin_after,
-                        LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
-                        where=self.remote.url,
-                        max_blocks=self.options.max_blocks,
-                        on_checked=checked,
-                    )
-                    self._check_walk(walk)
-                    data_of = dict(blocks)
-                    # The blocks are stored while the objects download (both wait mostly on the
-                    # device and the network, not on each other); the commit waits for both.
-                    self._stashing = asyncio.ensure_future(
-                        self.stash.add_many(
-                            [(item.hash, data_of[item.hash]) for item in walk.new_blocks]
-                        )
-                    )
-                    self.progress.add_blocks(len(walk.new_blocks))
-                    await early.offer_all(walk.new_blocks)
-                    await self._plan_objects(walk, early)
-                finally:
-                    early.close()
-                await fetching
-        except BaseExceptionGroup as errors:
-            raise first_error(errors) from None
+        # The objects of each block checked are fetched while the older blocks are still
+        # checked, newest first as by the Simple protocol; the commit waits for both.
+        source = http_source(self.session, partial(_url_of, urls), self.limits)
+        async with self._fetching(early, with_urls(), source):
+            walk = await match_linked_run(
+                blocks,
+                begin_after,
+                LocalCursor(self.target.dataset.chain, local.hash, local.sequence_number),
+                where=self.remote.url,
+                max_blocks=self.options.max_blocks,
+                on_checked=checked,
+            )
+            self._check_walk(walk)
+            data_of = dict(blocks)
+            # The blocks are stored while the objects download (both wait mostly on the
+            # device and the network, not on each other); the commit waits for both.
+            self._stashing = asyncio.ensure_future(
+                self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
+            )
+            self.progress.add_blocks(len(walk.new_blocks))
+            await early.offer_all(walk.new_blocks)
+            await self._plan_objects(walk, early)
         return await self._commit(walk, "smart")
 
     async def _simple(self, protocol: str = "simple") -> PullResult:
@@ -475,39 +463,45 @@ class _PullRun:
                 self.checks.expect(item)  # its file is checked as soon as it is stored
                 await early.offer(item)
 
-            try:
-                # The objects of each block walked are fetched while the walk goes on toward
-                # the seed (both wait on the remote); the commit waits for both.
-                async with asyncio.TaskGroup() as group:
-                    fetching = group.create_task(
-                        self.fetcher.fetch_all(early.wanted(), view.objects)
+            # The objects of each block walked are fetched while the walk goes on toward the
+            # seed (both wait on the remote); the commit waits for both.
+            async with self._fetching(early, early.wanted(), view.objects):
+                async with view.walk_blocks(self.stash.store, below) as fetch_block:
+                    walk = await walk_remote_chain(
+                        remote_head,
+                        fetch_block,
+                        cursor,
+                        self.stash,
+                        where=view.label,
+                        on_block=self.progress.add_blocks,
+                        on_new=walked,
+                        max_blocks=self.options.max_blocks,
                     )
-                    try:
-                        async with view.walk_blocks(self.stash.store, below) as fetch_block:
-                            walk = await walk_remote_chain(
-                                remote_head,
-                                fetch_block,
-                                cursor,
-                                self.stash,
-                                where=view.label,
-                                on_block=self.progress.add_blocks,
-                                on_new=walked,
-                                max_blocks=self.options.max_blocks,
-                            )
-                        self._check_walk(walk)
-                        if walk.up_to_date and not (
-                            self.options.force and needs_reset(self.target, walk)
-                        ):
-                            await self._remember_signed()
-                            return self._result(protocol, walk)
-                        await early.offer_all(walk.new_blocks)
-                        await self._plan_objects(walk, early)
-                    finally:
-                        early.close()
-                    await fetching
-            except BaseExceptionGroup as errors:
-                raise first_error(errors) from None
+                self._check_walk(walk)
+                if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
+                    await self._remember_signed()
+                    return self._result(protocol, walk)
+                await early.offer_all(walk.new_blocks)
+                await self._plan_objects(walk, early)
             return await self._commit(walk, protocol)
+
+    @asynccontextmanager
+    async def _fetching(
+        self, early: _EarlyObjects, wanted: AsyncIterator[ObjectRef], source: ChunkSource
+    ) -> AsyncIterator[None]:
+        """Fetch ``wanted`` from ``source`` while the body walks the blocks that offer them to
+        ``early`` (closed when the body ends, so the fetch ends with its last object); the first
+        error of either is raised, not their group."""
+        try:
+            async with asyncio.TaskGroup() as group:
+                fetching = group.create_task(self.fetcher.fetch_all(wanted, source))
+                try:
+                    yield
+                finally:
+                    early.close()
+                await fetching
+        except BaseExceptionGroup as errors:
+            raise first_error(errors) from None
 
     # --- shared steps ---------------------------------------------------------------------------
 
