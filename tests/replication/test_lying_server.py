@@ -176,6 +176,24 @@ class BlockChanges(TypedDict, total=False):
     event: MetadataEvent
 
 
+def serve_data_files_telling(liar: Liar) -> asyncio.Event:
+    """Serve the liar's data files as they are; the event is set once one was asked for."""
+    asked = asyncio.Event()
+
+    def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
+        body = path.read_bytes()
+
+        async def serve(request: web.Request) -> web.Response:
+            asked.set()
+            return web.Response(body=body)
+
+        return serve
+
+    for path in (liar.root / "data").iterdir():
+        liar.objects[f"data/{path.name}"] = serving(path)
+    return asked
+
+
 def reblock(data: bytes, **changes: Unpack[BlockChanges]) -> tuple[Multihash, bytes]:
     return hash_block(dataclasses.replace(decode_block(data), **changes))
 
@@ -199,19 +217,7 @@ async def test_simple_pull_fetches_objects_while_it_walks(
     first would wait for it in vain)."""
     liar, url = liar_server
     seed = (await liar.chain())[0][0]
-    asked = asyncio.Event()
-
-    def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
-        body = path.read_bytes()
-
-        async def serve(request: web.Request) -> web.Response:
-            asked.set()
-            return web.Response(body=body)
-
-        return serve
-
-    for path in (liar.root / "data").iterdir():
-        liar.objects[f"data/{path.name}"] = serving(path)
+    asked = serve_data_files_telling(liar)
 
     async def hold_seed(hash: Multihash) -> None:
         if hash == seed:
@@ -241,19 +247,7 @@ async def test_objects_fetched_before_an_older_block_fails_are_not_kept(
     for number, (_, data) in enumerate(chain[2:], start=2):
         prev, liar.blocks[prev] = reblock(data, prev_block_hash=prev, sequence_number=number)
     liar.head = prev
-    served = asyncio.Event()
-
-    def serving(path: Path) -> Callable[[web.Request], Awaitable[web.Response]]:
-        body = path.read_bytes()
-
-        async def serve(request: web.Request) -> web.Response:
-            served.set()
-            return web.Response(body=body)
-
-        return serve
-
-    for path in (liar.root / "data").iterdir():
-        liar.objects[f"data/{path.name}"] = serving(path)
+    served = serve_data_files_telling(liar)
     offer = pull_module._EarlyObjects._offer
 
     async def offering(early: pull_module._EarlyObjects, refs: list[ObjectRef]) -> None:
