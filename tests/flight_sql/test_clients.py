@@ -141,6 +141,23 @@ def test_adbc_table_types(adbc: flightsql.Connection) -> None:
     assert adbc.adbc_get_table_types() == ["TABLE"]
 
 
+def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(
+    adbc: flightsql.Connection,
+) -> None:
+    """What tools show as where a connection is (Flight's session options); setting them to
+    what they are is accepted, anything else refused naming the option."""
+    assert (adbc.adbc_current_catalog, adbc.adbc_current_db_schema) == ("odf", "odf")
+    [catalog] = adbc.adbc_get_objects(depth="db_schemas").read_all().to_pylist()
+    assert catalog["catalog_name"] == adbc.adbc_current_catalog
+    assert catalog["catalog_db_schemas"][0]["db_schema_name"] == adbc.adbc_current_db_schema
+    adbc.adbc_current_catalog = "odf"
+    adbc.adbc_current_db_schema = "odf"
+    with pytest.raises(adbc_driver_manager.ProgrammingError, match="'catalog' \\(invalid value\\)"):
+        adbc.adbc_current_catalog = "other"
+    with pytest.raises(adbc_driver_manager.ProgrammingError, match="'foo' \\(invalid name\\)"):
+        adbc.adbc_connection.set_options(**{"adbc.flight.sql.session.option.foo": "x"})
+
+
 def test_adbc_driver_info_names_the_server(adbc: flightsql.Connection) -> None:
     info = adbc.adbc_get_info()
     assert info["vendor_name"] == "odfd"
