@@ -97,6 +97,25 @@ def test_kamu_dataset_columns_keep_their_types(node: Node) -> None:
     pandas.testing.assert_frame_equal(expected, actual)
 
 
+def test_kamu_an_unquoted_dataset_name_is_answered_with_its_quoted_form(node: Node) -> None:
+    """``secret.nums`` unquoted is schema ``secret``, table ``nums`` to the engine: the error
+    says how to write it, for a reader who may read it and for no one else."""
+    with kamu.connect(node.url, token=READ_TOKEN) as con:
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query("select * from secret.nums")
+        assert (
+            "table 'odf.secret.nums' not found: did you mean \"secret.nums\"? (dataset names go "
+            "in double quotes)"
+        ) in str(raised.value)
+        with pytest.raises(pandas.errors.DatabaseError, match='did you mean "nums"'):
+            con.query('select * from "NUMS"')
+    with kamu.connect(node.url) as con:
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query("select * from secret.nums")
+        assert "not found: no dataset of that alias" in str(raised.value)
+        assert "did you mean" not in str(raised.value)
+
+
 def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
     with kamu.connect(node.url, token=READ_TOKEN) as con:
         actual = con.query('select value from "secret.nums" order by offset')
