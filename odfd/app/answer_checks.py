@@ -5,7 +5,9 @@ A saved answer is checked in two steps, so that whoever reads the result knows w
 first on its own, as any client can (the input's and sub-queries' hashes, the ed25519 signature,
 the hash of the output it carries: ``protocol.query.check_answer``); then its output is
 re-executed at the blocks it pins, either on this node over its own datasets
-(``odfd.app.answers.verify``) or by asking another node's ``/verify``.
+(``odfd.app.answers.verify``) or by asking another node's ``/verify``. A saved verify request
+(the answer without its output, what ``/verify`` takes) is checked the same way, less the hash
+of an output it does not carry.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from protocol.query import (
     ResponseSigningNotConfigured,
     VerifyRequest,
     check_answer,
+    check_commitment,
 )
 from protocol.query.json_text import loads
 
@@ -123,10 +126,14 @@ class AnswerCheck:
 
 
 def read_answer(text: bytes | str, source: str) -> tuple[dict[str, Any], VerifyRequest]:
-    """A saved answer (a ``/query`` body with a proof) and the verify request it makes."""
+    """A saved answer (a ``/query`` body with a proof) and the verify request it makes; or a
+    saved verify request (an answer without its ``output``) and itself."""
     try:
         answer = loads(text)
-        request = VerifyRequest.from_answer(answer)
+        if isinstance(answer, dict) and "output" not in answer:
+            request = VerifyRequest.from_json(answer)
+        else:
+            request = VerifyRequest.from_answer(answer)
     except QueryProtocolError as error:
         raise AnswerCheckError(f"{source}: not an answer with a proof: {error}") from None
     return answer, request
@@ -138,7 +145,7 @@ async def check_locally(
     """Checks the answer in ``text`` on its own, then re-executes its query on this node."""
     answer, request = read_answer(text, source)
     signer = str(request.proof.verification_method)
-    failed = _on_its_own(answer, source)
+    failed = _on_its_own(answer, request, source)
     if failed is not None:
         return AnswerCheck(signer, None, failed)
     try:
@@ -160,7 +167,7 @@ async def check_remotely(
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_REMOTE_TIMEOUT_SECONDS)
     answer, request = read_answer(text, source)
     signer = str(request.proof.verification_method)
-    failed = _on_its_own(answer, source)
+    failed = _on_its_own(answer, request, source)
     if failed is not None:
         return AnswerCheck(signer, None, failed)
     endpoint = url.rstrip("/") + "/verify"
@@ -188,9 +195,14 @@ async def check_remotely(
     )
 
 
-def _on_its_own(answer: dict[str, Any], source: str) -> CheckFailure | None:
+def _on_its_own(answer: dict[str, Any], request: VerifyRequest, source: str) -> CheckFailure | None:
+    """The checks that need no data: those of ``check_answer``, or of ``check_commitment`` for a
+    verify request, which carries no output to hash."""
     try:
-        error = check_answer(answer)
+        if "output" in answer:
+            error = check_answer(answer)
+        else:
+            error = check_commitment(request)
     except QueryProtocolError as problem:
         raise AnswerCheckError(f"{source}: {problem}") from None
     return None if error is None else _failure(error.to_json())

@@ -7,7 +7,8 @@ A ``Projection`` resource it names is a table too: its current result (``odfd.ap
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -16,6 +17,7 @@ from odfd.app.query_tables import read_aliases
 from odfd.coordinator.query import AsOf, DatasetView, dataset_view, resolve_as_of
 from protocol.model import SqlQueryStep
 from verifier.engine.contract import QueryTable
+from verifier.engine.errors import InvalidQueryError
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -66,9 +68,38 @@ async def query(
     allows), as of ``block`` or ``time`` when given."""
     inputs = await query_inputs(node, sql, engine=engine, block=block, time=time, visible=visible)
     projected = [projected.table for projected in inputs.projections]
-    return await asyncio.to_thread(
-        run_query, node.engines, sql, list(inputs.views), engine, projected
-    )
+    try:
+        return await asyncio.to_thread(
+            run_query, node.engines, sql, list(inputs.views), engine, projected
+        )
+    except InvalidQueryError as error:
+        hint = unknown_table_hint(str(error), await _visible_records(node, visible))
+        if hint is None:
+            raise
+        raise InvalidQueryError(f"{error}; {hint}") from error
+
+
+_UNKNOWN_TABLE = re.compile(r"table '([^']*)' not found")
+"""DataFusion's planning error for a name no table has (catalog and schema included)."""
+
+
+def unknown_table_hint(message: str, aliases: Iterable[str]) -> str | None:
+    """What to write instead, when the engine found no table of a name that is a dataset's
+    alias written without its double quotes (DataFusion reads ``match.scores`` as schema
+    ``match``, table ``scores``, and ``Alice`` as ``alice``): ``did you mean "match.scores"?``.
+    ``aliases`` are those the caller may read: the hint never names another."""
+    found = _UNKNOWN_TABLE.search(message)
+    if found is None:
+        return None
+    by_folded = {alias.casefold(): alias for alias in aliases}
+    parts = found.group(1).split(".")
+    for start in range(len(parts)):  # with the catalog and schema, then without
+        written = ".".join(parts[start:])
+        alias = by_folded.get(written.casefold())
+        if alias is not None and (written != alias or start < 2):  # not already one table name
+            quoted = '"' + alias.replace('"', '""') + '"'
+            return f"did you mean {quoted}? (dataset names go in double quotes)"
+    return None
 
 
 async def query_inputs(

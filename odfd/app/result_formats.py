@@ -74,7 +74,11 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
 
 
 def render_table(table: pa.Table) -> str:
+    """An aligned text table and its row count; a result without columns (a dataset with no
+    data yet has no schema) is the count alone, not an empty frame of rules."""
     names = table.column_names
+    if not names:
+        return f"{table.num_rows} row{'s' if table.num_rows != 1 else ''}\n"
     columns = [[_cell(v) for v in table.column(i).to_pylist()] for i in range(table.num_columns)]
     widths = [max([len(n), *(len(c) for c in col)]) for n, col in zip(names, columns, strict=True)]
     rule = "+" + "+".join("-" * (w + 2) for w in widths) + "+\n"

@@ -116,7 +116,21 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
             subparsers.add_parser(name, help=summary, add_help=False)
             stand_ins.add(name)
     global_options.add_to_subcommands(subparsers, skip=stand_ins)
+    describe_commands(subparsers)
     return parser
+
+
+def describe_commands(subparsers: argparse._SubParsersAction) -> None:
+    """Gives each command without a description of its own its summary as one, so that
+    ``odfd COMMAND --help`` says what the command does, not only its usage (argparse shows a
+    command's ``help`` only in its parent's list)."""
+    summaries = {choice.dest: choice.help for choice in subparsers._choices_actions}
+    for name, parser in subparsers.choices.items():
+        if parser.description is None:
+            parser.description = summaries.get(name)
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                describe_commands(action)
 
 
 def _command_in(argv: Sequence[str]) -> str | None:

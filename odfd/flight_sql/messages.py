@@ -66,6 +66,15 @@ _MESSAGES: Final[dict[str, tuple[tuple[str, int, int, str], ...]]] = {
     # so only their fields matter: an embedded FlightInfo travels as bytes do, an enum as a varint.
     "CancelFlightInfoRequest": (("info", 1, _BYTES, _PLAIN),),
     "CancelFlightInfoResult": (("status", 1, _UINT32, _PLAIN),),
+    # Flight's session options (GetSessionOptions, SetSessionOptions), also sent unwrapped. A
+    # ``map<string, V>`` is on the wire a repeated entry message (key 1, value 2), and an entry's
+    # message value travels as bytes do; of a value's ``oneof`` only the string is read or written.
+    "SessionOptionValue": (("string_value", 1, _STRING, _OPTIONAL),),
+    "SessionOptionEntry": (("key", 1, _STRING, _PLAIN), ("value", 2, _BYTES, _PLAIN)),
+    "GetSessionOptionsResult": (("session_options", 1, _BYTES, _REPEATED),),
+    "SetSessionOptionsRequest": (("session_options", 1, _BYTES, _REPEATED),),
+    "SetSessionOptionsError": (("value", 1, _UINT32, _PLAIN),),
+    "SetSessionOptionsResult": (("errors", 1, _BYTES, _REPEATED),),
 }
 
 #: ``CancelStatus`` (Flight) and ``CancelResult`` (Flight SQL) share their numbers.

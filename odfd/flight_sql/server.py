@@ -41,7 +41,7 @@ from typing import Any, TypeAlias, TypeVar
 import pyarrow as pa
 import pyarrow.flight as flight
 
-from odfd.flight_sql import catalog, messages, sql_info, status
+from odfd.flight_sql import catalog, messages, session_options, sql_info, status
 from odfd.flight_sql.auth import Authenticator, Caller, Sessions, TokenResolver
 from odfd.flight_sql.channel import Channel, Pending
 from odfd.flight_sql.parameters import MixedPlaceholdersError, numbered
@@ -208,6 +208,13 @@ class FlightSqlServer(flight.FlightServerBase):
         if action.type == _CLOSE_SESSION:
             self._sessions.close(caller.token)
             return iter([])
+        if action.type == session_options.GET:
+            return iter([flight.Result(session_options.get_result())])
+        if action.type == session_options.SET:
+            try:
+                return iter([flight.Result(session_options.set_result(body))])
+            except messages.MessageError as err:
+                raise status.InvalidArgument(f"the action body is {err}") from None
         if action.type == _CANCEL_FLIGHT_INFO:
             request = _parse("CancelFlightInfoRequest", body)
             outcome = self._cancel(request.info)
@@ -234,6 +241,8 @@ class FlightSqlServer(flight.FlightServerBase):
             (_CREATE_PREPARED, "prepare a query; its handle runs it with GetFlightInfo"),
             (_CLOSE_PREPARED, "forget a prepared statement"),
             (_CLOSE_SESSION, "end this session and forget its prepared statements"),
+            (session_options.GET, "the current catalog and schema (odf, odf)"),
+            (session_options.SET, "accepts the current catalog and schema as they are"),
             (_CANCEL_FLIGHT_INFO, "stop a query whose FlightInfo this server answered"),
             (_CANCEL_QUERY, "stop a query (Flight SQL's older form of CancelFlightInfo)"),
         ]

@@ -17,9 +17,11 @@ import pyarrow as pa
 from odfd.app.accounts import issued_token
 from odfd.app.authorization import principal_of
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
+from odfd.app.query import unknown_table_hint
 from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.auth import Grant, TokenResolver
+from odfd.flight_sql.catalog import CATALOG, DB_SCHEMA
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
 from odfd.flight_sql.parameters import parameter_schema
 from odfd.flight_sql.service import (
@@ -45,7 +47,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-_UNKNOWN_TABLE = re.compile(r"table '(?:[^'.]*\.)?(?:[^'.]*\.)?([^']*)' not found")
+_UNKNOWN_TABLE = re.compile(r"table '((?:[^'.]*\.)?(?:[^'.]*\.)?([^']*))' not found")
+"""The engine's name of a table it did not find (catalog and schema included), and that name
+without them."""
 
 
 class NodeQueries:
@@ -100,8 +104,13 @@ class NodeQueries:
         except engine_errors.InvalidQueryError as err:
             unknown = _UNKNOWN_TABLE.search(str(err))
             if unknown:
+                readable = [table.name for table in await self._live.tables(subject)]
+                hint = unknown_table_hint(str(err), readable)
+                if hint is not None:  # a schema the engine read into the name shows the mistake
+                    name = unknown.group(1).removeprefix(f"{CATALOG}.{DB_SCHEMA}.")
+                    raise UnknownTableError(f"table '{name}' not found: {hint}") from None
                 raise UnknownTableError(
-                    f"table '{unknown.group(1)}' not found: no dataset of that alias (names are "
+                    f"table '{unknown.group(2)}' not found: no dataset of that alias (names are "
                     'case-sensitive; quote them, e.g. "alice/trades")'
                 ) from None
             raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None

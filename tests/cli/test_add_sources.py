@@ -258,3 +258,47 @@ def test_add_from_an_unreachable_url(
     assert err.startswith("error: cannot fetch http://127.0.0.1:9/x.yaml: Cannot connect to host")
     assert len(err.strip().splitlines()) == 1
     assert fingerprint(workspace_root) == before
+
+
+def test_add_warns_of_each_secret_a_manifest_holds_in_the_clear(
+    empty_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A fetch step is kept in the dataset's chain as written: a literal credential there is
+    named before the dataset is added (a ``${{ env.NAME }}`` template is not)."""
+    url = (MANIFESTS / "root-url-csv.yaml").read_text()
+    leaky = tmp_path / "leaky"
+    leaky.mkdir()
+    (leaky / "url.yaml").write_text(
+        url.replace("Bearer ${{ env.TOKEN }}", "Bearer abc123").replace(
+            "cases.csv.gz", "cases.csv.gz?access_token=xyz&page=2"
+        )
+    )
+    (leaky / "mqtt.yaml").write_text(
+        MQTT.read_text().replace("${{ env.MQTT_PASSWORD }}", "hunter2")
+    )
+    (leaky / "container.yaml").write_bytes((MANIFESTS / "root-container-parquet.yaml").read_bytes())
+    code, _, err = run(capsys, "add", "--root", str(empty_root), str(leaky))
+    assert code == 0, err
+    warnings = sorted(line for line in err.splitlines() if line.startswith("warning: "))
+    advice = (
+        " is a literal secret: it would be in the dataset's metadata, which every copy of the "
+        "dataset keeps for good; write it as a ${{ env.NAME }} template, set when pulling"
+    )
+    assert warnings == [
+        "warning: test.root.container: SetPollingSource.fetch.env[API_KEY]" + advice,
+        "warning: test.root.mqtt: SetPollingSource.fetch.password" + advice,
+        "warning: test.root.url-csv: SetPollingSource.fetch.headers[Authorization]" + advice,
+        "warning: test.root.url-csv: SetPollingSource.fetch.url (query parameter access_token)"
+        + advice,
+    ]
+    assert "abc123" not in err and "hunter2" not in err and "xyz" not in err
+    assert err.count("Added: ") == 3
+
+    templated = tmp_path / "templated"
+    templated.mkdir()
+    for name in ("root-url-csv.yaml", "root-mqtt-legacy.yaml", "root-ethereum.yaml"):
+        (templated / name).write_bytes((MANIFESTS / name).read_bytes())
+    other = tmp_path / "other"
+    assert run(capsys, "init", "--root", str(other))[0] == 0
+    code, _, err = run(capsys, "add", "--root", str(other), str(templated))
+    assert (code, err.count("Added: "), "warning" in err) == (0, 3, False), err

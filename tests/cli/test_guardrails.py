@@ -42,6 +42,17 @@ def test_tail_with_a_negative_count_is_an_argument_error(
     assert fingerprint(workspace_root) == before
 
 
+def test_tail_of_a_dataset_without_data_is_its_count_not_an_empty_frame(
+    workspace_root: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run(capsys, "tail", "--root", str(workspace_root), "test.root.mqtt")
+    assert (code, out) == (0, "0 rows\n")  # no schema yet: no columns to frame
+    code, out, _ = run(
+        capsys, "tail", "--root", str(workspace_root), "test.root.mqtt", "-o", "json"
+    )
+    assert (code, out) == (0, "[]\n")
+
+
 def test_log_filter_with_an_unknown_kind_is_an_argument_error(
     workspace_root: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

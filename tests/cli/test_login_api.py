@@ -96,6 +96,27 @@ def test_bad_logins_are_refused_without_echoing_the_password(node: tuple[Path, s
     assert method.status_code == 400 and "loginMethod" in method.json()["message"]
 
 
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        (b"{", "the body is not JSON"),
+        (b"[]", "the body must be a JSON object"),
+        (b"{}", "missing field `loginMethod`"),
+        (b'{"loginMethod": "password"}', "missing field `loginCredentialsJson`"),
+        (
+            b'{"loginMethod": "password", "loginCredentialsJson": "{\\"login\\": \\"alice\\", secret"}',
+            "loginCredentialsJson is not JSON",
+        ),
+    ],
+)
+def test_a_malformed_login_names_the_field_and_quotes_nothing(
+    node: tuple[Path, str, Any], body: bytes, message: str
+) -> None:
+    _, url, _ = node
+    reply = requests.post(url + "platform/login", data=body, timeout=30)
+    assert (reply.status_code, reply.json()) == (400, {"message": message})
+
+
 def test_repeated_failures_slow_later_attempts_for_that_login(
     node: tuple[Path, str, Any],
 ) -> None:

@@ -215,6 +215,37 @@ def test_a_remote_node_re_executes_through_its_verify(
         ) in out
 
 
+def test_a_saved_verify_request_is_checked_as_its_answer_is(
+    capsys: pytest.CaptureFixture[str], node_root: Path, tmp_path: Path
+) -> None:
+    """The body ``/verify`` takes (the answer without its output, as the README saves it) is
+    checked by ``--verify`` here and through another node, with the same verdicts."""
+    answer = _answer(capsys, node_root)
+    request = {key: value for key, value in answer.items() if key != "output"}
+    code, out = _verify(capsys, node_root, request)
+    assert (code, out.strip()) == (
+        0,
+        "OK: " + str(node_root.parent / "answer.json") + ": signed by "
+        f"{answer['proof']['verificationMethod']}; its output matches the query re-executed at "
+        "the pinned blocks by this node",
+    )
+    client = tmp_path / "client"
+    asyncio.run(workspace_with_nums(client, with_data=False, with_key=False))
+    with serving(node_root) as remote:
+        code, out = _verify(capsys, client, request, "--remote", remote)
+        assert code == 0, out
+
+    skipped = json.loads(json.dumps(request))
+    skipped["input"]["skip"] = 1
+    code, out = _verify(capsys, node_root, skipped)
+    assert code == 1
+    assert out.startswith("FAILED: ") and "the answer on its own: InvalidRequest::InputHash" in out
+    forged = json.loads(json.dumps(request))
+    forged["commitment"]["outputHash"] = "f1620" + "00" * 32
+    code, out = _verify(capsys, node_root, forged)
+    assert code == 1 and "the answer on its own: InvalidRequest::BadSignature" in out
+
+
 def test_argument_and_file_errors(capsys: pytest.CaptureFixture[str], node_root: Path) -> None:
     code, _, err = run(capsys, "sql", "-c", SQL, "--proof", "--root", str(node_root))
     assert (code, err.strip()) == (

@@ -97,6 +97,25 @@ def test_kamu_dataset_columns_keep_their_types(node: Node) -> None:
     pandas.testing.assert_frame_equal(expected, actual)
 
 
+def test_kamu_an_unquoted_dataset_name_is_answered_with_its_quoted_form(node: Node) -> None:
+    """``secret.nums`` unquoted is schema ``secret``, table ``nums`` to the engine: the error
+    says how to write it, for a reader who may read it and for no one else."""
+    with kamu.connect(node.url, token=READ_TOKEN) as con:
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query("select * from secret.nums")
+        assert (
+            "table 'odf.secret.nums' not found: did you mean \"secret.nums\"? (dataset names go "
+            "in double quotes)"
+        ) in str(raised.value)
+        with pytest.raises(pandas.errors.DatabaseError, match='did you mean "nums"'):
+            con.query('select * from "NUMS"')
+    with kamu.connect(node.url) as con:
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query("select * from secret.nums")
+        assert "not found: no dataset of that alias" in str(raised.value)
+        assert "did you mean" not in str(raised.value)
+
+
 def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
     with kamu.connect(node.url, token=READ_TOKEN) as con:
         actual = con.query('select value from "secret.nums" order by offset')
@@ -139,6 +158,23 @@ def test_adbc_filters_tables_by_pattern(adbc: flightsql.Connection) -> None:
 
 def test_adbc_table_types(adbc: flightsql.Connection) -> None:
     assert adbc.adbc_get_table_types() == ["TABLE"]
+
+
+def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(
+    adbc: flightsql.Connection,
+) -> None:
+    """What tools show as where a connection is (Flight's session options); setting them to
+    what they are is accepted, anything else refused naming the option."""
+    assert (adbc.adbc_current_catalog, adbc.adbc_current_db_schema) == ("odf", "odf")
+    [catalog] = adbc.adbc_get_objects(depth="db_schemas").read_all().to_pylist()
+    assert catalog["catalog_name"] == adbc.adbc_current_catalog
+    assert catalog["catalog_db_schemas"][0]["db_schema_name"] == adbc.adbc_current_db_schema
+    adbc.adbc_current_catalog = "odf"
+    adbc.adbc_current_db_schema = "odf"
+    with pytest.raises(adbc_driver_manager.ProgrammingError, match="'catalog' \\(invalid value\\)"):
+        adbc.adbc_current_catalog = "other"
+    with pytest.raises(adbc_driver_manager.ProgrammingError, match="'foo' \\(invalid name\\)"):
+        adbc.adbc_connection.set_options(**{"adbc.flight.sql.session.option.foo": "x"})
 
 
 def test_adbc_driver_info_names_the_server(adbc: flightsql.Connection) -> None:

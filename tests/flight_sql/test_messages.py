@@ -9,7 +9,7 @@ import traceback
 
 import pytest
 
-from odfd.flight_sql import catalog, messages, status
+from odfd.flight_sql import catalog, messages, session_options, status
 
 TYPE_URL = b"type.googleapis.com/arrow.flight.protocol.sql."
 
@@ -41,6 +41,29 @@ def test_a_prepared_statement_result() -> None:
         "ActionCreatePreparedStatementResult", prepared_statement_handle=b"\x01\x02"
     )
     assert result.SerializeToString() == b"\x0a\x02\x01\x02"
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    """A length-delimited protobuf field (short payloads: one-byte tag and length)."""
+    return bytes([number << 3 | 2, len(payload)]) + payload
+
+
+def test_session_options_are_a_map_of_string_values_on_the_wire() -> None:
+    """``map<string, SessionOptionValue>``: repeated entries (key 1, value 2), the value's
+    ``string_value`` field 1; a ``SetSessionOptionsResult``'s errors the same with an
+    ``Error{value}`` varint."""
+
+    def entry(key: bytes, value: bytes) -> bytes:
+        return _field(1, _field(1, key) + _field(2, _field(1, value)))
+
+    current = entry(b"catalog", b"odf") + entry(b"schema", b"odf")
+    assert session_options.get_result() == current
+    assert session_options.set_result(current) == b""  # set as they are: no errors
+    refused = session_options.set_result(entry(b"catalog", b"x") + entry(b"foo", b"odf"))
+    invalid_value, invalid_name = b"\x08\x02", b"\x08\x01"
+    assert refused == _field(1, _field(1, b"catalog") + _field(2, invalid_value)) + _field(
+        1, _field(1, b"foo") + _field(2, invalid_name)
+    )
 
 
 def test_unpack_names_unknown_flight_sql_messages_and_refuses_others() -> None:

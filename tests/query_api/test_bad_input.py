@@ -54,6 +54,22 @@ def test_malformed_query_strings(served: Served) -> None:
     assert metadata.status == 400 and "Everything" in metadata.body["message"]
 
 
+def test_a_method_a_route_does_not_take_is_a_json_error_naming_the_ones_it_does(
+    served: Served,
+) -> None:
+    put = served.call("PUT", "/query", {"query": "select 1"})
+    assert (put.status, put.body) == (
+        405,
+        {"message": "PUT is not allowed on /query; it takes GET, POST"},
+    )
+    assert put.headers["Allow"] == "GET,POST"
+    tail = served.call("POST", f"/{POPULATION}/tail")
+    assert (tail.status, tail.body) == (
+        405,
+        {"message": f"POST is not allowed on /{POPULATION}/tail; it takes GET"},
+    )
+
+
 def test_bad_verify_requests(served: Served) -> None:
     answer = served.call("POST", "/query", {"query": QUERY, "include": ["Proof"]}).body
     request = {key: value for key, value in answer.items() if key != "output"}

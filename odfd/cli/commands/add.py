@@ -59,6 +59,7 @@ def _add(args: argparse.Namespace) -> int:
             )
         snapshots.extend(loaded)
     snapshots = renamed_snapshots(snapshots, name=args.name, account=args.account)
+    _warn_of_literal_secrets(snapshots)
 
     async def run(node: Node) -> int:
         result = await add_datasets(
@@ -67,6 +68,17 @@ def _add(args: argparse.Namespace) -> int:
         return 1 if result.failed else 0
 
     return run_in_node(args, run)
+
+
+def _warn_of_literal_secrets(snapshots: list[DatasetSnapshot]) -> None:
+    """Before anything is added: one warning for each credential a manifest holds in the clear
+    (``odfd.app.manifest_secrets``), which the dataset's public chain would keep."""
+    from odfd.app.manifest_secrets import literal_secrets
+    from odfd.cli import terminal
+
+    for snapshot in snapshots:
+        for secret in literal_secrets(snapshot):
+            terminal.warn(secret.message())
 
 
 class _Printer:

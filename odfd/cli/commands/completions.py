@@ -13,7 +13,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "completions",
         help='print a shell completion script (bash: eval "$(odfd completions bash)")',
     )
-    parser.add_argument("shell", choices=SHELLS)
+    parser.add_argument("shell", choices=SHELLS, help="the shell to print the script for")
     parser.set_defaults(func=_completions)
 
 

@@ -42,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     audit = actions.add_parser(
         "audit", help="audit a dataset now (the report is stored; see odfd status)"
     )
-    audit.add_argument("dataset", metavar="DATASET")
+    audit.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
     audit.add_argument(
         "--integrity", action="store_true", help="integrity layers only (default: all layers)"
     )

@@ -19,7 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     actions = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
     status = actions.add_parser("status", help="the engine each command would use, and why")
-    status.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    status.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="default: text"
+    )
     add_root_argument(status)
     status.set_defaults(func=_status)
 

@@ -58,7 +58,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="KEY=VALUE",
         help="only resources with these labels (repeatable, or comma-separated)",
     )
-    parser.add_argument("-o", "--output", choices=("table", "yaml", "json"), default="table")
+    parser.add_argument(
+        "-o",
+        "--output",
+        choices=("table", "yaml", "json"),
+        default="table",
+        help="default: table; yaml and json print the manifests with their status",
+    )
     parser.add_argument(
         "--limit",
         type=int,

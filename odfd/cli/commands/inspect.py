@@ -22,24 +22,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     commands = parser.add_subparsers(dest="inspect_command", metavar="WHAT", required=True)
 
     graph = commands.add_parser("lineage", help="the graph of a dataset's inputs")
-    graph.add_argument("dataset", metavar="DATASET")
+    graph.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
     graph.add_argument(
         "--downstream", action="store_true", help="also the datasets reading it, recursively"
     )
-    graph.add_argument("-o", "--output-format", choices=FORMATS, default="tree")
+    graph.add_argument(
+        "-o",
+        "--output-format",
+        choices=FORMATS,
+        default="tree",
+        help="default: tree; dot for Graphviz, html a standalone page",
+    )
     graph.add_argument("--output-path", type=Path, metavar="FILE", help="write to FILE")
     add_root_argument(graph)
     graph.set_defaults(func=_lineage)
 
     schema = commands.add_parser("schema", help="a dataset's ODF and Arrow schema")
-    schema.add_argument("dataset", metavar="DATASET")
-    schema.add_argument("-o", "--output-format", choices=("text", "json", "ddl"), default="text")
+    schema.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
+    schema.add_argument(
+        "-o",
+        "--output-format",
+        choices=("text", "json", "ddl"),
+        default="text",
+        help="default: text; ddl: the columns as SQL DDL",
+    )
     add_root_argument(schema)
     schema.set_defaults(func=_schema)
 
     query = commands.add_parser("query", help="the transform of every block that changed it")
-    query.add_argument("dataset", metavar="DATASET")
-    query.add_argument("-o", "--output-format", choices=("text", "json"), default="text")
+    query.add_argument("dataset", metavar="DATASET", help="dataset alias or id")
+    query.add_argument(
+        "-o", "--output-format", choices=("text", "json"), default="text", help="default: text"
+    )
     add_root_argument(query)
     query.set_defaults(func=_query)
 

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("logout", help="forget the access token kept for a remote node")
-    parser.add_argument("url", nargs="?", metavar="URL")
+    parser.add_argument("url", nargs="?", metavar="URL", help="the node logged in to (or --all)")
     parser.add_argument("-a", "--all", action="store_true", help="forget every kept login")
     parser.add_argument(
         "--global", dest="user_scope", action="store_true", help="only the user's store"

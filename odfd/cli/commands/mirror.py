@@ -67,7 +67,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add.set_defaults(func=_add)
 
     listing = actions.add_parser("list", help="list mirrors and how their last sync went")
-    listing.add_argument("-o", "--output", choices=("table", "json"), default="table")
+    listing.add_argument(
+        "-o", "--output", choices=("table", "json"), default="table", help="default: table"
+    )
     listing.set_defaults(func=_list)
 
     for name, help_text, func in (
@@ -77,7 +79,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ("sync", "sync now (needs a running daemon)", _sync),
     ):
         action = actions.add_parser(name, help=help_text)
-        action.add_argument("name", metavar="NAME")
+        action.add_argument("name", metavar="NAME", help="the mirror's local dataset alias")
         action.set_defaults(func=func)
     for action in actions.choices.values():
         add_root_argument(action)

@@ -23,8 +23,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     actions = parser.add_subparsers(dest="repo_command", metavar="ACTION", required=True)
 
     add = actions.add_parser("add", help="name a remote repository (a URL datasets live under)")
-    add.add_argument("name", metavar="NAME")
-    add.add_argument("url", metavar="URL")
+    add.add_argument("name", metavar="NAME", help="the name, used as NAME/DATASET")
+    add.add_argument("url", metavar="URL", help="the URL the datasets live under")
     add_root_argument(add)
     add.set_defaults(func=_add)
 
@@ -34,7 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     listing.set_defaults(func=_list)
 
     delete = actions.add_parser("delete", help="forget named repositories")
-    delete.add_argument("names", nargs="*", metavar="NAME")
+    delete.add_argument("names", nargs="*", metavar="NAME", help="repositories to forget")
     delete.add_argument("-a", "--all", action="store_true", help="forget every repository")
     add_root_argument(delete)
     delete.set_defaults(func=_delete)
@@ -42,8 +42,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     alias = actions.add_parser("alias", help="the remotes a dataset pulls from / pushes to")
     alias_actions = alias.add_subparsers(dest="alias_command", metavar="ACTION", required=True)
     alias_add = alias_actions.add_parser("add", help="add a pull or push remote to a dataset")
-    alias_add.add_argument("dataset", metavar="DATASET")
-    alias_add.add_argument("remote", metavar="URL|REPO/NAME")
+    alias_add.add_argument("dataset", metavar="DATASET", help="local dataset alias or id")
+    alias_add.add_argument("remote", metavar="URL|REPO/NAME", help="the remote dataset")
     _direction(alias_add)
     add_root_argument(alias_add)
     alias_add.set_defaults(func=_alias_add)
@@ -51,14 +51,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     alias_list = alias_actions.add_parser(
         "list", help="the remotes of one or every dataset, each with its last pull or push"
     )
-    alias_list.add_argument("dataset", nargs="?", metavar="DATASET")
+    alias_list.add_argument("dataset", nargs="?", metavar="DATASET", help="default: every dataset")
     add_output_format(alias_list)
     add_root_argument(alias_list)
     alias_list.set_defaults(func=_alias_list)
 
     alias_delete = alias_actions.add_parser("delete", help="remove remotes from a dataset")
-    alias_delete.add_argument("dataset", metavar="DATASET")
-    alias_delete.add_argument("remote", nargs="?", metavar="URL|REPO/NAME")
+    alias_delete.add_argument("dataset", metavar="DATASET", help="local dataset alias or id")
+    alias_delete.add_argument(
+        "remote", nargs="?", metavar="URL|REPO/NAME", help="the remote to remove (or --all)"
+    )
     alias_delete.add_argument(
         "-a", "--all", action="store_true", help="every remote of the dataset"
     )

@@ -97,7 +97,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--verify",
         metavar="FILE",
-        help="check a saved answer with a proof ('-' reads stdin): its hashes and signature, "
+        help="check a saved answer with a proof, or the /verify body made of one (the answer "
+        "without its output) ('-' reads stdin): its hashes and signature, "
         "then its output by re-executing the query here at the blocks it pins; "
         "exit 0 if it holds, 1 if a check failed",
     )

@@ -60,6 +60,8 @@ def run(args: argparse.Namespace, *, default_engine: str) -> int:
             f"{', '.join(given) or '--engine ' + args.engine}"
         )
 
+    _quiet_grpc()
+
     async def serve(node: Node) -> int:
         import asyncio
         import signal
@@ -85,3 +87,17 @@ def run(args: argparse.Namespace, *, default_engine: str) -> int:
         return 0
 
     return run_in_node(args, serve)
+
+
+GRPC_VERBOSITY = "GRPC_VERBOSITY"
+"""gRPC's own logging switch, read when gRPC starts (the server's first use of it)."""
+
+
+def _quiet_grpc() -> None:
+    """Keeps gRPC's own log lines (e.g. a failed bind's ``E0000 … add_port.cc`` and its absl
+    preamble, printed before odfd's one-line error says the same) off the terminal, unless
+    ``-v`` or the user's own ``GRPC_VERBOSITY`` asks for them."""
+    import os
+
+    if not terminal.is_verbose():
+        os.environ.setdefault(GRPC_VERBOSITY, "NONE")

@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "status", help="datasets, mirrors, syncs and audits of this node"
     )
-    parser.add_argument("-o", "--output", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="default: text"
+    )
     add_root_argument(parser)
     parser.set_defaults(func=_status)
 

@@ -62,7 +62,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="BLOCK",
         help="last block (sequence number or hash, inclusive); default: the head",
     )
-    parser.add_argument("--output", "-o", choices=("text", "json"), default="text")
+    parser.add_argument(
+        "--output",
+        "-o",
+        choices=("text", "json"),
+        default="text",
+        help="the report as text (default) or JSON (docs/verify-report.md)",
+    )
     parser.add_argument(
         "--jobs",
         "-j",

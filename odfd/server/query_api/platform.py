@@ -59,15 +59,23 @@ THROTTLE_KEY: web.AppKey[LoginThrottle] = web.AppKey("odfd_login_throttle", Logi
 
 
 def _credentials(body: object) -> tuple[str, str]:
+    """The login and password of a login request; a ``ValueError`` naming the field that is
+    missing or wrong (never quoting a value: it could be the password)."""
     if not isinstance(body, dict):
         raise ValueError("the body must be a JSON object")
-    method = body.get("loginMethod")
+    for name in ("loginMethod", "loginCredentialsJson"):
+        if name not in body:
+            raise ValueError(f"missing field `{name}`")
+    method = body["loginMethod"]
     if method != PASSWORD_METHOD:
         raise ValueError(f"unsupported loginMethod {method!r}: odfd supports {PASSWORD_METHOD!r}")
-    raw = body.get("loginCredentialsJson")
+    raw = body["loginCredentialsJson"]
     if not isinstance(raw, str):
         raise ValueError("loginCredentialsJson must be a string holding a JSON object")
-    credentials = json.loads(raw)
+    try:
+        credentials = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ValueError("loginCredentialsJson is not JSON") from None
     if not isinstance(credentials, dict):
         raise ValueError("loginCredentialsJson must hold a JSON object")
     login, password = credentials.get("login"), credentials.get("password")
@@ -78,10 +86,13 @@ def _credentials(body: object) -> tuple[str, str]:
 
 async def login(request: web.Request) -> web.Response:
     try:
-        name, password = _credentials(await request.json())
-    except ValueError as err:  # json.JSONDecodeError is one; its text quotes no input
-        message = str(err) if not isinstance(err, json.JSONDecodeError) else "malformed JSON"
-        return error_response(400, message)
+        body = await request.json()
+    except json.JSONDecodeError:  # its text would quote the body, which could hold the password
+        return error_response(400, "the body is not JSON")
+    try:
+        name, password = _credentials(body)
+    except ValueError as err:
+        return error_response(400, str(err))
     throttle = request.app[THROTTLE_KEY]
     key = name.lower()
     wait = throttle.delay(key)

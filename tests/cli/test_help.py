@@ -1,0 +1,55 @@
+"""``odfd COMMAND --help`` answers what a new user asks of it: what the command does, and what
+each of its arguments and options means, for every command and subcommand."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterator
+
+import pytest
+
+from odfd.cli.main import build_parser
+
+
+def _commands(
+    parser: argparse.ArgumentParser, path: tuple[str, ...] = ()
+) -> Iterator[tuple[tuple[str, ...], argparse.ArgumentParser]]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sub in action.choices.items():
+                yield (*path, name), sub
+                yield from _commands(sub, (*path, name))
+
+
+def test_every_command_says_what_it_does_and_what_each_argument_means() -> None:
+    commands = dict(_commands(build_parser()))
+    assert len(commands) > 70  # every command and subcommand, registered in full
+    undescribed, unexplained = [], []
+    for path, parser in commands.items():
+        text = " ".join(parser.format_help().split())
+        if not parser.description or " ".join(parser.description.split()) not in text:
+            undescribed.append(" ".join(path))
+        for action in parser._actions:
+            if action.help is None and not isinstance(action, argparse._SubParsersAction):
+                unexplained.append(
+                    f"{' '.join(path)} {'/'.join(action.option_strings) or action.dest}"
+                )
+    assert undescribed == []
+    assert unexplained == []
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["mirror", "sync"], "sync now (needs a running daemon)"),
+        (["pull"], "update datasets from their sources (ingest or transform)"),
+        (["account", "token", "revoke"], "as `odfd account token list` shows it"),
+    ],
+)
+def test_help_of_a_subcommand_names_it_and_its_arguments(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        build_parser(argv[0]).parse_args([*argv, "--help"])
+    assert exit_.value.code == 0
+    assert said in " ".join(capsys.readouterr().out.split())
