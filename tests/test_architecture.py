@@ -179,6 +179,43 @@ def test_the_check_sees_imports() -> None:
     )
 
 
+# --- use cases in the application layer ---------------------------------------------------------
+
+INTERFACES = ("odfd.cli", "odfd.daemon", "odfd.console", "odfd.server", "odfd.flight_sql")
+"""The layers that only translate requests into use cases and results into responses."""
+USE_CASE_SERVICES = {
+    "odfd.sync.pull": "odfd.app.pull",
+    "odfd.sync.push": "odfd.app.push",
+    "verifier.audit": "odfd.app.verify",
+}
+"""Domain services that do one use case's work, each with the application module every interface
+calls instead: ``odfd pull`` and the daemon's mirror syncs share one pull, ``odfd verify`` and
+the daemon's audits one verify (``docs/architecture.md``)."""
+
+
+def _is_interface(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in INTERFACES)
+
+
+def test_interfaces_reach_pull_push_and_verify_through_the_application_layer() -> None:
+    found = [
+        f"{module} (line {line}) imports {target}: call {USE_CASE_SERVICES[target]}"
+        for module, edges in _graph().items()
+        if _is_interface(module)
+        for target, line in edges.items()
+        if target in USE_CASE_SERVICES
+    ]
+    assert found == [], "interfaces past the application layer:\n" + "\n".join(found)
+
+
+def test_the_use_case_check_sees_the_application_layer_import_them() -> None:
+    """Not vacuous: each service named is a module the application layer imports."""
+    graph = _graph()
+    for service, application in USE_CASE_SERVICES.items():
+        assert service in graph[application]
+    assert _is_interface("odfd.daemon.audits") and not _is_interface("odfd.app.mirror_sync")
+
+
 # --- the composition root ------------------------------------------------------------------------
 
 CONFIG_READER = "odfd.app.node"
