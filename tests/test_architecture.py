@@ -216,6 +216,49 @@ def test_the_use_case_check_sees_the_application_layer_import_them() -> None:
     assert _is_interface("odfd.daemon.audits") and not _is_interface("odfd.app.mirror_sync")
 
 
+USE_CASE_ENTRIES = {
+    "odfd.sync.pull": {"pull", "pull_from_remotes"},
+    "odfd.sync.push": {"push"},
+    "verifier.audit": {"verify"},
+}
+"""The functions of each service that do the use case's work (its option and result types may be
+named anywhere above it)."""
+
+
+def _entries_imported(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """Where ``tree`` imports a use case's entry function, or a service module whole: the line,
+    the service and what is imported."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in USE_CASE_ENTRIES and not node.level:
+            for alias in node.names:
+                if alias.name in USE_CASE_ENTRIES[node.module]:
+                    yield node.lineno, node.module, f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in USE_CASE_ENTRIES:
+                    yield node.lineno, alias.name, alias.name
+
+
+def test_each_use_case_has_one_implementation() -> None:
+    """Only ``odfd.app.pull`` runs a replication pull, ``odfd.app.push`` a push and
+    ``odfd.app.verify`` an audit: the daemon's mirror syncs and audits call them, no third copy
+    (``odfd.sync`` itself aside: ``pull_from_remotes`` is a pull from each recorded remote)."""
+    found = [
+        f"{module} (line {line}) imports {what}: call {USE_CASE_SERVICES[service]}"
+        for module, path in _modules().items()
+        if module.split(".")[0] == "odfd"
+        and module not in USE_CASE_SERVICES.values()
+        and not module.startswith("odfd.sync.")
+        for line, service, what in _entries_imported(ast.parse(path.read_text(), str(path)))
+    ]
+    assert found == [], "use cases run outside their application module:\n" + "\n".join(found)
+    flagged = "from odfd.sync.pull import PullOptions, pull\nimport verifier.audit\n"
+    assert list(_entries_imported(ast.parse(flagged))) == [
+        (1, "odfd.sync.pull", "odfd.sync.pull.pull"),
+        (2, "verifier.audit", "verifier.audit"),
+    ]
+
+
 # --- the composition root ------------------------------------------------------------------------
 
 CONFIG_READER = "odfd.app.node"
