@@ -179,6 +179,86 @@ def test_the_check_sees_imports() -> None:
     )
 
 
+# --- use cases in the application layer ---------------------------------------------------------
+
+INTERFACES = ("odfd.cli", "odfd.daemon", "odfd.console", "odfd.server", "odfd.flight_sql")
+"""The layers that only translate requests into use cases and results into responses."""
+USE_CASE_SERVICES = {
+    "odfd.sync.pull": "odfd.app.pull",
+    "odfd.sync.push": "odfd.app.push",
+    "verifier.audit": "odfd.app.verify",
+}
+"""Domain services that do one use case's work, each with the application module every interface
+calls instead: ``odfd pull`` and the daemon's mirror syncs share one pull, ``odfd verify`` and
+the daemon's audits one verify (``docs/architecture.md``)."""
+
+
+def _is_interface(module: str) -> bool:
+    return any(module == name or module.startswith(name + ".") for name in INTERFACES)
+
+
+def test_interfaces_reach_pull_push_and_verify_through_the_application_layer() -> None:
+    found = [
+        f"{module} (line {line}) imports {target}: call {USE_CASE_SERVICES[target]}"
+        for module, edges in _graph().items()
+        if _is_interface(module)
+        for target, line in edges.items()
+        if target in USE_CASE_SERVICES
+    ]
+    assert found == [], "interfaces past the application layer:\n" + "\n".join(found)
+
+
+def test_the_use_case_check_sees_the_application_layer_import_them() -> None:
+    """Not vacuous: each service named is a module the application layer imports."""
+    graph = _graph()
+    for service, application in USE_CASE_SERVICES.items():
+        assert service in graph[application]
+    assert _is_interface("odfd.daemon.audits") and not _is_interface("odfd.app.mirror_sync")
+
+
+USE_CASE_ENTRIES = {
+    "odfd.sync.pull": {"pull", "pull_from_remotes"},
+    "odfd.sync.push": {"push"},
+    "verifier.audit": {"verify"},
+}
+"""The functions of each service that do the use case's work (its option and result types may be
+named anywhere above it)."""
+
+
+def _entries_imported(tree: ast.AST) -> Iterator[tuple[int, str, str]]:
+    """Where ``tree`` imports a use case's entry function, or a service module whole: the line,
+    the service and what is imported."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module in USE_CASE_ENTRIES and not node.level:
+            for alias in node.names:
+                if alias.name in USE_CASE_ENTRIES[node.module]:
+                    yield node.lineno, node.module, f"{node.module}.{alias.name}"
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in USE_CASE_ENTRIES:
+                    yield node.lineno, alias.name, alias.name
+
+
+def test_each_use_case_has_one_implementation() -> None:
+    """Only ``odfd.app.pull`` runs a replication pull, ``odfd.app.push`` a push and
+    ``odfd.app.verify`` an audit: the daemon's mirror syncs and audits call them, no third copy
+    (``odfd.sync`` itself aside: ``pull_from_remotes`` is a pull from each recorded remote)."""
+    found = [
+        f"{module} (line {line}) imports {what}: call {USE_CASE_SERVICES[service]}"
+        for module, path in _modules().items()
+        if module.split(".")[0] == "odfd"
+        and module not in USE_CASE_SERVICES.values()
+        and not module.startswith("odfd.sync.")
+        for line, service, what in _entries_imported(ast.parse(path.read_text(), str(path)))
+    ]
+    assert found == [], "use cases run outside their application module:\n" + "\n".join(found)
+    flagged = "from odfd.sync.pull import PullOptions, pull\nimport verifier.audit\n"
+    assert list(_entries_imported(ast.parse(flagged))) == [
+        (1, "odfd.sync.pull", "odfd.sync.pull.pull"),
+        (2, "verifier.audit", "verifier.audit"),
+    ]
+
+
 # --- the composition root ------------------------------------------------------------------------
 
 CONFIG_READER = "odfd.app.node"

@@ -26,11 +26,14 @@ from odfd.sync.transport import looks_like_url
 from protocol.errors import ParseError
 
 if TYPE_CHECKING:
+    import aiohttp
+
     from odfd.app.node import Node
     from odfd.app.write_log import Actor
     from odfd.coordinator.pull import PullOutcome
     from odfd.sync.progress import Progress
-    from odfd.sync.pull import PullOptions
+    from odfd.sync.pull import PullOptions, PullResult
+    from odfd.sync.transport.settings import TransportSettings
     from protocol.model import Timestamp
     from storage.catalog import DatasetRecord
     from storage.workspace import Workspace
@@ -323,46 +326,85 @@ async def replicate(
     settings; ``progress`` gives the display of the
     transfer labelled so (none: nothing drawn); each update is recorded as done by ``actor``
     (default: a local command)."""
-    from odfd.app.write_log import local_actor, record_write
-    from odfd.sync.pull import pull, pull_from_remotes
+    from odfd.app.write_log import local_actor
+    from odfd.sync.pull import pull_from_remotes
 
     for ref in refs:
         shown = None if progress is None else progress(f"pull {ref}")
         if await is_remote(node, ref):
-            results = [
-                await pull(
-                    node.workspace,
-                    ref,
-                    alias=as_alias,
-                    options=options,
-                    progress=shown,
-                    settings=node.transport,
-                )
-            ]
-        else:
-            results = await pull_from_remotes(
-                node.workspace, ref, options=options, progress=shown, settings=node.transport
+            result = await pull_from(
+                node.workspace,
+                ref,
+                alias=as_alias,
+                options=options,
+                settings=node.transport,
+                actor=actor or local_actor(),
+                progress=shown,
             )
-        for result in results:
-            if result.updated:
-                await record_write(
-                    node.workspace,
-                    actor or local_actor(),
-                    "pull",
-                    result.alias,
-                    dataset_id=result.dataset_id,
-                    old_head=result.old_head,
-                    new_head=result.new_head,
-                )
-            for note in result.recovered:
-                sink.emit(Recovered(note))
-            sink.emit(
-                Replicated(
-                    result.alias,
-                    result.remote,
-                    result.updated,
-                    result.describe(),
-                    result.trust,
-                    result.trust_note,
-                )
-            )
+            _emit_replicated(sink, result)
+            continue
+        for result in await pull_from_remotes(
+            node.workspace, ref, options=options, progress=shown, settings=node.transport
+        ):
+            await _record_pulled(node.workspace, result, actor or local_actor())
+            _emit_replicated(sink, result)
+
+
+def _emit_replicated(sink: EventSink, result: PullResult) -> None:
+    for note in result.recovered:
+        sink.emit(Recovered(note))
+    sink.emit(
+        Replicated(
+            result.alias,
+            result.remote,
+            result.updated,
+            result.describe(),
+            result.trust,
+            result.trust_note,
+        )
+    )
+
+
+async def pull_from(
+    workspace: Workspace,
+    url: str,
+    *,
+    alias: str | None,
+    options: PullOptions,
+    settings: TransportSettings,
+    actor: Actor,
+    progress: Progress | None = None,
+    session: aiohttp.ClientSession | None = None,
+) -> PullResult:
+    """One replication pull of the dataset at ``url`` (into ``alias``, else the dataset pulled
+    from there, else the URL's last segment), its head move recorded as done by ``actor``:
+    ``odfd pull URL`` and the daemon's mirror syncs both pull through here."""
+    from odfd.sync.pull import pull
+
+    result = await pull(
+        workspace,
+        url,
+        alias=alias,
+        options=options,
+        progress=progress,
+        session=session,
+        settings=settings,
+    )
+    await _record_pulled(workspace, result, actor)
+    return result
+
+
+async def _record_pulled(workspace: Workspace, result: PullResult, actor: Actor) -> None:
+    """The write log's entry of a pull that moved the head (``odfd.app.write_log``)."""
+    from odfd.app.write_log import record_write
+
+    if result.updated:
+        await record_write(
+            workspace,
+            actor,
+            "pull",
+            result.alias,
+            dataset_id=result.dataset_id,
+            old_head=result.old_head,
+            new_head=result.new_head,
+        )

@@ -15,6 +15,8 @@ from odfd.sync.repos import RepoError, expand, join
 if TYPE_CHECKING:
     from odfd.app.node import Node
     from odfd.sync.progress import Progress
+    from odfd.sync.push import PushOptions, PushResult
+    from odfd.sync.transport.settings import TransportSettings
     from storage.catalog import DatasetRecord
     from storage.workspace import Workspace
 
@@ -47,7 +49,7 @@ async def push_datasets(
     sink: EventSink,
     progress: Callable[[str], Progress] | None = None,
 ) -> None:
-    from odfd.sync.push import PushOptions, push
+    from odfd.sync.push import PushOptions
 
     workspace = node.workspace
     records = (
@@ -62,15 +64,32 @@ async def push_datasets(
     for record, urls in plan:
         for url in urls:
             shown = None if progress is None else progress(f"push {record.alias}")
-            result = await push(
+            result = await push_to(
                 workspace,
                 str(record.id),
                 url,
                 options=options,
-                progress=shown,
                 settings=node.transport,
+                progress=shown,
             )
             sink.emit(Pushed(result.alias, result.updated, result.describe()))
+
+
+async def push_to(
+    workspace: Workspace,
+    ref: str,
+    url: str,
+    *,
+    options: PushOptions,
+    settings: TransportSettings,
+    progress: Progress | None = None,
+) -> PushResult:
+    """Pushes dataset ``ref`` to the remote at ``url``, reached with ``settings``: ``odfd push``
+    and the daemon's mirror targets both push through here (a push moves no local head, so it
+    writes nothing to the write log)."""
+    from odfd.sync.push import push
+
+    return await push(workspace, ref, url, options=options, progress=progress, settings=settings)
 
 
 async def _with_inputs(workspace: Workspace, records: list[DatasetRecord]) -> list[DatasetRecord]:

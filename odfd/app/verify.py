@@ -1,7 +1,8 @@
 """``verify``: audit datasets (metadata integrity, data integrity, reproducibility of
 transforms) and report per dataset and layer (``verifier.audit``).
 
-Called by ``odfd verify`` and by the daemon for a thin client; the request has a stable JSON
+Called by ``odfd verify``, by the daemon for a thin client and by the daemon's audits (one
+``VerifyRequest`` per scheduled audit, ``odfd.daemon.audits``); the request has a stable JSON
 form and this module imports the verifier only when it runs.
 """
 

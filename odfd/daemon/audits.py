@@ -1,4 +1,5 @@
-"""Audits: the verifier run by the daemon, its JSON reports stored, datasets marked failing.
+"""Audits: the daemon's schedule of ``odfd verify`` (``odfd.app.verify``), its JSON reports
+stored, datasets marked failing.
 
 Two scopes: ``integrity`` (metadata + data layers) after every sync or transform that moved a
 dataset's head, incremental (only data files new or changed since they last verified are read),
@@ -17,19 +18,18 @@ from collections.abc import Awaitable, Callable, Hashable
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
+from odfd.app.mirror_sync import describe_error
+from odfd.app.node import Node
+from odfd.app.verify import VerifyRequest, verify
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import describe_error
-from protocol.identity import DatasetId, DatasetRef
+from protocol.identity import DatasetId
 from protocol.model import DatasetKind
 from storage.catalog.audit_records import AuditRecord, Scope
 from storage.catalog.audits import AuditTable
 from storage.crashpoints import crash_point
-from storage.workspace import Workspace
-from verifier.audit import VerifyOptions, verify
 from verifier.engine.cancel import cancellable_jobs
-from verifier.engine.registry import Engines
 from verifier.report import Role, Status, VerifyReport
 
 log = logging.getLogger(__name__)
@@ -54,21 +54,23 @@ def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
 
 
 class Auditor:
+    """Runs the audits of the daemon's node (``current``: the node a reload swapped in, whose
+    workspace and engines stay the same)."""
+
     def __init__(
         self,
-        workspace: Workspace,
+        current: Callable[[], Node],
         config: NodeConfig,
-        engines: Engines,
         metrics: DaemonMetrics,
         spark_gate: asyncio.Semaphore,
         on_result: ResultListener,
         on_verdict: VerdictListener,
     ) -> None:
-        self.workspace = workspace
+        self._current = current
+        self.workspace = current().workspace
         self.config = config
-        self.engines = engines
         self.metrics = metrics
-        self.table = AuditTable(workspace.catalog)
+        self.table = AuditTable(self.workspace.catalog)
         self._spark_gate = spark_gate
         self._on_result = on_result
         self._on_verdict = on_verdict
@@ -119,11 +121,11 @@ class Auditor:
         if record is None:
             return  # deleted since it was requested
         started = datetime.now(UTC)
-        options = VerifyOptions(
+        request = VerifyRequest(
+            (str(key),),
             integrity_only=scope == "integrity",
-            audit_state="incremental" if scope == "integrity" else "full",
             jobs=self.config.audit.jobs,
-            scratch_dir=self.workspace.root / "run",
+            full=scope == "full",
         )
         report_json: str | None = None
         try:
@@ -134,9 +136,7 @@ class Auditor:
                 self._spark_gate if needs_spark else nullcontext(),
                 cancellable_jobs(f"audit-{record.alias}"),
             ):
-                report = await verify(
-                    self.workspace, [DatasetRef(key)], options, engines=self.engines
-                )
+                report = await verify(self._current(), request)
             status = next(
                 (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
             )

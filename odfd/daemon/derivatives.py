@@ -17,10 +17,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from odfd.app.mirror_sync import describe_error
 from odfd.coordinator.transform import next_query_input, update_derivative
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import describe_error
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind

@@ -19,11 +19,11 @@ from typing import Any
 
 import aiohttp
 
+from odfd.app.mirror_sync import MirrorSyncer, SyncReport
 from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.time import backoff_delay, jittered
 from odfd.sync.pins import PinReleaseError, release_pin
 from odfd.sync.transport.settings import TransportSettings

@@ -160,9 +160,8 @@ class Daemon:
         self.commands = CommandRunner(lambda: self.node)
         self.admin = AdminApi(self)
         self.auditor = Auditor(
-            workspace,
+            lambda: self.node,
             config,
-            self.engines,
             self.metrics,
             self._spark_gate,
             self._audit_finished,

@@ -9,8 +9,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.app.mirror_sync import MirrorSyncer, SyncReport
 from odfd.config import IpfsConfig, NodeConfig
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable

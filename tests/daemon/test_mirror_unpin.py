@@ -10,10 +10,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.app.mirror_sync import MirrorSyncer, SyncReport
 from odfd.app.node import Node
 from odfd.cli.main import main
 from odfd.config import load_config
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.service import Daemon
 from odfd.sync.pins import release_pin
 from odfd.sync.transport.settings import TransportSettings

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from odfd.app.mirror_sync import MirrorSyncer, SyncReport
 from odfd.app.node import Node
 from odfd.config import load_config
-from odfd.daemon.mirror_sync import MirrorSyncer, SyncReport
 from odfd.daemon.service import Daemon
 from storage.catalog.audits import AuditTable
 from storage.catalog.mirror_records import MirrorRecord

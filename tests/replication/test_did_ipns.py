@@ -18,11 +18,11 @@ import pytest
 from aiohttp import web
 from nacl.signing import SigningKey
 
+from odfd.app.mirror_sync import MirrorSyncer
 from odfd.app.status import build_status
 from odfd.cli.main import main
 from odfd.cli.status_text import render_status
 from odfd.config import IpfsConfig, NodeConfig
-from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.did_names import (
     IpnsRecordRefusedError,
     IpnsState,

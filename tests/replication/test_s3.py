@@ -12,9 +12,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.app.mirror_sync import MirrorSyncer
 from odfd.app.node import open_node
 from odfd.config import NodeConfig, load_config
-from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.progress import Progress
 from odfd.sync.pull import pull, pull_from_remotes

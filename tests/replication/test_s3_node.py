@@ -13,11 +13,11 @@ import aiohttp
 import pyarrow.parquet as pq
 import pytest
 
+from odfd.app.mirror_sync import MirrorSyncer
 from odfd.app.node import open_node
 from odfd.config import ConfigError, load_config
 from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.transform import update_derivative
-from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.pull import pull
 from odfd.sync.push import PushOptions, push
 from odfd.sync.transport.settings import TransportSettings

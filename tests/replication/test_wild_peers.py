@@ -18,9 +18,9 @@ import aiohttp
 import pytest
 from aiohttp import web
 
+from odfd.app.mirror_sync import MirrorSyncer
 from odfd.cli.main import main
 from odfd.config import NodeConfig, SyncConfig
-from odfd.daemon.mirror_sync import MirrorSyncer
 from odfd.sync.transport.settings import TransportSettings
 from protocol.codec.flatbuffers import decode_block
 from protocol.identity import Multihash

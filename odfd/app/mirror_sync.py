@@ -1,11 +1,13 @@
 """One sync attempt of one mirror: check the source's head, pull if it moved, push to every
 target that is behind, pin the dataset in IPFS when configured (``odfd.sync.pins.release_pin``
 undoes that when the mirror is removed), and for a mirror found by its DID, republish its
-owner's IPNS record.
+owner's IPNS record. The daemon's ``mirror_schedule`` runs it on each mirror's schedule and
+records the outcome; the pull and the pushes are ``odfd pull URL``'s and ``odfd push``'s
+(``odfd.app.pull.pull_from``, ``odfd.app.push.push_to``).
 
 Nothing here is trusted from the source: ``odfd.sync.pull`` verifies every block and object and
 moves ``head`` last by compare-and-swap, so an attempt that fails or is cancelled leaves the
-dataset at its old head or its new one, never between. The caller records the outcome.
+dataset at its old head or its new one, never between.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from typing import Any
 
 import aiohttp
 
-from odfd.app.write_log import DAEMON, record_write
+from odfd.app.pull import pull_from
+from odfd.app.push import push_to
+from odfd.app.write_log import DAEMON
 from odfd.config import NodeConfig
 from odfd.sync.did_names import is_did, is_due, read_state, republish
-from odfd.sync.pull import PullOptions, PullResult, pull
-from odfd.sync.push import PushOptions, push
+from odfd.sync.pull import PullOptions, PullResult
+from odfd.sync.push import PushOptions
 from odfd.sync.transport.base import SourceHead
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import parse_remote
@@ -105,25 +109,16 @@ class MirrorSyncer:
                     token=token,
                     operation_timeout=self.transports.operation_timeout,
                 )
-                pulled = await pull(
+                pulled = await pull_from(
                     self.workspace,
                     mirror.source,
                     alias=mirror.name,
                     options=options,
-                    session=self.session,
                     settings=self.transports,
+                    actor=DAEMON,
+                    session=self.session,
                 )
                 dataset_id = pulled.dataset_id
-                if pulled.updated:
-                    await record_write(
-                        self.workspace,
-                        DAEMON,
-                        "pull",
-                        pulled.alias,
-                        dataset_id=pulled.dataset_id,
-                        old_head=pulled.old_head,
-                        new_head=pulled.new_head,
-                    )
         except Exception as err:  # noqa: BLE001 - every failure is recorded as the attempt's outcome
             errors.append(describe_error(err))
         local_id, local_head = await self.local_head(mirror.name)
@@ -185,7 +180,7 @@ class MirrorSyncer:
             token=self.transports.token_for(target), parallel=self.config.sync.parallel_objects
         )
         try:
-            result = await push(
+            result = await push_to(
                 self.workspace, mirror.name, target, options=options, settings=self.transports
             )
         except Exception as err:  # noqa: BLE001 - a failed push is part of the attempt's outcome
