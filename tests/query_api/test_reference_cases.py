@@ -273,3 +273,12 @@ def _quote(text: str) -> str:
     from urllib.parse import quote
 
     return quote(text, safe="")
+
+
+def test_query_reads_a_name_with_catalog_and_schema(served: Served) -> None:
+    """``odf.odf."alias"`` (the names Flight SQL lists) reads the dataset in ``/query`` too."""
+    plain = served.call("POST", "/query", {"query": QUERY})
+    qualified = QUERY.replace(f'"{POPULATION}"', f'odf.odf."{POPULATION}"')
+    reply = served.call("POST", "/query", {"query": qualified})
+    assert reply.status == 200, reply.body
+    assert reply.body["output"]["data"] == plain.body["output"]["data"] == ROWS
