@@ -57,6 +57,7 @@ from protocol.query import (
     check_output,
     output_hash,
     render_query_response,
+    render_tail_output,
 )
 from storage.catalog.versioned_cache import VersionedCache
 from storage.lru import Lru
@@ -169,15 +170,10 @@ class Answer:
 
     def render_output(self) -> bytes:
         """The ``output`` object alone (``{"data", "dataFormat", "schema", "schemaFormat"}``,
-        what ``/{dataset}/tail`` answers). Blocking and CPU-bound."""
-        request = replace(self.request, include=frozenset())
-        body = render_query_response(
-            request, datasets=self.datasets, schema=self.schema, batches=self.batches
-        )
-        return body[len(_OUTPUT_PREFIX) : -1]
-
-
-_OUTPUT_PREFIX = b'{"output":'
+        what ``/{dataset}/tail`` answers, rows' keys in schema order as the reference's are
+        there). Blocking and CPU-bound."""
+        request = replace(self.request, include=frozenset()).with_implications()
+        return render_tail_output(request, schema=self.schema, batches=self.batches)
 
 
 @functools.cache

@@ -5,13 +5,17 @@ mirror and IPFS node that holds the dataset holds it, and no later block takes i
 password, token or key there must be a ``${{ env.NAME }}`` template, filled in only when the
 source is pulled (``odfd.ingest.template``). ``literal_secrets`` names each field that holds one
 as plain text: the MQTT password, a header or container variable named like a credential, and a
-password or credential query parameter in a URL.
+password or credential query parameter in a URL. Every path that makes a dataset from a
+manifest warns through it: ``odfd add`` (``literal_secrets``), ``odfd apply`` and the resource API
+(``applied_literal_secrets``, over the ``Dataset`` resources applied).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from protocol.model import (
@@ -22,6 +26,9 @@ from protocol.model import (
     FetchStepUrl,
     SetPollingSource,
 )
+
+if TYPE_CHECKING:
+    from odfd.app.resources import Manifest
 
 _TEMPLATE = "${{"
 _CREDENTIAL = re.compile(
@@ -55,6 +62,20 @@ def literal_secrets(snapshot: DatasetSnapshot) -> list[LiteralSecret]:
             for field in _fetch_fields(event.fetch):
                 found.append(LiteralSecret(str(snapshot.name), f"SetPollingSource.fetch.{field}"))
     return found
+
+
+def applied_literal_secrets(manifests: Iterable[Manifest]) -> list[LiteralSecret]:
+    """The literal secrets of the ``Dataset`` resources among ``manifests`` (validated by
+    ``odfd.app.resources.parse_manifest``): their metadata becomes the dataset's chain as a
+    snapshot's does."""
+    from odfd.app.resources import DATASET_SCHEMA, manifest_snapshot
+
+    return [
+        secret
+        for manifest in manifests
+        if manifest.schema == DATASET_SCHEMA
+        for secret in literal_secrets(manifest_snapshot(manifest))
+    ]
 
 
 def _fetch_fields(fetch: object) -> list[str]:

@@ -4,7 +4,8 @@ read by parsing the query in the SQL dialect of the engine that runs it.
 A table name is a dataset's alias when the two are equal, compared as the dialect compares table
 names (Spark whatever the case; DataFusion, as odfd runs it, exactly). A name may be quoted
 (``"alice/scores"``, ```match.scores```) or spelled as dotted parts (``match.scores``); a name a
-``WITH`` clause defines in scope is that subquery, not a dataset. When the query cannot be parsed,
+``WITH`` clause defines in scope is that subquery, not a dataset. A name may carry the session's
+catalog and schema (``odf.odf."match.scores"``, as Flight SQL lists tables) in DataFusion. When the query cannot be parsed,
 every candidate is kept: the engine then reports the query's real error.
 
 sqlglot is imported only when there is something to decide: not when no dataset's alias appears in
@@ -39,7 +40,25 @@ def read_aliases(sql: str, sql_dialect: str, aliases: Iterable[str]) -> list[str
     if dialect is None or tables is None:
         return candidates
     fold = dialect.case_insensitive
-    return [alias for alias in candidates if (alias.lower() if fold else alias) in tables]
+    names = _unqualified(tables, sql_dialect)
+    return [alias for alias in candidates if (alias.lower() if fold else alias) in names]
+
+
+_QUALIFIERS = {"datafusion": ("odf.odf.", "odf.")}
+"""The catalog and schema prefixes a table name may carry in each dialect's session (DataFusion
+runs with catalog ``odf``, schema ``odf``, as Flight SQL lists them): ``odf.odf."a/b"`` and
+``odf."a/b"`` name the dataset ``a/b``."""
+
+
+def _unqualified(names: Iterable[str], sql_dialect: str) -> set[str]:
+    """``names`` and, of each that starts with the session's catalog or schema, the name
+    without it (the qualifier compared whatever its case, as an unquoted one is read)."""
+    found = set(names)
+    for name in names:
+        for prefix in _QUALIFIERS.get(sql_dialect, ()):
+            if name.lower().startswith(prefix):
+                found.add(name[len(prefix) :])
+    return found
 
 
 _LEXICAL = {"spark": ("`", True), "datafusion": ('"', False)}
@@ -77,7 +96,7 @@ def _all_plainly_read(sql: str, sql_dialect: str, candidates: list[str]) -> bool
             name = _table_name(originals, at + 1, quote)
             if name is not None:
                 named.add(name.lower() if fold else name)
-    return wanted <= named
+    return wanted <= _unqualified(named, sql_dialect)
 
 
 def _tokens(sql: str, quote: str, keywords: bool = True) -> list[tuple[str, str]] | None:

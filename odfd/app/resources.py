@@ -46,7 +46,7 @@ from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetName
 from protocol.model import Dataset as DatasetResource
-from protocol.model import ResourcePhase, Timestamp
+from protocol.model import DatasetSnapshot, ResourcePhase, Timestamp
 from protocol.resource import (
     GENERIC_SPEC,
     AccountHandle,
@@ -487,6 +487,15 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
         schema=record.schema,
         headers=headers,
         spec=from_tree(spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
+    )
+
+
+def manifest_snapshot(manifest: Manifest) -> DatasetSnapshot:
+    """A ``Dataset`` manifest as the snapshot its dataset is created from (by the controller)."""
+    spec = {k: v for k, v in manifest.spec.items() if k != "volume"}  # see _take_volume
+    read = from_tree(spec, "DatasetSpecInput", manifest.where, "spec")
+    return DatasetSnapshot(
+        name=DatasetAlias.parse(manifest.name), kind=read.kind, metadata=read.metadata
     )
 
 

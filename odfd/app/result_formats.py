@@ -4,7 +4,6 @@ line), YAML, or a Parquet file — the names ``odfd.cli.output`` uses for every 
 from __future__ import annotations
 
 import datetime as dt
-import io
 import json
 import sys
 from decimal import Decimal
@@ -45,11 +44,9 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
     if fmt == "table":
         out.write(render_table(table))
     elif fmt == "csv":
-        import pyarrow.csv as pacsv
+        from odfd.app.csv_text import csv_text
 
-        buffer = io.BytesIO()
-        pacsv.write_csv(table, buffer)
-        out.write(buffer.getvalue().decode("utf-8"))
+        out.write(csv_text(table))
     elif fmt == "json":
         rows = table.to_pylist()
         out.write("[" if rows else "[]\n")

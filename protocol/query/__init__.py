@@ -43,6 +43,7 @@ from protocol.query.response import (
     SignedAnswer,
     output_hash,
     render_query_response,
+    render_tail_output,
 )
 from protocol.query.verify import (
     BadSignature,
@@ -94,4 +95,5 @@ __all__ = [
     "json_hash",
     "output_hash",
     "render_query_response",
+    "render_tail_output",
 ]

@@ -4,7 +4,9 @@ The body is ``{"input": …, "output": {"data": …, "dataFormat": …, "schema"
 …}, "subQueries": [], "commitment": …, "proof": …}``, parts present as the request asks
 (``input`` with ``Input`` or ``Proof``; ``schema`` with ``Schema`` or a schema format; the last
 three with ``Proof``). JSON values inside ``output`` (data and schema) are written with sorted
-keys, as the reference writes them; its structs keep their field order. When a proof is asked
+keys, as the reference writes them; its structs keep their field order. ``render_tail_output``
+writes the ``output`` object alone, as ``/{dataset}/tail`` answers it: the reference sends its
+record writers' text there as it is, so the rows' keys keep the schema's order. When a proof is asked
 for, the canonical form of the output is hashed as the data is written, so the commitment and
 the signature (which come last) need no second pass over the result.
 
@@ -111,6 +113,18 @@ def render_query_response(
     return b"".join(bytes(chunk) for chunk in writer.chunks(batches))
 
 
+def render_tail_output(
+    request: QueryRequest, *, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
+) -> bytes:
+    """The ``output`` object alone, rows' keys in schema order (``/{dataset}/tail``)."""
+    writer = _OutputWriter(request, schema, wire=True, canonical=False, schema_order=True)
+    pieces = [*writer.start()]
+    for chunk in writer.pieces(batches, None):
+        pieces += chunk
+    pieces += writer.finish()
+    return b"".join(bytes(piece) for piece in pieces)
+
+
 def output_hash(
     request: QueryRequest, *, schema: pa.Schema, batches: Iterable[pa.RecordBatch]
 ) -> Multihash:
@@ -135,11 +149,16 @@ class _OutputWriter:
         wire: bool,
         canonical: bool,
         soa_limit: int = MAX_SOA_BYTES,
+        schema_order: bool = False,
     ) -> None:
         self._wire = wire
         self._canonical = canonical
         self._data = DataWriter(
-            request.data_format, wire=wire, canonical=canonical, soa_limit=soa_limit
+            request.data_format,
+            wire=wire,
+            canonical=canonical,
+            soa_limit=soa_limit,
+            schema_order=schema_order,
         )
         self._format = request.data_format.value
         schema_format = request.answer_schema_format

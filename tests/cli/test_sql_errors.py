@@ -50,4 +50,15 @@ def test_an_unknown_name_or_the_right_one_gives_no_hint(
     code, out, _ = run(
         capsys, "sql", 'select count(*) as n from "match.Scores"', "-o", "csv", "--root", str(root)
     )
-    assert (code, out) == (0, '"n"\n2\n')
+    assert (code, out) == (0, "n\n2\n")
+
+
+@pytest.mark.parametrize("table", ['odf.odf."match.Scores"', 'odf."match.Scores"'])
+def test_a_name_with_catalog_and_schema_reads_the_dataset(
+    capsys: pytest.CaptureFixture[str], root: Path, table: str
+) -> None:
+    """The names Flight SQL lists (catalog ``odf``, schema ``odf``) work in ``odfd sql`` too."""
+    code, out, err = run(
+        capsys, "sql", f"select count(*) as n from {table}", "-o", "csv", "--root", str(root)
+    )
+    assert (code, out, err) == (0, "n\n2\n", "")

@@ -67,7 +67,7 @@ def test_leaderboard_end_to_end(
     assert code == 0 and "| alice  |" in out and out.endswith("1 row\n")
 
     query = 'SELECT player, count(*) AS podiums FROM "match.leaderboard" GROUP BY player ORDER BY podiums DESC, player'
-    podiums = ['"player","podiums"', '"alice",2', '"carol",2', '"bob",1', '"erin",1']
+    podiums = ["player,podiums", "alice,2", "carol,2", "bob,1", "erin,1"]
     code, out, _ = run(capsys, "sql", query, "--output", "csv")  # DataFusion by default
     assert code == 0 and out.splitlines() == podiums
     spark_query = query.replace('"match.leaderboard"', "`match.leaderboard`")

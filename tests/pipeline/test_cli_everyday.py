@@ -83,8 +83,8 @@ def test_tail_list_and_log_in_every_format(
     assert [json.loads(line)["city"] for line in out.splitlines()] == ["Café town"]
     _, out, _ = run(capsys, "tail", *ws, "scores", "-n", "2", "-o", "csv")
     lines = out.splitlines()
-    assert len(lines) == 3 and '"city","score"' in lines[0]
-    assert lines[1].endswith('"Café town",2') and lines[2].endswith('"Lima",3')
+    assert len(lines) == 3 and "city,score" in lines[0]
+    assert lines[1].endswith("Café town,2") and lines[2].endswith("Lima,3")
     _, out, _ = run(capsys, "tail", *ws, "scores", "-n", "1", "-o", "yaml")
     assert "city: Lima" in out and "score: 3" in out and out.startswith("- ")
     target = tmp_path / "tail.parquet"
@@ -142,4 +142,4 @@ def test_sql_scripts_piped_statements_and_the_shell(
     assert code == 0 and json.loads(out) == [{"top": 3}]
 
     code, out, _ = run(capsys, "sql", *ws, "-c", "SELECT 1 AS one", "-o", "csv")
-    assert code == 0 and out.splitlines() == ['"one"', "1"]
+    assert code == 0 and out.splitlines() == ["one", "1"]

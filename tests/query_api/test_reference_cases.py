@@ -80,6 +80,21 @@ def test_data_tail_handler(served: Served) -> None:
     assert skipped.body == {"dataFormat": "JsonAoS", "data": [ROW_A]}
 
 
+def test_tail_keeps_the_schema_order_of_columns_and_query_sorts_them(served: Served) -> None:
+    """The reference's tail sends its record writer's text as it is (``tail_handler.rs``: a
+    ``RawValue``), keys in schema order; its ``/query`` reads the data into a JSON value first,
+    so keys come sorted. The reply is read into ordered dicts, so the order is checked."""
+    names = [field["name"] for field in TAIL_SCHEMA["fields"]]
+    aos = served.call("GET", f"/{POPULATION}/tail")
+    assert [list(row) for row in aos.body["data"]] == [names, names]
+    assert list(aos.body) == ["data", "dataFormat"]
+    soa = served.call("GET", f"/{POPULATION}/tail?dataFormat=JsonSoA")
+    assert list(soa.body["data"]) == names
+    assert soa.body["data"]["city"] == ["A", "B"]
+    query = served.call("POST", "/query", {"query": f'select * from "{POPULATION}"'})
+    assert [list(row) for row in query.body["output"]["data"]] == [sorted(names)] * 2
+
+
 def test_data_query_handler_success(served: Served) -> None:
     defaults = served.call("POST", "/query", {"query": QUERY})
     assert defaults.status == 200
@@ -258,3 +273,12 @@ def _quote(text: str) -> str:
     from urllib.parse import quote
 
     return quote(text, safe="")
+
+
+def test_query_reads_a_name_with_catalog_and_schema(served: Served) -> None:
+    """``odf.odf."alias"`` (the names Flight SQL lists) reads the dataset in ``/query`` too."""
+    plain = served.call("POST", "/query", {"query": QUERY})
+    qualified = QUERY.replace(f'"{POPULATION}"', f'odf.odf."{POPULATION}"')
+    reply = served.call("POST", "/query", {"query": qualified})
+    assert reply.status == 200, reply.body
+    assert reply.body["output"]["data"] == plain.body["output"]["data"] == ROWS

@@ -336,3 +336,47 @@ def test_spec_examples_through_http(tmp_path: Path) -> None:
                 assert applied == len(list(EXAMPLES.rglob("*.yaml"))) == 24
 
     asyncio.run(main())
+
+
+def test_a_dataset_with_a_literal_secret_is_applied_with_a_warning_header(
+    tmp_path: Path,
+) -> None:
+    """A ``Dataset`` whose fetch step holds a credential in the clear is applied, with a
+    ``Warning`` header naming the field (as ``odfd add``/``apply`` print it), never the secret
+    (the answer shows the spec as stored, as the chain will); a templated one gets none."""
+    from tests.cli.test_apply_secrets import ADVICE, dataset_manifest
+
+    config = ServerConfig(port=0, admin_tokens=frozenset({ADMIN_TOKEN}))
+
+    async def main() -> None:
+        async with await Workspace.init(tmp_path / "ws") as workspace:
+            node = Node(workspace, NodeConfig(server=config))
+            api = ResourceApi(lambda: node, reconcile_here(node))
+            async with (
+                running(workspace, config, mounts=[api]) as server,
+                aiohttp.ClientSession(
+                    server.url.rstrip("/"),
+                    headers={"Authorization": f"Bearer {ADMIN_TOKEN}"},
+                ) as client,
+            ):
+                leaky = dataset_manifest("Bearer abc123", "https://example.org/c.csv")
+                async with client.post(
+                    "/dataset/v1alpha1/dataset",
+                    data=leaky,
+                    headers={"Content-Type": "application/yaml"},
+                ) as response:
+                    assert response.status == 201, await response.text()
+                    warnings = response.headers.getall("Warning")
+                field = "feed.cases: SetPollingSource.fetch.headers[Authorization]"
+                assert warnings == [f'299 - "{field}{ADVICE}"']
+                assert "abc123" not in "".join(warnings)
+                templated = leaky.replace("Bearer abc123", "Bearer ${{ env.TOKEN }}")
+                async with client.post(
+                    "/dataset/v1alpha1/dataset",
+                    data=templated,
+                    headers={"Content-Type": "application/yaml"},
+                ) as response:
+                    assert response.status == 200, await response.text()
+                    assert "Warning" not in response.headers
+
+    asyncio.run(main())

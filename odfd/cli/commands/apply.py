@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from odfd.app.controllers import Reconciler
-from odfd.app.resources import apply_manifests, kind_of, load_manifests
+from odfd.app.resources import Manifest, apply_manifests, kind_of, load_manifests
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.daemon.admin_client import AdminClient
 
@@ -40,6 +40,7 @@ def _apply(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         workspace = node.workspace
         manifests = load_manifests(args.paths)
+        _warn_of_literal_secrets(manifests)
         results = await apply_manifests(workspace, manifests)
         for result in results:
             record = result.record
@@ -71,3 +72,13 @@ def _apply(args: argparse.Namespace) -> int:
         return 1 if failed else 0
 
     return run_in_node(args, run)
+
+
+def _warn_of_literal_secrets(manifests: list[Manifest]) -> None:
+    """Before anything is applied, as ``odfd add`` does: one warning for each credential a
+    ``Dataset`` manifest holds in the clear (``odfd.app.manifest_secrets``)."""
+    from odfd.app.manifest_secrets import applied_literal_secrets
+    from odfd.cli import terminal
+
+    for secret in applied_literal_secrets(manifests):
+        terminal.warn(secret.message())

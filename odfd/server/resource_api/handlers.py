@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
+from multidict import CIMultiDict
 
 from odfd.app.flow_history import (
     DEFAULT_LIMIT,
@@ -36,6 +37,7 @@ from odfd.app.flow_history import (
     webhook_deliveries,
 )
 from odfd.app.grouped_applies import GroupedApplies
+from odfd.app.manifest_secrets import applied_literal_secrets
 from odfd.app.resource_service import (
     UNSUBSCRIBED,
     AccountScope,
@@ -49,6 +51,7 @@ from odfd.app.resource_service import (
 from odfd.app.resource_types import TYPES, ResourceType, type_of
 from odfd.app.resources import (
     DEFAULT_ACCOUNT,
+    Manifest,
     ResourceKey,
     read_documents,
 )
@@ -164,12 +167,15 @@ class ResourceApi:
         documents, batch = _documents(await request.read(), request.content_type, path.kind)
         manifests = read_documents(documents, scope)
         node = self._node()
+        warnings = _secret_warnings(manifests)
         answered = await self._applies.apply(node.workspace, manifests, await self._actor(request))
         # what is stored now: the controllers have written each one's status
         if not batch:
             created = answered.applied[0].result.change == "created"
-            return web.json_response(answered.documents[0], status=201 if created else 200)
-        return web.json_response({"items": answered.documents})
+            return web.json_response(
+                answered.documents[0], status=201 if created else 200, headers=warnings
+            )
+        return web.json_response({"items": answered.documents}, headers=warnings)
 
     async def delete(self, request: web.Request) -> web.StreamResponse:
         path = _Path.of(request)
@@ -301,3 +307,12 @@ def _guarded(handler: Handler) -> Handler:
             return error_response(500, f"Internal error: {err}")
 
     return guarded
+
+
+def _secret_warnings(manifests: list[Manifest]) -> CIMultiDict[str]:
+    """A ``Warning`` header (RFC 9111's form, as Kubernetes' API sends them) for each credential
+    a ``Dataset`` manifest holds in the clear, as ``odfd add``/``apply`` print them."""
+    return CIMultiDict(
+        ("Warning", '299 - "' + secret.message().replace('"', '\\"') + '"')
+        for secret in applied_literal_secrets(manifests)
+    )

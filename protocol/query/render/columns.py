@@ -5,8 +5,9 @@
 - Strings escaped as serde_json escapes them; binary values as lower-case hex strings.
 - Dates, times, timestamps, durations and intervals as strings (``render.temporal``).
 - Lists as arrays; structs as objects (keys sorted, a repeated name keeps its last value, as the
-  reference's answer has them once read into a JSON value) or, in JsonAoA, as arrays of their
-  fields in order.
+  reference's ``/query`` answer has them once read into a JSON value; with
+  ``Style.schema_order``, every field in its order, as its record writers write ``/tail``'s) or,
+  in JsonAoA, as arrays of their fields in order.
 - Dictionary and run-end encoded columns as their values. Maps, which the reference cannot
   write, as objects keyed by their keys' texts. Unions are refused.
 
@@ -47,10 +48,13 @@ _HEX = np.array([list(f"{byte:02x}".encode()) for byte in range(256)], dtype=np.
 @dataclass(frozen=True, slots=True)
 class Style:
     """How values are written: ``canonical`` texts for hashing; ``struct_arrays`` writes
-    structs as arrays of their fields (JsonAoA) instead of objects."""
+    structs as arrays of their fields (JsonAoA) instead of objects; ``schema_order`` writes an
+    object's keys in field order (the reference's ``/tail``) instead of sorted (its
+    ``/query``)."""
 
     canonical: bool = False
     struct_arrays: bool = False
+    schema_order: bool = False
 
 
 def render_column(array: pa.Array, style: Style) -> pa.LargeStringArray:
@@ -133,8 +137,12 @@ def object_key(name: str, style: Style) -> str:
     return json.dumps(name, ensure_ascii=style.canonical) + ":"
 
 
-def object_layout(names: list[str]) -> list[int]:
-    """Which fields an object keeps, in key order: sorted names, the last of equal names."""
+def object_layout(names: list[str], style: Style) -> list[int]:
+    """Which fields an object keeps, in key order: sorted names, the last of equal names; with
+    ``style.schema_order``, every field in order (as the reference's record writers write
+    rows, straight from the batch)."""
+    if style.schema_order:
+        return list(range(len(names)))
     last = {name: index for index, name in enumerate(names)}
     return [last[name] for name in sorted(last)]
 
@@ -267,7 +275,7 @@ def _structs(array: pa.Array, style: Style) -> pa.LargeStringArray:
         keys = ["" for _ in order]
         opening, closing = "[", "]"
     else:
-        order = object_layout(names)
+        order = object_layout(names, style)
         keys = [object_key(names[index], style) for index in order]
         opening, closing = "{", "}"
     if not order:

@@ -1,8 +1,9 @@
 """The ``data`` of an answer, written batch by batch in JsonAoS, JsonSoA or JsonAoA.
 
-The reference writes rows with its own record writers, reads the text back into a JSON value and
-writes that value again; so objects come out with sorted keys (a repeated column name keeps its
-last value), and its data writers skip empty batches but JsonSoA takes its columns from the
+The reference's ``/query`` writes rows with its own record writers, reads the text back into a JSON
+value and writes that value again; so objects come out with sorted keys (a repeated column name
+keeps its last value). Its ``/{dataset}/tail`` sends the writers' text as it is: keys in schema
+order (``schema_order``). Its data writers skip empty batches but JsonSoA takes its columns from the
 first batch it sees (``{}`` when there is none). The writer here produces those bytes directly,
 in the wire form (what the client receives), the canonical form (what is hashed) or both, one
 bounded chunk of rows at a time: nothing holds the whole result twice, except JsonSoA, which
@@ -72,12 +73,16 @@ class DataWriter:
         wire: bool = True,
         canonical: bool = False,
         soa_limit: int = MAX_SOA_BYTES,
+        schema_order: bool = False,
     ) -> None:
+        """``schema_order``: the wire form's objects keep their keys in schema order (the
+        canonical form, hashed, always sorts them)."""
         self.data_format = data_format
         self._styles: list[tuple[str, Style]] = []
         arrays = data_format is DataFormat.JSON_AOA
         if wire:
-            self._styles.append(("wire", Style(canonical=False, struct_arrays=arrays)))
+            wire_style = Style(canonical=False, struct_arrays=arrays, schema_order=schema_order)
+            self._styles.append(("wire", wire_style))
         if canonical:
             self._styles.append(("canonical", Style(canonical=True, struct_arrays=arrays)))
         self._soa_limit = soa_limit
@@ -130,8 +135,8 @@ class DataWriter:
                 getattr(out, name).append(b"]")
             return out
         names = self._columns or []
-        order = object_layout(names)
         for name, style in self._styles:
+            order = object_layout(names, style)
             pieces = getattr(out, name)
             for position, index in enumerate(order):
                 key = object_key(names[index], style).encode()
@@ -170,7 +175,7 @@ class DataWriter:
                 pieces.append("]")
             else:
                 pieces = [",{"]
-                for position, index in enumerate(object_layout(names)):
+                for position, index in enumerate(object_layout(names, style)):
                     pieces += [("," if position else "") + object_key(names[index], style)]
                     pieces += columns[index]
                 pieces.append("}")
@@ -184,24 +189,24 @@ class DataWriter:
         path."""
         names = chunk.schema.names
         arrays = self.data_format is DataFormat.JSON_AOA
-        order = list(range(len(names))) if arrays else object_layout(names)
         rendered = []
         for name, style in self._styles:
             columns = []
-            for index in order:
+            for index in range(len(names)):
                 texts = small_texts(chunk.column(index), canonical=style.canonical)
                 if texts is None:
                     return False
                 columns.append(texts)
             rendered.append((name, style, columns))
         for name, style, columns in rendered:
+            order = list(range(len(names))) if arrays else object_layout(names, style)
             if arrays:
                 keys = ["" for _ in order]
                 opening, closing = ",[", "]"
             else:
                 keys = [object_key(names[index], style) for index in order]
                 opening, closing = ",{", "}"
-            pairs = list(zip(keys, columns, strict=True))
+            pairs = list(zip(keys, [columns[index] for index in order], strict=True))
             body = "".join(
                 opening + ",".join(key + column[row] for key, column in pairs) + closing
                 for row in range(chunk.num_rows)
