@@ -310,8 +310,9 @@ def _guarded(handler: Handler) -> Handler:
 
 
 def _secret_warnings(manifests: list[Manifest]) -> CIMultiDict[str]:
-    """A ``Warning`` header (RFC 9111's form, as Kubernetes' API sends them) for each credential
-    a ``Dataset`` manifest holds in the clear, as ``odfd add``/``apply`` print them."""
+    """A ``Warning`` header (code 299, RFC 7234's form, as Kubernetes' API sends its warnings)
+    for each credential a ``Dataset`` manifest holds in the clear, as ``odfd add``/``apply``
+    print them."""
     return CIMultiDict(
         ("Warning", '299 - "' + secret.message().replace('"', '\\"') + '"')
         for secret in applied_literal_secrets(manifests)
