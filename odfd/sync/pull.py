@@ -24,7 +24,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from functools import partial
+from functools import cached_property, partial
 from pathlib import Path
 
 import aiohttp
@@ -619,11 +619,17 @@ class _PullRun:
     def _paths_of(self, ref: ObjectRef) -> tuple[Path, ...]:
         """Where a data file is read: where it was staged, if it still is, else its name (the
         check opens the first it finds, so a file named meanwhile is found all the same)."""
+        staged = self.fetcher.readable_path(ref)
+        named = self._data_files.path_of(ref.hash)
+        return (named,) if staged is None else (staged, named)
+
+    @cached_property
+    def _data_files(self) -> LocalFiles:
+        """The data store, checked once to hand out paths (a runtime Protocol ``isinstance``
+        per object was ~15 ms of a 1,000-file pull's event loop)."""
         store = self.target.dataset.data
         assert isinstance(store, LocalFiles)  # a folder, or a bucket through the cache
-        staged = self.fetcher.readable_path(ref)
-        named = store.path_of(ref.hash)
-        return (named,) if staged is None else (staged, named)
+        return store
 
     async def _commit(self, walk: WalkResult, protocol: str) -> PullResult:
         await self._stashed()
