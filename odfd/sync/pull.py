@@ -401,6 +401,8 @@ class _PullRun:
         if self.options.force and blocks and _starts_at_seed(blocks[0][1]):
             begin_after = None  # a forced pull of a diverged history is sent from the seed
         early = _EarlyObjects(self.target, local, self.options.force)
+        if local.hash is None:
+            await early.list_held()  # as ``_simple`` does: no failing stat per object offered
         self.checks.guess_vocab(await self._local_vocab())
         urls: dict[tuple[m.ObjectType, Multihash], m.TransferUrl] = {}
 
