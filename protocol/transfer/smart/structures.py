@@ -146,7 +146,8 @@ def _byte_values_text(payload: bytes) -> str:
         return ""
     cells = np.frombuffer(_BYTE_CELLS, np.uint8).reshape(256, 4)
     text = cells[np.frombuffer(payload, np.uint8)].ravel()
-    return text[text != 0].tobytes()[:-1].decode("ascii")
+    written: bytes = text[text != 0].tobytes()
+    return written[:-1].decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,9 +179,7 @@ class MetadataBlocksBatch:
             },
             separators=(",", ":"),
         )
-        return (
-            head[:-1] + ',"payload":[' + _byte_values_text(self.payload) + "]}"
-        )
+        return head[:-1] + ',"payload":[' + _byte_values_text(self.payload) + "]}"
 
     @classmethod
     def from_json(cls, value: Any, where: str = "MetadataBlocksBatch") -> MetadataBlocksBatch:
