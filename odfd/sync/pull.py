@@ -72,6 +72,7 @@ from odfd.sync.walk import (
     LocalCursor,
     VerifiedBlock,
     WalkResult,
+    collector_paused,
     match_linked_run,
     walk_remote_chain,
 )
@@ -390,11 +391,12 @@ class _PullRun:
                 f"{batch.media_type} ({batch.encoding})"
             )
         try:
-            blocks = unpack_blocks(
-                batch.payload,
-                expected_count=plan.num_blocks,
-                limits=TarballLimits(max_blocks=self.options.max_blocks),
-            )
+            with collector_paused():  # its lasting objects go straight to the oldest generation
+                blocks = unpack_blocks(
+                    batch.payload,
+                    expected_count=plan.num_blocks,
+                    limits=TarballLimits(max_blocks=self.options.max_blocks),
+                )
         except TarballError as err:
             raise CorruptSourceError(f"{self.remote.url}: {err}") from None
         begin_after = local if local.hash is not None else None
