@@ -274,6 +274,7 @@ class _PullRun:
         self._planned = False
         self._fetched_early: list[ObjectRef] = []
         self._vocab: tuple[SetVocab | None] | None = None  # once read
+        self._walk_objects: tuple[WalkResult, list[ObjectRef]] | None = None
 
     async def execute(self) -> PullResult:
         try:
@@ -444,7 +445,7 @@ class _PullRun:
                 self.stash.add_many([(item.hash, data_of[item.hash]) for item in walk.new_blocks])
             )
             self.progress.add_blocks(len(walk.new_blocks))
-            await early.offer_all(walk.new_blocks)
+            await early.offer_all(self._objects_of(walk))
             await self._plan_objects(walk, early)
         return await self._commit(walk, "smart")
 
@@ -485,7 +486,7 @@ class _PullRun:
                 if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
                     await self._remember_signed()
                     return self._result(protocol, walk)
-                await early.offer_all(walk.new_blocks)
+                await early.offer_all(self._objects_of(walk))
                 await self._plan_objects(walk, early)
             return await self._commit(walk, protocol)
 
@@ -568,7 +569,7 @@ class _PullRun:
             self.checks.start(ref.hash, self._paths_of(ref))
         self._fetched_early.clear()
         self._planned = True
-        wanted = objects_of(walk.new_blocks)
+        wanted = self._objects_of(walk)
         if early is None:
             refs = await missing_objects(self.target.dataset, wanted)
         else:
@@ -590,6 +591,12 @@ class _PullRun:
             )
         self.progress.set_phase("objects", objects_total=len(refs))
         return refs
+
+    def _objects_of(self, walk: WalkResult) -> list[ObjectRef]:
+        """``objects_of`` the walk's new blocks, gathered once (three steps ask for them)."""
+        if self._walk_objects is None or self._walk_objects[0] is not walk:
+            self._walk_objects = (walk, objects_of(walk.new_blocks))
+        return self._walk_objects[1]
 
     async def _local_vocab(self) -> SetVocab | None:
         """The local head's vocabulary (the one new blocks start from), read once."""
@@ -651,7 +658,7 @@ class _PullRun:
             await self.checks.verify(
                 {
                     ref.hash: self._paths_of(ref)
-                    for ref in objects_of(walk.new_blocks)
+                    for ref in self._objects_of(walk)
                     if ref.kind is ObjectKind.DATA
                 }
             )
@@ -753,9 +760,9 @@ class _EarlyObjects:
             objects_of(item for item in items if item.block.sequence_number > self._above)
         )
 
-    async def offer_all(self, blocks: list[VerifiedBlock]) -> None:
+    async def offer_all(self, refs: list[ObjectRef]) -> None:
         """After the walk: every new block's objects (those not offered yet)."""
-        await self._offer(objects_of(blocks))
+        await self._offer(refs)
 
     async def _offer(self, refs: list[ObjectRef]) -> None:
         refs = [ref for ref in refs if ref not in self._seen]
