@@ -18,7 +18,8 @@ too. The serving node keeps its answer to a pull of a head (``odfd.server.pull_a
 the smart pull of round 1 is printed too: the only one that waits for the server to read and
 pack the blocks. Targets: smart full pull <= 1.3x the durable tar stream, and <= 1.2x
 max(copy alone, checks alone); incremental pulls under 1 s. The load average is printed beside
-each figure.
+each figure, and beside each pull the CPU of this process, of the processes it started (its
+block writes) and of the serving node: with other work on the machine, compare those.
 
 Nothing is deleted until every figure is taken: each round writes into folders of its own. On
 ext4, creating thousands of files within seconds of deleting thousands costs seconds of kernel
@@ -34,6 +35,7 @@ import argparse
 import asyncio
 import json
 import os
+import resource
 import shutil
 import sys
 import tarfile
@@ -57,6 +59,7 @@ from _baselines import (
     load,
     overlap_report,
 )
+from _proc_cpu import process_cpu
 
 from odfd.config import ServerConfig
 from odfd.server.app import create_app
@@ -183,15 +186,28 @@ async def tar_pull(
     return time.perf_counter() - started, size
 
 
-async def timed_pull(workspace: Workspace, url: str, protocol: str) -> tuple[float, int, int, str]:
-    """Seconds, blocks, objects and where the time went (``overlap_report``)."""
+async def timed_pull(
+    workspace: Workspace, url: str, protocol: str, server: int
+) -> tuple[float, int, int, str]:
+    """Seconds, blocks, objects and where the time went (``overlap_report``), with the CPU of
+    the processes the pull started (its block writes) and of the serving node (``server``)."""
     clock = PhaseClock()
+    children, serving = _children_cpu(), process_cpu(server)
     with checks_timed() as checks:
         started = time.perf_counter()
         result = await pull(workspace, url, options=PullOptions(protocol=protocol), progress=clock)
         ended = time.perf_counter()
         report = overlap_report(clock, checks, ended)
+    report += (
+        f", CPU {_children_cpu() - children:.2f} s in its child processes, "
+        f"{process_cpu(server) - serving:.2f} s serving"
+    )
     return ended - started, result.num_blocks, result.num_objects, report
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 async def bench(args: argparse.Namespace, work: Path) -> None:
@@ -256,7 +272,7 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                             work / f"node-b-{protocol}-{number}"
                         )
                         seconds, blocks, objects, phases = await timed_pull(
-                            clients[protocol], url, protocol
+                            clients[protocol], url, protocol, server.pid
                         )
                         pulls[protocol].offer(
                             seconds, f"{blocks} blocks, {objects} objects  [{load()}]\n{phases}"
@@ -303,7 +319,9 @@ async def bench(args: argparse.Namespace, work: Path) -> None:
                 )
                 rows.append(("tar stream, incremental", tar_incr, 1.0, f"{len(new_files)} files"))
                 for protocol in args.protocols:
-                    seconds, blocks, objects, _ = await timed_pull(clients[protocol], url, protocol)
+                    seconds, blocks, objects, _ = await timed_pull(
+                        clients[protocol], url, protocol, server.pid
+                    )
                     rows.append(
                         (
                             f"{protocol} pull, incremental",

@@ -114,6 +114,35 @@ def test_the_fast_path_reads_a_sound_archive_as_tarfile_does(count: int) -> None
                 _plain_blocks(payload, limits)
 
 
+def _with_checksums(raw: bytes, field: bytes) -> bytes:
+    """``raw`` with every header's checksum written as ``field % checksum``."""
+    out = bytearray(raw)
+    at = 0
+    while out[at]:
+        checksum = int(out[at + 148 : at + 154], 8)
+        out[at + 148 : at + 156] = field % checksum
+        at += 512 + -(-int(out[at + 124 : at + 135], 8) // 512) * 512
+    return bytes(out)
+
+
+def test_the_fast_path_reads_the_reference_checksums_and_refuses_a_wrong_one() -> None:
+    """The reference's ``tar`` crate writes 7 octal digits and NUL where tarfile writes 6, NUL and
+    a space: both are read by the fast path; a checksum one off is left to tarfile, which refuses
+    it."""
+    items = blocks()
+    raw = gzip.decompress(pack_blocks(items)[1])
+    reference = _with_checksums(raw, b"%07o\0")
+    assert reference != raw
+    assert _plain_blocks(gzip.compress(reference), TarballLimits()) == items
+    for wrong in (b"%07o\0", b"%06o\0 "):
+        damaged = bytearray(_with_checksums(raw, wrong))
+        damaged[153 if wrong.endswith(b" ") else 154] ^= 1  # the last digit, one off
+        with pytest.raises(_Unusual):
+            _plain_blocks(gzip.compress(bytes(damaged)), TarballLimits())
+        with pytest.raises(TarballError, match="not a valid gzipped tar"):
+            unpack_blocks(gzip.compress(bytes(damaged)))
+
+
 def test_limits_and_garbage() -> None:
     items = blocks()
     _, payload = pack_blocks(items)

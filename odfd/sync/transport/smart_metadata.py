@@ -54,24 +54,30 @@ def metadata_response(read: tuple[Any, bytes | None]) -> m.DatasetMetadataPullRe
 def _byte_values(digits: str) -> bytes | None:
     """The bytes a JSON array's inner text lists, or ``None`` unless it is exactly
     comma-separated decimal integers 0-255 without leading zeros (memory: a few bytes per
-    character, vectorised; a regular expression took four times as long as ``json.loads``)."""
+    character, vectorised: each value is read from the up to three digits before its comma, at
+    0.7 of the CPU of ``np.fromstring`` beside separate checks of the text; a regular expression
+    took four times as long as ``json.loads``)."""
     if not digits:
         return b""
     try:
         raw = digits.encode("ascii")
     except UnicodeEncodeError:
         return None
-    if raw.translate(None, _NOT_DIGITS) or raw[:1] == b"," or raw[-1:] == b"," or b",," in raw:
+    if raw.translate(None, _NOT_DIGITS):
         return None
-    codes = np.frombuffer(raw, dtype=np.uint8)
-    digit = codes != ord(",")
-    first = np.concatenate(([True], ~digit[:-1]))  # where each value's text begins
-    zero = codes == ord("0")
-    if np.any(first[:-1] & zero[:-1] & digit[1:]):  # a leading zero
-        return None
-    if len(raw) > 3 and np.any(digit[:-3] & digit[1:-2] & digit[2:-1] & digit[3:]):
-        return None  # four digits or more
-    values = np.fromstring(raw, dtype=np.int32, sep=",")
-    if len(values) != raw.count(b",") + 1 or values.max() > 255:
+    # Two commas before the text: each value's three characters before its comma are in range.
+    codes = np.frombuffer(b",," + raw + b",", dtype=np.uint8)
+    commas = np.flatnonzero(codes == ord(","))[1:]
+    lengths = np.diff(commas) - 1
+    ends = commas[1:]
+    if lengths.min() < 1 or lengths.max() > 3:
+        return None  # an empty value (",,", a comma first or last) or four digits
+    digit = codes - np.uint8(ord("0"))
+    long = lengths > 1
+    if (long & (digit[ends - lengths] == 0)).any():
+        return None  # a leading zero
+    values = digit[ends - 1] + np.where(long, digit[ends - 2], 0).astype(np.uint16) * 10
+    values += np.where(lengths > 2, digit[ends - 3], 0).astype(np.uint16) * 100
+    if values.max() > 255:
         return None
     return values.astype(np.uint8).tobytes()

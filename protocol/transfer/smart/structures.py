@@ -133,8 +133,21 @@ class TransferPlan:
         )
 
 
-_BYTE_TEXT = tuple(str(value) for value in range(256))
-"""The JSON text of each byte value."""
+_BYTE_CELLS = b"".join(f"{value},".encode().ljust(4, b"\0") for value in range(256))
+"""Each byte value's text and a comma, padded with NULs to 4 bytes."""
+
+
+def _byte_values_text(payload: bytes) -> str:
+    """``",".join(str(b) for b in payload)`` as rows of a lookup table, the NULs dropped
+    (1.25 M values: ~17 ms of CPU, ~47 ms joined value by value)."""
+    import numpy as np  # here: modules that only read messages need not load numpy to start
+
+    if not payload:
+        return ""
+    cells = np.frombuffer(_BYTE_CELLS, np.uint8).reshape(256, 4)
+    text = cells[np.frombuffer(payload, np.uint8)].ravel()
+    written: bytes = text[text != 0].tobytes()
+    return written[:-1].decode("ascii")
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,8 +169,8 @@ class MetadataBlocksBatch:
 
     def to_json_text(self) -> str:
         """``to_json()`` as compact JSON text, the same characters as ``json.dumps`` writes but in
-        under half its time: the payload's byte values are looked up, not formatted one by one
-        (a 10,000-block tarball is over a million of them)."""
+        a sixth of its time: the payload's byte values are looked up, not formatted one by one
+        (a 10,000-block tarball is over a million of them: ``_byte_values_text``)."""
         head = json.dumps(
             {
                 "num_blocks": self.num_blocks,
@@ -166,9 +179,7 @@ class MetadataBlocksBatch:
             },
             separators=(",", ":"),
         )
-        return (
-            head[:-1] + ',"payload":[' + ",".join(map(_BYTE_TEXT.__getitem__, self.payload)) + "]}"
-        )
+        return head[:-1] + ',"payload":[' + _byte_values_text(self.payload) + "]}"
 
     @classmethod
     def from_json(cls, value: Any, where: str = "MetadataBlocksBatch") -> MetadataBlocksBatch:

@@ -13,16 +13,18 @@ are bounded before anything is read into memory.
 from __future__ import annotations
 
 import gzip
+import hashlib
 import io
 import tarfile
 import zlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 from protocol.codec.flatbuffers import block_hash, is_block_hash
 from protocol.errors import ParseError, ProtocolError
-from protocol.identity import Multihash
+from protocol.identity import Multicodec, Multihash
 
 MAX_BLOCK_BYTES = 16 << 20
 """The largest block accepted (blocks are usually well under a kilobyte)."""
@@ -151,52 +153,112 @@ def _plain_blocks(payload: bytes, limits: TarballLimits) -> list[tuple[Multihash
     reference write it: plain headers, canonical (base16) block names, every check passed.
 
     Anything else raises ``_Unusual`` and the archive is read again by ``tarfile`` and
-    ``_verified``, which names the problem. This path checks the same things at half the CPU: no header object,
-    reader or generator step per member (10,000 blocks: ~0.09 -> ~0.05 s)."""
-    stream = _Gunzip(payload)
-    read = stream.read
-    blocks: list[tuple[Multihash, bytes]] = []
-    seen: set[Multihash] = set()
-    total = 0
+    ``_verified``, which names the problem. This path checks the same things at a third of the
+    CPU: the archive is gunzipped whole (up to ``_WHOLE_LIMIT``), one loop finds where each
+    member is, and every header's checksum, fields and name are checked at once, as rows of one
+    array (10,000 blocks: ~0.09 s by ``tarfile``, ~0.064 s member by member, ~0.038 s so)."""
+    import numpy as np  # here: the modules that import this one need not load numpy to start
+
+    raw = _gunzip_whole(payload)
+    offsets: list[int] = []
+    sizes: list[int] = []
+    at, last = 0, len(raw) - _BLOCK
     try:
-        while True:
-            header = read(_BLOCK)
-            if len(header) < _BLOCK:
+        while at <= last and raw[at]:  # a header with no name ends the archive
+            size = int(raw[at + 124 : at + 135], 8)  # its digits are checked below
+            if size < 0:
                 raise _Unusual
-            if header[0] == 0:  # no name: the end-of-archive marker, or something odd
-                if header.count(0) != _BLOCK:
-                    raise _Unusual
-                stream.finish()
-                return blocks
-            magic = header[257:265]
-            if not (magic == _GNU_MAGIC or (magic == _POSIX_MAGIC and header[345] == 0)) or header[
-                156
-            ] not in (0x30, 0):
-                raise _Unusual
-            name = header[:100].split(b"\0", 1)[0]
-            if name[:1] != b"f" or header[124] & 0x80:
-                raise _Unusual
-            stored = header[148:156].split(b"\0", 1)[0].strip()
-            if int(stored, 8) != sum(header) - sum(header[148:156]) + 8 * 0x20:
-                raise _Unusual
-            size = int(header[124:136].split(b"\0", 1)[0].strip() or b"0", 8)
-            if size > limits.max_block_bytes or len(blocks) >= limits.max_blocks:
-                raise _Unusual
-            total += size
-            if total > limits.max_total_bytes:
-                raise _Unusual
-            padded = -(-size // _BLOCK) * _BLOCK
-            data = read(padded)
-            if len(data) < padded:
-                raise _Unusual
-            data = data[:size]
-            hash = Multihash.from_multibase(name.decode("ascii"))
-            if hash in seen or not is_block_hash(hash, data):
-                raise _Unusual
-            seen.add(hash)
-            blocks.append((hash, data))
-    except (ValueError, ParseError):  # octal fields, names: ``_verified`` names the problem
+            offsets.append(at)
+            sizes.append(size)
+            at += _BLOCK + -(-size // _BLOCK) * _BLOCK
+    except ValueError:
         raise _Unusual from None
+    if at > last or raw.count(0, at, at + _BLOCK) != _BLOCK:
+        raise _Unusual  # cut short, or a header with no name that is not the end marker
+    if not offsets:
+        return []
+    if (
+        len(offsets) > limits.max_blocks
+        or max(sizes) > limits.max_block_bytes
+        or sum(sizes) > limits.max_total_bytes
+    ):
+        raise _Unusual
+    records = np.frombuffer(raw, dtype=np.uint8)[: len(raw) // _BLOCK * _BLOCK]
+    headers = records.reshape(-1, _BLOCK)[np.asarray(offsets) // _BLOCK]
+    if not _plain_headers(np, headers):
+        raise _Unusual
+    nibbles = np.frombuffer(_HEX_VALUES, np.uint8)[headers[:, 5:69]]
+    if (nibbles > 15).any():
+        raise _Unusual
+    names = (nibbles[:, 0::2] << 4 | nibbles[:, 1::2]).tobytes()
+    blocks: list[tuple[Multihash, bytes]] = []
+    sha3_256, trusted, code = hashlib.sha3_256, Multihash._trusted, Multicodec.SHA3_256
+    for number, (at, size) in enumerate(zip(offsets, sizes, strict=True)):
+        data = raw[at + _BLOCK : at + _BLOCK + size]
+        digest = sha3_256(data).digest()
+        if digest != names[32 * number : 32 * number + 32]:
+            raise _Unusual
+        blocks.append((trusted(code, digest), data))
+    if len({digest for digest, _ in blocks}) != len(blocks):
+        raise _Unusual  # a block twice
+    return blocks
+
+
+_WHOLE_LIMIT = 256 << 20
+"""The largest archive the fast path gunzips whole (~500,000 blocks); a larger one (or a gzip
+bomb) is read by ``tarfile`` as a stream."""
+_NAME_PREFIX = b"f1620"
+"""A canonical block name: base16 multibase of a SHA3-256 multihash, 64 lowercase hex digits."""
+
+
+_HEX_VALUES = bytes(b"0123456789abcdef".find(bytes([code])) & 0xFF for code in range(256))
+"""Each byte's value as a lowercase hex digit (0xFF: not one)."""
+_OCTAL_PLACES = tuple(8**place for place in range(6, -1, -1))
+
+
+def _gunzip_whole(payload: bytes) -> bytes:
+    """The archive of a gzip stream of one member that ends where the payload ends."""
+    inflate = zlib.decompressobj(wbits=31)
+    try:
+        raw = inflate.decompress(payload, _WHOLE_LIMIT)
+    except zlib.error:
+        raise _Unusual from None
+    if not inflate.eof or inflate.unused_data or inflate.unconsumed_tail:
+        raise _Unusual  # cut short, over the limit, or more after it (a second gzip member)
+    return raw
+
+
+def _plain_headers(np: Any, headers: Any) -> bool:
+    """Whether every row of ``headers`` is a plain header of a regular file named by a
+    canonical block hash: GNU or POSIX magic (no name prefix), type ``0``, an 11-digit octal
+    size, an octal checksum that matches (6 digits, NUL, space as ``tarfile`` writes it, or 7
+    digits and NUL as the reference's ``tar`` crate does), the name's 69 characters then NUL."""
+    field = headers[:, 148:156].astype(np.int64)
+    digits = field[:, :7] - ord("0")
+    octal = (digits >= 0) & (digits <= 7)
+    six = octal[:, :6].all(axis=1) & (field[:, 6] == 0) & (field[:, 7] == ord(" "))
+    seven = octal.all(axis=1) & (field[:, 7] == 0)
+    stored = np.where(
+        six,
+        np.where(octal[:, :6], digits[:, :6], 0) @ np.array(_OCTAL_PLACES[1:]),
+        np.where(octal, digits, 0) @ np.array(_OCTAL_PLACES),
+    )
+    sums = headers.sum(axis=1, dtype=np.int64) - field.sum(axis=1) + 8 * ord(" ")
+    sizes = headers[:, 124:135]
+    magic = headers[:, 257:265]
+    gnu = (magic == np.frombuffer(_GNU_MAGIC, np.uint8)).all(axis=1)
+    posix = (magic == np.frombuffer(_POSIX_MAGIC, np.uint8)).all(axis=1) & (headers[:, 345] == 0)
+    kind = headers[:, 156]
+    return bool(
+        (six | seven).all()
+        and (stored == sums).all()
+        and ((sizes >= ord("0")) & (sizes <= ord("7"))).all()
+        and (headers[:, 135] == 0).all()
+        and (gnu | posix).all()
+        and ((kind == ord("0")) | (kind == 0)).all()
+        and (headers[:, : len(_NAME_PREFIX)] == np.frombuffer(_NAME_PREFIX, np.uint8)).all()
+        and (headers[:, 69] == 0).all()
+    )
 
 
 def _tarfile_members(payload: bytes) -> Members:
@@ -222,50 +284,6 @@ def _extract(tar: tarfile.TarFile, member: tarfile.TarInfo, limit: int) -> bytes
 
 class _Unusual(Exception):
     """The fast path met something it leaves to ``tarfile`` and ``_verified``."""
-
-
-class _Gunzip:
-    """The gunzipped bytes of one gzip member, decompressed as they are read."""
-
-    __slots__ = ("_buffer", "_inflate", "_offset", "_payload")
-
-    _STEP = 1 << 20
-
-    def __init__(self, payload: bytes) -> None:
-        self._inflate = zlib.decompressobj(wbits=31)
-        self._payload = payload
-        self._buffer = b""
-        self._offset = 0
-
-    def read(self, n: int) -> bytes:
-        while len(self._buffer) - self._offset < n and not self._inflate.eof:
-            source = self._inflate.unconsumed_tail or self._payload
-            self._payload = b""
-            try:
-                more = self._inflate.decompress(source, max(self._STEP, n))
-            except zlib.error:
-                raise _Unusual from None
-            self._buffer = self._buffer[self._offset :] + more
-            self._offset = 0
-            if not more and not self._inflate.unconsumed_tail and not self._inflate.eof:
-                break  # the compressed stream ends early
-        data = self._buffer[self._offset : self._offset + n]
-        self._offset += len(data)
-        return data
-
-    def finish(self) -> None:
-        """The archive ended: the rest of the stream (the archive's padding) is read to the end
-        of the gzip member, whose CRC and length ``zlib`` then checks, so a stream cut short
-        after the end-of-archive marker is refused too; a second gzip member is left to
-        ``tarfile``."""
-        while self.read(self._STEP):
-            pass
-        if not self._inflate.eof:
-            raise TarballError(
-                "metadata tarball is not a valid gzipped tar: the gzip stream ends early"
-            )
-        if self._inflate.unused_data:
-            raise _Unusual
 
 
 def _check_member(member: tarfile.TarInfo, where: str, limits: TarballLimits) -> Multihash:
