@@ -186,11 +186,13 @@ INTERFACES = ("odfd.cli", "odfd.daemon", "odfd.console", "odfd.server", "odfd.fl
 USE_CASE_SERVICES = {
     "odfd.sync.pull": "odfd.app.pull",
     "odfd.sync.push": "odfd.app.push",
+    "odfd.coordinator.transform": "odfd.app.pull",
     "verifier.audit": "odfd.app.verify",
 }
 """Domain services that do one use case's work, each with the application module every interface
-calls instead: ``odfd pull`` and the daemon's mirror syncs share one pull, ``odfd verify`` and
-the daemon's audits one verify (``docs/architecture.md``)."""
+calls instead: ``odfd pull`` and the daemon's mirror syncs share one pull, ``odfd pull
+DERIVATIVE`` and the daemon's derivative updates one transform (its retry and write log),
+``odfd verify`` and the daemon's audits one verify (``docs/architecture.md``)."""
 
 
 def _is_interface(module: str) -> bool:
@@ -214,6 +216,7 @@ def test_the_use_case_check_sees_the_application_layer_import_them() -> None:
     for service, application in USE_CASE_SERVICES.items():
         assert service in graph[application]
     assert _is_interface("odfd.daemon.audits") and not _is_interface("odfd.app.mirror_sync")
+    assert _is_interface("odfd.daemon.derivatives")
 
 
 USE_CASE_ENTRIES = {

@@ -17,6 +17,7 @@ from storage.catalog.resources import ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from odfd.config import IpfsConfig
     from storage.catalog.mirror_records import MirrorRecord, Outcome
 
 
@@ -123,8 +124,14 @@ async def find_mirror(node: Node, name: str) -> MirrorRecord:
 async def release_mirror_pin(node: Node, cid: str) -> None:
     """Unpins the folder a removed mirror pinned, after its removal (so an unreachable IPFS node
     never keeps a mirror alive); ``PinReleaseError`` says how to release it by hand."""
+    await release_pin_in(node.config.ipfs, cid)
+
+
+async def release_pin_in(ipfs: IpfsConfig, cid: str) -> None:
+    """``release_mirror_pin`` in the IPFS node of ``ipfs``: for the daemon, whose sync pinned a
+    folder while the mirror was removed (it holds the settings, not a node)."""
     try:
-        await release_pin(node.config.ipfs, cid)
+        await release_pin(ipfs, cid)
     except PinReleaseError:
         raise
     except OdfError as err:  # the IPFS node's address is unusable; the message names it

@@ -34,8 +34,10 @@ if TYPE_CHECKING:
     from odfd.sync.progress import Progress
     from odfd.sync.pull import PullOptions, PullResult
     from odfd.sync.transport.settings import TransportSettings
+    from protocol.identity import DatasetId
     from protocol.model import Timestamp
     from storage.catalog import DatasetRecord
+    from storage.chain.rules import ChainState
     from storage.workspace import Workspace
 
 
@@ -309,6 +311,15 @@ async def pull_local(
                 new_head=record.head,
             )
     return outcomes
+
+
+def input_moved(input_id: DatasetId, derivative: ChainState, input_state: ChainState) -> bool:
+    """Whether the input (at ``input_state``) has blocks past what the derivative's last
+    ``ExecuteTransform`` consumed: a pull of the derivative would run a transaction on them
+    (the daemon's catch-up asks, without an engine)."""
+    from odfd.coordinator.transform import next_query_input
+
+    return next_query_input(input_id, derivative, input_state).new_block_hash is not None
 
 
 async def replicate(

@@ -9,6 +9,8 @@ process. ``catch_up`` finds every derivative whose inputs are past what its last
 
 Mirrored derivatives are skipped: their blocks come from their source. Transforms run one at a
 time per daemon on the shared SparkSession (``[daemon] spark_jobs`` bounds all Spark work).
+Each is the application layer's ``odfd pull DERIVATIVE`` (``odfd.app.pull.pull_local``): run
+again once if another write moved the head first, its head move in the write log as the daemon's.
 """
 
 from __future__ import annotations
@@ -17,8 +19,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from odfd.app.events import Event
 from odfd.app.mirror_sync import describe_error
-from odfd.coordinator.transform import next_query_input, update_derivative
+from odfd.app.node import Node
+from odfd.app.pull import LocalPull, PullRetrying, input_moved, pull_local
+from odfd.app.write_log import DAEMON
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from protocol.errors import OdfError
@@ -27,24 +32,24 @@ from protocol.model import DatasetKind
 from storage.catalog import DatasetRecord
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.rules import ChainState
-from storage.workspace import Workspace
 from verifier.engine.cancel import cancellable_jobs
-from verifier.engine.registry import Engines
 
 log = logging.getLogger(__name__)
 
 
 class DerivativeUpdater:
+    """The transform queue of the daemon's node (``current``: the node a reload swapped in, over
+    the same workspace and engines)."""
+
     def __init__(
         self,
-        workspace: Workspace,
-        engines: Engines,
+        current: Callable[[], Node],
         metrics: DaemonMetrics,
         spark_gate: asyncio.Semaphore,
         on_updated: Callable[[DatasetId], Awaitable[None]],
     ) -> None:
-        self.workspace = workspace
-        self.engines = engines
+        self._current = current
+        self.workspace = current().workspace
         self.metrics = metrics
         self._spark_gate = spark_gate
         self._on_updated = on_updated
@@ -84,10 +89,7 @@ class DerivativeUpdater:
                     if input_id not in inputs:
                         inputs[input_id] = await self._input(input_id)
                     found = inputs[input_id]
-                    if (
-                        found is not None
-                        and next_query_input(input_id, state, found[1]).new_block_hash is not None
-                    ):
+                    if found is not None and input_moved(input_id, state, found[1]):
                         moved.append(found[0])
             except OdfError as err:
                 log.warning(
@@ -126,8 +128,8 @@ class DerivativeUpdater:
             return
         try:
             async with self._spark_gate, cancellable_jobs(f"transform-{record.alias}"):
-                outcome = await update_derivative(
-                    self.workspace, self.workspace.open_dataset(key), engines=self.engines
+                [outcome] = await pull_local(
+                    self._current(), [str(key)], LocalPull(), _LogRetries(), actor=DAEMON
                 )
         except Exception as err:  # noqa: BLE001 - logged and counted; retried when an input moves or by catch_up
             self.metrics.transforms.labels("failed").inc()
@@ -135,20 +137,32 @@ class DerivativeUpdater:
                 "transform failed", extra={"dataset": record.alias, "error": describe_error(err)}
             )
             return
-        if outcome.up_to_date:
+        if not outcome.updated:
             self.metrics.transforms.labels("unchanged").inc()
             log.debug(
-                "transform up to date", extra={"dataset": record.alias, "reason": outcome.reason}
+                "transform up to date", extra={"dataset": record.alias, "reason": outcome.message}
             )
             return
         self.metrics.transforms.labels("updated").inc()
+        moved = await self.workspace.catalog.get_dataset(key)
         log.info(
             "transform committed",
             extra={
                 "dataset": record.alias,
                 "records": outcome.num_records,
-                "head": str(outcome.new_head),
+                "head": str(None if moved is None else moved.head),
             },
         )
         await self._on_updated(key)
         await self.inputs_changed(key)
+
+
+class _LogRetries:
+    """The events of a daemon's transform: a retry on the head another write moved is logged."""
+
+    def emit(self, event: Event) -> None:
+        if isinstance(event, PullRetrying):
+            log.info(
+                "transform lost the race for the head: run again on top of it",
+                extra={"dataset": event.alias, "head": event.head},
+            )

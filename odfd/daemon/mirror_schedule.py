@@ -20,12 +20,13 @@ from typing import Any
 import aiohttp
 
 from odfd.app.mirror_sync import MirrorSyncer, SyncReport
+from odfd.app.mirrors import release_pin_in
 from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.time import backoff_delay, jittered
-from odfd.sync.pins import PinReleaseError, release_pin
+from odfd.sync.pins import PinReleaseError
 from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash
@@ -178,7 +179,7 @@ class MirrorSchedule:
         if cid is None or cid == mirror.pinned_cid or await self.table.get(mirror.name) is not None:
             return
         try:
-            await release_pin(self.config.ipfs, cid)
+            await release_pin_in(self.config.ipfs, cid)
         except PinReleaseError as err:
             log.warning(
                 "pin of a removed mirror left in place",

@@ -168,7 +168,7 @@ class Daemon:
             self._apply_verdict,
         )
         self.derivatives = DerivativeUpdater(
-            workspace, self.engines, self.metrics, self._spark_gate, self._transformed
+            lambda: self.node, self.metrics, self._spark_gate, self._transformed
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)

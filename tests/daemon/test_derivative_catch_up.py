@@ -1,6 +1,7 @@
 """A derivative whose mirrored input moved while the daemon was not listening (a sync cancelled
 at shutdown after its head move, a kill) is brought up to date after start-up, although the
-mirror's next sync finds nothing new. The daemon runs in-process on the session's SparkSession."""
+mirror's next sync finds nothing new, through ``odfd pull DERIVATIVE``'s use case: its new block is
+in the write log as the daemon's. The daemon runs in-process on the session's SparkSession."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import TypeVar
 import pytest
 
 from odfd.app.node import Node
+from odfd.app.write_log import DAEMON, BlockWriters, writes_of
 from odfd.config import load_config
 from odfd.coordinator.transform import update_derivative
 from odfd.daemon.service import Daemon
@@ -138,4 +140,16 @@ async def test_derivative_behind_its_mirrored_input_is_updated_after_start_up(
         # The transaction read exactly the input blocks after the previous one.
         last = state.transform_inputs[mirrored_id]
         assert (last.prev_block_hash, last.new_block_hash) == (mirrored.new_head, source_head)
+
+        # The daemon's transform is in the write log as the daemon's pull of the derivative
+        # (`odfd log --who`); the first transaction, run here past the use case, is nobody's.
+        writes = await writes_of(node, derivative_id)
+        moves = [(w.target, w.old_head, w.new_head) for w in writes]
+        assert moves == [("cities.values", str(first.new_head), str(state.head))]
+        assert [(w.action, w.account, w.via) for w in writes] == [
+            ("pull", DAEMON.account, DAEMON.via)
+        ]
+        writers = BlockWriters(writes)
+        assert writers.writer(str(state.head)) == writes[0]
+        assert writers.writer(str(first.new_head)) is None
         assert (last.prev_offset, last.new_offset) == (19, 29)

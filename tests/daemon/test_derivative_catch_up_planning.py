@@ -8,6 +8,8 @@ import logging
 
 import pytest
 
+from odfd.app.node import Node
+from odfd.config import NodeConfig
 from odfd.daemon.derivatives import DerivativeUpdater
 from odfd.daemon.metrics import DaemonMetrics
 from protocol.codec.yaml import load_snapshot
@@ -54,8 +56,9 @@ async def test_catch_up_queues_exactly_the_derivatives_behind_their_inputs(
     await MirrorTable(workspace.catalog).add(
         "mirrored", "http://example.invalid/mirrored", [], 60.0
     )
+    node = Node(workspace, NodeConfig(), engines=TEST_ENGINES)
     updater = DerivativeUpdater(
-        workspace, TEST_ENGINES, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0)
+        lambda: node, DaemonMetrics(), asyncio.Semaphore(1), lambda _: asyncio.sleep(0)
     )
 
     # Never transformed while its input has blocks: queued. Consumed the input's head: not.
