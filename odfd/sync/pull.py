@@ -481,9 +481,14 @@ class _PullRun:
                         on_block=self.progress.add_blocks,
                         on_new=walked,
                         max_blocks=self.options.max_blocks,
+                        flush=False,
                     )
+                # The last blocks are stored while the objects download (the last write of a
+                # walk over an IPFS export is most of its blocks); the commit waits for them.
+                self._stashing = asyncio.ensure_future(self.stash.flush())
                 self._check_walk(walk)
                 if walk.up_to_date and not (self.options.force and needs_reset(self.target, walk)):
+                    await self._stashed()
                     await self._remember_signed()
                     return self._result(protocol, walk)
                 await early.offer_all(self._objects_of(walk))

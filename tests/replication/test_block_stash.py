@@ -77,3 +77,36 @@ async def test_a_failed_background_write_fails_the_walk(tmp_path: Path) -> None:
     assert {hash async for hash in store.iter_hashes()} == set()
     await stash.discard_added()
     assert stash.added == []
+
+
+async def test_a_stash_into_an_empty_store_writes_its_blocks_at_once(tmp_path: Path) -> None:
+    """A first pull's blocks wait for ``flush``: the empty folder then takes them in one batch
+    (one rename of a staged folder, not one per block after a first small batch)."""
+    store = GatedStore(tmp_path / "blocks")
+    store.gate.set()
+    stash = BlockStash(store)
+    await stash.list_held()
+    items = _blocks(3 * BATCH)
+    for hash, data in items:
+        await stash.add(hash, data)
+    await asyncio.sleep(0)  # a write started would have begun
+    assert store.batches == []
+    assert await stash.local_bytes(items[5][0]) == items[5][1]  # waiting: still found
+    await stash.flush()
+    assert store.batches == [3 * BATCH]
+    stored = {hash async for hash in store.iter_hashes()}
+    assert stored == {hash for hash, _ in items} == set(stash.added)
+
+
+async def test_a_stash_into_a_store_holding_blocks_writes_in_batches(tmp_path: Path) -> None:
+    store = GatedStore(tmp_path / "blocks")
+    store.gate.set()
+    held = _blocks(1, start=10_000)
+    await store.put_bytes(held[0][1])
+    stash = BlockStash(store)
+    await stash.list_held()
+    for hash, data in _blocks(BATCH):
+        await stash.add(hash, data)
+    await asyncio.sleep(0)
+    assert store.batches == [BATCH]  # an interrupted pull's stash: written as before
+    await stash.flush()
