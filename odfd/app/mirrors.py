@@ -121,15 +121,11 @@ async def find_mirror(node: Node, name: str) -> MirrorRecord:
     return await MirrorTable(node.workspace.catalog).require(name)
 
 
-async def release_mirror_pin(node: Node, cid: str) -> None:
-    """Unpins the folder a removed mirror pinned, after its removal (so an unreachable IPFS node
-    never keeps a mirror alive); ``PinReleaseError`` says how to release it by hand."""
-    await release_pin_in(node.config.ipfs, cid)
-
-
-async def release_pin_in(ipfs: IpfsConfig, cid: str) -> None:
-    """``release_mirror_pin`` in the IPFS node of ``ipfs``: for the daemon, whose sync pinned a
-    folder while the mirror was removed (it holds the settings, not a node)."""
+async def release_mirror_pin(ipfs: IpfsConfig, cid: str) -> None:
+    """Unpins the folder a removed mirror pinned from the IPFS node of ``ipfs``, after its
+    removal (so an unreachable IPFS node never keeps a mirror alive): ``odfd mirror remove``,
+    and the daemon for a pin its sync made while the mirror was removed. ``PinReleaseError``
+    says how to release it by hand."""
     try:
         await release_pin(ipfs, cid)
     except PinReleaseError:

@@ -20,7 +20,7 @@ from typing import Any
 import aiohttp
 
 from odfd.app.mirror_sync import MirrorSyncer, SyncReport
-from odfd.app.mirrors import release_pin_in
+from odfd.app.mirrors import release_mirror_pin
 from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
@@ -179,7 +179,7 @@ class MirrorSchedule:
         if cid is None or cid == mirror.pinned_cid or await self.table.get(mirror.name) is not None:
             return
         try:
-            await release_pin_in(self.config.ipfs, cid)
+            await release_mirror_pin(self.config.ipfs, cid)
         except PinReleaseError as err:
             log.warning(
                 "pin of a removed mirror left in place",

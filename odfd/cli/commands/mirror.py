@@ -185,7 +185,7 @@ def _remove(args: argparse.Namespace) -> int:
 async def _release_pin(node: Node, cid: str) -> None:
     """A pin that cannot be released is reported with the command that releases it."""
     try:
-        await release_mirror_pin(node, cid)
+        await release_mirror_pin(node.config.ipfs, cid)
     except PinReleaseError as err:
         print(f"warning: {err}", file=sys.stderr)
     else:
