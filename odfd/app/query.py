@@ -83,16 +83,23 @@ _UNKNOWN_TABLE = re.compile(r"table '([^']*)' not found")
 """DataFusion's planning error for a name no table has (catalog and schema included)."""
 
 
+def unknown_table(message: str) -> str | None:
+    """The name, as the engine read it (catalog and schema included), of the table an engine
+    error says it did not find; ``None`` for any other error."""
+    found = _UNKNOWN_TABLE.search(message)
+    return None if found is None else found.group(1)
+
+
 def unknown_table_hint(message: str, aliases: Iterable[str]) -> str | None:
     """What to write instead, when the engine found no table of a name that is a dataset's
     alias written without its double quotes (DataFusion reads ``match.scores`` as schema
     ``match``, table ``scores``, and ``Alice`` as ``alice``): ``did you mean "match.scores"?``.
     ``aliases`` are those the caller may read: the hint never names another."""
-    found = _UNKNOWN_TABLE.search(message)
-    if found is None:
+    name = unknown_table(message)
+    if name is None:
         return None
     by_folded = {alias.casefold(): alias for alias in aliases}
-    parts = found.group(1).split(".")
+    parts = name.split(".")
     for start in range(len(parts)):  # with the catalog and schema, then without
         written = ".".join(parts[start:])
         alias = by_folded.get(written.casefold())

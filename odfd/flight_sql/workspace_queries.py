@@ -7,7 +7,6 @@ server resolves them, and the node's version its caches are kept by (:class:`Cat
 from __future__ import annotations
 
 import asyncio
-import re
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -17,7 +16,7 @@ import pyarrow as pa
 from odfd.app.accounts import issued_token
 from odfd.app.authorization import principal_of
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
-from odfd.app.query import unknown_table_hint
+from odfd.app.query import unknown_table, unknown_table_hint
 from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.auth import Grant, TokenResolver
@@ -46,10 +45,6 @@ if TYPE_CHECKING:
     from odfd.app.node import Node
 
 T = TypeVar("T")
-
-_UNKNOWN_TABLE = re.compile(r"table '((?:[^'.]*\.)?(?:[^'.]*\.)?([^']*))' not found")
-"""The engine's name of a table it did not find (catalog and schema included), and that name
-without them."""
 
 
 class NodeQueries:
@@ -102,16 +97,16 @@ class NodeQueries:
         try:
             return await self._live.plan(sql, subject, parameters)
         except engine_errors.InvalidQueryError as err:
-            unknown = _UNKNOWN_TABLE.search(str(err))
-            if unknown:
+            unknown = unknown_table(str(err))
+            if unknown is not None:
                 readable = [table.name for table in await self._live.tables(subject)]
                 hint = unknown_table_hint(str(err), readable)
                 if hint is not None:  # a schema the engine read into the name shows the mistake
-                    name = unknown.group(1).removeprefix(f"{CATALOG}.{DB_SCHEMA}.")
+                    name = unknown.removeprefix(f"{CATALOG}.{DB_SCHEMA}.")
                     raise UnknownTableError(f"table '{name}' not found: {hint}") from None
                 raise UnknownTableError(
-                    f"table '{unknown.group(2)}' not found: no dataset of that alias (names are "
-                    'case-sensitive; quote them, e.g. "alice/trades")'
+                    f"table '{_unqualified(unknown)}' not found: no dataset of that alias (names "
+                    'are case-sensitive; quote them, e.g. "alice/trades")'
                 ) from None
             raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None
         except (engine_errors.TransformError, UnreadableDatasetError) as err:
@@ -242,3 +237,10 @@ def token_resolver(
         return None if record is None else Grant(subject, record.expires_at)
 
     return resolve
+
+
+def _unqualified(name: str) -> str:
+    """``name`` without the catalog and schema the engine read into it (up to two leading
+    parts, never the last)."""
+    parts = name.split(".")
+    return ".".join(parts[min(2, len(parts) - 1) :])
