@@ -21,7 +21,7 @@ bumps the generation and sets the phase back to ``Pending``; an unchanged manife
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -46,7 +46,7 @@ from protocol.codec.yaml import parse_documents
 from protocol.errors import DecodeError, OdfError
 from protocol.identity import AccountName, DatasetAlias, DatasetId, DatasetName
 from protocol.model import Dataset as DatasetResource
-from protocol.model import DatasetSnapshot, ResourcePhase, Timestamp
+from protocol.model import DatasetSnapshot, DatasetSpecInput, ResourcePhase, Timestamp
 from protocol.resource import (
     GENERIC_SPEC,
     AccountHandle,
@@ -482,20 +482,26 @@ def dataset_resource(record: ResourceRecord) -> DatasetResource:
     headers = ResourceHeadersInput(
         id=record.id, name=ResourceName(str(alias.dataset_name)), account=account
     )
-    spec = {k: v for k, v in record.spec.items() if k != "volume"}  # a reference: see _take_volume
     return DatasetResource(
         schema=record.schema,
         headers=headers,
-        spec=from_tree(spec, "DatasetSpecInput", f"resource {record.id}", "spec"),
+        spec=_dataset_spec(record.spec, f"resource {record.id}"),
     )
 
 
 def manifest_snapshot(manifest: Manifest) -> DatasetSnapshot:
     """A ``Dataset`` manifest as the snapshot its dataset is created from (by the controller)."""
-    spec = {k: v for k, v in manifest.spec.items() if k != "volume"}  # see _take_volume
-    read = from_tree(spec, "DatasetSpecInput", manifest.where, "spec")
+    spec = _dataset_spec(manifest.spec, manifest.where)
     return DatasetSnapshot(
-        name=DatasetAlias.parse(manifest.name), kind=read.kind, metadata=read.metadata
+        name=DatasetAlias.parse(manifest.name), kind=spec.kind, metadata=spec.metadata
+    )
+
+
+def _dataset_spec(spec: Mapping[str, Any], where: str) -> DatasetSpecInput:
+    """A ``Dataset``'s spec as the model's ``DatasetSpecInput``, its ``volume`` (a reference to
+    another resource: see ``_take_volume``) left out."""
+    return from_tree(
+        {k: v for k, v in spec.items() if k != "volume"}, "DatasetSpecInput", where, "spec"
     )
 
 
