@@ -5,8 +5,9 @@ A table name is a dataset's alias when the two are equal, compared as the dialec
 names (Spark whatever the case; DataFusion, as odfd runs it, exactly). A name may be quoted
 (``"alice/scores"``, ```match.scores```) or spelled as dotted parts (``match.scores``); a name a
 ``WITH`` clause defines in scope is that subquery, not a dataset. A name may carry the session's
-catalog and schema (``odf.odf."match.scores"``, as Flight SQL lists tables) in DataFusion. When the query cannot be parsed,
-every candidate is kept: the engine then reports the query's real error.
+catalog and schema (``odf.odf."match.scores"``, as Flight SQL lists tables) in DataFusion. When
+the query cannot be parsed, every candidate is kept: the engine then reports the query's real
+error.
 
 sqlglot is imported only when there is something to decide: not when no dataset's alias appears in
 the query's text, nor when a plain ``SELECT`` names every alias its text holds right after a
