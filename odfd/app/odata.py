@@ -16,7 +16,12 @@ from typing import TYPE_CHECKING
 import pyarrow as pa
 
 from odfd.app import answers
-from odfd.app.odata_query import ODataNotFoundError, QueryOptions, collection_sql
+from odfd.app.odata_query import (
+    BadODataRequestError,
+    ODataNotFoundError,
+    QueryOptions,
+    collection_sql,
+)
 from protocol.identity import DatasetAlias
 from protocol.query import DatasetState, QueryRequest
 
@@ -58,12 +63,16 @@ def collection_name(record: DatasetRecord, account: str | None) -> str | None:
 
 
 async def collections(node: Node, visible: Visible, account: str | None) -> list[ODataCollection]:
-    """The datasets of ``account`` (``None``: those without one) the caller may read, by name."""
+    """The datasets of ``account`` (``None``: those without one) the caller may read, by name;
+    those without a schema yet are left out (the reference lists one as an entity type keyed
+    by a property it does not have, which clients such as ``pyodata`` refuse as invalid)."""
     found = []
     for record in await node.workspace.list_datasets():
         name = collection_name(record, account)
         if name is not None and visible(record):
-            found.append(await _collection(node, record, name))
+            collection = await _collection(node, record, name)
+            if len(collection.schema) > 0:
+                found.append(collection)
     return sorted(found, key=lambda collection: collection.name)
 
 
@@ -130,5 +139,10 @@ async def rows(
         )
     pinned = DatasetState(collection.record.id, collection.record.alias, collection.head)
     request = QueryRequest(sql, datasets=(pinned,), limit=limits.max_rows)
-    answer = await answers.execute(node, request, limits=limits)
+    try:
+        answer = await answers.execute(node, request, limits=limits)
+    except (answers.BadQueryError, answers.QueryFailedError) as error:
+        raise BadODataRequestError(
+            f"the request cannot be answered over {collection.name}: {error}"
+        ) from None
     return ODataRows(answer.schema, answer.batches)

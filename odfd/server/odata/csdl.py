@@ -39,19 +39,18 @@ def metadata_document(collections: Sequence[ODataCollection]) -> str:
         f'<Schema Namespace="{NAMESPACE}" xmlns="http://schemas.microsoft.com/ado/2009/11/edm">',
     ]
     for collection in collections:
-        properties = []
-        for field in collection.schema:
-            typ = edm_type(field.type)
-            if typ is not None:
-                nullable = "true" if field.nullable else "false"
-                properties.append(
-                    f'<Property Name="{xml_escape(field.name)}" Type="{typ}"'
-                    f' Nullable="{nullable}"/>'
-                )
-        key = properties[0].split('"')[1] if properties else xml_escape(collection.name)
+        fields = [(field, edm_type(field.type)) for field in collection.schema]
+        typed = [(xml_escape(field.name), typ, field.nullable) for field, typ in fields if typ]
+        # Keyed by the first property, as the reference (no key column is assigned there): the
+        # offset, first in every dataset's schema.
+        key = typed[0][0] if typed else ""
+        properties = "".join(
+            f'<Property Name="{name}" Type="{typ}" Nullable="{"true" if nullable else "false"}"/>'
+            for name, typ, nullable in typed
+        )
         parts.append(
             f'<EntityType Name="{xml_escape(collection.name)}">'
-            f'<Key><PropertyRef Name="{key}"/></Key>{"".join(properties)}</EntityType>'
+            f'<Key><PropertyRef Name="{key}"/></Key>{properties}</EntityType>'
         )
     container = f'<EntityContainer Name="{NAMESPACE}" m:IsDefaultEntityContainer="true"'
     sets = [
