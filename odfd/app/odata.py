@@ -17,6 +17,7 @@ import pyarrow as pa
 
 from odfd.app import answers
 from odfd.app.odata_query import (
+    DEFAULT_TOP,
     BadODataRequestError,
     ODataNotFoundError,
     QueryOptions,
@@ -53,6 +54,9 @@ class ODataCollection:
 class ODataRows:
     schema: pa.Schema
     batches: tuple[pa.RecordBatch, ...]
+    next_skip: int | None = None
+    """Where the next page starts, when the node chose the page size (no ``$top``) and more
+    entries follow: what the feed's ``next`` link asks for."""
 
 
 def collection_name(record: DatasetRecord, account: str | None) -> str | None:
@@ -119,7 +123,7 @@ async def rows(
     limits: QueryLimits,
 ) -> ODataRows:
     """The entries ``options`` ask for (or the one of offset ``key``), with the key column
-    ``KEY_ALIAS`` last. A dataset without data is no collection to read, as in the reference."""
+    ``KEY_ALIAS`` last; without ``$top``, a page of ``DEFAULT_TOP`` and where the next starts. A dataset without data is no collection to read, as in the reference."""
     from verifier.engine.datafusion.engine import quote_identifier
 
     if collection.head is None or len(collection.schema) == 0:
@@ -145,4 +149,7 @@ async def rows(
         raise BadODataRequestError(
             f"the request cannot be answered over {collection.name}: {error}"
         ) from None
-    return ODataRows(answer.schema, answer.batches)
+    if options.top is not None or key is not None or answer.num_rows <= DEFAULT_TOP:
+        return ODataRows(answer.schema, answer.batches)
+    page = pa.Table.from_batches(answer.batches, answer.schema).slice(0, DEFAULT_TOP)
+    return ODataRows(answer.schema, tuple(page.to_batches()), options.skip + DEFAULT_TOP)

@@ -105,7 +105,8 @@ def collection_sql(
 ) -> str:
     """The query answering ``options`` (or, with ``key``, the one entry of that offset: the
     other options than ``$select`` are ignored, as the reference does) over ``table`` of
-    ``columns``; rows in offset order unless ``$orderby`` says otherwise."""
+    ``columns``; rows in offset order unless ``$orderby`` says otherwise (then by offset among
+    equals). Without ``$top``: a page of ``DEFAULT_TOP`` rows and one more, if there is one."""
     selected = [_column(name, columns, "$select") for name in options.select]
     listed = ", ".join(quote(name) for name in selected) if selected else "*"
     sql = f"SELECT {listed}, {quote(offset)} AS {quote(KEY_ALIAS)} FROM {quote(table)}"
@@ -116,8 +117,10 @@ def collection_sql(
     order = [
         f"{quote(_column(name, columns, '$orderby'))} {'ASC' if ascending else 'DESC'} NULLS FIRST"
         for name, ascending in options.order_by
-    ] or [f"{quote(offset)} ASC"]
-    top = DEFAULT_TOP if options.top is None else options.top
+    ]
+    order.append(f"{quote(offset)} ASC")  # ties in offset order: pages never overlap
+    # Without $top, one row past the page tells whether a next page exists.
+    top = DEFAULT_TOP + 1 if options.top is None else options.top
     return f"{sql} ORDER BY {', '.join(order)} LIMIT {top} OFFSET {options.skip}"
 
 

@@ -197,3 +197,20 @@ async def test_bad_input_is_named(served: Served, path: str, status: int, named:
 async def test_custom_options_are_ignored(served: Served) -> None:
     rows = await feed(served, "$top=2&$format=atom&client=excel")
     assert [row["offset"] for row in rows] == [0, 1]
+
+
+async def test_next_links_page_through_the_collection(served: Served) -> None:
+    """Without ``$top`` the node pages (100 entries) and links the next page, keeping the other
+    options, until the last page, as a client following ``next`` links reads it."""
+    url: str | None = f"{served.url}/odata/alice/weather?$filter=offset ge 10&$select=offset"
+    pages = []
+    while url is not None:
+        status, _, body = await get(served, url.removeprefix(served.url))
+        assert status == 200, body
+        pages.append([row["offset"] for row in entries(body)])
+        link = ET.fromstring(body).find(f"{ATOM}link[@rel='next']")
+        url = None if link is None else link.get("href")
+    assert [len(page) for page in pages] == [100, 40]
+    assert sum(pages, []) == list(range(10, 150))
+    _, _, body = await get(served, "/odata/alice/weather?$top=100")
+    assert ET.fromstring(body).find(f"{ATOM}link[@rel='next']") is None  # the client's page size

@@ -22,8 +22,10 @@ _NAMESPACES = (
 _SCHEME = "http://schemas.microsoft.com/ado/2007/08/dataservices/scheme"
 
 
-def feed(base: str, collection: ODataCollection, rows: ODataRows) -> str:
-    """The feed of ``rows`` of ``collection`` served under ``base`` (no trailing /)."""
+def feed(base: str, collection: ODataCollection, rows: ODataRows, next_url: str | None) -> str:
+    """The feed of ``rows`` of ``collection`` served under ``base`` (no trailing /), ending
+    with a ``next`` link to ``next_url`` when the node cut the page short (OData's server-driven
+    paging, which Power BI and Excel follow; the reference stops at its first page)."""
     name = xml_escape(collection.name)
     updated = _updated(collection.updated)
     head = (
@@ -31,7 +33,8 @@ def feed(base: str, collection: ODataCollection, rows: ODataRows) -> str:
         f'<id>{base}/{name}</id><title type="text">{name}</title><updated>{updated}</updated>'
         f'<link rel="self" title="{name}" href="{name}"/>'
     )
-    return head + "".join(_entries(base, collection, rows)) + "</feed>"
+    tail = "" if next_url is None else f'<link rel="next" href="{xml_escape(next_url)}"/>'
+    return head + "".join(_entries(base, collection, rows)) + tail + "</feed>"
 
 
 def entry(base: str, collection: ODataCollection, rows: ODataRows) -> str:

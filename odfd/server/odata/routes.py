@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 
 from aiohttp import web
+from yarl import URL
 
 from odfd.app import odata
 from odfd.app.odata_query import (
@@ -81,7 +82,12 @@ async def collection(request: web.Request) -> web.StreamResponse:
     rows = await odata.rows(node, found, options, address.key, limits=limits)
     base = _base(request, account)
     if address.key is None:
-        return _xml(await asyncio.to_thread(atom.feed, base, found, rows), MEDIA_TYPE_ATOM)
+        next_url = None
+        if rows.next_skip is not None:
+            query = {**request.query, "$skip": str(rows.next_skip)}
+            next_url = str(URL(f"{base}/{found.name}").with_query(query))
+        text = await asyncio.to_thread(atom.feed, base, found, rows, next_url)
+        return _xml(text, MEDIA_TYPE_ATOM)
     if sum(batch.num_rows for batch in rows.batches) != 1:
         raise ODataNotFoundError(f"no entry {found.name}({address.key}) on this node")
     return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
