@@ -10,8 +10,10 @@ import datetime as dt
 import xml.etree.ElementTree as ET
 from typing import Any
 
+import aiohttp
 import pytest
 
+from odfd.server.odata import atom
 from tests.server.odata_node import Served, weather
 from tests.server.test_odata_reference import get
 
@@ -214,3 +216,22 @@ async def test_next_links_page_through_the_collection(served: Served) -> None:
     assert sum(pages, []) == list(range(10, 150))
     _, _, body = await get(served, "/odata/alice/weather?$top=100")
     assert ET.fromstring(body).find(f"{ATOM}link[@rel='next']") is None  # the client's page size
+
+
+async def test_large_feed_is_streamed_in_pieces(
+    served: Served, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A feed of more entries than a piece is sent chunked, piece by piece, and is the same
+    document as when it is sent whole."""
+    path = "/odata/alice/weather?$top=150&$orderby=temp"
+    async with aiohttp.ClientSession() as session:
+        async with session.get(served.url + path) as response:
+            whole_headers, whole = response.headers, await response.text()
+        monkeypatch.setattr(atom, "PIECE_ROWS", 40)
+        async with session.get(served.url + path) as response:
+            pieces_headers, pieces = response.headers, await response.text()
+    assert "Transfer-Encoding" not in whole_headers
+    assert pieces_headers["Transfer-Encoding"] == "chunked"
+    assert pieces_headers["Content-Type"] == whole_headers["Content-Type"]
+    assert pieces == whole
+    assert len(entries(pieces)) == 150

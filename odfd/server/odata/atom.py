@@ -22,10 +22,17 @@ _NAMESPACES = (
 _SCHEME = "http://schemas.microsoft.com/ado/2007/08/dataservices/scheme"
 
 
-def feed(base: str, collection: ODataCollection, rows: ODataRows, next_url: str | None) -> str:
-    """The feed of ``rows`` of ``collection`` served under ``base`` (no trailing /), ending
-    with a ``next`` link to ``next_url`` when the node cut the page short (OData's server-driven
-    paging, which Power BI and Excel follow; the reference stops at its first page)."""
+PIECE_ROWS = 10_000
+"""Entries rendered at a time: a large feed is sent while the rest is still being written."""
+
+
+def feed(
+    base: str, collection: ODataCollection, rows: ODataRows, next_url: str | None
+) -> Iterator[str]:
+    """The feed of ``rows`` of ``collection`` served under ``base`` (no trailing /), in pieces
+    of ``PIECE_ROWS`` entries, ending with a ``next`` link to ``next_url`` when the node cut the
+    page short (OData's server-driven paging, which Power BI and Excel follow; the reference
+    stops at its first page)."""
     name = xml_escape(collection.name)
     updated = _updated(collection.updated)
     head = (
@@ -34,26 +41,31 @@ def feed(base: str, collection: ODataCollection, rows: ODataRows, next_url: str 
         f'<link rel="self" title="{name}" href="{name}"/>'
     )
     tail = "" if next_url is None else f'<link rel="next" href="{xml_escape(next_url)}"/>'
-    return head + "".join(_entries(base, collection, rows)) + tail + "</feed>"
+    table = pa.Table.from_batches(rows.batches, rows.schema)
+    pieces = range(0, table.num_rows, PIECE_ROWS)
+    for start in pieces:
+        body = "".join(_entries(base, collection, table.slice(start, PIECE_ROWS)))
+        yield (head if start == 0 else "") + body
+    yield ("" if pieces else head) + tail + "</feed>"
 
 
 def entry(base: str, collection: ODataCollection, rows: ODataRows) -> str:
     """The entry document of the single row of ``rows``."""
-    (body,) = _entries(base, collection, rows)
+    table = pa.Table.from_batches(rows.batches, rows.schema)
+    (body,) = _entries(base, collection, table)
     opening = f'{XML_DECLARATION}<entry xml:base="{xml_escape(base)}/"{_NAMESPACES}>'
     return opening + body.removeprefix("<entry>")
 
 
-def _entries(base: str, collection: ODataCollection, rows: ODataRows) -> Iterator[str]:
+def _entries(base: str, collection: ODataCollection, table: pa.Table) -> Iterator[str]:
     name = xml_escape(collection.name)
     updated = _updated(collection.updated)
     edit_prefix = (
         f'<category scheme="{_SCHEME}" term="{NAMESPACE}.{name}"/><link rel="edit" title="{name}"'
     )
-    table = pa.Table.from_batches(rows.batches, rows.schema)
     keys = column_texts(table.column(KEY_ALIAS))
     properties = []
-    for field, column in zip(rows.schema, table.columns, strict=True):
+    for field, column in zip(table.schema, table.columns, strict=True):
         typ = edm_type(field.type)
         if field.name != KEY_ALIAS and typ is not None:
             properties.append((f"d:{field.name}", typ, column_texts(column)))

@@ -6,6 +6,7 @@ a malformed option or key, 501 for an OData feature this node does not implement
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 
 from aiohttp import web
 from yarl import URL
@@ -86,8 +87,8 @@ async def collection(request: web.Request) -> web.StreamResponse:
         if rows.next_skip is not None:
             query = {**request.query, "$skip": str(rows.next_skip)}
             next_url = str(URL(f"{base}/{found.name}").with_query(query))
-        text = await asyncio.to_thread(atom.feed, base, found, rows, next_url)
-        return _xml(text, MEDIA_TYPE_ATOM)
+        count = sum(batch.num_rows for batch in rows.batches)
+        return await _feed(request, atom.feed(base, found, rows, next_url), count)
     if sum(batch.num_rows for batch in rows.batches) != 1:
         raise ODataNotFoundError(f"no entry {found.name}({address.key}) on this node")
     return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
@@ -102,6 +103,20 @@ def _base(request: web.Request, account: str | None) -> str:
     """The service's URL as the client reaches it (``[server] base_url`` behind a proxy)."""
     root = context.state(request).config.base_url or f"{request.url.origin()}/"
     return f"{root}odata" if account is None else f"{root}odata/{account}"
+
+
+async def _feed(request: web.Request, pieces: Iterator[str], count: int) -> web.StreamResponse:
+    """A feed of ``count`` entries, rendered off the event loop: whole, with its length, when it
+    is one piece; else sent piece by piece (a feed of the node's row cap would be hundreds of
+    megabytes held at once)."""
+    if count <= atom.PIECE_ROWS:
+        return _xml(await asyncio.to_thread("".join, pieces), MEDIA_TYPE_ATOM)
+    response = web.StreamResponse(headers={"Content-Type": MEDIA_TYPE_ATOM})
+    await response.prepare(request)
+    while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+        await response.write(piece.encode())
+    await response.write_eof()
+    return response
 
 
 def _xml(text: str, content_type: str) -> web.Response:
