@@ -60,10 +60,12 @@ class ODataRows:
 
 
 def collection_name(record: DatasetRecord, account: str | None) -> str | None:
-    """The record's name as a collection of ``account``'s service (``None``: another's)."""
+    """The record's name as a collection of ``account``'s service (``None``: another's);
+    account names are case-insensitive, as every ODF name."""
     alias = DatasetAlias.parse(record.alias)
-    owner = None if alias.account_name is None else str(alias.account_name)
-    return str(alias.dataset_name) if owner == account else None
+    owner = None if alias.account_name is None else str(alias.account_name).lower()
+    wanted = None if account is None else account.lower()
+    return str(alias.dataset_name) if owner == wanted else None
 
 
 async def collections(node: Node, visible: Visible, account: str | None) -> list[ODataCollection]:
@@ -83,11 +85,13 @@ async def collections(node: Node, visible: Visible, account: str | None) -> list
 async def collection(
     node: Node, visible: Visible, account: str | None, name: str
 ) -> ODataCollection:
-    """The collection ``name`` of ``account``'s service; ``ODataNotFoundError`` when there is
-    none the caller may read (a private dataset does not exist for it)."""
+    """The collection ``name`` (case-insensitive) of ``account``'s service;
+    ``ODataNotFoundError`` when there is none the caller may read (a private dataset does not
+    exist for it)."""
     for record in await node.workspace.list_datasets():
-        if collection_name(record, account) == name and visible(record):
-            return await _collection(node, record, name)
+        found = collection_name(record, account)
+        if found is not None and found.lower() == name.lower() and visible(record):
+            return await _collection(node, record, found)
     where = "" if account is None else f" of account {account}"
     raise ODataNotFoundError(f"no collection {name}{where} on this node")
 

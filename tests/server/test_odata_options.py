@@ -235,3 +235,17 @@ async def test_large_feed_is_streamed_in_pieces(
     assert pieces_headers["Content-Type"] == whole_headers["Content-Type"]
     assert pieces == whole
     assert len(entries(pieces)) == 150
+
+
+async def test_names_are_case_insensitive_and_trailing_slashes_taken(served: Served) -> None:
+    for path in ["/odata/ALICE/Weather(7)", "/odata/alice/weather(7)/"]:
+        status, _, body = await get(served, path)
+        assert status == 200, path
+        assert entries(body)[0]["offset"] == 7
+        assert "weather(7)</id>" in body  # the dataset's own name, whatever the case asked
+    status, _, body = await get(served, "/odata/alice/$metadata/")
+    assert status == 200
+    assert '<EntityType Name="weather">' in body
+    status, _, body = await get(served, "/odata/FOO.BAR(1)")
+    assert status == 200
+    assert f"<id>{served.url}/odata/foo.bar(1)</id>" in body

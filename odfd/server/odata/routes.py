@@ -130,5 +130,9 @@ ROUTES = (
     ("/odata/{collection}", collection),
     ("/odata/{account}/", service),
     ("/odata/{account}/$metadata", metadata),
+    ("/odata/{account}/$metadata/", metadata),
     ("/odata/{account}/{collection}", collection),
+    ("/odata/{account}/{collection}/", collection),
 )
+"""The reference's routes, single- and multi-tenant, with the trailing slashes its multi-tenant
+router also takes."""
