@@ -127,7 +127,8 @@ async def rows(
     limits: QueryLimits,
 ) -> ODataRows:
     """The entries ``options`` ask for (or the one of offset ``key``), with the key column
-    ``KEY_ALIAS`` last; without ``$top``, a page of ``DEFAULT_TOP`` and where the next starts. A dataset without data is no collection to read, as in the reference."""
+    ``KEY_ALIAS`` last; without ``$top``, a page of ``DEFAULT_TOP`` and where the next starts.
+    A dataset without data is no collection to read, as in the reference."""
     from verifier.engine.datafusion.engine import quote_identifier
 
     if collection.head is None or len(collection.schema) == 0:

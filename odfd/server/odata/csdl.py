@@ -34,7 +34,8 @@ def metadata_document(collections: Sequence[ODataCollection]) -> str:
     parts = [
         XML_DECLARATION,
         '<edmx:Edmx xmlns:edmx="http://schemas.microsoft.com/ado/2007/06/edmx" Version="1.0">'
-        '<edmx:DataServices xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"'
+        "<edmx:DataServices"
+        ' xmlns:m="http://schemas.microsoft.com/ado/2007/08/dataservices/metadata"'
         ' m:DataServiceVersion="3.0" m:MaxDataServiceVersion="3.0">'
         f'<Schema Namespace="{NAMESPACE}" xmlns="http://schemas.microsoft.com/ado/2009/11/edm">',
     ]

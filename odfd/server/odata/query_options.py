@@ -5,8 +5,8 @@ refused naming it; options without ``$`` are the client's own and ignored, as OD
 
 ``$filter`` takes what the reference's takes: ``eq ne lt gt le ge``, ``and``, ``or``, ``not``,
 ``in (...)``, parentheses, and literals (strings in single quotes, numbers, ``true``, ``false``,
-``null``, dates and times, bare or as OData 3 typed literals such as ``datetime'2020-01-01T00:00'``);
-functions and arithmetic are refused as unsupported."""
+``null``, dates and times, bare or as OData 3 typed literals such as
+``datetime'2020-01-01T00:00'``); functions and arithmetic are refused as unsupported."""
 
 from __future__ import annotations
 
