@@ -35,8 +35,9 @@ def feed(
     stops at its first page)."""
     name = xml_escape(collection.name)
     updated = _updated(collection.updated)
+    base = xml_escape(base)
     head = (
-        f'{XML_DECLARATION}<feed xml:base="{xml_escape(base)}/"{_NAMESPACES}>'
+        f'{XML_DECLARATION}<feed xml:base="{base}/"{_NAMESPACES}>'
         f'<id>{base}/{name}</id><title type="text">{name}</title><updated>{updated}</updated>'
         f'<link rel="self" title="{name}" href="{name}"/>'
     )
@@ -52,12 +53,14 @@ def feed(
 def entry(base: str, collection: ODataCollection, rows: ODataRows) -> str:
     """The entry document of the single row of ``rows``."""
     table = pa.Table.from_batches(rows.batches, rows.schema)
+    base = xml_escape(base)
     (body,) = _entries(base, collection, table)
-    opening = f'{XML_DECLARATION}<entry xml:base="{xml_escape(base)}/"{_NAMESPACES}>'
+    opening = f'{XML_DECLARATION}<entry xml:base="{base}/"{_NAMESPACES}>'
     return opening + body.removeprefix("<entry>")
 
 
 def _entries(base: str, collection: ODataCollection, table: pa.Table) -> Iterator[str]:
+    """Each row's ``<entry>``; ``base`` already escaped."""
     name = xml_escape(collection.name)
     updated = _updated(collection.updated)
     edit_prefix = (
