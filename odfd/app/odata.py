@@ -10,7 +10,7 @@ from, so one answer never mixes two states of a dataset."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
@@ -22,6 +22,7 @@ from odfd.app.odata_query import (
     ODataNotFoundError,
     QueryOptions,
     collection_sql,
+    count_sql,
 )
 from protocol.identity import DatasetAlias
 from protocol.query import DatasetState, QueryRequest
@@ -57,6 +58,8 @@ class ODataRows:
     next_skip: int | None = None
     """Where the next page starts, when the node chose the page size (no ``$top``) and more
     entries follow: what the feed's ``next`` link asks for."""
+    count: int | None = None
+    """How many entries ``$filter`` matches, when ``$inlinecount=allpages`` asks."""
 
 
 def collection_name(record: DatasetRecord, account: str | None) -> str | None:
@@ -131,8 +134,7 @@ async def rows(
     A dataset without data is no collection to read, as in the reference."""
     from verifier.engine.datafusion.engine import quote_identifier
 
-    if collection.head is None or len(collection.schema) == 0:
-        raise ODataNotFoundError(f"collection {collection.name} has no data yet")
+    _readable(collection)
     sql = collection_sql(
         options,
         collection.record.alias,
@@ -146,6 +148,39 @@ async def rows(
             f"$top={options.top} is above this node's cap of {limits.max_rows} rows per query "
             "([server] query_max_rows); page through the collection with $skip and $top"
         )
+    schema, batches = await _run(node, collection, sql, limits)
+    matching = None
+    if options.inline_count and key is None:
+        matching = await count(node, collection, replace(options, skip=0, top=None), limits=limits)
+    found = sum(batch.num_rows for batch in batches)
+    if options.top is not None or key is not None or found <= DEFAULT_TOP:
+        return ODataRows(schema, batches, None, matching)
+    page = pa.Table.from_batches(batches, schema).slice(0, DEFAULT_TOP)
+    return ODataRows(schema, tuple(page.to_batches()), options.skip + DEFAULT_TOP, matching)
+
+
+async def count(
+    node: Node, collection: ODataCollection, options: QueryOptions, *, limits: QueryLimits
+) -> int:
+    """How many entries ``$filter`` matches, of those ``$skip`` and ``$top`` leave
+    (``/{collection}/$count``)."""
+    from verifier.engine.datafusion.engine import quote_identifier
+
+    _readable(collection)
+    sql = count_sql(options, collection.record.alias, collection.schema.names, quote_identifier)
+    _, batches = await _run(node, collection, sql, limits)
+    return options.paged(int(batches[0].column(0)[0].as_py()))
+
+
+def _readable(collection: ODataCollection) -> None:
+    if collection.head is None or len(collection.schema) == 0:
+        raise ODataNotFoundError(f"collection {collection.name} has no data yet")
+
+
+async def _run(
+    node: Node, collection: ODataCollection, sql: str, limits: QueryLimits
+) -> tuple[pa.Schema, tuple[pa.RecordBatch, ...]]:
+    """``sql`` over the collection's dataset pinned at its head, within the node's limits."""
     pinned = DatasetState(collection.record.id, collection.record.alias, collection.head)
     request = QueryRequest(sql, datasets=(pinned,), limit=limits.max_rows)
     try:
@@ -154,7 +189,4 @@ async def rows(
         raise BadODataRequestError(
             f"the request cannot be answered over {collection.name}: {error}"
         ) from None
-    if options.top is not None or key is not None or answer.num_rows <= DEFAULT_TOP:
-        return ODataRows(answer.schema, answer.batches)
-    page = pa.Table.from_batches(answer.batches, answer.schema).slice(0, DEFAULT_TOP)
-    return ODataRows(answer.schema, tuple(page.to_batches()), options.skip + DEFAULT_TOP)
+    return answer.schema, answer.batches

@@ -1,5 +1,6 @@
 """What an OData request asks of a collection (``$select``, ``$filter``, ``$orderby``, ``$skip``,
-``$top``, or one entry by key) and the SQL that answers it over a dataset's table.
+``$top``, ``$inlinecount``, or one entry by key, or a count) and the SQL that answers it over a
+dataset's table.
 
 The model is typed so that nothing a client writes reaches the SQL as text: column names are
 checked against the dataset's schema and quoted, literals are re-rendered from parsed values.
@@ -93,6 +94,13 @@ class QueryOptions:
     """``(column, ascending)`` pairs."""
     skip: int = 0
     top: int | None = None
+    inline_count: bool = False
+    """``$inlinecount=allpages``: the feed also says how many entries ``$filter`` matches."""
+
+    def paged(self, matching: int) -> int:
+        """Of ``matching`` entries, how many ``$skip`` and ``$top`` leave (``/$count``)."""
+        left = max(matching - self.skip, 0)
+        return left if self.top is None else min(left, self.top)
 
 
 def collection_sql(
@@ -122,6 +130,16 @@ def collection_sql(
     # Without $top, one row past the page tells whether a next page exists.
     top = DEFAULT_TOP + 1 if options.top is None else options.top
     return f"{sql} ORDER BY {', '.join(order)} LIMIT {top} OFFSET {options.skip}"
+
+
+def count_sql(
+    options: QueryOptions, table: str, columns: Collection[str], quote: Callable[[str], str]
+) -> str:
+    """The query counting the rows of ``table`` that ``$filter`` matches."""
+    sql = f"SELECT COUNT(*) AS {quote('count')} FROM {quote(table)}"
+    if options.filter is not None:
+        sql += f" WHERE {_expr(options.filter, columns, quote)}"
+    return sql
 
 
 def _column(name: str, columns: Collection[str], option: str) -> str:

@@ -172,7 +172,10 @@ async def test_entry_keys(served: Served) -> None:
         ("/odata/alice/weather('x')", 400, "'x'"),
         ("/odata/alice/weather(9999)", 404, "weather(9999)"),
         ("/odata/alice/weather?$expand=x", 501, "$expand"),
-        ("/odata/alice/weather?$inlinecount=allpages", 501, "$inlinecount"),
+        ("/odata/alice/weather?$inlinecount=some", 400, "$inlinecount=some"),
+        ("/odata/alice/weather?$skiptoken=x", 501, "$skiptoken"),
+        ("/odata/alice/empty/$count", 404, "empty has no data"),
+        ("/odata/alice/nothing/$count", 404, "nothing"),
         ("/odata/alice/weather?$format=json", 501, "$format=json"),
         ("/odata/alice/weather?$top=abc", 400, "$top=abc"),
         ("/odata/alice/weather?$skip=-1", 400, "$skip=-1"),
@@ -249,3 +252,28 @@ async def test_names_are_case_insensitive_and_trailing_slashes_taken(served: Ser
     status, _, body = await get(served, "/odata/FOO.BAR(1)")
     assert status == 200
     assert f"<id>{served.url}/odata/foo.bar(1)</id>" in body
+
+
+async def test_counts(served: Served) -> None:
+    """``$inlinecount=allpages`` puts the number ``$filter`` matches in the feed (whatever the
+    page), and ``/$count`` answers it as text, after ``$skip`` and ``$top``."""
+    matching = sum(1 for r in ROWS if r["temp"] is not None and r["temp"] > 0)
+    path = "/odata/alice/weather?$filter=temp gt 0&$inlinecount=allpages&$top=3&$select=temp"
+    status, _, body = await get(served, path)
+    assert status == 200
+    assert ET.fromstring(body).findtext(f"{M}count") == str(matching)
+    assert len(entries(body)) == 3
+    _, _, body = await get(served, "/odata/alice/weather?$inlinecount=none&$top=1")
+    assert ET.fromstring(body).find(f"{M}count") is None
+    for query, expected in [
+        ("", matching),
+        ("&$skip=5", matching - 5),
+        ("&$skip=5&$top=7", 7),
+        (f"&$skip={matching + 1}", 0),
+    ]:
+        status, content_type, body = await get(
+            served, f"/odata/alice/weather/$count?$filter=temp gt 0{query}"
+        )
+        assert (status, content_type, body) == (200, "text/plain;charset=utf-8", str(expected))
+    status, _, body = await get(served, "/odata/foo.bar/$count")
+    assert (status, body) == (200, "3")

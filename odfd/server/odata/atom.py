@@ -41,6 +41,8 @@ def feed(
         f'<id>{base}/{name}</id><title type="text">{name}</title><updated>{updated}</updated>'
         f'<link rel="self" title="{name}" href="{name}"/>'
     )
+    if rows.count is not None:
+        head += f"<m:count>{rows.count}</m:count>"
     tail = "" if next_url is None else f'<link rel="next" href="{xml_escape(next_url)}"/>'
     table = pa.Table.from_batches(rows.batches, rows.schema)
     pieces = range(0, table.num_rows, PIECE_ROWS)

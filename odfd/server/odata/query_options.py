@@ -1,6 +1,6 @@
 """A collection request's URL read into ``odfd.app.odata_query``'s model: the address
 (``name`` or ``name(key)``) and the system query options ``$select``, ``$filter``, ``$orderby``,
-``$skip`` and ``$top`` (``$format=atom`` is what is served anyway). Any other ``$`` option is
+``$skip``, ``$top`` and ``$inlinecount`` (``$format=atom`` is what is served anyway). Any other ``$`` option is
 refused naming it; options without ``$`` are the client's own and ignored, as OData says.
 
 ``$filter`` takes what the reference's takes: ``eq ne lt gt le ge``, ``and``, ``or``, ``not``,
@@ -30,7 +30,7 @@ from odfd.app.odata_query import (
     Value,
 )
 
-SUPPORTED = ("$select", "$filter", "$orderby", "$skip", "$top", "$format")
+SUPPORTED = ("$select", "$filter", "$orderby", "$skip", "$top", "$inlinecount", "$format")
 _ADDRESS = re.compile(r"(?P<name>[A-Za-z0-9._-]+)(\((?P<key>[^)]+)\))?")
 _KEY = re.compile(r"(?:(?P<property>[A-Za-z_][A-Za-z0-9_]*)=)?(?P<offset>\d+)L?")
 _COMPARISONS = ("eq", "ne", "lt", "gt", "le", "ge")
@@ -84,6 +84,9 @@ def parse_options(query: Mapping[str, str]) -> QueryOptions:
     fmt = query.get("$format")
     if fmt is not None and fmt.strip().lower() not in ("atom", "xml"):
         raise UnsupportedODataError(f"$format={fmt} is not supported: this node answers in Atom")
+    inline_count = query.get("$inlinecount", "none").strip()
+    if inline_count not in ("none", "allpages"):
+        raise BadODataRequestError(f"$inlinecount={inline_count} is neither allpages nor none")
     select = tuple(name.strip() for name in query.get("$select", "").split(",") if name.strip())
     filter_text = query.get("$filter")
     return QueryOptions(
@@ -92,6 +95,7 @@ def parse_options(query: Mapping[str, str]) -> QueryOptions:
         order_by=_order_by(query.get("$orderby", "")),
         skip=_count(query, "$skip") or 0,
         top=_count(query, "$top"),
+        inline_count=inline_count == "allpages",
     )
 
 

@@ -26,6 +26,7 @@ from odfd.server.query_api.errors import Handler, error_response, json_errors
 MEDIA_TYPE_XML = "application/xml;charset=utf-8"
 MEDIA_TYPE_ATOM = "application/atom+xml;type=feed;charset=utf-8"
 """The reference's content types (an entry document is sent with the feed's, as there)."""
+MEDIA_TYPE_TEXT = "text/plain;charset=utf-8"
 _STATUS = ((ODataNotFoundError, 404), (BadODataRequestError, 400), (UnsupportedODataError, 501))
 
 
@@ -94,6 +95,16 @@ async def collection(request: web.Request) -> web.StreamResponse:
     return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
 
 
+async def count(request: web.Request) -> web.StreamResponse:
+    """``/odata/{name}/$count``: how many entries the options leave, as plain text."""
+    account = request.match_info.get("account")
+    node, visible = context.node(request), context.visible(request)
+    found = await odata.collection(node, visible, account, request.match_info["collection"])
+    options = parse_options(request.query)
+    matching = await odata.count(node, found, options, limits=context.limits(request))
+    return _xml(str(matching), MEDIA_TYPE_TEXT)
+
+
 async def _service(request: web.Request, account: str | None) -> web.StreamResponse:
     found = await odata.collections(context.node(request), context.visible(request), account)
     return _xml(csdl.service_document(_base(request, account), found), MEDIA_TYPE_XML)
@@ -127,6 +138,8 @@ ROUTES = (
     ("/odata", service),
     ("/odata/", service),
     ("/odata/$metadata", metadata),
+    ("/odata/{collection}/$count", count),
+    ("/odata/{account}/{collection}/$count", count),
     ("/odata/{collection}", collection),
     ("/odata/{account}/", service),
     ("/odata/{account}/$metadata", metadata),
@@ -135,4 +148,4 @@ ROUTES = (
     ("/odata/{account}/{collection}/", collection),
 )
 """The reference's routes, single- and multi-tenant, with the trailing slashes its multi-tenant
-router also takes."""
+router also takes; and OData's ``$count`` of a collection, which it lacks."""
