@@ -1,0 +1,151 @@
+"""The OData handlers: each translates a request into a call of ``odfd.app.odata`` and its
+result into the reference's XML. Errors are answered as the node's other APIs answer them,
+``{"message": ...}`` with a status: 404 for a collection or entry the caller cannot see, 400 for
+a malformed option or key, 501 for an OData feature this node does not implement."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+
+from aiohttp import web
+from yarl import URL
+
+from odfd.app import odata
+from odfd.app.odata_query import (
+    BadODataRequestError,
+    ODataError,
+    ODataNotFoundError,
+    UnsupportedODataError,
+)
+from odfd.server.odata import atom, csdl
+from odfd.server.odata.query_options import parse_address, parse_options
+from odfd.server.query_api import context
+from odfd.server.query_api.errors import Handler, error_response, json_errors
+
+MEDIA_TYPE_XML = "application/xml;charset=utf-8"
+MEDIA_TYPE_ATOM = "application/atom+xml;type=feed;charset=utf-8"
+"""The reference's content types (an entry document is sent with the feed's, as there)."""
+MEDIA_TYPE_TEXT = "text/plain;charset=utf-8"
+_STATUS = ((ODataNotFoundError, 404), (BadODataRequestError, 400), (UnsupportedODataError, 501))
+
+
+def odata_errors(handler: Handler) -> Handler:
+    """``handler`` with OData's errors answered with their status, others as the query API's."""
+
+    async def guarded(request: web.Request) -> web.StreamResponse:
+        if context.NODE_KEY not in request.app:
+            return error_response(
+                404, "this server does not serve the query API, which OData reads through"
+            )
+        try:
+            return await handler(request)
+        except ODataError as error:
+            status = next(code for kind, code in _STATUS if isinstance(error, kind))
+            return error_response(status, str(error))
+
+    return json_errors(guarded)
+
+
+async def service(request: web.Request) -> web.StreamResponse:
+    account = request.match_info.get("account")
+    if account is not None and not await odata.has_account(
+        context.node(request), context.visible(request), account
+    ):
+        raise ODataNotFoundError(f"no account {account} with datasets on this node")
+    return await _service(request, account)
+
+
+async def metadata(request: web.Request) -> web.StreamResponse:
+    account = request.match_info.get("account")
+    found = await odata.collections(context.node(request), context.visible(request), account)
+    return _xml(csdl.metadata_document(found), MEDIA_TYPE_XML)
+
+
+async def collection(request: web.Request) -> web.StreamResponse:
+    """``/odata/{name}``, ``/odata/{name}(key)`` and the same under an account; a bare
+    ``/odata/{account}`` that names no collection is that account's service document."""
+    account = request.match_info.get("account")
+    segment = request.match_info["collection"]
+    node, visible = context.node(request), context.visible(request)
+    address = parse_address(segment)
+    try:
+        found = await odata.collection(node, visible, account, address.name)
+    except ODataNotFoundError:
+        if (
+            account is None
+            and address.key is None
+            and await odata.has_account(node, visible, segment)
+        ):
+            return await _service(request, segment)
+        raise
+    options = parse_options(request.query)
+    limits = context.limits(request)
+    rows = await odata.rows(node, found, options, address.key, limits=limits)
+    base = _base(request, account)
+    if address.key is None:
+        next_url = None
+        if rows.next_skip is not None:
+            query = {**request.query, "$skip": str(rows.next_skip)}
+            next_url = str(URL(f"{base}/{found.name}").with_query(query))
+        count = sum(batch.num_rows for batch in rows.batches)
+        return await _feed(request, atom.feed(base, found, rows, next_url), count)
+    if sum(batch.num_rows for batch in rows.batches) != 1:
+        raise ODataNotFoundError(f"no entry {found.name}({address.key}) on this node")
+    return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
+
+
+async def count(request: web.Request) -> web.StreamResponse:
+    """``/odata/{name}/$count``: how many entries the options leave, as plain text."""
+    account = request.match_info.get("account")
+    node, visible = context.node(request), context.visible(request)
+    found = await odata.collection(node, visible, account, request.match_info["collection"])
+    options = parse_options(request.query)
+    matching = await odata.count(node, found, options, limits=context.limits(request))
+    return _xml(str(matching), MEDIA_TYPE_TEXT)
+
+
+async def _service(request: web.Request, account: str | None) -> web.StreamResponse:
+    found = await odata.collections(context.node(request), context.visible(request), account)
+    return _xml(csdl.service_document(_base(request, account), found), MEDIA_TYPE_XML)
+
+
+def _base(request: web.Request, account: str | None) -> str:
+    """The service's URL as the client reaches it (``[server] base_url`` behind a proxy)."""
+    root = context.state(request).config.base_url or f"{request.url.origin()}/"
+    return f"{root}odata" if account is None else f"{root}odata/{account}"
+
+
+async def _feed(request: web.Request, pieces: Iterator[str], count: int) -> web.StreamResponse:
+    """A feed of ``count`` entries, rendered off the event loop: whole, with its length, when it
+    is one piece; else sent piece by piece (a feed of the node's row cap would be hundreds of
+    megabytes held at once)."""
+    if count <= atom.PIECE_ROWS:
+        return _xml(await asyncio.to_thread("".join, pieces), MEDIA_TYPE_ATOM)
+    response = web.StreamResponse(headers={"Content-Type": MEDIA_TYPE_ATOM})
+    await response.prepare(request)
+    while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
+        await response.write(piece.encode())
+    await response.write_eof()
+    return response
+
+
+def _xml(text: str, content_type: str) -> web.Response:
+    return web.Response(body=text.encode(), headers={"Content-Type": content_type})
+
+
+ROUTES = (
+    ("/odata", service),
+    ("/odata/", service),
+    ("/odata/$metadata", metadata),
+    ("/odata/{collection}/$count", count),
+    ("/odata/{account}/{collection}/$count", count),
+    ("/odata/{collection}", collection),
+    ("/odata/{account}/", service),
+    ("/odata/{account}/$metadata", metadata),
+    ("/odata/{account}/$metadata/", metadata),
+    ("/odata/{account}/{collection}", collection),
+    ("/odata/{account}/{collection}/", collection),
+)
+"""The reference's routes, single- and multi-tenant, with the trailing slashes its multi-tenant
+router also takes; and OData's ``$count`` of a collection, which it lacks."""

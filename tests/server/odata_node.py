@@ -1,0 +1,149 @@
+"""One node for the OData tests, served by the real server on loopback as ``odfd serve`` serves
+it (transfer protocols and the query API, which OData reads through), on a thread of its own.
+
+Its datasets, built with the storage API (no Spark): the reference's test dataset ``foo.bar``
+(three cities, every block written at 2050-01-01T12:00:00Z, so the reference's expected XML
+applies byte for byte), ``alice/weather`` under an account with nulls, floats, booleans, dates
+and a decimal column (a type OData is not given), a private ``secret.nums``, and
+``alice/empty``, created without data."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+
+from odfd.app.node import Node
+from odfd.config import NodeConfig, ServerConfig
+from odfd.server.app import running
+from odfd.server.query_api import query_api_mount
+from protocol.identity import DatasetAliasPattern
+from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
+from storage.workspace import Workspace
+from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
+
+SYSTEM_TIME = Timestamp.of(2050, 1, 1, 12)
+EVENT_TIME = Timestamp.of(2020, 1, 1)
+READ_TOKEN = "odata-reader"
+PRIVATE = "secret.nums"
+SERVER = ServerConfig(
+    port=0,
+    private=(DatasetAliasPattern.parse(PRIVATE),),
+    read_tokens=frozenset({READ_TOKEN}),
+    query_max_rows=1000,
+)
+
+
+def foo_bar() -> pa.Table:
+    """The reference's ``foo.bar``: ``date,city,population`` of three cities."""
+    schema = pa.schema(
+        [
+            pa.field("offset", pa.int64(), nullable=False),
+            pa.field("op", pa.int32(), nullable=False),
+            pa.field("system_time", MS, nullable=False),
+            pa.field("date", MS, nullable=False),
+            pa.field("city", pa.utf8(), nullable=False),
+            pa.field("population", pa.int64(), nullable=False),
+        ]
+    )
+    return pa.table(
+        [
+            pa.array([0, 1, 2], pa.int64()),
+            pa.array([0, 0, 0], pa.int32()),
+            pa.array([SYSTEM_TIME.epoch_millis] * 3, pa.int64()).cast(MS),
+            pa.array([EVENT_TIME.epoch_millis] * 3, pa.int64()).cast(MS),
+            pa.array(["A", "B", "C"]),
+            pa.array([1000, 2000, 3000], pa.int64()),
+        ],
+        schema=schema,
+    )
+
+
+def weather() -> pa.Table:
+    """Values of the other supported types, nulls among them, and a decimal column."""
+    count = 150
+    millis = SYSTEM_TIME.epoch_millis
+    return pa.table(
+        {
+            "offset": pa.array(range(count), pa.int64()),
+            "op": pa.array([0] * count, pa.int32()),
+            "system_time": pa.array([millis] * count, pa.int64()).cast(MS),
+            "event_time": pa.array([millis - i * 1000 for i in range(count)], pa.int64()).cast(MS),
+            "station": pa.array([None if i == 1 else f"st-{i % 3}" for i in range(count)]),
+            "temp": pa.array([None if i == 2 else i / 4 - 10 for i in range(count)], pa.float64()),
+            "ok": pa.array([i % 2 == 0 for i in range(count)]),
+            "day": pa.array([18_262 + i for i in range(count)], pa.date32()),
+            "reading": pa.array([Decimal(i) / 100 for i in range(count)], pa.decimal128(10, 2)),
+        }
+    )
+
+
+async def _add(workspace: Workspace, alias: str, table: pa.Table, vocab: SetVocab | None) -> None:
+    dataset = await workspace.create_dataset(alias, DatasetKind.ROOT, system_time=SYSTEM_TIME)
+    events: list[MetadataEvent] = [*([vocab] if vocab else []), schema_event(table)]
+    for event in events:
+        state = await dataset.chain.state()
+        await dataset.commit_event(event, expected_head=state.head, system_time=SYSTEM_TIME)
+    path = workspace.root / "staging" / f"{alias.replace('/', '-')}.parquet"
+    data_slice = write_slice(table, path)
+    state = await dataset.chain.state()
+    await dataset.commit_data(
+        AddData(prev_offset=state.last_offset, new_data=data_slice),
+        data_file=path,
+        expected_head=state.head,
+        system_time=SYSTEM_TIME,
+    )
+
+
+async def add_datasets(workspace: Workspace) -> None:
+    await _add(workspace, "foo.bar", foo_bar(), SetVocab(event_time_column="date"))
+    await _add(workspace, "alice/weather", weather(), None)
+    await root_with_slices(workspace, PRIVATE, [[7, 8]])
+    await workspace.create_dataset("alice/empty", DatasetKind.ROOT, system_time=SYSTEM_TIME)
+
+
+@dataclass
+class Served:
+    url: str
+    root: Path
+    node: Node
+
+
+def serve(root: Path) -> Iterator[Served]:
+    """The node on a thread of its own until the generator is closed."""
+    holder: list[Served] = []
+    ready = threading.Event()
+    stop: list[asyncio.Event] = []
+    loop: list[asyncio.AbstractEventLoop] = []
+
+    async def run_node() -> None:
+        stop.append(asyncio.Event())
+        loop.append(asyncio.get_running_loop())
+        async with await Workspace.init(root) as workspace:
+            await add_datasets(workspace)
+            node = Node(workspace, NodeConfig(server=SERVER))
+            async with running(workspace, SERVER, mounts=[query_api_mount(node)]) as server:
+                holder.append(Served(server.url.rstrip("/"), root, node))
+                ready.set()
+                await stop[0].wait()
+
+    def run() -> None:
+        try:
+            asyncio.run(run_node())
+        finally:
+            ready.set()
+
+    thread = threading.Thread(target=run, name="odata-node")
+    thread.start()
+    ready.wait(120)
+    assert holder, "the OData test node did not start"
+    try:
+        yield holder[0]
+    finally:
+        loop[0].call_soon_threadsafe(stop[0].set)
+        thread.join(60)
