@@ -3,8 +3,9 @@
 and kept in a login store (:mod:`odfd.app.login_store`), from which pull, push, search and
 ``sql --remote`` send it to that node and no other.
 
-The reference's ``kamu login`` also has a browser (device) flow through its web front end; odfd's
-nodes have no login page, so a password or an existing token is how one logs in."""
+The reference's ``kamu login URL`` signs in through a browser (a device login); odfd's nodes
+serve that for it (:mod:`odfd.app.device_login`), while ``odfd login`` asks for the password in
+the terminal or takes an existing token."""
 
 from __future__ import annotations
 
