@@ -50,6 +50,9 @@ PLATFORM_ROUTES = [
 """The reference's login routes, its device login's included (``kamu login URL``: its front
 end's runtime configuration and sign-in page are this server's); not in ``/openapi.json``, which
 describes the data API."""
+UNAVAILABLE_ROUTES = [("POST", "/sign/eip712", general.sign_eip712)]
+"""The reference's routes odfd does not serve, answered as a reference node with the feature
+switched off answers (501, ``{"message": …}``); not in ``/openapi.json``."""
 DATASET_ROUTES = [
     ("GET", "tail", datasets.tail),
     ("GET", "metadata", datasets.metadata),
@@ -68,7 +71,7 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
     app[NODE_KEY] = node if callable(node) else lambda: node
     app[THROTTLE_KEY] = LoginThrottle()
     app[DEVICE_CODES_KEY] = DeviceCodes()
-    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES]:
+    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
