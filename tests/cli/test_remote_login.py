@@ -294,3 +294,18 @@ def test_sql_remote_search_and_pull_send_the_kept_token(
         assert run(capsys, "logout", url, "--root", str(client))[0] == 0
         code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
         assert code != 0 and "nums" in err
+
+
+@pytest.mark.parametrize("url", ["ftp://node/", "node-b:8080", "file:///tmp/ws"])
+def test_a_url_no_login_can_go_to_is_said_before_any_password_is_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, local: Path, url: str
+) -> None:
+    """Without --user and without a terminal, the name would be asked first: the URL's error
+    comes before that question, and names the URL a login needs."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, "login", url, "--root", str(local))
+    assert code == 1
+    assert f"{url}: a login goes to a node's http(s):// URL (e.g. http://node:8080/)" in err
+    assert "--user" not in err and "ipfs://" not in err
+    code, _, err = run(capsys, "logout", url, "--root", str(local))
+    assert code == 1 and "a login goes to a node's http(s):// URL" in err

@@ -61,6 +61,9 @@ def _login(args: argparse.Namespace) -> int:
         raise SystemExit("odfd login: give the node's URL (or --list)")
     if args.check:
         return run_in_node(args, lambda node: _check(node, args.url), check_storage=False)
+    from odfd.app.remote_login import login_url
+
+    login_url(args.url)  # a URL no login can go to is said before a password is asked
     login, password, token = _credentials(args)
 
     async def run(node: Node) -> int:
