@@ -10,6 +10,7 @@ the terminal or takes an existing token."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -115,12 +116,18 @@ async def log_in(
     login: str | None = None,
     password: str | None = None,
     token: str | None = None,
+    browser: Callable[[str], None] | None = None,
     scope: Scope = Scope.WORKSPACE,
 ) -> Login:
-    """Logs in to the node at ``url`` with ``login`` and ``password``, or with ``token``, and
-    keeps the token in the ``scope`` store in place of any earlier one for that node."""
+    """Logs in to the node at ``url`` with ``login`` and ``password``, with ``token``, or (given
+    ``browser``, told the page to sign in at) through the node's device login, and keeps the
+    token in the ``scope`` store in place of any earlier one for that node."""
     base = login_url(url)
-    if token is None:
+    if browser is not None:
+        from odfd.app.remote_device_login import device_token
+
+        token = await device_token(base, browser)
+    elif token is None:
         if login is None or password is None:
             raise RemoteLoginError("a login needs an account name and password, or a token")
         token = await password_token(base, login, password)
