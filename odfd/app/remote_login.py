@@ -10,7 +10,6 @@ the terminal or takes an existing token."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -72,11 +71,10 @@ def login_url(text: str) -> str:
     naming what a login's URL must be when ``text`` is not an HTTP node's."""
     try:
         return node_url(text)
-    except UnsupportedUrlError as err:
-        if text.lower().startswith(("http://", "https://", "odf+http://", "odf+https://")):
-            raise RemoteLoginError(str(err)) from None
+    except UnsupportedUrlError:
         raise RemoteLoginError(
-            f"{text}: a login goes to a node's http(s):// URL (e.g. http://node:8080/)"
+            f"{text}: a login goes to a node's http(s):// URL, without credentials or query "
+            "(e.g. http://node:8080/)"
         ) from None
 
 
@@ -116,18 +114,13 @@ async def log_in(
     login: str | None = None,
     password: str | None = None,
     token: str | None = None,
-    browser: Callable[[str], None] | None = None,
     scope: Scope = Scope.WORKSPACE,
 ) -> Login:
-    """Logs in to the node at ``url`` with ``login`` and ``password``, with ``token``, or (given
-    ``browser``, told the page to sign in at) through the node's device login, and keeps the
-    token in the ``scope`` store in place of any earlier one for that node."""
+    """Logs in to the node at ``url`` with ``login`` and ``password``, or with ``token`` (one
+    from its device login: :mod:`odfd.app.remote_device_login`), and keeps the token in the
+    ``scope`` store in place of any earlier one for that node."""
     base = login_url(url)
-    if browser is not None:
-        from odfd.app.remote_device_login import device_token
-
-        token = await device_token(base, browser)
-    elif token is None:
+    if token is None:
         if login is None or password is None:
             raise RemoteLoginError("a login needs an account name and password, or a token")
         token = await password_token(base, login, password)

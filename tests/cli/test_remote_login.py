@@ -308,7 +308,7 @@ def test_a_url_no_login_can_go_to_is_said_before_any_password_is_asked(
     monkeypatch.setattr(sys, "stdin", io.StringIO(""))
     code, _, err = run(capsys, "login", url, "--root", str(local))
     assert code == 1
-    assert f"{url}: a login goes to a node's http(s):// URL (e.g. http://node:8080/)" in err
+    assert f"{url}: a login goes to a node's http(s):// URL, without credentials" in err
     assert "--user" not in err and "ipfs://" not in err
     code, _, err = run(capsys, "logout", url, "--root", str(local))
     assert code == 1 and "a login goes to a node's http(s):// URL" in err

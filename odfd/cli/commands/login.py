@@ -76,18 +76,15 @@ def _login(args: argparse.Namespace) -> int:
 
     async def run(node: Node) -> int:
         from odfd.app.login_store import Scope
-        from odfd.app.remote_login import log_in
+        from odfd.app.remote_device_login import device_token
+        from odfd.app.remote_login import log_in, login_url
 
         scope = Scope.USER if args.user_scope else Scope.WORKSPACE
-        browser = _show_sign_in_page if args.browser else None
+        given = token
+        if args.browser:
+            given = await device_token(login_url(args.url), _show_sign_in_page)
         done = await log_in(
-            node,
-            args.url,
-            login=login,
-            password=password,
-            token=token,
-            browser=browser,
-            scope=scope,
+            node, args.url, login=login, password=password, token=given, scope=scope
         )
         terminal.info(f"Logged in: {done.account} at {done.url} ({scope.value} store)")
         return 0
