@@ -33,6 +33,9 @@ DEVICE_CODE_SECONDS = 300
 POLL_SECONDS = 5
 """How often the CLI is told to poll (RFC 8628's default, the reference's)."""
 TOKEN_SECONDS = int(LOGIN_TOKEN_LIFETIME.total_seconds())
+MAX_PENDING = 1000
+"""Device codes awaiting their sign-in at once: anyone may ask for one, so their memory is
+bounded."""
 
 
 class Refusal(StrEnum):
@@ -41,6 +44,10 @@ class Refusal(StrEnum):
     PENDING = "authorization_pending"
     DENIED = "access_denied"
     EXPIRED = "expired_token"
+
+
+class TooManyDeviceLogins(OdfdError):
+    """``MAX_PENDING`` device codes await their sign-in already."""
 
 
 class DeviceLoginError(OdfdError):
@@ -62,6 +69,7 @@ class DeviceCodes:
     """The device codes one server has handed out and not yet redeemed."""
 
     lifetime: float = DEVICE_CODE_SECONDS
+    most: int = MAX_PENDING
     clock: Callable[[], float] = time.monotonic
     _pending: dict[str, _Pending] = field(default_factory=dict)
 
@@ -69,6 +77,10 @@ class DeviceCodes:
         """A new device code (a random UUID, as the reference's)."""
         now = self.clock()
         self._pending = {c: p for c, p in self._pending.items() if p.expires_at > now}
+        if len(self._pending) >= self.most:
+            raise TooManyDeviceLogins(
+                f"{len(self._pending)} device logins await their sign-in: try again in a few minutes"
+            )
         code = str(uuid.uuid4())
         self._pending[code] = _Pending(now + self.lifetime)
         return code

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from odfd.app.device_login import DeviceCodes, DeviceLoginError, Refusal
+from odfd.app.device_login import DeviceCodes, DeviceLoginError, Refusal, TooManyDeviceLogins
 from odfd.app.node import open_node
 from tests.cli.helpers import odfd_serve
 from tests.console.browser import Browser
@@ -133,3 +133,16 @@ def test_a_device_code_expires_after_its_lifetime() -> None:
     with pytest.raises(DeviceLoginError) as gone:
         codes.check(code)
     assert gone.value.refusal is Refusal.DENIED
+
+
+def test_device_codes_awaiting_a_sign_in_are_bounded() -> None:
+    """Anyone may ask for a code: at most ``most`` wait at once; expired ones make room."""
+    now = [0.0]
+    codes = DeviceCodes(lifetime=300, most=2, clock=lambda: now[0])
+    codes.create()
+    now[0] += 100
+    codes.create()
+    with pytest.raises(TooManyDeviceLogins, match="2 device logins await their sign-in"):
+        codes.create()
+    now[0] += 250  # the first expired
+    codes.check(codes.create())

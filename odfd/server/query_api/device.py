@@ -17,6 +17,7 @@ from odfd.app.device_login import (
     TOKEN_SECONDS,
     DeviceCodes,
     DeviceLoginError,
+    TooManyDeviceLogins,
 )
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import error_response
@@ -46,7 +47,10 @@ async def authorization(request: web.Request) -> web.Response:
     [client_id] = await _fields(request, "client_id")
     if not client_id:
         return error_response(400, "Invalid client_id")
-    code = request.app[DEVICE_CODES_KEY].create()
+    try:
+        code = request.app[DEVICE_CODES_KEY].create()
+    except TooManyDeviceLogins as err:
+        return error_response(429, str(err))
     return web.json_response(
         {
             "device_code": code,
