@@ -37,13 +37,7 @@ async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
     import aiohttp
     import pyarrow as pa
 
-    try:
-        base = node_url(url)
-    except UnsupportedUrlError:
-        raise RemoteQueryError(
-            f"{url}: a remote query goes to a node's query API, at its http(s):// URL "
-            "(e.g. http://node:8080/)"
-        ) from None
+    base = query_api_url(url)
     token = node.transport.token_for(base)
     body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "ArrowJson"}
     headers = {"Authorization": f"Bearer {token}"} if token else {}
@@ -53,12 +47,7 @@ async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
             async with http.post(base + "query", json=body) as reply:
                 status, text = reply.status, await reply.text()
         except aiohttp.ClientConnectorError as err:
-            refused = isinstance(err.os_error, ConnectionRefusedError)
-            reason = "connection refused" if refused else err.os_error.strerror or str(err)
-            raise RemoteQueryError(
-                f"cannot reach the node at {base} ({reason}): is it serving "
-                "(`odfd serve`, `odfd daemon`) at that address?"
-            ) from None
+            raise RemoteQueryError(cannot_reach(base, err)) from None
         except aiohttp.ClientError as err:
             raise RemoteQueryError(f"cannot ask {base}query: {err}") from None
         answer = _json(text)
@@ -73,6 +62,28 @@ async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
         if status == 400 and unknown_table(message) is not None:
             message += await _unknown_table_hint(http, base, message, sent_token=bool(token))
     raise RemoteQueryError(_refusal(base, status, message, sent_token=bool(token)))
+
+
+def query_api_url(url: str) -> str:
+    """The root URL of the node at ``url``, whose query API is asked (``node_url``);
+    ``RemoteQueryError`` naming the URL wanted when ``url`` is no HTTP node's."""
+    try:
+        return node_url(url)
+    except UnsupportedUrlError:
+        raise RemoteQueryError(
+            f"{url}: a remote query goes to a node's query API, at its http(s):// URL "
+            "(e.g. http://node:8080/)"
+        ) from None
+
+
+def cannot_reach(base: str, err: aiohttp.ClientConnectorError) -> str:
+    """What to say when the node at ``base`` does not answer (not aiohttp's own words)."""
+    refused = isinstance(err.os_error, ConnectionRefusedError)
+    reason = "connection refused" if refused else err.os_error.strerror or str(err)
+    return (
+        f"cannot reach the node at {base} ({reason}): is it serving "
+        "(`odfd serve`, `odfd daemon`) at that address?"
+    )
 
 
 def _json(text: str) -> Any:

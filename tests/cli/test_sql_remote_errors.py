@@ -102,3 +102,26 @@ def test_a_refused_token_says_to_log_in_again(
     err = _remote(capsys, client, node, "SELECT 1")
     assert f"{node}query answered 401: " in err
     assert f"the token kept for {node} is refused: log in again (`odfd login {node}`)" in err
+
+
+def test_a_remote_verify_says_the_same_as_a_remote_query(
+    capsys: pytest.CaptureFixture[str], client: Path, tmp_path: Path
+) -> None:
+    """``--verify FILE --remote URL``: the same words for a URL that is no node's and for a
+    node that does not answer (was "cannot ask ftp://x/verify: ftp://x/verify")."""
+    code, out, err = run(
+        capsys, "sql", "-c", "SELECT 1 AS x", "-o", "json", "--proof", "--root", str(client)
+    )
+    assert code == 0, err
+    answer = tmp_path / "answer.json"
+    answer.write_text(out)
+    verify = ("sql", "--verify", str(answer), "--root", str(client), "--remote")
+    code, _, err = run(capsys, *verify, "ftp://node/")
+    assert code == 2  # no verdict (1 is a failed check)
+    assert "ftp://node/: a remote query goes to a node's query API, at its http(s):// URL" in err
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+        code, _, err = run(capsys, *verify, f"http://127.0.0.1:{port}")
+    assert code == 2
+    assert f"cannot reach the node at http://127.0.0.1:{port}/ (connection refused)" in err
