@@ -179,6 +179,10 @@ async def check_remotely(
             http.post(endpoint, json=body, headers=headers) as reply,
         ):
             status, text_reply = reply.status, await reply.text()
+    except aiohttp.ClientConnectorError as error:
+        from odfd.app.remote_query import cannot_reach
+
+        raise AnswerCheckError(cannot_reach(url, error)) from None
     except aiohttp.ClientError as error:
         raise AnswerCheckError(f"cannot ask {endpoint}: {error}") from None
     try:

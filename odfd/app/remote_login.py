@@ -3,8 +3,9 @@
 and kept in a login store (:mod:`odfd.app.login_store`), from which pull, push, search and
 ``sql --remote`` send it to that node and no other.
 
-The reference's ``kamu login`` also has a browser (device) flow through its web front end; odfd's
-nodes have no login page, so a password or an existing token is how one logs in."""
+The reference's ``kamu login URL`` signs in through a browser (a device login); odfd's nodes
+serve that for it (:mod:`odfd.app.device_login`), while ``odfd login`` asks for the password in
+the terminal or takes an existing token."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from odfd.app.login_store import (
     store_path,
     write_logins,
 )
+from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.transport.url import node_url
 
 if TYPE_CHECKING:
@@ -64,6 +66,18 @@ async def _request(
         return status, None
 
 
+def login_url(text: str) -> str:
+    """The node's URL a login to ``text`` is kept for (``node_url``); ``RemoteLoginError``
+    naming what a login's URL must be when ``text`` is not an HTTP node's."""
+    try:
+        return node_url(text)
+    except UnsupportedUrlError:
+        raise RemoteLoginError(
+            f"{text}: a login goes to a node's http(s):// URL, without credentials or query "
+            "(e.g. http://node:8080/)"
+        ) from None
+
+
 def _message(answer: Any) -> str:
     return str(answer.get("message")) if isinstance(answer, dict) and "message" in answer else ""
 
@@ -102,9 +116,10 @@ async def log_in(
     token: str | None = None,
     scope: Scope = Scope.WORKSPACE,
 ) -> Login:
-    """Logs in to the node at ``url`` with ``login`` and ``password``, or with ``token``, and
-    keeps the token in the ``scope`` store in place of any earlier one for that node."""
-    base = node_url(url)
+    """Logs in to the node at ``url`` with ``login`` and ``password``, or with ``token`` (one
+    from its device login: :mod:`odfd.app.remote_device_login`), and keeps the token in the
+    ``scope`` store in place of any earlier one for that node."""
+    base = login_url(url)
     if token is None:
         if login is None or password is None:
             raise RemoteLoginError("a login needs an account name and password, or a token")
@@ -129,7 +144,7 @@ def logins(node: Node) -> list[Login]:
 async def check(node: Node, url: str) -> Login:
     """The kept login for the node at ``url``, once the node confirmed whom its token speaks
     for (``RemoteLoginError`` when none is kept or the node refuses it)."""
-    base = node_url(url)
+    base = login_url(url)
     for scope in (Scope.WORKSPACE, Scope.USER):
         for entry in read_logins(store_path(node.root, scope)):
             if entry.url == base:
@@ -142,7 +157,7 @@ def log_out(node: Node, url: str | None, *, scope: Scope | None = None) -> list[
     """Forgets the login to the node at ``url`` (``None``: every login) in ``scope`` (``None``:
     both stores); the logins forgotten. The tokens stay valid on the node until they expire or
     its administrator revokes them (``odfd account token revoke``)."""
-    base = None if url is None else node_url(url)
+    base = None if url is None else login_url(url)
     gone: list[Login] = []
     for each in (Scope.WORKSPACE, Scope.USER):
         if scope is not None and each is not scope:

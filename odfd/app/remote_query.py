@@ -1,16 +1,25 @@
 """``odfd sql --remote URL QUERY``: a query answered by another node's query API (``POST
 /query``), sent with the token ``odfd login`` kept for that node (or ``[sync.tokens]``), so a
-private dataset there answers as it would to that account."""
+private dataset there answers as it would to that account.
+
+A failure says what the user can do about it: a URL that is no HTTP node, a node that cannot be
+reached, a token it refuses (log in again), a URL with no query API behind it (the node's root
+URL is wanted), and a table the node does not know: ``did you mean "match.scores"?`` when the
+node's dataset listing (``GET /``, odfd's) has that alias, and a reminder to log in when no token
+was sent (a private dataset exists only for a token that may read it)."""
 
 from __future__ import annotations
 
 import json
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.query import unknown_table, unknown_table_hint
 from odfd.errors import OdfdError
+from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.transport.url import node_url
 
 if TYPE_CHECKING:
+    import aiohttp
     import pyarrow as pa
 
     from odfd.app.node import Node
@@ -28,27 +37,101 @@ async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
     import aiohttp
     import pyarrow as pa
 
-    base = node_url(url)
+    base = query_api_url(url)
     token = node.transport.token_for(base)
     body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "ArrowJson"}
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_SECONDS)
+    async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
+        try:
+            async with http.post(base + "query", json=body) as reply:
+                status, text = reply.status, await reply.text()
+        except aiohttp.ClientConnectorError as err:
+            raise RemoteQueryError(cannot_reach(base, err)) from None
+        except aiohttp.ClientError as err:
+            raise RemoteQueryError(f"cannot ask {base}query: {err}") from None
+        answer = _json(text)
+        if status == 200 and isinstance(answer, dict) and isinstance(answer.get("output"), dict):
+            return _table(answer["output"], pa)
+        message = _message(answer, text)
+        if status in (404, 405) and not isinstance(answer, dict):
+            raise RemoteQueryError(
+                f"{base} has no query API ({status} {message}): give the URL the node is "
+                "served at (its root, e.g. http://node:8080/), not a dataset's"
+            )
+        if status == 400 and unknown_table(message) is not None:
+            message += await _unknown_table_hint(http, base, message, sent_token=bool(token))
+    raise RemoteQueryError(_refusal(base, status, message, sent_token=bool(token)))
+
+
+def query_api_url(url: str) -> str:
+    """The root URL of the node at ``url``, whose query API is asked (``node_url``);
+    ``RemoteQueryError`` naming the URL wanted when ``url`` is no HTTP node's."""
     try:
-        async with (
-            aiohttp.ClientSession(timeout=timeout) as http,
-            http.post(base + "query", json=body, headers=headers) as reply,
-        ):
-            status, text = reply.status, await reply.text()
-    except aiohttp.ClientError as err:
-        raise RemoteQueryError(f"cannot ask {base}query: {err}") from None
+        return node_url(url)
+    except UnsupportedUrlError:
+        raise RemoteQueryError(
+            f"{url}: a remote query goes to a node's query API, at its http(s):// URL "
+            "(e.g. http://node:8080/)"
+        ) from None
+
+
+def cannot_reach(base: str, err: aiohttp.ClientConnectorError) -> str:
+    """What to say when the node at ``base`` does not answer (not aiohttp's own words)."""
+    refused = isinstance(err.os_error, ConnectionRefusedError)
+    reason = "connection refused" if refused else err.os_error.strerror or str(err)
+    return (
+        f"cannot reach the node at {base} ({reason}): is it serving "
+        "(`odfd serve`, `odfd daemon`) at that address?"
+    )
+
+
+def _json(text: str) -> Any:
     try:
-        answer: Any = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError:
-        answer = None
-    if status != 200 or not isinstance(answer, dict) or "output" not in answer:
-        message = answer.get("message") if isinstance(answer, dict) else text[:200]
-        raise RemoteQueryError(f"{base}query answered {status}: {message}")
-    output = answer["output"]
+        return None
+
+
+def _message(answer: Any, text: str) -> str:
+    if isinstance(answer, dict) and isinstance(answer.get("message"), str):
+        return str(answer["message"])
+    return " ".join(text.split())[:200]
+
+
+def _refusal(base: str, status: int, message: str, *, sent_token: bool) -> str:
+    """The error for a query ``base`` answered with ``status`` and ``message``."""
+    said = f"{base}query answered {status}: {message}"
+    if status == 401 and sent_token:
+        return f"{said}; the token kept for {base} is refused: log in again (`odfd login {base}`)"
+    if status == 401:
+        return f"{said}; log in first (`odfd login {base}`)"
+    return said
+
+
+async def _unknown_table_hint(
+    http: aiohttp.ClientSession, base: str, message: str, *, sent_token: bool
+) -> str:
+    """What to add to the node's "table not found": the alias meant, when the node lists it
+    (odfd's ``GET /``; a node without that listing gives none), else why it may be missing."""
+    import aiohttp
+
+    try:
+        async with http.get(base, headers={"Accept": "application/json"}) as reply:
+            listing = _json(await reply.text()) if reply.status == 200 else None
+    except aiohttp.ClientError:
+        listing = None
+    entries = listing.get("datasets") if isinstance(listing, dict) else None
+    aliases = [e["alias"] for e in entries or () if isinstance(e, dict) and "alias" in e]
+    hint = unknown_table_hint(message, [str(alias) for alias in aliases])
+    if hint is not None:
+        return f"; {hint}"
+    if not sent_token:
+        return f"; no token was sent: a private dataset there needs `odfd login {base}` first"
+    return ""
+
+
+def _table(output: dict[str, Any], pa: Any) -> pa.Table:
     rows: list[dict[str, Any]] = output.get("data") or []
     fields = (output.get("schema") or {}).get("fields") or []
     names = [str(f["name"]) for f in fields] or list(rows[0] if rows else [])

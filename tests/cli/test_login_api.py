@@ -78,7 +78,11 @@ def test_a_password_login_issues_a_token_of_the_account(node: tuple[Path, str, A
     assert me.json()["accountName"] == "alice"
     assert me.json()["id"].startswith("did:odf:")
     assert me.json()["displayName"] == "Alice" and me.json()["email"] == "a@example.org"
-    assert _get(url, "platform/token/validate", None).status_code == 401
+    anonymous = _get(url, "platform/token/validate", None)
+    assert (anonymous.status_code, anonymous.json()) == (
+        401,
+        {"message": "No authentication token provided"},  # the reference's words
+    )
     assert _get(url, "platform/token/validate", token + "x").status_code == 401
 
 
@@ -86,6 +90,7 @@ def test_bad_logins_are_refused_without_echoing_the_password(node: tuple[Path, s
     _, url, _ = node
     wrong = _login(url, "alice", "not-the-password")
     assert wrong.status_code == 401 and "not-the-password" not in wrong.text
+    assert wrong.json() == {"message": "Rejected credentials: invalid login or password"}
     unknown = _login(url, "nobody", PASSWORD)
     assert unknown.status_code == 401 and unknown.json() == wrong.json()
     method = requests.post(

@@ -5,11 +5,14 @@ forgotten on logout (the push is then refused again)."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import io
 import json
 import stat
 import subprocess
 import sys
+import threading
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -294,3 +297,71 @@ def test_sql_remote_search_and_pull_send_the_kept_token(
         assert run(capsys, "logout", url, "--root", str(client))[0] == 0
         code, _, err = run(capsys, *query, "--remote", url, "--root", str(client))
         assert code != 0 and "nums" in err
+
+
+@pytest.mark.parametrize("url", ["ftp://node/", "node-b:8080", "file:///tmp/ws"])
+def test_a_url_no_login_can_go_to_is_said_before_any_password_is_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, local: Path, url: str
+) -> None:
+    """Without --user and without a terminal, the name would be asked first: the URL's error
+    comes before that question, and names the URL a login needs."""
+    monkeypatch.setattr(sys, "stdin", io.StringIO(""))
+    code, _, err = run(capsys, "login", url, "--root", str(local))
+    assert code == 1
+    assert f"{url}: a login goes to a node's http(s):// URL, without credentials" in err
+    assert "--user" not in err and "ipfs://" not in err
+    code, _, err = run(capsys, "logout", url, "--root", str(local))
+    assert code == 1 and "a login goes to a node's http(s):// URL" in err
+
+
+def test_a_browser_login_waits_for_the_sign_in_on_the_nodes_page(
+    remote: tuple[Path, str], local: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``odfd login URL --browser`` prints the node's sign-in page and polls until someone signs
+    in there (here the page's form is sent as a browser sends it; the page itself is tested in
+    Chromium in ``tests/query_api/test_device_login.py``); the token is then kept."""
+    _, url = remote
+    login = subprocess.Popen(
+        [sys.executable, "-m", "odfd.cli.main", "login", url, "--browser", "--root", str(local)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert login.stderr is not None
+        line = login.stderr.readline()
+        assert line.startswith("Open this page in a browser and sign in there: "), line
+        page = line.split(": ", 1)[1].strip()
+        assert page.startswith(url + "v/login?deviceCode=")
+        device_code = page.split("deviceCode=")[1]
+        form = {"deviceCode": device_code, "login": "alice", "password": ALICE_PASSWORD}
+        sign_in = urllib.request.Request(
+            url + "v/login", data=urllib.parse.urlencode(form).encode()
+        )
+        with urllib.request.urlopen(sign_in, timeout=30) as reply:
+            assert "Signed in as <b>alice</b>" in reply.read().decode()
+        assert login.wait(timeout=60) == 0, login.stderr.read()
+        assert "Logged in: alice at " + url in login.stderr.read()
+    finally:
+        if login.poll() is None:
+            login.kill()
+    code, out, err = run(capsys, "login", url, "--check", "--root", str(local))
+    assert code == 0 and out.startswith(f"alice at {url} (token valid"), err
+
+
+def test_a_browser_login_to_a_node_without_one_says_to_use_a_password(
+    capsys: pytest.CaptureFixture[str], local: Path
+) -> None:
+    """A server with no device login (here Python's own file server, which takes no POST)."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), http.server.SimpleHTTPRequestHandler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/"
+        code, _, err = run(capsys, "login", url, "--browser", "--root", str(local))
+    finally:
+        server.shutdown()
+        thread.join()
+    assert code == 1
+    assert f"{url}: no device login there (501): log in with --user NAME instead" in err

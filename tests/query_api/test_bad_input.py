@@ -70,6 +70,13 @@ def test_a_method_a_route_does_not_take_is_a_json_error_naming_the_ones_it_does(
     )
 
 
+def test_a_reference_route_odfd_does_not_serve_is_a_json_501_saying_why(served: Served) -> None:
+    typed_data = {"domain": {"name": "x", "version": "1", "chainId": 1}, "types": {}}
+    reply = served.call("POST", "/sign/eip712?key=did:odf:fed01", typed_data)
+    assert reply.status == 501
+    assert reply.body["message"].startswith("EIP-712 signing is not available on this node")
+
+
 def test_bad_verify_requests(served: Served) -> None:
     answer = served.call("POST", "/query", {"query": QUERY, "include": ["Proof"]}).body
     request = {key: value for key, value in answer.items() if key != "output"}

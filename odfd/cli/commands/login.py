@@ -41,6 +41,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--token-stdin", action="store_true", help="read the token from standard input"
     )
     parser.add_argument(
+        "--browser",
+        action="store_true",
+        help="sign in on the node's web page instead (its device login, as `kamu login` does): "
+        "prints the page's URL, then waits for the sign-in there",
+    )
+    parser.add_argument(
         "--global",
         dest="user_scope",
         action="store_true",
@@ -55,26 +61,39 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _login(args: argparse.Namespace) -> int:
+    if args.browser and (args.login or args.password_stdin or args.token or args.token_stdin):
+        raise SystemExit("odfd login: --browser signs in on the node's page: no name or token")
     if args.list:
         return run_in_node(args, _list, check_storage=False)
     if args.url is None:
         raise SystemExit("odfd login: give the node's URL (or --list)")
     if args.check:
         return run_in_node(args, lambda node: _check(node, args.url), check_storage=False)
-    login, password, token = _credentials(args)
+    from odfd.app.remote_login import login_url
+
+    login_url(args.url)  # a URL no login can go to is said before a password is asked
+    login, password, token = (None, None, None) if args.browser else _credentials(args)
 
     async def run(node: Node) -> int:
         from odfd.app.login_store import Scope
-        from odfd.app.remote_login import log_in
+        from odfd.app.remote_device_login import device_token
+        from odfd.app.remote_login import log_in, login_url
 
         scope = Scope.USER if args.user_scope else Scope.WORKSPACE
+        given = token
+        if args.browser:
+            given = await device_token(login_url(args.url), _show_sign_in_page)
         done = await log_in(
-            node, args.url, login=login, password=password, token=token, scope=scope
+            node, args.url, login=login, password=password, token=given, scope=scope
         )
         terminal.info(f"Logged in: {done.account} at {done.url} ({scope.value} store)")
         return 0
 
     return run_in_node(args, run, check_storage=False)
+
+
+def _show_sign_in_page(url: str) -> None:
+    print(f"Open this page in a browser and sign in there: {url}", file=sys.stderr, flush=True)
 
 
 def _credentials(args: argparse.Namespace) -> tuple[str | None, str | None, str | None]:

@@ -284,11 +284,16 @@ def _verify(args: argparse.Namespace) -> int:
     text = sys.stdin.buffer.read() if args.verify == "-" else _read_answer(Path(args.verify))
 
     async def run(node: Node) -> int:
-        from odfd.app.answer_checks import check_locally, check_remotely
+        from odfd.app.answer_checks import AnswerCheckError, check_locally, check_remotely
+        from odfd.app.remote_query import RemoteQueryError, query_api_url
 
         if args.remote is not None:
-            token = node.transport.token_for(args.remote)
-            check = await check_remotely(text, source, args.remote, token=token)
+            try:
+                base = query_api_url(args.remote)
+            except RemoteQueryError as err:  # no verdict: exit 2, not a failed check's 1
+                raise AnswerCheckError(str(err)) from None
+            token = node.transport.token_for(base)
+            check = await check_remotely(text, source, base, token=token)
         else:
             check = await check_locally(node, text, source)
         if check.failure is None:

@@ -1,7 +1,7 @@
 """The node's HTTP query API, beside the transfer protocols on every odfd server: the
 reference's ``/query``, ``/verify``, ``/{dataset}/tail``, ``/{dataset}/metadata``, ``/info``,
 ``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them; and the
-reference's ``/platform/login`` and ``/platform/token/validate``.
+reference's ``/platform/login``, ``/platform/token/validate`` and device login (``kamu login``).
 
 Handlers only translate: HTTP in, a call into ``odfd.app.answers`` or ``odfd.app.dataset_metadata``,
 JSON out. Datasets are named as the transfer routes name them (``name``, ``account/name``, a
@@ -15,8 +15,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from odfd.app import answers
-from odfd.server.query_api import datasets, general, platform, query
+from odfd.app.device_login import DeviceCodes
+from odfd.server.query_api import datasets, device, general, login_page, platform, query
 from odfd.server.query_api.context import NODE_KEY
+from odfd.server.query_api.device import DEVICE_CODES_KEY
 from odfd.server.query_api.errors import json_errors
 from odfd.server.query_api.platform import THROTTLE_KEY, LoginThrottle
 from odfd.server.simple import DATASET
@@ -39,8 +41,18 @@ ROOT_ROUTES = [
 PLATFORM_ROUTES = [
     ("POST", "/platform/login", platform.login),
     ("GET", "/platform/token/validate", platform.validate),
+    ("POST", "/platform/token/device/authorization", device.authorization),
+    ("POST", "/platform/token/device", device.token),
+    ("GET", "/assets/runtime-config.json", device.runtime_config),
+    ("GET", "/" + device.LOGIN_PAGE, login_page.show),
+    ("POST", "/" + device.LOGIN_PAGE, login_page.submit),
 ]
-"""The reference's login routes (not in ``/openapi.json``, which describes the data API)."""
+"""The reference's login routes, its device login's included (``kamu login URL``: its front
+end's runtime configuration and sign-in page are this server's); not in ``/openapi.json``, which
+describes the data API."""
+UNAVAILABLE_ROUTES = [("POST", "/sign/eip712", general.sign_eip712)]
+"""The reference's routes odfd does not serve, answered as a reference node with the feature
+switched off answers (501, ``{"message": …}``); not in ``/openapi.json``."""
 DATASET_ROUTES = [
     ("GET", "tail", datasets.tail),
     ("GET", "metadata", datasets.metadata),
@@ -58,7 +70,8 @@ def query_api_mount(node: Node | Callable[[], Node]) -> Mount:
 def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
     app[NODE_KEY] = node if callable(node) else lambda: node
     app[THROTTLE_KEY] = LoginThrottle()
-    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES]:
+    app[DEVICE_CODES_KEY] = DeviceCodes()
+    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
         app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))

@@ -35,3 +35,8 @@ def visible(request: web.Request) -> Visible:
     token) or withheld by the daemon."""
     served = state(request)
     return lambda record: record.id not in served.withheld and served.visible(record, request)
+
+
+def base_url(request: web.Request) -> str:
+    """This server's URL as the client reaches it (``[server] base_url`` when set)."""
+    return state(request).config.base_url or f"{request.url.origin()}/"

@@ -1,4 +1,5 @@
-"""``GET /info``, ``GET /accounts/me`` and ``GET /openapi.json``."""
+"""``GET /info``, ``GET /accounts/me``, ``GET /openapi.json``, and ``POST /sign/eip712``
+answered as the reference answers it on a node whose operator enabled no signing."""
 
 from __future__ import annotations
 
@@ -54,3 +55,15 @@ async def openapi(request: web.Request) -> web.Response:
 def openapi_document() -> bytes:
     """The OpenAPI 3.1 description of this API (``openapi.json`` beside this module)."""
     return files(__package__).joinpath("openapi.json").read_bytes()
+
+
+EIP712_UNAVAILABLE = (
+    "EIP-712 signing is not available on this node: odfd keeps no managed keys to sign with "
+    "(the reference's /sign/eip712 needs its operator's secp256k1 node key and DID secret keys)"
+)
+
+
+async def sign_eip712(request: web.Request) -> web.Response:
+    """501 with a JSON ``message``, as the reference's ``SignEip712UseCaseError::NotConfigured``,
+    so its clients read why instead of a bare 404."""
+    return error_response(501, EIP712_UNAVAILABLE)

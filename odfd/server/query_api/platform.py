@@ -102,15 +102,17 @@ async def login(request: web.Request) -> web.Response:
         issued = await login_with_password(context.node(request), name, password)
     except LoginRejected as err:
         throttle.failed(key)
-        return error_response(401, str(err))
+        return error_response(401, f"Rejected credentials: {err}")  # the reference's words
     throttle.succeeded(key)
     return web.json_response({"accessToken": issued.secret})
 
 
 async def validate(request: web.Request) -> web.Response:
-    subject = await subject_of(
-        context.node(request), context.state(request).config, bearer_token(request)
-    )
-    if subject is None:
-        return error_response(401, "token is missing or invalid")
+    """200 for a valid token; 401 with the reference's message for none (an invalid one never
+    gets here: the server's ``authorize`` refuses it first, with 401 and why)."""
+    token = bearer_token(request)
+    if token is None:
+        return error_response(401, "No authentication token provided")
+    if await subject_of(context.node(request), context.state(request).config, token) is None:
+        return error_response(401, "Authentication token invalid")
     return web.Response(status=200)
