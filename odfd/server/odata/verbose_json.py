@@ -62,7 +62,7 @@ def entry(base: str, collection: ODataCollection, rows: ODataRows) -> str:
 def _entries(base: str, collection: ODataCollection, table: pa.Table) -> Iterator[str]:
     keys = table.column(KEY_ALIAS).to_pylist()
     columns = [
-        (field.name, _values(column))
+        (field.name, json_values(column))
         for field, column in zip(table.schema, table.columns, strict=True)
         if field.name != KEY_ALIAS and edm_type(field.type) is not None
     ]
@@ -76,7 +76,7 @@ def _entries(base: str, collection: ODataCollection, table: pa.Table) -> Iterato
         yield _dumps(entity)
 
 
-def _values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
+def json_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
     """A column of a type with an Edm type as verbose JSON values (``None`` for a null)."""
     data_type = array.type
     if pt.is_timestamp(data_type):
