@@ -29,9 +29,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 @pytest.fixture(scope="module")
 def client(served: Served) -> Iterator[Any]:
     with requests.Session() as session:
-        yield pyodata.Client(
-            f"{served.url}/odata/alice/", session, config=Config(retain_null=True)
-        )
+        yield pyodata.Client(f"{served.url}/odata/alice/", session, config=Config(retain_null=True))
 
 
 def expected(row: dict[str, Any]) -> dict[str, Any]:
@@ -58,9 +56,7 @@ def test_entity_sets_and_types(client: Any) -> None:
     assert sets == {"weather"}  # alice/empty has no schema yet
     properties = client.schema.entity_type("weather").proprties()
     assert [prop.name for prop in properties] == NAMES
-    assert [prop.name for prop in client.schema.entity_type("weather").key_proprties] == [
-        "offset"
-    ]
+    assert [prop.name for prop in client.schema.entity_type("weather").key_proprties] == ["offset"]
 
 
 def test_whole_collection_follows_next_links(client: Any) -> None:

@@ -65,7 +65,9 @@ async def test_feed_entry_and_service_document(served: Served) -> None:
 
 
 async def test_nulls_dates_and_next_link(served: Served) -> None:
-    _, feed = await fetch(served, "/odata/alice/weather?$select=station,temp,day", "application/json")
+    _, feed = await fetch(
+        served, "/odata/alice/weather?$select=station,temp,day", "application/json"
+    )
     results = feed["d"]["results"]
     assert len(results) == 100
     assert feed["d"]["__next"] == (

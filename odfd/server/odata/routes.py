@@ -86,9 +86,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
     json = wants_json(request.query, request.headers.get("Accept", ""))
     limits = context.limits(request)
     properties = edm.properties(found.schema)
-    rows = await odata.rows(
-        node, found, options, address.key, properties=properties, limits=limits
-    )
+    rows = await odata.rows(node, found, options, address.key, properties=properties, limits=limits)
     base = _base(request, account)
     if address.key is None:
         next_url = None
