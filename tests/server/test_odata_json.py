@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 import aiohttp
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -115,6 +116,10 @@ def test_values() -> None:
     millisecond, before 1970 too; Int64 is a string, smaller integers numbers."""
     floats = pa.array([1.5, math.nan, math.inf, -math.inf, None], pa.float64())
     assert json_values(floats) == [1.5, "NaN", "INF", "-INF", None]
+    singles = pa.array([1.1, math.nan, None], pa.float32())  # the digits Atom writes
+    assert json.dumps(json_values(singles)) == '[1.1, "NaN", null]'
+    halves = pa.array(np.array([0.5, -math.inf], np.float16))
+    assert json.dumps(json_values(halves)) == '[0.5, "-INF"]'
     times = pa.array([-1, 1_999_999, None], pa.timestamp("ns"))
     assert json_values(times) == ["/Date(-1)/", "/Date(1)/", None]
     seconds = pa.array([-2], pa.timestamp("s", tz="UTC"))

@@ -18,7 +18,7 @@ import pyarrow.types as pt
 from odfd.app.odata import ODataCollection, ODataRows
 from odfd.app.odata_query import KEY_ALIAS
 from odfd.server.odata.csdl import NAMESPACE
-from odfd.server.odata.edm import edm_type
+from odfd.server.odata.edm import column_texts, edm_type
 
 _MS_PER_DAY = 86_400_000
 _PER_MS = {"s": -1000, "ms": 1, "us": 1_000, "ns": 1_000_000}
@@ -91,6 +91,9 @@ def json_values(array: pa.Array | pa.ChunkedArray) -> list[Any]:
     values = array.to_pylist()
     if edm_type(data_type) == "Edm.Int64":  # beyond JavaScript's exact integers: a string
         return [None if value is None else str(value) for value in values]
+    if pt.is_float16(data_type) or pt.is_float32(data_type):  # shortest digits, as in Atom
+        texts = column_texts(array)
+        return [None if text is None else _float(float(text)) for text in texts]
     if pt.is_floating(data_type):
         return [_float(value) for value in values]
     return values
