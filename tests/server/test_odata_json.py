@@ -22,8 +22,12 @@ JSON = "application/json;odata=verbose;charset=utf-8"
 ATOM = "application/atom+xml;type=feed;charset=utf-8"
 
 
-async def fetch(served: Served, path: str, accept: str | None = None) -> tuple[str, Any]:
+async def fetch(
+    served: Served, path: str, accept: str | None = None, version: str | None = None
+) -> tuple[str, Any]:
     headers = {} if accept is None else {"Accept": accept}
+    if version is not None:
+        headers["MaxDataServiceVersion"] = version
     async with aiohttp.ClientSession() as session:
         async with session.get(served.url + path, headers=headers) as response:
             assert response.status == 200, await response.text()
@@ -89,10 +93,14 @@ async def test_nulls_dates_and_next_link(served: Served) -> None:
         ("application/atom+xml,application/json;q=0.5", ATOM),
         ("application/atom+xml;q=0.5,application/json", JSON),
         ("application/json;odata=minimalmetadata", ATOM),  # JSON light: not written here
+        ("application/json;odata=verbose|3.0", JSON),
+        ("application/json|2.0", JSON),
+        ("application/json|3.0;NetFx", ATOM),  # to an OData 3 client, JSON light
     ],
 )
 async def test_accept_chooses_the_format(served: Served, accept: str | None, answered: str) -> None:
-    kind, _ = await fetch(served, "/odata/foo.bar?$top=1", accept)
+    media, _, version = (accept or "").partition("|")
+    kind, _ = await fetch(served, "/odata/foo.bar?$top=1", media or None, version or None)
     assert kind == answered
     kind, _ = await fetch(served, "/odata/foo.bar?$top=1&$format=atom", "application/json")
     assert kind == ATOM  # $format wins over Accept

@@ -1,8 +1,10 @@
 """Which format a request is answered in: Atom, the reference's and the default, or OData's
 verbose JSON when ``$format=json`` asks for it or the ``Accept`` header prefers
-``application/json`` (plain or ``;odata=verbose``) to Atom, as SAP's ``pyodata`` and datajs
-send it. OData 3's other JSON ("JSON light", ``odata=minimalmetadata`` and the like), which
-this node does not write, leaves a request in Atom, as the reference answers every request."""
+``application/json;odata=verbose`` to Atom, or plain ``application/json`` from a client of
+OData 2 (as SAP's ``pyodata`` sends it). OData 3's other JSON ("JSON light",
+``odata=minimalmetadata`` and the like, also what plain ``application/json`` means to a client
+sending ``MaxDataServiceVersion: 3.0``, an OData 3 client), which this node does not write,
+leaves a request in Atom, as the reference answers every request."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ _JSON_FORMATS = ("json", "verbosejson", "application/json", "application/json;od
 _ATOM_FORMATS = ("atom", "xml", "application/atom+xml", "application/xml")
 
 
-def wants_json(query: Mapping[str, str], accept: str) -> bool:
+def wants_json(query: Mapping[str, str], headers: Mapping[str, str]) -> bool:
     """Whether the answer is verbose JSON (``$format`` first, then ``Accept``); an unknown
     ``$format`` is refused naming it."""
     fmt = query.get("$format")
@@ -30,9 +32,10 @@ def wants_json(query: Mapping[str, str], accept: str) -> bool:
             "OData's verbose JSON"
         )
     best_json, best_atom = 0.0, 0.0
-    for item in accept.split(","):
+    plain = "minimalmetadata" if _version(headers.get("MaxDataServiceVersion", "")) >= 3 else ""
+    for item in headers.get("Accept", "").split(","):
         media, *params = (part.strip().lower() for part in item.split(";"))
-        quality, odata = 1.0, "verbose"
+        quality, odata = 1.0, plain or "verbose"
         for param in params:
             name, _, value = param.partition("=")
             if name.strip() == "q":
@@ -44,6 +47,11 @@ def wants_json(query: Mapping[str, str], accept: str) -> bool:
         elif media in _ATOM_TYPES:
             best_atom = max(best_atom, quality)
     return best_json > best_atom
+
+
+def _version(text: str) -> float:
+    """``3.0`` of ``3.0;NetFx`` (0 when absent or unreadable)."""
+    return _quality(text.split(";")[0].strip())
 
 
 def _quality(text: str) -> float:

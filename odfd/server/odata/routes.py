@@ -83,7 +83,7 @@ async def collection(request: web.Request) -> web.StreamResponse:
             return await _service(request, segment)
         raise
     options = parse_options(request.query)
-    json = wants_json(request.query, request.headers.get("Accept", ""))
+    json = wants_json(request.query, request.headers)
     limits = context.limits(request)
     properties = edm.properties(found.schema)
     rows = await odata.rows(node, found, options, address.key, properties=properties, limits=limits)
@@ -119,7 +119,7 @@ async def count(request: web.Request) -> web.StreamResponse:
 
 
 async def _service(request: web.Request, account: str | None) -> web.StreamResponse:
-    json = wants_json(request.query, request.headers.get("Accept", ""))
+    json = wants_json(request.query, request.headers)
     found = await odata.collections(context.node(request), context.visible(request), account)
     if json:
         return _xml(verbose_json.service_document(found), MEDIA_TYPE_JSON)
