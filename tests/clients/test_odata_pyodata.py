@@ -94,6 +94,9 @@ def test_query_options(client: Any) -> None:
     by_kwargs = request.filter(request.offset < 3).execute()
     assert [read(e, NAMES) for e in by_kwargs] == [expected(r) for r in ROWS[:3]]
     assert client.entity_sets.weather.get_entities().filter("ok eq true").count().execute() == 75
+    inline = client.entity_sets.weather.get_entities().filter("ok eq true").top(2)
+    page = inline.count(inline=True).execute()  # $inlinecount=allpages: "__count"
+    assert (page.total_count, [e.offset for e in page]) == (75, [0, 2])
 
 
 def test_entry_by_key_and_nulls(client: Any) -> None:
