@@ -65,6 +65,8 @@ async def test_feed_entry_and_service_document(served: Served) -> None:
     assert entry["d"]["city"] == "C"
     kind, service = await fetch(served, "/odata/alice?$format=json")
     assert (kind, service) == (JSON, {"d": {"EntitySets": ["weather"]}})
+    kind, service = await fetch(served, "/odata", "application/json")
+    assert (kind, service) == (JSON, {"d": {"EntitySets": ["foo.bar"]}})  # not the private one
     kind, metadata = await fetch(served, "/odata/$metadata", "application/json")
     assert kind == "application/xml;charset=utf-8"  # CSDL has no JSON form in OData 2/3
 
