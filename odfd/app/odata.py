@@ -28,6 +28,8 @@ from protocol.identity import DatasetAlias
 from protocol.query import DatasetState, QueryRequest
 
 if TYPE_CHECKING:
+    from collections.abc import Collection
+
     from odfd.app.answers import QueryLimits, Visible
     from odfd.app.node import Node
     from protocol.identity import Multihash
@@ -127,47 +129,61 @@ async def rows(
     options: QueryOptions,
     key: int | None,
     *,
+    properties: Collection[str],
     limits: QueryLimits,
 ) -> ODataRows:
-    """The entries ``options`` ask for (or the one of offset ``key``), with the key column
-    ``KEY_ALIAS`` last; without ``$top``, a page of ``DEFAULT_TOP`` and where the next starts.
-    A dataset without data is no collection to read, as in the reference."""
+    """The entries ``options`` ask for (or the one of offset ``key``) over the collection's
+    ``properties`` (the columns OData shows; options naming others are refused), with the key column
+    ``KEY_ALIAS`` last; without ``$top``, a page of ``DEFAULT_TOP`` (or of the node's row cap,
+    when lower) and where the next starts. A dataset without data is no collection to read, as
+    in the reference."""
     from verifier.engine.datafusion.engine import quote_identifier
 
     _readable(collection)
+    page = min(DEFAULT_TOP, limits.max_rows)
     sql = collection_sql(
         options,
         collection.record.alias,
-        collection.schema.names,
+        properties,
         collection.offset,
         key,
         quote_identifier,
+        page,
     )
     if options.top is not None and options.top > limits.max_rows:
         raise answers.QueryRefusedError(
             f"$top={options.top} is above this node's cap of {limits.max_rows} rows per query "
             "([server] query_max_rows); page through the collection with $skip and $top"
         )
-    schema, batches = await _run(node, collection, sql, limits)
+    # The row past a page only tells whether another follows: it is never served, so it may
+    # be one past the cap.
+    probe = replace(limits, max_rows=max(limits.max_rows, page + 1))
+    schema, batches = await _run(node, collection, sql, probe if options.top is None else limits)
     matching = None
     if options.inline_count and key is None:
-        matching = await count(node, collection, replace(options, skip=0, top=None), limits=limits)
+        unpaged = replace(options, skip=0, top=None)
+        matching = await count(node, collection, unpaged, properties=properties, limits=limits)
     found = sum(batch.num_rows for batch in batches)
-    if options.top is not None or key is not None or found <= DEFAULT_TOP:
+    if options.top is not None or key is not None or found <= page:
         return ODataRows(schema, batches, None, matching)
-    page = pa.Table.from_batches(batches, schema).slice(0, DEFAULT_TOP)
-    return ODataRows(schema, tuple(page.to_batches()), options.skip + DEFAULT_TOP, matching)
+    served = pa.Table.from_batches(batches, schema).slice(0, page)
+    return ODataRows(schema, tuple(served.to_batches()), options.skip + page, matching)
 
 
 async def count(
-    node: Node, collection: ODataCollection, options: QueryOptions, *, limits: QueryLimits
+    node: Node,
+    collection: ODataCollection,
+    options: QueryOptions,
+    *,
+    properties: Collection[str],
+    limits: QueryLimits,
 ) -> int:
     """How many entries ``$filter`` matches, of those ``$skip`` and ``$top`` leave
     (``/{collection}/$count``)."""
     from verifier.engine.datafusion.engine import quote_identifier
 
     _readable(collection)
-    sql = count_sql(options, collection.record.alias, collection.schema.names, quote_identifier)
+    sql = count_sql(options, collection.record.alias, properties, quote_identifier)
     _, batches = await _run(node, collection, sql, limits)
     return options.paged(int(batches[0].column(0)[0].as_py()))
 

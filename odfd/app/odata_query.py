@@ -110,11 +110,12 @@ def collection_sql(
     offset: str,
     key: int | None,
     quote: Callable[[str], str],
+    page: int = DEFAULT_TOP,
 ) -> str:
     """The query answering ``options`` (or, with ``key``, the one entry of that offset: the
     other options than ``$select`` are ignored, as the reference does) over ``table`` of
     ``columns``; rows in offset order unless ``$orderby`` says otherwise (then by offset among
-    equals). Without ``$top``: a page of ``DEFAULT_TOP`` rows and one more, if there is one."""
+    equals). Without ``$top``: a page of ``page`` rows and one more, if there is one."""
     selected = [_column(name, columns, "$select") for name in options.select]
     listed = ", ".join(quote(name) for name in selected) if selected else "*"
     sql = f"SELECT {listed}, {quote(offset)} AS {quote(KEY_ALIAS)} FROM {quote(table)}"
@@ -128,7 +129,7 @@ def collection_sql(
     ]
     order.append(f"{quote(offset)} ASC")  # ties in offset order: pages never overlap
     # Without $top, one row past the page tells whether a next page exists.
-    top = DEFAULT_TOP + 1 if options.top is None else options.top
+    top = page + 1 if options.top is None else options.top
     return f"{sql} ORDER BY {', '.join(order)} LIMIT {top} OFFSET {options.skip}"
 
 

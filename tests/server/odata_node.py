@@ -114,8 +114,9 @@ class Served:
     node: Node
 
 
-def serve(root: Path) -> Iterator[Served]:
-    """The node on a thread of its own until the generator is closed."""
+def serve(root: Path, server: ServerConfig = SERVER) -> Iterator[Served]:
+    """The node (served with ``server``) on a thread of its own until the generator is
+    closed."""
     holder: list[Served] = []
     ready = threading.Event()
     stop: list[asyncio.Event] = []
@@ -126,9 +127,9 @@ def serve(root: Path) -> Iterator[Served]:
         loop.append(asyncio.get_running_loop())
         async with await Workspace.init(root) as workspace:
             await add_datasets(workspace)
-            node = Node(workspace, NodeConfig(server=SERVER))
-            async with running(workspace, SERVER, mounts=[query_api_mount(node)]) as server:
-                holder.append(Served(server.url.rstrip("/"), root, node))
+            node = Node(workspace, NodeConfig(server=server))
+            async with running(workspace, server, mounts=[query_api_mount(node)]) as running_:
+                holder.append(Served(running_.url.rstrip("/"), root, node))
                 ready.set()
                 await stop[0].wait()
 

@@ -6,15 +6,18 @@ a message naming the problem."""
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import aiohttp
 import pytest
 
 from odfd.server.odata import atom
-from tests.server.odata_node import Served, weather
+from tests.server.odata_node import SERVER, Served, serve, weather
 from tests.server.test_odata_reference import get
 
 ATOM = "{http://www.w3.org/2005/Atom}"
@@ -176,7 +179,7 @@ async def test_entry_keys(served: Served) -> None:
         ("/odata/alice/weather?$skiptoken=x", 501, "$skiptoken"),
         ("/odata/alice/empty/$count", 404, "empty has no data"),
         ("/odata/alice/nothing/$count", 404, "nothing"),
-        ("/odata/alice/weather?$format=json", 501, "$format=json"),
+        ("/odata/alice/weather?$format=jsonlight", 501, "$format=jsonlight"),
         ("/odata/alice/weather?$top=abc", 400, "$top=abc"),
         ("/odata/alice/weather?$skip=-1", 400, "$skip=-1"),
         ("/odata/alice/weather?$top=1001", 400, "$top=1001"),
@@ -277,3 +280,41 @@ async def test_counts(served: Served) -> None:
         assert (status, content_type, body) == (200, "text/plain;charset=utf-8", str(expected))
     status, _, body = await get(served, "/odata/foo.bar/$count")
     assert (status, body) == (200, "3")
+
+
+async def test_unknown_property_errors_name_only_odata_properties(served: Served) -> None:
+    """An unknown property's error lists the entity's properties as ``$metadata`` shows them:
+    the decimal column, which OData is not given, is no property there, nor in the options."""
+    for option in ["$filter=nope eq 1", "$select=nope", "$orderby=nope"]:
+        status, _, body = await get(served, f"/odata/alice/weather?{option}")
+        assert status == 400, body
+        assert "offset, op, system_time, event_time, station, temp, ok, day)" in body
+        assert "reading" not in body
+    for option in ["$filter=reading eq 1", "$select=reading"]:
+        status, _, body = await get(served, f"/odata/alice/weather?{option}")
+        assert status == 400, body
+        assert "no property 'reading'" in body
+
+
+@pytest.fixture(scope="module")
+def capped(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """The same node with a row cap below the default page of 100 entries."""
+    server = dataclasses.replace(SERVER, query_max_rows=40)
+    yield from serve(Path(tmp_path_factory.mktemp("odata-capped")) / "ws", server)
+
+
+async def test_next_links_under_a_row_cap_below_the_page(capped: Served) -> None:
+    """With ``[server] query_max_rows`` below 100 a page holds the cap's number of entries and
+    still links the next, so a client following ``next`` reads the whole collection."""
+    url: str | None = f"{capped.url}/odata/alice/weather?$select=offset"
+    pages = []
+    while url is not None:
+        status, _, body = await get(capped, url.removeprefix(capped.url))
+        assert status == 200, body
+        pages.append([row["offset"] for row in entries(body)])
+        link = ET.fromstring(body).find(f"{ATOM}link[@rel='next']")
+        url = None if link is None else link.get("href")
+    assert [len(page) for page in pages] == [40, 40, 40, 30]
+    assert sum(pages, []) == list(range(150))
+    status, _, body = await get(capped, "/odata/alice/weather?$top=41")
+    assert status == 400 and "$top=41" in body

@@ -47,6 +47,11 @@ def edm_type(data_type: pa.DataType) -> str | None:
     return None
 
 
+def properties(schema: pa.Schema) -> tuple[str, ...]:
+    """The names of the columns OData shows (those with an Edm type), in schema order."""
+    return tuple(field.name for field in schema if edm_type(field.type) is not None)
+
+
 def column_texts(array: pa.Array | pa.ChunkedArray) -> list[str | None]:
     """Each value of a column of a supported type as escaped XML text (``None`` for a null)."""
     if isinstance(array, pa.ChunkedArray):

@@ -1,7 +1,7 @@
 """A collection request's URL read into ``odfd.app.odata_query``'s model: the address
 (``name`` or ``name(key)``) and the system query options ``$select``, ``$filter``, ``$orderby``,
-``$skip``, ``$top`` and ``$inlinecount`` (``$format=atom`` is what is served anyway). Any other ``$`` option is
-refused naming it; options without ``$`` are the client's own and ignored, as OData says.
+``$skip``, ``$top`` and ``$inlinecount`` (``$format`` is ``formats``' to read). Any other ``$``
+option is refused naming it; options without ``$`` are the client's own and ignored, as OData says.
 
 ``$filter`` takes what the reference's takes: ``eq ne lt gt le ge``, ``and``, ``or``, ``not``,
 ``in (...)``, parentheses, and literals (strings in single quotes, numbers, ``true``, ``false``,
@@ -81,9 +81,6 @@ def parse_options(query: Mapping[str, str]) -> QueryOptions:
             raise UnsupportedODataError(
                 f"query option {option} is not supported (this node takes {', '.join(SUPPORTED)})"
             )
-    fmt = query.get("$format")
-    if fmt is not None and fmt.strip().lower() not in ("atom", "xml"):
-        raise UnsupportedODataError(f"$format={fmt} is not supported: this node answers in Atom")
     inline_count = query.get("$inlinecount", "none").strip()
     if inline_count not in ("none", "allpages"):
         raise BadODataRequestError(f"$inlinecount={inline_count} is neither allpages nor none")

@@ -1,5 +1,6 @@
 """The OData handlers: each translates a request into a call of ``odfd.app.odata`` and its
-result into the reference's XML. Errors are answered as the node's other APIs answer them,
+result into the reference's XML, or OData's verbose JSON when the client asks for it
+(``formats``). Errors are answered as the node's other APIs answer them,
 ``{"message": ...}`` with a status: 404 for a collection or entry the caller cannot see, 400 for
 a malformed option or key, 501 for an OData feature this node does not implement."""
 
@@ -18,7 +19,8 @@ from odfd.app.odata_query import (
     ODataNotFoundError,
     UnsupportedODataError,
 )
-from odfd.server.odata import atom, csdl
+from odfd.server.odata import atom, csdl, edm, verbose_json
+from odfd.server.odata.formats import wants_json
 from odfd.server.odata.query_options import parse_address, parse_options
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import Handler, error_response, json_errors
@@ -27,6 +29,7 @@ MEDIA_TYPE_XML = "application/xml;charset=utf-8"
 MEDIA_TYPE_ATOM = "application/atom+xml;type=feed;charset=utf-8"
 """The reference's content types (an entry document is sent with the feed's, as there)."""
 MEDIA_TYPE_TEXT = "text/plain;charset=utf-8"
+MEDIA_TYPE_JSON = "application/json;odata=verbose;charset=utf-8"
 _STATUS = ((ODataNotFoundError, 404), (BadODataRequestError, 400), (UnsupportedODataError, 501))
 
 
@@ -80,8 +83,10 @@ async def collection(request: web.Request) -> web.StreamResponse:
             return await _service(request, segment)
         raise
     options = parse_options(request.query)
+    json = wants_json(request.query, request.headers)
     limits = context.limits(request)
-    rows = await odata.rows(node, found, options, address.key, limits=limits)
+    properties = edm.properties(found.schema)
+    rows = await odata.rows(node, found, options, address.key, properties=properties, limits=limits)
     base = _base(request, account)
     if address.key is None:
         next_url = None
@@ -89,9 +94,14 @@ async def collection(request: web.Request) -> web.StreamResponse:
             query = {**request.query, "$skip": str(rows.next_skip)}
             next_url = str(URL(f"{base}/{found.name}").with_query(query))
         count = sum(batch.num_rows for batch in rows.batches)
-        return await _feed(request, atom.feed(base, found, rows, next_url), count)
+        if json:
+            pieces = verbose_json.feed(base, found, rows, next_url, atom.PIECE_ROWS)
+            return await _feed(request, pieces, count, MEDIA_TYPE_JSON)
+        return await _feed(request, atom.feed(base, found, rows, next_url), count, MEDIA_TYPE_ATOM)
     if sum(batch.num_rows for batch in rows.batches) != 1:
         raise ODataNotFoundError(f"no entry {found.name}({address.key}) on this node")
+    if json:
+        return _xml(verbose_json.entry(base, found, rows), MEDIA_TYPE_JSON)
     return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
 
 
@@ -101,12 +111,18 @@ async def count(request: web.Request) -> web.StreamResponse:
     node, visible = context.node(request), context.visible(request)
     found = await odata.collection(node, visible, account, request.match_info["collection"])
     options = parse_options(request.query)
-    matching = await odata.count(node, found, options, limits=context.limits(request))
+    properties = edm.properties(found.schema)
+    matching = await odata.count(
+        node, found, options, properties=properties, limits=context.limits(request)
+    )
     return _xml(str(matching), MEDIA_TYPE_TEXT)
 
 
 async def _service(request: web.Request, account: str | None) -> web.StreamResponse:
+    json = wants_json(request.query, request.headers)
     found = await odata.collections(context.node(request), context.visible(request), account)
+    if json:
+        return _xml(verbose_json.service_document(found), MEDIA_TYPE_JSON)
     return _xml(csdl.service_document(_base(request, account), found), MEDIA_TYPE_XML)
 
 
@@ -116,13 +132,15 @@ def _base(request: web.Request, account: str | None) -> str:
     return f"{root}odata" if account is None else f"{root}odata/{account}"
 
 
-async def _feed(request: web.Request, pieces: Iterator[str], count: int) -> web.StreamResponse:
+async def _feed(
+    request: web.Request, pieces: Iterator[str], count: int, content_type: str
+) -> web.StreamResponse:
     """A feed of ``count`` entries, rendered off the event loop: whole, with its length, when it
     is one piece; else sent piece by piece (a feed of the node's row cap would be hundreds of
     megabytes held at once)."""
     if count <= atom.PIECE_ROWS:
-        return _xml(await asyncio.to_thread("".join, pieces), MEDIA_TYPE_ATOM)
-    response = web.StreamResponse(headers={"Content-Type": MEDIA_TYPE_ATOM})
+        return _xml(await asyncio.to_thread("".join, pieces), content_type)
+    response = web.StreamResponse(headers={"Content-Type": content_type})
     await response.prepare(request)
     while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
         await response.write(piece.encode())
