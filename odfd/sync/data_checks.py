@@ -28,6 +28,7 @@ from the device overlaps the hashing of others instead of leaving a core idle du
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -51,6 +52,7 @@ from protocol.hashing import (
 from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
+from storage import direct_io
 from storage.direct_io import read_direct
 
 DEFAULT_OFFSET_COLUMN = "offset"
@@ -123,6 +125,12 @@ def _enter_first(stack: ExitStack, paths: Sequence[Path]) -> pa.NativeFile:
 
 
 def _enter(stack: ExitStack, path: Path) -> pa.NativeFile:
+    """A file smaller than ``DIRECT_MIN`` (written through the page cache) is read whole in one
+    call: Parquet's footer and column reads then cost no system calls (~0.025 ms of a 32 KB
+    file's ~0.45 ms check)."""
+    with open(path, "rb", buffering=0) as file:
+        if os.fstat(file.fileno()).st_size < direct_io.DIRECT_MIN:
+            return pa.BufferReader(file.readall())
     whole = stack.enter_context(read_direct(path))
     return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
 
@@ -140,10 +148,7 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
     with parquet:
         schema = parquet.schema_arrow
         has_column = schema.get_field_index(offset_column) >= 0
-        try:
-            digest: RecordsDigest | None = RecordsDigest(schema)
-        except UnsupportedDataTypeError:
-            digest = None
+        digest = _new_digest(schema)
         rows, first, last = 0, None, None
         try:
             for batch in hashing_batches(parquet):
@@ -160,6 +165,28 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
             )
     logical = digest.finalize() if digest is not None else None
     return SliceFacts(rows, offset_column, has_column, first, last, logical)
+
+
+_STARTED_MAX = 64
+_UNSEEN = object()
+_started: dict[pa.Schema, RecordsDigest | None] = {}
+"""A digest started for each schema seen lately (``None``: a column's type has no logical hash
+encoding), copied for each file: a pull's files mostly share one schema."""
+
+
+def _new_digest(schema: pa.Schema) -> RecordsDigest | None:
+    """A fresh digest of ``schema`` (``RecordsDigest.copy`` of the one started for an equal
+    schema: equal schemas, metadata aside, hash alike), or ``None`` if it cannot be hashed."""
+    started = _started.get(schema, _UNSEEN)
+    if started is _UNSEEN:
+        try:
+            started = RecordsDigest(schema)
+        except UnsupportedDataTypeError:
+            started = None
+        if len(_started) >= _STARTED_MAX:
+            _started.clear()
+        _started[schema] = started
+    return started.copy() if isinstance(started, RecordsDigest) else None
 
 
 def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) -> SliceFacts:
