@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
@@ -292,17 +292,22 @@ class DataChecks:
             self._facts[hash] = self._threads.submit(read_first_present, paths, self._columns[hash])
         return True
 
-    async def verify(self, path_of: dict[Multihash, Sequence[Path]]) -> None:
-        """Compare every planned block with its file (``path_of`` gives each file's paths);
-        ``CorruptSourceError`` names the first block that misdescribes its data."""
-        for hash, paths in path_of.items():
-            self.start(hash, paths)
+    async def verify(
+        self, hashes: Iterable[Multihash], paths_of: Callable[[Multihash], Sequence[Path]]
+    ) -> None:
+        """Compare every planned block with its file (``hashes``: the pull's data files;
+        ``paths_of`` gives a file's paths, asked only for a file not begun or read again: the
+        loop does not build 1,000 paths as the downloads end); ``CorruptSourceError`` names the
+        first block that misdescribes its data."""
+        for hash in hashes:
+            if hash not in self._facts:
+                self.start(hash, paths_of(hash))
         for claim in self._claims:
             hash = claim.data_slice.physical_hash
             try:
                 facts = await _outcome(self._facts[hash])
                 if facts.offset_column != claim.offset_column:
-                    facts = await self._reread_bounds(facts, path_of[hash], claim)
+                    facts = await self._reread_bounds(facts, paths_of(hash), claim)
             except SliceFileError as err:
                 raise CorruptSourceError(
                     f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
