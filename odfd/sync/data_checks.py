@@ -28,9 +28,10 @@ from the device overlaps the hashing of others instead of leaving a core idle du
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
-from collections.abc import Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -51,6 +52,7 @@ from protocol.hashing import (
 from protocol.hashing.parquet_files import STREAM_BUFFER_BYTES
 from protocol.identity import Multihash
 from protocol.model import AddData, DataSlice, ExecuteTransform, SetVocab
+from storage import direct_io
 from storage.direct_io import read_direct
 
 DEFAULT_OFFSET_COLUMN = "offset"
@@ -123,6 +125,12 @@ def _enter_first(stack: ExitStack, paths: Sequence[Path]) -> pa.NativeFile:
 
 
 def _enter(stack: ExitStack, path: Path) -> pa.NativeFile:
+    """A file smaller than ``DIRECT_MIN`` (written through the page cache) is read whole in one
+    call: Parquet's footer and column reads then cost no system calls (~0.025 ms of a 32 KB
+    file's ~0.45 ms check)."""
+    with open(path, "rb", buffering=0) as file:
+        if os.fstat(file.fileno()).st_size < direct_io.DIRECT_MIN:
+            return pa.BufferReader(file.readall())
     whole = stack.enter_context(read_direct(path))
     return pa.OSFile(str(path)) if whole is None else pa.BufferReader(pa.py_buffer(whole))
 
@@ -140,10 +148,7 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
     with parquet:
         schema = parquet.schema_arrow
         has_column = schema.get_field_index(offset_column) >= 0
-        try:
-            digest: RecordsDigest | None = RecordsDigest(schema)
-        except UnsupportedDataTypeError:
-            digest = None
+        digest = _new_digest(schema)
         rows, first, last = 0, None, None
         try:
             for batch in hashing_batches(parquet):
@@ -160,6 +165,28 @@ def _read_facts(source: pa.NativeFile, offset_column: str) -> SliceFacts:
             )
     logical = digest.finalize() if digest is not None else None
     return SliceFacts(rows, offset_column, has_column, first, last, logical)
+
+
+_STARTED_MAX = 64
+_UNSEEN = object()
+_started: dict[pa.Schema, RecordsDigest | None] = {}
+"""A digest started for each schema seen lately (``None``: a column's type has no logical hash
+encoding), copied for each file: a pull's files mostly share one schema."""
+
+
+def _new_digest(schema: pa.Schema) -> RecordsDigest | None:
+    """A fresh digest of ``schema`` (``RecordsDigest.copy`` of the one started for an equal
+    schema: equal schemas, metadata aside, hash alike), or ``None`` if it cannot be hashed."""
+    started = _started.get(schema, _UNSEEN)
+    if started is _UNSEEN:
+        try:
+            started = RecordsDigest(schema)
+        except UnsupportedDataTypeError:
+            started = None
+        if len(_started) >= _STARTED_MAX:
+            _started.clear()
+        _started[schema] = started
+    return started.copy() if isinstance(started, RecordsDigest) else None
 
 
 def reread_offset_bounds(paths: Sequence[Path], facts: SliceFacts, column: str) -> SliceFacts:
@@ -218,7 +245,7 @@ class DataChecks:
         self._guess = DEFAULT_OFFSET_COLUMN
         self._claims: list[_Claim] = []
         self._columns: dict[Multihash, str] = {}
-        self._facts: dict[Multihash, asyncio.Future[SliceFacts]] = {}
+        self._facts: dict[Multihash, Future[SliceFacts]] = {}
         self._reread: dict[tuple[Multihash, str], SliceFacts] = {}
         self._threads: ThreadPoolExecutor | None = None
 
@@ -260,22 +287,27 @@ class DataChecks:
                 self._threads = ThreadPoolExecutor(
                     check_threads(), thread_name_prefix="odfd-pull-check"
                 )
-            self._facts[hash] = asyncio.get_running_loop().run_in_executor(
-                self._threads, read_first_present, paths, self._columns[hash]
-            )
+            # A thread's future, not the loop's: a finished check does not wake the event loop
+            # (~1,000 wake-ups of a pull's loop, each waiting for the GIL); ``verify`` collects.
+            self._facts[hash] = self._threads.submit(read_first_present, paths, self._columns[hash])
         return True
 
-    async def verify(self, path_of: dict[Multihash, Sequence[Path]]) -> None:
-        """Compare every planned block with its file (``path_of`` gives each file's paths);
-        ``CorruptSourceError`` names the first block that misdescribes its data."""
-        for hash, paths in path_of.items():
-            self.start(hash, paths)
+    async def verify(
+        self, hashes: Iterable[Multihash], paths_of: Callable[[Multihash], Sequence[Path]]
+    ) -> None:
+        """Compare every planned block with its file (``hashes``: the pull's data files;
+        ``paths_of`` gives a file's paths, asked only for a file not begun or read again: the
+        loop does not build 1,000 paths as the downloads end); ``CorruptSourceError`` names the
+        first block that misdescribes its data."""
+        for hash in hashes:
+            if hash not in self._facts:
+                self.start(hash, paths_of(hash))
         for claim in self._claims:
             hash = claim.data_slice.physical_hash
             try:
-                facts = await self._facts[hash]
+                facts = await _outcome(self._facts[hash])
                 if facts.offset_column != claim.offset_column:
-                    facts = await self._reread_bounds(facts, path_of[hash], claim)
+                    facts = await self._reread_bounds(facts, paths_of(hash), claim)
             except SliceFileError as err:
                 raise CorruptSourceError(
                     f"{self.where}: data/{hash} of block {self._name(claim)} {err}"
@@ -342,6 +374,11 @@ class DataChecks:
                 f"{where} records logicalHash {recorded.logical_hash}, the records of "
                 f"data/{recorded.physical_hash} hash to {facts.logical_hash}"
             )
+
+
+async def _outcome(future: Future[SliceFacts]) -> SliceFacts:
+    """What a check found (its error raised), waited for on the loop only if not yet done."""
+    return future.result() if future.done() else await asyncio.wrap_future(future)
 
 
 def _offset_column(vocab: SetVocab | None) -> str:

@@ -660,13 +660,8 @@ class _PullRun:
         )
         try:
             self.progress.set_phase("checking data")
-            await self.checks.verify(
-                {
-                    ref.hash: self._paths_of(ref)
-                    for ref in self._objects_of(walk)
-                    if ref.kind is ObjectKind.DATA
-                }
-            )
+            data = {ref.hash: ref for ref in self._objects_of(walk) if ref.kind is ObjectKind.DATA}
+            await self.checks.verify(data, lambda hash: self._paths_of(data[hash]))
             self.progress.set_phase("naming objects")
             crash_point("pull.objects-staged")
             await self.fetcher.name_fetched()

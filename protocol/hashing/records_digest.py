@@ -111,6 +111,22 @@ class RecordsDigest:
             else Lanes(executor, len(self._leaves), _PENDING_BATCHES * max(len(self._leaves), 1))
         )
 
+    def copy(self) -> RecordsDigest:
+        """A digest in this one's state, updated on its own from now on (as ``hashlib``'s
+        ``copy``): a digest started once per schema is copied for each file of that schema
+        instead of deriving the schema's encodings again (~0.03 ms per file). One with an
+        executor cannot be copied while its lanes may still be feeding it."""
+        if self._lanes is not None:
+            raise ValueError("a RecordsDigest with an executor cannot be copied")
+        twin = RecordsDigest.__new__(RecordsDigest)
+        twin._schema = self._schema
+        twin._schema_hasher = self._schema_hasher.copy()
+        twin._leaves = [_Leaf(leaf.path, leaf.hasher.copy()) for leaf in self._leaves]
+        twin._signature = self._signature
+        twin._accepted_schemas = list(self._accepted_schemas)
+        twin._lanes = None
+        return twin
+
     @property
     def schema(self) -> pa.Schema:
         """The schema as hashed: dictionaries decoded, extension types as their storage."""

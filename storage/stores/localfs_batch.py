@@ -127,9 +127,14 @@ class LocalFsStagedObjects(StagedObjects):
 
 
 def _open_new(path: Path) -> BinaryIO:
-    """Written around the page cache where the file system allows it (``storage.direct_io``)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    return open_new(path)
+    """Written around the page cache where the file system allows it (``storage.direct_io``).
+    Its folder is made only when missing (the first file of a pull): not a failing ``mkdir``
+    and its exception per object."""
+    try:
+        return open_new(path)
+    except FileNotFoundError:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return open_new(path)
 
 
 def _write_part(f: BinaryIO | None, path: Path, digest: Any, chunk: Chunk) -> BinaryIO:

@@ -1,6 +1,7 @@
-"""A data check reads a file whole around the page cache when it can, or through the cache in
-pieces (a file above the read limit, a file system without ``O_DIRECT``): both read the same
-facts, and both refuse a file that is not Parquet."""
+"""A data check reads a small file whole in one call, a larger one whole around the page cache
+when it can, or through the cache in pieces (a file above the read limit, a file system without
+``O_DIRECT``): every way reads the same facts, and every way refuses a file that is not
+Parquet."""
 
 from __future__ import annotations
 
@@ -17,10 +18,12 @@ from odfd.sync.data_checks import SliceFileError, check_threads, read_slice_fact
 from protocol.hashing import available_cores, logical_hash_parquet
 from storage import direct_io
 
-WAYS = ["whole", "above the limit", "no O_DIRECT"]
+WAYS = ["small", "whole", "above the limit", "no O_DIRECT"]
 
 
 def _around_cache(way: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if way == "small":
+        return  # the test's files are below DIRECT_MIN
     monkeypatch.setattr(direct_io, "DIRECT_MIN", 1)  # the test's files are small
     if way == "above the limit":
         monkeypatch.setattr(direct_io, "READ_LIMIT", 0)
@@ -90,3 +93,18 @@ def test_a_check_reads_its_file_before_it_waits_for_a_core(
 def test_every_check_thread_can_read_ahead_into_a_buffer() -> None:
     assert check_threads() == 2 * available_cores()
     assert direct_io.READ_BUFFERS_PER_CORE * available_cores() >= check_threads()
+
+
+def test_files_of_one_schema_each_get_their_own_hash(tmp_path: Path) -> None:
+    """Checks copy one started digest per schema: what one file fed never reaches the next."""
+    paths = []
+    for number in range(3):
+        path = tmp_path / f"slice-{number}.parquet"
+        table = pa.table(
+            {"offset": pa.array(range(number, number + 50), pa.int64()), "name": ["x"] * 50}
+        )
+        pq.write_table(table, path)
+        paths.append(path)
+    hashes = [read_slice_facts(path, "offset").logical_hash for path in paths * 2]
+    assert hashes == [logical_hash_parquet(path) for path in paths * 2]
+    assert len(set(hashes)) == 3

@@ -293,3 +293,28 @@ def test_dictionary_pages_are_read_undecoded_and_both_hashes_come_from_one_read(
 def test_hash_parquet_file_names_a_missing_file(tmp_path) -> None:
     with ThreadPoolExecutor(1) as pool, pytest.raises(DataFileError, match="missing.parquet"):
         hash_parquet_file(tmp_path / "missing.parquet", pool)
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_a_copied_digest_hashes_as_a_fresh_one(case: str) -> None:
+    """A pull's data checks copy one started digest per schema (``RecordsDigest.copy``): each
+    copy hashes as a digest made anew, and updating one copy leaves the others as they were."""
+    schema, batches = CASES[case]()
+    started = RecordsDigest(schema)
+    first, second = started.copy(), started.copy()
+    for batch in batches:
+        first.update(batch)
+    assert first.finalize() == logical_hash(batches, schema)
+    assert second.finalize() == started.finalize() == logical_hash([], schema)
+    midway = first.copy()
+    for batch in batches:
+        first.update(batch)
+        midway.update(batch)
+    assert first.finalize() == midway.finalize()
+
+
+def test_a_digest_with_an_executor_is_not_copied() -> None:
+    schema, _ = CASES["fixed_width"]()
+    with ThreadPoolExecutor(2) as pool:
+        with pytest.raises(ValueError, match="cannot be copied"):
+            RecordsDigest(schema, pool).copy()
