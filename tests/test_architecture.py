@@ -223,11 +223,13 @@ APPLICATION_ONLY = {
     "odfd.sync.objects": "odfd.app.receive_push",
     "odfd.sync.target": "odfd.app.receive_push",
     "odfd.sync.walk": "odfd.app.receive_push",
+    "verifier.engine.spark.session": "odfd.app.engine_status",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
-``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves
-(a module here covers its submodules)."""
+``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves;
+the console asks ``odfd.app.engine_status`` whether Spark runs (a module here covers its
+submodules)."""
 
 
 def _application_only(target: str) -> str | None:
