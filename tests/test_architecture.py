@@ -223,13 +223,17 @@ APPLICATION_ONLY = {
     "odfd.sync.objects": "odfd.app.receive_push",
     "odfd.sync.target": "odfd.app.receive_push",
     "odfd.sync.walk": "odfd.app.receive_push",
+    "odfd.coordinator.commit": "odfd.app.ingest",
+    "odfd.coordinator.schema": "odfd.app.push_ingest",
+    "odfd.ingest.errors": "odfd.app.push_ingest",
     "verifier.engine.spark.session": "odfd.app.engine_status",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
 ``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves;
-the console asks ``odfd.app.engine_status`` whether Spark runs (a module here covers its
-submodules)."""
+``odfd ingest`` and ``POST /{dataset}/ingest`` stage their data where ``odfd.app.ingest`` says and
+hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
+``odfd.app.engine_status`` whether Spark runs (a module here covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:
