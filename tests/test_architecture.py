@@ -227,13 +227,17 @@ APPLICATION_ONLY = {
     "odfd.coordinator.schema": "odfd.app.push_ingest",
     "odfd.ingest.errors": "odfd.app.push_ingest",
     "verifier.engine.spark.session": "odfd.app.engine_status",
+    "verifier.engine.datafusion": "odfd.app.live_plan",
+    "verifier.engine.errors": "odfd.app.live_plan",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
 ``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves;
 ``odfd ingest`` and ``POST /{dataset}/ingest`` stage their data where ``odfd.app.ingest`` says and
 hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
-``odfd.app.engine_status`` whether Spark runs (a module here covers its submodules)."""
+``odfd.app.engine_status`` whether Spark runs; Flight SQL plans and streams through
+``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads the engine
+through it (a module here covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:

@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-# The query engine, loaded with the daemon's other modules before its event loop runs: loaded
-# later (the query API's warm-up loads it in a worker thread), its extension's load holds the
-# GIL for tens of milliseconds (hundreds on a loaded machine) that the loop would wait through.
-import verifier.engine.datafusion.session  # noqa: F401
+# The query engine (through the application layer's plans of it), loaded with the daemon's other
+# modules before its event loop runs: loaded later (the query API's warm-up loads it in a worker
+# thread), its extension's load holds the GIL for tens of milliseconds (hundreds on a loaded
+# machine) that the loop would wait through.
+import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_service import reconciling_with
