@@ -223,6 +223,7 @@ APPLICATION_ONLY = {
     "odfd.sync.objects": "odfd.app.receive_push",
     "odfd.sync.target": "odfd.app.receive_push",
     "odfd.sync.walk": "odfd.app.receive_push",
+    "odfd.sync.transport.settings": "odfd.app.node",
     "odfd.coordinator.commit": "odfd.app.ingest",
     "odfd.coordinator.schema": "odfd.app.push_ingest",
     "odfd.ingest.errors": "odfd.app.push_ingest",
@@ -235,7 +236,8 @@ module that holds the use case: the server's push and upload handlers translate 
 ``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves;
 ``odfd ingest`` and ``POST /{dataset}/ingest`` stage their data where ``odfd.app.ingest`` says and
 hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
-``odfd.app.engine_status`` whether Spark runs; Flight SQL plans and streams through
+``odfd.app.engine_status`` whether Spark runs; the daemon's mirror schedule hands the node to
+``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and streams through
 ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads the engine
 through it (a module here covers its submodules)."""
 

@@ -148,9 +148,7 @@ class Daemon:
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
-        self.mirror_schedule = MirrorSchedule(
-            workspace, config, node.transport, self.metrics, self._synced
-        )
+        self.mirror_schedule = MirrorSchedule(lambda: self.node, self.metrics, self._synced)
         self.syncs = self.mirror_schedule.runner
         self.mirror_webhooks = MirrorWebhooks(
             lambda: self.node,
@@ -484,8 +482,6 @@ class Daemon:
             needs_restart.append("audit.max_concurrent")
         self.node, self.config = node, new
         self.auditor.config = new
-        self.mirror_schedule.config = new
-        self.mirror_schedule.transports = node.transport
         self.reconciler.sync = new.sync
         configure_logging(new.log)
         if not new.audit.withhold_failing:
