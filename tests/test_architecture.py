@@ -238,10 +238,10 @@ module that holds the use case: the server's push and upload handlers translate 
 ``odfd ingest`` and ``POST /{dataset}/ingest`` stage their data where ``odfd.app.ingest`` says and
 hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
 ``odfd.app.engine_status`` whether Spark runs; the daemon's mirror schedule hands the node to
-``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and streams through
-``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads the engine
-through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log`` (a module here covers its
-submodules)."""
+``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and
+streams through ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads
+the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log`` (a module here
+covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:
