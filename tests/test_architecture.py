@@ -219,6 +219,66 @@ def test_the_use_case_check_sees_the_application_layer_import_them() -> None:
     assert _is_interface("odfd.daemon.derivatives")
 
 
+APPLICATION_ONLY = {
+    "odfd.sync.objects": "odfd.app.receive_push",
+    "odfd.sync.target": "odfd.app.receive_push",
+    "odfd.sync.walk": "odfd.app.receive_push",
+    "odfd.sync.transport.settings": "odfd.app.node",
+    "odfd.coordinator.commit": "odfd.app.ingest",
+    "odfd.coordinator.schema": "odfd.app.push_ingest",
+    "odfd.ingest.errors": "odfd.app.push_ingest",
+    "verifier.engine.spark.session": "odfd.app.engine_status",
+    "verifier.engine.datafusion": "odfd.app.live_plan",
+    "verifier.engine.errors": "odfd.app.live_plan",
+    "storage.chain.metadata_chain": "odfd.app.dataset_log",
+}
+"""Internals of a use case's domain service that no interface names, each with the application
+module that holds the use case: the server's push and upload handlers translate messages into
+``odfd.app.receive_push``'s calls rather than verifying, staging and committing blocks themselves;
+``odfd ingest`` and ``POST /{dataset}/ingest`` stage their data where ``odfd.app.ingest`` says and
+hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
+``odfd.app.engine_status`` whether Spark runs; the daemon's mirror schedule hands the node to
+``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and
+streams through ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads
+the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log`` (a module here
+covers its submodules)."""
+
+
+def _application_only(target: str) -> str | None:
+    """The application module to call instead of importing ``target``; None: no such rule."""
+    for internal, application in APPLICATION_ONLY.items():
+        if target == internal or target.startswith(internal + "."):
+            return application
+    return None
+
+
+def _reaches_past_the_application_layer(graph: dict[str, dict[str, int]]) -> list[str]:
+    return [
+        f"{module} (line {line}) imports {target}: call {_application_only(target)}"
+        for module, edges in graph.items()
+        if _is_interface(module)
+        for target, line in edges.items()
+        if _application_only(target) is not None
+    ]
+
+
+def test_interfaces_do_not_reach_into_use_case_internals() -> None:
+    found = _reaches_past_the_application_layer(_graph())
+    assert found == [], "interfaces past the application layer:\n" + "\n".join(found)
+
+
+def test_the_internals_check_sees_them_imported() -> None:
+    """Not vacuous: each internal is imported by its application module, and an interface
+    importing one is caught."""
+    graph = _graph()
+    for internal, application in APPLICATION_ONLY.items():
+        assert any(t == internal or t.startswith(internal + ".") for t in graph[application])
+    probe = {"odfd.server.probe": {"odfd.sync.walk": 3}, "odfd.app.probe": {"odfd.sync.walk": 4}}
+    assert _reaches_past_the_application_layer(probe) == [
+        "odfd.server.probe (line 3) imports odfd.sync.walk: call odfd.app.receive_push"
+    ]
+
+
 USE_CASE_ENTRIES = {
     "odfd.sync.pull": {"pull", "pull_from_remotes"},
     "odfd.sync.push": {"push"},

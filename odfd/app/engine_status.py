@@ -57,6 +57,14 @@ def engine_status(node: Node) -> EngineStatus:
     return EngineStatus(choice.reason, engine, commands)
 
 
+def spark_session_running() -> bool:
+    """Whether this process holds a Spark session now (started by the work it ran: a command's,
+    the daemon's), for pages that show the node's state; choosing one is :func:`engine_status`'s."""
+    from verifier.engine.spark import session
+
+    return session.is_running()
+
+
 def _daemon_engine(remote: str | None, own_server: bool, choice: EngineChoice) -> EngineUse:
     if remote is not None:
         return EngineUse("connect", choice.where)

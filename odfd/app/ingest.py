@@ -18,6 +18,8 @@ from odfd.app.events import Event, EventSink
 from odfd.app.forwarding import Request
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from odfd.app.node import Node
 
 
@@ -71,6 +73,16 @@ class IngestRetrying(Event):
 
 
 EVENTS: tuple[type[Event], ...] = (FileIngested, FileSkipped, IngestRetrying)
+
+
+def staging_folder(workspace_root: Path) -> Path:
+    """Where data handed to an ingest is staged (``odfd ingest``'s stdin, a body pushed to the
+    server): the workspace's folder of transactions in progress, whose leftovers ``odfd system
+    gc`` removes."""
+    from odfd.coordinator.commit import RUN_DIR
+
+    return workspace_root / RUN_DIR
+
 
 Around = Callable[[str], AbstractAsyncContextManager[object]]
 """Wraps each file's work, given a label (the CLI's status line); none by default."""

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from odfd.app.authorization import Action, Policy, PolicyCache, Principal
+from odfd.app.live_plan import InvalidSqlError, LivePlan
 from odfd.app.projections import ProjectedTable, ProjectionError
 from odfd.app.query import projected_tables, query_table, readable_projections
 from odfd.coordinator.query import dataset_view
@@ -77,11 +78,21 @@ class LiveQueries:
 
     async def plan(
         self, sql: str, subject: Principal, parameters: Mapping[str, Any] | None = None
-    ) -> PlannedQuery:
+    ) -> LivePlan:
         """``sql`` planned over the datasets the caller may read, at their heads now (raises
-        ``verifier.engine.errors.InvalidQueryError`` for SQL that does not plan, and
-        ``TransformError`` for a dataset whose files cannot be read, :class:`UnreadableDatasetError`
-        for a query that names a dataset whose metadata cannot be read)."""
+        :class:`~odfd.app.live_plan.InvalidSqlError` for SQL that does not plan,
+        :class:`UnreadableDatasetError` for a query that names a dataset whose files or metadata
+        cannot be read)."""
+        try:
+            return LivePlan(await self._plan(sql, subject, parameters))
+        except InvalidQueryError as err:
+            raise InvalidSqlError(str(err)) from None
+        except TransformError as err:
+            raise UnreadableDatasetError(str(err)) from None
+
+    async def _plan(
+        self, sql: str, subject: Principal, parameters: Mapping[str, Any] | None
+    ) -> PlannedQuery:
         kept, records = await self._kept(subject)
         try:
             projected = await projected_tables(

@@ -16,7 +16,7 @@ import logging
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -35,6 +35,9 @@ from protocol.identity import DatasetId, Multihash
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt, TargetState
 from storage.ipfs_client import IpfsClient, IpfsNotFoundError, parse_cid
 from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 log = logging.getLogger(__name__)
 
@@ -64,19 +67,12 @@ def describe_error(err: BaseException) -> str:
 
 
 class MirrorSyncer:
-    """Syncs mirrors of ``workspace`` with the node's ``config`` and transport settings (both
-    built once per node: ``odfd.app.node.Node``)."""
+    """Syncs mirrors of ``node``'s workspace with its configuration and transport settings."""
 
-    def __init__(
-        self,
-        workspace: Workspace,
-        config: NodeConfig,
-        transports: TransportSettings,
-        session: aiohttp.ClientSession,
-    ) -> None:
-        self.workspace = workspace
-        self.config = config
-        self.transports = transports
+    def __init__(self, node: Node, session: aiohttp.ClientSession) -> None:
+        self.workspace: Workspace = node.workspace
+        self.config: NodeConfig = node.config
+        self.transports: TransportSettings = node.transport
         self.session = session
 
     async def sync(self, mirror: MirrorRecord) -> SyncReport:

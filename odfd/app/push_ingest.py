@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING
 from odfd.app.write_log import Actor, local_actor, record_write
 from odfd.coordinator.ingest import IngestOutcome, ingest_push
 from odfd.coordinator.retry import retry_lost_race
+from odfd.coordinator.schema import IncompatibleSchemaError
+from odfd.errors import OdfdError
 from odfd.ingest.errors import IngestError
 from protocol.model import Timestamp
 
@@ -65,6 +67,11 @@ def media_type_of_file_name(name: str) -> str | None:
 
 class UnsupportedMediaTypeError(IngestError):
     """The body's media type is none the node reads."""
+
+
+class IngestRefusedError(OdfdError):
+    """The pushed data cannot go into the dataset (no such source, unreadable data, a schema the
+    dataset's cannot take): the sender's to fix, the dataset unchanged."""
 
 
 def format_of_media_type(media_type: str | None) -> str | None:
@@ -116,9 +123,9 @@ async def push_ingest(
     actor: Actor | None = None,
 ) -> IngestOutcome:
     """Ingests the data in ``path`` into the dataset through its push source, as ``actor``
-    (default: a local command) in the audit trail; raises an ``IngestError`` (``SourceError``,
-    ``BadInputError``, ``UnsupportedMediaTypeError``, …) or ``IncompatibleSchemaError`` with
-    the dataset unchanged."""
+    (default: a local command) in the audit trail; raises :class:`UnsupportedMediaTypeError` or
+    :class:`IngestRefusedError` (an ``IngestError`` of the source or its data, an
+    ``IncompatibleSchemaError``, worded as they are) with the dataset unchanged."""
     input_format = format_of_media_type(options.media_type)
     dataset = node.workspace.open_dataset(dataset_id)
 
@@ -140,11 +147,16 @@ async def push_ingest(
             lost.actual,
         )
 
-    if locks is None:
-        outcome = await retry_lost_race(attempt, retrying)
-    else:
-        async with locks.of(dataset_id):
+    try:
+        if locks is None:
             outcome = await retry_lost_race(attempt, retrying)
+        else:
+            async with locks.of(dataset_id):
+                outcome = await retry_lost_race(attempt, retrying)
+    except UnsupportedMediaTypeError:
+        raise
+    except (IngestError, IncompatibleSchemaError) as err:
+        raise IngestRefusedError(str(err)) from err
     if not outcome.up_to_date:
         await record_write(
             node.workspace,

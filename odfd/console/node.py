@@ -10,12 +10,12 @@ from typing import Any
 from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
+from odfd.app.engine_status import spark_session_running
 from odfd.console.backend import NodeBackend
 from odfd.console.view import CatalogView
 from odfd.server.state import ServerState
 from protocol.errors import OdfError
 from storage.ipfs_client import IpfsClient
-from verifier.engine.spark import session as spark_session
 
 IPFS_TIMEOUT = 2.0
 
@@ -40,7 +40,7 @@ async def node_info(
                 "name": "spark",
                 "version": _version("pyspark"),
                 "master": config.spark.master,
-                "running": spark_session.is_running(),
+                "running": spark_session_running(),
             }
         ],
         "metrics": _metrics(backend.metrics()),

@@ -15,7 +15,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
@@ -27,14 +27,15 @@ from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.time import backoff_delay, jittered
 from odfd.sync.pins import PinReleaseError
-from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.catalog.resources import ResourceTable
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.node import Node
 
 log = logging.getLogger("odfd.daemon")
 
@@ -42,25 +43,19 @@ MovedListener = Callable[[DatasetId], Awaitable[None]]
 
 
 class MirrorSchedule:
-    """The sync timers and attempt records of every mirror of one workspace.
-
-    ``config`` and ``transports`` (the node's) are replaced on reload; ``session`` is set once
-    the daemon has started.
+    """The sync timers and attempt records of every mirror of the daemon's node (``current``:
+    the node a reload swapped in, whose workspace stays the same; its configuration and
+    transport settings apply from the next attempt). ``session`` is set once the daemon has
+    started.
     """
 
     def __init__(
-        self,
-        workspace: Workspace,
-        config: NodeConfig,
-        transports: TransportSettings,
-        metrics: DaemonMetrics,
-        on_moved: MovedListener,
+        self, current: Callable[[], Node], metrics: DaemonMetrics, on_moved: MovedListener
     ) -> None:
-        self.workspace = workspace
-        self.config = config
-        self.transports = transports
+        self._current = current
+        self.workspace = current().workspace
         self.metrics = metrics
-        self.table = MirrorTable(workspace.catalog)
+        self.table = MirrorTable(self.workspace.catalog)
         self.session: aiohttp.ClientSession | None = None
         self._on_moved = on_moved
         self._peers: dict[str, str] = {}
@@ -68,11 +63,16 @@ class MirrorSchedule:
         self.runner = JobRunner(
             "sync",
             self._sync_job,
-            config.sync.max_concurrent,
+            self.config.sync.max_concurrent,
             on_change=self._queue_changed,
             group_of=self._peer_of,
-            group_limit=config.sync.max_per_peer,
+            group_limit=self.config.sync.max_per_peer,
         )
+
+    @property
+    def config(self) -> NodeConfig:
+        """The configuration of the node now."""
+        return self._current().config
 
     async def load(self, *, startup: bool = False) -> int:
         """Arm a timer for every active mirror (from the time stored in the catalog), drop
@@ -143,7 +143,7 @@ class MirrorSchedule:
             return
         if self.session is None:
             raise RuntimeError("MirrorSchedule.session is set when the daemon starts")
-        syncer = MirrorSyncer(self.workspace, self.config, self.transports, self.session)
+        syncer = MirrorSyncer(self._current(), self.session)
         started = datetime.now(UTC)
         _, head_before = await syncer.local_head(mirror.name)
         try:

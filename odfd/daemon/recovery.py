@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import logging
 
-from odfd.sync.target import STAGING_PREFIX
 from protocol.errors import ParseError
 from protocol.identity import DatasetId
 from storage.layout import HEAD_REF
 from storage.orphans import recover_folder
+from storage.scratch import PULL_PREFIX
 from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ async def recover_workspace(workspace: Workspace) -> list[str]:
             )
     folder = workspace.layout.datasets_dir
     for path in sorted(folder.iterdir()) if folder.is_dir() else []:
-        if path.name.startswith(STAGING_PREFIX) and (path / "refs" / HEAD_REF).is_file():
+        if path.name.startswith(PULL_PREFIX) and (path / "refs" / HEAD_REF).is_file():
             (path / "refs" / HEAD_REF).unlink()
             fixed.append(f"{path.name}: unfinished first pull will commit again")
             continue

@@ -40,10 +40,11 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 from aiohttp import web
 
-# The query engine, loaded with the daemon's other modules before its event loop runs: loaded
-# later (the query API's warm-up loads it in a worker thread), its extension's load holds the
-# GIL for tens of milliseconds (hundreds on a loaded machine) that the loop would wait through.
-import verifier.engine.datafusion.session  # noqa: F401
+# The query engine (through the application layer's plans of it), loaded with the daemon's other
+# modules before its event loop runs: loaded later (the query API's warm-up loads it in a worker
+# thread), its extension's load holds the GIL for tens of milliseconds (hundreds on a loaded
+# machine) that the loop would wait through.
+import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.resource_service import reconciling_with
@@ -147,9 +148,7 @@ class Daemon:
         self._executor = ThreadPoolExecutor(
             config.daemon.blocking_threads, thread_name_prefix="odfd-blocking"
         )
-        self.mirror_schedule = MirrorSchedule(
-            workspace, config, node.transport, self.metrics, self._synced
-        )
+        self.mirror_schedule = MirrorSchedule(lambda: self.node, self.metrics, self._synced)
         self.syncs = self.mirror_schedule.runner
         self.mirror_webhooks = MirrorWebhooks(
             lambda: self.node,
@@ -483,8 +482,6 @@ class Daemon:
             needs_restart.append("audit.max_concurrent")
         self.node, self.config = node, new
         self.auditor.config = new
-        self.mirror_schedule.config = new
-        self.mirror_schedule.transports = node.transport
         self.reconciler.sync = new.sync
         configure_logging(new.log)
         if not new.audit.withhold_failing:

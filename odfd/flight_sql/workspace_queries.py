@@ -15,6 +15,7 @@ import pyarrow as pa
 
 from odfd.app.accounts import issued_token
 from odfd.app.authorization import principal_of
+from odfd.app.live_plan import InvalidSqlError, LivePlan, LiveStream, QueryRunError
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.app.query import unknown_table, unknown_table_hint
 from odfd.config import ServerConfig
@@ -35,11 +36,6 @@ from odfd.flight_sql.service import (
 )
 from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
-from verifier.engine import errors as engine_errors
-from verifier.engine.datafusion.placeholders import placeholder_types
-from verifier.engine.datafusion.session import PlannedQuery as LivePlan
-from verifier.engine.datafusion.session import StreamingQuery
-from verifier.engine.errors import QueryExecutionError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -61,7 +57,7 @@ class NodeQueries:
         self, subject: Subject, sql: str, parameters: Mapping[str, Any] | None = None
     ) -> PlannedQuery:
         query = await self._planned(subject, sql, parameters)
-        placeholders = parameter_schema(sql, placeholder_types(query.frame.logical_plan()))
+        placeholders = parameter_schema(sql, query.placeholder_types())
         return PlannedQuery(sql, query.schema, placeholders, engine=query)
 
     async def execute(
@@ -96,7 +92,7 @@ class NodeQueries:
     ) -> LivePlan:
         try:
             return await self._live.plan(sql, subject, parameters)
-        except engine_errors.InvalidQueryError as err:
+        except InvalidSqlError as err:
             unknown = unknown_table(str(err))
             if unknown is not None:
                 readable = [table.name for table in await self._live.tables(subject)]
@@ -109,14 +105,14 @@ class NodeQueries:
                     'are case-sensitive; quote them, e.g. "alice/trades")'
                 ) from None
             raise InvalidQueryError(str(err).removeprefix("query is invalid: ")) from None
-        except (engine_errors.TransformError, UnreadableDatasetError) as err:
+        except UnreadableDatasetError as err:
             raise DataUnavailableError(str(err)) from None
 
 
 class _Stream:
     """A running query; the time limit counts the engine's time, not the client's reading."""
 
-    def __init__(self, query: StreamingQuery, time_limit: float, remaining: float) -> None:
+    def __init__(self, query: LiveStream, time_limit: float, remaining: float) -> None:
         self._query = query
         self._time_limit = time_limit
         self._remaining = remaining
@@ -150,7 +146,7 @@ class _Stream:
             raise QueryTimeoutError(
                 f"the query ran past its time limit of {self._time_limit:g} s and was stopped"
             ) from None
-        except QueryExecutionError as err:
+        except QueryRunError as err:
             raise QueryFailedError(str(err)) from None
         finally:
             self._remaining -= loop.time() - started

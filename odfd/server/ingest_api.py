@@ -32,8 +32,10 @@ from typing import TYPE_CHECKING, BinaryIO
 from aiohttp import web
 
 from odfd.app.authorization import Action
+from odfd.app.ingest import staging_folder
 from odfd.app.push_ingest import (
     IngestLocks,
+    IngestRefusedError,
     PushIngestOptions,
     UnsupportedMediaTypeError,
     format_of_media_type,
@@ -42,9 +44,6 @@ from odfd.app.push_ingest import (
 )
 from odfd.app.uploads import UploadError, UploadToken, uploads_of
 from odfd.app.write_log import Actor
-from odfd.coordinator.commit import RUN_DIR
-from odfd.coordinator.schema import IncompatibleSchemaError
-from odfd.ingest.errors import IngestError
 from odfd.server.simple import DATASET
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError, ParseError
@@ -103,7 +102,7 @@ class IngestApi:
             )
         node = self._node()
         event_time = _event_time(request)
-        body = node.workspace.root / RUN_DIR / f"ingest-{uuid.uuid4().hex}"
+        body = staging_folder(node.workspace.root) / f"ingest-{uuid.uuid4().hex}"
         upload_token = request.query.get(UPLOAD_TOKEN)
         upload = None
         if upload_token is not None:
@@ -132,7 +131,7 @@ class IngestApi:
             )
         except UnsupportedMediaTypeError as err:
             raise _error(web.HTTPUnsupportedMediaType, str(err)) from None
-        except (IngestError, IncompatibleSchemaError) as err:
+        except IngestRefusedError as err:
             log.info("ingest into %s refused: %s", record.alias, err)
             raise _error(web.HTTPBadRequest, _without_path(str(err), body)) from None
         except RefCasError as err:

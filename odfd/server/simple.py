@@ -16,14 +16,13 @@ from pathlib import Path
 
 from aiohttp import web
 
+from odfd.app.receive_push import UploadRejectedError, store_upload
 from odfd.server.state import STATE_KEY, ServerState
-from odfd.sync.errors import CorruptSourceError
-from odfd.sync.objects import ObjectRef, bounded, store_for
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
 from storage.dataset_storage import LocalFiles
-from storage.errors import HashMismatchError, ObjectNotFoundError
+from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
 from storage.stores.localfs import LocalFsObjectStore
 
@@ -236,14 +235,9 @@ async def put_object(request: web.Request) -> web.Response:
             if request.content_length > size
             else web.HTTPBadRequest(text=f"expected {size} bytes")
         )
-    ref = ObjectRef(kind, hash, size)
     try:
-        await store_for(session.dataset, kind).put_stream(
-            bounded(_body(request), ref, f"upload of {ref}"), expected=hash
-        )
-    except HashMismatchError as err:
-        raise web.HTTPBadRequest(text=f"{ref}: uploaded bytes hash to {err.actual}") from None
-    except (CorruptSourceError, ObjectNotFoundError) as err:
+        await store_upload(session.dataset, kind, hash, size, _body(request))
+    except UploadRejectedError as err:
         raise web.HTTPBadRequest(text=str(err)) from None
     return web.Response(status=200)
 

@@ -7,41 +7,40 @@ signed upload URLs of this session and are hash- and size-checked on the way in,
 the head the client started from: of two concurrent pushes from the same head one wins, the
 other is told the histories diverged and nothing of it becomes visible. A forced push (as the
 reference sends it: the whole chain from the Seed when the histories diverged or ours is ahead)
-makes our head the client's: a diverged history is replaced, a head ahead goes back.
+makes our head the client's: a diverged history is replaced, a head ahead goes back. The work is
+``odfd.app.receive_push``'s; this module turns the protocol's messages into its calls and its
+errors into the protocol's answers.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 from urllib.parse import urlencode
 
 from aiohttp import web
 
 from odfd.app.authorization import Action
-from odfd.app.write_log import Actor, record_write
+from odfd.app.receive_push import (
+    NameCollisionError,
+    PushRefusedError,
+    ReceivedPush,
+    RefCollisionError,
+    SeedOverwriteError,
+    receive_push,
+)
+from odfd.app.write_log import Actor
 from odfd.errors import OdfdError
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
-from odfd.sync.errors import ChainPoint, CorruptSourceError, SyncError, TransferFlowError
-from odfd.sync.objects import ObjectRef, missing_objects, objects_of
-from odfd.sync.target import PullTarget, commit, discard_staging, needs_reset
-from odfd.sync.walk import BlockStash, LocalCursor, VerifiedBlock, WalkResult, match_linked_run
-from protocol.codec.flatbuffers import decode_block
+from odfd.sync.errors import TransferFlowError
 from protocol.errors import OdfError, ParseError
-from protocol.identity import DatasetRef, Multihash
+from protocol.identity import DatasetRef
 from protocol.transfer.simple import ObjectKind
 from protocol.transfer.smart import messages as m
-from protocol.transfer.smart.tarball import TarballError, unpack_blocks
-from storage.dataset import Dataset
-from storage.errors import ChainRuleError, RefCasError, StorageError
-from storage.layout import DatasetLayout
-from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
 PROGRESS_PING_SECONDS = 10.0
-PUSH_STAGING_PREFIX = ".push-"
 
 
 class _Refused(OdfdError):
@@ -71,29 +70,17 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
         )
     alias = record.alias if record is not None else str(ref.alias)
     may_force = _check_write(state, request, alias)
-    if record is not None:
-        dataset = state.workspace.open_dataset(record.id)
-        head = await dataset.chain.head()
-        seq = (await dataset.chain.get_block(head)).sequence_number if head is not None else None
-        target = PullTarget(state.workspace, record.alias, dataset, record, ChainPoint(head, seq))
-    else:
-        target = _staged_target(state.workspace, str(ref.alias))
+    push = await receive_push(state.workspace, record, alias, Actor(actor, "http"))
     ws = await accept(request)
-    channel = ServerChannel(ws, f"push to {target.alias}")
-    session_id = state.new_upload_session(target.dataset)
+    channel = ServerChannel(ws, f"push to {push.alias}")
+    session_id = state.new_upload_session(push.dataset)
     session = _PushSession(
-        channel,
-        state,
-        target,
-        state.dataset_url(request, dataset_path),
-        session_id,
-        Actor(actor, "http"),
-        may_force,
+        channel, state, push, state.dataset_url(request, dataset_path), session_id, may_force
     )
     try:
         await session.run()
     except _Refused as refusal:
-        log.info("push to %s refused: %s", target.alias, refusal)
+        log.info("push to %s refused: %s", push.alias, refusal)
         if refusal.as_result is not None:
             await channel.send(refusal.as_result(error=refusal.error))
         else:
@@ -101,13 +88,13 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     except TransferFlowError as err:
         log.info("%s", err)
     except OdfError as err:
-        log.error("push to %s failed: %s", target.alias, err)
+        log.error("push to %s failed: %s", push.alias, err)
         await channel.close_with_error(
             m.TransferError.internal("Push", "CompleteRequest", str(err))
         )
     finally:
         state.uploads.pop(session_id, None)
-        await discard_staging(target)
+        await push.discard()
     await channel.finish()
     return ws
 
@@ -132,46 +119,36 @@ def _parse(path: str) -> DatasetRef:
         raise web.HTTPNotFound(text=f"{path} does not name a dataset") from None
 
 
-def _staged_target(workspace: Workspace, alias: str) -> PullTarget:
-    root = workspace.layout.datasets_dir / f"{PUSH_STAGING_PREFIX}{secrets.token_hex(8)}"
-    layout = DatasetLayout(root).create()
-    return PullTarget(
-        workspace, alias, Dataset.open_local(layout.root), None, ChainPoint(None, None)
-    )
-
-
 def _internal(phase: str, message: str) -> _Refused:
     return _Refused(m.TransferError.internal("Push", phase, message))
 
 
 class _PushSession:
+    """The messages of one push, each turned into a call of the received push."""
+
     def __init__(
         self,
         channel: ServerChannel,
         state: ServerState,
-        target: PullTarget,
+        push: ReceivedPush,
         base_url: str,
         session_id: str,
-        actor: Actor,
         may_force: bool,
     ) -> None:
         self.may_force = may_force
         self.channel = channel
         self.state = state
-        self.target = target
+        self.push = push
         self.base_url = base_url
         self.session_id = session_id
-        self.actor = actor
 
     async def run(self) -> None:
         request = await self.channel.receive(m.DatasetPushRequest.from_json, "DatasetPushRequest")
         if request is None:
             return
-        if request.current_head != self.target.head.hash:
+        if request.current_head != self.push.head:
             raise _Refused(
-                m.TransferError(
-                    "InvalidHead", head=request.current_head, tail=self.target.head.hash
-                ),
+                m.TransferError("InvalidHead", head=request.current_head, tail=self.push.head),
                 as_result=m.Accepted,
             )
         await self.channel.send(m.Accepted())
@@ -184,70 +161,51 @@ class _PushSession:
         if force and not self.may_force:
             # Short enough for a WebSocket close reason (123 bytes with its JSON).
             raise _internal("MetadataRequest", "forced push needs maintainer role")
-        walk, pushed = await self._receive_blocks(metadata.new_blocks, force)
+        pushed = await self._receive_blocks(metadata.new_blocks, force)
         await self.channel.send(m.Accepted())
         if pushed:
-            # Objects of every pushed block may be offered: a forced push sends the whole chain.
-            await self._receive_objects(walk, pushed)
+            await self._receive_objects()
         complete = await self.channel.receive(
             m.DatasetPushComplete.from_json, "DatasetPushComplete"
         )
         if complete is None:
             return
-        if walk.new_blocks or (force and needs_reset(self.target, walk)):
-            await self._commit(walk, force)
+        try:
+            await self.push.complete(force=force)
+        except PushRefusedError as err:
+            raise _internal("CompleteRequest", str(err)) from None
         await self.channel.send(m.DatasetPushCompleteConfirmed())
 
-    async def _receive_blocks(
-        self, batch: m.MetadataBlocksBatch, force: bool
-    ) -> tuple[WalkResult, list[VerifiedBlock]]:
-        """The walk against our chain, and every pushed block (verified), oldest first."""
+    async def _receive_blocks(self, batch: m.MetadataBlocksBatch, force: bool) -> int:
+        """How many blocks were pushed (all verified)."""
         if batch.media_type != m.MEDIA_TAR_GZ or batch.encoding != m.ENCODING_RAW:
             raise _internal(
                 "MetadataRequest", f"unsupported batch {batch.media_type} ({batch.encoding})"
             )
-        target = self.target
         try:
-            blocks = unpack_blocks(batch.payload, expected_count=batch.num_blocks)
-            begin_after = target.head if target.head.hash is not None else None
-            if force:
-                begin_after = _first_parent(blocks)
-            cursor = LocalCursor(
-                target.dataset.chain, target.head.hash, target.head.sequence_number
+            return await self.push.receive_blocks(
+                batch.payload, batch.num_blocks, force=force, where=self.channel.where
             )
-            walk = await match_linked_run(blocks, begin_after, cursor, where=self.channel.where)
-        except (TarballError, CorruptSourceError, SyncError) as err:
+        except PushRefusedError as err:
             raise _internal("MetadataRequest", str(err)) from None
-        remote_id = walk.dataset_id
-        if target.record is not None and remote_id is not None and remote_id != target.record.id:
-            raise _Refused(m.TransferError("SeedBlockOverwriteRestricted"))
-        if target.record is None and walk.new_blocks and remote_id is None:
-            raise _internal("MetadataRequest", "a new dataset's first block must be its Seed")
-        data_of = dict(blocks)
-        await BlockStash(target.dataset.blocks).add_many(
-            [(b.hash, data_of[b.hash]) for b in walk.new_blocks]
-        )
-        return walk, [VerifiedBlock(h, decode_block(data)) for h, data in blocks]
+        except SeedOverwriteError:
+            raise _Refused(m.TransferError("SeedBlockOverwriteRestricted")) from None
 
-    async def _check_collisions(self, walk: WalkResult) -> None:
-        if self.target.record is not None:
-            return
-        catalog = self.state.workspace.catalog
-        dataset_id = walk.dataset_id
-        assert dataset_id is not None  # checked when the blocks arrived
-        if await catalog.get_dataset(dataset_id) is not None:
+    async def _check_collisions(self) -> None:
+        try:
+            await self.push.check_collisions()
+        except RefCollisionError as err:
             raise _Refused(
-                m.TransferError("RefCollision", dataset_id=dataset_id),
+                m.TransferError("RefCollision", dataset_id=err.dataset_id),
                 as_result=m.DatasetPushObjectsTransferResponse,
-            )
-        if await catalog.find_by_alias(self.target.alias) is not None:
+            ) from None
+        except NameCollisionError as err:
             raise _Refused(
-                m.TransferError("NameCollision", dataset_alias=self.target.alias),
+                m.TransferError("NameCollision", dataset_alias=err.alias),
                 as_result=m.DatasetPushObjectsTransferResponse,
-            )
+            ) from None
 
-    async def _receive_objects(self, walk: WalkResult, pushed: list[VerifiedBlock]) -> None:
-        needed = {(ref.kind, ref.hash): ref for ref in objects_of(pushed)}
+    async def _receive_objects(self) -> None:
         while True:
             request = await self.channel.receive(
                 m.DatasetPushObjectsTransferRequest.from_json, "DatasetPushObjectsTransferRequest"
@@ -256,31 +214,29 @@ class _PushSession:
                 raise TransferFlowError(
                     f"{self.channel.where}: the client left before uploading objects"
                 )
-            await self._check_collisions(walk)
+            await self._check_collisions()
             strategies = []
             for file in request.object_files:
-                kind = ObjectKind.DATA if file.object_type == "DataSlice" else ObjectKind.CHECKPOINT
-                ref = needed.get((kind, file.physical_hash))
-                if ref is None or ref.size != file.size:
-                    raise _Refused(
-                        m.TransferError.internal(
-                            "Push",
-                            "ObjectsRequest",
-                            f"no pushed block names {file.object_type} "
-                            f"{file.physical_hash} of {file.size} bytes",
-                        ),
-                        as_result=m.DatasetPushObjectsTransferResponse,
-                    )
-                strategies.append(await self._strategy(file, ref))
+                strategies.append(await self._strategy(file))
             await self.channel.send(m.DatasetPushObjectsTransferResponse(tuple(strategies)))
             await self._await_uploads()
             if not request.is_truncated:
                 return
 
-    async def _strategy(
-        self, file: m.ObjectFileReference, ref: ObjectRef
-    ) -> m.PushObjectTransferStrategy:
-        if not await missing_objects(self.target.dataset, [ref]):
+    async def _strategy(self, file: m.ObjectFileReference) -> m.PushObjectTransferStrategy:
+        kind = ObjectKind.DATA if file.object_type == "DataSlice" else ObjectKind.CHECKPOINT
+        ref = self.push.expected_object(kind, file.physical_hash, file.size)
+        if ref is None:
+            raise _Refused(
+                m.TransferError.internal(
+                    "Push",
+                    "ObjectsRequest",
+                    f"no pushed block names {file.object_type} "
+                    f"{file.physical_hash} of {file.size} bytes",
+                ),
+                as_result=m.DatasetPushObjectsTransferResponse,
+            )
+        if await self.push.is_stored(ref):
             return m.PushObjectTransferStrategy(file, "SkipUpload")
         query, expires = self.state.signer.sign(
             "PUT", self.session_id, ref.kind.value, ref.hash, ref.size
@@ -307,39 +263,3 @@ class _PushSession:
                 raise TransferFlowError(f"{self.channel.where}: the client left while uploading")
             if progress.complete:
                 return
-
-    async def _commit(self, walk: WalkResult, force: bool) -> None:
-        try:
-            new_head, _ = await commit(self.target, walk, force=force)
-        except RefCasError as err:
-            raise _internal(
-                "CompleteRequest", f"diverged: head moved to {_short(err.actual)}"
-            ) from None
-        except ChainRuleError as err:
-            raise _internal("CompleteRequest", f"rejected: [{err.rule}] {err}") from None
-        except StorageError as err:
-            raise _internal("CompleteRequest", str(err)) from None
-        record = await self.state.workspace.try_resolve(self.target.alias)
-        await record_write(
-            self.state.workspace,
-            self.actor,
-            "push",
-            self.target.alias,
-            dataset_id=None if record is None else record.id,
-            old_head=self.target.head.hash,
-            new_head=new_head,
-        )
-
-
-def _first_parent(blocks: list[tuple[Multihash, bytes]]) -> ChainPoint | None:
-    """With ``force`` the pushed run may start anywhere below our head: where it starts."""
-    if not blocks:
-        return None
-    first = decode_block(blocks[0][1])
-    if first.prev_block_hash is None:
-        return None
-    return ChainPoint(first.prev_block_hash, first.sequence_number - 1)
-
-
-def _short(hash: Multihash | None) -> str:
-    return "<none>" if hash is None else hash.short()

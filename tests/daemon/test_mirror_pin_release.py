@@ -14,10 +14,10 @@ from types import MappingProxyType
 import pytest
 
 from odfd.app.mirror_sync import SyncReport
+from odfd.app.node import Node
 from odfd.config import IpfsConfig, NodeConfig
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
-from odfd.sync.transport.settings import TransportSettings
 from protocol.identity import DatasetId
 from storage.catalog.mirror_records import SyncAttempt
 from storage.catalog.mirrors import MirrorTable
@@ -41,7 +41,7 @@ async def test_a_pin_left_by_a_removed_mirror_that_cannot_be_released_is_a_warni
     workspace: Workspace, api: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = dataclasses.replace(NodeConfig(), ipfs=IpfsConfig(api=api, pin=True))
-    schedule = MirrorSchedule(workspace, config, TransportSettings(), DaemonMetrics(), _nothing)
+    schedule = MirrorSchedule(lambda: Node(workspace, config), DaemonMetrics(), _nothing)
     table = MirrorTable(workspace.catalog)
     mirror = await table.add("cities", "file:///nowhere/cities", [], 3600.0)
     now = datetime.now(UTC)

@@ -10,8 +10,8 @@ import aiohttp
 import pytest
 
 from odfd.app.mirror_sync import MirrorSyncer, SyncReport
+from odfd.app.node import Node
 from odfd.config import IpfsConfig, NodeConfig
-from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
@@ -51,9 +51,7 @@ async def test_pin_follows_the_head_after_a_failed_pin(
         )
         folder = workspace.layout.dataset(writer.dataset_id).root
         async with aiohttp.ClientSession() as session:
-            first = await MirrorSyncer(
-                workspace, live, TransportSettings.from_config(live), session
-            ).sync(record)
+            first = await MirrorSyncer(Node(workspace, live), session).sync(record)
             assert first.attempt.outcome == "updated" and first.pinned_cid is not None
             assert first.pinned_cid == str(
                 await ipfs.add_directory(folder, exclude=("info",), only_hash=True)
@@ -62,9 +60,7 @@ async def test_pin_follows_the_head_after_a_failed_pin(
 
             # The head moves while the IPFS node is unreachable: the attempt fails, the old pin stays.
             new_head = await writer.append(slices=1)
-            second = await MirrorSyncer(
-                workspace, dead, TransportSettings.from_config(dead), session
-            ).sync(record)
+            second = await MirrorSyncer(Node(workspace, dead), session).sync(record)
             assert second.failed and second.attempt.new_head == new_head
             assert second.attempt.error is not None and second.attempt.error.startswith(
                 "pinning in IPFS:"
@@ -73,9 +69,7 @@ async def test_pin_follows_the_head_after_a_failed_pin(
             record = _after(record, second)
 
             # Nothing new at the source, the node is back: the new head gets pinned, the old pin goes.
-            third = await MirrorSyncer(
-                workspace, live, TransportSettings.from_config(live), session
-            ).sync(record)
+            third = await MirrorSyncer(Node(workspace, live), session).sync(record)
             assert third.attempt.outcome == "unchanged", third.attempt.error
             expected = await ipfs.add_directory(folder, exclude=("info",), only_hash=True)
             assert third.pinned_cid == str(expected) != first.pinned_cid
@@ -84,7 +78,5 @@ async def test_pin_follows_the_head_after_a_failed_pin(
             record = _after(record, third)
 
             # A quiet attempt after a good one does not touch IPFS at all.
-            fourth = await MirrorSyncer(
-                workspace, dead, TransportSettings.from_config(dead), session
-            ).sync(record)
+            fourth = await MirrorSyncer(Node(workspace, dead), session).sync(record)
             assert fourth.attempt.outcome == "unchanged" and fourth.pinned_cid == third.pinned_cid

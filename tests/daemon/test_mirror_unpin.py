@@ -16,7 +16,6 @@ from odfd.cli.main import main
 from odfd.config import load_config
 from odfd.daemon.service import Daemon
 from odfd.sync.pins import release_pin
-from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirror_records import MirrorRecord
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.ipfs_client import IpfsClient, parse_cid
@@ -52,7 +51,7 @@ async def _mirror_and_pin(tmp_path: Path, node: LocalIpfsNode) -> tuple[Path, st
         record = await table.add(ALIAS, url, [], 3600.0)
         async with aiohttp.ClientSession() as session:
             config = load_config(config_path)
-            syncer = MirrorSyncer(workspace, config, TransportSettings.from_config(config), session)
+            syncer = MirrorSyncer(Node(workspace, config), session)
             report = await syncer.sync(record)
         assert report.attempt.outcome == "updated" and report.pinned_cid is not None, (
             report.attempt.error

@@ -10,9 +10,9 @@ from pathlib import Path
 import aiohttp
 
 from odfd.app.mirror_sync import MirrorSyncer
+from odfd.app.node import Node
 from odfd.app.write_log import DAEMON, writes_of
 from odfd.config import NodeConfig
-from odfd.sync.transport.settings import TransportSettings
 from storage.catalog.mirrors import MirrorTable
 from storage.layout import HEAD_REF
 from storage.workspace import Workspace
@@ -33,7 +33,7 @@ async def test_mirror_sync_records_its_pulls_as_the_daemons_and_pushes_to_its_ta
         writer = await create_root(source, ALIAS, slices=2, seed=4)
         url = source.layout.dataset(writer.dataset_id).root.as_uri()
         record = await MirrorTable(node.catalog).add(ALIAS, url, [target.as_uri()], 3600.0)
-        syncer = MirrorSyncer(node, NodeConfig(), TransportSettings(), session)
+        syncer = MirrorSyncer(Node(node, NodeConfig()), session)
 
         first = await syncer.sync(record)
         first_head = await writer.dataset.chain.head()

@@ -13,11 +13,11 @@ from pathlib import Path
 import aiohttp
 from aiohttp import web
 
+from odfd.app.node import Node
 from odfd.config import NodeConfig, SyncConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
-from odfd.sync.transport.settings import TransportSettings
 from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId
 from storage.workspace import Workspace
@@ -134,8 +134,8 @@ async def test_a_burst_of_due_mirrors_is_held_to_the_per_peer_limit(tmp_path: Pa
     with peers as ports:
         async with await Workspace.init(tmp_path / "ws") as workspace:
             metrics = DaemonMetrics()
-            transports = TransportSettings.from_config(config)
-            schedule = MirrorSchedule(workspace, config, transports, metrics, on_moved)
+            node = Node(workspace, config)
+            schedule = MirrorSchedule(lambda: node, metrics, on_moved)
             failed = metrics.syncs.labels("failed")
             for n in range(45):
                 source = f"http://127.0.0.1:{ports[n % 3]}/m{n}"

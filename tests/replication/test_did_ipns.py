@@ -19,6 +19,7 @@ from aiohttp import web
 from nacl.signing import SigningKey
 
 from odfd.app.mirror_sync import MirrorSyncer
+from odfd.app.node import Node
 from odfd.app.status import build_status
 from odfd.cli.main import main
 from odfd.cli.status_text import render_status
@@ -113,9 +114,7 @@ async def test_pull_by_did_and_a_mirror_keeps_it_reachable(
         aiohttp.ClientSession() as session,
     ):
         mirror = await MirrorTable(node_c.catalog).add("cities", did, [], 60.0)
-        report = await MirrorSyncer(
-            node_c, config, TransportSettings.from_config(config), session
-        ).sync(mirror)
+        report = await MirrorSyncer(Node(node_c, config), session).sync(mirror)
         assert report.attempt.outcome == "updated", report.attempt.error
         status = await build_status(node_c)
         ipns = status["datasets"][0]["ipns"]

@@ -13,7 +13,7 @@ import aiohttp
 import pytest
 
 from odfd.app.mirror_sync import MirrorSyncer
-from odfd.app.node import open_node
+from odfd.app.node import Node, open_node
 from odfd.config import NodeConfig, load_config
 from odfd.sync.errors import CorruptSourceError, DivergedError, RemoteNotFoundError, SyncError
 from odfd.sync.progress import Progress
@@ -21,7 +21,6 @@ from odfd.sync.pull import pull, pull_from_remotes
 from odfd.sync.push import PushOptions, push
 from odfd.sync.repos import expand
 from odfd.sync.search import search_repo
-from odfd.sync.transport.settings import TransportSettings
 from protocol.identity import Multihash
 from storage.catalog.mirrors import MirrorTable
 from storage.chain.validate import validate_chain
@@ -223,15 +222,11 @@ async def test_daemon_mirrors_from_a_bucket_and_into_another(
             "cities", source_url, [target_url], 60.0
         )
         async with aiohttp.ClientSession() as session:
-            report = await MirrorSyncer(
-                mirror_node, config, TransportSettings.from_config(config), session
-            ).sync(record)
+            report = await MirrorSyncer(Node(mirror_node, config), session).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
             head = await writer.append(slices=1)
             await push(node_a, "cities", source_url, settings=via(node_a))
-            report = await MirrorSyncer(
-                mirror_node, config, TransportSettings.from_config(config), session
-            ).sync(record)
+            report = await MirrorSyncer(Node(mirror_node, config), session).sync(record)
             assert report.attempt.outcome == "updated", report.attempt.error
         assert (await mirror_node.resolve("cities")).head == head
         refs = S3RefStore(bucket_of(s3_server, target_url), parse_s3_url(target_url))
@@ -456,9 +451,7 @@ async def test_a_mirror_and_a_bucket_node_reach_the_endpoint_of_the_aws_profile(
             "cities", source_url, [target_url], 60.0
         )
         async with aiohttp.ClientSession() as session:
-            report = await MirrorSyncer(
-                mirror_node, NodeConfig(), TransportSettings(), session
-            ).sync(record)
+            report = await MirrorSyncer(Node(mirror_node, NodeConfig()), session).sync(record)
         assert report.attempt.outcome == "updated", report.attempt.error
         mirrored = s3_server.url(target, "mirror/cities")
         assert (

@@ -14,13 +14,12 @@ import pyarrow.parquet as pq
 import pytest
 
 from odfd.app.mirror_sync import MirrorSyncer
-from odfd.app.node import open_node
+from odfd.app.node import Node, open_node
 from odfd.config import ConfigError, load_config
 from odfd.coordinator.ingest import ingest_push
 from odfd.coordinator.transform import update_derivative
 from odfd.sync.pull import pull
 from odfd.sync.push import PushOptions, push
-from odfd.sync.transport.settings import TransportSettings
 from protocol.identity import Multihash
 from protocol.model import SetInfo, Timestamp
 from storage.catalog.mirrors import MirrorTable
@@ -231,15 +230,11 @@ async def test_mirror_syncs_commit_into_the_bucket(
         config = load_config(node.layout.config_path)
         record = await MirrorTable(node.catalog).add("cities", remote, [], 60.0)
         async with aiohttp.ClientSession() as session:
-            first = await MirrorSyncer(
-                node, config, TransportSettings.from_config(config), session
-            ).sync(record)
+            first = await MirrorSyncer(Node(node, config), session).sync(record)
             assert first.attempt.outcome == "updated", first.attempt.error
             assert local_dataset_folders(node) == []
             head = await writer.append(slices=2)
-            again = await MirrorSyncer(
-                node, config, TransportSettings.from_config(config), session
-            ).sync(record)
+            again = await MirrorSyncer(Node(node, config), session).sync(record)
             assert again.attempt.outcome == "updated", again.attempt.error
         dataset = await node.get_dataset("cities")
         assert await dataset.chain.head() == head == (await node.resolve("cities")).head

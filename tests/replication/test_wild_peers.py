@@ -19,9 +19,9 @@ import pytest
 from aiohttp import web
 
 from odfd.app.mirror_sync import MirrorSyncer
+from odfd.app.node import Node
 from odfd.cli.main import main
 from odfd.config import NodeConfig, SyncConfig
-from odfd.sync.transport.settings import TransportSettings
 from protocol.codec.flatbuffers import decode_block
 from protocol.identity import Multihash
 from protocol.model import AddData, OffsetInterval
@@ -466,9 +466,7 @@ async def test_daemon_sync_from_a_stalled_peer_fails_naming_it(
     loop = asyncio.get_running_loop()
     started = loop.time()
     async with aiohttp.ClientSession() as session:
-        report = await MirrorSyncer(
-            node_b, config, TransportSettings.from_config(config), session
-        ).sync(mirror)
+        report = await MirrorSyncer(Node(node_b, config), session).sync(mirror)
     assert loop.time() - started < 10
     assert report.failed and report.attempt.new_head is None
     assert report.attempt.error is not None

@@ -108,9 +108,9 @@ def _input_files(names: list[str], workspace_root: Path) -> Iterator[list[Ingest
     if "-" not in names:
         yield [IngestFile(name, name) for name in names]
         return
-    from odfd.coordinator.commit import RUN_DIR
+    from odfd.app.ingest import staging_folder
 
-    run_dir = workspace_root / RUN_DIR
+    run_dir = staging_folder(workspace_root)
     run_dir.mkdir(parents=True, exist_ok=True)
     with tempfile.NamedTemporaryFile("wb", dir=run_dir, prefix="stdin-", delete=False) as out:
         shutil.copyfileobj(sys.stdin.buffer, out)

@@ -8,6 +8,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.dataset_log import blocks, blocks_in_folder, writes
 from odfd.cli.arguments import positive_int
 from odfd.cli.output import add_output_format
 from odfd.cli.workspace_args import add_root_argument, read_in_node, run_in_node
@@ -24,8 +25,6 @@ from protocol.model import (
     SetLicense,
     kind_name,
 )
-from storage.chain.metadata_chain import iter_blocks_on_disk
-from storage.errors import DatasetNotFoundError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -100,20 +99,10 @@ def _log(args: argparse.Namespace) -> int:
         return run_in_node(args, lambda node: _writes(node, args))
     if args.who:
         return run_in_node(args, lambda node: _blocks(node, args))
-    located = read_in_node(
-        args,
-        lambda catalog, node: (
-            None if node.config.storage.url else (catalog.find_dataset(args.dataset), node.layout)
-        ),
-    )
-    if located is not None:  # the dataset's folder on this machine, read without an event loop
-        record, layout = located
-        if record is None:
-            raise DatasetNotFoundError(
-                f"dataset {args.dataset} is not in the workspace {layout.root}"
-            )
+    found = read_in_node(args, lambda catalog, node: blocks_in_folder(catalog, node, args.dataset))
+    if found is not None:  # the dataset's folder on this machine, read without an event loop
         printer = _Printer(args)
-        for hash, block in iter_blocks_on_disk(layout.dataset(record.id)):
+        for hash, block in found:
             if not printer.show(hash, block):
                 break
         printer.finish()
@@ -123,15 +112,10 @@ def _log(args: argparse.Namespace) -> int:
 
 
 async def _blocks(node: Node, args: argparse.Namespace) -> int:
-    workspace = node.workspace
-    record = await workspace.resolve(args.dataset)
-    dataset = workspace.open_dataset(record.id)
+    walk, writers = await blocks(node, args.dataset, with_writers=args.who)
     printer = _Printer(args)
-    if args.who:
-        from odfd.app.write_log import BlockWriters, writes_of
-
-        printer.writers = BlockWriters(await writes_of(workspace, record.id))
-    async for hash, block in dataset.chain.iter_blocks():
+    printer.writers = writers
+    async for hash, block in walk:
         if not printer.show(hash, block):
             break
     printer.finish()
@@ -140,23 +124,15 @@ async def _blocks(node: Node, args: argparse.Namespace) -> int:
 
 async def _writes(node: Node, args: argparse.Namespace) -> int:
     """The trail of one dataset (by id, or by alias when it is gone), oldest first."""
-    from odfd.app.write_log import writes_of, writes_to
-
-    record = await node.workspace.try_resolve(args.dataset)
-    if record is not None:
-        writes = await writes_of(node.workspace, record.id)
-    else:
-        writes = await writes_to(node.workspace, args.dataset)
-        if not writes:
-            raise DatasetNotFoundError(f"dataset {args.dataset} is not in the workspace")
-    entries = [_write_entry(w) for w in writes]
+    trail = await writes(node, args.dataset)
+    entries = [_write_entry(w) for w in trail]
     if args.output in ("json", "yaml"):
         print(json.dumps(entries, indent=2))
     elif args.output == "ndjson":
         for entry in entries:
             print(json.dumps(entry))
     else:
-        for w in writes:
+        for w in trail:
             heads = f"{_short(w.old_head)} -> {_short(w.new_head)}"
             print(
                 f"{w.at.isoformat(timespec='seconds')}  {w.action:<8} {w.account:<12} {w.via:<16} {heads}"
