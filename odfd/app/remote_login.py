@@ -66,6 +66,32 @@ async def _request(
         return status, None
 
 
+async def check_reachable(url: str) -> None:
+    """``RemoteLoginError`` in the words of a remote query (``cannot_reach``) when nothing
+    answers HTTP at the node of ``url``: said before a password is asked for, not after. Any
+    HTTP answer to ``GET`` of its root will do: a login is asked of the node itself next."""
+    import aiohttp
+
+    from odfd.app.remote_query import cannot_reach
+
+    base = login_url(url)
+    timeout = aiohttp.ClientTimeout(total=_TIMEOUT_SECONDS)
+    try:
+        async with (
+            aiohttp.ClientSession(timeout=timeout) as http,
+            http.get(base, allow_redirects=False),
+        ):
+            return
+    except aiohttp.ClientSSLError as err:
+        raise RemoteLoginError(f"cannot reach the node at {base}: {err}") from None
+    except aiohttp.ClientConnectorError as err:
+        raise RemoteLoginError(cannot_reach(base, err)) from None
+    except (aiohttp.ClientError, TimeoutError) as err:
+        raise RemoteLoginError(
+            f"cannot reach the node at {base}: {err or type(err).__name__}"
+        ) from None
+
+
 def login_url(text: str) -> str:
     """The node's URL a login to ``text`` is kept for (``node_url``); ``RemoteLoginError``
     naming what a login's URL must be when ``text`` is not an HTTP node's."""

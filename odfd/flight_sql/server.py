@@ -403,7 +403,7 @@ class FlightSqlServer(flight.FlightServerBase):
             except concurrent.futures.CancelledError:
                 raise status.Cancelled("the query was cancelled") from None
             except QueryError as err:
-                raise _status_of(err) from None
+                raise _status_of(err, _caller(context).subject) from None
             if context.is_cancelled():
                 future.cancel()
                 raise status.Cancelled("the client cancelled the call or went away")
@@ -429,7 +429,7 @@ class FlightSqlServer(flight.FlightServerBase):
             except (asyncio.CancelledError, concurrent.futures.CancelledError):
                 raise status.Cancelled("the query was cancelled") from None
             except QueryError as err:
-                raise _status_of(err) from None
+                raise _status_of(err, _caller(context).subject) from None
             if not isinstance(item, Pending):
                 return item
             if context.is_cancelled():
@@ -498,10 +498,23 @@ async def _produce(opening: Coroutine[Any, Any, QueryStream], channel: Channel[_
             await stream.close()
 
 
-def _status_of(err: QueryError) -> Exception:
-    """The gRPC status of a service error."""
+ANONYMOUS_NOT_FOUND = (
+    "; this session is anonymous: a private dataset is a table only for a token that may read "
+    "it (one of `odfd account token create` on the node), sent as kamu.connect(URL, "
+    "token=TOKEN) sends it, or as the password of any user"
+)
+"""Added to an anonymous caller's "table not found", whatever the name (a private dataset's or
+none): it never tells whether a private dataset of that name exists."""
+
+
+def _status_of(err: QueryError, subject: Subject) -> Exception:
+    """The gRPC status of a service error; an anonymous caller's unknown table says how a
+    private dataset is read, unless the message already names the readable table meant."""
     if isinstance(err, UnknownTableError):
-        return status.NotFound(str(err))
+        message = str(err)
+        if subject.account is None and "did you mean" not in message:
+            message += ANONYMOUS_NOT_FOUND
+        return status.NotFound(message)
     if isinstance(err, QueryTimeoutError):
         return status.DeadlineExceeded(str(err))
     if isinstance(err, DataUnavailableError):

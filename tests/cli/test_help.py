@@ -53,3 +53,17 @@ def test_help_of_a_subcommand_names_it_and_its_arguments(
         build_parser(argv[0]).parse_args([*argv, "--help"])
     assert exit_.value.code == 0
     assert said in " ".join(capsys.readouterr().out.split())
+
+
+def test_sql_server_help_is_the_servers_own(capsys: pytest.CaptureFixture[str]) -> None:
+    """``server`` is ``odfd sql``'s QUERY word: its --help showed the query options."""
+    with pytest.raises(SystemExit) as exit_:
+        build_parser("sql").parse_args(["sql", "server", "--help"])
+    assert exit_.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("usage: odfd sql server [-h] [--address ADDRESS] [--port PORT]")
+    assert "Arrow Flight SQL until interrupted" in " ".join(out.split())
+    assert "--script" not in out and "--engine" not in out
+    with pytest.raises(SystemExit):
+        build_parser("sql").parse_args(["sql", "--help"])
+    assert "--script FILE" in capsys.readouterr().out

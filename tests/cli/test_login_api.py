@@ -83,7 +83,11 @@ def test_a_password_login_issues_a_token_of_the_account(node: tuple[Path, str, A
         401,
         {"message": "No authentication token provided"},  # the reference's words
     )
-    assert _get(url, "platform/token/validate", token + "x").status_code == 401
+    invalid = _get(url, "platform/token/validate", token + "x")
+    assert (invalid.status_code, invalid.json()) == (
+        401,
+        {"message": "Authentication token invalid"},
+    )
 
 
 def test_bad_logins_are_refused_without_echoing_the_password(node: tuple[Path, str, Any]) -> None:
@@ -138,12 +142,20 @@ def test_expired_and_revoked_tokens_are_refused(node: tuple[Path, str, Any]) -> 
     expired = _in_node(
         root, lambda n: create_token(n, "alice", lifetime=timedelta(seconds=-1))
     ).secret
-    assert _get(url, "platform/token/validate", expired).status_code == 401
+    refused = _get(url, "platform/token/validate", expired)
+    assert (refused.status_code, refused.json()) == (
+        401,
+        {"message": "Authentication token expired"},
+    )
     assert _get(url, "accounts/me", expired).status_code == 401
     issued = _in_node(root, lambda n: create_token(n, "alice"))
     assert _get(url, "accounts/me", issued.secret).status_code == 200
     _in_node(root, lambda n: revoke_token(n, "alice", issued.record.id))
-    assert _get(url, "platform/token/validate", issued.secret).status_code == 401
+    revoked = _get(url, "platform/token/validate", issued.secret)
+    assert (revoked.status_code, revoked.json()) == (
+        401,
+        {"message": "Authentication token invalid"},
+    )
     assert _get(url, "accounts/me", issued.secret).status_code == 401
 
 

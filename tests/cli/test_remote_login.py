@@ -8,10 +8,15 @@ import asyncio
 import http.server
 import io
 import json
+import os
+import pty
+import select
+import socket
 import stat
 import subprocess
 import sys
 import threading
+import time
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
@@ -365,3 +370,41 @@ def test_a_browser_login_to_a_node_without_one_says_to_use_a_password(
         thread.join()
     assert code == 1
     assert f"{url}: no device login there (501): log in with --user NAME instead" in err
+
+
+def test_a_node_that_does_not_answer_is_said_before_the_terminal_asks_a_password(
+    local: Path,
+) -> None:
+    """On a terminal, ``odfd login URL`` asked for the password first and only then found that
+    nothing listens at URL: the same words as ``sql --remote`` now come first, no prompt."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{probe.getsockname()[1]}/"  # bound, not listening: refused
+        leader, follower = pty.openpty()
+        login = subprocess.Popen(
+            [sys.executable, "-m", "odfd.cli.main", "login", url, "--user", "alice"]
+            + ["--root", str(local)],
+            stdin=follower,
+            stdout=follower,
+            stderr=follower,
+        )
+        os.close(follower)
+        said = b""
+        deadline = time.monotonic() + 60
+        while b"Password" not in said and time.monotonic() < deadline:
+            ready, _, _ = select.select([leader], [], [], 1.0)
+            if ready:
+                try:
+                    chunk = os.read(leader, 4096)
+                except OSError:  # the terminal's other end closed: the command ended
+                    break
+                if not chunk:
+                    break
+                said += chunk
+        login.kill()
+        code = login.wait()
+        os.close(leader)
+    text = said.decode()
+    assert "Password" not in text, text
+    assert code == 1, text
+    assert f"cannot reach the node at {url} (connection refused)" in text

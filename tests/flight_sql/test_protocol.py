@@ -453,3 +453,22 @@ def test_datasets_written_while_serving_are_read_at_their_new_heads(
     assert client.fetch(answered).to_pylist() == [{"s": 60, "n": 3}]
     prepared = client.info("CommandPreparedStatementQuery", prepared_statement_handle=handle)
     assert client.fetch(prepared).to_pylist() == [{"s": 60, "n": 3}]
+
+
+def test_an_anonymous_unknown_table_says_a_token_reads_private_ones_whatever_the_name(
+    node: Node,
+) -> None:
+    """The same words for a private dataset's name and for no dataset's: which one it was is
+    never told; the status stays NOT_FOUND; a caller with a token gets no such hint."""
+    said = []
+    for sql in ("select * from secret.nums", 'select * from "secret.nums"', "select * from nope"):
+        with pytest.raises(pa.ArrowKeyError) as raised:
+            anonymous(node.url).query(sql)
+        text = str(raised.value)
+        assert "this session is anonymous: a private dataset is a table only for a token" in text
+        assert "kamu.connect(URL, token=TOKEN)" in text
+        said.append(text.split("not found", 1)[1])
+    assert said[0] == said[1] == said[2]
+    with pytest.raises(pa.ArrowKeyError) as raised:
+        Client(node.url, READ_TOKEN).query("select * from nope")
+    assert "anonymous" not in str(raised.value)

@@ -69,9 +69,12 @@ def _login(args: argparse.Namespace) -> int:
         raise SystemExit("odfd login: give the node's URL (or --list)")
     if args.check:
         return run_in_node(args, lambda node: _check(node, args.url), check_storage=False)
-    from odfd.app.remote_login import login_url
+    import asyncio
 
-    login_url(args.url)  # a URL no login can go to is said before a password is asked
+    from odfd.app.remote_login import check_reachable
+
+    # A URL no login can go to, or a node that does not answer, is said before a password is asked.
+    asyncio.run(check_reachable(args.url))
     login, password, token = (None, None, None) if args.browser else _credentials(args)
 
     async def run(node: Node) -> int:

@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -58,7 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "history kept in the workspace, \\q to leave); with none and a pipe, runs stdin as a script. "
         f"`odfd sql {sql_server.WORD} [--address A] [--port P]` serves the datasets over Arrow "
         "Flight SQL (kamu.connect, ADBC, JDBC) until interrupted.",
+        add_help=False,
     )
+    parser.add_argument("-h", "--help", action=_HelpAction, help="show this help message and exit")
     parser.add_argument(
         "--engine",
         choices=ENGINE_NAMES,
@@ -111,6 +114,22 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     sql_server.add_arguments(parser)
     add_root_argument(parser)
     parser.set_defaults(func=_sql, forward=forward)
+
+
+class _HelpAction(argparse._HelpAction):
+    """``-h``: the help of ``odfd sql server`` after that word (parsed as QUERY before the
+    option), else ``odfd sql``'s own."""
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: str | Sequence[Any] | None,
+        option_string: str | None = None,
+    ) -> None:
+        if getattr(namespace, "query", None) == sql_server.WORD:
+            parser = sql_server.help_parser()
+        super().__call__(parser, namespace, values, option_string)
 
 
 def _statements(args: argparse.Namespace) -> list[str] | None:

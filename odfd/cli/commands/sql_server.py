@@ -24,6 +24,26 @@ DEFAULT_PORT = 50050
 """The reference's Flight SQL port."""
 
 
+DESCRIPTION = (
+    "Serves the workspace's datasets over Arrow Flight SQL until interrupted (Ctrl-C): tables "
+    'are the datasets by alias ("a/b"), in DataFusion\'s dialect; kamu.connect("grpc://HOST:PORT"), '
+    "ADBC and JDBC tools connect to it. Tokens and private datasets are the [server] table's."
+)
+
+
+def help_parser() -> argparse.ArgumentParser:
+    """The parser whose help ``odfd sql server --help`` prints: the server's own options, not
+    the query options of ``odfd sql`` (which parses both, ``server`` being its QUERY word)."""
+    from odfd.cli import global_options
+    from odfd.cli.workspace_args import add_root_argument
+
+    parser = argparse.ArgumentParser(prog=f"odfd sql {WORD}", description=DESCRIPTION)
+    add_arguments(parser)
+    add_root_argument(parser)
+    global_options.add_to(parser)
+    return parser
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--address",

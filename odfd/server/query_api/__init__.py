@@ -22,6 +22,7 @@ from odfd.server.query_api.device import DEVICE_CODES_KEY
 from odfd.server.query_api.errors import json_errors
 from odfd.server.query_api.platform import THROTTLE_KEY, LoginThrottle
 from odfd.server.simple import DATASET
+from odfd.server.state import SELF_JUDGED_KEY
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -40,7 +41,7 @@ ROOT_ROUTES = [
 ]
 PLATFORM_ROUTES = [
     ("POST", "/platform/login", platform.login),
-    ("GET", "/platform/token/validate", platform.validate),
+    ("GET", platform.VALIDATE_PATH, platform.validate),
     ("POST", "/platform/token/device/authorization", device.authorization),
     ("POST", "/platform/token/device", device.token),
     ("GET", "/assets/runtime-config.json", device.runtime_config),
@@ -71,6 +72,7 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
     app[NODE_KEY] = node if callable(node) else lambda: node
     app[THROTTLE_KEY] = LoginThrottle()
     app[DEVICE_CODES_KEY] = DeviceCodes()
+    app[SELF_JUDGED_KEY] = frozenset({platform.VALIDATE_PATH})
     for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
     for method, name, handler in DATASET_ROUTES:
