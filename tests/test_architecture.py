@@ -232,6 +232,8 @@ APPLICATION_ONLY = {
     "verifier.engine.errors": "odfd.app.live_plan",
     "storage.chain.metadata_chain": "odfd.app.dataset_log",
     "odfd.coordinator.compact": "odfd.app.history",
+    "odfd.sync.pins": "odfd.app.mirrors",
+    "odfd.sync.transport.url": "odfd.app.mirrors",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -241,7 +243,9 @@ hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
 ``odfd.app.engine_status`` whether Spark runs; the daemon's mirror schedule hands the node to
 ``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and
 streams through ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads
-the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log``; ``odfd compact`` asks
+the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log``; ``odfd mirror remove`` and the
+daemon release a removed mirror's pin, and the daemon finds a mirror's peer, through
+``odfd.app.mirrors``; ``odfd compact`` asks
 ``odfd.app.history`` for its options and the compaction (a module here covers its submodules)."""
 
 
