@@ -234,6 +234,8 @@ APPLICATION_ONLY = {
     "odfd.coordinator.compact": "odfd.app.history",
     "odfd.sync.pins": "odfd.app.mirrors",
     "odfd.sync.transport.url": "odfd.app.mirrors",
+    "verifier.engine.registry": "odfd.app.node",
+    "verifier.report": "odfd.app.verify",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -245,7 +247,8 @@ hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
 streams through ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads
 the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log``; ``odfd mirror remove`` and the
 daemon release a removed mirror's pin, and the daemon finds a mirror's peer, through
-``odfd.app.mirrors``; ``odfd compact`` asks
+``odfd.app.mirrors``; the node's engines come built from ``odfd.app.node``, and the daemon's
+audits summarize a report with ``odfd.app.verify``; ``odfd compact`` asks
 ``odfd.app.history`` for its options and the compaction (a module here covers its submodules)."""
 
 

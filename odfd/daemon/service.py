@@ -241,7 +241,7 @@ class Daemon:
         # server being stopped) must not wait for it, as the loop's executor would.
         threading.Thread(
             target=self.commands.warm_up,
-            args=(self.engines if self._engine_is_remote else None,),
+            args=(self.engines.start if self._engine_is_remote else None,),
             name="odfd-warm-up",
             daemon=True,
         ).start()
