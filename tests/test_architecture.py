@@ -231,6 +231,11 @@ APPLICATION_ONLY = {
     "verifier.engine.datafusion": "odfd.app.live_plan",
     "verifier.engine.errors": "odfd.app.live_plan",
     "storage.chain.metadata_chain": "odfd.app.dataset_log",
+    "odfd.coordinator.compact": "odfd.app.history",
+    "odfd.sync.pins": "odfd.app.mirrors",
+    "odfd.sync.transport.url": "odfd.app.mirrors",
+    "verifier.engine.registry": "odfd.app.node",
+    "verifier.report": "odfd.app.verify",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -240,8 +245,11 @@ hear of refused data as ``odfd.app.push_ingest``'s error; the console asks
 ``odfd.app.engine_status`` whether Spark runs; the daemon's mirror schedule hands the node to
 ``odfd.app.mirror_sync``, whose transport settings ``odfd.app.node`` builds; Flight SQL plans and
 streams through ``odfd.app.live_plan``, which names the engine and its errors, and the daemon loads
-the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log`` (a module here
-covers its submodules)."""
+the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log``; ``odfd mirror remove`` and the
+daemon release a removed mirror's pin, and the daemon finds a mirror's peer, through
+``odfd.app.mirrors``; the node's engines come built from ``odfd.app.node``, and the daemon's
+audits summarize a report with ``odfd.app.verify``; ``odfd compact`` asks
+``odfd.app.history`` for its options and the compaction (a module here covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:

@@ -98,6 +98,24 @@ class ReaderReset(Event):
     dropped_blocks: int
 
 
+def compaction_options(
+    max_slice_size: int | None, max_slice_records: int | None, *, keep_metadata_only: bool
+) -> CompactionOptions:
+    """The options of a compaction, the service's defaults for the sizes not given, so a caller
+    names no coordinator internals."""
+    from odfd.coordinator.compact import (
+        DEFAULT_MAX_SLICE_RECORDS,
+        DEFAULT_MAX_SLICE_SIZE,
+        CompactionOptions,
+    )
+
+    return CompactionOptions(
+        max_slice_size=max_slice_size or DEFAULT_MAX_SLICE_SIZE,
+        max_slice_records=max_slice_records or DEFAULT_MAX_SLICE_RECORDS,
+        keep_metadata_only=keep_metadata_only,
+    )
+
+
 async def compact_datasets(
     node: Node,
     refs: list[str],

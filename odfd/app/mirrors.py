@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from odfd.errors import OdfdError
 from odfd.sync.pins import PinReleaseError, release_pin
-from odfd.sync.transport.url import parse_remote
+from odfd.sync.transport.url import parse_remote, peer_key
 from protocol.errors import OdfError
 from protocol.identity import DatasetAlias
 from storage.catalog.mirrors import MirrorTable
@@ -121,16 +121,22 @@ async def find_mirror(node: Node, name: str) -> MirrorRecord:
     return await MirrorTable(node.workspace.catalog).require(name)
 
 
-async def release_mirror_pin(ipfs: IpfsConfig, cid: str) -> None:
+async def release_mirror_pin(ipfs: IpfsConfig, cid: str) -> str | None:
     """Unpins the folder a removed mirror pinned from the IPFS node of ``ipfs``, after its
     removal (so an unreachable IPFS node never keeps a mirror alive): ``odfd mirror remove``,
-    and the daemon for a pin its sync made while the mirror was removed. ``PinReleaseError``
-    says how to release it by hand."""
+    and the daemon for a pin its sync made while the mirror was removed. Returns None once
+    released, or why the pin stays (``PinReleaseError``'s message: how to release it by hand),
+    which the caller reports as a warning: the mirror is gone either way."""
     try:
         await release_pin(ipfs, cid)
-    except PinReleaseError:
-        raise
+    except PinReleaseError as err:
+        return str(err)
     except OdfError as err:  # the IPFS node's address is unusable; the message names it
-        raise PinReleaseError(
-            f"ipfs://{cid} stays pinned (the IPFS node is unknown): {err}"
-        ) from err
+        return f"ipfs://{cid} stays pinned (the IPFS node is unknown): {err}"
+    return None
+
+
+def mirror_peer(source: str) -> str:
+    """Whom syncing from ``source`` loads, so the daemon spreads syncs over peers (``""`` for a
+    URL no transport takes: the attempt reports it)."""
+    return peer_key(source)

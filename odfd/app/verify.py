@@ -21,6 +21,7 @@ from verifier.progress import Progress, Titled
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from protocol.identity import DatasetId
     from verifier.report import VerifyReport
 
 #: Exit code of a verify that could not start: a dataset it names is unknown.
@@ -152,6 +153,23 @@ async def verify(
         )
     except DatasetNotFoundError as err:
         raise VerifyTargetNotFound(str(err)) from None
+
+
+def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
+    """One line: each layer's status, and for the first layer that did not pass, why (what the
+    daemon records of an audit of ``dataset_id``)."""
+    from verifier.report import Role, Status
+
+    target = next(
+        (d for d in report.datasets if d.dataset_id == dataset_id and d.role is Role.TARGET),
+        report.datasets[-1],
+    )
+    parts = [f"{layer.layer.title} {layer.status}" for layer in target.layers]
+    for layer in target.layers:
+        if layer.status in (Status.FAILED, Status.CANNOT_VERIFY, Status.NOT_REEXECUTABLE):
+            detail = str(layer.findings[0]) if layer.findings else (layer.reason or "")
+            return f"{layer.layer.title} {layer.status}: {detail}"
+    return ", ".join(parts)
 
 
 def rendered(report: VerifyReport, output: str) -> str:

@@ -32,7 +32,6 @@ from protocol.errors import OdfError
 from protocol.identity import DatasetId, DatasetRef
 from storage.catalog.mirrors import MirrorTable
 from storage.workspace import Workspace
-from verifier.engine.registry import Engines
 
 
 class AdminRequestError(OdfdError):
@@ -65,7 +64,6 @@ class AdminTarget(Protocol):
     auditor: Auditor
     withheld: set[DatasetId]
     commands: CommandRunner
-    engines: Engines
 
     def runtime(self) -> dict[str, Any]: ...
 

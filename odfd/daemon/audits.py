@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 from odfd.app.mirror_sync import describe_error
 from odfd.app.node import Node
-from odfd.app.verify import VerifyRequest, verify
+from odfd.app.verify import VerifyRequest, summarize, verify
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
@@ -30,27 +30,12 @@ from storage.catalog.audit_records import AuditRecord, Scope
 from storage.catalog.audits import AuditTable
 from storage.crashpoints import crash_point
 from verifier.engine.cancel import cancellable_jobs
-from verifier.report import Role, Status, VerifyReport
 
 log = logging.getLogger(__name__)
 
 ResultListener = Callable[[AuditRecord], Awaitable[None]]
 #: Applies an audit's verdict to what the node serves, before the record is visible to readers.
 VerdictListener = Callable[[AuditRecord], None]
-
-
-def summarize(report: VerifyReport, dataset_id: DatasetId) -> str:
-    """One line: each layer's status, and for the first layer that did not pass, why."""
-    target = next(
-        (d for d in report.datasets if d.dataset_id == dataset_id and d.role is Role.TARGET),
-        report.datasets[-1],
-    )
-    parts = [f"{layer.layer.title} {layer.status}" for layer in target.layers]
-    for layer in target.layers:
-        if layer.status in (Status.FAILED, Status.CANNOT_VERIFY, Status.NOT_REEXECUTABLE):
-            detail = str(layer.findings[0]) if layer.findings else (layer.reason or "")
-            return f"{layer.layer.title} {layer.status}: {detail}"
-    return ", ".join(parts)
 
 
 class Auditor:

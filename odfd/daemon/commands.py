@@ -58,7 +58,6 @@ from verifier.engine.cancel import cancellable_jobs
 if TYPE_CHECKING:
     from odfd.app.events import EventSink
     from odfd.app.node import Node
-    from verifier.engine.registry import Engines
 
 log = logging.getLogger(__name__)
 
@@ -157,14 +156,15 @@ class CommandRunner:
         """Set once the daemon has started: before that its engine is not configured."""
         self.jobs: dict[str, Job] = {}
 
-    def warm_up(self, engines: Engines | None) -> None:
+    def warm_up(self, start_engines: Callable[[], None] | None) -> None:
         """Blocking: what a client's first command would otherwise wait for here: the use cases'
-        modules, and (``engines`` given: they run on a server) the engines' clients."""
+        modules, and (``start_engines`` given: the node's engines run on a server) the engines'
+        clients."""
         try:
             for module in WARM_MODULES:
                 importlib.import_module(module)
-            if engines is not None:
-                engines.start()
+            if start_engines is not None:
+                start_engines()
         except Exception as err:  # noqa: BLE001 - the first command meets (and reports) it
             log.warning("warming up for CLI commands failed", extra={"error": str(err)})
 

@@ -20,14 +20,12 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from odfd.app.mirror_sync import MirrorSyncer, SyncReport
-from odfd.app.mirrors import release_mirror_pin
+from odfd.app.mirrors import mirror_peer, release_mirror_pin
 from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.time import backoff_delay, jittered
-from odfd.sync.pins import PinReleaseError
-from odfd.sync.transport.url import peer_key
 from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
@@ -80,7 +78,7 @@ class MirrorSchedule:
         records = await self.table.list()
         now = datetime.now(UTC)
         active = set()
-        self._peers = {record.name: peer_key(record.source) for record in records}
+        self._peers = {record.name: mirror_peer(record.source) for record in records}
         for record in records:
             if record.paused:
                 self.runner.cancel(record.name)
@@ -106,7 +104,7 @@ class MirrorSchedule:
         """A controller added, changed, paused or removed the mirror ``name``."""
         record = await self.table.get(name)
         if record is not None:
-            self._peers[name] = peer_key(record.source)
+            self._peers[name] = mirror_peer(record.source)
         if record is None or record.paused:
             self.runner.cancel(name)
         elif not self.runner.is_busy(name):
@@ -178,12 +176,11 @@ class MirrorSchedule:
         cid = report.pinned_cid
         if cid is None or cid == mirror.pinned_cid or await self.table.get(mirror.name) is not None:
             return
-        try:
-            await release_mirror_pin(self.config.ipfs, cid)
-        except PinReleaseError as err:
+        stays = await release_mirror_pin(self.config.ipfs, cid)
+        if stays is not None:
             log.warning(
                 "pin of a removed mirror left in place",
-                extra={"mirror": mirror.name, "error": str(err)},
+                extra={"mirror": mirror.name, "error": stays},
             )
         else:
             log.info("pin of a removed mirror released", extra={"mirror": mirror.name, "cid": cid})

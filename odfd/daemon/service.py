@@ -47,6 +47,7 @@ from aiohttp import web
 import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
+from odfd.app.recovery import recover_workspace
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
 from odfd.app.uploads import uploads_of
@@ -66,7 +67,6 @@ from odfd.daemon.loop_lag import watch_loop_lag
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.mirror_webhooks import MirrorWebhooks
-from odfd.daemon.recovery import recover_workspace
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
 from odfd.flows.runner import FlowRunner
@@ -241,7 +241,7 @@ class Daemon:
         # server being stopped) must not wait for it, as the loop's executor would.
         threading.Thread(
             target=self.commands.warm_up,
-            args=(self.engines if self._engine_is_remote else None,),
+            args=(self.engines.start if self._engine_is_remote else None,),
             name="odfd-warm-up",
             daemon=True,
         ).start()

@@ -314,7 +314,7 @@ async def test_the_daemon_audit_of_a_foreign_engine_says_not_re_executable(
 ) -> None:
     from datetime import UTC, datetime
 
-    from odfd.daemon.audits import summarize
+    from odfd.app.verify import summarize
     from storage.catalog.audit_records import AuditRecord
     from storage.catalog.audits import AuditTable
 

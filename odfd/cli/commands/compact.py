@@ -1,7 +1,7 @@
 """``odfd compact DATASET``: merge a root dataset's small slices into fewer, larger ones.
 
 A hard compaction, as the reference's ``kamu system compact --hard``: the history is rewritten
-(``odfd.coordinator.compact``), so it asks first. Derivative datasets reading a compacted dataset
+(``odfd.app.history``), so it asks first. Derivative datasets reading a compacted dataset
 would refer to blocks no longer in its history; they are reset to their metadata first (their
 data dropped, recomputed from the new history on their next ``odfd pull``), readers before what
 they read, so each step leaves the workspace consistent.
@@ -56,17 +56,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    from odfd.app.history import compact_datasets
-    from odfd.coordinator.compact import (
-        DEFAULT_MAX_SLICE_RECORDS,
-        DEFAULT_MAX_SLICE_SIZE,
-        CompactionOptions,
-    )
+    from odfd.app.history import compact_datasets, compaction_options
 
-    options = CompactionOptions(
-        max_slice_size=args.max_slice_size or DEFAULT_MAX_SLICE_SIZE,
-        max_slice_records=args.max_slice_records or DEFAULT_MAX_SLICE_RECORDS,
-        keep_metadata_only=args.keep_metadata_only,
+    options = compaction_options(
+        args.max_slice_size, args.max_slice_records, keep_metadata_only=args.keep_metadata_only
     )
 
     async def run(node: Node) -> int:

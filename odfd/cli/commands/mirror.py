@@ -23,7 +23,6 @@ from odfd.cli.arguments import positive_duration
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.config import format_duration
 from odfd.daemon.admin_client import AdminClient
-from odfd.sync.pins import PinReleaseError
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -184,10 +183,9 @@ def _remove(args: argparse.Namespace) -> int:
 
 async def _release_pin(node: Node, cid: str) -> None:
     """A pin that cannot be released is reported with the command that releases it."""
-    try:
-        await release_mirror_pin(node.config.ipfs, cid)
-    except PinReleaseError as err:
-        print(f"warning: {err}", file=sys.stderr)
+    stays = await release_mirror_pin(node.config.ipfs, cid)
+    if stays is not None:
+        print(f"warning: {stays}", file=sys.stderr)
     else:
         print(f"Unpinned ipfs://{cid}", file=sys.stderr)
 

@@ -1,5 +1,6 @@
-"""Start-up repairs after a crash (``SIGKILL``, power loss) — cheap, and only what a crash can
-leave behind, since every commit moves ``refs/head`` last:
+"""Start-up repairs after a crash (``SIGKILL``, power loss), the use case the daemon runs as it
+starts — cheap, and only what a crash can leave behind, since every commit moves ``refs/head``
+last:
 
 * a dataset folder renamed into place whose catalog row was never written (a first pull killed
   between the rename and the insert): validated and registered, as ``odfd repair`` would;
