@@ -169,13 +169,16 @@ class IpfsDatasetFolder:
         return await asyncio.shield(self._root_listing)
 
     async def discard_ahead(self) -> None:
-        """Remove the blocks written ahead (the walk failed: none of them is to be stored)."""
+        """Remove the blocks written ahead unless a batch named them (the walk failed: none of
+        them is to be stored)."""
         ahead, self._blocks_ahead = self._blocks_ahead, None
         if ahead is not None:
             await asyncio.shield(asyncio.to_thread(ahead.discard))
 
     async def aclose(self) -> None:
-        """Drops what was exported and not taken."""
+        """Drops what was exported and not taken, and blocks written ahead that no batch named
+        (its child process ends)."""
+        await self.discard_ahead()
         pending: list[asyncio.Future[Any]] = [
             task for task in (self._ahead, self._root_listing) if task is not None
         ]

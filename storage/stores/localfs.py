@@ -231,10 +231,11 @@ class LocalFsObjectStore(ObjectStore):
     async def put_many_read_back(
         self, items: Sequence[bytes]
     ) -> tuple[list[Multihash], set[Multihash]]:
-        """Read back by the batch child (none when the batch is written another way)."""
+        """Read back by the child that wrote them (``batch_child``, ``ahead_child``; none when
+        the batch is written another way)."""
         ahead, self._ahead = self._ahead, None
         if ahead is not None and (named := await asyncio.to_thread(ahead.name_batch, items)):
-            return named, set()
+            return named
         if len(items) >= _SYNCFS_BATCH_MIN:
             done = await asyncio.to_thread(self._put_batch_synced_once, items)
             if done is not None:

@@ -45,13 +45,16 @@ class ObjectsAhead:
             self._child = subprocess.Popen(
                 [sys.executable, "-I", "-S", str(_CHILD), str(self._folder), str(os.getpid())],
                 stdin=subprocess.PIPE,
-                stdout=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
             )
         except OSError:  # no interpreter to start (an embedded Python): nothing written ahead
             self._folder.rmdir()
             raise
         self._written: set[str] = set()
+        self._sent: list[str] = []
+        """Names in the order the child is sent them (its answer has a byte per name)."""
+        self._read_back: set[str] = set()
         self._lock = threading.Lock()
         self._failed = False
         self._stopped = False
@@ -63,11 +66,13 @@ class ObjectsAhead:
         """``data`` is to be stored as ``name`` (its ``object_name``) if the batch holds it.
         Never waits for the child: a feeding thread sends it (a pull's export, which calls this,
         is not to wait on the local disk)."""
+        record = RECORD.pack(len(name), len(data)) + name.encode() + data
         with self._lock:
             if self._stopped or name in self._written:
                 return
             self._written.add(name)
-        self._queue.put(RECORD.pack(len(name), len(data)) + name.encode() + data)
+            self._sent.append(name)
+            self._queue.put(record)
 
     def _feed(self) -> None:
         pipe = self._child.stdin
@@ -93,14 +98,20 @@ class ObjectsAhead:
             self._child.kill()
         self._queue.put(None)
         self._feeder.join()
-        if self._child.wait() != 0:
+        assert self._child.stdout is not None
+        with self._child.stdout as answer:
+            flags = answer.read()
+        if self._child.wait() != 0 or len(flags) != len(self._sent):
             self._failed = True
+            return
+        self._read_back = {name for name, flag in zip(self._sent, flags, strict=True) if flag}
 
-    def name_batch(self, items: Sequence[bytes]) -> list[Multihash] | None:
+    def name_batch(self, items: Sequence[bytes]) -> tuple[list[Multihash], set[Multihash]] | None:
         """Store ``items`` (blocking): the staged folder, holding exactly them and made durable,
-        replaces the empty objects' folder. ``None``: nothing was named (the folder is not empty
-        by now, a write failed, no ``syncfs``) and the caller stores them its own way. The
-        staged folder is gone afterwards either way."""
+        replaces the empty objects' folder; their hashes, and those whose files the child read
+        back and found to hash to their names (``put_many_read_back``'s answer). ``None``:
+        nothing was named (the folder is not empty by now, a write failed, no ``syncfs``) and
+        the caller stores them its own way. The staged folder is gone afterwards either way."""
         if self._stopped:
             return None  # discarded
         self._stop()
@@ -120,7 +131,7 @@ class ObjectsAhead:
             os.rename(self._folder, self._root)
             named = True
             fsync_dir(self._root.parent)
-            return hashes
+            return hashes, {hash for hash in hashes if object_name(hash) in self._read_back}
         except OSError:
             if named:
                 raise  # named, but not durably: the caller's error to report

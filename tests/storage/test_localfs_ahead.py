@@ -28,12 +28,14 @@ def _put_ahead(store: LocalFsObjectStore, objects: list[bytes]) -> None:
 
 async def test_only_the_batch_is_named_from_what_was_written_ahead(tmp_path: Path) -> None:
     """Written ahead: most of the batch and objects the batch lacks (an export's blocks the
-    walk did not verify); the batch names exactly its objects, with their bytes."""
+    walk did not verify); the batch names exactly its objects, with their bytes; those the child
+    wrote it also read back (the commit need not re-read them), the others not."""
     store, stage = _store(tmp_path)
     extra = [b"not in the chain", b"junk"]
     _put_ahead(store, OBJECTS[:250] + extra)
-    hashes = await store.put_many(OBJECTS)
+    hashes, read_back = await store.put_many_read_back(OBJECTS)
     assert hashes == [Multihash.from_digest_sha3_256(data) for data in OBJECTS]
+    assert read_back == set(hashes[:250])
     assert sorted(path.name for path in store.root.iterdir()) == sorted(map(object_name, hashes))
     for hash, data in zip(hashes, OBJECTS, strict=True):
         assert await store.get_bytes(hash) == data
