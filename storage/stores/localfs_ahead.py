@@ -5,12 +5,12 @@ hash order, seconds before its walk can verify the first one; writing the verifi
 after the walk (10,002 file creations: 1.5-4.9 s under load, against 0.1 s for the ``syncfs``)
 was most of what the pull waited for after its last object. Here each block is written, unsynced
 and under its name, into a staging folder of its own by a process of its own (``ahead_child``:
-its file creations wait neither for the pulling process's GIL nor on its core) while the
-export streams in; the
-batch that stores the verified blocks (``LocalFsObjectStore.put_many_read_back``) then only
-removes what it does not store, writes what was not staged, makes the folder durable with one
-``syncfs`` and renames it onto the empty objects' folder. Nothing staged here has a name in the
-store before that: an unverified block is never stored, and a pull that fails removes the folder.
+its file creations wait neither for the pulling process's GIL nor on its core) while the export
+streams in; the batch that stores the verified blocks (``LocalFsObjectStore.put_many_read_back``)
+then only removes what it does not store, writes what was not staged, makes the folder durable
+with one ``syncfs`` and renames it onto the empty objects' folder. Nothing staged here has a
+name in the store before that: an unverified block is never stored, and a pull that fails
+removes the folder.
 """
 
 from __future__ import annotations
