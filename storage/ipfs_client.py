@@ -228,31 +228,24 @@ class IpfsClient:
         }
 
     async def export_raw_blocks(
-        self,
-        cid: CID | str,
-        *,
-        take: Callable[[bytes], None],
-        max_bytes: int,
-        stop_at_file_node: bool = False,
-    ) -> None:
-        """``take`` (called in a worker thread) each raw block of the DAG below ``cid`` as the
-        stream brings it (``dag/export``: one stream), up to about ``max_bytes`` of them (the rest
-        left out, not an error), and with ``stop_at_file_node`` up to the first file node
-        (``storage.ipfs_car.raw_blocks``)."""
+        self, cid: CID | str, *, max_bytes: int, stop_at_file_node: bool = False
+    ) -> dict[bytes, bytes]:
+        """CID bytes -> bytes of the raw blocks of the DAG below ``cid`` (``dag/export``: one
+        stream), up to about ``max_bytes`` of them (the rest left out, not an error), and with
+        ``stop_at_file_node`` up to the first file node (``storage.ipfs_car.raw_blocks``)."""
 
-        def export() -> None:
+        def export() -> dict[bytes, bytes]:
             chunks = self._rpc._client.request(
                 "/dag/export", (str(cid),), stream=True, timeout=self._fetch_timeout + 10.0
             )
             try:
-                for _, block in raw_blocks(chunks, max_bytes, stop_at_file_node=stop_at_file_node):
-                    take(block)
+                return dict(raw_blocks(chunks, max_bytes, stop_at_file_node=stop_at_file_node))
             except CarFormatError as err:
                 raise IpfsError(f"dag export {cid} on the IPFS node at {self.api}: {err}") from None
             finally:
                 chunks.close()
 
-        await self._call(f"dag export {cid}", export)
+        return await self._call(f"dag export {cid}", export)
 
     async def key_gen(self, name: str) -> IpfsKey:
         """Creates an ed25519 key (Kubo's default; js-ipfs would make RSA without being told)."""

@@ -27,7 +27,7 @@ path first: each such read walks the folder (~30 ms of js-ipfs's CPU for a block
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -39,9 +39,7 @@ from protocol.identity import Multihash
 from protocol.transfer.simple import MAX_REF_BYTES, ObjectKind, object_key, parse_ref, ref_key
 from storage.errors import ObjectNotFoundError
 from storage.ipfs_client import IpfsError, IpfsGateway, IpfsNotFoundError
-from storage.stores.base import ObjectStore
-from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX, LocalFsObjectStore
-from storage.stores.localfs_ahead import ObjectsAhead
+from storage.stores.localfs import MAX_SIGNATURE_BYTES, SIGNATURE_SUFFIX
 from storage.stores.remote import ReadOnlyObjectStore, ReadOnlyRefStore, RemoteStoreError
 
 
@@ -51,13 +49,8 @@ class IpfsFolderReader(Protocol):
     async def ls_names(self, path: CID | str) -> dict[str, str]: ...
 
     async def export_raw_blocks(
-        self,
-        cid: CID | str,
-        *,
-        take: Callable[[bytes], None],
-        max_bytes: int,
-        stop_at_file_node: bool = False,
-    ) -> None: ...
+        self, cid: CID | str, *, max_bytes: int, stop_at_file_node: bool = False
+    ) -> dict[bytes, bytes]: ...
 
 
 LIST_AFTER = 16
@@ -93,7 +86,6 @@ class IpfsDatasetFolder:
         self._root_listing: asyncio.Future[dict[str, str]] | None = None
         self._exports: dict[ObjectKind, asyncio.Future[_Listed | None]] = {}
         self._ahead: asyncio.Future[_Listed | None] | None = None
-        self._blocks_ahead: ObjectsAhead | None = None
 
     def exporting(self, kind: ObjectKind) -> bool:
         return kind in self._exports
@@ -106,16 +98,12 @@ class IpfsDatasetFolder:
             listing = self._exports[kind] = asyncio.ensure_future(self._export(kind))
         return listing
 
-    def read_ahead(self, blocks_into: ObjectStore | None = None) -> None:
+    def read_ahead(self) -> None:
         """Start exporting the blocks and the data files at once (a pull into an empty dataset
         reads them all; the node sends the data files' export, ~0.4 s, while it still walks the
         blocks' sharded folder, ~3 s, without slowing it); checkpoints stay read as asked (a
-        pull may need few of them). Each exported block is also written ahead, as it arrives,
-        into ``blocks_into``'s staging (``localfs_ahead``) where that store is an empty folder:
-        only the blocks the walk verifies are then named there, with one rename."""
+        pull may need few of them)."""
         if self.rpc is not None and self._ahead is None:
-            if isinstance(blocks_into, LocalFsObjectStore):
-                self._blocks_ahead = blocks_into.stage_ahead()
             self.export(ObjectKind.BLOCK)
             self._ahead = self.export(ObjectKind.DATA)
 
@@ -143,24 +131,14 @@ class IpfsDatasetFolder:
             # export again; a block the export lacks is read by path. Data files: the export
             # stops at the first file of several chunks (its chunks are no whole file).
             blocks = kind is ObjectKind.BLOCK
-            exported: dict[str, bytes] = {}
-            ahead = self._blocks_ahead if blocks else None
-
-            def take(data: bytes) -> None:  # in the export's thread, as the stream comes in
-                name = Multihash.from_digest_sha3_256(data).to_multibase()
-                exported[name] = data
-                if ahead is not None:
-                    ahead.put(name, data)
-
-            await rpc.export_raw_blocks(
+            exported = await rpc.export_raw_blocks(
                 folder,
-                take=take,
                 max_bytes=EXPORT_MAX_BYTES if blocks else DATA_EXPORT_MAX_BYTES,
                 stop_at_file_node=not blocks,
             )
         except IpfsError:
             return None  # no RPC API to list with (a gateway alone): keep reading by path
-        return _Listed(folder, exported)
+        return _Listed(folder, await asyncio.to_thread(_by_name, exported.values()))
 
     async def _listing(self, rpc: IpfsFolderReader) -> dict[str, str]:
         """The root's entries (``blocks``, ``data``, ...), listed once for every kind."""
@@ -168,17 +146,8 @@ class IpfsDatasetFolder:
             self._root_listing = asyncio.ensure_future(rpc.ls_names(f"/ipfs/{self.root}"))
         return await asyncio.shield(self._root_listing)
 
-    async def discard_ahead(self) -> None:
-        """Remove the blocks written ahead unless a batch named them (the walk failed: none of
-        them is to be stored)."""
-        ahead, self._blocks_ahead = self._blocks_ahead, None
-        if ahead is not None:
-            await asyncio.shield(asyncio.to_thread(ahead.discard))
-
     async def aclose(self) -> None:
-        """Drops what was exported and not taken, and blocks written ahead that no batch named
-        (its child process ends)."""
-        await self.discard_ahead()
+        """Drops what was exported and not taken."""
         pending: list[asyncio.Future[Any]] = [
             task for task in (self._ahead, self._root_listing) if task is not None
         ]
@@ -349,3 +318,7 @@ async def _list_folder(rpc: IpfsFolderReader, folder: str) -> dict[str, str] | N
         return await rpc.ls_names(folder)
     except IpfsError:
         return None  # the node stopped answering its RPC API: read by path
+
+
+def _by_name(blocks: Iterable[bytes]) -> dict[str, bytes]:
+    return {Multihash.from_digest_sha3_256(data).to_multibase(): data for data in blocks}

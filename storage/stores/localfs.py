@@ -9,14 +9,12 @@ writes (each one fsyncs the file and its folder), large reads, folder listings, 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import fcntl
 import functools
 import hashlib
 import json
 import os
-import sys
 from collections.abc import AsyncIterable, AsyncIterator, Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -42,7 +40,6 @@ from storage.errors import (
 from storage.layout import object_name
 from storage.stores.base import Chunk, NamedStore, ObjectStore, RefStore, StagedObjects
 from storage.stores.batch_run import remove_staged, run_batch_child
-from storage.stores.localfs_ahead import ObjectsAhead
 from storage.stores.localfs_batch import (
     FolderAccess,
     LocalFsStagedObjects,
@@ -112,7 +109,6 @@ class LocalFsObjectStore(ObjectStore):
         self.root = root
         self._prefix = os.path.join(root, "")
         self._staging = staging
-        self._ahead: ObjectsAhead | None = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({str(self.root)!r})"
@@ -231,11 +227,7 @@ class LocalFsObjectStore(ObjectStore):
     async def put_many_read_back(
         self, items: Sequence[bytes]
     ) -> tuple[list[Multihash], set[Multihash]]:
-        """Read back by the child that wrote them (``batch_child``, ``ahead_child``; none when
-        the batch is written another way)."""
-        ahead, self._ahead = self._ahead, None
-        if ahead is not None and (named := await asyncio.to_thread(ahead.name_batch, items)):
-            return named
+        """Read back by the batch child (none when the batch is written another way)."""
         if len(items) >= _SYNCFS_BATCH_MIN:
             done = await asyncio.to_thread(self._put_batch_synced_once, items)
             if done is not None:
@@ -252,18 +244,6 @@ class LocalFsObjectStore(ObjectStore):
         if hashes:
             await asyncio.to_thread(fsync_dir, self.root)
         return hashes, set()
-
-    def stage_ahead(self) -> ObjectsAhead | None:
-        """Where objects may be written before the next ``put_many`` stores them (its batch then
-        names them with one rename: ``localfs_ahead``); ``None`` unless the folder is empty and
-        has a staging folder on its file system."""
-        self._ensure_root()
-        if self._ahead is None and self._staging is not None and _holds_nothing(self.root):
-            stage = self._stage_dir()
-            if os.stat(stage).st_dev == os.stat(self.root).st_dev and sys.executable:
-                with contextlib.suppress(OSError):  # no child to start: written by the batch
-                    self._ahead = ObjectsAhead(self.root, stage)
-        return self._ahead
 
     def _put_batch_synced_once(
         self, items: Sequence[bytes]
@@ -490,11 +470,6 @@ def _visible_names(folder: Path) -> list[str]:
             return [e.name for e in entries if not e.name.startswith(".")]
     except FileNotFoundError:
         return []
-
-
-def _holds_nothing(folder: Path) -> bool:
-    with os.scandir(folder) as entries:
-        return next(entries, None) is None
 
 
 def _read_all(fd: int, size: int) -> bytes:

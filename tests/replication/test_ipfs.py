@@ -24,7 +24,6 @@ from storage.ipfs_client import IpfsClient, IpfsGateway, IpfsUnavailableError, I
 from storage.ipfs_settings import IpfsSettings
 from storage.layout import dataset_dir_name
 from storage.stores.ipfs import LIST_AFTER, IpfsObjectStore
-from storage.stores.localfs_ahead import ObjectsAhead
 from storage.workspace import Workspace
 from tests.fixtures.ipfs_node import LocalIpfsNode
 from tests.replication.datagen import create_root, odfd_verify_integrity, verify_integrity
@@ -155,9 +154,9 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     real_export, real_ls = IpfsClient.export_raw_blocks, IpfsClient.ls_names
     real_read = IpfsGateway.iter_chunks
 
-    async def counted(self: IpfsClient, folder, **options) -> None:
+    async def counted(self: IpfsClient, folder, **options) -> dict[bytes, bytes]:
         exports.append(str(folder))
-        await real_export(self, folder, **options)
+        return await real_export(self, folder, **options)
 
     async def counted_ls(self: IpfsClient, path) -> dict[str, str]:
         listed.append(str(path))
@@ -167,21 +166,11 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
         read.append(path.split("/")[3])  # /ipfs/<cid>/<kind>/...
         return real_read(self, path, **options)
 
-    real_name_batch = ObjectsAhead.name_batch
-    named_ahead: list[int | None] = []
-
-    def counted_name_batch(self: ObjectsAhead, items):
-        named = real_name_batch(self, items)
-        named_ahead.append(None if named is None else len(named[0]))
-        return named
-
     monkeypatch.setattr(IpfsClient, "export_raw_blocks", counted)
     monkeypatch.setattr(IpfsClient, "ls_names", counted_ls)
     monkeypatch.setattr(IpfsGateway, "iter_chunks", counted_read)
-    monkeypatch.setattr(ObjectsAhead, "name_batch", counted_name_batch)
     pulled = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert pulled.new_head == record.head and pulled.num_blocks == 2 * (LIST_AFTER + 4) + 2
-    assert named_ahead == [pulled.num_blocks]
     folders = await real_ls(use_ipfs, cid)
     assert sorted(exports) == sorted(folders[kind] for kind in ("blocks", "data", "checkpoints"))
     assert listed == [f"/ipfs/{cid}"]  # one listing of the root for every store
@@ -192,11 +181,9 @@ async def test_long_chain_is_pulled_by_listing_and_one_export(
     _, cid = await _published_copy(node_a, "long", tmp_path / "2", use_ipfs, spoil="")
     exports.clear()
     read.clear()
-    named_ahead.clear()
     again = await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert (again.num_blocks, again.num_objects, again.new_head) == (1, 2, head)
     assert exports == [] and sorted(set(read)) == ["blocks", "checkpoints", "data", "refs"]
-    assert named_ahead == []  # a dataset with blocks: nothing written ahead
     await verify_integrity(await node_b.get_dataset("long"))
 
     head = await writer.append(slices=1, empty_blocks=LIST_AFTER + 1)
@@ -273,12 +260,10 @@ async def test_corrupt_object_from_ipfs_is_refused_and_nothing_committed(
     spoil: str,
 ) -> None:
     """A published folder with one block's or data file's bytes changed (long enough to be read
-    by listing and export): the pull fails naming the remote and leaves node B without it, nor
-    anything written ahead in its staging folder."""
+    by listing and export): the pull fails naming the remote and leaves node B without it."""
     await create_root(node_a, "long", slices=LIST_AFTER + 4)
     _, cid = await _published_copy(node_a, "long", tmp_path, use_ipfs, spoil=spoil)
     with pytest.raises(CorruptSourceError, match=str(cid)):
         await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert await node_b.list_datasets() == []
     assert not any(node_b.layout.datasets_dir.iterdir())
-    assert list(node_b.layout.staging_dir.rglob("*.d")) == []  # no folder written ahead

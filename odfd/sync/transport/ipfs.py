@@ -104,21 +104,15 @@ class _IpfsView(RemoteView):
     async def walk_blocks(
         self, local: ObjectStore | None, local_sequence: int | None = None
     ) -> AsyncIterator[FetchBlock]:
-        """Into an empty dataset every block is read: the exports start at once, and the
-        blocks are written ahead into ``local``'s staging as they arrive (named only once the
-        walk verified them; removed if it fails). Else the first block fetched (the head) says
-        how many the walk will read."""
+        """Into an empty dataset every block is read: the exports start at once. Else the
+        first block fetched (the head) says how many the walk will read."""
         if local_sequence is not None and local_sequence < 0:
-            self.folder.read_ahead(local)
-        try:
-            async with RemoteView.walk_blocks(self, local, local_sequence) as fetch:
-                if local_sequence is None or local_sequence < 0:
-                    yield fetch
-                else:
-                    yield _head_told(fetch, self.folder, local_sequence)
-        except BaseException:
-            await self.folder.discard_ahead()
-            raise
+            self.folder.read_ahead()
+        async with RemoteView.walk_blocks(self, local, local_sequence) as fetch:
+            if local_sequence is None or local_sequence < 0:
+                yield fetch
+            else:
+                yield _head_told(fetch, self.folder, local_sequence)
 
 
 def _head_told(fetch: FetchBlock, folder: IpfsDatasetFolder, local_sequence: int) -> FetchBlock:
