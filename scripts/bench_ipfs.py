@@ -21,16 +21,18 @@ publishes a dataset (the folder without ``info/``). Per round, one after another
 - checks alone: the pull's data checks of the same files, already local, on every core.
 
 Each figure is the best of ``--repeat`` rounds. Target: the pull <= 1.2x max(copy alone, checks
-alone), printed against both copies. CPU seconds of this process and of the IPFS node are
-printed beside each figure, and the load average (the machine may be shared). Nothing is deleted
-until every figure is taken (each round writes to its own folders): on ext4, creating thousands of
-files right after an ``rm -rf`` of thousands costs seconds.
+alone), printed against both copies. CPU seconds of this process (and of its block-writing
+child processes) and of the IPFS node are printed beside each figure, and the load average (the
+machine may be shared). Nothing is deleted until every figure is taken (each round writes to its
+own folders): on ext4, creating thousands of files right after an ``rm -rf`` of thousands costs
+seconds.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import resource
 import shutil
 import sys
 import tempfile
@@ -69,16 +71,24 @@ PARALLEL = 8
 
 
 class _Cpu:
-    """CPU seconds spent by this process and by the IPFS node between ``__init__`` and ``str``."""
+    """CPU seconds spent by this process, by the child processes it waited for (the pull's block
+    writers), and by the IPFS node between ``__init__`` and ``str``."""
 
     def __init__(self, node: LocalIpfsNode) -> None:
         self.node = node
         self.ours, self.theirs = time.process_time(), process_cpu(node.pid)
+        self.children = _children_cpu()
 
     def __str__(self) -> str:
         ours = time.process_time() - self.ours
+        children = _children_cpu() - self.children
         theirs = process_cpu(self.node.pid) - self.theirs
-        return f"CPU {ours:.2f} s odfd + {theirs:.2f} s IPFS node"
+        return f"CPU {ours:.2f} s odfd (+{children:.2f} s its children) + {theirs:.2f} s IPFS node"
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 async def _timed_pull(workspace: Workspace, url: str, node: LocalIpfsNode) -> tuple[float, str]:
