@@ -512,7 +512,7 @@ def _status_of(err: QueryError, subject: Subject) -> Exception:
     private dataset is read, unless the message already names the readable table meant."""
     if isinstance(err, UnknownTableError):
         message = str(err)
-        if subject.account is None and "did you mean" not in message:
+        if subject.account is None and not err.suggested:
             message += ANONYMOUS_NOT_FOUND
         return status.NotFound(message)
     if isinstance(err, QueryTimeoutError):

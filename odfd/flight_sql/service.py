@@ -103,7 +103,12 @@ class InvalidQueryError(QueryError):
 
 
 class UnknownTableError(QueryError):
-    """The query reads a table that is no dataset this subject may read."""
+    """The query reads a table that is no dataset this subject may read; ``suggested`` when the
+    message names the readable table the caller likely meant."""
+
+    def __init__(self, message: str, *, suggested: bool = False) -> None:
+        super().__init__(message)
+        self.suggested = suggested
 
 
 class QueryTimeoutError(QueryError):

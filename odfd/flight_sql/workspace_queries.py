@@ -99,7 +99,9 @@ class NodeQueries:
                 hint = unknown_table_hint(str(err), readable)
                 if hint is not None:  # a schema the engine read into the name shows the mistake
                     name = unknown.removeprefix(f"{CATALOG}.{DB_SCHEMA}.")
-                    raise UnknownTableError(f"table '{name}' not found: {hint}") from None
+                    raise UnknownTableError(
+                        f"table '{name}' not found: {hint}", suggested=True
+                    ) from None
                 raise UnknownTableError(
                     f"table '{_unqualified(unknown)}' not found: no dataset of that alias (names "
                     'are case-sensitive; quote them, e.g. "alice/trades")'
