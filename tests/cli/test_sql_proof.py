@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -20,6 +19,7 @@ from odfd.server.app import running
 from odfd.server.query_api import query_api_mount
 from storage.workspace import Workspace
 from tests.cli.helpers import run
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.query_api import verifier
 from tests.query_api.datasets import grow
 from tests.verifier.builders import root_with_slices
@@ -153,40 +153,17 @@ def test_a_node_without_the_dataset_says_so(
 @contextmanager
 def serving(root: Path, config: ServerConfig | None = None) -> Iterator[str]:
     """The node at ``root`` served (query API) on a thread of its own, at the URL yielded."""
-    urls: list[str] = []
-    loops: list[asyncio.AbstractEventLoop] = []
-    ready = threading.Event()
-    stop: list[asyncio.Event] = []
 
-    async def serve() -> None:
-        stop.append(asyncio.Event())
+    async def serve(publish: Publish[str], stop: asyncio.Event) -> None:
         async with await Workspace.open(root) as workspace:
             settings = config or ServerConfig(address="127.0.0.1", port=0)
             node = Node(workspace, NodeConfig(server=settings))
             async with running(workspace, settings, mounts=[query_api_mount(node)]) as server:
-                urls.append(server.url)
-                ready.set()
-                await stop[0].wait()
+                publish(server.url)
+                await stop.wait()
 
-    def thread_main() -> None:
-        loop = asyncio.new_event_loop()
-        loops.append(loop)
-        try:
-            loop.run_until_complete(serve())
-        finally:
-            ready.set()
-            loop.close()
-
-    thread = threading.Thread(target=thread_main, name="verify-remote")
-    thread.start()
-    ready.wait(60)
-    try:
-        assert urls, "the remote node did not start"
-        yield urls[0]
-    finally:
-        if stop:
-            loops[0].call_soon_threadsafe(stop[0].set)
-        thread.join(60)
+    with serve_in_thread("verify-remote", serve) as url:
+        yield url
 
 
 def test_a_remote_node_re_executes_through_its_verify(

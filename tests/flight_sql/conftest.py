@@ -27,6 +27,7 @@ from odfd.flight_sql.workspace_queries import CatalogVersion, NodeQueries, token
 from protocol.identity import DatasetAliasPattern
 from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
 
 READ_TOKEN = "reader-secret-token"
@@ -150,21 +151,11 @@ class Node:
     queries: OpenQueries
 
 
-@dataclass
-class _Running:
-    node: Node | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    stop: asyncio.Event | None = None
-
-
 @pytest.fixture(scope="package")
 def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
     root = tmp_path_factory.mktemp("flight-sql") / "ws"
-    running = _Running()
-    ready = threading.Event()
 
-    async def serve() -> None:
-        stop = asyncio.Event()
+    async def serve(publish: Publish[Node], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
             await root_with_slices(workspace, "nums", [[1, 2, 3], [4, 5]])
             await root_with_slices(workspace, "secret.nums", [[7, 8]])
@@ -191,9 +182,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 time_limit=STRICT_TIME_LIMIT,
                 version=version,
             )
-            running.node = Node(main.url, strict.url, root, queries)
-            running.loop, running.stop = asyncio.get_running_loop(), stop
-            ready.set()
+            publish(Node(main.url, strict.url, root, queries))
             try:
                 await stop.wait()
             finally:
@@ -201,19 +190,5 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 await strict.stop()
                 await version.close()
 
-    def run() -> None:
-        try:
-            asyncio.run(serve())
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, name="flight-sql-node")
-    thread.start()
-    ready.wait(120)
-    assert running.node is not None, "the test node did not start"
-    try:
-        yield running.node
-    finally:
-        assert running.loop is not None and running.stop is not None
-        running.loop.call_soon_threadsafe(running.stop.set)
-        thread.join(60)
+    with serve_in_thread("flight-sql-node", serve) as node:
+        yield node

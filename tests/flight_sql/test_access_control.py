@@ -9,7 +9,6 @@ effect on the very next call."""
 from __future__ import annotations
 
 import asyncio
-import threading
 import time
 from collections.abc import Coroutine, Iterator
 from dataclasses import dataclass, field, replace
@@ -29,6 +28,7 @@ from odfd.flight_sql import endpoint
 from odfd.flight_sql.workspace_queries import CatalogVersion, NodeQueries, token_resolver
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.flight_sql.test_protocol import Client, anonymous
 from tests.verifier.builders import root_with_slices
 
@@ -74,11 +74,8 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("flight-sql-access") / "ws"
-    started: list[Site] = []
-    ready = threading.Event()
-    stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = []
 
-    async def serve() -> None:
+    async def serve(publish: Publish[Site], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
             node = Node(workspace, NodeConfig(server=ServerConfig()))
             for name in ("alice", "bob", "carol"):
@@ -104,31 +101,15 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                 version=version,
                 release=version.close,
             )
-            done = asyncio.Event()
-            loop = asyncio.get_running_loop()
-            stop.append((loop, done))
-            started.append(Site(served.url, tokens, node, loop, settings))
-            ready.set()
+            publish(Site(served.url, tokens, node, asyncio.get_running_loop(), settings))
             try:
-                await done.wait()
+                await stop.wait()
             finally:
                 await served.stop()
                 queries.close()
 
-    def run() -> None:
-        try:
-            asyncio.run(serve())
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    ready.wait(120)
-    assert started, "the Flight SQL server did not start"
-    yield started[0]
-    loop, done = stop[0]
-    loop.call_soon_threadsafe(done.set)
-    thread.join(60)
+    with serve_in_thread("flight-sql-access", serve) as site:
+        yield site
 
 
 def tables(client: Client) -> set[str]:

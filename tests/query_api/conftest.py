@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -28,6 +27,7 @@ from odfd.server.resource_api import ResourceApi
 from odfd.server.upload_api import UploadApi
 from protocol.identity import DatasetAliasPattern
 from storage.workspace import Workspace
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.query_api.datasets import PRIVATE, TEST_KEY_SEED, add_all
 
 READ_TOKEN = "query-api-reader"
@@ -117,12 +117,8 @@ SERVER = ServerConfig(
 @pytest.fixture(scope="package")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     root = tmp_path_factory.mktemp("query-api") / "ws"
-    holder: list[Served] = []
-    ready = threading.Event()
-    stop: list[asyncio.Event] = []
 
-    async def serve() -> None:
-        stop.append(asyncio.Event())
+    async def serve(publish: Publish[Served], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
             install_test_key(workspace)
             await add_all(workspace)
@@ -134,22 +130,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
                 ResourceApi(lambda: node, reconcile_here(node)),
             ]
             async with running(workspace, SERVER, mounts=mounts) as server:
-                holder.append(Served(server.url, root, asyncio.get_running_loop(), node))
-                ready.set()
-                await stop[0].wait()
+                publish(Served(server.url, root, asyncio.get_running_loop(), node))
+                await stop.wait()
 
-    def run() -> None:
-        try:
-            asyncio.run(serve())
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, name="query-api-node")
-    thread.start()
-    ready.wait(120)
-    assert holder, "the test node did not start"
-    try:
-        yield holder[0]
-    finally:
-        holder[0].loop.call_soon_threadsafe(stop[0].set)
-        thread.join(60)
+    with serve_in_thread("query-api-node", serve) as served:
+        yield served

@@ -7,7 +7,6 @@ follows its inputs: a query after an ingest sees the new records."""
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +23,7 @@ from odfd.flight_sql.workspace_queries import NodeQueries, token_resolver
 from odfd.server.app import running
 from odfd.server.query_api import query_api_mount
 from storage.workspace import Workspace
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.flight_sql.test_clients import anonymous_connection
 from tests.flight_sql.test_protocol import Client, anonymous
 from tests.query_api.conftest import call, install_test_key
@@ -78,12 +78,8 @@ class Site:
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
     root = tmp_path_factory.mktemp("projections-served") / "ws"
-    started: list[Site] = []
-    ready = threading.Event()
-    stop: list[asyncio.Event] = []
 
-    async def serve() -> None:
-        stop.append(asyncio.Event())
+    async def serve(publish: Publish[Site], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
             install_test_key(workspace)
             config = NodeConfig(server=ServerConfig(port=0))
@@ -108,26 +104,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
                     workspace, config.server, mounts=[query_api_mount(node)]
                 ) as http:
                     loop = asyncio.get_running_loop()
-                    started.append(Site(http.url, flight_sql.url, tokens, loop, workspace))
-                    ready.set()
-                    await stop[0].wait()
+                    publish(Site(http.url, flight_sql.url, tokens, loop, workspace))
+                    await stop.wait()
             finally:
                 await flight_sql.stop()
                 queries.close()
 
-    def run() -> None:
-        try:
-            asyncio.run(serve())
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, name="projections-node", daemon=True)
-    thread.start()
-    ready.wait(120)
-    assert started, "the test node did not start"
-    yield started[0]
-    started[0].loop.call_soon_threadsafe(stop[0].set)
-    thread.join(60)
+    with serve_in_thread("projections-node", serve) as site:
+        yield site
 
 
 def http_rows(site: Site, sql: str, token: str | None = None) -> list[list[object]]:

@@ -10,7 +10,6 @@ and a decimal column (a type OData is not given), a private ``secret.nums``, and
 from __future__ import annotations
 
 import asyncio
-import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 from decimal import Decimal
@@ -25,6 +24,7 @@ from odfd.server.query_api import query_api_mount
 from protocol.identity import DatasetAliasPattern
 from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
 from storage.workspace import Workspace
+from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
 
 SYSTEM_TIME = Timestamp.of(2050, 1, 1, 12)
@@ -117,34 +117,14 @@ class Served:
 def serve(root: Path, server: ServerConfig = SERVER) -> Iterator[Served]:
     """The node (served with ``server``) on a thread of its own until the generator is
     closed."""
-    holder: list[Served] = []
-    ready = threading.Event()
-    stop: list[asyncio.Event] = []
-    loop: list[asyncio.AbstractEventLoop] = []
 
-    async def run_node() -> None:
-        stop.append(asyncio.Event())
-        loop.append(asyncio.get_running_loop())
+    async def run_node(publish: Publish[Served], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
             await add_datasets(workspace)
             node = Node(workspace, NodeConfig(server=server))
             async with running(workspace, server, mounts=[query_api_mount(node)]) as running_:
-                holder.append(Served(running_.url.rstrip("/"), root, node))
-                ready.set()
-                await stop[0].wait()
+                publish(Served(running_.url.rstrip("/"), root, node))
+                await stop.wait()
 
-    def run() -> None:
-        try:
-            asyncio.run(run_node())
-        finally:
-            ready.set()
-
-    thread = threading.Thread(target=run, name="odata-node")
-    thread.start()
-    ready.wait(120)
-    assert holder, "the OData test node did not start"
-    try:
-        yield holder[0]
-    finally:
-        loop[0].call_soon_threadsafe(stop[0].set)
-        thread.join(60)
+    with serve_in_thread("odata-node", run_node) as served:
+        yield served
