@@ -5,7 +5,6 @@ sign the device code in; the CLI's next poll then gets the token."""
 
 from __future__ import annotations
 
-import asyncio
 from html import escape
 
 from aiohttp import web
@@ -70,9 +69,7 @@ async def submit(request: web.Request) -> web.Response:
     )
     throttle = request.app[THROTTLE_KEY]
     key = login.lower()
-    wait = throttle.delay(key)
-    if wait:
-        await asyncio.sleep(wait)
+    await throttle.wait_turn(key)
     try:
         account = await request.app[DEVICE_CODES_KEY].sign_in(
             context.node(request), code, login, password

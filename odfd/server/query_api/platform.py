@@ -50,6 +50,12 @@ class LoginThrottle:
             return 0.0
         return min(self.ceiling, self.base * 2 ** (count - self.free))
 
+    async def wait_turn(self, login: str) -> None:
+        """Sleeps the attempt's :meth:`delay` for ``login`` before it is checked."""
+        wait = self.delay(login)
+        if wait:
+            await asyncio.sleep(wait)
+
     def failed(self, login: str) -> None:
         count, last = self._failures.get(login, (0, 0.0))
         now = self.clock()
@@ -101,9 +107,7 @@ async def login(request: web.Request) -> web.Response:
         return error_response(400, str(err))
     throttle = request.app[THROTTLE_KEY]
     key = name.lower()
-    wait = throttle.delay(key)
-    if wait:
-        await asyncio.sleep(wait)
+    await throttle.wait_turn(key)
     try:
         issued = await login_with_password(context.node(request), name, password)
     except LoginRejected as err:
