@@ -13,6 +13,7 @@ dataset at its old head or its new one, never between.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from types import MappingProxyType
@@ -49,7 +50,7 @@ class SyncReport:
     attempt: SyncAttempt
     source: SourceHead | None
     pinned_cid: str | None
-    target_state: MappingProxyType[str, TargetState]
+    target_state: Mapping[str, TargetState]
     head_changed: bool
 
     @property

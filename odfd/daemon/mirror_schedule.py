@@ -284,7 +284,7 @@ def failed_report(
         error=error,
     )
     moved = new_head is not None and new_head != old_head
-    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)  # type: ignore[arg-type]  # an attempt that ended early has no source report; SyncReport types it as present
+    return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)
 
 
 def _rfc3339(at: datetime) -> str:
