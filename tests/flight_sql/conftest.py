@@ -25,10 +25,10 @@ from odfd.flight_sql import endpoint
 from odfd.flight_sql.service import PlannedQuery, QueryStream, Subject, TableInfo
 from odfd.flight_sql.workspace_queries import CatalogVersion, NodeQueries, token_resolver
 from protocol.identity import DatasetAliasPattern
-from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
+from protocol.model import SetVocab, Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.threaded_node import Publish, serve_in_thread
-from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
+from tests.verifier.builders import MS, root_with_slices, root_with_table
 
 READ_TOKEN = "reader-secret-token"
 ADMIN_TOKEN = "admin-secret-token"
@@ -54,26 +54,6 @@ def cases_table() -> pa.Table:
             "age_group": pa.array(["40s", "30s", "90+", None], pa.utf8()),
             "location": pa.array(["Out of Canada", "Vancouver", "Fraser", "Interior"], pa.utf8()),
         }
-    )
-
-
-async def root_with_table(workspace: Workspace, alias: str, table: pa.Table) -> None:
-    """A root dataset holding ``table`` as one slice (``reported_date`` is the event time of a
-    table without ``event_time``)."""
-    events: list[MetadataEvent] = []
-    if "event_time" not in table.column_names:
-        events.append(SetVocab(event_time_column="reported_date"))
-    dataset = await workspace.create_dataset(alias, DatasetKind.ROOT, events, system_time=T0)
-    state = await dataset.chain.state()
-    await dataset.commit_event(schema_event(table), expected_head=state.head, system_time=T0)
-    path = workspace.root / "staging" / f"{alias.replace('/', '-')}.parquet"
-    data_slice = write_slice(table, path, row_group_size=8192)
-    state = await dataset.chain.state()
-    await dataset.commit_data(
-        AddData(prev_offset=state.last_offset, new_data=data_slice),
-        data_file=path,
-        expected_head=state.head,
-        system_time=T0,
     )
 
 
@@ -159,7 +139,14 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
         async with await Workspace.init(root) as workspace:
             await root_with_slices(workspace, "nums", [[1, 2, 3], [4, 5]])
             await root_with_slices(workspace, "secret.nums", [[7, 8]])
-            await root_with_table(workspace, "kamu/covid19.cases", cases_table())
+            await root_with_table(
+                workspace,
+                "kamu/covid19.cases",
+                cases_table(),
+                vocab=SetVocab(event_time_column="reported_date"),
+                system_time=T0,
+                row_group_size=8192,
+            )
             await root_with_slices(workspace, "big", [list(range(BIG_ROWS))], row_group_size=8192)
             config = NodeConfig(
                 server=ServerConfig(

@@ -22,10 +22,10 @@ from odfd.config import NodeConfig, ServerConfig
 from odfd.server.app import running
 from odfd.server.query_api import query_api_mount
 from protocol.identity import DatasetAliasPattern
-from protocol.model import AddData, DatasetKind, MetadataEvent, SetVocab, Timestamp
+from protocol.model import DatasetKind, SetVocab, Timestamp
 from storage.workspace import Workspace
 from tests.fixtures.threaded_node import Publish, serve_in_thread
-from tests.verifier.builders import MS, root_with_slices, schema_event, write_slice
+from tests.verifier.builders import MS, root_with_slices, root_with_table
 
 SYSTEM_TIME = Timestamp.of(2050, 1, 1, 12)
 EVENT_TIME = Timestamp.of(2020, 1, 1)
@@ -83,26 +83,15 @@ def weather() -> pa.Table:
     )
 
 
-async def _add(workspace: Workspace, alias: str, table: pa.Table, vocab: SetVocab | None) -> None:
-    dataset = await workspace.create_dataset(alias, DatasetKind.ROOT, system_time=SYSTEM_TIME)
-    events: list[MetadataEvent] = [*([vocab] if vocab else []), schema_event(table)]
-    for event in events:
-        state = await dataset.chain.state()
-        await dataset.commit_event(event, expected_head=state.head, system_time=SYSTEM_TIME)
-    path = workspace.root / "staging" / f"{alias.replace('/', '-')}.parquet"
-    data_slice = write_slice(table, path)
-    state = await dataset.chain.state()
-    await dataset.commit_data(
-        AddData(prev_offset=state.last_offset, new_data=data_slice),
-        data_file=path,
-        expected_head=state.head,
+async def add_datasets(workspace: Workspace) -> None:
+    await root_with_table(
+        workspace,
+        "foo.bar",
+        foo_bar(),
+        vocab=SetVocab(event_time_column="date"),
         system_time=SYSTEM_TIME,
     )
-
-
-async def add_datasets(workspace: Workspace) -> None:
-    await _add(workspace, "foo.bar", foo_bar(), SetVocab(event_time_column="date"))
-    await _add(workspace, "alice/weather", weather(), None)
+    await root_with_table(workspace, "alice/weather", weather(), system_time=SYSTEM_TIME)
     await root_with_slices(workspace, PRIVATE, [[7, 8]])
     await workspace.create_dataset("alice/empty", DatasetKind.ROOT, system_time=SYSTEM_TIME)
 

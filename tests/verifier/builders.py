@@ -27,9 +27,11 @@ from protocol.model import (
     ExecuteTransform,
     ExecuteTransformInput,
     MetadataBlock,
+    MetadataEvent,
     OffsetInterval,
     SetDataSchema,
     SetTransform,
+    SetVocab,
     SqlQueryStep,
     Timestamp,
     TransformInput,
@@ -149,6 +151,32 @@ async def root_with_slices(
             system_time=time,
         )
         offset += len(values)
+    return dataset
+
+
+async def root_with_table(
+    workspace: Workspace,
+    alias: str,
+    table: pa.Table,
+    *,
+    vocab: SetVocab | None = None,
+    system_time: Timestamp = T0,
+    row_group_size: int | None = None,
+) -> Dataset:
+    """A root dataset holding ``table`` as one slice, after ``vocab`` (if any) and its schema."""
+    events: list[MetadataEvent] = [*([vocab] if vocab else []), schema_event(table)]
+    dataset = await workspace.create_dataset(
+        alias, DatasetKind.ROOT, events, system_time=system_time
+    )
+    path = workspace.root / "staging" / f"{alias.replace('/', '-')}.parquet"
+    data_slice = write_slice(table, path, row_group_size=row_group_size)
+    state = await dataset.chain.state()
+    await dataset.commit_data(
+        AddData(prev_offset=state.last_offset, new_data=data_slice),
+        data_file=path,
+        expected_head=state.head,
+        system_time=system_time,
+    )
     return dataset
 
 
