@@ -62,7 +62,7 @@ async def service(request: web.Request) -> web.StreamResponse:
 async def metadata(request: web.Request) -> web.StreamResponse:
     account = request.match_info.get("account")
     found = await odata.collections(context.node(request), context.visible(request), account)
-    return _xml(csdl.metadata_document(found), MEDIA_TYPE_XML)
+    return _answer(csdl.metadata_document(found), MEDIA_TYPE_XML)
 
 
 async def collection(request: web.Request) -> web.StreamResponse:
@@ -101,8 +101,8 @@ async def collection(request: web.Request) -> web.StreamResponse:
     if sum(batch.num_rows for batch in rows.batches) != 1:
         raise ODataNotFoundError(f"no entry {found.name}({address.key}) on this node")
     if json:
-        return _xml(verbose_json.entry(base, found, rows), MEDIA_TYPE_JSON)
-    return _xml(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
+        return _answer(verbose_json.entry(base, found, rows), MEDIA_TYPE_JSON)
+    return _answer(atom.entry(base, found, rows), MEDIA_TYPE_ATOM)
 
 
 async def count(request: web.Request) -> web.StreamResponse:
@@ -115,15 +115,15 @@ async def count(request: web.Request) -> web.StreamResponse:
     matching = await odata.count(
         node, found, options, properties=properties, limits=context.limits(request)
     )
-    return _xml(str(matching), MEDIA_TYPE_TEXT)
+    return _answer(str(matching), MEDIA_TYPE_TEXT)
 
 
 async def _service(request: web.Request, account: str | None) -> web.StreamResponse:
     json = wants_json(request.query, request.headers)
     found = await odata.collections(context.node(request), context.visible(request), account)
     if json:
-        return _xml(verbose_json.service_document(found), MEDIA_TYPE_JSON)
-    return _xml(csdl.service_document(_base(request, account), found), MEDIA_TYPE_XML)
+        return _answer(verbose_json.service_document(found), MEDIA_TYPE_JSON)
+    return _answer(csdl.service_document(_base(request, account), found), MEDIA_TYPE_XML)
 
 
 def _base(request: web.Request, account: str | None) -> str:
@@ -139,7 +139,7 @@ async def _feed(
     is one piece; else sent piece by piece (a feed of the node's row cap would be hundreds of
     megabytes held at once)."""
     if count <= atom.PIECE_ROWS:
-        return _xml(await asyncio.to_thread("".join, pieces), content_type)
+        return _answer(await asyncio.to_thread("".join, pieces), content_type)
     response = web.StreamResponse(headers={"Content-Type": content_type})
     await response.prepare(request)
     while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
@@ -148,7 +148,8 @@ async def _feed(
     return response
 
 
-def _xml(text: str, content_type: str) -> web.Response:
+def _answer(text: str, content_type: str) -> web.Response:
+    """A whole document (XML, JSON or a count's text) with its own content type."""
     return web.Response(body=text.encode(), headers={"Content-Type": content_type})
 
 
