@@ -82,8 +82,6 @@ async def check_reachable(url: str) -> None:
             http.get(base, allow_redirects=False),
         ):
             return
-    except aiohttp.ClientSSLError as err:
-        raise RemoteLoginError(f"cannot reach the node at {base}: {err}") from None
     except aiohttp.ClientConnectorError as err:
         raise RemoteLoginError(cannot_reach(base, err)) from None
     except (aiohttp.ClientError, TimeoutError) as err:

@@ -77,7 +77,12 @@ def query_api_url(url: str) -> str:
 
 
 def cannot_reach(base: str, err: aiohttp.ClientConnectorError) -> str:
-    """What to say when the node at ``base`` does not answer (not aiohttp's own words)."""
+    """What to say when the node at ``base`` does not answer (not aiohttp's own words); a TLS
+    failure is named as aiohttp names it (the node answered, but not as a trusted server)."""
+    import aiohttp
+
+    if isinstance(err, aiohttp.ClientSSLError):
+        return f"cannot reach the node at {base}: {err}"
     refused = isinstance(err.os_error, ConnectionRefusedError)
     reason = "connection refused" if refused else err.os_error.strerror or str(err)
     return (

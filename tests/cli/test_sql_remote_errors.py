@@ -125,3 +125,14 @@ def test_a_remote_verify_says_the_same_as_a_remote_query(
         code, _, err = run(capsys, *verify, f"http://127.0.0.1:{port}")
     assert code == 2
     assert f"cannot reach the node at http://127.0.0.1:{port}/ (connection refused)" in err
+
+
+def test_a_node_that_does_not_speak_tls_is_named_as_a_tls_failure(
+    capsys: pytest.CaptureFixture[str], client: Path, node: str
+) -> None:
+    """``https://`` to a node serving plain HTTP fails in TLS: the node answered, so the error
+    says what TLS said rather than asking whether the node is serving."""
+    url = node.replace("http://", "https://")
+    err = _remote(capsys, client, url, "SELECT 1")
+    assert f"cannot reach the node at {url}: " in err
+    assert "is it serving" not in err
