@@ -1,10 +1,10 @@
 """What a user is told when a node cannot be reached over HTTP, and how a node's refusal is
 read: one wording for ``odfd pull``/``push``, ``odfd sql --remote``, ``odfd login`` and answer
-checks (not aiohttp's ``Cannot connect to host … ssl:default [Connect call failed …]``)."""
+checks (not aiohttp's ``Cannot connect to host … ssl:default [Connect call failed …]``). A
+node's refusal is read by ``storage.stores.http.refusal_message`` (both shapes)."""
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -53,14 +53,3 @@ def connector_error(err: BaseException) -> aiohttp.ClientConnectorError | None:
             return seen
         seen = seen.__cause__ or seen.__context__
     return None
-
-
-def refusal_message(body: str) -> str:
-    """A node's words in an error answer: its ``{"message": ...}`` (odfd's and the reference's
-    JSON errors), else the text itself (an older odfd node's plain-text errors)."""
-    try:
-        document = json.loads(body)
-    except ValueError:
-        return body.strip()
-    message = document.get("message") if isinstance(document, dict) else None
-    return message if isinstance(message, str) else body.strip()
