@@ -2,7 +2,9 @@
 transfer routes' (``/{dataset}/refs/head``, ``blocks``, ``data``, ``checkpoints``, ``pull``,
 ``push``) included, as the reference's HTTP adapter answers (its ``ApiError``); OData's own error
 document under ``/odata`` (``odfd.server.odata.errors``). Handlers and middlewares raise aiohttp's
-``HTTPException`` with their words as text; this middleware, outermost, gives it its shape."""
+``HTTPException`` with their words as text; this middleware, outermost, gives it its shape. A
+path no route serves is answered as the reference answers it, ``404`` with the text
+``Not Found`` (``odfd sql --remote`` tells a URL without a query API by it)."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from aiohttp import web
+from aiohttp.web_urldispatcher import MatchInfoError
 
 from odfd.server.odata import errors as odata_errors
 
@@ -28,10 +31,16 @@ async def errors_as_json(
         message = _message(request, error)
         if odata_errors.is_odata(request.path):
             odata_errors.reshape(request, error, message)
+        elif isinstance(error, web.HTTPNotFound) and _no_route(request):
+            error.text = message  # the reference's body for a path nothing serves: "Not Found"
         elif error.content_type != "application/json":
             error.text = json.dumps({"message": message})
             error.content_type = "application/json"
         raise
+
+
+def _no_route(request: web.Request) -> bool:
+    return isinstance(request.match_info, MatchInfoError)
 
 
 def _message(request: web.Request, error: web.HTTPException) -> str:

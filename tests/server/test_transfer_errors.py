@@ -64,3 +64,12 @@ def test_the_client_reads_json_and_plain_text_refusals() -> None:
     )
     assert refusal_message("no dataset foo on this node\n") == "no dataset foo on this node"
     assert refusal_message('{"other": 1}') == '{"other": 1}'
+
+
+async def test_a_path_nothing_serves_is_the_references_not_found(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(server.url + "a/b/c/d") as response:
+                    answer = response.status, await response.text()
+    assert answer == (404, "Not Found")
