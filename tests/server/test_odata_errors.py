@@ -18,10 +18,10 @@ XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 
 async def ask(
     served: Served, path: str, method: str = "GET", headers: dict[str, str] | None = None
-) -> tuple[int, aiohttp.typedefs.LooseHeaders, str]:
+) -> tuple[int, dict[str, str], str]:
     async with aiohttp.ClientSession() as session:
         async with session.request(method, served.url + path, headers=headers) as response:
-            return response.status, response.headers, await response.text()
+            return response.status, dict(response.headers), await response.text()
 
 
 def xml_error(body: str) -> tuple[str, str]:
