@@ -180,7 +180,7 @@ async def check_remotely(
         ):
             status, text_reply = reply.status, await reply.text()
     except aiohttp.ClientConnectorError as error:
-        from odfd.app.remote_query import cannot_reach
+        from odfd.sync.transport.http_errors import cannot_reach
 
         raise AnswerCheckError(cannot_reach(url, error)) from None
     except aiohttp.ClientError as error:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from odfd.app.query import unknown_table, unknown_table_hint
 from odfd.errors import OdfdError
 from odfd.sync.errors import UnsupportedUrlError
+from odfd.sync.transport.http_errors import cannot_reach
 from odfd.sync.transport.url import node_url
 
 if TYPE_CHECKING:
@@ -74,21 +75,6 @@ def query_api_url(url: str) -> str:
             f"{url}: a remote query goes to a node's query API, at its http(s):// URL "
             "(e.g. http://node:8080/)"
         ) from None
-
-
-def cannot_reach(base: str, err: aiohttp.ClientConnectorError) -> str:
-    """What to say when the node at ``base`` does not answer (not aiohttp's own words); a TLS
-    failure is named as aiohttp names it (the node answered, but not as a trusted server)."""
-    import aiohttp
-
-    if isinstance(err, aiohttp.ClientSSLError):
-        return f"cannot reach the node at {base}: {err}"
-    refused = isinstance(err.os_error, ConnectionRefusedError)
-    reason = "connection refused" if refused else err.os_error.strerror or str(err)
-    return (
-        f"cannot reach the node at {base} ({reason}): is it serving "
-        "(`odfd serve`, `odfd daemon`) at that address?"
-    )
 
 
 def _json(text: str) -> Any:

@@ -7,16 +7,15 @@ knows the transfer protocols only, and nothing above it.
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Any
 
 from aiohttp import web
 
 from odfd.config import ServerConfig
 from odfd.server import signed_head, simple
+from odfd.server.errors import errors_as_json
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
 from odfd.server.state import STATE_KEY, ServerState, authorize
@@ -41,7 +40,7 @@ def create_app(
     the query API (when a mount adds it), plus what ``mounts`` add. ``settings`` gives the
     current settings at each request (a daemon's, which a reload changes); default: ``config``."""
     app = web.Application(
-        client_max_size=MAX_REQUEST_BYTES, middlewares=[method_not_allowed_as_json, authorize]
+        client_max_size=MAX_REQUEST_BYTES, middlewares=[errors_as_json, authorize]
     )
     app[STATE_KEY] = ServerState.create(workspace, config, settings)
     app.cleanup_ctx.append(_catalog_reader)
@@ -55,29 +54,6 @@ def create_app(
 
     odata.add_routes(app)
     return app
-
-
-@web.middleware
-async def method_not_allowed_as_json(
-    request: web.Request, handler: Callable[[web.Request], Any]
-) -> web.StreamResponse:
-    """A method a route does not take (``PUT /query``) is answered as every client error of the
-    node's APIs is, ``{"message": ...}``, naming the methods the route takes (as ``Allow`` does),
-    instead of aiohttp's plain-text ``405: Method Not Allowed``."""
-    try:
-        response: web.StreamResponse = await handler(request)
-        return response
-    except web.HTTPMethodNotAllowed as error:
-        allowed = sorted(error.allowed_methods)
-        message = f"{request.method} is not allowed on {request.path}; it takes " + ", ".join(
-            allowed
-        )
-        raise web.HTTPMethodNotAllowed(
-            request.method,
-            allowed,
-            text=json.dumps({"message": message}),
-            content_type="application/json",
-        ) from None
 
 
 async def _catalog_reader(app: web.Application) -> AsyncIterator[None]:

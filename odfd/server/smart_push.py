@@ -31,6 +31,7 @@ from odfd.app.receive_push import (
 )
 from odfd.app.write_log import Actor
 from odfd.errors import OdfdError
+from odfd.server.refusals import no_token
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
 from odfd.server.websocket import ServerChannel, accept, check_version
 from odfd.sync.errors import TransferFlowError
@@ -58,10 +59,7 @@ async def handle_push(request: web.Request) -> web.StreamResponse:
     check_version(request)
     actor = await state.pusher(request)
     if actor is None:
-        raise web.HTTPUnauthorized(
-            text="pushing needs a valid bearer token (Authorization: Bearer …)",
-            headers={"WWW-Authenticate": "Bearer"},
-        )
+        raise no_token()
     record = await state.find(dataset_path)
     ref = _parse(dataset_path)
     if record is None and ref.alias is None:

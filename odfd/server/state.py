@@ -8,7 +8,6 @@ for each dataset, and a dataset the request may not read does not exist for it."
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from odfd.app.authorization import (
 )
 from odfd.config import ServerConfig
 from odfd.server.pull_answers import PullAnswers
+from odfd.server.refusals import bad_token
 from odfd.server.signing import UrlSigner
 from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
@@ -36,7 +36,6 @@ from storage.dataset import Dataset
 from storage.workspace import Workspace
 
 STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
-INVALID_TOKEN = "the bearer token is not valid here: unknown, expired or revoked"
 SELF_JUDGED_KEY: web.AppKey[frozenset[str]] = web.AppKey("odfd_self_judged_paths", frozenset)
 """Paths whose handler says itself why a token is refused (``/platform/token/validate``, in the
 reference's words): :func:`authorize` lets a refused token through to them, with no principal."""
@@ -190,11 +189,7 @@ async def authorize(request: web.Request, handler: Handler) -> web.StreamRespons
     if principal is None:
         if request.path in request.app.get(SELF_JUDGED_KEY, frozenset()):
             return await handler(request)
-        raise web.HTTPUnauthorized(
-            text=json.dumps({"message": INVALID_TOKEN}),
-            content_type="application/json",
-            headers={"WWW-Authenticate": 'Bearer error="invalid_token"'},
-        )
+        raise await bad_token(state.workspace, bearer_token(request))
     request[_PRINCIPAL] = principal
     assert state.policies is not None
     request[_POLICY] = await state.policies.policy(state.reader)

@@ -26,6 +26,7 @@ from aiohttp import BodyPartReader, MultipartReader, web
 from odfd.app.authorization import Action
 from odfd.app.uploads import UploadError, UploadToken, uploads_of
 from odfd.server.query_api.errors import error_response
+from odfd.server.refusals import NO_TOKEN
 from odfd.server.state import STATE_KEY, bearer_token
 
 if TYPE_CHECKING:
@@ -107,7 +108,7 @@ def _writer(request: web.Request) -> str:
     if principal.account is None:
         raise _refusal(
             web.HTTPUnauthorized,
-            "No authentication token provided",
+            NO_TOKEN,
             headers={"WWW-Authenticate": "Bearer"},
         )
     if principal.limit is not None and Action.WRITE not in principal.limit:

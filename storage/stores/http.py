@@ -9,6 +9,7 @@ returned as received; callers verify them.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -74,7 +75,7 @@ class HttpClient:
                         continue
                     if response.status >= 400:
                         body = await read_body(response, 300, what=url, limits=self.limits)
-                        detail = body.decode("utf-8", "replace").strip()
+                        detail = refusal_message(body.decode("utf-8", "replace"))
                         raise RemoteStatusError(
                             f"{method} {url} answered {response.status}: {detail}",
                             response.status,
@@ -188,3 +189,14 @@ class HttpRefStore(ReadOnlyRefStore):
             if 400 <= err.status < 500:
                 return None
             raise
+
+
+def refusal_message(body: str) -> str:
+    """A node's words in an error answer: its ``{"message": ...}`` (odfd's and the reference's
+    JSON errors), else the text itself (an older odfd node's plain-text errors)."""
+    try:
+        document = json.loads(body)
+    except ValueError:
+        return body.strip()
+    message = document.get("message") if isinstance(document, dict) else None
+    return message if isinstance(message, str) else body.strip()

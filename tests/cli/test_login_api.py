@@ -148,6 +148,14 @@ def test_expired_and_revoked_tokens_are_refused(node: tuple[Path, str, Any]) -> 
         {"message": "Authentication token expired"},
     )
     assert _get(url, "accounts/me", expired).status_code == 401
+    for route in ("accounts/me", "query?query=select%201", "x/refs/head", "alice/x/blocks/zQ"):
+        # every route refuses it in the reference's words (odfd.server.refusals)
+        answer = _get(url, route, expired)
+        assert (answer.status_code, answer.json()) == (
+            401,
+            {"message": "Authentication token expired"},
+        ), route
+    assert _get(url, "odata/x", expired).text.count("Authentication token expired") == 1
     issued = _in_node(root, lambda n: create_token(n, "alice"))
     assert _get(url, "accounts/me", issued.secret).status_code == 200
     _in_node(root, lambda n: revoke_token(n, "alice", issued.record.id))
@@ -157,6 +165,9 @@ def test_expired_and_revoked_tokens_are_refused(node: tuple[Path, str, Any]) -> 
         {"message": "Authentication token invalid"},
     )
     assert _get(url, "accounts/me", issued.secret).status_code == 401
+    for route in ("x/refs/head", "query?query=select%201"):
+        answer = _get(url, route, issued.secret)
+        assert answer.json() == {"message": "Authentication token invalid"}, route
 
 
 def test_the_server_token_lists_are_tokens_of_the_built_in_account(

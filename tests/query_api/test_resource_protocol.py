@@ -180,7 +180,10 @@ def test_tokens(served: Served) -> None:
     async def work(call: Session) -> None:
         status, body, headers = await call("GET", SECRETS, token=None)
         assert status == 401 and headers.get("WWW-Authenticate") == "Bearer"
-        assert "bearer token" in body["message"]
+        assert body["message"] == "No authentication token provided"  # the reference's words
+        status, body, headers = await call("GET", SECRETS, token="not-a-token")
+        assert status == 401 and body["message"] == "Authentication token invalid"
+        assert headers.get("WWW-Authenticate") == 'Bearer error="invalid_token"'
         status, body, _ = await call("GET", SECRETS, token=PUSH_TOKEN)
         assert status == 403
         status, _, _ = await call("GET", SECRETS, token=READ_TOKEN)

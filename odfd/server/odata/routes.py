@@ -1,12 +1,13 @@
 """The OData handlers: each translates a request into a call of ``odfd.app.odata`` and its
 result into the reference's XML, or OData's verbose JSON when the client asks for it
-(``formats``). Errors are answered as the node's other APIs answer them,
-``{"message": ...}`` with a status: 404 for a collection or entry the caller cannot see, 400 for
-a malformed option or key, 501 for an OData feature this node does not implement."""
+(``formats``). Errors are OData's error document in the answer's format (``errors``) with the
+reference's status: 404 for a collection or entry the caller cannot see, 400 for a malformed
+option or key, 501 for an OData feature this node does not implement."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Iterator
 
 from aiohttp import web
@@ -19,35 +20,46 @@ from odfd.app.odata_query import (
     ODataNotFoundError,
     UnsupportedODataError,
 )
-from odfd.server.odata import atom, csdl, edm, verbose_json
+from odfd.server.odata import atom, csdl, edm, errors, verbose_json
 from odfd.server.odata.formats import wants_json
 from odfd.server.odata.query_options import parse_address, parse_options
 from odfd.server.query_api import context
-from odfd.server.query_api.errors import Handler, error_response, json_errors
+from odfd.server.query_api.errors import Handler, json_errors
 
 MEDIA_TYPE_XML = "application/xml;charset=utf-8"
 MEDIA_TYPE_ATOM = "application/atom+xml;type=feed;charset=utf-8"
 """The reference's content types (an entry document is sent with the feed's, as there)."""
 MEDIA_TYPE_TEXT = "text/plain;charset=utf-8"
-MEDIA_TYPE_JSON = "application/json;odata=verbose;charset=utf-8"
+MEDIA_TYPE_JSON = errors.MEDIA_TYPE_JSON
 _STATUS = ((ODataNotFoundError, 404), (BadODataRequestError, 400), (UnsupportedODataError, 501))
 
 
 def odata_errors(handler: Handler) -> Handler:
-    """``handler`` with OData's errors answered with their status, others as the query API's."""
+    """``handler`` with OData's errors answered with their status, the query API's with theirs
+    (``json_errors``), each as OData's error document."""
 
     async def guarded(request: web.Request) -> web.StreamResponse:
         if context.NODE_KEY not in request.app:
-            return error_response(
-                404, "this server does not serve the query API, which OData reads through"
+            return errors.error_response(
+                request, 404, "this server does not serve the query API, which OData reads through"
             )
         try:
             return await handler(request)
         except ODataError as error:
             status = next(code for kind, code in _STATUS if isinstance(error, kind))
-            return error_response(status, str(error))
+            return errors.error_response(request, status, str(error))
 
-    return json_errors(guarded)
+    answered = json_errors(guarded)
+
+    async def shaped(request: web.Request) -> web.StreamResponse:
+        response = await answered(request)
+        if response.status < 400 or errors.VERSION_HEADER in response.headers:
+            return response
+        assert isinstance(response, web.Response) and isinstance(response.body, bytes)
+        message = json.loads(response.body)["message"]  # the query API's error (json_errors)
+        return errors.error_response(request, response.status, message)
+
+    return shaped
 
 
 async def service(request: web.Request) -> web.StreamResponse:
@@ -62,7 +74,7 @@ async def service(request: web.Request) -> web.StreamResponse:
 async def metadata(request: web.Request) -> web.StreamResponse:
     account = request.match_info.get("account")
     found = await odata.collections(context.node(request), context.visible(request), account)
-    return _answer(csdl.metadata_document(found), MEDIA_TYPE_XML)
+    return _answer(csdl.metadata_document(found), MEDIA_TYPE_XML, errors.METADATA_VERSION)
 
 
 async def collection(request: web.Request) -> web.StreamResponse:
@@ -140,7 +152,9 @@ async def _feed(
     megabytes held at once)."""
     if count <= atom.PIECE_ROWS:
         return _answer(await asyncio.to_thread("".join, pieces), content_type)
-    response = web.StreamResponse(headers={"Content-Type": content_type})
+    response = web.StreamResponse(
+        headers={"Content-Type": content_type, errors.VERSION_HEADER: errors.DATA_VERSION}
+    )
     await response.prepare(request)
     while (piece := await asyncio.to_thread(next, pieces, None)) is not None:
         await response.write(piece.encode())
@@ -148,9 +162,12 @@ async def _feed(
     return response
 
 
-def _answer(text: str, content_type: str) -> web.Response:
-    """A whole document (XML, JSON or a count's text) with its own content type."""
-    return web.Response(body=text.encode(), headers={"Content-Type": content_type})
+def _answer(text: str, content_type: str, version: str = errors.DATA_VERSION) -> web.Response:
+    """A whole document (XML, JSON or a count's text) with its own content type and the OData
+    version it is written in."""
+    return web.Response(
+        body=text.encode(), headers={"Content-Type": content_type, errors.VERSION_HEADER: version}
+    )
 
 
 ROUTES = (

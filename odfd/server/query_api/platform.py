@@ -14,21 +14,17 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 
 from aiohttp import web
 
-from odfd.app.accounts import LoginRejected, issued_token, login_with_password, subject_of
+from odfd.app.accounts import LoginRejected, login_with_password, subject_of
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import error_response
+from odfd.server.refusals import NO_TOKEN, bad_token_words
 from odfd.server.state import bearer_token
 
 PASSWORD_METHOD = "password"
 VALIDATE_PATH = "/platform/token/validate"
-NO_TOKEN = "No authentication token provided"
-EXPIRED_TOKEN = "Authentication token expired"
-INVALID_TOKEN = "Authentication token invalid"
-"""The reference's 401 messages of ``/platform/token/validate`` (``kamu login`` shows them)."""
 
 
 @dataclass
@@ -119,19 +115,13 @@ async def login(request: web.Request) -> web.Response:
 
 async def validate(request: web.Request) -> web.Response:
     """200 for a valid token; else 401 with the reference's message: none sent, expired, or
-    invalid (unknown or revoked). The server's ``authorize`` lets a refused token through to
-    this path alone (``SELF_JUDGED_KEY``), so that it answers in these words."""
+    invalid (unknown or revoked), as every route refuses a token (``odfd.server.refusals``). The
+    server's ``authorize`` lets a refused token through to this path alone
+    (``SELF_JUDGED_KEY``): here it is an answer, not a refusal."""
     token = bearer_token(request)
     if token is None:
         return error_response(401, NO_TOKEN)
     node = context.node(request)
     if await subject_of(node, context.state(request).config, token) is not None:
         return web.Response(status=200)
-    record = await issued_token(node.workspace, token)
-    expired = (
-        record is not None
-        and record.revoked_at is None
-        and record.expires_at is not None
-        and record.expires_at <= datetime.now(UTC)
-    )
-    return error_response(401, EXPIRED_TOKEN if expired else INVALID_TOKEN)
+    return error_response(401, await bad_token_words(node.workspace, token))

@@ -6,7 +6,8 @@ Reading an account's resources needs read on that account (the account itself, a
 organisation, or a ``[server] read_tokens`` token for the built-in account's); applying or
 deleting needs the owner role on it (the account itself, an organisation's owners); a node admin
 may do both on every account. A ``[server] push_tokens`` token may do neither. Anonymous clients
-get 401: resources are never public. Secrets come back only as the ciphertext the node stored."""
+get 401 (the reference's ``No authentication token provided``): resources are never public.
+Secrets come back only as the ciphertext the node stored."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from aiohttp import web
 from odfd.app.authorization import Action
 from odfd.app.resource_service import AccountDid, AccountScope, account_scope
 from odfd.app.resources import DEFAULT_ACCOUNT, account_handle
+from odfd.server.refusals import NO_TOKEN
 from odfd.server.state import STATE_KEY
 from protocol.identity import AccountName
 
@@ -48,9 +50,7 @@ class ResourceAccess:
         state = request.app[STATE_KEY]
         principal = state.principal(request)
         if principal.account is None:
-            raise Denied(
-                401, "the resource protocol needs a bearer token (Authorization: Bearer …)"
-            )
+            raise Denied(401, NO_TOKEN)
         name = AccountName(principal.account)
         own = None if name == DEFAULT_ACCOUNT else name
         scope = account_scope(request.query.get("account"), own)

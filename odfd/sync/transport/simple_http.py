@@ -16,6 +16,7 @@ from odfd.sync.errors import SyncError
 from odfd.sync.transport.base import Listed, RemoteView, SourceHead, read_only_dataset
 from odfd.sync.transport.plain import PlainTransport
 from storage.stores.http_limits import HttpLimits
+from storage.stores.remote import RemoteUnavailableError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -64,7 +65,22 @@ class SimpleHttpTransport(PlainTransport):
         dataset = read_only_dataset(
             lambda kind: HttpObjectStore(client, kind), HttpRefStore(client)
         )
-        yield RemoteView(dataset, self.http_base, self._downloads(session, dataset))
+        try:
+            yield RemoteView(dataset, self.http_base, self._downloads(session, dataset))
+        except RemoteUnavailableError as err:
+            raise self.unreachable(err) from None
+
+    def unreachable(self, err: RemoteUnavailableError) -> RemoteUnavailableError:
+        """``err`` in the words of ``odfd sql --remote`` when nothing answered at the node's
+        address (``cannot_reach``: what failed and what to check), else ``err`` itself."""
+        from odfd.sync.transport.http_errors import cannot_reach, connector_error
+
+        failure = connector_error(err)
+        if failure is None:
+            return err
+        parts = urlsplit(self.http_base)
+        origin = f"{parts.scheme}://{parts.netloc}/"  # where the connection failed
+        return RemoteUnavailableError(f"{self.url}: {cannot_reach(origin, failure)}")
 
     def _downloads(self, session: aiohttp.ClientSession, dataset: Dataset) -> ChunkSource:
         """Objects fetched by parallel GETs with this remote's headers and time-outs."""

@@ -1,0 +1,50 @@
+"""A request's token refused, in the reference's words and status, on every route: 401 with
+``{"message": ...}`` saying ``No authentication token provided`` (none sent where one is
+needed), ``Authentication token expired`` or ``Authentication token invalid`` (unknown or
+revoked), as kamu-cli's HTTP adapter and ``/platform/token/validate`` say it."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+
+from aiohttp import web
+
+from odfd.app.accounts import issued_token
+from storage.workspace import Workspace
+
+NO_TOKEN = "No authentication token provided"
+EXPIRED_TOKEN = "Authentication token expired"
+INVALID_TOKEN = "Authentication token invalid"
+
+
+async def bad_token_words(workspace: Workspace, token: str) -> str:
+    """Why ``token`` (one the node does not accept) is refused: an issued token past its
+    expiry is expired; anything else (unknown, revoked) is invalid."""
+    record = await issued_token(workspace, token)
+    expired = (
+        record is not None
+        and record.revoked_at is None
+        and record.expires_at is not None
+        and record.expires_at <= datetime.now(UTC)
+    )
+    return EXPIRED_TOKEN if expired else INVALID_TOKEN
+
+
+async def bad_token(workspace: Workspace, token: str | None) -> web.HTTPUnauthorized:
+    """The refusal of a request whose token the node does not accept."""
+    words = NO_TOKEN if not token else await bad_token_words(workspace, token)
+    return refusal(words, 'Bearer error="invalid_token"')
+
+
+def no_token() -> web.HTTPUnauthorized:
+    """The refusal of a request that needs a token and sent none."""
+    return refusal(NO_TOKEN, "Bearer")
+
+
+def refusal(words: str, challenge: str) -> web.HTTPUnauthorized:
+    return web.HTTPUnauthorized(
+        text=json.dumps({"message": words}),
+        content_type="application/json",
+        headers={"WWW-Authenticate": challenge},
+    )

@@ -1,0 +1,75 @@
+"""The transfer routes refuse as the reference's HTTP adapter does, ``{"message": ...}`` with
+the status (404 for no dataset or object, 400 for a malformed hash or a missing protocol
+header, 401 for a push without a token), at ``/{dataset}/…`` and ``/{account}/{dataset}/…``;
+and odfd's client reads both a JSON refusal and an older node's plain text."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import aiohttp
+import pytest
+
+from odfd.config import ServerConfig
+from odfd.server.app import running
+from storage.stores.http import refusal_message
+from storage.workspace import Workspace
+from tests.verifier.builders import root_with_slices
+
+HASH = "f1620" + "0" * 64
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "status", "words"),
+    [
+        ("GET", "nosuch/refs/head", 404, "no dataset nosuch"),
+        ("GET", "alice/nosuch/refs/head", 404, "no dataset alice/nosuch"),
+        ("GET", "nums/refs/tail", 404, "no ref tail"),
+        ("GET", "nums/blocks/not-a-hash", 400, ""),
+        ("GET", f"nums/blocks/{HASH}", 404, "no object"),
+        ("GET", f"nums/data/{HASH}", 404, "no object"),
+        ("GET", f"nums/checkpoints/{HASH}", 404, "no object"),
+        ("GET", "nosuch/pull", 404, "no dataset nosuch"),
+        ("GET", "nums/push", 400, "header"),
+        ("PUT", f"nums/data/{HASH}", 403, "signed upload URL"),
+        ("DELETE", "nums/refs/head", 405, "DELETE is not allowed"),
+    ],
+)
+async def test_transfer_route_refusals_are_json(
+    tmp_path: Path, method: str, path: str, status: int, words: str
+) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        await root_with_slices(workspace, "nums", [[1, 2]])
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                async with session.request(method, server.url + path) as response:
+                    answer = response.status, response.content_type, await response.json()
+    assert answer[:2] == (status, "application/json")
+    assert words in answer[2]["message"]
+
+
+async def test_a_push_without_a_token_is_refused_in_the_reference_words(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                headers = {"x-odf-smtp-version": "1"}
+                async with session.get(server.url + "nums/push", headers=headers) as response:
+                    answer = response.status, await response.json()
+    assert answer == (401, {"message": "No authentication token provided"})
+
+
+def test_the_client_reads_json_and_plain_text_refusals() -> None:
+    assert refusal_message('{"message": "Authentication token invalid"}') == (
+        "Authentication token invalid"
+    )
+    assert refusal_message("no dataset foo on this node\n") == "no dataset foo on this node"
+    assert refusal_message('{"other": 1}') == '{"other": 1}'
+
+
+async def test_a_path_nothing_serves_is_the_references_not_found(tmp_path: Path) -> None:
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                async with session.get(server.url + "a/b/c/d") as response:
+                    answer = response.status, await response.text()
+    assert answer == (404, "Not Found")
