@@ -121,21 +121,20 @@ async def query(
 
 
 async def _result(answer: Answer, data_format: str, schema_format: str, limit: int) -> DataResult:
-    output = json.loads(await asyncio.to_thread(answer.render_output))
-    schema = output.get("schema")
+    schema, rows = await asyncio.to_thread(_render, answer, data_format)
     datasets = tuple(
         (str(state.id), state.alias, None if state.block_hash is None else str(state.block_hash))
         for state in answer.datasets
     )
-    return DataResult(
-        schema_format,
-        schema if isinstance(schema, str) else _compact(schema),
-        data_format,
-        _batch_text(output.get("data", []), data_format, answer),
-        answer.num_rows,
-        datasets,
-        limit,
-    )
+    return DataResult(schema_format, schema, data_format, rows, answer.num_rows, datasets, limit)
+
+
+def _render(answer: Answer, data_format: str) -> tuple[str, str]:
+    """The schema and the rows as text (CPU-bound: off the event loop)."""
+    output = json.loads(answer.render_output())
+    schema = output.get("schema")
+    text = schema if isinstance(schema, str) else _compact(schema)
+    return text, _batch_text(output.get("data", []), data_format, answer)
 
 
 def _batch_text(data: object, data_format: str, answer: Answer) -> str:

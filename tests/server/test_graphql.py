@@ -288,3 +288,10 @@ def test_get_with_a_query_parameter(served: Served) -> None:
 def test_not_in_the_query_apis_openapi_document(served: Served) -> None:
     status, document = served.get("/openapi.json")
     assert status == 200 and "/graphql" not in document["paths"]
+
+
+def test_a_request_of_too_many_tokens_is_refused(served: Served) -> None:
+    fields = " ".join(f"a{n}: apiVersion" for n in range(8_000))
+    status, answer = served.post("{ " + fields + " }")
+    assert status == 200 and answer["data"] is None
+    assert "tokens" in answer["errors"][0]["message"], answer

@@ -22,6 +22,9 @@ from protocol.errors import OdfError
 
 SUMMARIES_KEY: web.AppKey[SummaryCache] = web.AppKey("odfd_graphql_summaries", SummaryCache)
 """Each dataset's records and size, kept by head between requests."""
+MAX_TOKENS = 20_000
+"""A bound on a request's size in GraphQL tokens (an introspection query is under 400), so a
+request cannot make the parser's work unbounded within the 1 MiB body limit."""
 _log = logging.getLogger(__name__)
 
 
@@ -44,6 +47,7 @@ async def handle(request: web.Request) -> web.StreamResponse:
         operation_name=operation,
         field_resolver=default_field,
         type_resolver=type_name,
+        max_tokens=MAX_TOKENS,
     )
     for failed in result.errors or ():
         cause = failed.original_error
