@@ -1,10 +1,13 @@
 """``odfd search`` over an ``odf+http://`` repository reads the node's GraphQL search (the
 server records a ``POST /graphql`` and no listing), and over a node without GraphQL the odfd
-JSON listing at ``/``, with the same results; a refused token is reported either way."""
+JSON listing at ``/``, with the same results; a refused token is reported either way. And
+``odfd serve`` itself answers kamu-cli's search query."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,9 +17,10 @@ import pytest
 from odfd.sync.errors import SyncError
 from odfd.sync.search import search_repo
 from odfd.sync.transport.settings import TransportSettings
-from tests.cli.helpers import run
-from tests.server.graphql_node import READ_TOKEN, Served, serve
-from tests.server.odata_node import PRIVATE
+from storage.workspace import Workspace
+from tests.cli.helpers import odfd_serve, run
+from tests.server.graphql_node import READ_TOKEN, SEARCH_QUERY, Served, serve
+from tests.server.odata_node import PRIVATE, add_datasets
 
 
 @pytest.fixture(scope="module")
@@ -90,3 +94,24 @@ async def test_a_token_reaches_private_datasets_and_a_bad_one_is_reported(
         refused = TransportSettings(tokens={f"{served.url}/": "not-a-token"})
         with pytest.raises(SyncError, match="HTTP 401"):
             await search_repo("hub", url, "nums", refused)
+
+
+def test_odfd_serve_answers_kamus_search(tmp_path: Path) -> None:
+    """The real command: ``odfd serve`` in its own process serves ``/graphql``."""
+    root = tmp_path / "ws"
+
+    async def prepare() -> None:
+        async with await Workspace.init(root) as workspace:
+            await add_datasets(workspace)
+
+    asyncio.run(prepare())
+    with odfd_serve(root) as (url, _process):
+        request = urllib.request.Request(
+            f"{url.rstrip('/')}/graphql",
+            data=json.dumps({"query": SEARCH_QUERY.replace("{query}", "bar")}).encode(),
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=60) as response:
+            answer = json.loads(response.read())
+    nodes = answer["data"]["search"]["query"]["nodes"]
+    assert [(n["name"], n["data"]["numRecordsTotal"]) for n in nodes] == [("foo.bar", 3)]
