@@ -295,3 +295,28 @@ def test_a_request_of_too_many_tokens_is_refused(served: Served) -> None:
     status, answer = served.post("{ " + fields + " }")
     assert status == 200 and answer["data"] is None
     assert "tokens" in answer["errors"][0]["message"], answer
+
+
+def test_tail_defaults_and_a_dataset_without_data(served: Served) -> None:
+    query = """{ datasets { weather: byOwnerAndName(accountName: "alice", datasetName: "weather") {
+        data { tail { ... on DataQueryResultSuccess { data { format numRecords }
+          schema { format } limit } } } }
+      empty: byOwnerAndName(accountName: "alice", datasetName: "empty") {
+        metadata { currentSchema { content } }
+        data { numRecordsTotal estimatedSize tail { ... on DataQueryResultSuccess {
+          data { content numRecords } } } } } } }"""
+    status, answer = served.post(query)
+    assert status == 200 and "errors" not in answer, answer
+    weather = answer["data"]["datasets"]["weather"]["data"]["tail"]
+    assert weather == {
+        "data": {"format": "JSON", "numRecords": 20},
+        "schema": {"format": "PARQUET"},
+        "limit": 20,
+    }
+    empty = answer["data"]["datasets"]["empty"]
+    assert empty["metadata"] == {"currentSchema": None}
+    assert empty["data"] == {
+        "numRecordsTotal": 0,
+        "estimatedSize": 0,
+        "tail": {"data": {"content": "[]", "numRecords": 0}},
+    }

@@ -30,6 +30,10 @@ API_VERSION = "0.1"
 """The reference's ``apiVersion``."""
 DEFAULT_PER_PAGE = {"search": 15, "datasets": 15, "blocks": 20}
 """Page sizes when a query gives none, as the reference's."""
+DEFAULT_TAIL_LIMIT = 20
+DEFAULT_QUERY_LIMIT = 100
+"""Rows of a ``tail`` and of a ``data.query`` that give no ``limit``, as the reference's; data
+and schema formats default to its ``JSON`` and ``PARQUET``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +180,7 @@ async def _data_query(_source: Any, info: GraphQLResolveInfo, **args: Any) -> An
         args["query"],
         dialect=args["queryDialect"],
         skip=_at_least(args, "skip", 0, 0),
-        limit=_at_least(args, "limit", 100, 0),
+        limit=_at_least(args, "limit", DEFAULT_QUERY_LIMIT, 0),
         data_format=args.get("dataFormat") or "JSON",
         schema_format=args.get("schemaFormat") or "PARQUET",
         limits=ctx.limits,
@@ -256,7 +260,7 @@ async def _tail(source: DatasetRecord, info: GraphQLResolveInfo, **args: Any) ->
         ctx.node,
         source,
         skip=_at_least(args, "skip", 0, 0),
-        limit=_at_least(args, "limit", 100, 0),
+        limit=_at_least(args, "limit", DEFAULT_TAIL_LIMIT, 0),
         data_format=args.get("dataFormat") or "JSON",
         schema_format=args.get("schemaFormat") or "PARQUET",
         limits=ctx.limits,
