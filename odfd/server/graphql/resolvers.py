@@ -10,21 +10,23 @@ import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
 from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_chain as chain
 from odfd.app import graphql_data as data
-from odfd.app.answers import QueryLimits, Visible
-from odfd.app.dataset_details import SummaryCache
-from odfd.app.node import Node
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multihash
-from protocol.model import MetadataBlock
 from protocol.query import SchemaFormat
 from storage.catalog import DatasetRecord
+
+if TYPE_CHECKING:
+    from odfd.app.answers import QueryLimits, Visible
+    from odfd.app.dataset_details import SummaryCache
+    from odfd.app.node import Node
+    from protocol.model import MetadataBlock
 
 API_VERSION = "0.1"
 """The reference's ``apiVersion``."""
