@@ -9,10 +9,12 @@ from __future__ import annotations
 from aiohttp import web
 
 from odfd.app.dataset_details import SummaryCache
-from odfd.server.graphql.routes import SUMMARIES_KEY, handle
+from odfd.server.graphql.documents import Documents
+from odfd.server.graphql.routes import DOCUMENTS_KEY, SUMMARIES_KEY, handle
 
 
 def add_routes(app: web.Application) -> None:
     app[SUMMARIES_KEY] = SummaryCache()
+    app[DOCUMENTS_KEY] = Documents()
     app.router.add_post("/graphql", handle)
     app.router.add_get("/graphql", handle, allow_head=False)

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import json
 import logging
+from inspect import isawaitable
 from typing import Any
 
 from aiohttp import web
-from graphql import GraphQLError, graphql
+from graphql import ExecutionResult, GraphQLError, execute
 
 from odfd.app.authorization import ANONYMOUS, Action
 from odfd.app.dataset_details import SummaryCache
+from odfd.server.graphql.documents import Documents
 from odfd.server.graphql.resolvers import Context, default_field, type_name
 from odfd.server.graphql.schema import schema
 from odfd.server.query_api import context
@@ -22,9 +24,7 @@ from protocol.errors import OdfError
 
 SUMMARIES_KEY: web.AppKey[SummaryCache] = web.AppKey("odfd_graphql_summaries", SummaryCache)
 """Each dataset's records and size, kept by head between requests."""
-MAX_TOKENS = 20_000
-"""A bound on a request's size in GraphQL tokens (an introspection query is under 400), so a
-request cannot make the parser's work unbounded within the 1 MiB body limit."""
+DOCUMENTS_KEY: web.AppKey[Documents] = web.AppKey("odfd_graphql_documents", Documents)
 _log = logging.getLogger(__name__)
 
 
@@ -39,16 +39,20 @@ async def handle(request: web.Request) -> web.StreamResponse:
         query, variables, operation = await _graphql_request(request)
     except BadGraphQLRequest as error:
         return error_response(400, str(error))
-    result = await graphql(
+    document = request.app[DOCUMENTS_KEY].get(query)
+    if isinstance(document, ExecutionResult):
+        return web.json_response(document.formatted)
+    result = execute(
         schema(),
-        query,
+        document,
         context_value=_context(request),
         variable_values=variables,
         operation_name=operation,
         field_resolver=default_field,
         type_resolver=type_name,
-        max_tokens=MAX_TOKENS,
     )
+    if isawaitable(result):
+        result = await result
     for failed in result.errors or ():
         cause = failed.original_error
         if cause is not None and not isinstance(cause, OdfError | GraphQLError):
