@@ -36,8 +36,8 @@ def create_app(
     mounts: Sequence[Mount] = (),
     settings: Callable[[], ServerConfig] | None = None,
 ) -> web.Application:
-    """The transfer protocols (Simple and Smart), ``refs/head.sig`` and the listing, OData over
-    the query API (when a mount adds it), plus what ``mounts`` add. ``settings`` gives the
+    """The transfer protocols (Simple and Smart), ``refs/head.sig`` and the listing, OData and
+    GraphQL over the query API (when a mount adds it), plus what ``mounts`` add. ``settings`` gives the
     current settings at each request (a daemon's, which a reload changes); default: ``config``."""
     app = web.Application(
         client_max_size=MAX_REQUEST_BYTES, middlewares=[errors_as_json, authorize]
@@ -50,9 +50,10 @@ def create_app(
     simple.add_routes(app)
     app.router.add_get(f"/{simple.DATASET}/pull", handle_pull, allow_head=False)
     app.router.add_get(f"/{simple.DATASET}/push", handle_push, allow_head=False)
-    from odfd.server import odata  # reads through the query API, when a mount adds it
+    from odfd.server import graphql, odata  # read through the query API, when a mount adds it
 
     odata.add_routes(app)
+    graphql.add_routes(app)
     return app
 
 

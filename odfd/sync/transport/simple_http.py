@@ -1,7 +1,7 @@
 """``http(s)://`` read by the Simple Transfer Protocol (RFC-007): ``refs/head``, blocks by hash,
 data and checkpoint files downloaded in parallel, each request bound by the peer time-outs
 (``HttpLimits``) and, with a token, authorised by it. A node's dataset listing at the base URL is
-what ``odfd search`` reads. Read-only: pushing takes the Smart Transfer Protocol
+what ``odfd search`` reads when the node has no GraphQL search. Read-only: pushing takes the Smart Transfer Protocol
 (``smart_http``)."""
 
 from __future__ import annotations
@@ -112,21 +112,25 @@ class SimpleHttpTransport(PlainTransport):
         )
 
     async def list_datasets(self) -> list[Listed]:
-        """The node's JSON listing at the base URL (with the token: private datasets are
-        listed only for a token that may read them)."""
+        """The node's datasets through its GraphQL search (``graphql_listing``), or, from a
+        node without GraphQL, its JSON listing at the base URL (with the token, either way:
+        private datasets are listed only for a token that may read them)."""
         import aiohttp
+
+        from odfd.sync.transport.graphql_listing import graphql_listing
 
         base = self.http_base
         try:
-            async with (
-                aiohttp.ClientSession(
-                    timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
-                ) as session,
-                session.get(base, headers=self.headers()) as response,
-            ):
-                if response.status != 200:
-                    raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")
-                document = await response.json(content_type=None)
+            async with aiohttp.ClientSession(
+                timeout=aiohttp.ClientTimeout(total=LISTING_TIMEOUT)
+            ) as session:
+                found = await graphql_listing(session, base, self.headers())
+                if found is not None:
+                    return found
+                async with session.get(base, headers=self.headers()) as response:
+                    if response.status != 200:
+                        raise SyncError(f"{base}: HTTP {response.status} for the dataset listing")
+                    document = await response.json(content_type=None)
         except (aiohttp.ClientError, TimeoutError, ValueError) as err:
             raise SyncError(
                 f"{base}: cannot read the dataset listing: {err or type(err).__name__}"

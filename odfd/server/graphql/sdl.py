@@ -1,0 +1,246 @@
+"""The part of the reference's GraphQL schema odfd serves, in SDL: the reference's type, field,
+argument and enum names, nullability and page-based connections, for the fields built here
+(``docs/graphql.md``); a field not listed is refused by validation with its name. One addition:
+``DatasetData.estimatedSizeBytes``, the name kamu-cli's remote search asks for."""
+
+SDL = """
+schema { query: Query }
+
+scalar AccountID
+scalar AccountName
+scalar AccountDisplayName
+scalar DatasetAlias
+scalar DatasetID
+scalar DatasetName
+scalar DateTime
+scalar Multihash
+
+type Query {
+  apiVersion: String!
+  datasets: Datasets!
+  accounts: Accounts!
+  search: Search!
+  data: DataQueries!
+}
+
+type Datasets {
+  byId(datasetId: DatasetID!): Dataset
+  byOwnerAndName(accountName: AccountName!, datasetName: DatasetName!): Dataset
+  byAccountId(accountId: AccountID!, page: Int, perPage: Int): DatasetConnection!
+  byAccountName(accountName: AccountName!, page: Int, perPage: Int): DatasetConnection!
+}
+
+type Accounts {
+  byId(accountId: AccountID!): Account
+  byName(name: AccountName!): Account
+}
+
+enum AccountType { USER ORGANIZATION }
+
+type Account {
+  id: AccountID!
+  accountName: AccountName!
+  displayName: AccountDisplayName!
+  accountType: AccountType!
+  avatarUrl: String
+  isAdmin: Boolean!
+}
+
+type Search {
+  query(query: String!, page: Int, perPage: Int): SearchResultConnection!
+}
+
+union SearchResult = Dataset
+
+type PageBasedInfo {
+  hasPreviousPage: Boolean!
+  hasNextPage: Boolean!
+  currentPage: Int!
+  totalPages: Int
+}
+
+type SearchResultConnection {
+  nodes: [SearchResult!]!
+  totalCount: Int!
+  pageInfo: PageBasedInfo!
+  edges: [SearchResultEdge!]!
+}
+
+type SearchResultEdge { node: SearchResult! }
+
+type DatasetConnection {
+  nodes: [Dataset!]!
+  totalCount: Int!
+  pageInfo: PageBasedInfo!
+  edges: [DatasetEdge!]!
+}
+
+type DatasetEdge { node: Dataset! }
+
+enum DatasetKind { ROOT DERIVATIVE }
+
+type PrivateDatasetVisibility { dummy: String }
+type PublicDatasetVisibility { anonymousAvailable: Boolean! }
+union DatasetVisibilityOutput = PrivateDatasetVisibility | PublicDatasetVisibility
+
+type Dataset {
+  id: DatasetID!
+  name: DatasetName!
+  owner: Account!
+  alias: DatasetAlias!
+  kind: DatasetKind!
+  visibility: DatasetVisibilityOutput!
+  head: Multihash!
+  data: DatasetData!
+  metadata: DatasetMetadata!
+  createdAt: DateTime!
+  lastUpdatedAt: DateTime!
+}
+
+enum DataBatchFormat { JSON JSON_AOS JSON_SOA JSON_AOA ND_JSON CSV JSON_LD }
+enum DataSchemaFormat { PARQUET PARQUET_JSON ARROW_JSON }
+enum QueryDialect { SQL_SPARK SQL_FLINK SQL_DATA_FUSION SQL_RISING_WAVE }
+
+type DataSchema {
+  format: DataSchemaFormat!
+  content: String!
+}
+
+type DataBatch {
+  format: DataBatchFormat!
+  content: String!
+  numRecords: Int!
+}
+
+type DatasetState {
+  id: DatasetID!
+  alias: String!
+  blockHash: Multihash
+}
+
+type DataQueryResultSuccess {
+  schema: DataSchema!
+  data: DataBatch!
+  datasets: [DatasetState!]!
+  limit: Int!
+}
+
+enum DataQueryResultErrorKind { INVALID_SQL }
+
+type DataQueryResultError {
+  errorMessage: String!
+  errorKind: DataQueryResultErrorKind!
+}
+
+union DataQueryResult = DataQueryResultSuccess | DataQueryResultError
+
+type DataQueries {
+  query(
+    query: String!, queryDialect: QueryDialect!, dataFormat: DataBatchFormat,
+    schemaFormat: DataSchemaFormat, skip: Int, limit: Int
+  ): DataQueryResult!
+}
+
+type DatasetData {
+  numRecordsTotal: Int!
+  estimatedSize: Int!
+  estimatedSizeBytes: Int!
+  tail(skip: Int, limit: Int, dataFormat: DataBatchFormat, schemaFormat: DataSchemaFormat):
+    DataQueryResult!
+}
+
+type DatasetMetadata {
+  chain: MetadataChain!
+  currentWatermark: DateTime
+  currentSchema(format: DataSchemaFormat): DataSchema
+}
+
+type BlockRef {
+  name: String!
+  blockHash: Multihash!
+}
+
+type MetadataChain {
+  refs: [BlockRef!]!
+  blockByHash(hash: Multihash!): MetadataBlockExtended
+  blocks(page: Int, perPage: Int): MetadataBlockConnection!
+}
+
+type MetadataBlockConnection {
+  nodes: [MetadataBlockExtended!]!
+  totalCount: Int!
+  pageInfo: PageBasedInfo!
+  edges: [MetadataBlockEdge!]!
+}
+
+type MetadataBlockEdge { node: MetadataBlockExtended! }
+
+type MetadataBlockExtended {
+  blockHash: Multihash!
+  prevBlockHash: Multihash
+  systemTime: DateTime!
+  event: MetadataEvent!
+  sequenceNumber: Int!
+}
+
+union MetadataEvent = AddData | ExecuteTransform | Seed | SetPollingSource | SetTransform
+  | SetVocab | SetAttachments | SetInfo | SetLicense | SetDataSchema | AddPushSource
+  | DisablePushSource | DisablePollingSource
+
+type OffsetInterval { start: Int! end: Int! }
+
+type DataSlice {
+  logicalHash: Multihash!
+  physicalHash: Multihash!
+  offsetInterval: OffsetInterval!
+  size: Int!
+}
+
+type Checkpoint { physicalHash: Multihash! size: Int! }
+
+type AddData {
+  prevCheckpoint: Multihash
+  prevOffset: Int
+  newData: DataSlice
+  newCheckpoint: Checkpoint
+  newWatermark: DateTime
+}
+
+type ExecuteTransform {
+  prevCheckpoint: Multihash
+  prevOffset: Int
+  newData: DataSlice
+  newCheckpoint: Checkpoint
+  newWatermark: DateTime
+}
+
+type Seed { datasetId: DatasetID! datasetKind: DatasetKind! }
+
+type SqlQueryStep { alias: String query: String! }
+type TransformSql { engine: String! version: String queries: [SqlQueryStep!]! }
+union Transform = TransformSql
+
+type SetPollingSource { preprocess: Transform }
+type AddPushSource { sourceName: String! preprocess: Transform }
+type DisablePushSource { sourceName: String! }
+type DisablePollingSource { dummy: String }
+type SetTransform { transform: Transform! }
+
+type SetVocab {
+  offsetColumn: String
+  operationTypeColumn: String
+  systemTimeColumn: String
+  eventTimeColumn: String
+}
+
+type AttachmentEmbedded { path: String! content: String! }
+type AttachmentsEmbedded { items: [AttachmentEmbedded!]! }
+union Attachments = AttachmentsEmbedded
+type SetAttachments { attachments: Attachments! }
+
+type SetInfo { description: String keywords: [String!] }
+
+type SetLicense { shortName: String! name: String! spdxId: String websiteUrl: String! }
+
+type SetDataSchema { schema: DataSchema! }
+"""
