@@ -61,8 +61,7 @@ async def test_a_push_without_a_token_is_refused_in_the_reference_words(tmp_path
 async def test_a_protocol_version_mismatch_is_refused_in_the_reference_words(
     tmp_path: Path,
 ) -> None:
-    """The reference's ``Incompatible client version`` first (a push is refused for its token
-    before its version is read, as the reference does), then odfd's explanation."""
+    """The reference's ``Incompatible client version`` first, then odfd's explanation."""
     async with await Workspace.init(tmp_path / "ws") as workspace:
         await root_with_slices(workspace, "nums", [[1, 2]])
         async with running(workspace, ServerConfig(port=0)) as server:
