@@ -203,6 +203,18 @@ async def issued_token(workspace: Workspace, secret: str) -> TokenRecord | None:
     return await AccountTable(workspace.catalog).token_by_hash(token_hash(secret))
 
 
+async def token_expired(workspace: Workspace, secret: str) -> bool:
+    """Whether ``secret`` is an issued, unrevoked token past its expiry: every server refuses
+    it as expired, not invalid (unknown or revoked), as the reference tells the two apart."""
+    record = await issued_token(workspace, secret)
+    return (
+        record is not None
+        and record.revoked_at is None
+        and record.expires_at is not None
+        and record.expires_at <= datetime.now(UTC)
+    )
+
+
 LOGIN_TOKEN_LIFETIME = timedelta(days=30)
 """How long a token issued by a password login lives (``odfd account token create`` chooses)."""
 

@@ -79,6 +79,13 @@ async def _fetch(session: aiohttp.ClientSession, url: str, limit: int, seconds: 
                 if len(body) > limit:
                     raise _too_large(url, limit)
             return bytes(body)
+    except aiohttp.ClientConnectorError as error:
+        from odfd.sync.transport.http_errors import cannot_reach
+
+        origin = f"{error.host}:{error.port}"  # where the connection failed
+        raise ManifestError(
+            f"cannot fetch {url}: {cannot_reach(origin, error, node=False)}"
+        ) from None
     except aiohttp.ClientError as error:
         raise ManifestError(f"cannot fetch {url}: {error}") from None
     except TimeoutError:

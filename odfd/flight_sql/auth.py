@@ -52,7 +52,18 @@ class Grant:
 
 
 TokenResolver = Callable[[str], Coroutine[Any, Any, Grant | None]]
-"""A bearer token's grant; ``None`` for a token that is unknown, expired or revoked."""
+"""A bearer token's grant; ``None`` for a token that is unknown or revoked; raises
+:class:`TokenExpired` for an issued token past its expiry."""
+
+INVALID_TOKEN = "Invalid access token; connect again with a token of this node"
+EXPIRED_TOKEN = "Expired access token; connect again with a new token of this node"
+"""A refused bearer token in the reference Flight SQL's words, then what to do."""
+
+
+class TokenExpired(Exception):
+    """The token was issued by this node and has expired (refused as expired, not invalid)."""
+
+
 _RESOLVE_SECONDS = 30.0
 KEPT_GRANTS = 10_000
 """Token subjects kept, at most (the least recently used goes first)."""
@@ -232,7 +243,7 @@ class Authenticator(flight.ServerMiddlewareFactory):
         user, password = _basic(credentials)
         if user == ANONYMOUS_USER and password in _ANONYMOUS_PASSWORDS:
             return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
-        if password and self._principal(password) is not None:
+        if password and self._known(password) is not None:
             return Caller(self._subject(password), password, reply_token=True)
         raise Unauthenticated(
             "unknown, expired or revoked credentials: use the user 'anonymous' with no password, "
@@ -244,14 +255,24 @@ class Authenticator(flight.ServerMiddlewareFactory):
         expired token stops working on its next call)."""
         subject = None
         if not token.startswith(_ANONYMOUS_PREFIX):
-            subject = self._principal(token)
-            if subject is None:  # its session (and prepared statements) end with it
-                self._sessions.close(token)
-                raise Unauthenticated("unknown, expired or revoked bearer token; connect again")
+            try:
+                subject = self._known(token)
+            finally:
+                if subject is None:  # its session (and prepared statements) end with it
+                    self._sessions.close(token)
+            if subject is None:
+                raise Unauthenticated(INVALID_TOKEN)
         known = self._sessions.touch(token, subject)
         if known is None:
-            raise Unauthenticated("unknown, expired or revoked bearer token; connect again")
+            raise Unauthenticated(INVALID_TOKEN)
         return known
+
+    def _known(self, token: str) -> Subject | None:
+        """The token's subject; ``None``: unknown or revoked. Refuses an expired token."""
+        try:
+            return self._principal(token)
+        except TokenExpired:
+            raise Unauthenticated(EXPIRED_TOKEN) from None
 
     def _principal(self, token: str) -> Subject | None:
         """The token's subject: kept from an earlier call while the node is unchanged and the

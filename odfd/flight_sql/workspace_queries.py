@@ -13,14 +13,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
-from odfd.app.accounts import issued_token
+from odfd.app.accounts import issued_token, token_expired
 from odfd.app.authorization import principal_of
 from odfd.app.live_plan import InvalidSqlError, LivePlan, LiveStream, QueryRunError
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.app.query import unknown_table, unknown_table_hint
 from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
-from odfd.flight_sql.auth import Grant, TokenResolver
+from odfd.flight_sql.auth import Grant, TokenExpired, TokenResolver
 from odfd.flight_sql.catalog import CATALOG, DB_SCHEMA
 from odfd.flight_sql.endpoint import FlightSqlEndpoint
 from odfd.flight_sql.parameters import parameter_schema
@@ -228,6 +228,8 @@ def token_resolver(
     async def resolve(token: str) -> Grant | None:
         subject = await principal_of(workspace, settings(), token)
         if subject is None:
+            if await token_expired(workspace, token):
+                raise TokenExpired
             return None
         if subject.via != "token":  # a [server] list token: it lives as long as the list
             return Grant(subject)

@@ -6,11 +6,10 @@ revoked), as kamu-cli's HTTP adapter and ``/platform/token/validate`` say it."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
 
 from aiohttp import web
 
-from odfd.app.accounts import issued_token
+from odfd.app.accounts import token_expired
 from storage.workspace import Workspace
 
 NO_TOKEN = "No authentication token provided"
@@ -21,14 +20,7 @@ INVALID_TOKEN = "Authentication token invalid"
 async def bad_token_words(workspace: Workspace, token: str) -> str:
     """Why ``token`` (one the node does not accept) is refused: an issued token past its
     expiry is expired; anything else (unknown, revoked) is invalid."""
-    record = await issued_token(workspace, token)
-    expired = (
-        record is not None
-        and record.revoked_at is None
-        and record.expires_at is not None
-        and record.expires_at <= datetime.now(UTC)
-    )
-    return EXPIRED_TOKEN if expired else INVALID_TOKEN
+    return EXPIRED_TOKEN if await token_expired(workspace, token) else INVALID_TOKEN
 
 
 async def bad_token(workspace: Workspace, token: str | None) -> web.HTTPUnauthorized:

@@ -31,8 +31,8 @@ def check_version(request: web.Request) -> None:
     if value is None:
         raise web.HTTPBadRequest(text=f"missing {m.VERSION_HEADER} header")
     if value.strip() != str(m.PROTOCOL_VERSION):
-        raise web.HTTPBadRequest(
-            text=f"incompatible client version {value!r}: this server speaks "
+        raise web.HTTPBadRequest(  # the reference's words first
+            text=f"Incompatible client version: the client speaks {value!r}, this server "
             f"Smart Transfer Protocol version {m.PROTOCOL_VERSION}"
         )
 

@@ -255,8 +255,23 @@ def test_add_from_an_unreachable_url(
     before = fingerprint(workspace_root)
     code, _, err = run(capsys, "add", "--root", str(workspace_root), "http://127.0.0.1:9/x.yaml")
     assert code == 1
-    assert err.startswith("error: cannot fetch http://127.0.0.1:9/x.yaml: Cannot connect to host")
-    assert len(err.strip().splitlines()) == 1
+    assert err.strip() == (
+        "error: cannot fetch http://127.0.0.1:9/x.yaml: cannot reach 127.0.0.1:9 "
+        "(connection refused)"
+    )
+    assert fingerprint(workspace_root) == before
+
+
+def test_add_from_https_to_a_plain_http_server_is_named_as_tls(
+    workspace_root: Path, manifest_server: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = manifest_server.replace("http://", "https://") + "/snapshot.yaml"
+    before = fingerprint(workspace_root)
+    code, _, err = run(capsys, "add", "--root", str(workspace_root), url)
+    assert code == 1
+    assert err.startswith(f"error: cannot fetch {url}: cannot reach 127.0.0.1:"), err
+    assert "TLS failed" in err and "answers plain HTTP there: use an http:// URL" in err
+    assert "ssl:default" not in err and len(err.strip().splitlines()) == 1
     assert fingerprint(workspace_root) == before
 
 

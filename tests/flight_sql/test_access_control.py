@@ -134,10 +134,13 @@ def test_each_account_sees_what_the_decision_lets_it_read(site: Site) -> None:
 
 @pytest.mark.parametrize("bad", ["expired", "revoked", "odfd_made-up"])
 def test_expired_revoked_and_unknown_tokens_are_refused(site: Site, bad: str) -> None:
+    """In the reference Flight SQL's words: an expired token is told from an invalid one."""
     token = site.tokens.get(bad, bad)
-    with pytest.raises(flight.FlightUnauthenticatedError):
+    words = "Expired access token; " if bad == "expired" else "Invalid access token; "
+    with pytest.raises(flight.FlightUnauthenticatedError, match=words):
         Client(site.url, token).info("CommandGetTables")
-    with pytest.raises(flight.FlightUnauthenticatedError):
+    handshake = words if bad == "expired" else "unknown, expired or revoked credentials"
+    with pytest.raises(flight.FlightUnauthenticatedError, match=handshake):
         flight.FlightClient(site.url).authenticate_basic_token("alice", token)
 
 
@@ -163,7 +166,9 @@ def test_a_token_is_refused_once_it_expired(site: Site) -> None:
     alice = Client(site.url, issued.secret)
     assert count(alice, "bob/secret") == 3
     time.sleep(max(0.0, lifetime - (time.monotonic() - created)) + 0.05)
-    with pytest.raises(flight.FlightUnauthenticatedError):  # nothing changed but the time
+    with pytest.raises(  # nothing changed but the time
+        flight.FlightUnauthenticatedError, match="Expired access token"
+    ):
         count(alice, "bob/secret")
 
 

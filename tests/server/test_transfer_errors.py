@@ -58,6 +58,26 @@ async def test_a_push_without_a_token_is_refused_in_the_reference_words(tmp_path
     assert answer == (401, {"message": "No authentication token provided"})
 
 
+async def test_a_protocol_version_mismatch_is_refused_in_the_reference_words(
+    tmp_path: Path,
+) -> None:
+    """The reference's ``Incompatible client version`` first, then odfd's explanation."""
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        await root_with_slices(workspace, "nums", [[1, 2]])
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                headers = {"x-odf-smtp-version": "2"}
+                async with session.get(server.url + "nums/pull", headers=headers) as response:
+                    answer = response.status, await response.json()
+    assert answer == (
+        400,
+        {
+            "message": "Incompatible client version: the client speaks '2', this server "
+            "Smart Transfer Protocol version 1"
+        },
+    )
+
+
 def test_the_client_reads_json_and_plain_text_refusals() -> None:
     assert refusal_message('{"message": "Authentication token invalid"}') == (
         "Authentication token invalid"
