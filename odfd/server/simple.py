@@ -108,7 +108,7 @@ async def get_object(request: web.Request) -> web.StreamResponse:
             raise web.HTTPForbidden(text="the signed URL is invalid or has expired")
     else:
         record = await state.require(path, request)
-    dataset = state.workspace.open_dataset(record.id)
+    dataset = state.open_dataset(record)
     store = {
         ObjectKind.BLOCK: dataset.blocks,
         ObjectKind.DATA: dataset.data,

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
@@ -27,9 +29,14 @@ from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.chain import MetadataChain
-from storage.errors import StorageError
+from storage.errors import ObjectNotFoundError, StorageError
+from storage.layout import object_name
+from storage.stores.localfs import LocalFsObjectStore
 
 log = logging.getLogger(__name__)
+_READ_CHUNK = 1 << 16
+"""Bytes asked of a block file per read (blocks are a few hundred bytes: one read and the
+empty one at its end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,17 +58,61 @@ async def read_interval(
     """Walk back from ``head`` to ``begin_after``; ``InvalidInterval`` if it is not an ancestor
     (with ``force``, the whole chain instead).
 
-    Each block file must hash to its name, link on to the next and be numbered one below its
-    child (``StorageError`` otherwise); only those fields and the objects a block adds are read
-    (``peek_transfer_facts``), not the whole block: the receiver decodes and checks each one."""
+    The walk runs in a worker thread (``_walk_interval``): reading and checking 10,000 block
+    files took ~0.12 s of the server's event loop, which meanwhile served no other request."""
     if begin_after is not None and not force and not await chain.blocks.contains(begin_after):
         raise InvalidInterval()
+    read = _block_reader(chain, asyncio.get_running_loop())
+    return await asyncio.to_thread(_walk_interval, read, head, begin_after, force)
+
+
+def _block_reader(
+    chain: MetadataChain, loop: asyncio.AbstractEventLoop
+) -> Callable[[Multihash], bytes]:
+    """How a worker thread reads a block: a local folder's file directly, any other store's
+    (a bucket, whose client lives on the event loop) through the loop."""
+    store = chain.blocks
+    if isinstance(store, LocalFsObjectStore):
+        folder = os.path.join(store.root, "")
+
+        def read_file(hash: Multihash) -> bytes:
+            # Plain os calls: half the CPU of ``open().read()`` over 10,000 small files.
+            try:
+                fd = os.open(folder + object_name(hash), os.O_RDONLY)
+            except FileNotFoundError:
+                raise ObjectNotFoundError(str(store.root), hash) from None
+            try:
+                parts = []
+                while chunk := os.read(fd, _READ_CHUNK):
+                    parts.append(chunk)
+                return parts[0] if len(parts) == 1 else b"".join(parts)
+            finally:
+                os.close(fd)
+
+        return read_file
+
+    def read_on_loop(hash: Multihash) -> bytes:
+        return asyncio.run_coroutine_threadsafe(chain.get_block_bytes(hash), loop).result()
+
+    return read_on_loop
+
+
+def _walk_interval(
+    read: Callable[[Multihash], bytes],
+    head: Multihash,
+    begin_after: Multihash | None,
+    force: bool,
+) -> Interval:
+    """``read_interval``'s walk (blocking). Each block file must hash to its name, link on to
+    the next and be numbered one below its child (``StorageError`` otherwise); only those
+    fields and the objects a block adds are read (``peek_transfer_facts``), not the whole
+    block: the receiver decodes and checks each one."""
     newest_first: list[tuple[Multihash, bytes]] = []
     objects = object_bytes = records = size = 0
     expected: int | None = None
     hash: Multihash | None = head
     while hash is not None and hash != begin_after:
-        data = await chain.get_block_bytes(hash)
+        data = read(hash)
         if not is_block_hash(hash, data):
             raise StorageError(f"block file {hash} is corrupt")
         try:

@@ -32,6 +32,7 @@ from protocol.errors import ParseError
 from protocol.identity import DatasetAlias, DatasetId, DatasetRef
 from storage.catalog import DatasetRecord
 from storage.catalog.reader import CatalogReader
+from storage.catalog.versioned_cache import VersionedCache
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 
@@ -39,6 +40,8 @@ STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
 SELF_JUDGED_KEY: web.AppKey[frozenset[str]] = web.AppKey("odfd_self_judged_paths", frozenset)
 """Paths whose handler says itself why a token is refused (``/platform/token/validate``, in the
 reference's words): :func:`authorize` lets a refused token through to them, with no principal."""
+_KEPT_LOOKUPS = 1024
+"""Dataset paths and opened datasets kept per catalog version (least recently used first out)."""
 _PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("odfd_principal", Principal)
 _POLICY: web.RequestKey[Policy] = web.RequestKey("odfd_policy", Policy)
 
@@ -74,6 +77,14 @@ class ServerState:
     """Resolves dataset names on a read-only connection of its own while the app runs, so
     serving never waits behind another task's catalog transaction (a daemon's syncs)."""
     policies: PolicyCache | None = None
+    _found: VersionedCache[str, tuple[DatasetRecord | None]] = field(
+        default_factory=lambda: VersionedCache(_KEPT_LOOKUPS)
+    )
+    """Dataset paths as :meth:`find` resolved them, kept while the catalog is unchanged."""
+    _opened: VersionedCache[DatasetId, Dataset] = field(
+        default_factory=lambda: VersionedCache(_KEPT_LOOKUPS)
+    )
+    """Datasets :meth:`open_dataset` opened, kept while the catalog is unchanged."""
 
     @classmethod
     def create(
@@ -131,11 +142,7 @@ class ServerState:
         may read it, unless ``signed``: the caller checked a URL this server signed for it); a
         withheld dataset is refused (403) with the reason, so clients report why instead of
         "not found"."""
-        try:
-            ref = parse_dataset_path(path)
-        except ParseError:
-            return None
-        record = await self._resolve(ref)
+        record = await self._record_at(path)
         if (
             record is not None
             and not signed
@@ -149,6 +156,40 @@ class ServerState:
                 "failed (it is served again once an audit passes)"
             )
         return record
+
+    def _catalog_version(self) -> int | None:
+        """What answers read from the catalog are kept by: ``PRAGMA data_version`` of the
+        server's reader, which moves with every commit of any other connection (a push, a
+        pull, a rename, a deletion, a relation); ``None`` (nothing kept) without a reader or
+        while the catalog is busy."""
+        return None if self.reader is None else self.reader.data_version()
+
+    async def _record_at(self, path: str) -> DatasetRecord | None:
+        """The dataset ``path`` names, as of the catalog now. Every download GET of a pull asks
+        this: the answer is kept while the catalog is unchanged (parsing the path and building
+        the record cost ~0.05 ms a GET, a thousand GETs a pull)."""
+        version = self._catalog_version()
+        kept = self._found.get(path, version)
+        if kept is not None:
+            return kept[0]
+        try:
+            ref = parse_dataset_path(path)
+        except ParseError:
+            return None
+        record = await self._resolve(ref)
+        self._found.put(path, version, (record,))
+        return record
+
+    def open_dataset(self, record: DatasetRecord) -> Dataset:
+        """The dataset's folder, opened once while the catalog is unchanged (opening one builds
+        its stores, paths and chain: ~0.1 ms, on every download GET of a pull); any commit, such
+        as a head move, a rename or a deletion, opens it afresh."""
+        version = self._catalog_version()
+        dataset = self._opened.get(record.id, version)
+        if dataset is None:
+            dataset = self.workspace.open_dataset(record.id)
+            self._opened.put(record.id, version, dataset)
+        return dataset
 
     async def _resolve(self, ref: DatasetRef) -> DatasetRecord | None:
         if self.reader is None:

@@ -32,6 +32,7 @@ from storage.chain.reader import (
     BrokenSequence,
     ChainBlock,
     ChainFault,
+    ChainItem,
     HashMismatch,
     MalformedBlock,
     MissingBlock,
@@ -385,6 +386,22 @@ def collector_paused() -> Iterator[None]:
         gc.enable()
 
 
+def _check_part(
+    checks: Iterator[ChainItem], verified: list[VerifiedBlock], where: str, max_blocks: int
+) -> int:
+    """Decode and check up to ``_CHECK_RUN`` more blocks of ``checks`` onto ``verified``;
+    returns its length after them (blocking: ``match_linked_run`` runs it in a worker thread,
+    so the event loop serves the pull's downloads meanwhile)."""
+    with collector_paused():
+        for checked in itertools.islice(checks, _CHECK_RUN):
+            if isinstance(checked, ChainFault):
+                raise _corrupt(checked, where)
+            if not verified:
+                _check_length(checked, where, max_blocks)
+            verified.append(VerifiedBlock(checked.hash, checked.block))
+    return len(verified)
+
+
 async def match_linked_run(
     blocks: Sequence[tuple[Multihash, bytes]],
     begin_after: ChainPoint | None,
@@ -406,19 +423,13 @@ async def match_linked_run(
     blocks of a run that is then refused."""
     verified: list[VerifiedBlock] = []
     checks = check_run(reversed(blocks), strict=True, hashed=True)
-    while True:
-        start = len(verified)
-        with collector_paused():
-            for checked in itertools.islice(checks, _CHECK_RUN):
-                if isinstance(checked, ChainFault):
-                    raise _corrupt(checked, where)
-                if not verified:
-                    _check_length(checked, where, max_blocks)
-                verified.append(VerifiedBlock(checked.hash, checked.block))
-        if len(verified) == start:
-            break
+    start = 0
+    while (
+        end := await asyncio.to_thread(_check_part, checks, verified, where, max_blocks)
+    ) > start:
         if on_checked is not None:
-            await on_checked(verified[start:])
+            await on_checked(verified[start:end])
+        start = end
     if verified:
         oldest = verified[-1].block
         expected_prev = begin_after.hash if begin_after is not None else None

@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlencode
 
 import aiohttp
 
+from odfd.server.state import STATE_KEY
+from protocol.identity import DatasetAliasPattern, Multihash
 from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 from tests.replication.conftest import ServeFactory
@@ -19,6 +23,12 @@ from tests.replication.datagen import create_root
 async def _get(url: str) -> tuple[int, str]:
     async with aiohttp.ClientSession() as session, session.get(url) as response:
         return response.status, await response.text()
+
+
+async def _status(url: str) -> int:
+    async with aiohttp.ClientSession() as session, session.get(url) as response:
+        await response.read()
+        return response.status
 
 
 async def test_refs_head_is_served_while_a_catalog_transaction_is_open(
@@ -90,3 +100,56 @@ async def test_a_lookup_that_found_nothing_holds_only_until_the_next_commit(
         assert record is not None and record.alias == "cities"
     finally:
         await reader.close()
+
+
+async def test_download_gets_see_every_change_at_once(
+    node_a: Workspace, serve: ServeFactory
+) -> None:
+    """Download GETs keep a path's dataset and its opened folder while the catalog is
+    unchanged (``ServerState.find``, ``open_dataset``): a new head, a rename, a dataset made
+    private, withheld or deleted is still seen by the very next GET."""
+    writer = await create_root(node_a, "cities", slices=1, checkpoints=False)
+    server = await serve(node_a)
+    state = server.runner.app[STATE_KEY]
+    record = await node_a.resolve("cities")
+    data_dir = node_a.layout.dataset(record.id).root / "data"
+    (first,) = [path.name for path in data_dir.iterdir()]
+
+    def signed(path: str, name: str) -> str:
+        file = data_dir / name
+        query, _ = state.signer.sign(
+            "GET", str(record.id), "data", Multihash.from_multibase(name), file.stat().st_size
+        )
+        return f"{server.url}{path}/data/{name}?{urlencode(query)}"
+
+    for _ in range(2):  # the second GET is answered from what the first kept
+        assert await _status(f"{server.url}cities/data/{first}") == 200
+        assert await _status(signed("cities", first)) == 200
+
+    await writer.append(slices=1, rows=10, checkpoints=False)  # a new head and data file
+    (second,) = [path.name for path in data_dir.iterdir() if path.name != first]
+    assert await _status(f"{server.url}cities/data/{second}") == 200
+
+    await node_a.rename_dataset("cities", "towns")
+    assert await _status(f"{server.url}cities/data/{first}") == 404
+    assert await _status(signed("cities", first)) == 404
+    assert await _status(f"{server.url}towns/data/{first}") == 200
+    assert await _status(signed("towns", second)) == 200
+
+    config = state.config
+    private = replace(config, private=(DatasetAliasPattern.parse("towns"),))
+    state.settings = lambda: private  # as a daemon's reload of its settings does
+    assert await _status(f"{server.url}towns/data/{first}") == 404
+    assert await _status(signed("towns", first)) == 200  # the signed URL is the grant
+    state.settings = lambda: config
+    assert await _status(f"{server.url}towns/data/{first}") == 200
+
+    state.withheld.add(record.id)
+    assert await _status(f"{server.url}towns/data/{first}") == 403
+    assert await _status(signed("towns", first)) == 403
+    state.withheld.discard(record.id)
+
+    url = signed("towns", first)
+    await node_a.delete_dataset("towns")
+    assert await _status(f"{server.url}towns/data/{first}") == 404
+    assert await _status(url) == 404

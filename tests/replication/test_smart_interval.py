@@ -20,9 +20,12 @@ from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.chain import MetadataChain
 from storage.errors import StorageError
+from storage.stores.localfs import LocalFsObjectStore
 from storage.workspace import Workspace
+from tests.fixtures.seaweedfs import SeaweedServer
 from tests.replication.conftest import ServeFactory
 from tests.replication.datagen import create_root
+from tests.replication.test_s3_node import s3_backed_node
 
 
 async def test_the_interval_is_checked_blocks_oldest_first(node_a: Workspace) -> None:
@@ -147,3 +150,27 @@ async def test_a_kept_answer_is_given_only_for_its_own_dataset(
         async with smart.connect(session, server.url + "x/", "pull", None) as channel:
             with pytest.raises(smart.RemoteTransferError):
                 await smart.pull_plan(channel, None, False, stop_at=other_head)
+
+
+async def test_an_interval_of_blocks_in_a_bucket_is_read_through_the_event_loop(
+    s3_server: SeaweedServer, s3_bucket: str, tmp_path: Path
+) -> None:
+    """A node keeping its datasets in S3: the walk's worker thread reads each block through
+    the bucket's client on the event loop, with the same checks and the same answer."""
+    url = s3_server.url(s3_bucket, "node")
+    async with await s3_backed_node(tmp_path / "s3node", s3_server, url) as node:
+        writer = await create_root(node, "root", slices=2, empty_blocks=2)
+        chain = writer.dataset.chain
+        assert not isinstance(chain.blocks, LocalFsObjectStore)
+        head = await chain.head()
+        assert head is not None
+        interval = await read_interval(chain, head, None, False)
+        assert interval.blocks[-1][0] == head
+        assert [decode_block(data).sequence_number for _, data in interval.blocks] == list(
+            range(len(interval.blocks))
+        )
+        assert interval.plan.num_blocks == len(interval.blocks)
+        assert interval.plan.num_records == 2 * 10
+        second = interval.blocks[1][0]
+        later = await read_interval(chain, head, second, False)
+        assert later.blocks == interval.blocks[2:]
