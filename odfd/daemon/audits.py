@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Hashable
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
+from odfd.app.engine_jobs import cancellable_engine_work
 from odfd.app.mirror_sync import describe_error
 from odfd.app.node import Node
 from odfd.app.verify import VerifyRequest, summarize, verify
@@ -29,7 +30,6 @@ from protocol.model import DatasetKind
 from storage.catalog.audit_records import AuditRecord, Scope
 from storage.catalog.audits import AuditTable
 from storage.crashpoints import crash_point
-from verifier.engine.cancel import cancellable_jobs
 
 log = logging.getLogger(__name__)
 
@@ -119,7 +119,7 @@ class Auditor:
             needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
             async with (
                 self._spark_gate if needs_spark else nullcontext(),
-                cancellable_jobs(f"audit-{record.alias}"),
+                cancellable_engine_work(f"audit-{record.alias}"),
             ):
                 report = await verify(self._current(), request)
             status = next(

@@ -9,7 +9,8 @@
 - resource controllers (``Reconciler``), run after ``apply`` and every ``reconcile_interval``;
 - the admin API on a Unix socket;
 - a local Spark Connect server for its Spark work and for CLI commands on the workspace
-  (``EngineServer``; ``[daemon] spark_connect``), unless ``[spark] remote`` names one.
+  (``odfd.app.warm_engine.EngineServer``; ``[daemon] spark_connect``), unless ``[spark] remote``
+  names one.
 
 Blocking work goes to one bounded thread pool (the loop's default executor, so every
 ``asyncio.to_thread`` below us uses it too); Spark work shares one session and is limited by
@@ -51,6 +52,7 @@ from odfd.app.recovery import recover_workspace
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
 from odfd.app.uploads import uploads_of
+from odfd.app.warm_engine import EngineServer
 from odfd.config import NodeConfig, ServerConfig
 from odfd.console.api import console_mount
 from odfd.daemon.admin import AdminApi
@@ -59,7 +61,6 @@ from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.console_backend import DaemonBackend
 from odfd.daemon.derivatives import DerivativeUpdater
-from odfd.daemon.engine_server import EngineServer
 from odfd.daemon.heartbeat import resign_owned
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
