@@ -244,6 +244,8 @@ APPLICATION_ONLY = {
     "verifier.engine.spark.settings": "odfd.app.warm_engine",
     "storage.chain.rules": "odfd.app.derivative_inputs",
     "storage.ipfs_client": "odfd.app.ipfs_status",
+    "storage.catalog.flow_runs": "odfd.app.flow_history",
+    "storage.catalog.webhook_deliveries": "odfd.app.flow_history",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -262,8 +264,9 @@ folders through ``odfd.app.recovery``, and ``odfd log/list/status`` read the cat
 dead processes' staging first) through ``odfd.app.catalog_read``; the daemon ties a task's engine
 jobs to it with ``odfd.app.engine_jobs`` and starts and stops its warm Spark Connect server through
 ``odfd.app.warm_engine``; it finds the local derivatives behind their inputs with
-``odfd.app.derivative_inputs``; the console asks ``odfd.app.ipfs_status`` about the IPFS node (a
-module here covers its submodules)."""
+``odfd.app.derivative_inputs``; the console asks ``odfd.app.ipfs_status`` about the IPFS node;
+flow runs and webhook deliveries are listed by ``odfd.app.flow_history`` and recorded by the
+runner the daemon gets from ``odfd.app.node_flows`` (a module here covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:

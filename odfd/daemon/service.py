@@ -48,6 +48,7 @@ from aiohttp import web
 import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
+from odfd.app.node_flows import flow_runner
 from odfd.app.recovery import recover_workspace
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
@@ -70,9 +71,7 @@ from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.mirror_webhooks import MirrorWebhooks
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.flows.runner import FlowRunner
 from odfd.flows.spec import DATASET_REF_UPDATED
-from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
@@ -81,13 +80,9 @@ from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
 from odfd.server.upload_api import UploadApi
 from odfd.sources.buffers import SourceBuffers
-from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
-from storage.catalog.flow_runs import FlowRunTable
-from storage.catalog.resources import ResourceTable
-from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 
 if TYPE_CHECKING:
     from odfd.flight_sql.endpoint import FlightSqlEndpoint
@@ -172,22 +167,10 @@ class Daemon:
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
-        resources = ResourceTable(workspace.catalog)
         self.source_buffers = SourceBuffers()
         self._source_checking = False
         self._source_check_again = False
-        self.flows = FlowRunner(
-            resources,
-            FlowRunTable(workspace.catalog),
-            NodeTasks(
-                node,
-                WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources),
-                self.source_buffers,
-                moved=self._ingested,
-            ),
-            WorkspaceTargets(node),
-            sources=self.source_buffers,
-        )
+        self.flows = flow_runner(node, self.source_buffers, moved=self._ingested)
 
     # --- life cycle -----------------------------------------------------------------------------
 
