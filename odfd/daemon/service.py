@@ -49,6 +49,7 @@ import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
 from odfd.app.node_flows import flow_runner
+from odfd.app.owner_heartbeat import resign_owned
 from odfd.app.recovery import recover_workspace
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
@@ -62,7 +63,6 @@ from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.console_backend import DaemonBackend
 from odfd.daemon.derivatives import DerivativeUpdater
-from odfd.daemon.heartbeat import resign_owned
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.loop_lag import watch_loop_lag
