@@ -236,6 +236,16 @@ APPLICATION_ONLY = {
     "odfd.sync.transport.url": "odfd.app.mirrors",
     "verifier.engine.registry": "odfd.app.node",
     "verifier.report": "odfd.app.verify",
+    "storage.orphans": "odfd.app.recovery",
+    "storage.scratch": "odfd.app.catalog_read",
+    "verifier.engine.cancel": "odfd.app.engine_jobs",
+    "verifier.engine.spark.choice": "odfd.app.warm_engine",
+    "verifier.engine.spark.connect_server": "odfd.app.warm_engine",
+    "verifier.engine.spark.settings": "odfd.app.warm_engine",
+    "storage.chain.rules": "odfd.app.derivative_inputs",
+    "storage.ipfs_client": "odfd.app.ipfs_status",
+    "storage.catalog.flow_runs": "odfd.app.flow_history",
+    "storage.catalog.webhook_deliveries": "odfd.app.flow_history",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -249,7 +259,14 @@ the engine through it; ``odfd log`` reads a chain through ``odfd.app.dataset_log
 daemon release a removed mirror's pin, and the daemon finds a mirror's peer, through
 ``odfd.app.mirrors``; the node's engines come built from ``odfd.app.node``, and the daemon's
 audits summarize a report with ``odfd.app.verify``; ``odfd compact`` asks
-``odfd.app.history`` for its options and the compaction (a module here covers its submodules)."""
+``odfd.app.history`` for its options and the compaction; every command settles orphan dataset
+folders through ``odfd.app.recovery``, and ``odfd log/list/status`` read the catalog (sweeping
+dead processes' staging first) through ``odfd.app.catalog_read``; the daemon ties a task's engine
+jobs to it with ``odfd.app.engine_jobs`` and starts and stops its warm Spark Connect server through
+``odfd.app.warm_engine``; it finds the local derivatives behind their inputs with
+``odfd.app.derivative_inputs``; the console asks ``odfd.app.ipfs_status`` about the IPFS node;
+flow runs and webhook deliveries are listed by ``odfd.app.flow_history`` and recorded by the
+runner the daemon gets from ``odfd.app.node_flows`` (a module here covers its submodules)."""
 
 
 def _application_only(target: str) -> str | None:
@@ -284,6 +301,17 @@ def test_the_internals_check_sees_them_imported() -> None:
     probe = {"odfd.server.probe": {"odfd.sync.walk": 3}, "odfd.app.probe": {"odfd.sync.walk": 4}}
     assert _reaches_past_the_application_layer(probe) == [
         "odfd.server.probe (line 3) imports odfd.sync.walk: call odfd.app.receive_push"
+    ]
+    recovery = {
+        "odfd.cli.probe": {"storage.orphans": 5, "storage.scratch": 6},
+        "odfd.daemon.probe": {"verifier.engine.cancel": 7, "verifier.engine.spark.choice": 8},
+        "odfd.app.probe": {"storage.orphans": 9, "verifier.engine.cancel": 10},
+    }
+    assert _reaches_past_the_application_layer(recovery) == [
+        "odfd.cli.probe (line 5) imports storage.orphans: call odfd.app.recovery",
+        "odfd.cli.probe (line 6) imports storage.scratch: call odfd.app.catalog_read",
+        "odfd.daemon.probe (line 7) imports verifier.engine.cancel: call odfd.app.engine_jobs",
+        "odfd.daemon.probe (line 8) imports verifier.engine.spark.choice: call odfd.app.warm_engine",
     ]
 
 

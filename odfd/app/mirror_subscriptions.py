@@ -18,7 +18,7 @@ import hashlib
 import json
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -77,6 +77,37 @@ class SourceDataset:
 def subscription_name(callback_url: str) -> str:
     """The name of the target and flow at the source: one per mirror of one node."""
     return "odfd-mirror-" + hashlib.sha256(callback_url.encode()).hexdigest()[:16]
+
+
+async def wanting_subscription(
+    node: Node, callback_url: Callable[[str], str | None], name: str | None = None
+) -> list[tuple[ResourceRecord, str]]:
+    """The ``Mirror`` resources (``name``: only that one) that ask for a subscription and are not
+    subscribed at this node's current address (``callback_url`` of the mirror's name; None: the
+    node has none yet), each with that address."""
+    wanting = []
+    for record in await ResourceTable(node.workspace.catalog).list(MIRROR.schema):
+        if name is not None and record.name.lower() != name.lower():
+            continue
+        callback = callback_url(record.name)
+        if callback is not None and _wants(record, callback):
+            wanting.append((record, callback))
+    return wanting
+
+
+def _wants(record: ResourceRecord, callback: str) -> bool:
+    try:
+        spec = MirrorSpec.from_json(record.spec, f"Mirror {record.name}")
+    except OdfError:
+        return False
+    if not spec.subscribe or spec.paused:
+        return False
+    condition = (record.status.get("conditions") or {}).get(SUBSCRIBED) or {}
+    return (
+        condition.get("status") != "True"
+        or condition.get("callback") != callback
+        or condition.get("sourceUrl") != spec.source
+    )
 
 
 async def subscribe(node: Node, record: ResourceRecord, callback_url: str) -> dict[str, Any]:

@@ -1,6 +1,7 @@
-"""Start-up repairs after a crash (``SIGKILL``, power loss), the use case the daemon runs as it
-starts — cheap, and only what a crash can leave behind, since every commit moves ``refs/head``
-last:
+"""Repairs after a crash (``SIGKILL``, power loss). ``settle_orphans`` is what every command
+settles as it opens the workspace, in the CLI and in the daemon alike (``storage.orphans``).
+``recover_workspace`` is the use case the daemon runs as it starts — cheap, and only what a crash
+can leave behind, since every commit moves ``refs/head`` last:
 
 * a dataset folder renamed into place whose catalog row was never written (a first pull killed
   between the rename and the insert): validated and registered, as ``odfd repair`` would;
@@ -17,11 +18,17 @@ import logging
 from protocol.errors import ParseError
 from protocol.identity import DatasetId
 from storage.layout import HEAD_REF
-from storage.orphans import recover_folder
+from storage.orphans import recover_folder, recover_orphans
 from storage.scratch import PULL_PREFIX
 from storage.workspace import Workspace
 
 log = logging.getLogger(__name__)
+
+
+async def settle_orphans(workspace: Workspace) -> list[str]:
+    """Settles the dataset folders the catalog does not know (a process killed between putting a
+    folder in place and writing its row): adopted, removed or left, one line each."""
+    return [action.describe() for action in await recover_orphans(workspace)]
 
 
 async def recover_workspace(workspace: Workspace) -> list[str]:

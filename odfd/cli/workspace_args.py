@@ -44,7 +44,7 @@ def run_in_node(
     enclosing one): its ``config.toml`` is parsed (every command refuses a broken one, not only
     those that read the setting in question) and, with ``check_storage``, its dataset storage (a
     bucket) checked usable; settle what a killed process left between a dataset folder and the
-    catalog (``storage.orphans``: one line each, unless not ``settle_orphans``); run ``command``
+    catalog (``odfd.app.recovery``: one line each, unless not ``settle_orphans``); run ``command``
     on the node, close it."""
     from odfd.app.node import open_node
 
@@ -60,43 +60,22 @@ def run_in_node(
 
 
 async def report_orphans(workspace: Workspace) -> None:
-    """Settles orphan dataset folders (``storage.orphans``), one line on stderr for each."""
+    """Settles orphan dataset folders (``odfd.app.recovery.settle_orphans``), one line on stderr
+    for each."""
+    from odfd.app.recovery import settle_orphans
     from odfd.cli import terminal
-    from storage.orphans import recover_orphans
 
-    for action in await recover_orphans(workspace):
-        terminal.info(f"Recovered: {action.describe()}")
+    for fixed in await settle_orphans(workspace):
+        terminal.info(f"Recovered: {fixed}")
 
 
 def read_in_node(
     args: argparse.Namespace,
     read: Callable[[SyncCatalogReader, NodeView], T | None],
 ) -> T | None:
-    """``read`` on a synchronous reader of the workspace's catalog (with the node's layout and
-    configuration), after the checks ``run_in_node`` makes (the workspace exists, dead
-    processes' staging is swept, ``config.toml`` is valid), without an event loop: a command that
-    only reads starts in half the time. ``None`` when the command must use ``run_in_node``:
-    the catalog needs it (a schema to migrate, a file SQLite cannot read: it reports that), or
-    ``read`` answers ``None`` (what it needs is elsewhere: a bucket, a running daemon). Nothing has
-    been written then."""
-    import sqlite3
+    """``read`` on a synchronous reader of the workspace's catalog, without an event loop
+    (``odfd.app.catalog_read``): a command that only reads starts in half the time. ``None`` when
+    the command must use ``run_in_node``; nothing has been written then."""
+    from odfd.app.catalog_read import read_catalog
 
-    from odfd.app.node import view_node
-    from storage.catalog.sync_reader import open_sync_reader
-    from storage.layout import dataset_dir_name, existing_layout, unknown_dataset_folders
-    from storage.scratch import sweep_staging
-
-    layout = existing_layout(args.root)
-    reader = open_sync_reader(layout.catalog_path)
-    if reader is None:
-        return None
-    with reader:
-        sweep_staging(layout.staging_dir)
-        node = view_node(args.root)
-        known = (dataset_dir_name(record.id) for record in reader.list_datasets())
-        if unknown_dataset_folders(layout.datasets_dir, known):
-            return None  # settled, and said so, on the way through the workspace
-        try:
-            return read(reader, node)
-        except sqlite3.Error:
-            return None
+    return read_catalog(args.root, read)

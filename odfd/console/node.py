@@ -3,7 +3,6 @@ the daemon's metrics (parsed from its Prometheus exposition)."""
 
 from __future__ import annotations
 
-import asyncio
 from importlib import metadata
 from typing import Any
 
@@ -11,13 +10,10 @@ from aiohttp import web
 from prometheus_client.parser import text_string_to_metric_families
 
 from odfd.app.engine_status import spark_session_running
+from odfd.app.ipfs_status import ipfs_status
 from odfd.console.backend import NodeBackend
 from odfd.console.view import CatalogView
 from odfd.server.state import ServerState
-from protocol.errors import OdfError
-from storage.ipfs_client import IpfsClient
-
-IPFS_TIMEOUT = 2.0
 
 
 async def node_info(
@@ -52,19 +48,16 @@ async def node_info(
 
 
 async def _ipfs(api: str) -> dict[str, Any]:
-    """Whether the configured IPFS node answers (asked with a short timeout)."""
-    try:
-        client = IpfsClient(api, timeout=IPFS_TIMEOUT)
-        info = await asyncio.wait_for(client.id(), IPFS_TIMEOUT + 1)
-    except (OdfError, TimeoutError, OSError) as err:
-        message = str(err) or type(err).__name__
-        return {"api": api, "online": False, "error": message.split(": HTTP")[0][:200]}
+    """Whether the configured IPFS node answers (``odfd.app.ipfs_status``)."""
+    status = await ipfs_status(api)
+    if status.error is not None:
+        return {"api": api, "online": False, "error": status.error}
     return {
         "api": api,
         "online": True,
-        "peerId": info.peer_id,
-        "agent": info.agent_version,
-        "addresses": list(info.addresses[:5]),
+        "peerId": status.peer_id,
+        "agent": status.agent,
+        "addresses": list(status.addresses),
     }
 
 

@@ -1,5 +1,5 @@
-"""Audits: the daemon's schedule of ``odfd verify`` (``odfd.app.verify``), its JSON reports
-stored, datasets marked failing.
+"""Audits: the daemon's schedule of ``odfd verify`` (``odfd.app.dataset_audit``), its JSON
+reports stored, datasets marked failing.
 
 Two scopes: ``integrity`` (metadata + data layers) after every sync or transform that moved a
 dataset's head, incremental (only data files new or changed since they last verified are read),
@@ -18,18 +18,16 @@ from collections.abc import Awaitable, Callable, Hashable
 from contextlib import nullcontext
 from datetime import UTC, datetime, timedelta
 
-from odfd.app.mirror_sync import describe_error
+from odfd.app.dataset_audit import audit_dataset, needs_engine
+from odfd.app.engine_jobs import cancellable_engine_work
 from odfd.app.node import Node
-from odfd.app.verify import VerifyRequest, summarize, verify
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from protocol.identity import DatasetId
-from protocol.model import DatasetKind
 from storage.catalog.audit_records import AuditRecord, Scope
 from storage.catalog.audits import AuditTable
 from storage.crashpoints import crash_point
-from verifier.engine.cancel import cancellable_jobs
 
 log = logging.getLogger(__name__)
 
@@ -106,46 +104,23 @@ class Auditor:
         if record is None:
             return  # deleted since it was requested
         started = datetime.now(UTC)
-        request = VerifyRequest(
-            (str(key),),
-            integrity_only=scope == "integrity",
-            jobs=self.config.audit.jobs,
-            full=scope == "full",
-        )
-        report_json: str | None = None
-        try:
-            # Only re-executing transforms needs an engine (Spark), whose jobs are limited
-            # daemon-wide.
-            needs_spark = scope == "full" and record.kind is DatasetKind.DERIVATIVE
-            async with (
-                self._spark_gate if needs_spark else nullcontext(),
-                cancellable_jobs(f"audit-{record.alias}"),
-            ):
-                report = await verify(self._current(), request)
-            status = next(
-                (str(d.status) for d in report.datasets if d.dataset_id == key), str(report.status)
+        async with (
+            self._spark_gate if needs_engine(record, scope) else nullcontext(),
+            cancellable_engine_work(f"audit-{record.alias}"),
+        ):
+            audit = await audit_dataset(
+                self._current(),
+                record,
+                scope,
+                trigger,
+                jobs=self.config.audit.jobs,
+                started=started,
             )
-            summary = summarize(report, key)
-            report_json = report.dumps(None)
-        except Exception as err:  # noqa: BLE001 - an audit that cannot run is recorded as such
-            status, summary = "error", describe_error(err)
-        audit = AuditRecord(
-            dataset_id=key,
-            alias=record.alias,
-            scope=scope,
-            trigger=trigger,
-            head=record.head,
-            started_at=started,
-            finished_at=datetime.now(UTC),
-            status=status,  # type: ignore[arg-type]  # a report's status strings are the catalog's AuditStatus values
-            summary=summary,
-            report=report_json,
-        )
         crash_point("audit.verified")
         # Whoever sees the record in the table (status, console) must also see it withheld.
         self._on_verdict(audit)
         audit_id = await self.table.add(audit, keep=self.config.audit.keep_reports)
-        self.metrics.audits.labels(scope, status).inc()
+        self.metrics.audits.labels(scope, audit.status).inc()
         level = logging.WARNING if audit.failing else logging.INFO
         log.log(
             level,
@@ -154,8 +129,8 @@ class Auditor:
                 "dataset": record.alias,
                 "scope": scope,
                 "trigger": trigger,
-                "status": status,
-                "summary": summary,
+                "status": audit.status,
+                "summary": audit.summary,
                 "audit_id": audit_id,
             },
         )

@@ -10,7 +10,7 @@ A command is refused (the client then runs it itself) when it could not run here
 there: another odfd version, another workspace, a different ``ODFD_*`` environment, the daemon
 still starting, or ``MAX_COMMANDS`` already running. ``POST /run/{job}/cancel`` (the client's
 Ctrl-C) or the client going away cancels the task running the use case, and with it the engine
-jobs it started (``verifier.engine.cancel.cancellable_jobs``); a dataset's head moves only after
+jobs it started (``odfd.app.engine_jobs``); a dataset's head moves only after
 everything it reaches is stored, so nothing is half-committed.
 """
 
@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from odfd import __version__
+from odfd.app.engine_jobs import cancellable_engine_work
 from odfd.app.events import Event, Recovered, announcing
 from odfd.app.failures import describe_failure
 from odfd.app.forwarding import (
@@ -50,10 +51,9 @@ from odfd.app.forwarding import (
 from odfd.app.ingest import IngestRequest, ingest
 from odfd.app.provenance import ProvenanceRequest, trace
 from odfd.app.pull import PullRequest, pull
+from odfd.app.recovery import settle_orphans
 from odfd.app.sql import SqlRequest, run_statements
 from odfd.app.verify import ReportedProgress, VerifyRequest, result_json, verify
-from storage.orphans import recover_orphans
-from verifier.engine.cancel import cancellable_jobs
 
 if TYPE_CHECKING:
     from odfd.app.events import EventSink
@@ -231,9 +231,9 @@ class CommandRunner:
         node = self.node()
         try:
             # what a local run settles first (``workspace_args.report_orphans``), said alike
-            for action in await recover_orphans(node.workspace):
-                frames.emit(Recovered(action.describe()))
-            async with cancellable_jobs(f"command-{request.command}"):
+            for fixed in await settle_orphans(node.workspace):
+                frames.emit(Recovered(fixed))
+            async with cancellable_engine_work(f"command-{request.command}"):
                 result = await use_case(node, request, frames)
             end: dict[str, Any] = {"frame": RESULT, "result": result}
         except asyncio.CancelledError:

@@ -19,20 +19,18 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Hashable
 
+from odfd.app import derivative_inputs
+from odfd.app.engine_jobs import cancellable_engine_work
 from odfd.app.events import Event
 from odfd.app.mirror_sync import describe_error
 from odfd.app.node import Node
-from odfd.app.pull import LocalPull, PullRetrying, input_moved, pull_local
+from odfd.app.pull import LocalPull, PullRetrying, pull_local
 from odfd.app.write_log import DAEMON
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from protocol.model import DatasetKind
-from storage.catalog import DatasetRecord
-from storage.catalog.mirrors import MirrorTable
-from storage.chain.rules import ChainState
-from verifier.engine.cancel import cancellable_jobs
 
 log = logging.getLogger(__name__)
 
@@ -55,21 +53,9 @@ class DerivativeUpdater:
         self._on_updated = on_updated
         self.runner = JobRunner("transform", self._run, 1)
 
-    async def _local_derivatives(self) -> list[DatasetRecord]:
-        """Local, non-mirrored derivative datasets. Runs after every sync that moved a head:
-        it reads the derivatives and looks each up among the mirrors, never every mirror."""
-        mirrors = MirrorTable(self.workspace.catalog)
-        return [
-            record
-            for record in await self.workspace.catalog.list_datasets(DatasetKind.DERIVATIVE)
-            if await mirrors.get(record.alias) is None
-        ]
-
     async def dependants(self, dataset_id: DatasetId) -> list[DatasetId]:
-        """Local, non-mirrored derivative datasets that read ``dataset_id``: their graph (the
-        catalog's index of their inputs; no chain is read)."""
-        graph = await self.workspace.graph(await self._local_derivatives())
-        return [reader.id for reader in graph.readers_of(dataset_id)]
+        """Local, non-mirrored derivative datasets that read ``dataset_id``."""
+        return await derivative_inputs.dependants(self.workspace, dataset_id)
 
     async def catch_up(self) -> list[DatasetId]:
         """Queue every derivative whose inputs moved past what its last ``ExecuteTransform``
@@ -77,20 +63,13 @@ class DerivativeUpdater:
         already queued or running are left alone, and so are inputs missing from the workspace
         (the transform could not read them). A chain that cannot be read skips its derivative
         (the audits report it), not the sweep."""
-        inputs: dict[DatasetId, tuple[str, ChainState] | None] = {}
+        inputs = derivative_inputs.InputHeads(self.workspace)
         queued = []
-        for record in await self._local_derivatives():
+        for record in await derivative_inputs.local_derivatives(self.workspace):
             if self.runner.is_busy(record.id):
                 continue
             try:
-                state = await self.workspace.open_dataset(record.id).chain.state()
-                moved = []
-                for input_id in state.transform_input_ids:
-                    if input_id not in inputs:
-                        inputs[input_id] = await self._input(input_id)
-                    found = inputs[input_id]
-                    if found is not None and input_moved(input_id, state, found[1]):
-                        moved.append(found[0])
+                moved = await inputs.moved(record)
             except OdfError as err:
                 log.warning(
                     "derivative not checked for new input data",
@@ -106,14 +85,6 @@ class DerivativeUpdater:
                 queued.append(record.id)
         return queued
 
-    async def _input(self, dataset_id: DatasetId) -> tuple[str, ChainState] | None:
-        """An input's alias and state at head; None if it is not here or has no head."""
-        record = await self.workspace.catalog.get_dataset(dataset_id)
-        if record is None:
-            return None
-        state = await self.workspace.open_dataset(dataset_id).chain.state()
-        return None if state.head is None else (record.alias, state)
-
     async def inputs_changed(self, dataset_id: DatasetId) -> None:
         for dependant in await self.dependants(dataset_id):
             self.runner.run_now(dependant)
@@ -127,7 +98,7 @@ class DerivativeUpdater:
         if record is None or record.kind is not DatasetKind.DERIVATIVE:
             return
         try:
-            async with self._spark_gate, cancellable_jobs(f"transform-{record.alias}"):
+            async with self._spark_gate, cancellable_engine_work(f"transform-{record.alias}"):
                 [outcome] = await pull_local(
                     self._current(), [str(key)], LocalPull(), _LogRetries(), actor=DAEMON
                 )

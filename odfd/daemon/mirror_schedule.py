@@ -15,13 +15,13 @@ import logging
 import random
 from collections.abc import Awaitable, Callable, Hashable
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import aiohttp
 
+from odfd.app.mirror_conditions import record_audited, record_synced
 from odfd.app.mirror_sync import MirrorSyncer, SyncReport
 from odfd.app.mirrors import mirror_peer, release_mirror_pin
-from odfd.app.resources import AUDITED, SYNCED
 from odfd.config import NodeConfig
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.metrics import DaemonMetrics
@@ -30,7 +30,6 @@ from protocol.identity import DatasetId, Multihash
 from storage.catalog.audit_records import AuditRecord
 from storage.catalog.mirror_records import MirrorRecord, Outcome, SyncAttempt
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
-from storage.catalog.resources import ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -112,20 +111,7 @@ class MirrorSchedule:
 
     async def audit_finished(self, audit: AuditRecord) -> None:
         """The ``Audited`` condition of the resource of the mirror that brought the dataset."""
-        mirror = await self.table.get(audit.alias)
-        if mirror is None or mirror.resource_id is None:
-            return
-        await self._set_condition(
-            mirror.resource_id,
-            AUDITED,
-            {
-                "status": "False" if audit.failing else "True",
-                "scope": audit.scope,
-                "result": audit.status,
-                "message": audit.summary,
-                "at": _rfc3339(audit.finished_at),
-            },
-        )
+        await record_audited(self.workspace, audit)
 
     def _peer_of(self, key: Hashable) -> str:
         return self._peers.get(str(key), "")
@@ -228,20 +214,7 @@ class MirrorSchedule:
         if attempt.outcome != "cancelled":
             self.runner.schedule_at(mirror.name, next_run)
         if mirror.resource_id is not None:
-            await self._set_condition(
-                mirror.resource_id,
-                SYNCED,
-                {
-                    "status": "False" if attempt.outcome in ("failed", "cancelled") else "True",
-                    "outcome": attempt.outcome,
-                    "message": attempt.error,
-                    "head": None if attempt.new_head is None else attempt.new_head.to_multibase(),
-                    "sourceHead": None
-                    if book.source_head is None
-                    else book.source_head.to_multibase(),
-                    "at": _rfc3339(attempt.finished_at),
-                },
-            )
+            await record_synced(self.workspace, mirror.resource_id, attempt, book.source_head)
 
     def _count(self, attempt: SyncAttempt) -> None:
         self.metrics.syncs.labels(attempt.outcome).inc()
@@ -254,11 +227,6 @@ class MirrorSchedule:
                 self.metrics.pushes.labels("failed" if push.get("error") else "ok").inc()
         if attempt.outcome == "failed":
             self.metrics.sync_failures.inc()
-
-    async def _set_condition(self, resource_id: str, key: str, value: dict[str, Any]) -> None:
-        await ResourceTable(self.workspace.catalog).update_status(
-            resource_id, conditions={key: value}
-        )
 
 
 def failed_report(
@@ -285,7 +253,3 @@ def failed_report(
     )
     moved = new_head is not None and new_head != old_head
     return SyncReport(attempt, None, mirror.pinned_cid, mirror.target_state, moved)
-
-
-def _rfc3339(at: datetime) -> str:
-    return at.isoformat(timespec="seconds").replace("+00:00", "Z")

@@ -16,15 +16,12 @@ from aiohttp import web
 
 from odfd.app.mirror_subscriptions import (
     HOOK_PATH,
-    SUBSCRIBED,
     SubscriptionError,
     check_notification,
     subscribe,
+    wanting_subscription,
 )
-from odfd.app.resource_types import MIRROR
-from odfd.app.resources import MirrorSpec
 from protocol.errors import OdfError
-from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -69,14 +66,7 @@ class MirrorWebhooks:
     async def ensure(self, name: str | None = None) -> None:
         """Subscribe the mirror ``name`` (None: every mirror) where it asks for it and is not
         subscribed at this node's current address."""
-        table = ResourceTable(self._node().workspace.catalog)
-        records = await table.list(MIRROR.schema)
-        for record in records:
-            if name is not None and record.name.lower() != name.lower():
-                continue
-            callback = self.callback_url(record.name)
-            if callback is None or not _wants(record, callback):
-                continue
+        for record, callback in await wanting_subscription(self._node(), self.callback_url, name):
             try:
                 condition = await subscribe(self._node(), record, callback)
             except OdfError as err:  # the spec itself: its controller reports it
@@ -86,21 +76,6 @@ class MirrorWebhooks:
                 "mirror subscription",
                 extra={"mirror": record.name, "subscribed": condition["status"] == "True"},
             )
-
-
-def _wants(record: ResourceRecord, callback: str) -> bool:
-    try:
-        spec = MirrorSpec.from_json(record.spec, f"Mirror {record.name}")
-    except OdfError:
-        return False
-    if not spec.subscribe or spec.paused:
-        return False
-    condition = (record.status.get("conditions") or {}).get(SUBSCRIBED) or {}
-    return (
-        condition.get("status") != "True"
-        or condition.get("callback") != callback
-        or condition.get("sourceUrl") != spec.source
-    )
 
 
 def _answer(status: int, message: str) -> web.Response:

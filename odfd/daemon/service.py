@@ -9,7 +9,8 @@
 - resource controllers (``Reconciler``), run after ``apply`` and every ``reconcile_interval``;
 - the admin API on a Unix socket;
 - a local Spark Connect server for its Spark work and for CLI commands on the workspace
-  (``EngineServer``; ``[daemon] spark_connect``), unless ``[spark] remote`` names one.
+  (``odfd.app.warm_engine.EngineServer``; ``[daemon] spark_connect``), unless ``[spark] remote``
+  names one.
 
 Blocking work goes to one bounded thread pool (the loop's default executor, so every
 ``asyncio.to_thread`` below us uses it too); Spark work shares one session and is limited by
@@ -47,10 +48,13 @@ from aiohttp import web
 import odfd.app.live_plan  # noqa: F401
 from odfd.app.controllers import Reconciler
 from odfd.app.node import Node
+from odfd.app.node_flows import flow_runner
+from odfd.app.owner_heartbeat import resign_owned
 from odfd.app.recovery import recover_workspace
 from odfd.app.resource_service import reconciling_with
 from odfd.app.resources import kind_of
 from odfd.app.uploads import uploads_of
+from odfd.app.warm_engine import EngineServer
 from odfd.config import NodeConfig, ServerConfig
 from odfd.console.api import console_mount
 from odfd.daemon.admin import AdminApi
@@ -59,8 +63,6 @@ from odfd.daemon.audits import Auditor
 from odfd.daemon.commands import CommandRunner
 from odfd.daemon.console_backend import DaemonBackend
 from odfd.daemon.derivatives import DerivativeUpdater
-from odfd.daemon.engine_server import EngineServer
-from odfd.daemon.heartbeat import resign_owned
 from odfd.daemon.jobs import JobRunner
 from odfd.daemon.logs import configure_logging
 from odfd.daemon.loop_lag import watch_loop_lag
@@ -69,9 +71,7 @@ from odfd.daemon.mirror_schedule import MirrorSchedule
 from odfd.daemon.mirror_webhooks import MirrorWebhooks
 from odfd.daemon.time import jittered
 from odfd.errors import OdfdError
-from odfd.flows.runner import FlowRunner
 from odfd.flows.spec import DATASET_REF_UPDATED
-from odfd.flows.tasks import NodeTasks, WorkspaceTargets
 from odfd.server.app import Mount, create_app
 from odfd.server.ingest_api import IngestApi
 from odfd.server.query_api import query_api_mount
@@ -80,13 +80,9 @@ from odfd.server.source_api import SourceApi
 from odfd.server.state import STATE_KEY
 from odfd.server.upload_api import UploadApi
 from odfd.sources.buffers import SourceBuffers
-from odfd.webhooks.delivery import WebhookDeliverer
 from protocol.errors import OdfError
 from protocol.identity import DatasetId
 from storage.catalog.audit_records import AuditRecord
-from storage.catalog.flow_runs import FlowRunTable
-from storage.catalog.resources import ResourceTable
-from storage.catalog.webhook_deliveries import WebhookDeliveryTable
 
 if TYPE_CHECKING:
     from odfd.flight_sql.endpoint import FlightSqlEndpoint
@@ -171,22 +167,10 @@ class Daemon:
         )
         self.reconciler = Reconciler(workspace, config.sync, self)
         self.chores = JobRunner("chores", self._chore, 1)
-        resources = ResourceTable(workspace.catalog)
         self.source_buffers = SourceBuffers()
         self._source_checking = False
         self._source_check_again = False
-        self.flows = FlowRunner(
-            resources,
-            FlowRunTable(workspace.catalog),
-            NodeTasks(
-                node,
-                WebhookDeliverer(WebhookDeliveryTable(workspace.catalog), resources),
-                self.source_buffers,
-                moved=self._ingested,
-            ),
-            WorkspaceTargets(node),
-            sources=self.source_buffers,
-        )
+        self.flows = flow_runner(node, self.source_buffers, moved=self._ingested)
 
     # --- life cycle -----------------------------------------------------------------------------
 

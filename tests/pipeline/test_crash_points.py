@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
+from odfd.app.owner_heartbeat import resign_owned
 from odfd.app.recovery import recover_workspace
 from odfd.coordinator.transform import update_derivative
-from odfd.daemon.heartbeat import resign_owned
 from storage.chain import validate_chain
 from storage.crashpoints import ENV
 from storage.workspace import Workspace

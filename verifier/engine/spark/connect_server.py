@@ -3,7 +3,7 @@
 The server ships in the pyspark package (``jars/spark-connect_*.jar``; its main class is
 ``org.apache.spark.sql.connect.service.SparkConnectServer``, which ``bin/spark-submit`` runs like
 Spark's own ``sbin/start-connect-server.sh``, absent from the wheel). Keeping one warm JVM per node
-spares each command Spark's start-up; the daemon owns one (``odfd.daemon.engine_server``), and
+spares each command Spark's start-up; the daemon owns one (``odfd.app.warm_engine``), and
 records it for the workspace's commands (``verifier.engine.spark.choice``). It
 listens on loopback only and requires a random bearer token, so only whoever can read the
 workspace's ``engine.json`` (mode 0600) can use it.

@@ -1,8 +1,10 @@
-"""The daemon's own Spark Connect server: one warm JVM for its work and for CLI commands.
+"""The node's warm engine: its own Spark Connect server, one JVM for a daemon's work and for the
+workspace's CLI commands.
 
-Started before the daemon's services (``[daemon] spark_connect``, unless ``[spark] remote`` names
-a server), recorded in the workspace's ``engine.json`` for CLI commands to find
-(``verifier.engine.spark.choice``), watched and restarted on the same port and token if it dies (so
+The daemon says when (it starts one before its services, ``[daemon] spark_connect``, unless
+``[spark] remote`` names a server, and stops it last, as it does its listeners); this module says
+how, so the daemon names no engine's internals. The server is recorded in the workspace's
+``engine.json`` for CLI commands to find (``verifier.engine.spark.choice``), watched and restarted on the same port and token if it dies (so
 the daemon's configured engine stays valid; its next session connects to the new JVM), and
 stopped at shutdown.
 """
@@ -32,6 +34,7 @@ from verifier.engine.spark.connect_server import (
 from verifier.engine.spark.settings import SparkSettings
 
 log = logging.getLogger("odfd.daemon.engine")
+"""Named for the daemon, which runs the server: its lines stay among the daemon's."""
 
 #: How often the server process is checked.
 CHECK_INTERVAL = 1.0

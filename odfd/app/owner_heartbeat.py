@@ -3,7 +3,7 @@
 A mirror reports a freeze when the newest signed head it can get is older than its bound; an
 owner whose dataset is merely quiet proves it is still publishing by signing the same head again
 with a newer time. The first run after a start also repairs a crash between a head move and
-its signature (``Workspace.restore_signed_head``).
+its signature (``Workspace.restore_signed_head``). The daemon runs it on its schedule.
 """
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ import logging
 from storage.errors import StorageError
 from storage.workspace import Workspace
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("odfd.daemon.heartbeat")
+"""Named for the daemon, which runs the heartbeat: its lines stay among the daemon's."""
 
 
 async def resign_owned(workspace: Workspace) -> int:
