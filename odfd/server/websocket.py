@@ -26,10 +26,21 @@ _CLOSE_REASON_BYTES = 123
 T = TypeVar("T")
 
 
-def check_version(request: web.Request) -> None:
+def require_version_header(request: web.Request) -> str:
+    """The client's protocol version header. A request without one is refused first, with the
+    words of the reference's typed header extractor (it runs before the handler's own checks)."""
     value = request.headers.get(m.VERSION_HEADER)
     if value is None:
-        raise web.HTTPBadRequest(text=f"missing {m.VERSION_HEADER} header")
+        raise web.HTTPBadRequest(
+            text=f"Header of type `{m.VERSION_HEADER}` was missing: the Smart Transfer Protocol "
+            f"needs `{m.VERSION_HEADER}: {m.PROTOCOL_VERSION}`"
+        )
+    return value
+
+
+def check_version(request: web.Request) -> None:
+    """Refuse a client that sent no protocol version header or another version than ours."""
+    value = require_version_header(request)
     if value.strip() != str(m.PROTOCOL_VERSION):
         raise web.HTTPBadRequest(  # the reference's words first
             text=f"Incompatible client version: the client speaks {value!r}, this server "
