@@ -95,6 +95,8 @@ async def test_a_protocol_version_mismatch_is_refused_in_the_reference_words(
             "Incompatible client version",
         ),
         ({"Authorization": "Bearer pusher"}, 400, "Header of type `x-odf-smtp-version` was"),
+        ({"x-odf-smtp-version": "v1"}, 400, "invalid HTTP header (x-odf-smtp-version)"),
+        ({"x-odf-smtp-version": "9" * 10}, 400, "invalid HTTP header (x-odf-smtp-version)"),
     ],
 )
 async def test_a_push_is_refused_in_the_references_order(
@@ -111,6 +113,24 @@ async def test_a_push_is_refused_in_the_references_order(
                     answer = response.status, await response.json()
     assert answer[0] == status
     assert answer[1]["message"].startswith(words)
+
+
+@pytest.mark.parametrize("version", ["1", "+1", "01"])
+async def test_the_version_is_read_as_the_integer_the_reference_parses(
+    tmp_path: Path, version: str
+) -> None:
+    """As Rust's ``i32`` parse reads it, ``+1`` and ``01`` are version 1: the upgrade goes on."""
+    async with await Workspace.init(tmp_path / "ws") as workspace:
+        await root_with_slices(workspace, "nums", [[1, 2]])
+        async with running(workspace, ServerConfig(port=0)) as server:
+            async with aiohttp.ClientSession() as session:
+                async with session.ws_connect(
+                    server.url + "nums/pull",
+                    headers={"x-odf-smtp-version": version},
+                    protocols=("odf/smart-transfer-protocol/v1",),
+                ) as ws:
+                    protocol = ws.protocol
+    assert protocol == "odf/smart-transfer-protocol/v1"
 
 
 def test_the_client_reads_json_and_plain_text_refusals() -> None:
