@@ -56,7 +56,8 @@ async def test_a_push_without_a_token_is_refused_in_the_reference_words(tmp_path
                 headers = {"x-odf-smtp-version": "1"}
                 async with session.get(server.url + "nums/push", headers=headers) as response:
                     answer = response.status, await response.json()
-    assert answer == (401, {"message": "No authentication token provided"})
+    # kamu-cli's push handler: AccessError::Unauthorized, whose words are "Unauthorized"
+    assert answer == (401, {"message": "Unauthorized: No authentication token provided"})
 
 
 async def test_a_protocol_version_mismatch_is_refused_in_the_reference_words(
@@ -83,7 +84,7 @@ async def test_a_protocol_version_mismatch_is_refused_in_the_reference_words(
     ("headers", "status", "words"),
     [
         ({}, 400, "Header of type `x-odf-smtp-version` was missing"),
-        ({"x-odf-smtp-version": "2"}, 401, "No authentication token provided"),
+        ({"x-odf-smtp-version": "2"}, 401, "Unauthorized: No authentication token provided"),
         (
             {"x-odf-smtp-version": "2", "Authorization": "Bearer wrong"},
             401,
