@@ -226,9 +226,11 @@ class Authenticator(flight.ServerMiddlewareFactory):
         if info.method == flight.FlightMethod.HANDSHAKE:
             return CallerMiddleware(self._handshake(scheme.lower(), credentials))
         if scheme.lower() != "bearer" or not credentials:
-            raise Unauthenticated(
-                "no bearer token: authenticate with a token of this node, or hand shake with "
-                "Basic credentials of the user 'anonymous' for an anonymous session"
+            raise Unauthenticated(  # the reference's words first
+                "Unauthenticated access is not allowed. Provide a bearer token or use basic auth "
+                "and handshake endpoint to login as anonymous. (No bearer token was sent: "
+                "authenticate with a token of this node, or hand shake with Basic credentials "
+                "of the user 'anonymous' for an anonymous session.)"
             )
         return CallerMiddleware(Caller(self._subject(credentials), credentials))
 
@@ -245,9 +247,10 @@ class Authenticator(flight.ServerMiddlewareFactory):
             return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
         if password and self._known(password) is not None:
             return Caller(self._subject(password), password, reply_token=True)
-        raise Unauthenticated(
-            "unknown, expired or revoked credentials: use the user 'anonymous' with no password, "
-            "or a token of this node as the password"
+        raise Unauthenticated(  # the reference's words first
+            "Basic auth is only supported for 'anonymous' accounts with no password. "
+            "Authenticated users should use Bearer token auth mechanism. (odfd also takes a "
+            "token of this node as the password; this one is unknown or revoked.)"
         )
 
     def _subject(self, token: str) -> Subject:

@@ -29,11 +29,6 @@ async def bad_token(workspace: Workspace, token: str | None) -> web.HTTPUnauthor
     return refusal(words, 'Bearer error="invalid_token"')
 
 
-def no_token() -> web.HTTPUnauthorized:
-    """The refusal of a request that needs a token and sent none."""
-    return refusal(NO_TOKEN, "Bearer")
-
-
 def refusal(words: str, challenge: str) -> web.HTTPUnauthorized:
     return web.HTTPUnauthorized(
         text=json.dumps({"message": words}),

@@ -31,9 +31,10 @@ from odfd.app.receive_push import (
 )
 from odfd.app.write_log import Actor
 from odfd.errors import OdfdError
-from odfd.server.refusals import no_token
+from odfd.server.refusals import NO_TOKEN
+from odfd.server.refusals import refusal as unauthorized
 from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
-from odfd.server.websocket import ServerChannel, accept, check_version
+from odfd.server.websocket import ServerChannel, accept, check_version, require_version_header
 from odfd.sync.errors import TransferFlowError
 from protocol.errors import OdfError, ParseError
 from protocol.identity import DatasetRef
@@ -56,10 +57,13 @@ class _Refused(OdfdError):
 async def handle_push(request: web.Request) -> web.StreamResponse:
     state: ServerState = request.app[STATE_KEY]
     dataset_path = request.match_info["dataset"]
-    check_version(request)
+    # The reference's order: the header's presence, then the token, then the version.
+    require_version_header(request)
     actor = await state.pusher(request)
     if actor is None:
-        raise no_token()
+        # The push handler's own refusal of an anonymous caller: its word first.
+        raise unauthorized(f"Unauthorized: {NO_TOKEN}", "Bearer")
+    check_version(request)
     record = await state.find(dataset_path)
     ref = _parse(dataset_path)
     if record is None and ref.alias is None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -22,18 +23,34 @@ MAX_MESSAGE_BYTES = 1 << 30
 RECEIVE_TIMEOUT = 300.0
 CLOSE_WAIT = 5.0
 _CLOSE_REASON_BYTES = 123
+_INT32 = re.compile(r"[+-]?[0-9]+")
+"""What the reference's header parses (Rust's ``i32::from_str``; its range is checked apart)."""
 
 T = TypeVar("T")
 
 
-def check_version(request: web.Request) -> None:
+def require_version_header(request: web.Request) -> int:
+    """The client's protocol version. A request without the header, or with one that is not an
+    integer, is refused first, in the words of the reference's typed header extractor (it runs
+    before the handler's own checks)."""
     value = request.headers.get(m.VERSION_HEADER)
+    needs = f"the Smart Transfer Protocol needs `{m.VERSION_HEADER}: {m.PROTOCOL_VERSION}`"
     if value is None:
-        raise web.HTTPBadRequest(text=f"missing {m.VERSION_HEADER} header")
-    if value.strip() != str(m.PROTOCOL_VERSION):
+        raise web.HTTPBadRequest(text=f"Header of type `{m.VERSION_HEADER}` was missing: {needs}")
+    if _INT32.fullmatch(value) is None or not -(2**31) <= int(value) < 2**31:
+        raise web.HTTPBadRequest(
+            text=f"invalid HTTP header ({m.VERSION_HEADER}): {value!r} is not an integer; {needs}"
+        )
+    return int(value)
+
+
+def check_version(request: web.Request) -> None:
+    """Refuse a client that sent no protocol version header or another version than ours."""
+    if require_version_header(request) != m.PROTOCOL_VERSION:
         raise web.HTTPBadRequest(  # the reference's words first
-            text=f"Incompatible client version: the client speaks {value!r}, this server "
-            f"Smart Transfer Protocol version {m.PROTOCOL_VERSION}"
+            text="Incompatible client version: the client speaks "
+            f"{request.headers[m.VERSION_HEADER]!r}, this server Smart Transfer Protocol "
+            f"version {m.PROTOCOL_VERSION}"
         )
 
 
