@@ -9,7 +9,7 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -89,13 +89,19 @@ def _send(request: urllib.request.Request) -> tuple[int, Any]:
         return error.code, json.loads(error.read())
 
 
-def serve(root: Path, *, query_api: bool = True) -> Iterator[Served]:
+def serve(
+    root: Path,
+    *,
+    query_api: bool = True,
+    add: Callable[[Workspace], Awaitable[None]] = add_datasets,
+) -> Iterator[Served]:
     """The node until the generator is closed; without ``query_api``, a server that serves
-    the transfer protocols and the listing only (as a node without GraphQL)."""
+    the transfer protocols and the listing only (as a node without GraphQL); ``add`` puts the
+    datasets in (the OData tests' by default)."""
 
     async def run_node(publish: Publish[Served], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
-            await add_datasets(workspace)
+            await add(workspace)
             node = Node(workspace, NodeConfig(server=SERVER))
             mounts: list[Mount] = [query_api_mount(node)] if query_api else []
             app = create_app(workspace, SERVER, mounts=mounts)

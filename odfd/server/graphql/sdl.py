@@ -153,6 +153,27 @@ type DatasetMetadata {
   chain: MetadataChain!
   currentWatermark: DateTime
   currentSchema(format: DataSchemaFormat): DataSchema
+  currentUpstreamDependencies: [DependencyDatasetResult!]!
+  currentDownstreamDependencies: [DependencyDatasetResult!]!
+  currentPollingSource: SetPollingSource
+  currentPushSources: [AddPushSource!]!
+  currentTransform: SetTransform
+  currentInfo: SetInfo!
+  currentReadme: String
+  currentLicense: SetLicense
+  currentVocab: SetVocab
+}
+
+interface DependencyDatasetResult { message: String! }
+
+type DependencyDatasetResultAccessible implements DependencyDatasetResult {
+  dataset: Dataset!
+  message: String!
+}
+
+type DependencyDatasetResultNotAccessible implements DependencyDatasetResult {
+  id: DatasetID!
+  message: String!
 }
 
 type BlockRef {
