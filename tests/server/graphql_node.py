@@ -24,7 +24,7 @@ from storage.workspace import Workspace
 from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.server.odata_node import READ_TOKEN, SERVER, add_datasets
 
-__all__ = ["READ_TOKEN", "Served", "serve"]
+__all__ = ["READ_TOKEN", "Served", "send", "serve"]
 
 SEARCH_QUERY = """
 {
@@ -75,13 +75,13 @@ class Served:
         request.add_header("Content-Type", "application/json")
         if token is not None:
             request.add_header("Authorization", f"Bearer {token}")
-        return _send(request)
+        return send(request)
 
     def get(self, path: str) -> tuple[int, Any]:
-        return _send(urllib.request.Request(f"{self.url}{path}"))
+        return send(urllib.request.Request(f"{self.url}{path}"))
 
 
-def _send(request: urllib.request.Request) -> tuple[int, Any]:
+def send(request: urllib.request.Request) -> tuple[int, Any]:
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())

@@ -17,6 +17,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_chain as chain
 from odfd.app import graphql_data as data
+from odfd.server.graphql import auth
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multihash
 from protocol.query import SchemaFormat
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from odfd.app.answers import QueryLimits, Visible
     from odfd.app.dataset_details import SummaryCache
     from odfd.app.node import Node
+    from odfd.server.query_api.platform import LoginThrottle
     from protocol.model import MetadataBlock
 
 API_VERSION = "0.1"
@@ -49,6 +51,8 @@ class Context:
     """Whether anyone may read it, without a token."""
     limits: QueryLimits
     summaries: SummaryCache
+    throttle: LoginThrottle
+    """``POST /platform/login``'s: a name's failed sign-ins slow it down on both routes."""
 
 
 Resolver = Callable[..., Any]
@@ -411,6 +415,9 @@ RESOLVERS: dict[str, Resolver] = {
     "Query.accounts": _group,
     "Query.search": _group,
     "Query.data": _group,
+    "Mutation.auth": _group,
+    "AuthMut.login": auth.login,
+    "AuthMut.accountDetails": auth.account_details,
     "Search.query": _search,
     "Datasets.byId": _by_id,
     "Datasets.byOwnerAndName": _by_owner_and_name,
