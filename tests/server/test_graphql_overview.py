@@ -6,6 +6,8 @@ this node does not hold: the private input is invisible without a read token."""
 
 from __future__ import annotations
 
+import http.client
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,20 @@ def test_downstream_lists_the_readers(served: Served) -> None:
     assert private["currentDownstreamDependencies"] == [reader]
     status, answer = served.post(LINEAGE, variables={"account": "kamu", "name": PRIVATE})
     assert status == 200 and answer["data"]["datasets"]["byOwnerAndName"] is None
+
+
+def test_graphql_answers_where_kamu_asks_under_a_stripped_prefix(served: Served) -> None:
+    """``odf+https://host/odfd/`` + kamu-cli's appended segment, the prefix stripped by a proxy."""
+    host = served.url.removeprefix("http://")
+    for path in ("/graphql", "//graphql"):
+        connection = http.client.HTTPConnection(host, timeout=60)
+        connection.request(
+            "POST",
+            path,
+            json.dumps({"query": "{ apiVersion }"}),
+            {"Content-Type": "application/json"},
+        )
+        response = connection.getresponse()
+        assert (path, response.status) == (path, 200)
+        assert json.loads(response.read()) == {"data": {"apiVersion": "0.1"}}
+        connection.close()

@@ -12,9 +12,15 @@ from odfd.app.dataset_details import SummaryCache
 from odfd.server.graphql.documents import Documents
 from odfd.server.graphql.routes import DOCUMENTS_KEY, SUMMARIES_KEY, handle
 
+PATHS = ("/graphql", "//graphql")
+"""kamu-cli appends ``graphql`` to a repository URL's path as a segment, so a repository URL
+under a path ending in ``/`` (``odf+https://host/odfd/``) asks ``/odfd//graphql``; odfd serves at
+the root only, and a reverse proxy that strips the prefix hands it ``//graphql``."""
+
 
 def add_routes(app: web.Application) -> None:
     app[SUMMARIES_KEY] = SummaryCache()
     app[DOCUMENTS_KEY] = Documents()
-    app.router.add_post("/graphql", handle)
-    app.router.add_get("/graphql", handle, allow_head=False)
+    for path in PATHS:
+        app.router.add_post(path, handle)
+        app.router.add_get(path, handle, allow_head=False)
