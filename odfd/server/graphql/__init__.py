@@ -1,8 +1,9 @@
 """The reference's GraphQL API at ``/graphql``: what ``kamu search`` asks a node
 (``search.query``), the datasets and accounts the kamu web UI reads first, a dataset's overview
-and lineage, and its sign-in (``auth``; ``docs/graphql.md`` lists what is served). It reads through the query API (its node, limits
-and visibility: a private dataset does not exist for a caller without read access), so a server
-serves it when it mounts the query API; it is not in ``/openapi.json``, as in the reference."""
+and lineage, and its sign-in (``auth``; ``docs/graphql.md`` lists what is served). It reads
+through the query API (its node, limits and visibility: a private dataset does not exist for a
+caller without read access), so a server serves it when it mounts the query API; it is not in
+``/openapi.json``, as in the reference."""
 
 from __future__ import annotations
 
