@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from odfd.app.answers import Visible
     from odfd.app.node import Node
     from storage.catalog import DatasetRecord
+    from storage.catalog.accounts import AccountRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +88,7 @@ async def account_by_name(node: Node, visible: Visible, name: str) -> AccountFac
         return None
     row = await AccountTable(node.workspace.catalog).get(str(parsed).lower())
     if row is not None:
-        return AccountFacts(row.id, row.name, row.display_name, row.avatar_url, row.is_admin)
+        return account_facts(row)
     if str(parsed).lower() != str(DEFAULT_ACCOUNT) and not await by_account(node, visible, name):
         return None
     return derived_account(str(parsed))
@@ -99,7 +100,7 @@ async def account_by_id(node: Node, visible: Visible, account_id: str) -> Accoun
 
     for row in await AccountTable(node.workspace.catalog).all():
         if row.id == account_id:
-            return AccountFacts(row.id, row.name, row.display_name, row.avatar_url, row.is_admin)
+            return account_facts(row)
     owners = {owner_name(r) for r in await visible_datasets(node, visible)} | {str(DEFAULT_ACCOUNT)}
     return next(
         (derived_account(o) for o in owners if account_handle(AccountName(o)).id == account_id),
@@ -114,8 +115,13 @@ async def owner(node: Node, record: DatasetRecord) -> AccountFacts:
     name = owner_name(record)
     row = await AccountTable(node.workspace.catalog).get(name.lower())
     if row is not None:
-        return AccountFacts(row.id, row.name, row.display_name, row.avatar_url, row.is_admin)
+        return account_facts(row)
     return derived_account(name)
+
+
+def account_facts(row: AccountRecord) -> AccountFacts:
+    """A node account (``odfd account``) as GraphQL shows it."""
+    return AccountFacts(row.id, row.name, row.display_name, row.avatar_url, row.is_admin)
 
 
 def derived_account(name: str) -> AccountFacts:

@@ -1,6 +1,7 @@
 """What the GraphQL API (``/graphql``) reads of one dataset's chain: a page of its blocks newest
 first, its named refs, when its first and last blocks were made, its current schema in a schema
-format, and its records and bytes of data (``odfd.app.dataset_details``' summary, kept by head)."""
+format, its sources, transform and vocabulary, its lineage one step up or down, and its records,
+bytes, info, license and readme (``odfd.app.dataset_details``' summary, kept by head)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,17 @@ from typing import TYPE_CHECKING
 from odfd.app.dataset_details import Summary, SummaryCache
 
 if TYPE_CHECKING:
+    from odfd.app.answers import Visible
     from odfd.app.node import Node
-    from protocol.identity import Multihash
-    from protocol.model import MetadataBlock, Timestamp
+    from protocol.identity import DatasetId, Multihash
+    from protocol.model import (
+        AddPushSource,
+        MetadataBlock,
+        SetPollingSource,
+        SetTransform,
+        SetVocab,
+        Timestamp,
+    )
     from protocol.query import SchemaFormat
     from storage.catalog import DatasetRecord
 
@@ -104,3 +113,31 @@ async def current_watermark(node: Node, record: DatasetRecord) -> Timestamp | No
 async def data_summary(node: Node, record: DatasetRecord, cache: SummaryCache) -> Summary:
     """Records and bytes of data slices at the head (kept in ``cache`` until the head moves)."""
     return await cache.get(node.workspace.open_dataset(record.id), record)
+
+
+@dataclass(frozen=True, slots=True)
+class Sources:
+    """Where the dataset's data comes from at its head, as the chain's rules keep it."""
+
+    polling: SetPollingSource | None
+    push: list[AddPushSource]
+    """Push sources not disabled, in the order they were added."""
+    transform: SetTransform | None
+    vocab: SetVocab | None
+
+
+async def current_sources(node: Node, record: DatasetRecord) -> Sources:
+    state = await node.workspace.open_dataset(record.id).chain.state()
+    return Sources(
+        state.polling_source, list(state.push_sources.values()), state.transform, state.vocab
+    )
+
+
+async def dependencies(
+    node: Node, visible: Visible, record: DatasetRecord, *, downstream: bool
+) -> list[DatasetRecord | DatasetId]:
+    """The datasets it reads (or that read it), one step; the caller's invisible ones left out
+    (``odfd.app.lineage``)."""
+    from odfd.app.lineage import direct_dependencies
+
+    return await direct_dependencies(node.workspace, record, downstream=downstream, visible=visible)

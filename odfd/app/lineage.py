@@ -8,7 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from odfd.errors import OdfdError
-from protocol.identity import DatasetRef
+from protocol.identity import DatasetId, DatasetRef
 from storage.catalog import DatasetRecord
 from storage.workspace import Workspace
 
@@ -88,3 +88,24 @@ async def build_lineage(
                     LineageNode(key, key, "Missing", None) if record is None else _node(record)
                 )
     return lineage
+
+
+async def direct_dependencies(
+    workspace: Workspace, record: DatasetRecord, *, downstream: bool, visible: Visible
+) -> list[DatasetRecord | DatasetId]:
+    """One step of lineage: the datasets ``record`` reads, in its transform's order, or with
+    ``downstream`` the datasets reading it, by alias. A dataset ``visible`` rejects is left out as
+    if it did not exist; an input the workspace does not hold is only its id."""
+    graph = await workspace.graph()
+    if downstream:
+        readers = [reader for reader in graph.readers_of(record.id) if visible(reader)]
+        readers.sort(key=lambda reader: reader.alias.lower())
+        return list(readers)
+    found: list[DatasetRecord | DatasetId] = []
+    for input_id in graph.inputs_of(record.id):
+        held = graph.records.get(input_id)
+        if held is None:
+            found.append(input_id)
+        elif visible(held):
+            found.append(held)
+    return found

@@ -9,7 +9,7 @@ import asyncio
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,7 +24,7 @@ from storage.workspace import Workspace
 from tests.fixtures.threaded_node import Publish, serve_in_thread
 from tests.server.odata_node import READ_TOKEN, SERVER, add_datasets
 
-__all__ = ["READ_TOKEN", "Served", "serve"]
+__all__ = ["READ_TOKEN", "Served", "send", "serve"]
 
 SEARCH_QUERY = """
 {
@@ -75,13 +75,13 @@ class Served:
         request.add_header("Content-Type", "application/json")
         if token is not None:
             request.add_header("Authorization", f"Bearer {token}")
-        return _send(request)
+        return send(request)
 
     def get(self, path: str) -> tuple[int, Any]:
-        return _send(urllib.request.Request(f"{self.url}{path}"))
+        return send(urllib.request.Request(f"{self.url}{path}"))
 
 
-def _send(request: urllib.request.Request) -> tuple[int, Any]:
+def send(request: urllib.request.Request) -> tuple[int, Any]:
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
             return response.status, json.loads(response.read())
@@ -89,13 +89,19 @@ def _send(request: urllib.request.Request) -> tuple[int, Any]:
         return error.code, json.loads(error.read())
 
 
-def serve(root: Path, *, query_api: bool = True) -> Iterator[Served]:
+def serve(
+    root: Path,
+    *,
+    query_api: bool = True,
+    add: Callable[[Workspace], Awaitable[None]] = add_datasets,
+) -> Iterator[Served]:
     """The node until the generator is closed; without ``query_api``, a server that serves
-    the transfer protocols and the listing only (as a node without GraphQL)."""
+    the transfer protocols and the listing only (as a node without GraphQL); ``add`` puts the
+    datasets in (the OData tests' by default)."""
 
     async def run_node(publish: Publish[Served], stop: asyncio.Event) -> None:
         async with await Workspace.init(root) as workspace:
-            await add_datasets(workspace)
+            await add(workspace)
             node = Node(workspace, NodeConfig(server=SERVER))
             mounts: list[Mount] = [query_api_mount(node)] if query_api else []
             app = create_app(workspace, SERVER, mounts=mounts)

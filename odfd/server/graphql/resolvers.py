@@ -17,6 +17,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_chain as chain
 from odfd.app import graphql_data as data
+from odfd.server.graphql import auth
 from protocol.errors import ParseError
 from protocol.identity import DatasetId, Multihash
 from protocol.query import SchemaFormat
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
     from odfd.app.answers import QueryLimits, Visible
     from odfd.app.dataset_details import SummaryCache
     from odfd.app.node import Node
+    from odfd.server.query_api.platform import LoginThrottle
     from protocol.model import MetadataBlock
 
 API_VERSION = "0.1"
@@ -49,6 +51,8 @@ class Context:
     """Whether anyone may read it, without a token."""
     limits: QueryLimits
     summaries: SummaryCache
+    throttle: LoginThrottle
+    """``POST /platform/login``'s: a name's failed sign-ins slow it down on both routes."""
 
 
 Resolver = Callable[..., Any]
@@ -281,6 +285,60 @@ async def _current_watermark(source: DatasetRecord, info: GraphQLResolveInfo) ->
     return await chain.current_watermark(_ctx(info).node, source)
 
 
+async def _dependencies(
+    source: DatasetRecord, info: GraphQLResolveInfo, *, downstream: bool
+) -> list[dict[str, Any]]:
+    """The reference's ``DependencyDatasetResult``s: a dataset the caller may read, or the id of
+    an input this node does not hold (``Not Accessible``, the reference's word)."""
+    ctx = _ctx(info)
+    found = await chain.dependencies(ctx.node, ctx.visible, source, downstream=downstream)
+    return [
+        {"__typename": "DependencyDatasetResultAccessible", "dataset": item, "message": "Found"}
+        if isinstance(item, DatasetRecord)
+        else {
+            "__typename": "DependencyDatasetResultNotAccessible",
+            "id": str(item),
+            "message": "Not Accessible",
+        }
+        for item in found
+    ]
+
+
+async def _upstream(source: DatasetRecord, info: GraphQLResolveInfo) -> list[dict[str, Any]]:
+    return await _dependencies(source, info, downstream=False)
+
+
+async def _downstream(source: DatasetRecord, info: GraphQLResolveInfo) -> list[dict[str, Any]]:
+    return await _dependencies(source, info, downstream=True)
+
+
+def _source_field(name: str) -> Resolver:
+    async def resolve(source: DatasetRecord, info: GraphQLResolveInfo) -> Any:
+        found = await chain.current_sources(_ctx(info).node, source)
+        return {
+            "currentPollingSource": found.polling,
+            "currentPushSources": found.push,
+            "currentTransform": found.transform,
+            "currentVocab": found.vocab,
+        }[name]
+
+    return resolve
+
+
+def _summary_field(name: str) -> Resolver:
+    """Info, license and readme: the newest of each in the chain (the cached summary)."""
+
+    async def resolve(source: DatasetRecord, info: GraphQLResolveInfo) -> Any:
+        ctx = _ctx(info)
+        summary = await chain.data_summary(ctx.node, source, ctx.summaries)
+        if name == "currentInfo":
+            keywords = list(summary.keywords) or None
+            return {"description": summary.description, "keywords": keywords}
+        return summary.license if name == "currentLicense" else summary.readme
+
+    return resolve
+
+
 async def _refs(source: DatasetRecord, info: GraphQLResolveInfo) -> list[dict[str, Any]]:
     found = await chain.refs(_ctx(info).node, source)
     return [{"name": name, "blockHash": block_hash} for name, block_hash in found]
@@ -357,6 +415,9 @@ RESOLVERS: dict[str, Resolver] = {
     "Query.accounts": _group,
     "Query.search": _group,
     "Query.data": _group,
+    "Mutation.auth": _group,
+    "AuthMut.login": auth.login,
+    "AuthMut.accountDetails": auth.account_details,
     "Search.query": _search,
     "Datasets.byId": _by_id,
     "Datasets.byOwnerAndName": _by_owner_and_name,
@@ -387,6 +448,21 @@ RESOLVERS: dict[str, Resolver] = {
     "DatasetMetadata.chain": _itself,
     "DatasetMetadata.currentSchema": _current_schema,
     "DatasetMetadata.currentWatermark": _current_watermark,
+    "DatasetMetadata.currentUpstreamDependencies": _upstream,
+    "DatasetMetadata.currentDownstreamDependencies": _downstream,
+    **{
+        f"DatasetMetadata.{name}": _source_field(name)
+        for name in (
+            "currentPollingSource",
+            "currentPushSources",
+            "currentTransform",
+            "currentVocab",
+        )
+    },
+    **{
+        f"DatasetMetadata.{name}": _summary_field(name)
+        for name in ("currentInfo", "currentLicense", "currentReadme")
+    },
     "MetadataChain.refs": _refs,
     "MetadataChain.blocks": _blocks,
     "MetadataChain.blockByHash": _block_by_hash,

@@ -11,7 +11,14 @@ from inspect import isawaitable
 from typing import Any
 
 from aiohttp import web
-from graphql import ExecutionResult, GraphQLError, execute
+from graphql import (
+    DocumentNode,
+    ExecutionResult,
+    GraphQLError,
+    OperationType,
+    execute,
+    get_operation_ast,
+)
 
 from odfd.app.authorization import ANONYMOUS, Action
 from odfd.app.dataset_details import SummaryCache
@@ -20,6 +27,7 @@ from odfd.server.graphql.resolvers import Context, default_field, type_name
 from odfd.server.graphql.schema import schema
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import error_response
+from odfd.server.query_api.platform import THROTTLE_KEY
 from protocol.errors import OdfError
 
 SUMMARIES_KEY: web.AppKey[SummaryCache] = web.AppKey("odfd_graphql_summaries", SummaryCache)
@@ -42,6 +50,8 @@ async def handle(request: web.Request) -> web.StreamResponse:
     document = request.app[DOCUMENTS_KEY].get(query)
     if isinstance(document, ExecutionResult):
         return web.json_response(document.formatted)
+    if request.method == "GET" and _is_mutation(document, operation):
+        return error_response(405, "a mutation is sent with POST, not GET")
     result = execute(
         schema(),
         document,
@@ -60,6 +70,11 @@ async def handle(request: web.Request) -> web.StreamResponse:
     return web.json_response(result.formatted)
 
 
+def _is_mutation(document: DocumentNode, operation: str | None) -> bool:
+    chosen = get_operation_ast(document, operation)
+    return chosen is not None and chosen.operation == OperationType.MUTATION
+
+
 def _context(request: web.Request) -> Context:
     state = context.state(request)
     policy = state.policy(request)
@@ -69,6 +84,7 @@ def _context(request: web.Request) -> Context:
         public=lambda record: policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
         limits=context.limits(request),
         summaries=request.app[SUMMARIES_KEY],
+        throttle=request.app[THROTTLE_KEY],
     )
 
 

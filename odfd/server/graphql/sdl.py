@@ -1,10 +1,12 @@
 """The part of the reference's GraphQL schema odfd serves, in SDL: the reference's type, field,
 argument and enum names, nullability and page-based connections, for the fields built here
 (``docs/graphql.md``); a field not listed is refused by validation with its name. One addition:
-``DatasetData.estimatedSizeBytes``, the name kamu-cli's remote search asks for."""
+``DatasetData.estimatedSizeBytes``, the name kamu-cli's remote search asks for. Of the
+mutations, only ``auth``'s sign-in (``odfd.server.graphql.auth``); writes go through the transfer
+protocols, ``/ingest`` and ``odfd``."""
 
 SDL = """
-schema { query: Query }
+schema { query: Query mutation: Mutation }
 
 scalar AccountID
 scalar AccountName
@@ -21,6 +23,22 @@ type Query {
   accounts: Accounts!
   search: Search!
   data: DataQueries!
+}
+
+type Mutation {
+  auth: AuthMut!
+}
+
+enum AccountProvider { PASSWORD OAUTH_GITHUB WEB3_WALLET }
+
+type AuthMut {
+  login(loginMethod: AccountProvider!, loginCredentialsJson: String!): LoginResponse!
+  accountDetails(accessToken: String!): Account!
+}
+
+type LoginResponse {
+  accessToken: String!
+  account: Account!
 }
 
 type Datasets {
@@ -153,6 +171,27 @@ type DatasetMetadata {
   chain: MetadataChain!
   currentWatermark: DateTime
   currentSchema(format: DataSchemaFormat): DataSchema
+  currentUpstreamDependencies: [DependencyDatasetResult!]!
+  currentDownstreamDependencies: [DependencyDatasetResult!]!
+  currentPollingSource: SetPollingSource
+  currentPushSources: [AddPushSource!]!
+  currentTransform: SetTransform
+  currentInfo: SetInfo!
+  currentReadme: String
+  currentLicense: SetLicense
+  currentVocab: SetVocab
+}
+
+interface DependencyDatasetResult { message: String! }
+
+type DependencyDatasetResultAccessible implements DependencyDatasetResult {
+  dataset: Dataset!
+  message: String!
+}
+
+type DependencyDatasetResultNotAccessible implements DependencyDatasetResult {
+  id: DatasetID!
+  message: String!
 }
 
 type BlockRef {
