@@ -11,7 +11,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 
 from odfd.app import graphql_catalog as catalog
 from odfd.app.accounts import LoginRejected, account_for_token, login_with_password
-from odfd.server.query_api.platform import PASSWORD_METHOD, _credentials
+from odfd.server.query_api.platform import PASSWORD_METHOD, login_credentials
 from odfd.server.refusals import bad_token_words
 
 
@@ -21,7 +21,7 @@ async def login(
     if loginMethod != "PASSWORD":
         raise GraphQLError(f"unsupported loginMethod {loginMethod}: odfd supports PASSWORD")
     try:
-        name, password = _credentials(
+        name, password = login_credentials(
             {"loginMethod": PASSWORD_METHOD, "loginCredentialsJson": loginCredentialsJson}
         )
     except ValueError as error:

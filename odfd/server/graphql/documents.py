@@ -4,7 +4,15 @@ than answering it over a few datasets; a kept document is executed directly."""
 
 from __future__ import annotations
 
-from graphql import DocumentNode, ExecutionResult, GraphQLError, parse, validate
+from graphql import (
+    DocumentNode,
+    ExecutionResult,
+    GraphQLError,
+    OperationDefinitionNode,
+    OperationType,
+    parse,
+    validate,
+)
 
 from odfd.server.graphql.schema import schema
 from storage.lru import Lru
@@ -14,6 +22,16 @@ MAX_TOKENS = 20_000
 request cannot make the parser's work unbounded within the 1 MiB body limit."""
 KEPT_TEXT = 16_384
 """Longer texts are parsed for each request, not kept."""
+
+
+def _keepable(text: str, document: DocumentNode) -> bool:
+    """Short queries only: a mutation's text may hold credentials (``auth.login`` written
+    inline rather than in variables), which must not outlive the request."""
+    return len(text) <= KEPT_TEXT and not any(
+        isinstance(definition, OperationDefinitionNode)
+        and definition.operation is OperationType.MUTATION
+        for definition in document.definitions
+    )
 
 
 class Documents:
@@ -35,6 +53,6 @@ class Documents:
         errors = validate(schema(), document)
         if errors:
             return ExecutionResult(None, errors)
-        if len(text) <= KEPT_TEXT:
+        if _keepable(text, document):
             self._kept.put(text, document)
         return document

@@ -66,7 +66,7 @@ class LoginThrottle:
 THROTTLE_KEY: web.AppKey[LoginThrottle] = web.AppKey("odfd_login_throttle", LoginThrottle)
 
 
-def _credentials(body: object) -> tuple[str, str]:
+def login_credentials(body: object) -> tuple[str, str]:
     """The login and password of a login request; a ``ValueError`` naming the field that is
     missing or wrong (never quoting a value: it could be the password)."""
     if not isinstance(body, dict):
@@ -98,7 +98,7 @@ async def login(request: web.Request) -> web.Response:
     except json.JSONDecodeError:  # its text would quote the body, which could hold the password
         return error_response(400, "the body is not JSON")
     try:
-        name, password = _credentials(body)
+        name, password = login_credentials(body)
     except ValueError as err:
         return error_response(400, str(err))
     throttle = request.app[THROTTLE_KEY]
