@@ -35,6 +35,7 @@ from odfd.sync.transport.url import parse_remote
 from odfd.webhooks.signing import SignatureError, verify
 from protocol.errors import OdfError
 from storage.catalog.resources import ResourceRecord, ResourceTable
+from storage.stores.http import refusal_message
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -214,19 +215,18 @@ async def _delete(client: aiohttp.ClientSession, path: str) -> None:
     async with client.delete(path) as response:
         if response.status not in (200, 404):  # 404: already gone
             raise SubscriptionError(
-                f"the source node answered {response.status}: {await response.text()}"
+                f"the source node answered {response.status}: "
+                f"{refusal_message(await response.text())}"
             )
 
 
 async def _apply(client: aiohttp.ClientSession, path: str, manifest: dict[str, Any]) -> None:
     async with client.post(path, json=manifest) as response:
         if response.status not in (200, 201):
-            text = await response.text()
-            try:
-                text = json.loads(text)["message"]
-            except (ValueError, KeyError, TypeError):
-                pass
-            raise SubscriptionError(f"the source node answered {response.status}: {text}")
+            raise SubscriptionError(
+                f"the source node answered {response.status}: "
+                f"{refusal_message(await response.text())}"
+            )
 
 
 async def check_notification(

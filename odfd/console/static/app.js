@@ -33,7 +33,7 @@ async function api(path, options = {}) {
   const type = response.headers.get("Content-Type") || "";
   const payload = type.includes("application/json") ? await response.json() : await response.text();
   if (!response.ok) {
-    const message = typeof payload === "string" ? payload : payload.error;
+    const message = typeof payload === "string" ? payload : payload.message ?? payload.error;
     throw new Error(message || `${response.status} ${response.statusText}`);
   }
   return payload;
