@@ -34,12 +34,8 @@ async def test_the_interval_is_checked_blocks_oldest_first(node_a: Workspace) ->
     head = await chain.head()
     assert head is not None
     interval = await read_interval(chain, head, None, False)
-    assert interval.blocks[-1][0] == head
-    assert [decode_block(data).sequence_number for _, data in interval.blocks] == list(
-        range(len(interval.blocks))
-    )
+    _assert_whole_chain(interval, head)
     assert all(is_block_hash(hash, data) for hash, data in interval.blocks)
-    assert interval.plan.num_blocks == len(interval.blocks)
     events = [decode_block(data).event for _, data in interval.blocks]
     added = [
         file
@@ -165,12 +161,17 @@ async def test_an_interval_of_blocks_in_a_bucket_is_read_through_the_event_loop(
         head = await chain.head()
         assert head is not None
         interval = await read_interval(chain, head, None, False)
-        assert interval.blocks[-1][0] == head
-        assert [decode_block(data).sequence_number for _, data in interval.blocks] == list(
-            range(len(interval.blocks))
-        )
-        assert interval.plan.num_blocks == len(interval.blocks)
+        _assert_whole_chain(interval, head)
         assert interval.plan.num_records == 2 * 10
         second = interval.blocks[1][0]
         later = await read_interval(chain, head, second, False)
         assert later.blocks == interval.blocks[2:]
+
+
+def _assert_whole_chain(interval: Interval, head: Multihash) -> None:
+    """The interval from the seed: oldest first, ending at ``head``, every block planned."""
+    assert interval.blocks[-1][0] == head
+    assert [decode_block(data).sequence_number for _, data in interval.blocks] == list(
+        range(len(interval.blocks))
+    )
+    assert interval.plan.num_blocks == len(interval.blocks)
