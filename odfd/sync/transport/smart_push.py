@@ -25,6 +25,7 @@ from protocol.transfer.smart.tarball import pack_blocks
 from storage.dataset import Dataset
 from storage.dataset_storage import local_file
 from storage.layout import HEAD_REF
+from storage.stores.http import refusal_message
 from storage.stores.remote import RemoteStatusError, RemoteUnavailableError
 
 
@@ -123,7 +124,7 @@ async def _send_signed_head(remote: SimpleHttpTransport, target: PullTarget) -> 
                     return True
                 if response.status in (404, 405, 409):
                     return False
-                detail = (await response.text(errors="replace"))[:300]
+                detail = refusal_message(await response.text(errors="replace"))[:300]
                 raise SyncError(f"{url} refused the signed head ({response.status}): {detail}")
     except (aiohttp.ClientConnectionError, TimeoutError) as err:
         raise RemoteUnavailableError(f"PUT {url} failed: {err}") from None
@@ -168,7 +169,7 @@ async def _upload(
                 async with session.put(url.url, data=body, headers=headers) as response:
                     if response.status < 300:
                         return
-                    detail = (await response.text(errors="replace"))[:300]
+                    detail = refusal_message(await response.text(errors="replace"))[:300]
                     if response.status < 500 or attempt == DEFAULT_RETRIES:
                         raise SyncError(
                             f"upload of {file.object_type} {file.physical_hash} was refused "
