@@ -143,7 +143,7 @@ def node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Node]:
                 workspace,
                 "kamu/covid19.cases",
                 cases_table(),
-                vocab=SetVocab(event_time_column="reported_date"),
+                events=[SetVocab(event_time_column="reported_date")],
                 system_time=T0,
                 row_group_size=8192,
             )

@@ -11,7 +11,6 @@ from protocol.model import (
     AddData,
     AttachmentEmbedded,
     AttachmentsEmbedded,
-    DatasetKind,
     MetadataEvent,
     SetAttachments,
     SetInfo,
@@ -20,7 +19,13 @@ from protocol.model import (
 )
 from storage.dataset import Dataset
 from storage.workspace import Workspace
-from tests.verifier.builders import MS, root_with_slices, schema_event, slice_table, write_slice
+from tests.verifier.builders import (
+    MS,
+    root_with_slices,
+    root_with_table,
+    slice_table,
+    write_slice,
+)
 
 POPULATION = "kamu-server/population"
 GROWING = "growing"
@@ -57,7 +62,6 @@ def population_table() -> pa.Table:
 
 
 async def add_population(workspace: Workspace) -> Dataset:
-    dataset = await workspace.create_dataset(POPULATION, DatasetKind.ROOT, system_time=SYSTEM_TIME)
     events: list[MetadataEvent] = [
         SetAttachments(
             attachments=AttachmentsEmbedded(
@@ -71,20 +75,9 @@ async def add_population(workspace: Workspace) -> Dataset:
             website_url="https://www.apache.org/licenses/LICENSE-2.0",
         ),
     ]
-    table = population_table()
-    for event in [*events, schema_event(table)]:
-        state = await dataset.chain.state()
-        await dataset.commit_event(event, expected_head=state.head, system_time=SYSTEM_TIME)
-    path = workspace.root / "staging" / "population.parquet"
-    data_slice = write_slice(table, path)
-    state = await dataset.chain.state()
-    await dataset.commit_data(
-        AddData(prev_offset=state.last_offset, new_data=data_slice),
-        data_file=path,
-        expected_head=state.head,
-        system_time=SYSTEM_TIME,
+    return await root_with_table(
+        workspace, POPULATION, population_table(), events=events, system_time=SYSTEM_TIME
     )
-    return dataset
 
 
 async def add_all(workspace: Workspace) -> None:

@@ -88,7 +88,7 @@ async def add_datasets(workspace: Workspace) -> None:
         workspace,
         "foo.bar",
         foo_bar(),
-        vocab=SetVocab(event_time_column="date"),
+        events=[SetVocab(event_time_column="date")],
         system_time=SYSTEM_TIME,
     )
     await root_with_table(workspace, "alice/weather", weather(), system_time=SYSTEM_TIME)

@@ -31,7 +31,6 @@ from protocol.model import (
     OffsetInterval,
     SetDataSchema,
     SetTransform,
-    SetVocab,
     SqlQueryStep,
     Timestamp,
     TransformInput,
@@ -159,14 +158,13 @@ async def root_with_table(
     alias: str,
     table: pa.Table,
     *,
-    vocab: SetVocab | None = None,
+    events: Sequence[MetadataEvent] = (),
     system_time: Timestamp = T0,
     row_group_size: int | None = None,
 ) -> Dataset:
-    """A root dataset holding ``table`` as one slice, after ``vocab`` (if any) and its schema."""
-    events: list[MetadataEvent] = [*([vocab] if vocab else []), schema_event(table)]
+    """A root dataset holding ``table`` as one slice, after ``events`` and its schema."""
     dataset = await workspace.create_dataset(
-        alias, DatasetKind.ROOT, events, system_time=system_time
+        alias, DatasetKind.ROOT, [*events, schema_event(table)], system_time=system_time
     )
     path = workspace.root / "staging" / f"{alias.replace('/', '-')}.parquet"
     data_slice = write_slice(table, path, row_group_size=row_group_size)
