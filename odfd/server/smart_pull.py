@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from urllib.parse import urlencode
@@ -29,14 +28,10 @@ from protocol.identity import Multihash
 from protocol.transfer.smart import messages as m
 from protocol.transfer.smart.tarball import pack_blocks
 from storage.chain import MetadataChain
-from storage.errors import ObjectNotFoundError, StorageError
-from storage.layout import object_name
+from storage.errors import StorageError
 from storage.stores.localfs import LocalFsObjectStore
 
 log = logging.getLogger(__name__)
-_READ_CHUNK = 1 << 16
-"""Bytes asked of a block file per read (blocks are a few hundred bytes: one read and the
-empty one at its end)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,23 +68,7 @@ def _block_reader(
     (a bucket, whose client lives on the event loop) through the loop."""
     store = chain.blocks
     if isinstance(store, LocalFsObjectStore):
-        folder = os.path.join(store.root, "")
-
-        def read_file(hash: Multihash) -> bytes:
-            # Plain os calls: half the CPU of ``open().read()`` over 10,000 small files.
-            try:
-                fd = os.open(folder + object_name(hash), os.O_RDONLY)
-            except FileNotFoundError:
-                raise ObjectNotFoundError(str(store.root), hash) from None
-            try:
-                parts = []
-                while chunk := os.read(fd, _READ_CHUNK):
-                    parts.append(chunk)
-                return parts[0] if len(parts) == 1 else b"".join(parts)
-            finally:
-                os.close(fd)
-
-        return read_file
+        return store.read_blocking
 
     def read_on_loop(hash: Multihash) -> bytes:
         return asyncio.run_coroutine_threadsafe(chain.get_block_bytes(hash), loop).result()

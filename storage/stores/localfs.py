@@ -149,11 +149,7 @@ class LocalFsObjectStore(ObjectStore):
             raise ObjectNotFoundError(str(self.root), hash) from None
 
     async def get_bytes(self, hash: Multihash) -> bytes:
-        # Blocks are read hundreds of thousands of times during validation: plain os calls.
-        try:
-            fd = os.open(self._prefix + object_name(hash), os.O_RDONLY)
-        except FileNotFoundError:
-            raise ObjectNotFoundError(str(self.root), hash) from None
+        fd = self._open(hash)
         try:
             size = os.fstat(fd).st_size
             if size > INLINE_IO_LIMIT:
@@ -161,6 +157,22 @@ class LocalFsObjectStore(ObjectStore):
             return _read_all(fd, size)
         finally:
             os.close(fd)
+
+    def read_blocking(self, hash: Multihash) -> bytes:
+        """The object's bytes, read in the calling thread (a worker thread walking blocks)."""
+        fd = self._open(hash)
+        try:
+            return _read_all(fd, os.fstat(fd).st_size)
+        finally:
+            os.close(fd)
+
+    def _open(self, hash: Multihash) -> int:
+        # Blocks are read hundreds of thousands of times during validation: plain os calls
+        # (half the CPU of ``open().read()`` over small files).
+        try:
+            return os.open(self._prefix + object_name(hash), os.O_RDONLY)
+        except FileNotFoundError:
+            raise ObjectNotFoundError(str(self.root), hash) from None
 
     async def iter_chunks(
         self, hash: Multihash, chunk_size: int = _FILE_CHUNK
