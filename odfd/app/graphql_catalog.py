@@ -58,7 +58,9 @@ async def search(node: Node, visible: Visible, text: str) -> list[DatasetRecord]
 
 
 async def by_id(node: Node, visible: Visible, dataset_id: DatasetId) -> DatasetRecord | None:
-    return next((r for r in await visible_datasets(node, visible) if r.id == dataset_id), None)
+    """One catalog lookup by id, not a scan of every dataset."""
+    record = await node.workspace.catalog.get_dataset(dataset_id)
+    return record if record is not None and visible(record) else None
 
 
 async def by_owner_and_name(
