@@ -69,7 +69,7 @@ def _listed(base: str, node: dict[str, Any]) -> Listed:
     alias = str(node.get("alias") or node["name"])
     kind = node.get("kind")
     kind_name = kind.capitalize() if isinstance(kind, str) else None
-    return Listed(str(alias), kind_name, f"{base}{alias}/")
+    return Listed(alias, kind_name, f"{base}{alias}/")
 
 
 def _message(document: Any) -> str:

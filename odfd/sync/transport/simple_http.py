@@ -1,8 +1,8 @@
 """``http(s)://`` read by the Simple Transfer Protocol (RFC-007): ``refs/head``, blocks by hash,
 data and checkpoint files downloaded in parallel, each request bound by the peer time-outs
 (``HttpLimits``) and, with a token, authorised by it. A node's dataset listing at the base URL is
-what ``odfd search`` reads when the node has no GraphQL search. Read-only: pushing takes the Smart Transfer Protocol
-(``smart_http``)."""
+what ``odfd search`` reads when the node has no GraphQL search. Read-only: pushing takes the
+Smart Transfer Protocol (``smart_http``)."""
 
 from __future__ import annotations
 
