@@ -157,7 +157,14 @@ def test_adbc_filters_tables_by_pattern(adbc: flightsql.Connection) -> None:
 
 
 def test_adbc_table_types(adbc: flightsql.Connection) -> None:
-    assert adbc.adbc_get_table_types() == ["TABLE"]
+    """The reference's two types; every dataset is a TABLE, so asking for views finds none."""
+    assert adbc.adbc_get_table_types() == ["TABLE", "VIEW"]
+    [views] = (
+        adbc.adbc_get_objects(depth="tables", table_types_filter=["VIEW"])
+        .read_all()["catalog_db_schemas"]
+        .to_pylist()
+    )
+    assert views[0]["db_schema_tables"] == []
 
 
 def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(
