@@ -122,6 +122,26 @@ def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
     assert actual["value"].tolist() == [7, 8]
 
 
+def test_kamu_token_from_the_environment_and_the_references_refusal(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KAMU_CLIENT_TOKEN`` is the token ``kamu.connect`` sends when given none; a token the
+    node does not know is refused in the reference's words, a forgotten anonymous session token
+    is served as anonymous (as the reference serves it)."""
+    monkeypatch.setenv("KAMU_CLIENT_TOKEN", READ_TOKEN)
+    with kamu.connect(node.url) as con:
+        assert con.query('select count(*) as n from "secret.nums"')["n"].tolist() == [2]
+    monkeypatch.setenv("KAMU_CLIENT_TOKEN", "not-a-token-of-this-node")
+    with pytest.raises(pandas.errors.DatabaseError, match="Invalid access token"):
+        with kamu.connect(node.url) as con:
+            con.query("select 1 as value")
+    monkeypatch.delenv("KAMU_CLIENT_TOKEN")
+    with kamu.connect(node.url, token="anon_SESSION-FROM-YESTERDAY") as con:
+        assert con.query("select count(*) as n from nums")["n"].tolist() == [5]
+        with pytest.raises(pandas.errors.DatabaseError, match="not found"):
+            con.query('select * from "secret.nums"')
+
+
 # --- ADBC --------------------------------------------------------------------------------------
 
 
