@@ -116,6 +116,25 @@ def test_kamu_an_unquoted_dataset_name_is_answered_with_its_quoted_form(node: No
         assert "did you mean" not in str(raised.value)
 
 
+def test_kamu_a_table_under_kamu_clis_catalog_and_schema_is_answered_with_odfds(
+    node: Node,
+) -> None:
+    """kamu-cli's sessions name the catalog and schema ``kamu``; odfd's are ``odf``: a query
+    written for the reference is told the name to write, only for a dataset the caller reads."""
+    with kamu.connect(node.url) as con:
+        for table in ('kamu.kamu."nums"', 'kamu."nums"'):
+            with pytest.raises(pandas.errors.DatabaseError) as raised:
+                con.query(f"select * from {table}")
+            assert (
+                'catalog odf, schema odf (kamu-cli\'s are both named kamu); did you mean "nums"?'
+                in (str(raised.value))
+            )
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query('select * from kamu.kamu."secret.nums"')
+        assert "did you mean" not in str(raised.value)
+        assert con.query('select count(*) as n from odf.odf."nums"')["n"].tolist() == [5]
+
+
 def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
     with kamu.connect(node.url, token=READ_TOKEN) as con:
         actual = con.query('select value from "secret.nums" order by offset')
