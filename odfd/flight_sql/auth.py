@@ -129,17 +129,16 @@ class Sessions:
             self._sessions.put(token, self._new_session(ANONYMOUS))
         return token
 
-    def touch(self, token: str, subject: Subject, *, keep: bool = False) -> Subject:
+    def touch(self, token: str, subject: Subject) -> Subject:
         """The subject of the session ``token`` names, marked as used; ``subject`` (the token's
-        subject as resolved now) opens it if it is not open, or replaces what it was (unless
-        ``keep``)."""
+        subject as resolved now) opens it if it is not open, or replaces what it was."""
         with self._lock:
             self._expire()
             session = self._sessions.get(token)
             if session is None:
                 session = self._new_session(subject)
                 self._sessions.put(token, session)
-            elif not keep:
+            else:
                 session.subject = subject
             session.last_used = self._clock()
             return session.subject
@@ -274,7 +273,7 @@ class Authenticator(flight.ServerMiddlewareFactory):
         """An anonymous session's subject, or the token's as it resolves now (so a revoked or
         expired token stops working on its next call)."""
         if token.startswith(_ANONYMOUS_PREFIX):  # unknown ones open a new session
-            return self._sessions.touch(token, ANONYMOUS, keep=True)
+            return self._sessions.touch(token, ANONYMOUS)
         subject = None
         try:
             subject = self._known(token)
