@@ -7,9 +7,14 @@ create``, or one of the ``[server]`` token lists), resolved on every call to the
 authorization subject (:func:`odfd.app.authorization.principal_of`), or an anonymous session
 token the handshake handed out. The handshake takes HTTP Basic credentials, as the ADBC and JDBC
 drivers send them (the Go driver without base64 padding): user ``anonymous`` with no password
-(or the password ``anonymous``, for clients that cannot send an empty one) opens an anonymous
-session; any user with a token as the password is that token's holder. The answer names the
-bearer token in the response headers.
+(or the password ``anonymous``, for clients that cannot send an empty one, or the reference's
+deprecated ``kamu``/``kamu``) opens an anonymous session; any user with a token as the password
+is that token's holder. The answer names the bearer token in the response headers. A handshake
+without credentials, or with ones that do not parse, is INVALID_ARGUMENT in the reference's words.
+
+An anonymous session token (``anon_…``) grants nothing a handshake does not give anyone, so, as
+in the reference, one the server does not know (its session expired, or the server restarted)
+opens a new anonymous session instead of being refused: a notebook left open keeps working.
 
 A token's subject is kept (by the token's digest) while the node is unchanged and the token
 has not expired (:mod:`storage.catalog.versioned_cache`): a client's every call would otherwise
@@ -38,7 +43,7 @@ import pyarrow as pa
 import pyarrow.flight as flight
 
 from odfd.flight_sql.service import ANONYMOUS, Subject
-from odfd.flight_sql.status import NotFound, Unauthenticated
+from odfd.flight_sql.status import InvalidArgument, Unauthenticated
 from storage.catalog.versioned_cache import Version, VersionedCache, unversioned
 from storage.lru import Lru
 
@@ -58,6 +63,11 @@ TokenResolver = Callable[[str], Coroutine[Any, Any, Grant | None]]
 INVALID_TOKEN = "Invalid access token; connect again with a token of this node"
 EXPIRED_TOKEN = "Expired access token; connect again with a new token of this node"
 """A refused bearer token in the reference Flight SQL's words, then what to do."""
+UNKNOWN_STATEMENT = (
+    "Invalid plan token: no such prepared statement in this session (closed, expired, or never "
+    "created)"
+)
+"""An unknown prepared statement handle, refused (UNAUTHENTICATED) in the reference's words."""
 
 
 class TokenExpired(Exception):
@@ -69,7 +79,11 @@ KEPT_GRANTS = 10_000
 """Token subjects kept, at most (the least recently used goes first)."""
 
 ANONYMOUS_USER = "anonymous"
-_ANONYMOUS_PASSWORDS = ("", ANONYMOUS_USER)
+_ANONYMOUS_CREDENTIALS = frozenset(
+    {(ANONYMOUS_USER, ""), (ANONYMOUS_USER, ANONYMOUS_USER), ("kamu", "kamu")}
+)
+"""Basic credentials of an anonymous session, as the reference takes them (``kamu``/``kamu``:
+its deprecated ones, kept for old clients)."""
 _ANONYMOUS_PREFIX = "anon_"
 
 
@@ -115,19 +129,16 @@ class Sessions:
             self._sessions.put(token, self._new_session(ANONYMOUS))
         return token
 
-    def touch(self, token: str, subject: Subject | None = None) -> Subject | None:
+    def touch(self, token: str, subject: Subject) -> Subject:
         """The subject of the session ``token`` names, marked as used; ``subject`` (the token's
-        subject as resolved now) opens it if it is not open, or replaces what it was.
-        ``None``: no such session."""
+        subject as resolved now) opens it if it is not open, or replaces what it was."""
         with self._lock:
             self._expire()
             session = self._sessions.get(token)
             if session is None:
-                if subject is None:
-                    return None
                 session = self._new_session(subject)
                 self._sessions.put(token, session)
-            elif subject is not None:
+            else:
                 session.subject = subject
             session.last_used = self._clock()
             return session.subject
@@ -150,9 +161,7 @@ class Sessions:
         with self._lock:
             statement = self._session(token).statements.peek(handle)
         if statement is None:
-            raise NotFound(
-                "no such prepared statement in this session (closed, expired, or never created)"
-            )
+            raise Unauthenticated(UNKNOWN_STATEMENT)
         return statement
 
     def bind(self, token: str, handle: bytes, parameters: pa.RecordBatch | None) -> None:
@@ -224,7 +233,7 @@ class Authenticator(flight.ServerMiddlewareFactory):
         scheme, _, credentials = header.partition(" ")
         credentials = credentials.strip()
         if info.method == flight.FlightMethod.HANDSHAKE:
-            return CallerMiddleware(self._handshake(scheme.lower(), credentials))
+            return CallerMiddleware(self._handshake(header, scheme, credentials))
         if scheme.lower() != "bearer" or not credentials:
             raise Unauthenticated(  # the reference's words first
                 "Unauthenticated access is not allowed. Provide a bearer token or use basic auth "
@@ -234,16 +243,23 @@ class Authenticator(flight.ServerMiddlewareFactory):
             )
         return CallerMiddleware(Caller(self._subject(credentials), credentials))
 
-    def _handshake(self, scheme: str, credentials: str) -> Caller:
-        if scheme == "bearer" and credentials:
+    def _handshake(self, header: str, scheme: str, credentials: str) -> Caller:
+        """The caller a handshake's ``authorization`` header (``scheme credentials``) names."""
+        if scheme.lower() == "bearer" and credentials:
             return Caller(self._subject(credentials), credentials, reply_token=True)
-        if scheme != "basic":
-            raise Unauthenticated(
-                "the handshake takes Basic credentials: user 'anonymous' with no password, or a "
-                "token of this node as the password"
+        if not header:
+            raise InvalidArgument(  # the reference's words first
+                "authorization field not present (the handshake takes Basic credentials: user "
+                "'anonymous' with no password, or a token of this node as the password)"
+            )
+        if scheme.lower() != "basic":
+            raise InvalidArgument(  # the scheme only: the credentials are not echoed
+                f"Auth type not implemented: {scheme} (the handshake takes Basic "
+                "credentials: user 'anonymous' with no password, or a token of this node as the "
+                "password)"
             )
         user, password = _basic(credentials)
-        if user == ANONYMOUS_USER and password in _ANONYMOUS_PASSWORDS:
+        if (user, password) in _ANONYMOUS_CREDENTIALS:
             return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
         if password and self._known(password) is not None:
             return Caller(self._subject(password), password, reply_token=True)
@@ -256,19 +272,17 @@ class Authenticator(flight.ServerMiddlewareFactory):
     def _subject(self, token: str) -> Subject:
         """An anonymous session's subject, or the token's as it resolves now (so a revoked or
         expired token stops working on its next call)."""
+        if token.startswith(_ANONYMOUS_PREFIX):  # unknown ones open a new session
+            return self._sessions.touch(token, ANONYMOUS)
         subject = None
-        if not token.startswith(_ANONYMOUS_PREFIX):
-            try:
-                subject = self._known(token)
-            finally:
-                if subject is None:  # its session (and prepared statements) end with it
-                    self._sessions.close(token)
-            if subject is None:
-                raise Unauthenticated(INVALID_TOKEN)
-        known = self._sessions.touch(token, subject)
-        if known is None:
+        try:
+            subject = self._known(token)
+        finally:
+            if subject is None:  # its session (and prepared statements) end with it
+                self._sessions.close(token)
+        if subject is None:
             raise Unauthenticated(INVALID_TOKEN)
-        return known
+        return self._sessions.touch(token, subject)
 
     def _known(self, token: str) -> Subject | None:
         """The token's subject; ``None``: unknown or revoked. Refuses an expired token."""
@@ -302,10 +316,10 @@ def _basic(credentials: str) -> tuple[str, str]:
         decoded = base64.b64decode(credentials + "=" * (-len(credentials) % 4), validate=True)
         text = decoded.decode()
     except (binascii.Error, UnicodeDecodeError):
-        raise Unauthenticated(
-            "malformed Basic credentials (not base64 of UTF-8 user:password)"
+        raise InvalidArgument(  # the reference's words first
+            "authorization not parsable (Basic credentials are base64 of UTF-8 user:password)"
         ) from None
     user, colon, password = text.partition(":")
     if not colon:
-        raise Unauthenticated("malformed Basic credentials (no ':' between user and password)")
+        raise InvalidArgument("Invalid authorization header (no ':' between user and password)")
     return user, password

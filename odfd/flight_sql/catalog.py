@@ -1,4 +1,4 @@
-"""The Flight SQL metadata results: catalogs, database schemas, tables and table types.
+"""The Flight SQL metadata results: catalogs, database schemas, tables, table types and keys.
 
 Datasets are tables of one catalog and one database schema, the names DataFusion's session uses
 (``odf``.``odf``), so a name a listing shows also works in a query (``odf.odf."alice/trades"``).
@@ -34,6 +34,36 @@ TABLES_WITH_SCHEMA_SCHEMA = pa.schema(
     [*_TABLE_FIELDS, pa.field("table_schema", pa.binary(), nullable=False)]
 )
 TABLE_TYPES_SCHEMA = pa.schema([pa.field("table_type", pa.utf8(), nullable=False)])
+TABLE_TYPES = (TABLE_TYPE, "VIEW")
+"""The table types offered, as the reference lists them (every dataset is a ``TABLE``)."""
+PRIMARY_KEYS_SCHEMA = pa.schema(
+    [
+        pa.field("catalog_name", pa.utf8()),
+        pa.field("db_schema_name", pa.utf8()),
+        pa.field("table_name", pa.utf8(), nullable=False),
+        pa.field("column_name", pa.utf8(), nullable=False),
+        pa.field("key_name", pa.utf8()),
+        pa.field("key_sequence", pa.int32(), nullable=False),
+    ]
+)
+KEYS_SCHEMA = pa.schema(
+    [
+        pa.field("pk_catalog_name", pa.utf8()),
+        pa.field("pk_db_schema_name", pa.utf8()),
+        pa.field("pk_table_name", pa.utf8(), nullable=False),
+        pa.field("pk_column_name", pa.utf8(), nullable=False),
+        pa.field("fk_catalog_name", pa.utf8()),
+        pa.field("fk_db_schema_name", pa.utf8()),
+        pa.field("fk_table_name", pa.utf8(), nullable=False),
+        pa.field("fk_column_name", pa.utf8(), nullable=False),
+        pa.field("key_sequence", pa.int32(), nullable=False),
+        pa.field("fk_key_name", pa.utf8()),
+        pa.field("pk_key_name", pa.utf8()),
+        pa.field("update_rule", pa.uint8(), nullable=False),
+        pa.field("delete_rule", pa.uint8(), nullable=False),
+    ]
+)
+"""``CommandGetExportedKeys`` and ``CommandGetImportedKeys`` answer rows of this schema."""
 
 
 def catalogs() -> pa.Table:
@@ -77,7 +107,13 @@ def tables(command: Any, infos: Sequence[TableInfo]) -> pa.Table:
 
 
 def table_types() -> pa.Table:
-    return pa.Table.from_pydict({"table_type": [TABLE_TYPE]}, TABLE_TYPES_SCHEMA)
+    return pa.Table.from_pydict({"table_type": list(TABLE_TYPES)}, TABLE_TYPES_SCHEMA)
+
+
+def no_keys(schema: pa.Schema) -> pa.Table:
+    """The answer to a key command: none, as the reference answers (datasets declare no primary
+    or foreign keys), whatever table it names."""
+    return schema.empty_table()
 
 
 def _in_catalog(command: Any) -> bool:

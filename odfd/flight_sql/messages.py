@@ -25,6 +25,13 @@ _F = descriptor_pb2.FieldDescriptorProto
 _STRING, _BYTES, _BOOL, _UINT32 = _F.TYPE_STRING, _F.TYPE_BYTES, _F.TYPE_BOOL, _F.TYPE_UINT32
 _PLAIN, _OPTIONAL, _REPEATED = "plain", "optional", "repeated"
 
+_TABLE_REFERENCE: Final = (
+    ("catalog", 1, _STRING, _OPTIONAL),
+    ("db_schema", 2, _STRING, _OPTIONAL),
+    ("table", 3, _STRING, _PLAIN),
+)
+"""The fields of the key commands, which name one table."""
+
 #: Message name -> fields (name, number, type, cardinality). ``optional`` is proto3's explicit
 #: presence: an omitted catalog filter and an empty one mean different things.
 _MESSAGES: Final[dict[str, tuple[tuple[str, int, int, str], ...]]] = {
@@ -42,6 +49,9 @@ _MESSAGES: Final[dict[str, tuple[tuple[str, int, int, str], ...]]] = {
         ("include_schema", 5, _BOOL, _PLAIN),
     ),
     "CommandGetTableTypes": (),
+    "CommandGetPrimaryKeys": _TABLE_REFERENCE,
+    "CommandGetExportedKeys": _TABLE_REFERENCE,
+    "CommandGetImportedKeys": _TABLE_REFERENCE,
     "CommandStatementQuery": (
         ("query", 1, _STRING, _PLAIN),
         ("transaction_id", 2, _BYTES, _OPTIONAL),
@@ -81,21 +91,35 @@ _MESSAGES: Final[dict[str, tuple[tuple[str, int, int, str], ...]]] = {
 CANCELLED: Final = 1
 NOT_CANCELLABLE: Final = 3
 
-#: Commands and actions of the protocol this read-only server answers UNIMPLEMENTED, so that a
-#: client falls back cleanly instead of reading "not a Flight SQL request".
-UNSUPPORTED_COMMANDS: Final = frozenset(
-    {
-        "CommandGetXdbcTypeInfo",
-        "CommandGetPrimaryKeys",
-        "CommandGetExportedKeys",
-        "CommandGetImportedKeys",
-        "CommandGetCrossReference",
-        "CommandStatementUpdate",
-        "CommandPreparedStatementUpdate",
-        "CommandStatementSubstraitPlan",
-        "CommandStatementIngest",
-    }
-)
+#: Commands and actions the reference's server answers UNIMPLEMENTED, by where they arrive,
+#: with its words (which odfd's answers lead with), so a client falls back cleanly.
+UNIMPLEMENTED_INFO: Final = {
+    "CommandGetCrossReference": "Implement get_flight_info_cross_reference",
+    "CommandGetXdbcTypeInfo": "Implement get_flight_info_xdbc_type_info",
+    "CommandStatementSubstraitPlan": "Implement get_flight_info_substrait_plan",
+}
+UNIMPLEMENTED_GET: Final = {
+    "CommandGetCrossReference": "Implement do_get_cross_reference",
+    "CommandGetXdbcTypeInfo": "Implement do_get_xdbc_type_info",
+}
+UNIMPLEMENTED_PUT: Final = {
+    "CommandStatementUpdate": "Implement do_put_statement_update",
+    "CommandPreparedStatementUpdate": "Implement do_put_prepared_statement_update",
+    "CommandStatementSubstraitPlan": "Implement do_put_substrait_plan",
+    "CommandStatementIngest": "do_put_statement_ingest has no default implementation",
+}
+UNIMPLEMENTED_ACTIONS: Final = {
+    "CreatePreparedSubstraitPlan": "Implement do_action_create_prepared_substrait_plan",
+    "BeginTransaction": "Implement do_action_begin_transaction",
+    "EndTransaction": "Implement do_action_end_transaction",
+    "BeginSavepoint": "Implement do_action_begin_savepoint",
+    "EndSavepoint": "Implement do_action_end_savepoint",
+}
+
+
+def type_url(name: str) -> str:
+    """The ``Any`` type URL of Flight SQL message ``name`` (what the reference's refusals show)."""
+    return f"{_TYPE_URL_PREFIX}{PACKAGE}.{name}"
 
 
 def _file_descriptor() -> descriptor_pb2.FileDescriptorProto:
@@ -139,7 +163,7 @@ def name_of(message: Message) -> str:
 def pack(message: Message) -> bytes:
     """``message`` wrapped in ``google.protobuf.Any``, serialised."""
     wrapper = any_pb2.Any(
-        type_url=_TYPE_URL_PREFIX + message.DESCRIPTOR.full_name,
+        type_url=type_url(message.DESCRIPTOR.name),
         value=message.SerializeToString(),
     )
     return wrapper.SerializeToString()

@@ -79,7 +79,18 @@ _CATALOG_COMMANDS = (
     "CommandGetDbSchemas",
     "CommandGetTables",
     "CommandGetTableTypes",
+    "CommandGetPrimaryKeys",
+    "CommandGetExportedKeys",
+    "CommandGetImportedKeys",
 )
+_READ_ONLY = "this server is read-only (no updates, ingest or transactions)"
+_HINTS = {
+    "CommandGetCrossReference": "datasets declare no keys",
+    "CommandGetXdbcTypeInfo": "the types are in each table's schema (CommandGetTables)",
+    "CommandStatementSubstraitPlan": "this server takes SQL (CommandStatementQuery)",
+    "CreatePreparedSubstraitPlan": "this server takes SQL (CreatePreparedStatement)",
+}
+"""What odfd adds to the reference's words for a command or action it does not offer."""
 
 
 class _AcceptHandshake(flight.ServerAuthHandler):
@@ -152,35 +163,50 @@ class FlightSqlServer(flight.FlightServerBase):
         name, message = _unpack(ticket.ticket, "ticket")
         caller = _caller(context)
         if name == "TicketStatementQuery":
-            ticket_bytes = ticket.ticket
             sql, digest, parameters = _decode_handle(message.statement_handle)
-            opening = self._service.execute(
-                caller.subject,
-                sql,
-                _bound(parameters),
-                time_limit=self._time_limit_of(),
-                planned=self._tickets.take(ticket_bytes, caller.subject),
-            )
-            channel: Channel[_Produced] = Channel(self._loop)
-            producing = asyncio.run_coroutine_threadsafe(_produce(opening, channel), self._loop)
-            try:
-                opened = self._take(context, channel, ticket_bytes)
-                assert isinstance(opened, _Opened)
-                stream = opened.stream
-                if _digest(stream.schema) != digest:
-                    raise status.InvalidArgument(
-                        "the datasets this query reads changed their schema since it was "
-                        "planned; run it again"
-                    )
-            except BaseException:
-                producing.cancel()
-                raise
-            batches = self._stream(context, channel, producing, stream.schema, ticket_bytes)
-            weakref.finalize(batches, producing.cancel)  # a stream never read stops too
-            return flight.GeneratorStream(stream.schema, batches)
+            return self._run(context, caller, ticket.ticket, sql, parameters, digest)
+        if name == "CommandPreparedStatementQuery":  # a prepared statement's own ticket
+            statement = self._sessions.statement(caller.token, message.prepared_statement_handle)
+            return self._run(context, caller, ticket.ticket, statement.sql, statement.parameters)
         if name in _CATALOG_COMMANDS:
             return flight.RecordBatchStream(self._catalog_result(context, caller, name, message))
-        raise _not_offered(name)
+        raise _unimplemented(name, messages.UNIMPLEMENTED_GET, "do_get")
+
+    def _run(
+        self,
+        context: flight.ServerCallContext,
+        caller: Caller,
+        ticket: bytes,
+        sql: str,
+        parameters: pa.RecordBatch | None,
+        digest: str | None = None,
+    ) -> flight.FlightDataStream:
+        """Streams ``sql``'s result: the plan GetFlightInfo kept for ``ticket``, or planned
+        now; refused when ``digest`` (of the schema announced) no longer matches."""
+        opening = self._service.execute(
+            caller.subject,
+            sql,
+            _bound(parameters),
+            time_limit=self._time_limit_of(),
+            planned=self._tickets.take(ticket, caller.subject),
+        )
+        channel: Channel[_Produced] = Channel(self._loop)
+        producing = asyncio.run_coroutine_threadsafe(_produce(opening, channel), self._loop)
+        try:
+            opened = self._take(context, channel, ticket)
+            assert isinstance(opened, _Opened)
+            stream = opened.stream
+            if digest is not None and _digest(stream.schema) != digest:
+                raise status.InvalidArgument(
+                    "the datasets this query reads changed their schema since it was "
+                    "planned; run it again"
+                )
+        except BaseException:
+            producing.cancel()
+            raise
+        batches = self._stream(context, channel, producing, stream.schema, ticket)
+        weakref.finalize(batches, producing.cancel)  # a stream never read stops too
+        return flight.GeneratorStream(stream.schema, batches)
 
     def do_action(
         self, context: flight.ServerCallContext, action: flight.Action
@@ -230,10 +256,13 @@ class FlightSqlServer(flight.FlightServerBase):
                     )
                 ]
             )
-        raise status.Unimplemented(
-            f"action '{action.type}' is not offered by this read-only server (it offers "
-            + ", ".join(name for name, _ in self.list_actions(context))
-            + ")"
+        reference = messages.UNIMPLEMENTED_ACTIONS.get(action.type)
+        if reference is not None:
+            hint = _HINTS.get(action.type, _READ_ONLY)
+            raise status.Unimplemented(f"{reference}; {hint}")
+        raise status.InvalidArgument(  # the reference's words first
+            f"do_action: The defined request is invalid: {json.dumps(action.type)}; the actions "
+            "offered are " + ", ".join(name for name, _ in self.list_actions(context))
         )
 
     def list_actions(self, context: flight.ServerCallContext) -> list[tuple[str, str]]:
@@ -259,14 +288,10 @@ class FlightSqlServer(flight.FlightServerBase):
             raise status.InvalidArgument("expected a Flight SQL command descriptor, got a path")
         name, message = _unpack(descriptor.command, "command")
         if name != "CommandPreparedStatementQuery":
-            if name in messages.UNSUPPORTED_COMMANDS:
-                raise status.Unimplemented(
-                    f"{name} is not offered: this server is read-only (no updates or ingest)"
-                )
-            raise status.InvalidArgument(f"DoPut takes a CommandPreparedStatementQuery, not {name}")
+            raise _unimplemented(name, messages.UNIMPLEMENTED_PUT, "do_put")
         caller = _caller(context)
         handle = message.prepared_statement_handle
-        self._sessions.statement(caller.token, handle)  # NOT_FOUND before reading the data
+        self._sessions.statement(caller.token, handle)  # refused before reading the data
         try:
             table = reader.read_all()
         except pa.ArrowException as err:
@@ -281,10 +306,10 @@ class FlightSqlServer(flight.FlightServerBase):
         writer.write(pa.py_buffer(result.SerializeToString()))  # unwrapped, as clients read it
 
     def do_exchange(self, context: Any, descriptor: Any, reader: Any, writer: Any) -> None:
-        raise status.Unimplemented("DoExchange is not offered by this server")
+        raise status.Unimplemented("Not yet implemented (DoExchange is not offered)")
 
     def list_flights(self, context: Any, criteria: Any) -> Iterator[flight.FlightInfo]:
-        raise status.Unimplemented("ListFlights is not offered; use CommandGetTables")
+        raise status.Unimplemented("Not yet implemented (ListFlights: use CommandGetTables)")
 
     # --- describing and answering commands -------------------------------------------------------
 
@@ -311,7 +336,7 @@ class FlightSqlServer(flight.FlightServerBase):
         elif name in _CATALOG_COMMANDS:
             return _catalog_schema(name, message), descriptor.command
         else:
-            raise _not_offered(name)
+            raise _unimplemented(name, messages.UNIMPLEMENTED_INFO, "get_flight_info")
         handle = _encode_handle(planned, parameters)
         ticket = messages.pack(messages.new("TicketStatementQuery", statement_handle=handle))
         if fetched:
@@ -369,7 +394,9 @@ class FlightSqlServer(flight.FlightServerBase):
         if name == "CommandGetTables":
             infos = self._wait(context, self._service.tables(caller.subject))
             return catalog.tables(message, infos)
-        return catalog.table_types()
+        if name == "CommandGetTableTypes":
+            return catalog.table_types()
+        return catalog.no_keys(_catalog_schema(name, message))
 
     # --- waiting on the event loop ---------------------------------------------------------------
 
@@ -552,13 +579,23 @@ def _catalog_schema(name: str, message: Any) -> pa.Schema:
         return catalog.DB_SCHEMAS_SCHEMA
     if name == "CommandGetTables":
         return catalog.tables_schema(message)
-    return catalog.TABLE_TYPES_SCHEMA
+    if name == "CommandGetTableTypes":
+        return catalog.TABLE_TYPES_SCHEMA
+    if name == "CommandGetPrimaryKeys":
+        return catalog.PRIMARY_KEYS_SCHEMA
+    return catalog.KEYS_SCHEMA  # exported and imported keys
 
 
-def _not_offered(name: str) -> Exception:
-    if name in messages.UNSUPPORTED_COMMANDS:
-        return status.Unimplemented(f"{name} is not offered by this read-only server")
-    return status.InvalidArgument(f"{name} is not a command this server knows")
+def _unimplemented(name: str, known: dict[str, str], call: str) -> Exception:
+    """UNIMPLEMENTED for a command ``call`` does not take, in the reference's words: its own for
+    the commands it names, else its server library's (the command's type URL), then odfd's."""
+    reference = known.get(name)
+    if reference is not None:
+        return status.Unimplemented(f"{reference}; {_HINTS.get(name, _READ_ONLY)}")
+    return status.Unimplemented(
+        f"{call}: The defined request is invalid: {messages.type_url(name)}; {name} is not a "
+        f"command {call} takes"
+    )
 
 
 _PlanKey = tuple[Subject, str, tuple[tuple[str, str], ...]]

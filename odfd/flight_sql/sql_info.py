@@ -9,6 +9,7 @@ request names that are not listed here are left out, as the protocol allows.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from enum import IntEnum
 
 import pyarrow as pa
@@ -32,7 +33,9 @@ class Info(IntEnum):
     DDL_CATALOG = 500
     DDL_SCHEMA = 501
     DDL_TABLE = 502
+    IDENTIFIER_CASE = 503
     IDENTIFIER_QUOTE_CHAR = 504
+    QUOTED_IDENTIFIER_CASE = 505
     ALL_TABLES_ARE_SELECTABLE = 506
     NULL_ORDERING = 507
     SEARCH_STRING_ESCAPE = 513
@@ -54,16 +57,84 @@ class Info(IntEnum):
     PROCEDURE_TERM = 530
     CATALOG_TERM = 531
     CATALOG_AT_START = 532
+    SCHEMAS_SUPPORTED_ACTIONS = 533
+    CATALOGS_SUPPORTED_ACTIONS = 534
+    SUPPORTED_POSITIONED_COMMANDS = 535
     SELECT_FOR_UPDATE_SUPPORTED = 536
     STORED_PROCEDURES_SUPPORTED = 537
     SUPPORTED_SUBQUERIES = 538
     CORRELATED_SUBQUERIES_SUPPORTED = 539
     SUPPORTED_UNIONS = 540
+    MAX_BINARY_LITERAL_LENGTH = 541
+    MAX_CHAR_LITERAL_LENGTH = 542
+    MAX_COLUMN_NAME_LENGTH = 543
+    MAX_COLUMNS_IN_GROUP_BY = 544
+    MAX_COLUMNS_IN_INDEX = 545
+    MAX_COLUMNS_IN_ORDER_BY = 546
+    MAX_COLUMNS_IN_SELECT = 547
+    MAX_COLUMNS_IN_TABLE = 548
+    MAX_CONNECTIONS = 549
+    MAX_CURSOR_NAME_LENGTH = 550
+    MAX_INDEX_LENGTH = 551
+    DB_SCHEMA_NAME_LENGTH = 552
+    MAX_PROCEDURE_NAME_LENGTH = 553
+    MAX_CATALOG_NAME_LENGTH = 554
+    MAX_ROW_SIZE = 555
+    MAX_ROW_SIZE_INCLUDES_BLOBS = 556
+    MAX_STATEMENT_LENGTH = 557
+    MAX_STATEMENTS = 558
+    MAX_TABLE_NAME_LENGTH = 559
+    MAX_TABLES_IN_SELECT = 560
+    MAX_USERNAME_LENGTH = 561
     DEFAULT_TRANSACTION_ISOLATION = 562
     TRANSACTIONS_SUPPORTED = 563
+    SUPPORTED_TRANSACTIONS_ISOLATION_LEVELS = 564
+    DATA_DEFINITION_CAUSES_TRANSACTION_COMMIT = 565
+    DATA_DEFINITIONS_IN_TRANSACTIONS_IGNORED = 566
+    SUPPORTED_RESULT_SET_TYPES = 567
+    CONCURRENCIES_FOR_RESULT_SET_UNSPECIFIED = 568
+    CONCURRENCIES_FOR_RESULT_SET_FORWARD_ONLY = 569
+    CONCURRENCIES_FOR_RESULT_SET_SCROLL_SENSITIVE = 570
+    CONCURRENCIES_FOR_RESULT_SET_SCROLL_INSENSITIVE = 571
     BATCH_UPDATES_SUPPORTED = 572
     SAVEPOINTS_SUPPORTED = 573
     NAMED_PARAMETERS_SUPPORTED = 574
+    LOCATORS_UPDATE_COPY = 575
+    STORED_FUNCTIONS_USING_CALL_SYNTAX_SUPPORTED = 576
+
+
+@dataclass(frozen=True, slots=True)
+class Int64:
+    """A value the protocol types int64 (the union's ``bigint_value``), unlike the int32
+    ordinals and bitmasks plain ints stand for."""
+
+    value: int
+
+
+_NO_LIMIT = Int64(2**31 - 1)
+"""The maximum lengths and counts, as the reference answers them: Arrow's largest string."""
+_MAXIMA = (
+    Info.MAX_BINARY_LITERAL_LENGTH,
+    Info.MAX_CHAR_LITERAL_LENGTH,
+    Info.MAX_COLUMN_NAME_LENGTH,
+    Info.MAX_COLUMNS_IN_GROUP_BY,
+    Info.MAX_COLUMNS_IN_INDEX,
+    Info.MAX_COLUMNS_IN_ORDER_BY,
+    Info.MAX_COLUMNS_IN_SELECT,
+    Info.MAX_COLUMNS_IN_TABLE,
+    Info.MAX_CONNECTIONS,
+    Info.MAX_CURSOR_NAME_LENGTH,
+    Info.MAX_INDEX_LENGTH,
+    Info.DB_SCHEMA_NAME_LENGTH,
+    Info.MAX_PROCEDURE_NAME_LENGTH,
+    Info.MAX_CATALOG_NAME_LENGTH,
+    Info.MAX_ROW_SIZE,
+    Info.MAX_STATEMENT_LENGTH,
+    Info.MAX_STATEMENTS,
+    Info.MAX_TABLE_NAME_LENGTH,
+    Info.MAX_TABLES_IN_SELECT,
+    Info.MAX_USERNAME_LENGTH,
+)
 
 
 # The union's members, by type code: what a value's Python type selects.
@@ -84,8 +155,12 @@ SCHEMA = pa.schema(
 )
 
 
-def values(statement_timeout_ms: int) -> dict[Info, str | bool | int]:
-    """Every answered id and its value (ints are the protocol's int32 ordinals and bitmasks)."""
+Value = str | bool | int | Int64
+
+
+def values(statement_timeout_ms: int) -> dict[Info, Value]:
+    """Every answered id and its value (ints are the protocol's int32 ordinals and bitmasks):
+    the ids the reference answers, with DataFusion's truth where the reference's differs."""
     return {
         Info.SERVER_NAME: "odfd",
         Info.SERVER_VERSION: odfd.__version__,
@@ -100,7 +175,9 @@ def values(statement_timeout_ms: int) -> dict[Info, str | bool | int]:
         Info.DDL_CATALOG: False,
         Info.DDL_SCHEMA: False,
         Info.DDL_TABLE: False,
+        Info.IDENTIFIER_CASE: 0,  # unknown: names are case-sensitive, which no ordinal says
         Info.IDENTIFIER_QUOTE_CHAR: '"',
+        Info.QUOTED_IDENTIFIER_CASE: 0,
         Info.ALL_TABLES_ARE_SELECTABLE: True,
         Info.NULL_ORDERING: 0,  # sorted high: last ascending, first descending
         Info.SEARCH_STRING_ESCAPE: "\\",
@@ -122,16 +199,31 @@ def values(statement_timeout_ms: int) -> dict[Info, str | bool | int]:
         Info.PROCEDURE_TERM: "procedure",
         Info.CATALOG_TERM: "catalog",
         Info.CATALOG_AT_START: True,
+        Info.SCHEMAS_SUPPORTED_ACTIONS: 0,
+        Info.CATALOGS_SUPPORTED_ACTIONS: 0,
+        Info.SUPPORTED_POSITIONED_COMMANDS: 0,
         Info.SELECT_FOR_UPDATE_SUPPORTED: False,
         Info.STORED_PROCEDURES_SUPPORTED: False,
         Info.SUPPORTED_SUBQUERIES: 0b1111,  # comparisons, exists, in, quantified
         Info.CORRELATED_SUBQUERIES_SUPPORTED: True,
         Info.SUPPORTED_UNIONS: 0b11,  # union, union all
+        **dict.fromkeys(_MAXIMA, _NO_LIMIT),
+        Info.MAX_ROW_SIZE_INCLUDES_BLOBS: True,
         Info.DEFAULT_TRANSACTION_ISOLATION: 0,  # none
         Info.TRANSACTIONS_SUPPORTED: False,
+        Info.SUPPORTED_TRANSACTIONS_ISOLATION_LEVELS: 0,
+        Info.DATA_DEFINITION_CAUSES_TRANSACTION_COMMIT: False,
+        Info.DATA_DEFINITIONS_IN_TRANSACTIONS_IGNORED: True,
+        Info.SUPPORTED_RESULT_SET_TYPES: 0,
+        Info.CONCURRENCIES_FOR_RESULT_SET_UNSPECIFIED: 0,
+        Info.CONCURRENCIES_FOR_RESULT_SET_FORWARD_ONLY: 0,
+        Info.CONCURRENCIES_FOR_RESULT_SET_SCROLL_SENSITIVE: 0,
+        Info.CONCURRENCIES_FOR_RESULT_SET_SCROLL_INSENSITIVE: 0,
         Info.BATCH_UPDATES_SUPPORTED: False,
         Info.SAVEPOINTS_SUPPORTED: False,
         Info.NAMED_PARAMETERS_SUPPORTED: False,
+        Info.LOCATORS_UPDATE_COPY: False,
+        Info.STORED_FUNCTIONS_USING_CALL_SYNTAX_SUPPORTED: False,
     }
 
 
@@ -144,10 +236,10 @@ def sql_info(requested: Iterable[int], statement_timeout_ms: int) -> pa.Table:
     offsets: list[int] = []
     members: list[list[str | bool | int]] = [[] for _ in range(6)]
     for _, value in rows:
-        code = _BOOL if isinstance(value, bool) else _INT32 if isinstance(value, int) else _STRING
+        code, plain = _member(value)
         codes.append(code)
         offsets.append(len(members[code]))
-        members[code].append(value)
+        members[code].append(plain)
     union = pa.UnionArray.from_dense(
         pa.array(codes, pa.int8()),
         pa.array(offsets, pa.int32()),
@@ -160,3 +252,14 @@ def sql_info(requested: Iterable[int], statement_timeout_ms: int) -> pa.Table:
     )
     names = pa.array([info for info, _ in rows], pa.uint32())
     return pa.Table.from_arrays([names, union], schema=SCHEMA)
+
+
+def _member(value: Value) -> tuple[int, str | bool | int]:
+    """The union member (type code) a value travels in, and the value as that member holds it."""
+    if isinstance(value, Int64):
+        return _BIGINT, value.value
+    if isinstance(value, bool):
+        return _BOOL, value
+    if isinstance(value, int):
+        return _INT32, value
+    return _STRING, value

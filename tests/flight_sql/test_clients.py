@@ -116,10 +116,49 @@ def test_kamu_an_unquoted_dataset_name_is_answered_with_its_quoted_form(node: No
         assert "did you mean" not in str(raised.value)
 
 
+def test_kamu_a_table_under_kamu_clis_catalog_and_schema_is_answered_with_odfds(
+    node: Node,
+) -> None:
+    """kamu-cli's sessions name the catalog and schema ``kamu``; odfd's are ``odf``: a query
+    written for the reference is told the name to write, only for a dataset the caller reads."""
+    with kamu.connect(node.url) as con:
+        for table in ('kamu.kamu."nums"', 'kamu."nums"'):
+            with pytest.raises(pandas.errors.DatabaseError) as raised:
+                con.query(f"select * from {table}")
+            assert (
+                'catalog odf, schema odf (kamu-cli\'s are both named kamu); did you mean "nums"?'
+                in (str(raised.value))
+            )
+        with pytest.raises(pandas.errors.DatabaseError) as raised:
+            con.query('select * from kamu.kamu."secret.nums"')
+        assert "did you mean" not in str(raised.value)
+        assert con.query('select count(*) as n from odf.odf."nums"')["n"].tolist() == [5]
+
+
 def test_kamu_with_a_token_reads_private_datasets(node: Node) -> None:
     with kamu.connect(node.url, token=READ_TOKEN) as con:
         actual = con.query('select value from "secret.nums" order by offset')
     assert actual["value"].tolist() == [7, 8]
+
+
+def test_kamu_token_from_the_environment_and_the_references_refusal(
+    node: Node, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``KAMU_CLIENT_TOKEN`` is the token ``kamu.connect`` sends when given none; a token the
+    node does not know is refused in the reference's words, a forgotten anonymous session token
+    is served as anonymous (as the reference serves it)."""
+    monkeypatch.setenv("KAMU_CLIENT_TOKEN", READ_TOKEN)
+    with kamu.connect(node.url) as con:
+        assert con.query('select count(*) as n from "secret.nums"')["n"].tolist() == [2]
+    monkeypatch.setenv("KAMU_CLIENT_TOKEN", "not-a-token-of-this-node")
+    with pytest.raises(pandas.errors.DatabaseError, match="Invalid access token"):
+        with kamu.connect(node.url) as con:
+            con.query("select 1 as value")
+    monkeypatch.delenv("KAMU_CLIENT_TOKEN")
+    with kamu.connect(node.url, token="anon_SESSION-FROM-YESTERDAY") as con:
+        assert con.query("select count(*) as n from nums")["n"].tolist() == [5]
+        with pytest.raises(pandas.errors.DatabaseError, match="not found"):
+            con.query('select * from "secret.nums"')
 
 
 # --- ADBC --------------------------------------------------------------------------------------
@@ -157,7 +196,14 @@ def test_adbc_filters_tables_by_pattern(adbc: flightsql.Connection) -> None:
 
 
 def test_adbc_table_types(adbc: flightsql.Connection) -> None:
-    assert adbc.adbc_get_table_types() == ["TABLE"]
+    """The reference's two types; every dataset is a TABLE, so asking for views finds none."""
+    assert adbc.adbc_get_table_types() == ["TABLE", "VIEW"]
+    [views] = (
+        adbc.adbc_get_objects(depth="tables", table_types_filter=["VIEW"])
+        .read_all()["catalog_db_schemas"]
+        .to_pylist()
+    )
+    assert views[0]["db_schema_tables"] == []
 
 
 def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(

@@ -69,8 +69,15 @@ def test_session_options_are_a_map_of_string_values_on_the_wire() -> None:
 def test_unpack_names_unknown_flight_sql_messages_and_refuses_others() -> None:
     from google.protobuf import any_pb2
 
-    other = any_pb2.Any(type_url=TYPE_URL.decode() + "CommandGetPrimaryKeys", value=b"\x1a\x01t")
-    assert messages.unpack(other.SerializeToString()) == ("CommandGetPrimaryKeys", None)
+    other = any_pb2.Any(type_url=TYPE_URL.decode() + "CommandGetCrossReference", value=b"")
+    assert messages.unpack(other.SerializeToString()) == ("CommandGetCrossReference", None)
+    keys = any_pb2.Any(type_url=TYPE_URL.decode() + "CommandGetPrimaryKeys", value=b"\x1a\x01t")
+    name, command = messages.unpack(keys.SerializeToString())  # field 3: the table
+    assert (name, command.table, command.HasField("catalog")) == (
+        "CommandGetPrimaryKeys",
+        "t",
+        False,
+    )
     foreign = any_pb2.Any(type_url="type.googleapis.com/other.Thing", value=b"")
     with pytest.raises(messages.MessageError, match="not a Flight SQL command"):
         messages.unpack(foreign.SerializeToString())
