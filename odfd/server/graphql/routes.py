@@ -22,6 +22,7 @@ from graphql import (
 
 from odfd.app.authorization import ANONYMOUS, Action
 from odfd.app.dataset_details import SummaryCache
+from odfd.app.graphql_datasets import Caller
 from odfd.server.graphql.documents import Documents
 from odfd.server.graphql.resolvers import Context, default_field, type_name
 from odfd.server.graphql.schema import schema
@@ -78,13 +79,15 @@ def _is_mutation(document: DocumentNode, operation: str | None) -> bool:
 def _context(request: web.Request) -> Context:
     state = context.state(request)
     policy = state.policy(request)
+    visible = context.visible(request)
     return Context(
         node=context.node(request),
-        visible=context.visible(request),
+        visible=visible,
         public=lambda record: policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
         limits=context.limits(request),
         summaries=request.app[SUMMARIES_KEY],
         throttle=request.app[THROTTLE_KEY],
+        caller=Caller(state.principal(request), policy, visible),
     )
 
 
