@@ -184,6 +184,14 @@ def test_create_from_snapshot_and_its_failures(served: Served) -> None:
     found = result["data"]["datasets"]["createFromSnapshot"]
     assert (found["__typename"], found["isSuccess"]) == ("MetadataManifestMalformed", False)
     assert "datasetReff" in found["message"], found
+    other_version = DERIVED.replace("version: 1", "version: 2")
+    result = ask(served, CREATE_FROM_SNAPSHOT, "alice", snapshot=other_version, vis="PUBLIC")
+    assert result["data"]["datasets"]["createFromSnapshot"] == {
+        "__typename": "MetadataManifestMalformed",
+        "isSuccess": False,
+        "message": "snapshot document 0: DatasetSnapshot manifest version 2 is not supported "
+        "(supported: 1)",
+    }
     invalid = manifest(
         "alice/bad-root",
         "Root",
