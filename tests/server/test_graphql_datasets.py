@@ -17,7 +17,9 @@ import pytest
 
 from odfd.app.accounts import add_account, create_token
 from odfd.app.node import Node
+from odfd.app.resources import apply_manifests, parse_manifest
 from odfd.config import NodeConfig
+from protocol.model import DatasetKind
 from storage.workspace import Workspace
 from tests.server.graphql_node import Served, serve
 from tests.server.odata_node import PRIVATE, SERVER, add_datasets
@@ -77,10 +79,31 @@ DERIVED = manifest(
 )
 
 
+SHARED = "alice/shared"
+"""A dataset of alice's where bob is an editor and carol an owner (a ``Relations`` resource)."""
+ROLES = {
+    "$schema": "https://opendatafabric.org/schemas/auth/v1alpha1/Relations",
+    "headers": {"name": "shared-roles", "account": {"name": "alice"}},
+    "spec": {
+        "relations": [
+            {
+                "subject": f"Account:{who}",
+                "relation": "role",
+                "value": role,
+                "object": f"Dataset:{SHARED}",
+            }
+            for who, role in (("bob", "editor"), ("carol", "owner"))
+        ]
+    },
+}
+
+
 async def add_with_accounts(workspace: Workspace) -> None:
     await add_datasets(workspace)
+    await workspace.create_dataset(SHARED, DatasetKind.ROOT)
+    await apply_manifests(workspace, [parse_manifest(ROLES, "roles")])
     node = Node(workspace, NodeConfig(server=SERVER))
-    for name in ("alice", "bob"):
+    for name in ("alice", "bob", "carol"):
         await add_account(node, name, password=None)
         TOKENS[name] = (await create_token(node, name)).secret
 
@@ -361,3 +384,15 @@ def test_visibility_moves_with_a_rename_and_goes_with_a_delete(served: Served) -
     ask(served, DELETE, "alice", id=dataset_id)
     assert "alice/moved-private" not in listed(served)
     assert "moved-private-visibility" not in relations(served)
+
+
+def test_roles_decide_who_may_rename_and_delete(served: Served) -> None:
+    shared_id = served_record_id(served, SHARED)
+    words = refusal(ask(served, RENAME, "bob", id=shared_id, name="bobs-now"))
+    assert words.startswith(f"Dataset access error: bob may not rename {SHARED} (editor")
+    words = refusal(ask(served, DELETE, "bob", id=shared_id))
+    assert words.startswith(f"Dataset access error: bob may not delete {SHARED} (editor")
+    assert SHARED in listed(served)
+    renamed = ask(served, RENAME, "carol", id=shared_id, name="carols-edit")
+    assert renamed["data"]["datasets"]["byId"]["rename"]["__typename"] == "RenameResultSuccess"
+    assert "alice/carols-edit" in listed(served)
