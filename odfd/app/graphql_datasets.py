@@ -139,6 +139,42 @@ class DeleteBlocked:
     readers: list[str]
 
 
+# --- what the caller may do ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Permissions:
+    """What a dataset's settings page may offer the caller: the mutations here allow exactly
+    this (``commit``: appending blocks, a push or an ingest)."""
+
+    rename: bool
+    set_visibility: bool
+    delete: bool
+    commit: bool
+
+
+def permissions(caller: Caller, record: DatasetRecord) -> Permissions:
+    def may(action: Action) -> bool:
+        return caller.policy.decide(caller.subject, action, record.alias).allowed
+
+    admin = caller.subject.account is not None and may(Action.ADMIN)
+    return Permissions(
+        admin, admin, admin, caller.subject.account is not None and may(Action.WRITE)
+    )
+
+
+GRANTED_ROLES = {"reader": "READER", "editor": "EDITOR", "maintainer": "MAINTAINER"}
+"""A role given by ``Relations`` as the reference names it; owning the account is no such role."""
+
+
+def role(caller: Caller, record: DatasetRecord) -> str | None:
+    account = caller.subject.account
+    if account is None:
+        return None
+    found, _why = caller.policy.role(account, record.alias.lower())
+    return None if found is None else GRANTED_ROLES.get(found)
+
+
 # --- create ---------------------------------------------------------------------------------------
 
 

@@ -52,6 +52,9 @@ DELETE = """mutation($id: DatasetID!) {
     ... on DeleteResultDanglingReference { notDeletedDataset danglingChildRefs } } } } }"""
 SET_VISIBILITY = """mutation($id: DatasetID!, $vis: DatasetVisibilityInput!) {
   datasets { byId(datasetId: $id) { setVisibility(visibility: $vis) { __typename message } } } }"""
+PERMISSIONS = """query($id: DatasetID!) { datasets { byId(datasetId: $id) { role permissions {
+  general { canRename canSetVisibility canDelete } metadata { canCommit }
+  flows { canView canRun } collaboration { canView canUpdate } } } } }"""
 LOOKUP = """query($id: DatasetID!) { datasets { byId(datasetId: $id) {
   alias visibility { __typename ... on PublicDatasetVisibility { anonymousAvailable } } } } }"""
 
@@ -388,6 +391,15 @@ def test_visibility_moves_with_a_rename_and_goes_with_a_delete(served: Served) -
 
 def test_roles_decide_who_may_rename_and_delete(served: Served) -> None:
     shared_id = served_record_id(served, SHARED)
+    for who, role, admin in (("bob", "EDITOR", False), ("carol", None, True)):
+        found = ask(served, PERMISSIONS, who, id=shared_id)["data"]["datasets"]["byId"]
+        assert found["role"] == role
+        assert found["permissions"]["general"] == {
+            "canRename": admin,
+            "canSetVisibility": admin,
+            "canDelete": admin,
+        }
+        assert found["permissions"]["metadata"] == {"canCommit": True}
     words = refusal(ask(served, RENAME, "bob", id=shared_id, name="bobs-now"))
     assert words.startswith(f"Dataset access error: bob may not rename {SHARED} (editor")
     words = refusal(ask(served, DELETE, "bob", id=shared_id))
@@ -396,3 +408,34 @@ def test_roles_decide_who_may_rename_and_delete(served: Served) -> None:
     renamed = ask(served, RENAME, "carol", id=shared_id, name="carols-edit")
     assert renamed["data"]["datasets"]["byId"]["rename"]["__typename"] == "RenameResultSuccess"
     assert "alice/carols-edit" in listed(served)
+
+
+def test_permissions_say_what_the_mutations_allow(served: Served) -> None:
+    dataset_id = created_id(create_empty(served, "alice", "alice/settings"))
+    ask(
+        served,
+        SET_VISIBILITY,
+        "alice",
+        id=dataset_id,
+        vis={"public": {"anonymousAvailable": True}},
+    )
+    seen = {
+        who: ask(served, PERMISSIONS, who, id=dataset_id)["data"]["datasets"]["byId"]
+        for who in ("alice", "bob", None)
+    }
+    off = {"flows": {"canView": False, "canRun": False}}
+    off["collaboration"] = {"canView": False, "canUpdate": False}
+    assert seen["alice"] == {
+        "role": None,
+        "permissions": {
+            "general": {"canRename": True, "canSetVisibility": True, "canDelete": True},
+            "metadata": {"canCommit": True},
+            **off,
+        },
+    }
+    nothing = {"canRename": False, "canSetVisibility": False, "canDelete": False}
+    for who in ("bob", None):
+        assert seen[who] == {
+            "role": None,
+            "permissions": {"general": nothing, "metadata": {"canCommit": False}, **off},
+        }

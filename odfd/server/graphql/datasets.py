@@ -160,7 +160,28 @@ async def set_visibility(
     return {"__typename": "SetDatasetVisibilityResultSuccess", "message": "Success"}
 
 
+def permissions(source: DatasetRecord, info: GraphQLResolveInfo) -> dict[str, Any]:
+    """The reference's ``DatasetPermissions``; collaboration, environment variables, flows and
+    webhooks are not served over GraphQL here, so nothing is offered for them."""
+    allowed = manage.permissions(info.context.caller, source)
+    nothing = {"canView": False, "canUpdate": False}
+    return {
+        "collaboration": nothing,
+        "envVars": nothing,
+        "webhooks": nothing,
+        "flows": {"canView": False, "canRun": False},
+        "general": {
+            "canRename": allowed.rename,
+            "canSetVisibility": allowed.set_visibility,
+            "canDelete": allowed.delete,
+        },
+        "metadata": {"canCommit": allowed.commit},
+    }
+
+
 RESOLVERS = {
+    "Dataset.permissions": permissions,
+    "Dataset.role": lambda source, info: manage.role(info.context.caller, source),
     "DatasetsMut.byId": by_id,
     "DatasetsMut.createEmpty": create_empty,
     "DatasetsMut.createFromSnapshot": create_from_snapshot,

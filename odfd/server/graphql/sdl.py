@@ -200,7 +200,31 @@ type Dataset {
   metadata: DatasetMetadata!
   createdAt: DateTime!
   lastUpdatedAt: DateTime!
+  permissions: DatasetPermissions!
+  role: DatasetAccessRole
 }
+
+enum DatasetAccessRole { READER EDITOR MAINTAINER }
+
+type DatasetPermissions {
+  collaboration: DatasetCollaborationPermissions!
+  envVars: DatasetEnvVarsPermissions!
+  flows: DatasetFlowsPermissions!
+  webhooks: DatasetWebhooksPermissions!
+  general: DatasetGeneralPermissions!
+  metadata: DatasetMetadataPermissions!
+}
+
+type DatasetCollaborationPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetEnvVarsPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetFlowsPermissions { canView: Boolean! canRun: Boolean! }
+type DatasetWebhooksPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetGeneralPermissions {
+  canRename: Boolean!
+  canSetVisibility: Boolean!
+  canDelete: Boolean!
+}
+type DatasetMetadataPermissions { canCommit: Boolean! }
 
 enum DataBatchFormat { JSON JSON_AOS JSON_SOA JSON_AOA ND_JSON CSV JSON_LD }
 enum DataSchemaFormat { PARQUET PARQUET_JSON ARROW_JSON }
