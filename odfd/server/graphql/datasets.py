@@ -179,7 +179,7 @@ def permissions(source: DatasetRecord, info: GraphQLResolveInfo) -> dict[str, An
     }
 
 
-RESOLVERS = {
+RESOLVERS: dict[str, Callable[..., Any]] = {
     "Dataset.permissions": permissions,
     "Dataset.role": lambda source, info: manage.role(info.context.caller, source),
     "DatasetsMut.byId": by_id,
