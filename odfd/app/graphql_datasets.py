@@ -9,6 +9,7 @@ manifest that does not read, inputs not found, a dataset others read) is a value
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -46,13 +47,20 @@ class Refused(OdfdError):
     """The caller may not do this (anonymous, or no role that allows it)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Caller:
-    """Who asks, the node's policy at the request, and the datasets that exist for the caller."""
+    """Who asks, the node's policy, and the datasets that exist for the caller."""
 
     subject: Principal
     policy: Policy
+    """As the request's authorization read it; :meth:`refresh` reads it again after a change."""
     visible: Visible
+    reload: Callable[[], Awaitable[Policy]]
+
+    async def refresh(self) -> None:
+        """What the request answers after changing visibility (a created dataset's
+        ``visibility``) follows the change."""
+        self.policy = await self.reload()
 
     @property
     def actor(self) -> Actor:
@@ -356,6 +364,7 @@ async def _apply_visibility(
     }
     manifest = parse_manifest(document, f"visibility of {alias}")
     await apply_and_reconcile(node.workspace, [manifest], reconcile_here(node), actor=caller.actor)
+    await caller.refresh()
 
 
 async def _visibility_of(node: Node, alias: str) -> tuple[bool, bool] | None:

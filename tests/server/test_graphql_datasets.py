@@ -30,7 +30,8 @@ TOKENS: dict[str, str] = {}
 CREATE_EMPTY = """mutation($kind: DatasetKind!, $alias: DatasetAlias!, $vis: DatasetVisibility!) {
   datasets { createEmpty(datasetKind: $kind, datasetAlias: $alias, datasetVisibility: $vis) {
     __typename isSuccess message
-    ... on CreateDatasetResultSuccess { dataset { id alias kind owner { accountName } } }
+    ... on CreateDatasetResultSuccess { dataset { id alias kind owner { accountName }
+      visibility { __typename } } }
     ... on CreateDatasetResultNameCollision { accountName datasetName } } } }"""
 CREATE_FROM_SNAPSHOT = """mutation($snapshot: String!, $vis: DatasetVisibility!) {
   datasets { createFromSnapshot(snapshot: $snapshot, snapshotFormat: YAML,
@@ -161,6 +162,7 @@ def test_create_empty_makes_a_dataset_of_the_callers_account(served: Served) -> 
     assert result["dataset"]["alias"] == "alice/fresh"
     assert result["dataset"]["owner"]["accountName"] == "alice"
     assert result["dataset"]["kind"] == "ROOT"
+    assert result["dataset"]["visibility"] == {"__typename": "PublicDatasetVisibility"}
     assert "alice/fresh" in listed(served)
     dataset_id = result["dataset"]["id"]
     found = ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"]
@@ -320,7 +322,10 @@ def test_delete_refuses_while_others_read_it(served: Served) -> None:
 
 
 def test_set_visibility_changes_who_reads(served: Served) -> None:
-    dataset_id = created_id(create_empty(served, "alice", "alice/hidden", vis="PRIVATE"))
+    answer = create_empty(served, "alice", "alice/hidden", vis="PRIVATE")
+    dataset = answer["data"]["datasets"]["createEmpty"]["dataset"]
+    assert dataset["visibility"] == {"__typename": "PrivateDatasetVisibility"}
+    dataset_id = created_id(answer)
     assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is None
     assert ask(served, LOOKUP, "bob", id=dataset_id)["data"]["datasets"]["byId"] is None
     mine = ask(served, LOOKUP, "alice", id=dataset_id)["data"]["datasets"]["byId"]

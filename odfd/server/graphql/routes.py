@@ -78,16 +78,23 @@ def _is_mutation(document: DocumentNode, operation: str | None) -> bool:
 
 def _context(request: web.Request) -> Context:
     state = context.state(request)
-    policy = state.policy(request)
+    policies = state.policies
+    assert policies is not None, "a served app's state has its policy cache"
     visible = context.visible(request)
+    caller = Caller(
+        state.principal(request),
+        state.policy(request),
+        visible,
+        reload=lambda: policies.policy(state.reader),
+    )
     return Context(
         node=context.node(request),
         visible=visible,
-        public=lambda record: policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
+        public=lambda record: caller.policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
         limits=context.limits(request),
         summaries=request.app[SUMMARIES_KEY],
         throttle=request.app[THROTTLE_KEY],
-        caller=Caller(state.principal(request), policy, visible),
+        caller=caller,
     )
 
 
