@@ -132,16 +132,21 @@ def refusal(answer: dict[str, Any]) -> str:
     return message
 
 
-def listed(served: Served) -> set[str]:
-    """The aliases ``odfd list`` prints for the served workspace."""
+def odfd(served: Served, *args: str) -> str:
+    """What an ``odfd`` command prints about the served workspace."""
     done = subprocess.run(
-        [sys.executable, "-m", "odfd.cli.main", "list", "--root", str(served.root)],
+        [sys.executable, "-m", "odfd.cli.main", *args, "--root", str(served.root)],
         capture_output=True,
         text=True,
         timeout=120,
         check=True,
     )
-    return {line.split()[0] for line in done.stdout.splitlines()[1:] if line.strip()}
+    return done.stdout
+
+
+def listed(served: Served) -> set[str]:
+    """The aliases ``odfd list`` prints for the served workspace."""
+    return {line.split()[0] for line in odfd(served, "list").splitlines()[1:] if line.strip()}
 
 
 def create_empty(served: Served, who: str | None, alias: str, vis: str = "PUBLIC") -> Any:
@@ -164,6 +169,7 @@ def test_create_empty_makes_a_dataset_of_the_callers_account(served: Served) -> 
     assert result["dataset"]["kind"] == "ROOT"
     assert result["dataset"]["visibility"] == {"__typename": "PublicDatasetVisibility"}
     assert "alice/fresh" in listed(served)
+    assert "[alice by add via http," in odfd(served, "log", "alice/fresh", "--who")
     dataset_id = result["dataset"]["id"]
     found = ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"]
     assert found["visibility"] == {
@@ -283,14 +289,7 @@ def test_a_dataset_the_caller_may_not_read_does_not_exist(served: Served) -> Non
 
 
 def served_record_id(served: Served, alias: str) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "odfd.cli.main", "list", "--root", str(served.root), "-o", "json"],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    for row in json.loads(done.stdout):
+    for row in json.loads(odfd(served, "list", "-o", "json")):
         if row["alias"] == alias:
             return str(row["id"])
     raise AssertionError(f"{alias} not listed")
@@ -368,14 +367,7 @@ def test_set_visibility_changes_who_reads(served: Served) -> None:
 
 def relations(served: Served) -> str:
     """``odfd get Relations`` of the served workspace: the visibility resources made here."""
-    done = subprocess.run(
-        [sys.executable, "-m", "odfd.cli.main", "get", "Relations", "--root", str(served.root)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
-    return done.stdout
+    return odfd(served, "get", "Relations")
 
 
 def test_visibility_moves_with_a_rename_and_goes_with_a_delete(served: Served) -> None:
