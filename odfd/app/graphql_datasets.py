@@ -17,7 +17,6 @@ from odfd.app.authorization import Action, Policy, Principal
 from odfd.app.datasets import (
     DatasetAdded,
     DatasetNotAdded,
-    DatasetSkipped,
     add_datasets,
     delete_datasets,
     rename_dataset,
@@ -204,39 +203,44 @@ async def create(
     node: Node, caller: Caller, snapshot: DatasetSnapshot, *, public: bool
 ) -> CreateResult:
     """``odfd add`` of one manifest, where the caller may write (its own account, or one it
-    holds an editor role in), then the dataset's visibility set as asked."""
+    holds an editor role in). The visibility is set first, so a private dataset is never
+    readable by others, not even for a moment; it is removed again if nothing was added."""
     alias = str(snapshot.name)
     caller.require(Action.WRITE, alias, "create")
-    missing = await _missing_inputs(node, snapshot)
+    missing = await _missing_inputs(node, caller, snapshot)
     if missing:
         return MissingInputs(missing)
+    if await node.workspace.try_resolve(alias) is not None:
+        return _collision(snapshot)
+    await _apply_visibility(node, caller, alias, public=public, anonymous=public)
     sink = _Collected()
     await add_datasets(
         node, [snapshot], replace=False, confirm=_no_question, sink=sink, actor=caller.actor
     )
-    for event in sink.events:
-        if isinstance(event, DatasetSkipped):
-            account = snapshot.name.account_name
-            return NameCollision(
-                None if account is None else str(account), str(snapshot.name.dataset_name)
-            )
-        if isinstance(event, DatasetNotAdded):
-            return InvalidSnapshot(event.error)
-        if isinstance(event, DatasetAdded):
-            record = await node.workspace.resolve(event.dataset_id)
-            await _apply_visibility(node, caller, record.alias, public=public, anonymous=public)
-            return Created(record)
-    raise AssertionError(f"adding {alias} reported nothing")
+    added = [e for e in sink.events if isinstance(e, DatasetAdded)]
+    if added:
+        return Created(await node.workspace.resolve(added[0].dataset_id))
+    if await node.workspace.try_resolve(alias) is None:
+        await _forget_visibility(node, caller, alias)
+    failed = [e for e in sink.events if isinstance(e, DatasetNotAdded)]
+    return InvalidSnapshot(failed[0].error) if failed else _collision(snapshot)
 
 
-async def _missing_inputs(node: Node, snapshot: DatasetSnapshot) -> list[str]:
-    """The inputs of its transform this node does not hold (the reference's ``MissingInputs``;
-    ``odfd add`` then refuses the manifest naming them)."""
+def _collision(snapshot: DatasetSnapshot) -> NameCollision:
+    account = snapshot.name.account_name
+    return NameCollision(None if account is None else str(account), str(snapshot.name.dataset_name))
+
+
+async def _missing_inputs(node: Node, caller: Caller, snapshot: DatasetSnapshot) -> list[str]:
+    """The inputs of its transform the caller cannot read here (the reference's
+    ``MissingInputs``): one that does not exist, or one the caller may not read, which does not
+    exist for it (so a derivative never reads what its author may not)."""
     missing = []
     for event in snapshot.metadata:
         if isinstance(event, SetTransform):
             for entry in event.inputs:
-                if await node.workspace.try_resolve(entry.dataset_ref) is None:
+                record = await node.workspace.try_resolve(entry.dataset_ref)
+                if record is None or not caller.visible(record):
                     missing.append(str(entry.dataset_ref))
     return missing
 

@@ -243,6 +243,13 @@ def test_create_from_snapshot_and_its_failures(served: Served) -> None:
     )
     assert "metadata[0] (SetTransform): only allowed on derivative datasets" in found["message"]
     assert not {"alice/orphan", "alice/bad-root"} & listed(served)
+    assert "bad-root-visibility" not in relations(served)
+    spying = DERIVED.replace("alice/hot-days", "alice/spy").replace(
+        "datasetRef: alice/weather", f"datasetRef: {PRIVATE}"
+    )
+    result = ask(served, CREATE_FROM_SNAPSHOT, "alice", snapshot=spying, vis="PRIVATE")
+    assert result["data"]["datasets"]["createFromSnapshot"]["missingInputs"] == [PRIVATE]
+    assert "alice/spy" not in listed(served)
     created = ask(served, CREATE_FROM_SNAPSHOT, "alice", snapshot=DERIVED, vis="PUBLIC")
     dataset = created["data"]["datasets"]["createFromSnapshot"]["dataset"]
     assert (dataset["alias"], dataset["kind"]) == ("alice/hot-days", "DERIVATIVE")
