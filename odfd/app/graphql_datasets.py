@@ -140,10 +140,12 @@ class Deleted:
 
 @dataclass(frozen=True, slots=True)
 class DeleteBlocked:
-    """Other datasets read it: by alias, or by id where the caller may not read them."""
+    """Other datasets read it: ``readers`` those the caller may read, by alias, of ``count``
+    (a reader the caller may not read is counted, never named)."""
 
     alias: str
     readers: list[str]
+    count: int
 
 
 # --- what the caller may do ------------------------------------------------------------------------
@@ -314,8 +316,8 @@ async def delete(node: Node, caller: Caller, record: DatasetRecord) -> Deleted |
     caller.require(Action.ADMIN, record.alias, "delete")
     readers = [r for r in (await node.workspace.graph()).readers_of(record.id) if r.id != record.id]
     if readers:
-        shown = [r.alias if caller.visible(r) else str(r.id) for r in readers]
-        return DeleteBlocked(record.alias, shown)
+        shown = [r.alias for r in readers if caller.visible(r)]
+        return DeleteBlocked(record.alias, shown, len(readers))
     await delete_datasets(
         node,
         [str(record.id)],

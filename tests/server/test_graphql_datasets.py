@@ -19,6 +19,7 @@ from odfd.app.accounts import add_account, create_token
 from odfd.app.node import Node
 from odfd.app.resources import apply_manifests, parse_manifest
 from odfd.config import NodeConfig
+from protocol.codec.yaml import load_snapshot
 from protocol.model import DatasetKind
 from storage.workspace import Workspace
 from tests.server.graphql_node import Served, serve
@@ -83,6 +84,8 @@ DERIVED = manifest(
 )
 
 
+WATCHER = "bob/watcher"
+"""bob's private derivative reading ``alice/weather``: alice may not read it."""
 SHARED = "alice/shared"
 """A dataset of alice's where bob is an editor and carol an owner (a ``Relations`` resource)."""
 ROLES = {
@@ -97,7 +100,8 @@ ROLES = {
                 "object": f"Dataset:{SHARED}",
             }
             for who, role in (("bob", "editor"), ("carol", "owner"))
-        ]
+        ],
+        "attributes": [{"object": f"Dataset:{WATCHER}", "name": "allowPublicRead", "value": False}],
     },
 }
 
@@ -105,6 +109,7 @@ ROLES = {
 async def add_with_accounts(workspace: Workspace) -> None:
     await add_datasets(workspace)
     await workspace.create_dataset(SHARED, DatasetKind.ROOT)
+    await workspace.create_from_snapshot(load_snapshot(DERIVED.replace("alice/hot-days", WATCHER)))
     await apply_manifests(workspace, [parse_manifest(ROLES, "roles")])
     node = Node(workspace, NodeConfig(server=SERVER))
     for name in ("alice", "bob", "carol"):
@@ -312,9 +317,10 @@ def test_delete_refuses_while_others_read_it(served: Served) -> None:
     blocked = ask(served, DELETE, "alice", id=weather_id)["data"]["datasets"]["byId"]["delete"]
     assert blocked["__typename"] == "DeleteResultDanglingReference"
     assert blocked["notDeletedDataset"] == "alice/weather"
-    assert "alice/reader" in blocked["danglingChildRefs"]
-    count = len(blocked["danglingChildRefs"])
-    assert blocked["message"] == f"Dataset 'alice/weather' has {count} dangling reference(s)"
+    refs = blocked["danglingChildRefs"]
+    assert sorted(refs) == ["alice/hot-days", "alice/reader"]
+    assert blocked["message"] == "Dataset 'alice/weather' has 3 dangling reference(s)"
+    assert WATCHER in listed(served)
     assert "alice/weather" in listed(served)
     words = refusal(ask(served, DELETE, "bob", id=reader_id))
     assert words.startswith("Dataset access error: bob may not change alice/reader")

@@ -140,7 +140,7 @@ async def delete(source: DatasetRecord, info: GraphQLResolveInfo) -> dict[str, A
         "__typename": "DeleteResultDanglingReference",
         "notDeletedDataset": outcome.alias,
         "danglingChildRefs": outcome.readers,
-        "message": f"Dataset '{outcome.alias}' has {len(outcome.readers)} dangling reference(s)",
+        "message": f"Dataset '{outcome.alias}' has {outcome.count} dangling reference(s)",
     }
 
 
