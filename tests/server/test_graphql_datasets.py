@@ -112,8 +112,8 @@ async def add_with_accounts(workspace: Workspace) -> None:
     await workspace.create_from_snapshot(load_snapshot(DERIVED.replace("alice/hot-days", WATCHER)))
     await apply_manifests(workspace, [parse_manifest(ROLES, "roles")])
     node = Node(workspace, NodeConfig(server=SERVER))
-    for name in ("alice", "bob", "carol"):
-        await add_account(node, name, password=None)
+    for name in ("alice", "bob", "carol", "root"):
+        await add_account(node, name, password=None, is_admin=name == "root")
         TOKENS[name] = (await create_token(node, name)).secret
 
 
@@ -449,3 +449,17 @@ def test_permissions_say_what_the_mutations_allow(served: Served) -> None:
             "role": None,
             "permissions": {"general": nothing, "metadata": {"canCommit": False}, **off},
         }
+
+
+def test_a_node_admin_manages_the_built_in_accounts_datasets(served: Served) -> None:
+    dataset_id = created_id(create_empty(served, "root", "node-notes", vis="PRIVATE"))
+    assert "node-notes" in listed(served)
+    assert "node-notes-visibility" in relations(served)
+    assert ask(served, LOOKUP, "alice", id=dataset_id)["data"]["datasets"]["byId"] is None
+    public = {"public": {"anonymousAvailable": True}}
+    ask(served, SET_VISIBILITY, "root", id=dataset_id, vis=public)
+    seen = ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"]
+    assert seen["alias"] == "node-notes"
+    gone = ask(served, DELETE, "root", id=dataset_id)["data"]["datasets"]["byId"]["delete"]
+    assert gone["deletedDataset"] == "node-notes"
+    assert "node-notes" not in listed(served)
