@@ -17,15 +17,16 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_chain as chain
 from odfd.app import graphql_data as data
-from odfd.server.graphql import auth
-from protocol.errors import ParseError
-from protocol.identity import DatasetId, Multihash
+from odfd.server.graphql import auth, datasets
+from odfd.server.graphql.identifiers import dataset_id, multihash
+from protocol.identity import Multihash
 from protocol.query import SchemaFormat
 from storage.catalog import DatasetRecord
 
 if TYPE_CHECKING:
     from odfd.app.answers import QueryLimits, Visible
     from odfd.app.dataset_details import SummaryCache
+    from odfd.app.graphql_datasets import Caller
     from odfd.app.node import Node
     from odfd.server.query_api.platform import LoginThrottle
     from protocol.model import MetadataBlock
@@ -53,6 +54,8 @@ class Context:
     summaries: SummaryCache
     throttle: LoginThrottle
     """``POST /platform/login``'s: a name's failed sign-ins slow it down on both routes."""
+    caller: Caller
+    """Who asks and what the node's policy lets them change (the ``datasets`` mutations)."""
 
 
 Resolver = Callable[..., Any]
@@ -93,20 +96,6 @@ def _paged(items: Sequence[Any], page: int, per_page: int) -> dict[str, Any]:
     return connection(items[start : start + per_page], len(items), page, per_page)
 
 
-def _dataset_id(text: str) -> DatasetId:
-    try:
-        return DatasetId.parse(text)
-    except ParseError as error:
-        raise GraphQLError(f"datasetId {text!r} is not a dataset id: {error}") from None
-
-
-def _multihash(text: str) -> Multihash:
-    try:
-        return Multihash.from_multibase(text)
-    except ParseError as error:
-        raise GraphQLError(f"hash {text!r} is not a multihash: {error}") from None
-
-
 # --- Query ----------------------------------------------------------------------------------------
 
 
@@ -125,7 +114,7 @@ async def _search(
 
 async def _by_id(_source: Any, info: GraphQLResolveInfo, datasetId: str) -> DatasetRecord | None:
     ctx = _ctx(info)
-    return await catalog.by_id(ctx.node, ctx.visible, _dataset_id(datasetId))
+    return await catalog.by_id(ctx.node, ctx.visible, dataset_id(datasetId))
 
 
 async def _by_owner_and_name(
@@ -354,7 +343,7 @@ async def _blocks(source: DatasetRecord, info: GraphQLResolveInfo, **kw: Any) ->
 async def _block_by_hash(
     source: DatasetRecord, info: GraphQLResolveInfo, hash: str
 ) -> dict[str, Any] | None:
-    block_hash = _multihash(hash)
+    block_hash = multihash(hash)
     block = await chain.block_by_hash(_ctx(info).node, source, block_hash)
     return None if block is None else _block(block_hash, block)
 
@@ -416,6 +405,8 @@ RESOLVERS: dict[str, Resolver] = {
     "Query.search": _group,
     "Query.data": _group,
     "Mutation.auth": _group,
+    "Mutation.datasets": _group,
+    **datasets.RESOLVERS,
     "AuthMut.login": auth.login,
     "AuthMut.accountDetails": auth.account_details,
     "Search.query": _search,

@@ -22,6 +22,7 @@ from graphql import (
 
 from odfd.app.authorization import ANONYMOUS, Action
 from odfd.app.dataset_details import SummaryCache
+from odfd.app.graphql_datasets import Caller
 from odfd.server.graphql.documents import Documents
 from odfd.server.graphql.resolvers import Context, default_field, type_name
 from odfd.server.graphql.schema import schema
@@ -77,14 +78,23 @@ def _is_mutation(document: DocumentNode, operation: str | None) -> bool:
 
 def _context(request: web.Request) -> Context:
     state = context.state(request)
-    policy = state.policy(request)
+    policies = state.policies
+    assert policies is not None, "a served app's state has its policy cache"
+    visible = context.visible(request)
+    caller = Caller(
+        state.principal(request),
+        state.policy(request),
+        visible,
+        reload=lambda: policies.policy(state.reader),
+    )
     return Context(
         node=context.node(request),
-        visible=context.visible(request),
-        public=lambda record: policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
+        visible=visible,
+        public=lambda record: caller.policy.decide(ANONYMOUS, Action.READ, record.alias).allowed,
         limits=context.limits(request),
         summaries=request.app[SUMMARIES_KEY],
         throttle=request.app[THROTTLE_KEY],
+        caller=caller,
     )
 
 

@@ -2,7 +2,8 @@
 argument and enum names, nullability and page-based connections, for the fields built here
 (``docs/graphql.md``); a field not listed is refused by validation with its name. One addition:
 ``DatasetData.estimatedSizeBytes``, the name kamu-cli's remote search asks for. Of the
-mutations, only ``auth``'s sign-in (``odfd.server.graphql.auth``); writes go through the transfer
+mutations, ``auth``'s sign-in (``odfd.server.graphql.auth``) and ``datasets``' create, rename,
+delete and visibility (``odfd.server.graphql.datasets``); data is written through the transfer
 protocols, ``/ingest`` and ``odfd``."""
 
 SDL = """
@@ -14,6 +15,7 @@ scalar AccountDisplayName
 scalar DatasetAlias
 scalar DatasetID
 scalar DatasetName
+scalar DatasetRef
 scalar DateTime
 scalar Multihash
 
@@ -27,7 +29,92 @@ type Query {
 
 type Mutation {
   auth: AuthMut!
+  datasets: DatasetsMut!
 }
+
+type DatasetsMut {
+  byId(datasetId: DatasetID!): DatasetMut
+  createEmpty(
+    datasetKind: DatasetKind!, datasetAlias: DatasetAlias!, datasetVisibility: DatasetVisibility!
+  ): CreateDatasetResult!
+  createFromSnapshot(
+    snapshot: String!, snapshotFormat: MetadataManifestFormat!,
+    datasetVisibility: DatasetVisibility!
+  ): CreateDatasetFromSnapshotResult!
+}
+
+type DatasetMut {
+  dataset: Dataset!
+  rename(newName: DatasetName!): RenameResult!
+  delete: DeleteResult!
+  setVisibility(visibility: DatasetVisibilityInput!): SetDatasetVisibilityResult!
+}
+
+enum DatasetVisibility { PRIVATE PUBLIC }
+enum MetadataManifestFormat { YAML }
+
+input PrivateDatasetVisibilityInput { dummy: String }
+input PublicDatasetVisibilityInput { anonymousAvailable: Boolean! }
+input DatasetVisibilityInput @oneOf {
+  private: PrivateDatasetVisibilityInput
+  public: PublicDatasetVisibilityInput
+}
+
+interface CreateDatasetResult { isSuccess: Boolean! message: String! }
+interface CreateDatasetFromSnapshotResult { isSuccess: Boolean! message: String! }
+
+type CreateDatasetResultSuccess implements CreateDatasetResult & CreateDatasetFromSnapshotResult {
+  dataset: Dataset!
+  isSuccess: Boolean!
+  message: String!
+}
+
+type CreateDatasetResultNameCollision implements CreateDatasetResult
+    & CreateDatasetFromSnapshotResult {
+  accountName: AccountName
+  datasetName: DatasetName!
+  isSuccess: Boolean!
+  message: String!
+}
+
+type CreateDatasetResultInvalidSnapshot implements CreateDatasetFromSnapshotResult {
+  message: String!
+  isSuccess: Boolean!
+}
+
+type CreateDatasetResultMissingInputs implements CreateDatasetFromSnapshotResult {
+  missingInputs: [String!]!
+  isSuccess: Boolean!
+  message: String!
+}
+
+type MetadataManifestMalformed implements CreateDatasetFromSnapshotResult {
+  message: String!
+  isSuccess: Boolean!
+}
+
+interface RenameResult { message: String! }
+type RenameResultSuccess implements RenameResult {
+  oldName: DatasetName!
+  newName: DatasetName!
+  message: String!
+}
+type RenameResultNoChanges implements RenameResult { preservedName: DatasetName! message: String! }
+type RenameResultNameCollision implements RenameResult {
+  collidingAlias: DatasetAlias!
+  message: String!
+}
+
+interface DeleteResult { message: String! }
+type DeleteResultSuccess implements DeleteResult { deletedDataset: DatasetAlias! message: String! }
+type DeleteResultDanglingReference implements DeleteResult {
+  notDeletedDataset: DatasetAlias!
+  danglingChildRefs: [DatasetRef!]!
+  message: String!
+}
+
+interface SetDatasetVisibilityResult { message: String! }
+type SetDatasetVisibilityResultSuccess implements SetDatasetVisibilityResult { message: String! }
 
 enum AccountProvider { PASSWORD OAUTH_GITHUB WEB3_WALLET }
 
@@ -113,7 +200,31 @@ type Dataset {
   metadata: DatasetMetadata!
   createdAt: DateTime!
   lastUpdatedAt: DateTime!
+  permissions: DatasetPermissions!
+  role: DatasetAccessRole
 }
+
+enum DatasetAccessRole { READER EDITOR MAINTAINER }
+
+type DatasetPermissions {
+  collaboration: DatasetCollaborationPermissions!
+  envVars: DatasetEnvVarsPermissions!
+  flows: DatasetFlowsPermissions!
+  webhooks: DatasetWebhooksPermissions!
+  general: DatasetGeneralPermissions!
+  metadata: DatasetMetadataPermissions!
+}
+
+type DatasetCollaborationPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetEnvVarsPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetFlowsPermissions { canView: Boolean! canRun: Boolean! }
+type DatasetWebhooksPermissions { canView: Boolean! canUpdate: Boolean! }
+type DatasetGeneralPermissions {
+  canRename: Boolean!
+  canSetVisibility: Boolean!
+  canDelete: Boolean!
+}
+type DatasetMetadataPermissions { canCommit: Boolean! }
 
 enum DataBatchFormat { JSON JSON_AOS JSON_SOA JSON_AOA ND_JSON CSV JSON_LD }
 enum DataSchemaFormat { PARQUET PARQUET_JSON ARROW_JSON }
