@@ -246,6 +246,14 @@ APPLICATION_ONLY = {
     "storage.ipfs_client": "odfd.app.ipfs_status",
     "storage.catalog.flow_runs": "odfd.app.flow_history",
     "storage.catalog.webhook_deliveries": "odfd.app.flow_history",
+    "storage.keys": "odfd.app.workspace_init",
+    "odfd.sync.repos": "odfd.app.repos",
+    "odfd.sync.progress": "odfd.app.transfer_progress",
+    "verifier.selection": "odfd.app.verify",
+    "storage.dataset_storage": "odfd.app.served_objects",
+    "storage.stores.localfs": "odfd.app.served_objects",
+    "storage.chain": "odfd.app.pull_intervals",
+    "protocol.transfer.smart.tarball": "odfd.app.pull_intervals",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -266,7 +274,14 @@ jobs to it with ``odfd.app.engine_jobs`` and starts and stops its warm Spark Con
 ``odfd.app.warm_engine``; it finds the local derivatives behind their inputs with
 ``odfd.app.derivative_inputs``; the console asks ``odfd.app.ipfs_status`` about the IPFS node;
 flow runs and webhook deliveries are listed by ``odfd.app.flow_history`` and recorded by the
-runner the daemon gets from ``odfd.app.node_flows`` (a module here covers its submodules)."""
+runner the daemon gets from ``odfd.app.node_flows``; ``odfd init`` makes the workspace and its
+identity with ``odfd.app.workspace_init``; ``odfd repo`` and ``odfd push`` check repository
+names, URLs and their arguments through ``odfd.app.repos`` and ``odfd.app.push``; ``odfd pull``
+and ``odfd push`` ask ``odfd.app.transfer_progress`` for their progress lines by a flag; ``odfd
+verify`` checks ``--from``/``--to`` with ``odfd.app.verify``; the Simple Transfer server asks
+``odfd.app.served_objects`` where an object is read from, and the Smart Transfer server reads,
+checks and packs a pull's interval of a chain with ``odfd.app.pull_intervals`` (a module here
+covers its submodules; the first rule that matches names the module to call)."""
 
 
 def _application_only(target: str) -> str | None:
@@ -312,6 +327,18 @@ def test_the_internals_check_sees_them_imported() -> None:
         "odfd.cli.probe (line 6) imports storage.scratch: call odfd.app.catalog_read",
         "odfd.daemon.probe (line 7) imports verifier.engine.cancel: call odfd.app.engine_jobs",
         "odfd.daemon.probe (line 8) imports verifier.engine.spark.choice: call odfd.app.warm_engine",
+    ]
+    moved = {
+        "odfd.cli.probe": {"odfd.sync.repos": 11, "odfd.sync.progress": 12, "storage.keys": 13},
+        "odfd.server.probe": {"storage.chain": 14, "storage.chain.rules": 15},
+        "odfd.app.probe": {"storage.chain": 16, "storage.stores.localfs": 17},
+    }
+    assert _reaches_past_the_application_layer(moved) == [
+        "odfd.cli.probe (line 11) imports odfd.sync.repos: call odfd.app.repos",
+        "odfd.cli.probe (line 12) imports odfd.sync.progress: call odfd.app.transfer_progress",
+        "odfd.cli.probe (line 13) imports storage.keys: call odfd.app.workspace_init",
+        "odfd.server.probe (line 14) imports storage.chain: call odfd.app.pull_intervals",
+        "odfd.server.probe (line 15) imports storage.chain.rules: call odfd.app.derivative_inputs",
     ]
 
 

@@ -119,6 +119,11 @@ class PullRequest(Request):
         if bool(self.datasets) == self.all:
             raise SyncError("name the datasets to pull, or pass --all (not both)")
 
+    def names_a_url(self) -> bool:
+        """Whether a dataset is named by a remote URL (a replication pull, whatever the
+        workspace holds)."""
+        return any(looks_like_url(ref) for ref in self.datasets)
+
 
 Around = Callable[[str], AbstractAsyncContextManager[object]]
 """Wraps a local pull's work, given a label (the CLI's status line)."""
@@ -130,11 +135,15 @@ async def pull(
     sink: EventSink,
     *,
     around: Around | None = None,
-    progress: Callable[[str], Progress] | None = None,
+    show_progress: bool = False,
 ) -> None:
     """Brings the datasets up to date: replicas from their remotes, the others from their own
-    sources (``all``: replicas first, then everything else upstream first)."""
+    sources (``all``: replicas first, then everything else upstream first). ``show_progress``:
+    each transfer draws its progress line on a terminal's stderr."""
+    from odfd.app.transfer_progress import progress_lines
+
     request.check()
+    progress = progress_lines(show_progress)
     if request.all:
         replicated, local = await split_for_all(node)
         if replicated:

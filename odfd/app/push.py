@@ -5,12 +5,12 @@ inputs first."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from odfd.app.events import Event, EventSink
 from odfd.sync.repos import RepoError, expand, join
+from odfd.sync.transport import looks_like_url
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -43,14 +43,31 @@ class PushRequest:
     parallel: int = 8
 
 
+def split_targets(targets: list[str], to: str | None, every: bool) -> tuple[list[str], str | None]:
+    """The datasets and the destination ``odfd push TARGETS [--to TO] [--all]`` names: with no
+    ``to``, a URL after one dataset is its destination (the long-standing ``push DATASET
+    URL``); naming datasets and passing ``every``, or neither, is a ``RepoError``."""
+    refs = list(targets)
+    if to is None and len(refs) == 2 and looks_like_url(refs[1]):
+        refs, to = refs[:1], refs[1]
+    if bool(refs) == every:
+        raise RepoError("name the datasets to push, or pass --all (not both)")
+    return refs, to
+
+
 async def push_datasets(
     node: Node,
     request: PushRequest,
     sink: EventSink,
-    progress: Callable[[str], Progress] | None = None,
+    *,
+    show_progress: bool = False,
 ) -> None:
+    """Pushes each dataset the request names to each of its destinations; ``show_progress``:
+    each push draws its progress line on a terminal's stderr."""
+    from odfd.app.transfer_progress import progress_lines
     from odfd.sync.push import PushOptions
 
+    progress = progress_lines(show_progress)
     workspace = node.workspace
     records = (
         await workspace.list_datasets()

@@ -23,9 +23,31 @@ if TYPE_CHECKING:
 KINDS: tuple[RemoteAliasKind, ...] = ("pull", "push")
 
 
+def checked_repo(name: str, url: str) -> tuple[str, str]:
+    """A repository's name and URL, checked before anything opens (``RepoError`` naming the
+    bad one)."""
+    return check_name(name), check_url(url)
+
+
+def chosen_repos(names: list[str], every: bool) -> list[str] | None:
+    """The repositories ``odfd repo delete`` forgets (``None``: every one); naming some and
+    passing ``every``, or neither, is a ``RepoError``."""
+    if bool(names) == every:
+        raise RepoError("name the repositories to delete, or pass --all (not both)")
+    return None if every else names
+
+
+def chosen_remote(remote: str | None, every: bool) -> str | None:
+    """The remote ``odfd repo alias delete`` removes (``None``: every one); naming one and
+    passing ``every``, or neither, is a ``RepoError``."""
+    if (remote is None) != every:
+        raise RepoError("name the remote to delete, or pass --all (not both)")
+    return None if every else remote
+
+
 async def add_repo(node: Node, name: str, url: str) -> tuple[str, str]:
     """The repository's checked name and URL, once recorded."""
-    name, url = check_name(name), check_url(url)
+    name, url = checked_repo(name, url)
     try:
         await node.workspace.catalog.add_remote(name, url)
     except DatasetExistsError:

@@ -123,6 +123,15 @@ class ReportedProgress(Progress):
             self._sent_at = self._clock()
 
 
+def check_block_selector(text: str) -> str:
+    """``text`` when it selects a block (a sequence number or a block hash), kept as text (the
+    request carries it so); ``protocol.errors.ParseError`` saying why otherwise."""
+    from verifier.selection import parse_block_selector
+
+    parse_block_selector(text)
+    return text
+
+
 async def verify(
     node: Node, request: VerifyRequest, progress: Progress | None = None
 ) -> VerifyReport:

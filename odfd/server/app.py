@@ -19,7 +19,6 @@ from odfd.server.errors import errors_as_json
 from odfd.server.smart_pull import handle_pull
 from odfd.server.smart_push import handle_push
 from odfd.server.state import STATE_KEY, ServerState, authorize
-from storage.catalog.reader import CatalogReader
 from storage.workspace import Workspace
 
 MAX_REQUEST_BYTES = 1 << 20
@@ -58,15 +57,9 @@ def create_app(
 
 
 async def _catalog_reader(app: web.Application) -> AsyncIterator[None]:
-    """Serving resolves names on a read-only connection of its own (``ServerState.reader``)."""
-    state = app[STATE_KEY]
-    reader = await CatalogReader.open(state.workspace.catalog.path)
-    state.reader = reader
-    try:
+    """Serving resolves names on a read-only connection of its own (``ServedDatasets.reading``)."""
+    async with app[STATE_KEY].datasets.reading():
         yield
-    finally:
-        state.reader = None
-        await reader.close()
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,14 +17,13 @@ from pathlib import Path
 from aiohttp import web
 
 from odfd.app.receive_push import UploadRejectedError, store_upload
+from odfd.app.served_objects import object_source
 from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import ParseError
 from protocol.identity import Multihash
 from protocol.transfer.simple import ObjectKind
-from storage.dataset_storage import LocalFiles
 from storage.errors import ObjectNotFoundError
 from storage.stores.base import ObjectStore
-from storage.stores.localfs import LocalFsObjectStore
 
 DATASET = r"{dataset:[^/]+(?:/[^/]+)?}"
 HASH = r"{hash:[^/]+}"
@@ -108,17 +107,10 @@ async def get_object(request: web.Request) -> web.StreamResponse:
             raise web.HTTPForbidden(text="the signed URL is invalid or has expired")
     else:
         record = await state.require(path, request)
-    dataset = state.open_dataset(record)
-    store = {
-        ObjectKind.BLOCK: dataset.blocks,
-        ObjectKind.DATA: dataset.data,
-        ObjectKind.CHECKPOINT: dataset.checkpoints,
-    }[kind]
-    if isinstance(store, LocalFsObjectStore):
-        return await _send_file(request, store.path_of(hash), hash)
-    if isinstance(store, LocalFiles) and await asyncio.to_thread(store.path_of(hash).is_file):
-        return await _send_file(request, store.path_of(hash), hash)  # in the node's cache
-    return await _send_stream(request, store, hash)
+    source = await object_source(state.datasets.open(record), kind, hash)
+    if isinstance(source, Path):
+        return await _send_file(request, source, hash)
+    return await _send_stream(request, source, hash)
 
 
 async def _send_stream(

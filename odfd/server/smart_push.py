@@ -29,11 +29,12 @@ from odfd.app.receive_push import (
     SeedOverwriteError,
     receive_push,
 )
+from odfd.app.served_datasets import parse_dataset_path
 from odfd.app.write_log import Actor
 from odfd.errors import OdfdError
 from odfd.server.refusals import NO_TOKEN
 from odfd.server.refusals import refusal as unauthorized
-from odfd.server.state import STATE_KEY, ServerState, parse_dataset_path
+from odfd.server.state import STATE_KEY, ServerState
 from odfd.server.websocket import ServerChannel, accept, check_version, require_version_header
 from odfd.sync.errors import TransferFlowError
 from protocol.errors import OdfError, ParseError

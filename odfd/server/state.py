@@ -24,15 +24,13 @@ from odfd.app.authorization import (
     Principal,
     principal_of,
 )
+from odfd.app.served_datasets import ServedDatasets
 from odfd.config import ServerConfig
 from odfd.server.pull_answers import PullAnswers
 from odfd.server.refusals import bad_token
 from odfd.server.signing import UrlSigner
-from protocol.errors import ParseError
-from protocol.identity import DatasetAlias, DatasetId, DatasetRef
+from protocol.identity import DatasetId
 from storage.catalog import DatasetRecord
-from storage.catalog.reader import CatalogReader
-from storage.catalog.versioned_cache import VersionedCache
 from storage.dataset import Dataset
 from storage.workspace import Workspace
 
@@ -40,17 +38,8 @@ STATE_KEY: web.AppKey[ServerState] = web.AppKey("odfd_server_state")
 SELF_JUDGED_KEY: web.AppKey[frozenset[str]] = web.AppKey("odfd_self_judged_paths", frozenset)
 """Paths whose handler says itself why a token is refused (``/platform/token/validate``, in the
 reference's words): :func:`authorize` lets a refused token through to them, with no principal."""
-_KEPT_LOOKUPS = 1024
-"""Dataset paths and opened datasets kept per catalog version (least recently used first out)."""
 _PRINCIPAL: web.RequestKey[Principal] = web.RequestKey("odfd_principal", Principal)
 _POLICY: web.RequestKey[Policy] = web.RequestKey("odfd_policy", Policy)
-
-
-def parse_dataset_path(text: str) -> DatasetRef:
-    """``name`` (single-tenant), ``account/name`` (multi-tenant) or ``did:odf:…``."""
-    if text.startswith("did:"):
-        return DatasetRef(DatasetId.parse(text))
-    return DatasetRef(DatasetAlias.parse(text))
 
 
 @dataclass(slots=True)
@@ -73,18 +62,13 @@ class ServerState:
     """Smart Transfer Protocol answers of the intervals pulled last (``odfd.server.pull_answers``)."""
     withheld: set[DatasetId] = field(default_factory=set)
     """Datasets not served (the daemon withholds those whose last audit failed)."""
-    reader: CatalogReader | None = None
-    """Resolves dataset names on a read-only connection of its own while the app runs, so
-    serving never waits behind another task's catalog transaction (a daemon's syncs)."""
     policies: PolicyCache | None = None
-    _found: VersionedCache[str, tuple[DatasetRecord | None]] = field(
-        default_factory=lambda: VersionedCache(_KEPT_LOOKUPS)
-    )
-    """Dataset paths as :meth:`find` resolved them, kept while the catalog is unchanged."""
-    _opened: VersionedCache[DatasetId, Dataset] = field(
-        default_factory=lambda: VersionedCache(_KEPT_LOOKUPS)
-    )
-    """Datasets :meth:`open_dataset` opened, kept while the catalog is unchanged."""
+    datasets: ServedDatasets = field(init=False)
+    """Datasets by URL path and opened, kept while the catalog is unchanged; resolved on a
+    read-only connection of their own while the app runs (``ServedDatasets.reading``)."""
+
+    def __post_init__(self) -> None:
+        self.datasets = ServedDatasets(self.workspace)
 
     @classmethod
     def create(
@@ -142,7 +126,7 @@ class ServerState:
         may read it, unless ``signed``: the caller checked a URL this server signed for it); a
         withheld dataset is refused (403) with the reason, so clients report why instead of
         "not found"."""
-        record = await self._record_at(path)
+        record = await self.datasets.at(path)
         if (
             record is not None
             and not signed
@@ -156,47 +140,6 @@ class ServerState:
                 "failed (it is served again once an audit passes)"
             )
         return record
-
-    def _catalog_version(self) -> int | None:
-        """What answers read from the catalog are kept by: ``PRAGMA data_version`` of the
-        server's reader, which moves with every commit of any other connection (a push, a
-        pull, a rename, a deletion, a relation); ``None`` (nothing kept) without a reader or
-        while the catalog is busy."""
-        return None if self.reader is None else self.reader.data_version()
-
-    async def _record_at(self, path: str) -> DatasetRecord | None:
-        """The dataset ``path`` names, as of the catalog now. Every download GET of a pull asks
-        this: the answer is kept while the catalog is unchanged (parsing the path and building
-        the record cost ~0.05 ms a GET, a thousand GETs a pull)."""
-        version = self._catalog_version()
-        kept = self._found.get(path, version)
-        if kept is not None:
-            return kept[0]
-        try:
-            ref = parse_dataset_path(path)
-        except ParseError:
-            return None
-        record = await self._resolve(ref)
-        self._found.put(path, version, (record,))
-        return record
-
-    def open_dataset(self, record: DatasetRecord) -> Dataset:
-        """The dataset's folder, opened once while the catalog is unchanged (opening one builds
-        its stores, paths and chain: ~0.1 ms, on every download GET of a pull); any commit, such
-        as a head move, a rename or a deletion, opens it afresh."""
-        version = self._catalog_version()
-        dataset = self._opened.get(record.id, version)
-        if dataset is None:
-            dataset = self.workspace.open_dataset(record.id)
-            self._opened.put(record.id, version, dataset)
-        return dataset
-
-    async def _resolve(self, ref: DatasetRef) -> DatasetRecord | None:
-        if self.reader is None:
-            return await self.workspace.try_resolve(ref)
-        if ref.id is not None:
-            return await self.reader.get_dataset(ref.id)
-        return await self.reader.find_by_alias(str(ref.alias))
 
     async def require(self, path: str, request: web.Request | None = None) -> DatasetRecord:
         record = await self.find(path, request)
@@ -225,7 +168,7 @@ async def authorize(request: web.Request, handler: Handler) -> web.StreamRespons
     """Establish who the request speaks for, once, before any handler runs."""
     state = request.app[STATE_KEY]
     principal = await principal_of(
-        state.workspace, state.config, bearer_token(request), state.reader
+        state.workspace, state.config, bearer_token(request), state.datasets.reader
     )
     if principal is None:
         if request.path in request.app.get(SELF_JUDGED_KEY, frozenset()):
@@ -233,7 +176,7 @@ async def authorize(request: web.Request, handler: Handler) -> web.StreamRespons
         raise await bad_token(state.workspace, bearer_token(request))
     request[_PRINCIPAL] = principal
     assert state.policies is not None
-    request[_POLICY] = await state.policies.policy(state.reader)
+    request[_POLICY] = await state.policies.policy(state.datasets.reader)
     return await handler(request)
 
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from odfd.app.pull_intervals import Interval, read_interval
 from odfd.server import smart_pull
 from odfd.server.pull_answers import PullAnswer, PullAnswers
-from odfd.server.smart_pull import Interval, read_interval
 from odfd.server.state import STATE_KEY
 from odfd.sync.pull import PullOptions, pull
 from odfd.sync.transport import smart_client as smart

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from odfd.cli import terminal
 from odfd.cli.workspace_args import add_root_argument
-from storage.errors import WorkspaceError
-from storage.keys import did_of
-from storage.layout import DEFAULT_WORKSPACE_DIR, WORKSPACE_ENV, WorkspaceLayout
-from storage.workspace import Workspace
+
+if TYPE_CHECKING:
+    from odfd.app.events import Event
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -29,30 +27,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _init(args: argparse.Namespace) -> int:
-    existing = args.root if args.root is not None else WorkspaceLayout.default_root()
-    if args.exists_ok and (existing / "config.toml").is_file():
-        terminal.info(f"An odfd workspace exists already in {existing}")
-        return 0
-    if args.root is None and not os.environ.get(WORKSPACE_ENV):
-        enclosing = WorkspaceLayout.enclosing(Path.cwd())
-        if enclosing is not None and enclosing != Path.cwd().absolute() / DEFAULT_WORKSPACE_DIR:
-            raise WorkspaceError(
-                f"{Path.cwd()} is inside the odfd workspace {enclosing}, which odfd commands "
-                "use from here; pass --root DIR to create a separate one"
-            )
+    from odfd.app import workspace_init
 
-    async def run() -> int:
-        from odfd.app.accounts import add_admin_account
+    if args.exists_ok:
+        existing = workspace_init.existing_workspace(args.root)
+        if existing is not None:
+            terminal.info(f"An odfd workspace exists already in {existing}")
+            return 0
+    workspace_init.check_not_nested(args.root)
+    admin = asyncio.run(workspace_init.init_workspace(args.root, _Printer()))
+    print(
+        f"Its administrator account is {admin.name} ({admin.id}); set its password with "
+        f"`odfd account passwd {admin.name}`"
+    )
+    return 0
 
-        async with await Workspace.init(args.root) as workspace:
-            identity = did_of(workspace.keys.node_key())
-            print(f"Initialized an odfd workspace in {workspace.root}")
-            print(f"Its identity key signs answers to queries as {identity}")
-            admin = await add_admin_account(workspace)
-            print(
-                f"Its administrator account is {admin.name} ({admin.id}); set its password with "
-                f"`odfd account passwd {admin.name}`"
-            )
-        return 0
 
-    return asyncio.run(run())
+class _Printer:
+    def emit(self, event: Event) -> None:
+        from odfd.app.workspace_init import WorkspaceCreated
+
+        if isinstance(event, WorkspaceCreated):
+            print(f"Initialized an odfd workspace in {event.root}")
+            print(f"Its identity key signs answers to queries as {event.identity}")

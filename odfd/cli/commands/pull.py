@@ -86,10 +86,8 @@ def _request(args: argparse.Namespace) -> PullRequest:
 
 def forward(args: argparse.Namespace) -> tuple[PullRequest, StatusLineRendering] | str:
     """The request a daemon runs for this command line, or why it runs here."""
-    from odfd.sync.transport import looks_like_url
-
     request = _request(args)
-    if any(looks_like_url(ref) for ref in request.datasets):
+    if request.names_a_url():
         return "it pulls from a remote URL (no engine to share)"
     return request, StatusLineRendering(EVENTS, remote_pull.Printer())
 
@@ -100,9 +98,8 @@ def _pull(args: argparse.Namespace) -> int:
     async def run(node: Node) -> int:
         from odfd.app.pull import pull
         from odfd.cli.status_line import working
-        from odfd.sync.progress import Progress
 
-        await pull(node, request, remote_pull.Printer(), around=working, progress=Progress)
+        await pull(node, request, remote_pull.Printer(), around=working, show_progress=True)
         return 0
 
     return run_in_node(args, run)

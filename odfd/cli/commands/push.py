@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING
 from odfd.cli import terminal
 from odfd.cli.remote_pull import TOKEN_ENV
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.sync.progress import Progress
-from odfd.sync.repos import RepoError
-from odfd.sync.transport import looks_like_url
 
 if TYPE_CHECKING:
     from odfd.app.events import Event
@@ -60,21 +57,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=_push)
 
 
-def _split_targets(args: argparse.Namespace) -> tuple[list[str], str | None]:
-    refs, to = list(args.targets), args.to
-    if to is None and len(refs) == 2 and looks_like_url(refs[1]):
-        refs, to = refs[:1], refs[1]  # the long-standing `push DATASET URL`
-    if bool(refs) == bool(args.all):
-        raise RepoError("name the datasets to push, or pass --all (not both)")
-    return refs, to
-
-
 def _push(args: argparse.Namespace) -> int:
-    refs, to = _split_targets(args)
+    from odfd.app.push import PushRequest, push_datasets, split_targets
+
+    refs, to = split_targets(args.targets, args.to, args.all)
 
     async def run(node: Node) -> int:
-        from odfd.app.push import PushRequest, push_datasets
-
         request = PushRequest(
             refs=None if args.all else refs,
             to=to,
@@ -83,7 +71,7 @@ def _push(args: argparse.Namespace) -> int:
             token=args.token,
             parallel=args.parallel,
         )
-        await push_datasets(node, request, _Printer(), Progress)
+        await push_datasets(node, request, _Printer(), show_progress=True)
         return 0
 
     return run_in_node(args, run)

@@ -11,11 +11,10 @@ from odfd.app import repos
 from odfd.cli import terminal
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from odfd.sync.repos import RepoError, check_name, check_url
-from storage.catalog.catalog import RemoteAliasKind
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from storage.catalog.catalog import RemoteAliasKind
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -76,7 +75,7 @@ def _direction(parser: argparse.ArgumentParser) -> None:
 
 
 def _add(args: argparse.Namespace) -> int:
-    check_name(args.name), check_url(args.url)  # argument errors before the workspace opens
+    repos.checked_repo(args.name, args.url)  # argument errors before the workspace opens
 
     async def run(node: Node) -> int:
         name, url = await repos.add_repo(node, args.name, args.url)
@@ -96,11 +95,10 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _delete(args: argparse.Namespace) -> int:
-    if bool(args.names) == bool(args.all):
-        raise RepoError("name the repositories to delete, or pass --all (not both)")
+    chosen = repos.chosen_repos(args.names, args.all)
 
     async def run(node: Node) -> int:
-        for name in await repos.delete_repos(node, None if args.all else args.names):
+        for name in await repos.delete_repos(node, chosen):
             terminal.info(f"Deleted: {name}")
         return 0
 
@@ -164,14 +162,11 @@ def _alias_row(entry: repos.RemoteEntry) -> dict[str, Any]:
 
 
 def _alias_delete(args: argparse.Namespace) -> int:
-    if (args.remote is None) == (not args.all):
-        raise RepoError("name the remote to delete, or pass --all (not both)")
+    chosen = repos.chosen_remote(args.remote, args.all)
 
     async def run(node: Node) -> int:
         kinds = repos.KINDS if args.all and not (args.pull or args.push) else (_kind(args),)
-        record, remote = await repos.delete_alias(
-            node, args.dataset, None if args.all else args.remote, kinds
-        )
+        record, remote = await repos.delete_alias(node, args.dataset, chosen, kinds)
         if remote is None:
             terminal.info(f"Deleted: every {'/'.join(kinds)} remote of {record.alias}")
         else:

@@ -102,14 +102,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _selector(text: str) -> str:
     """A block selector, checked and kept as text (the request carries it so)."""
+    from odfd.app.verify import check_block_selector
     from protocol.errors import ParseError
-    from verifier.selection import parse_block_selector
 
     try:
-        parse_block_selector(text)
+        return check_block_selector(text)
     except ParseError as err:
         raise argparse.ArgumentTypeError(str(err)) from None
-    return text
 
 
 def _request(args: argparse.Namespace) -> VerifyRequest:
