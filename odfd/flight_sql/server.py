@@ -117,9 +117,11 @@ class FlightSqlServer(flight.FlightServerBase):
         time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
         version: Version = unversioned,
+        allow_anonymous: Callable[[], bool] = lambda: True,
     ) -> None:
         """``version``: the node's version now, which the server's caches of plans and token
-        subjects are kept by (default: nothing is cached)."""
+        subjects are kept by (default: nothing is cached); ``allow_anonymous``: whether
+        anonymous sessions are served now."""
         status.install()
         self._service = service
         self._loop = loop
@@ -135,7 +137,11 @@ class FlightSqlServer(flight.FlightServerBase):
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
-            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop, version)},
+            middleware={
+                Authenticator.KEY: Authenticator(
+                    self._sessions, resolve, loop, version, allow_anonymous
+                )
+            },
         )
 
     def close(self) -> None:
