@@ -14,6 +14,7 @@ from pathlib import Path
 import adbc_driver_flightsql
 import adbc_driver_flightsql.dbapi as flightsql
 import adbc_driver_manager
+import kamu
 import pyarrow as pa
 import pyarrow.flight as flight
 import pytest
@@ -135,3 +136,17 @@ def test_a_reload_turns_anonymous_sessions_on_and_off(closed: Closed) -> None:
         closed.nodes.reverse()
     with pytest.raises(flight.FlightUnauthenticatedError, match=RESTRICTED):
         session.query("select count(*) as n from nums")
+
+
+def test_the_kamu_client_needs_a_token(closed: Closed, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``kamu.connect`` without a token hands shake as 'anonymous': refused with the reference's
+    words; with a token of the node (given, or ``KAMU_CLIENT_TOKEN``) it reads."""
+    monkeypatch.delenv("KAMU_CLIENT_TOKEN", raising=False)
+    with pytest.raises(adbc_driver_manager.Error, match=NO_BASIC):
+        with kamu.connect(closed.url) as con:
+            con.query("select 1 as value")
+    with kamu.connect(closed.url, token=TOKEN) as con:
+        assert con.query('select count(*) as n from "secret.nums"')["n"].tolist() == [2]
+    monkeypatch.setenv("KAMU_CLIENT_TOKEN", TOKEN)
+    with kamu.connect(closed.url) as con:
+        assert con.query("select count(*) as n from nums")["n"].tolist() == [3]
