@@ -109,6 +109,7 @@ class ServerConfig:
     read_tokens = ["…"]          # bearer tokens that may read private datasets
     admin_tokens = ["…"]         # bearer tokens for the console's actions (sync now, audit now)
     flight_sql_port = 50050      # the daemon also serves Flight SQL here (default: off)
+    flight_sql_allow_anonymous = true  # false: Flight SQL takes no anonymous sessions
     query_timeout = "10m"        # how long a query may keep the engine busy producing its result
     query_max_rows = 1000000     # the most rows one answer of /query (or a tail) may hold
     node_key = "/path/to/key"    # the node's identity key (default: keys/node.key of the workspace)
@@ -127,6 +128,9 @@ class ServerConfig:
     admin_tokens: frozenset[str] = frozenset()
     flight_sql_port: int | None = None
     """Port of the daemon's Flight SQL server on ``address`` (0: any free port; ``None``: off)."""
+    flight_sql_allow_anonymous: bool = True
+    """Whether Flight SQL opens anonymous sessions (Basic ``anonymous``, ``anon_`` tokens), as
+    kamu-cli's ``protocol.flight_sql.allow_anonymous``; false: tokens of the node only."""
     query_timeout: float = 600.0
     """Seconds a query may keep the engine busy producing its result before it is stopped."""
     query_max_rows: int = 1_000_000
@@ -530,6 +534,7 @@ _SECTIONS: dict[str, tuple[type, dict[str, Reader]]] = {
             "read_tokens": _str_list,
             "admin_tokens": _str_list,
             "flight_sql_port": _int(0, 65535),
+            "flight_sql_allow_anonymous": _bool,
             "query_timeout": _positive_duration,
             "query_max_rows": _int(1),
             "node_key": _str(),

@@ -15,6 +15,9 @@ without credentials, or with ones that do not parse, is INVALID_ARGUMENT in the 
 An anonymous session token (``anon_…``) grants nothing a handshake does not give anyone, so, as
 in the reference, one the server does not know (its session expired, or the server restarted)
 opens a new anonymous session instead of being refused: a notebook left open keeps working.
+A publisher can refuse anonymous sessions altogether (``[server] flight_sql_allow_anonymous``,
+the reference's ``protocol.flight_sql.allow_anonymous``): the anonymous Basic credentials and
+``anon_`` tokens are then refused in the reference's words, tokens of the node keep working.
 
 A token's subject is kept (by the token's digest) while the node is unchanged and the token
 has not expired (:mod:`storage.catalog.versioned_cache`): a client's every call would otherwise
@@ -68,6 +71,17 @@ UNKNOWN_STATEMENT = (
     "created)"
 )
 """An unknown prepared statement handle, refused (UNAUTHENTICATED) in the reference's words."""
+_NO_ANONYMOUS_HINT = (
+    "this server takes no anonymous sessions ([server] flight_sql_allow_anonymous = false): "
+    "connect with a token of this node (as the bearer token, or as the Basic password)"
+)
+NO_BASIC = (
+    "Basic auth and anonymous access are not supported by this server. Users must authenticate "
+    f"via Bearer token auth mechanism. ({_NO_ANONYMOUS_HINT})"
+)
+ANONYMOUS_RESTRICTED = f"Anonymous account is restricted ({_NO_ANONYMOUS_HINT})"
+"""Anonymous sessions refused, in the reference's words: a Basic handshake that is no token of
+the node, and a call with an anonymous session token."""
 
 
 class TokenExpired(Exception):
@@ -220,11 +234,15 @@ class Authenticator(flight.ServerMiddlewareFactory):
         resolve: TokenResolver,
         loop: asyncio.AbstractEventLoop,
         version: Version = unversioned,
+        allow_anonymous: Callable[[], bool] = lambda: True,
     ) -> None:
+        """``allow_anonymous``: whether anonymous sessions are served now (read at each call:
+        a daemon's reload changes it)."""
         self._sessions = sessions
         self._resolve = resolve
         self._loop = loop
         self._version = version
+        self._allow_anonymous = allow_anonymous
         self._grants: VersionedCache[bytes, Subject] = VersionedCache(KEPT_GRANTS)
 
     def start_call(self, info: flight.CallInfo, headers: dict[str, list[str]]) -> CallerMiddleware:
@@ -259,10 +277,13 @@ class Authenticator(flight.ServerMiddlewareFactory):
                 "password)"
             )
         user, password = _basic(credentials)
-        if (user, password) in _ANONYMOUS_CREDENTIALS:
+        anonymous = self._allow_anonymous()
+        if anonymous and (user, password) in _ANONYMOUS_CREDENTIALS:
             return Caller(ANONYMOUS, self._sessions.open_anonymous(), reply_token=True)
         if password and self._known(password) is not None:
             return Caller(self._subject(password), password, reply_token=True)
+        if not anonymous:
+            raise Unauthenticated(NO_BASIC)
         raise Unauthenticated(  # the reference's words first
             "Basic auth is only supported for 'anonymous' accounts with no password. "
             "Authenticated users should use Bearer token auth mechanism. (odfd also takes a "
@@ -273,6 +294,9 @@ class Authenticator(flight.ServerMiddlewareFactory):
         """An anonymous session's subject, or the token's as it resolves now (so a revoked or
         expired token stops working on its next call)."""
         if token.startswith(_ANONYMOUS_PREFIX):  # unknown ones open a new session
+            if not self._allow_anonymous():
+                self._sessions.close(token)
+                raise Unauthenticated(ANONYMOUS_RESTRICTED)
             return self._sessions.touch(token, ANONYMOUS)
         subject = None
         try:

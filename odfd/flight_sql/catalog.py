@@ -2,7 +2,10 @@
 
 Datasets are tables of one catalog and one database schema, the names DataFusion's session uses
 (``odf``.``odf``), so a name a listing shows also works in a query (``odf.odf."alice/trades"``).
-Each result has the schema the Flight SQL protocol defines for it, ordered as it says.
+Beside it the session's ``information_schema`` (its ``tables``, ``columns``, …, views over what
+the caller may read) is listed too, as the reference lists it, for tools that browse the catalog
+through it. Each result has the schema the Flight SQL protocol defines for it, ordered as it
+says (by catalog, schema, table).
 """
 
 from __future__ import annotations
@@ -18,6 +21,19 @@ from odfd.flight_sql.service import TableInfo
 CATALOG = "odf"
 DB_SCHEMA = "odf"
 TABLE_TYPE = "TABLE"
+INFORMATION_SCHEMA = "information_schema"
+INFORMATION_SCHEMA_TABLES = (
+    "columns",
+    "df_settings",
+    "parameters",
+    "routines",
+    "schemata",
+    "tables",
+    "views",
+)
+"""DataFusion's ``information_schema`` views, as its own ``information_schema.tables`` lists
+them (type ``VIEW``)."""
+SYSTEM_TABLE_TYPE = "VIEW"
 
 CATALOGS_SCHEMA = pa.schema([pa.field("catalog_name", pa.utf8(), nullable=False)])
 DB_SCHEMAS_SCHEMA = pa.schema(
@@ -71,11 +87,15 @@ def catalogs() -> pa.Table:
 
 
 def db_schemas(command: Any) -> pa.Table:
-    """``CommandGetDbSchemas``: the one schema, if its filters let it through."""
-    shown = _in_catalog(command) and _matches(command, "db_schema_filter_pattern", DB_SCHEMA)
-    rows = [(CATALOG, DB_SCHEMA)] if shown else []
-    return pa.Table.from_pylist(
-        [dict(zip(DB_SCHEMAS_SCHEMA.names, row, strict=True)) for row in rows], DB_SCHEMAS_SCHEMA
+    """``CommandGetDbSchemas``: the datasets' schema and ``information_schema``, those its
+    filters let through."""
+    names = [
+        name
+        for name in (INFORMATION_SCHEMA, DB_SCHEMA)
+        if _in_catalog(command) and _matches(command, "db_schema_filter_pattern", name)
+    ]
+    return pa.Table.from_pydict(
+        {"catalog_name": [CATALOG] * len(names), "db_schema_name": names}, DB_SCHEMAS_SCHEMA
     )
 
 
@@ -83,27 +103,40 @@ def tables_schema(command: Any) -> pa.Schema:
     return TABLES_WITH_SCHEMA_SCHEMA if command.include_schema else TABLES_SCHEMA
 
 
-def tables(command: Any, infos: Sequence[TableInfo]) -> pa.Table:
-    """``CommandGetTables`` over the tables the caller may read, by name."""
-    shown = (
-        _in_catalog(command)
-        and _matches(command, "db_schema_filter_pattern", DB_SCHEMA)
-        and (not command.table_types or TABLE_TYPE in command.table_types)
-    )
-    pattern = _pattern(command, "table_name_filter_pattern")
-    chosen = sorted(
-        (info for info in infos if shown and (pattern is None or pattern.fullmatch(info.name))),
-        key=lambda info: info.name,
-    )
+def system_tables(command: Any) -> list[str]:
+    """The ``information_schema`` views ``CommandGetTables`` lists, as its filters choose."""
+    return [name for name in INFORMATION_SCHEMA_TABLES if _shows(command, INFORMATION_SCHEMA, name)]
+
+
+def tables(command: Any, infos: Sequence[TableInfo], system: Sequence[TableInfo] = ()) -> pa.Table:
+    """``CommandGetTables``: the ``system`` tables (the views :func:`system_tables` chose),
+    then the datasets the caller may read that its filters let through, by name."""
+    rows = [(INFORMATION_SCHEMA, SYSTEM_TABLE_TYPE, info) for info in system]
+    rows += [
+        (DB_SCHEMA, TABLE_TYPE, info)
+        for info in sorted(infos, key=lambda info: info.name)
+        if _shows(command, DB_SCHEMA, info.name)
+    ]
     columns: dict[str, list[Any]] = {
-        "catalog_name": [CATALOG] * len(chosen),
-        "db_schema_name": [DB_SCHEMA] * len(chosen),
-        "table_name": [info.name for info in chosen],
-        "table_type": [TABLE_TYPE] * len(chosen),
+        "catalog_name": [CATALOG] * len(rows),
+        "db_schema_name": [schema for schema, _, _ in rows],
+        "table_name": [info.name for _, _, info in rows],
+        "table_type": [kind for _, kind, _ in rows],
     }
     if command.include_schema:
-        columns["table_schema"] = [info.schema.serialize().to_pybytes() for info in chosen]
+        columns["table_schema"] = [info.schema.serialize().to_pybytes() for _, _, info in rows]
     return pa.Table.from_pydict(columns, tables_schema(command))
+
+
+def _shows(command: Any, schema: str, table: str) -> bool:
+    """Whether ``CommandGetTables``'s filters let table ``schema.table`` through."""
+    kind = TABLE_TYPE if schema == DB_SCHEMA else SYSTEM_TABLE_TYPE
+    return (
+        _in_catalog(command)
+        and _matches(command, "db_schema_filter_pattern", schema)
+        and _matches(command, "table_name_filter_pattern", table)
+        and (not command.table_types or kind in command.table_types)
+    )
 
 
 def table_types() -> pa.Table:

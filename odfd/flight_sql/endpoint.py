@@ -59,10 +59,12 @@ async def start(
     time_limit: float | Callable[[], float] = 600.0,
     version: Version = unversioned,
     release: Callable[[], Awaitable[None]] | None = None,
+    allow_anonymous: Callable[[], bool] = lambda: True,
 ) -> FlightSqlEndpoint:
     """Serves ``service`` on ``address:port`` (0: a free port) from the running loop;
     ``time_limit`` may be read anew for each query (a callable); ``version`` keeps the server's
-    caches (:class:`FlightSqlServer`); ``release`` runs once the server stopped."""
+    caches (:class:`FlightSqlServer`); ``release`` runs once the server stopped;
+    ``allow_anonymous`` says at each call whether anonymous sessions are served."""
     host = f"[{address}]" if ":" in address else address
     loop = asyncio.get_running_loop()
     try:
@@ -74,6 +76,7 @@ async def start(
             resolve=resolve,
             time_limit=time_limit,
             version=version,
+            allow_anonymous=allow_anonymous,
         )
     except pa.ArrowException:  # gRPC says only that it did not start; the OS says why
         raise FlightSqlStartError(

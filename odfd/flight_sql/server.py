@@ -53,6 +53,7 @@ from odfd.flight_sql.service import (
     QueryStream,
     QueryTimeoutError,
     Subject,
+    TableInfo,
     UnknownTableError,
 )
 from odfd.flight_sql.tickets import PlannedTickets
@@ -117,9 +118,11 @@ class FlightSqlServer(flight.FlightServerBase):
         time_limit: float | Callable[[], float] = 600.0,
         sessions: Sessions | None = None,
         version: Version = unversioned,
+        allow_anonymous: Callable[[], bool] = lambda: True,
     ) -> None:
         """``version``: the node's version now, which the server's caches of plans and token
-        subjects are kept by (default: nothing is cached)."""
+        subjects are kept by (default: nothing is cached); ``allow_anonymous``: whether
+        anonymous sessions are served now."""
         status.install()
         self._service = service
         self._loop = loop
@@ -135,7 +138,11 @@ class FlightSqlServer(flight.FlightServerBase):
         super().__init__(
             location,
             auth_handler=_AcceptHandshake(),
-            middleware={Authenticator.KEY: Authenticator(self._sessions, resolve, loop, version)},
+            middleware={
+                Authenticator.KEY: Authenticator(
+                    self._sessions, resolve, loop, version, allow_anonymous
+                )
+            },
         )
 
     def close(self) -> None:
@@ -367,6 +374,16 @@ class FlightSqlServer(flight.FlightServerBase):
         self._plans.put(key, version, planned)
         return planned
 
+    def _system_schema(
+        self, context: flight.ServerCallContext, caller: Caller, table: str, command: Any
+    ) -> pa.Schema:
+        """The schema of ``information_schema``'s view ``table`` as the engine plans it, when
+        ``command`` asks for schemas (planned once while the node is unchanged)."""
+        if not command.include_schema:
+            return pa.schema([])
+        sql = f"select * from {catalog.INFORMATION_SCHEMA}.{table}"
+        return self._plan(context, caller, sql).query.schema
+
     def _cancel(self, info: bytes) -> int:
         """Marks the tickets of a FlightInfo this server answered as cancelled: a running query
         of theirs stops, a later DoGet of them answers CANCELLED."""
@@ -393,7 +410,11 @@ class FlightSqlServer(flight.FlightServerBase):
             return catalog.db_schemas(message)
         if name == "CommandGetTables":
             infos = self._wait(context, self._service.tables(caller.subject))
-            return catalog.tables(message, infos)
+            system = [
+                TableInfo(table, self._system_schema(context, caller, table, message))
+                for table in catalog.system_tables(message)
+            ]
+            return catalog.tables(message, infos, system)
         if name == "CommandGetTableTypes":
             return catalog.table_types()
         return catalog.no_keys(_catalog_schema(name, message))

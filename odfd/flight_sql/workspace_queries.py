@@ -171,10 +171,11 @@ async def serve(
     current: Callable[[], Node] | None = None,
 ) -> FlightSqlEndpoint:
     """A Flight SQL server on ``address:port`` over ``node``: its callers are the subjects of
-    the node's tokens (issued account tokens and the ``[server]`` lists), what they see is the
+    the node's tokens (issued account tokens and the ``[server]`` lists) and, unless
+    ``[server] flight_sql_allow_anonymous`` is false, anonymous sessions; what they see is the
     authorization decision's, with the node's query time limit. ``current`` gives the node
-    whose ``[server]`` settings (tokens, private datasets, time limit) apply at each call (a
-    daemon's reload swaps it); default: ``node``'s, fixed."""
+    whose ``[server]`` settings (tokens, private datasets, time limit, anonymous sessions)
+    apply at each call (a daemon's reload swaps it); default: ``node``'s, fixed."""
     now = current or (lambda: node)
 
     def settings() -> ServerConfig:
@@ -190,6 +191,7 @@ async def serve(
             time_limit=lambda: settings().query_timeout,
             version=version,
             release=version.close,
+            allow_anonymous=lambda: settings().flight_sql_allow_anonymous,
         )
     except BaseException:
         await version.close()

@@ -113,7 +113,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 
 
 def tables(client: Client) -> set[str]:
-    return set(client.fetch(client.info("CommandGetTables")).column("table_name").to_pylist())
+    info = client.info("CommandGetTables", db_schema_filter_pattern="odf")
+    return set(client.fetch(info).column("table_name").to_pylist())
 
 
 def test_each_account_sees_what_the_decision_lets_it_read(site: Site) -> None:

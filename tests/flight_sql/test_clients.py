@@ -167,8 +167,8 @@ def test_kamu_token_from_the_environment_and_the_references_refusal(
 def test_adbc_get_objects_lists_every_readable_dataset(adbc: flightsql.Connection) -> None:
     objects = adbc.adbc_get_objects().read_all().to_pylist()
     assert [catalog["catalog_name"] for catalog in objects] == ["odf"]
-    (schema,) = objects[0]["catalog_db_schemas"]
-    assert schema["db_schema_name"] == "odf"
+    system, schema = objects[0]["catalog_db_schemas"]
+    assert (system["db_schema_name"], schema["db_schema_name"]) == ("information_schema", "odf")
     tables = {table["table_name"]: table for table in schema["db_schema_tables"]}
     assert sorted(tables) == ["big", "kamu/covid19.cases", "nums"]  # not "secret.nums"
     columns = [column["column_name"] for column in tables["kamu/covid19.cases"]["table_columns"]]
@@ -196,14 +196,17 @@ def test_adbc_filters_tables_by_pattern(adbc: flightsql.Connection) -> None:
 
 
 def test_adbc_table_types(adbc: flightsql.Connection) -> None:
-    """The reference's two types; every dataset is a TABLE, so asking for views finds none."""
+    """The reference's two types; every dataset is a TABLE, so asking for views finds only
+    ``information_schema``'s."""
     assert adbc.adbc_get_table_types() == ["TABLE", "VIEW"]
-    [views] = (
+    [schemas] = (
         adbc.adbc_get_objects(depth="tables", table_types_filter=["VIEW"])
         .read_all()["catalog_db_schemas"]
         .to_pylist()
     )
-    assert views[0]["db_schema_tables"] == []
+    tables = {schema["db_schema_name"]: schema["db_schema_tables"] for schema in schemas}
+    assert tables["odf"] == []
+    assert "columns" in {table["table_name"] for table in tables["information_schema"]}
 
 
 def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(
@@ -214,7 +217,8 @@ def test_adbc_current_catalog_and_schema_are_the_ones_tables_are_under(
     assert (adbc.adbc_current_catalog, adbc.adbc_current_db_schema) == ("odf", "odf")
     [catalog] = adbc.adbc_get_objects(depth="db_schemas").read_all().to_pylist()
     assert catalog["catalog_name"] == adbc.adbc_current_catalog
-    assert catalog["catalog_db_schemas"][0]["db_schema_name"] == adbc.adbc_current_db_schema
+    schemas = [schema["db_schema_name"] for schema in catalog["catalog_db_schemas"]]
+    assert schemas == ["information_schema", adbc.adbc_current_db_schema]
     adbc.adbc_current_catalog = "odf"
     adbc.adbc_current_db_schema = "odf"
     with pytest.raises(adbc_driver_manager.ProgrammingError, match="'catalog' \\(invalid value\\)"):
