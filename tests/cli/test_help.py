@@ -9,6 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from odfd.cli.main import build_parser
+from tests.cli.helpers import run
 
 
 def _commands(
@@ -67,3 +68,26 @@ def test_sql_server_help_is_the_servers_own(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         build_parser("sql").parse_args(["sql", "--help"])
     assert "--script FILE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["tail", "--bogus", "x"], "odfd tail: error: unrecognized arguments: --bogus; "),
+        (["repo", "list", "--x"], "odfd repo list: error: unrecognized arguments: --x; "),
+        (
+            ["sql", "select 1", "--limt", "3"],
+            "odfd sql: error: unrecognized arguments: --limt 3 (did you mean --limit?); ",
+        ),
+    ],
+)
+def test_an_unknown_argument_is_refused_by_the_command_it_was_given_to(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was ``odfd: error: unrecognized arguments`` under ``odfd``'s own usage, which lists
+    no option of the command: now the command's usage, its name and the option most alike."""
+    code, out, err = run(capsys, *argv)
+    command = said.split(":")[0]
+    assert (code, out) == (2, "")
+    assert err.startswith(f"usage: {command} ")
+    assert err.splitlines()[-1] == f"{said}`{command} --help` lists its options"
