@@ -105,8 +105,13 @@ def unknown_table_hint(message: str, aliases: Iterable[str]) -> str | None:
         alias = by_folded.get(written.casefold())
         if alias is not None and (written != alias or start < 2):  # not already one table name
             quoted = '"' + alias.replace('"', '""') + '"'
-            return f"did you mean {quoted}? (dataset names go in double quotes)"
+            return f"did you mean {quoted}? {QUOTES_HINT}"
     return None
+
+
+QUOTES_HINT = "(dataset names go in double quotes)"
+"""The end of ``unknown_table_hint``'s words: a message carrying them has its hint already (an
+odfd node's query API gives it; a client asking it adds none)."""
 
 
 async def query_inputs(

@@ -84,6 +84,7 @@ def test_an_unquoted_alias_gets_the_nodes_own_spelling(
     err = _remote(capsys, client, node, "SELECT * FROM match.nums")
     assert "table 'odf.match.nums' not found" in err
     assert 'did you mean "match.nums"? (dataset names go in double quotes)' in err
+    assert err.count("did you mean") == 1  # the node's hint (its query API), not one more here
 
 
 def test_a_private_dataset_without_a_token_suggests_logging_in_never_naming_it(
@@ -136,3 +137,24 @@ def test_a_node_that_does_not_speak_tls_is_named_as_a_tls_failure(
     err = _remote(capsys, client, url, "SELECT 1")
     assert f"cannot reach the node at {url}: " in err
     assert "is it serving" not in err
+
+
+def test_a_machine_without_a_workspace_asks_anonymously(
+    capsys: pytest.CaptureFixture[str],
+    node: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was refused (``no odfd workspace in …``, run ``odfd init``) though a remote query
+    needs nothing local: without one it is asked with no token, as anyone may read."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ODFD_HOME", raising=False)
+    sql = 'SELECT count(*) AS n FROM "match.nums"'
+    code, out, err = run(capsys, "sql", "--remote", node, "-c", sql, "-o", "csv")
+    assert (code, out, err) == (0, "n\n3\n", "")
+    code, _, err = run(capsys, "sql", "--remote", node, "-c", 'SELECT * FROM "hidden"')
+    assert code == 1
+    assert f"no token was sent: a private dataset there needs `odfd login {node}` first" in err
+    # A workspace named and missing is still the error it was.
+    code, _, err = run(capsys, "--root", str(tmp_path / "none"), "sql", "--remote", node, "-c", sql)
+    assert code == 1 and "no odfd workspace at" in err

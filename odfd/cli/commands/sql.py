@@ -218,7 +218,7 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
     if args.proof or args.as_of is not None or args.engine != DEFAULT_ENGINE:
         raise SqlArgumentError("--remote URL takes no --proof, --as-of or --engine")
 
-    async def run(node: Node) -> int:
+    async def run(node: Node | None) -> int:
         from odfd.app.remote_query import query_remote
         from odfd.app.result_formats import write_result
 
@@ -228,6 +228,12 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
             )
         return 0
 
+    from odfd.app.remote_query import workspace_found
+
+    if not workspace_found(args.root):  # no login kept here: asked as anyone
+        import asyncio
+
+        return asyncio.run(run(None))
     return run_in_node(args, run, check_storage=False)
 
 
