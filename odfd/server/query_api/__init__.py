@@ -4,9 +4,10 @@ reference's ``/query``, ``/verify``, ``/{dataset}/tail``, ``/{dataset}/metadata`
 reference's ``/platform/login``, ``/platform/token/validate`` and device login (``kamu login``).
 
 Handlers only translate: HTTP in, a call into ``odfd.app.answers`` or ``odfd.app.dataset_metadata``,
-JSON out. Datasets are named as the transfer routes name them (``name``, ``account/name``, a
-``did:odf:``), private datasets exist only for a read or admin token, and every client error is a
-4xx with ``{"message": ...}`` (``errors``).
+JSON out. Browsers may call the data routes from any origin (``cors``). Datasets are named as the
+transfer routes name them (``name``, ``account/name``, a ``did:odf:``), private datasets exist
+only for a read or admin token, and every client error is a 4xx with ``{"message": ...}``
+(``errors``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from odfd.app import answers
 from odfd.app.device_login import DeviceCodes
-from odfd.server.query_api import datasets, device, general, login_page, platform, query
+from odfd.server.query_api import cors, datasets, device, general, login_page, platform, query
 from odfd.server.query_api.context import NODE_KEY
 from odfd.server.query_api.device import DEVICE_CODES_KEY
 from odfd.server.query_api.errors import json_errors
@@ -73,10 +74,16 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
     app[THROTTLE_KEY] = LoginThrottle()
     app[DEVICE_CODES_KEY] = DeviceCodes()
     app[SELF_JUDGED_KEY] = frozenset({platform.VALIDATE_PATH})
-    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
+    for method, path, handler in [*PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
-    for method, name, handler in DATASET_ROUTES:
-        app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
+    data_routes = [
+        *ROOT_ROUTES,
+        *((method, f"/{DATASET}/{name}", handler) for method, name, handler in DATASET_ROUTES),
+    ]
+    for method, path, handler in data_routes:
+        route = app.router.add_route(method, path, json_errors(handler))
+        assert route.resource is not None
+        cors.allow(app, route.resource)
     app.on_startup.append(_warm_up)
 
 
