@@ -87,3 +87,15 @@ async def test_an_unquoted_dataset_name_is_answered_with_the_quoted_one(served: 
         400,
         {"message": "table 'odf.nothing.here' not found"},
     )
+
+
+async def test_container_probes_get_the_references_health_answer(served: Served) -> None:
+    """``/system/health`` was a plain 404 ``Not Found``: a kamu node's probes failed on odfd."""
+    async with aiohttp.ClientSession() as session:
+        base = served.url.rstrip("/") + "/system/health"
+        for query in ("", "?type=liveness", "?type=readiness", "?type=startup"):
+            async with session.get(base + query) as response:
+                assert (response.status, await response.json()) == (200, {"ok": True})
+        async with session.get(base + "?type=ready") as response:
+            assert response.status == 400
+            assert (await response.json())["message"].startswith("type: unknown variant `ready`")
