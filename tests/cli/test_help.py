@@ -91,3 +91,11 @@ def test_an_unknown_argument_is_refused_by_the_command_it_was_given_to(
     assert (code, out) == (2, "")
     assert err.startswith(f"usage: {command} ")
     assert err.splitlines()[-1] == f"{said}`{command} --help` lists its options"
+
+
+@pytest.mark.parametrize("command", ["serve", "daemon", "ui"])
+def test_kamus_http_port_flag_names_the_port(command: str) -> None:
+    """``kamu system api-server --http-port`` / ``kamu ui --http-port``: a kamu user's flag was
+    refused (``unrecognized arguments``); it is ``--port``."""
+    args = build_parser(command).parse_args([command, "--http-port", "8181"])
+    assert args.port == 8181
