@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -99,3 +100,16 @@ def test_kamus_http_port_flag_names_the_port(command: str) -> None:
     refused (``unrecognized arguments``); it is ``--port``."""
     args = build_parser(command).parse_args([command, "--http-port", "8181"])
     assert args.port == 8181
+
+
+def test_kamus_livy_server_is_refused_saying_what_to_connect_to(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``kamu sql server --livy`` (what ``kamu.connect(URL, engine="spark")`` starts) was
+    ``unrecognized arguments: --livy``; now why not, and the URL the kamu client takes."""
+    code, _, err = run(capsys, "sql", "server", "--livy", "--root", str(tmp_path))
+    assert code == 2
+    assert "`odfd sql server` serves no Livy" in err
+    assert 'kamu.connect("grpc://HOST:PORT")' in err
+    code, _, err = run(capsys, "sql", "select 1", "--livy", "--root", str(tmp_path))
+    assert code == 2 and "--livy are options of `odfd sql server`" in err

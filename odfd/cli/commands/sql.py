@@ -160,8 +160,10 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
 
 
 def _check_not_server(args: argparse.Namespace) -> None:
-    if args.address is not None or args.port is not None:
-        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+    if args.address is not None or args.port is not None or args.livy:
+        raise SqlArgumentError(
+            f"--address, --port and --livy are options of `odfd sql {sql_server.WORD}`"
+        )
 
 
 def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
