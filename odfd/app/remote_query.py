@@ -40,11 +40,12 @@ async def query_remote(node: Node | None, url: str, sql: str) -> pa.Table:
     columns are in the answer's schema order; asked with the token ``node`` keeps for it (none
     without a local node: what anyone may read there)."""
     import aiohttp
-    import pyarrow as pa
+
+    from odfd.app.answer_tables import answer_table
 
     base = query_api_url(url)
     token = None if node is None else node.transport.token_for(base)
-    body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "ArrowJson"}
+    body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "OdfJson"}
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_SECONDS)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
@@ -57,7 +58,7 @@ async def query_remote(node: Node | None, url: str, sql: str) -> pa.Table:
             raise RemoteQueryError(f"cannot ask {base}query: {err}") from None
         answer = _json(text)
         if status == 200 and isinstance(answer, dict) and isinstance(answer.get("output"), dict):
-            return _table(answer["output"], pa)
+            return answer_table(answer["output"])
         message = _message(answer, text)
         if status in (404, 405) and not isinstance(answer, dict):
             raise RemoteQueryError(
@@ -138,10 +139,3 @@ async def _unknown_table_hint(
     if not sent_token:
         return f"; no token was sent: a private dataset there needs `odfd login {base}` first"
     return ""
-
-
-def _table(output: dict[str, Any], pa: Any) -> pa.Table:
-    rows: list[dict[str, Any]] = output.get("data") or []
-    fields = (output.get("schema") or {}).get("fields") or []
-    names = [str(f["name"]) for f in fields] or list(rows[0] if rows else [])
-    return pa.table({name: [row.get(name) for row in rows] for name in names})

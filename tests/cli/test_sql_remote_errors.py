@@ -1,5 +1,6 @@
 """``odfd sql --remote`` misused or refused: each failure says what to do next, against a real
-served node (the query API on a thread) and a port nothing listens on."""
+served node (the query API on a thread) and a port nothing listens on; and its answers typed as
+a local one (the answer's schema read back)."""
 
 from __future__ import annotations
 
@@ -158,3 +159,36 @@ def test_a_machine_without_a_workspace_asks_anonymously(
     # A workspace named and missing is still the error it was.
     code, _, err = run(capsys, "--root", str(tmp_path / "none"), "sql", "--remote", node, "-c", sql)
     assert code == 1 and "no odfd workspace at" in err
+
+
+TYPED = (
+    "SELECT arrow_cast(12.5, 'Decimal128(10, 2)') AS amount, arrow_cast(7, 'Int32') AS small, "
+    "to_timestamp_millis('2024-01-02T03:04:05.123Z') AS at, arrow_cast("
+    "to_timestamp_seconds('2024-01-02T03:04:05Z'), 'Timestamp(Second, Some(\"+02:00\"))') AS local, "
+    "named_struct('z', 1, 'a', arrow_cast(0.5, 'Decimal128(3, 1)')) AS s, "
+    "make_array(date '2024-01-02') AS days, cast(NULL AS BIGINT) AS nothing, "
+    "time '03:04:05' AS tm"
+)
+
+
+def test_a_remote_answer_keeps_the_types_a_local_one_has(
+    capsys: pytest.CaptureFixture[str], client: Path, node: str, tmp_path: Path
+) -> None:
+    """``--remote`` wrote what JSON carries: timestamps and decimals as text, int32 as int64,
+    struct fields in sorted order. Now the answer's schema types the table: a Parquet file from
+    another node is the one ``odfd sql`` writes here, bar a time of day (text, as JSON has it)."""
+    import pyarrow.parquet as pq
+
+    files = {}
+    for where, extra in (("remote", ["--remote", node]), ("local", [])):
+        files[where] = tmp_path / f"{where}.parquet"
+        argv = ["sql", *extra, "-c", TYPED, "--root", str(client), "-o", "parquet"]
+        code, _, err = run(capsys, *argv, "--output-path", str(files[where]))
+        assert code == 0, err
+    remote, local = (pq.read_table(files[where]) for where in ("remote", "local"))
+    assert remote.schema.field("tm").type == "string"
+    assert remote.drop_columns(["tm"]).schema == local.drop_columns(["tm"]).schema
+    assert remote.drop_columns(["tm"]).to_pylist() == local.drop_columns(["tm"]).to_pylist()
+    assert remote.column("tm").to_pylist() == ["03:04:05"]
+    assert str(remote.schema.field("local").type) == "timestamp[ms, tz=+02:00]"
+    assert remote.schema.field("s").type.names == ["z", "a"]
