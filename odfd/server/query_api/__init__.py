@@ -84,8 +84,8 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
         *ROOT_ROUTES,
         *((method, f"/{DATASET}/{name}", handler) for method, name, handler in DATASET_ROUTES),
     ]
-    for method, path, handler in data_routes:
-        route = app.router.add_route(method, path, json_errors(handler))
+    for method, path, answer in data_routes:
+        route = app.router.add_route(method, path, json_errors(answer))
         assert route.resource is not None
         cors.allow(app, route.resource)
     app.on_startup.append(_warm_up)
