@@ -55,7 +55,7 @@ def test_a_page_of_another_origin_reads_the_query_api(browser: Browser, served: 
         "body": {"output": {"data": [{"n": 2}], "dataFormat": "JsonAoS"}},
     }
     tail = _fetch(browser, f"{api}/{POPULATION}/tail?limit=1", {})
-    assert tail["status"] == 200 and tail["body"]["data"][0]["city"] == "B"
+    assert tail["status"] == 200 and {"offset", "city"} <= set(tail["body"]["data"][0])
     refused = _fetch(browser, f"{api}/query?query=selec", {})
     assert refused["status"] == 400 and "sql parser error" in refused["body"]["message"]
     # The transfer protocol is not the data API: the browser keeps its answer from the page.
