@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from odfd.app.batch_feed import BatchFeed
 from odfd.app.projections import ProjectionError
-from odfd.app.query import projected_tables, unknown_table_hint
+from odfd.app.query import projected_tables, table_hint
 from odfd.app.query_tables import read_aliases
 from odfd.app.resource_types import PROJECTION
 from odfd.coordinator.query import DatasetView, dataset_view
@@ -397,7 +397,7 @@ async def _with_table_hint(
     else:
         listing = await (await _kept_session(node)).catalog(node.workspace)
         aliases = [r.alias for r in listing.records if visible is None or visible(r)]
-    hint = unknown_table_hint(str(error), aliases)
+    hint = table_hint(str(error), aliases)
     return error if hint is None else BadQueryError(f"{error}; {hint}")
 
 

@@ -15,7 +15,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.query import QUOTES_HINT, unknown_table, unknown_table_hint
+from odfd.app.query import has_table_hint, table_hint, unknown_table
 from odfd.errors import OdfdError
 from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.transport.http_errors import cannot_reach
@@ -65,7 +65,7 @@ async def query_remote(node: Node | None, url: str, sql: str) -> pa.Table:
                 f"{base} has no query API ({status} {message}): give the URL the node is "
                 "served at (its root, e.g. http://node:8080/), not a dataset's"
             )
-        if status == 400 and unknown_table(message) is not None and QUOTES_HINT not in message:
+        if status == 400 and unknown_table(message) is not None and not has_table_hint(message):
             message += await _unknown_table_hint(http, base, message, sent_token=bool(token))
     raise RemoteQueryError(_refusal(base, status, message, sent_token=bool(token)))
 
@@ -133,7 +133,7 @@ async def _unknown_table_hint(
         listing = None
     entries = listing.get("datasets") if isinstance(listing, dict) else None
     aliases = [e["alias"] for e in entries or () if isinstance(e, dict) and "alias" in e]
-    hint = unknown_table_hint(message, [str(alias) for alias in aliases])
+    hint = table_hint(message, [str(alias) for alias in aliases])
     if hint is not None:
         return f"; {hint}"
     if not sent_token:

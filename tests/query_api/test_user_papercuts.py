@@ -82,6 +82,19 @@ async def test_an_unquoted_dataset_name_is_answered_with_the_quoted_one(served: 
         400,
         {"message": "table 'odf.pinned.rows' not found" + hint.format("pinned.rows")},
     )
+    # kamu-cli's catalog and schema (a query written for it): odfd's named instead.
+    assert await get_query(served, f'select * from kamu.kamu."{PRIVATE}"', READ_TOKEN) == (
+        400,
+        {
+            "message": f"table 'kamu.kamu.{PRIVATE}' not found; the datasets are tables of "
+            "catalog odf, schema odf (kamu-cli's are both named kamu); did you mean "
+            f'"{PRIVATE}"? (or odf.odf."{PRIVATE}")'
+        },
+    )
+    assert await get_query(served, f'select * from kamu.kamu."{PRIVATE}"') == (
+        400,
+        {"message": f"table 'kamu.kamu.{PRIVATE}' not found"},
+    )
     # A name no dataset has keeps the engine's words alone.
     assert await get_query(served, "select * from nothing.here") == (
         400,
