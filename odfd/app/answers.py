@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from odfd.app.batch_feed import BatchFeed
 from odfd.app.projections import ProjectionError
-from odfd.app.query import projected_tables
+from odfd.app.query import projected_tables, table_hint
 from odfd.app.query_tables import read_aliases
 from odfd.app.resource_types import PROJECTION
 from odfd.coordinator.query import DatasetView, dataset_view
@@ -367,20 +367,38 @@ async def execute(
         )
     states, tables = await _tables(node, request, engine, visible)
     rest = None
-    if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
-        schema, batches, rest = await _datafusion(
-            node,
-            request.query,
-            tables,
-            request.skip,
-            request.limit,
-            limits.time_limit,
-            stream_after,
-        )
-    else:
-        plain = [table for table, _ in tables]
-        schema, batches = await _engine(node, engine, request, plain, limits.time_limit)
+    try:
+        if request.query_dialect is QueryDialect.SQL_DATAFUSION:  # in-process: streamed
+            schema, batches, rest = await _datafusion(
+                node,
+                request.query,
+                tables,
+                request.skip,
+                request.limit,
+                limits.time_limit,
+                stream_after,
+            )
+        else:
+            plain = [table for table, _ in tables]
+            schema, batches = await _engine(node, engine, request, plain, limits.time_limit)
+    except BadQueryError as error:
+        raise await _with_table_hint(node, error, request, visible) from None
     return Answer(request, tuple(states), schema, tuple(batches), rest)
+
+
+async def _with_table_hint(
+    node: Node, error: BadQueryError, request: QueryRequest, visible: Visible | None
+) -> BadQueryError:
+    """``error`` with what to write instead when it names no table because a dataset's alias
+    was written without its double quotes (``odfd sql``'s hint: ``did you mean
+    "match.scores"?``), naming only datasets the caller may read."""
+    if request.datasets is not None:
+        aliases: list[str] = [pinned.alias for pinned in request.datasets]
+    else:
+        listing = await (await _kept_session(node)).catalog(node.workspace)
+        aliases = [r.alias for r in listing.records if visible is None or visible(r)]
+    hint = table_hint(str(error), aliases)
+    return error if hint is None else BadQueryError(f"{error}; {hint}")
 
 
 async def tail(

@@ -21,6 +21,7 @@ from odfd.app.odata_query import (
     BadODataRequestError,
     ODataNotFoundError,
     QueryOptions,
+    UnknownPropertyError,
     collection_sql,
     count_sql,
 )
@@ -141,15 +142,18 @@ async def rows(
 
     _readable(collection)
     page = min(DEFAULT_TOP, limits.max_rows)
-    sql = collection_sql(
-        options,
-        collection.record.alias,
-        properties,
-        collection.offset,
-        key,
-        quote_identifier,
-        page,
-    )
+    try:
+        sql = collection_sql(
+            options,
+            collection.record.alias,
+            properties,
+            collection.offset,
+            key,
+            quote_identifier,
+            page,
+        )
+    except UnknownPropertyError as error:
+        raise _left_out(error, collection) from None
     if options.top is not None and options.top > limits.max_rows:
         raise answers.QueryRefusedError(
             f"$top={options.top} is above this node's cap of {limits.max_rows} rows per query "
@@ -183,9 +187,24 @@ async def count(
     from verifier.engine.datafusion.engine import quote_identifier
 
     _readable(collection)
-    sql = count_sql(options, collection.record.alias, properties, quote_identifier)
+    try:
+        sql = count_sql(options, collection.record.alias, properties, quote_identifier)
+    except UnknownPropertyError as error:
+        raise _left_out(error, collection) from None
     _, batches = await _run(node, collection, sql, limits)
     return options.paged(int(batches[0].column(0)[0].as_py()))
+
+
+def _left_out(error: UnknownPropertyError, collection: ODataCollection) -> BadODataRequestError:
+    """``error``, saying why when the name is a column the entity leaves out (a type OData 3.0
+    has none for: decimals, lists, structs...) rather than no column at all."""
+    if error.name not in collection.schema.names:
+        return error
+    kind = collection.schema.field(error.name).type
+    return BadODataRequestError(
+        f"{error.option}: column {error.name!r} ({kind}) has no OData 3.0 type, so the entity "
+        f"leaves it out (the entity has {error.known}; GET /query reads every column)"
+    )
 
 
 def _readable(collection: ODataCollection) -> None:

@@ -31,6 +31,17 @@ class BadODataRequestError(ODataError):
     """Malformed options, an unknown column or a key that is not an offset (400)."""
 
 
+class UnknownPropertyError(BadODataRequestError):
+    """An option names a column the entity does not have (``option`` is ``$filter``,
+    ``$select`` or ``$orderby``)."""
+
+    def __init__(self, option: str, name: str, known: Collection[str]) -> None:
+        self.option = option
+        self.name = name
+        self.known = ", ".join(known)
+        super().__init__(f"{option}: no property {name!r} (the entity has {self.known})")
+
+
 class UnsupportedODataError(ODataError):
     """A valid OData feature this node does not implement (501)."""
 
@@ -145,8 +156,7 @@ def count_sql(
 
 def _column(name: str, columns: Collection[str], option: str) -> str:
     if name not in columns:
-        known = ", ".join(columns)
-        raise BadODataRequestError(f"{option}: no property {name!r} (the entity has {known})")
+        raise UnknownPropertyError(option, name, columns)
     return name
 
 

@@ -73,7 +73,7 @@ async def query(
             run_query, node.engines, sql, list(inputs.views), engine, projected
         )
     except InvalidQueryError as error:
-        hint = unknown_table_hint(str(error), await _visible_records(node, visible))
+        hint = table_hint(str(error), await _visible_records(node, visible))
         if hint is None:
             raise
         raise InvalidQueryError(f"{error}; {hint}") from error
@@ -105,8 +105,41 @@ def unknown_table_hint(message: str, aliases: Iterable[str]) -> str | None:
         alias = by_folded.get(written.casefold())
         if alias is not None and (written != alias or start < 2):  # not already one table name
             quoted = '"' + alias.replace('"', '""') + '"'
-            return f"did you mean {quoted}? (dataset names go in double quotes)"
+            return f"did you mean {quoted}? {QUOTES_HINT}"
     return None
+
+
+QUOTES_HINT = "(dataset names go in double quotes)"
+"""The end of ``unknown_table_hint``'s words."""
+
+_KAMU_PREFIXES = ("kamu.kamu", "odf.kamu")
+"""Where a query written for kamu-cli names a table: its catalog and schema (``kamu.kamu.x``),
+or its schema alone, which the engine puts in odfd's catalog (``kamu.x``)."""
+
+
+def table_hint(message: str, aliases: Iterable[str]) -> str | None:
+    """What to write instead of the table an engine error says it did not find: the quoted
+    alias (``unknown_table_hint``), or the alias without kamu-cli's catalog and schema
+    (``kamu.kamu."x"``; Flight SQL's words). ``aliases`` are those the caller may read."""
+    aliases = list(aliases)
+    hint = unknown_table_hint(message, aliases)
+    name = unknown_table(message)
+    if hint is not None or name is None:
+        return hint
+    for alias in aliases:
+        if name.removesuffix("." + alias) in _KAMU_PREFIXES:
+            quoted = '"' + alias.replace('"', '""') + '"'
+            return (
+                "the datasets are tables of catalog odf, schema odf (kamu-cli's are both named "
+                f"kamu); did you mean {quoted}? (or odf.odf.{quoted})"
+            )
+    return None
+
+
+def has_table_hint(message: str) -> bool:
+    """Whether ``message`` carries ``table_hint``'s words already (an odfd node's query API
+    gives them; a client asking it adds none)."""
+    return "did you mean " in message
 
 
 async def query_inputs(

@@ -11,13 +11,16 @@ was sent (a private dataset exists only for a token that may read it)."""
 from __future__ import annotations
 
 import json
+import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from odfd.app.query import unknown_table, unknown_table_hint
+from odfd.app.query import has_table_hint, table_hint, unknown_table
 from odfd.errors import OdfdError
 from odfd.sync.errors import UnsupportedUrlError
 from odfd.sync.transport.http_errors import cannot_reach
 from odfd.sync.transport.url import node_url
+from storage.errors import WorkspaceError
 
 if TYPE_CHECKING:
     import aiohttp
@@ -32,15 +35,17 @@ class RemoteQueryError(OdfdError):
     """The node refused the query or could not be asked."""
 
 
-async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
+async def query_remote(node: Node | None, url: str, sql: str) -> pa.Table:
     """The rows the node at ``url`` answers ``sql`` with (DataFusion SQL there), as a table whose
-    columns are in the answer's schema order."""
+    columns are in the answer's schema order; asked with the token ``node`` keeps for it (none
+    without a local node: what anyone may read there)."""
     import aiohttp
-    import pyarrow as pa
+
+    from odfd.app.answer_tables import answer_table
 
     base = query_api_url(url)
-    token = node.transport.token_for(base)
-    body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "ArrowJson"}
+    token = None if node is None else node.transport.token_for(base)
+    body = {"query": sql, "dataFormat": "JsonAoS", "schemaFormat": "OdfJson"}
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     timeout = aiohttp.ClientTimeout(total=None, sock_connect=_CONNECT_TIMEOUT_SECONDS)
     async with aiohttp.ClientSession(timeout=timeout, headers=headers) as http:
@@ -53,16 +58,30 @@ async def query_remote(node: Node, url: str, sql: str) -> pa.Table:
             raise RemoteQueryError(f"cannot ask {base}query: {err}") from None
         answer = _json(text)
         if status == 200 and isinstance(answer, dict) and isinstance(answer.get("output"), dict):
-            return _table(answer["output"], pa)
+            return answer_table(answer["output"])
         message = _message(answer, text)
         if status in (404, 405) and not isinstance(answer, dict):
             raise RemoteQueryError(
                 f"{base} has no query API ({status} {message}): give the URL the node is "
                 "served at (its root, e.g. http://node:8080/), not a dataset's"
             )
-        if status == 400 and unknown_table(message) is not None:
+        if status == 400 and unknown_table(message) is not None and not has_table_hint(message):
             message += await _unknown_table_hint(http, base, message, sent_token=bool(token))
     raise RemoteQueryError(_refusal(base, status, message, sent_token=bool(token)))
+
+
+def workspace_found(root: Path | None) -> bool:
+    """Whether a workspace is named (``--root``, ``$ODFD_HOME``) or encloses the current folder:
+    without one, a remote query is still asked (anonymously) rather than refused."""
+    from storage.layout import WORKSPACE_ENV, existing_layout
+
+    if root is not None or os.environ.get(WORKSPACE_ENV):
+        return True  # named: a missing one is reported as every command reports it
+    try:
+        existing_layout(None)
+    except WorkspaceError:
+        return False
+    return True
 
 
 def query_api_url(url: str) -> str:
@@ -114,16 +133,9 @@ async def _unknown_table_hint(
         listing = None
     entries = listing.get("datasets") if isinstance(listing, dict) else None
     aliases = [e["alias"] for e in entries or () if isinstance(e, dict) and "alias" in e]
-    hint = unknown_table_hint(message, [str(alias) for alias in aliases])
+    hint = table_hint(message, [str(alias) for alias in aliases])
     if hint is not None:
         return f"; {hint}"
     if not sent_token:
         return f"; no token was sent: a private dataset there needs `odfd login {base}` first"
     return ""
-
-
-def _table(output: dict[str, Any], pa: Any) -> pa.Table:
-    rows: list[dict[str, Any]] = output.get("data") or []
-    fields = (output.get("schema") or {}).get("fields") or []
-    names = [str(f["name"]) for f in fields] or list(rows[0] if rows else [])
-    return pa.table({name: [row.get(name) for row in rows] for name in names})

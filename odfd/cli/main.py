@@ -150,7 +150,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     command = _command_in(argv)
     parser = build_parser(command) if command is not None else build_parser("")
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        _refuse_unknown(parser, args, unknown, command)
     verbose = args.verbose or os.environ.get(VERBOSE_ENV, "") not in ("", "0")
     terminal.configure(quiet=args.quiet, verbose=verbose, no_color=args.no_color)
     _warn_unknown_environment()
@@ -177,6 +179,49 @@ def main(argv: Sequence[str] | None = None) -> int:
             traceback.print_exception(err, file=sys.stderr)
         terminal.error(message)
         return code
+
+
+def _refuse_unknown(
+    parser: argparse.ArgumentParser,
+    args: argparse.Namespace,
+    unknown: list[str],
+    command_name: str | None,
+) -> None:
+    """Exits with argparse's error for arguments no parser took, said by the command that was
+    run (its usage, ``odfd tail: error: …``) rather than by ``odfd`` itself, with the option the
+    first one most likely meant."""
+    import difflib
+
+    command = _command_parser(parser, args, command_name)
+    options = [name for action in command._actions for name in action.option_strings]
+    message = f"unrecognized arguments: {' '.join(unknown)}"
+    first = unknown[0].split("=", 1)[0]
+    close = difflib.get_close_matches(first, options, n=1, cutoff=0.8) if first[:1] == "-" else []
+    if close:
+        message += f" (did you mean {close[0]}?)"
+    command.error(f"{message}; `{command.prog} --help` lists its options")
+
+
+def _command_parser(
+    parser: argparse.ArgumentParser, args: argparse.Namespace, name: str | None
+) -> argparse.ArgumentParser:
+    """The parser of the (sub)command that was run: ``odfd repo add``'s, not ``odfd``'s
+    (``name`` is the word chosen at this level; below it, the word ``args`` holds)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(name or "")
+            if chosen is None:
+                return parser
+            below = next(
+                (
+                    getattr(args, sub.dest, None)
+                    for sub in chosen._actions
+                    if isinstance(sub, argparse._SubParsersAction)
+                ),
+                None,
+            )
+            return _command_parser(chosen, args, below)
+    return parser
 
 
 def _warn_unknown_environment() -> None:

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from odfd.cli.main import build_parser
+from tests.cli.helpers import run
 
 
 def _commands(
@@ -67,3 +69,47 @@ def test_sql_server_help_is_the_servers_own(capsys: pytest.CaptureFixture[str]) 
     with pytest.raises(SystemExit):
         build_parser("sql").parse_args(["sql", "--help"])
     assert "--script FILE" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["tail", "--bogus", "x"], "odfd tail: error: unrecognized arguments: --bogus; "),
+        (["repo", "list", "--x"], "odfd repo list: error: unrecognized arguments: --x; "),
+        (
+            ["sql", "select 1", "--limt", "3"],
+            "odfd sql: error: unrecognized arguments: --limt 3 (did you mean --limit?); ",
+        ),
+    ],
+)
+def test_an_unknown_argument_is_refused_by_the_command_it_was_given_to(
+    argv: list[str], said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It was ``odfd: error: unrecognized arguments`` under ``odfd``'s own usage, which lists
+    no option of the command: now the command's usage, its name and the option most alike."""
+    code, out, err = run(capsys, *argv)
+    command = said.split(":")[0]
+    assert (code, out) == (2, "")
+    assert err.startswith(f"usage: {command} ")
+    assert err.splitlines()[-1] == f"{said}`{command} --help` lists its options"
+
+
+@pytest.mark.parametrize("command", ["serve", "daemon", "ui"])
+def test_kamus_http_port_flag_names_the_port(command: str) -> None:
+    """``kamu system api-server --http-port`` / ``kamu ui --http-port``: a kamu user's flag was
+    refused (``unrecognized arguments``); it is ``--port``."""
+    args = build_parser(command).parse_args([command, "--http-port", "8181"])
+    assert args.port == 8181
+
+
+def test_kamus_livy_server_is_refused_saying_what_to_connect_to(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``kamu sql server --livy`` (what ``kamu.connect(URL, engine="spark")`` starts) was
+    ``unrecognized arguments: --livy``; now why not, and the URL the kamu client takes."""
+    code, _, err = run(capsys, "sql", "server", "--livy", "--root", str(tmp_path))
+    assert code == 2
+    assert "`odfd sql server` serves no Livy" in err
+    assert 'kamu.connect("grpc://HOST:PORT")' in err
+    code, _, err = run(capsys, "sql", "select 1", "--livy", "--root", str(tmp_path))
+    assert code == 2 and "--livy are options of `odfd sql server`" in err

@@ -62,3 +62,26 @@ def test_a_name_with_catalog_and_schema_reads_the_dataset(
         capsys, "sql", f"select count(*) as n from {table}", "-o", "csv", "--root", str(root)
     )
     assert (code, out, err) == (0, "n\n2\n", "")
+
+
+@pytest.mark.parametrize(
+    ("table", "read_as"),
+    [
+        ('kamu.kamu."match.Scores"', "kamu.kamu.match.Scores"),
+        ('kamu."match.Scores"', "odf.kamu.match.Scores"),  # kamu's schema in odfd's catalog
+    ],
+)
+def test_kamus_catalog_and_schema_are_named_odfds(
+    capsys: pytest.CaptureFixture[str], root: Path, table: str, read_as: str
+) -> None:
+    """A query written for kamu-cli (``kamu.kamu."x"``) was ``table … not found`` alone; now
+    the alias and odfd's own prefix, as Flight SQL says it."""
+    code, out, err = run(capsys, "sql", f"select count(*) from {table}", "--root", str(root))
+    assert (code, out) == (1, "")
+    assert err.strip() == (
+        f"error: query is invalid: Error during planning: table '{read_as}' not found; the "
+        "datasets are tables of catalog odf, schema odf (kamu-cli's are both named kamu); did "
+        'you mean "match.Scores"? (or odf.odf."match.Scores")'
+    )
+    code, _, err = run(capsys, "sql", "select * from kamu.kamu.nope", "--root", str(root))
+    assert code == 1 and "did you mean" not in err

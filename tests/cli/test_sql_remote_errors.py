@@ -1,5 +1,6 @@
 """``odfd sql --remote`` misused or refused: each failure says what to do next, against a real
-served node (the query API on a thread) and a port nothing listens on."""
+served node (the query API on a thread) and a port nothing listens on; and its answers typed as
+a local one (the answer's schema read back)."""
 
 from __future__ import annotations
 
@@ -84,6 +85,7 @@ def test_an_unquoted_alias_gets_the_nodes_own_spelling(
     err = _remote(capsys, client, node, "SELECT * FROM match.nums")
     assert "table 'odf.match.nums' not found" in err
     assert 'did you mean "match.nums"? (dataset names go in double quotes)' in err
+    assert err.count("did you mean") == 1  # the node's hint (its query API), not one more here
 
 
 def test_a_private_dataset_without_a_token_suggests_logging_in_never_naming_it(
@@ -136,3 +138,57 @@ def test_a_node_that_does_not_speak_tls_is_named_as_a_tls_failure(
     err = _remote(capsys, client, url, "SELECT 1")
     assert f"cannot reach the node at {url}: " in err
     assert "is it serving" not in err
+
+
+def test_a_machine_without_a_workspace_asks_anonymously(
+    capsys: pytest.CaptureFixture[str],
+    node: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """It was refused (``no odfd workspace in …``, run ``odfd init``) though a remote query
+    needs nothing local: without one it is asked with no token, as anyone may read."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("ODFD_HOME", raising=False)
+    sql = 'SELECT count(*) AS n FROM "match.nums"'
+    code, out, err = run(capsys, "sql", "--remote", node, "-c", sql, "-o", "csv")
+    assert (code, out, err) == (0, "n\n3\n", "")
+    code, _, err = run(capsys, "sql", "--remote", node, "-c", 'SELECT * FROM "hidden"')
+    assert code == 1
+    assert f"no token was sent: a private dataset there needs `odfd login {node}` first" in err
+    # A workspace named and missing is still the error it was.
+    code, _, err = run(capsys, "--root", str(tmp_path / "none"), "sql", "--remote", node, "-c", sql)
+    assert code == 1 and "no odfd workspace at" in err
+
+
+TYPED = (
+    "SELECT arrow_cast(12.5, 'Decimal128(10, 2)') AS amount, arrow_cast(7, 'Int32') AS small, "
+    "to_timestamp_millis('2024-01-02T03:04:05.123Z') AS at, arrow_cast("
+    "to_timestamp_seconds('2024-01-02T03:04:05Z'), 'Timestamp(Second, Some(\"+02:00\"))') AS local, "
+    "named_struct('z', 1, 'a', arrow_cast(0.5, 'Decimal128(3, 1)')) AS s, "
+    "make_array(date '2024-01-02') AS days, cast(NULL AS BIGINT) AS nothing, "
+    "time '03:04:05' AS tm"
+)
+
+
+def test_a_remote_answer_keeps_the_types_a_local_one_has(
+    capsys: pytest.CaptureFixture[str], client: Path, node: str, tmp_path: Path
+) -> None:
+    """``--remote`` wrote what JSON carries: timestamps and decimals as text, int32 as int64,
+    struct fields in sorted order. Now the answer's schema types the table: a Parquet file from
+    another node is the one ``odfd sql`` writes here, bar a time of day (text, as JSON has it)."""
+    import pyarrow.parquet as pq
+
+    files = {}
+    for where, extra in (("remote", ["--remote", node]), ("local", [])):
+        files[where] = tmp_path / f"{where}.parquet"
+        argv = ["sql", *extra, "-c", TYPED, "--root", str(client), "-o", "parquet"]
+        code, _, err = run(capsys, *argv, "--output-path", str(files[where]))
+        assert code == 0, err
+    remote, local = (pq.read_table(files[where]) for where in ("remote", "local"))
+    assert remote.schema.field("tm").type == "string"
+    assert remote.drop_columns(["tm"]).schema == local.drop_columns(["tm"]).schema
+    assert remote.drop_columns(["tm"]).to_pylist() == local.drop_columns(["tm"]).to_pylist()
+    assert remote.column("tm").to_pylist() == ["03:04:05"]
+    assert str(remote.schema.field("local").type) == "timestamp[ms, tz=+02:00]"
+    assert remote.schema.field("s").type.names == ["z", "a"]

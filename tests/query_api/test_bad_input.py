@@ -60,13 +60,13 @@ def test_a_method_a_route_does_not_take_is_a_json_error_naming_the_ones_it_does(
     put = served.call("PUT", "/query", {"query": "select 1"})
     assert (put.status, put.body) == (
         405,
-        {"message": "PUT is not allowed on /query; it takes GET, POST"},
+        {"message": "PUT is not allowed on /query; it takes GET, OPTIONS, POST"},
     )
-    assert put.headers["Allow"] == "GET,POST"
+    assert put.headers["Allow"] == "GET,OPTIONS,POST"  # OPTIONS: a browser's preflight
     tail = served.call("POST", f"/{POPULATION}/tail")
     assert (tail.status, tail.body) == (
         405,
-        {"message": f"POST is not allowed on /{POPULATION}/tail; it takes GET"},
+        {"message": f"POST is not allowed on /{POPULATION}/tail; it takes GET, OPTIONS"},
     )
 
 

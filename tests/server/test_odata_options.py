@@ -292,16 +292,24 @@ async def test_counts(served: Served) -> None:
 
 async def test_unknown_property_errors_name_only_odata_properties(served: Served) -> None:
     """An unknown property's error lists the entity's properties as ``$metadata`` shows them:
-    the decimal column, which OData is not given, is no property there, nor in the options."""
+    the decimal column, which OData is not given, is no property there, nor in the options,
+    whose error says why a column the dataset has is not there (its type, not a typo)."""
     for option in ["$filter=nope eq 1", "$select=nope", "$orderby=nope"]:
         status, _, body = await get(served, f"/odata/alice/weather?{option}")
         assert status == 400, body
         assert "offset, op, system_time, event_time, station, temp, ok, day)" in body
         assert "reading" not in body
-    for option in ["$filter=reading eq 1", "$select=reading"]:
-        status, _, body = await get(served, f"/odata/alice/weather?{option}")
+    for path in [
+        "/odata/alice/weather?$filter=reading eq 1",
+        "/odata/alice/weather?$select=reading",
+        "/odata/alice/weather?$orderby=reading desc",
+        "/odata/alice/weather/$count?$filter=reading gt 1",
+    ]:
+        status, _, body = await get(served, path)
         assert status == 400, body
-        assert "no property 'reading'" in body
+        option = path.split("?")[1].split("=")[0]
+        assert f"{option}: column 'reading' (decimal128(10, 2)) has no OData 3.0 type, so " in body
+        assert "the entity has offset, op, system_time, event_time, station, temp, ok, day;" in body
 
 
 @pytest.fixture(scope="module")

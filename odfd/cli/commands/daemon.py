@@ -27,7 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--address", help="listen address (overrides [server] address)")
     parser.add_argument(
-        "--port", type=int, help="listen port (overrides [server] port; 0: any free port)"
+        "--port",
+        "--http-port",  # kamu-cli's name (`kamu system api-server --http-port`)
+        type=int,
+        help="listen port (overrides [server] port; 0: any free port)",
     )
     add_root_argument(parser)
     parser.set_defaults(func=_run)

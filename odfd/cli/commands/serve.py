@@ -25,7 +25,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--address", help="address to listen on (default: [server] address, else 127.0.0.1)"
     )
     parser.add_argument(
-        "--port", type=int, help="port to listen on (default: [server] port, else 8080; 0: any)"
+        "--port",
+        "--http-port",  # kamu-cli's name (`kamu system api-server --http-port`)
+        type=int,
+        help="port to listen on (default: [server] port, else 8080; 0: any)",
     )
     add_root_argument(parser)
     parser.set_defaults(func=_serve)

@@ -160,8 +160,10 @@ def _statements(args: argparse.Namespace) -> list[str] | None:
 
 
 def _check_not_server(args: argparse.Namespace) -> None:
-    if args.address is not None or args.port is not None:
-        raise SqlArgumentError(f"--address and --port are options of `odfd sql {sql_server.WORD}`")
+    if args.address is not None or args.port is not None or args.livy:
+        raise SqlArgumentError(
+            f"--address, --port and --livy are options of `odfd sql {sql_server.WORD}`"
+        )
 
 
 def _request(args: argparse.Namespace, statements: list[str]) -> SqlRequest:
@@ -218,7 +220,7 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
     if args.proof or args.as_of is not None or args.engine != DEFAULT_ENGINE:
         raise SqlArgumentError("--remote URL takes no --proof, --as-of or --engine")
 
-    async def run(node: Node) -> int:
+    async def run(node: Node | None) -> int:
         from odfd.app.remote_query import query_remote
         from odfd.app.result_formats import write_result
 
@@ -228,6 +230,12 @@ def _remote(args: argparse.Namespace, statements: list[str] | None) -> int:
             )
         return 0
 
+    from odfd.app.remote_query import workspace_found
+
+    if not workspace_found(args.root):  # no login kept here: asked as anyone
+        import asyncio
+
+        return asyncio.run(run(None))
     return run_in_node(args, run, check_storage=False)
 
 

@@ -55,6 +55,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="(sql server) port to listen on (default: [server] flight_sql_port, else "
         f"{DEFAULT_PORT}; 0: any free port)",
     )
+    parser.add_argument(
+        "--livy",
+        action="store_true",
+        help="(sql server) kamu-cli's Spark Livy server, which odfd does not serve: refused, "
+        "saying what to connect to instead",
+    )
 
 
 class SqlServerArgumentError(OdfdError):
@@ -74,6 +80,12 @@ def run(args: argparse.Namespace, *, default_engine: str) -> int:
         )
         if value is not None
     ]
+    if args.livy:
+        raise SqlServerArgumentError(
+            f"`odfd sql {WORD}` serves no Livy (kamu's --livy, for kamu.connect(URL, "
+            'engine="spark")): it serves Arrow Flight SQL in DataFusion\'s dialect; connect with '
+            'kamu.connect("grpc://HOST:PORT") (engine "datafusion", the default)'
+        )
     if given or args.engine != default_engine:
         raise SqlServerArgumentError(
             f"`odfd sql {WORD}` serves every dataset in {default_engine}; it takes no "

@@ -19,7 +19,13 @@ if TYPE_CHECKING:
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser("ui", help="open the web console of this node")
-    parser.add_argument("--port", type=int, default=0, help="port to listen on (default: any)")
+    parser.add_argument(
+        "--port",
+        "--http-port",  # kamu-cli's name (`kamu ui --http-port`)
+        type=int,
+        default=0,
+        help="port to listen on (default: any)",
+    )
     parser.add_argument(
         "--no-browser", action="store_true", help="print the console's URL, do not open it"
     )

@@ -1,12 +1,14 @@
 """The node's HTTP query API, beside the transfer protocols on every odfd server: the
 reference's ``/query``, ``/verify``, ``/{dataset}/tail``, ``/{dataset}/metadata``, ``/info``,
-``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them; and the
-reference's ``/platform/login``, ``/platform/token/validate`` and device login (``kamu login``).
+``/datasets/{id}``, ``/accounts/me``, and ``/openapi.json`` describing them; ``/system/health``;
+and the reference's ``/platform/login``, ``/platform/token/validate`` and device login (``kamu
+login``).
 
 Handlers only translate: HTTP in, a call into ``odfd.app.answers`` or ``odfd.app.dataset_metadata``,
-JSON out. Datasets are named as the transfer routes name them (``name``, ``account/name``, a
-``did:odf:``), private datasets exist only for a read or admin token, and every client error is a
-4xx with ``{"message": ...}`` (``errors``).
+JSON out. Browsers may call the data routes from any origin (``cors``). Datasets are named as the
+transfer routes name them (``name``, ``account/name``, a ``did:odf:``), private datasets exist
+only for a read or admin token, and every client error is a 4xx with ``{"message": ...}``
+(``errors``).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from odfd.app import answers
 from odfd.app.device_login import DeviceCodes
-from odfd.server.query_api import datasets, device, general, login_page, platform, query
+from odfd.server.query_api import cors, datasets, device, general, login_page, platform, query
 from odfd.server.query_api.context import NODE_KEY
 from odfd.server.query_api.device import DEVICE_CODES_KEY
 from odfd.server.query_api.errors import json_errors
@@ -51,6 +53,9 @@ PLATFORM_ROUTES = [
 """The reference's login routes, its device login's included (``kamu login URL``: its front
 end's runtime configuration and sign-in page are this server's); not in ``/openapi.json``, which
 describes the data API."""
+SYSTEM_ROUTES = [("GET", "/system/health", general.health)]
+"""The reference's health check for container probes; not in ``/openapi.json`` (nor in the
+reference's)."""
 UNAVAILABLE_ROUTES = [("POST", "/sign/eip712", general.sign_eip712)]
 """The reference's routes odfd does not serve, answered as a reference node with the feature
 switched off answers (501, ``{"message": …}``); not in ``/openapi.json``."""
@@ -73,10 +78,16 @@ def add_routes(app: web.Application, node: Node | Callable[[], Node]) -> None:
     app[THROTTLE_KEY] = LoginThrottle()
     app[DEVICE_CODES_KEY] = DeviceCodes()
     app[SELF_JUDGED_KEY] = frozenset({platform.VALIDATE_PATH})
-    for method, path, handler in [*ROOT_ROUTES, *PLATFORM_ROUTES, *UNAVAILABLE_ROUTES]:
+    for method, path, handler in [*PLATFORM_ROUTES, *SYSTEM_ROUTES, *UNAVAILABLE_ROUTES]:
         app.router.add_route(method, path, json_errors(handler))
-    for method, name, handler in DATASET_ROUTES:
-        app.router.add_route(method, f"/{DATASET}/{name}", json_errors(handler))
+    data_routes = [
+        *ROOT_ROUTES,
+        *((method, f"/{DATASET}/{name}", handler) for method, name, handler in DATASET_ROUTES),
+    ]
+    for method, path, answer in data_routes:
+        route = app.router.add_route(method, path, json_errors(answer))
+        assert route.resource is not None
+        cors.allow(app, route.resource)
     app.on_startup.append(_warm_up)
 
 

@@ -1,5 +1,6 @@
-"""``GET /info``, ``GET /accounts/me``, ``GET /openapi.json``, and ``POST /sign/eip712``
-answered as the reference answers it on a node whose operator enabled no signing."""
+"""``GET /info``, ``GET /accounts/me``, ``GET /openapi.json``, ``GET /system/health``, and
+``POST /sign/eip712`` answered as the reference answers it on a node whose operator enabled no
+signing."""
 
 from __future__ import annotations
 
@@ -13,6 +14,10 @@ from odfd.app.answers import node_signer
 from odfd.server.query_api import context
 from odfd.server.query_api.errors import error_response
 from odfd.server.state import bearer_token
+from protocol.query import RequestError
+from storage.errors import StorageError
+
+HEALTH_CHECKS = ("liveness", "readiness", "startup")
 
 
 async def info(request: web.Request) -> web.Response:
@@ -45,6 +50,23 @@ async def account(request: web.Request) -> web.Response:
     if subject.avatar_url is not None:
         body["avatarUrl"] = subject.avatar_url
     return web.json_response(body)
+
+
+async def health(request: web.Request) -> web.Response:
+    """The reference's health check (``?type=liveness|readiness|startup``, what container
+    probes ask): ``{"ok": true}`` while the server answers, and for readiness and startup once
+    the node reads its catalog; else 503 ``{"ok": false, "reason": …}``."""
+    kind = request.query.get("type", HEALTH_CHECKS[0])
+    if kind not in HEALTH_CHECKS:
+        expected = ", ".join(f"`{check}`" for check in HEALTH_CHECKS)
+        raise RequestError("type", f"unknown variant `{kind}`, expected one of {expected}")
+    if kind != "liveness":
+        try:
+            await context.node(request).workspace.list_datasets()
+        except StorageError as error:
+            reason = f"the node cannot read its catalog: {error}"
+            return web.json_response({"ok": False, "reason": reason}, status=503)
+    return web.json_response({"ok": True})
 
 
 async def openapi(request: web.Request) -> web.Response:

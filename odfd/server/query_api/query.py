@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from aiohttp import web
 
 from odfd.app import answers
 from odfd.server.query_api import context
-from protocol.query import QueryRequest, ResponseSigningNotConfigured, VerifyRequest
+from protocol.query import (
+    QueryRequest,
+    RequestError,
+    ResponseSigningNotConfigured,
+    VerifyRequest,
+)
+from protocol.query.json_text import loads
 
 JSON = "application/json"
 
@@ -20,7 +27,24 @@ async def get_query(request: web.Request) -> web.StreamResponse:
 
 
 async def post_query(request: web.Request) -> web.StreamResponse:
-    return await _answer(request, QueryRequest.from_json_body(await request.read()))
+    body = await _json_body(request, 'a JSON object such as {"query": "select 1"}')
+    return await _answer(request, QueryRequest.from_json(body))
+
+
+async def _json_body(request: web.Request, expected: str) -> Any:
+    """The request's body parsed as JSON, or a ``RequestError`` that says what the route takes
+    when there is no body or it is not JSON at all (a form, as ``curl -d 'query=…'`` sends)."""
+    body = await request.read()
+    route = f"{request.method} {request.path}"
+    if not body.strip():
+        raise RequestError("", f"the request body is empty: {route} takes {expected}")
+    if body.lstrip()[:1] not in (b"{", b"["):
+        try:
+            loads(body)
+        except RequestError as error:
+            reason = f"the request body is not JSON ({error.reason}): {route} takes {expected}"
+            raise RequestError("", reason) from None
+    return loads(body)
 
 
 async def _answer(request: web.Request, query: QueryRequest) -> web.StreamResponse:
@@ -62,7 +86,8 @@ async def _answer(request: web.Request, query: QueryRequest) -> web.StreamRespon
 
 
 async def post_verify(request: web.Request) -> web.Response:
-    verify = VerifyRequest.from_json_body(await request.read())
+    body = await _json_body(request, "the answer to check: a /query answer with its input")
+    verify = VerifyRequest.from_json(body)
     result = await answers.verify(
         context.node(request),
         verify,
