@@ -202,6 +202,7 @@ type Dataset {
   lastUpdatedAt: DateTime!
   permissions: DatasetPermissions!
   role: DatasetAccessRole
+  flows: DatasetFlows!
 }
 
 enum DatasetAccessRole { READER EDITOR MAINTAINER }
@@ -393,4 +394,50 @@ type SetInfo { description: String keywords: [String!] }
 type SetLicense { shortName: String! name: String! spdxId: String websiteUrl: String! }
 
 type SetDataSchema { schema: DataSchema! }
+
+type DatasetFlows { runs: DatasetFlowRuns! }
+type DatasetFlowRuns {
+  getFlow(flowId: FlowID!): GetFlowResult!
+  listFlows(page: Int, perPage: Int, filters: DatasetFlowFilters): FlowConnection!
+}
+scalar FlowID
+input DatasetFlowFilters { byStatus: [FlowStatus!] byInitiator: InitiatorFilterInput }
+input InitiatorFilterInput @oneOf { system: Boolean accounts: [AccountID!] }
+enum FlowStatus { WAITING RUNNING RETRYING FINISHED }
+type FlowConnection {
+  nodes: [Flow!]!
+  totalCount: Int!
+  pageInfo: PageBasedInfo!
+  edges: [FlowEdge!]!
+}
+type FlowEdge { node: Flow! }
+type Flow {
+  flowId: FlowID!
+  datasetId: DatasetID
+  description: FlowDescription!
+  status: FlowStatus!
+  outcome: FlowOutcome
+  timing: FlowTimingRecords!
+  initiator: Account
+}
+type FlowDescriptionUnknown { message: String! }
+union FlowDescription = FlowDescriptionUnknown
+type FlowSuccessResult { message: String! }
+type FlowFailedError { reason: TaskFailureReason! }
+type FlowAbortedResult { message: String! }
+union FlowOutcome = FlowSuccessResult | FlowFailedError | FlowAbortedResult
+type TaskFailureReasonGeneral { message: String! recoverable: Boolean! }
+union TaskFailureReason = TaskFailureReasonGeneral
+type FlowTimingRecords {
+  initiatedAt: DateTime!
+  firstAttemptScheduledAt: DateTime
+  scheduledAt: DateTime
+  awaitingExecutorSince: DateTime
+  runningSince: DateTime
+  lastAttemptFinishedAt: DateTime
+  completedAt: DateTime
+}
+interface GetFlowResult { message: String! }
+type GetFlowSuccess implements GetFlowResult { flow: Flow! message: String! }
+type FlowNotFound implements GetFlowResult { flowId: FlowID! message: String! }
 """
