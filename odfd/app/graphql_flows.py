@@ -1,7 +1,7 @@
-"""A dataset's flow runs, as the kamu web UI's "Flows" tab reads them over GraphQL
-(``Dataset.flows.runs``): the runs the daemon recorded in the catalog's ``flow_runs`` for the
-``Flow`` resources whose target selects the dataset, newest first. A dataset the caller may
-not read has no runs for them.
+"""A dataset's flows, as the kamu web UI's "Flows" tab reads them over GraphQL
+(``Dataset.flows``): the ``Flow`` resources that select it (their schedule and compaction
+limits) and the runs the daemon recorded for them in the catalog's ``flow_runs``, newest
+first. A dataset the caller may not read has no flows for them.
 
 The catalog records a run per flow, not per dataset: the runs listed for a dataset are those of
 the flows that select it now (the daemon's own selector, :class:`WorkspaceTargets`), whichever
@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from odfd.app.resource_types import FLOW
-from odfd.flows.spec import FlowSpec, FlowSpecError
-from odfd.flows.tasks import WorkspaceTargets
+from odfd.flows.spec import EventTrigger, FlowSpec, FlowSpecError, ScheduleTrigger
+from odfd.flows.tasks import WorkspaceTargets, compaction_options
 from protocol.errors import OdfError
 from storage.catalog.flow_runs import FlowRunRecord, FlowRunTable
-from storage.catalog.resources import ResourceTable
+from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.answers import Visible
@@ -51,7 +51,7 @@ async def dataset_runs(
     """Page ``page`` (from 0) of the runs in ``states`` of the flows that select ``dataset``."""
     if not visible(dataset):
         return RunPage([], 0)
-    flow_ids = await _flows_selecting(node, dataset)
+    flow_ids = await _flow_ids(node, dataset)
     runs, total = await FlowRunTable(node.workspace.catalog).page(
         flow_ids, states, page * per_page, per_page
     )
@@ -66,14 +66,55 @@ async def dataset_run(
     if not visible(dataset):
         return None
     run = await FlowRunTable(node.workspace.catalog).get(run_id)
-    if run is None or run.flow_id not in await _flows_selecting(node, dataset):
+    if run is None or run.flow_id not in await _flow_ids(node, dataset):
         return None
     return run
 
 
-async def _flows_selecting(node: Node, dataset: DatasetRecord) -> list[str]:
-    """Ids of the ``Flow`` resources whose target selects ``dataset`` now; a flow whose spec
-    does not read never ran (its controller says why)."""
+@dataclass(frozen=True, slots=True)
+class DatasetFlow:
+    """A ``Flow`` resource that selects a dataset, as far as kamu's flow settings show one."""
+
+    name: str
+    task_kinds: tuple[str, ...]
+    cron: str | None
+    """Its first ``Schedule`` trigger, as five cron fields (a macro spelled out)."""
+    on_update: bool
+    """Whether a ``dataset.ref.updated`` of a selected dataset runs it without a cooldown."""
+    compaction: tuple[int, int] | None
+    """Its ``Compaction`` task's max slice size and records, as its runs use them."""
+
+
+async def dataset_flows(node: Node, visible: Visible, dataset: DatasetRecord) -> list[DatasetFlow]:
+    """The flows that select ``dataset`` now, by name; none for a caller who may not read it."""
+    if not visible(dataset):
+        return []
+    found = []
+    for record, spec in await _flows_selecting(node, dataset):
+        schedules = [t for t in spec.triggers if isinstance(t, ScheduleTrigger)]
+        compaction = next((t for t in spec.tasks if t.kind == "Compaction"), None)
+        options = None if compaction is None else compaction_options(compaction)
+        found.append(
+            DatasetFlow(
+                record.name,
+                tuple(task.kind for task in spec.tasks),
+                schedules[0].cron.five_fields if schedules else None,
+                any(isinstance(t, EventTrigger) and not t.cooldown for t in spec.triggers),
+                None if options is None else (options.max_slice_size, options.max_slice_records),
+            )
+        )
+    return sorted(found, key=lambda flow: flow.name)
+
+
+async def _flow_ids(node: Node, dataset: DatasetRecord) -> list[str]:
+    return [record.id for record, _ in await _flows_selecting(node, dataset)]
+
+
+async def _flows_selecting(
+    node: Node, dataset: DatasetRecord
+) -> list[tuple[ResourceRecord, FlowSpec]]:
+    """The ``Flow`` resources whose target selects ``dataset`` now; a flow whose spec does not
+    read never ran (its controller says why)."""
     targets = WorkspaceTargets(node)
     alias = dataset.alias.lower()
     found = []
@@ -83,5 +124,5 @@ async def _flows_selecting(node: Node, dataset: DatasetRecord) -> list[str]:
         except (FlowSpecError, OdfError):
             continue
         if alias in (selected.lower() for selected in await targets.datasets(spec)):
-            found.append(flow.id)
+            found.append((flow, spec))
     return found

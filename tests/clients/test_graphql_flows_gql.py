@@ -75,6 +75,6 @@ async def test_private_dataset_runs_need_read_access(served: Served) -> None:
 
 async def test_a_field_not_served_is_refused_before_sending(served: Served) -> None:
     query = """{ datasets { byOwnerAndName(accountName: "alice", datasetName: "weather") {
-      flows { triggers { byType(datasetFlowType: INGEST) { paused } } } } } }"""
-    with pytest.raises(GraphQLError, match="Cannot query field 'triggers' on type 'DatasetFlows'"):
+      flows { processes { primary { flowType } } } } } }"""
+    with pytest.raises(GraphQLError, match="Cannot query field 'processes' on type 'DatasetFlows'"):
         await execute(served, query)

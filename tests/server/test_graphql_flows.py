@@ -48,6 +48,18 @@ FLOWS = [
     flow("hook-alice", "alice/%", {"kind": "WebhookCall", "target": "no-such-target"}),
     flow("gc-secret", PRIVATE, {"kind": "GarbageCollection"}),
     flow("nightly", "foo.bar", {"kind": "GarbageCollection"}),
+    {
+        "$schema": FLOW.schema,
+        "headers": {"name": "compact-empty"},
+        "spec": {
+            "target": "Dataset:alice/empty",
+            "triggers": [
+                {"kind": "Schedule", "cron": "@daily"},
+                {"kind": "Event", "events": {"type": "dataset.ref.updated"}},
+            ],
+            "tasks": [{"kind": "Compaction", "params": {"maxSliceRecords": 500}}],
+        },
+    },
 ]
 
 
@@ -234,6 +246,62 @@ def test_a_private_dataset_has_no_flows_for_who_may_not_read_it(served: Served) 
     assert found["nodes"][0]["description"]["message"] == "Flow gc-secret (fired by event)"
 
 
+SETTINGS = """query($account: AccountName!, $name: DatasetName!, $type: DatasetFlowType!) {
+  datasets { byOwnerAndName(accountName: $account, datasetName: $name) { flows {
+    configs { byType(datasetFlowType: $type) { retryPolicy { maxAttempts }
+      rule { __typename ... on FlowConfigRuleCompaction { maxSliceSize maxSliceRecords } } } }
+    triggers { byType(datasetFlowType: $type) { paused
+      schedule { __typename ... on Cron5ComponentExpression { cron5ComponentExpression } }
+      reactive { forBreakingChange forNewData { __typename } }
+      stopPolicy { __typename } } } } } } }"""
+
+
+def settings(served: Served, alias: str, flow_type: str, token: str | None = None) -> Any:
+    account, _, name = alias.rpartition("/")
+    answer = ask(served, SETTINGS, token, account=account or "kamu", name=name, type=flow_type)
+    assert "errors" not in answer, answer
+    dataset = answer["data"]["datasets"]["byOwnerAndName"]
+    return None if dataset is None else dataset["flows"]
+
+
+def test_a_compaction_flow_is_the_datasets_hard_compaction_config_and_trigger(
+    served: Served,
+) -> None:
+    found = settings(served, "alice/empty", "HARD_COMPACTION")
+    assert found["configs"]["byType"] == {
+        "retryPolicy": None,
+        "rule": {
+            "__typename": "FlowConfigRuleCompaction",
+            "maxSliceSize": 300_000_000,  # odfd compact's default, as the runs use it
+            "maxSliceRecords": 500,
+        },
+    }
+    assert found["triggers"]["byType"] == {
+        "paused": False,
+        "schedule": {
+            "__typename": "Cron5ComponentExpression",
+            "cron5ComponentExpression": "0 0 * * *",
+        },
+        "reactive": {
+            "forBreakingChange": "NO_ACTION",
+            "forNewData": {"__typename": "FlowTriggerBatchingRuleImmediate"},
+        },
+        "stopPolicy": {"__typename": "FlowTriggerStopPolicyNever"},
+    }
+
+
+def test_flow_types_no_odfd_flow_does_have_no_config_or_trigger(served: Served) -> None:
+    for alias, flow_type in (
+        ("alice/empty", "INGEST"),
+        ("alice/empty", "EXECUTE_TRANSFORM"),
+        ("foo.bar", "HARD_COMPACTION"),
+        (WEATHER, "RESET"),
+    ):
+        found = settings(served, alias, flow_type)
+        assert found == {"configs": {"byType": None}, "triggers": {"byType": None}}, alias
+    assert settings(served, PRIVATE, "HARD_COMPACTION") is None
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [
@@ -246,6 +314,11 @@ def test_a_private_dataset_has_no_flows_for_who_may_not_read_it(served: Served) 
             '{ datasets { byOwnerAndName(accountName: "alice", datasetName: "weather") { '
             "flows { processes { primary { flowType } } } } } }",
             "processes",
+        ),
+        (
+            '{ datasets { byOwnerAndName(accountName: "alice", datasetName: "weather") { '
+            "flows { runs { listFlowInitiators { totalCount } } } } } }",
+            "listFlowInitiators",
         ),
         (
             '{ datasets { byOwnerAndName(accountName: "alice", datasetName: "weather") { '

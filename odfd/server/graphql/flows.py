@@ -1,9 +1,10 @@
-"""The reference's ``Dataset.flows.runs`` (``listFlows``, ``getFlow``): each run of a ``Flow``
-resource that selects the dataset, read by :mod:`odfd.app.graphql_flows` and answered as the
-reference's ``Flow``. A run being recorded is ``RUNNING``, a succeeded or failed one
-``FINISHED`` with its outcome; odfd records a run when it starts, and backs a failing flow off
-rather than retrying a run, so no run is ``WAITING`` or ``RETRYING``. Every run is fired by a
-trigger (no account starts one), so ``initiator`` is null."""
+"""The reference's ``Dataset.flows``: ``runs`` (``listFlows``, ``getFlow``), each run of a
+``Flow`` resource that selects the dataset, and the ``configs``/``triggers`` of a flow type an
+odfd flow does, read by :mod:`odfd.app.graphql_flows` and answered in the reference's types. A
+run being recorded is ``RUNNING``, a succeeded or failed one ``FINISHED`` with its outcome; odfd
+records a run when it starts, and backs a failing flow off rather than retrying a run, so no
+run is ``WAITING`` or ``RETRYING``. Every run is fired by a trigger (no account starts one), so
+``initiator`` is null."""
 
 from __future__ import annotations
 
@@ -28,6 +29,63 @@ STATES_OF_STATUS = {
 """The recorded run states each of the reference's ``FlowStatus`` values covers."""
 
 
+TASK_OF_FLOW_TYPE = {"INGEST": "Ingest", "HARD_COMPACTION": "Compaction"}
+"""The task of an odfd flow that does what a kamu flow type does; odfd's daemon runs
+transforms itself (not as a flow), and nothing resets a dataset."""
+
+
+async def _flow_of_type(
+    source: DatasetRecord, info: GraphQLResolveInfo, flow_type: str
+) -> flows.DatasetFlow | None:
+    """The first flow (by name) selecting the dataset that runs the type's task."""
+    kind = TASK_OF_FLOW_TYPE.get(flow_type)
+    ctx = info.context
+    found = await flows.dataset_flows(ctx.node, ctx.visible, source)
+    return next((flow for flow in found if kind in flow.task_kinds), None)
+
+
+async def config_by_type(
+    source: DatasetRecord, info: GraphQLResolveInfo, datasetFlowType: str
+) -> dict[str, Any] | None:
+    """A compaction flow's limits; an ingest's parameters are none of kamu's (no config)."""
+    flow = await _flow_of_type(source, info, datasetFlowType)
+    if flow is None or flow.compaction is None or datasetFlowType != "HARD_COMPACTION":
+        return None
+    size, records = flow.compaction
+    rule = {
+        "__typename": "FlowConfigRuleCompaction",
+        "maxSliceSize": size,
+        "maxSliceRecords": records,
+    }
+    return {"rule": rule, "retryPolicy": None}
+
+
+async def trigger_by_type(
+    source: DatasetRecord, info: GraphQLResolveInfo, datasetFlowType: str
+) -> dict[str, Any] | None:
+    """The flow's schedule (its cron) and, for an ``Event`` trigger without cooldown, an
+    immediate reaction to new data; never paused (odfd cannot pause a flow), never stopped
+    (a failing flow backs off and tries again)."""
+    flow = await _flow_of_type(source, info, datasetFlowType)
+    if flow is None:
+        return None
+    schedule = None
+    if flow.cron is not None:
+        schedule = {"__typename": "Cron5ComponentExpression", "cron5ComponentExpression": flow.cron}
+    reactive = None
+    if flow.on_update:
+        reactive = {
+            "forNewData": {"__typename": "FlowTriggerBatchingRuleImmediate", "dummy": True},
+            "forBreakingChange": "NO_ACTION",
+        }
+    return {
+        "paused": False,
+        "schedule": schedule,
+        "reactive": reactive,
+        "stopPolicy": {"__typename": "FlowTriggerStopPolicyNever", "dummy": True},
+    }
+
+
 def _itself(source: DatasetRecord, _info: GraphQLResolveInfo) -> DatasetRecord:
     return source
 
@@ -48,6 +106,10 @@ def resolvers(connection: Connection) -> dict[str, Callable[..., Any]]:
         "DatasetFlows.runs": _itself,
         "DatasetFlowRuns.listFlows": list_flows,
         "DatasetFlowRuns.getFlow": get_flow,
+        "DatasetFlows.configs": _itself,
+        "DatasetFlows.triggers": _itself,
+        "DatasetFlowConfigs.byType": config_by_type,
+        "DatasetFlowTriggers.byType": trigger_by_type,
     }
 
 

@@ -395,7 +395,45 @@ type SetLicense { shortName: String! name: String! spdxId: String websiteUrl: St
 
 type SetDataSchema { schema: DataSchema! }
 
-type DatasetFlows { runs: DatasetFlowRuns! }
+type DatasetFlows {
+  configs: DatasetFlowConfigs!
+  triggers: DatasetFlowTriggers!
+  runs: DatasetFlowRuns!
+}
+enum DatasetFlowType { INGEST EXECUTE_TRANSFORM HARD_COMPACTION RESET RESET_TO_METADATA }
+type DatasetFlowConfigs { byType(datasetFlowType: DatasetFlowType!): FlowConfiguration }
+type FlowConfiguration { rule: FlowConfigRule! retryPolicy: FlowRetryPolicy }
+type FlowConfigRuleCompaction { maxSliceSize: Int! maxSliceRecords: Int! }
+type FlowConfigRuleIngest { fetchUncacheable: Boolean! fetchNextIteration: Boolean! }
+union FlowConfigRule = FlowConfigRuleIngest | FlowConfigRuleCompaction
+enum FlowRetryBackoffType { FIXED LINEAR EXPONENTIAL EXPONENTIAL_WITH_JITTER }
+type FlowRetryPolicy {
+  maxAttempts: Int!
+  minDelay: TimeDelta!
+  backoffType: FlowRetryBackoffType!
+}
+type DatasetFlowTriggers { byType(datasetFlowType: DatasetFlowType!): FlowTrigger }
+type FlowTrigger {
+  paused: Boolean!
+  schedule: FlowTriggerScheduleRule
+  reactive: FlowTriggerReactiveRule
+  stopPolicy: FlowTriggerStopPolicy!
+}
+enum TimeUnit { MINUTES HOURS DAYS WEEKS }
+type TimeDelta { every: Int! unit: TimeUnit! }
+type Cron5ComponentExpression { cron5ComponentExpression: String! }
+union FlowTriggerScheduleRule = TimeDelta | Cron5ComponentExpression
+enum FlowTriggerBreakingChangeRule { NO_ACTION RECOVER }
+type FlowTriggerReactiveRule {
+  forNewData: FlowTriggerBatchingRule!
+  forBreakingChange: FlowTriggerBreakingChangeRule!
+}
+type FlowTriggerBatchingRuleImmediate { dummy: Boolean! }
+type FlowTriggerBatchingRuleBuffering { minRecordsToAwait: Int! maxBatchingInterval: TimeDelta! }
+union FlowTriggerBatchingRule = FlowTriggerBatchingRuleImmediate | FlowTriggerBatchingRuleBuffering
+type FlowTriggerStopPolicyNever { dummy: Boolean! }
+type FlowTriggerStopPolicyAfterConsecutiveFailures { maxFailures: Int! }
+union FlowTriggerStopPolicy = FlowTriggerStopPolicyNever | FlowTriggerStopPolicyAfterConsecutiveFailures
 type DatasetFlowRuns {
   getFlow(flowId: FlowID!): GetFlowResult!
   listFlows(page: Int, perPage: Int, filters: DatasetFlowFilters): FlowConnection!
