@@ -228,6 +228,9 @@ def test_get_flow(served: Served) -> None:
             "outcome": {"__typename": "FlowSuccessResult"},
         },
     }
+    answer = ask(served, GET, account="alice", name="weather", flowId=int(newest))
+    got = answer["data"]["datasets"]["byOwnerAndName"]["flows"]["runs"]["getFlow"]
+    assert got["flow"]["flowId"] == newest  # the number sent as a JSON number
     nightly = runs(served, "foo.bar")["nodes"][0]["flowId"]
     for other in (nightly, "999999", "not-a-number"):
         answer = ask(served, GET, account="alice", name="weather", flowId=other)

@@ -146,8 +146,9 @@ def _states(filters: dict[str, Any]) -> tuple[str, ...]:
     return states
 
 
-async def get_flow(source: DatasetRecord, info: GraphQLResolveInfo, flowId: str) -> dict[str, Any]:
+async def get_flow(source: DatasetRecord, info: GraphQLResolveInfo, flowId: Any) -> dict[str, Any]:
     ctx = info.context
+    flowId = str(flowId)  # a custom scalar: a variable may give the number as JSON's
     run_id = int(flowId) if flowId.isascii() and flowId.isdigit() else None
     run = None if run_id is None else await flows.dataset_run(ctx.node, ctx.visible, source, run_id)
     if run is None:
