@@ -70,10 +70,14 @@ class CronSchedule:
     any_day: bool
     any_weekday: bool
 
+    @property
+    def five_fields(self) -> str:
+        """The expression as minute hour day-of-month month day-of-week (a macro spelled out)."""
+        return _MACROS.get(self.expression.strip().lower(), self.expression.strip())
+
     @classmethod
     def parse(cls, expression: str) -> CronSchedule:
-        text = _MACROS.get(expression.strip().lower(), expression.strip())
-        parts = text.split()
+        parts = _MACROS.get(expression.strip().lower(), expression.strip()).split()
         if len(parts) != 5:
             raise CronError(
                 f"{expression!r} is not a cron5 expression: expected 5 fields "

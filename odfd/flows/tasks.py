@@ -28,6 +28,7 @@ from storage.catalog.resources import ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from odfd.coordinator.compact import CompactionOptions
 
 _SIZE = re.compile(r"^\s*(\d+)\s*([KMGT]i?B|B)?\s*$", re.IGNORECASE)
 _UNITS = {
@@ -80,6 +81,21 @@ class WorkspaceTargets:
         return sorted(found)
 
 
+def compaction_options(task: Task) -> CompactionOptions:
+    """A ``Compaction`` task's limits as its runs use them (``odfd compact``'s by default)."""
+    from odfd.coordinator.compact import (
+        DEFAULT_MAX_SLICE_RECORDS,
+        DEFAULT_MAX_SLICE_SIZE,
+        CompactionOptions,
+    )
+
+    params = task.params
+    return CompactionOptions(
+        max_slice_size=parse_size(params.get("maxSliceSize", DEFAULT_MAX_SLICE_SIZE)),
+        max_slice_records=int(params.get("maxSliceRecords", DEFAULT_MAX_SLICE_RECORDS)),
+    )
+
+
 class NodeTasks:
     def __init__(
         self,
@@ -114,22 +130,12 @@ class NodeTasks:
 
     async def _compact(self, task: Task, datasets: list[str]) -> None:
         from odfd.app.history import compact_datasets
-        from odfd.coordinator.compact import (
-            DEFAULT_MAX_SLICE_RECORDS,
-            DEFAULT_MAX_SLICE_SIZE,
-            CompactionOptions,
-        )
 
-        params = task.params
-        options = CompactionOptions(
-            max_slice_size=parse_size(params.get("maxSliceSize", DEFAULT_MAX_SLICE_SIZE)),
-            max_slice_records=int(params.get("maxSliceRecords", DEFAULT_MAX_SLICE_RECORDS)),
-        )
         if datasets:
             await compact_datasets(
                 self.node,
                 datasets,
-                options,
+                compaction_options(task),
                 confirm=lambda _: None,
                 sink=DiscardEvents(),
                 actor=DAEMON,

@@ -63,7 +63,7 @@ async def test_lookup_with_variables_through_gql(served: Served) -> None:
 
 
 async def test_gql_reports_what_the_node_does_not_serve(served: Served) -> None:
-    with pytest.raises(GraphQLError, match="flows"):
-        await execute(served, '{ datasets { byId(datasetId: "x") { flows { runs } } } }')
+    with pytest.raises(GraphQLError, match="Cannot query field 'processes'"):
+        await execute(served, '{ datasets { byId(datasetId: "x") { flows { processes } } } }')
     with pytest.raises(TransportQueryError, match="perPage"):
         await execute(served, '{ search { query(query: "", perPage: -1) { totalCount } } }')

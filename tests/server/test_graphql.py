@@ -248,9 +248,9 @@ def test_tail_and_query(served: Served) -> None:
 
 
 def test_graphql_errors_name_the_field(served: Served) -> None:
-    status, answer = served.post('{ datasets { byId(datasetId: "x") { flows { runs } } } }')
+    status, answer = served.post('{ datasets { byId(datasetId: "x") { flows { processes } } } }')
     assert status == 200 and answer["data"] is None
-    assert "'flows'" in answer["errors"][0]["message"], answer
+    assert "'processes'" in answer["errors"][0]["message"], answer
     status, answer = served.post('{ datasets { byId(datasetId: "did:odf:nope") { id } } }')
     assert answer["data"] == {"datasets": {"byId": None}}
     assert answer["errors"][0]["path"] == ["datasets", "byId"], answer

@@ -17,7 +17,7 @@ from graphql import GraphQLError, GraphQLResolveInfo
 from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_chain as chain
 from odfd.app import graphql_data as data
-from odfd.server.graphql import auth, datasets
+from odfd.server.graphql import auth, datasets, flows
 from odfd.server.graphql.identifiers import dataset_id, multihash
 from protocol.identity import Multihash
 from protocol.query import SchemaFormat
@@ -407,6 +407,7 @@ RESOLVERS: dict[str, Resolver] = {
     "Mutation.auth": _group,
     "Mutation.datasets": _group,
     **datasets.RESOLVERS,
+    **flows.resolvers(connection),
     "AuthMut.login": auth.login,
     "AuthMut.accountDetails": auth.account_details,
     "Search.query": _search,

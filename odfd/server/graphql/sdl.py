@@ -202,6 +202,7 @@ type Dataset {
   lastUpdatedAt: DateTime!
   permissions: DatasetPermissions!
   role: DatasetAccessRole
+  flows: DatasetFlows!
 }
 
 enum DatasetAccessRole { READER EDITOR MAINTAINER }
@@ -393,4 +394,88 @@ type SetInfo { description: String keywords: [String!] }
 type SetLicense { shortName: String! name: String! spdxId: String websiteUrl: String! }
 
 type SetDataSchema { schema: DataSchema! }
+
+type DatasetFlows {
+  configs: DatasetFlowConfigs!
+  triggers: DatasetFlowTriggers!
+  runs: DatasetFlowRuns!
+}
+enum DatasetFlowType { INGEST EXECUTE_TRANSFORM HARD_COMPACTION RESET RESET_TO_METADATA }
+type DatasetFlowConfigs { byType(datasetFlowType: DatasetFlowType!): FlowConfiguration }
+type FlowConfiguration { rule: FlowConfigRule! retryPolicy: FlowRetryPolicy }
+type FlowConfigRuleCompaction { maxSliceSize: Int! maxSliceRecords: Int! }
+type FlowConfigRuleIngest { fetchUncacheable: Boolean! fetchNextIteration: Boolean! }
+union FlowConfigRule = FlowConfigRuleIngest | FlowConfigRuleCompaction
+enum FlowRetryBackoffType { FIXED LINEAR EXPONENTIAL EXPONENTIAL_WITH_JITTER }
+type FlowRetryPolicy {
+  maxAttempts: Int!
+  minDelay: TimeDelta!
+  backoffType: FlowRetryBackoffType!
+}
+type DatasetFlowTriggers { byType(datasetFlowType: DatasetFlowType!): FlowTrigger }
+type FlowTrigger {
+  paused: Boolean!
+  schedule: FlowTriggerScheduleRule
+  reactive: FlowTriggerReactiveRule
+  stopPolicy: FlowTriggerStopPolicy!
+}
+enum TimeUnit { MINUTES HOURS DAYS WEEKS }
+type TimeDelta { every: Int! unit: TimeUnit! }
+type Cron5ComponentExpression { cron5ComponentExpression: String! }
+union FlowTriggerScheduleRule = TimeDelta | Cron5ComponentExpression
+enum FlowTriggerBreakingChangeRule { NO_ACTION RECOVER }
+type FlowTriggerReactiveRule {
+  forNewData: FlowTriggerBatchingRule!
+  forBreakingChange: FlowTriggerBreakingChangeRule!
+}
+type FlowTriggerBatchingRuleImmediate { dummy: Boolean! }
+type FlowTriggerBatchingRuleBuffering { minRecordsToAwait: Int! maxBatchingInterval: TimeDelta! }
+union FlowTriggerBatchingRule = FlowTriggerBatchingRuleImmediate | FlowTriggerBatchingRuleBuffering
+type FlowTriggerStopPolicyNever { dummy: Boolean! }
+type FlowTriggerStopPolicyAfterConsecutiveFailures { maxFailures: Int! }
+union FlowTriggerStopPolicy = FlowTriggerStopPolicyNever | FlowTriggerStopPolicyAfterConsecutiveFailures
+type DatasetFlowRuns {
+  getFlow(flowId: FlowID!): GetFlowResult!
+  listFlows(page: Int, perPage: Int, filters: DatasetFlowFilters): FlowConnection!
+}
+scalar FlowID
+input DatasetFlowFilters { byStatus: [FlowStatus!] byInitiator: InitiatorFilterInput }
+input InitiatorFilterInput @oneOf { system: Boolean accounts: [AccountID!] }
+enum FlowStatus { WAITING RUNNING RETRYING FINISHED }
+type FlowConnection {
+  nodes: [Flow!]!
+  totalCount: Int!
+  pageInfo: PageBasedInfo!
+  edges: [FlowEdge!]!
+}
+type FlowEdge { node: Flow! }
+type Flow {
+  flowId: FlowID!
+  datasetId: DatasetID
+  description: FlowDescription!
+  status: FlowStatus!
+  outcome: FlowOutcome
+  timing: FlowTimingRecords!
+  initiator: Account
+}
+type FlowDescriptionUnknown { message: String! }
+union FlowDescription = FlowDescriptionUnknown
+type FlowSuccessResult { message: String! }
+type FlowFailedError { reason: TaskFailureReason! }
+type FlowAbortedResult { message: String! }
+union FlowOutcome = FlowSuccessResult | FlowFailedError | FlowAbortedResult
+type TaskFailureReasonGeneral { message: String! recoverable: Boolean! }
+union TaskFailureReason = TaskFailureReasonGeneral
+type FlowTimingRecords {
+  initiatedAt: DateTime!
+  firstAttemptScheduledAt: DateTime
+  scheduledAt: DateTime
+  awaitingExecutorSince: DateTime
+  runningSince: DateTime
+  lastAttemptFinishedAt: DateTime
+  completedAt: DateTime
+}
+interface GetFlowResult { message: String! }
+type GetFlowSuccess implements GetFlowResult { flow: Flow! message: String! }
+type FlowNotFound implements GetFlowResult { flowId: FlowID! message: String! }
 """
