@@ -26,7 +26,6 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from odfd.app.authorization import dataset_key
 from odfd.app.resource_types import DATASET, FLOW, RELATIONS, type_of
 from odfd.app.write_log import Actor, record_write
 from odfd.errors import ManifestError
@@ -35,6 +34,9 @@ from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
 _FOLLOWING = (RELATIONS.schema, FLOW.schema, DATASET.schema)
+FOLLOWED = "https://odfd.dev/schemas/daemon/v1alpha1/FollowedDatasets"
+"""The condition a rewritten ``Relations``/``Flow`` keeps until its manifest is applied again:
+``moved`` maps each old alias to the dataset's alias now, or None if deleted."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,13 +138,12 @@ async def follow_dataset(
     """Rewrite (``new_alias``) or forget (None: the dataset was deleted) ``old_alias`` in every
     resource naming it, each change recorded in the audit trail as an apply or delete is. Run
     it in the transaction that renames or deletes the dataset."""
-    key = dataset_key(old_alias)
     new = None if new_alias is None else DatasetAlias.parse(new_alias)
     table = ResourceTable(workspace.catalog)
     followed = []
     for schema in _FOLLOWING:
         for record in await table.list(schema):
-            change = await _follow(table, record, key, new)
+            change = await _follow(table, record, old_alias, new)
             if change is not None:
                 followed.append(change)
     for change in followed:
@@ -152,8 +153,9 @@ async def follow_dataset(
 
 
 async def _follow(
-    table: ResourceTable, record: ResourceRecord, key: str, new: DatasetAlias | None
+    table: ResourceTable, record: ResourceRecord, old_alias: str, new: DatasetAlias | None
 ) -> Followed | None:
+    key = old_alias.lower()
     if record.schema == DATASET.schema:
         if record.name.lower() != key:
             return None
@@ -170,4 +172,62 @@ async def _follow(
         await table.delete(record.id)
         return Followed(record, "delete", record.name)
     await table.rewrite(record.id, record.name, spec)
+    await table.update_status(record.id, conditions={FOLLOWED: _moved(record, old_alias, new)})
     return Followed(record, "apply", record.name)
+
+
+def _moved(record: ResourceRecord, old_alias: str, new: DatasetAlias | None) -> dict[str, Any]:
+    """The resource's ``FollowedDatasets`` condition with ``old_alias`` gone to ``new`` (earlier
+    aliases that had become ``old_alias`` follow it too)."""
+    condition = (record.status.get("conditions") or {}).get(FOLLOWED) or {}
+    now = None if new is None else str(new)
+    key = old_alias.lower()
+    moved = {
+        old: (now if at is not None and at.lower() == key else at)
+        for old, at in (condition.get("moved") or {}).items()
+        if old.lower() != key
+    }
+    moved[old_alias] = now
+    said = ", ".join(f"{old} -> {at or '(deleted)'}" for old, at in sorted(moved.items()))
+    return {
+        "status": "True",
+        "message": f"datasets it names were renamed or deleted: {said}",
+        "moved": moved,
+    }
+
+
+def names_alias(schema: str, spec: dict[str, Any], key: str) -> bool:
+    """Whether a ``Relations`` or ``Flow`` spec names the dataset ``key`` (lowercased alias)."""
+    if schema == RELATIONS.schema:
+        return _relations(spec, key, None) is not None
+    return schema == FLOW.schema and _flow(spec, key, None) is not None
+
+
+async def refuse_stale_manifests(workspace: Workspace, manifests: list[Any]) -> None:
+    """Refuse, before anything is stored, a manifest of a resource a rename or delete rewrote
+    that still names the old alias while no dataset has it: applied as it is, it would take the
+    roles and visibility off the renamed dataset and give them to whoever next takes the alias.
+    ``manifests``: :class:`odfd.app.resources.Manifest`."""
+    table = ResourceTable(workspace.catalog)
+    for manifest in manifests:
+        if manifest.schema not in (RELATIONS.schema, FLOW.schema):
+            continue
+        previous = await (
+            table.get(manifest.resource_id)
+            if manifest.resource_id is not None
+            else table.find(manifest.schema, manifest.name)
+        )
+        condition = None if previous is None else previous.status.get("conditions", {})
+        moved = ((condition or {}).get(FOLLOWED) or {}).get("moved") or {}
+        for old, now in sorted(moved.items()):
+            if not names_alias(manifest.schema, manifest.spec, old.lower()):
+                continue
+            if await workspace.try_resolve(old) is not None:
+                continue
+            done = f"was renamed to {now}" if now else "was deleted"
+            fix = f"name {now} instead" if now else "remove its entries"
+            raise ManifestError(
+                f"{manifest.where}: {manifest.kind} {manifest.name} names dataset {old}, which "
+                f"{done}; {fix} (applied as it is, the file would move what it grants off the "
+                "dataset); nothing was applied"
+            )

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from odfd.app.node import open_node
+from odfd.app.resource_datasets import FOLLOWED
 from odfd.app.write_log import writes_to
 from tests.cli.helpers import MANIFESTS, run
 
@@ -53,11 +54,16 @@ spec:
 """
 
 
+def _apply(capsys: pytest.CaptureFixture[str], root: Path, manifest: Path) -> tuple[int, str]:
+    code, _, err = run(capsys, "apply", "--root", str(root), "-f", str(manifest))
+    return code, err
+
+
 @pytest.fixture
 def ws(workspace_root: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Path:
     manifest = tmp_path / "relations.yaml"
     manifest.write_text(RELATIONS)
-    code, _, err = run(capsys, "apply", "--root", str(workspace_root), "-f", str(manifest))
+    code, err = _apply(capsys, workspace_root, manifest)
     assert code == 0, err
     return workspace_root
 
@@ -162,3 +168,44 @@ def test_delete_forgets_the_dataset_in_every_resource(
             return [w.action for w in await writes_to(node.workspace, "Relations:mqtt-private")]
 
     assert asyncio.run(trail()) == ["apply", "apply", "delete"]
+
+
+def test_applying_the_old_file_again_is_refused_naming_it_and_the_alias(
+    ws: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifest = tmp_path / "relations.yaml"
+    code, _, err = run(capsys, "rename", "--root", str(ws), MQTT, "mqtt2")
+    assert code == 0, err
+    code, err = _apply(capsys, ws, manifest)
+    assert code != 0
+    assert (
+        f"{manifest} document 0: Relations team names dataset {MQTT}, which was renamed to " in err
+    )
+    assert "mqtt2; name mqtt2 instead" in err and "nothing was applied" in err
+    _private(_access(capsys, ws, "mqtt2"))  # nothing moved off the renamed dataset
+
+    manifest.write_text(RELATIONS.replace(MQTT, "mqtt2"))
+    code, err = _apply(capsys, ws, manifest)
+    assert code == 0, err
+    team = _get(capsys, ws, "relations")["team"]
+    assert FOLLOWED not in team["status"]["conditions"]
+    _private(_access(capsys, ws, "mqtt2"))
+
+    code, _, err = run(capsys, "delete", "--root", str(ws), "-y", "mqtt2")
+    assert code == 0, err
+    code, err = _apply(capsys, ws, manifest)
+    assert code != 0 and "Relations team names dataset mqtt2, which was deleted" in err
+    # Once a dataset has the alias again, the file grants what it says to it.
+    code, _, err = run(
+        capsys,
+        "add",
+        "--root",
+        str(ws),
+        "--name",
+        "mqtt2",
+        str(MANIFESTS / "root-mqtt-legacy.yaml"),
+    )
+    assert code == 0, err
+    code, err = _apply(capsys, ws, manifest)
+    assert code == 0, err
+    _private(_access(capsys, ws, "mqtt2"))
