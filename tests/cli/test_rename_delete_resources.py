@@ -12,9 +12,12 @@ from pathlib import Path
 
 import pytest
 
+from odfd.app.datasets import rename_dataset
 from odfd.app.node import open_node
 from odfd.app.resource_datasets import FOLLOWED
 from odfd.app.write_log import writes_to
+from storage.catalog.resources import ResourceTable
+from storage.errors import StorageError
 from tests.cli.helpers import MANIFESTS, run
 
 MQTT = "test.root.mqtt"
@@ -209,3 +212,30 @@ def test_applying_the_old_file_again_is_refused_naming_it_and_the_alias(
     code, err = _apply(capsys, ws, manifest)
     assert code == 0, err
     _private(_access(capsys, ws, "mqtt2"))
+
+
+def test_a_rename_that_fails_midway_changes_nothing(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A failure after the alias changed in the catalog (here: writing a rewritten resource)
+    rolls the whole rename back: the dataset never has its new alias without its restrictions."""
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(ResourceTable, "rewrite", broken)
+
+    async def rename() -> None:
+        async with await open_node(ws) as node:
+            with pytest.raises(StorageError, match="disk full"):
+                await rename_dataset(node, MQTT, "mqtt2")
+
+    asyncio.run(rename())
+    monkeypatch.undo()
+    code, out, _ = run(capsys, "list", "--root", str(ws), "--output", "json")
+    aliases = {row["alias"]: row["id"] for row in json.loads(out)}
+    assert MQTT in aliases and "mqtt2" not in aliases
+    folder = ws / "datasets" / aliases[MQTT].removeprefix("did:odf:")
+    assert (folder / "info" / "alias").read_text() == MQTT
+    _private(_access(capsys, ws, MQTT))
+    assert _objects(_get(capsys, ws, "relations")["mqtt-private"]) == [f"Dataset:{MQTT}"]
