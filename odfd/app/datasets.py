@@ -313,8 +313,9 @@ async def _delete_one(workspace: Workspace, record: DatasetRecord, actor: Actor)
     from odfd.app.resource_datasets import follow_dataset
 
     async with workspace.catalog.transaction():
-        await workspace.delete_dataset(str(record.id))
+        # The resources first: a failure there rolls back before any file is removed.
         await follow_dataset(workspace, actor, record.alias, None)
+        await workspace.delete_dataset(str(record.id))
         await record_write(
             workspace, actor, "delete", record.alias, dataset_id=record.id, old_head=record.head
         )

@@ -239,3 +239,19 @@ def test_a_rename_that_fails_midway_changes_nothing(
     assert (folder / "info" / "alias").read_text() == MQTT
     _private(_access(capsys, ws, MQTT))
     assert _objects(_get(capsys, ws, "relations")["mqtt-private"]) == [f"Dataset:{MQTT}"]
+
+
+def test_a_delete_that_fails_on_the_resources_removes_nothing(
+    ws: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise StorageError("disk full")
+
+    monkeypatch.setattr(ResourceTable, "rewrite", broken)
+    code, _, err = run(capsys, "delete", "--root", str(ws), "-y", MQTT)
+    assert code != 0 and "disk full" in err
+    monkeypatch.undo()
+    code, out, err = run(capsys, "log", "--root", str(ws), MQTT)
+    assert code == 0 and "Seed" in out, err
+    _private(_access(capsys, ws, MQTT))
+    assert set(_get(capsys, ws, "relations")) == {"team", "mqtt-private"}
