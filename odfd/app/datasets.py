@@ -301,17 +301,24 @@ async def delete_datasets(
         return 0
     confirm(f"Delete {len(doomed)} dataset(s): {', '.join(r.alias for r in doomed)}?")
     for record in graph.downstream_first(doomed):
-        await workspace.delete_dataset(str(record.id))
-        await record_write(
-            workspace,
-            actor or local_actor(),
-            "delete",
-            record.alias,
-            dataset_id=record.id,
-            old_head=record.head,
-        )
+        await _delete_one(workspace, record, actor or local_actor())
         sink.emit(DatasetDeleted(record.alias, str(record.id)))
     return len(doomed)
+
+
+async def _delete_one(workspace: Workspace, record: DatasetRecord, actor: Actor) -> None:
+    """Deletes one dataset and, in the same catalog transaction, every resource entry naming
+    its alias (:mod:`odfd.app.resource_datasets`), so a dataset later created under that alias
+    inherits no role or visibility of this one."""
+    from odfd.app.resource_datasets import follow_dataset
+
+    async with workspace.catalog.transaction():
+        # The resources first: a failure there rolls back before any file is removed.
+        await follow_dataset(workspace, actor, record.alias, None)
+        await workspace.delete_dataset(str(record.id))
+        await record_write(
+            workspace, actor, "delete", record.alias, dataset_id=record.id, old_head=record.head
+        )
 
 
 async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRecord]:
@@ -333,9 +340,29 @@ async def _resolve_all(workspace: Workspace, refs: list[str]) -> list[DatasetRec
 # --- rename, import, list ---------------------------------------------------------------------------
 
 
-async def rename_dataset(node: Node, ref: str, new_name: str) -> DatasetRecord:
-    """A dataset's new alias (its id and chain do not change)."""
-    return await node.workspace.rename_dataset(ref, new_name)
+async def rename_dataset(
+    node: Node, ref: str, new_name: str, *, actor: Actor | None = None
+) -> DatasetRecord:
+    """A dataset's new alias (its id and chain do not change), recorded as done by ``actor``
+    (default: a local command). Every resource naming the old alias is rewritten to the new one
+    in the same catalog transaction (:mod:`odfd.app.resource_datasets`): a crash never leaves
+    the dataset renamed and its roles and visibility behind."""
+    from odfd.app.resource_datasets import follow_dataset
+
+    workspace = node.workspace
+    before = await workspace.resolve(ref)
+    who = actor or local_actor()
+    try:
+        async with workspace.catalog.transaction():
+            record = await workspace.rename_dataset(str(before.id), new_name)
+            if record.alias != before.alias:
+                await follow_dataset(workspace, who, before.alias, record.alias)
+                await record_write(workspace, who, "rename", record.alias, dataset_id=record.id)
+    except BaseException:
+        # The catalog kept the old alias: so does the dataset's own copy of it.
+        await workspace.open_dataset(before.id).set_alias(before.alias)
+        raise
+    return record
 
 
 async def import_dataset(node: Node, path: Path, name: str | None) -> DatasetRecord:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from odfd.app.authorization import Action, Policy, Principal
+from odfd.app.authorization import Action, Policy, Principal, dataset_key
 from odfd.app.datasets import (
     DatasetAdded,
     DatasetNotAdded,
@@ -22,6 +22,7 @@ from odfd.app.datasets import (
     rename_dataset,
 )
 from odfd.app.events import Event
+from odfd.app.resource_datasets import names_dataset
 from odfd.app.resource_service import apply_and_reconcile, delete_and_undo, reconcile_here
 from odfd.app.resources import ResourceKey, parse_manifest
 from odfd.app.write_log import Actor
@@ -29,7 +30,7 @@ from odfd.errors import OdfdError
 from protocol.errors import DecodeError, ParseError
 from protocol.identity import DatasetAlias, DatasetName
 from protocol.model import DatasetKind, DatasetSnapshot, SetTransform
-from storage.catalog.resources import ResourceTable
+from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.answers import Visible
@@ -282,8 +283,8 @@ def writable(caller: Caller, record: DatasetRecord | None) -> DatasetRecord | No
 async def rename(
     node: Node, caller: Caller, record: DatasetRecord, new_name: str
 ) -> Renamed | RenameUnchanged | RenameCollision:
-    """``odfd rename`` within the dataset's account; the visibility set here moves with it
-    (``Relations`` name datasets by alias)."""
+    """``odfd rename`` within the dataset's account (its visibility and roles follow it there:
+    :mod:`odfd.app.resource_datasets`)."""
     caller.require(Action.ADMIN, record.alias, "rename")
     try:
         name = DatasetName.parse(new_name)
@@ -296,18 +297,8 @@ async def rename(
     existing = await node.workspace.try_resolve(str(wanted))
     if existing is not None and existing.id != record.id:
         return RenameCollision(str(wanted))
-    kept = await _visibility_of(node, record.alias)
-    if kept is None:
-        await rename_dataset(node, str(record.id), str(wanted))
-        return Renamed(str(old.dataset_name), str(name))
-    # The new alias gets the visibility first, so the dataset is never readable by more.
-    await _apply_visibility(node, caller, str(wanted), public=kept[0], anonymous=kept[1])
-    try:
-        await rename_dataset(node, str(record.id), str(wanted))
-    except BaseException:
-        await _forget_visibility(node, caller, str(wanted))
-        raise
-    await _forget_visibility(node, caller, record.alias)
+    await rename_dataset(node, str(record.id), str(wanted), actor=caller.actor)
+    await caller.refresh()
     return Renamed(str(old.dataset_name), str(name))
 
 
@@ -326,7 +317,7 @@ async def delete(node: Node, caller: Caller, record: DatasetRecord) -> Deleted |
         sink=_Collected(),
         actor=caller.actor,
     )
-    await _forget_visibility(node, caller, record.alias)
+    await caller.refresh()
     return Deleted(record.alias)
 
 
@@ -339,12 +330,43 @@ async def set_visibility(
 
 
 def visibility_key(alias: str) -> ResourceKey:
-    """The ``Relations`` resource that holds a dataset's visibility: one per dataset, in its
-    owner's account, named after it, so setting it again replaces it."""
+    """The name a new ``Relations`` resource holding a dataset's visibility gets: one per
+    dataset, in its owner's account, named after it, so setting it again replaces it."""
     parsed = DatasetAlias.parse(alias)
     name = f"{parsed.dataset_name}-visibility"
     account = parsed.account_name
     return ResourceKey(RELATIONS_SCHEMA, name if account is None else f"{account}/{name}")
+
+
+def _only_visibility_of(record: ResourceRecord, alias: str) -> bool:
+    """Whether ``record`` says nothing but the visibility attributes of ``alias``."""
+    attributes = record.spec.get("attributes") or []
+    key = dataset_key(alias)
+    return (
+        bool(attributes)
+        and not record.spec.get("relations")
+        and all(isinstance(a, dict) and names_dataset(a.get("object"), key) for a in attributes)
+    )
+
+
+async def _visibility_record(node: Node, alias: str) -> tuple[ResourceKey, ResourceRecord | None]:
+    """The resource holding ``alias``'s visibility, found by what it says (a rename of the
+    dataset rewrote it but kept its name), or the key a new one takes: :func:`visibility_key`,
+    numbered when a resource about another dataset (renamed away) holds that name."""
+    wanted = visibility_key(alias)
+    account = wanted.name.rpartition("/")[0].lower()
+    taken = set()
+    for record in await ResourceTable(node.workspace.catalog).list(RELATIONS_SCHEMA):
+        if record.name.rpartition("/")[0].lower() != account:
+            continue
+        taken.add(record.name.lower())
+        if record.name.lower().endswith("-visibility") and _only_visibility_of(record, alias):
+            return ResourceKey(RELATIONS_SCHEMA, record.name), record
+    name, n = wanted.name, 1
+    while name.lower() in taken:
+        n += 1
+        name = f"{wanted.name}-{n}"
+    return ResourceKey(RELATIONS_SCHEMA, name), None
 
 
 async def _apply_visibility(
@@ -353,7 +375,8 @@ async def _apply_visibility(
     """``odfd apply`` of a ``Relations`` resource setting the dataset's ``allowPublicRead`` and
     ``allowAnonymousRead`` (the reference's private: both false; public: read by any signed-in
     account, and by anyone when ``anonymousAvailable``)."""
-    account, _, name = visibility_key(alias).name.rpartition("/")
+    key, _ = await _visibility_record(node, alias)
+    account, _, name = key.name.rpartition("/")
     headers: dict[str, object] = {"name": name}
     if account:
         headers["account"] = {"name": account}
@@ -373,18 +396,9 @@ async def _apply_visibility(
     await caller.refresh()
 
 
-async def _visibility_of(node: Node, alias: str) -> tuple[bool, bool] | None:
-    """``(public, anonymous)`` as this module last set them for ``alias``, if it did."""
-    key = visibility_key(alias)
-    record = await ResourceTable(node.workspace.catalog).find(key.schema, key.name)
-    if record is None:
-        return None
-    values = {a.get("name"): a.get("value") for a in record.spec.get("attributes") or []}
-    return bool(values.get("allowPublicRead")), bool(values.get("allowAnonymousRead"))
-
-
 async def _forget_visibility(node: Node, caller: Caller, alias: str) -> None:
-    """``odfd delete`` of the dataset's visibility resource, so a dataset later given the alias
-    does not inherit it."""
-    if await _visibility_of(node, alias) is not None:
-        await delete_and_undo(node, [visibility_key(alias)], actor=caller.actor)
+    """``odfd delete`` of the visibility resource set for a dataset whose create failed, so a
+    dataset later given the alias does not inherit it."""
+    key, record = await _visibility_record(node, alias)
+    if record is not None:
+        await delete_and_undo(node, [key], actor=caller.actor)

@@ -29,6 +29,7 @@ from typing import Any
 
 from odfd.app.node_secrets import node_secrets
 from odfd.app.references import references_of
+from odfd.app.resource_datasets import FOLLOWED, refuse_stale_manifests
 from odfd.app.resource_types import (
     DATASET,
     MIRROR,
@@ -515,6 +516,7 @@ async def apply_manifests(
     applied together resolve to each other, whatever their order); each change is recorded as
     done by ``actor`` (default: a local command)."""
     table = ResourceTable(workspace.catalog)
+    await refuse_stale_manifests(workspace, manifests)
     secrets = node_secrets(workspace.keys)
     results = []
     for m in manifests:
@@ -531,6 +533,9 @@ async def apply_manifests(
             resource_id=m.resource_id,
             initial_status=PENDING_STATUS,
         )
+        if FOLLOWED in (result.record.status.get("conditions") or {}):
+            # The manifest passed refuse_stale_manifests: it now says what the user means.
+            await table.update_status(result.record.id, conditions={FOLLOWED: None})
         results.append(result)
     references = ResourceReferenceTable(workspace.catalog)
     for result in results:

@@ -278,6 +278,19 @@ class ResourceTable:
         )
         return changes.rowcount > 0
 
+    async def rewrite(self, resource_id: str, name: str, spec: JsonObject) -> None:
+        """Change a resource's name and spec for the node's own reasons (a dataset it names was
+        renamed): a new generation, ``Pending`` until its controller has seen it, as an apply
+        would make it."""
+        try:
+            await self._sql.execute(
+                "UPDATE resources SET name = ?, spec = ?, generation = generation + 1,"
+                " status = json_set(status, '$.phase', 'Pending'), updated_at = ? WHERE id = ?",
+                (name, canonical(spec), now_text(), resource_id),
+            )
+        except aiosqlite.IntegrityError:
+            raise StorageError(f"another resource of its type is already named {name}") from None
+
     async def delete(self, resource_id: str) -> None:
         """Delete a resource and, through ``owner_id``'s cascade, every resource it owns."""
         await self._sql.execute("DELETE FROM resources WHERE id = ?", (resource_id,))

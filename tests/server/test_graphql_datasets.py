@@ -387,16 +387,58 @@ def test_visibility_moves_with_a_rename_and_goes_with_a_delete(served: Served) -
     dataset_id = created_id(create_empty(served, "alice", "alice/kept-private", vis="PRIVATE"))
     assert "alice/kept-private-visibility" in relations(served)
     ask(served, RENAME, "alice", id=dataset_id, name="moved-private")
-    shown = relations(served)
-    assert "alice/moved-private-visibility" in shown
-    assert "alice/kept-private-visibility" not in shown
+    # The one mechanism every rename uses rewrote the resource in place (its name stays).
+    shown = json.loads(
+        odfd(served, "get", "Relations", "alice/kept-private-visibility", "-o", "json")
+    )
+    assert {a["object"] for a in shown["spec"]["attributes"]} == {"Dataset:alice/moved-private"}
     assert ask(served, LOOKUP, "bob", id=dataset_id)["data"]["datasets"]["byId"] is None
     assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is None
     mine = ask(served, LOOKUP, "alice", id=dataset_id)["data"]["datasets"]["byId"]
     assert mine["alias"] == "alice/moved-private"
+    # Setting it again changes that resource, not a second one that would contradict it.
+    public = {"public": {"anonymousAvailable": True}}
+    ask(served, SET_VISIBILITY, "alice", id=dataset_id, vis=public)
+    assert "moved-private-visibility" not in relations(served)
+    assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is not None
+    ask(served, SET_VISIBILITY, "alice", id=dataset_id, vis={"private": {}})
+    assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is None
+    # A new dataset under the old alias gets a resource of its own.
+    again = created_id(create_empty(served, "alice", "alice/kept-private", vis="PUBLIC"))
+    assert "alice/kept-private-visibility-2" in relations(served)
+    assert ask(served, LOOKUP, None, id=again)["data"]["datasets"]["byId"] is not None
+    assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is None
     ask(served, DELETE, "alice", id=dataset_id)
     assert "alice/moved-private" not in listed(served)
-    assert "moved-private-visibility" not in relations(served)
+    assert "alice/kept-private-visibility\n" not in relations(served) + "\n"
+
+
+TEAM_ROLES = """\
+$schema: Relations
+headers: {name: team-notes-roles, account: {name: alice}}
+spec:
+  relations:
+    - {subject: Account:bob, relation: role, value: reader, object: Dataset:alice/team-notes}
+"""
+
+
+def test_roles_follow_a_rename_and_go_with_a_delete(served: Served, tmp_path: Path) -> None:
+    dataset_id = created_id(create_empty(served, "alice", "alice/team-notes", vis="PRIVATE"))
+    manifest = tmp_path / "roles.yaml"
+    manifest.write_text(TEAM_ROLES)
+    odfd(served, "apply", "-f", str(manifest))
+    assert ask(served, LOOKUP, "bob", id=dataset_id)["data"]["datasets"]["byId"] is not None
+    ask(served, RENAME, "alice", id=dataset_id, name="renamed-notes")
+    seen = ask(served, LOOKUP, "bob", id=dataset_id)["data"]["datasets"]["byId"]
+    assert seen["alias"] == "alice/renamed-notes"
+    assert ask(served, LOOKUP, None, id=dataset_id)["data"]["datasets"]["byId"] is None
+    # Another private dataset under the old alias: bob's role stayed with the renamed one.
+    other = created_id(create_empty(served, "alice", "alice/team-notes", vis="PRIVATE"))
+    assert ask(served, LOOKUP, "bob", id=other)["data"]["datasets"]["byId"] is None
+    ask(served, DELETE, "alice", id=dataset_id)
+    assert "team-notes-roles" not in relations(served)
+    later = created_id(create_empty(served, "alice", "alice/renamed-notes", vis="PRIVATE"))
+    assert ask(served, LOOKUP, "bob", id=later)["data"]["datasets"]["byId"] is None
 
 
 def test_roles_decide_who_may_rename_and_delete(served: Served) -> None:
