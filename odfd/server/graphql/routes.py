@@ -85,7 +85,7 @@ def _context(request: web.Request) -> Context:
         state.principal(request),
         state.policy(request),
         visible,
-        reload=lambda: policies.policy(state.reader),
+        reload=lambda: policies.policy(state.datasets.reader),
     )
     return Context(
         node=context.node(request),
