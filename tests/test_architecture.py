@@ -254,6 +254,8 @@ APPLICATION_ONLY = {
     "storage.stores.localfs": "odfd.app.served_objects",
     "storage.chain": "odfd.app.pull_intervals",
     "protocol.transfer.smart.tarball": "odfd.app.pull_intervals",
+    "verifier.engine.inputs": "odfd.app.graphql_chain",
+    "protocol.query.schema": "odfd.app.graphql_chain",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -280,7 +282,8 @@ names, URLs and their arguments through ``odfd.app.repos`` and ``odfd.app.push``
 and ``odfd push`` ask ``odfd.app.transfer_progress`` for their progress lines by a flag; ``odfd
 verify`` checks ``--from``/``--to`` with ``odfd.app.verify``; the Simple Transfer server asks
 ``odfd.app.served_objects`` where an object is read from, and the Smart Transfer server reads,
-checks and packs a pull's interval of a chain with ``odfd.app.pull_intervals`` (a module here
+checks and packs a pull's interval of a chain with ``odfd.app.pull_intervals``; a GraphQL
+resolver has a ``SetDataSchema``'s schema rendered by ``odfd.app.graphql_chain`` (a module here
 covers its submodules; the first rule that matches names the module to call)."""
 
 
@@ -332,6 +335,8 @@ def test_the_internals_check_sees_them_imported() -> None:
         "odfd.cli.probe": {"odfd.sync.repos": 11, "odfd.sync.progress": 12, "storage.keys": 13},
         "odfd.server.probe": {"storage.chain": 14, "storage.chain.rules": 15},
         "odfd.app.probe": {"storage.chain": 16, "storage.stores.localfs": 17},
+        "odfd.server.graphql.probe": {"verifier.engine.inputs": 18, "protocol.query.schema": 19},
+        "odfd.console.probe": {"protocol.query": 20, "verifier.engine": 21},
     }
     assert _reaches_past_the_application_layer(moved) == [
         "odfd.cli.probe (line 11) imports odfd.sync.repos: call odfd.app.repos",
@@ -339,6 +344,10 @@ def test_the_internals_check_sees_them_imported() -> None:
         "odfd.cli.probe (line 13) imports storage.keys: call odfd.app.workspace_init",
         "odfd.server.probe (line 14) imports storage.chain: call odfd.app.pull_intervals",
         "odfd.server.probe (line 15) imports storage.chain.rules: call odfd.app.derivative_inputs",
+        "odfd.server.graphql.probe (line 18) imports verifier.engine.inputs: "
+        "call odfd.app.graphql_chain",
+        "odfd.server.graphql.probe (line 19) imports protocol.query.schema: "
+        "call odfd.app.graphql_chain",
     ]
 
 

@@ -59,8 +59,15 @@ async def search(node: Node, visible: Visible, text: str) -> list[DatasetRecord]
 
 async def by_id(node: Node, visible: Visible, dataset_id: DatasetId) -> DatasetRecord | None:
     """One catalog lookup by id, not a scan of every dataset."""
-    record = await node.workspace.catalog.get_dataset(dataset_id)
+    record = await record_of(node, dataset_id)
     return record if record is not None and visible(record) else None
+
+
+async def record_of(node: Node, dataset_id: DatasetId) -> DatasetRecord | None:
+    """The dataset of that id whoever asks: the ``datasets`` mutations decide themselves what
+    the caller may see and change of it."""
+    record: DatasetRecord | None = await node.workspace.catalog.get_dataset(dataset_id)
+    return record
 
 
 async def by_owner_and_name(

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from protocol.model import (
         AddPushSource,
         MetadataBlock,
+        SetDataSchema,
         SetPollingSource,
         SetTransform,
         SetVocab,
@@ -94,13 +95,19 @@ async def current_schema(
     node: Node, record: DatasetRecord, schema_format: SchemaFormat
 ) -> str | None:
     """The schema at the head as text in ``schema_format`` (``None`` before any schema)."""
-    from protocol.query.schema import render_schema
-    from verifier.engine.inputs import arrow_schema_of
-
     state = await node.workspace.open_dataset(record.id).chain.state()
     if state.schema is None:
         return None
-    rendered = render_schema(arrow_schema_of(state.schema), schema_format)
+    return schema_text(state.schema, schema_format)
+
+
+def schema_text(event: SetDataSchema, schema_format: SchemaFormat) -> str:
+    """The schema a ``SetDataSchema`` declares as text in ``schema_format`` (a block's event and
+    the head's current schema are rendered alike)."""
+    from protocol.query.schema import render_schema
+    from verifier.engine.inputs import arrow_schema_of
+
+    rendered = render_schema(arrow_schema_of(event), schema_format)
     return rendered if isinstance(rendered, str) else json.dumps(rendered, separators=(",", ":"))
 
 

@@ -30,6 +30,7 @@ from odfd.app.dataset_details import (
     schema_document,
     transform_history,
 )
+from odfd.app.first_pages import read_ahead
 from odfd.app.flow_history import (
     HistoryQuery,
     delivery_document,
@@ -51,7 +52,6 @@ from odfd.server.state import STATE_KEY, ServerState
 from protocol.errors import OdfError
 from storage.catalog import DatasetRecord
 from storage.catalog.resources import ResourceNotFoundError
-from storage.workspace import Workspace
 
 log = logging.getLogger("odfd.console")
 CONSOLE_KEY: web.AppKey[Console] = web.AppKey("odfd_console")
@@ -81,18 +81,16 @@ class Console:
         records = await self.view.records()
         await self.view.status()
         workspace = self.backend.workspace
-        for record in records[:PAGE]:
-            try:
-                await self.summaries.get(workspace.open_dataset(record.id), record)
-            except OdfError as err:  # its page will say what is wrong with it
+        for skipped in await read_ahead(workspace, records, PAGE, self.summaries):
+            if skipped.alias is None:  # a lineage page will say what is wrong
+                log.warning(
+                    "console warm-up skipped the dataset graph", extra={"error": str(skipped.error)}
+                )
+            else:  # its page will say what is wrong with it
                 log.warning(
                     "console warm-up skipped a dataset",
-                    extra={"dataset": record.alias, "error": str(err)},
+                    extra={"dataset": skipped.alias, "error": str(skipped.error)},
                 )
-        try:
-            await workspace.graph(records)  # indexes the inputs of any derivative not indexed yet
-        except OdfError as err:  # a lineage page will say what is wrong
-            log.warning("console warm-up skipped the dataset graph", extra={"error": str(err)})
 
     async def warmed(self) -> None:
         """Returns once the warm-up started with the server is over."""
@@ -195,7 +193,7 @@ async def _record(request: web.Request) -> DatasetRecord:
     try:
         return await state.require(request.match_info["dataset"], request)
     except web.HTTPForbidden:  # withheld: the console still shows why
-        record = await state.workspace.try_resolve(request.match_info["dataset"])
+        record = await state.datasets.at(request.match_info["dataset"])
         if record is None or not state.visible(record, request):
             raise web.HTTPNotFound(text="no such dataset") from None
         return record
@@ -242,7 +240,7 @@ async def _datasets(request: web.Request) -> web.Response:
     status = _status_by_id(await console.view.status())
     page = []
     for record in records[offset : offset + limit]:
-        dataset = state.workspace.open_dataset(record.id)
+        dataset = state.datasets.open(record)
         summary = await console.summaries.get(dataset, record)
         entry = status.get(str(record.id), {})
         page.append(
@@ -272,7 +270,7 @@ async def _datasets(request: web.Request) -> web.Response:
 async def _overview(request: web.Request) -> web.Response:
     state, console = _parts(request)
     record = await _record(request)
-    dataset = state.workspace.open_dataset(record.id)
+    dataset = state.datasets.open(record)
     summary = await console.summaries.get(dataset, record)
     status = _status_by_id(await console.view.status()).get(str(record.id), {})
     return _json(
@@ -298,7 +296,7 @@ async def _data(request: web.Request) -> web.Response:
     record = await _record(request)
     offset = _int(request, "offset", 0)
     limit = _int(request, "limit", 50, MAX_PAGE)
-    dataset = state.workspace.open_dataset(record.id)
+    dataset = state.datasets.open(record)
     try:
         page = await newest_rows(record, dataset, offset=offset, limit=limit)
     except DataMissingError as err:
@@ -312,7 +310,7 @@ async def _blocks(request: web.Request) -> web.Response:
     record = await _record(request)
     before = request.query.get("before")
     limit = _int(request, "limit", 50, MAX_PAGE)
-    dataset = state.workspace.open_dataset(record.id)
+    dataset = state.datasets.open(record)
     entries = await block_log(
         dataset, limit=limit, before=None if before is None else _int(request, "before", 0)
     )
@@ -335,7 +333,7 @@ async def _lineage(request: web.Request) -> web.Response:
 async def _history(request: web.Request) -> web.Response:
     state, _ = _parts(request)
     record = await _record(request)
-    return _json({"points": await records_history(state.workspace.open_dataset(record.id))})
+    return _json({"points": await records_history(state.datasets.open(record))})
 
 
 async def _audits(request: web.Request) -> web.Response:
@@ -354,8 +352,8 @@ async def _mirrors(request: web.Request) -> web.Response:
     return _json({"daemon": status["daemon"], "mirrors": mirrors})
 
 
-def _resource_reader(request: web.Request) -> tuple[Workspace, Callable[[str], bool]]:
-    """The workspace and which stored names the request may see: resources say how the node
+def _resource_reader(request: web.Request) -> Callable[[str], bool]:
+    """Which stored names the request may see: resources say how the node
     reaches its sources and sinks, so each is shown only where the node's one decision lets the
     caller read its account's resources (as the resource protocol does); anonymous visitors are
     refused."""
@@ -370,13 +368,14 @@ def _resource_reader(request: web.Request) -> tuple[Workspace, Callable[[str], b
         decision = state.decide_account(request, Action.READ, str(account or DEFAULT_ACCOUNT))
         return decision.allowed
 
-    return state.workspace, readable
+    return readable
 
 
 async def _resources(request: web.Request) -> web.Response:
     """Every resource: type, name, phase, generations and conditions (never a spec: secrets and
     infrastructure stay out of the page)."""
-    workspace, readable = _resource_reader(request)
+    readable = _resource_reader(request)
+    workspace = request.app[STATE_KEY].workspace
     records = [r for r in await list_resources(workspace, Selector()) if readable(r.name)]
     return _json(
         {
@@ -401,22 +400,22 @@ async def _resources(request: web.Request) -> web.Response:
 
 
 async def _flow_runs(request: web.Request) -> web.Response:
-    workspace, readable = _resource_reader(request)
+    readable = _resource_reader(request)
     query = HistoryQuery(request.query.get("flow") or None, _int(request, "limit", PAGE, MAX_PAGE))
     try:
-        runs = await flow_runs(workspace, query)
+        runs = await flow_runs(request.app[STATE_KEY].workspace, query)
     except ResourceNotFoundError as err:
         raise web.HTTPNotFound(text=str(err)) from None
     return _json({"runs": [run_document(r) for r in runs if readable(r.flow_name)]})
 
 
 async def _webhook_deliveries(request: web.Request) -> web.Response:
-    workspace, readable = _resource_reader(request)
+    readable = _resource_reader(request)
     query = HistoryQuery(
         request.query.get("target") or None, _int(request, "limit", PAGE, MAX_PAGE)
     )
     try:
-        deliveries = await webhook_deliveries(workspace, query)
+        deliveries = await webhook_deliveries(request.app[STATE_KEY].workspace, query)
     except ResourceNotFoundError as err:
         raise web.HTTPNotFound(text=str(err)) from None
     shown = [delivery_document(d) for d in deliveries if readable(d.target_name)]

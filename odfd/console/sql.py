@@ -8,17 +8,18 @@ from __future__ import annotations
 import base64
 import math
 import time
-from collections.abc import Callable
 from datetime import date, datetime
 from decimal import Decimal
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from odfd.app.answer_checks import answer_with_proof
 from odfd.app.node import Node
 from odfd.app.query import DEFAULT_ENGINE, query
-from storage.catalog import DatasetRecord
+
+if TYPE_CHECKING:
+    from odfd.app.answers import Visible
 
 SQL_BOX_ENGINE = DEFAULT_ENGINE
 """The engine the SQL box runs in: the one ``odfd sql`` uses unless told otherwise."""
@@ -45,7 +46,7 @@ async def run_sql(
     node: Node,
     sql: str,
     limit: int,
-    visible: Callable[[DatasetRecord], bool],
+    visible: Visible,
 ) -> tuple[list[str], list[list[Any]], bool, float]:
     """``(columns, rows, truncated, milliseconds)``; only datasets ``visible`` allows are tables."""
     started = time.perf_counter()
@@ -59,7 +60,7 @@ async def run_sql_with_proof(
     node: Node,
     sql: str,
     limit: int,
-    visible: Callable[[DatasetRecord], bool],
+    visible: Visible,
 ) -> tuple[list[str], list[list[Any]], bool, float, dict[str, Any]]:
     """``(columns, rows, truncated, milliseconds, answer)``: the answer is signed with the
     node's key and holds at most ``limit`` rows (or the node's cap); ``truncated`` when it is

@@ -5,7 +5,8 @@ when the dataset is unsigned here). ``PUT /{dataset}/refs/head.sig`` hands this 
 document: a pusher sends it after its push (or alone, to refresh a heartbeat). The server keeps
 it only if it verifies against the dataset's id, names this server's current head and is newer
 than the one it holds, so it never serves a statement that does not match what it serves.
-Both work for the Simple and the Smart Transfer Protocol; servers without them (the
+The server only translates: ``odfd.app.signed_heads`` reads and checks the documents. Both work
+for the Simple and the Smart Transfer Protocol; servers without them (the
 reference's) answer 404, which clients read as "unsigned".
 """
 
@@ -14,15 +15,15 @@ from __future__ import annotations
 from aiohttp import web
 
 from odfd.app.authorization import Action
+from odfd.app.signed_heads import (
+    InvalidSignedHeadError,
+    StaleSignedHeadError,
+    head_signature,
+    store_signed_head,
+)
 from odfd.server.simple import DATASET
 from odfd.server.state import STATE_KEY
-from protocol.transfer.signed_head import (
-    MAX_DOCUMENT_BYTES,
-    SIGNATURE_REF,
-    SignedHeadError,
-    parse_signed_head,
-)
-from storage.layout import HEAD_REF
+from protocol.transfer.signed_head import MAX_DOCUMENT_BYTES, SIGNATURE_REF
 
 PATH = f"/{DATASET}/refs/{SIGNATURE_REF}"
 
@@ -35,7 +36,7 @@ def add_routes(app: web.Application) -> None:
 async def get_signed_head(request: web.Request) -> web.Response:
     state = request.app[STATE_KEY]
     record = await state.require(request.match_info["dataset"], request)
-    document = await state.workspace.open_dataset(record.id).refs.get_signature(HEAD_REF)
+    document = await head_signature(state.workspace, record)
     if document is None:
         raise web.HTTPNotFound(text=f"dataset {record.alias} has no signed head here")
     return web.Response(
@@ -57,29 +58,10 @@ async def put_signed_head(request: web.Request) -> web.Response:
             f"{record.alias}: {decision.reason}"
         )
     body = await request.content.read(MAX_DOCUMENT_BYTES + 1)
-    where = f"signed head for {record.alias}"
     try:
-        signed = parse_signed_head(body, where)
-    except SignedHeadError as err:
+        await store_signed_head(state.workspace, record, body)
+    except InvalidSignedHeadError as err:
         raise web.HTTPBadRequest(text=str(err)) from None
-    if signed.dataset_id != record.id:
-        raise web.HTTPBadRequest(
-            text=f"{where}: it is signed for {signed.dataset_id}, not {record.id}"
-        )
-    dataset = state.workspace.open_dataset(record.id)
-    head = await dataset.chain.head()
-    if signed.head != head:
-        raise web.HTTPConflict(
-            text=f"{where}: it names head {signed.head}, this server's head is {head}"
-        )
-    current = await state.workspace.signed_heads.get(record.id)
-    if current is not None and not signed.is_newer_than(current.signed):
-        if current.signed.same_statement(signed):
-            return web.Response(status=204)
-        raise web.HTTPConflict(
-            text=f"{where}: signed at {signed.signed_at}, not newer than the one held "
-            f"(signed at {current.signed.signed_at})"
-        )
-    await dataset.refs.set_signature(HEAD_REF, signed.document())
-    await state.workspace.signed_heads.record(signed, "push")
+    except StaleSignedHeadError as err:
+        raise web.HTTPConflict(text=str(err)) from None
     return web.Response(status=204)

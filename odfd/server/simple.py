@@ -80,7 +80,7 @@ async def get_ref(request: web.Request) -> web.StreamResponse:
     record = await state.require(request.match_info["dataset"], request)
     if request.match_info["ref"] != "head":
         raise web.HTTPNotFound(text=f"no ref {request.match_info['ref']}")
-    head = await state.workspace.open_dataset(record.id).chain.head()
+    head = await state.datasets.open(record).chain.head()
     if head is None:
         raise web.HTTPNotFound(text=f"dataset {record.alias} has no head")
     body = head.to_multibase().encode()

@@ -31,7 +31,7 @@ async def handle_pull(request: web.Request) -> web.StreamResponse:
     dataset_path = request.match_info["dataset"]
     record = await state.require(dataset_path, request)
     check_version(request)
-    dataset = state.workspace.open_dataset(record.id)
+    dataset = state.datasets.open(record)
     ws = await accept(request)
     channel = ServerChannel(ws, f"pull of {record.alias}")
     try:

@@ -11,6 +11,7 @@ from typing import Any, TypeVar
 
 from graphql import GraphQLError, GraphQLResolveInfo
 
+from odfd.app import graphql_catalog as catalog
 from odfd.app import graphql_datasets as manage
 from odfd.server.graphql.identifiers import dataset_id
 from protocol.model import DatasetKind
@@ -35,7 +36,7 @@ def _refusals_as_errors(
 @_refusals_as_errors
 async def by_id(_source: Any, info: GraphQLResolveInfo, datasetId: str) -> DatasetRecord | None:
     ctx = info.context
-    record = await ctx.node.workspace.catalog.get_dataset(dataset_id(datasetId))
+    record = await catalog.record_of(ctx.node, dataset_id(datasetId))
     return manage.writable(ctx.caller, record)
 
 

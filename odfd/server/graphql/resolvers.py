@@ -20,7 +20,6 @@ from odfd.app import graphql_data as data
 from odfd.server.graphql import auth, datasets, flows
 from odfd.server.graphql.identifiers import dataset_id, multihash
 from protocol.identity import Multihash
-from protocol.query import SchemaFormat
 from storage.catalog import DatasetRecord
 
 if TYPE_CHECKING:
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from odfd.app.graphql_datasets import Caller
     from odfd.app.node import Node
     from odfd.server.query_api.platform import LoginThrottle
-    from protocol.model import MetadataBlock
+    from protocol.model import MetadataBlock, SetDataSchema
 
 API_VERSION = "0.1"
 """The reference's ``apiVersion``."""
@@ -373,11 +372,8 @@ def _queries(source: Any, _info: GraphQLResolveInfo) -> list[dict[str, Any]]:
     return [{"alias": None, "query": source.query or ""}]
 
 
-def _event_schema(source: Any, _info: GraphQLResolveInfo) -> dict[str, Any]:
-    from protocol.query.schema import render_schema
-    from verifier.engine.inputs import arrow_schema_of
-
-    content = render_schema(arrow_schema_of(source), SchemaFormat.PARQUET)
+def _event_schema(source: SetDataSchema, _info: GraphQLResolveInfo) -> dict[str, Any]:
+    content = chain.schema_text(source, data.SCHEMA_FORMATS["PARQUET"])
     return {"format": "PARQUET", "content": content}
 
 

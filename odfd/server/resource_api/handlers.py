@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 from multidict import CIMultiDict
@@ -37,6 +37,7 @@ from odfd.app.flow_history import (
     webhook_deliveries,
 )
 from odfd.app.grouped_applies import GroupedApplies
+from odfd.app.manifest_bodies import body_manifests
 from odfd.app.manifest_secrets import applied_literal_secrets
 from odfd.app.resource_service import (
     UNSUBSCRIBED,
@@ -49,19 +50,13 @@ from odfd.app.resource_service import (
     watch_resource,
 )
 from odfd.app.resource_types import TYPES, ResourceType, type_of
-from odfd.app.resources import (
-    DEFAULT_ACCOUNT,
-    Manifest,
-    ResourceKey,
-    read_documents,
-)
+from odfd.app.resources import DEFAULT_ACCOUNT, Manifest, ResourceKey
 from odfd.app.selectors import Selector, parse_label_arguments
 from odfd.app.write_log import Actor
 from odfd.errors import ManifestError
 from odfd.server.query_api.errors import error_response
 from odfd.server.resource_api.access import Denied, ResourceAccess
-from protocol.codec.yaml import parse_documents
-from protocol.errors import DecodeError, OdfError
+from protocol.errors import OdfError
 from protocol.identity import AccountName
 from storage.catalog.resources import ResourceNotFoundError, ResourceRecord
 
@@ -164,8 +159,9 @@ class ResourceApi:
         scope = await self._scope(request, write=True)
         if not (scope is None or isinstance(scope, AccountName)):
             raise ManifestError("?account= of an apply names one account by name")
-        documents, batch = _documents(await request.read(), request.content_type, path.kind)
-        manifests = read_documents(documents, scope)
+        manifests, batch = body_manifests(
+            await request.read(), yaml="yaml" in request.content_type, kind=path.kind, account=scope
+        )
         node = self._node()
         warnings = _secret_warnings(manifests)
         answered = await self._applies.apply(node.workspace, manifests, await self._actor(request))
@@ -237,52 +233,6 @@ class ResourceApi:
             await response.write(line.encode())
         await response.write_eof()
         return response
-
-
-def _documents(
-    body: bytes, content_type: str, kind: ResourceType
-) -> tuple[list[tuple[Any, str]], bool]:
-    """The manifests of a request body (JSON: one object or a list; YAML: one or more
-    documents), each with the type the path names when it gives no ``$schema``; and whether the
-    body was a batch (a list, several documents)."""
-    if not body.strip():
-        raise ManifestError("the request body is empty: send the manifest (JSON or YAML)")
-    batch = False
-    if "yaml" in content_type:
-        try:
-            parsed: Any = [d for d in parse_documents(body, "request body") if d is not None]
-        except DecodeError as err:
-            raise ManifestError(str(err)) from None
-        batch = len(parsed) > 1
-    else:
-        try:
-            parsed = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as err:
-            raise ManifestError(f"request body: not JSON: {err}") from None
-        batch = isinstance(parsed, list)
-        parsed = parsed if batch else [parsed]
-    if not parsed:
-        raise ManifestError("the request body holds no manifest")
-    documents = []
-    for n, document in enumerate(parsed):
-        where = f"request body document {n}"
-        if not isinstance(document, dict):
-            raise ManifestError(f"{where}: expected a resource manifest (a mapping)")
-        written = document.get("$schema")
-        if written is None:
-            document = {"$schema": kind.schema, **document}
-        else:
-            try:
-                given = type_of(str(written))
-            except ManifestError as err:
-                raise ManifestError(f"{where}: $schema: {err}") from None
-            if given is not kind:
-                raise ManifestError(
-                    f"{where}: $schema: a {given.name} sent to the {kind.name} path; "
-                    f"send it to /{'/'.join(given.schema.split('/')[-3:-1])}/{given.name.lower()}"
-                )
-        documents.append((document, where))
-    return documents, batch
 
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
