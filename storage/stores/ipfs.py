@@ -107,6 +107,22 @@ class IpfsDatasetFolder:
             self.export(ObjectKind.BLOCK)
             self._ahead = self.export(ObjectKind.DATA)
 
+    @property
+    def reading_ahead(self) -> bool:
+        return self._ahead is not None
+
+    async def data_ahead(self) -> AsyncIterator[tuple[Multihash, bytes]]:
+        """The data files of the read-ahead's export with the hash each is named by, taken as
+        soon as it ended (nothing if there is none): a pull stages them while the node still
+        exports the blocks, and keeps those a block names."""
+        listed = None if self._ahead is None else await asyncio.shield(self._ahead)
+        if listed is None:
+            return
+        taken, listed.exported = listed.exported, {}
+        while taken:
+            name, data = taken.popitem()
+            yield Multihash.from_multibase(name), data
+
     def head_read(self, head: bytes, local_sequence: int) -> None:
         """The first block a walk fetched: if its sequence number puts more than ``LIST_AFTER``
         blocks above the local head, the blocks' export starts now instead of after that many
