@@ -292,6 +292,13 @@ class DataChecks:
             self._facts[hash] = self._threads.submit(read_first_present, paths, self._columns[hash])
         return True
 
+    def start_ahead(self, hash: Multihash, paths: Sequence[Path]) -> None:
+        """Begin reading a file stored before any block named it, its offsets from the column
+        guessed so far (``verify`` reads them again if its block says otherwise). A file no
+        block names is never compared (and not kept)."""
+        self._columns.setdefault(hash, self._guess)
+        self.start(hash, paths)
+
     async def verify(
         self, hashes: Iterable[Multihash], paths_of: Callable[[Multihash], Sequence[Path]]
     ) -> None:

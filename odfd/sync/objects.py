@@ -117,6 +117,10 @@ def first_error(errors: BaseExceptionGroup[BaseException]) -> BaseException:
     return leaves[0]
 
 
+async def _one_chunk(data: bytes) -> AsyncIterator[Chunk]:
+    yield data
+
+
 def store_for(dataset: Dataset, kind: ObjectKind) -> ObjectStore:
     return dataset.data if kind is ObjectKind.DATA else dataset.checkpoints
 
@@ -290,6 +294,11 @@ class ObjectFetcher:
         self.defer_naming = defer_naming
         self.added: list[ObjectRef] = []
         self._batches: dict[ObjectKind, StagedObjects] = {}
+        self._ahead: dict[Multihash, asyncio.Future[int | None]] = {}
+        """Data files staged before a block named them (``stage_ahead``) -> their size once
+        written (``None``: not kept); taken by ``fetch_one``, the rest dropped at naming."""
+        self._ahead_listed: asyncio.Event | None = None
+        """Set once every data file staged ahead is in ``_ahead`` (``None``: none is)."""
 
     def _batch(self, kind: ObjectKind) -> StagedObjects:
         if kind not in self._batches:
@@ -303,9 +312,75 @@ class ObjectFetcher:
         return batch.readable_path(ref.hash) if batch is not None else None
 
     async def name_fetched(self) -> None:
-        """Make every object fetched so far durable and give it its name."""
+        """Make every object fetched so far durable and give it its name (data files staged
+        ahead that no block named are dropped first: only what a block reaches is kept)."""
+        # One a block named may have been fetched by name before it was staged ahead: kept.
+        fetched = {ref.hash for ref in self.added}
+        unnamed = [h for h, staged in self._ahead.items() if staged.done() and h not in fetched]
+        if unnamed and ObjectKind.DATA in self._batches:
+            for hash in unnamed:
+                del self._ahead[hash]
+            await self._batches[ObjectKind.DATA].discard(unnamed)
         for batch in self._batches.values():
             await batch.commit()
+
+    async def stage_ahead(
+        self,
+        objects: AsyncIterable[tuple[Multihash, bytes]],
+        on_staged: Callable[[ObjectRef], None] | None = None,
+    ) -> None:
+        """Write data files a source sent before any block named them (an IPFS export of the
+        whole ``data/`` folder) to staging, ``parallel`` at a time, each checked against the
+        hash it is named by (``on_staged`` runs after each). ``fetch_one`` takes one when a
+        block names it (its size checked then); naming drops those no block named."""
+        limit = asyncio.Semaphore(self.parallel)
+        listed = self._ahead_listed = asyncio.Event()
+
+        async def one(hash: Multihash, data: bytes, staged: asyncio.Future[int | None]) -> None:
+            size = None
+            try:
+                await self._batch(ObjectKind.DATA).put_stream(_one_chunk(data), expected=hash)
+                size = len(data)
+                if on_staged is not None:
+                    on_staged(ObjectRef(ObjectKind.DATA, hash, size))
+            except HashMismatchError:
+                pass  # not kept: fetched by name (and refused there) if a block wants it
+            finally:
+                staged.set_result(size)
+                limit.release()
+
+        try:
+            async with asyncio.TaskGroup() as group:
+                async for hash, data in objects:
+                    if hash in self._ahead:
+                        continue
+                    staged = self._ahead[hash] = asyncio.get_running_loop().create_future()
+                    await limit.acquire()
+                    group.create_task(one(hash, data, staged))
+                listed.set()
+        except BaseExceptionGroup as group:
+            raise first_error(group) from None
+        finally:
+            listed.set()
+
+    async def _take_ahead(self, ref: ObjectRef) -> bool:
+        """Whether ``ref`` was staged ahead (now taken: kept at naming); its size must be the
+        one its block records. Asked before the source's list of them is in, it waits for it
+        (else a file on its way would be fetched by name)."""
+        if ref.kind is ObjectKind.DATA and self._ahead_listed is not None:
+            await self._ahead_listed.wait()
+        staged = self._ahead.pop(ref.hash, None) if ref.kind is ObjectKind.DATA else None
+        size = None if staged is None else await asyncio.shield(staged)
+        if size is None:
+            return False
+        if size != ref.size:
+            await self._batch(ref.kind).discard((ref.hash,))
+            raise CorruptSourceError(
+                f"{self.where}: {ref} has {size} bytes, its block records {ref.size}"
+            )
+        if self.on_bytes is not None:
+            self.on_bytes(size)
+        return True
 
     async def fetch_all(
         self, refs: Sequence[ObjectRef] | AsyncIterable[ObjectRef], source: ChunkSource
@@ -337,6 +412,14 @@ class ObjectFetcher:
         batch = self._batch(ref.kind)
         # Recorded before the write: a write cancelled half-way may still have stored it.
         self.added.append(ref)
+        if not await self._take_ahead(ref):
+            await self._fetch(batch, ref, source)
+        if self.on_done is not None:
+            await self.on_done(ref)
+        if sum(batch.staged_bytes for batch in self._batches.values()) >= NAME_EVERY:
+            await self.name_fetched()
+
+    async def _fetch(self, batch: StagedObjects, ref: ObjectRef, source: ChunkSource) -> None:
         local = source.local_file(ref) if isinstance(source, StoreSource) else None
         for attempt in range(1, self.retries + 1):
             try:
@@ -366,10 +449,6 @@ class ObjectFetcher:
                     ) from None
                 await asyncio.sleep(_RETRY_DELAY * 2 ** (attempt - 1))
         assert stored == ref.hash  # put_stream checked it
-        if self.on_done is not None:
-            await self.on_done(ref)
-        if sum(batch.staged_bytes for batch in self._batches.values()) >= NAME_EVERY:
-            await self.name_fetched()
 
     async def _put_file(self, batch: StagedObjects, ref: ObjectRef, path: Path) -> Multihash:
         """A local file's size is checked before it is stored; ``put_file`` checks its hash

@@ -471,7 +471,10 @@ class _PullRun:
             # The objects of each block walked are fetched while the walk goes on toward the
             # seed (both wait on the remote); the commit waits for both.
             async with self._fetching(early, early.wanted(), view.objects):
-                async with view.walk_blocks(self.stash.store, below) as fetch_block:
+                async with (
+                    view.walk_blocks(self.stash.store, below) as fetch_block,
+                    self._staging_ahead(view),
+                ):
                     walk = await walk_remote_chain(
                         remote_head,
                         fetch_block,
@@ -512,6 +515,27 @@ class _PullRun:
                 await fetching
         except BaseExceptionGroup as errors:
             raise first_error(errors) from None
+
+    @asynccontextmanager
+    async def _staging_ahead(self, view: RemoteView) -> AsyncIterator[None]:
+        """Stage (and begin checking) the data files ``view`` sends before the walk names them,
+        while the body walks; ``fetch_one`` takes those a block names, naming drops the rest."""
+        objects = view.objects_ahead()
+        if objects is None:
+            yield
+            return
+
+        def staged(ref: ObjectRef) -> None:
+            self.checks.start_ahead(ref.hash, self._paths_of(ref))
+
+        staging = asyncio.ensure_future(self.fetcher.stage_ahead(objects, staged))
+        try:
+            yield
+        except BaseException:
+            staging.cancel()
+            await asyncio.gather(staging, return_exceptions=True)
+            raise
+        await staging
 
     # --- shared steps ---------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ methods so a ``Dataset`` works over any of them."""
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import AsyncIterable, AsyncIterator, Sequence
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Sequence
 from pathlib import Path
 from typing import TypeAlias
 
@@ -118,6 +118,11 @@ class StagedObjects(ABC):
     async def abort(self) -> None:
         """Remove every object written and not yet named."""
 
+    @abstractmethod
+    async def discard(self, hashes: Iterable[Multihash]) -> None:
+        """Remove these objects, written and not wanted after all (a source sent them before
+        any block named them, and none did)."""
+
 
 class NamedAtOnce(StagedObjects):
     """The default batch: each object is stored (durable and named) as it is written, so
@@ -144,6 +149,10 @@ class NamedAtOnce(StagedObjects):
 
     async def abort(self) -> None:
         return None
+
+    async def discard(self, hashes: Iterable[Multihash]) -> None:
+        for hash in hashes:
+            await self._store.delete(hash)
 
 
 class RefStore(ABC):

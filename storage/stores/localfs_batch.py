@@ -45,6 +45,7 @@ class LocalFsStagedObjects(StagedObjects):
     def __init__(self, folder: FolderAccess) -> None:
         self._folder = folder
         self._staged: dict[Multihash, Path] = {}
+        self._sizes: dict[Multihash, int] = {}
         self._bytes = 0
         self._naming = asyncio.Lock()
 
@@ -100,6 +101,7 @@ class LocalFsStagedObjects(StagedObjects):
             staged.unlink(missing_ok=True)  # the same object twice in one batch
             return
         self._staged[expected] = staged
+        self._sizes[expected] = size
         self._bytes += size
 
     def readable_path(self, hash: Multihash) -> Path | None:
@@ -112,6 +114,7 @@ class LocalFsStagedObjects(StagedObjects):
     async def commit(self) -> None:
         async with self._naming:
             batch, self._staged, self._bytes = self._staged, {}, 0
+            self._sizes = {}
             if batch:
                 # Renames in a thread a cancellation cannot stop: let them end, so the caller
                 # knows what is named.
@@ -122,8 +125,17 @@ class LocalFsStagedObjects(StagedObjects):
 
     async def abort(self) -> None:
         batch, self._staged, self._bytes = self._staged, {}, 0
+        self._sizes = {}
         if batch:
             await asyncio.shield(asyncio.to_thread(unlink_all, list(batch.values())))
+
+    async def discard(self, hashes: Iterable[Multihash]) -> None:
+        hashes = list(hashes)
+        paths = [path for hash in hashes if (path := self._staged.pop(hash, None)) is not None]
+        for hash in hashes:
+            self._bytes -= self._sizes.pop(hash, 0)
+        if paths:
+            await asyncio.shield(asyncio.to_thread(unlink_all, paths))
 
 
 def _open_new(path: Path) -> BinaryIO:

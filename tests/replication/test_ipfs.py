@@ -267,3 +267,40 @@ async def test_corrupt_object_from_ipfs_is_refused_and_nothing_committed(
         await pull(node_b, f"ipfs://{cid}", alias="long", settings=via)
     assert await node_b.list_datasets() == []
     assert not any(node_b.layout.datasets_dir.iterdir())
+
+
+async def test_data_file_exported_but_named_by_no_block_is_not_kept(
+    node_a: Workspace, node_b: Workspace, tmp_path, use_ipfs: IpfsClient, via: TransportSettings
+) -> None:
+    """The ``data/`` export brings every file of the folder, staged while the blocks export:
+    one that no block names (here a file named by its own hash, so it passes the hash check)
+    is dropped before naming, and nothing is left in staging."""
+    await create_root(node_a, "cities", slices=3)
+    record, _ = await _published_copy(node_a, "cities", tmp_path, use_ipfs, spoil="")
+    folder = tmp_path / "published"
+    stray = b"a file of the folder that no block names" * 100
+    stray_hash = Multihash.from_digest_sha3_256(stray)
+    (folder / "data" / stray_hash.to_multibase()).write_bytes(stray)
+    cid = await use_ipfs.add_directory(folder, exclude=("info",))
+    pulled = await pull(node_b, f"ipfs://{cid}", alias="cities", settings=via)
+    assert pulled.new_head == record.head and pulled.num_objects == 6  # 3 data, 3 checkpoints
+    data = node_b.layout.dataset(record.id).root / "data"
+    assert sorted(p.name for p in data.iterdir()) == sorted(
+        p.name for p in (folder / "data").iterdir() if p.name != stray_hash.to_multibase()
+    )
+    assert not [p for p in node_b.layout.root.joinpath("staging").rglob("*") if p.is_file()]
+    await verify_integrity(await node_b.get_dataset("cities"))
+
+
+async def test_corrupt_data_file_from_the_export_is_refused_by_name(
+    node_a: Workspace, node_b: Workspace, tmp_path, use_ipfs: IpfsClient, via: TransportSettings
+) -> None:
+    """A data file whose bytes do not match its name: the export brings it under the hash of
+    its bytes, so the block's file is read by name and refused, the error naming it."""
+    await create_root(node_a, "cities", slices=3)
+    _, cid = await _published_copy(node_a, "cities", tmp_path, use_ipfs, spoil="data")
+    victim = max((tmp_path / "published" / "data").iterdir()).name
+    with pytest.raises(CorruptSourceError, match=f"data/{victim} arrived with bytes that hash"):
+        await pull(node_b, f"ipfs://{cid}", alias="cities", settings=via)
+    assert await node_b.list_datasets() == []
+    assert not any(node_b.layout.datasets_dir.iterdir())

@@ -391,6 +391,23 @@ async def test_a_staged_object_costs_one_thread_hop_per_chunk(
     assert staged is not None and staged.read_bytes() == whole
 
 
+async def test_staged_batch_discards_what_is_not_wanted(tmp_path: Path) -> None:
+    """``discard`` removes staged objects (file and bytes counted) and leaves the rest to be
+    named: a pull drops the files a source sent ahead that no block named."""
+    staging = tmp_path / "staging"
+    store = LocalFsObjectStore(tmp_path / "objects", staging=lambda: staging)
+    batch = store.staged()
+    kept, dropped = b"kept " * 100, b"dropped " * 10
+    for data in (kept, dropped):
+        assert await batch.put_stream(_chunks(data), sha3(data)) == sha3(data)
+    await batch.discard([sha3(dropped), sha3(b"never staged")])
+    assert batch.readable_path(sha3(dropped)) is None and batch.staged_bytes == len(kept)
+    assert len(os.listdir(staging)) == 1
+    await batch.commit()
+    assert await store.get_bytes(sha3(kept)) == kept
+    assert not await store.contains(sha3(dropped)) and os.listdir(staging) == []
+
+
 def test_sync_file_system_reaches_the_kernel(tmp_path: Path) -> None:
     assert sync_file_system(tmp_path) is True  # Linux has syncfs(2)
     with pytest.raises(FileNotFoundError):

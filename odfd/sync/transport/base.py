@@ -85,6 +85,11 @@ class RemoteView:
         """A block's bytes, as received (the walk verifies them)."""
         return await self.dataset.blocks.get_bytes(hash)
 
+    def objects_ahead(self) -> AsyncIterator[tuple[Multihash, bytes]] | None:
+        """Data files the remote sends before any block names them, each with the hash it is
+        named by (an IPFS export of the ``data/`` folder); ``None``: it sends none."""
+        return None
+
     @asynccontextmanager
     async def walk_blocks(
         self, local: ObjectStore | None, local_sequence: int | None = None

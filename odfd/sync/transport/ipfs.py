@@ -114,6 +114,10 @@ class _IpfsView(RemoteView):
             else:
                 yield _head_told(fetch, self.folder, local_sequence)
 
+    def objects_ahead(self) -> AsyncIterator[tuple[Multihash, bytes]] | None:
+        """The data files of the read-ahead's export (a walk into an empty dataset)."""
+        return self.folder.data_ahead() if self.folder.reading_ahead else None
+
 
 def _head_told(fetch: FetchBlock, folder: IpfsDatasetFolder, local_sequence: int) -> FetchBlock:
     """``fetch``, telling ``folder`` the first block it fetched."""
