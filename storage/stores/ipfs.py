@@ -19,10 +19,11 @@ The stores of one dataset folder share an ``IpfsDatasetFolder``: one listing of 
 root (which names each kind's folder) and each folder's one export. A walk into an empty dataset
 reads every block, so it starts the blocks' and the data files' exports at once
 (``read_ahead``; the pull takes the data files as soon as their export ended, ``data_ahead``,
-and stages and checks them while the node still exports the blocks), and a walk whose head is more than ``LIST_AFTER`` blocks above the local head
-starts the blocks' export after reading the head (``head_read``), instead of reading blocks by
-path first: each such read walks the folder (~30 ms of js-ipfs's CPU for a block of a
-10,000-block folder, against ~0.2 ms per block exported).
+and stages and checks them while the node still exports the blocks), and a walk whose head is
+more than ``LIST_AFTER`` blocks above the local head starts the blocks' export after reading the
+head (``head_read``), instead of reading blocks by path first: each such read walks the folder
+(~30 ms of js-ipfs's CPU for a block of a 10,000-block folder, against ~0.2 ms per block
+exported).
 """
 
 from __future__ import annotations
