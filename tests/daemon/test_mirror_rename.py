@@ -18,6 +18,9 @@ from odfd.app.node import Node
 from odfd.app.resource_types import MIRROR
 from odfd.app.resources import apply_manifests, parse_manifest
 from odfd.config import NodeConfig
+from odfd.daemon.metrics import DaemonMetrics
+from odfd.daemon.mirror_schedule import MirrorSchedule
+from protocol.identity import DatasetId
 from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
@@ -97,3 +100,25 @@ async def test_a_deleted_mirrored_dataset_does_not_come_back(tmp_path: Path) -> 
         await Reconciler(workspace, node.config.sync).reconcile_all()
         assert await table.list() == []
         assert await workspace.list_datasets() == []
+
+
+async def _nothing(_: DatasetId) -> None:
+    return None
+
+
+async def test_the_daemons_timer_of_a_mirror_renamed_elsewhere_arms_the_new_name(
+    workspace: Workspace,
+) -> None:
+    """A rename by another process (``odfd rename`` beside a running daemon) leaves the daemon's
+    timer under the old name: when it fires, the schedule is loaded again and the mirror is
+    armed under its new name, at the time its row says."""
+    schedule = MirrorSchedule(lambda: Node(workspace, NodeConfig()), DaemonMetrics(), _nothing)
+    table = MirrorTable(workspace.catalog)
+    await table.add("cities", "file:///nowhere/cities", [], 3600.0)
+    await schedule.load()
+    assert set(schedule.runner.scheduled()) == {"cities"}
+    async with workspace.catalog.transaction():
+        await table.follow("cities", "towns")
+    await schedule._sync_job("cities")
+    assert set(schedule.runner.scheduled()) == {"towns"}
+    await schedule.runner.close(0)
