@@ -167,10 +167,16 @@ class MirrorTable:
             await self._sql.execute("DELETE FROM mirrors WHERE name = ?", (name,))
             await self._sql.execute("DELETE FROM mirror_freeze_bounds WHERE mirror = ?", (name,))
             return record
-        stamp = now_text()
-        await self._sql.execute(
-            "UPDATE mirrors SET name = ?, updated_at = ? WHERE name = ?", (new_name, stamp, name)
-        )
+        try:
+            await self._sql.execute(
+                "UPDATE mirrors SET name = ?, updated_at = ? WHERE name = ?",
+                (new_name, now_text(), name),
+            )
+        except aiosqlite.IntegrityError:
+            raise MirrorExistsError(
+                f"dataset {name} is mirrored and a mirror named {new_name} already exists (see "
+                "`odfd mirror list`); remove it or choose another name"
+            ) from None
         for table in ("sync_attempts", "mirror_freeze_bounds"):
             await self._sql.execute(
                 f"UPDATE {table} SET mirror = ? WHERE mirror = ? COLLATE NOCASE", (new_name, name)

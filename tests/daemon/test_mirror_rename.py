@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import aiohttp
+import pytest
 
 from odfd.app.controllers import Reconciler
 from odfd.app.datasets import delete_datasets, rename_dataset
@@ -21,7 +22,7 @@ from odfd.config import NodeConfig
 from odfd.daemon.metrics import DaemonMetrics
 from odfd.daemon.mirror_schedule import MirrorSchedule
 from protocol.identity import DatasetId
-from storage.catalog.mirrors import AttemptBookkeeping, MirrorTable
+from storage.catalog.mirrors import AttemptBookkeeping, MirrorExistsError, MirrorTable
 from storage.catalog.resources import ResourceTable
 from storage.workspace import Workspace
 from tests.replication.datagen import create_root
@@ -122,3 +123,20 @@ async def test_the_daemons_timer_of_a_mirror_renamed_elsewhere_arms_the_new_name
     await schedule._sync_job("cities")
     assert set(schedule.runner.scheduled()) == {"towns"}
     await schedule.runner.close(0)
+
+
+async def test_a_rename_onto_the_name_of_another_mirror_is_refused_naming_it(
+    workspace: Workspace,
+) -> None:
+    """A mirror of the new name not synced yet (no dataset has the alias): the rename is
+    refused whole, naming both, and both mirrors stay as they were."""
+    table = MirrorTable(workspace.catalog)
+    await table.add("cities", "file:///nowhere/cities", [], 3600.0)
+    await table.add("towns", "file:///nowhere/towns", [], 3600.0)
+    with pytest.raises(MirrorExistsError, match="mirrored and a mirror named towns already"):
+        async with workspace.catalog.transaction():
+            await table.follow("cities", "towns")
+    assert [(m.name, m.source) for m in await table.list()] == [
+        ("cities", "file:///nowhere/cities"),
+        ("towns", "file:///nowhere/towns"),
+    ]
