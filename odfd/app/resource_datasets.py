@@ -14,7 +14,10 @@ The kinds that name one dataset by alias, and where:
   (other entries of the resource are kept as they are);
 * ``Flow``: ``spec.target`` when its name pattern is exactly the alias (a pattern with others in
   its reach, e.g. ``%``, is a selector matched at run time and is left alone);
-* ``Dataset``: its name is the alias.
+* ``Dataset`` and ``Mirror``: its name is the alias. The ``mirrors`` row of that alias (the
+  daemon's schedule, also of a mirror added by ``odfd mirror add``) follows too: renamed, the
+  next sync pulls into the renamed dataset, not a new one under the old alias; deleted, the
+  mirror goes with the resource, so the deleted dataset does not come back at the next sync.
 
 A ``Projection`` is left alone: its SQL names its inputs as tables by alias, which odfd does not
 rewrite; its status names the missing input until its manifest is edited.
@@ -26,14 +29,16 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from odfd.app.resource_types import DATASET, FLOW, RELATIONS, type_of
+from odfd.app.resource_types import DATASET, FLOW, MIRROR, RELATIONS, type_of
 from odfd.app.write_log import Actor, record_write
 from odfd.errors import ManifestError
 from protocol.identity import DatasetAlias
+from storage.catalog.mirrors import MirrorTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
 from storage.workspace import Workspace
 
-_FOLLOWING = (RELATIONS.schema, FLOW.schema, DATASET.schema)
+_FOLLOWING = (RELATIONS.schema, FLOW.schema, DATASET.schema, MIRROR.schema)
+_NAMED_BY_ALIAS = (DATASET.schema, MIRROR.schema)
 FOLLOWED = "https://odfd.dev/schemas/daemon/v1alpha1/FollowedDatasets"
 """The condition a rewritten ``Relations``/``Flow`` keeps until its manifest is applied again:
 ``moved`` maps each old alias to the dataset's alias now, or None if deleted."""
@@ -146,6 +151,7 @@ async def follow_dataset(
             change = await _follow(table, record, old_alias, new)
             if change is not None:
                 followed.append(change)
+    await MirrorTable(workspace.catalog).follow(old_alias, None if new is None else str(new))
     for change in followed:
         kind = type_of(change.record.schema).name
         await record_write(workspace, actor, change.action, f"{kind}:{change.name}")
@@ -156,7 +162,7 @@ async def _follow(
     table: ResourceTable, record: ResourceRecord, old_alias: str, new: DatasetAlias | None
 ) -> Followed | None:
     key = old_alias.lower()
-    if record.schema == DATASET.schema:
+    if record.schema in _NAMED_BY_ALIAS:
         if record.name.lower() != key:
             return None
         if new is None:

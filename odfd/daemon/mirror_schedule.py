@@ -123,7 +123,12 @@ class MirrorSchedule:
     async def _sync_job(self, key: Hashable) -> None:
         name = str(key)
         mirror = await self.table.get(name)
-        if mirror is None or mirror.paused:
+        if mirror is None:
+            # Renamed with its dataset (or removed) by another process: its row, with its
+            # stored next run, is armed under the name it has now.
+            await self.load()
+            return
+        if mirror.paused:
             return
         if self.session is None:
             raise RuntimeError("MirrorSchedule.session is set when the daemon starts")

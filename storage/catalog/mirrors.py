@@ -155,6 +155,34 @@ class MirrorTable:
             await self._sql.execute("DELETE FROM mirrors WHERE name = ?", (name,))
         return record
 
+    async def follow(self, name: str, new_name: str | None) -> MirrorRecord | None:
+        """The mirror of the dataset ``name`` renamed to ``new_name`` (its schedule, source state,
+        attempt history and freeze bound with it), or removed (None: the dataset was deleted; its
+        history stays); None when the dataset was not mirrored. Run it in the transaction that
+        renames or deletes the dataset, so the daemon never syncs into the old alias."""
+        record = await self.get(name)
+        if record is None:
+            return None
+        if new_name is None:
+            await self._sql.execute("DELETE FROM mirrors WHERE name = ?", (name,))
+            await self._sql.execute("DELETE FROM mirror_freeze_bounds WHERE mirror = ?", (name,))
+            return record
+        try:
+            await self._sql.execute(
+                "UPDATE mirrors SET name = ?, updated_at = ? WHERE name = ?",
+                (new_name, now_text(), name),
+            )
+        except aiosqlite.IntegrityError:
+            raise MirrorExistsError(
+                f"dataset {name} is mirrored and a mirror named {new_name} already exists (see "
+                "`odfd mirror list`); remove it or choose another name"
+            ) from None
+        for table in ("sync_attempts", "mirror_freeze_bounds"):
+            await self._sql.execute(
+                f"UPDATE {table} SET mirror = ? WHERE mirror = ? COLLATE NOCASE", (new_name, name)
+            )
+        return record
+
     async def set_paused(self, name: str, paused: bool) -> MirrorRecord:
         async with self._sql.transaction():
             await self.require(name)
