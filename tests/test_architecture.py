@@ -264,6 +264,7 @@ APPLICATION_ONLY = {
     "protocol.codec.json": "odfd.app.block_text",
     "protocol.query.json_text": "odfd.app.request_json",
     "storage.catalog.reader": "odfd.app.catalog_version",
+    "odfd.sync.transport.http_errors": "odfd.app.manifest_urls",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
