@@ -265,6 +265,7 @@ APPLICATION_ONLY = {
     "protocol.query.json_text": "odfd.app.request_json",
     "storage.catalog.reader": "odfd.app.catalog_version",
     "odfd.sync.transport.http_errors": "odfd.app.manifest_urls",
+    "protocol.codec.yaml_emitter": "odfd.app.yaml_documents",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -367,6 +368,8 @@ def test_the_internals_check_sees_them_imported() -> None:
         "odfd.cli.status_line (line 22) imports verifier.progress: call odfd.app.progress_display",
         "odfd.cli.status_line (line 23) imports verifier.engine.names: call odfd.app.engine_names",
         "odfd.cli.commands.block (line 24) imports protocol.codec.yaml: call odfd.app.block_text",
+        "odfd.cli.commands.block (line 25) imports protocol.codec.yaml_emitter: "
+        "call odfd.app.yaml_documents",
         "odfd.cli.commands.block (line 26) imports protocol.hashing.lanes: "
         "call odfd.app.file_hashes",
         "odfd.flight_sql.probe (line 27) imports storage.catalog.reader: "
