@@ -256,6 +256,16 @@ APPLICATION_ONLY = {
     "protocol.transfer.smart.tarball": "odfd.app.pull_intervals",
     "verifier.engine.inputs": "odfd.app.graphql_chain",
     "protocol.query.schema": "odfd.app.graphql_chain",
+    "verifier.progress": "odfd.app.progress_display",
+    "verifier.engine.names": "odfd.app.engine_names",
+    "protocol.hashing": "odfd.app.file_hashes",
+    "protocol.codec.flatbuffers": "odfd.app.block_files",
+    "protocol.codec.yaml": "odfd.app.block_text",
+    "protocol.codec.json": "odfd.app.block_text",
+    "protocol.query.json_text": "odfd.app.request_json",
+    "storage.catalog.reader": "odfd.app.catalog_version",
+    "odfd.sync.transport.http_errors": "odfd.app.manifest_urls",
+    "protocol.codec.yaml_emitter": "odfd.app.yaml_documents",
 }
 """Internals of a use case's domain service that no interface names, each with the application
 module that holds the use case: the server's push and upload handlers translate messages into
@@ -337,6 +347,13 @@ def test_the_internals_check_sees_them_imported() -> None:
         "odfd.app.probe": {"storage.chain": 16, "storage.stores.localfs": 17},
         "odfd.server.graphql.probe": {"verifier.engine.inputs": 18, "protocol.query.schema": 19},
         "odfd.console.probe": {"protocol.query": 20, "verifier.engine": 21},
+        "odfd.cli.status_line": {"verifier.progress": 22, "verifier.engine.names": 23},
+        "odfd.cli.commands.block": {
+            "protocol.codec.yaml": 24,
+            "protocol.codec.yaml_emitter": 25,
+            "protocol.hashing.lanes": 26,
+        },
+        "odfd.flight_sql.probe": {"storage.catalog.reader": 27, "storage.catalog": 28},
     }
     assert _reaches_past_the_application_layer(moved) == [
         "odfd.cli.probe (line 11) imports odfd.sync.repos: call odfd.app.repos",
@@ -348,6 +365,15 @@ def test_the_internals_check_sees_them_imported() -> None:
         "call odfd.app.graphql_chain",
         "odfd.server.graphql.probe (line 19) imports protocol.query.schema: "
         "call odfd.app.graphql_chain",
+        "odfd.cli.status_line (line 22) imports verifier.progress: call odfd.app.progress_display",
+        "odfd.cli.status_line (line 23) imports verifier.engine.names: call odfd.app.engine_names",
+        "odfd.cli.commands.block (line 24) imports protocol.codec.yaml: call odfd.app.block_text",
+        "odfd.cli.commands.block (line 25) imports protocol.codec.yaml_emitter: "
+        "call odfd.app.yaml_documents",
+        "odfd.cli.commands.block (line 26) imports protocol.hashing.lanes: "
+        "call odfd.app.file_hashes",
+        "odfd.flight_sql.probe (line 27) imports storage.catalog.reader: "
+        "call odfd.app.catalog_version",
     ]
 
 

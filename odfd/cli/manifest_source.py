@@ -1,7 +1,8 @@
 """Where ``odfd add`` reads manifests from: files, folders of them, http(s) URLs, standard input.
 
-A URL is fetched with a size limit and a timeout, so a wrong link (a large file, a server that
-never answers) fails with one line instead of filling memory or hanging.
+A URL is fetched by ``odfd.app.manifest_urls`` with the size limit and timeout set here, so a
+wrong link (a large file, a server that never answers) fails with one line instead of filling
+memory or hanging.
 """
 
 from __future__ import annotations
@@ -10,12 +11,9 @@ import asyncio
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from odfd.app.manifest_urls import fetch_manifests
 from odfd.errors import ManifestError
-
-if TYPE_CHECKING:
-    import aiohttp
 
 MAX_MANIFEST_BYTES = 1 << 20
 FETCH_TIMEOUT_SECONDS = 30.0
@@ -38,7 +36,9 @@ def read_manifests(items: list[str], *, stdin: bool) -> list[Manifest]:
     manifests: list[Manifest] = []
     urls = [item for item in items if is_url(item)]
     fetched = (
-        asyncio.run(_fetch_all(urls, MAX_MANIFEST_BYTES, FETCH_TIMEOUT_SECONDS)) if urls else {}
+        asyncio.run(fetch_manifests(urls, MAX_MANIFEST_BYTES, FETCH_TIMEOUT_SECONDS))
+        if urls
+        else {}
     )
     for item in items:
         if is_url(item):
@@ -52,50 +52,6 @@ def read_manifests(items: list[str], *, stdin: bool) -> list[Manifest]:
     if stdin:
         manifests.append(Manifest("<stdin>", sys.stdin.buffer.read()))
     return manifests
-
-
-async def _fetch_all(urls: list[str], limit: int, seconds: float) -> dict[str, bytes]:
-    import aiohttp
-
-    fetched: dict[str, bytes] = {}
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=seconds)) as session:
-        for url in dict.fromkeys(urls):
-            fetched[url] = await _fetch(session, url, limit, seconds)
-    return fetched
-
-
-async def _fetch(session: aiohttp.ClientSession, url: str, limit: int, seconds: float) -> bytes:
-    import aiohttp
-
-    try:
-        async with session.get(url) as response:
-            if response.status != 200:
-                raise ManifestError(f"cannot fetch {url}: HTTP {response.status} {response.reason}")
-            if response.content_length is not None and response.content_length > limit:
-                raise _too_large(url, limit)
-            body = bytearray()
-            async for chunk in response.content.iter_chunked(1 << 16):
-                body.extend(chunk)
-                if len(body) > limit:
-                    raise _too_large(url, limit)
-            return bytes(body)
-    except aiohttp.ClientConnectorError as error:
-        from odfd.sync.transport.http_errors import cannot_reach
-
-        origin = f"{error.host}:{error.port}"  # where the connection failed
-        raise ManifestError(
-            f"cannot fetch {url}: {cannot_reach(origin, error, node=False)}"
-        ) from None
-    except aiohttp.ClientError as error:
-        raise ManifestError(f"cannot fetch {url}: {error}") from None
-    except TimeoutError:
-        raise ManifestError(f"cannot fetch {url}: no answer within {seconds:g} s") from None
-
-
-def _too_large(url: str, limit: int) -> ManifestError:
-    return ManifestError(
-        f"cannot fetch {url}: larger than {limit // 1024} KiB, too large for a manifest"
-    )
 
 
 def _manifest_files(path: Path) -> list[Path]:

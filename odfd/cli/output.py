@@ -48,9 +48,9 @@ def write_records(
         for row in rows:
             out.write(json.dumps(row, ensure_ascii=False, default=str) + "\n")
     elif fmt == "yaml":
-        from protocol.codec.yaml_emitter import dump as yaml_dump  # only this format needs it
+        from odfd.app.yaml_documents import yaml_document  # only this format needs it
 
-        out.write(yaml_dump(_plain(rows)) if rows else "[]\n")
+        out.write(yaml_document(_plain(rows)) if rows else "[]\n")
     elif fmt == "csv":
         import csv  # only this format needs it
 

@@ -1,9 +1,9 @@
 """A status line on stderr while long engine work runs (``ingest``, ``pull``): what is being done
 and for how long, redrawn in place and cleared when the work ends.
 
-Shown by the rule ``verify``'s progress follows (``verifier.progress.progress_for``): only when
-stderr is a terminal, and never with ``--quiet``; logs and pipes get nothing. The engine work runs
-on worker threads, so the event loop is free to redraw.
+Shown by the rule ``verify``'s progress follows (``odfd.app.progress_display.progress_for``):
+only when stderr is a terminal, and never with ``--quiet``; logs and pipes get nothing. The engine
+work runs on worker threads, so the event loop is free to redraw.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ import time
 from collections.abc import AsyncIterator
 from typing import TextIO
 
+from odfd.app.progress_display import NoProgress, format_duration, progress_for
 from odfd.cli import terminal
-from verifier.progress import NoProgress, format_duration, progress_for
 
 REDRAW_SECONDS = 0.5
 _SPINNER = "|/-\\"

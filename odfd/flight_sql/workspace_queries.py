@@ -1,20 +1,21 @@
 """The Flight SQL server's :class:`~odfd.flight_sql.service.QueryService` over a node: the
 application layer's live queries (:mod:`odfd.app.live_queries`, the use case ``odfd sql`` runs,
 with its tables kept between queries), its errors as the service's; the node's tokens as the
-server resolves them, and the node's version its caches are kept by (:class:`CatalogVersion`).
+server resolves them, and the node's version its caches are kept by
+(:class:`odfd.app.catalog_version.CatalogVersion`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pyarrow as pa
 
 from odfd.app.accounts import issued_token, token_expired
 from odfd.app.authorization import principal_of
+from odfd.app.catalog_version import CatalogVersion
 from odfd.app.live_plan import InvalidSqlError, LivePlan, LiveStream, QueryRunError
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
 from odfd.app.query import unknown_table, unknown_table_hint
@@ -34,11 +35,10 @@ from odfd.flight_sql.service import (
     TableInfo,
     UnknownTableError,
 )
-from storage.catalog.reader import CatalogReader
-from storage.workspace import Workspace
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
+    from storage.workspace import Workspace
 
 T = TypeVar("T")
 
@@ -196,37 +196,6 @@ async def serve(
     except BaseException:
         await version.close()
         raise
-
-
-class CatalogVersion:
-    """The node's version as the server's caches need it
-    (:mod:`storage.catalog.versioned_cache`): the catalog's ``PRAGMA data_version`` on a
-    read-only connection of its own, which changes whenever any other connection (the node's
-    own included, or another process's) commits, with the server settings in force (a daemon's
-    reload changes private datasets and token lists).
-    Everything a plan or a token's subject depends on is in one or the other: datasets' heads,
-    issued and revoked tokens, accounts, ``Relations`` and ``Projection`` resources. Called
-    from gRPC's threads: one pragma, no trip through the event loop."""
-
-    def __init__(self, reader: CatalogReader, settings: Callable[[], ServerConfig]) -> None:
-        self._reader = reader
-        self._settings = settings
-        self._lock = threading.Lock()
-
-    @classmethod
-    async def open(
-        cls, workspace: Workspace, settings: Callable[[], ServerConfig]
-    ) -> CatalogVersion:
-        return cls(await CatalogReader.open(workspace.catalog.path), settings)
-
-    def __call__(self) -> Hashable | None:
-        with self._lock:
-            version = self._reader.data_version()
-        return None if version is None else (version, self._settings())
-
-    async def close(self) -> None:
-        with self._lock:
-            await self._reader.close()
 
 
 def token_resolver(

@@ -46,18 +46,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _add(args: argparse.Namespace) -> int:
     from odfd.app.datasets import add_datasets, renamed_snapshots
-    from protocol.codec import yaml as odf_yaml
+    from odfd.app.snapshot_manifests import snapshots_in
 
     if not args.files and not args.stdin:
         raise ManifestError("name manifest files, folders or URLs, or pass --stdin")
-    snapshots: list[DatasetSnapshot] = []
-    for manifest in read_manifests(args.files, stdin=args.stdin):
-        loaded = odf_yaml.load_snapshots(manifest.text, source=manifest.source)
-        if not loaded:
-            raise ManifestError(
-                f"{manifest.source}: holds no DatasetSnapshot (it is empty or only comments)"
-            )
-        snapshots.extend(loaded)
+    manifests = read_manifests(args.files, stdin=args.stdin)
+    snapshots = snapshots_in((manifest.source, manifest.text) for manifest in manifests)
     snapshots = renamed_snapshots(snapshots, name=args.name, account=args.account)
     _warn_of_literal_secrets(snapshots)
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 
@@ -20,17 +19,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def _hash(args: argparse.Namespace) -> int:
-    # One read of the file; its bytes and its columns are hashed on every core at once. The read
-    # and the physical hash need only hashlib: they start before Arrow and NumPy are imported
-    # (a third of a second of CPU), so that the imports overlap them.
-    from protocol.hashing.lanes import available_cores
-    from protocol.hashing.physical import read_whole
+    from odfd.app.file_hashes import hash_data_file
 
-    with ThreadPoolExecutor(available_cores(), thread_name_prefix="odfd-hash") as pool:
-        reading = read_whole(args.file, pool)
-        from protocol.hashing.parquet_files import hash_parquet_file
-
-        hashes = hash_parquet_file(args.file, pool, reading)
+    hashes = hash_data_file(args.file)
     print(f"logicalHash: {hashes.logical}")
     print(f"physicalHash: {hashes.physical}")
     return 0

@@ -26,9 +26,9 @@ from odfd.app.flow_history import (
 from odfd.app.resource_service import find_resource, list_resources, resource_documents
 from odfd.app.resources import RECONCILE_ERROR, kind_of, schema_of_kind
 from odfd.app.selectors import Selector, parse_label_arguments
+from odfd.app.yaml_documents import yaml_document
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import ManifestError
-from protocol.codec.yaml_emitter import dump
 from storage.catalog.resources import ResourceNotFoundError, ResourceRecord
 
 if TYPE_CHECKING:
@@ -102,7 +102,7 @@ def _get(args: argparse.Namespace) -> int:
         if args.output == "json":
             print(json.dumps(documents[0] if args.name and not pattern else documents, indent=2))
         elif args.output == "yaml":
-            print("---\n".join(dump(document) for document in documents), end="")
+            print("---\n".join(yaml_document(document) for document in documents), end="")
         else:
             _table(records)
         return 0
@@ -185,7 +185,7 @@ def _history(args: argparse.Namespace, history: _History) -> int:
         if args.output == "json":
             print(json.dumps(documents, indent=2))
         elif args.output == "yaml":
-            print("---\n".join(dump(document) for document in documents), end="")
+            print("---\n".join(yaml_document(document) for document in documents), end="")
         else:
             print(" ".join(f"{h:<{w}}" for h, _, w in history.columns).rstrip())
             for document in documents:

@@ -63,7 +63,7 @@ def _write(args: argparse.Namespace, rows: list[dict[str, Any]]) -> None:
             row["head_short"] = None if row["head"] is None else row["head"][-8:]
             row["updated_short"] = row["updated"][:19].replace("T", " ")
             if args.wide:
-                from verifier.progress import format_bytes  # only here: the verifier's report
+                from odfd.app.progress_display import format_bytes  # only here: a byte size
 
                 row["size_short"] = format_bytes(row["size"])
     write_records(rows, args.output, _WIDE_COLUMNS if args.wide else _COLUMNS)

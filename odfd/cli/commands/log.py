@@ -185,9 +185,9 @@ class _Printer:
             who = "" if self.writers is None else f"  [{_who(write)}]"
             sys.stdout.write(summary_line(hash, block) + who + "\n")
         else:
-            from protocol.codec import json as odf_json  # the summary lines need no codec
+            from odfd.app.block_text import block_json  # the summary lines need no codec
 
-            entry = {"hash": str(hash), "block": json.loads(odf_json.dump_block(block))}
+            entry = {"hash": str(hash), "block": json.loads(block_json(block))}
             if self.writers is not None:
                 entry["writtenBy"] = None if write is None else _write_entry(write)
             if self.output == "ndjson":
@@ -237,7 +237,7 @@ def _what(event: object) -> str:
 
 
 def _yaml(hash: object, block: MetadataBlock, who: str | None = None) -> str:
-    from protocol.codec import yaml as odf_yaml  # the summary lines need no codec
+    from odfd.app.block_text import block_yaml  # the summary lines need no codec
 
     written = "" if who is None else f"# Written by: {who}\n"
-    return f"---\n# Block: {hash}\n{written}{odf_yaml.dump_block(block)}\n"
+    return f"---\n# Block: {hash}\n{written}{block_yaml(block)}\n"

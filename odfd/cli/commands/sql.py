@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.engine_names import ENGINE_NAMES
 from odfd.app.events import Event, event_from_json
 from odfd.app.result_formats import FORMATS, check_output_args
 from odfd.app.sql import EVENTS, SqlRequest, StatementResult
@@ -32,7 +33,6 @@ from odfd.cli.output import add_output_format
 from odfd.cli.sql_script import history_file, shell_statements, split_statements
 from odfd.cli.workspace_args import add_root_argument, run_in_node
 from odfd.errors import OdfdError
-from verifier.engine.names import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node

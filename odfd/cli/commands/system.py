@@ -7,12 +7,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from odfd.app.diagnose import run_checks
+from odfd.app.progress_display import format_bytes
 from odfd.app.system import collect_garbage, node_info
 from odfd.cli import terminal
 from odfd.cli.arguments import duration
 from odfd.cli.output import add_output_format, write_records
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from verifier.progress import format_bytes
 
 if TYPE_CHECKING:
     from odfd.app.node import Node

@@ -13,10 +13,10 @@ import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from odfd.app.engine_names import ENGINE_NAMES
 from odfd.app.verify import VerifyRequest
 from odfd.cli.arguments import positive_int
 from odfd.cli.workspace_args import add_root_argument, run_in_node
-from verifier.engine.names import ENGINE_NAMES
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -131,8 +131,8 @@ def forward(args: argparse.Namespace) -> tuple[VerifyRequest, Rendering]:
 
 
 def _verify(args: argparse.Namespace) -> int:
+    from odfd.app.progress_display import progress_for
     from odfd.app.verify import rendered, verify
-    from verifier.progress import progress_for
 
     async def run(node: Node) -> int:
         report = await verify(node, _request(args), progress_for(sys.stderr))
@@ -148,7 +148,7 @@ class Rendering:
     (``odfd.app.verify.result_json``), so that this process loads no report model."""
 
     def __init__(self, output: str) -> None:
-        from verifier.progress import progress_for
+        from odfd.app.progress_display import progress_for
 
         self.output = output
         self.progress = progress_for(sys.stderr)

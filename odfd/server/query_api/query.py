@@ -8,14 +8,13 @@ from typing import Any
 from aiohttp import web
 
 from odfd.app import answers
+from odfd.app.request_json import json_body
 from odfd.server.query_api import context
 from protocol.query import (
     QueryRequest,
-    RequestError,
     ResponseSigningNotConfigured,
     VerifyRequest,
 )
-from protocol.query.json_text import loads
 
 JSON = "application/json"
 
@@ -32,19 +31,8 @@ async def post_query(request: web.Request) -> web.StreamResponse:
 
 
 async def _json_body(request: web.Request, expected: str) -> Any:
-    """The request's body parsed as JSON, or a ``RequestError`` that says what the route takes
-    when there is no body or it is not JSON at all (a form, as ``curl -d 'query=…'`` sends)."""
-    body = await request.read()
-    route = f"{request.method} {request.path}"
-    if not body.strip():
-        raise RequestError("", f"the request body is empty: {route} takes {expected}")
-    if body.lstrip()[:1] not in (b"{", b"["):
-        try:
-            loads(body)
-        except RequestError as error:
-            reason = f"the request body is not JSON ({error.reason}): {route} takes {expected}"
-            raise RequestError("", reason) from None
-    return loads(body)
+    """The request's body parsed as JSON (``odfd.app.request_json``)."""
+    return json_body(await request.read(), f"{request.method} {request.path}", expected)
 
 
 async def _answer(request: web.Request, query: QueryRequest) -> web.StreamResponse:
