@@ -13,15 +13,17 @@ publishes a dataset (the folder without ``info/``). Per round, one after another
 - the pull: odfd pulls ``ipfs://CID`` into a fresh workspace (every block hashed and linked,
   every object's size and hash checked, every data file's records, offsets and logical hash
   checked, everything fsynced before ``refs/head`` moves), with where its time went;
-- copy alone, twice: odfd's object fetcher bringing the data objects from the node into a
-  fresh dataset folder as a pull reads them (the first few by path, the rest from one
-  ``dag/export`` of the folder; hash, size check, staged write, fsync, rename; no data
-  checks), and plain GETs of the same objects from the gateway written to files (no hashing),
+- copy alone: everything a pull moves (the dataset folder's blocks and data files) exported
+  by the node as fast as it sends them (one ``dag/export`` of the folder, the node's cheapest
+  way out), each written to a file, one ``syncfs``; no hashing, no checks. Beside it, two copies
+  of the data objects only (not what a pull moves, so no target is set against them): odfd's
+  object fetcher bringing them into a fresh dataset folder as a pull reads them (hash, size
+  check, staged write, fsync, rename), and plain GETs of them from the gateway written to files,
   made durable as odfd makes what it stores (an fsync per file, and one ``syncfs``);
 - checks alone: the pull's data checks of the same files, already local, on every core.
 
 Each figure is the best of ``--repeat`` rounds. Target: the pull <= 1.2x max(copy alone, checks
-alone), printed against both copies. CPU seconds of this process (and of its block-writing
+alone), the copy being the folder's export. CPU seconds of this process (and of its block-writing
 child processes) and of the IPFS node are printed beside each figure, and the load average (the
 machine may be shared). Nothing is deleted until every figure is taken (each round writes to its
 own folders): on ext4, creating thousands of files right after an ``rm -rf`` of thousands costs
@@ -144,12 +146,22 @@ async def _rounds(
     refs = [ObjectRef(ObjectKind.DATA, Multihash.from_multibase(p.name), p.stat().st_size)
             for p in data]  # fmt: skip
     paths = [f"/ipfs/{cid}/data/{p.name}" for p in data]
-    odfd_pull, odfd_copy, checks = Best(), Best(), Best()
+    odfd_pull, whole, odfd_copy, checks = Best(), Best(), Best(), Best()
     plain: dict[str, Best] = {}
+    rpc = IpfsClient(node.api_multiaddr)
     for turn in range(repeat):
         async with await Workspace.init(work / f"b{turn}") as b:
             seconds, detail = await _timed_pull(b, url, node)
             odfd_pull.offer(seconds, detail)
+
+        # Everything the pull moved, copied alone: the folder's one export, written, one syncfs.
+        target = work / f"export{turn}"
+        cpu = _Cpu(node)
+        t = time.perf_counter()
+        exported = await rpc.export_raw_blocks(cid, max_bytes=1 << 40)
+        await asyncio.to_thread(_write_files, exported, target)
+        await asyncio.to_thread(DURABILITY["one syncfs"], target)
+        whole.offer(time.perf_counter() - t, f"{len(exported)} files, {cpu}, {load()}")
 
         # odfd's object fetcher alone: the data objects from the gateway into a fresh folder.
         copy_dest = Dataset.open_local(DatasetLayout(work / f"copy{turn}").create().root)
@@ -176,18 +188,26 @@ async def _rounds(
 
     print(f"figures: each the best of {repeat} rounds run one after another")
     print(f"pull: odfd {odfd_pull.seconds:.2f} s  [{odfd_pull.detail}")
-    for way, best in plain.items():
-        print(f"  plain GETs of the data objects, {way}: {best.seconds:.2f} s  [{best.detail}]")
-    print(f"  copy part alone (data objects fetched, hashed, stored, fsynced): odfd "
-          f"{odfd_copy.seconds:.2f} s  [{odfd_copy.detail}]")  # fmt: skip
+    print(f"  copy alone (the folder's blocks and data files in one dag/export, written, one "
+          f"syncfs; no hashing, no checks): {whole.seconds:.2f} s  [{whole.detail}]")  # fmt: skip
     print(f"  data checks alone (each data file read once, on every core): "
           f"{checks.seconds:.2f} s  [{checks.detail}]")  # fmt: skip
-    base_copy = min(best.seconds for best in plain.values())
-    for name, copy in (("plain", base_copy), ("odfd's", odfd_copy.seconds)):
-        larger = max(copy, checks.seconds)
-        print(f"  pull against max({name} copy alone, checks alone) = {larger:.2f} s: "
-              f"{odfd_pull.seconds / larger:.2f}x (target <= 1.2x: "
-              f"{'met' if odfd_pull.seconds <= 1.2 * larger else 'MISSED'})")  # fmt: skip
+    larger = max(whole.seconds, checks.seconds)
+    print(f"  pull against max(copy alone, checks alone) = {larger:.2f} s: "
+          f"{odfd_pull.seconds / larger:.2f}x (target <= 1.2x: "
+          f"{'met' if odfd_pull.seconds <= 1.2 * larger else 'MISSED'})")  # fmt: skip
+    print("  the data objects only (no blocks; not what a pull moves, no target):")
+    for way, best in plain.items():
+        print(f"    plain GETs from the gateway, {way}: {best.seconds:.2f} s  [{best.detail}]")
+    print(f"    odfd's object fetcher (hashed, stored, fsynced): {odfd_copy.seconds:.2f} s  "
+          f"[{odfd_copy.detail}]")  # fmt: skip
+
+
+def _write_files(exported: dict[bytes, bytes], folder: Path) -> None:
+    """Each exported block into a numbered file of ``folder`` (a plain write)."""
+    folder.mkdir(parents=True)
+    for number, data in enumerate(exported.values()):
+        (folder / f"{number:06d}").write_bytes(data)
 
 
 async def main() -> None:
