@@ -29,7 +29,7 @@ from enum import StrEnum
 from typing import Any
 
 from odfd.app.accounts import TOKEN_PREFIX, in_token_list, token_account, token_hash
-from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, type_of
+from odfd.app.resource_types import ACCOUNT, DATASET, RELATIONS, resource_ref
 from odfd.app.resources import DEFAULT_ACCOUNT
 from odfd.config import ServerConfig
 from odfd.errors import ManifestError, OdfdError
@@ -210,23 +210,11 @@ class Policy:
 
 
 def _ref(value: Any, where: str) -> tuple[str, str]:
-    """A ``ResourceRef`` (``Type:[account/]name`` or ``{type, name, account?}``) as (type name,
-    lowercased ``[account/]name``)."""
+    """A ``ResourceRef`` as (type name, lowercased ``[account/]name``), refused naming ``where``."""
     try:
-        if isinstance(value, str):
-            type_text, colon, name = value.partition(":")
-            if not colon:
-                raise RelationsError(f"{where}: {value!r} needs a type, e.g. Dataset:{value}")
-            return type_of(type_text).name, name.lower()
-        if isinstance(value, dict) and "type" in value and "name" in value:
-            account = value.get("account")
-            account_name = account.get("name") if isinstance(account, dict) else account
-            name = str(value["name"])
-            full = name if account_name is None else f"{account_name}/{name}"
-            return type_of(str(value["type"])).name, full.lower()
+        return resource_ref(value)
     except ManifestError as err:
         raise RelationsError(f"{where}: {err}") from None
-    raise RelationsError(f"{where}: a reference is `Type:[account/]name` or {{type, name}}")
 
 
 def check_relations(spec: Any, where: str = "spec") -> None:

@@ -29,7 +29,7 @@ import copy
 from dataclasses import dataclass
 from typing import Any
 
-from odfd.app.resource_types import DATASET, FLOW, MIRROR, RELATIONS, type_of
+from odfd.app.resource_types import DATASET, FLOW, MIRROR, RELATIONS, resource_ref, type_of
 from odfd.app.write_log import Actor, record_write
 from odfd.errors import ManifestError
 from protocol.identity import DatasetAlias
@@ -60,18 +60,10 @@ def names_dataset(value: Any, key: str) -> bool:
     """Whether a ``ResourceRef`` (``Dataset:[account/]name`` or ``{type, name, account?}``)
     names the dataset ``key`` (a lowercased alias), as the authorization policy reads it."""
     try:
-        if isinstance(value, str):
-            type_text, colon, name = value.partition(":")
-            return bool(colon) and type_of(type_text) is DATASET and name.lower() == key
-        if isinstance(value, dict) and "type" in value and "name" in value:
-            account = value.get("account")
-            account_name = account.get("name") if isinstance(account, dict) else account
-            name = str(value["name"])
-            full = name if account_name is None else f"{account_name}/{name}"
-            return type_of(str(value["type"])) is DATASET and full.lower() == key
+        type_name, name = resource_ref(value)
     except ManifestError:
         return False
-    return False
+    return type_name == DATASET.name and name == key
 
 
 def _renamed_ref(value: Any, new: DatasetAlias) -> Any:

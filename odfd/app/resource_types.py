@@ -10,6 +10,7 @@ their status says plainly that nothing acts on them yet.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from odfd.errors import ManifestError
 
@@ -88,3 +89,21 @@ def short_name(schema: str) -> str:
     """The short type name of a known ``$schema`` (the URL itself when unknown)."""
     found = _BY_SCHEMA.get(schema)
     return schema if found is None else found.name
+
+
+def resource_ref(value: Any) -> tuple[str, str]:
+    """A ``ResourceRef`` (``Type:[account/]name`` or ``{type, name, account?}``) as (type name,
+    lowercased ``[account/]name``), as the authorization policy and the resources that follow a
+    dataset read it; :class:`ManifestError` when it is neither or names no known type."""
+    if isinstance(value, str):
+        type_text, colon, name = value.partition(":")
+        if not colon:
+            raise ManifestError(f"{value!r} needs a type, e.g. Dataset:{value}")
+        return type_of(type_text).name, name.lower()
+    if isinstance(value, dict) and "type" in value and "name" in value:
+        account = value.get("account")
+        account_name = account.get("name") if isinstance(account, dict) else account
+        name = str(value["name"])
+        full = name if account_name is None else f"{account_name}/{name}"
+        return type_of(str(value["type"])).name, full.lower()
+    raise ManifestError("a reference is `Type:[account/]name` or {type, name}")
