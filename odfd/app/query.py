@@ -126,6 +126,13 @@ def table_hint(message: str, aliases: Iterable[str]) -> str | None:
     name = unknown_table(message)
     if hint is not None or name is None:
         return hint
+    return kamu_prefix_hint(name, aliases)
+
+
+def kamu_prefix_hint(name: str, aliases: Iterable[str]) -> str | None:
+    """The dataset a table ``name`` (as the engine read it) means when a query written for
+    kamu-cli puts it under kamu's catalog and schema (``kamu.kamu."x"``, or ``kamu."x"``), in
+    the words every way of querying uses; ``aliases`` are those the caller may read."""
     for alias in aliases:
         if name.removesuffix("." + alias) in _KAMU_PREFIXES:
             quoted = '"' + alias.replace('"', '""') + '"'

@@ -18,7 +18,7 @@ from odfd.app.authorization import principal_of
 from odfd.app.catalog_version import CatalogVersion
 from odfd.app.live_plan import InvalidSqlError, LivePlan, LiveStream, QueryRunError
 from odfd.app.live_queries import LiveQueries, UnreadableDatasetError
-from odfd.app.query import unknown_table, unknown_table_hint
+from odfd.app.query import kamu_prefix_hint, unknown_table, unknown_table_hint
 from odfd.config import ServerConfig
 from odfd.flight_sql import endpoint
 from odfd.flight_sql.auth import Grant, TokenExpired, TokenResolver
@@ -102,14 +102,10 @@ class NodeQueries:
                     raise UnknownTableError(
                         f"table '{name}' not found: {hint}", suggested=True
                     ) from None
-                meant = _elsewhere(unknown, readable)
+                meant = kamu_prefix_hint(unknown, readable)
                 if meant is not None:
-                    quoted = '"' + meant.replace('"', '""') + '"'
                     raise UnknownTableError(
-                        f"table '{unknown}' not found: the datasets are tables of catalog "
-                        f"{CATALOG}, schema {DB_SCHEMA} (kamu-cli's are both named kamu); did you "
-                        f"mean {quoted}? (or {CATALOG}.{DB_SCHEMA}.{quoted})",
-                        suggested=True,
+                        f"table '{unknown}' not found: {meant}", suggested=True
                     ) from None
                 raise UnknownTableError(
                     f"table '{_unqualified(unknown)}' not found: no dataset of that alias (names "
@@ -217,20 +213,6 @@ def token_resolver(
         return None if record is None else Grant(subject, record.expires_at)
 
     return resolve
-
-
-_REFERENCE_PREFIXES = ("kamu.kamu", f"{CATALOG}.kamu")
-"""Where a query written for kamu-cli names a table: its catalog and schema (``kamu.kamu.x``),
-or its schema alone, which the engine puts in odfd's catalog (``kamu.x``)."""
-
-
-def _elsewhere(name: str, readable: Sequence[str]) -> str | None:
-    """The readable dataset ``name`` means when it names it under kamu-cli's catalog and schema
-    (``kamu.kamu."alice/trades"``, or ``kamu."alice/trades"``)."""
-    for alias in readable:
-        if name.removesuffix("." + alias) in _REFERENCE_PREFIXES:
-            return alias
-    return None
 
 
 def _unqualified(name: str) -> str:
