@@ -4,7 +4,7 @@ limits) and the runs the daemon recorded for them in the catalog's ``flow_runs``
 first. A dataset the caller may not read has no flows for them.
 
 The catalog records a run per flow, not per dataset: the runs listed for a dataset are those of
-the flows that select it now (the daemon's own selector, :class:`WorkspaceTargets`), whichever
+the flows that select it now (the daemon's own rule, :func:`odfd.flows.tasks.selects`), whichever
 of the flow's datasets fired a run."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from odfd.app.resource_types import FLOW
 from odfd.flows.spec import EventTrigger, FlowSpec, FlowSpecError, ScheduleTrigger
-from odfd.flows.tasks import WorkspaceTargets, compaction_options
+from odfd.flows.tasks import WorkspaceTargets, compaction_options, selects
 from protocol.errors import OdfError
 from storage.catalog.flow_runs import FlowRunRecord, FlowRunTable
 from storage.catalog.resources import ResourceRecord, ResourceTable
@@ -115,14 +115,13 @@ async def _flows_selecting(
 ) -> list[tuple[ResourceRecord, FlowSpec]]:
     """The ``Flow`` resources whose target selects ``dataset`` now; a flow whose spec does not
     read never ran (its controller says why)."""
-    targets = WorkspaceTargets(node)
-    alias = dataset.alias.lower()
+    resource = (await WorkspaceTargets(node).dataset_resources()).get(dataset.alias.lower())
     found = []
     for flow in await ResourceTable(node.workspace.catalog).list(FLOW.schema):
         try:
             spec = FlowSpec.from_json(flow.spec, f"Flow {flow.name}")
         except (FlowSpecError, OdfError):
             continue
-        if alias in (selected.lower() for selected in await targets.datasets(spec)):
+        if selects(spec.target, dataset.alias, resource):
             found.append((flow, spec))
     return found

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from odfd.app.events import DiscardEvents
 from odfd.app.node_secrets import NodeSecrets
 from odfd.app.resource_types import DATASET, WEBHOOK_TARGET
-from odfd.app.selectors import like
+from odfd.app.selectors import Selector, like
 from odfd.app.write_log import DAEMON
 from odfd.errors import OdfdError
 from odfd.flows.payload import Payload, PayloadError, RunContext
@@ -24,7 +24,7 @@ from odfd.flows.spec import FlowSpec, Task
 from odfd.sources.buffers import SourceBuffers
 from odfd.sources.ingest import Moved, SourceIngest, ingest_params
 from odfd.webhooks.delivery import WebhookDeliverer, WebhookTarget
-from storage.catalog.resources import ResourceTable
+from storage.catalog.resources import ResourceRecord, ResourceTable
 
 if TYPE_CHECKING:
     from odfd.app.node import Node
@@ -65,20 +65,26 @@ class WorkspaceTargets:
         self.resources = ResourceTable(node.workspace.catalog)
 
     async def datasets(self, spec: FlowSpec) -> list[str]:
-        selector = spec.target
-        if selector.schema not in (None, DATASET.schema):
-            return []
-        labels = {r.name.lower(): r for r in await self.resources.list(DATASET.schema)}
-        found = []
-        for dataset in await self.node.workspace.list_datasets():
-            alias = str(dataset.alias)
-            record = labels.get(alias.lower())
-            if record is not None:
-                if selector.matches(record):
-                    found.append(alias)
-            elif not selector.labels and (selector.name is None or like(selector.name, alias)):
-                found.append(alias)
-        return sorted(found)
+        labels = await self.dataset_resources()
+        return sorted(
+            str(dataset.alias)
+            for dataset in await self.node.workspace.list_datasets()
+            if selects(spec.target, str(dataset.alias), labels.get(str(dataset.alias).lower()))
+        )
+
+    async def dataset_resources(self) -> dict[str, ResourceRecord]:
+        """The ``Dataset`` resources (their labels), by lowercased alias."""
+        return {r.name.lower(): r for r in await self.resources.list(DATASET.schema)}
+
+
+def selects(selector: Selector, alias: str, resource: ResourceRecord | None) -> bool:
+    """Whether ``selector`` picks the dataset ``alias``, whose ``Dataset`` resource is
+    ``resource`` (None: it has none, so it carries no labels)."""
+    if selector.schema not in (None, DATASET.schema):
+        return False
+    if resource is not None:
+        return selector.matches(resource)
+    return not selector.labels and (selector.name is None or like(selector.name, alias))
 
 
 def compaction_options(task: Task) -> CompactionOptions:
