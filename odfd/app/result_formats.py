@@ -59,13 +59,13 @@ def _write_text(table: pa.Table, fmt: str, out: TextIO) -> None:
             out.write(json.dumps(row, default=_json_value, ensure_ascii=False))
             out.write("\n")
     elif fmt == "yaml":
-        from odfd.app.yaml_documents import yaml_document
+        from protocol.codec.yaml_emitter import dump as yaml_dump
 
         rows = [
             {k: _yaml_value(v) for k, v in row.items() if v is not None}
             for row in table.to_pylist()
         ]
-        out.write(yaml_document(rows) if rows else "[]\n")
+        out.write(yaml_dump(rows) if rows else "[]\n")
     else:
         raise OutputError(f"unknown output format {fmt!r} (one of {', '.join(FORMATS)})")
 
